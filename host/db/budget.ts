@@ -1,0 +1,91 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+
+/** The read limits one handler runs under; tests and the budget harness may pass smaller ones. */
+export interface BudgetLimits {
+  rowsReturned: number;
+  rowsRead: number;
+  bytesRead: number;
+}
+
+/** The default per-handler limits of SPEC.md "Limits". */
+export const DEFAULT_BUDGET: BudgetLimits = {
+  rowsReturned: LIMITS.rowsReturned,
+  rowsRead: LIMITS.rowsRead,
+  bytesRead: LIMITS.bytesRead,
+};
+
+/** What one handler used; reported with every execution. */
+export interface BudgetUsage {
+  rowsReturned: number;
+  rowsRead: number;
+  bytesRead: number;
+  indexScans: number;
+  writes: number;
+}
+
+/**
+ * Per-handler read accounting on the host. Every scanned index entry is a row read, every row
+ * handed to the handler a row returned; the messages are SPEC.md's exactly. Once a limit is hit the
+ * handler cannot read further even if it catches the error.
+ */
+export class Budget {
+  readonly limits: BudgetLimits;
+  readonly usage: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
+
+  constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
+    this.limits = limits;
+  }
+
+  /** Rows that may still be read before the rowsRead limit. */
+  get remainingReads(): number {
+    return this.limits.rowsRead - this.usage.rowsRead;
+  }
+
+  /** Rows that may still be returned before the rowsReturned limit. */
+  get remainingReturns(): number {
+    return this.limits.rowsReturned - this.usage.rowsReturned;
+  }
+
+  /** Counts one scanned entry of `bytes` row bytes (0 for key-only scans). */
+  read(bytes: number): void {
+    if (this.usage.rowsRead >= this.limits.rowsRead) throw this.exceeded("rowsRead");
+    if (this.usage.bytesRead + bytes > this.limits.bytesRead) {
+      this.usage.bytesRead = this.limits.bytesRead;
+      throw this.exceeded("bytesRead");
+    }
+    this.usage.rowsRead++;
+    this.usage.bytesRead += bytes;
+  }
+
+  /** Counts `n` key-only reads at once (for `count()`), failing without counting when it would overflow. */
+  readKeys(n: number): void {
+    if (n > this.remainingReads) {
+      this.usage.rowsRead = this.limits.rowsRead;
+      throw this.exceeded("rowsRead");
+    }
+    this.usage.rowsRead += n;
+  }
+
+  /** Counts `n` rows handed to the handler. */
+  returned(n: number): void {
+    if (this.usage.rowsReturned + n > this.limits.rowsReturned) {
+      this.usage.rowsReturned = this.limits.rowsReturned;
+      throw this.exceeded("rowsReturned");
+    }
+    this.usage.rowsReturned += n;
+  }
+
+  /** The error for `collect()` finding more rows than may be returned. */
+  collectTooLarge(): PlatformError {
+    return new PlatformError(
+      "limit_exceeded",
+      `collect() exceeded the ${this.limits.rowsReturned} row return limit. Use paginate().`,
+    );
+  }
+
+  /** The error for crossing limit `name`, in SPEC.md's form. */
+  exceeded(name: keyof BudgetLimits): PlatformError {
+    return new PlatformError("limit_exceeded", `Database ${name} limit exceeded (${this.limits[name]}).`);
+  }
+}

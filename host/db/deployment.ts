@@ -1,0 +1,208 @@
+import type { BudgetLimits, BudgetUsage } from "./budget.js";
+import type { CursorCodec } from "./cursor.js";
+import { metaKey } from "./keys.js";
+import {
+  type MigrationProgress,
+  type MigrationReport,
+  planMigration,
+  rowsOf,
+  storedIndexRange,
+} from "./migrate.js";
+import type { ReadSet } from "./read-write-sets.js";
+import { indexEntryKey, materialize, type StoredRow } from "./rows.js";
+import type { Level } from "./scan.js";
+import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
+import { Transaction, type TransactionHost, type TransactionOptions } from "./transaction.js";
+import { WriteLock } from "./write-lock.js";
+
+/** The outcome of a handler run in a transaction. */
+export interface TransactionResult<T> {
+  value: T;
+  usage: BudgetUsage;
+  readSet: ReadSet;
+  /** Keys the commit wrote (empty for queries and failed mutations). */
+  writeSet: Buffer[];
+}
+
+/** Options of {@link DeploymentDatabase.query} and {@link DeploymentDatabase.mutate}. */
+export type RunOptions = Omit<TransactionOptions, "mode"> & { budget?: BudgetLimits };
+
+/** Called after every commit with its write set (the live-query issue subscribes here). */
+export type CommitListener = (writeSet: Buffer[]) => void;
+
+/** 1/1024 ms: exactly representable at epoch-ms magnitudes, so successive createdAt stay distinct. */
+const CLOCK_STEP = 1 / 1024;
+const BACKFILL_BATCH = 1000;
+
+/**
+ * One deployment's database: its schema, its write lock and its clock. Queries run on snapshots
+ * without waiting; mutations and migrations take the write lock, so writes are serialized.
+ */
+export class DeploymentDatabase implements TransactionHost {
+  readonly lock = new WriteLock();
+  readonly clockKey: Buffer;
+  private stored: StoredSchema = emptySchema();
+  private compiled = new Map<string, CompiledTable>();
+  private lastCreatedAt = 0;
+  private readonly listeners = new Set<CommitListener>();
+
+  constructor(
+    readonly level: Level,
+    readonly id: string,
+    readonly cursors: CursorCodec,
+  ) {
+    this.clockKey = metaKey(id, "clock");
+  }
+
+  /** Loads schema and clock; clears index entries a crashed migration left half-built. */
+  async load(): Promise<this> {
+    const [schema, clock, pending] = await this.level.getMany([
+      metaKey(this.id, "schema"),
+      this.clockKey,
+      metaKey(this.id, "building"),
+    ]);
+    if (schema) this.setSchema(JSON.parse(schema) as StoredSchema);
+    this.lastCreatedAt = clock ? Number(clock) : 0;
+    if (pending) {
+      for (const { table, stored } of JSON.parse(pending) as PendingBuild[]) {
+        await this.level.clear(storedIndexRange(this.id, table, stored));
+      }
+      await this.level.del(metaKey(this.id, "building"));
+    }
+    return this;
+  }
+
+  private setSchema(stored: StoredSchema): void {
+    this.stored = stored;
+    this.compiled = compileSchema(this.id, stored);
+  }
+
+  get schemaHash(): string {
+    return this.stored.hash;
+  }
+
+  get tables(): ReadonlyMap<string, CompiledTable> {
+    return this.compiled;
+  }
+
+  /** The schema this deployment serves. */
+  get schema(): StoredSchema {
+    return this.stored;
+  }
+
+  nextCreatedAt(now: number): number {
+    this.lastCreatedAt = Math.max(now, this.lastCreatedAt + CLOCK_STEP);
+    return this.lastCreatedAt;
+  }
+
+  clockValue(): number {
+    return this.lastCreatedAt;
+  }
+
+  /** Subscribes to commits; returns the unsubscribe function. */
+  onCommit(listener: CommitListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Runs a read-only handler on one snapshot. Never waits for writers. */
+  async query<T>(
+    work: (tx: Transaction) => Promise<T>,
+    options: RunOptions = {},
+  ): Promise<TransactionResult<T>> {
+    const snapshot = this.level.snapshot();
+    const tx = new Transaction(this, snapshot, { ...options, mode: "read" });
+    try {
+      const value = await work(tx);
+      tx.abort();
+      return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: [] };
+    } finally {
+      tx.abort();
+      await snapshot.close();
+    }
+  }
+
+  /**
+   * Runs a writing handler: waits for the write lock, reads a snapshot taken after every earlier
+   * commit, and commits its writes as one batch. A throw (budget errors included) writes nothing.
+   */
+  async mutate<T>(
+    work: (tx: Transaction) => Promise<T>,
+    options: RunOptions = {},
+  ): Promise<TransactionResult<T>> {
+    const result = await this.lock.run(async () => {
+      const snapshot = this.level.snapshot();
+      const tx = new Transaction(this, snapshot, { ...options, mode: "write" });
+      try {
+        const value = await work(tx);
+        const writeSet = await tx.commit();
+        return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet };
+      } finally {
+        tx.abort();
+        await snapshot.close();
+      }
+    });
+    if (result.writeSet.length > 0) for (const listener of this.listeners) listener(result.writeSet);
+    return result;
+  }
+
+  /**
+   * Moves the deployment to a new schema (DESIGN.md "Deploy-time migration"). Holds the write lock
+   * so no write slips past a backfill; reads keep being served from the old schema until the new
+   * one is stored in one write. On failure nothing changes: half-built indexes are cleared.
+   */
+  async migrate(spec: unknown, onProgress?: (progress: MigrationProgress) => void): Promise<MigrationReport> {
+    return this.lock.run(async () => {
+      const snapshot = this.level.snapshot();
+      const building = metaKey(this.id, "building");
+      let pending: PendingBuild[] = [];
+      try {
+        const plan = await planMigration(this.level, snapshot, this.id, this.stored, spec);
+        pending = plan.build.map(({ table, stored }) => ({ table, stored }));
+        const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
+        if (pending.length > 0) await this.level.put(building, JSON.stringify(pending));
+        const nextTables = compileSchema(this.id, plan.next);
+        for (const { table, index, stored } of plan.build) {
+          await this.level.clear(storedIndexRange(this.id, table, stored));
+          const compiledTable = nextTables.get(table) as CompiledTable;
+          const compiledIndex = compiledTable.indexes.get(index)!;
+          let done = 0;
+          for await (const rows of rowsOf(this.level, snapshot, compiledTable.rowPrefix)) {
+            const batch = this.level.batch();
+            for (const json of rows) {
+              batch.put(
+                indexEntryKey(compiledIndex, materialize(compiledTable, JSON.parse(json) as StoredRow)),
+                json,
+              );
+            }
+            await batch.write();
+            done += rows.length;
+            if (rows.length === BACKFILL_BATCH || done > 0) onProgress?.({ table, index, done });
+          }
+          report.built.push({ table, index, entries: done });
+        }
+        await this.level.batch([
+          { type: "put", key: metaKey(this.id, "schema"), value: JSON.stringify(plan.next) },
+          { type: "del", key: building },
+        ]);
+        pending = [];
+        this.setSchema(plan.next);
+        for (const { table, index, stored } of plan.drop) {
+          await this.level.clear(storedIndexRange(this.id, table, stored));
+          report.dropped.push({ table, index });
+        }
+        return report;
+      } finally {
+        for (const { table, stored } of pending)
+          await this.level.clear(storedIndexRange(this.id, table, stored));
+        if (pending.length > 0) await this.level.del(building);
+        await snapshot.close();
+      }
+    });
+  }
+}
+
+interface PendingBuild {
+  table: string;
+  stored: import("./stored-schema.js").StoredIndex;
+}

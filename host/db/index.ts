@@ -1,0 +1,15 @@
+/**
+ * `host/db`: the document database on classic-level: key codec, rows, indexes, transactions,
+ * budgets, cursors, schema migration and read/write sets. No Koa, no isolates.
+ */
+export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
+export { Database } from "./database.js";
+export {
+  type CommitListener,
+  DeploymentDatabase,
+  type RunOptions,
+  type TransactionResult,
+} from "./deployment.js";
+export type { MigrationProgress, MigrationReport } from "./migrate.js";
+export { type ReadSet, readSetIntersects } from "./read-write-sets.js";
+export { type QueryOutcome, Transaction } from "./transaction.js";

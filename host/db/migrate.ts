@@ -1,0 +1,187 @@
+import { createHash, randomBytes } from "node:crypto";
+import {
+  checkSchemaSpec,
+  type FieldSpec,
+  PlatformError,
+  type SchemaSpec,
+  scalarProblem,
+  type TableSpec,
+} from "../../sdk/values/index.js";
+import { afterPrefix } from "./codec.js";
+import { indexPrefix, rowPrefix } from "./keys.js";
+import type { StoredRow } from "./rows.js";
+import type { Level, LevelSnapshot } from "./scan.js";
+import {
+  indexSignature,
+  type StoredIndex,
+  type StoredSchema,
+  type StoredTable,
+  wantedIndexes,
+} from "./stored-schema.js";
+
+/** Progress of an index backfill, for progress bars. */
+export interface MigrationProgress {
+  table: string;
+  index: string;
+  done: number;
+}
+
+/** What a migration did. */
+export interface MigrationReport {
+  built: Array<{ table: string; index: string; entries: number }>;
+  dropped: Array<{ table: string; index: string }>;
+  checkedRows: number;
+}
+
+/** A planned migration: the schema to store and the index work to do. */
+export interface MigrationPlan {
+  next: StoredSchema;
+  build: Array<{ table: string; index: string; stored: StoredIndex }>;
+  drop: Array<{ table: string; index: string; stored: StoredIndex }>;
+  checkedRows: number;
+}
+
+function deployError(message: string): PlatformError {
+  return new PlatformError("bad_request", message);
+}
+
+/** A canonical hash of a schema, bound into pagination cursors. */
+export function schemaHash(spec: SchemaSpec): string {
+  return createHash("sha256").update(JSON.stringify(spec)).digest("base64url").slice(0, 22);
+}
+
+/** Why `row` does not satisfy `spec`, in the words of SPEC.md, or undefined when it does. */
+export function storedRowProblem(table: string, spec: TableSpec, row: StoredRow): string | undefined {
+  for (const [name, field] of Object.entries(spec.fields)) {
+    const value = row[name] ?? field.default;
+    if (value === undefined) {
+      if (!field.optional) return `Missing value for ${table}.${name}`;
+      continue;
+    }
+    const problem = scalarProblem(field.kind, value, field.table);
+    if (problem) return `Existing row ${row.id} does not fit ${table}.${name}: ${problem}.`;
+  }
+  for (const name of Object.keys(row)) {
+    if (name !== "id" && name !== "createdAt" && !Object.hasOwn(spec.fields, name)) {
+      return `Cannot remove field ${table}.${name}: row ${row.id} still has a value. Make it optional and clear it first.`;
+    }
+  }
+  return undefined;
+}
+
+async function* rowsOf(level: Level, snapshot: LevelSnapshot, prefix: Buffer): AsyncGenerator<string[]> {
+  const iterator = level.iterator({
+    gte: prefix,
+    lt: afterPrefix(prefix),
+    snapshot,
+    keys: false,
+    values: true,
+  });
+  try {
+    for (;;) {
+      const batch = await iterator.nextv(1000);
+      if (batch.length === 0) return;
+      yield batch.map(([, value]) => value as string);
+    }
+  } finally {
+    await iterator.close();
+  }
+}
+
+async function hasRows(level: Level, snapshot: LevelSnapshot, prefix: Buffer): Promise<boolean> {
+  const keys = await level.keys({ gte: prefix, lt: afterPrefix(prefix), snapshot, limit: 1 }).all();
+  return keys.length > 0;
+}
+
+function fieldsChanged(before: TableSpec | undefined, after: TableSpec): boolean {
+  if (!before) return true;
+  return JSON.stringify(before.fields) !== JSON.stringify(after.fields);
+}
+
+function lateDefaults(before: StoredTable | undefined, after: TableSpec, rowsExist: boolean): string[] {
+  if (!rowsExist) return [];
+  const out: string[] = [];
+  for (const [name, field] of Object.entries(after.fields)) {
+    if (field.default === undefined) continue;
+    const old: FieldSpec | undefined = before?.spec.fields[name];
+    const someRowsLackIt =
+      !old || before?.lateDefaults.includes(name) || (old.optional && old.default === undefined);
+    if (someRowsLackIt) out.push(name);
+  }
+  return out;
+}
+
+/**
+ * Diffs `spec` against the stored schema and checks every rule of SPEC.md against the stored rows:
+ * a required field without default on a table with rows fails with `Missing value for <t>.<f>`;
+ * optional and defaulted fields are added without rewriting rows; changed or new indexes are
+ * planned for backfill under fresh storage ids; dropped ones for deletion. Writes nothing.
+ */
+export async function planMigration(
+  level: Level,
+  snapshot: LevelSnapshot,
+  deployment: string,
+  current: StoredSchema,
+  input: unknown,
+): Promise<MigrationPlan> {
+  const spec = checkSchemaSpec(input);
+  const plan: MigrationPlan = {
+    next: { hash: schemaHash(spec), tables: {} },
+    build: [],
+    drop: [],
+    checkedRows: 0,
+  };
+  for (const [name, table] of Object.entries(current.tables)) {
+    if (Object.hasOwn(spec.tables, name)) continue;
+    if (await hasRows(level, snapshot, rowPrefix(deployment, name))) {
+      throw deployError(
+        `Table ${name} still has rows; delete them before removing the table from the schema.`,
+      );
+    }
+    for (const [index, stored] of Object.entries(table.indexes))
+      plan.drop.push({ table: name, index, stored });
+  }
+  for (const [name, table] of Object.entries(spec.tables)) {
+    const before = current.tables[name];
+    const prefix = rowPrefix(deployment, name);
+    const rowsExist = await hasRows(level, snapshot, prefix);
+    if (rowsExist && fieldsChanged(before?.spec, table)) {
+      for await (const batch of rowsOf(level, snapshot, prefix)) {
+        for (const json of batch) {
+          const problem = storedRowProblem(name, table, JSON.parse(json) as StoredRow);
+          if (problem) throw deployError(problem);
+          plan.checkedRows++;
+        }
+      }
+    }
+    const indexes: Record<string, StoredIndex> = {};
+    for (const [index, fields] of Object.entries(wantedIndexes(table))) {
+      const signature = indexSignature(table, fields);
+      const old = before?.indexes[index];
+      if (old && old.signature === signature) {
+        indexes[index] = old;
+      } else {
+        indexes[index] = { fields, storageId: randomBytes(6).toString("base64url"), signature };
+        plan.build.push({ table: name, index, stored: indexes[index] });
+      }
+    }
+    for (const [index, stored] of Object.entries(before?.indexes ?? {})) {
+      if (indexes[index] !== stored) plan.drop.push({ table: name, index, stored });
+    }
+    plan.next.tables[name] = { spec: table, indexes, lateDefaults: lateDefaults(before, table, rowsExist) };
+  }
+  return plan;
+}
+
+/** The key range of one stored index. */
+export function storedIndexRange(
+  deployment: string,
+  table: string,
+  stored: StoredIndex,
+): { gte: Buffer; lt: Buffer } {
+  const prefix = indexPrefix(deployment, table, stored.storageId);
+  return { gte: prefix, lt: afterPrefix(prefix) };
+}
+
+/** Streams every stored row of a table from a snapshot, in batches. */
+export { rowsOf };

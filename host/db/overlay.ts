@@ -1,0 +1,55 @@
+/**
+ * A transaction's pending writes, kept sorted by key so range reads can merge them with the
+ * snapshot in order. `value === null` marks a delete.
+ */
+export interface OverlayEntry {
+  key: Buffer;
+  value: string | null;
+}
+
+/** Sorted in-memory write buffer with binary-search insertion. */
+export class WriteOverlay {
+  private readonly entries: OverlayEntry[] = [];
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** Index of the first entry whose key is >= `key`. */
+  private lowerBound(key: Buffer): number {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (Buffer.compare((this.entries[mid] as OverlayEntry).key, key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Records a put (`value` a string) or a delete (`null`), replacing an earlier write of the key. */
+  set(key: Buffer, value: string | null): void {
+    const at = this.lowerBound(key);
+    const existing = this.entries[at];
+    if (existing?.key.equals(key)) existing.value = value;
+    else this.entries.splice(at, 0, { key, value });
+  }
+
+  /** The pending write of `key`: a string, `null` for a delete, `undefined` when untouched. */
+  get(key: Buffer): string | null | undefined {
+    const entry = this.entries[this.lowerBound(key)];
+    return entry?.key.equals(key) ? entry.value : undefined;
+  }
+
+  /** Pending writes with `start <= key < end`, in key order. */
+  range(start: Buffer, end: Buffer): OverlayEntry[] {
+    const from = this.lowerBound(start);
+    const to = this.lowerBound(end);
+    return from < to ? this.entries.slice(from, to) : [];
+  }
+
+  /** Every pending write in key order. */
+  all(): readonly OverlayEntry[] {
+    return this.entries;
+  }
+}

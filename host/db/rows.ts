@@ -1,0 +1,119 @@
+import {
+  checkFieldValue,
+  describeType,
+  type FieldSpec,
+  type FieldValue,
+  PlatformError,
+} from "../../sdk/values/index.js";
+import { encodeNumber, encodeText, encodeValue, TAG_ID } from "./codec.js";
+import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
+
+/** A stored row: `id`, `createdAt`, then the table's fields. Never contains `null`. */
+export type StoredRow = { id: string; createdAt: number } & Record<string, FieldValue>;
+
+function badRequest(message: string): PlatformError {
+  return new PlatformError("bad_request", message);
+}
+
+function asObject(table: string, value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw badRequest(`${what} for ${table} must be an object, got ${describeType(value)}.`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function rejectUnknownFields(table: CompiledTable, input: Record<string, unknown>): void {
+  for (const key of Object.keys(input)) {
+    if (key === "id" || key === "createdAt")
+      throw badRequest(`${table.name}.${key} is set by the database and cannot be written.`);
+    if (!Object.hasOwn(table.spec.fields, key)) throw badRequest(`Unknown field ${table.name}.${key}.`);
+  }
+}
+
+/** Validates one field for a write; `null`/`undefined` mean "no value" and yield the default. */
+function resolveField(
+  table: CompiledTable,
+  name: string,
+  spec: FieldSpec,
+  value: unknown,
+): FieldValue | undefined {
+  if (value === null || value === undefined) {
+    if (spec.default !== undefined) return spec.default;
+    if (spec.optional) return undefined;
+    throw new PlatformError("bad_request", `Missing value for ${table.name}.${name}`);
+  }
+  return checkFieldValue(table.name, name, spec, value);
+}
+
+/** The fields of a new row, validated, with defaults filled, in schema order. */
+export function buildInsertFields(table: CompiledTable, input: unknown): Record<string, FieldValue> {
+  const row = asObject(table.name, input, "An inserted row");
+  rejectUnknownFields(table, row);
+  const out: Record<string, FieldValue> = {};
+  for (const name of table.fieldNames) {
+    const value = resolveField(table, name, table.spec.fields[name] as FieldSpec, row[name]);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** The row after applying `patch`: `null` clears an optional field (or restores its default). */
+export function applyPatch(table: CompiledTable, existing: StoredRow, patch: unknown): StoredRow {
+  const changes = asObject(table.name, patch, "An update");
+  rejectUnknownFields(table, changes);
+  const next: StoredRow = { ...existing };
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === undefined) continue;
+    const resolved = resolveField(table, name, table.spec.fields[name] as FieldSpec, value);
+    if (resolved === undefined) delete next[name];
+    else next[name] = resolved;
+  }
+  return next;
+}
+
+/** Fields of `row` holding ids whose value differs from `before` (all of them for inserts). */
+export function changedIdFields(
+  table: CompiledTable,
+  row: Record<string, FieldValue>,
+  before?: StoredRow,
+): Array<[string, string, string]> {
+  const out: Array<[string, string, string]> = [];
+  for (const name of table.fieldNames) {
+    const spec = table.spec.fields[name] as FieldSpec;
+    const value = row[name];
+    if (spec.kind === "id" && typeof value === "string" && before?.[name] !== value) {
+      out.push([name, spec.table as string, value]);
+    }
+  }
+  return out;
+}
+
+/** Fills defaults added after this row was stored (SPEC.md: a defaulted field always has a value). */
+export function materialize(table: CompiledTable, row: StoredRow): StoredRow {
+  for (const [name, value] of table.lateDefaults) if (row[name] === undefined) row[name] = value;
+  return row;
+}
+
+/** Row JSON as handlers see it: unchanged unless the table has late defaults to fill. */
+export function materializeJson(table: CompiledTable, json: string): string {
+  if (table.lateDefaults.length === 0) return json;
+  return JSON.stringify(materialize(table, JSON.parse(json) as StoredRow));
+}
+
+/** The key of `row`'s entry in `index`: field values, then `createdAt`, then `id`. */
+export function indexEntryKey(index: CompiledIndex, row: StoredRow): Buffer {
+  const parts: Buffer[] = [index.prefix];
+  for (let i = 0; i < index.fields.length; i++) {
+    parts.push(encodeValue(row[index.fields[i] as string], index.isId[i]));
+  }
+  parts.push(encodeNumber(row.createdAt), encodeText(row.id, TAG_ID));
+  return Buffer.concat(parts);
+}
+
+/** The keys of every index entry of `row` (defaults materialized first). */
+export function indexEntryKeys(table: CompiledTable, row: StoredRow): Buffer[] {
+  const full = materialize(table, { ...row });
+  const keys: Buffer[] = [];
+  for (const index of table.indexes.values()) keys.push(indexEntryKey(index, full));
+  return keys;
+}

@@ -1,0 +1,398 @@
+import { randomBytes } from "node:crypto";
+import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
+import { Budget, type BudgetLimits } from "./budget.js";
+import { HIGH } from "./codec.js";
+import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
+import { rowKey } from "./keys.js";
+import { WriteOverlay } from "./overlay.js";
+import { compileRange, type KeyRange } from "./range.js";
+import { emptyReadSet, type ReadSet } from "./read-write-sets.js";
+import {
+  applyPatch,
+  buildInsertFields,
+  changedIdFields,
+  indexEntryKeys,
+  materializeJson,
+  type StoredRow,
+} from "./rows.js";
+import { type Level, type LevelSnapshot, scanRange } from "./scan.js";
+import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
+
+/** What a transaction needs from its deployment; provided by {@link DeploymentDatabase}. */
+export interface TransactionHost {
+  readonly level: Level;
+  readonly id: string;
+  readonly schemaHash: string;
+  readonly tables: ReadonlyMap<string, CompiledTable>;
+  readonly cursors: CursorCodec;
+  /** The next `createdAt`: at least `now`, strictly above every earlier one of the deployment. */
+  nextCreatedAt(now: number): number;
+  /** The clock value to persist with this commit. */
+  readonly clockKey: Buffer;
+  clockValue(): number;
+}
+
+/** How a transaction runs. */
+export interface TransactionOptions {
+  mode: "read" | "write";
+  /** The frozen "now" of the handler, for `createdAt`. */
+  now?: number;
+  /** Handler name and JSON arguments, which pagination cursors are bound to. */
+  handler?: string;
+  argsJson?: string;
+  budget?: BudgetLimits;
+}
+
+/** The result of one query terminal, rows as JSON strings (they cross into the isolate as-is). */
+export type QueryOutcome =
+  | { kind: "rows"; rows: string[] }
+  | { kind: "row"; row: string | null }
+  | { kind: "count"; count: number }
+  | { kind: "page"; page: string[]; isDone: boolean; continueCursor: string };
+
+/** A new row id: 128 random bits, base64url. */
+export function newRowId(): string {
+  return randomBytes(16).toString("base64url");
+}
+
+function afterKey(key: Buffer): Buffer {
+  return Buffer.concat([key, Buffer.from([0x00])]);
+}
+
+/**
+ * One handler's view of a deployment: an explicit snapshot, a sorted overlay of its own writes
+ * (read back by its own reads), and its budgets. Nothing reaches the disk until {@link commit},
+ * which writes rows, index entries and the clock as ONE atomic batch.
+ */
+export class Transaction {
+  readonly budget: Budget;
+  readonly readSet: ReadSet = emptyReadSet();
+  private readonly overlay = new WriteOverlay();
+  private readonly now: number;
+  private inserted = false;
+  private finished = false;
+
+  constructor(
+    private readonly host: TransactionHost,
+    private readonly snapshot: LevelSnapshot,
+    private readonly options: TransactionOptions,
+  ) {
+    this.budget = new Budget(options.budget);
+    this.now = options.now ?? Date.now();
+  }
+
+  private table(name: string): CompiledTable {
+    const table = typeof name === "string" ? this.host.tables.get(name) : undefined;
+    if (!table) throw new PlatformError("bad_request", `Unknown table ${JSON.stringify(name)}.`);
+    return table;
+  }
+
+  private index(table: CompiledTable, name: string): CompiledIndex {
+    const index = typeof name === "string" && !name.startsWith("$") ? table.indexes.get(name) : undefined;
+    if (!index) throw new PlatformError("bad_request", `Unknown index ${table.name}.${String(name)}.`);
+    return index;
+  }
+
+  private requireOpen(): void {
+    if (this.finished) throw new PlatformError("internal", "This transaction has already finished.");
+  }
+
+  private requireWrite(): void {
+    this.requireOpen();
+    if (this.options.mode !== "write") {
+      throw new PlatformError(
+        "forbidden",
+        "This handler is read-only: queries and read-only endpoints cannot write.",
+      );
+    }
+  }
+
+  /** Reads a stored row (own writes included) without touching budgets. */
+  private async readRow(table: CompiledTable, id: string): Promise<string | null> {
+    const key = rowKey(this.host.id, table.name, id);
+    const pending = this.overlay.get(key);
+    if (pending !== undefined) return pending;
+    return (await this.host.level.get(key, { snapshot: this.snapshot })) ?? null;
+  }
+
+  /** `ctx.db.<table>.get(id)`: the row JSON or null; one row read. */
+  async get(tableName: string, id: string): Promise<string | null> {
+    this.requireOpen();
+    const table = this.table(tableName);
+    if (!isRowIdShape(id)) {
+      if (typeof id !== "string")
+        throw new PlatformError("bad_request", `get() on ${table.name} needs an id string.`);
+      return null;
+    }
+    this.readSet.keys.push(rowKey(this.host.id, table.name, id));
+    const json = await this.readRow(table, id);
+    if (json === null) return null;
+    this.budget.read(Buffer.byteLength(json));
+    this.budget.returned(1);
+    return materializeJson(table, json);
+  }
+
+  /** Runs a query terminal under the handler's budgets. */
+  async query(spec: QuerySpec, terminal: QueryTerminal): Promise<QueryOutcome> {
+    this.requireOpen();
+    if (typeof spec !== "object" || spec === null)
+      throw new PlatformError("bad_request", "A query needs a table and an index.");
+    const table = this.table(spec.table);
+    const index = this.index(table, spec.index);
+    if (spec.order !== "asc" && spec.order !== "desc") {
+      throw new PlatformError(
+        "bad_request",
+        `order() takes "asc" or "desc", got ${JSON.stringify(spec.order)}.`,
+      );
+    }
+    const range = compileRange(table, index, spec.range);
+    const reverse = spec.order === "desc";
+    this.budget.usage.indexScans++;
+    switch (terminal.kind) {
+      case "count":
+        return { kind: "count", count: await this.count(range) };
+      case "collect":
+        return { kind: "rows", rows: await this.collect(table, range, reverse) };
+      case "take": {
+        if (!Number.isSafeInteger(terminal.n) || terminal.n < 0) {
+          throw new PlatformError(
+            "bad_request",
+            `take(n) needs a whole number n >= 0, got ${String(terminal.n)}.`,
+          );
+        }
+        this.readSet.ranges.push(range);
+        return { kind: "rows", rows: await this.take(table, range, reverse, terminal.n) };
+      }
+      case "first": {
+        this.readSet.ranges.push(range);
+        const rows = await this.take(table, range, reverse, 1);
+        return { kind: "row", row: rows[0] ?? null };
+      }
+      case "paginate":
+        return this.paginate(table, index, spec, range, terminal);
+      default:
+        throw new PlatformError("bad_request", "Unknown query terminal.");
+    }
+  }
+
+  private async count(range: KeyRange): Promise<number> {
+    this.readSet.ranges.push(range);
+    const allowed = this.budget.remainingReads;
+    let n = 0;
+    await scanRange(
+      this.host.level,
+      this.snapshot,
+      this.overlay,
+      { ...range, reverse: false, values: false, hint: Math.min(allowed + 1, 1000) },
+      () => ++n <= allowed,
+    );
+    this.budget.readKeys(n);
+    return n;
+  }
+
+  private async collect(table: CompiledTable, range: KeyRange, reverse: boolean): Promise<string[]> {
+    this.readSet.ranges.push(range);
+    const rows: string[] = [];
+    const limit = this.budget.limits.rowsReturned;
+    let tooMany = false;
+    await scanRange(
+      this.host.level,
+      this.snapshot,
+      this.overlay,
+      { ...range, reverse, values: true, hint: 128 },
+      (_key, value) => {
+        this.budget.read(Buffer.byteLength(value));
+        if (rows.length === limit) {
+          tooMany = true;
+          return false;
+        }
+        rows.push(value);
+        return true;
+      },
+    );
+    if (tooMany) throw this.budget.collectTooLarge();
+    this.budget.returned(rows.length);
+    return this.materializeAll(table, rows);
+  }
+
+  private async take(table: CompiledTable, range: KeyRange, reverse: boolean, n: number): Promise<string[]> {
+    const rows: string[] = [];
+    if (n === 0) return rows;
+    await scanRange(
+      this.host.level,
+      this.snapshot,
+      this.overlay,
+      { ...range, reverse, values: true, hint: n },
+      (_key, value) => {
+        this.budget.read(Buffer.byteLength(value));
+        rows.push(value);
+        return rows.length < n;
+      },
+    );
+    this.budget.returned(rows.length);
+    return this.materializeAll(table, rows);
+  }
+
+  private async paginate(
+    table: CompiledTable,
+    index: CompiledIndex,
+    spec: QuerySpec,
+    range: KeyRange,
+    terminal: Extract<QueryTerminal, { kind: "paginate" }>,
+  ): Promise<QueryOutcome> {
+    const { numItems, cursor } = terminal;
+    if (!Number.isSafeInteger(numItems) || numItems < 1 || numItems > LIMITS.paginateMaxItems) {
+      throw new PlatformError(
+        "bad_request",
+        `paginate() needs numItems between 1 and ${LIMITS.paginateMaxItems}, got ${String(numItems)}.`,
+      );
+    }
+    const binding: CursorBinding = {
+      deployment: this.host.id,
+      schemaHash: this.host.schemaHash,
+      handler: this.options.handler ?? "",
+      argsHash: hashArgs(this.options.argsJson ?? "null"),
+      table: table.name,
+      index: index.name,
+      start: range.start.toString("base64"),
+      end: range.end.toString("base64"),
+      order: spec.order,
+    };
+    const reverse = spec.order === "desc";
+    const position =
+      cursor === null || cursor === undefined ? Buffer.alloc(0) : this.host.cursors.decode(cursor, binding);
+    let { start, end } = range;
+    if (position.length > 0) {
+      if (reverse) end = position;
+      else start = afterKey(position);
+    }
+    const rows: string[] = [];
+    let lastKey: Buffer | null = null;
+    let more = false;
+    await scanRange(
+      this.host.level,
+      this.snapshot,
+      this.overlay,
+      { start, end, reverse, values: true, hint: numItems + 1 },
+      (key, value) => {
+        if (rows.length === numItems) {
+          more = true;
+          return false;
+        }
+        this.budget.read(Buffer.byteLength(value));
+        rows.push(value);
+        lastKey = key;
+        return true;
+      },
+    );
+    this.budget.returned(rows.length);
+    const last = lastKey as Buffer | null;
+    if (more && last) {
+      this.readSet.ranges.push(reverse ? { start: last, end } : { start, end: afterKey(last) });
+    } else {
+      this.readSet.ranges.push({ start, end });
+    }
+    const nextPosition = last ?? position;
+    return {
+      kind: "page",
+      page: this.materializeAll(table, rows),
+      isDone: !more,
+      continueCursor: this.host.cursors.encode(nextPosition, binding),
+    };
+  }
+
+  private materializeAll(table: CompiledTable, rows: string[]): string[] {
+    return table.lateDefaults.length === 0 ? rows : rows.map((json) => materializeJson(table, json));
+  }
+
+  private async checkReferences(refs: Array<[string, string, string]>, tableName: string): Promise<void> {
+    for (const [field, target, id] of refs) {
+      const targetTable = this.table(target);
+      if ((await this.readRow(targetTable, id)) === null) {
+        throw new PlatformError(
+          "bad_request",
+          `Invalid value for ${tableName}.${field}: no row ${id} in table ${target}.`,
+        );
+      }
+    }
+  }
+
+  private writeRow(table: CompiledTable, row: StoredRow, previous: StoredRow | null): void {
+    const json = JSON.stringify(row);
+    this.overlay.set(rowKey(this.host.id, table.name, row.id), json);
+    const next = indexEntryKeys(table, row);
+    if (previous) {
+      const keep = new Set(next.map((key) => key.toString("latin1")));
+      for (const key of indexEntryKeys(table, previous))
+        if (!keep.has(key.toString("latin1"))) this.overlay.set(key, null);
+    }
+    for (const key of next) this.overlay.set(key, json);
+    this.budget.usage.writes++;
+  }
+
+  /** `insert(row)`: validates, fills defaults, assigns `id` and `createdAt`; returns the id. */
+  async insert(tableName: string, input: unknown): Promise<string> {
+    this.requireWrite();
+    const table = this.table(tableName);
+    const fields = buildInsertFields(table, input);
+    await this.checkReferences(changedIdFields(table, fields), table.name);
+    const id = newRowId();
+    const row = { id, createdAt: this.host.nextCreatedAt(this.now), ...fields } as StoredRow;
+    this.inserted = true;
+    this.writeRow(table, row, null);
+    return id;
+  }
+
+  private async existing(table: CompiledTable, id: string, verb: string): Promise<StoredRow> {
+    const json = isRowIdShape(id) ? await this.readRow(table, id) : null;
+    if (json === null)
+      throw new PlatformError("not_found", `Cannot ${verb}: no row ${String(id)} in table ${table.name}.`);
+    return JSON.parse(json) as StoredRow;
+  }
+
+  /** `update(id, patch)`: changes fields; `null` clears an optional field. */
+  async update(tableName: string, id: string, patch: unknown): Promise<void> {
+    this.requireWrite();
+    const table = this.table(tableName);
+    const before = await this.existing(table, id, "update");
+    const after = applyPatch(table, before, patch);
+    await this.checkReferences(changedIdFields(table, after, before), table.name);
+    this.writeRow(table, after, before);
+  }
+
+  /** `delete(id)`: removes the row and its index entries. */
+  async delete(tableName: string, id: string): Promise<void> {
+    this.requireWrite();
+    const table = this.table(tableName);
+    const before = await this.existing(table, id, "delete");
+    this.overlay.set(rowKey(this.host.id, table.name, id), null);
+    for (const key of indexEntryKeys(table, before)) this.overlay.set(key, null);
+    this.budget.usage.writes++;
+  }
+
+  /** Writes every pending write as one atomic batch; returns the written keys (the write set). */
+  async commit(): Promise<Buffer[]> {
+    this.requireOpen();
+    this.finished = true;
+    const entries = this.overlay.all();
+    if (entries.length === 0) return [];
+    const batch = this.host.level.batch();
+    for (const entry of entries) {
+      if (entry.value === null) batch.del(entry.key);
+      else batch.put(entry.key, entry.value);
+    }
+    if (this.inserted) batch.put(this.host.clockKey, String(this.host.clockValue()));
+    await batch.write();
+    return entries.map((entry) => entry.key);
+  }
+
+  /** Drops every pending write. */
+  abort(): void {
+    this.finished = true;
+  }
+}
+
+/** Exposed for tests of cursor positions. */
+export const CURSOR_HIGH = HIGH;

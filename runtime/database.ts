@@ -1,0 +1,104 @@
+/**
+ * The `ctx.db` object handlers use. Runs inside the isolate (and in host tests): it only builds
+ * query descriptions and hands them to an executor; every rule and budget is enforced by the host.
+ */
+import type { PaginationOptions, QuerySpec, QueryTerminal, RangeOp } from "../sdk/protocol/index.js";
+
+/** The host operations behind `ctx.db`: in the isolate, the syscall bridge. */
+export interface DatabaseExecutor {
+  get(table: string, id: string): Promise<unknown>;
+  query(spec: QuerySpec, terminal: QueryTerminal): Promise<unknown>;
+  insert(table: string, row: unknown): Promise<string>;
+  update(table: string, id: string, patch: unknown): Promise<void>;
+  delete(table: string, id: string): Promise<void>;
+}
+
+type Value = string | number | boolean | null;
+
+class RangeRecorder {
+  readonly ops: RangeOp[] = [];
+  readonly __range = true;
+  private add(op: RangeOp["op"], field: string, value: Value): this {
+    this.ops.push({ op, field, value });
+    return this;
+  }
+  eq(field: string, value: Value) {
+    return this.add("eq", field, value);
+  }
+  gt(field: string, value: Value) {
+    return this.add("gt", field, value);
+  }
+  gte(field: string, value: Value) {
+    return this.add("gte", field, value);
+  }
+  lt(field: string, value: Value) {
+    return this.add("lt", field, value);
+  }
+  lte(field: string, value: Value) {
+    return this.add("lte", field, value);
+  }
+}
+
+class QueryBuilder {
+  constructor(
+    protected readonly executor: DatabaseExecutor,
+    protected readonly spec: QuerySpec,
+  ) {}
+
+  order(order: "asc" | "desc"): QueryBuilder {
+    return new QueryBuilder(this.executor, { ...this.spec, order });
+  }
+  collect(): Promise<unknown> {
+    return this.executor.query(this.spec, { kind: "collect" });
+  }
+  take(n: number): Promise<unknown> {
+    return this.executor.query(this.spec, { kind: "take", n });
+  }
+  first(): Promise<unknown> {
+    return this.executor.query(this.spec, { kind: "first" });
+  }
+  count(): Promise<unknown> {
+    return this.executor.query(this.spec, { kind: "count" });
+  }
+  paginate(options: PaginationOptions): Promise<unknown> {
+    const { cursor = null, numItems } = options ?? ({} as PaginationOptions);
+    return this.executor.query(this.spec, { kind: "paginate", cursor, numItems });
+  }
+}
+
+class TableApi extends QueryBuilder {
+  constructor(
+    executor: DatabaseExecutor,
+    private readonly table: string,
+  ) {
+    super(executor, { table, index: "by_creation", range: [], order: "asc" });
+  }
+
+  get(id: string): Promise<unknown> {
+    return this.executor.get(this.table, id);
+  }
+  withIndex(index: string, range?: (q: RangeRecorder) => unknown): QueryBuilder {
+    const recorder = new RangeRecorder();
+    if (range) range(recorder);
+    return new QueryBuilder(this.executor, { table: this.table, index, range: recorder.ops, order: "asc" });
+  }
+  insert(row: unknown): Promise<string> {
+    return this.executor.insert(this.table, row);
+  }
+  update(id: string, patch: unknown): Promise<void> {
+    return this.executor.update(this.table, id, patch);
+  }
+  delete(id: string): Promise<void> {
+    return this.executor.delete(this.table, id);
+  }
+}
+
+/** Builds `ctx.db` for the given table names; reads are checked again on the host. */
+export function createDatabaseApi(
+  tables: readonly string[],
+  executor: DatabaseExecutor,
+): Record<string, TableApi> {
+  const db: Record<string, TableApi> = Object.create(null);
+  for (const table of tables) db[table] = new TableApi(executor, table);
+  return Object.freeze(db);
+}

@@ -1,0 +1,5 @@
+/** Wire types, limits and error codes shared by the SDK, the isolate runtime and the host. */
+export { type ErrorCode, isPlatformError, PlatformError } from "../values/index.js";
+export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
+export { type BudgetName, LIMITS } from "./limits.js";
+export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";

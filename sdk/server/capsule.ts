@@ -1,0 +1,113 @@
+import type { CapsuleDeclaration } from "../protocol/index.js";
+import { checkSchemaSpec, PlatformError, type SchemaSpec } from "../values/index.js";
+import type { MutationCtx, QueryCtx } from "./context.js";
+import type { SchemaDefinition } from "./data-model.js";
+import type { EndpointDefinition } from "./endpoint.js";
+import type { UserId } from "./fields.js";
+
+/** A query handler: reads only. `Args` is whatever JSON the client sent. */
+// biome-ignore lint/suspicious/noExplicitAny: arguments are caller-supplied JSON; authors annotate them.
+export type QueryHandler<S extends SchemaDefinition, Args = any, Result = unknown> = (
+  ctx: QueryCtx<S>,
+  args: Args,
+) => Result | Promise<Result>;
+
+/** A mutation handler: reads and writes in one transaction. */
+// biome-ignore lint/suspicious/noExplicitAny: arguments are caller-supplied JSON; authors annotate them.
+export type MutationHandler<S extends SchemaDefinition, Args = any, Result = unknown> = (
+  ctx: MutationCtx<S>,
+  args: Args,
+) => Result | Promise<Result>;
+
+/** App-wide auth settings (SPEC.md "Capsule declaration"). */
+export interface AuthSettings<S extends SchemaDefinition> {
+  /** Every query, mutation and storage read needs a signed-in account. Default false. */
+  requireSignIn?: boolean;
+  /** App-specific merge rules run in the same transaction as the `userId()` transfer. */
+  onGuestUpgrade?: (
+    ctx: MutationCtx<S>,
+    upgrade: { guestUserId: UserId; userId: UserId },
+  ) => void | Promise<void>;
+}
+
+/** What authors pass to `capsule()`. */
+export interface CapsuleDefinition<S extends SchemaDefinition> {
+  schema: S;
+  queries?: Record<string, QueryHandler<S>>;
+  mutations?: Record<string, MutationHandler<S>>;
+  // biome-ignore lint/suspicious/noExplicitAny: endpoints may be read-only or not.
+  endpoints?: Record<string, EndpointDefinition<S, any>>;
+  auth?: AuthSettings<S>;
+}
+
+/** A declared capsule: the author's definition plus its JSON declaration for the host. */
+export interface Capsule<S extends SchemaDefinition> {
+  readonly kind: "platform.capsule";
+  readonly definition: CapsuleDefinition<S>;
+  readonly declaration: CapsuleDeclaration;
+}
+
+function schemaToSpec(schema: SchemaDefinition): SchemaSpec {
+  const tables: SchemaSpec["tables"] = {};
+  for (const [name, definition] of Object.entries(schema)) tables[name] = definition.toSpec();
+  return checkSchemaSpec({ tables });
+}
+
+function handlerNames(kind: string, handlers: Record<string, unknown> | undefined): string[] {
+  const names = Object.keys(handlers ?? {});
+  for (const name of names) {
+    if (typeof handlers?.[name] !== "function") {
+      throw new PlatformError("bad_request", `${kind} ${name} must be a function (ctx, args) => result.`);
+    }
+  }
+  return names;
+}
+
+/**
+ * Declares a capsule; `export default capsule({...})` from `server/index.ts`. Checks the schema and
+ * handler maps at once, so a mistake fails the deploy with a clear message.
+ *
+ * @example
+ * export default capsule({
+ *   schema: { todos: table({ text: string() }) },
+ *   queries: { list: async (ctx) => ctx.db.todos.take(50) },
+ * });
+ */
+export function capsule<S extends SchemaDefinition>(definition: CapsuleDefinition<S>): Capsule<S> {
+  const endpoints = Object.entries(definition.endpoints ?? {}).map(([name, value]) => {
+    if (value?.kind !== "platform.endpoint") {
+      throw new PlatformError(
+        "bad_request",
+        `endpoint ${name} must be declared with endpoint({ method, path, readOnly }, handler).`,
+      );
+    }
+    const { method, path, readOnly } = value.options;
+    return { name, method: String(method).toUpperCase(), path, readOnly: readOnly === true };
+  });
+  const declaration: CapsuleDeclaration = {
+    apiVersion: 1,
+    schema: schemaToSpec(definition.schema),
+    queries: handlerNames("query", definition.queries),
+    mutations: handlerNames("mutation", definition.mutations),
+    endpoints,
+    auth: {
+      requireSignIn: definition.auth?.requireSignIn === true,
+      hasGuestUpgradeHook: typeof definition.auth?.onGuestUpgrade === "function",
+    },
+  };
+  return { kind: "platform.capsule", definition, declaration };
+}
+
+/** Optional typing helper for a query handler; returns it unchanged. */
+export function query<S extends SchemaDefinition = SchemaDefinition, Args = unknown, Result = unknown>(
+  handler: QueryHandler<S, Args, Result>,
+): QueryHandler<S, Args, Result> {
+  return handler;
+}
+
+/** Optional typing helper for a mutation handler; returns it unchanged. */
+export function mutation<S extends SchemaDefinition = SchemaDefinition, Args = unknown, Result = unknown>(
+  handler: MutationHandler<S, Args, Result>,
+): MutationHandler<S, Args, Result> {
+  return handler;
+}

@@ -1,0 +1,55 @@
+/**
+ * Stable error codes. Clients, the CLI and tests recognise failures by these codes, never by
+ * message text, so a code once published is never renamed.
+ */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  invalid_request: 400,
+  invalid_cursor: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  quota_exceeded: 413,
+  blocked_type: 415,
+  limit_exceeded: 429,
+  handler_error: 500,
+  internal: 500,
+  unavailable: 503,
+  timeout: 504,
+  out_of_memory: 507,
+} as const;
+
+/** One of the stable error codes of {@link ERROR_STATUS}. */
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/**
+ * The one error type of the platform. Everything that fails on purpose throws this, so that every
+ * boundary (isolate -> host, host -> HTTP, HTTP -> client) can carry `{ code, message }` unchanged.
+ * `expose` follows Koa: the message of a 4xx is shown to callers, a 5xx shows only a generic text.
+ */
+export class PlatformError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly expose: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PlatformError";
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.expose =
+      this.status < 500 || code === "handler_error" || code === "timeout" || code === "out_of_memory";
+  }
+
+  /** The wire form: the `error` member of the envelope `{ error: { code, message } }`. */
+  toJSON(): { code: ErrorCode; message: string } {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** True when `value` is a {@link PlatformError} with the given code (any code when omitted). */
+export function isPlatformError(value: unknown, code?: ErrorCode): value is PlatformError {
+  return value instanceof PlatformError && (code === undefined || value.code === code);
+}

@@ -1,0 +1,84 @@
+import { PlatformError } from "./errors.js";
+import { CREATION_INDEX, type FieldSpec, type SchemaSpec, SYSTEM_FIELDS } from "./schema-spec.js";
+import { isValidName, scalarProblem } from "./validate.js";
+
+const FIELD_KINDS = new Set(["string", "boolean", "number", "id", "userId"]);
+const MAX_INDEX_FIELDS = 16;
+
+function fail(message: string): never {
+  throw new PlatformError("bad_request", `Invalid schema: ${message}`);
+}
+
+function checkField(table: string, name: string, field: FieldSpec, tables: Set<string>): void {
+  if (!isValidName(name))
+    fail(
+      `field name ${JSON.stringify(name)} in table ${table} must be a letter followed by letters, digits or _.`,
+    );
+  if ((SYSTEM_FIELDS as readonly string[]).includes(name))
+    fail(`${table}.${name} is a system field; every row already has it.`);
+  if (typeof field !== "object" || field === null || !FIELD_KINDS.has(field.kind))
+    fail(`${table}.${name} has an unknown field type.`);
+  if (typeof field.optional !== "boolean") fail(`${table}.${name} must say whether it is optional.`);
+  if (field.kind === "id") {
+    if (typeof field.table !== "string" || !tables.has(field.table)) {
+      fail(`${table}.${name} is id(${JSON.stringify(field.table)}), but the schema has no such table.`);
+    }
+  } else if (field.table !== undefined) {
+    fail(`${table}.${name} names a table but is not an id() field.`);
+  }
+  if (field.default !== undefined) {
+    if (field.kind === "id") fail(`${table}.${name}: id() fields cannot have a default.`);
+    const problem = scalarProblem(field.kind, field.default);
+    if (problem) fail(`default of ${table}.${name}: ${problem}.`);
+  }
+}
+
+/**
+ * Checks a schema's JSON form completely: names, field types, defaults, index definitions. The
+ * builders call it so authors see mistakes early, and the host calls it again on every deploy
+ * because a hostile capsule can hand over any JSON it likes.
+ */
+export function checkSchemaSpec(spec: unknown): SchemaSpec {
+  if (typeof spec !== "object" || spec === null || typeof (spec as SchemaSpec).tables !== "object") {
+    fail("expected { tables: { ... } }.");
+  }
+  const tables = (spec as SchemaSpec).tables;
+  const names = new Set(Object.keys(tables));
+  for (const [tableName, table] of Object.entries(tables)) {
+    if (!isValidName(tableName))
+      fail(`table name ${JSON.stringify(tableName)} must be a letter followed by letters, digits or _.`);
+    if (
+      typeof table !== "object" ||
+      table === null ||
+      typeof table.fields !== "object" ||
+      typeof table.indexes !== "object"
+    ) {
+      fail(`table ${tableName} must have fields and indexes.`);
+    }
+    for (const [fieldName, field] of Object.entries(table.fields))
+      checkField(tableName, fieldName, field, names);
+    for (const [indexName, fields] of Object.entries(table.indexes)) {
+      if (!isValidName(indexName))
+        fail(
+          `index name ${JSON.stringify(indexName)} on ${tableName} must be a letter followed by letters, digits or _.`,
+        );
+      if (indexName === CREATION_INDEX)
+        fail(`${tableName}.${CREATION_INDEX} is built in; choose another index name.`);
+      if (!Array.isArray(fields) || fields.length === 0)
+        fail(`index ${tableName}.${indexName} needs at least one field.`);
+      if (fields.length > MAX_INDEX_FIELDS)
+        fail(`index ${tableName}.${indexName} has more than ${MAX_INDEX_FIELDS} fields.`);
+      const seen = new Set<string>();
+      for (const field of fields) {
+        if (typeof field !== "string" || !Object.hasOwn(table.fields, field)) {
+          fail(
+            `index ${tableName}.${indexName} names ${JSON.stringify(field)}, which is not a field of ${tableName}.`,
+          );
+        }
+        if (seen.has(field)) fail(`index ${tableName}.${indexName} names ${field} twice.`);
+        seen.add(field);
+      }
+    }
+  }
+  return spec as SchemaSpec;
+}

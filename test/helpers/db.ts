@@ -1,0 +1,71 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database, type DeploymentDatabase, type RunOptions, type Transaction } from "../../host/db/index.js";
+import type { QueryOutcome } from "../../host/db/transaction.js";
+import { createDatabaseApi, type DatabaseExecutor } from "../../runtime/database.js";
+import type { Capsule, DatabaseReader, DatabaseWriter, SchemaDefinition } from "../../sdk/server/index.js";
+
+/** A temporary on-disk database, removed by `dispose()`. */
+export async function tempDatabase(): Promise<{ db: Database; dir: string; dispose: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-db-"));
+  const db = await Database.open(dir);
+  return {
+    db,
+    dir,
+    dispose: async () => {
+      await db.close().catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function unwrap(outcome: QueryOutcome): unknown {
+  switch (outcome.kind) {
+    case "rows":
+      return outcome.rows.map((row) => JSON.parse(row));
+    case "row":
+      return outcome.row === null ? null : JSON.parse(outcome.row);
+    case "count":
+      return outcome.count;
+    case "page":
+      return {
+        page: outcome.page.map((row) => JSON.parse(row)),
+        isDone: outcome.isDone,
+        continueCursor: outcome.continueCursor,
+      };
+  }
+}
+
+/** Runs `ctx.db` calls straight against a transaction, as the isolate bridge will. */
+export function transactionExecutor(tx: Transaction): DatabaseExecutor {
+  return {
+    get: async (table, id) => {
+      const row = await tx.get(table, id);
+      return row === null ? null : JSON.parse(row);
+    },
+    query: async (spec, terminal) => unwrap(await tx.query(spec, terminal)),
+    insert: (table, row) => tx.insert(table, row),
+    update: (table, id, patch) => tx.update(table, id, patch),
+    delete: (table, id) => tx.delete(table, id),
+  };
+}
+
+/** A typed `ctx.db` pair for one deployment of a capsule's schema. */
+export function typedDb<S extends SchemaDefinition>(deployment: DeploymentDatabase, capsule: Capsule<S>) {
+  const tables = Object.keys(capsule.declaration.schema.tables);
+  return {
+    read<T>(work: (db: DatabaseReader<S>) => Promise<T>, options?: RunOptions) {
+      return deployment.query(
+        (tx) => work(createDatabaseApi(tables, transactionExecutor(tx)) as unknown as DatabaseReader<S>),
+        options,
+      );
+    },
+    write<T>(work: (db: DatabaseWriter<S>) => Promise<T>, options?: RunOptions) {
+      return deployment.mutate(
+        (tx) => work(createDatabaseApi(tables, transactionExecutor(tx)) as unknown as DatabaseWriter<S>),
+        options,
+      );
+    },
+  };
+}

@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["sdk/**/*.test.ts", "host/**/*.test.ts", "runtime/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+    execArgv: ["--no-node-snapshot"],
+  },
+});
