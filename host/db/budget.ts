@@ -32,6 +32,8 @@ export interface BudgetUsage {
 export class Budget {
   readonly limits: BudgetLimits;
   readonly usage: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
+  /** The first limit error raised; the transaction fails with it even if the handler caught it. */
+  failure: PlatformError | undefined;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
     this.limits = limits;
@@ -78,14 +80,19 @@ export class Budget {
 
   /** The error for `collect()` finding more rows than may be returned. */
   collectTooLarge(): PlatformError {
-    return new PlatformError(
-      "limit_exceeded",
+    return this.fail(
       `collect() exceeded the ${this.limits.rowsReturned} row return limit. Use paginate().`,
     );
   }
 
   /** The error for crossing limit `name`, in SPEC.md's form. */
   exceeded(name: keyof BudgetLimits): PlatformError {
-    return new PlatformError("limit_exceeded", `Database ${name} limit exceeded (${this.limits[name]}).`);
+    return this.fail(`Database ${name} limit exceeded (${this.limits[name]}).`);
+  }
+
+  private fail(message: string): PlatformError {
+    const error = new PlatformError("limit_exceeded", message);
+    this.failure ??= error;
+    return error;
   }
 }

@@ -200,7 +200,7 @@ describe("queries", () => {
     );
     await bad(
       [{ op: "eq", field: "priority", value: "x" }],
-      "Invalid value for todos.priority in an index range: expected number, got string (got string).",
+      "Invalid value for todos.priority in an index range: expected number, got string.",
     );
     await expect(
       deployment.query((tx) =>

@@ -114,7 +114,7 @@ export class DeploymentDatabase implements TransactionHost {
     const tx = new Transaction(this, snapshot, { ...options, mode: "read" });
     try {
       const value = await work(tx);
-      tx.abort();
+      if (tx.budget.failure) throw tx.budget.failure;
       return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: [] };
     } finally {
       tx.abort();
@@ -135,6 +135,7 @@ export class DeploymentDatabase implements TransactionHost {
       const tx = new Transaction(this, snapshot, { ...options, mode: "write" });
       try {
         const value = await work(tx);
+        if (tx.budget.failure) throw tx.budget.failure;
         const writeSet = await tx.commit();
         return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet };
       } finally {

@@ -1,5 +1,5 @@
 import type { RangeOp } from "../../sdk/protocol/index.js";
-import { describeType, type FieldValue, PlatformError, scalarProblem } from "../../sdk/values/index.js";
+import { type FieldValue, PlatformError, scalarProblem } from "../../sdk/values/index.js";
 import { afterPrefix, encodeValue, TAG_FALSE } from "./codec.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
@@ -32,7 +32,7 @@ function checkValue(table: CompiledTable, field: string, op: RangeOp): FieldValu
   const problem = scalarProblem(spec.kind === "id" ? "string" : spec.kind, value);
   if (problem)
     throw bad(
-      `Invalid value for ${table.name}.${field} in an index range: ${problem} (got ${describeType(value)}).`,
+      `Invalid value for ${table.name}.${field} in an index range: ${problem}.`,
     );
   return value;
 }

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { capsule, number, string, table } from "../../sdk/server/index.js";
+import { tempDatabase, typedDb } from "../../test/helpers/db.js";
+import type { DeploymentDatabase } from "./index.js";
+
+const app = capsule({
+  schema: {
+    items: table({ n: number(), group: string() }).index("by_group", ["group"]),
+    blobs: table({ body: string() }),
+  },
+});
+
+let env: Awaited<ReturnType<typeof tempDatabase>>;
+let deployment: DeploymentDatabase;
+let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
+
+beforeAll(async () => {
+  env = await tempDatabase();
+  deployment = await env.db.deployment("budget");
+  await deployment.migrate(app.declaration.schema);
+  t = typedDb(deployment, app);
+  await t.write(async (d) => {
+    for (let i = 0; i < 6000; i++) await d.items.insert({ n: i, group: i < 1200 ? "big" : i < 5500 ? "huge" : "small" });
+    const mib = "x".repeat(1024 * 1024);
+    for (let i = 0; i < 5; i++) await d.blobs.insert({ body: mib });
+  });
+});
+afterAll(() => env.dispose());
+
+const ROWS_RETURNED = "Database rowsReturned limit exceeded (1000).";
+const ROWS_READ = "Database rowsRead limit exceeded (5000).";
+const BYTES_READ = "Database bytesRead limit exceeded (4194304).";
+const COLLECT = "collect() exceeded the 1000 row return limit. Use paginate().";
+
+describe("read budgets", () => {
+  it("collect() of more than 1000 rows fails with its own message", async () => {
+    await expect(t.read((d) => d.items.withIndex("by_group", (q) => q.eq("group", "big")).collect())).rejects.toMatchObject({
+      code: "limit_exceeded",
+      message: COLLECT,
+    });
+  });
+
+  it("collect() of exactly 1000 rows is allowed", async () => {
+    const { value, usage } = await t.read((d) => d.items.withIndex("by_group").take(1000));
+    expect(value).toHaveLength(1000);
+    expect(usage).toMatchObject({ rowsReturned: 1000, rowsRead: 1000, indexScans: 1 });
+  });
+
+  it("several calls together cannot return more than 1000 rows", async () => {
+    await expect(
+      t.read(async (d) => {
+        await d.items.take(600);
+        await d.items.withIndex("by_group", (q) => q.eq("group", "small")).collect();
+        return d.items.take(600);
+      }),
+    ).rejects.toMatchObject({ message: ROWS_RETURNED });
+    await expect(
+      t.read(async (d) => {
+        await d.items.paginate({ cursor: null, numItems: 700 });
+        return d.items.paginate({ cursor: null, numItems: 700 });
+      }),
+    ).rejects.toMatchObject({ message: ROWS_RETURNED });
+  });
+
+  it("count() counts index entries as rows read and throws rather than give a partial count", async () => {
+    const { value, usage } = await t.read((d) => d.items.withIndex("by_group", (q) => q.eq("group", "huge")).count());
+    expect(value).toBe(4300);
+    expect(usage).toMatchObject({ rowsRead: 4300, rowsReturned: 0, bytesRead: 0 });
+    await expect(t.read((d) => d.items.count())).rejects.toMatchObject({ message: ROWS_READ });
+    await expect(
+      t.read(async (d) => {
+        await d.items.withIndex("by_group", (q) => q.eq("group", "huge")).count();
+        return d.items.withIndex("by_group", (q) => q.eq("group", "big")).count();
+      }),
+    ).rejects.toMatchObject({ message: ROWS_READ });
+  });
+
+  it("stops at 4 MiB of row bytes", async () => {
+    await expect(t.read((d) => d.blobs.take(5))).rejects.toMatchObject({ message: BYTES_READ });
+    const { value } = await t.read((d) => d.blobs.take(3));
+    expect(value).toHaveLength(3);
+  });
+
+  it("fails the handler even when it catches the limit error", async () => {
+    await expect(
+      t.read(async (d) => {
+        try {
+          await d.items.collect();
+        } catch {
+          return "swallowed";
+        }
+      }),
+    ).rejects.toMatchObject({ message: COLLECT });
+  });
+
+  it("rolls back every write when a budget error ends a mutation, caught or not", async () => {
+    const before = (await t.read((d) => d.blobs.count())).value;
+    await expect(
+      t.write(async (d) => {
+        await d.blobs.insert({ body: "new" });
+        return d.items.collect();
+      }),
+    ).rejects.toMatchObject({ message: COLLECT });
+    await expect(
+      t.write(async (d) => {
+        await d.blobs.insert({ body: "new" });
+        await d.items.count().catch(() => 0);
+        return "ok";
+      }),
+    ).rejects.toMatchObject({ message: ROWS_READ });
+    expect((await t.read((d) => d.blobs.count())).value).toBe(before);
+  });
+});

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { capsule, number, string, table } from "../../sdk/server/index.js";
+import { tempDatabase, typedDb } from "../../test/helpers/db.js";
+import type { DeploymentDatabase } from "./index.js";
+
+const app = capsule({
+  schema: { items: table({ n: number(), secret: string() }).index("by_n", ["n"]) },
+});
+
+let env: Awaited<ReturnType<typeof tempDatabase>>;
+let deployment: DeploymentDatabase;
+let other: DeploymentDatabase;
+let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
+
+beforeAll(async () => {
+  env = await tempDatabase();
+  deployment = await env.db.deployment("a");
+  other = await env.db.deployment("b");
+  await deployment.migrate(app.declaration.schema);
+  await other.migrate(app.declaration.schema);
+  t = typedDb(deployment, app);
+  await t.write(async (d) => {
+    for (let i = 0; i < 20; i++) await d.items.insert({ n: i, secret: `hunter${i}` });
+  });
+});
+afterAll(() => env.dispose());
+
+const context = { handler: "list", argsJson: '{"a":1}' };
+
+async function firstCursor(): Promise<string> {
+  return (await t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: null, numItems: 5 }), context)).value.continueCursor;
+}
+
+describe("pagination cursors", () => {
+  it("continue where the previous page ended", async () => {
+    const cursor = await firstCursor();
+    const { value } = await t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), context);
+    expect(value.page.map((r) => r.n)).toEqual([7, 8, 9, 10, 11]);
+  });
+
+  it("leak no row values", async () => {
+    const raw = Buffer.from(await firstCursor(), "base64url");
+    expect(raw.includes(Buffer.from("hunter"))).toBe(false);
+  });
+
+  it("reject tampering", async () => {
+    const cursor = await firstCursor();
+    const bytes = Buffer.from(cursor, "base64url");
+    for (const at of [0, 14, bytes.length - 1]) {
+      const tampered = Buffer.from(bytes);
+      tampered[at] = (tampered[at] as number) ^ 1;
+      await expect(
+        t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: tampered.toString("base64url"), numItems: 5 }), context),
+      ).rejects.toMatchObject({ code: "invalid_cursor" });
+    }
+    await expect(t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: "garbage", numItems: 5 }), context)).rejects.toMatchObject({
+      code: "invalid_cursor",
+    });
+  });
+
+  it("are refused for any other query, arguments, handler, order, index, deployment or schema", async () => {
+    const cursor = await firstCursor();
+    const attempts: Array<() => Promise<unknown>> = [
+      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 3)).paginate({ cursor, numItems: 5 }), context),
+      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).order("desc").paginate({ cursor, numItems: 5 }), context),
+      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), { ...context, argsJson: '{"a":2}' }),
+      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), { ...context, handler: "other" }),
+      () => t.read((d) => d.items.withIndex("by_creation").paginate({ cursor, numItems: 5 }), context),
+      () => typedDb(other, app).read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), context),
+    ];
+    for (const attempt of attempts) await expect(attempt()).rejects.toMatchObject({ code: "invalid_cursor" });
+  });
+
+  it("are refused after the schema changes", async () => {
+    const cursor = await firstCursor();
+    const changed = capsule({
+      schema: { items: table({ n: number(), secret: string(), extra: string().optional() }).index("by_n", ["n"]) },
+    });
+    const scratch = await env.db.deployment("c");
+    await scratch.migrate(app.declaration.schema);
+    await deployment.migrate(changed.declaration.schema);
+    await expect(
+      t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), context),
+    ).rejects.toMatchObject({ code: "invalid_cursor" });
+    await deployment.migrate(app.declaration.schema);
+  });
+});

@@ -1,0 +1,116 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { capsule, number, string, table } from "../../sdk/server/index.js";
+import { tempDatabase, typedDb } from "../../test/helpers/db.js";
+import { type DeploymentDatabase, readSetIntersects } from "./index.js";
+
+const app = capsule({
+  schema: {
+    counters: table({ name: string(), value: number() }).index("by_name", ["name"]),
+    notes: table({ text: string(), tag: string() }).index("by_tag", ["tag"]),
+  },
+});
+
+let env: Awaited<ReturnType<typeof tempDatabase>>;
+let deployment: DeploymentDatabase;
+let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
+
+beforeEach(async () => {
+  env = await tempDatabase();
+  deployment = await env.db.deployment("tx");
+  await deployment.migrate(app.declaration.schema);
+  t = typedDb(deployment, app);
+});
+afterEach(() => env.dispose());
+
+describe("transactions", () => {
+  it("writes nothing when the handler throws", async () => {
+    await expect(
+      t.write(async (d) => {
+        await d.notes.insert({ text: "a", tag: "x" });
+        await d.notes.insert({ text: "b", tag: "x" });
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    expect((await t.read((d) => d.notes.count())).value).toBe(0);
+    expect((await t.read((d) => d.notes.withIndex("by_tag").count())).value).toBe(0);
+  });
+
+  it("keeps a reader's snapshot stable while a writer commits", async () => {
+    await t.write((d) => d.notes.insert({ text: "a", tag: "x" }));
+    const { value } = await t.read(async (d) => {
+      const before = await d.notes.withIndex("by_tag", (q) => q.eq("tag", "x")).collect();
+      await t.write(async (w) => {
+        await w.notes.insert({ text: "b", tag: "x" });
+        await w.notes.update(before[0]!.id, { text: "changed" });
+      });
+      const after = await d.notes.withIndex("by_tag", (q) => q.eq("tag", "x")).collect();
+      const row = await d.notes.get(before[0]!.id);
+      return { before: before.map((r) => r.text), after: after.map((r) => r.text), row: row?.text };
+    });
+    expect(value).toEqual({ before: ["a"], after: ["a"], row: "a" });
+    expect((await t.read((d) => d.notes.collect())).value.map((r) => r.text)).toEqual(["changed", "b"]);
+  });
+
+  it("serializes writers on one deployment: concurrent increments are exact", async () => {
+    const { value: counterId } = await t.write((d) => d.counters.insert({ name: "c", value: 0 }));
+    await Promise.all(
+      Array.from({ length: 40 }, () =>
+        t.write(async (d) => {
+          const row = await d.counters.get(counterId);
+          await new Promise((resolve) => setImmediate(resolve));
+          await d.counters.update(counterId, { value: row!.value + 1 });
+        }),
+      ),
+    );
+    expect((await t.read((d) => d.counters.get(counterId))).value?.value).toBe(40);
+  });
+
+  it("lets readers proceed while a writer holds the lock", async () => {
+    await t.write((d) => d.notes.insert({ text: "a", tag: "x" }));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowWriter = t.write(async (d) => {
+      await d.notes.insert({ text: "b", tag: "x" });
+      await gate;
+    });
+    const { value } = await t.read((d) => d.notes.count());
+    expect(value).toBe(1);
+    release();
+    await slowWriter;
+    expect((await t.read((d) => d.notes.count())).value).toBe(2);
+  });
+
+  it("records read sets and write sets that intersect exactly when they should", async () => {
+    const x = await t.read((d) => d.notes.withIndex("by_tag", (q) => q.eq("tag", "x")).collect());
+    const y = await t.read((d) => d.notes.withIndex("by_tag", (q) => q.eq("tag", "y")).collect());
+    const write = await t.write((d) => d.notes.insert({ text: "a", tag: "x" }));
+    expect(write.writeSet.length).toBe(3);
+    expect(readSetIntersects(x.readSet, write.writeSet)).toBe(true);
+    expect(readSetIntersects(y.readSet, write.writeSet)).toBe(false);
+    const byId = await t.read((d) => d.notes.get(write.value));
+    const other = await t.write((d) => d.notes.insert({ text: "b", tag: "z" }));
+    expect(readSetIntersects(byId.readSet, other.writeSet)).toBe(false);
+    const update = await t.write((d) => d.notes.update(write.value, { text: "c" }));
+    expect(readSetIntersects(byId.readSet, update.writeSet)).toBe(true);
+  });
+
+  it("tells commit listeners what was written", async () => {
+    const seen: number[] = [];
+    const stop = deployment.onCommit((keys) => seen.push(keys.length));
+    await t.write((d) => d.notes.insert({ text: "a", tag: "x" }));
+    await t.write(async () => "no writes");
+    stop();
+    await t.write((d) => d.notes.insert({ text: "b", tag: "x" }));
+    expect(seen).toEqual([3]);
+  });
+
+  it("keeps createdAt strictly increasing across reopen", async () => {
+    const { value: a } = await t.write((d) => d.notes.insert({ text: "a", tag: "x" }), { now: 1000 });
+    const { value: b } = await t.write((d) => d.notes.insert({ text: "b", tag: "x" }), { now: 1000 });
+    const rows = (await t.read((d) => d.notes.collect())).value;
+    expect(rows.map((r) => r.id)).toEqual([a, b]);
+    expect(rows[1]!.createdAt).toBeGreaterThan(rows[0]!.createdAt);
+  });
+});
