@@ -20,7 +20,8 @@ beforeAll(async () => {
   await deployment.migrate(app.declaration.schema);
   t = typedDb(deployment, app);
   await t.write(async (d) => {
-    for (let i = 0; i < 6000; i++) await d.items.insert({ n: i, group: i < 1200 ? "big" : i < 5500 ? "huge" : "small" });
+    for (let i = 0; i < 6000; i++)
+      await d.items.insert({ n: i, group: i < 1200 ? "big" : i < 5500 ? "huge" : "small" });
     const mib = "x".repeat(1024 * 1024);
     for (let i = 0; i < 5; i++) await d.blobs.insert({ body: mib });
   });
@@ -34,7 +35,9 @@ const COLLECT = "collect() exceeded the 1000 row return limit. Use paginate().";
 
 describe("read budgets", () => {
   it("collect() of more than 1000 rows fails with its own message", async () => {
-    await expect(t.read((d) => d.items.withIndex("by_group", (q) => q.eq("group", "big")).collect())).rejects.toMatchObject({
+    await expect(
+      t.read((d) => d.items.withIndex("by_group", (q) => q.eq("group", "big")).collect()),
+    ).rejects.toMatchObject({
       code: "limit_exceeded",
       message: COLLECT,
     });
@@ -63,7 +66,9 @@ describe("read budgets", () => {
   });
 
   it("count() counts index entries as rows read and throws rather than give a partial count", async () => {
-    const { value, usage } = await t.read((d) => d.items.withIndex("by_group", (q) => q.eq("group", "huge")).count());
+    const { value, usage } = await t.read((d) =>
+      d.items.withIndex("by_group", (q) => q.eq("group", "huge")).count(),
+    );
     expect(value).toBe(4300);
     expect(usage).toMatchObject({ rowsRead: 4300, rowsReturned: 0, bytesRead: 0 });
     await expect(t.read((d) => d.items.count())).rejects.toMatchObject({ message: ROWS_READ });

@@ -80,9 +80,7 @@ export class Budget {
 
   /** The error for `collect()` finding more rows than may be returned. */
   collectTooLarge(): PlatformError {
-    return this.fail(
-      `collect() exceeded the ${this.limits.rowsReturned} row return limit. Use paginate().`,
-    );
+    return this.fail(`collect() exceeded the ${this.limits.rowsReturned} row return limit. Use paginate().`);
   }
 
   /** The error for crossing limit `name`, in SPEC.md's form. */

@@ -28,13 +28,21 @@ afterAll(() => env.dispose());
 const context = { handler: "list", argsJson: '{"a":1}' };
 
 async function firstCursor(): Promise<string> {
-  return (await t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: null, numItems: 5 }), context)).value.continueCursor;
+  return (
+    await t.read(
+      (d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: null, numItems: 5 }),
+      context,
+    )
+  ).value.continueCursor;
 }
 
 describe("pagination cursors", () => {
   it("continue where the previous page ended", async () => {
     const cursor = await firstCursor();
-    const { value } = await t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), context);
+    const { value } = await t.read(
+      (d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }),
+      context,
+    );
     expect(value.page.map((r) => r.n)).toEqual([7, 8, 9, 10, 11]);
   });
 
@@ -50,10 +58,21 @@ describe("pagination cursors", () => {
       const tampered = Buffer.from(bytes);
       tampered[at] = (tampered[at] as number) ^ 1;
       await expect(
-        t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: tampered.toString("base64url"), numItems: 5 }), context),
+        t.read(
+          (d) =>
+            d.items
+              .withIndex("by_n", (q) => q.gte("n", 2))
+              .paginate({ cursor: tampered.toString("base64url"), numItems: 5 }),
+          context,
+        ),
       ).rejects.toMatchObject({ code: "invalid_cursor" });
     }
-    await expect(t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: "garbage", numItems: 5 }), context)).rejects.toMatchObject({
+    await expect(
+      t.read(
+        (d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor: "garbage", numItems: 5 }),
+        context,
+      ),
+    ).rejects.toMatchObject({
       code: "invalid_cursor",
     });
   });
@@ -61,12 +80,36 @@ describe("pagination cursors", () => {
   it("are refused for any other query, arguments, handler, order, index, deployment or schema", async () => {
     const cursor = await firstCursor();
     const attempts: Array<() => Promise<unknown>> = [
-      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 3)).paginate({ cursor, numItems: 5 }), context),
-      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).order("desc").paginate({ cursor, numItems: 5 }), context),
-      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), { ...context, argsJson: '{"a":2}' }),
-      () => t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), { ...context, handler: "other" }),
+      () =>
+        t.read(
+          (d) => d.items.withIndex("by_n", (q) => q.gte("n", 3)).paginate({ cursor, numItems: 5 }),
+          context,
+        ),
+      () =>
+        t.read(
+          (d) =>
+            d.items
+              .withIndex("by_n", (q) => q.gte("n", 2))
+              .order("desc")
+              .paginate({ cursor, numItems: 5 }),
+          context,
+        ),
+      () =>
+        t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), {
+          ...context,
+          argsJson: '{"a":2}',
+        }),
+      () =>
+        t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), {
+          ...context,
+          handler: "other",
+        }),
       () => t.read((d) => d.items.withIndex("by_creation").paginate({ cursor, numItems: 5 }), context),
-      () => typedDb(other, app).read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), context),
+      () =>
+        typedDb(other, app).read(
+          (d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }),
+          context,
+        ),
     ];
     for (const attempt of attempts) await expect(attempt()).rejects.toMatchObject({ code: "invalid_cursor" });
   });
@@ -74,13 +117,18 @@ describe("pagination cursors", () => {
   it("are refused after the schema changes", async () => {
     const cursor = await firstCursor();
     const changed = capsule({
-      schema: { items: table({ n: number(), secret: string(), extra: string().optional() }).index("by_n", ["n"]) },
+      schema: {
+        items: table({ n: number(), secret: string(), extra: string().optional() }).index("by_n", ["n"]),
+      },
     });
     const scratch = await env.db.deployment("c");
     await scratch.migrate(app.declaration.schema);
     await deployment.migrate(changed.declaration.schema);
     await expect(
-      t.read((d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }), context),
+      t.read(
+        (d) => d.items.withIndex("by_n", (q) => q.gte("n", 2)).paginate({ cursor, numItems: 5 }),
+        context,
+      ),
     ).rejects.toMatchObject({ code: "invalid_cursor" });
     await deployment.migrate(app.declaration.schema);
   });

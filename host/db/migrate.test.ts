@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { boolean, capsule, number, string, table, userId } from "../../sdk/server/index.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
-import { tempDatabase } from "../../test/helpers/db.js";
-import { transactionExecutor } from "../../test/helpers/db.js";
+import { tempDatabase, transactionExecutor } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";
 import { Database, type DeploymentDatabase } from "./index.js";
 import { indexPrefix, rowPrefix } from "./keys.js";
@@ -17,7 +16,8 @@ beforeEach(async () => {
   deployment = await env.db.deployment("m");
   await deployment.migrate(v1);
   await deployment.mutate(async (tx) => {
-    for (let i = 0; i < 50; i++) await tx.insert("todos", { text: `t${i}`, owner: i % 2 ? "guest:a" : "guest:b" });
+    for (let i = 0; i < 50; i++)
+      await tx.insert("todos", { text: `t${i}`, owner: i % 2 ? "guest:a" : "guest:b" });
   });
 });
 afterEach(() => env.dispose());
@@ -41,9 +41,18 @@ function withTodos(fields: Record<string, unknown>, indexes: Record<string, stri
 describe("schema migration", () => {
   it("refuses a required field without default on a table with rows, and keeps serving", async () => {
     const spec = withTodos({ done: { kind: "boolean", optional: false } });
-    await expect(deployment.migrate(spec)).rejects.toMatchObject({ code: "bad_request", message: "Missing value for todos.done" });
+    await expect(deployment.migrate(spec)).rejects.toMatchObject({
+      code: "bad_request",
+      message: "Missing value for todos.done",
+    });
     expect(deployment.schema.tables.todos?.spec.fields).not.toHaveProperty("done");
-    expect((await deployment.query((tx) => tx.query({ table: "todos", index: "by_creation", range: [], order: "asc" }, { kind: "count" }))).value).toEqual({
+    expect(
+      (
+        await deployment.query((tx) =>
+          tx.query({ table: "todos", index: "by_creation", range: [], order: "asc" }, { kind: "count" }),
+        )
+      ).value,
+    ).toEqual({
       kind: "count",
       count: 50,
     });
@@ -56,9 +65,12 @@ describe("schema migration", () => {
     const before = await rawRows();
     const spec = capsule({
       schema: {
-        todos: table({ text: string(), owner: userId(), done: boolean().default(false), note: string().optional() }).index("by_done", [
-          "done",
-        ]),
+        todos: table({
+          text: string(),
+          owner: userId(),
+          done: boolean().default(false),
+          note: string().optional(),
+        }).index("by_done", ["done"]),
       },
     }).declaration.schema;
     const progress: number[] = [];
@@ -67,7 +79,15 @@ describe("schema migration", () => {
     expect(report.built.map((b) => b.index)).toEqual(["by_done"]);
     expect(progress.at(-1)).toBe(50);
     const { value } = await deployment.query(async (tx) =>
-      transactionExecutor(tx).query({ table: "todos", index: "by_done", range: [{ op: "eq", field: "done", value: false }], order: "asc" }, { kind: "collect" }),
+      transactionExecutor(tx).query(
+        {
+          table: "todos",
+          index: "by_done",
+          range: [{ op: "eq", field: "done", value: false }],
+          order: "asc",
+        },
+        { kind: "collect" },
+      ),
     );
     expect((value as Array<{ done: boolean }>).length).toBe(50);
     expect((value as Array<{ done: boolean }>)[0]?.done).toBe(false);
@@ -89,10 +109,18 @@ describe("schema migration", () => {
   });
 
   it("refuses a type change that stored rows do not fit, and a field removal that would orphan values", async () => {
-    await expect(deployment.migrate(withTodos({ text: { kind: "number", optional: false } }))).rejects.toMatchObject({
-      message: expect.stringMatching(/^Existing row \S+ does not fit todos.text: expected number, got string.$/),
+    await expect(
+      deployment.migrate(withTodos({ text: { kind: "number", optional: false } })),
+    ).rejects.toMatchObject({
+      message: expect.stringMatching(
+        /^Existing row \S+ does not fit todos.text: expected number, got string.$/,
+      ),
     });
-    await expect(deployment.migrate({ tables: { todos: { fields: { owner: { kind: "userId", optional: false } }, indexes: {} } } })).rejects.toMatchObject({
+    await expect(
+      deployment.migrate({
+        tables: { todos: { fields: { owner: { kind: "userId", optional: false } }, indexes: {} } },
+      }),
+    ).rejects.toMatchObject({
       message: expect.stringMatching(/^Cannot remove field todos.text: row \S+ still has a value/),
     });
   });
@@ -104,39 +132,61 @@ describe("schema migration", () => {
   });
 
   it("refuses invalid schemas with clear messages", async () => {
-    await expect(deployment.migrate({ tables: { "bad name": { fields: {}, indexes: {} } } })).rejects.toMatchObject({ code: "bad_request" });
+    await expect(
+      deployment.migrate({ tables: { "bad name": { fields: {}, indexes: {} } } }),
+    ).rejects.toMatchObject({ code: "bad_request" });
     await expect(deployment.migrate(withTodos({}, { by_x: ["nope"] }))).rejects.toMatchObject({
       message: 'Invalid schema: index todos.by_x names "nope", which is not a field of todos.',
     });
-    await expect(deployment.migrate(withTodos({ ref: { kind: "id", table: "ghosts", optional: true } }))).rejects.toMatchObject({
+    await expect(
+      deployment.migrate(withTodos({ ref: { kind: "id", table: "ghosts", optional: true } })),
+    ).rejects.toMatchObject({
       message: 'Invalid schema: todos.ref is id("ghosts"), but the schema has no such table.',
     });
-    await expect(deployment.migrate(withTodos({ createdAt: { kind: "number", optional: true } }))).rejects.toMatchObject({
+    await expect(
+      deployment.migrate(withTodos({ createdAt: { kind: "number", optional: true } })),
+    ).rejects.toMatchObject({
       message: "Invalid schema: todos.createdAt is a system field; every row already has it.",
     });
   });
 
   it("rebuilds an index when a field's default changes, and fills defaults added later on read", async () => {
-    await deployment.migrate(withTodos({ score: { kind: "number", optional: true } }, { by_score: ["score"] }));
+    await deployment.migrate(
+      withTodos({ score: { kind: "number", optional: true } }, { by_score: ["score"] }),
+    );
     await deployment.mutate((tx) => tx.insert("todos", { text: "scored", owner: "guest:a", score: 3 }));
-    await deployment.migrate(withTodos({ score: { kind: "number", optional: true, default: 1 } }, { by_score: ["score"] }));
+    await deployment.migrate(
+      withTodos({ score: { kind: "number", optional: true, default: 1 } }, { by_score: ["score"] }),
+    );
     const { value } = await deployment.query(async (tx) => ({
-      ones: await tx.query({ table: "todos", index: "by_score", range: [{ op: "eq", field: "score", value: 1 }], order: "asc" }, { kind: "count" }),
-      oldest: await tx.query({ table: "todos", index: "by_creation", range: [], order: "asc" }, { kind: "first" }),
+      ones: await tx.query(
+        { table: "todos", index: "by_score", range: [{ op: "eq", field: "score", value: 1 }], order: "asc" },
+        { kind: "count" },
+      ),
+      oldest: await tx.query(
+        { table: "todos", index: "by_creation", range: [], order: "asc" },
+        { kind: "first" },
+      ),
     }));
     expect(value.ones).toEqual({ kind: "count", count: 50 });
     expect(JSON.parse((value.oldest as { row: string }).row)).toMatchObject({ text: "t0", score: 1 });
   });
 
   it("survives reopening: schema, data and the createdAt clock", async () => {
-    const last = (await deployment.query((tx) => tx.query({ table: "todos", index: "by_creation", range: [], order: "desc" }, { kind: "first" }))).value;
+    const last = (
+      await deployment.query((tx) =>
+        tx.query({ table: "todos", index: "by_creation", range: [], order: "desc" }, { kind: "first" }),
+      )
+    ).value;
     const lastCreatedAt = (JSON.parse((last as { row: string }).row) as { createdAt: number }).createdAt;
     await env.db.close();
     const reopened = await Database.open(env.dir);
     env.db = reopened;
     const again = await reopened.deployment("m");
     await again.mutate((tx) => tx.insert("todos", { text: "later", owner: "guest:c" }), { now: 0 });
-    const { value } = await again.query((tx) => tx.query({ table: "todos", index: "by_creation", range: [], order: "desc" }, { kind: "first" }));
+    const { value } = await again.query((tx) =>
+      tx.query({ table: "todos", index: "by_creation", range: [], order: "desc" }, { kind: "first" }),
+    );
     const row = JSON.parse((value as { row: string }).row) as { text: string; createdAt: number };
     expect(row.text).toBe("later");
     expect(row.createdAt).toBeGreaterThan(lastCreatedAt);

@@ -13,17 +13,52 @@ import type { Database } from "./index.js";
 type Row = { id: string; createdAt: number } & Record<string, FieldValue>;
 
 const KINDS: FieldKind[] = ["string", "boolean", "number", "userId"];
-const EDGE_STRINGS = ["", "a", "ab", "B", "é", "e\u0301", "\u007f", "\u0080", "\uffff", "😀", "\ud83d\ude00x", "中文"];
-const EDGE_NUMBERS = [-0, 0, 1, -1, 2, -2, 10, -10, 0.5, -0.5, 1e300, -1e300, 5e-324, Number.MAX_SAFE_INTEGER];
+const EDGE_STRINGS = [
+  "",
+  "a",
+  "ab",
+  "B",
+  "é",
+  "e\u0301",
+  "\u007f",
+  "\u0080",
+  "\uffff",
+  "😀",
+  "\ud83d\ude00x",
+  "中文",
+];
+const EDGE_NUMBERS = [
+  -0,
+  0,
+  1,
+  -1,
+  2,
+  -2,
+  10,
+  -10,
+  0.5,
+  -0.5,
+  1e300,
+  -1e300,
+  5e-324,
+  Number.MAX_SAFE_INTEGER,
+];
 
 function valueArb(kind: FieldKind): fc.Arbitrary<FieldValue> {
   switch (kind) {
     case "boolean":
       return fc.boolean();
     case "number":
-      return fc.oneof(fc.constantFrom(...EDGE_NUMBERS), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer({ min: -3, max: 3 }));
+      return fc.oneof(
+        fc.constantFrom(...EDGE_NUMBERS),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.integer({ min: -3, max: 3 }),
+      );
     default: {
-      const text = fc.oneof(fc.constantFrom(...EDGE_STRINGS), fc.string({ unit: "grapheme", maxLength: 4 }).filter((s) => !s.includes("\u0000")));
+      const text = fc.oneof(
+        fc.constantFrom(...EDGE_STRINGS),
+        fc.string({ unit: "grapheme", maxLength: 4 }).filter((s) => !s.includes("\u0000")),
+      );
       return kind === "userId" ? text.filter((s) => s.length > 0) : text;
     }
   }
@@ -31,26 +66,29 @@ function valueArb(kind: FieldKind): fc.Arbitrary<FieldValue> {
 
 const fieldArb = fc.record({ kind: fc.constantFrom(...KINDS), optional: fc.boolean() });
 
-const scenarioArb = fc
-  .array(fieldArb, { minLength: 1, maxLength: 4 })
-  .chain((fields) => {
-    const names = fields.map((_, i) => `f${i}`);
-    const rowArb = fc.record(
-      Object.fromEntries(fields.map((f, i) => [names[i], f.optional ? fc.option(valueArb(f.kind), { nil: undefined, freq: 3 }) : valueArb(f.kind)])),
-    ) as fc.Arbitrary<Record<string, FieldValue | undefined>>;
-    return fc.record({
-      fields: fc.constant(fields),
-      index: fc.shuffledSubarray(names, { minLength: 1, maxLength: Math.min(3, names.length) }),
-      rows: fc.array(rowArb, { maxLength: 40 }),
-      order: fc.constantFrom("asc" as const, "desc" as const),
-      eqCount: fc.nat(3),
-      lower: fc.option(fc.constantFrom("gt" as const, "gte" as const), { nil: undefined }),
-      upper: fc.option(fc.constantFrom("lt" as const, "lte" as const), { nil: undefined }),
-      picks: fc.array(fc.nat(1000), { minLength: 6, maxLength: 6 }),
-      take: fc.nat(45),
-      pageSize: fc.integer({ min: 1, max: 7 }),
-    });
+const scenarioArb = fc.array(fieldArb, { minLength: 1, maxLength: 4 }).chain((fields) => {
+  const names = fields.map((_, i) => `f${i}`);
+  const rowArb = fc.record(
+    Object.fromEntries(
+      fields.map((f, i) => [
+        names[i],
+        f.optional ? fc.option(valueArb(f.kind), { nil: undefined, freq: 3 }) : valueArb(f.kind),
+      ]),
+    ),
+  ) as fc.Arbitrary<Record<string, FieldValue | undefined>>;
+  return fc.record({
+    fields: fc.constant(fields),
+    index: fc.shuffledSubarray(names, { minLength: 1, maxLength: Math.min(3, names.length) }),
+    rows: fc.array(rowArb, { maxLength: 40 }),
+    order: fc.constantFrom("asc" as const, "desc" as const),
+    eqCount: fc.nat(3),
+    lower: fc.option(fc.constantFrom("gt" as const, "gte" as const), { nil: undefined }),
+    upper: fc.option(fc.constantFrom("lt" as const, "lte" as const), { nil: undefined }),
+    picks: fc.array(fc.nat(1000), { minLength: 6, maxLength: 6 }),
+    take: fc.nat(45),
+    pageSize: fc.integer({ min: 1, max: 7 }),
   });
+});
 
 function compareValues(kind: FieldKind, a: FieldValue | undefined, b: FieldValue | undefined): number {
   if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? -1 : 1;
@@ -87,7 +125,10 @@ it("matches a brute-force model for collect, take, first, count and paginate", a
         return out;
       });
       const { value: stored } = await deployment.query(async (tx) => {
-        const result = await tx.query({ table: "t", index: "by_creation", range: [], order: "asc" }, { kind: "take", n: 1000 });
+        const result = await tx.query(
+          { table: "t", index: "by_creation", range: [], order: "asc" },
+          { kind: "take", n: 1000 },
+        );
         return result.kind === "rows" ? result.rows.map((r) => JSON.parse(r) as Row) : [];
       });
       expect(stored.map((r) => r.id)).toEqual(ids);
@@ -99,12 +140,19 @@ it("matches a brute-force model for collect, take, first, count and paginate", a
         const value = source?.[field];
         if (value !== undefined) return value;
         if (fields[field]?.optional && i < 4) return null;
-        const fallback: Record<FieldKind, FieldValue> = { string: "a", userId: "u", boolean: true, number: EDGE_NUMBERS[i] as number, id: "" };
+        const fallback: Record<FieldKind, FieldValue> = {
+          string: "a",
+          userId: "u",
+          boolean: true,
+          number: EDGE_NUMBERS[i] as number,
+          id: "",
+        };
         return fallback[kinds[field] as FieldKind];
       };
       const eqCount = Math.min(s.eqCount, s.index.length);
       const range: RangeOp[] = [];
-      for (let i = 0; i < eqCount; i++) range.push({ op: "eq", field: fieldOf(i), value: pick(i, fieldOf(i)) });
+      for (let i = 0; i < eqCount; i++)
+        range.push({ op: "eq", field: fieldOf(i), value: pick(i, fieldOf(i)) });
       const next = s.index[eqCount];
       if (next) {
         const typeOk = (v: FieldValue | null) => v !== null;
@@ -121,7 +169,15 @@ it("matches a brute-force model for collect, take, first, count and paginate", a
           if (op.value === null) return v === undefined;
           if (v === undefined) return false;
           const c = compareValues(kinds[op.field] as FieldKind, v, op.value);
-          return op.op === "eq" ? c === 0 : op.op === "gt" ? c > 0 : op.op === "gte" ? c >= 0 : op.op === "lt" ? c < 0 : c <= 0;
+          return op.op === "eq"
+            ? c === 0
+            : op.op === "gt"
+              ? c > 0
+              : op.op === "gte"
+                ? c >= 0
+                : op.op === "lt"
+                  ? c < 0
+                  : c <= 0;
         });
       const expected = stored.filter(matches).sort((a, b) => {
         for (const field of s.index) {
@@ -135,7 +191,8 @@ it("matches a brute-force model for collect, take, first, count and paginate", a
 
       const spec = { table: "t", index: "idx", range, order: s.order };
       const { value: got } = await deployment.query(async (tx) => {
-        const ids = (o: Awaited<ReturnType<typeof tx.query>>) => (o.kind === "rows" ? o.rows.map((r) => (JSON.parse(r) as Row).id) : []);
+        const ids = (o: Awaited<ReturnType<typeof tx.query>>) =>
+          o.kind === "rows" ? o.rows.map((r) => (JSON.parse(r) as Row).id) : [];
         const first = await tx.query(spec, { kind: "first" });
         return {
           collect: ids(await tx.query(spec, { kind: "collect" })),
@@ -152,7 +209,10 @@ it("matches a brute-force model for collect, take, first, count and paginate", a
       const paged: string[] = [];
       let cursor: string | null = null;
       for (let guard = 0; guard < 100; guard++) {
-        const { value: page } = await deployment.query((tx) => tx.query(spec, { kind: "paginate", cursor, numItems: s.pageSize }), { handler: "h", argsJson: "{}" });
+        const { value: page } = await deployment.query(
+          (tx) => tx.query(spec, { kind: "paginate", cursor, numItems: s.pageSize }),
+          { handler: "h", argsJson: "{}" },
+        );
         if (page.kind !== "page") throw new Error("expected a page");
         paged.push(...page.page.map((r) => (JSON.parse(r) as Row).id));
         cursor = page.continueCursor;

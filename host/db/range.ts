@@ -30,10 +30,7 @@ function checkValue(table: CompiledTable, field: string, op: RangeOp): FieldValu
   const spec = field === "createdAt" ? { kind: "number" as const } : table.spec.fields[field];
   if (!spec) throw bad(`Unknown field ${table.name}.${field}.`);
   const problem = scalarProblem(spec.kind === "id" ? "string" : spec.kind, value);
-  if (problem)
-    throw bad(
-      `Invalid value for ${table.name}.${field} in an index range: ${problem}.`,
-    );
+  if (problem) throw bad(`Invalid value for ${table.name}.${field} in an index range: ${problem}.`);
   return value;
 }
 

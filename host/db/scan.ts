@@ -1,4 +1,5 @@
 import type { ClassicLevel } from "classic-level";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { OverlayEntry, WriteOverlay } from "./overlay.js";
 
 /** A classic-level database storing encoded keys and JSON values. */
@@ -22,6 +23,12 @@ export interface ScanOptions {
 }
 
 const MAX_BATCH = 1000;
+/**
+ * How many bytes one native `nextv` may gather. classic-level's default (16 KiB) would split a page of
+ * rows into many round trips; one handler cannot read more than the bytesRead budget anyway.
+ */
+const BATCH_BYTES = LIMITS.bytesRead;
+const KEY_BATCH_BYTES = 256 * 1024;
 
 /**
  * Scans `[start, end)` of a snapshot merged with a transaction's pending writes, in order, in
@@ -48,6 +55,7 @@ export async function scanRange(
     snapshot,
     keys: true,
     values: options.values,
+    highWaterMarkBytes: options.values ? BATCH_BYTES : KEY_BATCH_BYTES,
   });
   try {
     let size = Math.min(Math.max(options.hint, 1), MAX_BATCH);

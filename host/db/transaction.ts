@@ -3,7 +3,6 @@ import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { Budget, type BudgetLimits } from "./budget.js";
-import { HIGH } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
 import { rowKey } from "./keys.js";
 import { WriteOverlay } from "./overlay.js";
@@ -52,9 +51,20 @@ export type QueryOutcome =
   | { kind: "count"; count: number }
   | { kind: "page"; page: string[]; isDone: boolean; continueCursor: string };
 
-/** A new row id: 128 random bits, base64url. */
+const ID_BYTES = 16;
+const ID_POOL_IDS = 256;
+let idPool = randomBytes(ID_BYTES * ID_POOL_IDS);
+let idPoolAt = 0;
+
+/** A new row id: 128 random bits, base64url. Random bytes are drawn in bulk, once per 256 ids. */
 export function newRowId(): string {
-  return randomBytes(16).toString("base64url");
+  if (idPoolAt === idPool.length) {
+    idPool = randomBytes(ID_BYTES * ID_POOL_IDS);
+    idPoolAt = 0;
+  }
+  const id = idPool.toString("base64url", idPoolAt, idPoolAt + ID_BYTES);
+  idPoolAt += ID_BYTES;
+  return id;
 }
 
 function afterKey(key: Buffer): Buffer {
@@ -378,13 +388,15 @@ export class Transaction {
     this.finished = true;
     const entries = this.overlay.all();
     if (entries.length === 0) return [];
-    const batch = this.host.level.batch();
-    for (const entry of entries) {
-      if (entry.value === null) batch.del(entry.key);
-      else batch.put(entry.key, entry.value);
-    }
-    if (this.inserted) batch.put(this.host.clockKey, String(this.host.clockValue()));
-    await batch.write();
+    const operations: Array<{ type: "put"; key: Buffer; value: string } | { type: "del"; key: Buffer }> =
+      entries.map((entry) =>
+        entry.value === null
+          ? { type: "del", key: entry.key }
+          : { type: "put", key: entry.key, value: entry.value },
+      );
+    if (this.inserted)
+      operations.push({ type: "put", key: this.host.clockKey, value: String(this.host.clockValue()) });
+    await this.host.level.batch(operations);
     return entries.map((entry) => entry.key);
   }
 
@@ -393,6 +405,3 @@ export class Transaction {
     this.finished = true;
   }
 }
-
-/** Exposed for tests of cursor positions. */
-export const CURSOR_HIGH = HIGH;
