@@ -1,0 +1,25 @@
+import { spawn } from "node:child_process";
+
+/** Node flags the platform needs: isolated-vm cannot start isolates from Node 20's startup snapshot. */
+export const REQUIRED_NODE_FLAGS = ["--no-node-snapshot"] as const;
+
+/**
+ * Re-runs this process with {@link REQUIRED_NODE_FLAGS} when they are missing, forwarding
+ * arguments, stdio, signals and the exit code. Returns true when the caller should stop (the child
+ * now does the work). Users never have to pass the flags themselves.
+ */
+export function ensureNodeFlags(script: string): boolean {
+  const missing = REQUIRED_NODE_FLAGS.filter((flag) => !process.execArgv.includes(flag));
+  if (missing.length === 0) return false;
+  const child = spawn(process.execPath, [...missing, ...process.execArgv, script, ...process.argv.slice(2)], {
+    stdio: "inherit",
+  });
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(signal, () => child.kill(signal));
+  }
+  child.on("exit", (code, signal) => {
+    if (signal) process.kill(process.pid, signal);
+    else process.exit(code ?? 1);
+  });
+  return true;
+}

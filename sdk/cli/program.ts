@@ -1,0 +1,30 @@
+import { readFileSync } from "node:fs";
+import { Command } from "commander";
+
+function packageVersion(): string {
+  for (const candidate of ["../../package.json", "../../../package.json"]) {
+    try {
+      return (JSON.parse(readFileSync(new URL(candidate, import.meta.url), "utf8")) as { version: string })
+        .version;
+    } catch {
+      // try the next location: source and built layouts differ by one folder
+    }
+  }
+  return "0.0.0";
+}
+
+/**
+ * The `platform` command. Each command lives in its own module and registers itself here; exit
+ * codes are 0 success, 1 failure, 2 usage (commander's usage errors are mapped to 2).
+ */
+export function createProgram(): Command {
+  const program = new Command("platform")
+    .description("Run capsules: a self-hostable backend with isolates, a document database and storage.")
+    .version(packageVersion(), "-v, --version", "print the platform version")
+    .showHelpAfterError("(run platform --help for usage)")
+    .exitOverride((error) => {
+      if (error.code === "commander.helpDisplayed" || error.code === "commander.version") process.exit(0);
+      process.exit(error.exitCode === 0 ? 0 : 2);
+    });
+  return program;
+}

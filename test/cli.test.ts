@@ -1,0 +1,31 @@
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+
+function platform(...args: string[]) {
+  return spawnSync(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], { encoding: "utf8" });
+}
+
+describe("platform command", () => {
+  it("prints its version", () => {
+    const result = platform("--version");
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim()).toBe(
+      (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version,
+    );
+  });
+
+  it("runs itself with --no-node-snapshot, which isolated-vm needs on Node 20", () => {
+    const result = spawnSync(process.execPath, ["--import", "tsx", "test/helpers/print-node-flags.ts", "x"], {
+      encoding: "utf8",
+    });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout) as string[]).toContain("--no-node-snapshot");
+  });
+
+  it("exits 2 on unknown options, with help on stderr", () => {
+    const result = platform("--no-such-flag");
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain("unknown option");
+  });
+});
