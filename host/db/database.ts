@@ -4,6 +4,7 @@ import { afterPrefix } from "./codec.js";
 import { CursorCodec } from "./cursor.js";
 import { DeploymentDatabase } from "./deployment.js";
 import { deploymentPrefixes, hostKey } from "./keys.js";
+import { RecordStore } from "./records.js";
 import type { Level } from "./scan.js";
 
 /**
@@ -43,6 +44,11 @@ export class Database {
       this.deployments.set(id, loading);
     }
     return loading;
+  }
+
+  /** A namespace of host-wide JSON records. */
+  records<T>(namespace: string): RecordStore<T> {
+    return new RecordStore<T>(this.level, namespace);
   }
 
   /** Deletes every row, index entry and metadata record of a deployment. */

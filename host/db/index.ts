@@ -12,4 +12,5 @@ export {
 } from "./deployment.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects } from "./read-write-sets.js";
+export { RecordStore } from "./records.js";
 export { type QueryOutcome, Transaction } from "./transaction.js";

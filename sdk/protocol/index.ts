@@ -1,5 +1,15 @@
 /** Wire types, limits and error codes shared by the SDK, the isolate runtime and the host. */
 export { type ErrorCode, isPlatformError, PlatformError } from "../values/index.js";
+export {
+  type BridgeHttpRequest,
+  type BridgeIdentity,
+  type DispatchRequest,
+  type DispatchResponse,
+  SYSCALL,
+  type SyscallArgs,
+  type SyscallOp,
+  type SyscallResponse,
+} from "./bridge.js";
 export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";

@@ -19,6 +19,20 @@ export const LIMITS = {
   listingSize: 500,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
   publicCacheSeconds: 3600,
+  /** Heap of one deployment's isolate, in MiB (DESIGN.md section 5). */
+  isolateMemoryMb: 128,
+  /** CPU time one handler may use, in ms (watchdog on the isolate's CPU clock). */
+  handlerCpuMs: 1000,
+  /** Wall time one handler may take, in ms, including database waits. */
+  handlerWallMs: 15_000,
+  /** Largest request body for queries, mutations and endpoints. */
+  requestBodyBytes: 1024 * 1024,
+  /** Largest JSON value a handler may return. */
+  resultBytes: 8 * 1024 * 1024,
+  /** Largest JSON argument of one syscall from an isolate. */
+  syscallBytes: 8 * 1024 * 1024,
+  /** Largest capsule bundle accepted by a deploy. */
+  bundleBytes: 16 * 1024 * 1024,
 } as const;
 
 /** The names of the per-handler read budgets. */

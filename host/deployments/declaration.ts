@@ -1,0 +1,59 @@
+import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
+import { checkSchemaSpec, isValidName, PlatformError } from "../../sdk/values/index.js";
+
+const RESERVED_PREFIXES = ["/api/", "/storage", "/__platform"];
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+
+function fail(message: string): never {
+  throw new PlatformError("bad_request", message);
+}
+
+function names(list: unknown, what: string): string[] {
+  if (!Array.isArray(list)) fail(`The capsule declaration has no ${what} list.`);
+  for (const name of list)
+    if (typeof name !== "string" || !isValidName(name))
+      fail(`${what} name ${JSON.stringify(name)} must be a letter followed by letters, digits or _.`);
+  return list as string[];
+}
+
+/**
+ * Checks a declaration read out of an isolate. The capsule is untrusted, so everything is checked
+ * again here: schema, handler names, endpoint routes (no shadowing of platform routes, no
+ * duplicates) and auth settings.
+ */
+export function checkDeclaration(value: unknown): CapsuleDeclaration {
+  if (typeof value !== "object" || value === null) fail("The capsule did not declare itself.");
+  const declaration = value as CapsuleDeclaration;
+  if (declaration.apiVersion !== 1)
+    fail(`Unsupported database API version ${JSON.stringify(declaration.apiVersion)}.`);
+  checkSchemaSpec(declaration.schema);
+  names(declaration.queries, "query");
+  names(declaration.mutations, "mutation");
+  if (!Array.isArray(declaration.endpoints)) fail("The capsule declaration has no endpoint list.");
+  const routes = new Set<string>();
+  for (const endpoint of declaration.endpoints) {
+    const { name, method, path } = endpoint ?? {};
+    if (typeof method !== "string" || !METHODS.has(method))
+      fail(`Endpoint ${String(name)} has an unsupported method ${JSON.stringify(method)}.`);
+    if (typeof path !== "string" || !path.startsWith("/") || path.length > 512 || /[?#\s]/.test(path)) {
+      fail(
+        `Endpoint ${String(name)} needs a path beginning with "/" (no query string), got ${JSON.stringify(path)}.`,
+      );
+    }
+    if (
+      path === "/api" ||
+      path === "/storage" ||
+      RESERVED_PREFIXES.some((prefix) => path.startsWith(prefix))
+    ) {
+      fail(
+        `Endpoint ${String(name)} uses ${path}, which is reserved for the platform (/api/*, /storage*, /__platform/*).`,
+      );
+    }
+    const route = `${method} ${path}`;
+    if (routes.has(route)) fail(`Two endpoints are declared for ${route}.`);
+    routes.add(route);
+  }
+  if (typeof declaration.auth !== "object" || declaration.auth === null)
+    fail("The capsule declaration has no auth settings.");
+  return declaration;
+}

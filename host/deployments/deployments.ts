@@ -1,0 +1,239 @@
+import { createHash, randomInt } from "node:crypto";
+import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import type { BudgetUsage, Database, MigrationProgress, ReadSet, RecordStore } from "../db/index.js";
+import {
+  CapsuleIsolate,
+  type HandlerLogEntry,
+  IsolatePool,
+  type PoolOptions,
+  transactionSyscalls,
+} from "../isolates/index.js";
+import { checkDeclaration } from "./declaration.js";
+import type { ArtifactRecord, DeploymentRecord } from "./records.js";
+
+/** The outcome of one query or mutation. */
+export interface CallResult {
+  valueJson: string;
+  usage: BudgetUsage;
+  readSet: ReadSet;
+  writeSet: Buffer[];
+}
+
+/** A query or mutation call. */
+export interface Call {
+  kind: "query" | "mutation";
+  name: string;
+  argsJson: string;
+  identity: BridgeIdentity | null;
+}
+
+/** What a deploy sends: a bundle and its server-only env. */
+export interface DeployInput {
+  code: string;
+  env?: Record<string, string>;
+}
+
+/** Receives handler log lines (tagged by the caller). */
+export type LogSink = (
+  entry: HandlerLogEntry & { deployment: string; handler: string; requestId: string },
+) => void;
+
+const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
+
+/** Checks a deployment id: it becomes a DNS label (`<id>.<domain>`). */
+export function checkDeploymentId(id: unknown): string {
+  if (typeof id !== "string" || !DEPLOYMENT_ID.test(id) || id.endsWith("-")) {
+    throw new PlatformError(
+      "bad_request",
+      "A deployment id is 1-63 lowercase letters, digits or '-', starting with a letter.",
+    );
+  }
+  return id;
+}
+
+/**
+ * Every deployment of a host: records, artifacts, deploys and handler calls. The HTTP layer only
+ * translates requests into calls on this object.
+ */
+export class Deployments {
+  readonly pool: IsolatePool;
+  private readonly records: RecordStore<DeploymentRecord>;
+  private readonly artifacts: RecordStore<ArtifactRecord>;
+  private readonly cache = new Map<string, DeploymentRecord>();
+  private requestCounter = 0;
+
+  constructor(
+    readonly db: Database,
+    private readonly log: LogSink,
+    poolOptions: Partial<PoolOptions> = {},
+  ) {
+    this.records = db.records<DeploymentRecord>("deployments");
+    this.artifacts = db.records<ArtifactRecord>("artifacts");
+    this.pool = new IsolatePool(async (hash) => {
+      const artifact = await this.artifacts.get(hash);
+      if (!artifact) throw new PlatformError("internal", `Artifact ${hash} is missing.`);
+      return artifact.code;
+    }, poolOptions);
+  }
+
+  /** The deployment `id`, or undefined. */
+  async get(id: string): Promise<DeploymentRecord | undefined> {
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const record = await this.records.get(id);
+    if (record) this.cache.set(id, record);
+    return record;
+  }
+
+  /** The deployment `id`, or `not_found`. */
+  async require(id: string): Promise<DeploymentRecord> {
+    const record = await this.get(id);
+    if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
+    return record;
+  }
+
+  /** Every deployment. */
+  list(): Promise<DeploymentRecord[]> {
+    return this.records.list();
+  }
+
+  /**
+   * Deploys `input` as deployment `id` (creating it or replacing its version): compiles the bundle
+   * in a fresh isolate, reads and checks its declaration, stores the artifact, migrates the schema,
+   * and only then switches the deployment. Any failure leaves the previous version serving.
+   */
+  async deploy(
+    id: string,
+    input: DeployInput,
+    onProgress?: (progress: MigrationProgress) => void,
+  ): Promise<DeploymentRecord> {
+    checkDeploymentId(id);
+    if (typeof input?.code !== "string" || input.code.length === 0)
+      throw new PlatformError("bad_request", "A deploy needs the bundle's code.");
+    if (input.code.length > LIMITS.bundleBytes)
+      throw new PlatformError("too_large", `The bundle is larger than ${LIMITS.bundleBytes} bytes.`);
+    const env = checkEnv(input.env ?? {});
+    const hash = createHash("sha256").update(input.code).digest("hex");
+    const probe = await CapsuleIsolate.create(input.code, hash, this.pool.options.limits).catch(
+      (error: unknown) => {
+        throw deployError(error);
+      },
+    );
+    try {
+      const declaration = checkDeclaration(
+        await probe.declare().catch((error: unknown) => Promise.reject(deployError(error))),
+      );
+      if (!(await this.artifacts.get(hash))) {
+        await this.artifacts.put(hash, {
+          hash,
+          code: input.code,
+          apiVersion: declaration.apiVersion,
+          size: input.code.length,
+          createdAt: Date.now(),
+        });
+      }
+      const database = await this.db.deployment(id);
+      await database
+        .migrate(declaration.schema, onProgress)
+        .catch((error: unknown) => Promise.reject(deployError(error)));
+      const previous = await this.get(id);
+      const now = Date.now();
+      const record: DeploymentRecord = {
+        id,
+        artifact: hash,
+        declaration,
+        env,
+        createdAt: previous?.createdAt ?? now,
+        updatedAt: now,
+      };
+      await this.records.put(id, record);
+      this.cache.set(id, record);
+      this.pool.runner(id, hash).adopt(probe);
+      return record;
+    } catch (error) {
+      probe.dispose();
+      throw error;
+    }
+  }
+
+  /** Deletes a deployment: its isolate, record and every row. */
+  async remove(id: string): Promise<void> {
+    await this.require(id);
+    this.pool.remove(id);
+    await this.records.delete(id);
+    this.cache.delete(id);
+    await this.db.dropDeployment(id);
+  }
+
+  /** Runs a query or mutation of deployment `id` in its isolate and one transaction. */
+  async call(id: string, call: Call): Promise<CallResult> {
+    const record = await this.require(id);
+    const list = call.kind === "query" ? record.declaration.queries : record.declaration.mutations;
+    if (!list.includes(call.name))
+      throw new PlatformError(
+        "not_found",
+        `No ${call.kind} named ${JSON.stringify(call.name)} in deployment ${id}.`,
+      );
+    const database = await this.db.deployment(id);
+    const runner = this.pool.runner(id, record.artifact);
+    const requestId = `${Date.now().toString(36)}-${(++this.requestCounter).toString(36)}`;
+    const now = Date.now();
+    const request: DispatchRequest = {
+      kind: call.kind,
+      requestId: 0,
+      name: call.name,
+      argsJson: call.argsJson,
+      identity: call.identity,
+      env: record.env,
+      now,
+      seed: randomInt(2 ** 31),
+    };
+    const sink = (entry: HandlerLogEntry) =>
+      this.log({ ...entry, deployment: id, handler: call.name, requestId });
+    const work = (tx: Parameters<Parameters<typeof database.query>[0]>[0]) =>
+      this.pool.withSlot(async () => {
+        const response = await runner.run(request, transactionSyscalls(tx, sink));
+        if (!response.ok) throw new PlatformError(response.error.code as ErrorCode, response.error.message);
+        return response.valueJson;
+      });
+    const options = { handler: call.name, argsJson: call.argsJson, now };
+    const result =
+      call.kind === "query" ? await database.query(work, options) : await database.mutate(work, options);
+    return {
+      valueJson: result.value,
+      usage: result.usage,
+      readSet: result.readSet,
+      writeSet: result.writeSet,
+    };
+  }
+
+  /** Stops every isolate. */
+  close(): void {
+    this.pool.close();
+  }
+}
+
+function checkEnv(env: unknown): Record<string, string> {
+  if (typeof env !== "object" || env === null || Array.isArray(env))
+    throw new PlatformError("bad_request", "env must be an object of strings.");
+  for (const [key, value] of Object.entries(env)) {
+    if (typeof value !== "string")
+      throw new PlatformError("bad_request", `env value ${key} must be a string.`);
+  }
+  return env as Record<string, string>;
+}
+
+function deployError(error: unknown): PlatformError {
+  if (isPlatformError(error)) {
+    return new PlatformError(
+      error.code === "too_large" ? "too_large" : "bad_request",
+      `Deploy failed: ${error.message}`,
+      { cause: error },
+    );
+  }
+  return new PlatformError("bad_request", `Deploy failed: ${(error as Error)?.message ?? String(error)}`, {
+    cause: error,
+  });
+}

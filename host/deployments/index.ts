@@ -1,0 +1,11 @@
+/** `host/deployments`: deployment records, artifacts, the deploy pipeline and handler calls. */
+export { checkDeclaration } from "./declaration.js";
+export {
+  type Call,
+  type CallResult,
+  checkDeploymentId,
+  type DeployInput,
+  Deployments,
+  type LogSink,
+} from "./deployments.js";
+export { type ArtifactRecord, type DeploymentRecord, publicView } from "./records.js";

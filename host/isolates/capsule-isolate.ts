@@ -1,0 +1,245 @@
+import ivm from "isolated-vm";
+import type { CapsuleDeclaration, DispatchRequest, DispatchResponse } from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { RawJson } from "./raw-json.js";
+import { loadRuntimeScript } from "./runtime-script.js";
+
+/** Resource limits of one deployment's isolate. */
+export interface IsolateLimits {
+  memoryMb: number;
+  cpuMs: number;
+  wallMs: number;
+  resultBytes: number;
+}
+
+/** Defaults from {@link LIMITS}. */
+export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
+  memoryMb: LIMITS.isolateMemoryMb,
+  cpuMs: LIMITS.handlerCpuMs,
+  wallMs: LIMITS.handlerWallMs,
+  resultBytes: LIMITS.resultBytes,
+};
+
+/** Serves one syscall of the running handler; throws {@link PlatformError} to fail it. */
+export type SyscallHandler = (op: string, args: unknown) => Promise<unknown>;
+
+/** Compiled-code caches, produced by the host only (never accepted from outside). */
+const codeCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
+
+async function compile(
+  isolate: ivm.Isolate,
+  code: string,
+  cacheKey: string,
+  filename: string,
+): Promise<ivm.Script> {
+  const cachedData = codeCache.get(cacheKey);
+  const script = await isolate.compileScript(
+    code,
+    cachedData ? { cachedData, filename } : { produceCachedData: true, filename },
+  );
+  const produced = (script as ivm.Script & ivm.CachedDataResult).cachedData;
+  if (!cachedData && produced) codeCache.set(cacheKey, produced);
+  return script;
+}
+
+function wireError(error: unknown): { code: string; message: string } {
+  if (isPlatformError(error)) return { code: error.code, message: error.message };
+  return { code: "internal", message: "Internal error while serving a database call." };
+}
+
+const STARTUP_TIMEOUT_MS = 2000;
+
+/**
+ * One deployment's isolate: the runtime script, the capsule bundle, and the one bridge function.
+ * Runs one handler at a time (callers queue), with a watchdog on the isolate's CPU clock (the
+ * `timeout` option of isolated-vm does not cover code that runs after an `await`) and a wall-clock
+ * timer. A breach disposes the isolate; the caller gets `timeout` or `out_of_memory`.
+ */
+export class CapsuleIsolate {
+  private current: { requestId: number; onSyscall: SyscallHandler } | null = null;
+  private nextRequestId = 1;
+  private killReason: PlatformError | undefined;
+  private constructor(
+    private readonly isolate: ivm.Isolate,
+    private readonly dispatchRef: ivm.Reference<(json: string) => Promise<string>>,
+    readonly artifact: string,
+    readonly limits: IsolateLimits,
+  ) {}
+
+  /** Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`). */
+  static async create(
+    code: string,
+    artifact: string,
+    limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
+  ): Promise<CapsuleIsolate> {
+    const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
+    try {
+      const context = await isolate.createContext();
+      let self: CapsuleIsolate | undefined;
+      const bridge = new ivm.Reference(async (json: string) => {
+        const response = await self!.serveSyscall(json);
+        if (response.ok && response.value instanceof RawJson)
+          return `{"ok":true,"value":${response.value.json}}`;
+        return JSON.stringify(response);
+      });
+      await context.evalClosure(
+        "globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });",
+        [bridge],
+      );
+      const runtime = await compile(isolate, await loadRuntimeScript(), "runtime", "platform-runtime.js");
+      await runtime.run(context, { timeout: STARTUP_TIMEOUT_MS });
+      const dispatchRef = (await context.global.get("__platform_dispatch", {
+        reference: true,
+      })) as ivm.Reference<(json: string) => Promise<string>>;
+      await context.global.delete("__platform_dispatch");
+      let capsule: ivm.Script;
+      try {
+        capsule = await compile(isolate, code, `capsule:${artifact}`, "capsule.js");
+      } catch (error) {
+        throw new PlatformError(
+          "bad_request",
+          `The capsule bundle does not compile: ${(error as Error).message}`,
+        );
+      }
+      try {
+        await capsule.run(context, { timeout: STARTUP_TIMEOUT_MS });
+      } catch (error) {
+        throw new PlatformError(
+          "bad_request",
+          `The capsule threw while loading: ${(error as Error).message}`,
+        );
+      }
+      self = new CapsuleIsolate(isolate, dispatchRef, artifact, limits);
+      return self;
+    } catch (error) {
+      if (!isolate.isDisposed) isolate.dispose();
+      if (isPlatformError(error)) throw error;
+      if (isolate.isDisposed && String((error as Error).message).includes("memory")) {
+        throw new PlatformError("bad_request", "The capsule ran out of memory while loading.");
+      }
+      throw new PlatformError("bad_request", `The capsule failed to load: ${(error as Error).message}`);
+    }
+  }
+
+  get isDisposed(): boolean {
+    return this.isolate.isDisposed;
+  }
+
+  /** Heap in use, for memory reports. */
+  heapBytes(): number {
+    const stats = this.isolate.getHeapStatisticsSync();
+    return stats.used_heap_size + stats.externally_allocated_size;
+  }
+
+  private async serveSyscall(
+    json: string,
+  ): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {
+    const current = this.current;
+    try {
+      if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
+        throw new PlatformError("bad_request", "A database call was too large.");
+      }
+      const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
+      if (!current || call.requestId !== current.requestId) {
+        throw new PlatformError("forbidden", "This call does not belong to a running handler.");
+      }
+      if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
+      return { ok: true, value: await current.onSyscall(call.op, call.args) };
+    } catch (error) {
+      return { ok: false, error: wireError(error) };
+    }
+  }
+
+  /** Asks the capsule for its declaration (schema, handler names, endpoints, auth). */
+  async declare(): Promise<CapsuleDeclaration> {
+    const response = await this.execute({ kind: "declare" }, async () => {
+      throw new PlatformError("forbidden", "No database access while declaring.");
+    });
+    if (!response.ok)
+      throw new PlatformError("bad_request", `The capsule declaration failed: ${response.error.message}`);
+    return JSON.parse(response.valueJson) as CapsuleDeclaration;
+  }
+
+  private kill(code: ErrorCode, message: string): void {
+    this.killReason ??= new PlatformError(code, message);
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+  }
+
+  /**
+   * Runs one dispatch request. The caller guarantees one at a time per isolate. Limits breached
+   * dispose the isolate and reject with `timeout` / `out_of_memory`; handler errors resolve as
+   * `{ ok: false }` responses.
+   */
+  async execute(request: DispatchRequest, onSyscall: SyscallHandler): Promise<DispatchResponse> {
+    if (this.isolate.isDisposed)
+      throw new PlatformError("unavailable", "The deployment's isolate was stopped; retry.");
+    const requestId = this.nextRequestId++;
+    this.current = { requestId, onSyscall };
+    const cpuLimitNs = BigInt(this.limits.cpuMs) * 1_000_000n;
+    const cpuStart = this.isolate.cpuTime;
+    const watchdog = setInterval(() => {
+      if (!this.isolate.isDisposed && this.isolate.cpuTime - cpuStart > cpuLimitNs) {
+        this.kill(
+          "timeout",
+          `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`,
+        );
+      }
+    }, 5);
+    const wallTimer = setTimeout(
+      () =>
+        this.kill("timeout", `The handler did not finish within ${this.limits.wallMs} ms and was stopped.`),
+      this.limits.wallMs,
+    );
+    try {
+      const payload = JSON.stringify(
+        "requestId" in request || request.kind === "declare" ? { ...request, requestId } : request,
+      );
+      const json = await this.dispatchRef.apply(undefined, [payload], {
+        arguments: { copy: true },
+        result: { promise: true, copy: true },
+        timeout: this.limits.cpuMs,
+      });
+      if (typeof json !== "string")
+        throw new PlatformError("internal", "The isolate answered with something other than JSON.");
+      if (json.length > this.limits.resultBytes) {
+        return {
+          ok: false,
+          error: {
+            code: "limit_exceeded",
+            message: `The handler's result is larger than ${this.limits.resultBytes} bytes.`,
+          },
+        };
+      }
+      return JSON.parse(json) as DispatchResponse;
+    } catch (error) {
+      throw this.failure(error);
+    } finally {
+      clearInterval(watchdog);
+      clearTimeout(wallTimer);
+      this.current = null;
+    }
+  }
+
+  private failure(error: unknown): PlatformError {
+    if (this.killReason) return this.killReason;
+    const message = String((error as Error)?.message ?? error);
+    if (message.includes("memory limit")) {
+      this.killReason = new PlatformError(
+        "out_of_memory",
+        `The handler exceeded the ${this.limits.memoryMb} MiB memory limit and was stopped.`,
+      );
+    } else if (message.includes("timed out")) {
+      this.kill("timeout", `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`);
+    } else {
+      this.kill("internal", "The deployment's isolate failed and was restarted.");
+    }
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+    return this.killReason as PlatformError;
+  }
+
+  /** Frees the isolate. Safe to call twice. */
+  dispose(): void {
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+  }
+}

@@ -1,0 +1,80 @@
+import type { DispatchRequest, DispatchResponse } from "../../sdk/protocol/index.js";
+import { WriteLock } from "../db/write-lock.js";
+import { CapsuleIsolate, type IsolateLimits, type SyscallHandler } from "./capsule-isolate.js";
+
+/** Where a runner gets its capsule code from (the artifact store). */
+export type ArtifactLoader = (hash: string) => Promise<string>;
+
+/**
+ * Runs one deployment's handlers, one at a time, in its isolate. Creates the isolate on first use
+ * (a cold start), keeps it while it is healthy, and starts a fresh one after a limit breach.
+ */
+export class DeploymentRunner {
+  private isolate: CapsuleIsolate | null = null;
+  private starting: Promise<CapsuleIsolate> | null = null;
+  private readonly queue = new WriteLock();
+  lastUsed = Date.now();
+  busy = false;
+
+  constructor(
+    readonly deploymentId: string,
+    public artifact: string,
+    private readonly loadArtifact: ArtifactLoader,
+    private readonly limits: IsolateLimits,
+  ) {}
+
+  /** True when an isolate is loaded. */
+  get isLive(): boolean {
+    return this.isolate !== null && !this.isolate.isDisposed;
+  }
+
+  /** Heap of the live isolate (0 when none). */
+  heapBytes(): number {
+    return this.isLive ? (this.isolate as CapsuleIsolate).heapBytes() : 0;
+  }
+
+  private async live(): Promise<CapsuleIsolate> {
+    if (this.isolate && !this.isolate.isDisposed && this.isolate.artifact === this.artifact)
+      return this.isolate;
+    this.isolate?.dispose();
+    this.isolate = null;
+    if (!this.starting) {
+      const artifact = this.artifact;
+      this.starting = this.loadArtifact(artifact)
+        .then((code) => CapsuleIsolate.create(code, artifact, this.limits))
+        .finally(() => {
+          this.starting = null;
+        });
+    }
+    this.isolate = await this.starting;
+    return this.isolate;
+  }
+
+  /** Installs an already-loaded isolate (the deploy pipeline's probe), replacing the current one. */
+  adopt(isolate: CapsuleIsolate): void {
+    this.artifact = isolate.artifact;
+    if (this.isolate !== isolate) this.isolate?.dispose();
+    this.isolate = isolate;
+  }
+
+  /** Runs one request after every earlier one of this deployment. */
+  run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<DispatchResponse> {
+    return this.queue.run(async () => {
+      this.busy = true;
+      try {
+        const isolate = await this.live();
+        this.lastUsed = Date.now();
+        return await isolate.execute(request, onSyscall);
+      } finally {
+        this.busy = false;
+        this.lastUsed = Date.now();
+      }
+    });
+  }
+
+  /** Drops the isolate (eviction); the next request starts a new one. */
+  evict(): void {
+    this.isolate?.dispose();
+    this.isolate = null;
+  }
+}

@@ -1,0 +1,105 @@
+import { availableParallelism } from "node:os";
+import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./capsule-isolate.js";
+import { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
+import { ConcurrencyLimiter } from "./limiter.js";
+
+/** How many isolates a host keeps and for how long. */
+export interface PoolOptions {
+  /** Live isolates at most; the least recently used idle one is evicted beyond this. */
+  maxLive: number;
+  /** An isolate idle this long is evicted. */
+  idleMs: number;
+  /** Handlers executing at once across all deployments. */
+  concurrency: number;
+  limits: IsolateLimits;
+}
+
+/** Defaults: 200 live isolates, 5 minutes idle, two handlers per core. */
+export const DEFAULT_POOL_OPTIONS: PoolOptions = {
+  maxLive: 200,
+  idleMs: 5 * 60_000,
+  concurrency: availableParallelism() * 2,
+  limits: DEFAULT_ISOLATE_LIMITS,
+};
+
+/**
+ * Every deployment's runner on this host, with LRU eviction of idle isolates and one global
+ * concurrency limiter.
+ */
+export class IsolatePool {
+  private readonly runners = new Map<string, DeploymentRunner>();
+  private readonly limiter: ConcurrencyLimiter;
+  private readonly sweeper: NodeJS.Timeout;
+  readonly options: PoolOptions;
+
+  constructor(
+    private readonly loadArtifact: ArtifactLoader,
+    options: Partial<PoolOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_POOL_OPTIONS, ...options };
+    this.limiter = new ConcurrencyLimiter(this.options.concurrency);
+    this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
+    this.sweeper.unref();
+  }
+
+  /** The runner of a deployment serving `artifact` (switching it when the artifact changed). */
+  runner(deploymentId: string, artifact: string): DeploymentRunner {
+    let runner = this.runners.get(deploymentId);
+    if (!runner) {
+      runner = new DeploymentRunner(deploymentId, artifact, this.loadArtifact, this.options.limits);
+      this.runners.set(deploymentId, runner);
+    } else {
+      runner.artifact = artifact;
+      this.runners.delete(deploymentId);
+      this.runners.set(deploymentId, runner);
+    }
+    return runner;
+  }
+
+  /** Runs `work` under the host-wide concurrency limit, then enforces the live-isolate cap. */
+  async withSlot<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await this.limiter.run(work);
+    } finally {
+      this.enforceCap();
+    }
+  }
+
+  /** Number of live isolates. */
+  liveCount(): number {
+    let n = 0;
+    for (const runner of this.runners.values()) if (runner.isLive) n++;
+    return n;
+  }
+
+  private enforceCap(): void {
+    let live = this.liveCount();
+    if (live <= this.options.maxLive) return;
+    for (const runner of this.runners.values()) {
+      if (live <= this.options.maxLive) break;
+      if (runner.isLive && !runner.busy) {
+        runner.evict();
+        live--;
+      }
+    }
+  }
+
+  private evictIdle(): void {
+    const cutoff = Date.now() - this.options.idleMs;
+    for (const runner of this.runners.values())
+      if (runner.isLive && !runner.busy && runner.lastUsed < cutoff) runner.evict();
+  }
+
+  /** Forgets a deployment (deleted). */
+  remove(deploymentId: string): void {
+    this.runners.get(deploymentId)?.evict();
+    this.runners.delete(deploymentId);
+  }
+
+  /** Stops every isolate. */
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const runner of this.runners.values()) runner.evict();
+    this.runners.clear();
+  }
+}

@@ -1,0 +1,32 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+let cached: Promise<string> | undefined;
+
+/** Finds runtime/index.ts (source checkout) or runtime/index.js (built package). */
+function runtimeEntry(): string {
+  for (const candidate of ["../../runtime/index.ts", "../../runtime/index.js"]) {
+    const path = fileURLToPath(new URL(candidate, import.meta.url));
+    if (existsSync(path)) return path;
+  }
+  throw new Error("The isolate runtime (runtime/index) is missing from this installation.");
+}
+
+/**
+ * The runtime as ONE script, bundled once per process. The host loads it as a built script, never
+ * imports it as source: the runtime has no Node APIs and must run in a bare V8 context.
+ */
+export function loadRuntimeScript(): Promise<string> {
+  cached ??= build({
+    entryPoints: [runtimeEntry()],
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "neutral",
+    target: "es2022",
+    minify: false,
+    legalComments: "none",
+  }).then((result) => result.outputFiles[0]?.text ?? "");
+  return cached;
+}

@@ -1,0 +1,76 @@
+import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
+import { SYSCALL } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import type { Transaction } from "../db/index.js";
+import type { SyscallHandler } from "./capsule-isolate.js";
+import { RawJson } from "./raw-json.js";
+
+/** One structured log line written by a handler through `ctx.log`. */
+export interface HandlerLogEntry {
+  level: "info" | "warn" | "error";
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+function text(value: unknown, what: string): string {
+  if (typeof value !== "string")
+    throw new PlatformError("bad_request", `Malformed platform call: ${what} must be a string.`);
+  return value;
+}
+
+function object(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null)
+    throw new PlatformError("bad_request", `Malformed platform call: ${what} must be an object.`);
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The host end of the bridge for one handler execution: every op is checked here, whatever the
+ * isolate sent, and answered from the handler's own transaction. Rows go back as raw JSON.
+ */
+export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntry) => void): SyscallHandler {
+  return async (op, rawArgs) => {
+    const args = object(rawArgs, "arguments");
+    switch (op) {
+      case SYSCALL.dbGet:
+        return new RawJson((await tx.get(text(args.table, "table"), text(args.id, "id"))) ?? "null");
+      case SYSCALL.dbQuery: {
+        const outcome = await tx.query(
+          object(args.spec, "query") as unknown as QuerySpec,
+          object(args.terminal, "terminal") as unknown as QueryTerminal,
+        );
+        switch (outcome.kind) {
+          case "rows":
+            return new RawJson(`[${outcome.rows.join(",")}]`);
+          case "row":
+            return new RawJson(outcome.row ?? "null");
+          case "count":
+            return outcome.count;
+          case "page":
+            return new RawJson(
+              `{"page":[${outcome.page.join(",")}],"isDone":${outcome.isDone},"continueCursor":${JSON.stringify(outcome.continueCursor)}}`,
+            );
+        }
+        throw new PlatformError("internal", "Unknown query outcome.");
+      }
+      case SYSCALL.dbInsert:
+        return tx.insert(text(args.table, "table"), args.row);
+      case SYSCALL.dbUpdate:
+        await tx.update(text(args.table, "table"), text(args.id, "id"), args.patch);
+        return null;
+      case SYSCALL.dbDelete:
+        await tx.delete(text(args.table, "table"), text(args.id, "id"));
+        return null;
+      case SYSCALL.log: {
+        const level = args.level === "warn" || args.level === "error" ? args.level : "info";
+        const entry: HandlerLogEntry = { level, message: String(args.message).slice(0, 4096) };
+        if (typeof args.fields === "object" && args.fields !== null)
+          entry.fields = args.fields as Record<string, unknown>;
+        log(entry);
+        return null;
+      }
+      default:
+        throw new PlatformError("bad_request", `Unknown platform call ${JSON.stringify(op)}.`);
+    }
+  };
+}

@@ -1,0 +1,97 @@
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, type Plugin } from "esbuild";
+import { PlatformError } from "../values/index.js";
+
+/** The root of this `platform` package (source checkout or installed package). */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "sdk"))) return dir;
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "dist", "sdk"))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("Cannot find the platform package root.");
+    dir = parent;
+  }
+}
+
+/** `platform/server` from this package: its TypeScript source in a checkout, its build otherwise. */
+function ownServerEntry(): string {
+  const root = packageRoot();
+  const source = join(root, "sdk", "server", "index.ts");
+  return existsSync(source) ? source : join(root, "dist", "sdk", "server", "index.js");
+}
+
+function platformServerPlugin(capsuleDir: string): Plugin {
+  const own = existsSync(join(capsuleDir, "node_modules", "platform", "package.json"))
+    ? undefined
+    : ownServerEntry();
+  return {
+    name: "platform-server",
+    setup(builder) {
+      if (own) builder.onResolve({ filter: /^platform\/server$/ }, () => ({ path: own }));
+      builder.onResolve(
+        { filter: /^node:|^(fs|path|os|child_process|net|http|https|crypto|process|worker_threads)$/ },
+        (args) => ({
+          errors: [
+            { text: `Capsules run in an isolate without Node.js APIs; ${args.path} is not available.` },
+          ],
+        }),
+      );
+    },
+  };
+}
+
+/** A bundled capsule, ready to deploy. */
+export interface CapsuleBundle {
+  code: string;
+  entry: string;
+}
+
+/**
+ * Bundles `<dir>/server/index.ts` (with `platform/server`) into one script that defines the global
+ * `__platform_capsule`, which the isolate runtime reads. Build errors come back as one clear message.
+ */
+export async function bundleCapsule(dir: string): Promise<CapsuleBundle> {
+  const capsuleDir = resolve(dir);
+  const entry = ["index.ts", "index.js", "index.mts"]
+    .map((name) => join(capsuleDir, "server", name))
+    .find((path) => existsSync(path));
+  if (!entry)
+    throw new PlatformError(
+      "bad_request",
+      `No server/index.ts in ${capsuleDir}: a capsule folder needs one that exports default capsule({...}).`,
+    );
+  try {
+    const result = await build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      format: "iife",
+      globalName: "__platform_capsule",
+      platform: "neutral",
+      mainFields: ["module", "main"],
+      conditions: ["import", "default"],
+      target: "es2022",
+      logLevel: "silent",
+      absWorkingDir: capsuleDir,
+      plugins: [platformServerPlugin(capsuleDir)],
+    });
+    return { code: result.outputFiles[0]?.text ?? "", entry };
+  } catch (error) {
+    const errors = (
+      error as {
+        errors?: Array<{ text: string; location?: { file: string; line: number; column: number } | null }>;
+      }
+    ).errors;
+    const detail = errors?.length
+      ? errors
+          .map((e) =>
+            e.location ? `${e.location.file}:${e.location.line}:${e.location.column}: ${e.text}` : e.text,
+          )
+          .join("\n")
+      : String((error as Error).message);
+    throw new PlatformError("bad_request", `Build failed:\n${detail}`);
+  }
+}

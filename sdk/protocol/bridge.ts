@@ -1,0 +1,91 @@
+/**
+ * The one seam between an isolate and the host: op names (versioned) and the JSON shapes that cross.
+ * Everything crossing is a JSON string; no host object ever enters an isolate.
+ */
+import type { FieldValue } from "../values/index.js";
+import type { QuerySpec, QueryTerminal } from "./query.js";
+
+/** Syscall op names. A new shape gets a new version, never a changed meaning. */
+export const SYSCALL = {
+  dbGet: "v1.db.get",
+  dbQuery: "v1.db.query",
+  dbInsert: "v1.db.insert",
+  dbUpdate: "v1.db.update",
+  dbDelete: "v1.db.delete",
+  log: "v1.log",
+} as const;
+
+/** One of the {@link SYSCALL} op names. */
+export type SyscallOp = (typeof SYSCALL)[keyof typeof SYSCALL];
+
+/** Arguments of each op (the `requestId` is added by the runtime to every call). */
+export interface SyscallArgs {
+  "v1.db.get": { table: string; id: string };
+  "v1.db.query": { spec: QuerySpec; terminal: QueryTerminal };
+  "v1.db.insert": { table: string; row: Record<string, FieldValue | null> };
+  "v1.db.update": { table: string; id: string; patch: Record<string, FieldValue | null> };
+  "v1.db.delete": { table: string; id: string };
+  "v1.log": { level: "info" | "warn" | "error"; message: string; fields?: Record<string, unknown> };
+}
+
+/** The identity a handler runs as, as the runtime sees it. */
+export interface BridgeIdentity {
+  userId: string;
+  kind: "guest" | "account";
+  email?: string;
+}
+
+/** An incoming HTTP request for a custom endpoint, as the runtime sees it. */
+export interface BridgeHttpRequest {
+  method: string;
+  path: string;
+  headers: Array<[string, string]>;
+  query: Array<[string, string]>;
+  /** The body as base64 (bodies may be binary). */
+  bodyBase64: string;
+}
+
+/** What the host asks an isolate to do. */
+export type DispatchRequest =
+  | { kind: "declare" }
+  | {
+      kind: "query" | "mutation";
+      requestId: number;
+      name: string;
+      argsJson: string;
+      identity: BridgeIdentity | null;
+      env: Record<string, string>;
+      now: number;
+      seed: number;
+    }
+  | {
+      kind: "endpoint";
+      requestId: number;
+      name: string;
+      readOnly: boolean;
+      request: BridgeHttpRequest & { bodyText: string };
+      identity: BridgeIdentity | null;
+      env: Record<string, string>;
+      now: number;
+      seed: number;
+    }
+  | {
+      kind: "guestUpgrade";
+      requestId: number;
+      guestUserId: string;
+      userId: string;
+      identity: BridgeIdentity | null;
+      env: Record<string, string>;
+      now: number;
+      seed: number;
+    };
+
+/** What an isolate answers: a JSON value (as a string) or an error with a stable code. */
+export type DispatchResponse =
+  | { ok: true; valueJson: string }
+  | { ok: false; error: { code: string; message: string } };
+
+/** What a syscall answers. */
+export type SyscallResponse =
+  | { ok: true; value: unknown }
+  | { ok: false; error: { code: string; message: string } };
