@@ -3,6 +3,7 @@
  * query descriptions and hands them to an executor; every rule and budget is enforced by the host.
  */
 import type { PaginationOptions, QuerySpec, QueryTerminal, RangeOp } from "../sdk/protocol/index.js";
+import { PlatformError } from "../sdk/values/index.js";
 
 /** The host operations behind `ctx.db`: in the isolate, the syscall bridge. */
 export interface DatabaseExecutor {
@@ -14,6 +15,22 @@ export interface DatabaseExecutor {
 }
 
 type Value = string | number | boolean | null;
+
+/**
+ * JSON turns NaN and Infinity into `null` ("no value"), so they are refused here, before they cross
+ * to the host, with the same message the host gives.
+ */
+function checkFinite(table: string, values: unknown, where = ""): void {
+  if (typeof values !== "object" || values === null) return;
+  for (const [field, value] of Object.entries(values)) {
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      throw new PlatformError(
+        "bad_request",
+        `Invalid value for ${table}.${field}${where}: NaN and Infinity are not allowed.`,
+      );
+    }
+  }
+}
 
 class RangeRecorder {
   readonly ops: RangeOp[] = [];
@@ -80,12 +97,15 @@ class TableApi extends QueryBuilder {
   withIndex(index: string, range?: (q: RangeRecorder) => unknown): QueryBuilder {
     const recorder = new RangeRecorder();
     if (range) range(recorder);
+    for (const op of recorder.ops) checkFinite(this.table, { [op.field]: op.value }, " in an index range");
     return new QueryBuilder(this.executor, { table: this.table, index, range: recorder.ops, order: "asc" });
   }
-  insert(row: unknown): Promise<string> {
+  async insert(row: unknown): Promise<string> {
+    checkFinite(this.table, row);
     return this.executor.insert(this.table, row);
   }
-  update(id: string, patch: unknown): Promise<void> {
+  async update(id: string, patch: unknown): Promise<void> {
+    checkFinite(this.table, patch);
     return this.executor.update(this.table, id, patch);
   }
   delete(id: string): Promise<void> {

@@ -67,6 +67,27 @@ export function newRowId(): string {
   return id;
 }
 
+/**
+ * The handler's arguments without its pagination options, which change from page to page: a
+ * top-level `cursor`/`numItems`, and any top-level object that carries `numItems`.
+ */
+function argsWithoutPagination(argsJson: string): string {
+  let args: unknown;
+  try {
+    args = JSON.parse(argsJson);
+  } catch {
+    return argsJson;
+  }
+  if (typeof args !== "object" || args === null || Array.isArray(args)) return argsJson;
+  const kept = Object.entries(args).filter(
+    ([key, value]) =>
+      key !== "cursor" &&
+      key !== "numItems" &&
+      !(typeof value === "object" && value !== null && "numItems" in value),
+  );
+  return JSON.stringify(kept);
+}
+
 function afterKey(key: Buffer): Buffer {
   return Buffer.concat([key, Buffer.from([0x00])]);
 }
@@ -263,7 +284,7 @@ export class Transaction {
       deployment: this.host.id,
       schemaHash: this.host.schemaHash,
       handler: this.options.handler ?? "",
-      argsHash: hashArgs(this.options.argsJson ?? "null"),
+      argsHash: hashArgs(argsWithoutPagination(this.options.argsJson ?? "null")),
       table: table.name,
       index: index.name,
       start: range.start.toString("base64"),

@@ -1,0 +1,77 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { Database } from "./db/index.js";
+import { Deployments, type LogSink } from "./deployments/index.js";
+import { createHttpApp, listen } from "./http/index.js";
+import type { PoolOptions } from "./isolates/index.js";
+
+/** Options of {@link startHost}. */
+export interface HostOptions {
+  /** Folder for the database (created if missing). */
+  data: string;
+  port: number;
+  domain: string;
+  /** Address to listen on (default loopback). */
+  hostname?: string;
+  /** The operator's bearer token for `/v1`. */
+  adminToken: string;
+  /** `platform dev`: serve this one deployment at every host name, without a control plane. */
+  devDeployment?: string;
+  pool?: Partial<PoolOptions>;
+  /** Where handler log lines go (default: JSON lines on stdout). */
+  log?: LogSink;
+}
+
+/** A running host. */
+export interface PlatformHost {
+  port: number;
+  /** The control plane's base URL. */
+  url: string;
+  deployments: Deployments;
+  /** The base URL of deployment `id`. */
+  deploymentUrl(id: string): string;
+  close(): Promise<void>;
+}
+
+/** JSON lines on stdout. */
+export const stdoutLog: LogSink = (entry) => {
+  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
+};
+
+/**
+ * Starts a host: the database under `data`, every deployment's isolates, and the HTTP server.
+ * `createHost` is the one composition root; the CLI and tests both use it.
+ */
+export async function startHost(options: HostOptions): Promise<PlatformHost> {
+  await mkdir(options.data, { recursive: true });
+  const db = await Database.open(join(options.data, "db"));
+  const deployments = new Deployments(db, options.log ?? stdoutLog, options.pool);
+  const app = createHttpApp({
+    deployments,
+    domain: options.domain,
+    adminToken: options.adminToken,
+    ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
+  });
+  let running: Awaited<ReturnType<typeof listen>>;
+  try {
+    running = await listen(app, options.port, options.hostname);
+  } catch (error) {
+    deployments.close();
+    await db.close();
+    throw error;
+  }
+  return {
+    port: running.port,
+    url: `http://${options.domain}:${running.port}`,
+    deployments,
+    deploymentUrl: (id) =>
+      options.devDeployment
+        ? `http://${options.domain}:${running.port}`
+        : `http://${id}.${options.domain}:${running.port}`,
+    close: async () => {
+      await running.close();
+      deployments.close();
+      await db.close();
+    },
+  };
+}

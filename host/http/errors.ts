@@ -1,0 +1,36 @@
+import type { Middleware } from "koa";
+import { isPlatformError } from "../../sdk/values/index.js";
+
+/** Writes an error envelope `{ error: { code, message } }` with `status`. */
+export function sendError(
+  ctx: Parameters<Middleware>[0],
+  status: number,
+  code: string,
+  message: string,
+): void {
+  ctx.status = status;
+  ctx.type = "application/json";
+  ctx.body = JSON.stringify({ error: { code, message } });
+}
+
+/**
+ * The one error sink: platform errors become the envelope with their status; anything else is a
+ * 500 `internal` whose details go to the host log, never to the caller.
+ */
+export function errorEnvelope(onInternal: (error: unknown) => void): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined)
+        sendError(ctx, 404, "not_found", `No route for ${ctx.method} ${ctx.path}.`);
+    } catch (error) {
+      if (isPlatformError(error)) {
+        sendError(ctx, error.status, error.code, error.expose ? error.message : "Internal error.");
+        if (!error.expose) onInternal(error);
+        return;
+      }
+      onInternal(error);
+      sendError(ctx, 500, "internal", "Internal error.");
+    }
+  };
+}

@@ -1,0 +1,76 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import Koa from "koa";
+import { PlatformError } from "../../sdk/values/index.js";
+import type { Deployments } from "../deployments/index.js";
+import { appRoutes } from "./app-routes.js";
+import { controlPlaneRoutes } from "./control-plane.js";
+import { errorEnvelope } from "./errors.js";
+import { resolveDestination } from "./tenant.js";
+
+/** How the HTTP server routes requests. */
+export interface HttpOptions {
+  deployments: Deployments;
+  /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
+  domain: string;
+  /** `platform dev`: every request goes to this deployment; no control plane. */
+  devDeployment?: string;
+  /** The operator's bearer token (required unless `devDeployment` is set). */
+  adminToken?: string;
+  /** Where internal errors are reported. */
+  onInternalError?: (error: unknown) => void;
+}
+
+/** A running HTTP server. */
+export interface RunningServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Builds the Koa app: it only composes middleware (errors, tenant resolution, routes). */
+export function createHttpApp(options: HttpOptions): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  const onInternal = options.onInternalError ?? ((error) => console.error(error));
+  app.use(errorEnvelope(onInternal));
+  const appRouter = appRoutes(options.deployments);
+  const control = options.adminToken
+    ? controlPlaneRoutes(options.deployments, options.adminToken)
+    : undefined;
+  const appMiddleware = appRouter.routes();
+  const controlMiddleware = control?.routes();
+  app.use(async (ctx, next) => {
+    const destination = resolveDestination(ctx, options.domain, options.devDeployment);
+    if (destination.kind === "deployment") {
+      ctx.state.deployment = destination.id;
+      return appMiddleware(ctx as never, next);
+    }
+    if (destination.kind === "control" && controlMiddleware) return controlMiddleware(ctx as never, next);
+    throw new PlatformError(
+      "not_found",
+      `Unknown host ${ctx.get("host")}: deployments are served at <id>.${options.domain}.`,
+    );
+  });
+  return app;
+}
+
+/** Starts the HTTP server on `port` (0 picks a free one) on loopback or `hostname`. */
+export async function listen(app: Koa, port: number, hostname = "127.0.0.1"): Promise<RunningServer> {
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, hostname, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    server,
+    port: address.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,73 @@
+import { lookup as dnsLookup } from "node:dns";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { LookupFunction } from "node:net";
+
+/**
+ * Resolves `localhost` and every `*.localhost` name to loopback, as browsers do, so deployments at
+ * `http://<id>.localhost:<port>` work from Node without touching /etc/hosts.
+ */
+export const localhostLookup: LookupFunction = (hostname, options, callback) => {
+  if (hostname === "localhost" || hostname.endsWith(".localhost")) {
+    if (options.all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+        { address: "127.0.0.1", family: 4 },
+      ]);
+    else callback(null, "127.0.0.1", 4);
+    return;
+  }
+  dnsLookup(hostname, options, callback);
+};
+
+/** A response with its body read. */
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  text(): string;
+  json<T = unknown>(): T;
+}
+
+/** Options of {@link sendRequest}. */
+export interface RequestOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  timeoutMs?: number;
+}
+
+/** One HTTP request with `*.localhost` resolved to loopback. */
+export function sendRequest(url: string, options: RequestOptions = {}): Promise<HttpResponse> {
+  const target = new URL(url);
+  const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      target,
+      {
+        method: options.method ?? "GET",
+        headers: options.headers,
+        lookup: localhostLookup,
+        timeout: options.timeoutMs ?? 60_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", reject);
+        res.on("end", () => {
+          const body = Buffer.concat(chunks);
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body,
+            text: () => body.toString("utf8"),
+            json: <T>() => JSON.parse(body.toString("utf8")) as T,
+          });
+        });
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`Request to ${url} timed out`)));
+    req.on("error", reject);
+    if (options.body !== undefined) req.end(options.body);
+    else req.end();
+  });
+}

@@ -1,0 +1,70 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type HostOptions, type PlatformHost, startHost } from "../../host/host.js";
+import { bundleCapsule } from "../../sdk/cli/bundle.js";
+import { type HttpResponse, sendRequest } from "../../sdk/cli/http.js";
+
+/** A host on a free port with a temporary data folder; `dispose()` stops it and removes the data. */
+export interface TestHost extends PlatformHost {
+  adminToken: string;
+  dir: string;
+  logs: unknown[];
+  dispose(): Promise<void>;
+  deployFixture(id: string, fixture: string): Promise<HttpResponse>;
+  deployCode(id: string, code: string, env?: Record<string, string>): Promise<HttpResponse>;
+  call(id: string, kind: "query" | "mutation", name: string, args?: unknown): Promise<HttpResponse>;
+}
+
+const bundles = new Map<string, string>();
+
+/** Bundles `fixtures/<name>` once per test process. */
+export async function fixtureCode(name: string): Promise<string> {
+  let code = bundles.get(name);
+  if (!code) {
+    code = (await bundleCapsule(join("fixtures", name))).code;
+    bundles.set(name, code);
+  }
+  return code;
+}
+
+/** Starts a real host for a test. */
+export async function startTestHost(options: Partial<HostOptions> = {}): Promise<TestHost> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-host-"));
+  const adminToken = randomBytes(16).toString("hex");
+  const logs: unknown[] = [];
+  const host = await startHost({
+    data: dir,
+    port: 0,
+    domain: "localhost",
+    adminToken,
+    log: (entry) => logs.push(entry),
+    ...options,
+  });
+  const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+  const deployCode = (id: string, code: string, env?: Record<string, string>) =>
+    sendRequest(`${host.url}/v1/deploys/${id}`, {
+      method: "PUT",
+      headers: admin,
+      body: JSON.stringify({ code, env }),
+    });
+  return {
+    ...host,
+    adminToken,
+    dir,
+    logs,
+    dispose: async () => {
+      await host.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+    deployCode,
+    deployFixture: async (id, fixture) => deployCode(id, await fixtureCode(fixture)),
+    call: (id, kind, name, args = {}) =>
+      sendRequest(`${host.deploymentUrl(id)}/api/${kind}/${name}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(args),
+      }),
+  };
+}
