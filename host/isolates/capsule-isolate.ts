@@ -1,3 +1,4 @@
+import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest, DispatchResponse } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
@@ -51,6 +52,26 @@ function wireError(error: unknown): { code: string; message: string } {
 const STARTUP_TIMEOUT_MS = 2000;
 
 /**
+ * What to do when V8 loses control of an isolate (for example one allocation far beyond the heap
+ * limit). isolated-vm parks that isolate's thread forever, so the process must stop serving and
+ * exit; `platform host` supervises its server process and starts a new one.
+ */
+let onCatastrophicError: (message: string) => void = (message) => {
+  // Neither process.exit() nor timers work here: the main thread is stuck behind the parked
+  // isolate. Write synchronously, then end the process at once.
+  writeSync(
+    2,
+    `platform: catastrophic isolate error (${message}); stopping so the supervisor restarts the host\n`,
+  );
+  process.kill(process.pid, "SIGKILL");
+};
+
+/** Sets the process-wide handler for catastrophic isolate errors. */
+export function setCatastrophicErrorHandler(handler: (message: string) => void): void {
+  onCatastrophicError = handler;
+}
+
+/**
  * One deployment's isolate: the runtime script, the capsule bundle, and the one bridge function.
  * Runs one handler at a time (callers queue), with a watchdog on the isolate's CPU clock (the
  * `timeout` option of isolated-vm does not cover code that runs after an `await`) and a wall-clock
@@ -73,7 +94,10 @@ export class CapsuleIsolate {
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
   ): Promise<CapsuleIsolate> {
-    const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
+    const isolate = new ivm.Isolate({
+      memoryLimit: limits.memoryMb,
+      onCatastrophicError: (message) => onCatastrophicError(message),
+    });
     try {
       const context = await isolate.createContext();
       let self: CapsuleIsolate | undefined;

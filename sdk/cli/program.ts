@@ -1,5 +1,8 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerDeploy } from "./commands/deploy.js";
+import { registerDev } from "./commands/dev.js";
+import { registerHost } from "./commands/host.js";
 
 function packageVersion(): string {
   for (const candidate of ["../../package.json", "../../../package.json"]) {
@@ -26,5 +29,8 @@ export function createProgram(): Command {
       if (error.code === "commander.helpDisplayed" || error.code === "commander.version") process.exit(0);
       process.exit(error.exitCode === 0 ? 0 : 2);
     });
+  registerDev(program);
+  registerHost(program);
+  registerDeploy(program);
   return program;
 }

@@ -1,0 +1,69 @@
+import { watch } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { bundleCapsule } from "../bundle.js";
+import { readServerEnv } from "../env-file.js";
+import { reportError } from "../output.js";
+
+const DEV_DEPLOYMENT = "dev";
+
+/** `platform dev [dir]`: one capsule, a throw-away database, redeployed when server/ changes. */
+export function registerDev(program: Command): void {
+  program
+    .command("dev")
+    .argument("[dir]", "capsule folder (with server/index.ts)", ".")
+    .description(
+      "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit)",
+    )
+    .option("--port <port>", "port to listen on", "3000")
+    .addHelpText("after", "\nExamples:\n  platform dev fixtures/todo\n  platform dev . --port 4000")
+    .action(async (dirArg: string, flags: { port: string }) => {
+      const dir = resolve(dirArg);
+      const data = await mkdtemp(join(tmpdir(), "platform-dev-"));
+      try {
+        const { startHost } = await import("../../../host/host.js");
+        const { randomBytes } = await import("node:crypto");
+        const host = await startHost({
+          data,
+          port: Number(flags.port),
+          domain: "localhost",
+          adminToken: randomBytes(24).toString("hex"),
+          devDeployment: DEV_DEPLOYMENT,
+        });
+        const deploy = async () => {
+          const started = Date.now();
+          const { code } = await bundleCapsule(dir);
+          await host.deployments.deploy(DEV_DEPLOYMENT, { code, env: readServerEnv(dir) }, (p) =>
+            process.stdout.write(`  backfilling ${p.table}.${p.index}: ${p.done} rows\n`),
+          );
+          process.stdout.write(`deployed ${dir} in ${Date.now() - started} ms\n`);
+        };
+        await deploy();
+        process.stdout.write(`platform dev: serving ${dir} at http://localhost:${host.port}\n`);
+        let timer: NodeJS.Timeout | undefined;
+        let running = Promise.resolve();
+        watch(join(dir, "server"), { recursive: true }, () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => {
+            running = running.then(() =>
+              deploy().catch((error: unknown) => {
+                reportError(error);
+              }),
+            );
+          }, 100);
+        });
+        const stop = async () => {
+          await host.close();
+          await rm(data, { recursive: true, force: true });
+          process.exit(0);
+        };
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+      } catch (error) {
+        await rm(data, { recursive: true, force: true });
+        process.exit(reportError(error));
+      }
+    });
+}

@@ -1,0 +1,115 @@
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { reportError } from "../output.js";
+
+interface HostFlags {
+  port: string;
+  data: string;
+  domain: string;
+  hostname: string;
+}
+
+/** The operator token: `PLATFORM_ADMIN_TOKEN`, else one generated once and kept in the data folder. */
+function adminToken(data: string): { token: string; generated: boolean } {
+  const fromEnv = process.env.PLATFORM_ADMIN_TOKEN;
+  if (fromEnv) return { token: fromEnv, generated: false };
+  const file = join(data, "admin-token");
+  if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), generated: false };
+  mkdirSync(data, { recursive: true });
+  const token = randomBytes(24).toString("base64url");
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  return { token, generated: true };
+}
+
+async function serve(flags: HostFlags): Promise<void> {
+  const { startHost } = await import("../../../host/host.js");
+  const data = resolve(flags.data);
+  const { token } = adminToken(data);
+  const host = await startHost({
+    data,
+    port: Number(flags.port),
+    domain: flags.domain,
+    hostname: flags.hostname,
+    adminToken: token,
+  });
+  process.stdout.write(
+    `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,
+  );
+  const stop = async () => {
+    await host.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+/**
+ * Runs the server in a child process and starts a new one whenever it dies (a catastrophic V8
+ * error in one isolate can take a process down; commits are atomic, so nothing acknowledged is
+ * lost). Backs off from 200 ms to 5 s while the server keeps failing quickly.
+ */
+function supervise(flags: HostFlags): void {
+  const data = resolve(flags.data);
+  const { token, generated } = adminToken(data);
+  if (generated)
+    process.stdout.write(`Generated an operator token (kept in ${join(data, "admin-token")}):\n  ${token}\n`);
+  let child: ReturnType<typeof spawn> | undefined;
+  let stopping = false;
+  let delay = 200;
+  const start = () => {
+    const startedAt = Date.now();
+    child = spawn(
+      process.execPath,
+      [...process.execArgv, process.argv[1] as string, ...process.argv.slice(2)],
+      {
+        stdio: "inherit",
+        env: { ...process.env, PLATFORM_HOST_CHILD: "1", PLATFORM_ADMIN_TOKEN: token },
+      },
+    );
+    child.on("exit", (code, signal) => {
+      if (stopping) process.exit(0);
+      if (Date.now() - startedAt > 30_000) delay = 200;
+      process.stderr.write(
+        `platform host: server exited (${signal ?? `code ${code}`}); restarting in ${delay} ms\n`,
+      );
+      setTimeout(start, delay);
+      delay = Math.min(delay * 2, 5000);
+    });
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      stopping = true;
+      if (child && child.exitCode === null) child.kill(signal);
+      else process.exit(0);
+    });
+  }
+  start();
+}
+
+/** `platform host`: the multi-tenant host, supervised. */
+export function registerHost(program: Command): void {
+  program
+    .command("host")
+    .description(
+      "run the multi-tenant host: control plane at http://<domain>:<port>, deployments at http://<id>.<domain>:<port>",
+    )
+    .option("--port <port>", "port to listen on", "8080")
+    .option("--data <dir>", "data folder (database, operator token)", "./data")
+    .option("--domain <domain>", "domain the deployments live under", "localhost")
+    .option("--hostname <address>", "address to bind", "127.0.0.1")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys",
+    )
+    .action(async (flags: HostFlags) => {
+      try {
+        if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
+        else supervise(flags);
+      } catch (error) {
+        process.exit(reportError(error));
+      }
+    });
+}

@@ -1,0 +1,68 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+
+/** Runs the CLI from source (as `platform ...`) and waits for it to exit. */
+export function runCli(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], {
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+  });
+}
+
+/** A long-running CLI process whose output is collected. */
+export interface CliProcess {
+  child: ChildProcess;
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts the CLI from source in the background. */
+export function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return {
+    child,
+    output: () => output,
+    waitFor: async (pattern, timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(output)) {
+        if (Date.now() > deadline)
+          throw new Error(`Timed out waiting for ${pattern}; output so far:\n${output}`);
+        if (child.exitCode !== null)
+          throw new Error(`CLI exited (${child.exitCode}) before ${pattern}; output:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}

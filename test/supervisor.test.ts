@@ -1,0 +1,81 @@
+/**
+ * `platform host` as operators run it: a supervisor process and a server process. One capsule
+ * allocating far beyond its heap makes V8 give up on the isolate (isolated-vm's documented
+ * catastrophic case), which ends the server process; the supervisor starts a new one and the
+ * other deployments answer again with their data intact.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../sdk/cli/http.js";
+import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+
+let dir: string;
+let host: CliProcess;
+let port: number;
+const token = "supervisor-test-token";
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "platform-supervised-"));
+  port = await freePort();
+  host = startCli(["host", "--port", String(port), "--data", join(dir, "data")], {
+    PLATFORM_ADMIN_TOKEN: token,
+  });
+  await host.waitFor(/platform host listening/);
+});
+afterAll(async () => {
+  await host.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const call = (id: string, kind: string, name: string, args: unknown = {}) =>
+  sendRequest(`http://${id}.localhost:${port}/api/${kind}/${name}`, {
+    method: "POST",
+    body: JSON.stringify(args),
+    timeoutMs: 20_000,
+  });
+
+it("restarts the server after a catastrophic isolate error; other deployments keep their data", async () => {
+  const deployed = runCli(
+    ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "canary"],
+    { PLATFORM_ADMIN_TOKEN: token },
+  );
+  expect(deployed.status, deployed.stderr).toBe(0);
+  expect(deployed.stdout).toContain(`deployed canary: http://canary.localhost:${port}`);
+  for (const text of ["a", "b"]) expect((await call("canary", "mutation", "add", { text })).status).toBe(200);
+
+  const attacker = join(dir, "attacker");
+  await mkdir(join(attacker, "server"), { recursive: true });
+  await writeFile(
+    join(attacker, "server", "index.ts"),
+    `import { capsule } from "platform/server";\nexport default capsule({ schema: {}, queries: { boom: async () => new Array(2 ** 28).fill(1.5).length } });\n`,
+  );
+  expect(
+    runCli(["deploy", attacker, "--host", `http://localhost:${port}`, "--name", "attacker"], {
+      PLATFORM_ADMIN_TOKEN: token,
+    }).status,
+  ).toBe(0);
+
+  const outcome = await call("attacker", "query", "boom").then(
+    (response) => `status ${response.status}`,
+    (error: Error) => `failed: ${error.message}`,
+  );
+  expect(outcome).not.toBe("status 200");
+  await host.waitFor(/restarting in/);
+  await host.waitFor(/platform host listening[\s\S]*platform host listening/);
+  const list = await call("canary", "query", "list");
+  expect(list.status).toBe(200);
+  expect(list.json<{ value: Array<{ text: string }> }>().value.map((t) => t.text)).toEqual(["b", "a"]);
+  expect(host.output()).toContain("catastrophic isolate error");
+}, 90_000);
+
+it("refuses operator calls without the token", async () => {
+  const response = await sendRequest(`http://localhost:${port}/v1/deploys`);
+  expect(response.status).toBe(401);
+  expect(response.json<{ error: { code: string } }>().error.code).toBe("unauthorized");
+  const wrong = await sendRequest(`http://localhost:${port}/v1/deploys`, {
+    headers: { authorization: "Bearer nope" },
+  });
+  expect(wrong.status).toBe(403);
+});
