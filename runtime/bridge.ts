@@ -5,6 +5,7 @@
  */
 import type { SyscallArgs, SyscallOp, SyscallResponse } from "../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../sdk/values/index.js";
+import { type ExecutionState, resumeExecution } from "./determinism.js";
 
 type RawBridge = (json: string) => Promise<string>;
 
@@ -12,14 +13,20 @@ const global = globalThis as Record<string, unknown>;
 const raw = global.__platform_bridge as RawBridge | undefined;
 delete global.__platform_bridge;
 
-/** Calls host op `op` for request `requestId`; rejects with a {@link PlatformError} on failure. */
+/**
+ * Calls host op `op` for request `requestId`; rejects with a {@link PlatformError} on failure.
+ * Re-enters the execution's deterministic state before user code continues.
+ */
 export async function syscall<Op extends SyscallOp>(
+  execution: ExecutionState,
   requestId: number,
   op: Op,
   args: SyscallArgs[Op],
 ): Promise<unknown> {
   if (!raw) throw new PlatformError("internal", "The platform bridge is missing.");
-  const response = JSON.parse(await raw(JSON.stringify({ requestId, op, args }))) as SyscallResponse;
+  const text = await raw(JSON.stringify({ requestId, op, args }));
+  resumeExecution(execution);
+  const response = JSON.parse(text) as SyscallResponse;
   if (response.ok) return response.value;
   throw new PlatformError(response.error.code as ErrorCode, response.error.message);
 }

@@ -3,26 +3,29 @@ import { type BridgeIdentity, SYSCALL } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { syscall } from "./bridge.js";
 import { createDatabaseApi, type DatabaseExecutor } from "./database.js";
+import type { ExecutionState } from "./determinism.js";
 
 /** What one execution knows about itself. */
 export interface ExecutionInfo {
   requestId: number;
+  execution: ExecutionState;
   tables: readonly string[];
   identity: BridgeIdentity | null;
   env: Record<string, string>;
 }
 
-function databaseExecutor(requestId: number): DatabaseExecutor {
+function databaseExecutor(requestId: number, execution: ExecutionState): DatabaseExecutor {
+  const call = <Op extends Parameters<typeof syscall>[2]>(op: Op, args: Parameters<typeof syscall<Op>>[3]) =>
+    syscall(execution, requestId, op, args);
   return {
-    get: (table, id) => syscall(requestId, SYSCALL.dbGet, { table, id }),
-    query: (spec, terminal) => syscall(requestId, SYSCALL.dbQuery, { spec, terminal }),
-    insert: async (table, row) =>
-      (await syscall(requestId, SYSCALL.dbInsert, { table, row: row as never })) as string,
+    get: (table, id) => call(SYSCALL.dbGet, { table, id }),
+    query: (spec, terminal) => call(SYSCALL.dbQuery, { spec, terminal }),
+    insert: async (table, row) => (await call(SYSCALL.dbInsert, { table, row: row as never })) as string,
     update: async (table, id, patch) => {
-      await syscall(requestId, SYSCALL.dbUpdate, { table, id, patch: patch as never });
+      await call(SYSCALL.dbUpdate, { table, id, patch: patch as never });
     },
     delete: async (table, id) => {
-      await syscall(requestId, SYSCALL.dbDelete, { table, id });
+      await call(SYSCALL.dbDelete, { table, id });
     },
   };
 }
@@ -51,7 +54,7 @@ function auth(identity: BridgeIdentity | null) {
   });
 }
 
-function logger(requestId: number) {
+function logger(requestId: number, execution: ExecutionState) {
   const write = (level: "info" | "warn" | "error") => (message: unknown, fields?: unknown) => {
     let safeFields: Record<string, unknown> | undefined;
     try {
@@ -60,7 +63,7 @@ function logger(requestId: number) {
     } catch {
       safeFields = { unserializable: true };
     }
-    void syscall(requestId, SYSCALL.log, {
+    void syscall(execution, requestId, SYSCALL.log, {
       level,
       message: String(message),
       ...(safeFields ? { fields: safeFields } : {}),
@@ -72,9 +75,9 @@ function logger(requestId: number) {
 /** The `ctx` for one execution: db, auth, env, log. */
 export function createContext(info: ExecutionInfo): Readonly<Record<"db" | "auth" | "env" | "log", unknown>> {
   return Object.freeze({
-    db: createDatabaseApi(info.tables, databaseExecutor(info.requestId)),
+    db: createDatabaseApi(info.tables, databaseExecutor(info.requestId, info.execution)),
     auth: auth(info.identity),
     env: Object.freeze({ ...info.env }),
-    log: logger(info.requestId),
+    log: logger(info.requestId, info.execution),
   });
 }

@@ -75,9 +75,10 @@ function serialize(value: unknown): string {
 async function run(request: DispatchRequest): Promise<string> {
   const app = capsule();
   if (request.kind === "declare") return JSON.stringify(app.declaration);
-  beginExecution(request.now, request.seed);
+  const execution = beginExecution(request.now, request.seed);
   const ctx = createContext({
     requestId: request.requestId,
+    execution,
     tables: Object.keys(app.declaration.schema.tables),
     identity: request.identity,
     env: request.env,

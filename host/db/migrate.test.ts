@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { boolean, capsule, number, string, table, userId } from "../../sdk/server/index.js";
+import { boolean, capsule, string, table, userId } from "../../sdk/server/index.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
 import { tempDatabase, transactionExecutor } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";

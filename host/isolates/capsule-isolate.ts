@@ -25,6 +25,12 @@ export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
 /** Serves one syscall of the running handler; throws {@link PlatformError} to fail it. */
 export type SyscallHandler = (op: string, args: unknown) => Promise<unknown>;
 
+interface RunningExecution {
+  onSyscall: SyscallHandler;
+  /** CPU charged to this execution so far, in nanoseconds. */
+  cpuNs: bigint;
+}
+
 /** Compiled-code caches, produced by the host only (never accepted from outside). */
 const codeCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
 
@@ -78,8 +84,13 @@ export function setCatastrophicErrorHandler(handler: (message: string) => void):
  * timer. A breach disposes the isolate; the caller gets `timeout` or `out_of_memory`.
  */
 export class CapsuleIsolate {
-  private current: { requestId: number; onSyscall: SyscallHandler } | null = null;
+  /** Executions in flight; several may interleave at their awaits. */
+  private readonly running = new Map<number, RunningExecution>();
   private nextRequestId = 1;
+  /** CPU clock at the last boundary the host saw, and who has been running since then. */
+  private lastEventCpu = 0n;
+  private runningNow: number | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
   private killReason: PlatformError | undefined;
   private constructor(
     private readonly isolate: ivm.Isolate,
@@ -159,17 +170,20 @@ export class CapsuleIsolate {
   private async serveSyscall(
     json: string,
   ): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {
-    const current = this.current;
     try {
       if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
         throw new PlatformError("bad_request", "A database call was too large.");
       }
       const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
-      if (!current || call.requestId !== current.requestId) {
-        throw new PlatformError("forbidden", "This call does not belong to a running handler.");
-      }
+      const execution = typeof call.requestId === "number" ? this.running.get(call.requestId) : undefined;
+      this.boundary(null);
+      if (!execution) throw new PlatformError("forbidden", "This call does not belong to a running handler.");
       if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
-      return { ok: true, value: await current.onSyscall(call.op, call.args) };
+      try {
+        return { ok: true, value: await execution.onSyscall(call.op, call.args) };
+      } finally {
+        this.boundary(call.requestId as number);
+      }
     } catch (error) {
       return { ok: false, error: wireError(error) };
     }
@@ -191,39 +205,70 @@ export class CapsuleIsolate {
   }
 
   /**
-   * Runs one dispatch request. The caller guarantees one at a time per isolate. Limits breached
-   * dispose the isolate and reject with `timeout` / `out_of_memory`; handler errors resolve as
-   * `{ ok: false }` responses.
+   * Charges the CPU used since the last boundary to whoever was running, then records who runs
+   * next (`null`: the isolate is waiting on the host). Boundaries are the start and end of each
+   * execution and each platform call, the only points where user code stops or resumes.
+   */
+  private boundary(next: number | null): void {
+    const now = this.isolate.isDisposed ? this.lastEventCpu : this.isolate.cpuTime;
+    const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
+    if (ran) ran.cpuNs += now - this.lastEventCpu;
+    this.lastEventCpu = now;
+    this.runningNow = next;
+  }
+
+  private checkCpu(): void {
+    if (this.isolate.isDisposed) return;
+    const pending = this.isolate.cpuTime - this.lastEventCpu;
+    const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
+    if ((ran?.cpuNs ?? 0n) + pending > BigInt(this.limits.cpuMs) * 1_000_000n) {
+      this.kill("timeout", `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`);
+    }
+  }
+
+  /** Number of executions in flight. */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /**
+   * Runs one dispatch request. Several may be in flight; each is charged the CPU it uses (checked
+   * by a watchdog on the isolate's CPU clock, since isolated-vm's `timeout` does not cover code after
+   * an `await`). A CPU or memory breach disposes the isolate and fails what was running in it with
+   * `timeout` / `out_of_memory`; a handler that never finishes fails alone at the wall-clock limit.
+   * Handler errors resolve as `{ ok: false }` responses.
    */
   async execute(request: DispatchRequest, onSyscall: SyscallHandler): Promise<DispatchResponse> {
     if (this.isolate.isDisposed)
       throw new PlatformError("unavailable", "The deployment's isolate was stopped; retry.");
     const requestId = this.nextRequestId++;
-    this.current = { requestId, onSyscall };
-    const cpuLimitNs = BigInt(this.limits.cpuMs) * 1_000_000n;
-    const cpuStart = this.isolate.cpuTime;
-    const watchdog = setInterval(() => {
-      if (!this.isolate.isDisposed && this.isolate.cpuTime - cpuStart > cpuLimitNs) {
-        this.kill(
-          "timeout",
-          `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`,
-        );
-      }
-    }, 5);
-    const wallTimer = setTimeout(
-      () =>
-        this.kill("timeout", `The handler did not finish within ${this.limits.wallMs} ms and was stopped.`),
-      this.limits.wallMs,
-    );
-    try {
-      const payload = JSON.stringify(
-        "requestId" in request || request.kind === "declare" ? { ...request, requestId } : request,
+    this.running.set(requestId, { onSyscall, cpuNs: 0n });
+    this.watchdog ??= setInterval(() => this.checkCpu(), 5);
+    let wallTimer: NodeJS.Timeout | undefined;
+    const wall = new Promise<never>((_, reject) => {
+      wallTimer = setTimeout(
+        () =>
+          reject(
+            new PlatformError(
+              "timeout",
+              `The handler did not finish within ${this.limits.wallMs} ms and was stopped.`,
+            ),
+          ),
+        this.limits.wallMs,
       );
-      const json = await this.dispatchRef.apply(undefined, [payload], {
-        arguments: { copy: true },
-        result: { promise: true, copy: true },
-        timeout: this.limits.cpuMs,
-      });
+    });
+    try {
+      const payload = JSON.stringify(request.kind === "declare" ? request : { ...request, requestId });
+      this.boundary(requestId);
+      const json = await Promise.race([
+        this.dispatchRef.apply(undefined, [payload], {
+          arguments: { copy: true },
+          result: { promise: true, copy: true },
+          timeout: this.limits.cpuMs,
+        }),
+        wall,
+      ]);
+      this.boundary(null);
       if (typeof json !== "string")
         throw new PlatformError("internal", "The isolate answered with something other than JSON.");
       if (json.length > this.limits.resultBytes) {
@@ -237,11 +282,15 @@ export class CapsuleIsolate {
       }
       return JSON.parse(json) as DispatchResponse;
     } catch (error) {
+      if (isPlatformError(error, "timeout") && !this.killReason) throw error;
       throw this.failure(error);
     } finally {
-      clearInterval(watchdog);
       clearTimeout(wallTimer);
-      this.current = null;
+      this.running.delete(requestId);
+      if (this.running.size === 0 && this.watchdog) {
+        clearInterval(this.watchdog);
+        this.watchdog = null;
+      }
     }
   }
 
@@ -264,6 +313,8 @@ export class CapsuleIsolate {
 
   /** Frees the isolate. Safe to call twice. */
   dispose(): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
     if (!this.isolate.isDisposed) this.isolate.dispose();
   }
 }

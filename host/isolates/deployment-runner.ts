@@ -1,27 +1,43 @@
 import type { DispatchRequest, DispatchResponse } from "../../sdk/protocol/index.js";
-import { WriteLock } from "../db/write-lock.js";
+import { ConcurrencyLimiter } from "./limiter.js";
+
+/**
+ * Handlers of one deployment in flight at once. One isolate runs on one thread, so a deployment can
+ * never hold more than one core; this bounds its queue of interleaved executions.
+ */
+const DEFAULT_MAX_IN_FLIGHT = 16;
+
 import { CapsuleIsolate, type IsolateLimits, type SyscallHandler } from "./capsule-isolate.js";
 
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
 
 /**
- * Runs one deployment's handlers, one at a time, in its isolate. Creates the isolate on first use
- * (a cold start), keeps it while it is healthy, and starts a fresh one after a limit breach.
+ * Runs one deployment's handlers in its isolate. Creates the isolate on first use (a cold start),
+ * keeps it while it is healthy, and starts a fresh one after a limit breach.
  */
 export class DeploymentRunner {
   private isolate: CapsuleIsolate | null = null;
   private starting: Promise<CapsuleIsolate> | null = null;
-  private readonly queue = new WriteLock();
+  /** Caps how many of this deployment's handlers are in flight in its isolate at once. */
+  private readonly queue: ConcurrencyLimiter;
+  private inFlight = 0;
   lastUsed = Date.now();
-  busy = false;
 
   constructor(
     readonly deploymentId: string,
     public artifact: string,
     private readonly loadArtifact: ArtifactLoader,
     private readonly limits: IsolateLimits,
-  ) {}
+    maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+  ) {
+    this.queue = new ConcurrencyLimiter(maxInFlight);
+  }
+
+  /** True while a handler of this deployment is in flight. */
+  get busy(): boolean {
+    return this.inFlight > 0;
+  }
 
   /** True when an isolate is loaded. */
   get isLive(): boolean {
@@ -57,16 +73,16 @@ export class DeploymentRunner {
     this.isolate = isolate;
   }
 
-  /** Runs one request after every earlier one of this deployment. */
+  /** Runs one request in the deployment's isolate (starting one if needed). */
   run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<DispatchResponse> {
     return this.queue.run(async () => {
-      this.busy = true;
+      this.inFlight++;
       try {
         const isolate = await this.live();
         this.lastUsed = Date.now();
         return await isolate.execute(request, onSyscall);
       } finally {
-        this.busy = false;
+        this.inFlight--;
         this.lastUsed = Date.now();
       }
     });

@@ -1,0 +1,181 @@
+/**
+ * bench/isolates: in ONE run, requests per second for a get-by-id query over HTTP
+ *   (a) through the isolate (this platform),
+ *   (b) the same Koa route calling host/db directly, no isolate,
+ *   (c) a plain Koa + classic-level handler;
+ * plus cold start (p50) of an evicted deployment with a ~500 KB bundle, and memory per idle live
+ * isolate. Load comes from a separate process. Targets (issue 3): (a) >= 70% of (b); cold start
+ * < 15 ms; < 3 MB per idle isolate.
+ *
+ *   npm run bench:isolates
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Router from "@koa/router";
+import { ClassicLevel } from "classic-level";
+import Koa from "koa";
+import { startHost } from "../../host/host.js";
+import { readJsonText } from "../../host/http/body.js";
+import { errorEnvelope } from "../../host/http/errors.js";
+import { listen } from "../../host/http/index.js";
+import { bundleCapsule } from "../../sdk/cli/bundle.js";
+import { runLoad } from "../lib/run-load.js";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROWS = 1000;
+
+const CAPSULE = `import { capsule, string, number, table } from "platform/server";
+export default capsule({
+  schema: { items: table({ title: string(), n: number() }) },
+  queries: { get: async (ctx, args) => ctx.db.items.get(args.id) },
+  mutations: { seed: async (ctx, args) => { const ids = []; for (let i = 0; i < args.count; i++) ids.push(await ctx.db.items.insert({ title: "item " + i + " lorem ipsum", n: i })); return ids; } },
+});
+`;
+
+function bigCapsule(): string {
+  // ~500 KB of real code: many small functions and a table of strings.
+  const parts: string[] = [];
+  for (let i = 0; i < 3000; i++)
+    parts.push(
+      `export function helper${i}(x: number): number { return (x * ${i + 1}) % 97 + "${"abcdefghij".repeat(8)}".length; }`,
+    );
+  return `import { capsule } from "platform/server";\n${parts.join("\n")}\nconst all = [${Array.from({ length: 3000 }, (_, i) => `helper${i}`).join(",")}];\nexport default capsule({ schema: {}, queries: { ping: async () => all.length } });\n`;
+}
+
+async function writeCapsule(dir: string, source: string): Promise<string> {
+  await mkdir(join(dir, "server"), { recursive: true });
+  await writeFile(join(dir, "server", "index.ts"), source);
+  return (await bundleCapsule(dir)).code;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-bench-iso-"));
+  // Dev mode routes every Host to one deployment, so the load generator can target 127.0.0.1.
+  const host = await startHost({
+    data: join(dir, "host"),
+    port: 0,
+    domain: "localhost",
+    adminToken: randomBytes(8).toString("hex"),
+    devDeployment: "bench",
+    log: () => {},
+  });
+  await host.deployments.deploy("bench", { code: await writeCapsule(join(dir, "bench"), CAPSULE) });
+  const seeded = await host.deployments.call("bench", {
+    kind: "mutation",
+    name: "seed",
+    argsJson: JSON.stringify({ count: ROWS }),
+    identity: null,
+  });
+  const ids = JSON.parse(seeded.valueJson) as string[];
+  const bodies = ids.slice(0, 200).map((id) => JSON.stringify({ id }));
+
+  // (b) the same route shape, calling host/db directly.
+  const database = await host.deployments.db.deployment("bench");
+  const direct = new Koa();
+  direct.use(errorEnvelope(() => {}));
+  const directRouter = new Router();
+  directRouter.post("/api/query/get", async (ctx) => {
+    const args = JSON.parse(await readJsonText(ctx, 1024 * 1024, "{}")) as { id: string };
+    const result = await database.query((tx) => tx.get("items", args.id), { handler: "get" });
+    ctx.type = "application/json";
+    ctx.body = `{"value":${result.value ?? "null"}}`;
+  });
+  direct.use(directRouter.routes());
+  const directServer = await listen(direct, 0);
+
+  // (c) plain Koa + classic-level.
+  const plainDb = new ClassicLevel<string, string>(join(dir, "plain"), { valueEncoding: "utf8" });
+  await plainDb.open();
+  for (const id of ids)
+    await plainDb.put(id, JSON.stringify({ id, createdAt: Date.now(), title: "item lorem ipsum", n: 1 }));
+  const plain = new Koa();
+  plain.use(async (ctx) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+    const { id } = JSON.parse(Buffer.concat(chunks).toString()) as { id: string };
+    ctx.type = "application/json";
+    ctx.body = `{"value":${(await plainDb.get(id)) ?? "null"}}`;
+  });
+  const plainServer = await listen(plain, 0);
+
+  const devHost = host;
+  const viaIsolate = await runLoad(`http://127.0.0.1:${devHost.port}/api/query/get`, bodies, dir, SECONDS);
+  const viaDb = await runLoad(`http://127.0.0.1:${directServer.port}/api/query/get`, bodies, dir, SECONDS);
+  const viaPlain = await runLoad(`http://127.0.0.1:${plainServer.port}/api/query/get`, bodies, dir, SECONDS);
+
+  // Cold start of an evicted deployment with a ~500 KB bundle.
+  const bigCode = await writeCapsule(join(dir, "big"), bigCapsule());
+  await devHost.deployments.deploy("big", { code: bigCode });
+  const runner = devHost.deployments.pool.runner("big", (await devHost.deployments.require("big")).artifact);
+  const colds: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    runner.evict();
+    const started = process.hrtime.bigint();
+    await devHost.deployments.call("big", { kind: "query", name: "ping", argsJson: "{}", identity: null });
+    colds.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  const warm: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const started = process.hrtime.bigint();
+    await devHost.deployments.call("big", { kind: "query", name: "ping", argsJson: "{}", identity: null });
+    warm.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+
+  // Memory per idle live isolate: 50 deployments of the small capsule, each answered once.
+  const smallCode = await writeCapsule(join(dir, "small"), CAPSULE);
+  const N = 50;
+  for (let i = 0; i < N; i++) await devHost.deployments.deploy(`m${i}`, { code: smallCode });
+  for (let i = 0; i < N; i++)
+    await devHost.deployments.call(`m${i}`, {
+      kind: "query",
+      name: "get",
+      argsJson: '{"id":"x"}',
+      identity: null,
+    });
+  let heap = 0;
+  for (let i = 0; i < N; i++) heap += devHost.deployments.pool.runner(`m${i}`, "").heapBytes();
+  const rssBefore = process.memoryUsage().rss;
+  for (let i = 0; i < N; i++) devHost.deployments.pool.runner(`m${i}`, "").evict();
+  global.gc?.();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const rssAfter = process.memoryUsage().rss;
+
+  const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(2);
+  console.log(
+    `bench/isolates on ${process.platform} ${process.arch}, Node ${process.version}; ${SECONDS}s per target, 32 connections, load from a separate process`,
+  );
+  console.log("target                                   req/s     p50 ms  p99 ms");
+  for (const [name, r] of [
+    ["(a) platform: HTTP -> isolate -> db", viaIsolate],
+    ["(b) same Koa route -> host/db, no isolate", viaDb],
+    ["(c) plain Koa + classic-level", viaPlain],
+  ] as const) {
+    console.log(
+      `${name.padEnd(42)}${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}${r.non2xx || r.errors ? `  (errors ${r.errors}, non-2xx ${r.non2xx})` : ""}`,
+    );
+  }
+  console.log(
+    `ratio (a)/(b): ${((viaIsolate.rps / viaDb.rps) * 100).toFixed(0)}%   (a)/(c): ${((viaIsolate.rps / viaPlain.rps) * 100).toFixed(0)}%`,
+  );
+  console.log(
+    `cold start, evicted deployment, ${(bigCode.length / 1024).toFixed(0)} KB bundle: p50 ${percentile(colds, 50).toFixed(1)} ms, p90 ${percentile(colds, 90).toFixed(1)} ms (warm call p50 ${percentile(warm, 50).toFixed(2)} ms)`,
+  );
+  console.log(
+    `memory per idle live isolate: ${mb(heap / N)} MB V8 heap; ${mb((rssBefore - rssAfter) / N)} MB RSS freed per isolate on eviction`,
+  );
+
+  await devHost.close();
+  await directServer.close();
+  await plainServer.close();
+  await plainDb.close();
+  await rm(dir, { recursive: true, force: true });
+}
+
+await main();
