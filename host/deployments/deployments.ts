@@ -29,7 +29,7 @@ export interface Call {
   identity: BridgeIdentity | null;
 }
 
-/** What a deploy sends: a bundle and its server-only env. */
+/** What a deploy sends: a bundle and its server-only env (absent: keep the current values). */
 export interface DeployInput {
   code: string;
   env?: Record<string, string>;
@@ -114,7 +114,9 @@ export class Deployments {
       throw new PlatformError("bad_request", "A deploy needs the bundle's code.");
     if (input.code.length > LIMITS.bundleBytes)
       throw new PlatformError("too_large", `The bundle is larger than ${LIMITS.bundleBytes} bytes.`);
-    const env = checkEnv(input.env ?? {});
+    const previous = await this.get(id);
+    // A redeploy without env keeps the deployment's current values; one with env replaces them.
+    const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
     const hash = createHash("sha256").update(input.code).digest("hex");
     const probe = await CapsuleIsolate.create(input.code, hash, this.pool.options.limits).catch(
       (error: unknown) => {
@@ -138,7 +140,6 @@ export class Deployments {
       await database
         .migrate(declaration.schema, onProgress)
         .catch((error: unknown) => Promise.reject(deployError(error)));
-      const previous = await this.get(id);
       const now = Date.now();
       const record: DeploymentRecord = {
         id,

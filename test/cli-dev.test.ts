@@ -1,0 +1,53 @@
+/** `platform dev`: serves a capsule, redeploys when server/ changes, keeps the data. */
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../sdk/cli/http.js";
+import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+
+let dir: string;
+let dev: CliProcess;
+let port: number;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "platform-dev-test-"));
+  await cp("fixtures/todo", dir, { recursive: true });
+  port = await freePort();
+  dev = startCli(["dev", dir, "--port", String(port)]);
+  await dev.waitFor(/platform dev: serving/);
+});
+afterAll(async () => {
+  await dev.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const call = (kind: string, name: string, args: unknown = {}) =>
+  sendRequest(`http://localhost:${port}/api/${kind}/${name}`, { method: "POST", body: JSON.stringify(args) });
+
+it("redeploys on change, keeping data; a broken edit keeps the last good version serving", async () => {
+  expect((await call("mutation", "add", { text: "survives" })).status).toBe(200);
+  const file = join(dir, "server", "index.ts");
+  const source = await readFile(file, "utf8");
+  await writeFile(
+    file,
+    source.replace(
+      "count: async (ctx) => ctx.db.todos.count(),",
+      "count: async (ctx) => (await ctx.db.todos.count()) + 1000,",
+    ),
+  );
+  await dev.waitFor(/deployed[\s\S]*deployed/);
+  expect((await call("query", "count")).json()).toEqual({ value: 1001 });
+  await writeFile(file, `${source}\nthis is not typescript`);
+  await dev.waitFor(/error: Build failed/);
+  expect((await call("query", "count")).json()).toEqual({ value: 1001 });
+  expect(((await call("query", "list")).json() as { value: Array<{ text: string }> }).value[0]?.text).toBe(
+    "survives",
+  );
+}, 60_000);
+
+it("exits 1 with a clear message when the folder has no capsule", () => {
+  const result = runCli(["deploy", tmpdir(), "--host", "http://localhost:1", "--token", "x"]);
+  expect(result.status).toBe(1);
+  expect(result.stderr).toContain("No server/index.ts in");
+});
