@@ -2,7 +2,11 @@
  * The handler dispatcher: the host's one entry point into an isolate. Finds the handler, builds
  * `ctx`, runs it, and turns the outcome into JSON with a stable error code.
  */
-import type { DispatchRequest, DispatchResponse } from "../sdk/protocol/index.js";
+import {
+  type DispatchRequest,
+  type DispatchResponse,
+  encodeDispatchResponse,
+} from "../sdk/protocol/index.js";
 import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
 import { createContext } from "./context.js";
 import { beginExecution } from "./determinism.js";
@@ -122,5 +126,5 @@ export async function dispatch(requestJson: string): Promise<string> {
   } catch (error) {
     response = { ok: false, error: toError(error) };
   }
-  return JSON.stringify(response);
+  return encodeDispatchResponse(response);
 }

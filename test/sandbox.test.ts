@@ -277,7 +277,7 @@ describe("resource exhaustion", () => {
   it("18. gradual heap growth hits the memory limit", async () => {
     const id = await deployed(
       queryCapsule(
-        `async () => { const keep = []; for (;;) keep.push(new Array(100000).fill(Math.random())); }`,
+        `async () => { const keep = []; for (;;) keep.push(new Array(1000000).fill(Math.random())); }`,
       ),
     );
     expect((await error(id)).error?.code).toBe("out_of_memory");

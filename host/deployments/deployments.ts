@@ -1,4 +1,4 @@
-import { createHash, randomInt } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
@@ -39,6 +39,20 @@ export interface DeployInput {
 export type LogSink = (
   entry: HandlerLogEntry & { deployment: string; handler: string; requestId: string },
 ) => void;
+
+let seedPool = randomBytes(4096);
+let seedAt = 0;
+
+/** A random seed for `Math.random` in one execution, drawn from a pooled buffer. */
+function nextSeed(): number {
+  if (seedAt === seedPool.length) {
+    seedPool = randomBytes(4096);
+    seedAt = 0;
+  }
+  const seed = seedPool.readUInt32LE(seedAt);
+  seedAt += 4;
+  return seed;
+}
 
 const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
 
@@ -189,7 +203,7 @@ export class Deployments {
       identity: call.identity,
       env: record.env,
       now,
-      seed: randomInt(2 ** 31),
+      seed: nextSeed(),
     };
     const sink = (entry: HandlerLogEntry) =>
       this.log({ ...entry, deployment: id, handler: call.name, requestId });

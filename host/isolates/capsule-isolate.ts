@@ -1,7 +1,12 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
-import type { CapsuleDeclaration, DispatchRequest, DispatchResponse } from "../../sdk/protocol/index.js";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import {
+  type CapsuleDeclaration,
+  type DispatchRequest,
+  type DispatchResponse,
+  decodeDispatchResponse,
+  LIMITS,
+} from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { RawJson } from "./raw-json.js";
 import { loadRuntimeScript } from "./runtime-script.js";
@@ -29,6 +34,10 @@ interface RunningExecution {
   onSyscall: SyscallHandler;
   /** CPU charged to this execution so far, in nanoseconds. */
   cpuNs: bigint;
+  /** Wall-clock deadline (ms since epoch), checked by the watchdog tick. */
+  deadline: number;
+  /** Fails the execution from outside (wall-clock limit). */
+  fail: (error: PlatformError) => void;
 }
 
 /** Compiled-code caches, produced by the host only (never accepted from outside). */
@@ -217,7 +226,20 @@ export class CapsuleIsolate {
     this.runningNow = next;
   }
 
-  private checkCpu(): void {
+  /** The watchdog tick: CPU of whoever is running, and every execution's wall-clock deadline. */
+  private checkLimits(): void {
+    const now = Date.now();
+    for (const execution of this.running.values()) {
+      if (now > execution.deadline) {
+        execution.deadline = Number.POSITIVE_INFINITY;
+        execution.fail(
+          new PlatformError(
+            "timeout",
+            `The handler did not finish within ${this.limits.wallMs} ms and was stopped.`,
+          ),
+        );
+      }
+    }
     if (this.isolate.isDisposed) return;
     const pending = this.isolate.cpuTime - this.lastEventCpu;
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
@@ -242,36 +264,31 @@ export class CapsuleIsolate {
     if (this.isolate.isDisposed)
       throw new PlatformError("unavailable", "The deployment's isolate was stopped; retry.");
     const requestId = this.nextRequestId++;
-    this.running.set(requestId, { onSyscall, cpuNs: 0n });
-    this.watchdog ??= setInterval(() => this.checkCpu(), 5);
-    let wallTimer: NodeJS.Timeout | undefined;
-    const wall = new Promise<never>((_, reject) => {
-      wallTimer = setTimeout(
-        () =>
-          reject(
-            new PlatformError(
-              "timeout",
-              `The handler did not finish within ${this.limits.wallMs} ms and was stopped.`,
-            ),
-          ),
-        this.limits.wallMs,
-      );
-    });
+    const execution: RunningExecution = {
+      onSyscall,
+      cpuNs: 0n,
+      deadline: Date.now() + this.limits.wallMs,
+      fail: () => {},
+    };
+    this.running.set(requestId, execution);
+    this.watchdog ??= setInterval(() => this.checkLimits(), 5);
     try {
       const payload = JSON.stringify(request.kind === "declare" ? request : { ...request, requestId });
       this.boundary(requestId);
-      const json = await Promise.race([
-        this.dispatchRef.apply(undefined, [payload], {
-          arguments: { copy: true },
-          result: { promise: true, copy: true },
-          timeout: this.limits.cpuMs,
-        }),
-        wall,
-      ]);
+      const wire = await new Promise<unknown>((resolve, reject) => {
+        execution.fail = reject;
+        this.dispatchRef
+          .apply(undefined, [payload], {
+            arguments: { copy: true },
+            result: { promise: true, copy: true },
+            timeout: this.limits.cpuMs,
+          })
+          .then(resolve, reject);
+      });
       this.boundary(null);
-      if (typeof json !== "string")
+      if (typeof wire !== "string")
         throw new PlatformError("internal", "The isolate answered with something other than JSON.");
-      if (json.length > this.limits.resultBytes) {
+      if (wire.length > this.limits.resultBytes + 1) {
         return {
           ok: false,
           error: {
@@ -280,12 +297,11 @@ export class CapsuleIsolate {
           },
         };
       }
-      return JSON.parse(json) as DispatchResponse;
+      return decodeDispatchResponse(wire);
     } catch (error) {
       if (isPlatformError(error, "timeout") && !this.killReason) throw error;
       throw this.failure(error);
     } finally {
-      clearTimeout(wallTimer);
       this.running.delete(requestId);
       if (this.running.size === 0 && this.watchdog) {
         clearInterval(this.watchdog);

@@ -85,6 +85,22 @@ export type DispatchResponse =
   | { ok: true; valueJson: string }
   | { ok: false; error: { code: string; message: string } };
 
+/**
+ * The wire form of a {@link DispatchResponse}: `=` followed by the value's JSON, or `!` followed by
+ * the error's JSON. The value is never JSON-encoded twice (a page of rows would be escaped again).
+ */
+export function encodeDispatchResponse(response: DispatchResponse): string {
+  return response.ok ? `=${response.valueJson}` : `!${JSON.stringify(response.error)}`;
+}
+
+/** Decodes {@link encodeDispatchResponse}; anything else is refused. */
+export function decodeDispatchResponse(wire: string): DispatchResponse {
+  if (wire.startsWith("=")) return { ok: true, valueJson: wire.slice(1) };
+  if (wire.startsWith("!"))
+    return { ok: false, error: JSON.parse(wire.slice(1)) as { code: string; message: string } };
+  throw new Error("Malformed dispatch response");
+}
+
 /** What a syscall answers. */
 export type SyscallResponse =
   | { ok: true; value: unknown }

@@ -5,6 +5,8 @@ export {
   type BridgeIdentity,
   type DispatchRequest,
   type DispatchResponse,
+  decodeDispatchResponse,
+  encodeDispatchResponse,
   SYSCALL,
   type SyscallArgs,
   type SyscallOp,
