@@ -328,6 +328,25 @@ describe("resource exhaustion", () => {
   });
 });
 
+describe("fair sharing", () => {
+  it("24b. a flood of CPU-heavy requests on one deployment does not starve another", async () => {
+    const id = await deployed(
+      queryCapsule(
+        `async (ctx) => { await ctx.db.items.count(); let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x; }`,
+      ),
+    );
+    const flood = Array.from({ length: 80 }, () => host.call(id, "query", "q").catch(() => null));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    await canaryAlive();
+    const canaryMs = Date.now() - started;
+    const floodStarted = Date.now();
+    await Promise.all(flood);
+    const floodMs = Date.now() - floodStarted + 200;
+    expect(canaryMs).toBeLessThan(Math.max(1000, floodMs / 4));
+  });
+});
+
 describe("hostile deploys leave the previous version serving", () => {
   it("25. a throw at top level fails the deploy", async () => {
     const id = await deployed(queryCapsule(`async () => "v1"`));

@@ -5,7 +5,7 @@ import { ConcurrencyLimiter } from "./limiter.js";
  * Handlers of one deployment in flight at once. One isolate runs on one thread, so a deployment can
  * never hold more than one core; this bounds its queue of interleaved executions.
  */
-const DEFAULT_MAX_IN_FLIGHT = 16;
+const DEFAULT_MAX_IN_FLIGHT = 64;
 
 import { CapsuleIsolate, type IsolateLimits, type SyscallHandler } from "./capsule-isolate.js";
 

@@ -14,11 +14,11 @@ export interface PoolOptions {
   limits: IsolateLimits;
 }
 
-/** Defaults: 200 live isolates, 5 minutes idle, two handlers per core. */
+/** Defaults: 200 live isolates, 5 minutes idle, 256 handlers in flight on the host. */
 export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   maxLive: 200,
   idleMs: 5 * 60_000,
-  concurrency: availableParallelism() * 2,
+  concurrency: 256,
   limits: DEFAULT_ISOLATE_LIMITS,
 };
 
