@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./capsule-isolate.js";
 import { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
 import { ConcurrencyLimiter } from "./limiter.js";
