@@ -1,5 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { AuthService } from "./auth/index.js";
 import { Database } from "./db/index.js";
 import { Deployments, type LogSink } from "./deployments/index.js";
 import { createHttpApp, listen } from "./http/index.js";
@@ -25,6 +26,7 @@ export interface HostOptions {
 /** A running host. */
 export interface PlatformHost {
   port: number;
+  auth: AuthService;
   /** The control plane's base URL. */
   url: string;
   deployments: Deployments;
@@ -46,8 +48,10 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
   const db = await Database.open(join(options.data, "db"));
   const deployments = new Deployments(db, options.log ?? stdoutLog, options.pool);
+  const auth = await AuthService.open(db);
   const app = createHttpApp({
     deployments,
+    auth,
     domain: options.domain,
     adminToken: options.adminToken,
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
@@ -64,6 +68,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     port: running.port,
     url: `http://${options.domain}:${running.port}`,
     deployments,
+    auth,
     deploymentUrl: (id) =>
       options.devDeployment
         ? `http://${options.domain}:${running.port}`

@@ -16,7 +16,8 @@ export class RecordStore<T> {
     this.prefix = hostKey(namespace);
   }
 
-  private key(id: string): Buffer {
+  /** The storage key of record `id`, for writing it in the same batch as a transaction. */
+  key(id: string): Buffer {
     return Buffer.concat([this.prefix, encodeText(id)]);
   }
 

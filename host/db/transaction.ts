@@ -17,7 +17,7 @@ import {
   type StoredRow,
 } from "./rows.js";
 import { type Level, type LevelSnapshot, scanRange } from "./scan.js";
-import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
+import { type CompiledIndex, type CompiledTable, userIndexName } from "./stored-schema.js";
 
 /** What a transaction needs from its deployment; provided by {@link DeploymentDatabase}. */
 export interface TransactionHost {
@@ -401,6 +401,38 @@ export class Transaction {
     this.overlay.set(rowKey(this.host.id, table.name, id), null);
     for (const key of indexEntryKeys(table, before)) this.overlay.set(key, null);
     this.budget.usage.writes++;
+  }
+
+  /**
+   * Host-internal (guest upgrade): every row of `table` whose `userId()` field `field` equals `from`
+   * gets `to` instead. Found through the field's hidden index, never a table scan; does not count
+   * against the handler's budgets. Returns how many rows moved.
+   */
+  async reassignUserId(tableName: string, field: string, from: string, to: string): Promise<number> {
+    this.requireWrite();
+    const table = this.table(tableName);
+    const index = table.indexes.get(userIndexName(field));
+    if (!index) throw new PlatformError("internal", `${table.name}.${field} has no user index.`);
+    const range = compileRange(table, index, [{ op: "eq", field, value: from }]);
+    const rows: StoredRow[] = [];
+    await scanRange(
+      this.host.level,
+      this.snapshot,
+      this.overlay,
+      { ...range, reverse: false, values: true, hint: 256 },
+      (_key, value) => {
+        rows.push(JSON.parse(value) as StoredRow);
+        return true;
+      },
+    );
+    for (const before of rows) this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
+    return rows.length;
+  }
+
+  /** Host-internal: writes a record key in the same atomic batch as this transaction. */
+  writeRecord(key: Buffer, value: string): void {
+    this.requireWrite();
+    this.overlay.set(key, value);
   }
 
   /** Writes every pending write as one atomic batch; returns the written keys (the write set). */

@@ -185,6 +185,15 @@ export class Deployments {
   /** Runs a query or mutation of deployment `id` in its isolate and one transaction. */
   async call(id: string, call: Call): Promise<CallResult> {
     const record = await this.require(id);
+    if (record.declaration.auth.requireSignIn) {
+      if (!call.identity)
+        throw new PlatformError(
+          "unauthorized",
+          "This app requires sign-in: send Authorization: Bearer <token>.",
+        );
+      if (call.identity.kind !== "account")
+        throw new PlatformError("forbidden", "This app requires a signed-in account; guests cannot use it.");
+    }
     const list = call.kind === "query" ? record.declaration.queries : record.declaration.mutations;
     if (!list.includes(call.name))
       throw new PlatformError(
@@ -222,6 +231,60 @@ export class Deployments {
       readSet: result.readSet,
       writeSet: result.writeSet,
     };
+  }
+
+  /**
+   * Upgrades a guest to an account in ONE transaction: every `userId()` field equal to the guest's
+   * id (found by index) moves to the account, `auth.onGuestUpgrade` runs, and the guest's session
+   * is retired in the same batch. If anything throws nothing changes and the upgrade stays pending
+   * for the next sign-in. Two sign-ins of one guest upgrade once (the second sees it retired).
+   */
+  async upgradeGuest(
+    id: string,
+    guestUserId: string,
+    account: BridgeIdentity,
+    retirement: { record: { key: Buffer; value: string }; isRetired: () => Promise<boolean> },
+  ): Promise<{ upgraded: boolean; moved: number }> {
+    const record = await this.require(id);
+    const database = await this.db.deployment(id);
+    const runner = this.pool.runner(id, record.artifact);
+    const now = Date.now();
+    const result = await database.mutate(
+      async (tx) => {
+        if (await retirement.isRetired()) return { upgraded: false, moved: 0 };
+        let moved = 0;
+        for (const [table, spec] of Object.entries(record.declaration.schema.tables)) {
+          for (const [field, fieldSpec] of Object.entries(spec.fields)) {
+            if (fieldSpec.kind === "userId")
+              moved += await tx.reassignUserId(table, field, guestUserId, account.userId);
+          }
+        }
+        if (record.declaration.auth.hasGuestUpgradeHook) {
+          const sink = (entry: HandlerLogEntry) =>
+            this.log({ ...entry, deployment: id, handler: "auth.onGuestUpgrade", requestId: "upgrade" });
+          const request: DispatchRequest = {
+            kind: "guestUpgrade",
+            requestId: 0,
+            guestUserId,
+            userId: account.userId,
+            identity: account,
+            env: record.env,
+            now,
+            seed: nextSeed(),
+          };
+          const response = await this.pool.withSlot(() => runner.run(request, transactionSyscalls(tx, sink)));
+          if (!response.ok)
+            throw new PlatformError(
+              response.error.code as ErrorCode,
+              `Guest upgrade failed: ${response.error.message}`,
+            );
+        }
+        tx.writeRecord(retirement.record.key, retirement.record.value);
+        return { upgraded: true, moved };
+      },
+      { handler: "auth.onGuestUpgrade", now },
+    );
+    return result.value;
   }
 
   /** Stops every isolate. */

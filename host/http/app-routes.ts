@@ -1,22 +1,28 @@
 import Router from "@koa/router";
 import { LIMITS } from "../../sdk/protocol/index.js";
+import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
+import { bearerToken } from "./auth-routes.js";
 import { readJsonText } from "./body.js";
 
 /**
  * Routes at a deployment's origin: `POST /api/query/<name>` and `POST /api/mutation/<name>`, JSON
- * args in, `200 {"value": ...}` out. `ctx.state.deployment` was set by tenant resolution.
+ * args in, `200 {"value": ...}` out, as the identity of the `Authorization: Bearer` token (an invalid
+ * token is refused, never treated as anonymous). `ctx.state.deployment` was set by tenant resolution.
  */
-export function appRoutes(deployments: Deployments): Router {
+export function appRoutes(deployments: Deployments, auth: AuthService): Router {
   const router = new Router();
   for (const kind of ["query", "mutation"] as const) {
     router.post(`/api/${kind}/:name`, async (ctx) => {
       const argsJson = await readJsonText(ctx, LIMITS.requestBodyBytes, "{}");
-      const result = await deployments.call(ctx.state.deployment as string, {
+      const deployment = ctx.state.deployment as string;
+      const token = bearerToken(ctx);
+      const identity = token ? await auth.authenticate(deployment, token) : null;
+      const result = await deployments.call(deployment, {
         kind,
         name: ctx.params.name as string,
         argsJson,
-        identity: null,
+        identity,
       });
       ctx.type = "application/json";
       ctx.body = `{"value":${result.valueJson}}`;

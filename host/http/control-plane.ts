@@ -3,6 +3,7 @@ import Router from "@koa/router";
 import type { Context, Next } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import type { AuthService } from "../auth/index.js";
 import { checkDeploymentId, type Deployments, publicView } from "../deployments/index.js";
 import { readJsonText } from "./body.js";
 
@@ -46,9 +47,10 @@ async function deployBody(
 
 /**
  * The operator API at `http://<domain>:<port>/v1`: create a deployment from a bundle, redeploy,
- * list, show, delete. Env values are accepted but never returned.
+ * list, show, delete, and mint an account token for an email (for integrations). Env values are
+ * accepted but never returned.
  */
-export function controlPlaneRoutes(deployments: Deployments, adminToken: string): Router {
+export function controlPlaneRoutes(deployments: Deployments, auth: AuthService, adminToken: string): Router {
   const router = new Router({ prefix: "/v1" });
   router.use(requireAdmin(adminToken));
   router.get("/deploys", async (ctx) => {
@@ -74,6 +76,13 @@ export function controlPlaneRoutes(deployments: Deployments, adminToken: string)
   });
   router.get("/deploys/:id", async (ctx) => {
     ctx.body = publicView(await deployments.require(checkDeploymentId(ctx.params.id)));
+  });
+  router.post("/deploys/:id/sessions", async (ctx) => {
+    const id = checkDeploymentId(ctx.params.id);
+    await deployments.require(id);
+    const body = JSON.parse(await readJsonText(ctx, 16 * 1024, "{}")) as { email?: unknown };
+    ctx.status = 201;
+    ctx.body = await auth.signInAccount(id, body.email as string);
   });
   router.delete("/deploys/:id", async (ctx) => {
     await deployments.remove(checkDeploymentId(ctx.params.id));

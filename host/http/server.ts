@@ -2,8 +2,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
+import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { appRoutes } from "./app-routes.js";
+import { authRoutes } from "./auth-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { errorEnvelope } from "./errors.js";
 import { resolveDestination } from "./tenant.js";
@@ -11,6 +13,7 @@ import { resolveDestination } from "./tenant.js";
 /** How the HTTP server routes requests. */
 export interface HttpOptions {
   deployments: Deployments;
+  auth: AuthService;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
   /** `platform dev`: every request goes to this deployment; no control plane. */
@@ -34,9 +37,11 @@ export function createHttpApp(options: HttpOptions): Koa {
   app.proxy = false;
   const onInternal = options.onInternalError ?? ((error) => console.error(error));
   app.use(errorEnvelope(onInternal));
-  const appRouter = appRoutes(options.deployments);
+  const appRouter = appRoutes(options.deployments, options.auth);
+  const authRouter = authRoutes(options.auth, options.deployments, options.devDeployment !== undefined);
+  const authMiddleware = authRouter.routes();
   const control = options.adminToken
-    ? controlPlaneRoutes(options.deployments, options.adminToken)
+    ? controlPlaneRoutes(options.deployments, options.auth, options.adminToken)
     : undefined;
   const appMiddleware = appRouter.routes();
   const controlMiddleware = control?.routes();
@@ -44,6 +49,7 @@ export function createHttpApp(options: HttpOptions): Koa {
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
     if (destination.kind === "deployment") {
       ctx.state.deployment = destination.id;
+      if (ctx.path.startsWith("/__platform/auth/")) return authMiddleware(ctx as never, next);
       return appMiddleware(ctx as never, next);
     }
     if (destination.kind === "control" && controlMiddleware) return controlMiddleware(ctx as never, next);

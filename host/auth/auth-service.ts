@@ -1,0 +1,176 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import type { Database, RecordStore } from "../db/index.js";
+import { type IdentityKind, type TokenClaims, TokenService } from "./tokens.js";
+
+/** One sign-in session of a deployment. */
+export interface SessionRecord {
+  deployment: string;
+  session: string;
+  userId: string;
+  kind: IdentityKind;
+  email?: string;
+  createdAt: number;
+  /** Set when a guest session was upgraded: its tokens are refused from then on. */
+  retiredAt?: number;
+  upgradedTo?: string;
+}
+
+/** A token handed to a client. */
+export interface IssuedToken {
+  token: string;
+  userId: string;
+  kind: IdentityKind;
+  email?: string;
+  expiresAt: number;
+}
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}\.[^\s@]{1,63}$/;
+const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** Checks and normalises an email address (lower-cased). */
+export function normaliseEmail(email: unknown): string {
+  if (typeof email !== "string" || !EMAIL.test(email.trim()))
+    throw new PlatformError("bad_request", "A valid email address is required.");
+  return email.trim().toLowerCase();
+}
+
+/** The stable, opaque user id of `email` in `deployment`. */
+export function accountUserId(deployment: string, email: string): string {
+  return `user:${createHash("sha256").update(`${deployment}\u0000${email}`).digest("base64url").slice(0, 22)}`;
+}
+
+/**
+ * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
+ * the retirement of upgraded guests. Tokens are scoped to one deployment.
+ */
+export class AuthService {
+  private readonly sessions: RecordStore<SessionRecord>;
+  private readonly tokens: TokenService;
+
+  private constructor(db: Database, secret: Uint8Array) {
+    this.sessions = db.records<SessionRecord>("sessions");
+    this.tokens = new TokenService(secret);
+  }
+
+  /** Loads (or creates, once) the host's token secret. */
+  static async open(db: Database): Promise<AuthService> {
+    const secrets = db.records<{ hex: string }>("secrets");
+    let secret = await secrets.get("tokens");
+    if (!secret) {
+      secret = { hex: randomBytes(32).toString("hex") };
+      await secrets.put("tokens", secret);
+    }
+    return new AuthService(db, Buffer.from(secret.hex, "hex"));
+  }
+
+  private sessionId(deployment: string, session: string): string {
+    return `${deployment}/${session}`;
+  }
+
+  private async startSession(
+    deployment: string,
+    kind: IdentityKind,
+    userId: string,
+    email?: string,
+  ): Promise<IssuedToken> {
+    const now = Date.now();
+    const record: SessionRecord = {
+      deployment,
+      session: randomBytes(16).toString("base64url"),
+      userId,
+      kind,
+      createdAt: now,
+      ...(email ? { email } : {}),
+    };
+    await this.sessions.put(this.sessionId(deployment, record.session), record);
+    return this.issue(record, Math.floor(now / 1000));
+  }
+
+  private async issue(record: SessionRecord, issuedAt: number): Promise<IssuedToken> {
+    const claims: TokenClaims = {
+      deployment: record.deployment,
+      userId: record.userId,
+      kind: record.kind,
+      session: record.session,
+      issuedAt,
+      ...(record.email ? { email: record.email } : {}),
+    };
+    const { token, expiresAt } = await this.tokens.issue(claims);
+    return {
+      token,
+      userId: record.userId,
+      kind: record.kind,
+      expiresAt,
+      ...(record.email ? { email: record.email } : {}),
+    };
+  }
+
+  /** A new protected guest: `guest:<random>`, or `guest:<name>` where naming is allowed (dev). */
+  signInGuest(deployment: string, name?: string): Promise<IssuedToken> {
+    if (name !== undefined && (typeof name !== "string" || !GUEST_NAME.test(name))) {
+      throw new PlatformError("bad_request", "A guest name is 1-63 lowercase letters, digits, '_' or '-'.");
+    }
+    return this.startSession(deployment, "guest", `guest:${name ?? randomBytes(12).toString("base64url")}`);
+  }
+
+  /** A session for a verified email (the caller verified it). */
+  signInAccount(deployment: string, email: string): Promise<IssuedToken> {
+    const normalised = normaliseEmail(email);
+    return this.startSession(deployment, "account", accountUserId(deployment, normalised), normalised);
+  }
+
+  private async liveSession(claims: TokenClaims): Promise<SessionRecord> {
+    const record = await this.sessions.get(this.sessionId(claims.deployment, claims.session));
+    if (!record) throw new PlatformError("unauthorized", "This session no longer exists; sign in again.");
+    if (record.retiredAt !== undefined) {
+      throw new PlatformError(
+        "unauthorized",
+        "This guest session was upgraded to an account; use the account's token.",
+      );
+    }
+    return record;
+  }
+
+  /** The identity a request's bearer token proves, or throws `unauthorized`. */
+  async authenticate(deployment: string, token: string): Promise<BridgeIdentity> {
+    const claims = await this.tokens.verify(token, deployment);
+    await this.liveSession(claims);
+    return { userId: claims.userId, kind: claims.kind, ...(claims.email ? { email: claims.email } : {}) };
+  }
+
+  /** A fresh token for the same session (also for an expired token within the renewal window). */
+  async renew(deployment: string, token: string): Promise<IssuedToken> {
+    const claims = await this.tokens.verify(token, deployment, { allowExpired: true });
+    return this.issue(await this.liveSession(claims), claims.issuedAt);
+  }
+
+  /**
+   * The guest a sign-in is upgrading: verified (an expired token is accepted inside the renewal
+   * window, so a pending upgrade can be finished later), or null when the token is not a guest's
+   * or the guest was already upgraded.
+   */
+  async guestToUpgrade(
+    deployment: string,
+    token: string,
+  ): Promise<{
+    userId: string;
+    retire: (accountUserId: string) => { key: Buffer; value: string };
+    isRetired: () => Promise<boolean>;
+  } | null> {
+    const claims = await this.tokens.verify(token, deployment, { allowExpired: true });
+    if (claims.kind !== "guest") return null;
+    const id = this.sessionId(deployment, claims.session);
+    const record = await this.sessions.get(id);
+    if (!record || record.retiredAt !== undefined) return null;
+    return {
+      userId: claims.userId,
+      retire: (accountUserId) => ({
+        key: this.sessions.key(id),
+        value: JSON.stringify({ ...record, retiredAt: Date.now(), upgradedTo: accountUserId }),
+      }),
+      isRetired: async () => (await this.sessions.get(id))?.retiredAt !== undefined,
+    };
+  }
+}

@@ -1,0 +1,114 @@
+import { errors, jwtVerify, SignJWT } from "jose";
+import { PlatformError } from "../../sdk/values/index.js";
+
+/** Who a token speaks for. Developer tokens belong to the control plane, not to app origins. */
+export type IdentityKind = "guest" | "account";
+
+/** What a token carries. */
+export interface TokenClaims {
+  deployment: string;
+  userId: string;
+  kind: IdentityKind;
+  email?: string;
+  /** The session the token belongs to; sessions can be retired (a guest after its upgrade). */
+  session: string;
+  /** When the session's first token was issued (seconds since epoch); bounds renewal. */
+  issuedAt: number;
+}
+
+/**
+ * Token format and lifetime (documented in the README):
+ * - a JWT signed with HS256 by the host's secret; `alg` is pinned, so `none` or any other algorithm
+ *   is refused;
+ * - `aud` is the deployment id: a token of deployment A is refused by B;
+ * - `sub` is the user id, `kind` guest or account, `email` for accounts, `sid` the session, `ses`
+ *   the session start;
+ * - it expires after {@link TOKEN_LIFETIME_SECONDS}; the client renews it at
+ *   `POST /__platform/auth/renew` until {@link RENEWAL_WINDOW_SECONDS} after the session started.
+ */
+export const TOKEN_LIFETIME_SECONDS = 60 * 60;
+export const RENEWAL_WINDOW_SECONDS = 30 * 24 * 60 * 60;
+const ISSUER = "platform";
+
+function unauthorized(message: string): PlatformError {
+  return new PlatformError("unauthorized", message);
+}
+
+/** Signs and verifies identity tokens with the host's secret. */
+export class TokenService {
+  private readonly key: Uint8Array;
+
+  constructor(secret: Uint8Array) {
+    if (secret.length < 32) throw new Error("The token secret must be at least 32 bytes.");
+    this.key = secret;
+  }
+
+  /** Issues a token for `claims`, valid for {@link TOKEN_LIFETIME_SECONDS}. */
+  async issue(claims: TokenClaims, now = Date.now()): Promise<{ token: string; expiresAt: number }> {
+    const iat = Math.floor(now / 1000);
+    const exp = iat + TOKEN_LIFETIME_SECONDS;
+    const token = await new SignJWT({
+      kind: claims.kind,
+      sid: claims.session,
+      ses: claims.issuedAt,
+      ...(claims.email ? { email: claims.email } : {}),
+    })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setIssuer(ISSUER)
+      .setAudience(claims.deployment)
+      .setSubject(claims.userId)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(this.key);
+    return { token, expiresAt: exp * 1000 };
+  }
+
+  /**
+   * Verifies `token` for `deployment`. With `allowExpired`, an expired token still verifies while
+   * its session is inside the renewal window (renewal and finishing a pending guest upgrade).
+   */
+  async verify(
+    token: string,
+    deployment: string,
+    options: { allowExpired?: boolean; now?: number } = {},
+  ): Promise<TokenClaims> {
+    const now = options.now ?? Date.now();
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token, this.key, {
+        algorithms: ["HS256"],
+        issuer: ISSUER,
+        currentDate: new Date(now),
+        ...(options.allowExpired ? { clockTolerance: RENEWAL_WINDOW_SECONDS } : {}),
+      }));
+    } catch (error) {
+      if (error instanceof errors.JWTExpired)
+        throw unauthorized(
+          "The token has expired; renew it at POST /__platform/auth/renew or sign in again.",
+        );
+      throw unauthorized("The token is not valid (bad signature, algorithm or format).");
+    }
+    const audience = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+    if (!audience.includes(deployment)) throw unauthorized("The token belongs to another deployment.");
+    const kind = payload.kind;
+    if (
+      (kind !== "guest" && kind !== "account") ||
+      typeof payload.sub !== "string" ||
+      typeof payload.sid !== "string" ||
+      typeof payload.ses !== "number"
+    ) {
+      throw unauthorized("The token is not valid (bad signature, algorithm or format).");
+    }
+    if (options.allowExpired && Math.floor(now / 1000) - payload.ses > RENEWAL_WINDOW_SECONDS) {
+      throw unauthorized("The session is too old to renew; sign in again.");
+    }
+    return {
+      deployment,
+      userId: payload.sub,
+      kind,
+      session: payload.sid,
+      issuedAt: payload.ses,
+      ...(typeof payload.email === "string" ? { email: payload.email } : {}),
+    };
+  }
+}
