@@ -293,3 +293,38 @@ describe("guest upgrade", () => {
     expect(merges.filter(([from]) => from === "guest:twice")).toHaveLength(1);
   });
 });
+
+describe("string() to userId()", () => {
+  it("does not hand rows written as plain strings to a visitor", async () => {
+    const { bundleCapsule } = await import("../sdk/cli/bundle.js");
+    const { mkdtemp, mkdir, writeFile, rm } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const dir = await mkdtemp(join(tmpdir(), "platform-convert-"));
+    await mkdir(join(dir, "server"));
+    const source = (kind: string) =>
+      `import { capsule, string, userId, table } from "platform/server";\nexport default capsule({ schema: { notes: table({ owner: ${kind}(), text: string() }) },\n  queries: { all: async (ctx) => (await ctx.db.notes.collect()).map((n) => [n.owner, n.text]) },\n  mutations: { shared: async (ctx) => { await ctx.db.notes.insert({ owner: "guest:shared", text: "old shared" }); }, mine: async (ctx) => { await ctx.db.notes.insert({ owner: ctx.auth.requireIdentity().userId, text: "new" }); } } });\n`;
+    const convert = await startTestHost({ devDeployment: "dev" });
+    try {
+      await writeFile(join(dir, "server", "index.ts"), source("string"));
+      await convert.deployments.deploy("dev", { code: (await bundleCapsule(dir)).code });
+      await call(convert, "dev", "mutation", "shared");
+      await writeFile(join(dir, "server", "index.ts"), source("userId"));
+      await convert.deployments.deploy("dev", { code: (await bundleCapsule(dir)).code });
+      const visitor = await post(convert, "dev", "/__platform/auth/guest", { body: { name: "shared" } });
+      await call(convert, "dev", "mutation", "mine", visitor.body.token as string);
+      const signedIn = await post(convert, "dev", "/__platform/auth/dev-sign-in", {
+        token: visitor.body.token as string,
+        body: { email: "v@example.com" },
+      });
+      expect(signedIn.body.upgradedFrom).toBe("guest:shared");
+      expect((await call(convert, "dev", "query", "all")).body.value).toEqual([
+        ["guest:shared", "old shared"],
+        [signedIn.body.userId, "new"],
+      ]);
+    } finally {
+      await convert.dispose();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -32,7 +32,6 @@ export type CommitListener = (writeSet: Buffer[]) => void;
 
 /** 1/1024 ms: exactly representable at epoch-ms magnitudes, so successive createdAt stay distinct. */
 const CLOCK_STEP = 1 / 1024;
-const BACKFILL_BATCH = 1000;
 
 /**
  * One deployment's database: its schema, its write lock and its clock. Queries run on snapshots
@@ -171,14 +170,13 @@ export class DeploymentDatabase implements TransactionHost {
           for await (const rows of rowsOf(this.level, snapshot, compiledTable.rowPrefix)) {
             const batch = this.level.batch();
             for (const json of rows) {
-              batch.put(
-                indexEntryKey(compiledIndex, materialize(compiledTable, JSON.parse(json) as StoredRow)),
-                json,
-              );
+              const row = JSON.parse(json) as StoredRow;
+              if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
+              batch.put(indexEntryKey(compiledIndex, materialize(compiledTable, row)), json);
             }
             await batch.write();
             done += rows.length;
-            if (rows.length === BACKFILL_BATCH || done > 0) onProgress?.({ table, index, done });
+            onProgress?.({ table, index, done });
           }
           report.built.push({ table, index, entries: done });
         }

@@ -93,6 +93,20 @@ async function hasRows(level: Level, snapshot: LevelSnapshot, prefix: Buffer): P
   return keys.length > 0;
 }
 
+/** For a hidden user index over a field that was not `userId()` before: now (else undefined). */
+function convertedToUserId(
+  before: TableSpec | undefined,
+  after: TableSpec,
+  index: string,
+): number | undefined {
+  if (!index.startsWith("$user:")) return undefined;
+  const field = index.slice("$user:".length);
+  const previous = before?.fields[field];
+  return previous && previous.kind !== "userId" && after.fields[field]?.kind === "userId"
+    ? Date.now()
+    : undefined;
+}
+
 function fieldsChanged(before: TableSpec | undefined, after: TableSpec): boolean {
   if (!before) return true;
   return JSON.stringify(before.fields) !== JSON.stringify(after.fields);
@@ -161,8 +175,12 @@ export async function planMigration(
       if (old && old.signature === signature) {
         indexes[index] = old;
       } else {
-        indexes[index] = { fields, storageId: randomBytes(6).toString("base64url"), signature };
-        plan.build.push({ table: name, index, stored: indexes[index] });
+        const stored: StoredIndex = { fields, storageId: randomBytes(6).toString("base64url"), signature };
+        const notBefore =
+          old?.notBefore ?? (rowsExist ? convertedToUserId(before?.spec, table, index) : undefined);
+        if (notBefore !== undefined) stored.notBefore = notBefore;
+        indexes[index] = stored;
+        plan.build.push({ table: name, index, stored });
       }
     }
     for (const [index, stored] of Object.entries(before?.indexes ?? {})) {

@@ -15,6 +15,12 @@ export interface StoredIndex {
   storageId: string;
   /** What the entries depend on (fields, kinds, defaults); a different signature means rebuild. */
   signature: string;
+  /**
+   * Hidden user indexes only: rows created before this time (epoch ms) are not backfilled. Set when
+   * a field became `userId()` while rows existed, so values written as plain strings are never
+   * handed to a visitor by a guest upgrade (SPEC.md "the service references" 7).
+   */
+  notBefore?: number;
 }
 
 /** One table as stored with the deployment's schema. */
