@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { AuthService } from "./auth/index.js";
+import { AuthService, Developers } from "./auth/index.js";
 import { Database } from "./db/index.js";
 import { Deployments, type LogSink } from "./deployments/index.js";
 import { createHttpApp, listen } from "./http/index.js";
@@ -49,9 +49,11 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const db = await Database.open(join(options.data, "db"));
   const deployments = new Deployments(db, options.log ?? stdoutLog, options.pool);
   const auth = await AuthService.open(db);
+  const developers = new Developers(db);
   const app = createHttpApp({
     deployments,
     auth,
+    developers,
     domain: options.domain,
     adminToken: options.adminToken,
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { Database, RecordStore } from "../db/index.js";
+import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
 import { type IdentityKind, type TokenClaims, TokenService } from "./tokens.js";
 
 /** One sign-in session of a deployment. */
@@ -135,6 +136,12 @@ export class AuthService {
 
   /** The identity a request's bearer token proves, or throws `unauthorized`. */
   async authenticate(deployment: string, token: string): Promise<BridgeIdentity> {
+    if (token.startsWith(DEVELOPER_TOKEN_PREFIX)) {
+      throw new PlatformError(
+        "unauthorized",
+        "Developer tokens are for the operator API; apps need an app user's token.",
+      );
+    }
     const claims = await this.tokens.verify(token, deployment);
     await this.liveSession(claims);
     return { userId: claims.userId, kind: claims.kind, ...(claims.email ? { email: claims.email } : {}) };

@@ -1,4 +1,4 @@
-/** `host/auth`: tokens, sessions and identities of app users. */
+/** `host/auth`: tokens, sessions and identities of app users; developers and claim tokens. */
 export {
   AuthService,
   accountUserId,
@@ -6,6 +6,15 @@ export {
   normaliseEmail,
   type SessionRecord,
 } from "./auth-service.js";
+export {
+  CLAIM_TOKEN_PREFIX,
+  DEVELOPER_TOKEN_PREFIX,
+  type DeveloperRecord,
+  Developers,
+  hashSecret,
+  matchesHash,
+  newClaimToken,
+} from "./developers.js";
 export {
   type IdentityKind,
   RENEWAL_WINDOW_SECONDS,

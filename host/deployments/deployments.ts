@@ -1,8 +1,16 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
+import type { BridgeHttpRequest, BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import type { BudgetUsage, Database, MigrationProgress, ReadSet, RecordStore } from "../db/index.js";
+import { matchesHash, newClaimToken, normaliseEmail } from "../auth/index.js";
+import type {
+  BudgetUsage,
+  Database,
+  MigrationProgress,
+  ReadSet,
+  RecordStore,
+  Transaction,
+} from "../db/index.js";
 import {
   CapsuleIsolate,
   type HandlerLogEntry,
@@ -33,7 +41,12 @@ export interface Call {
 export interface DeployInput {
   code: string;
   env?: Record<string, string>;
+  /** The owning developer, when a new deployment is created by (or for) one. */
+  owner?: string;
 }
+
+/** A deploy's outcome; `claimToken` only when an unclaimed deployment was just created. */
+export type DeployResult = DeploymentRecord & { claimToken?: string };
 
 /** Receives handler log lines (tagged by the caller). */
 export type LogSink = (
@@ -116,13 +129,14 @@ export class Deployments {
   /**
    * Deploys `input` as deployment `id` (creating it or replacing its version): compiles the bundle
    * in a fresh isolate, reads and checks its declaration, stores the artifact, migrates the schema,
-   * and only then switches the deployment. Any failure leaves the previous version serving.
+   * and only then switches the deployment. Any failure leaves the previous version serving. A new
+   * deployment without an owner is unclaimed; its claim token is in the result, once.
    */
   async deploy(
     id: string,
     input: DeployInput,
     onProgress?: (progress: MigrationProgress) => void,
-  ): Promise<DeploymentRecord> {
+  ): Promise<DeployResult> {
     checkDeploymentId(id);
     if (typeof input?.code !== "string" || input.code.length === 0)
       throw new PlatformError("bad_request", "A deploy needs the bundle's code.");
@@ -155,7 +169,13 @@ export class Deployments {
         .migrate(declaration.schema, onProgress)
         .catch((error: unknown) => Promise.reject(deployError(error)));
       const now = Date.now();
+      const claim = previous || input.owner ? undefined : newClaimToken();
       const record: DeploymentRecord = {
+        owner: previous ? previous.owner : (input.owner ?? null),
+        restricted: previous?.restricted ?? false,
+        approved: previous?.approved ?? [],
+        ...(previous?.claimTokenHash ? { claimTokenHash: previous.claimTokenHash } : {}),
+        ...(claim ? { claimTokenHash: claim.hash } : {}),
         id,
         artifact: hash,
         declaration,
@@ -166,11 +186,52 @@ export class Deployments {
       await this.records.put(id, record);
       this.cache.set(id, record);
       this.pool.runner(id, hash).adopt(probe);
-      return record;
+      return claim ? { ...record, claimToken: claim.token } : record;
     } catch (error) {
       probe.dispose();
       throw error;
     }
+  }
+
+  /** Claims an unclaimed deployment for `developer` with its claim token. */
+  async claim(id: string, developer: string, claimToken: unknown): Promise<DeploymentRecord> {
+    const record = await this.require(id);
+    if (record.owner !== null) throw new PlatformError("conflict", `Deployment ${id} is already claimed.`);
+    if (
+      typeof claimToken !== "string" ||
+      !record.claimTokenHash ||
+      !matchesHash(claimToken, record.claimTokenHash)
+    ) {
+      throw new PlatformError("forbidden", "That claim token is not valid for this deployment.");
+    }
+    const { claimTokenHash: _used, ...rest } = record;
+    return this.save({ ...rest, owner: developer, updatedAt: Date.now() });
+  }
+
+  /** Changes access settings: `restricted` and the approved emails. */
+  async updateSettings(
+    id: string,
+    settings: { restricted?: unknown; approved?: unknown },
+  ): Promise<DeploymentRecord> {
+    const record = await this.require(id);
+    const next = { ...record, updatedAt: Date.now() };
+    if (settings.restricted !== undefined) {
+      if (typeof settings.restricted !== "boolean")
+        throw new PlatformError("bad_request", "restricted must be true or false.");
+      next.restricted = settings.restricted;
+    }
+    if (settings.approved !== undefined) {
+      if (!Array.isArray(settings.approved))
+        throw new PlatformError("bad_request", "approved must be a list of email addresses.");
+      next.approved = [...new Set(settings.approved.map((email) => normaliseEmail(email)))];
+    }
+    return this.save(next);
+  }
+
+  private async save(record: DeploymentRecord): Promise<DeploymentRecord> {
+    await this.records.put(record.id, record);
+    this.cache.set(record.id, record);
+    return record;
   }
 
   /** Deletes a deployment: its isolate, record and every row. */
@@ -185,6 +246,7 @@ export class Deployments {
   /** Runs a query or mutation of deployment `id` in its isolate and one transaction. */
   async call(id: string, call: Call): Promise<CallResult> {
     const record = await this.require(id);
+    checkAccess(record, call.identity);
     if (record.declaration.auth.requireSignIn) {
       if (!call.identity)
         throw new PlatformError(
@@ -200,11 +262,8 @@ export class Deployments {
         "not_found",
         `No ${call.kind} named ${JSON.stringify(call.name)} in deployment ${id}.`,
       );
-    const database = await this.db.deployment(id);
-    const runner = this.pool.runner(id, record.artifact);
-    const requestId = `${Date.now().toString(36)}-${(++this.requestCounter).toString(36)}`;
     const now = Date.now();
-    const request: DispatchRequest = {
+    return this.execute(record, call.kind === "mutation", call.name, call.argsJson, {
       kind: call.kind,
       requestId: 0,
       name: call.name,
@@ -213,18 +272,66 @@ export class Deployments {
       env: record.env,
       now,
       seed: nextSeed(),
-    };
+    });
+  }
+
+  /**
+   * Runs custom endpoint `name` of deployment `id` for an HTTP request: `readOnly` endpoints as
+   * queries, the others as mutations (serialized, one transaction). A restricted deployment admits
+   * only approved accounts; `requireSignIn` does not apply (endpoints authenticate their callers).
+   * Returns the endpoint's response as JSON `{ status, headers, body }`.
+   */
+  async callEndpoint(
+    id: string,
+    name: string,
+    request: BridgeHttpRequest & { bodyText: string },
+    identity: BridgeIdentity | null,
+  ): Promise<CallResult> {
+    const record = await this.require(id);
+    checkAccess(record, identity);
+    const endpoint = record.declaration.endpoints.find((e) => e.name === name);
+    if (!endpoint) throw new PlatformError("not_found", `No endpoint named ${name}.`);
+    const now = Date.now();
+    return this.execute(
+      record,
+      !endpoint.readOnly,
+      `endpoint:${name}`,
+      JSON.stringify([request.method, request.path, request.query]),
+      {
+        kind: "endpoint",
+        requestId: 0,
+        name,
+        readOnly: endpoint.readOnly,
+        request,
+        identity,
+        env: record.env,
+        now,
+        seed: nextSeed(),
+      },
+    );
+  }
+
+  /** Runs one dispatch request in the deployment's isolate inside one transaction. */
+  private async execute(
+    record: DeploymentRecord,
+    writes: boolean,
+    handler: string,
+    argsJson: string,
+    request: DispatchRequest,
+  ): Promise<CallResult> {
+    const database = await this.db.deployment(record.id);
+    const runner = this.pool.runner(record.id, record.artifact);
+    const requestId = `${Date.now().toString(36)}-${(++this.requestCounter).toString(36)}`;
     const sink = (entry: HandlerLogEntry) =>
-      this.log({ ...entry, deployment: id, handler: call.name, requestId });
-    const work = (tx: Parameters<Parameters<typeof database.query>[0]>[0]) =>
+      this.log({ ...entry, deployment: record.id, handler, requestId });
+    const work = (tx: Transaction) =>
       this.pool.withSlot(async () => {
         const response = await runner.run(request, transactionSyscalls(tx, sink));
         if (!response.ok) throw new PlatformError(response.error.code as ErrorCode, response.error.message);
         return response.valueJson;
       });
-    const options = { handler: call.name, argsJson: call.argsJson, now };
-    const result =
-      call.kind === "query" ? await database.query(work, options) : await database.mutate(work, options);
+    const options = { handler, argsJson, now: "now" in request ? request.now : Date.now() };
+    const result = writes ? await database.mutate(work, options) : await database.query(work, options);
     return {
       valueJson: result.value,
       usage: result.usage,
@@ -290,6 +397,19 @@ export class Deployments {
   /** Stops every isolate. */
   close(): void {
     this.pool.close();
+  }
+}
+
+/**
+ * The deployment's access policy for app users: a restricted deployment admits only approved
+ * accounts (no identity: 401; a guest or another account: 403).
+ */
+export function checkAccess(record: DeploymentRecord, identity: BridgeIdentity | null): void {
+  if (!record.restricted) return;
+  if (!identity)
+    throw new PlatformError("unauthorized", "This app is restricted: sign in with an approved account.");
+  if (identity.kind !== "account" || !identity.email || !record.approved.includes(identity.email)) {
+    throw new PlatformError("forbidden", "This app is restricted to approved accounts.");
   }
 }
 

@@ -3,9 +3,11 @@ export { checkDeclaration } from "./declaration.js";
 export {
   type Call,
   type CallResult,
+  checkAccess,
   checkDeploymentId,
   type DeployInput,
   Deployments,
+  type DeployResult,
   type LogSink,
 } from "./deployments.js";
 export { type ArtifactRecord, type DeploymentRecord, publicView } from "./records.js";

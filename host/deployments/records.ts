@@ -16,6 +16,14 @@ export interface DeploymentRecord {
   declaration: CapsuleDeclaration;
   /** Server-only values for `ctx.env`; never returned by any route. */
   env: Record<string, string>;
+  /** The developer who owns it; null while unclaimed. */
+  owner: string | null;
+  /** SHA-256 of the claim token of an unclaimed deployment (the token is shown once). */
+  claimTokenHash?: string;
+  /** Restricted deployments admit only approved accounts. */
+  restricted: boolean;
+  /** Emails of the approved accounts (lower case). */
+  approved: string[];
   createdAt: number;
   updatedAt: number;
 }
@@ -31,6 +39,10 @@ export function publicView(record: DeploymentRecord) {
     endpoints: record.declaration.endpoints,
     tables: Object.keys(record.declaration.schema.tables),
     envKeys: Object.keys(record.env).length,
+    owner: record.owner,
+    claimed: record.owner !== null,
+    restricted: record.restricted,
+    approved: record.approved,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };

@@ -3,14 +3,17 @@ import Router from "@koa/router";
 import type { Context, Next } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { AuthService } from "../auth/index.js";
-import { checkDeploymentId, type Deployments, publicView } from "../deployments/index.js";
+import type { AuthService, DeveloperRecord, Developers } from "../auth/index.js";
+import {
+  checkDeploymentId,
+  type DeploymentRecord,
+  type Deployments,
+  publicView,
+} from "../deployments/index.js";
 import { readJsonText } from "./body.js";
 
-function bearer(ctx: Context): string | undefined {
-  const header = ctx.get("authorization");
-  return header.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
-}
+/** Who is calling the operator API: the host's operator, or a developer. */
+export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
 
 function sameSecret(a: string, b: string): boolean {
   const left = Buffer.from(a);
@@ -18,74 +21,171 @@ function sameSecret(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-/** Requires the operator's bearer token (`PLATFORM_ADMIN_TOKEN`). */
-export function requireAdmin(adminToken: string) {
+/**
+ * Resolves `Authorization: Bearer` to the operator (`PLATFORM_ADMIN_TOKEN`) or a developer token;
+ * anything else is refused.
+ */
+export function resolvePrincipal(adminToken: string, developers: Developers) {
   return async (ctx: Context, next: Next) => {
-    const token = bearer(ctx);
-    if (!token)
+    const header = ctx.get("authorization");
+    if (!header.startsWith("Bearer ")) {
       throw new PlatformError(
         "unauthorized",
-        "The operator API needs Authorization: Bearer <PLATFORM_ADMIN_TOKEN>.",
+        "The operator API needs Authorization: Bearer <operator or developer token>.",
       );
-    if (!sameSecret(token, adminToken))
-      throw new PlatformError("forbidden", "That operator token is not valid for this host.");
+    }
+    const token = header.slice(7).trim();
+    if (sameSecret(token, adminToken)) ctx.state.principal = { kind: "admin" } satisfies Principal;
+    else {
+      const developer = await developers.authenticate(token);
+      if (!developer) throw new PlatformError("forbidden", "That token is not valid for this host.");
+      ctx.state.principal = { kind: "developer", developer } satisfies Principal;
+    }
     await next();
   };
 }
 
+function principal(ctx: Context): Principal {
+  return ctx.state.principal as Principal;
+}
+
+function requireAdmin(ctx: Context): void {
+  if (principal(ctx).kind !== "admin")
+    throw new PlatformError("forbidden", "Only the host's operator can do this.");
+}
+
+/** The operator may manage any deployment; a developer only the ones they own. */
+async function manageable(ctx: Context, deployments: Deployments, rawId: unknown): Promise<DeploymentRecord> {
+  const record = await deployments.require(checkDeploymentId(rawId));
+  const who = principal(ctx);
+  if (who.kind === "developer" && record.owner !== who.developer.id) {
+    throw new PlatformError("forbidden", `Deployment ${record.id} belongs to another developer.`);
+  }
+  return record;
+}
+
+async function body(ctx: Context, limit = 16 * 1024): Promise<Record<string, unknown>> {
+  const value = JSON.parse(await readJsonText(ctx, limit, "{}")) as unknown;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new PlatformError("bad_request", "The body must be a JSON object.");
+  return value as Record<string, unknown>;
+}
+
 async function deployBody(
   ctx: Context,
-): Promise<{ code: string; env?: Record<string, string>; id?: string }> {
-  const body = JSON.parse(await readJsonText(ctx, LIMITS.bundleBytes + 1024 * 1024, "{}")) as Record<
-    string,
-    unknown
-  >;
-  if (typeof body.code !== "string")
+): Promise<{ code: string; env?: Record<string, string>; id?: string; owner?: string }> {
+  const value = await body(ctx, LIMITS.bundleBytes + 1024 * 1024);
+  if (typeof value.code !== "string")
     throw new PlatformError("bad_request", "A deploy needs { code: <bundle>, env?: {...} }.");
-  return body as { code: string; env?: Record<string, string>; id?: string };
+  return value as { code: string; env?: Record<string, string>; id?: string; owner?: string };
+}
+
+function view(record: DeploymentRecord & { claimToken?: string }) {
+  return { ...publicView(record), ...(record.claimToken ? { claimToken: record.claimToken } : {}) };
 }
 
 /**
- * The operator API at `http://<domain>:<port>/v1`: create a deployment from a bundle, redeploy,
- * list, show, delete, and mint an account token for an email (for integrations). Env values are
- * accepted but never returned.
+ * The operator API at `http://<domain>:<port>/v1`. The operator (`PLATFORM_ADMIN_TOKEN`) creates
+ * developers and manages every deployment; developers manage the deployments they own. A
+ * deployment created without an owner is unclaimed and its claim token is returned once.
  */
-export function controlPlaneRoutes(deployments: Deployments, auth: AuthService, adminToken: string): Router {
+export function controlPlaneRoutes(
+  deployments: Deployments,
+  auth: AuthService,
+  developers: Developers,
+  adminToken: string,
+): Router {
   const router = new Router({ prefix: "/v1" });
-  router.use(requireAdmin(adminToken));
+  router.use(resolvePrincipal(adminToken, developers));
+
+  router.post("/developers", async (ctx) => {
+    requireAdmin(ctx);
+    const { developer, token } = await developers.create(await body(ctx));
+    ctx.status = 201;
+    ctx.body = { id: developer.id, name: developer.name ?? null, email: developer.email ?? null, token };
+  });
+  router.get("/me", async (ctx) => {
+    const who = principal(ctx);
+    if (who.kind === "admin") {
+      ctx.body = { kind: "admin" };
+      return;
+    }
+    const owned = (await deployments.list()).filter((d) => d.owner === who.developer.id).map((d) => d.id);
+    ctx.body = {
+      kind: "developer",
+      id: who.developer.id,
+      name: who.developer.name ?? null,
+      email: who.developer.email ?? null,
+      deploys: owned,
+    };
+  });
+
   router.get("/deploys", async (ctx) => {
-    ctx.body = { deploys: (await deployments.list()).map(publicView) };
+    const who = principal(ctx);
+    const all = await deployments.list();
+    ctx.body = {
+      deploys: all.filter((d) => who.kind === "admin" || d.owner === who.developer.id).map(publicView),
+    };
   });
   router.post("/deploys", async (ctx) => {
-    const body = await deployBody(ctx);
-    const id = checkDeploymentId(body.id);
+    const input = await deployBody(ctx);
+    const id = checkDeploymentId(input.id);
     if (await deployments.get(id))
       throw new PlatformError(
         "conflict",
         `Deployment ${id} already exists; redeploy it with PUT /v1/deploys/${id}.`,
       );
+    const who = principal(ctx);
+    const owner = who.kind === "developer" ? who.developer.id : input.owner;
+    if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
+      throw new PlatformError("bad_request", `No developer ${owner}.`);
     ctx.status = 201;
-    ctx.body = publicView(await deployments.deploy(id, body));
+    ctx.body = view(
+      await deployments.deploy(id, {
+        code: input.code,
+        ...(input.env ? { env: input.env } : {}),
+        ...(owner ? { owner } : {}),
+      }),
+    );
   });
   router.put("/deploys/:id", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);
-    const existed = Boolean(await deployments.get(id));
-    const record = await deployments.deploy(id, await deployBody(ctx));
-    ctx.status = existed ? 200 : 201;
-    ctx.body = publicView(record);
+    const existing = await deployments.get(id);
+    if (existing) await manageable(ctx, deployments, id);
+    const input = await deployBody(ctx);
+    const who = principal(ctx);
+    const owner = existing ? undefined : who.kind === "developer" ? who.developer.id : input.owner;
+    const record = await deployments.deploy(id, {
+      code: input.code,
+      ...(input.env ? { env: input.env } : {}),
+      ...(owner ? { owner } : {}),
+    });
+    ctx.status = existing ? 200 : 201;
+    ctx.body = view(record);
   });
   router.get("/deploys/:id", async (ctx) => {
-    ctx.body = publicView(await deployments.require(checkDeploymentId(ctx.params.id)));
+    ctx.body = publicView(await manageable(ctx, deployments, ctx.params.id));
+  });
+  router.patch("/deploys/:id", async (ctx) => {
+    const record = await manageable(ctx, deployments, ctx.params.id);
+    ctx.body = publicView(await deployments.updateSettings(record.id, await body(ctx)));
+  });
+  router.post("/deploys/:id/claim", async (ctx) => {
+    const who = principal(ctx);
+    if (who.kind !== "developer")
+      throw new PlatformError("forbidden", "Claim a deployment with a developer token.");
+    const id = checkDeploymentId(ctx.params.id);
+    ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
   });
   router.post("/deploys/:id/sessions", async (ctx) => {
-    const id = checkDeploymentId(ctx.params.id);
-    await deployments.require(id);
-    const body = JSON.parse(await readJsonText(ctx, 16 * 1024, "{}")) as { email?: unknown };
+    const record = await manageable(ctx, deployments, ctx.params.id);
+    const input = await body(ctx);
     ctx.status = 201;
-    ctx.body = await auth.signInAccount(id, body.email as string);
+    ctx.body = await auth.signInAccount(record.id, input.email as string);
   });
   router.delete("/deploys/:id", async (ctx) => {
-    await deployments.remove(checkDeploymentId(ctx.params.id));
+    const record = await manageable(ctx, deployments, ctx.params.id);
+    await deployments.remove(record.id);
     ctx.status = 204;
   });
   return router;

@@ -2,11 +2,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { AuthService } from "../auth/index.js";
+import type { AuthService, Developers } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes } from "./auth-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
+import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { resolveDestination } from "./tenant.js";
 
@@ -14,6 +15,7 @@ import { resolveDestination } from "./tenant.js";
 export interface HttpOptions {
   deployments: Deployments;
   auth: AuthService;
+  developers: Developers;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
   /** `platform dev`: every request goes to this deployment; no control plane. */
@@ -41,16 +43,18 @@ export function createHttpApp(options: HttpOptions): Koa {
   const authRouter = authRoutes(options.auth, options.deployments, options.devDeployment !== undefined);
   const authMiddleware = authRouter.routes();
   const control = options.adminToken
-    ? controlPlaneRoutes(options.deployments, options.auth, options.adminToken)
+    ? controlPlaneRoutes(options.deployments, options.auth, options.developers, options.adminToken)
     : undefined;
   const appMiddleware = appRouter.routes();
+  const endpoints = endpointRoutes(options.deployments, options.auth);
   const controlMiddleware = control?.routes();
   app.use(async (ctx, next) => {
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
     if (destination.kind === "deployment") {
       ctx.state.deployment = destination.id;
       if (ctx.path.startsWith("/__platform/auth/")) return authMiddleware(ctx as never, next);
-      return appMiddleware(ctx as never, next);
+      if (ctx.path.startsWith("/api/")) return appMiddleware(ctx as never, next);
+      return endpoints(ctx, next);
     }
     if (destination.kind === "control" && controlMiddleware) return controlMiddleware(ctx as never, next);
     throw new PlatformError(

@@ -35,9 +35,13 @@ export interface CapsuleDefinition<S extends SchemaDefinition> {
   schema: S;
   queries?: Record<string, QueryHandler<S>>;
   mutations?: Record<string, MutationHandler<S>>;
-  // biome-ignore lint/suspicious/noExplicitAny: endpoints may be read-only or not.
-  endpoints?: Record<string, EndpointDefinition<S, any>>;
-  auth?: AuthSettings<S>;
+  /**
+   * Endpoints do not take part in inferring the schema type (`endpoint()` is called on its own);
+   * write `endpoint<typeof schema>(...)` for a schema-typed `ctx` inside one.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: any endpoint, read-only or not, of any schema.
+  endpoints?: Record<string, EndpointDefinition<any, any>>;
+  auth?: AuthSettings<NoInfer<S>>;
 }
 
 /** A declared capsule: the author's definition plus its JSON declaration for the host. */

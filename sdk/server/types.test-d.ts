@@ -6,15 +6,18 @@ import {
   boolean,
   capsule,
   type Doc,
+  endpoint,
   type Id,
   type InsertRow,
   id,
+  json,
   type MutationCtx,
   number,
   type Patch,
   type QueryCtx,
   string,
   table,
+  text,
   type UserId,
   userId,
 } from "./index.js";
@@ -134,3 +137,21 @@ capsule({
 });
 
 export { reads, writes };
+
+// Endpoints do not widen the schema type: handlers stay precisely typed.
+capsule({
+  schema,
+  queries: {
+    typed: async (ctx) => {
+      // @ts-expect-error typo in a table name next to an endpoint
+      await ctx.db.todoz.take(1);
+      return ctx.db.lists.take(1);
+    },
+  },
+  endpoints: {
+    hello: endpoint({ method: "GET", path: "/hello", readOnly: true }, async () => text("hi")),
+    typed: endpoint<typeof schema, true>({ method: "GET", path: "/lists", readOnly: true }, async (ctx) =>
+      json(await ctx.db.lists.take(5)),
+    ),
+  },
+});

@@ -1,0 +1,86 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { PlatformError } from "../../sdk/values/index.js";
+import type { Database, RecordStore } from "../db/index.js";
+
+/** A developer: owns deployments, uses the operator API with a bearer token. */
+export interface DeveloperRecord {
+  id: string;
+  name?: string;
+  email?: string;
+  /** SHA-256 of the token; the token itself is shown once, at creation. */
+  tokenHash: string;
+  createdAt: number;
+}
+
+/** Prefix of developer tokens, so they are recognisable (and refused at app origins). */
+export const DEVELOPER_TOKEN_PREFIX = "pdt_";
+/** Prefix of claim tokens. */
+export const CLAIM_TOKEN_PREFIX = "pct_";
+
+/** SHA-256 (hex) of a secret, for storing tokens without storing them. */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+/** Compares a secret with a stored hash in constant time. */
+export function matchesHash(secret: string, hash: string): boolean {
+  const a = Buffer.from(hashSecret(secret), "hex");
+  const b = Buffer.from(hash, "hex");
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** A new claim token and its hash. */
+export function newClaimToken(): { token: string; hash: string } {
+  const token = `${CLAIM_TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
+  return { token, hash: hashSecret(token) };
+}
+
+/** Developer accounts of a host. */
+export class Developers {
+  private readonly byId: RecordStore<DeveloperRecord>;
+  private readonly byToken: RecordStore<{ id: string }>;
+
+  constructor(db: Database) {
+    this.byId = db.records<DeveloperRecord>("developers");
+    this.byToken = db.records<{ id: string }>("developer-tokens");
+  }
+
+  /** Creates a developer; the token is returned once and only its hash is kept. */
+  async create(input: {
+    name?: unknown;
+    email?: unknown;
+  }): Promise<{ developer: DeveloperRecord; token: string }> {
+    for (const key of ["name", "email"] as const) {
+      const value = input[key];
+      if (value !== undefined && (typeof value !== "string" || value.length === 0 || value.length > 200)) {
+        throw new PlatformError(
+          "bad_request",
+          `${key} must be a non-empty string of at most 200 characters.`,
+        );
+      }
+    }
+    const token = `${DEVELOPER_TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
+    const developer: DeveloperRecord = {
+      id: `dev_${randomBytes(9).toString("base64url")}`,
+      tokenHash: hashSecret(token),
+      createdAt: Date.now(),
+      ...(input.name ? { name: input.name as string } : {}),
+      ...(input.email ? { email: input.email as string } : {}),
+    };
+    await this.byId.put(developer.id, developer);
+    await this.byToken.put(developer.tokenHash, { id: developer.id });
+    return { developer, token };
+  }
+
+  /** The developer a token belongs to, or undefined. */
+  async authenticate(token: string): Promise<DeveloperRecord | undefined> {
+    if (!token.startsWith(DEVELOPER_TOKEN_PREFIX)) return undefined;
+    const link = await this.byToken.get(hashSecret(token));
+    return link ? this.byId.get(link.id) : undefined;
+  }
+
+  /** The developer `id`, or undefined. */
+  get(id: string): Promise<DeveloperRecord | undefined> {
+    return this.byId.get(id);
+  }
+}
