@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { AuthService, Developers } from "./auth/index.js";
+import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } from "./auth/index.js";
 import { Database } from "./db/index.js";
 import { Deployments, type LogSink } from "./deployments/index.js";
 import { createHttpApp, listen } from "./http/index.js";
@@ -19,6 +19,11 @@ export interface HostOptions {
   /** `platform dev`: serve this one deployment at every host name, without a control plane. */
   devDeployment?: string;
   pool?: Partial<PoolOptions>;
+  /** SMTP transport for sign-in codes (`smtp://...`); without one, codes go to the host log. */
+  smtpUrl?: string;
+  emailFrom?: string;
+  /** OpenID Connect issuers whose ID tokens sign accounts in. */
+  oidcIssuers?: OidcIssuer[];
   /** Where handler log lines go (default: JSON lines on stdout). */
   log?: LogSink;
 }
@@ -47,10 +52,28 @@ export const stdoutLog: LogSink = (entry) => {
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
   const db = await Database.open(join(options.data, "db"));
-  const deployments = new Deployments(db, options.log ?? stdoutLog, options.pool);
+  const log = options.log ?? stdoutLog;
+  const deployments = new Deployments(db, log, options.pool);
   const auth = await AuthService.open(db);
   const developers = new Developers(db);
+  const signIn = {
+    emailCodes: new EmailCodes(db, {
+      ...(options.smtpUrl ? { smtpUrl: options.smtpUrl } : {}),
+      ...(options.emailFrom ? { from: options.emailFrom } : {}),
+      log: (line) =>
+        log({
+          level: "info",
+          message: "sign-in code",
+          fields: line,
+          deployment: String(line.deployment),
+          handler: "auth",
+          requestId: "-",
+        }),
+    }),
+    oidc: new OidcVerifier(options.oidcIssuers ?? []),
+  };
   const app = createHttpApp({
+    signIn,
     deployments,
     auth,
     developers,

@@ -15,6 +15,8 @@ export {
   matchesHash,
   newClaimToken,
 } from "./developers.js";
+export { EMAIL_CODE_ATTEMPTS, EMAIL_CODE_LIFETIME_MS, EmailCodes, type EmailOptions } from "./email-codes.js";
+export { type OidcIssuer, OidcVerifier } from "./oidc.js";
 export {
   type IdentityKind,
   RENEWAL_WINDOW_SECONDS,

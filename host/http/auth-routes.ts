@@ -1,7 +1,13 @@
 import Router from "@koa/router";
 import type { Context } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type AuthService, accountUserId, normaliseEmail } from "../auth/index.js";
+import {
+  type AuthService,
+  accountUserId,
+  type EmailCodes,
+  normaliseEmail,
+  type OidcVerifier,
+} from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { readJsonText } from "./body.js";
 
@@ -50,11 +56,24 @@ async function signInAccount(ctx: Context, auth: AuthService, deployments: Deplo
   ctx.body = { ...issued, ...(upgradedFrom ? { upgradedFrom } : {}) };
 }
 
+/** The ways an account proves its email. */
+export interface SignInMethods {
+  emailCodes: EmailCodes;
+  oidc: OidcVerifier;
+}
+
 /**
- * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, and in
- * `platform dev` only, instant account sign-in (`dev-sign-in`).
+ * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, email one-time
+ * codes (`email/start`, `email/verify`), OpenID Connect ID-token exchange (`oidc`), and in
+ * `platform dev` only, instant account sign-in (`dev-sign-in`). Every account sign-in presenting a
+ * guest token upgrades that guest.
  */
-export function authRoutes(auth: AuthService, deployments: Deployments, dev: boolean): Router {
+export function authRoutes(
+  auth: AuthService,
+  deployments: Deployments,
+  dev: boolean,
+  signIn: SignInMethods,
+): Router {
   const router = new Router({ prefix: "/__platform/auth" });
   router.use(async (ctx, next) => {
     await deployments.require(ctx.state.deployment as string);
@@ -71,6 +90,21 @@ export function authRoutes(auth: AuthService, deployments: Deployments, dev: boo
     if (!token)
       throw new PlatformError("unauthorized", "Send the token to renew as Authorization: Bearer <token>.");
     ctx.body = await auth.renew(ctx.state.deployment as string, token);
+  });
+  router.post("/email/start", async (ctx) => {
+    const body = await jsonBody(ctx);
+    await signIn.emailCodes.start(ctx.state.deployment as string, normaliseEmail(body.email));
+    ctx.body = { sent: true };
+  });
+  router.post("/email/verify", async (ctx) => {
+    const body = await jsonBody(ctx);
+    const email = normaliseEmail(body.email);
+    await signIn.emailCodes.verify(ctx.state.deployment as string, email, body.code);
+    await signInAccount(ctx, auth, deployments, email);
+  });
+  router.post("/oidc", async (ctx) => {
+    const body = await jsonBody(ctx);
+    await signInAccount(ctx, auth, deployments, await signIn.oidc.verifiedEmail(body.idToken));
   });
   if (dev) {
     router.post("/dev-sign-in", async (ctx) => {

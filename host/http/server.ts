@@ -5,7 +5,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { appRoutes } from "./app-routes.js";
-import { authRoutes } from "./auth-routes.js";
+import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
@@ -16,6 +16,7 @@ export interface HttpOptions {
   deployments: Deployments;
   auth: AuthService;
   developers: Developers;
+  signIn: SignInMethods;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
   /** `platform dev`: every request goes to this deployment; no control plane. */
@@ -40,7 +41,12 @@ export function createHttpApp(options: HttpOptions): Koa {
   const onInternal = options.onInternalError ?? ((error) => console.error(error));
   app.use(errorEnvelope(onInternal));
   const appRouter = appRoutes(options.deployments, options.auth);
-  const authRouter = authRoutes(options.auth, options.deployments, options.devDeployment !== undefined);
+  const authRouter = authRoutes(
+    options.auth,
+    options.deployments,
+    options.devDeployment !== undefined,
+    options.signIn,
+  );
   const authMiddleware = authRouter.routes();
   const control = options.adminToken
     ? controlPlaneRoutes(options.deployments, options.auth, options.developers, options.adminToken)
