@@ -79,3 +79,38 @@ it("refuses operator calls without the token", async () => {
   });
   expect(wrong.status).toBe(403);
 });
+
+it("platform login stores a developer token that platform deploy then uses", async () => {
+  const { statSync, readFileSync } = await import("node:fs");
+  const created = await sendRequest(`http://localhost:${port}/v1/developers`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "cli dev" }),
+  });
+  const developer = created.json<{ id: string; token: string }>();
+  const env = { PLATFORM_CONFIG_DIR: join(dir, "config") };
+  const refused = runCli(["login", "--host", `http://localhost:${port}`, "--token", "pdt_nope"], env);
+  expect(refused.status).toBe(1);
+  expect(refused.stderr).toContain("The host refused that token");
+  const login = runCli(["login", "--host", `http://localhost:${port}`, "--token", developer.token], env);
+  expect(login.status, login.stderr).toBe(0);
+  expect(login.stdout).toContain(`as ${developer.id}`);
+  const file = join(dir, "config", "config.json");
+  expect(statSync(file).mode & 0o777).toBe(0o600);
+  expect(readFileSync(file, "utf8")).toContain(developer.token);
+  const deployed = runCli(
+    ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "mine"],
+    env,
+  );
+  expect(deployed.status, deployed.stderr).toBe(0);
+  const shown = await sendRequest(`http://localhost:${port}/v1/deploys/mine`, {
+    headers: { authorization: `Bearer ${developer.token}` },
+  });
+  expect(shown.json()).toMatchObject({ id: "mine", owner: developer.id, claimed: true });
+  const noCredentials = runCli(
+    ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "nobody"],
+    { PLATFORM_CONFIG_DIR: join(dir, "empty") },
+  );
+  expect(noCredentials.status).toBe(1);
+  expect(noCredentials.stderr).toContain("No credentials");
+}, 60_000);

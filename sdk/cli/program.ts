@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
 import { registerHost } from "./commands/host.js";
+import { registerLogin } from "./commands/login.js";
 
 function packageVersion(): string {
   for (const candidate of ["../../package.json", "../../../package.json"]) {
@@ -32,5 +33,6 @@ export function createProgram(): Command {
   registerDev(program);
   registerHost(program);
   registerDeploy(program);
+  registerLogin(program);
   return program;
 }

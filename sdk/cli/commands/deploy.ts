@@ -2,6 +2,7 @@ import { basename, resolve } from "node:path";
 import type { Command } from "commander";
 import { PlatformError } from "../../values/index.js";
 import { bundleCapsule } from "../bundle.js";
+import { ownerToken } from "../config.js";
 import { readServerEnv } from "../env-file.js";
 import { sendRequest } from "../http.js";
 import { reportError } from "../output.js";
@@ -25,7 +26,10 @@ export function registerDeploy(program: Command): void {
     .description("bundle a capsule and deploy it to a host (creates or updates the deployment)")
     .requiredOption("--host <url>", "control plane URL of the host, e.g. http://localhost:8080")
     .option("--name <id>", "deployment id (default: the folder name)")
-    .option("--token <token>", "operator token (default: $PLATFORM_ADMIN_TOKEN)")
+    .option(
+      "--token <token>",
+      "developer or operator token (default: $PLATFORM_TOKEN, then `platform login`, then $PLATFORM_ADMIN_TOKEN)",
+    )
     .addHelpText(
       "after",
       "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform deploy fixtures/todo --host http://localhost:8080 --name todo",
@@ -34,11 +38,11 @@ export function registerDeploy(program: Command): void {
       try {
         const dir = resolve(dirArg);
         const id = flags.name ?? idFromDir(dir);
-        const token = flags.token ?? process.env.PLATFORM_ADMIN_TOKEN;
+        const token = ownerToken(flags.host, flags.token);
         if (!token)
           throw new PlatformError(
             "unauthorized",
-            "No operator token: pass --token or set PLATFORM_ADMIN_TOKEN.",
+            "No credentials: run platform login --host <url>, or set PLATFORM_TOKEN (or PLATFORM_ADMIN_TOKEN).",
           );
         process.stdout.write(`bundling ${dir}\n`);
         const { code } = await bundleCapsule(dir);

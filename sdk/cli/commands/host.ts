@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import type { HostOptions } from "../../../host/host.js";
 import { reportError } from "../output.js";
 
 interface HostFlags {
@@ -24,6 +25,27 @@ function adminToken(data: string): { token: string; generated: boolean } {
   return { token, generated: true };
 }
 
+/**
+ * Sign-in settings from the environment: `PLATFORM_SMTP_URL` and `PLATFORM_EMAIL_FROM` for email
+ * codes, `PLATFORM_OIDC_ISSUERS` as JSON `[{ "issuer", "jwksUri", "audience" }]`.
+ */
+function signInSettings(): Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssuers"> {
+  const settings: Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssuers"> = {};
+  if (process.env.PLATFORM_SMTP_URL) settings.smtpUrl = process.env.PLATFORM_SMTP_URL;
+  if (process.env.PLATFORM_EMAIL_FROM) settings.emailFrom = process.env.PLATFORM_EMAIL_FROM;
+  if (process.env.PLATFORM_OIDC_ISSUERS) {
+    try {
+      settings.oidcIssuers = JSON.parse(process.env.PLATFORM_OIDC_ISSUERS) as HostOptions["oidcIssuers"] &
+        object;
+    } catch {
+      throw new Error(
+        'PLATFORM_OIDC_ISSUERS must be JSON: [{"issuer": ..., "jwksUri": ..., "audience": ...}]',
+      );
+    }
+  }
+  return settings;
+}
+
 async function serve(flags: HostFlags): Promise<void> {
   const { startHost } = await import("../../../host/host.js");
   const data = resolve(flags.data);
@@ -34,6 +56,7 @@ async function serve(flags: HostFlags): Promise<void> {
     domain: flags.domain,
     hostname: flags.hostname,
     adminToken: token,
+    ...signInSettings(),
   });
   process.stdout.write(
     `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,

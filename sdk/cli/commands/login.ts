@@ -1,0 +1,61 @@
+import { createInterface } from "node:readline/promises";
+import type { Command } from "commander";
+import { PlatformError } from "../../values/index.js";
+import { hostKey, readConfig, writeConfig } from "../config.js";
+import { sendRequest } from "../http.js";
+import { reportError } from "../output.js";
+
+async function readToken(): Promise<string> {
+  if (!process.stdin.isTTY) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8").trim();
+  }
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return (await prompt.question("Developer token (from POST /v1/developers): ")).trim();
+  } finally {
+    prompt.close();
+  }
+}
+
+/** `platform login --host <url>`: stores a developer token for owner commands. */
+export function registerLogin(program: Command): void {
+  program
+    .command("login")
+    .description("store a developer token for a host (PLATFORM_TOKEN overrides it)")
+    .requiredOption("--host <url>", "control plane URL of the host, e.g. http://localhost:8080")
+    .option("--token <token>", "the developer token (otherwise read from standard input)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  platform login --host http://localhost:8080 --token pdt_...\n  echo pdt_... | platform login --host http://localhost:8080",
+    )
+    .action(async (flags: { host: string; token?: string }) => {
+      try {
+        const token = flags.token ?? (await readToken());
+        if (!token)
+          throw new PlatformError(
+            "bad_request",
+            "No token given: pass --token or pipe it on standard input.",
+          );
+        const me = await sendRequest(new URL("/v1/me", flags.host).toString(), {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        if (me.status === 401 || me.status === 403)
+          throw new PlatformError(
+            "unauthorized",
+            "The host refused that token; ask its operator for a developer token.",
+          );
+        if (me.status !== 200) throw new PlatformError("unavailable", `The host answered ${me.status}.`);
+        const who = me.json<{ kind: string; id?: string }>();
+        const config = readConfig();
+        config.logins[hostKey(flags.host)] = { token, ...(who.id ? { developer: who.id } : {}) };
+        writeConfig(config);
+        process.stdout.write(
+          `logged in to ${hostKey(flags.host)} as ${who.kind === "admin" ? "the operator" : who.id}\n`,
+        );
+      } catch (error) {
+        process.exit(reportError(error));
+      }
+    });
+}
