@@ -1,8 +1,9 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import type { DestinationStream } from "pino";
 import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } from "./auth/index.js";
 import { Database } from "./db/index.js";
-import { Deployments, type LogSink } from "./deployments/index.js";
+import { Deployments, LogHub } from "./deployments/index.js";
 import { createHttpApp, listen } from "./http/index.js";
 import type { PoolOptions } from "./isolates/index.js";
 
@@ -24,8 +25,8 @@ export interface HostOptions {
   emailFrom?: string;
   /** OpenID Connect issuers whose ID tokens sign accounts in. */
   oidcIssuers?: OidcIssuer[];
-  /** Where handler log lines go (default: JSON lines on stdout). */
-  log?: LogSink;
+  /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
+  logDestination?: DestinationStream | false;
 }
 
 /** A running host. */
@@ -40,11 +41,6 @@ export interface PlatformHost {
   close(): Promise<void>;
 }
 
-/** JSON lines on stdout. */
-export const stdoutLog: LogSink = (entry) => {
-  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
-};
-
 /**
  * Starts a host: the database under `data`, every deployment's isolates, and the HTTP server.
  * `createHost` is the one composition root; the CLI and tests both use it.
@@ -52,20 +48,21 @@ export const stdoutLog: LogSink = (entry) => {
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
   const db = await Database.open(join(options.data, "db"));
-  const log = options.log ?? stdoutLog;
-  const deployments = new Deployments(db, log, options.pool);
+  const logs = options.logDestination === undefined ? new LogHub() : new LogHub(options.logDestination);
+  const deployments = new Deployments(db, logs, options.pool);
   const auth = await AuthService.open(db);
   const developers = new Developers(db);
   const signIn = {
     emailCodes: new EmailCodes(db, {
       ...(options.smtpUrl ? { smtpUrl: options.smtpUrl } : {}),
       ...(options.emailFrom ? { from: options.emailFrom } : {}),
-      log: (line) =>
-        log({
+      log: (fields) =>
+        logs.write({
+          time: new Date().toISOString(),
           level: "info",
           message: "sign-in code",
-          fields: line,
-          deployment: String(line.deployment),
+          fields,
+          deployment: String(fields.deployment),
           handler: "auth",
           requestId: "-",
         }),

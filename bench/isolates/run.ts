@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     domain: "localhost",
     adminToken: randomBytes(8).toString("hex"),
     devDeployment: "bench",
-    log: () => {},
+    logDestination: false,
   });
   // Cold start of an evicted deployment with a ~500 KB bundle.
   const bigCode = await writeCapsule(join(dir, "big"), bigCapsule());

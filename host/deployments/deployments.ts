@@ -13,12 +13,12 @@ import type {
 } from "../db/index.js";
 import {
   CapsuleIsolate,
-  type HandlerLogEntry,
   IsolatePool,
   type PoolOptions,
   transactionSyscalls,
 } from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
+import { type LogHub, redactSecrets } from "./log-hub.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 
 /** The outcome of one query or mutation. */
@@ -47,11 +47,6 @@ export interface DeployInput {
 
 /** A deploy's outcome; `claimToken` only when an unclaimed deployment was just created. */
 export type DeployResult = DeploymentRecord & { claimToken?: string };
-
-/** Receives handler log lines (tagged by the caller). */
-export type LogSink = (
-  entry: HandlerLogEntry & { deployment: string; handler: string; requestId: string },
-) => void;
 
 let seedPool = randomBytes(4096);
 let seedAt = 0;
@@ -93,7 +88,8 @@ export class Deployments {
 
   constructor(
     readonly db: Database,
-    private readonly log: LogSink,
+    /** Every handler's `ctx.log` lines. */
+    readonly logs: LogHub,
     poolOptions: Partial<PoolOptions> = {},
   ) {
     this.records = db.records<DeploymentRecord>("deployments");
@@ -322,12 +318,15 @@ export class Deployments {
     const database = await this.db.deployment(record.id);
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId = `${Date.now().toString(36)}-${(++this.requestCounter).toString(36)}`;
-    const sink = (entry: HandlerLogEntry) =>
-      this.log({ ...entry, deployment: record.id, handler, requestId });
+    const sink = this.logs.sink(record.id, handler, requestId, record.env);
     const work = (tx: Transaction) =>
       this.pool.withSlot(async () => {
         const response = await runner.run(request, transactionSyscalls(tx, sink));
-        if (!response.ok) throw new PlatformError(response.error.code as ErrorCode, response.error.message);
+        if (!response.ok)
+          throw new PlatformError(
+            response.error.code as ErrorCode,
+            redactSecrets(response.error.message, record.env),
+          );
         return response.valueJson;
       });
     const options = { handler, argsJson, now: "now" in request ? request.now : Date.now() };
@@ -367,8 +366,7 @@ export class Deployments {
           }
         }
         if (record.declaration.auth.hasGuestUpgradeHook) {
-          const sink = (entry: HandlerLogEntry) =>
-            this.log({ ...entry, deployment: id, handler: "auth.onGuestUpgrade", requestId: "upgrade" });
+          const sink = this.logs.sink(id, "auth.onGuestUpgrade", "upgrade", record.env);
           const request: DispatchRequest = {
             kind: "guestUpgrade",
             requestId: 0,

@@ -8,6 +8,6 @@ export {
   type DeployInput,
   Deployments,
   type DeployResult,
-  type LogSink,
 } from "./deployments.js";
+export { LOG_LIMITS, LogHub, type LogLine, redactSecrets } from "./log-hub.js";
 export { type ArtifactRecord, type DeploymentRecord, publicView } from "./records.js";

@@ -11,6 +11,7 @@ import {
   publicView,
 } from "../deployments/index.js";
 import { readJsonText } from "./body.js";
+import { streamLogs } from "./log-stream.js";
 
 /** Who is calling the operator API: the host's operator, or a developer. */
 export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
@@ -182,6 +183,10 @@ export function controlPlaneRoutes(
     const input = await body(ctx);
     ctx.status = 201;
     ctx.body = await auth.signInAccount(record.id, input.email as string);
+  });
+  router.get("/deploys/:id/logs", async (ctx) => {
+    const record = await manageable(ctx, deployments, ctx.params.id);
+    streamLogs(ctx, deployments.logs, record.id);
   });
   router.delete("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -9,6 +9,7 @@ import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
+import { streamLogs } from "./log-stream.js";
 import { resolveDestination } from "./tenant.js";
 
 /** How the HTTP server routes requests. */
@@ -59,6 +60,9 @@ export function createHttpApp(options: HttpOptions): Koa {
     if (destination.kind === "deployment") {
       ctx.state.deployment = destination.id;
       if (ctx.path.startsWith("/__platform/auth/")) return authMiddleware(ctx as never, next);
+      if (options.devDeployment && ctx.method === "GET" && ctx.path === "/__platform/logs") {
+        return streamLogs(ctx, options.deployments.logs, destination.id);
+      }
       if (ctx.path.startsWith("/api/")) return appMiddleware(ctx as never, next);
       return endpoints(ctx, next);
     }

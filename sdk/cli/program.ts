@@ -4,6 +4,7 @@ import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
 import { registerHost } from "./commands/host.js";
 import { registerLogin } from "./commands/login.js";
+import { registerLogs } from "./commands/logs.js";
 
 function packageVersion(): string {
   for (const candidate of ["../../package.json", "../../../package.json"]) {
@@ -34,5 +35,6 @@ export function createProgram(): Command {
   registerHost(program);
   registerDeploy(program);
   registerLogin(program);
+  registerLogs(program);
   return program;
 }

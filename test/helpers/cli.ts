@@ -9,6 +9,30 @@ export function runCli(args: string[], env: Record<string, string> = {}) {
   });
 }
 
+/**
+ * Runs the CLI without blocking this process's event loop: needed when the CLI talks to a host
+ * running inside the test process itself (`runCli` would deadlock it).
+ */
+export function runCliAsync(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], {
+      env: { ...process.env, ...env },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** A long-running CLI process whose output is collected. */
 export interface CliProcess {
   child: ChildProcess;

@@ -39,7 +39,8 @@ export async function startTestHost(options: Partial<HostOptions> = {}): Promise
     port: 0,
     domain: "localhost",
     adminToken,
-    log: (entry) => logs.push(entry),
+    // Log lines as pino writes them (JSON), collected for assertions.
+    logDestination: { write: (line: string) => logs.push(JSON.parse(line)) },
     ...options,
   });
   const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };

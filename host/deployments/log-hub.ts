@@ -1,0 +1,133 @@
+import pino, { type DestinationStream } from "pino";
+import type { HandlerLogEntry } from "../isolates/index.js";
+
+/** One stored log line of a deployment. */
+export interface LogLine {
+  time: string;
+  level: "info" | "warn" | "error";
+  deployment: string;
+  handler: string;
+  requestId: string;
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/** Limits of `ctx.log` per handler execution. */
+export const LOG_LIMITS = {
+  linesPerHandler: 100,
+  messageChars: 4096,
+  fieldsChars: 16 * 1024,
+  keptPerDeployment: 1000,
+} as const;
+
+type Listener = (line: LogLine) => void;
+
+/** Replaces every env value (of 4 characters or more) in `text` by `[redacted]`. */
+export function redactSecrets(text: string, env: Record<string, string>): string {
+  let out = text;
+  for (const secret of Object.values(env)) if (secret.length >= 4) out = out.split(secret).join("[redacted]");
+  return out;
+}
+
+/**
+ * Every handler log line of the host: written as JSON lines through pino (to stdout unless told
+ * otherwise), kept in a ring of the last {@link LOG_LIMITS.keptPerDeployment} lines per deployment
+ * for `platform logs`, and pushed to followers.
+ */
+export class LogHub {
+  private readonly rings = new Map<string, LogLine[]>();
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly out: pino.Logger | undefined;
+
+  constructor(destination: DestinationStream | false = pino.destination(1)) {
+    this.out =
+      destination === false
+        ? undefined
+        : pino({ base: null, messageKey: "message", timestamp: pino.stdTimeFunctions.isoTime }, destination);
+  }
+
+  /** Records a line. */
+  write(line: LogLine): void {
+    this.out?.[line.level](
+      {
+        deployment: line.deployment,
+        handler: line.handler,
+        requestId: line.requestId,
+        ...(line.fields ? { fields: line.fields } : {}),
+      },
+      line.message,
+    );
+    let ring = this.rings.get(line.deployment);
+    if (!ring) {
+      ring = [];
+      this.rings.set(line.deployment, ring);
+    }
+    ring.push(line);
+    if (ring.length > LOG_LIMITS.keptPerDeployment)
+      ring.splice(0, ring.length - LOG_LIMITS.keptPerDeployment);
+    for (const listener of this.listeners.get(line.deployment) ?? []) listener(line);
+  }
+
+  /** The kept lines of a deployment, oldest first. */
+  recent(deployment: string): LogLine[] {
+    return [...(this.rings.get(deployment) ?? [])];
+  }
+
+  /** Calls `listener` for every new line of `deployment`; returns the unsubscribe function. */
+  follow(deployment: string, listener: Listener): () => void {
+    let set = this.listeners.get(deployment);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(deployment, set);
+    }
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  /**
+   * A sink for one handler execution: tags lines, enforces {@link LOG_LIMITS}, and replaces every
+   * server-only env value by `[redacted]` so secrets never reach the logs through the platform.
+   */
+  sink(
+    deployment: string,
+    handler: string,
+    requestId: string,
+    env: Record<string, string>,
+  ): (entry: HandlerLogEntry) => void {
+    const scrub = (text: string) => redactSecrets(text, env);
+    let count = 0;
+    return (entry) => {
+      count++;
+      if (count > LOG_LIMITS.linesPerHandler) {
+        if (count === LOG_LIMITS.linesPerHandler + 1) {
+          this.write({
+            time: new Date().toISOString(),
+            level: "warn",
+            deployment,
+            handler,
+            requestId,
+            message: `log limit reached: further lines of this call are dropped (${LOG_LIMITS.linesPerHandler} per call)`,
+          });
+        }
+        return;
+      }
+      let fields: Record<string, unknown> | undefined;
+      if (entry.fields) {
+        const json = scrub(JSON.stringify(entry.fields));
+        fields =
+          json.length > LOG_LIMITS.fieldsChars
+            ? { truncated: json.slice(0, LOG_LIMITS.fieldsChars) }
+            : (JSON.parse(json) as Record<string, unknown>);
+      }
+      this.write({
+        time: new Date().toISOString(),
+        level: entry.level,
+        deployment,
+        handler,
+        requestId,
+        message: scrub(entry.message).slice(0, LOG_LIMITS.messageChars),
+        ...(fields ? { fields } : {}),
+      });
+    };
+  }
+}

@@ -1,0 +1,111 @@
+import { request } from "node:http";
+import type { Command } from "commander";
+import { PlatformError } from "../../values/index.js";
+import { ownerToken } from "../config.js";
+import { localhostLookup } from "../http.js";
+import { reportError } from "../output.js";
+
+interface LogLine {
+  time: string;
+  level: string;
+  handler: string;
+  requestId: string;
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/** One line for humans: time, level, handler, request id, message, fields. */
+export function formatLogLine(line: LogLine): string {
+  const time = line.time.slice(11, 23);
+  const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
+  return `${time} ${line.level.toUpperCase().padEnd(5)} ${line.handler} [${line.requestId}] ${line.message}${fields}`;
+}
+
+/** `platform logs [deploy_id]`: handler log lines of the dev server or of a hosted deployment. */
+export function registerLogs(program: Command): void {
+  program
+    .command("logs")
+    .argument(
+      "[deploy_id]",
+      "a hosted deployment (needs --host and the owner's credentials); none: the dev server",
+    )
+    .description("show handler log lines (ctx.log) of the dev server or of a hosted deployment")
+    .option("--port <port>", "port of the local dev server", "3000")
+    .option("--host <url>", "control plane URL of the host, for a hosted deployment")
+    .option("--follow", "keep printing new lines")
+    .option("--json", "print one JSON object per line")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  platform logs --follow\n  platform logs todo --host http://localhost:8080 --json",
+    )
+    .action(
+      async (
+        deployId: string | undefined,
+        flags: { port: string; host?: string; follow?: boolean; json?: boolean },
+      ) => {
+        try {
+          let url: URL;
+          const headers: Record<string, string> = {};
+          if (deployId) {
+            if (!flags.host)
+              throw new PlatformError("bad_request", "A hosted deployment needs --host <control plane URL>.");
+            url = new URL(`/v1/deploys/${deployId}/logs`, flags.host);
+            const token = ownerToken(flags.host);
+            if (!token)
+              throw new PlatformError(
+                "unauthorized",
+                "No credentials: run platform login --host <url>, or set PLATFORM_TOKEN.",
+              );
+            headers.authorization = `Bearer ${token}`;
+          } else {
+            url = new URL(`http://localhost:${flags.port}/__platform/logs`);
+          }
+          if (flags.follow) url.searchParams.set("follow", "1");
+          await new Promise<void>((resolve, reject) => {
+            const req = request(url, { headers, lookup: localhostLookup }, (res) => {
+              if ((res.statusCode ?? 500) >= 400) {
+                let body = "";
+                res.on("data", (chunk: Buffer) => {
+                  body += chunk.toString();
+                });
+                res.on("end", () => {
+                  const message = (() => {
+                    try {
+                      return (JSON.parse(body) as { error: { message: string } }).error.message;
+                    } catch {
+                      return `The server answered ${res.statusCode}.`;
+                    }
+                  })();
+                  reject(new PlatformError(res.statusCode === 403 ? "forbidden" : "bad_request", message));
+                });
+                return;
+              }
+              let pending = "";
+              res.on("data", (chunk: Buffer) => {
+                pending += chunk.toString();
+                const lines = pending.split("\n");
+                pending = lines.pop() ?? "";
+                for (const text of lines) {
+                  if (!text) continue;
+                  process.stdout.write(`${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine)}\n`);
+                }
+              });
+              res.on("end", () => resolve());
+              res.on("error", reject);
+            });
+            req.on("error", (error) =>
+              reject(
+                new PlatformError(
+                  "unavailable",
+                  `Cannot reach ${url.origin} (${(error as Error).message}). Is the server running?`,
+                ),
+              ),
+            );
+            req.end();
+          });
+        } catch (error) {
+          process.exit(reportError(error));
+        }
+      },
+    );
+}
