@@ -11,12 +11,7 @@ import type {
   RecordStore,
   Transaction,
 } from "../db/index.js";
-import {
-  CapsuleIsolate,
-  IsolatePool,
-  type PoolOptions,
-  transactionSyscalls,
-} from "../isolates/index.js";
+import { CapsuleIsolate, IsolatePool, type PoolOptions, transactionSyscalls } from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
 import { type LogHub, redactSecrets } from "./log-hub.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
