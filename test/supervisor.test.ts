@@ -114,3 +114,25 @@ it("platform login stores a developer token that platform deploy then uses", asy
   expect(noCredentials.status).toBe(1);
   expect(noCredentials.stderr).toContain("No credentials");
 }, 60_000);
+
+it("platform deploy warns when .env.platform.server is tracked by git", async () => {
+  const { cp, writeFile: write } = await import("node:fs/promises");
+  const { spawnSync } = await import("node:child_process");
+  const app = join(dir, "tracked");
+  await cp("fixtures/todo", app, { recursive: true });
+  await write(join(app, ".env.platform.server"), "API_KEY=abc123\n");
+  const git = (...args: string[]) => spawnSync("git", args, { cwd: app, encoding: "utf8" });
+  expect(git("init", "-q").status).toBe(0);
+  const clean = runCli(["deploy", app, "--host", `http://localhost:${port}`, "--name", "tracked"], {
+    PLATFORM_ADMIN_TOKEN: token,
+  });
+  expect(clean.status, clean.stderr).toBe(0);
+  expect(clean.stderr).not.toContain("tracked by git");
+  expect(git("add", ".env.platform.server").status).toBe(0);
+  const warned = runCli(["deploy", app, "--host", `http://localhost:${port}`, "--name", "tracked"], {
+    PLATFORM_ADMIN_TOKEN: token,
+  });
+  expect(warned.status, warned.stderr).toBe(0);
+  expect(warned.stderr).toContain("warning: .env.platform.server is tracked by git");
+  expect(warned.stdout + warned.stderr).not.toContain("abc123");
+}, 60_000);

@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 
 /** Runs the CLI from source (as `platform ...`) and waits for it to exit. */
 export function runCli(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], {
+  return spawnSync(process.execPath, ["--no-node-snapshot", "--import", "tsx", "sdk/cli/bin.ts", ...args], {
     encoding: "utf8",
     env: { ...process.env, ...env },
   });
@@ -18,9 +18,13 @@ export function runCliAsync(
   env: Record<string, string> = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], {
-      env: { ...process.env, ...env },
-    });
+    const child = spawn(
+      process.execPath,
+      ["--no-node-snapshot", "--import", "tsx", "sdk/cli/bin.ts", ...args],
+      {
+        env: { ...process.env, ...env },
+      },
+    );
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {
@@ -43,10 +47,14 @@ export interface CliProcess {
 
 /** Starts the CLI from source in the background. */
 export function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    ["--no-node-snapshot", "--import", "tsx", "sdk/cli/bin.ts", ...args],
+    {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { PlatformError } from "../../values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
-import { readServerEnv } from "../env-file.js";
+import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { sendRequest } from "../http.js";
 import { reportError } from "../output.js";
 
@@ -45,6 +45,11 @@ export function registerDeploy(program: Command): void {
             "No credentials: run platform login --host <url>, or set PLATFORM_TOKEN (or PLATFORM_ADMIN_TOKEN).",
           );
         process.stdout.write(`bundling ${dir}\n`);
+        if (envFileTrackedByGit(dir)) {
+          process.stderr.write(
+            "warning: .env.platform.server is tracked by git, so its secrets are in your history. Remove it (git rm --cached .env.platform.server), add it to .gitignore, and rotate the secrets.\n",
+          );
+        }
         const { code } = await bundleCapsule(dir);
         const base = new URL(flags.host);
         const response = await sendRequest(new URL(`/v1/deploys/${id}`, base).toString(), {

@@ -18,10 +18,16 @@ export function registerDev(program: Command): void {
       "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit)",
     )
     .option("--port <port>", "port to listen on", "3000")
+    .option(
+      "--data <dir>",
+      "keep the dev database in this folder across restarts (default: a throw-away folder)",
+    )
     .addHelpText("after", "\nExamples:\n  platform dev fixtures/todo\n  platform dev . --port 4000")
-    .action(async (dirArg: string, flags: { port: string }) => {
+    .action(async (dirArg: string, flags: { port: string; data?: string }) => {
       const dir = resolve(dirArg);
-      const data = await mkdtemp(join(tmpdir(), "platform-dev-"));
+      const keep = flags.data !== undefined;
+      const data = keep ? resolve(flags.data as string) : await mkdtemp(join(tmpdir(), "platform-dev-"));
+      const discard = () => (keep ? Promise.resolve() : rm(data, { recursive: true, force: true }));
       try {
         const { startHost } = await import("../../../host/host.js");
         const { randomBytes } = await import("node:crypto");
@@ -56,13 +62,13 @@ export function registerDev(program: Command): void {
         });
         const stop = async () => {
           await host.close();
-          await rm(data, { recursive: true, force: true });
+          await discard();
           process.exit(0);
         };
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       } catch (error) {
-        await rm(data, { recursive: true, force: true });
+        await discard();
         process.exit(reportError(error));
       }
     });
