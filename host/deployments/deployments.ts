@@ -1,5 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { BridgeHttpRequest, BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
+import type {
+  BridgeHttpRequest,
+  BridgeIdentity,
+  CapsuleDeclaration,
+  DispatchRequest,
+} from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { matchesHash, newClaimToken, normaliseEmail } from "../auth/index.js";
@@ -143,9 +148,13 @@ export class Deployments {
       },
     );
     try {
-      const declaration = checkDeclaration(
-        await probe.declare().catch((error: unknown) => Promise.reject(deployError(error))),
-      );
+      const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
+      let declaration: CapsuleDeclaration;
+      try {
+        declaration = checkDeclaration(declared);
+      } catch (error) {
+        throw deployError(error);
+      }
       if (!(await this.artifacts.get(hash))) {
         await this.artifacts.put(hash, {
           hash,

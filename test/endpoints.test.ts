@@ -1,0 +1,112 @@
+/** Custom endpoints end to end: request readers, response helpers, read-only and writing handlers, deploy checks. */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundleCapsule } from "../sdk/cli/bundle.js";
+import { sendRequest } from "../sdk/cli/http.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+const url = (path: string) => `${host.deploymentUrl("ep")}${path}`;
+
+beforeAll(async () => {
+  host = await startTestHost();
+  expect((await host.deployFixture("ep", "endpoints")).status).toBe(201);
+});
+afterAll(() => host.dispose());
+
+describe("custom endpoints", () => {
+  it("read headers, query, text and bytes; answer with status and headers", async () => {
+    const response = await sendRequest(url("/echo?q=one&q=two"), {
+      method: "POST",
+      headers: { "x-custom": "Value" },
+      body: Buffer.from([0xff, 0x61, 0x62]),
+    });
+    expect(response.status).toBe(201);
+    expect(response.headers["x-echo"]).toBe("yes");
+    expect(response.headers["content-type"]).toContain("application/json");
+    expect(response.json()).toMatchObject({
+      method: "POST",
+      path: "/echo",
+      header: "Value",
+      missingHeader: null,
+      q: "one",
+      missingQuery: null,
+      byteLength: 3,
+      firstByte: 255,
+    });
+    const hello = await sendRequest(url("/hello"));
+    expect([hello.status, hello.text(), hello.headers["x-kind"]]).toEqual([202, "hello", "text"]);
+  });
+
+  it("json() parses bodies and refuses bad JSON clearly", async () => {
+    expect((await sendRequest(url("/parse"), { method: "POST", body: '{"a":[1,2]}' })).json()).toEqual({
+      a: [1, 2],
+    });
+    const bad = await sendRequest(url("/parse"), { method: "POST", body: "{nope" });
+    expect(bad.status).toBe(400);
+    expect(bad.json()).toEqual({
+      error: { code: "bad_request", message: "The request body is not valid JSON." },
+    });
+  });
+
+  it("refuses a handler that returns something other than json() or text()", async () => {
+    const response = await sendRequest(url("/wrong"));
+    expect(response.status).toBe(500);
+    expect(response.json()).toEqual({
+      error: {
+        code: "handler_error",
+        message: "Endpoint wrong must return json(...) or text(...) from platform/server.",
+      },
+    });
+  });
+
+  it("runs readOnly endpoints as queries (writes fail) and the others as one rolled-back-on-throw transaction", async () => {
+    const sneaky = await sendRequest(url("/sneaky"), { method: "POST" });
+    expect(sneaky.status).toBe(403);
+    expect((await sendRequest(url("/write?n=5"), { method: "POST" })).json()).toEqual({ n: 5 });
+    const failed = await sendRequest(url("/write?n=6&fail=1"), { method: "POST" });
+    expect(failed.json()).toEqual({
+      error: { code: "handler_error", message: "Uncaught Error: rolled back" },
+    });
+    expect((await host.call("ep", "query", "count")).json()).toEqual({ value: 1 });
+  });
+
+  it("limits request bodies and answers unknown routes and methods with 404", async () => {
+    const big = await sendRequest(url("/echo"), { method: "POST", body: Buffer.alloc(1024 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect((await sendRequest(url("/hello"), { method: "POST" })).status).toBe(404);
+    expect((await sendRequest(url("/nowhere"))).status).toBe(404);
+  });
+});
+
+describe("deploy checks of endpoint routes", () => {
+  it("refuses paths reserved for the platform and duplicate routes, naming them", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "platform-routes-"));
+    await mkdir(join(dir, "server"));
+    const attempt = async (endpoints: string) => {
+      await writeFile(
+        join(dir, "server", "index.ts"),
+        `import { capsule, endpoint, text } from "platform/server";\nexport default capsule({ schema: {}, endpoints: { ${endpoints} } });\n`,
+      );
+      return host.deployCode("routes", (await bundleCapsule(dir)).code);
+    };
+    for (const path of ["/api/query/x", "/storage", "/storage/public/x", "/__platform/auth/guest"]) {
+      const response = await attempt(
+        `a: endpoint({ method: "GET", path: "${path}", readOnly: true }, async () => text("x"))`,
+      );
+      expect(response.status, path).toBe(400);
+      expect(response.json<{ error: { message: string } }>().error.message).toContain(
+        "reserved for the platform",
+      );
+    }
+    const duplicate = await attempt(
+      `a: endpoint({ method: "GET", path: "/x", readOnly: true }, async () => text("a")), b: endpoint({ method: "get", path: "/x", readOnly: true }, async () => text("b"))`,
+    );
+    expect(duplicate.json<{ error: { message: string } }>().error.message).toBe(
+      "Deploy failed: Two endpoints are declared for GET /x.",
+    );
+    await rm(dir, { recursive: true, force: true });
+  });
+});
