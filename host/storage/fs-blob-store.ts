@@ -1,0 +1,73 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import { type BlobStore, checkBlobKey } from "./blob-store.js";
+
+const TEMP_DIR = ".tmp";
+
+async function fsyncDir(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Blobs as files under `root`, for `platform host`. A put writes a temporary file, fsyncs it,
+ * renames it into place and fsyncs the directory, so a crash leaves either the whole blob or none
+ * (a leftover temporary file is never a blob and is cleared on open).
+ */
+export class FsBlobStore implements BlobStore {
+  private constructor(private readonly root: string) {}
+
+  /** Opens (creating) the store at `root` and clears temporary files a crash left behind. */
+  static async open(root: string): Promise<FsBlobStore> {
+    await mkdir(root, { recursive: true });
+    await rm(join(root, TEMP_DIR), { recursive: true, force: true });
+    await mkdir(join(root, TEMP_DIR), { recursive: true });
+    return new FsBlobStore(root);
+  }
+
+  private path(key: string): string {
+    return join(this.root, ...checkBlobKey(key).split("/"));
+  }
+
+  async put(key: string, data: Uint8Array): Promise<void> {
+    const target = this.path(key);
+    const temp = join(this.root, TEMP_DIR, randomBytes(12).toString("hex"));
+    const handle = await open(temp, "wx", 0o600);
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await mkdir(dirname(target), { recursive: true });
+    await rename(temp, target);
+    await fsyncDir(dirname(target));
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      return await readFile(this.path(key));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.path(key), { force: true });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const entries = await readdir(this.root, { recursive: true, withFileTypes: true });
+    return entries
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(this.root, join(entry.parentPath, entry.name)).split(sep).join("/"))
+      .filter((key) => !key.startsWith(`${TEMP_DIR}/`) && key.startsWith(prefix))
+      .sort();
+  }
+}
