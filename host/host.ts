@@ -6,6 +6,13 @@ import { Database } from "./db/index.js";
 import { Deployments, LogHub } from "./deployments/index.js";
 import { createHttpApp, listen } from "./http/index.js";
 import type { PoolOptions } from "./isolates/index.js";
+import {
+  DEFAULT_STORAGE_LIMITS,
+  FsBlobStore,
+  MemoryBlobStore,
+  ObjectService,
+  type StorageLimits,
+} from "./storage/index.js";
 
 /** Options of {@link startHost}. */
 export interface HostOptions {
@@ -25,6 +32,8 @@ export interface HostOptions {
   emailFrom?: string;
   /** OpenID Connect issuers whose ID tokens sign accounts in. */
   oidcIssuers?: OidcIssuer[];
+  /** Storage limits (tests use small ones); defaults are SPEC.md's. */
+  storageLimits?: Partial<StorageLimits>;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
 }
@@ -69,7 +78,12 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     }),
     oidc: new OidcVerifier(options.oidcIssuers ?? []),
   };
+  const blobs = options.devDeployment
+    ? new MemoryBlobStore()
+    : await FsBlobStore.open(join(options.data, "blobs"));
+  const objects = new ObjectService(db, blobs, { ...DEFAULT_STORAGE_LIMITS, ...options.storageLimits });
   const app = createHttpApp({
+    objects,
     signIn,
     deployments,
     auth,

@@ -1,4 +1,4 @@
-import { afterPrefix, encodeText } from "./codec.js";
+import { afterPrefix, encodeText, TAG_STRING } from "./codec.js";
 import { hostKey } from "./keys.js";
 import type { Level } from "./scan.js";
 
@@ -35,6 +35,34 @@ export class RecordStore<T> {
   /** Removes the record `id` (no error when absent). */
   async delete(id: string): Promise<void> {
     await this.level.del(this.key(id));
+  }
+
+  /** Records whose id starts with `prefix`, in id order, at most `limit`. */
+  async listPrefix(prefix: string, limit = Number.POSITIVE_INFINITY): Promise<T[]> {
+    const start = Buffer.concat([this.prefix, Buffer.from([TAG_STRING]), Buffer.from(prefix, "utf8")]);
+    const values = await this.level
+      .values({ gte: start, lt: afterPrefix(start), ...(Number.isFinite(limit) ? { limit } : {}) })
+      .all();
+    return values.map((json) => JSON.parse(json) as T);
+  }
+
+  /** Writes several records (and deletions) of this store in one atomic batch, with `extra` operations. */
+  async batch(
+    writes: Array<{ id: string; value: T | null }>,
+    extra: Array<{ key: Buffer; value: string | null }> = [],
+  ): Promise<void> {
+    const operations = [
+      ...writes.map(({ id, value }) => ({
+        key: this.key(id),
+        value: value === null ? null : JSON.stringify(value),
+      })),
+      ...extra,
+    ];
+    await this.level.batch(
+      operations.map(({ key, value }) =>
+        value === null ? { type: "del" as const, key } : { type: "put" as const, key, value },
+      ),
+    );
   }
 
   /** Every record, in id order. */

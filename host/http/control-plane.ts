@@ -10,6 +10,7 @@ import {
   type Deployments,
   publicView,
 } from "../deployments/index.js";
+import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readJsonText } from "./body.js";
 import { streamLogs } from "./log-stream.js";
 
@@ -94,6 +95,7 @@ export function controlPlaneRoutes(
   deployments: Deployments,
   auth: AuthService,
   developers: Developers,
+  objects: ObjectService,
   adminToken: string,
 ): Router {
   const router = new Router({ prefix: "/v1" });
@@ -187,6 +189,14 @@ export function controlPlaneRoutes(
   router.get("/deploys/:id/logs", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
     streamLogs(ctx, deployments.logs, record.id);
+  });
+  router.delete("/me/deploys/:id/storage/:visibility/:object", async (ctx) => {
+    const record = await manageable(ctx, deployments, ctx.params.id);
+    const visibility = ctx.params.visibility;
+    if (visibility !== "public" && visibility !== "private")
+      throw new PlatformError("not_found", "No such object.");
+    await objects.remove(record.id, visibility, checkObjectId(ctx.params.object as string));
+    ctx.status = 204;
   });
   router.delete("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

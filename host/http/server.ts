@@ -4,12 +4,14 @@ import Koa from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
+import type { ObjectService } from "../storage/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { streamLogs } from "./log-stream.js";
+import { storageRoutes } from "./storage-routes.js";
 import { resolveDestination } from "./tenant.js";
 
 /** How the HTTP server routes requests. */
@@ -18,6 +20,7 @@ export interface HttpOptions {
   auth: AuthService;
   developers: Developers;
   signIn: SignInMethods;
+  objects: ObjectService;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
   /** `platform dev`: every request goes to this deployment; no control plane. */
@@ -50,10 +53,24 @@ export function createHttpApp(options: HttpOptions): Koa {
   );
   const authMiddleware = authRouter.routes();
   const control = options.adminToken
-    ? controlPlaneRoutes(options.deployments, options.auth, options.developers, options.adminToken)
+    ? controlPlaneRoutes(
+        options.deployments,
+        options.auth,
+        options.developers,
+        options.objects,
+        options.adminToken,
+      )
     : undefined;
   const appMiddleware = appRouter.routes();
   const endpoints = endpointRoutes(options.deployments, options.auth);
+  const storage = storageRoutes(
+    options.deployments,
+    options.auth,
+    options.objects,
+    options.developers,
+    options.adminToken ?? "",
+    options.devDeployment !== undefined,
+  );
   const controlMiddleware = control?.routes();
   app.use(async (ctx, next) => {
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
@@ -64,6 +81,8 @@ export function createHttpApp(options: HttpOptions): Koa {
         return streamLogs(ctx, options.deployments.logs, destination.id);
       }
       if (ctx.path.startsWith("/api/")) return appMiddleware(ctx as never, next);
+      if (ctx.path === "/storage" || ctx.path.startsWith("/storage/") || ctx.path === "/__platform/storage")
+        return storage(ctx, next);
       return endpoints(ctx, next);
     }
     if (destination.kind === "control" && controlMiddleware) return controlMiddleware(ctx as never, next);

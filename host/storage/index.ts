@@ -9,3 +9,11 @@ export {
 } from "./blocked-types.js";
 export { FsBlobStore } from "./fs-blob-store.js";
 export { MemoryBlobStore } from "./memory-blob-store.js";
+export {
+  checkObjectId,
+  DEFAULT_STORAGE_LIMITS,
+  type ObjectRecord,
+  ObjectService,
+  type StorageLimits,
+  type Visibility,
+} from "./objects.js";

@@ -1,0 +1,231 @@
+import { randomBytes } from "node:crypto";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import type { Database, RecordStore } from "../db/index.js";
+import { WriteLock } from "../db/write-lock.js";
+import type { BlobStore } from "./blob-store.js";
+import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+
+/** Public or private: public objects can be read without sign-in on open apps. */
+export type Visibility = "public" | "private";
+
+/** What is recorded per stored object (SPEC.md "Stored object record" plus its metadata). */
+export interface ObjectRecord {
+  deployment: string;
+  /** `public/<id>` or `private/<id>`. */
+  key: string;
+  visibility: Visibility;
+  id: string;
+  size: number;
+  contentType: string;
+  uploaderId: string;
+  uploaderEmail: string | null;
+  uploadedAt: number;
+  /** Whose 100 MiB the object counts against (the deployment owner). */
+  quotaOwner: string;
+}
+
+/** Storage limits; tests pass smaller ones. */
+export interface StorageLimits {
+  fileSize: number;
+  perDeveloper: number;
+  listing: number;
+}
+
+/** SPEC.md's limits: 5 MiB per file, 100 MiB per developer, listings of the newest 500. */
+export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
+  fileSize: LIMITS.fileSize,
+  perDeveloper: LIMITS.storagePerDeveloper,
+  listing: LIMITS.listingSize,
+};
+
+const ID = /^[A-Za-z0-9_-]{22}$/;
+const NEWEST_FIRST = 9_999_999_999_999;
+
+/** Checks an object id taken from a URL. */
+export function checkObjectId(id: string): string {
+  if (!ID.test(id)) throw new PlatformError("not_found", "No such object.");
+  return id;
+}
+
+/**
+ * Object records, bytes and quota. The bytes go to the blob store first; the record, the
+ * newest-first listing entry and the owner's usage are then written in ONE batch under the owner's
+ * lock, so two uploads cannot both take the last free byte and a crash never leaves a record
+ * without bytes or bytes counted twice (at worst unreferenced bytes, never counted).
+ */
+export class ObjectService {
+  private readonly records: RecordStore<ObjectRecord>;
+  private readonly byTime: RecordStore<{ key: string }>;
+  private readonly usage: RecordStore<{ bytes: number }>;
+  private readonly totals: RecordStore<{ count: number; bytes: number }>;
+  private readonly locks = new Map<string, WriteLock>();
+
+  constructor(
+    db: Database,
+    readonly blobs: BlobStore,
+    readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
+  ) {
+    this.records = db.records<ObjectRecord>("objects");
+    this.byTime = db.records<{ key: string }>("objects-by-time");
+    this.usage = db.records<{ bytes: number }>("storage-usage");
+    this.totals = db.records<{ count: number; bytes: number }>("storage-totals");
+  }
+
+  private lock(owner: string): WriteLock {
+    let lock = this.locks.get(owner);
+    if (!lock) {
+      lock = new WriteLock();
+      this.locks.set(owner, lock);
+    }
+    return lock;
+  }
+
+  private timeId(record: ObjectRecord): string {
+    return `${record.deployment}/${String(NEWEST_FIRST - record.uploadedAt).padStart(13, "0")}/${record.id}`;
+  }
+
+  /** Checks and stores an upload; returns its record. */
+  async upload(input: {
+    deployment: string;
+    quotaOwner: string;
+    visibility: Visibility;
+    contentType: string;
+    bytes: Buffer;
+    uploaderId: string;
+    uploaderEmail: string | null;
+  }): Promise<ObjectRecord> {
+    if (input.bytes.length > this.limits.fileSize)
+      throw new PlatformError("too_large", `Files are limited to ${this.limits.fileSize} bytes (5 MiB).`);
+    if (isBlockedDeclaredType(input.contentType)) {
+      throw new PlatformError(
+        "blocked_type",
+        `Files of type ${input.contentType} cannot be stored (executables, installers, scripts, HTML and JavaScript are blocked).`,
+      );
+    }
+    const reason = await blockedContentReason(input.bytes);
+    if (reason) throw new PlatformError("blocked_type", `This file cannot be stored: ${reason}.`);
+    const id = randomBytes(16).toString("base64url");
+    const record: ObjectRecord = {
+      deployment: input.deployment,
+      key: `${input.visibility}/${id}`,
+      visibility: input.visibility,
+      id,
+      size: input.bytes.length,
+      contentType: input.contentType,
+      uploaderId: input.uploaderId,
+      uploaderEmail: input.uploaderEmail,
+      uploadedAt: Date.now(),
+      quotaOwner: input.quotaOwner,
+    };
+    const blobKey = `${record.deployment}/${record.key}`;
+    try {
+      await this.blobs.put(blobKey, input.bytes);
+    } catch (error) {
+      throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
+        cause: error,
+      });
+    }
+    try {
+      await this.lock(input.quotaOwner).run(async () => {
+        const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
+        if (used + record.size > this.limits.perDeveloper) {
+          throw new PlatformError(
+            "quota_exceeded",
+            `The developer's storage is full (${this.limits.perDeveloper} bytes, 100 MiB); delete files to free space.`,
+          );
+        }
+        const totals = (await this.totals.get(record.deployment)) ?? { count: 0, bytes: 0 };
+        await this.records.batch(
+          [{ id: `${record.deployment}/${record.key}`, value: record }],
+          [
+            { key: this.byTime.key(this.timeId(record)), value: JSON.stringify({ key: record.key }) },
+            { key: this.usage.key(input.quotaOwner), value: JSON.stringify({ bytes: used + record.size }) },
+            {
+              key: this.totals.key(record.deployment),
+              value: JSON.stringify({ count: totals.count + 1, bytes: totals.bytes + record.size }),
+            },
+          ],
+        );
+      });
+    } catch (error) {
+      await this.blobs.delete(blobKey).catch(() => {});
+      throw error;
+    }
+    return record;
+  }
+
+  /** The record of `<visibility>/<id>` in `deployment`, or undefined. */
+  record(deployment: string, visibility: Visibility, id: string): Promise<ObjectRecord | undefined> {
+    return this.records.get(`${deployment}/${visibility}/${checkObjectId(id)}`);
+  }
+
+  /** The bytes of a recorded object. */
+  async bytes(record: ObjectRecord): Promise<Buffer> {
+    const bytes = await this.blobs.get(`${record.deployment}/${record.key}`).catch((error: unknown) => {
+      throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
+        cause: error,
+      });
+    });
+    if (!bytes) throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
+    return bytes;
+  }
+
+  /**
+   * Deletes `<visibility>/<id>` (idempotent: a missing object is fine). `allowed` may refuse (for
+   * example: not the uploader). Frees its bytes from the owner's quota in the same batch.
+   */
+  async remove(
+    deployment: string,
+    visibility: Visibility,
+    id: string,
+    allowed: (record: ObjectRecord) => void = () => {},
+  ): Promise<boolean> {
+    const existing = await this.record(deployment, visibility, id);
+    if (!existing) return false;
+    allowed(existing);
+    const removed = await this.lock(existing.quotaOwner).run(async () => {
+      const record = await this.record(deployment, visibility, id);
+      if (!record) return false;
+      const used = (await this.usage.get(record.quotaOwner))?.bytes ?? 0;
+      const totals = (await this.totals.get(deployment)) ?? { count: 1, bytes: record.size };
+      await this.records.batch(
+        [{ id: `${deployment}/${record.key}`, value: null }],
+        [
+          { key: this.byTime.key(this.timeId(record)), value: null },
+          {
+            key: this.usage.key(record.quotaOwner),
+            value: JSON.stringify({ bytes: Math.max(0, used - record.size) }),
+          },
+          {
+            key: this.totals.key(deployment),
+            value: JSON.stringify({
+              count: Math.max(0, totals.count - 1),
+              bytes: Math.max(0, totals.bytes - record.size),
+            }),
+          },
+        ],
+      );
+      return true;
+    });
+    if (removed) await this.blobs.delete(`${deployment}/${visibility}/${id}`).catch(() => {});
+    return removed;
+  }
+
+  /** The newest objects of a deployment (at most the listing limit) and its totals. */
+  async list(
+    deployment: string,
+  ): Promise<{ objects: ObjectRecord[]; totals: { count: number; bytes: number }; truncated: boolean }> {
+    const entries = await this.byTime.listPrefix(`${deployment}/`, this.limits.listing);
+    const objects = (
+      await Promise.all(entries.map(({ key }) => this.records.get(`${deployment}/${key}`)))
+    ).filter((r): r is ObjectRecord => r !== undefined);
+    const totals = (await this.totals.get(deployment)) ?? { count: 0, bytes: 0 };
+    return { objects, totals, truncated: totals.count > objects.length };
+  }
+
+  /** Bytes counted against a developer. */
+  async used(owner: string): Promise<number> {
+    return (await this.usage.get(owner))?.bytes ?? 0;
+  }
+}

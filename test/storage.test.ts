@@ -1,0 +1,336 @@
+/**
+ * Object storage over real HTTP: every row of SPEC.md's storage error table, every access rule,
+ * the download headers, multipart uploads, idempotent deletes, owner and inspect routes, the
+ * newest-N listing window and the per-developer quota under concurrency.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HttpResponse, sendRequest } from "../sdk/cli/http.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+let owner: { id: string; token: string };
+let other: { id: string; token: string };
+let claimToken: string;
+const tokens: Record<string, Record<string, string>> = {};
+const PNG = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+  Buffer.alloc(200, 7),
+]);
+
+async function admin(
+  path: string,
+  method: string,
+  body?: unknown,
+  token = host.adminToken,
+): Promise<HttpResponse> {
+  return sendRequest(`${host.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+beforeAll(async () => {
+  host = await startTestHost({ storageLimits: { listing: 3 } });
+  owner = (await admin("/v1/developers", "POST", { name: "owner" })).json();
+  other = (await admin("/v1/developers", "POST", { name: "other" })).json();
+  const plain = await fixtureCode("access");
+  for (const [id, code, owned] of [
+    ["open", plain, true],
+    ["signin", await fixtureCode("access-signin"), true],
+    ["locked", plain, true],
+    ["unclaimed", plain, false],
+    ["listing", plain, true],
+  ] as const) {
+    const created = await admin("/v1/deploys", "POST", { id, code, ...(owned ? { owner: owner.id } : {}) });
+    expect(created.status).toBe(201);
+    if (!owned) claimToken = created.json<{ claimToken: string }>().claimToken;
+    tokens[id] = {
+      guest: (await sendRequest(`${host.deploymentUrl(id)}/__platform/auth/guest`, { method: "POST" })).json<{
+        token: string;
+      }>().token,
+      account: (await admin(`/v1/deploys/${id}/sessions`, "POST", { email: "member@example.com" })).json<{
+        token: string;
+      }>().token,
+      approved: (await admin(`/v1/deploys/${id}/sessions`, "POST", { email: "approved@example.com" })).json<{
+        token: string;
+      }>().token,
+    };
+  }
+  await admin("/v1/deploys/locked", "PATCH", { restricted: true, approved: ["approved@example.com"] });
+});
+afterAll(() => host.dispose());
+
+function upload(
+  id: string,
+  body: Buffer,
+  options: { token?: string | undefined; type?: string; isPublic?: boolean; query?: string } = {},
+) {
+  const query = [options.isPublic ? "public=true" : "", options.query ?? ""].filter(Boolean).join("&");
+  return sendRequest(`${host.deploymentUrl(id)}/storage${query ? `?${query}` : ""}`, {
+    method: "POST",
+    headers: {
+      "content-type": options.type ?? "image/png",
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+    },
+    body,
+  });
+}
+
+const download = (id: string, key: string, token?: string) =>
+  sendRequest(`${host.deploymentUrl(id)}/storage/${key}`, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
+
+const code = (response: HttpResponse) => [
+  response.status,
+  response.status >= 400 ? response.json<{ error: { code: string } }>().error.code : "ok",
+];
+
+describe("uploads", () => {
+  it("stores a public file and serves it to anyone on an open app, with the safety headers", async () => {
+    const response = await upload("open", PNG, { token: tokens.open?.account, isPublic: true });
+    expect(response.status).toBe(201);
+    const record = response.json<{ key: string; url: string; size: number; contentType: string }>();
+    expect(record).toMatchObject({ size: PNG.length, contentType: "image/png" });
+    expect(record.key).toMatch(/^public\/[A-Za-z0-9_-]{22}$/);
+    expect(record.url).toBe(`${host.deploymentUrl("open")}/storage/${record.key}`);
+    const fetched = await sendRequest(record.url);
+    expect(fetched.status).toBe(200);
+    expect(fetched.body.equals(PNG)).toBe(true);
+    expect(fetched.headers).toMatchObject({
+      "cache-control": "public, max-age=3600",
+      "x-content-type-options": "nosniff",
+      "content-type": "image/png",
+    });
+    expect(fetched.headers["content-security-policy"]).toContain("sandbox");
+  });
+
+  it("keeps files private by default: a signed-in account of the same deployment only", async () => {
+    const key = (await upload("open", PNG, { token: tokens.open?.account })).json<{ key: string }>().key;
+    expect(key).toMatch(/^private\//);
+    expect(code(await download("open", key))).toEqual([401, "unauthorized"]);
+    expect(code(await download("open", key, tokens.open?.guest))).toEqual([403, "forbidden"]);
+    expect(code(await download("open", key, tokens.signin?.account))).toEqual([401, "unauthorized"]);
+    const ok = await download("open", key, tokens.open?.account);
+    expect([ok.status, ok.headers["cache-control"]]).toEqual([200, "private, no-store"]);
+    const viaQuery = await sendRequest(
+      `${host.deploymentUrl("open")}/storage/${key}?platform_token=${tokens.open?.account}`,
+    );
+    expect(viaQuery.status).toBe(200);
+  });
+
+  it("refuses guests, anonymous callers and unclaimed deployments", async () => {
+    expect(code(await upload("open", PNG, { token: tokens.open?.guest }))).toEqual([403, "forbidden"]);
+    expect(code(await upload("open", PNG))).toEqual([401, "unauthorized"]);
+    expect(code(await upload("unclaimed", PNG, { token: tokens.unclaimed?.account }))).toEqual([
+      403,
+      "forbidden",
+    ]);
+  });
+
+  it("answers 413 too_large above 5 MiB and accepts exactly 5 MiB", async () => {
+    const limit = 5 * 1024 * 1024;
+    expect(
+      code(
+        await upload("open", Buffer.alloc(limit + 1, 1), {
+          token: tokens.open?.account,
+          type: "application/octet-stream",
+        }),
+      ),
+    ).toEqual([413, "too_large"]);
+    expect(
+      (
+        await upload("open", Buffer.alloc(limit, 1), {
+          token: tokens.open?.account,
+          type: "application/octet-stream",
+        })
+      ).status,
+    ).toBe(201);
+  });
+
+  it("answers 415 blocked_type by declared type and by content", async () => {
+    expect(
+      code(
+        await upload("open", Buffer.from("hello"), {
+          token: tokens.open?.account,
+          type: "text/html; charset=utf-8",
+        }),
+      ),
+    ).toEqual([415, "blocked_type"]);
+    expect(
+      code(
+        await upload("open", Buffer.from("x"), {
+          token: tokens.open?.account,
+          type: "application/x-msdownload",
+        }),
+      ),
+    ).toEqual([415, "blocked_type"]);
+    const pe = Buffer.concat([Buffer.from("MZ"), Buffer.alloc(100)]);
+    expect(code(await upload("open", pe, { token: tokens.open?.account, type: "image/png" }))).toEqual([
+      415,
+      "blocked_type",
+    ]);
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>');
+    expect((await upload("open", svg, { token: tokens.open?.account, type: "image/svg+xml" })).status).toBe(
+      201,
+    );
+  });
+
+  it("accepts a multipart form with one file part, and refuses two", async () => {
+    const boundary = "----platformtest";
+    const part = (name: string, type: string, body: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.txt"\r\nContent-Type: ${type}\r\n\r\n${body}\r\n`;
+    const send = (body: string) =>
+      sendRequest(`${host.deploymentUrl("open")}/storage`, {
+        method: "POST",
+        headers: {
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+          authorization: `Bearer ${tokens.open?.account}`,
+        },
+        body,
+      });
+    const one = await send(`${part("file", "text/plain", "hello form")}--${boundary}--\r\n`);
+    expect(one.status).toBe(201);
+    expect(one.json()).toMatchObject({ size: 10, contentType: "text/plain" });
+    const two = await send(
+      `${part("a", "text/plain", "1")}${part("b", "text/plain", "2")}--${boundary}--\r\n`,
+    );
+    expect(code(two)).toEqual([400, "invalid_request"]);
+  });
+});
+
+describe("read policies", () => {
+  it("requireSignIn applies to public files too", async () => {
+    const key = (await upload("signin", PNG, { token: tokens.signin?.account, isPublic: true })).json<{
+      key: string;
+    }>().key;
+    expect(code(await download("signin", key))).toEqual([401, "unauthorized"]);
+    const ok = await download("signin", key, tokens.signin?.account);
+    expect([ok.status, ok.headers["cache-control"]]).toEqual([200, "private, no-store"]);
+  });
+
+  it("restricted deployments admit approved accounts only", async () => {
+    expect(code(await upload("locked", PNG, { token: tokens.locked?.account, isPublic: true }))).toEqual([
+      403,
+      "forbidden",
+    ]);
+    const key = (await upload("locked", PNG, { token: tokens.locked?.approved, isPublic: true })).json<{
+      key: string;
+    }>().key;
+    expect(code(await download("locked", key))).toEqual([401, "unauthorized"]);
+    expect(code(await download("locked", key, tokens.locked?.account))).toEqual([403, "forbidden"]);
+    expect((await download("locked", key, tokens.locked?.approved)).status).toBe(200);
+  });
+
+  it("answers 404 not_found for missing objects and malformed paths", async () => {
+    expect(code(await download("open", "public/AAAAAAAAAAAAAAAAAAAAAA"))).toEqual([404, "not_found"]);
+    expect(code(await download("open", "other/AAAAAAAAAAAAAAAAAAAAAA"))).toEqual([404, "not_found"]);
+    expect(code(await download("open", "public/..%2F..%2Fetc"))).toEqual([404, "not_found"]);
+  });
+});
+
+describe("deletes, owner and inspect routes", () => {
+  it("lets the uploader delete, idempotently; others are refused", async () => {
+    const key = (await upload("open", PNG, { token: tokens.open?.account, isPublic: true })).json<{
+      key: string;
+    }>().key;
+    const del = (token?: string) =>
+      sendRequest(`${host.deploymentUrl("open")}/storage/${key}`, {
+        method: "DELETE",
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+    expect(code(await del(tokens.open?.guest))).toEqual([403, "forbidden"]);
+    expect(code(await del(tokens.open?.approved))).toEqual([403, "forbidden"]);
+    expect(code(await del())).toEqual([401, "unauthorized"]);
+    expect((await del(tokens.open?.account)).status).toBe(204);
+    expect(code(await download("open", key))).toEqual([404, "not_found"]);
+    expect((await del(tokens.open?.account)).status).toBe(204);
+  });
+
+  it("lets the owner delete any uploader's file through /v1/me", async () => {
+    const key = (await upload("open", PNG, { token: tokens.open?.account, isPublic: true })).json<{
+      key: string;
+    }>().key;
+    expect((await admin(`/v1/me/deploys/open/storage/${key}`, "DELETE", undefined, other.token)).status).toBe(
+      403,
+    );
+    expect((await admin(`/v1/me/deploys/open/storage/${key}`, "DELETE", undefined, owner.token)).status).toBe(
+      204,
+    );
+    expect(code(await download("open", key))).toEqual([404, "not_found"]);
+  });
+
+  it("lists the newest files (the window) with uploader emails for credentialed callers only", async () => {
+    for (let i = 0; i < 5; i++)
+      await upload("listing", Buffer.from(`file ${i}`), {
+        token: tokens.listing?.account,
+        type: "text/plain",
+      });
+    const inspect = (token?: string, id = "listing") =>
+      sendRequest(`${host.deploymentUrl(id)}/__platform/storage`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+    expect(code(await inspect())).toEqual([401, "unauthorized"]);
+    expect(code(await inspect(tokens.listing?.account))).toEqual([403, "forbidden"]);
+    expect(code(await inspect(other.token))).toEqual([403, "forbidden"]);
+    const listing = (await inspect(owner.token)).json<{
+      objects: Array<{ uploaderEmail: string; size: number }>;
+      totals: { count: number; bytes: number };
+      truncated: boolean;
+    }>();
+    expect(listing.objects).toHaveLength(3);
+    expect(listing.objects[0]).toMatchObject({ uploaderEmail: "member@example.com", size: 6 });
+    expect(listing.totals).toEqual({ count: 5, bytes: 30 });
+    expect(listing.truncated).toBe(true);
+    expect((await inspect(host.adminToken)).status).toBe(200);
+    expect((await inspect(claimToken, "unclaimed")).status).toBe(200);
+  });
+});
+
+describe("quota", () => {
+  it("lets exactly what fits through when many uploads race for the last bytes, and deletes free space", async () => {
+    const small = await startTestHost({ storageLimits: { perDeveloper: 100_000 } });
+    try {
+      const dev = (
+        await sendRequest(`${small.url}/v1/developers`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${small.adminToken}` },
+          body: "{}",
+        })
+      ).json<{ id: string }>();
+      await sendRequest(`${small.url}/v1/deploys`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${small.adminToken}` },
+        body: JSON.stringify({ id: "q", code: await fixtureCode("access"), owner: dev.id }),
+      });
+      const token = (
+        await sendRequest(`${small.url}/v1/deploys/q/sessions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${small.adminToken}` },
+          body: '{"email":"q@example.com"}',
+        })
+      ).json<{ token: string }>().token;
+      const put = () =>
+        sendRequest(`${small.deploymentUrl("q")}/storage`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+          body: Buffer.alloc(15_000, 2),
+        });
+      const results = await Promise.all(Array.from({ length: 12 }, put));
+      const stored = results.filter((r) => r.status === 201);
+      expect(stored).toHaveLength(6);
+      for (const r of results.filter((r) => r.status !== 201))
+        expect(code(r)).toEqual([413, "quota_exceeded"]);
+      const key = stored[0]?.json<{ key: string }>().key;
+      await sendRequest(`${small.deploymentUrl("q")}/storage/${key}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect((await put()).status).toBe(201);
+      expect(code(await put())).toEqual([413, "quota_exceeded"]);
+    } finally {
+      await small.dispose();
+    }
+  });
+});
