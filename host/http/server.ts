@@ -8,6 +8,7 @@ import type { ObjectService } from "../storage/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
+import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { streamLogs } from "./log-stream.js";
@@ -72,6 +73,12 @@ export function createHttpApp(options: HttpOptions): Koa {
     options.devDeployment !== undefined,
   );
   const controlMiddleware = control?.routes();
+  const dashboard = dashboardRoutes(
+    options.deployments.db,
+    options.developers,
+    options.deployments,
+    options.objects,
+  ).routes();
   app.use(async (ctx, next) => {
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
     if (destination.kind === "deployment") {
@@ -85,7 +92,10 @@ export function createHttpApp(options: HttpOptions): Koa {
         return storage(ctx, next);
       return endpoints(ctx, next);
     }
-    if (destination.kind === "control" && controlMiddleware) return controlMiddleware(ctx as never, next);
+    if (destination.kind === "control" && controlMiddleware) {
+      if (ctx.path === "/v1" || ctx.path.startsWith("/v1/")) return controlMiddleware(ctx as never, next);
+      return dashboard(ctx as never, next);
+    }
     throw new PlatformError(
       "not_found",
       `Unknown host ${ctx.get("host")}: deployments are served at <id>.${options.domain}.`,

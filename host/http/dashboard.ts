@@ -1,0 +1,175 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import Router from "@koa/router";
+import type { Context } from "koa";
+import type { DeveloperRecord, Developers } from "../auth/index.js";
+import type { Database, RecordStore } from "../db/index.js";
+import type { Deployments } from "../deployments/index.js";
+import { checkObjectId, type ObjectService } from "../storage/index.js";
+import { readBody } from "./body.js";
+
+interface DashboardSession {
+  developer: string;
+  csrf: string;
+  expiresAt: number;
+}
+
+const COOKIE = "platform_session";
+const SESSION_MS = 12 * 60 * 60 * 1000;
+
+/** Escapes text for HTML. */
+export function escapeHtml(text: string): string {
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
+  );
+}
+
+function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function formatAge(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} h ago` : `${Math.floor(hours / 24)} days ago`;
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:64rem;padding:0 1rem;color:#1d2330}
+h1{font-size:1.4rem} table{border-collapse:collapse;width:100%} th,td{text-align:left;padding:.45rem .6rem;border-bottom:1px solid #e3e6ec}
+th{font-weight:600;background:#f5f6f8} td.num{text-align:right;font-variant-numeric:tabular-nums} code{font-size:.9em}
+button{cursor:pointer;border:1px solid #c4c9d4;background:#fff;border-radius:4px;padding:.25rem .6rem} button.danger{color:#b3261e;border-color:#e2a9a5}
+.muted{color:#6b7280} .notice{background:#fff7e6;border:1px solid #f0d9a8;padding:.6rem .8rem;border-radius:4px}
+input{padding:.4rem;width:28rem;max-width:100%}
+</style></head><body>${body}</body></html>`;
+}
+
+/**
+ * The developer dashboard on the control plane: sign-in with a developer token (session cookie:
+ * random id, HttpOnly, SameSite=Strict), and `/deploys/<id>/storage` listing the newest files
+ * with per-file delete (CSRF-token forms). Server-rendered HTML, no framework.
+ */
+export function dashboardRoutes(
+  db: Database,
+  developers: Developers,
+  deployments: Deployments,
+  objects: ObjectService,
+): Router {
+  const sessions: RecordStore<DashboardSession> = db.records<DashboardSession>("dashboard-sessions");
+  const router = new Router();
+
+  async function session(
+    ctx: Context,
+  ): Promise<{ id: string; session: DashboardSession; developer: DeveloperRecord } | undefined> {
+    const id = ctx.cookies.get(COOKIE);
+    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
+    const found = await sessions.get(id);
+    if (!found || found.expiresAt < Date.now()) return undefined;
+    const developer = await developers.get(found.developer);
+    return developer ? { id, session: found, developer } : undefined;
+  }
+
+  async function form(ctx: Context): Promise<URLSearchParams> {
+    return new URLSearchParams((await readBody(ctx, 16 * 1024)).toString("utf8"));
+  }
+
+  router.get("/dashboard/login", async (ctx) => {
+    const next = typeof ctx.query.next === "string" && ctx.query.next.startsWith("/") ? ctx.query.next : "/";
+    const failed = ctx.query.failed === "1" ? `<p class="notice">That token was not accepted.</p>` : "";
+    ctx.type = "html";
+    ctx.body = page(
+      "Sign in",
+      `<h1>Sign in</h1>${failed}<form method="post" action="/dashboard/login"><input type="hidden" name="next" value="${escapeHtml(next)}">
+<p><label>Developer token<br><input name="token" type="password" autocomplete="off" required></label></p><p><button type="submit">Sign in</button></p></form>`,
+    );
+  });
+
+  router.post("/dashboard/login", async (ctx) => {
+    const fields = await form(ctx);
+    const next = fields.get("next") ?? "/";
+    const developer = await developers.authenticate(fields.get("token") ?? "");
+    if (!developer) {
+      ctx.redirect(`/dashboard/login?failed=1&next=${encodeURIComponent(next)}`);
+      return;
+    }
+    const id = randomBytes(32).toString("base64url");
+    await sessions.put(id, {
+      developer: developer.id,
+      csrf: randomBytes(24).toString("base64url"),
+      expiresAt: Date.now() + SESSION_MS,
+    });
+    ctx.cookies.set(COOKIE, id, { httpOnly: true, sameSite: "strict", maxAge: SESSION_MS, overwrite: true });
+    ctx.redirect(next.startsWith("/") && !next.startsWith("//") ? next : "/");
+  });
+
+  router.get("/deploys/:id/storage", async (ctx) => {
+    const signedIn = await session(ctx);
+    if (!signedIn) {
+      ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.path)}`);
+      return;
+    }
+    const record = await deployments.get(ctx.params.id as string);
+    ctx.type = "html";
+    if (!record || record.owner !== signedIn.developer.id) {
+      ctx.status = 404;
+      ctx.body = page(
+        "Not found",
+        `<h1>Not found</h1><p>You own no deployment named <code>${escapeHtml(ctx.params.id as string)}</code>.</p>`,
+      );
+      return;
+    }
+    const listing = await objects.list(record.id);
+    const now = Date.now();
+    const rows = listing.objects
+      .map(
+        (
+          o,
+        ) => `<tr><td><code>${escapeHtml(o.key)}</code></td><td>${o.visibility}</td><td class="num">${formatSize(o.size)}</td><td>${escapeHtml(o.contentType)}</td>
+<td>${escapeHtml(o.uploaderEmail ?? o.uploaderId)}</td><td>${formatAge(now - o.uploadedAt)}</td>
+<td><form method="post" action="/deploys/${escapeHtml(record.id)}/storage/delete"><input type="hidden" name="csrf" value="${signedIn.session.csrf}">
+<input type="hidden" name="key" value="${escapeHtml(o.key)}"><button class="danger" type="submit" aria-label="Delete ${escapeHtml(o.key)}">Delete</button></form></td></tr>`,
+      )
+      .join("\n");
+    const window = listing.truncated
+      ? `<p class="muted">Showing the newest ${listing.objects.length} of ${listing.totals.count} files.</p>`
+      : "";
+    ctx.body = page(
+      `Storage of ${record.id}`,
+      `<h1>Storage of <code>${escapeHtml(record.id)}</code></h1>
+<p class="muted">${listing.totals.count} ${listing.totals.count === 1 ? "file" : "files"}, ${formatSize(listing.totals.bytes)}. Signed in as ${escapeHtml(signedIn.developer.name ?? signedIn.developer.id)}.</p>${window}
+${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type</th><th>Uploader</th><th>Age</th><th></th></tr></thead><tbody>${rows}</tbody></table>` : `<p class="notice">No files yet.</p>`}`,
+    );
+  });
+
+  router.post("/deploys/:id/storage/delete", async (ctx) => {
+    const signedIn = await session(ctx);
+    const fields = await form(ctx);
+    const csrf = Buffer.from(fields.get("csrf") ?? "");
+    const expected = Buffer.from(signedIn?.session.csrf ?? "");
+    const record = await deployments.get(ctx.params.id as string);
+    if (
+      !signedIn ||
+      csrf.length !== expected.length ||
+      !timingSafeEqual(csrf, expected) ||
+      !record ||
+      record.owner !== signedIn.developer.id
+    ) {
+      ctx.status = 403;
+      ctx.type = "html";
+      ctx.body = page("Forbidden", "<h1>Forbidden</h1><p>Sign in again and retry.</p>");
+      return;
+    }
+    const [visibility, id] = (fields.get("key") ?? "").split("/");
+    if ((visibility === "public" || visibility === "private") && id)
+      await objects.remove(record.id, visibility, checkObjectId(id));
+    ctx.redirect(`/deploys/${encodeURIComponent(record.id)}/storage`);
+  });
+  return router;
+}
