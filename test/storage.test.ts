@@ -334,3 +334,75 @@ describe("quota", () => {
     }
   });
 });
+
+describe("unavailable storage and platform dev", () => {
+  it("answers 503 unavailable when the blob store fails, recording nothing", async () => {
+    const { rm: remove, writeFile } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    const broken = await startTestHost();
+    try {
+      const dev = (
+        await sendRequest(`${broken.url}/v1/developers`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${broken.adminToken}` },
+          body: "{}",
+        })
+      ).json<{ id: string }>();
+      await sendRequest(`${broken.url}/v1/deploys`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${broken.adminToken}` },
+        body: JSON.stringify({ id: "b", code: await fixtureCode("access"), owner: dev.id }),
+      });
+      const token = (
+        await sendRequest(`${broken.url}/v1/deploys/b/sessions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${broken.adminToken}` },
+          body: '{"email":"b@example.com"}',
+        })
+      ).json<{ token: string }>().token;
+      await remove(join(broken.dir, "blobs", ".tmp"), { recursive: true, force: true });
+      await writeFile(join(broken.dir, "blobs", ".tmp"), "not a folder");
+      const response = await sendRequest(`${broken.deploymentUrl("b")}/storage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "text/plain" },
+        body: "x",
+      });
+      expect(code(response)).toEqual([503, "unavailable"]);
+      const listing = await sendRequest(`${broken.deploymentUrl("b")}/__platform/storage`, {
+        headers: { authorization: `Bearer ${broken.adminToken}` },
+      });
+      expect(listing.json<{ totals: { count: number } }>().totals.count).toBe(0);
+    } finally {
+      await broken.dispose();
+    }
+  });
+
+  it("lets the local guest upload in platform dev, in memory", async () => {
+    const dev = await startTestHost({ devDeployment: "dev" });
+    try {
+      await dev.deployments.deploy("dev", { code: await fixtureCode("access") });
+      const guest = (
+        await sendRequest(`${dev.deploymentUrl("dev")}/__platform/auth/guest`, {
+          method: "POST",
+          body: '{"name":"cli"}',
+        })
+      ).json<{ token: string }>();
+      const uploaded = await sendRequest(`${dev.deploymentUrl("dev")}/storage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${guest.token}`, "content-type": "text/plain" },
+        body: "dev file",
+      });
+      expect(uploaded.status).toBe(201);
+      const { key } = uploaded.json<{ key: string }>();
+      const read = await sendRequest(`${dev.deploymentUrl("dev")}/storage/${key}`, {
+        headers: { authorization: `Bearer ${guest.token}` },
+      });
+      expect(read.text()).toBe("dev file");
+      expect(
+        code(await sendRequest(`${dev.deploymentUrl("dev")}/storage`, { method: "POST", body: "x" })),
+      ).toEqual([401, "unauthorized"]);
+    } finally {
+      await dev.dispose();
+    }
+  });
+});
