@@ -406,3 +406,40 @@ describe("unavailable storage and platform dev", () => {
     }
   });
 });
+
+describe("streamed bodies", () => {
+  it("stops a chunked upload just past 5 MiB with 413 too_large, and the client reads it", async () => {
+    const { request } = await import("node:http");
+    const { localhostLookup } = await import("../sdk/cli/http.js");
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${host.deploymentUrl("open")}/storage`, {
+        method: "POST",
+        lookup: localhostLookup,
+        headers: {
+          authorization: `Bearer ${tokens.open?.account}`,
+          "content-type": "application/octet-stream",
+          "transfer-encoding": "chunked",
+        },
+      });
+      req.on("response", (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      const chunk = Buffer.alloc(256 * 1024, 3);
+      let sent = 0;
+      const pump = () => {
+        while (sent < 8 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!req.write(chunk)) {
+            req.once("drain", pump);
+            return;
+          }
+        }
+        req.end();
+      };
+      pump();
+    });
+    expect(status).toBe(413);
+  });
+});
