@@ -160,11 +160,13 @@ export function storageRoutes(
     const record = await deployments.require(id);
     if (ctx.path === "/__platform/storage" && ctx.method === "GET") {
       const token = tokenOf(ctx);
+      // In platform dev the listing is local and needs no credentials.
       const allowed =
-        token !== undefined &&
-        (token === adminToken ||
-          (record.claimTokenHash !== undefined && matchesHash(token, record.claimTokenHash)) ||
-          (record.owner !== null && (await developers.authenticate(token))?.id === record.owner));
+        dev ||
+        (token !== undefined &&
+          (token === adminToken ||
+            (record.claimTokenHash !== undefined && matchesHash(token, record.claimTokenHash)) ||
+            (record.owner !== null && (await developers.authenticate(token))?.id === record.owner)));
       if (!allowed)
         throw new PlatformError(
           token ? "forbidden" : "unauthorized",

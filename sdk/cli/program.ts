@@ -5,6 +5,7 @@ import { registerDev } from "./commands/dev.js";
 import { registerHost } from "./commands/host.js";
 import { registerLogin } from "./commands/login.js";
 import { registerLogs } from "./commands/logs.js";
+import { registerAuth, registerStorage } from "./commands/storage.js";
 
 function packageVersion(): string {
   for (const candidate of ["../../package.json", "../../../package.json"]) {
@@ -36,5 +37,7 @@ export function createProgram(): Command {
   registerDeploy(program);
   registerLogin(program);
   registerLogs(program);
+  registerStorage(program);
+  registerAuth(program);
   return program;
 }
