@@ -12,6 +12,7 @@ import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { streamLogs } from "./log-stream.js";
+import { staticFiles } from "./static-files.js";
 import { storageRoutes } from "./storage-routes.js";
 import { resolveDestination } from "./tenant.js";
 
@@ -21,6 +22,8 @@ export interface HttpOptions {
   auth: AuthService;
   developers: Developers;
   signIn: SignInMethods;
+  /** `platform dev`: the capsule's `client/` folder, served at the app origin. */
+  devClientDir?: string;
   objects: ObjectService;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
@@ -64,6 +67,8 @@ export function createHttpApp(options: HttpOptions): Koa {
     : undefined;
   const appMiddleware = appRouter.routes();
   const endpoints = endpointRoutes(options.deployments, options.auth);
+  const clientFiles =
+    options.devDeployment && options.devClientDir ? staticFiles(options.devClientDir) : undefined;
   const storage = storageRoutes(
     options.deployments,
     options.auth,
@@ -90,6 +95,7 @@ export function createHttpApp(options: HttpOptions): Koa {
       if (ctx.path.startsWith("/api/")) return appMiddleware(ctx as never, next);
       if (ctx.path === "/storage" || ctx.path.startsWith("/storage/") || ctx.path === "/__platform/storage")
         return storage(ctx, next);
+      if (clientFiles) return endpoints(ctx, () => clientFiles(ctx, next));
       return endpoints(ctx, next);
     }
     if (destination.kind === "control" && controlMiddleware) {

@@ -34,6 +34,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   body?: string | Buffer;
   timeoutMs?: number;
+  /** Called as the body is sent (then it is written in 64 KiB chunks). */
+  onProgress?: (sent: number, total: number) => void;
 }
 
 /** One HTTP request with `*.localhost` resolved to loopback. */
@@ -67,7 +69,26 @@ export function sendRequest(url: string, options: RequestOptions = {}): Promise<
     );
     req.on("timeout", () => req.destroy(new Error(`Request to ${url} timed out`)));
     req.on("error", reject);
-    if (options.body !== undefined) req.end(options.body);
+    const { body, onProgress } = options;
+    if (body !== undefined && onProgress && Buffer.isBuffer(body)) {
+      const CHUNK = 64 * 1024;
+      let sent = 0;
+      const pump = () => {
+        while (sent < body.length) {
+          const chunk = body.subarray(sent, sent + CHUNK);
+          sent += chunk.length;
+          const more = req.write(chunk);
+          onProgress(sent, body.length);
+          if (!more) {
+            req.once("drain", pump);
+            return;
+          }
+        }
+        req.end();
+      };
+      req.setHeader("content-length", body.length);
+      pump();
+    } else if (body !== undefined) req.end(body);
     else req.end();
   });
 }

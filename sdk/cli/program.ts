@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
 import { registerHost } from "./commands/host.js";
+import { registerInit } from "./commands/init.js";
 import { registerLogin } from "./commands/login.js";
 import { registerLogs } from "./commands/logs.js";
 import { registerAuth, registerStorage } from "./commands/storage.js";
@@ -39,5 +40,6 @@ export function createProgram(): Command {
   registerLogs(program);
   registerStorage(program);
   registerAuth(program);
+  registerInit(program);
   return program;
 }

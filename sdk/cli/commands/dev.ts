@@ -37,6 +37,7 @@ export function registerDev(program: Command): void {
           domain: "localhost",
           adminToken: randomBytes(24).toString("hex"),
           devDeployment: DEV_DEPLOYMENT,
+          devClientDir: join(dir, "client"),
         });
         const deploy = async () => {
           const started = Date.now();

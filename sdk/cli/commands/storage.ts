@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { basename } from "node:path";
+import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { lookup } from "mime-types";
 import { LIMITS } from "../../protocol/index.js";
@@ -113,6 +114,37 @@ function failure(response: HttpResponse, target: Target, action: string): Platfo
       : "internal") as "internal",
     `${message}${hint}`,
   );
+}
+
+/**
+ * A progress bar on stderr, only when stderr is a terminal (piped output stays free of control
+ * characters). Returns undefined otherwise.
+ */
+function progressBar(
+  label: string,
+): { update: (sent: number, total: number) => void; stop: () => void } | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  const bar = new SingleBar(
+    {
+      format: `${label} [{bar}] {percentage}% {value}/{total} bytes`,
+      stream: process.stderr,
+      hideCursor: true,
+    },
+    Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update: (sent, total) => {
+      if (!started) {
+        bar.start(total, 0);
+        started = true;
+      }
+      bar.update(sent);
+    },
+    stop: () => {
+      if (started) bar.stop();
+    },
+  };
 }
 
 function print(json: boolean, value: unknown, human: string): void {
@@ -245,6 +277,7 @@ export function registerStorage(program: Command): void {
           const target = resolveTarget(flags.deploy, flags);
           const contentType = flags.contentType ?? (lookup(file) || "application/octet-stream");
           const token = target.hosted ? flags.token : await localGuestToken(target);
+          const bar = progressBar(`uploading ${basename(file)}`);
           const response = await send(
             `${target.base}/storage${flags.public ? "?public=true" : ""}`,
             {
@@ -254,9 +287,10 @@ export function registerStorage(program: Command): void {
                 ...(token ? { authorization: `Bearer ${token}` } : {}),
               },
               body: await readFile(file),
+              ...(bar ? { onProgress: bar.update } : {}),
             },
             target,
-          );
+          ).finally(() => bar?.stop());
           if (response.status !== 201) throw failure(response, target, "put");
           const record = response.json<{ key: string; url: string; size: number; contentType: string }>();
           print(

@@ -1,0 +1,54 @@
+/** `platform init` scaffolds a capsule that `platform dev` runs at once, page included. */
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../sdk/cli/http.js";
+import { launchChromium } from "./helpers/browser.js";
+import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+
+let dir: string;
+let dev: CliProcess | undefined;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "platform-init-"));
+});
+afterAll(async () => {
+  await dev?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+it("scaffolds a capsule, refuses a non-empty folder, and the result runs with platform dev", async () => {
+  const app = join(dir, "my-app");
+  const created = runCli(["init", app]);
+  expect(created.status, created.stderr).toBe(0);
+  expect(created.stdout).toContain(`next: platform dev ${app}`);
+  for (const file of ["server/index.ts", "client/index.html", "README.md", ".gitignore"])
+    expect(existsSync(join(app, file)), file).toBe(true);
+  const again = runCli(["init", app]);
+  expect(again.status).toBe(1);
+  expect(again.stderr).toContain("is not empty");
+
+  const port = await freePort();
+  dev = startCli(["dev", app, "--port", String(port)]);
+  await dev.waitFor(/platform dev: serving/);
+  const base = `http://localhost:${port}`;
+  const page = await sendRequest(`${base}/`);
+  expect([page.status, page.headers["content-type"]]).toEqual([200, "text/html; charset=utf-8"]);
+  expect(page.text()).toContain("<h1>Notes</h1>");
+  expect((await sendRequest(`${base}/health`)).text()).toBe("ok");
+  expect((await sendRequest(`${base}/..%2f..%2fetc%2fpasswd`)).status).toBe(404);
+
+  const browser = await launchChromium();
+  try {
+    const tab = await browser.newPage();
+    await tab.goto(base);
+    await tab.fill("#text", "first note");
+    await tab.click("button");
+    await tab.waitForSelector("li");
+    expect(await tab.locator("li").allTextContents()).toEqual(["first note"]);
+  } finally {
+    await browser.close();
+  }
+}, 90_000);
