@@ -166,10 +166,18 @@ describe("platform storage against a hosted app", () => {
         env,
       );
       expect(publicGet.status, publicGet.stderr).toBe(0);
-      await runCliAsync(["storage", "put", join(dir, "avatar.png"), "--deploy", deployUrl, "--token", account.token], env);
-      const window = await runCliAsync(["storage", "list", deployUrl, "--prefix", "public/", "--inspect-token", owner.token], env);
+      await runCliAsync(
+        ["storage", "put", join(dir, "avatar.png"), "--deploy", deployUrl, "--token", account.token],
+        env,
+      );
+      const window = await runCliAsync(
+        ["storage", "list", deployUrl, "--prefix", "public/", "--inspect-token", owner.token],
+        env,
+      );
       expect(window.status, window.stderr).toBe(0);
-      expect(window.stdout).toContain("Only the newest 1 files were checked for --prefix public/; older files were not.");
+      expect(window.stdout).toContain(
+        "Only the newest 1 files were checked for --prefix public/; older files were not.",
+      );
       const deleted = await runCliAsync(["storage", "delete", key, "--deploy", deployUrl], {
         ...env,
         PLATFORM_TOKEN: owner.token,

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { CLI, type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
 
 let dir: string;
 let dev: CliProcess;
@@ -35,18 +35,7 @@ afterAll(async () => {
 });
 
 it("renders the upload progress bar in a terminal", () => {
-  const command = [
-    process.execPath,
-    "--no-node-snapshot",
-    "--import",
-    "tsx",
-    "sdk/cli/bin.ts",
-    "storage",
-    "put",
-    file,
-    "--port",
-    String(port),
-  ]
+  const command = [process.execPath, ...CLI, "storage", "put", file, "--port", String(port)]
     .map((part) => `'${part}'`)
     .join(" ");
   const result = spawnSync("script", ["-qec", command, "/dev/null"], {

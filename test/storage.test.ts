@@ -368,6 +368,9 @@ describe("unavailable storage and platform dev", () => {
         body: "x",
       });
       expect(code(response)).toEqual([503, "unavailable"]);
+      expect(response.json<{ error: { message: string } }>().error.message).toBe(
+        "Storage is temporarily unavailable; retry later.",
+      );
       const listing = await sendRequest(`${broken.deploymentUrl("b")}/__platform/storage`, {
         headers: { authorization: `Bearer ${broken.adminToken}` },
       });

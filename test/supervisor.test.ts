@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../sdk/cli/http.js";
-import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { CLI, type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
 
 let dir: string;
 let host: CliProcess;
@@ -136,3 +136,58 @@ it("platform deploy warns when .env.platform.server is tracked by git", async ()
   expect(warned.stderr).toContain("warning: .env.platform.server is tracked by git");
   expect(warned.stdout + warned.stderr).not.toContain("abc123");
 }, 60_000);
+
+it("platform deploy shows upload and index backfill progress, and migration failures", async () => {
+  const { mkdir: makeDir, writeFile: write } = await import("node:fs/promises");
+  const { spawnSync } = await import("node:child_process");
+  const app = join(dir, "backfill");
+  await makeDir(join(app, "server"), { recursive: true });
+  const source = (extra: string) =>
+    `import { capsule, number, table } from "platform/server";\nexport default capsule({ schema: { items: table({ n: number()${extra} }) }, mutations: { seed: async (ctx) => { for (let i = 0; i < 2500; i++) await ctx.db.items.insert({ n: i }); } } });\n`;
+  await write(join(app, "server", "index.ts"), source(""));
+  const deploy = () =>
+    runCli(["deploy", app, "--host", `http://localhost:${port}`, "--name", "backfill"], {
+      PLATFORM_ADMIN_TOKEN: token,
+    });
+  expect(deploy().status).toBe(0);
+  expect((await call("backfill", "mutation", "seed")).status).toBe(200);
+  await write(
+    join(app, "server", "index.ts"),
+    `import { capsule, number, table } from "platform/server";\nexport default capsule({ schema: { items: table({ n: number() }).index("by_n", ["n"]) } });\n`,
+  );
+  const piped = deploy();
+  expect(piped.status, piped.stderr).toBe(0);
+  expect(piped.stderr).toContain("backfilling items.by_n: 2500 rows");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find control characters.
+  expect(piped.stderr + piped.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+  await write(
+    join(app, "server", "index.ts"),
+    `import { capsule, number, table } from "platform/server";\nexport default capsule({ schema: { items: table({ n: number() }).index("by_n", ["n"]).index("by_n2", ["n"]) } });\n`,
+  );
+  const command = [
+    process.execPath,
+    ...CLI,
+    "deploy",
+    app,
+    "--host",
+    `http://localhost:${port}`,
+    "--name",
+    "backfill",
+  ]
+    .map((part) => `'${part}'`)
+    .join(" ");
+  const tty = spawnSync("script", ["-qec", command, "/dev/null"], {
+    encoding: "utf8",
+    env: { ...process.env, PLATFORM_ADMIN_TOKEN: token },
+  });
+  expect(tty.status, tty.stdout).toBe(0);
+  expect(tty.stdout).toContain("uploading bundle [");
+  expect(tty.stdout).toContain("\rbackfilling items.by_n2: 2500 rows");
+  await write(
+    join(app, "server", "index.ts"),
+    `import { capsule, number, string, table } from "platform/server";\nexport default capsule({ schema: { items: table({ n: number(), label: string() }) } });\n`,
+  );
+  const failed = deploy();
+  expect(failed.status).toBe(1);
+  expect(failed.stderr.trim()).toBe("error: Deploy failed: Missing value for items.label");
+}, 90_000);

@@ -1,8 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
+import { PassThrough } from "node:stream";
 import Router from "@koa/router";
 import type { Context, Next } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { PlatformError } from "../../sdk/values/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import type { AuthService, DeveloperRecord, Developers } from "../auth/index.js";
 import {
   checkDeploymentId,
@@ -158,11 +159,33 @@ export function controlPlaneRoutes(
     const input = await deployBody(ctx);
     const who = principal(ctx);
     const owner = existing ? undefined : who.kind === "developer" ? who.developer.id : input.owner;
-    const record = await deployments.deploy(id, {
+    const deployInput = {
       code: input.code,
       ...(input.env ? { env: input.env } : {}),
       ...(owner ? { owner } : {}),
-    });
+    };
+    if (ctx.get("accept").includes("application/x-ndjson")) {
+      // Streamed deploy: one line per backfill step, then the result (or the error).
+      const stream = new PassThrough();
+      const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
+      ctx.status = existing ? 200 : 201;
+      ctx.type = "application/x-ndjson";
+      ctx.body = stream;
+      deployments
+        .deploy(id, deployInput, (progress) => line({ progress }))
+        .then(
+          (record) => line({ deploy: view(record) }),
+          (error: unknown) =>
+            line({
+              error: isPlatformError(error)
+                ? error.toJSON()
+                : { code: "internal", message: "Internal error." },
+            }),
+        )
+        .finally(() => stream.end());
+      return;
+    }
+    const record = await deployments.deploy(id, deployInput);
     ctx.status = existing ? 200 : 201;
     ctx.body = view(record);
   });

@@ -21,6 +21,14 @@ export const ERROR_STATUS = {
   out_of_memory: 507,
 } as const;
 
+/** 5xx codes whose messages are meant for callers (the rest show only "Internal error."). */
+const EXPOSED_SERVER_ERRORS: ReadonlySet<string> = new Set([
+  "handler_error",
+  "timeout",
+  "out_of_memory",
+  "unavailable",
+]);
+
 /** One of the stable error codes of {@link ERROR_STATUS}. */
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
@@ -39,8 +47,7 @@ export class PlatformError extends Error {
     this.name = "PlatformError";
     this.code = code;
     this.status = ERROR_STATUS[code];
-    this.expose =
-      this.status < 500 || code === "handler_error" || code === "timeout" || code === "out_of_memory";
+    this.expose = this.status < 500 || EXPOSED_SERVER_ERRORS.has(code);
   }
 
   /** The wire form: the `error` member of the envelope `{ error: { code, message } }`. */

@@ -1,9 +1,15 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 
+/**
+ * How tests run the `platform` command: the built CLI (`dist/`, which `npm test` builds first),
+ * with `--no-node-snapshot` passed directly so it does not re-run itself.
+ */
+export const CLI = ["--no-node-snapshot", "dist/sdk/cli/bin.js"];
+
 /** Runs the CLI from source (as `platform ...`) and waits for it to exit. */
 export function runCli(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ["--no-node-snapshot", "--import", "tsx", "sdk/cli/bin.ts", ...args], {
+  return spawnSync(process.execPath, [...CLI, ...args], {
     encoding: "utf8",
     env: { ...process.env, ...env },
   });
@@ -18,13 +24,9 @@ export function runCliAsync(
   env: Record<string, string> = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ["--no-node-snapshot", "--import", "tsx", "sdk/cli/bin.ts", ...args],
-      {
-        env: { ...process.env, ...env },
-      },
-    );
+    const child = spawn(process.execPath, [...CLI, ...args], {
+      env: { ...process.env, ...env },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {
@@ -47,14 +49,10 @@ export interface CliProcess {
 
 /** Starts the CLI from source in the background. */
 export function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
-  const child = spawn(
-    process.execPath,
-    ["--no-node-snapshot", "--import", "tsx", "sdk/cli/bin.ts", ...args],
-    {
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(process.execPath, [...CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();

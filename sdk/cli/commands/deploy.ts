@@ -1,11 +1,92 @@
+import { request } from "node:http";
 import { basename, resolve } from "node:path";
+import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { PlatformError } from "../../values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
-import { sendRequest } from "../http.js";
+import { localhostLookup } from "../http.js";
 import { reportError } from "../output.js";
+
+/**
+ * Sends a deploy and follows its NDJSON progress: an upload bar, then each index backfill's row
+ * count (in place on a terminal, one line per step otherwise), then the result or the error.
+ */
+function deployStreaming(url: URL, token: string, body: string): Promise<void> {
+  const tty = process.stderr.isTTY === true;
+  const payload = Buffer.from(body);
+  const bar = tty
+    ? new SingleBar(
+        { format: "uploading bundle [{bar}] {percentage}%", stream: process.stderr, hideCursor: true },
+        Presets.shades_classic,
+      )
+    : undefined;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "PUT",
+        lookup: localhostLookup,
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          accept: "application/x-ndjson",
+          "content-length": payload.length,
+        },
+      },
+      (res) => {
+        bar?.stop();
+        let pending = "";
+        let failed: PlatformError | undefined;
+        res.on("data", (chunk: Buffer) => {
+          pending += chunk.toString();
+          const lines = pending.split("\n");
+          pending = lines.pop() ?? "";
+          for (const text of lines.filter(Boolean)) {
+            const message = JSON.parse(text) as {
+              progress?: { table: string; index: string; done: number };
+              error?: { message: string };
+            };
+            if (message.progress) {
+              const { table, index, done } = message.progress;
+              const line = `backfilling ${table}.${index}: ${done} rows`;
+              process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
+            } else if (message.error) {
+              failed = new PlatformError("bad_request", message.error.message);
+            }
+          }
+        });
+        res.on("end", () => {
+          if (tty) process.stderr.write("\n");
+          if ((res.statusCode ?? 500) >= 400 && !failed)
+            failed = new PlatformError("bad_request", `The host answered ${res.statusCode}.`);
+          if (failed) reject(failed);
+          else resolve();
+        });
+      },
+    );
+    req.on("error", (error) =>
+      reject(new PlatformError("unavailable", `Cannot reach ${url.origin} (${error.message}).`)),
+    );
+    bar?.start(payload.length, 0);
+    const CHUNK = 64 * 1024;
+    let sent = 0;
+    const pump = () => {
+      while (sent < payload.length) {
+        const more = req.write(payload.subarray(sent, sent + CHUNK));
+        sent = Math.min(payload.length, sent + CHUNK);
+        bar?.update(sent);
+        if (!more) {
+          req.once("drain", pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
+}
 
 /** A deployment id from a folder name: lowercase letters, digits and '-'. */
 function idFromDir(dir: string): string {
@@ -52,18 +133,11 @@ export function registerDeploy(program: Command): void {
         }
         const { code } = await bundleCapsule(dir);
         const base = new URL(flags.host);
-        const response = await sendRequest(new URL(`/v1/deploys/${id}`, base).toString(), {
-          method: "PUT",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify({ code, env: readServerEnv(dir) }),
-        });
-        if (response.status >= 400) {
-          const body = response.json<{ error?: { code: string; message: string } }>();
-          throw new PlatformError(
-            "bad_request",
-            body.error?.message ?? `The host answered ${response.status}.`,
-          );
-        }
+        await deployStreaming(
+          new URL(`/v1/deploys/${id}`, base),
+          token,
+          JSON.stringify({ code, env: readServerEnv(dir) }),
+        );
         process.stdout.write(`deployed ${id}: ${base.protocol}//${id}.${base.host}\n`);
       } catch (error) {
         process.exit(reportError(error));
