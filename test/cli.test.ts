@@ -29,3 +29,29 @@ describe("platform command", () => {
     expect(result.stderr).toContain("unknown option");
   });
 });
+
+describe("help", () => {
+  it("every command has --help with examples", () => {
+    for (const command of [
+      ["dev"],
+      ["host"],
+      ["deploy"],
+      ["login"],
+      ["logs"],
+      ["init"],
+      ["auth", "as"],
+      ["storage", "list"],
+      ["storage", "put"],
+      ["storage", "get"],
+      ["storage", "delete"],
+    ]) {
+      const result = spawnSync(
+        process.execPath,
+        ["--no-node-snapshot", "dist/sdk/cli/bin.js", ...command, "--help"],
+        { encoding: "utf8" },
+      );
+      expect(result.status, command.join(" ")).toBe(0);
+      expect(result.stdout, command.join(" ")).toContain("Examples:");
+    }
+  });
+});
