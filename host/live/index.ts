@@ -1,0 +1,2 @@
+/** `host/live`: live queries (subscriptions re-run by read-set / write-set intersection). */
+export { LiveQueries, type Subscriber } from "./live-queries.js";
