@@ -5,7 +5,10 @@ import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } fr
 import { Database } from "./db/index.js";
 import { Deployments, LogHub } from "./deployments/index.js";
 import { createHttpApp, listen } from "./http/index.js";
+import { attachSync } from "./http/sync.js";
+import { destinationOfHost } from "./http/tenant.js";
 import type { PoolOptions } from "./isolates/index.js";
+import { LiveQueries } from "./live/index.js";
 import {
   DEFAULT_STORAGE_LIMITS,
   FsBlobStore,
@@ -43,6 +46,8 @@ export interface HostOptions {
 /** A running host. */
 export interface PlatformHost {
   port: number;
+  /** Live queries (subscriptions over `/api/sync`). */
+  live: LiveQueries;
   auth: AuthService;
   /** The control plane's base URL. */
   url: string;
@@ -103,8 +108,20 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     await db.close();
     throw error;
   }
+  const live = new LiveQueries(deployments);
+  const stopSync = attachSync(
+    running.server,
+    (host) => {
+      const destination = destinationOfHost(host, options.domain, options.devDeployment);
+      return destination.kind === "deployment" ? destination.id : undefined;
+    },
+    deployments,
+    auth,
+    live,
+  );
   return {
     port: running.port,
+    live,
     url: `http://${options.domain}:${running.port}`,
     deployments,
     auth,
@@ -113,6 +130,8 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
         ? `http://${options.domain}:${running.port}`
         : `http://${id}.${options.domain}:${running.port}`,
     close: async () => {
+      stopSync();
+      live.close();
       await running.close();
       deployments.close();
       await db.close();

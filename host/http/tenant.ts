@@ -4,12 +4,12 @@ import type { Context } from "koa";
 export type Destination = { kind: "control" } | { kind: "deployment"; id: string } | { kind: "unknown" };
 
 /**
- * Resolves a request by its Host header: `<domain>` is the control plane, `<id>.<domain>` is
- * deployment `<id>` (DESIGN.md section 7). In `platform dev` every request goes to the one deployment.
+ * Resolves a Host header: `<domain>` is the control plane, `<id>.<domain>` is deployment `<id>`
+ * (DESIGN.md section 7). In `platform dev` every request goes to the one deployment.
  */
-export function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
+export function destinationOfHost(hostHeader: string, domain: string, devDeployment?: string): Destination {
   if (devDeployment) return { kind: "deployment", id: devDeployment };
-  const host = (ctx.get("host") || "").toLowerCase().replace(/:\d+$/, "");
+  const host = hostHeader.toLowerCase().replace(/:\d+$/, "");
   if (host === domain) return { kind: "control" };
   const suffix = `.${domain}`;
   if (host.endsWith(suffix)) {
@@ -17,4 +17,9 @@ export function resolveDestination(ctx: Context, domain: string, devDeployment?:
     if (id.length > 0 && !id.includes(".")) return { kind: "deployment", id };
   }
   return { kind: "unknown" };
+}
+
+/** {@link destinationOfHost} for a Koa request. */
+export function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
+  return destinationOfHost(ctx.get("host") || "", domain, devDeployment);
 }

@@ -1,0 +1,131 @@
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { type WebSocket, WebSocketServer } from "ws";
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import { isPlatformError } from "../../sdk/values/index.js";
+import type { AuthService } from "../auth/index.js";
+import type { Deployments } from "../deployments/index.js";
+import type { LiveQueries } from "../live/index.js";
+
+/** Per connection: at most this many subscriptions, and this much unsent data before it is dropped. */
+export const SYNC_LIMITS = {
+  subscriptions: 1000,
+  bufferedBytes: 4 * 1024 * 1024,
+  messageBytes: 1024 * 1024,
+} as const;
+
+type ClientMessage =
+  | { type: "subscribe"; id: string; name: string; args?: unknown }
+  | { type: "unsubscribe"; id: string }
+  | { type: "mutation"; id: string; name: string; args?: unknown };
+
+function wireError(error: unknown) {
+  return isPlatformError(error) && error.expose
+    ? error.toJSON()
+    : { code: "internal", message: "Internal error." };
+}
+
+/**
+ * `GET /api/sync` (WebSocket, `ws`): subscriptions and mutations over one socket. Messages are
+ * JSON: `subscribe {id, name, args}` answered by `value {id, value}` now and whenever the result
+ * changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered by `mutationResult` only
+ * after the re-runs it caused were pushed (read-your-writes). The token comes as
+ * `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
+ */
+export function attachSync(
+  server: Server,
+  resolveDeployment: (host: string) => string | undefined,
+  deployments: Deployments,
+  auth: AuthService,
+  live: LiveQueries,
+): () => void {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
+  const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const deployment = resolveDeployment(req.headers.host ?? "");
+    if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment))) {
+      socket.end("HTTP/1.1 404 Not Found\r\n\r\n");
+      return;
+    }
+    let identity: BridgeIdentity | null = null;
+    const token = url.searchParams.get("platform_token");
+    try {
+      if (token) identity = await auth.authenticate(deployment, token);
+    } catch {
+      socket.end("HTTP/1.1 401 Unauthorized\r\n\r\n");
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, deployment, identity));
+  };
+  const serve = (ws: WebSocket, deployment: string, identity: BridgeIdentity | null) => {
+    const subscriptions = new Map<string, Promise<() => void>>();
+    const send = (message: unknown) => {
+      if (ws.readyState !== ws.OPEN) return;
+      if (ws.bufferedAmount > SYNC_LIMITS.bufferedBytes) {
+        ws.close(1013, "slow consumer");
+        ws.terminate();
+        return;
+      }
+      ws.send(JSON.stringify(message));
+    };
+    ws.on("message", async (data) => {
+      let message: ClientMessage;
+      try {
+        message = JSON.parse(String(data)) as ClientMessage;
+      } catch {
+        send({ type: "error", error: { code: "bad_request", message: "Messages must be JSON." } });
+        return;
+      }
+      const id = typeof message.id === "string" ? message.id : "";
+      const argsJson = JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
+      if (message.type === "subscribe") {
+        if (subscriptions.has(id) || subscriptions.size >= SYNC_LIMITS.subscriptions) {
+          send({
+            type: "error",
+            id,
+            error: {
+              code: "bad_request",
+              message: `Subscription ${id} exists, or the ${SYNC_LIMITS.subscriptions}-subscription limit is reached.`,
+            },
+          });
+          return;
+        }
+        subscriptions.set(
+          id,
+          live.subscribe(deployment, String(message.name), argsJson, identity, {
+            value: (valueJson) => send({ type: "value", id, value: JSON.parse(valueJson) }),
+            error: (error) => send({ type: "error", id, error }),
+          }),
+        );
+      } else if (message.type === "unsubscribe") {
+        (await subscriptions.get(id))?.();
+        subscriptions.delete(id);
+      } else if (message.type === "mutation") {
+        try {
+          const result = await deployments.call(deployment, {
+            kind: "mutation",
+            name: String(message.name),
+            argsJson,
+            identity,
+          });
+          await live.settled();
+          send({ type: "mutationResult", id, value: JSON.parse(result.valueJson) });
+        } catch (error) {
+          send({ type: "mutationResult", id, error: wireError(error) });
+        }
+      } else {
+        send({ type: "error", id, error: { code: "bad_request", message: "Unknown message type." } });
+      }
+    });
+    ws.on("close", async () => {
+      for (const stop of subscriptions.values()) (await stop)();
+      subscriptions.clear();
+    });
+  };
+  server.on("upgrade", onUpgrade);
+  return () => {
+    server.off("upgrade", onUpgrade);
+    for (const client of wss.clients) client.terminate();
+    wss.close();
+  };
+}

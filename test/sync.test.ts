@@ -1,0 +1,72 @@
+/** `GET /api/sync` over a real WebSocket: subscriptions, pushes on change, read-your-writes mutations. */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import WebSocket from "ws";
+import { localhostLookup } from "../sdk/cli/http.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+
+beforeAll(async () => {
+  host = await startTestHost();
+  expect((await host.deployFixture("sync", "live")).status).toBe(201);
+});
+afterAll(() => host.dispose());
+
+function connect(query = ""): Promise<{
+  ws: WebSocket;
+  messages: Array<Record<string, unknown>>;
+  next: (predicate: (m: Record<string, unknown>) => boolean) => Promise<Record<string, unknown>>;
+}> {
+  const ws = new WebSocket(`${host.deploymentUrl("sync").replace("http", "ws")}/api/sync${query}`, {
+    lookup: localhostLookup,
+  } as WebSocket.ClientOptions);
+  const messages: Array<Record<string, unknown>> = [];
+  const waiters: Array<{
+    predicate: (m: Record<string, unknown>) => boolean;
+    resolve: (m: Record<string, unknown>) => void;
+  }> = [];
+  ws.on("message", (data) => {
+    const message = JSON.parse(String(data)) as Record<string, unknown>;
+    messages.push(message);
+    for (const waiter of [...waiters]) {
+      if (waiter.predicate(message)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(message);
+      }
+    }
+  });
+  const next = (predicate: (m: Record<string, unknown>) => boolean) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const found = messages.find(predicate);
+      if (found) resolve(found);
+      else waiters.push({ predicate, resolve });
+    });
+  return new Promise((resolve, reject) => {
+    ws.once("open", () => resolve({ ws, messages, next }));
+    ws.once("error", reject);
+  });
+}
+
+it("pushes a subscription's value, and answers a mutation only after its effect was pushed", async () => {
+  const { ws, messages, next } = await connect();
+  ws.send(JSON.stringify({ type: "subscribe", id: "s1", name: "byBucket", args: { bucket: 7 } }));
+  expect(await next((m) => m.id === "s1")).toEqual({ type: "value", id: "s1", value: [] });
+  ws.send(JSON.stringify({ type: "mutation", id: "m1", name: "add", args: { bucket: 7, text: "seven" } }));
+  const result = await next((m) => m.id === "m1");
+  expect(result.type).toBe("mutationResult");
+  const pushIndex = messages.findIndex((m) => m.id === "s1" && JSON.stringify(m.value) === '["seven"]');
+  const resultIndex = messages.indexOf(result);
+  expect(pushIndex).toBeGreaterThan(-1);
+  expect(pushIndex).toBeLessThan(resultIndex);
+  ws.send(JSON.stringify({ type: "subscribe", id: "bad", name: "nope" }));
+  expect(await next((m) => m.id === "bad")).toMatchObject({ type: "error", error: { code: "not_found" } });
+  ws.send(JSON.stringify({ type: "unsubscribe", id: "s1" }));
+  ws.send(JSON.stringify({ type: "mutation", id: "m2", name: "add", args: { bucket: 7, text: "again" } }));
+  await next((m) => m.id === "m2");
+  expect(messages.filter((m) => m.id === "s1")).toHaveLength(2);
+  ws.close();
+});
+
+it("refuses an invalid token at the upgrade", async () => {
+  await expect(connect("?platform_token=nope")).rejects.toThrow(/401/);
+});
