@@ -4,9 +4,7 @@ import type { DestinationStream } from "pino";
 import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } from "./auth/index.js";
 import { Database } from "./db/index.js";
 import { Deployments, LogHub } from "./deployments/index.js";
-import { createHttpApp, listen } from "./http/index.js";
-import { attachSync } from "./http/sync.js";
-import { destinationOfHost } from "./http/tenant.js";
+import { attachSync, createHttpApp, destinationOfHost, listen } from "./http/index.js";
 import type { PoolOptions } from "./isolates/index.js";
 import { LiveQueries } from "./live/index.js";
 import {

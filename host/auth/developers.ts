@@ -22,11 +22,16 @@ export function hashSecret(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
+/** Compares two secrets in constant time (for equal lengths; different lengths are simply unequal). */
+export function sameSecret(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
 /** Compares a secret with a stored hash in constant time. */
 export function matchesHash(secret: string, hash: string): boolean {
-  const a = Buffer.from(hashSecret(secret), "hex");
-  const b = Buffer.from(hash, "hex");
-  return a.length === b.length && timingSafeEqual(a, b);
+  return sameSecret(hashSecret(secret), hash);
 }
 
 /** A new claim token and its hash. */

@@ -14,6 +14,7 @@ export {
   hashSecret,
   matchesHash,
   newClaimToken,
+  sameSecret,
 } from "./developers.js";
 export { EMAIL_CODE_ATTEMPTS, EMAIL_CODE_LIFETIME_MS, EmailCodes, type EmailOptions } from "./email-codes.js";
 export { type OidcIssuer, OidcVerifier } from "./oidc.js";

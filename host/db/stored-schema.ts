@@ -1,10 +1,4 @@
-import {
-  CREATION_INDEX,
-  type FieldSpec,
-  type FieldValue,
-  type SchemaSpec,
-  type TableSpec,
-} from "../../sdk/values/index.js";
+import { CREATION_INDEX, type FieldSpec, type FieldValue, type TableSpec } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
 import { indexPrefix, rowPrefix } from "./keys.js";
 
@@ -122,6 +116,3 @@ export function compileSchema(deployment: string, stored: StoredSchema): Map<str
 export function emptySchema(): StoredSchema {
   return { hash: "", tables: {} };
 }
-
-/** Keeps TS honest that SchemaSpec is what we hash. */
-export type { SchemaSpec };

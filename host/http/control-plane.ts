@@ -1,10 +1,9 @@
-import { timingSafeEqual } from "node:crypto";
 import { PassThrough } from "node:stream";
 import Router from "@koa/router";
 import type { Context, Next } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import type { AuthService, DeveloperRecord, Developers } from "../auth/index.js";
+import { type AuthService, type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
 import {
   checkDeploymentId,
   type DeploymentRecord,
@@ -17,12 +16,6 @@ import { streamLogs } from "./log-stream.js";
 
 /** Who is calling the operator API: the host's operator, or a developer. */
 export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
-
-function sameSecret(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
-}
 
 /**
  * Resolves `Authorization: Bearer` to the operator (`PLATFORM_ADMIN_TOKEN`) or a developer token;

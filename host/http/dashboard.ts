@@ -1,7 +1,7 @@
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import Router from "@koa/router";
 import type { Context } from "koa";
-import type { DeveloperRecord, Developers } from "../auth/index.js";
+import { type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
 import type { Database, RecordStore } from "../db/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
@@ -151,13 +151,10 @@ ${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type
   router.post("/deploys/:id/storage/delete", async (ctx) => {
     const signedIn = await session(ctx);
     const fields = await form(ctx);
-    const csrf = Buffer.from(fields.get("csrf") ?? "");
-    const expected = Buffer.from(signedIn?.session.csrf ?? "");
     const record = await deployments.get(ctx.params.id as string);
     if (
       !signedIn ||
-      csrf.length !== expected.length ||
-      !timingSafeEqual(csrf, expected) ||
+      !sameSecret(fields.get("csrf") ?? "", signedIn.session.csrf) ||
       !record ||
       record.owner !== signedIn.developer.id
     ) {

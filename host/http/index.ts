@@ -1,2 +1,4 @@
 /** `host/http`: the Koa app. Only composes: tenant resolution, errors, body limits and routes. */
 export { createHttpApp, type HttpOptions, listen, type RunningServer } from "./server.js";
+export { attachSync, SYNC_LIMITS } from "./sync.js";
+export { destinationOfHost } from "./tenant.js";

@@ -2,7 +2,7 @@ import Busboy from "busboy";
 import type { Context, Next } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type AuthService, type Developers, matchesHash } from "../auth/index.js";
+import { type AuthService, type Developers, matchesHash, sameSecret } from "../auth/index.js";
 import { checkAccess, type DeploymentRecord, type Deployments } from "../deployments/index.js";
 import {
   mustDownloadAsAttachment,
@@ -10,20 +10,16 @@ import {
   type ObjectService,
   type Visibility,
 } from "../storage/index.js";
+import { bearerToken } from "./auth-routes.js";
 import { readBody } from "./body.js";
 
 /** The sandboxing policy every download carries: nothing runs, nothing loads. */
 export const DOWNLOAD_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox";
 
+/** Storage routes also take the token as `?platform_token=` (a plain link or image can carry it). */
 function tokenOf(ctx: Context): string | undefined {
-  const header = ctx.get("authorization");
-  if (header) {
-    if (!header.startsWith("Bearer "))
-      throw new PlatformError("unauthorized", "Authorization must be `Bearer <token>`.");
-    return header.slice(7).trim();
-  }
   const query = ctx.query.platform_token;
-  return typeof query === "string" && query ? query : undefined;
+  return bearerToken(ctx) ?? (typeof query === "string" && query ? query : undefined);
 }
 
 async function identityOf(
@@ -164,7 +160,7 @@ export function storageRoutes(
       const allowed =
         dev ||
         (token !== undefined &&
-          (token === adminToken ||
+          (sameSecret(token, adminToken) ||
             (record.claimTokenHash !== undefined && matchesHash(token, record.claimTokenHash)) ||
             (record.owner !== null && (await developers.authenticate(token))?.id === record.owner)));
       if (!allowed)

@@ -1,5 +1,5 @@
 import { lookup as dnsLookup } from "node:dns";
-import { request as httpRequest } from "node:http";
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 
@@ -71,24 +71,47 @@ export function sendRequest(url: string, options: RequestOptions = {}): Promise<
     req.on("error", reject);
     const { body, onProgress } = options;
     if (body !== undefined && onProgress && Buffer.isBuffer(body)) {
-      const CHUNK = 64 * 1024;
-      let sent = 0;
-      const pump = () => {
-        while (sent < body.length) {
-          const chunk = body.subarray(sent, sent + CHUNK);
-          sent += chunk.length;
-          const more = req.write(chunk);
-          onProgress(sent, body.length);
-          if (!more) {
-            req.once("drain", pump);
-            return;
-          }
-        }
-        req.end();
-      };
       req.setHeader("content-length", body.length);
-      pump();
+      writeBody(req, body, onProgress);
     } else if (body !== undefined) req.end(body);
     else req.end();
+  });
+}
+
+/**
+ * Writes `body` in 64 KiB chunks, waiting for `drain` when the socket is full, reporting progress
+ * after each chunk, then ends the request. (Headers such as Content-Length must be set first.)
+ */
+export function writeBody(
+  req: ClientRequest,
+  body: Buffer,
+  onProgress?: (sent: number, total: number) => void,
+): void {
+  const CHUNK = 64 * 1024;
+  let sent = 0;
+  const pump = () => {
+    while (sent < body.length) {
+      const chunk = body.subarray(sent, sent + CHUNK);
+      sent += chunk.length;
+      const more = req.write(chunk);
+      onProgress?.(sent, body.length);
+      if (!more) {
+        req.once("drain", pump);
+        return;
+      }
+    }
+    req.end();
+  };
+  pump();
+}
+
+/** Calls `onLine` for every non-empty line of a streamed response (NDJSON), as it arrives. */
+export function onLines(stream: IncomingMessage, onLine: (line: string) => void): void {
+  let pending = "";
+  stream.on("data", (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) if (line) onLine(line);
   });
 }

@@ -1,3 +1,4 @@
+import type { PaginationOptions, PaginationResult } from "../protocol/index.js";
 import type { Field, Id } from "./fields.js";
 import type { FieldMap, IndexMap, TableDefinition } from "./table.js";
 
@@ -97,18 +98,7 @@ export interface IndexRangeBuilder<D, Fs extends readonly unknown[]> extends Ind
   lte<F extends Head<Fs> & keyof D>(field: F, value: RangeValue<D, F>): IndexRangeEnd;
 }
 
-/** Pagination argument of `paginate()`. */
-export interface PaginationOptions {
-  cursor: string | null;
-  numItems: number;
-}
-
-/** A page of rows and where to continue. */
-export interface PaginationResult<Row> {
-  page: Row[];
-  isDone: boolean;
-  continueCursor: string;
-}
+export type { PaginationOptions, PaginationResult };
 
 /** An ordered index query; terminal methods run it under the handler's read budgets. */
 export interface Query<Row> {

@@ -6,7 +6,7 @@ import { PlatformError } from "../../values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
-import { localhostLookup } from "../http.js";
+import { localhostLookup, onLines, writeBody } from "../http.js";
 import { reportError } from "../output.js";
 
 /**
@@ -37,24 +37,18 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
       },
       (res) => {
         bar?.stop();
-        let pending = "";
         let failed: PlatformError | undefined;
-        res.on("data", (chunk: Buffer) => {
-          pending += chunk.toString();
-          const lines = pending.split("\n");
-          pending = lines.pop() ?? "";
-          for (const text of lines.filter(Boolean)) {
-            const message = JSON.parse(text) as {
-              progress?: { table: string; index: string; done: number };
-              error?: { message: string };
-            };
-            if (message.progress) {
-              const { table, index, done } = message.progress;
-              const line = `backfilling ${table}.${index}: ${done} rows`;
-              process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
-            } else if (message.error) {
-              failed = new PlatformError("bad_request", message.error.message);
-            }
+        onLines(res, (text) => {
+          const message = JSON.parse(text) as {
+            progress?: { table: string; index: string; done: number };
+            error?: { message: string };
+          };
+          if (message.progress) {
+            const { table, index, done } = message.progress;
+            const line = `backfilling ${table}.${index}: ${done} rows`;
+            process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
+          } else if (message.error) {
+            failed = new PlatformError("bad_request", message.error.message);
           }
         });
         res.on("end", () => {
@@ -70,21 +64,7 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
       reject(new PlatformError("unavailable", `Cannot reach ${url.origin} (${error.message}).`)),
     );
     bar?.start(payload.length, 0);
-    const CHUNK = 64 * 1024;
-    let sent = 0;
-    const pump = () => {
-      while (sent < payload.length) {
-        const more = req.write(payload.subarray(sent, sent + CHUNK));
-        sent = Math.min(payload.length, sent + CHUNK);
-        bar?.update(sent);
-        if (!more) {
-          req.once("drain", pump);
-          return;
-        }
-      }
-      req.end();
-    };
-    pump();
+    writeBody(req, payload, (sent) => bar?.update(sent));
   });
 }
 

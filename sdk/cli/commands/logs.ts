@@ -2,7 +2,7 @@ import { request } from "node:http";
 import type { Command } from "commander";
 import { PlatformError } from "../../values/index.js";
 import { ownerToken } from "../config.js";
-import { localhostLookup } from "../http.js";
+import { localhostLookup, onLines } from "../http.js";
 import { reportError } from "../output.js";
 
 interface LogLine {
@@ -80,16 +80,9 @@ export function registerLogs(program: Command): void {
                 });
                 return;
               }
-              let pending = "";
-              res.on("data", (chunk: Buffer) => {
-                pending += chunk.toString();
-                const lines = pending.split("\n");
-                pending = lines.pop() ?? "";
-                for (const text of lines) {
-                  if (!text) continue;
-                  process.stdout.write(`${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine)}\n`);
-                }
-              });
+              onLines(res, (text) =>
+                process.stdout.write(`${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine)}\n`),
+              );
               res.on("end", () => resolve());
               res.on("error", reject);
             });
