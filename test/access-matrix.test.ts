@@ -39,26 +39,13 @@ const WHO: Who[] = [
 
 const tokens = new Map<string, string | undefined>();
 
-async function admin(
-  path: string,
-  method: string,
-  body?: unknown,
-  token = host.adminToken,
-): Promise<HttpResponse> {
-  return sendRequest(`${host.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
-
 beforeAll(async () => {
   host = await startTestHost();
-  const owner = (await admin("/v1/developers", "POST", { name: "owner" })).json<{
+  const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{
     id: string;
     token: string;
   }>();
-  const other = (await admin("/v1/developers", "POST", { name: "other" })).json<{
+  const other = (await host.admin("/v1/developers", "POST", { name: "other" })).json<{
     id: string;
     token: string;
   }>();
@@ -68,7 +55,7 @@ beforeAll(async () => {
   for (const state of STATES) {
     const id = state.toLowerCase();
     const code = state === "requireSignIn" ? signIn : plain;
-    const created = await admin("/v1/deploys", "POST", {
+    const created = await host.admin("/v1/deploys", "POST", {
       id,
       code,
       ...(state === "unclaimed" ? {} : { owner: owner.id }),
@@ -80,7 +67,7 @@ beforeAll(async () => {
         claimToken: expect.stringMatching(/^pct_/),
       });
     if (state === "restricted") {
-      const patched = await admin(
+      const patched = await host.admin(
         `/v1/deploys/${id}`,
         "PATCH",
         { restricted: true, approved: ["Approved@Example.com"] },
@@ -89,7 +76,7 @@ beforeAll(async () => {
       expect(patched.status, patched.text()).toBe(200);
     }
   }
-  await admin("/v1/deploys", "POST", { id: "elsewhere", code: plain });
+  await host.admin("/v1/deploys", "POST", { id: "elsewhere", code: plain });
   const secret = await host.deployments.db.records<{ hex: string }>("secrets").get("tokens");
   const signer = new TokenService(Buffer.from(secret!.hex, "hex"));
   for (const state of STATES) {
@@ -98,10 +85,10 @@ beforeAll(async () => {
       await sendRequest(`${host.deploymentUrl(id)}/__platform/auth/guest`, { method: "POST" })
     ).json<{ token: string; userId: string }>();
     const account = (
-      await admin(`/v1/deploys/${id}/sessions`, "POST", { email: "member@example.com" })
+      await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: "member@example.com" })
     ).json<{ token: string }>();
     const approved = (
-      await admin(`/v1/deploys/${id}/sessions`, "POST", { email: "approved@example.com" })
+      await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: "approved@example.com" })
     ).json<{ token: string }>();
     const foreign = (
       await sendRequest(`${host.deploymentUrl("elsewhere")}/__platform/auth/guest`, { method: "POST" })
@@ -202,23 +189,23 @@ it("answers every cell of {identity} x {deployment state} x {surface} exactly", 
 });
 
 it("claims an unclaimed deployment with its claim token, once", async () => {
-  const dev = (await admin("/v1/developers", "POST", { name: "claimer" })).json<{
+  const dev = (await host.admin("/v1/developers", "POST", { name: "claimer" })).json<{
     id: string;
     token: string;
   }>();
   const created = (
-    await admin("/v1/deploys", "POST", {
+    await host.admin("/v1/deploys", "POST", {
       id: "claimable",
       code: await (await import("./helpers/host.js")).fixtureCode("access"),
     })
   ).json<{ claimToken: string }>();
   expect(
-    (await admin("/v1/deploys/claimable/claim", "POST", { claimToken: "pct_wrong" }, dev.token)).status,
+    (await host.admin("/v1/deploys/claimable/claim", "POST", { claimToken: "pct_wrong" }, dev.token)).status,
   ).toBe(403);
   expect(
-    (await admin("/v1/deploys/claimable/claim", "POST", { claimToken: created.claimToken })).status,
+    (await host.admin("/v1/deploys/claimable/claim", "POST", { claimToken: created.claimToken })).status,
   ).toBe(403);
-  const claimed = await admin(
+  const claimed = await host.admin(
     "/v1/deploys/claimable/claim",
     "POST",
     { claimToken: created.claimToken },
@@ -226,16 +213,18 @@ it("claims an unclaimed deployment with its claim token, once", async () => {
   );
   expect(claimed.json()).toMatchObject({ owner: dev.id, claimed: true });
   expect(
-    (await admin("/v1/deploys/claimable/claim", "POST", { claimToken: created.claimToken }, dev.token))
+    (await host.admin("/v1/deploys/claimable/claim", "POST", { claimToken: created.claimToken }, dev.token))
       .status,
   ).toBe(409);
-  expect((await admin("/v1/me", "GET", undefined, dev.token)).json()).toMatchObject({
+  expect((await host.admin("/v1/me", "GET", undefined, dev.token)).json()).toMatchObject({
     kind: "developer",
     deploys: ["claimable"],
   });
-  const stranger = (await admin("/v1/developers", "POST", { name: "stranger" })).json<{ token: string }>();
-  expect((await admin("/v1/deploys/claimable", "PATCH", { restricted: true }, stranger.token)).status).toBe(
-    403,
-  );
-  expect((await admin("/v1/developers", "POST", { name: "x" }, stranger.token)).status).toBe(403);
+  const stranger = (await host.admin("/v1/developers", "POST", { name: "stranger" })).json<{
+    token: string;
+  }>();
+  expect(
+    (await host.admin("/v1/deploys/claimable", "PATCH", { restricted: true }, stranger.token)).status,
+  ).toBe(403);
+  expect((await host.admin("/v1/developers", "POST", { name: "x" }, stranger.token)).status).toBe(403);
 });

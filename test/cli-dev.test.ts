@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../sdk/cli/http.js";
-import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { type CliProcess, runCli, startDev } from "./helpers/cli.js";
 
 let dir: string;
 let dev: CliProcess;
@@ -13,9 +13,7 @@ let port: number;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "platform-dev-test-"));
   await cp("fixtures/todo", dir, { recursive: true });
-  port = await freePort();
-  dev = startCli(["dev", dir, "--port", String(port)]);
-  await dev.waitFor(/platform dev: serving/);
+  ({ dev, port } = await startDev(dir));
 });
 afterAll(async () => {
   await dev.stop();

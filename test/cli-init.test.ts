@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../sdk/cli/http.js";
 import { launchChromium } from "./helpers/browser.js";
-import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { type CliProcess, runCli, startDev } from "./helpers/cli.js";
 
 let dir: string;
 let dev: CliProcess | undefined;
@@ -30,9 +30,9 @@ it("scaffolds a capsule, refuses a non-empty folder, and the result runs with pl
   expect(again.status).toBe(1);
   expect(again.stderr).toContain("is not empty");
 
-  const port = await freePort();
-  dev = startCli(["dev", app, "--port", String(port)]);
-  await dev.waitFor(/platform dev: serving/);
+  const started = await startDev(app);
+  dev = started.dev;
+  const port = started.port;
   const base = `http://localhost:${port}`;
   const page = await sendRequest(`${base}/`);
   expect([page.status, page.headers["content-type"]]).toEqual([200, "text/html; charset=utf-8"]);

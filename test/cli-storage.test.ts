@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../sdk/cli/http.js";
-import { type CliProcess, freePort, runCli, runCliAsync, startCli } from "./helpers/cli.js";
+import { type CliProcess, freePort, runCli, runCliAsync, startDev } from "./helpers/cli.js";
 import { fixtureCode, startTestHost } from "./helpers/host.js";
 
 let dir: string;
@@ -22,9 +22,7 @@ const PNG = Buffer.concat([
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "platform-cli-storage-"));
   env = { PLATFORM_CONFIG_DIR: join(dir, "config") };
-  port = await freePort();
-  dev = startCli(["dev", "fixtures/todo", "--port", String(port)]);
-  await dev.waitFor(/platform dev: serving/);
+  ({ dev, port } = await startDev("fixtures/todo"));
   await writeFile(join(dir, "avatar.png"), PNG);
   await writeFile(join(dir, "page.html"), "<html><body>hi</body></html>");
   await writeFile(join(dir, "big.bin"), Buffer.alloc(5 * 1024 * 1024 + 1));

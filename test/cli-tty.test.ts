@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { CLI, type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { CLI, type CliProcess, runCli, startDev } from "./helpers/cli.js";
 
 let dir: string;
 let dev: CliProcess;
@@ -17,9 +17,7 @@ let file: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "platform-tty-"));
-  port = await freePort();
-  dev = startCli(["dev", "fixtures/todo", "--port", String(port)]);
-  await dev.waitFor(/platform dev: serving/);
+  ({ dev, port } = await startDev("fixtures/todo"));
   file = join(dir, "upload.png");
   await writeFile(
     file,

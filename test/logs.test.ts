@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../sdk/cli/http.js";
-import { type CliProcess, freePort, runCli, runCliAsync, startCli } from "./helpers/cli.js";
+import { type CliProcess, freePort, runCli, runCliAsync, startCli, startDev } from "./helpers/cli.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const SECRET = "s3cr3t-value-42";
@@ -136,9 +136,7 @@ describe("platform logs against platform dev", () => {
     dir = await mkdtemp(join(tmpdir(), "platform-logs-"));
     await cp("fixtures/logs", dir, { recursive: true });
     await writeFile(join(dir, ".env.platform.server"), `API_SECRET=${SECRET}\n`);
-    port = await freePort();
-    dev = startCli(["dev", dir, "--port", String(port)]);
-    await dev.waitFor(/platform dev: serving/);
+    ({ dev, port } = await startDev(dir));
   });
   afterAll(async () => {
     await dev.stop();

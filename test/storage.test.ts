@@ -17,23 +17,10 @@ const PNG = Buffer.concat([
   Buffer.alloc(200, 7),
 ]);
 
-async function admin(
-  path: string,
-  method: string,
-  body?: unknown,
-  token = host.adminToken,
-): Promise<HttpResponse> {
-  return sendRequest(`${host.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
-
 beforeAll(async () => {
   host = await startTestHost({ storageLimits: { listing: 3 } });
-  owner = (await admin("/v1/developers", "POST", { name: "owner" })).json();
-  other = (await admin("/v1/developers", "POST", { name: "other" })).json();
+  owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json();
+  other = (await host.admin("/v1/developers", "POST", { name: "other" })).json();
   const plain = await fixtureCode("access");
   for (const [id, code, owned] of [
     ["open", plain, true],
@@ -42,22 +29,30 @@ beforeAll(async () => {
     ["unclaimed", plain, false],
     ["listing", plain, true],
   ] as const) {
-    const created = await admin("/v1/deploys", "POST", { id, code, ...(owned ? { owner: owner.id } : {}) });
+    const created = await host.admin("/v1/deploys", "POST", {
+      id,
+      code,
+      ...(owned ? { owner: owner.id } : {}),
+    });
     expect(created.status).toBe(201);
     if (!owned) claimToken = created.json<{ claimToken: string }>().claimToken;
     tokens[id] = {
       guest: (await sendRequest(`${host.deploymentUrl(id)}/__platform/auth/guest`, { method: "POST" })).json<{
         token: string;
       }>().token,
-      account: (await admin(`/v1/deploys/${id}/sessions`, "POST", { email: "member@example.com" })).json<{
+      account: (
+        await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: "member@example.com" })
+      ).json<{
         token: string;
       }>().token,
-      approved: (await admin(`/v1/deploys/${id}/sessions`, "POST", { email: "approved@example.com" })).json<{
+      approved: (
+        await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: "approved@example.com" })
+      ).json<{
         token: string;
       }>().token,
     };
   }
-  await admin("/v1/deploys/locked", "PATCH", { restricted: true, approved: ["approved@example.com"] });
+  await host.admin("/v1/deploys/locked", "PATCH", { restricted: true, approved: ["approved@example.com"] });
 });
 afterAll(() => host.dispose());
 
@@ -252,12 +247,12 @@ describe("deletes, owner and inspect routes", () => {
     const key = (await upload("open", PNG, { token: tokens.open?.account, isPublic: true })).json<{
       key: string;
     }>().key;
-    expect((await admin(`/v1/me/deploys/open/storage/${key}`, "DELETE", undefined, other.token)).status).toBe(
-      403,
-    );
-    expect((await admin(`/v1/me/deploys/open/storage/${key}`, "DELETE", undefined, owner.token)).status).toBe(
-      204,
-    );
+    expect(
+      (await host.admin(`/v1/me/deploys/open/storage/${key}`, "DELETE", undefined, other.token)).status,
+    ).toBe(403);
+    expect(
+      (await host.admin(`/v1/me/deploys/open/storage/${key}`, "DELETE", undefined, owner.token)).status,
+    ).toBe(204);
     expect(code(await download("open", key))).toEqual([404, "not_found"]);
   });
 

@@ -84,6 +84,17 @@ export function startCli(args: string[], env: Record<string, string> = {}): CliP
   };
 }
 
+/** Starts `platform dev <dir>` on a free port and waits until it serves. */
+export async function startDev(
+  dir: string,
+  extra: string[] = [],
+): Promise<{ dev: CliProcess; port: number }> {
+  const port = await freePort();
+  const dev = startCli(["dev", dir, "--port", String(port), ...extra]);
+  await dev.waitFor(/platform dev: serving/);
+  return { dev, port };
+}
+
 /** A TCP port that was free a moment ago. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -15,6 +15,8 @@ export interface TestHost extends PlatformHost {
   deployFixture(id: string, fixture: string): Promise<HttpResponse>;
   deployCode(id: string, code: string, env?: Record<string, string>): Promise<HttpResponse>;
   call(id: string, kind: "query" | "mutation", name: string, args?: unknown): Promise<HttpResponse>;
+  /** A control-plane request with the operator's token (or `token`), JSON body when given. */
+  admin(path: string, method: string, body?: unknown, token?: string): Promise<HttpResponse>;
 }
 
 const bundles = new Map<string, string>();
@@ -61,6 +63,12 @@ export async function startTestHost(options: Partial<HostOptions> = {}): Promise
     },
     deployCode,
     deployFixture: async (id, fixture) => deployCode(id, await fixtureCode(fixture)),
+    admin: (path, method, body, token = adminToken) =>
+      sendRequest(`${host.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
     call: (id, kind, name, args = {}) =>
       sendRequest(`${host.deploymentUrl(id)}/api/${kind}/${name}`, {
         method: "POST",
