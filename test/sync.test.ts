@@ -1,4 +1,6 @@
 /** `GET /api/sync` over a real WebSocket: subscriptions, pushes on change, read-your-writes mutations. */
+
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { localhostLookup } from "../sdk/cli/http.js";
@@ -70,3 +72,31 @@ it("pushes a subscription's value, and answers a mutation only after its effect 
 it("refuses an invalid token at the upgrade", async () => {
   await expect(connect("?platform_token=nope")).rejects.toThrow(/401/);
 });
+
+it("drops a consumer that stops reading once 4 MiB wait, and frees its subscriptions", async () => {
+  const slow = await connect();
+  slow.ws.send(
+    JSON.stringify({ type: "subscribe", id: "big", name: "blob", args: { bucket: 4242, size: 1 << 20 } }),
+  );
+  await slow.next((m) => m.id === "big");
+  const closed = new Promise<number>((resolve) => slow.ws.once("close", (code) => resolve(code)));
+  // Stop reading: the kernel buffers fill, then the server's unsent bytes grow.
+  const socket = (slow.ws as unknown as { _socket: Socket })._socket;
+  socket.pause();
+  let dropped = false;
+  for (let i = 0; i < 120 && !dropped; i++) {
+    const before = host.live.executions;
+    await host.call("sync", "mutation", "add", { bucket: 4242, text: `${i}` });
+    await host.live.settled();
+    // Once the connection is gone its subscription is too: a write re-runs nothing.
+    dropped = host.live.executions === before;
+  }
+  expect(dropped).toBe(true);
+  socket.resume();
+  expect(await closed).toBeGreaterThan(1000);
+  // Everyone else is unaffected.
+  const { ws, next } = await connect();
+  ws.send(JSON.stringify({ type: "subscribe", id: "ok", name: "byBucket", args: { bucket: 4242 } }));
+  expect(((await next((m) => m.id === "ok")).value as unknown[]).length).toBeGreaterThan(0);
+  ws.close();
+}, 60_000);

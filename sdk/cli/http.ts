@@ -1,23 +1,8 @@
-import { lookup as dnsLookup } from "node:dns";
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import type { LookupFunction } from "node:net";
+import { localhostLookup } from "../client/node-transport.js";
 
-/**
- * Resolves `localhost` and every `*.localhost` name to loopback, as browsers do, so deployments at
- * `http://<id>.localhost:<port>` work from Node without touching /etc/hosts.
- */
-export const localhostLookup: LookupFunction = (hostname, options, callback) => {
-  if (hostname === "localhost" || hostname.endsWith(".localhost")) {
-    if (options.all)
-      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
-        { address: "127.0.0.1", family: 4 },
-      ]);
-    else callback(null, "127.0.0.1", 4);
-    return;
-  }
-  dnsLookup(hostname, options, callback);
-};
+export { localhostLookup };
 
 /** A response with its body read. */
 export interface HttpResponse {

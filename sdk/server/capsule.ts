@@ -30,11 +30,23 @@ export interface AuthSettings<S extends SchemaDefinition> {
   ) => void | Promise<void>;
 }
 
-/** What authors pass to `capsule()`. */
-export interface CapsuleDefinition<S extends SchemaDefinition> {
+/** Any map of query handlers of schema `S`. */
+export type QueryMap<S extends SchemaDefinition> = Record<string, QueryHandler<S>>;
+/** Any map of mutation handlers of schema `S`. */
+export type MutationMap<S extends SchemaDefinition> = Record<string, MutationHandler<S>>;
+
+/**
+ * What authors pass to `capsule()`. `Q` and `M` keep the exact handler maps, so a client can be
+ * typed from the capsule (`createClient<typeof app>(url)`).
+ */
+export interface CapsuleDefinition<
+  S extends SchemaDefinition,
+  Q extends QueryMap<S> = QueryMap<S>,
+  M extends MutationMap<S> = MutationMap<S>,
+> {
   schema: S;
-  queries?: Record<string, QueryHandler<S>>;
-  mutations?: Record<string, MutationHandler<S>>;
+  queries?: Q;
+  mutations?: M;
   /**
    * Endpoints do not take part in inferring the schema type (`endpoint()` is called on its own);
    * write `endpoint<typeof schema>(...)` for a schema-typed `ctx` inside one.
@@ -45,9 +57,13 @@ export interface CapsuleDefinition<S extends SchemaDefinition> {
 }
 
 /** A declared capsule: the author's definition plus its JSON declaration for the host. */
-export interface Capsule<S extends SchemaDefinition> {
+export interface Capsule<
+  S extends SchemaDefinition,
+  Q extends QueryMap<S> = QueryMap<S>,
+  M extends MutationMap<S> = MutationMap<S>,
+> {
   readonly kind: "platform.capsule";
-  readonly definition: CapsuleDefinition<S>;
+  readonly definition: CapsuleDefinition<S, Q, M>;
   readonly declaration: CapsuleDeclaration;
 }
 
@@ -77,7 +93,9 @@ function handlerNames(kind: string, handlers: Record<string, unknown> | undefine
  *   queries: { list: async (ctx) => ctx.db.todos.take(50) },
  * });
  */
-export function capsule<S extends SchemaDefinition>(definition: CapsuleDefinition<S>): Capsule<S> {
+export function capsule<S extends SchemaDefinition, Q extends QueryMap<S>, M extends MutationMap<S>>(
+  definition: CapsuleDefinition<S, Q, M>,
+): Capsule<S, Q, M> {
   const endpoints = Object.entries(definition.endpoints ?? {}).map(([name, value]) => {
     if (value?.kind !== "platform.endpoint") {
       throw new PlatformError(

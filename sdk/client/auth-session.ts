@@ -1,0 +1,336 @@
+import { isPlatformError, PlatformError } from "../values/index.js";
+import { readResponse, unreachable } from "./errors.js";
+import type { FetchFunction, KeyValueStore } from "./transport.js";
+
+/** Who the client is signed in as. */
+export interface ClientIdentity {
+  userId: string;
+  kind: "guest" | "account";
+  email?: string;
+}
+
+/** What `useAuth()` shows (SPEC.md "Client SDK": `isLoading`, `isSignedIn`, `error`). */
+export interface AuthState {
+  /** True until the first token is ready (loaded, renewed or a new guest). */
+  isLoading: boolean;
+  /** True when signed in with an account (a guest is not signed in). */
+  isSignedIn: boolean;
+  identity: ClientIdentity | null;
+  /** The last sign-in or renewal failure; `retryAuth()` tries that step again. */
+  error: PlatformError | null;
+}
+
+/** Sign-in and identity of a client (one deployment). */
+export interface ClientAuth {
+  /** The current state (the object `useAuth()` returns). */
+  getState(): AuthState;
+  /** Calls `listener` on every change; returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void;
+  /** Waits until the first token is ready (or failed: see `getState().error`). */
+  ready(): Promise<void>;
+  signInAsGuest(): Promise<ClientIdentity>;
+  /** Emails a one-time code. */
+  startEmailSignIn(email: string): Promise<void>;
+  /** Signs in with the emailed code; the current guest's data moves to the account. */
+  verifyEmailCode(email: string, code: string): Promise<ClientIdentity>;
+  /** Signs in with an OpenID Connect ID token. */
+  signInWithIdToken(idToken: string): Promise<ClientIdentity>;
+  /** `platform dev` only: signs in as `email` at once. */
+  devSignIn(email: string): Promise<ClientIdentity>;
+  signOut(): Promise<void>;
+  /** The token calls are sent with (renewed when about to expire), or null. */
+  token(): Promise<string | null>;
+}
+
+/** A token as the host issues it. */
+interface IssuedToken extends ClientIdentity {
+  token: string;
+  /** Seconds since the epoch. */
+  expiresAt: number;
+}
+
+/** What is kept per deployment in the token store. */
+interface StoredAuth {
+  current: IssuedToken | null;
+  /**
+   * The guest token of an upgrade that did not finish (for example the app's hook threw): it is
+   * sent again with the next sign-in, which then finishes the upgrade (SPEC.md "Identity lifecycle").
+   */
+  pendingGuest?: string;
+}
+
+/** Renew this long before a token expires. */
+const RENEW_AHEAD_MS = 5 * 60 * 1000;
+
+/**
+ * The client's identity for one deployment: the stored token, renewed before it expires; a
+ * protected guest created on first use (when enabled); account sign-in by email code, OpenID
+ * Connect ID token or (in `platform dev`) at once, each presenting the guest's token so the host
+ * moves the guest's data to the account. Tokens are kept per deployment origin.
+ */
+export class AuthSession {
+  private stored: StoredAuth;
+  private state: AuthState;
+  private readonly listeners = new Set<() => void>();
+  private readonly tokenListeners = new Set<() => void>();
+  private loading: Promise<void> | null = null;
+  private renewing: Promise<void> | null = null;
+  private renewTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastFailed: (() => Promise<unknown>) | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly fetch: FetchFunction,
+    private readonly store: KeyValueStore,
+    private readonly options: { guest: boolean },
+  ) {
+    this.stored = this.read();
+    this.state = this.stateOf(this.stored.current, true, null);
+  }
+
+  private get storeKey(): string {
+    return `platform.auth:${this.baseUrl}`;
+  }
+
+  private read(): StoredAuth {
+    try {
+      const raw = this.store.get(this.storeKey);
+      const parsed = raw ? (JSON.parse(raw) as StoredAuth) : null;
+      if (parsed && (parsed.current === null || typeof parsed.current?.token === "string")) return parsed;
+    } catch {
+      // A corrupt entry is dropped; the client starts over.
+    }
+    return { current: null };
+  }
+
+  private stateOf(current: IssuedToken | null, isLoading: boolean, error: PlatformError | null): AuthState {
+    const identity = current
+      ? {
+          userId: current.userId,
+          kind: current.kind,
+          ...(current.email ? { email: current.email } : {}),
+        }
+      : null;
+    return { isLoading, isSignedIn: current?.kind === "account", identity, error };
+  }
+
+  private publish(isLoading = false, error: PlatformError | null = null): void {
+    this.state = this.stateOf(this.stored.current, isLoading, error);
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  private save(next: StoredAuth): void {
+    const tokenChanged = next.current?.token !== this.stored.current?.token;
+    this.stored = next;
+    try {
+      this.store.set(this.storeKey, JSON.stringify(next));
+    } catch {
+      // Storage may be full or disabled (private browsing): the session still works in memory.
+    }
+    this.scheduleRenewal();
+    if (tokenChanged) for (const listener of [...this.tokenListeners]) listener();
+  }
+
+  /** The current state; the same object until something changes (for `useSyncExternalStore`). */
+  getState(): AuthState {
+    return this.state;
+  }
+
+  /** Calls `listener` whenever the state changes; returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Calls `listener` whenever the identity's token is replaced (sign-in, sign-out, new guest). */
+  onTokenChange(listener: () => void): () => void {
+    this.tokenListeners.add(listener);
+    return () => this.tokenListeners.delete(listener);
+  }
+
+  private current(): string | null {
+    return this.stored.current?.token ?? null;
+  }
+
+  /** The raw current token, without waiting or renewing (null when there is none). */
+  token(): string | null {
+    return this.current();
+  }
+
+  /** Loads the session once: renews a stored token that is about to expire, or starts a guest. */
+  ready(): Promise<void> {
+    this.loading ??= this.attempt(async () => {
+      const current = this.stored.current;
+      if (current && current.expiresAt * 1000 - Date.now() < RENEW_AHEAD_MS) await this.renew();
+      else if (!current && this.options.guest) await this.signInAsGuest();
+      else this.scheduleRenewal();
+    }, true).then(() => undefined);
+    return this.loading;
+  }
+
+  /**
+   * A token to send now: waits for the first load, renews when the current one is about to
+   * expire. Null when the client has no identity (anonymous calls).
+   */
+  async validToken(): Promise<string | null> {
+    await this.ready();
+    const current = this.stored.current;
+    if (current && current.expiresAt * 1000 - Date.now() < 60_000) await this.renew().catch(() => undefined);
+    return this.current();
+  }
+
+  /**
+   * The server refused our token (401): renew it once. Resolves true when a different token is
+   * now available (the caller may retry), false otherwise.
+   */
+  async handleUnauthorized(refused: string | null): Promise<boolean> {
+    if (refused === null || refused !== this.current()) return this.current() !== refused;
+    await this.renew().catch(() => undefined);
+    return this.current() !== refused;
+  }
+
+  private async post(path: string, body: unknown, bearer?: string | null): Promise<unknown> {
+    const url = `${this.baseUrl}/__platform/auth/${path}`;
+    let response: Response;
+    try {
+      response = await this.fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+        },
+        body: JSON.stringify(body ?? {}),
+      });
+    } catch (error) {
+      throw unreachable(url, error);
+    }
+    return readResponse(response);
+  }
+
+  /**
+   * Runs one auth step with its outcome published: on failure the error is shown in the state and
+   * remembered, so `retryAuth()` can run the same step again.
+   */
+  private async attempt<T>(step: () => Promise<T>, initial = false): Promise<T | undefined> {
+    if (initial) this.publish(true, null);
+    try {
+      const result = await step();
+      this.lastFailed = null;
+      this.publish(false, null);
+      return result;
+    } catch (error) {
+      const failure = isPlatformError(error)
+        ? error
+        : new PlatformError("internal", String((error as Error)?.message ?? error));
+      this.lastFailed = step;
+      this.publish(false, failure);
+      if (!initial) throw failure;
+      return undefined;
+    }
+  }
+
+  /** Renews the current token (single flight). A refused renewal ends the session. */
+  private renew(): Promise<void> {
+    this.renewing ??= (async () => {
+      const current = this.stored.current;
+      if (!current) return;
+      try {
+        const issued = (await this.post("renew", {}, current.token)) as IssuedToken;
+        this.save({ ...this.stored, current: issued });
+      } catch (error) {
+        if (!isPlatformError(error, "unauthorized")) throw error;
+        // The session is over (too old, or a guest that was upgraded elsewhere).
+        this.save({ ...this.stored, current: null });
+        if (this.options.guest) await this.signInAsGuest();
+        else throw error;
+      }
+    })().finally(() => {
+      this.renewing = null;
+    });
+    return this.renewing;
+  }
+
+  private scheduleRenewal(): void {
+    clearTimeout(this.renewTimer);
+    const current = this.stored.current;
+    if (!current || this.closed) return;
+    const delay = Math.max(1000, current.expiresAt * 1000 - Date.now() - RENEW_AHEAD_MS);
+    this.renewTimer = setTimeout(
+      () => void this.attempt(() => this.renew()).catch(() => undefined),
+      Math.min(delay, 2 ** 31 - 1),
+    );
+    (this.renewTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** Starts a new protected guest session (replacing any current identity). */
+  async signInAsGuest(): Promise<ClientIdentity> {
+    const issued = (await this.post("guest", {})) as IssuedToken;
+    this.save({ ...this.stored, current: issued });
+    this.publish();
+    return this.stateOf(issued, false, null).identity as ClientIdentity;
+  }
+
+  /**
+   * Finishes an account sign-in: the request carries the guest's token (current or pending) so
+   * the host upgrades that guest. If the upgrade fails, the guest's token is kept as pending and
+   * sent again by the next sign-in.
+   */
+  private async signInAccount(path: string, body: unknown): Promise<ClientIdentity> {
+    await this.ready();
+    const guestToken =
+      this.stored.current?.kind === "guest" ? this.stored.current.token : (this.stored.pendingGuest ?? null);
+    let issued: IssuedToken;
+    try {
+      issued = (await this.post(path, body, guestToken)) as IssuedToken;
+    } catch (error) {
+      if (guestToken) this.save({ ...this.stored, pendingGuest: guestToken });
+      throw error;
+    }
+    const { pendingGuest: _done, ...rest } = this.stored;
+    this.save({ ...rest, current: issued });
+    return this.stateOf(issued, false, null).identity as ClientIdentity;
+  }
+
+  /** Sends a one-time sign-in code to `email`. */
+  startEmailSignIn(email: string): Promise<void> {
+    return this.attempt(async () => {
+      await this.post("email/start", { email });
+    }) as Promise<void>;
+  }
+
+  /** Signs in with the code that was emailed; a guest's data moves to the account. */
+  verifyEmailCode(email: string, code: string): Promise<ClientIdentity> {
+    return this.attempt(() => this.signInAccount("email/verify", { email, code })) as Promise<ClientIdentity>;
+  }
+
+  /** Signs in with an OpenID Connect ID token of an issuer the host trusts. */
+  signInWithIdToken(idToken: string): Promise<ClientIdentity> {
+    return this.attempt(() => this.signInAccount("oidc", { idToken })) as Promise<ClientIdentity>;
+  }
+
+  /** `platform dev` only: signs in as the account of `email` at once. */
+  devSignIn(email: string): Promise<ClientIdentity> {
+    return this.attempt(() => this.signInAccount("dev-sign-in", { email })) as Promise<ClientIdentity>;
+  }
+
+  /** Forgets the identity; with guests enabled a new guest session starts. */
+  async signOut(): Promise<void> {
+    this.save({ current: null });
+    this.publish();
+    if (this.options.guest) await this.attempt(() => this.signInAsGuest());
+  }
+
+  /** Runs the last failed auth step again (`retryAuth()`); resolves when it is done. */
+  async retry(): Promise<void> {
+    const step = this.lastFailed;
+    if (!step) return;
+    await this.attempt(step).catch(() => undefined);
+  }
+
+  /** Stops the renewal timer. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.renewTimer);
+  }
+}

@@ -1,0 +1,277 @@
+import { PlatformError } from "../values/index.js";
+import { errorFromWire } from "./errors.js";
+import type { SocketFactory, SocketLike } from "./transport.js";
+
+/** The latest outcome of a subscription: a value or an error (replaced, never mutated). */
+export type QueryResult = { value: unknown } | { error: PlatformError };
+
+/** Receives a subscription's results. */
+export type SubscriptionListener = (result: QueryResult) => void;
+
+interface Subscription {
+  id: string;
+  name: string;
+  argsJson: string;
+  listeners: Set<SubscriptionListener>;
+  result?: QueryResult;
+  resultJson?: string | undefined;
+  /** Set while the last listener is gone but the server subscription is kept briefly. */
+  dropTimer?: ReturnType<typeof setTimeout> | undefined;
+}
+
+interface PendingMutation {
+  message: string;
+  resolve: (value: unknown) => void;
+  reject: (error: PlatformError) => void;
+  sent: boolean;
+}
+
+/** Reconnect delays: 100 ms doubling to 10 s, each with jitter. */
+const BACKOFF = { firstMs: 100, maxMs: 10_000 } as const;
+/** How long a subscription outlives its last listener (a re-render re-subscribes in between). */
+const DROP_GRACE_MS = 50;
+const OPEN = 1;
+
+/** Connection state, for status displays and tests. */
+export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
+
+/**
+ * One WebSocket to a deployment's `GET /api/sync`, shared by every subscription of a client.
+ * Identical subscriptions (same query and arguments) share one server subscription. When the
+ * socket drops it reconnects with exponential backoff and subscribes again; mutations sent over it
+ * resolve only after the host pushed what they changed (read-your-writes). A mutation whose
+ * socket closed before its answer fails with `unavailable` (it may or may not have applied);
+ * mutations not yet sent wait for the next connection.
+ */
+export class SyncConnection {
+  private socket: SocketLike | null = null;
+  private stateValue: ConnectionState = "idle";
+  private readonly subscriptions = new Map<string, Subscription>();
+  private readonly byId = new Map<string, Subscription>();
+  private readonly mutations = new Map<string, PendingMutation>();
+  private nextId = 1;
+  private attempts = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+  private readonly stateListeners = new Set<(state: ConnectionState) => void>();
+  /** Connections opened so far (tests observe reconnects with it). */
+  connections = 0;
+
+  constructor(
+    private readonly url: string,
+    private readonly openSocket: SocketFactory,
+    private readonly token: () => Promise<string | null>,
+    private readonly onRefused: (token: string | null) => Promise<boolean>,
+  ) {}
+
+  /** The connection's state. */
+  get state(): ConnectionState {
+    return this.stateValue;
+  }
+
+  /** Calls `listener` on every state change; returns the unsubscribe function. */
+  onStateChange(listener: (state: ConnectionState) => void): () => void {
+    this.stateListeners.add(listener);
+    return () => this.stateListeners.delete(listener);
+  }
+
+  private setState(state: ConnectionState): void {
+    if (state === this.stateValue) return;
+    this.stateValue = state;
+    for (const listener of [...this.stateListeners]) listener(state);
+  }
+
+  private key(name: string, argsJson: string): string {
+    return `${name}\u0000${argsJson}`;
+  }
+
+  /** The latest result of a subscription that is active, or undefined. */
+  current(name: string, argsJson: string): QueryResult | undefined {
+    return this.subscriptions.get(this.key(name, argsJson))?.result;
+  }
+
+  /**
+   * Subscribes to query `name` with arguments `argsJson`; `listener` gets every new result (and
+   * the current one at once when another listener already has it). Returns the unsubscribe function.
+   */
+  subscribe(name: string, argsJson: string, listener: SubscriptionListener): () => void {
+    const key = this.key(name, argsJson);
+    let subscription = this.subscriptions.get(key);
+    if (!subscription) {
+      subscription = { id: `s${this.nextId++}`, name, argsJson, listeners: new Set() };
+      this.subscriptions.set(key, subscription);
+      this.byId.set(subscription.id, subscription);
+      this.sendSubscribe(subscription);
+    }
+    clearTimeout(subscription.dropTimer);
+    subscription.dropTimer = undefined;
+    subscription.listeners.add(listener);
+    const joined = subscription;
+    if (joined.result) listener(joined.result);
+    return () => {
+      joined.listeners.delete(listener);
+      if (joined.listeners.size > 0 || joined.dropTimer) return;
+      joined.dropTimer = setTimeout(() => {
+        joined.dropTimer = undefined;
+        if (joined.listeners.size > 0) return;
+        this.subscriptions.delete(key);
+        this.byId.delete(joined.id);
+        this.sendNow({ type: "unsubscribe", id: joined.id });
+      }, DROP_GRACE_MS);
+    };
+  }
+
+  /** Runs mutation `name` over the socket; resolves after its effects reached this client. */
+  mutation(name: string, argsJson: string): Promise<unknown> {
+    if (this.closed) return Promise.reject(new PlatformError("unavailable", "The client was closed."));
+    const id = `m${this.nextId++}`;
+    return new Promise((resolve, reject) => {
+      const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson}}`;
+      const pending: PendingMutation = { message, resolve, reject, sent: false };
+      this.mutations.set(id, pending);
+      if (this.socket?.readyState === OPEN) {
+        pending.sent = true;
+        this.socket.send(message);
+      } else this.ensureConnected();
+    });
+  }
+
+  /** True when there is something to keep a connection for. */
+  get wanted(): boolean {
+    return this.subscriptions.size > 0 || this.mutations.size > 0;
+  }
+
+  private sendSubscribe(subscription: Subscription): void {
+    if (this.socket?.readyState === OPEN) {
+      this.socket.send(
+        `{"type":"subscribe","id":${JSON.stringify(subscription.id)},"name":${JSON.stringify(subscription.name)},"args":${subscription.argsJson}}`,
+      );
+    } else this.ensureConnected();
+  }
+
+  private sendNow(message: unknown): void {
+    if (this.socket?.readyState === OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  private ensureConnected(): void {
+    if (this.closed || this.socket || this.stateValue === "connecting" || this.retryTimer) return;
+    void this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    this.setState("connecting");
+    const token = await this.token().catch(() => null);
+    if (this.closed) return;
+    const url = token ? `${this.url}?platform_token=${encodeURIComponent(token)}` : this.url;
+    let socket: SocketLike;
+    try {
+      socket = this.openSocket(url);
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.socket = socket;
+    let refused = false;
+    socket.onopen = () => {
+      this.connections++;
+      this.attempts = 0;
+      this.setState("open");
+      for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
+      for (const pending of this.mutations.values()) {
+        if (pending.sent) continue;
+        pending.sent = true;
+        socket.send(pending.message);
+      }
+    };
+    socket.onmessage = (event) => this.receive(String(event.data));
+    socket.onerror = (event) => {
+      // ws (Node) reports the refused upgrade's status; browsers only report a closed socket.
+      if (/\b401\b/.test(String((event as { message?: unknown })?.message ?? ""))) refused = true;
+    };
+    socket.onclose = () => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      for (const [id, pending] of this.mutations) {
+        if (!pending.sent) continue;
+        this.mutations.delete(id);
+        pending.reject(
+          new PlatformError(
+            "unavailable",
+            "The connection closed before the mutation was confirmed; it may or may not have been applied.",
+          ),
+        );
+      }
+      if (this.closed) return;
+      const retry = () => {
+        if (this.wanted) this.scheduleReconnect();
+        else this.setState("idle");
+      };
+      if (refused) void this.onRefused(token).finally(retry);
+      else retry();
+    };
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.retryTimer) return;
+    this.setState("waiting");
+    const delay = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** this.attempts) * (0.5 + Math.random() / 2);
+    this.attempts++;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.connect();
+    }, delay);
+  }
+
+  /** Reconnects at once with a fresh token (after sign-in or sign-out), resubscribing everything. */
+  reconnect(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.attempts = 0;
+    const socket = this.socket;
+    if (socket) socket.close(1000, "new identity");
+    else if (this.wanted && this.stateValue !== "connecting") void this.connect();
+  }
+
+  private receive(text: string): void {
+    let message: { type?: string; id?: string; value?: unknown; error?: unknown };
+    try {
+      message = JSON.parse(text) as typeof message;
+    } catch {
+      return;
+    }
+    if (message.type === "mutationResult" && typeof message.id === "string") {
+      const pending = this.mutations.get(message.id);
+      if (!pending) return;
+      this.mutations.delete(message.id);
+      if (message.error !== undefined) pending.reject(errorFromWire(message.error));
+      else pending.resolve(message.value ?? null);
+      return;
+    }
+    const subscription = typeof message.id === "string" ? this.byId.get(message.id) : undefined;
+    if (!subscription) return;
+    if (message.type === "value") {
+      const json = JSON.stringify(message.value ?? null);
+      if (json === subscription.resultJson) return;
+      subscription.resultJson = json;
+      subscription.result = { value: message.value ?? null };
+    } else if (message.type === "error") {
+      subscription.resultJson = undefined;
+      subscription.result = { error: errorFromWire(message.error) };
+    } else return;
+    const result = subscription.result;
+    for (const listener of [...subscription.listeners]) listener(result);
+  }
+
+  /** Closes the socket for good; pending mutations fail with `unavailable`. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    for (const subscription of this.subscriptions.values()) clearTimeout(subscription.dropTimer);
+    for (const pending of this.mutations.values())
+      pending.reject(new PlatformError("unavailable", "The client was closed."));
+    this.mutations.clear();
+    this.socket?.close(1000, "client closed");
+    this.socket = null;
+    this.setState("idle");
+  }
+}
