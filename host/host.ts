@@ -35,8 +35,8 @@ export interface HostOptions {
   oidcIssuers?: OidcIssuer[];
   /** Storage limits (tests use small ones); defaults are SPEC.md's. */
   storageLimits?: Partial<StorageLimits>;
-  /** `platform dev`: serve this folder (the capsule's `client/`) at the app origin. */
-  devClientDir?: string;
+  /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
+  devClientDirs?: string[];
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
 }
@@ -88,7 +88,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     : await FsBlobStore.open(join(options.data, "blobs"));
   const objects = new ObjectService(db, blobs, { ...DEFAULT_STORAGE_LIMITS, ...options.storageLimits });
   const app = createHttpApp({
-    ...(options.devClientDir ? { devClientDir: options.devClientDir } : {}),
+    ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
     objects,
     signIn,
     deployments,

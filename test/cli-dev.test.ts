@@ -1,5 +1,5 @@
 /** `platform dev`: serves a capsule, redeploys when server/ changes, keeps the data. */
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -49,3 +49,26 @@ it("exits 1 with a clear message when the folder has no capsule", () => {
   expect(result.status).toBe(1);
   expect(result.stderr).toContain("No server/index.ts in");
 });
+
+it("builds the capsule's React client to /main.js, serves it beside client/, and rebuilds on change", async () => {
+  // Inside the checkout, so the app resolves react from the repository's node_modules.
+  await mkdir(".data", { recursive: true });
+  const app = await mkdtemp(join(".data", "live-app-"));
+  await cp("fixtures/live-app", app, { recursive: true });
+  const started = await startDev(app);
+  try {
+    const base = `http://localhost:${started.port}`;
+    const page = await sendRequest(`${base}/`);
+    expect(page.text()).toContain('<script type="module" src="/main.js">');
+    const script = await sendRequest(`${base}/main.js`);
+    expect(script.headers["content-type"]).toContain("javascript");
+    expect(script.text()).toContain("usePaginatedQuery");
+    const file = join(app, "client", "main.tsx");
+    await writeFile(file, (await readFile(file, "utf8")).replace("Load more", "Show more please"));
+    await started.dev.waitFor(/built[\s\S]*built/);
+    expect((await sendRequest(`${base}/main.js`)).text()).toContain("Show more please");
+  } finally {
+    await started.dev.stop();
+    await rm(app, { recursive: true, force: true });
+  }
+}, 60_000);

@@ -22,8 +22,8 @@ export interface HttpOptions {
   auth: AuthService;
   developers: Developers;
   signIn: SignInMethods;
-  /** `platform dev`: the capsule's `client/` folder, served at the app origin. */
-  devClientDir?: string;
+  /** `platform dev`: the capsule's client build and `client/` folder, served at the app origin. */
+  devClientDirs?: string[];
   objects: ObjectService;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
@@ -68,7 +68,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   const appMiddleware = appRouter.routes();
   const endpoints = endpointRoutes(options.deployments, options.auth);
   const clientFiles =
-    options.devDeployment && options.devClientDir ? staticFiles(options.devClientDir) : undefined;
+    options.devDeployment && options.devClientDirs ? staticFiles(options.devClientDirs) : undefined;
   const storage = storageRoutes(
     options.deployments,
     options.auth,

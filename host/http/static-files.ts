@@ -3,22 +3,35 @@ import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
 import { lookup } from "mime-types";
 
+async function readUnder(
+  base: string,
+  relative: string,
+): Promise<{ file: string; body: Buffer } | undefined> {
+  const path = resolve(base, relative === "" ? "index.html" : relative);
+  if (path !== base && !path.startsWith(base + sep)) return undefined;
+  const file = (await stat(path).catch(() => undefined))?.isDirectory() ? join(path, "index.html") : path;
+  const body = await readFile(file).catch(() => undefined);
+  return body ? { file, body } : undefined;
+}
+
 /**
- * Serves a capsule's `client/` folder at the app origin in `platform dev` (GET and HEAD only;
- * `/` is `index.html`; paths that would leave the folder are not found).
+ * Serves a capsule's client at the app origin in `platform dev`: the first of `roots` holding the
+ * path wins (the client build, then the `client/` folder). GET and HEAD only; `/` is `index.html`;
+ * paths that would leave a folder are not found.
  */
-export function staticFiles(root: string) {
-  const base = resolve(root);
+export function staticFiles(roots: readonly string[]) {
+  const bases = roots.map((root) => resolve(root));
   return async (ctx: Context, next: Next) => {
     if (ctx.method !== "GET" && ctx.method !== "HEAD") return next();
     const relative = normalize(decodeURIComponent(ctx.path)).replace(/^([/\\])+/, "");
-    const path = resolve(base, relative === "" ? "index.html" : relative);
-    if (path !== base && !path.startsWith(base + sep)) return next();
-    const file = (await stat(path).catch(() => undefined))?.isDirectory() ? join(path, "index.html") : path;
-    const body = await readFile(file).catch(() => undefined);
-    if (!body) return next();
-    ctx.type = lookup(file) || "application/octet-stream";
-    ctx.set("Cache-Control", "no-cache");
-    ctx.body = body;
+    for (const base of bases) {
+      const found = await readUnder(base, relative);
+      if (!found) continue;
+      ctx.type = lookup(found.file) || "application/octet-stream";
+      ctx.set("Cache-Control", "no-cache");
+      ctx.body = found.body;
+      return;
+    }
+    return next();
   };
 }

@@ -59,15 +59,19 @@ export function attachSync(
   };
   const serve = (ws: WebSocket, deployment: string, identity: BridgeIdentity | null) => {
     const subscriptions = new Map<string, Promise<() => void>>();
-    const send = (message: unknown) => {
+    const sendText = (text: string) => {
       if (ws.readyState !== ws.OPEN) return;
       if (ws.bufferedAmount > SYNC_LIMITS.bufferedBytes) {
         ws.close(1013, "slow consumer");
         ws.terminate();
         return;
       }
-      ws.send(JSON.stringify(message));
+      ws.send(text);
     };
+    const send = (message: unknown) => sendText(JSON.stringify(message));
+    // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
+    const sendValue = (type: "value" | "mutationResult", id: string, valueJson: string) =>
+      sendText(`{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`);
     ws.on("message", async (data) => {
       let message: ClientMessage;
       try {
@@ -93,7 +97,7 @@ export function attachSync(
         subscriptions.set(
           id,
           live.subscribe(deployment, String(message.name), argsJson, identity, {
-            value: (valueJson) => send({ type: "value", id, value: JSON.parse(valueJson) }),
+            value: (valueJson) => sendValue("value", id, valueJson),
             error: (error) => send({ type: "error", id, error }),
           }),
         );
@@ -109,7 +113,7 @@ export function attachSync(
             identity,
           });
           await live.settled();
-          send({ type: "mutationResult", id, value: JSON.parse(result.valueJson) });
+          sendValue("mutationResult", id, result.valueJson);
         } catch (error) {
           send({ type: "mutationResult", id, error: wireError(error) });
         }

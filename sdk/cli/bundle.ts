@@ -16,17 +16,36 @@ export function packageRoot(): string {
   }
 }
 
-/** `platform/server` from this package: its TypeScript source in a checkout, its build otherwise. */
-function ownServerEntry(): string {
+/**
+ * `platform/server` or `platform/client` (browser entry) from this package: its TypeScript source
+ * in a checkout, its build otherwise.
+ */
+export function ownEntry(module: "server" | "client"): string {
   const root = packageRoot();
-  const source = join(root, "sdk", "server", "index.ts");
-  return existsSync(source) ? source : join(root, "dist", "sdk", "server", "index.js");
+  const source = join(root, "sdk", module, "index.ts");
+  return existsSync(source) ? source : join(root, "dist", "sdk", module, "index.js");
+}
+
+/** esbuild's errors as one message, each with its file, line and column. */
+export function formatBuildError(error: unknown): string {
+  const errors = (
+    error as {
+      errors?: Array<{ text: string; location?: { file: string; line: number; column: number } | null }>;
+    }
+  ).errors;
+  return errors?.length
+    ? errors
+        .map((e) =>
+          e.location ? `${e.location.file}:${e.location.line}:${e.location.column}: ${e.text}` : e.text,
+        )
+        .join("\n")
+    : String((error as Error).message);
 }
 
 function platformServerPlugin(capsuleDir: string): Plugin {
   const own = existsSync(join(capsuleDir, "node_modules", "platform", "package.json"))
     ? undefined
-    : ownServerEntry();
+    : ownEntry("server");
   return {
     name: "platform-server",
     setup(builder) {
@@ -80,18 +99,6 @@ export async function bundleCapsule(dir: string): Promise<CapsuleBundle> {
     });
     return { code: result.outputFiles[0]?.text ?? "", entry };
   } catch (error) {
-    const errors = (
-      error as {
-        errors?: Array<{ text: string; location?: { file: string; line: number; column: number } | null }>;
-      }
-    ).errors;
-    const detail = errors?.length
-      ? errors
-          .map((e) =>
-            e.location ? `${e.location.file}:${e.location.line}:${e.location.column}: ${e.text}` : e.text,
-          )
-          .join("\n")
-      : String((error as Error).message);
-    throw new PlatformError("bad_request", `Build failed:\n${detail}`);
+    throw new PlatformError("bad_request", `Build failed:\n${formatBuildError(error)}`);
   }
 }

@@ -1,9 +1,10 @@
-import { watch } from "node:fs";
+import { existsSync, watch } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { bundleCapsule } from "../bundle.js";
+import { buildClientApp } from "../client-build.js";
 import { readServerEnv } from "../env-file.js";
 import { reportError } from "../output.js";
 
@@ -15,7 +16,7 @@ export function registerDev(program: Command): void {
     .command("dev")
     .argument("[dir]", "capsule folder (with server/index.ts)", ".")
     .description(
-      "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit)",
+      "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit); serves client/, with client/main.tsx built by esbuild to /main.js",
     )
     .option("--port <port>", "port to listen on", "3000")
     .option(
@@ -27,7 +28,11 @@ export function registerDev(program: Command): void {
       const dir = resolve(dirArg);
       const keep = flags.data !== undefined;
       const data = keep ? resolve(flags.data as string) : await mkdtemp(join(tmpdir(), "platform-dev-"));
-      const discard = () => (keep ? Promise.resolve() : rm(data, { recursive: true, force: true }));
+      const clientOut = await mkdtemp(join(tmpdir(), "platform-client-"));
+      const discard = async () => {
+        await rm(clientOut, { recursive: true, force: true });
+        if (!keep) await rm(data, { recursive: true, force: true });
+      };
       try {
         const { startHost } = await import("../../../host/host.js");
         const { randomBytes } = await import("node:crypto");
@@ -37,7 +42,15 @@ export function registerDev(program: Command): void {
           domain: "localhost",
           adminToken: randomBytes(24).toString("hex"),
           devDeployment: DEV_DEPLOYMENT,
-          devClientDir: join(dir, "client"),
+          devClientDirs: [clientOut, join(dir, "client")],
+        });
+        const buildClient = async () => {
+          const started = Date.now();
+          const entry = await buildClientApp(dir, clientOut);
+          if (entry) process.stdout.write(`built ${entry} in ${Date.now() - started} ms\n`);
+        };
+        await buildClient().catch((error: unknown) => {
+          reportError(error);
         });
         const deploy = async () => {
           const started = Date.now();
@@ -61,6 +74,19 @@ export function registerDev(program: Command): void {
             );
           }, 100);
         });
+        let clientTimer: NodeJS.Timeout | undefined;
+        if (existsSync(join(dir, "client"))) {
+          watch(join(dir, "client"), { recursive: true }, () => {
+            clearTimeout(clientTimer);
+            clientTimer = setTimeout(() => {
+              running = running.then(() =>
+                buildClient().catch((error: unknown) => {
+                  reportError(error);
+                }),
+              );
+            }, 100);
+          });
+        }
         const stop = async () => {
           await host.close();
           await discard();
