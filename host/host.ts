@@ -4,7 +4,15 @@ import type { DestinationStream } from "pino";
 import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } from "./auth/index.js";
 import { Database } from "./db/index.js";
 import { Deployments, LogHub } from "./deployments/index.js";
-import { attachSync, createHttpApp, destinationOfHost, listen } from "./http/index.js";
+import {
+  attachSync,
+  createHttpApp,
+  DEFAULT_REQUEST_QUOTA,
+  destinationOfHost,
+  listen,
+  type QuotaSettings,
+  RequestQuota,
+} from "./http/index.js";
 import type { PoolOptions } from "./isolates/index.js";
 import { LiveQueries } from "./live/index.js";
 import {
@@ -37,6 +45,8 @@ export interface HostOptions {
   storageLimits?: Partial<StorageLimits>;
   /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
   devClientDirs?: string[];
+  /** Per-caller request quota (default {@link DEFAULT_REQUEST_QUOTA}); `false` turns it off. */
+  requestQuota?: QuotaSettings | false;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
 }
@@ -87,7 +97,9 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     ? new MemoryBlobStore()
     : await FsBlobStore.open(join(options.data, "blobs"));
   const objects = new ObjectService(db, blobs, { ...DEFAULT_STORAGE_LIMITS, ...options.storageLimits });
+  const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
   const app = createHttpApp({
+    quota,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
     objects,
     signIn,
@@ -116,6 +128,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     deployments,
     auth,
     live,
+    quota,
   );
   return {
     port: running.port,

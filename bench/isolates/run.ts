@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-iso-"));
   // Dev mode routes every Host to one deployment, so the load generator can target 127.0.0.1.
   const host = await startHost({
+    requestQuota: false,
     data: join(dir, "host"),
     port: 0,
     domain: "localhost",

@@ -55,6 +55,7 @@ async function plainBroadcastServer(): Promise<{ url: string; close: () => Promi
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-live-"));
   const host = await startHost({
+    requestQuota: false,
     data: dir,
     port: 0,
     domain: "localhost",

@@ -24,6 +24,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-storage-"));
   const adminToken = randomBytes(12).toString("hex");
   const host = await startHost({
+    requestQuota: false,
     data: join(dir, "host"),
     port: 0,
     domain: "localhost",

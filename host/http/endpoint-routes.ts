@@ -4,6 +4,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { readBody } from "./body.js";
+import { quotaKey, type RequestQuota } from "./request-quota.js";
 
 /** Response headers a capsule may not set: the platform owns framing and security headers. */
 const RESERVED_HEADERS = new Set([
@@ -24,9 +25,10 @@ interface EndpointResponseJson {
 
 /**
  * Serves a deployment's custom endpoints at their declared method and path. Identity comes from
- * `X-Platform-Token`; the response is what the handler built with `json()` or `text()`.
+ * `X-Platform-Token`; each call is charged to the caller's request quota. The response is what the
+ * handler built with `json()` or `text()`.
  */
-export function endpointRoutes(deployments: Deployments, auth: AuthService) {
+export function endpointRoutes(deployments: Deployments, auth: AuthService, quota: RequestQuota) {
   return async (ctx: Context, next: Next) => {
     const id = ctx.state.deployment as string;
     const record = await deployments.require(id);
@@ -37,6 +39,7 @@ export function endpointRoutes(deployments: Deployments, auth: AuthService) {
     }
     const token = ctx.get("x-platform-token");
     const identity = token ? await auth.authenticate(id, token) : null;
+    quota.charge(quotaKey(id, identity, ctx.ip));
     const body = await readBody(ctx, LIMITS.requestBodyBytes);
     const headers = Object.entries(ctx.headers).flatMap(([name, value]) =>
       name === "x-platform-token" || value === undefined

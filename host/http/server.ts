@@ -12,6 +12,7 @@ import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { streamLogs } from "./log-stream.js";
+import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
 import { storageRoutes } from "./storage-routes.js";
 import { resolveDestination } from "./tenant.js";
@@ -31,6 +32,8 @@ export interface HttpOptions {
   devDeployment?: string;
   /** The operator's bearer token (required unless `devDeployment` is set). */
   adminToken?: string;
+  /** Per-caller request quotas. */
+  quota: RequestQuota;
   /** Where internal errors are reported. */
   onInternalError?: (error: unknown) => void;
 }
@@ -48,7 +51,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   app.proxy = false;
   const onInternal = options.onInternalError ?? ((error) => console.error(error));
   app.use(errorEnvelope(onInternal));
-  const appRouter = appRoutes(options.deployments, options.auth);
+  const appRouter = appRoutes(options.deployments, options.auth, options.quota);
   const authRouter = authRoutes(
     options.auth,
     options.deployments,
@@ -66,7 +69,7 @@ export function createHttpApp(options: HttpOptions): Koa {
       )
     : undefined;
   const appMiddleware = appRouter.routes();
-  const endpoints = endpointRoutes(options.deployments, options.auth);
+  const endpoints = endpointRoutes(options.deployments, options.auth, options.quota);
   const clientFiles =
     options.devDeployment && options.devClientDirs ? staticFiles(options.devClientDirs) : undefined;
   const storage = storageRoutes(

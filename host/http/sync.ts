@@ -6,6 +6,7 @@ import { isPlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
+import { quotaKey, type RequestQuota } from "./request-quota.js";
 
 /** Per connection: at most this many subscriptions, and this much unsent data before it is dropped. */
 export const SYNC_LIMITS = {
@@ -30,7 +31,8 @@ function wireError(error: unknown) {
  * JSON: `subscribe {id, name, args}` answered by `value {id, value}` now and whenever the result
  * changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered by `mutationResult` only
  * after the re-runs it caused were pushed (read-your-writes). The token comes as
- * `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
+ * `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting. Mutations
+ * and every pushed result count toward the caller's request quota.
  */
 export function attachSync(
   server: Server,
@@ -38,6 +40,7 @@ export function attachSync(
   deployments: Deployments,
   auth: AuthService,
   live: LiveQueries,
+  quota: RequestQuota,
 ): () => void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -55,10 +58,14 @@ export function attachSync(
       socket.end("HTTP/1.1 401 Unauthorized\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, deployment, identity));
+    const key = quotaKey(deployment, identity, req.socket.remoteAddress ?? "");
+    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, deployment, identity, key));
   };
-  const serve = (ws: WebSocket, deployment: string, identity: BridgeIdentity | null) => {
+  const serve = (ws: WebSocket, deployment: string, identity: BridgeIdentity | null, key: string) => {
     const subscriptions = new Map<string, Promise<() => void>>();
+    /** Results held back while the caller is over its quota: the latest per subscription. */
+    const held = new Map<string, string>();
+    let flushTimer: NodeJS.Timeout | undefined;
     const sendText = (text: string) => {
       if (ws.readyState !== ws.OPEN) return;
       if (ws.bufferedAmount > SYNC_LIMITS.bufferedBytes) {
@@ -72,6 +79,27 @@ export function attachSync(
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
     const sendValue = (type: "value" | "mutationResult", id: string, valueJson: string) =>
       sendText(`{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`);
+    // Every pushed result costs the subscriber one request, shared execution or not; over quota it
+    // waits, and only the latest result of each subscription is sent when the quota refills.
+    const flush = () => {
+      flushTimer = undefined;
+      for (const [id, valueJson] of held) {
+        if (!quota.tryTake(key)) break;
+        held.delete(id);
+        if (subscriptions.has(id)) sendValue("value", id, valueJson);
+      }
+      if (held.size > 0 && ws.readyState === ws.OPEN)
+        flushTimer = setTimeout(flush, Math.max(10, quota.waitMs(key)));
+    };
+    const deliver = (id: string, valueJson: string) => {
+      if (held.size === 0 && quota.tryTake(key)) {
+        sendValue("value", id, valueJson);
+        return;
+      }
+      held.delete(id);
+      held.set(id, valueJson);
+      flushTimer ??= setTimeout(flush, Math.max(10, quota.waitMs(key)));
+    };
     ws.on("message", async (data) => {
       let message: ClientMessage;
       try {
@@ -97,15 +125,17 @@ export function attachSync(
         subscriptions.set(
           id,
           live.subscribe(deployment, String(message.name), argsJson, identity, {
-            value: (valueJson) => sendValue("value", id, valueJson),
+            value: (valueJson) => deliver(id, valueJson),
             error: (error) => send({ type: "error", id, error }),
           }),
         );
       } else if (message.type === "unsubscribe") {
         (await subscriptions.get(id))?.();
         subscriptions.delete(id);
+        held.delete(id);
       } else if (message.type === "mutation") {
         try {
+          quota.charge(key);
           const result = await deployments.call(deployment, {
             kind: "mutation",
             name: String(message.name),
@@ -122,6 +152,8 @@ export function attachSync(
       }
     });
     ws.on("close", async () => {
+      clearTimeout(flushTimer);
+      held.clear();
       for (const stop of subscriptions.values()) (await stop)();
       subscriptions.clear();
     });

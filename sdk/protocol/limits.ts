@@ -31,6 +31,14 @@ export const LIMITS = {
   resultBytes: 8 * 1024 * 1024,
   /** Largest JSON argument of one syscall from an isolate. */
   syscallBytes: 8 * 1024 * 1024,
+  /**
+   * Requests one caller (an identity, else an IP address) may make to one deployment: a bucket of
+   * `requestQuotaBurst` refilled at `requestQuotaPerSecond`. Every query, mutation and endpoint call
+   * costs one, and so does every result pushed to every subscriber of a live query, shared or not
+   * (SPEC.md "Limits": each subscriber of a shared query still uses the request quota). Ours.
+   */
+  requestQuotaPerSecond: 100,
+  requestQuotaBurst: 1000,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
 } as const;

@@ -11,6 +11,16 @@ interface HostFlags {
   data: string;
   domain: string;
   hostname: string;
+  requestQuota?: string;
+}
+
+/** `--request-quota <n>`: n requests per second per caller with bursts of 10n; 0 turns it off. */
+function requestQuota(flag: string | undefined): Pick<HostOptions, "requestQuota"> {
+  if (flag === undefined) return {};
+  const perSecond = Number(flag);
+  if (!Number.isFinite(perSecond) || perSecond < 0)
+    throw new Error("--request-quota must be a number of requests per second (0 turns quotas off).");
+  return { requestQuota: perSecond === 0 ? false : { perSecond, burst: perSecond * 10 } };
 }
 
 /** The operator token: `PLATFORM_ADMIN_TOKEN`, else one generated once and kept in the data folder. */
@@ -56,6 +66,7 @@ async function serve(flags: HostFlags): Promise<void> {
     domain: flags.domain,
     hostname: flags.hostname,
     adminToken: token,
+    ...requestQuota(flags.requestQuota),
     ...signInSettings(),
   });
   process.stdout.write(
@@ -123,12 +134,17 @@ export function registerHost(program: Command): void {
     .option("--data <dir>", "data folder (database, operator token)", "./data")
     .option("--domain <domain>", "domain the deployments live under", "localhost")
     .option("--hostname <address>", "address to bind", "127.0.0.1")
+    .option(
+      "--request-quota <n>",
+      "requests per second per caller and deployment, bursts of 10n (default 100; 0 turns quotas off)",
+    )
     .addHelpText(
       "after",
       "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys",
     )
     .action(async (flags: HostFlags) => {
       try {
+        requestQuota(flags.requestQuota); // refuses a bad value before the supervisor starts anything
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
         else supervise(flags);
       } catch (error) {

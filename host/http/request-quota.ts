@@ -1,0 +1,87 @@
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+
+/** A caller's request budget: `burst` at once, refilled at `perSecond`. */
+export interface QuotaSettings {
+  perSecond: number;
+  burst: number;
+}
+
+/** SPEC.md leaves the size open; ours is in {@link LIMITS}. */
+export const DEFAULT_REQUEST_QUOTA: QuotaSettings = {
+  perSecond: LIMITS.requestQuotaPerSecond,
+  burst: LIMITS.requestQuotaBurst,
+};
+
+/** Buckets kept before full (idle) ones are forgotten. */
+const PRUNE_AT = 10_000;
+
+/** The caller a request is charged to: its identity when it has one, else its IP address. */
+export function quotaKey(deployment: string, identity: BridgeIdentity | null, ip: string): string {
+  return `${deployment}\u0000${identity ? identity.userId : `ip:${ip}`}`;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/**
+ * Per-caller request quotas (token buckets), so one caller cannot take a deployment's whole
+ * capacity. `false` settings turn quotas off (benchmarks, trusted single-user setups).
+ */
+export class RequestQuota {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(private readonly settings: QuotaSettings | false = DEFAULT_REQUEST_QUOTA) {}
+
+  private bucket(key: string, now: number): Bucket | undefined {
+    if (!this.settings) return undefined;
+    const { perSecond, burst } = this.settings;
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      if (this.buckets.size >= PRUNE_AT) this.prune(now);
+      bucket = { tokens: burst, at: now };
+      this.buckets.set(key, bucket);
+    }
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
+    bucket.at = now;
+    return bucket;
+  }
+
+  private prune(now: number): void {
+    if (!this.settings) return;
+    const { perSecond, burst } = this.settings;
+    for (const [key, bucket] of this.buckets) {
+      if (bucket.tokens + ((now - bucket.at) / 1000) * perSecond >= burst) this.buckets.delete(key);
+    }
+  }
+
+  /** Takes `cost` requests from `key`'s budget; false (and nothing taken) when it has too few. */
+  tryTake(key: string, cost = 1, now = Date.now()): boolean {
+    const bucket = this.bucket(key, now);
+    if (!bucket) return true;
+    if (bucket.tokens < cost) return false;
+    bucket.tokens -= cost;
+    return true;
+  }
+
+  /** How long until `key` has `cost` requests again (0 when it has them now). */
+  waitMs(key: string, cost = 1, now = Date.now()): number {
+    const bucket = this.bucket(key, now);
+    if (!bucket || !this.settings || bucket.tokens >= cost) return 0;
+    return Math.ceil(((cost - bucket.tokens) / this.settings.perSecond) * 1000);
+  }
+
+  /** Takes one request, or fails with `limit_exceeded` saying when to retry. */
+  charge(key: string): void {
+    if (this.tryTake(key)) return;
+    const settings = this.settings as QuotaSettings;
+    const seconds = Math.max(1, Math.ceil(this.waitMs(key) / 1000));
+    throw new PlatformError(
+      "limit_exceeded",
+      `Request quota exceeded: each caller may make ${settings.burst} requests at once and ${settings.perSecond} per second; retry in ${seconds} s.`,
+    );
+  }
+}

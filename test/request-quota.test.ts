@@ -1,0 +1,86 @@
+/**
+ * Per-caller request quotas over real HTTP and WebSockets: a caller over its budget gets 429
+ * `limit_exceeded` while others are unaffected, and every subscriber of a shared live query is
+ * charged for each result pushed to it (SPEC.md "Limits"), its pushes waiting for the quota.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import WebSocket from "ws";
+import { localhostLookup, sendRequest } from "../sdk/cli/http.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+
+beforeAll(async () => {
+  host = await startTestHost({ requestQuota: { perSecond: 2, burst: 3 } });
+  expect((await host.deployFixture("quota", "live")).status).toBe(201);
+});
+afterAll(() => host.dispose());
+
+async function guestToken(): Promise<string> {
+  const response = await sendRequest(`${host.deploymentUrl("quota")}/__platform/auth/guest`, {
+    method: "POST",
+  });
+  return response.json<{ token: string }>().token;
+}
+
+const call = (name: string, args: unknown, token?: string) =>
+  sendRequest(`${host.deploymentUrl("quota")}/api/mutation/${name}`, {
+    method: "POST",
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+    body: JSON.stringify(args),
+  });
+
+it("answers 429 limit_exceeded to a caller over its quota, and only to that caller", async () => {
+  for (let i = 0; i < 3; i++) expect((await call("add", { bucket: 1, text: `${i}` })).status).toBe(200);
+  const refused = await call("add", { bucket: 1, text: "too many" });
+  expect(refused.status).toBe(429);
+  expect(refused.json()).toEqual({
+    error: {
+      code: "limit_exceeded",
+      message: expect.stringMatching(/^Request quota exceeded: .*retry in 1 s\.$/),
+    },
+  });
+  expect((await call("add", { bucket: 1, text: "another caller" }, await guestToken())).status).toBe(200);
+});
+
+it("charges every subscriber of a shared query for each push; held pushes arrive when the quota refills", async () => {
+  // Two sockets of one caller share one execution per commit, and each push costs that caller one
+  // request: with a burst of 3, the initial values and one push fit; the rest wait for refills.
+  const token = await guestToken();
+  const subscriber = async () => {
+    const ws = new WebSocket(
+      `${host.deploymentUrl("quota").replace("http", "ws")}/api/sync?platform_token=${token}`,
+      { lookup: localhostLookup } as WebSocket.ClientOptions,
+    );
+    const values: Array<{ at: number; value: string[] }> = [];
+    ws.on("message", (data) => {
+      const message = JSON.parse(String(data)) as { type: string; value: string[] };
+      if (message.type === "value") values.push({ at: Date.now(), value: message.value });
+    });
+    await new Promise((resolve) => ws.once("open", resolve));
+    ws.send(JSON.stringify({ type: "subscribe", id: "s", name: "byBucket", args: { bucket: 77 } }));
+    return { ws, values };
+  };
+  const a = await subscriber();
+  const b = await subscriber();
+  while (a.values.length === 0 || b.values.length === 0) await new Promise((r) => setTimeout(r, 10));
+  const executions = host.live.executions;
+  const writer = await guestToken();
+  for (const text of ["one", "two", "three"]) {
+    expect((await call("add", { bucket: 77, text }, writer)).status).toBe(200);
+    await host.live.settled();
+  }
+  const wrote = Date.now();
+  // One shared execution per commit for both subscribers.
+  expect(host.live.executions - executions).toBe(3);
+  for (const s of [a, b]) {
+    while (s.values.at(-1)?.value.length !== 3) await new Promise((r) => setTimeout(r, 10));
+  }
+  const pushes = [...a.values, ...b.values].filter((v) => v.value.length > 0);
+  // Six results were due; the quota held some back and only each subscription's latest was sent.
+  expect(pushes.length).toBeLessThan(6);
+  const last = Math.max(...pushes.map((v) => v.at));
+  expect(last - wrote).toBeGreaterThanOrEqual(200);
+  a.ws.close();
+  b.ws.close();
+});
