@@ -140,12 +140,17 @@ export class Transaction {
     }
   }
 
-  /** Reads a stored row (own writes included) without touching budgets. */
+  /**
+   * Reads a stored row (own writes included) without touching budgets. A point read is served
+   * synchronously from the snapshot (`getSync`): LevelDB answers it from its block cache or the
+   * page cache in microseconds, and skipping the thread-pool round trip of `get()` more than
+   * doubles get-by-id throughput (bench/isolates). Scans stay asynchronous.
+   */
   private async readRow(table: CompiledTable, id: string): Promise<string | null> {
     const key = rowKey(this.host.id, table.name, id);
     const pending = this.overlay.get(key);
     if (pending !== undefined) return pending;
-    return (await this.host.level.get(key, { snapshot: this.snapshot })) ?? null;
+    return this.host.level.getSync(key, { snapshot: this.snapshot }) ?? null;
   }
 
   /** `ctx.db.<table>.get(id)`: the row JSON or null; one row read. */
