@@ -45,6 +45,11 @@ export interface HostOptions {
   storageLimits?: Partial<StorageLimits>;
   /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
   devClientDirs?: string[];
+  /**
+   * Whether every call's budget line (and budget warnings) is written to the log destination too
+   * (default true: an access log); they are kept for `platform logs` either way.
+   */
+  logCalls?: boolean;
   /** Per-caller request quota (default {@link DEFAULT_REQUEST_QUOTA}); `false` turns it off. */
   requestQuota?: QuotaSettings | false;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
@@ -72,7 +77,7 @@ export interface PlatformHost {
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
   const db = await Database.open(join(options.data, "db"));
-  const logs = options.logDestination === undefined ? new LogHub() : new LogHub(options.logDestination);
+  const logs = new LogHub(options.logDestination ?? undefined, options.logCalls ?? true);
   const deployments = new Deployments(db, logs, options.pool);
   const auth = await AuthService.open(db);
   const developers = new Developers(db);

@@ -43,6 +43,7 @@ type Line = {
   requestId: string;
   message: string;
   fields?: Record<string, unknown>;
+  call?: { kind: string; name: string; outcome: string; usage: Record<string, number> };
 };
 
 async function hostedLogs(token: string): Promise<{ status: number; lines: Line[] }> {
@@ -67,7 +68,7 @@ describe("ctx.log on a hosted deployment", () => {
   it("writes tagged structured lines with env values redacted", async () => {
     expect((await host.call("logs", "mutation", "hit", { n: 7 })).json()).toEqual({ value: 7 });
     const { lines } = await hostedLogs(owner.token);
-    const mine = lines.filter((l) => l.handler === "hit");
+    const mine = lines.filter((l) => l.handler === "hit" && !l.call);
     expect(mine.map((l) => [l.level, l.message])).toEqual([
       ["info", "hit"],
       ["warn", "careful"],
@@ -76,6 +77,27 @@ describe("ctx.log on a hosted deployment", () => {
     expect(mine[0]).toMatchObject({ deployment: "logs", fields: { n: 7 } });
     expect(mine[1]?.fields).toEqual({ key: "[redacted]" });
     expect(new Set(mine.map((l) => l.requestId)).size).toBe(1);
+    // After the handler's own lines, the platform's line with the call's budget figures.
+    const call = lines.find((l) => l.handler === "hit" && l.call);
+    expect(call).toMatchObject({
+      level: "info",
+      message: "mutation hit ok",
+      requestId: mine[0]?.requestId,
+      call: {
+        kind: "mutation",
+        name: "hit",
+        outcome: "ok",
+        usage: {
+          rowsReturned: 0,
+          rowsRead: 0,
+          bytesRead: 0,
+          indexScans: 0,
+          writes: 1,
+          cpuMs: expect.any(Number),
+          wallMs: expect.any(Number),
+        },
+      },
+    });
     expect(JSON.stringify(lines)).not.toContain(SECRET);
     const printed = JSON.stringify(host.logs);
     expect(printed).toContain("leaking [redacted]");
@@ -85,7 +107,7 @@ describe("ctx.log on a hosted deployment", () => {
   it("bounds the lines of one call", async () => {
     await host.call("logs", "mutation", "chatty");
     const { lines } = await hostedLogs(owner.token);
-    const chatty = lines.filter((l) => l.handler === "chatty");
+    const chatty = lines.filter((l) => l.handler === "chatty" && !l.call);
     expect(chatty).toHaveLength(101);
     expect(chatty.at(-1)).toMatchObject({
       level: "warn",
@@ -98,6 +120,8 @@ describe("ctx.log on a hosted deployment", () => {
     expect(failed.json()).toEqual({
       error: { code: "handler_error", message: "Uncaught Error: bad secret [redacted]" },
     });
+    const { lines } = await hostedLogs(owner.token);
+    expect(lines.find((l) => l.handler === "fail" && l.call)?.call?.outcome).toBe("handler_error");
     expect((await host.call("logs", "mutation", "echoEnv")).json()).toEqual({ value: ["API_SECRET"] });
     const admin = { authorization: `Bearer ${host.adminToken}` };
     for (const path of ["/v1/deploys", "/v1/deploys/logs"]) {
@@ -148,6 +172,10 @@ describe("platform logs against platform dev", () => {
     const human = runCli(["logs", "--port", String(port)]);
     expect(human.status, human.stderr).toBe(0);
     expect(human.stdout).toMatch(/INFO {2}hit \[[^\]]+\] hit \{"n":1\}/);
+    // Every call's budget figures, with each budget's share.
+    expect(human.stdout).toMatch(
+      /INFO {2}hit \[[^\]]+\] mutation hit ok · [\d.]+ ms wall, [\d.]+ ms cpu \(\d+%\) · returned 0 \(0%\) · read 0 \(0%\) · 0 B \(0%\) · 0 scans · 1 write/,
+    );
     expect(human.stdout).not.toContain(SECRET);
     const json = runCli(["logs", "--port", String(port), "--json"]);
     expect(JSON.parse(json.stdout.trim().split("\n")[0] as string)).toMatchObject({

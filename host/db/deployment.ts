@@ -25,7 +25,11 @@ export interface TransactionResult<T> {
 }
 
 /** Options of {@link DeploymentDatabase.query} and {@link DeploymentDatabase.mutate}. */
-export type RunOptions = Omit<TransactionOptions, "mode"> & { budget?: BudgetLimits };
+export type RunOptions = Omit<TransactionOptions, "mode"> & {
+  budget?: BudgetLimits;
+  /** Receives what the handler used, whether it succeeded or failed (logs, the budget harness). */
+  onUsage?: (usage: BudgetUsage) => void;
+};
 
 /** Called after every commit with its write set (the live-query issue subscribes here). */
 export type CommitListener = (writeSet: Buffer[]) => void;
@@ -109,13 +113,15 @@ export class DeploymentDatabase implements TransactionHost {
     work: (tx: Transaction) => Promise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
+    const { onUsage, ...rest } = options;
     const snapshot = this.level.snapshot();
-    const tx = new Transaction(this, snapshot, { ...options, mode: "read" });
+    const tx = new Transaction(this, snapshot, { ...rest, mode: "read" });
     try {
       const value = await work(tx);
       if (tx.budget.failure) throw tx.budget.failure;
       return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: [] };
     } finally {
+      onUsage?.({ ...tx.budget.usage });
       tx.abort();
       await snapshot.close();
     }
@@ -129,15 +135,17 @@ export class DeploymentDatabase implements TransactionHost {
     work: (tx: Transaction) => Promise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
+    const { onUsage, ...rest } = options;
     const result = await this.lock.run(async () => {
       const snapshot = this.level.snapshot();
-      const tx = new Transaction(this, snapshot, { ...options, mode: "write" });
+      const tx = new Transaction(this, snapshot, { ...rest, mode: "write" });
       try {
         const value = await work(tx);
         if (tx.budget.failure) throw tx.budget.failure;
         const writeSet = await tx.commit();
         return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet };
       } finally {
+        onUsage?.({ ...tx.budget.usage });
         tx.abort();
         await snapshot.close();
       }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type {
   BridgeHttpRequest,
   BridgeIdentity,
+  CallUsage,
   CapsuleDeclaration,
   DispatchRequest,
 } from "../../sdk/protocol/index.js";
@@ -24,7 +25,7 @@ import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 /** The outcome of one query or mutation. */
 export interface CallResult {
   valueJson: string;
-  usage: BudgetUsage;
+  usage: CallUsage;
   readSet: ReadSet;
   writeSet: Buffer[];
 }
@@ -323,9 +324,13 @@ export class Deployments {
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId = `${Date.now().toString(36)}-${(++this.requestCounter).toString(36)}`;
     const sink = this.logs.sink(record.id, handler, requestId, record.env);
+    const started = performance.now();
+    let cpuMs = 0;
+    let budget: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
     const work = (tx: Transaction) =>
       this.pool.withSlot(async () => {
         const response = await runner.run(request, transactionSyscalls(tx, sink));
+        cpuMs = response.cpuMs;
         if (!response.ok)
           throw new PlatformError(
             response.error.code as ErrorCode,
@@ -333,14 +338,27 @@ export class Deployments {
           );
         return response.valueJson;
       });
-    const options = { handler, argsJson, now: "now" in request ? request.now : Date.now() };
-    const result = writes ? await database.mutate(work, options) : await database.query(work, options);
-    return {
-      valueJson: result.value,
-      usage: result.usage,
-      readSet: result.readSet,
-      writeSet: result.writeSet,
+    const options = {
+      handler,
+      argsJson,
+      now: "now" in request ? request.now : Date.now(),
+      onUsage: (used: BudgetUsage) => {
+        budget = used;
+      },
     };
+    const usage = (): CallUsage => ({ ...budget, cpuMs, wallMs: performance.now() - started });
+    const kind = request.kind === "declare" ? "query" : request.kind;
+    const name = "name" in request ? request.name : handler;
+    try {
+      const result = writes ? await database.mutate(work, options) : await database.query(work, options);
+      const used = usage();
+      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used });
+      return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
+    } catch (error) {
+      const outcome = isPlatformError(error) ? error.code : "internal";
+      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome, usage: usage() });
+      throw error;
+    }
   }
 
   /**

@@ -1,5 +1,21 @@
 import pino, { type DestinationStream } from "pino";
+import {
+  BUDGET_WARNING_SHARE,
+  BUDGETS,
+  type BudgetKey,
+  budgetShares,
+  type CallUsage,
+} from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
+
+/** One handler execution as the logs show it: what ran, how it ended, what it used. */
+export interface CallRecord {
+  kind: "query" | "mutation" | "endpoint" | "guestUpgrade";
+  name: string;
+  /** `ok`, or the error code it failed with. */
+  outcome: string;
+  usage: CallUsage;
+}
 
 /** One stored log line of a deployment. */
 export interface LogLine {
@@ -10,6 +26,10 @@ export interface LogLine {
   requestId: string;
   message: string;
   fields?: Record<string, unknown>;
+  /** Present on the line the platform writes after each call: its budget figures. */
+  call?: CallRecord;
+  /** Set on the platform's warning that a call used more than half of a budget. */
+  warning?: "budget";
 }
 
 /** Limits of `ctx.log` per handler execution. */
@@ -39,7 +59,15 @@ export class LogHub {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly out: pino.Logger | undefined;
 
-  constructor(destination: DestinationStream | false = pino.destination(1)) {
+  /**
+   * `destination`: where lines are written as JSON (default stdout; `false`: only kept).
+   * `writeCalls`: whether the per-call budget lines go there too (`platform host`: an access log);
+   * they are always kept for `platform logs`.
+   */
+  constructor(
+    destination: DestinationStream | false = pino.destination(1),
+    private readonly writeCalls = true,
+  ) {
     this.out =
       destination === false
         ? undefined
@@ -48,15 +76,17 @@ export class LogHub {
 
   /** Records a line. */
   write(line: LogLine): void {
-    this.out?.[line.level](
-      {
-        deployment: line.deployment,
-        handler: line.handler,
-        requestId: line.requestId,
-        ...(line.fields ? { fields: line.fields } : {}),
-      },
-      line.message,
-    );
+    if (this.writeCalls || (!line.call && !line.warning))
+      this.out?.[line.level](
+        {
+          deployment: line.deployment,
+          handler: line.handler,
+          requestId: line.requestId,
+          ...(line.fields ? { fields: line.fields } : {}),
+          ...(line.call ? { call: line.call } : {}),
+        },
+        line.message,
+      );
     let ring = this.rings.get(line.deployment);
     if (!ring) {
       ring = [];
@@ -82,6 +112,34 @@ export class LogHub {
     }
     set.add(listener);
     return () => set.delete(listener);
+  }
+
+  /**
+   * Records one finished call: a line with its budget figures, and a warning line when it used
+   * more than half of any budget (saying what to do about it).
+   */
+  recordCall(deployment: string, handler: string, requestId: string, call: CallRecord): void {
+    const time = new Date().toISOString();
+    this.write({
+      time,
+      level: call.outcome === "ok" ? "info" : "warn",
+      deployment,
+      handler,
+      requestId,
+      message: `${call.kind} ${call.name} ${call.outcome}`,
+      call,
+    });
+    const warning = budgetWarning(call);
+    if (warning)
+      this.write({
+        time,
+        level: "warn",
+        deployment,
+        handler,
+        requestId,
+        message: warning,
+        warning: "budget",
+      });
   }
 
   /**
@@ -130,4 +188,29 @@ export class LogHub {
       });
     };
   }
+}
+
+const ADVICE: Record<BudgetKey, string> = {
+  rowsReturned: "return fewer rows: take(n), or paginate() across calls",
+  rowsRead:
+    "read fewer index entries: an index with an equality prefix, take(n), paginate(), or counts stored next to the rows instead of count()",
+  bytesRead: "read fewer or smaller rows: take(n), paginate(), or keep large values out of listed rows",
+  cpuMs: "do less work per call: move heavy computation out of the handler or split it",
+};
+
+/** The warning for a call above {@link BUDGET_WARNING_SHARE} of any budget, or undefined. */
+export function budgetWarning(call: CallRecord): string | undefined {
+  const shares = budgetShares(call.usage);
+  const over = (Object.keys(shares) as BudgetKey[])
+    .filter((key) => shares[key] > BUDGET_WARNING_SHARE)
+    .sort((a, b) => shares[b] - shares[a]);
+  const worst = over[0];
+  if (!worst) return undefined;
+  const used = over
+    .map(
+      (key) =>
+        `${Math.round(shares[key] * 100)}% of ${key} (${Math.round(call.usage[key])} of ${BUDGETS[key]})`,
+    )
+    .join(", ");
+  return `${call.kind} ${call.name} used ${used}: ${ADVICE[worst]}.`;
 }

@@ -27,6 +27,9 @@ export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
   resultBytes: LIMITS.resultBytes,
 };
 
+/** A handler's answer with the CPU time it was charged. */
+export type MeteredResponse = DispatchResponse & { cpuMs: number };
+
 /** Serves one syscall of the running handler; throws {@link PlatformError} to fail it. */
 export type SyscallHandler = (op: string, args: unknown) => Promise<unknown>;
 
@@ -260,7 +263,7 @@ export class CapsuleIsolate {
    * `timeout` / `out_of_memory`; a handler that never finishes fails alone at the wall-clock limit.
    * Handler errors resolve as `{ ok: false }` responses.
    */
-  async execute(request: DispatchRequest, onSyscall: SyscallHandler): Promise<DispatchResponse> {
+  async execute(request: DispatchRequest, onSyscall: SyscallHandler): Promise<MeteredResponse> {
     if (this.isolate.isDisposed)
       throw new PlatformError("unavailable", "The deployment's isolate was stopped; retry.");
     const requestId = this.nextRequestId++;
@@ -286,6 +289,7 @@ export class CapsuleIsolate {
           .then(resolve, reject);
       });
       this.boundary(null);
+      const cpuMs = Number(execution.cpuNs) / 1e6;
       if (typeof wire !== "string")
         throw new PlatformError("internal", "The isolate answered with something other than JSON.");
       if (wire.length > this.limits.resultBytes + 1) {
@@ -295,9 +299,10 @@ export class CapsuleIsolate {
             code: "limit_exceeded",
             message: `The handler's result is larger than ${this.limits.resultBytes} bytes.`,
           },
+          cpuMs,
         };
       }
-      return decodeDispatchResponse(wire);
+      return { ...decodeDispatchResponse(wire), cpuMs };
     } catch (error) {
       if (isPlatformError(error, "timeout") && !this.killReason) throw error;
       throw this.failure(error);

@@ -1,4 +1,4 @@
-import type { DispatchRequest, DispatchResponse } from "../../sdk/protocol/index.js";
+import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { ConcurrencyLimiter } from "./limiter.js";
 
 /**
@@ -7,7 +7,12 @@ import { ConcurrencyLimiter } from "./limiter.js";
  */
 const DEFAULT_MAX_IN_FLIGHT = 64;
 
-import { CapsuleIsolate, type IsolateLimits, type SyscallHandler } from "./capsule-isolate.js";
+import {
+  CapsuleIsolate,
+  type IsolateLimits,
+  type MeteredResponse,
+  type SyscallHandler,
+} from "./capsule-isolate.js";
 
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
@@ -74,7 +79,7 @@ export class DeploymentRunner {
   }
 
   /** Runs one request in the deployment's isolate (starting one if needed). */
-  run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<DispatchResponse> {
+  run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<MeteredResponse> {
     return this.queue.run(async () => {
       this.inFlight++;
       try {

@@ -3,6 +3,7 @@ export {
   CapsuleIsolate,
   DEFAULT_ISOLATE_LIMITS,
   type IsolateLimits,
+  type MeteredResponse,
   type SyscallHandler,
 } from "./capsule-isolate.js";
 export { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";

@@ -14,3 +14,12 @@ export function reportError(error: unknown, verbose = false): number {
   if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
   return EXIT.failure;
 }
+
+/** A byte count for humans: B, KiB or MiB. */
+export function formatBytes(bytes: number): string {
+  return bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}

@@ -15,3 +15,4 @@ export {
 export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";
+export { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares, type CallUsage } from "./usage.js";

@@ -43,6 +43,11 @@ export function registerDev(program: Command): void {
           adminToken: randomBytes(24).toString("hex"),
           devDeployment: DEV_DEPLOYMENT,
           devClientDirs: [clientOut, join(dir, "client")],
+          logCalls: false,
+        });
+        // A call above half of any budget gets a warning here, with what to do about it.
+        host.deployments.logs.follow(DEV_DEPLOYMENT, (line) => {
+          if (line.warning === "budget") process.stderr.write(`warning: ${line.message}\n`);
         });
         const buildClient = async () => {
           const started = Date.now();

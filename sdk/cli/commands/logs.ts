@@ -1,9 +1,10 @@
 import { request } from "node:http";
 import type { Command } from "commander";
+import { budgetShares, type CallUsage } from "../../protocol/index.js";
 import { PlatformError } from "../../values/index.js";
 import { ownerToken } from "../config.js";
 import { localhostLookup, onLines } from "../http.js";
-import { reportError } from "../output.js";
+import { formatBytes, reportError } from "../output.js";
 
 interface LogLine {
   time: string;
@@ -12,13 +13,32 @@ interface LogLine {
   requestId: string;
   message: string;
   fields?: Record<string, unknown>;
+  call?: { usage: CallUsage };
 }
 
-/** One line for humans: time, level, handler, request id, message, fields. */
+function percent(share: number): string {
+  return `${Math.round(share * 100)}%`;
+}
+
+/** A call's budget figures for humans: time, then each budget with its share of the limit. */
+export function formatUsage(usage: CallUsage): string {
+  const shares = budgetShares(usage);
+  return [
+    `${usage.wallMs.toFixed(1)} ms wall, ${usage.cpuMs.toFixed(1)} ms cpu (${percent(shares.cpuMs)})`,
+    `returned ${usage.rowsReturned} (${percent(shares.rowsReturned)})`,
+    `read ${usage.rowsRead} (${percent(shares.rowsRead)})`,
+    `${formatBytes(usage.bytesRead)} (${percent(shares.bytesRead)})`,
+    `${usage.indexScans} scan${usage.indexScans === 1 ? "" : "s"}`,
+    `${usage.writes} write${usage.writes === 1 ? "" : "s"}`,
+  ].join(" · ");
+}
+
+/** One line for humans: time, level, handler, request id, message, fields or budget figures. */
 export function formatLogLine(line: LogLine): string {
   const time = line.time.slice(11, 23);
   const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
-  return `${time} ${line.level.toUpperCase().padEnd(5)} ${line.handler} [${line.requestId}] ${line.message}${fields}`;
+  const usage = line.call ? ` · ${formatUsage(line.call.usage)}` : "";
+  return `${time} ${line.level.toUpperCase().padEnd(5)} ${line.handler} [${line.requestId}] ${line.message}${fields}${usage}`;
 }
 
 /** `platform logs [deploy_id]`: handler log lines of the dev server or of a hosted deployment. */
@@ -29,7 +49,9 @@ export function registerLogs(program: Command): void {
       "[deploy_id]",
       "a hosted deployment (needs --host and the owner's credentials); none: the dev server",
     )
-    .description("show handler log lines (ctx.log) of the dev server or of a hosted deployment")
+    .description(
+      "show handler log lines (ctx.log) and every call's budget figures of the dev server or of a hosted deployment",
+    )
     .option("--port <port>", "port of the local dev server", "3000")
     .option("--host <url>", "control plane URL of the host, for a hosted deployment")
     .option("--follow", "keep printing new lines")

@@ -8,7 +8,7 @@ import { LIMITS } from "../../protocol/index.js";
 import { PlatformError } from "../../values/index.js";
 import { ownerToken, readConfig } from "../config.js";
 import { type HttpResponse, sendRequest } from "../http.js";
-import { reportError } from "../output.js";
+import { formatBytes, reportError } from "../output.js";
 
 /** Where a storage command goes: the local dev server, or a hosted deployment. */
 interface Target {
@@ -149,14 +149,6 @@ function progressBar(
 
 function print(json: boolean, value: unknown, human: string): void {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
-}
-
-function formatBytes(bytes: number): string {
-  return bytes < 1024
-    ? `${bytes} B`
-    : bytes < 1024 * 1024
-      ? `${(bytes / 1024).toFixed(1)} KiB`
-      : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 function run(action: () => Promise<void>, verbose?: boolean) {
