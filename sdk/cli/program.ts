@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerBudget } from "./commands/budget.js";
 import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
 import { registerHost } from "./commands/host.js";
@@ -41,5 +42,6 @@ export function createProgram(): Command {
   registerStorage(program);
   registerAuth(program);
   registerInit(program);
+  registerBudget(program);
   return program;
 }

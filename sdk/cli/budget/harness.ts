@@ -1,0 +1,250 @@
+/**
+ * The budget harness behind `platform budget`: deploys a capsule into a throw-away database, grows
+ * its tables to each size, calls every query and mutation, and records what each call used.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database, type Transaction } from "../../../host/db/index.js";
+import { Deployments, LogHub } from "../../../host/deployments/index.js";
+import type { BridgeIdentity, CallUsage, QuerySpec } from "../../protocol/index.js";
+import { isPlatformError, type SchemaSpec } from "../../values/index.js";
+import { bundleCapsule } from "../bundle.js";
+import { type HandlerVerdict, judge, type Measurement } from "./analyze.js";
+import { type BudgetScenario, fillArgs } from "./scenario.js";
+import { generateValue, SEED_USERS, seedOrder } from "./seed.js";
+
+/** One handler's measurements and verdict. */
+export interface HandlerReport {
+  kind: "query" | "mutation";
+  name: string;
+  measurements: Measurement[];
+  verdict: HandlerVerdict;
+}
+
+/** What `platform budget` reports. */
+export interface BudgetReport {
+  dir: string;
+  sizes: number[];
+  seededBy: "schema" | { mutation: string };
+  caller: BudgetScenario["caller"];
+  handlers: HandlerReport[];
+  skipped: string[];
+  /** True when a handler crossed a limit within the sizes run (the command then exits 1). */
+  exceeded: boolean;
+}
+
+const DEPLOYMENT = "budget";
+/** Seeding ignores read budgets. */
+const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
+const CHUNK = 1000;
+const SEED_CALL_MAX = 500;
+
+function identityOf(caller: BudgetScenario["caller"]): BridgeIdentity | null {
+  if (caller === "anonymous") return null;
+  if (caller === "guest") return { userId: "guest:budget", kind: "guest" };
+  return { userId: SEED_USERS[0] as string, kind: "account", email: "budget@example.com" };
+}
+
+const byCreation = (table: string): QuerySpec => ({ table, index: "by_creation", range: [], order: "asc" });
+
+/**
+ * Runs the harness on the capsule in `dir`. `onProgress` hears what is happening (sizes seeded,
+ * calls made) for a progress display.
+ */
+export async function runBudget(
+  dir: string,
+  scenario: BudgetScenario,
+  onProgress: (message: string) => void = () => {},
+): Promise<BudgetReport> {
+  const { code } = await bundleCapsule(dir);
+  const data = await mkdtemp(join(tmpdir(), "platform-budget-"));
+  const db = await Database.open(join(data, "db"));
+  const deployments = new Deployments(db, new LogHub(false, false));
+  try {
+    const record = await deployments.deploy(DEPLOYMENT, { code });
+    const schema: SchemaSpec = record.declaration.schema;
+    const database = await db.deployment(DEPLOYMENT);
+    const identity = identityOf(scenario.caller);
+    for (const table of Object.keys(scenario.rows))
+      if (!schema.tables[table])
+        throw new Error(`budget.json: rows names table ${table}, which the schema lacks.`);
+    const handlers = [
+      ...record.declaration.queries.map((name) => ({ kind: "query" as const, name })),
+      ...record.declaration.mutations.map((name) => ({ kind: "mutation" as const, name })),
+    ];
+    const known = new Set(handlers.map((h) => h.name));
+    for (const name of Object.keys(scenario.calls))
+      if (!known.has(name))
+        throw new Error(`budget.json: calls names ${name}, which is not a query or mutation.`);
+    if (scenario.seed && !record.declaration.mutations.includes(scenario.seed))
+      throw new Error(`budget.json: seed names ${scenario.seed}, which is not a mutation.`);
+    const skipped = handlers
+      .filter((h) => scenario.calls[h.name]?.skip || h.name === scenario.seed)
+      .map((h) => h.name);
+    const measured = handlers.filter((h) => !skipped.includes(h.name));
+    const results = new Map<string, Measurement[]>(measured.map((h) => [h.name, []]));
+    const ids = new Map<string, string[]>();
+    const seededTables = new Set<string>();
+    const count = (table: string) =>
+      database
+        .query((tx) => tx.query(byCreation(table), { kind: "count" }), { budget: UNLIMITED })
+        .then((r) => (r.value.kind === "count" ? r.value.count : 0));
+
+    for (const size of scenario.sizes) {
+      onProgress(`seeding ${size} rows per table`);
+      if (scenario.seed)
+        await seedWithMutation(deployments, scenario.seed, size, schema, count, identity, seededTables);
+      else await seedFromSchema(database, schema, scenario, size, count, ids);
+      const firstIds = new Map<string, string>();
+      for (const table of Object.keys(schema.tables)) {
+        const first = await database.query((tx) => tx.query(byCreation(table), { kind: "first" }), {
+          budget: UNLIMITED,
+        });
+        if (first.value.kind === "row" && first.value.row)
+          firstIds.set(table, (JSON.parse(first.value.row) as { id: string }).id);
+      }
+      for (const handler of measured) {
+        onProgress(`${size} rows: ${handler.kind} ${handler.name}`);
+        const args = fillArgs(scenario.calls[handler.name]?.args ?? {}, {
+          size,
+          user: identity?.userId ?? null,
+          now: Date.now(),
+          idOf: (table) => firstIds.get(table),
+        });
+        (results.get(handler.name) as Measurement[]).push(
+          await measure(deployments, handler.kind, handler.name, JSON.stringify(args), identity, size),
+        );
+      }
+    }
+    const reports = measured.map((h) => {
+      const measurements = results.get(h.name) as Measurement[];
+      return { ...h, measurements, verdict: judge(measurements) };
+    });
+    return {
+      dir,
+      sizes: scenario.sizes,
+      seededBy: scenario.seed ? { mutation: scenario.seed } : "schema",
+      caller: scenario.caller,
+      handlers: reports,
+      skipped,
+      exceeded: reports.some((r) => r.verdict.exceeds !== undefined),
+    };
+  } finally {
+    deployments.close();
+    await db.close();
+    await rm(data, { recursive: true, force: true });
+  }
+}
+
+const ZERO: CallUsage = {
+  rowsReturned: 0,
+  rowsRead: 0,
+  bytesRead: 0,
+  indexScans: 0,
+  writes: 0,
+  cpuMs: 0,
+  wallMs: 0,
+};
+
+/** One call: its usage, or its failure with the usage up to the failure (from the call log). */
+async function measure(
+  deployments: Deployments,
+  kind: "query" | "mutation",
+  name: string,
+  argsJson: string,
+  identity: BridgeIdentity | null,
+  size: number,
+): Promise<Measurement> {
+  let usage = ZERO;
+  const stop = deployments.logs.follow(DEPLOYMENT, (line) => {
+    if (line.call && line.call.name === name) usage = line.call.usage;
+  });
+  try {
+    const result = await deployments.call(DEPLOYMENT, { kind, name, argsJson, identity });
+    return { size, ok: true, usage: result.usage };
+  } catch (error) {
+    const code = isPlatformError(error) ? error.code : "internal";
+    const message = (error as Error)?.message ?? String(error);
+    return { size, ok: false, usage, code, message };
+  } finally {
+    stop();
+  }
+}
+
+/** Tops every table up to `size` rows with rows generated from the schema (and budget.json hints). */
+async function seedFromSchema(
+  database: Awaited<ReturnType<Database["deployment"]>>,
+  schema: SchemaSpec,
+  scenario: BudgetScenario,
+  size: number,
+  count: (table: string) => Promise<number>,
+  ids: Map<string, string[]>,
+): Promise<void> {
+  const idsOf = (table: string) => ids.get(table) ?? [];
+  for (const table of seedOrder(schema)) {
+    const spec = schema.tables[table];
+    if (!spec) continue;
+    let have = await count(table);
+    while (have < size) {
+      const n = Math.min(CHUNK, size - have);
+      const start = have;
+      const made = await database.mutate(
+        async (tx: Transaction) => {
+          const out: string[] = [];
+          for (let i = start; i < start + n; i++) {
+            const row: Record<string, unknown> = {};
+            for (const [name, field] of Object.entries(spec.fields)) {
+              const value = generateValue(table, name, field, i, scenario.rows[table]?.[name], idsOf);
+              if (value !== undefined) row[name] = value;
+            }
+            out.push(await tx.insert(table, row));
+          }
+          return out;
+        },
+        { budget: UNLIMITED, handler: "budget.seed" },
+      );
+      const list = ids.get(table) ?? [];
+      list.push(...made.value);
+      ids.set(table, list);
+      have += n;
+    }
+  }
+}
+
+/**
+ * Tops tables up to `size` rows by calling the capsule's own seed mutation with `{ count }`
+ * (at most 500 per call); the tables it seeds are the ones its calls make grow.
+ */
+async function seedWithMutation(
+  deployments: Deployments,
+  mutation: string,
+  size: number,
+  schema: SchemaSpec,
+  count: (table: string) => Promise<number>,
+  identity: BridgeIdentity | null,
+  seeded: Set<string>,
+): Promise<void> {
+  const tables = Object.keys(schema.tables);
+  const counts = async () =>
+    new Map(await Promise.all(tables.map(async (t) => [t, await count(t)] as const)));
+  let before = await counts();
+  const have = () => Math.min(...[...seeded].map((t) => before.get(t) ?? 0));
+  while (seeded.size === 0 || have() < size) {
+    const n = Math.min(SEED_CALL_MAX, seeded.size === 0 ? size : size - have());
+    await deployments.call(DEPLOYMENT, {
+      kind: "mutation",
+      name: mutation,
+      argsJson: JSON.stringify({ count: n }),
+      identity,
+    });
+    const after = await counts();
+    const grew = tables.filter((t) => (after.get(t) ?? 0) > (before.get(t) ?? 0));
+    if (grew.length === 0)
+      throw new Error(
+        `The seed mutation ${mutation} added no rows; it should add { count } rows to each table it seeds.`,
+      );
+    for (const t of grew) seeded.add(t);
+    before = after;
+  }
+}
