@@ -1,0 +1,206 @@
+/**
+ * bench/suite (`npm run bench`): the platform against what a self-hosting user would otherwise run,
+ * in ONE run, on the same todo-style workload over HTTP (get by id, list 50 by index, insert, a
+ * page of 20, count a list): (a) this platform (isolate + budgets + transactions), (b) plain Koa +
+ * classic-level without isolation, (c) plain Koa + better-sqlite3. Load comes from a separate
+ * process (autocannon); ratios are printed. Then isolate cold start, memory per live isolate and how
+ * many deployments one host keeps live in 2 GiB. Targets (issue 9): (a) >= 70% of (b)'s requests
+ * per second, and within 1.5x of (c) on reads.
+ *
+ *   npm run bench                 (BENCH_SECONDS per measurement, default 4)
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { startHost } from "../../host/host.js";
+import { bundleCapsule } from "../../sdk/cli/bundle.js";
+import { type LoadResult, runLoad } from "../lib/run-load.js";
+import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const CONNECTIONS = 32;
+const LISTS = 20;
+const PER_LIST = 500;
+const DENSITY_DEPLOYMENTS = Number(process.env.BENCH_DENSITY ?? 300);
+const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-bench-suite-"));
+  const host = await startHost({
+    requestQuota: false,
+    data: join(dir, "host"),
+    port: 0,
+    domain: "localhost",
+    adminToken: "bench",
+    devDeployment: "bench",
+    logDestination: false,
+    logCalls: false,
+    pool: { maxLive: 100_000 },
+  });
+  try {
+    const code = (await bundleCapsule("bench/suite/capsule")).code;
+    await host.deployments.deploy("bench", { code });
+    for (let l = 0; l < LISTS; l++)
+      await host.deployments.call("bench", {
+        kind: "mutation",
+        name: "seed",
+        argsJson: JSON.stringify({ lists: 1, perList: PER_LIST }),
+        identity: null,
+      });
+    const database = await host.deployments.db.deployment("bench");
+    const all = await database.query(
+      (tx) =>
+        tx.query({ table: "items", index: "by_creation", range: [], order: "asc" }, { kind: "collect" }),
+      { budget: UNLIMITED },
+    );
+    const rows = (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
+    const lists = [...new Set(rows.map((r) => r.list))];
+    const [levelPeer, sqlite] = await Promise.all([classicLevelPeer(dir, rows), sqlitePeer(dir, rows)]);
+    const targets = {
+      platform: `http://127.0.0.1:${host.port}`,
+      "koa+classic-level": `http://127.0.0.1:${levelPeer.port}`,
+      "koa+better-sqlite3": `http://127.0.0.1:${sqlite.port}`,
+    };
+    const pick = <T>(values: T[], n: number) =>
+      Array.from({ length: n }, (_, i) => values[(i * 7919) % values.length] as T);
+    const workload: Array<{ op: string; path: string; read: boolean; bodies: string[] }> = [
+      {
+        op: "get by id",
+        path: "/api/query/get",
+        read: true,
+        bodies: pick(rows, 200).map((r) => JSON.stringify({ id: r.id })),
+      },
+      {
+        op: "list 50 by index",
+        path: "/api/query/list",
+        read: true,
+        bodies: lists.map((list) => JSON.stringify({ list })),
+      },
+      {
+        op: "paginate (page of 20)",
+        path: "/api/query/page",
+        read: true,
+        bodies: lists.map((list) => JSON.stringify({ list, paginationOpts: { cursor: null, numItems: 20 } })),
+      },
+      {
+        op: "count a list (500)",
+        path: "/api/query/count",
+        read: true,
+        bodies: lists.map((list) => JSON.stringify({ list })),
+      },
+      {
+        op: "insert",
+        path: "/api/mutation/insert",
+        read: false,
+        bodies: lists.map((list, i) => JSON.stringify({ list, text: `new item ${i}` })),
+      },
+    ];
+    const results: Array<{ op: string; read: boolean; by: Record<string, LoadResult> }> = [];
+    for (const { op, path, read, bodies } of workload) {
+      const by: Record<string, LoadResult> = {};
+      for (const [name, base] of Object.entries(targets)) {
+        await runLoad(`${base}${path}`, bodies, dir, 1, CONNECTIONS); // warm-up
+        by[name] = await runLoad(`${base}${path}`, bodies, dir, SECONDS, CONNECTIONS);
+        process.stderr.write(`${op} on ${name}: ${Math.round(by[name].rps)} req/s\n`);
+      }
+      results.push({ op, read, by });
+    }
+    await levelPeer.close();
+    await sqlite.close();
+
+    // Cold start of an evicted deployment (this capsule), then density: many live deployments.
+    const runner = host.deployments.pool.runner("bench", (await host.deployments.require("bench")).artifact);
+    const colds: number[] = [];
+    const first = JSON.stringify({ id: rows[0]?.id });
+    for (let i = 0; i < 30; i++) {
+      runner.evict();
+      const started = process.hrtime.bigint();
+      await host.deployments.call("bench", { kind: "query", name: "get", argsJson: first, identity: null });
+      colds.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    gc();
+    const before = process.memoryUsage().rss;
+    for (let i = 0; i < DENSITY_DEPLOYMENTS; i++) {
+      await host.deployments.deploy(`d${i}`, { code });
+      await host.deployments.call(`d${i}`, {
+        kind: "query",
+        name: "count",
+        argsJson: '{"list":"x"}',
+        identity: null,
+      });
+    }
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    gc();
+    const after = process.memoryUsage().rss;
+    const perDeployment = (after - before) / DENSITY_DEPLOYMENTS;
+    const live = host.deployments.pool.liveCount();
+    const budget = 2 * 1024 ** 3;
+    const fits = Math.floor((budget - before) / perDeployment);
+
+    const cpu = cpus()[0]?.model ?? "unknown CPU";
+    let kernel = "";
+    try {
+      kernel = execFileSync("uname", ["-sr"], { encoding: "utf8" }).trim();
+    } catch {
+      kernel = process.platform;
+    }
+    const out: string[] = [];
+    out.push(
+      `bench/suite: ${cpus().length} cores (${cpu}), ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, ${kernel}, Node ${process.version}; ${SECONDS} s per measurement, ${CONNECTIONS} connections, autocannon in a separate process; ${rows.length} items in ${lists.length} lists`,
+    );
+    out.push("");
+    out.push(
+      "| operation | (a) platform req/s (p50/p99 ms) | (b) koa+classic-level | (c) koa+better-sqlite3 | a/b | a/c |",
+    );
+    out.push("| --- | --- | --- | --- | --- | --- |");
+    const cell = (r: LoadResult) => `${Math.round(r.rps).toLocaleString("en-US")} (${r.p50}/${r.p99})`;
+    for (const { op, by } of results) {
+      const a = by.platform as LoadResult;
+      const b = by["koa+classic-level"] as LoadResult;
+      const c = by["koa+better-sqlite3"] as LoadResult;
+      out.push(
+        `| ${op} | ${cell(a)} | ${cell(b)} | ${cell(c)} | ${Math.round((a.rps / b.rps) * 100)}% | ${(a.rps / c.rps).toFixed(2)}x |`,
+      );
+    }
+    const reads = results.filter((r) => r.read);
+    const mean = (name: string, set: typeof results) =>
+      Math.exp(set.reduce((sum, r) => sum + Math.log((r.by[name] as LoadResult).rps), 0) / set.length);
+    out.push("");
+    out.push(
+      `geometric mean over all operations: a/b ${Math.round((mean("platform", results) / mean("koa+classic-level", results)) * 100)}% (target >= 70%); on reads a/c ${(mean("platform", reads) / mean("koa+better-sqlite3", reads)).toFixed(2)}x (target: within 1.5x, i.e. >= 0.67x)`,
+    );
+    const errors = results.flatMap((r) =>
+      Object.entries(r.by)
+        .filter(([, l]) => l.errors > 0 || l.non2xx > 0)
+        .map(([n, l]) => `${r.op} on ${n}: ${l.errors} errors, ${l.non2xx} non-2xx`),
+    );
+    if (errors.length > 0) out.push(`failures during load: ${errors.join("; ")}`);
+    out.push("");
+    out.push(
+      `isolate cold start (evicted deployment, this capsule): p50 ${percentile(colds, 50).toFixed(1)} ms, p90 ${percentile(colds, 90).toFixed(1)} ms`,
+    );
+    out.push(
+      `memory per live deployment (isolate + records), ${DENSITY_DEPLOYMENTS} deployments, ${live} live: ${(perDeployment / 1024 ** 2).toFixed(2)} MiB RSS`,
+    );
+    out.push(
+      `deployments one host keeps live in 2 GiB: about ${fits.toLocaleString("en-US")} (host base ${(before / 1024 ** 2).toFixed(0)} MiB RSS)`,
+    );
+    console.log(out.join("\n"));
+  } finally {
+    await host.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
