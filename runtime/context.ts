@@ -12,6 +12,8 @@ export interface ExecutionInfo {
   tables: readonly string[];
   identity: BridgeIdentity | null;
   env: Record<string, string>;
+  /** A ready `ctx.db` (the legacy snapshot runtime's); else the v1 API over the bridge. */
+  db?: unknown;
 }
 
 function databaseExecutor(requestId: number, execution: ExecutionState): DatabaseExecutor {
@@ -75,7 +77,7 @@ function logger(requestId: number, execution: ExecutionState) {
 /** The `ctx` for one execution: db, auth, env, log. */
 export function createContext(info: ExecutionInfo): Readonly<Record<"db" | "auth" | "env" | "log", unknown>> {
   return Object.freeze({
-    db: createDatabaseApi(info.tables, databaseExecutor(info.requestId, info.execution)),
+    db: info.db ?? createDatabaseApi(info.tables, databaseExecutor(info.requestId, info.execution)),
     auth: auth(info.identity),
     env: Object.freeze({ ...info.env }),
     log: logger(info.requestId, info.execution),

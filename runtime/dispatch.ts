@@ -11,9 +11,10 @@ import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
 import { createContext } from "./context.js";
 import { beginExecution } from "./determinism.js";
 import { createEndpointRequest } from "./endpoint-request.js";
+import { LegacySnapshot } from "./legacy.js";
 
 interface LoadedCapsule {
-  kind: "platform.capsule";
+  kind: "platform.capsule" | "platform.legacy";
   declaration: { schema: { tables: Record<string, unknown> } };
   definition: {
     queries?: Record<string, (ctx: unknown, args: unknown) => unknown>;
@@ -31,7 +32,7 @@ function capsule(): LoadedCapsule {
   const bundle = global.__platform_capsule as { default?: unknown } | undefined;
   global.__platform_capsule = undefined;
   const candidate = (bundle?.default ?? bundle) as LoadedCapsule | undefined;
-  if (candidate?.kind !== "platform.capsule") {
+  if (candidate?.kind !== "platform.capsule" && candidate?.kind !== "platform.legacy") {
     throw new PlatformError(
       "bad_request",
       "server/index.ts must `export default capsule({ ... })` from platform/server.",
@@ -76,9 +77,60 @@ function serialize(value: unknown): string {
   }
 }
 
+/**
+ * Runs a legacy handler synchronously on a snapshot of the shipped tables; mutations take their
+ * arguments positionally (a JSON array body is spread). Answers a {@link LegacySnapshot} outcome.
+ */
+function runLegacy(
+  app: LoadedCapsule,
+  request: Extract<DispatchRequest, { kind: "legacyQuery" | "legacyMutation" }>,
+) {
+  if (app.kind !== "platform.legacy")
+    throw new PlatformError("internal", "This deployment's capsule is not a legacy capsule.");
+  const tables = Object.keys(app.declaration.schema.tables);
+  const snapshot = new LegacySnapshot(request.tablesJson, request.ids, tables, request.now);
+  const execution = beginExecution(request.now, request.seed);
+  const ctx = createContext({
+    requestId: request.requestId,
+    execution,
+    tables,
+    identity: request.identity,
+    env: request.env,
+    db: snapshot.database(),
+  });
+  const mutation = request.kind === "legacyMutation";
+  const handler = lookup(
+    (mutation ? app.definition.mutations : app.definition.queries) as Record<
+      string,
+      (...a: unknown[]) => unknown
+    >,
+    request.name,
+    mutation ? "mutation" : "query",
+  );
+  let value: unknown;
+  try {
+    const args = JSON.parse(request.argsJson) as unknown;
+    value = mutation ? handler(ctx, ...(Array.isArray(args) ? args : [args])) : handler(ctx, args);
+  } catch (error) {
+    if (snapshot.isNeed(error)) return serialize(snapshot.outcome(undefined));
+    throw error;
+  }
+  if (snapshot.needs) return serialize(snapshot.outcome(undefined));
+  if (value && typeof (value as { then?: unknown }).then === "function") {
+    throw new PlatformError(
+      "handler_error",
+      `Legacy handlers are synchronous, but ${request.name} returned a promise. Move the capsule to database API v1 (platform migrate) to use async handlers.`,
+    );
+  }
+  return serialize(snapshot.outcome(value));
+}
+
 async function run(request: DispatchRequest): Promise<string> {
   const app = capsule();
   if (request.kind === "declare") return JSON.stringify(app.declaration);
+  if (request.kind === "legacyQuery" || request.kind === "legacyMutation") return runLegacy(app, request);
+  if (app.kind === "platform.legacy")
+    throw new PlatformError("internal", "A legacy capsule runs on the snapshot runtime only.");
   const execution = beginExecution(request.now, request.seed);
   const ctx = createContext({
     requestId: request.requestId,

@@ -1,3 +1,4 @@
+import { PlatformError } from "../../sdk/values/index.js";
 import type { BudgetLimits, BudgetUsage } from "./budget.js";
 import type { CursorCodec } from "./cursor.js";
 import { metaKey } from "./keys.js";
@@ -9,7 +10,7 @@ import {
   storedIndexRange,
 } from "./migrate.js";
 import type { ReadSet } from "./read-write-sets.js";
-import { indexEntryKey, materialize, type StoredRow } from "./rows.js";
+import { hasLegacyCreatedAt, indexEntryKey, materialize, parseStoredRow } from "./rows.js";
 import type { Level } from "./scan.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 import { Transaction, type TransactionHost, type TransactionOptions } from "./transaction.js";
@@ -93,6 +94,11 @@ export class DeploymentDatabase implements TransactionHost {
     return this.stored;
   }
 
+  /** True while the deployment serves a legacy (database API v0) schema. */
+  get legacy(): boolean {
+    return this.stored.legacy === true;
+  }
+
   nextCreatedAt(now: number): number {
     this.lastCreatedAt = Math.max(now, this.lastCreatedAt + CLOCK_STEP);
     return this.lastCreatedAt;
@@ -159,13 +165,23 @@ export class DeploymentDatabase implements TransactionHost {
    * so no write slips past a backfill; reads keep being served from the old schema until the new
    * one is stored in one write. On failure nothing changes: half-built indexes are cleared.
    */
-  async migrate(spec: unknown, onProgress?: (progress: MigrationProgress) => void): Promise<MigrationReport> {
+  async migrate(
+    spec: unknown,
+    onProgress?: (progress: MigrationProgress) => void,
+    options: { legacy?: boolean } = {},
+  ): Promise<MigrationReport> {
     return this.lock.run(async () => {
       const snapshot = this.level.snapshot();
       const building = metaKey(this.id, "building");
       let pending: PendingBuild[] = [];
       try {
-        const plan = await planMigration(this.level, snapshot, this.id, this.stored, spec);
+        if (options.legacy && !this.stored.legacy && this.stored.hash !== "") {
+          throw new PlatformError(
+            "bad_request",
+            "This deployment serves database API v1; a legacy (v0) capsule cannot replace it.",
+          );
+        }
+        const plan = await planMigration(this.level, snapshot, this.id, this.stored, spec, options);
         pending = plan.build.map(({ table, stored }) => ({ table, stored }));
         const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
         if (pending.length > 0) await this.level.put(building, JSON.stringify(pending));
@@ -178,9 +194,11 @@ export class DeploymentDatabase implements TransactionHost {
           for await (const rows of rowsOf(this.level, snapshot, compiledTable.rowPrefix)) {
             const batch = this.level.batch();
             for (const json of rows) {
-              const row = JSON.parse(json) as StoredRow;
+              const row = parseStoredRow(json);
               if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
-              batch.put(indexEntryKey(compiledIndex, materialize(compiledTable, row)), json);
+              // Rows stay as stored; an entry built from a legacy row carries its v1 form.
+              const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
+              batch.put(indexEntryKey(compiledIndex, materialize(compiledTable, { ...row })), value);
             }
             await batch.write();
             done += rows.length;

@@ -13,4 +13,4 @@ export {
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
-export { type QueryOutcome, Transaction } from "./transaction.js";
+export { newRowId, type QueryOutcome, Transaction } from "./transaction.js";

@@ -9,7 +9,7 @@ import {
 } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
 import { indexPrefix, rowPrefix } from "./keys.js";
-import type { StoredRow } from "./rows.js";
+import { parseStoredRow, type StoredRow } from "./rows.js";
 import type { Level, LevelSnapshot } from "./scan.js";
 import {
   indexSignature,
@@ -137,10 +137,11 @@ export async function planMigration(
   deployment: string,
   current: StoredSchema,
   input: unknown,
+  options: { legacy?: boolean } = {},
 ): Promise<MigrationPlan> {
   const spec = checkSchemaSpec(input);
   const plan: MigrationPlan = {
-    next: { hash: schemaHash(spec), tables: {} },
+    next: { hash: schemaHash(spec), tables: {}, ...(options.legacy ? { legacy: true } : {}) },
     build: [],
     drop: [],
     checkedRows: 0,
@@ -162,14 +163,15 @@ export async function planMigration(
     if (rowsExist && fieldsChanged(before?.spec, table)) {
       for await (const batch of rowsOf(level, snapshot, prefix)) {
         for (const json of batch) {
-          const problem = storedRowProblem(name, table, JSON.parse(json) as StoredRow);
+          const problem = storedRowProblem(name, table, parseStoredRow(json));
           if (problem) throw deployError(problem);
           plan.checkedRows++;
         }
       }
     }
     const indexes: Record<string, StoredIndex> = {};
-    for (const [index, fields] of Object.entries(wantedIndexes(table))) {
+    // Legacy tables keep no index entries: the snapshot runtime reads whole tables.
+    for (const [index, fields] of Object.entries(options.legacy ? {} : wantedIndexes(table))) {
       const signature = indexSignature(table, fields);
       const old = before?.indexes[index];
       if (old && old.signature === signature) {

@@ -88,15 +88,34 @@ export function changedIdFields(
   return out;
 }
 
+/**
+ * True when a row was stored by the legacy runtime: its `createdAt` is an ISO 8601 string. Such rows
+ * are never rewritten by an upgrade; v1 reads see `createdAt` as epoch milliseconds (the string
+ * parsed with `Date.parse`), and index entries built from them carry that number.
+ */
+export function hasLegacyCreatedAt(json: string): boolean {
+  return json.includes('"createdAt":"');
+}
+
+/** Parses stored row JSON; a legacy ISO `createdAt` becomes epoch milliseconds. */
+export function parseStoredRow(json: string): StoredRow {
+  const row = JSON.parse(json) as StoredRow;
+  if (typeof (row.createdAt as unknown) === "string")
+    row.createdAt = Date.parse(row.createdAt as unknown as string);
+  return row;
+}
+
 /** Fills defaults added after this row was stored (SPEC.md: a defaulted field always has a value). */
 export function materialize(table: CompiledTable, row: StoredRow): StoredRow {
+  if (typeof (row.createdAt as unknown) === "string")
+    row.createdAt = Date.parse(row.createdAt as unknown as string);
   for (const [name, value] of table.lateDefaults) if (row[name] === undefined) row[name] = value;
   return row;
 }
 
-/** Row JSON as handlers see it: unchanged unless the table has late defaults to fill. */
+/** Row JSON as handlers see it: unchanged unless defaults must be filled or `createdAt` is legacy. */
 export function materializeJson(table: CompiledTable, json: string): string {
-  if (table.lateDefaults.length === 0) return json;
+  if (table.lateDefaults.length === 0 && !hasLegacyCreatedAt(json)) return json;
   return JSON.stringify(materialize(table, JSON.parse(json) as StoredRow));
 }
 

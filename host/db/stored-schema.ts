@@ -30,6 +30,11 @@ export interface StoredTable {
 export interface StoredSchema {
   hash: string;
   tables: Record<string, StoredTable>;
+  /**
+   * A legacy (database API v0) deployment: tables keep no index entries at all (the snapshot
+   * runtime reads whole tables) and rows keep legacy `createdAt` strings.
+   */
+  legacy?: boolean;
 }
 
 /** The hidden index over a `userId()` field; its name cannot collide with a declared one. */

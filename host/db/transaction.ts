@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
+import type { LegacyWrite, QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { Budget, type BudgetLimits } from "./budget.js";
+import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
 import { rowKey } from "./keys.js";
 import { WriteOverlay } from "./overlay.js";
@@ -31,6 +32,8 @@ export interface TransactionHost {
   /** The clock value to persist with this commit. */
   readonly clockKey: Buffer;
   clockValue(): number;
+  /** A legacy (v0) deployment: rows keep legacy `createdAt` strings; tables have no indexes. */
+  readonly legacy: boolean;
 }
 
 /** How a transaction runs. */
@@ -394,6 +397,9 @@ export class Transaction {
     const table = this.table(tableName);
     const before = await this.existing(table, id, "update");
     const after = applyPatch(table, before, patch);
+    // A v1 update of a row stored by the legacy runtime writes it in v1 form (number createdAt).
+    if (!this.host.legacy && typeof (after.createdAt as unknown) === "string")
+      after.createdAt = Date.parse(after.createdAt as unknown as string);
     await this.checkReferences(changedIdFields(table, after, before), table.name);
     this.writeRow(table, after, before);
   }
@@ -432,6 +438,63 @@ export class Transaction {
     );
     for (const before of rows) this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
     return rows.length;
+  }
+
+  /**
+   * Host-internal (legacy snapshot runtime): every row of a table, in key order, as stored. Each row
+   * counts as read (rows and bytes shipped into the isolate are reads, SPEC.md "Versioning"), and the
+   * whole table joins the read set.
+   */
+  async legacyTable(tableName: string): Promise<string[]> {
+    this.requireOpen();
+    const table = this.table(tableName);
+    const start = table.rowPrefix;
+    const end = afterPrefix(start);
+    const rows: string[] = [];
+    this.budget.usage.indexScans++;
+    this.readSet.ranges.push({ start, end });
+    await scanRange(
+      this.host.level,
+      this.snapshot,
+      this.overlay,
+      { start, end, reverse: false, values: true, hint: 1000 },
+      (_key, value) => {
+        this.budget.read(Buffer.byteLength(value));
+        rows.push(value);
+        return true;
+      },
+    );
+    return rows;
+  }
+
+  /**
+   * Host-internal (legacy snapshot runtime): applies a finished legacy handler's writes. Inserts
+   * may only use ids the host issued for this run (`issued`), get a host-assigned ISO `createdAt`,
+   * and are validated like any insert; updates and deletes need the row to exist.
+   */
+  async applyLegacyWrites(writes: readonly LegacyWrite[], issued: ReadonlySet<string>): Promise<void> {
+    this.requireWrite();
+    if (!Array.isArray(writes)) throw new PlatformError("internal", "Malformed legacy writes.");
+    for (const write of writes) {
+      const table = this.table(write?.table);
+      if (write.op === "insert") {
+        const { id, createdAt: _ignored, ...input } = (write.row ?? {}) as Record<string, unknown>;
+        if (typeof id !== "string" || !issued.has(id) || (await this.readRow(table, id)) !== null)
+          throw new PlatformError("forbidden", "A legacy insert used an id the host did not issue.");
+        const fields = buildInsertFields(table, input);
+        await this.checkReferences(changedIdFields(table, fields), table.name);
+        const createdAt = new Date(this.host.nextCreatedAt(this.now)).toISOString();
+        this.inserted = true;
+        this.writeRow(table, { id, createdAt, ...fields } as unknown as StoredRow, null);
+      } else if (write.op === "update") {
+        const before = await this.existing(table, write.id, "update");
+        const after = applyPatch(table, before, write.patch);
+        await this.checkReferences(changedIdFields(table, after, before), table.name);
+        this.writeRow(table, after, before);
+      } else if (write.op === "delete") {
+        await this.delete(table.name, write.id);
+      } else throw new PlatformError("internal", "Malformed legacy write.");
+    }
   }
 
   /** Host-internal: writes a record key in the same atomic batch as this transaction. */

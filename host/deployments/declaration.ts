@@ -16,6 +16,28 @@ function names(list: unknown, what: string): string[] {
   return list as string[];
 }
 
+const MOVE_TO_V1 =
+  "move the capsule to database API v1 (run `platform migrate` on it, then redeploy); the legacy API has neither";
+
+/**
+ * A legacy (v0) capsule gets the snapshot runtime only: no declared indexes, endpoints, `userId()`
+ * fields or guest-upgrade hooks (SPEC.md "Versioning": those need database API v1).
+ */
+function checkLegacy(declaration: CapsuleDeclaration): void {
+  for (const [table, spec] of Object.entries(declaration.schema.tables)) {
+    for (const [field, fieldSpec] of Object.entries(spec.fields)) {
+      if (fieldSpec.kind === "userId")
+        fail(`Legacy capsules cannot use userId() fields (${table}.${field}): ${MOVE_TO_V1}.`);
+    }
+    if (Object.keys(spec.indexes).length > 0)
+      fail(`Legacy capsules cannot declare indexes (${table}): ${MOVE_TO_V1}.`);
+  }
+  if (declaration.auth?.hasGuestUpgradeHook)
+    fail(`Legacy capsules cannot use auth.onGuestUpgrade: ${MOVE_TO_V1}.`);
+  if (Array.isArray(declaration.endpoints) && declaration.endpoints.length > 0)
+    fail(`Legacy capsules cannot declare endpoints: ${MOVE_TO_V1}.`);
+}
+
 /**
  * Checks a declaration read out of an isolate. The capsule is untrusted, so everything is checked
  * again here: schema, handler names, endpoint routes (no shadowing of platform routes, no
@@ -24,9 +46,10 @@ function names(list: unknown, what: string): string[] {
 export function checkDeclaration(value: unknown): CapsuleDeclaration {
   if (typeof value !== "object" || value === null) fail("The capsule did not declare itself.");
   const declaration = value as CapsuleDeclaration;
-  if (declaration.apiVersion !== 1)
+  if (declaration.apiVersion !== 1 && declaration.apiVersion !== 0)
     fail(`Unsupported database API version ${JSON.stringify(declaration.apiVersion)}.`);
   checkSchemaSpec(declaration.schema);
+  if (declaration.apiVersion === 0) checkLegacy(declaration);
   names(declaration.queries, "query");
   names(declaration.mutations, "mutation");
   if (!Array.isArray(declaration.endpoints)) fail("The capsule declaration has no endpoint list.");

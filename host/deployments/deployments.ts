@@ -5,19 +5,28 @@ import type {
   CallUsage,
   CapsuleDeclaration,
   DispatchRequest,
+  LegacyOutcome,
 } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { matchesHash, newClaimToken, normaliseEmail } from "../auth/index.js";
-import type {
-  BudgetUsage,
-  Database,
-  MigrationProgress,
-  ReadSet,
-  RecordStore,
-  Transaction,
+import {
+  type BudgetUsage,
+  type Database,
+  type MigrationProgress,
+  newRowId,
+  type ReadSet,
+  type RecordStore,
+  type Transaction,
 } from "../db/index.js";
-import { CapsuleIsolate, IsolatePool, type PoolOptions, transactionSyscalls } from "../isolates/index.js";
+import {
+  CapsuleIsolate,
+  type DeploymentRunner,
+  type HandlerLogEntry,
+  IsolatePool,
+  type PoolOptions,
+  transactionSyscalls,
+} from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
 import { type LogHub, redactSecrets } from "./log-hub.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
@@ -64,6 +73,10 @@ function nextSeed(): number {
 }
 
 const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
+/** Runs of a legacy handler spent on asking for more insert ids, beyond one per table. */
+const LEGACY_ID_ROUNDS = 12;
+/** Most rows one legacy handler may insert. */
+const LEGACY_MAX_IDS = 10_000;
 
 /** Checks a deployment id: it becomes a DNS label (`<id>.<domain>`). */
 export function checkDeploymentId(id: unknown): string {
@@ -167,7 +180,7 @@ export class Deployments {
       }
       const database = await this.db.deployment(id);
       await database
-        .migrate(declaration.schema, onProgress)
+        .migrate(declaration.schema, onProgress, { legacy: declaration.apiVersion === 0 })
         .catch((error: unknown) => Promise.reject(deployError(error)));
       const now = Date.now();
       const claim = previous || input.owner ? undefined : newClaimToken();
@@ -264,6 +277,20 @@ export class Deployments {
         `No ${call.kind} named ${JSON.stringify(call.name)} in deployment ${id}.`,
       );
     const now = Date.now();
+    if (record.declaration.apiVersion === 0) {
+      return this.execute(record, call.kind === "mutation", call.name, call.argsJson, {
+        kind: call.kind === "query" ? "legacyQuery" : "legacyMutation",
+        requestId: 0,
+        name: call.name,
+        argsJson: call.argsJson,
+        tablesJson: "{}",
+        ids: [],
+        identity: call.identity,
+        env: record.env,
+        now,
+        seed: nextSeed(),
+      });
+    }
     return this.execute(record, call.kind === "mutation", call.name, call.argsJson, {
       kind: call.kind,
       requestId: 0,
@@ -274,6 +301,51 @@ export class Deployments {
       now,
       seed: nextSeed(),
     });
+  }
+
+  /**
+   * Runs a legacy handler on the snapshot runtime inside `tx`: ships the tables it asks for (every
+   * row counts as read) and ids for its inserts, runs it again from the start until it finishes,
+   * then applies its writes (mutations) in the same transaction.
+   */
+  private async runLegacy(
+    tx: Transaction,
+    runner: DeploymentRunner,
+    request: Extract<DispatchRequest, { kind: "legacyQuery" | "legacyMutation" }>,
+    sink: (entry: HandlerLogEntry) => void,
+    record: DeploymentRecord,
+  ): Promise<{ valueJson: string; cpuMs: number }> {
+    const shipped = new Map<string, string[]>();
+    const issued: string[] = [];
+    let cpuMs = 0;
+    const tables = Object.keys(record.declaration.schema.tables).length;
+    for (let attempt = 0; attempt <= tables + LEGACY_ID_ROUNDS; attempt++) {
+      const tablesJson = `{${[...shipped].map(([t, rows]) => `${JSON.stringify(t)}:[${rows.join(",")}]`).join(",")}}`;
+      const response = await runner.run(
+        { ...request, tablesJson, ids: issued },
+        transactionSyscalls(tx, sink),
+      );
+      cpuMs += response.cpuMs;
+      if (!response.ok)
+        throw new PlatformError(
+          response.error.code as ErrorCode,
+          redactSecrets(response.error.message, record.env),
+        );
+      const outcome = JSON.parse(response.valueJson) as LegacyOutcome;
+      if ("need" in outcome) {
+        for (const table of outcome.need.tables ?? [])
+          if (!shipped.has(table)) shipped.set(table, await tx.legacyTable(table));
+        const wanted = Math.min(Number(outcome.need.ids) || 0, LEGACY_MAX_IDS);
+        while (issued.length < wanted) issued.push(newRowId());
+        continue;
+      }
+      tx.budget.returned(Number(outcome.returned) || 0);
+      if (request.kind === "legacyMutation") await tx.applyLegacyWrites(outcome.writes, new Set(issued));
+      else if (outcome.writes?.length)
+        throw new PlatformError("forbidden", "This handler is read-only: queries cannot write.");
+      return { valueJson: JSON.stringify(outcome.value ?? null), cpuMs };
+    }
+    throw new PlatformError("handler_error", `Legacy handler ${request.name} kept asking for more data.`);
   }
 
   /**
@@ -329,6 +401,11 @@ export class Deployments {
     let budget: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
     const work = (tx: Transaction) =>
       this.pool.withSlot(async () => {
+        if (request.kind === "legacyQuery" || request.kind === "legacyMutation") {
+          const legacy = await this.runLegacy(tx, runner, request, sink, record);
+          cpuMs = legacy.cpuMs;
+          return legacy.valueJson;
+        }
         const response = await runner.run(request, transactionSyscalls(tx, sink));
         cpuMs = response.cpuMs;
         if (!response.ok)
@@ -347,7 +424,12 @@ export class Deployments {
       },
     };
     const usage = (): CallUsage => ({ ...budget, cpuMs, wallMs: performance.now() - started });
-    const kind = request.kind === "declare" ? "query" : request.kind;
+    const kind =
+      request.kind === "declare" || request.kind === "legacyQuery"
+        ? "query"
+        : request.kind === "legacyMutation"
+          ? "mutation"
+          : request.kind;
     const name = "name" in request ? request.name : handler;
     try {
       const result = writes ? await database.mutate(work, options) : await database.query(work, options);

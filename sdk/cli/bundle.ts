@@ -20,7 +20,7 @@ export function packageRoot(): string {
  * `platform/server` or `platform/client` (browser entry) from this package: its TypeScript source
  * in a checkout, its build otherwise.
  */
-export function ownEntry(module: "server" | "client"): string {
+export function ownEntry(module: "server" | "client" | "legacy"): string {
   const root = packageRoot();
   const source = join(root, "sdk", module, "index.ts");
   return existsSync(source) ? source : join(root, "dist", "sdk", module, "index.js");
@@ -50,6 +50,7 @@ function platformServerPlugin(capsuleDir: string): Plugin {
     name: "platform-server",
     setup(builder) {
       if (own) builder.onResolve({ filter: /^platform\/server$/ }, () => ({ path: own }));
+      if (own) builder.onResolve({ filter: /^platform\/legacy$/ }, () => ({ path: ownEntry("legacy") }));
       builder.onResolve(
         { filter: /^node:|^(fs|path|os|child_process|net|http|https|crypto|process|worker_threads)$/ },
         (args) => ({

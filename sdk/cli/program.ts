@@ -7,6 +7,7 @@ import { registerHost } from "./commands/host.js";
 import { registerInit } from "./commands/init.js";
 import { registerLogin } from "./commands/login.js";
 import { registerLogs } from "./commands/logs.js";
+import { registerMigrate } from "./commands/migrate.js";
 import { registerAuth, registerStorage } from "./commands/storage.js";
 
 function packageVersion(): string {
@@ -43,5 +44,6 @@ export function createProgram(): Command {
   registerAuth(program);
   registerInit(program);
   registerBudget(program);
+  registerMigrate(program);
   return program;
 }

@@ -70,6 +70,21 @@ export type DispatchRequest =
       seed: number;
     }
   | {
+      /** A legacy (database API v0) handler on the snapshot runtime. */
+      kind: "legacyQuery" | "legacyMutation";
+      requestId: number;
+      name: string;
+      argsJson: string;
+      /** JSON object: table -> array of its rows, for every table shipped so far. */
+      tablesJson: string;
+      /** Ids for rows the handler inserts (made by the host: unguessable). */
+      ids: string[];
+      identity: BridgeIdentity | null;
+      env: Record<string, string>;
+      now: number;
+      seed: number;
+    }
+  | {
       kind: "guestUpgrade";
       requestId: number;
       guestUserId: string;
@@ -79,6 +94,21 @@ export type DispatchRequest =
       now: number;
       seed: number;
     };
+
+/** A write of a legacy handler, applied by the host when the handler has finished. */
+export type LegacyWrite =
+  | { op: "insert"; table: string; row: Record<string, FieldValue> & { id: string; createdAt: string } }
+  | { op: "update"; table: string; id: string; patch: Record<string, FieldValue | null> }
+  | { op: "delete"; table: string; id: string };
+
+/**
+ * What a legacy handler's run answers (as its value JSON): either what it still needs (tables not
+ * shipped yet, more ids for inserts: the host ships them and runs it again from the start), or its
+ * result with the rows it was handed and its writes.
+ */
+export type LegacyOutcome =
+  | { need: { tables: string[]; ids: number } }
+  | { value: unknown; returned: number; writes: LegacyWrite[] };
 
 /** What an isolate answers: a JSON value (as a string) or an error with a stable code. */
 export type DispatchResponse =

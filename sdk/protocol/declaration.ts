@@ -1,7 +1,10 @@
 import type { SchemaSpec } from "../values/index.js";
 
-/** The database API a capsule was built against. New artifacts are v1 (SPEC.md "Versioning"). */
-export type DatabaseApiVersion = 1;
+/**
+ * The database API a capsule was built against. New artifacts are v1; 0 is the legacy snapshot
+ * API of existing artifacts (SPEC.md "Versioning").
+ */
+export type DatabaseApiVersion = 0 | 1;
 
 /** One custom HTTP endpoint as the host routes it. */
 export interface EndpointDeclaration {

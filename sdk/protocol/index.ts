@@ -7,6 +7,8 @@ export {
   type DispatchResponse,
   decodeDispatchResponse,
   encodeDispatchResponse,
+  type LegacyOutcome,
+  type LegacyWrite,
   SYSCALL,
   type SyscallArgs,
   type SyscallOp,
