@@ -20,13 +20,22 @@ import {
   FsBlobStore,
   MemoryBlobStore,
   ObjectService,
+  S3BlobStore,
+  type S3Settings,
   type StorageLimits,
 } from "./storage/index.js";
 
 /** Options of {@link startHost}. */
 export interface HostOptions {
-  /** Folder for the database (created if missing). */
+  /** Folder for the embedded database and blobs (created if missing). */
   data: string;
+  /**
+   * `postgres://...`: the database lives in PostgreSQL, shared with other host processes. Default:
+   * embedded classic-level under `data`.
+   */
+  database?: string;
+  /** Object bytes in an S3 (or S3-protocol) bucket, shared with other hosts. Default: files under `data`. */
+  s3?: S3Settings;
   port: number;
   domain: string;
   /** Address to listen on (default loopback). */
@@ -76,7 +85,7 @@ export interface PlatformHost {
  */
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
-  const db = await Database.open(join(options.data, "db"));
+  const db = await Database.open(options.database ?? join(options.data, "db"));
   const logs = new LogHub(options.logDestination ?? undefined, options.logCalls ?? true);
   const deployments = new Deployments(db, logs, options.pool);
   const auth = await AuthService.open(db);
@@ -100,7 +109,9 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   };
   const blobs = options.devDeployment
     ? new MemoryBlobStore()
-    : await FsBlobStore.open(join(options.data, "blobs"));
+    : options.s3
+      ? await S3BlobStore.open(options.s3)
+      : await FsBlobStore.open(join(options.data, "blobs"));
   const objects = new ObjectService(db, blobs, { ...DEFAULT_STORAGE_LIMITS, ...options.storageLimits });
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
   const app = createHttpApp({

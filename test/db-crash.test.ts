@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { afterPrefix } from "../host/db/codec.js";
-import { Database } from "../host/db/index.js";
+import { collect, Database } from "../host/db/index.js";
 import { deploymentPrefixes, rowPrefix } from "../host/db/keys.js";
 import { indexEntryKeys, type StoredRow } from "../host/db/rows.js";
 import { tempDatabase } from "./helpers/db.js";
@@ -60,7 +60,7 @@ async function check(dir: string): Promise<{ committed: number }> {
       [counter, "counter"],
     ] as const) {
       const prefix = rowPrefix("crash", name);
-      for (const json of await db.level.values({ gte: prefix, lt: afterPrefix(prefix) }).all()) {
+      for (const [, json] of await collect(db.store.iterate({ gte: prefix, lt: afterPrefix(prefix) }))) {
         const row = JSON.parse(json) as StoredRow;
         for (const key of indexEntryKeys(table, row)) expectedIndex.set(key.toString("hex"), json);
         if (name === "items") byN.set(row.n as number, (byN.get(row.n as number) ?? 0) + 1);
@@ -69,9 +69,9 @@ async function check(dir: string): Promise<{ committed: number }> {
     }
     const indexPrefix = deploymentPrefixes("crash")[1] as Buffer;
     const actualIndex = new Map<string, string>();
-    for (const [key, value] of await db.level
-      .iterator({ gte: indexPrefix, lt: afterPrefix(indexPrefix) })
-      .all()) {
+    for (const [key, value] of await collect(
+      db.store.iterate({ gte: indexPrefix, lt: afterPrefix(indexPrefix) }),
+    )) {
       actualIndex.set(key.toString("hex"), value);
     }
     expect(actualIndex).toEqual(expectedIndex);

@@ -10,6 +10,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { collect } from "../host/db/index.js";
 import { bundleCapsule } from "../sdk/cli/bundle.js";
 import { runCliAsync } from "./helpers/cli.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -37,13 +38,10 @@ const call = async (deployment: string, kind: "query" | "mutation", name: string
 async function rawRows(deployment: string, table: string): Promise<Array<[string, string]>> {
   const database = await host.deployments.db.deployment(deployment);
   const prefix = database.tables.get(table)?.rowPrefix as Buffer;
-  const out: Array<[string, string]> = [];
-  for await (const [key, value] of database.level.iterator({
-    gte: prefix,
-    lt: Buffer.concat([prefix, Buffer.from([0xff])]),
-  }))
-    out.push([(key as Buffer).toString("hex"), value as string]);
-  return out;
+  const entries = await collect(
+    database.store.iterate({ gte: prefix, lt: Buffer.concat([prefix, Buffer.from([0xff])]) }),
+  );
+  return entries.map(([key, value]) => [key.toString("hex"), value]);
 }
 
 /** A query answer with legacy ISO `createdAt` values in v1's number form (epoch ms). */

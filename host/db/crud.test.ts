@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { boolean, capsule, type Id, id, number, string, table, userId } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
 import type { Database, DeploymentDatabase } from "./index.js";
+import { collect } from "./kv/index.js";
 
 const app = capsule({
   schema: {
@@ -57,7 +58,8 @@ describe("rows", () => {
     await t.write((d) => d.todos.update(rowId, { rank: null }));
     row = (await t.read((d) => d.todos.get(rowId))).value!;
     expect(row.rank).toBe(5);
-    const rows = (await db.level.values().all()).filter((v) => v.startsWith('{"id":'));
+    const everything = await collect(db.store.iterate({ gte: Buffer.alloc(0), lt: Buffer.from([0xff]) }));
+    const rows = everything.map(([, v]) => v).filter((v) => v.startsWith('{"id":'));
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.some((v) => v.includes("null"))).toBe(false);
   });

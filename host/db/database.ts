@@ -1,45 +1,119 @@
 import { randomBytes } from "node:crypto";
-import { ClassicLevel } from "classic-level";
 import { afterPrefix } from "./codec.js";
 import { CursorCodec } from "./cursor.js";
 import { DeploymentDatabase } from "./deployment.js";
 import { deploymentPrefixes, hostKey } from "./keys.js";
+import { ClassicKv, type KvStore, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
-import type { Level } from "./scan.js";
+import { WriteLock } from "./write-lock.js";
+
+/** A message between hosts sharing one store (commits, migrations, changed records). */
+export type HostMessage =
+  | { type: "commit"; deployment: string; keys?: string[]; all?: boolean }
+  | { type: "schema"; deployment: string }
+  | { type: "deployment"; id: string };
 
 /**
- * The host's document database: one classic-level store holding every deployment, each behind its
- * own {@link DeploymentDatabase}. Knows nothing of HTTP or isolates.
+ * The host's document database: one key-value store holding every deployment, each behind its
+ * own {@link DeploymentDatabase}. The store is embedded classic-level by default, or PostgreSQL,
+ * which several host processes share; then commits and migrations of one host reach the others
+ * (live queries, schema reloads) through the store's broadcasts. Knows nothing of HTTP or isolates.
  */
 export class Database {
   private readonly deployments = new Map<string, Promise<DeploymentDatabase>>();
+  private readonly locks = new Map<string, WriteLock>();
+  private readonly messageHandlers = new Set<(message: HostMessage) => void>();
 
   private constructor(
-    readonly level: Level,
+    readonly store: KvStore,
     private readonly cursors: CursorCodec,
-  ) {}
-
-  /** Opens (creating if needed) the database at `location`. */
-  static async open(location: string): Promise<Database> {
-    const level: Level = new ClassicLevel<Buffer, string>(location, {
-      keyEncoding: "buffer",
-      valueEncoding: "utf8",
+  ) {
+    store.onBroadcast((text) => {
+      let message: HostMessage;
+      try {
+        message = JSON.parse(text) as HostMessage;
+      } catch {
+        return;
+      }
+      void this.receive(message);
     });
-    await level.open();
+  }
+
+  /**
+   * Opens the database: a `postgres://` (or `postgresql://`) URL connects to PostgreSQL; anything
+   * else is a folder for the embedded classic-level store (created if needed).
+   */
+  static async open(location: string): Promise<Database> {
+    const store = /^postgres(ql)?:\/\//.test(location)
+      ? await PostgresKv.open(location)
+      : await ClassicKv.open(location);
+    return Database.openStore(store);
+  }
+
+  /** Opens the database on an already open store. */
+  static async openStore(store: KvStore): Promise<Database> {
     const keyName = hostKey("cursorKey");
-    let key = await level.get(keyName);
+    let key = await store.get(keyName);
     if (!key) {
-      key = randomBytes(32).toString("hex");
-      await level.put(keyName, key);
+      // Two hosts starting at once: the first key written wins, both read it back.
+      await store.lockAcrossProcesses("cursor-key", async () => {
+        if ((await store.get(keyName)) === undefined)
+          await store.batch([{ type: "put", key: keyName, value: randomBytes(32).toString("hex") }]);
+      });
+      key = (await store.get(keyName)) as string;
     }
-    return new Database(level, new CursorCodec(Buffer.from(key, "hex")));
+    return new Database(store, new CursorCodec(Buffer.from(key, "hex")));
+  }
+
+  /** True when other host processes share this database. */
+  get shared(): boolean {
+    return this.store.shared;
+  }
+
+  private async receive(message: HostMessage): Promise<void> {
+    if (message.type === "commit" || message.type === "schema") {
+      const loading = this.deployments.get(message.deployment);
+      if (!loading) return;
+      const deployment = await loading.catch(() => undefined);
+      if (!deployment) return;
+      if (message.type === "schema") await deployment.refresh();
+      else
+        deployment.emitCommit(
+          message.all ? undefined : (message.keys ?? []).map((hex) => Buffer.from(hex, "hex")),
+        );
+    }
+    for (const handler of [...this.messageHandlers]) handler(message);
+  }
+
+  /** Tells the other hosts on this database something changed (no-op when there are none). */
+  async announce(message: HostMessage): Promise<void> {
+    if (this.store.shared) await this.store.broadcast(JSON.stringify(message)).catch(() => {});
+  }
+
+  /** Receives other hosts' announcements; returns the unsubscribe function. */
+  onAnnouncement(handler: (message: HostMessage) => void): () => void {
+    this.messageHandlers.add(handler);
+    return () => this.messageHandlers.delete(handler);
+  }
+
+  /**
+   * Runs `work` holding the lock `name` in this process and against every other host on the
+   * database (storage quotas use it, so two hosts cannot both take an owner's last free byte).
+   */
+  exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
+    let lock = this.locks.get(name);
+    if (!lock) {
+      lock = new WriteLock();
+      this.locks.set(name, lock);
+    }
+    return lock.run(() => this.store.lockAcrossProcesses(name, work));
   }
 
   /** The database of deployment `id`, loaded once and shared. */
   deployment(id: string): Promise<DeploymentDatabase> {
     let loading = this.deployments.get(id);
     if (!loading) {
-      loading = new DeploymentDatabase(this.level, id, this.cursors).load();
+      loading = new DeploymentDatabase(this.store, id, this.cursors).load();
       loading.catch(() => this.deployments.delete(id));
       this.deployments.set(id, loading);
     }
@@ -48,7 +122,7 @@ export class Database {
 
   /** A namespace of host-wide JSON records. */
   records<T>(namespace: string): RecordStore<T> {
-    return new RecordStore<T>(this.level, namespace);
+    return new RecordStore<T>(this.store, namespace);
   }
 
   /** Deletes every row, index entry and metadata record of a deployment. */
@@ -56,13 +130,18 @@ export class Database {
     const deployment = await this.deployment(id);
     await deployment.lock.run(async () => {
       for (const prefix of deploymentPrefixes(id))
-        await this.level.clear({ gte: prefix, lt: afterPrefix(prefix) });
+        await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
     });
+    this.deployments.delete(id);
+  }
+
+  /** Forgets the loaded state of a deployment (another host deleted or replaced it). */
+  forget(id: string): void {
     this.deployments.delete(id);
   }
 
   /** Closes the store; open transactions fail afterwards. */
   async close(): Promise<void> {
-    await this.level.close();
+    await this.store.close();
   }
 }

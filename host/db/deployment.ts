@@ -2,6 +2,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { BudgetLimits, BudgetUsage } from "./budget.js";
 import type { CursorCodec } from "./cursor.js";
 import { metaKey } from "./keys.js";
+import type { KvStore } from "./kv/index.js";
 import {
   type MigrationProgress,
   type MigrationReport,
@@ -11,7 +12,6 @@ import {
 } from "./migrate.js";
 import type { ReadSet } from "./read-write-sets.js";
 import { hasLegacyCreatedAt, indexEntryKey, materialize, parseStoredRow } from "./rows.js";
-import type { Level } from "./scan.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 import { Transaction, type TransactionHost, type TransactionOptions } from "./transaction.js";
 import { WriteLock } from "./write-lock.js";
@@ -32,8 +32,14 @@ export type RunOptions = Omit<TransactionOptions, "mode"> & {
   onUsage?: (usage: BudgetUsage) => void;
 };
 
-/** Called after every commit with its write set (the live-query issue subscribes here). */
-export type CommitListener = (writeSet: Buffer[]) => void;
+/**
+ * Called after every commit with its write set (live queries subscribe here); `undefined` when a
+ * commit of another process was too large to describe, meaning "anything may have changed".
+ */
+export type CommitListener = (writeSet: Buffer[] | undefined) => void;
+
+/** Largest write set sent to other processes key by key; larger ones say "everything". */
+const BROADCAST_KEYS_BYTES = 6000;
 
 /** 1/1024 ms: exactly representable at epoch-ms magnitudes, so successive createdAt stay distinct. */
 const CLOCK_STEP = 1 / 1024;
@@ -51,7 +57,7 @@ export class DeploymentDatabase implements TransactionHost {
   private readonly listeners = new Set<CommitListener>();
 
   constructor(
-    readonly level: Level,
+    readonly store: KvStore,
     readonly id: string,
     readonly cursors: CursorCodec,
   ) {
@@ -60,20 +66,49 @@ export class DeploymentDatabase implements TransactionHost {
 
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */
   async load(): Promise<this> {
-    const [schema, clock, pending] = await this.level.getMany([
+    const [schema, clock, pending] = await this.store.getMany([
       metaKey(this.id, "schema"),
       this.clockKey,
       metaKey(this.id, "building"),
     ]);
     if (schema) this.setSchema(JSON.parse(schema) as StoredSchema);
     this.lastCreatedAt = clock ? Number(clock) : 0;
-    if (pending) {
+    // A build in progress elsewhere (another host) is not ours to clear.
+    if (pending && !this.store.shared) {
       for (const { table, stored } of JSON.parse(pending) as PendingBuild[]) {
-        await this.level.clear(storedIndexRange(this.id, table, stored));
+        await this.store.clear(storedIndexRange(this.id, table, stored));
       }
-      await this.level.del(metaKey(this.id, "building"));
+      await this.store.batch([{ type: "del", key: metaKey(this.id, "building") }]);
     }
     return this;
+  }
+
+  /**
+   * Re-reads the schema and the clock, which another process sharing the store may have moved
+   * (called under the cross-process write lock, and when another host announces a migration).
+   */
+  async refresh(): Promise<void> {
+    const [schema, clock] = await this.store.getMany([metaKey(this.id, "schema"), this.clockKey]);
+    if (schema) {
+      const stored = JSON.parse(schema) as StoredSchema;
+      if (stored.hash !== this.stored.hash || stored.legacy !== this.stored.legacy) this.setSchema(stored);
+    }
+    this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
+  }
+
+  /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
+  emitCommit(writeSet: Buffer[] | undefined): void {
+    for (const listener of this.listeners) listener(writeSet);
+  }
+
+  /** Runs `work` holding the deployment's write lock in this process and across processes. */
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    return this.lock.run(() =>
+      this.store.lockAcrossProcesses(`deployment:${this.id}`, async () => {
+        if (this.store.shared) await this.refresh();
+        return work();
+      }),
+    );
   }
 
   private setSchema(stored: StoredSchema): void {
@@ -108,6 +143,17 @@ export class DeploymentDatabase implements TransactionHost {
     return this.lastCreatedAt;
   }
 
+  /** Tells the other processes on the store which keys a commit wrote (or "everything"). */
+  private async announceCommit(writeSet: Buffer[]): Promise<void> {
+    let bytes = 0;
+    for (const key of writeSet) bytes += key.length * 2 + 3;
+    const message =
+      bytes <= BROADCAST_KEYS_BYTES
+        ? { type: "commit", deployment: this.id, keys: writeSet.map((key) => key.toString("hex")) }
+        : { type: "commit", deployment: this.id, all: true };
+    await this.store.broadcast(JSON.stringify(message)).catch(() => {});
+  }
+
   /** Subscribes to commits; returns the unsubscribe function. */
   onCommit(listener: CommitListener): () => void {
     this.listeners.add(listener);
@@ -120,7 +166,7 @@ export class DeploymentDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    const snapshot = this.level.snapshot();
+    const snapshot = await this.store.snapshot();
     const tx = new Transaction(this, snapshot, { ...rest, mode: "read" });
     try {
       const value = await work(tx);
@@ -142,8 +188,8 @@ export class DeploymentDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    const result = await this.lock.run(async () => {
-      const snapshot = this.level.snapshot();
+    const result = await this.exclusive(async () => {
+      const snapshot = await this.store.snapshot();
       const tx = new Transaction(this, snapshot, { ...rest, mode: "write" });
       try {
         const value = await work(tx);
@@ -156,7 +202,10 @@ export class DeploymentDatabase implements TransactionHost {
         await snapshot.close();
       }
     });
-    if (result.writeSet.length > 0) for (const listener of this.listeners) listener(result.writeSet);
+    if (result.writeSet.length > 0) {
+      this.emitCommit(result.writeSet);
+      if (this.store.shared) await this.announceCommit(result.writeSet);
+    }
     return result;
   }
 
@@ -170,8 +219,8 @@ export class DeploymentDatabase implements TransactionHost {
     onProgress?: (progress: MigrationProgress) => void,
     options: { legacy?: boolean } = {},
   ): Promise<MigrationReport> {
-    return this.lock.run(async () => {
-      const snapshot = this.level.snapshot();
+    const report = await this.exclusive(async () => {
+      const snapshot = await this.store.snapshot();
       const building = metaKey(this.id, "building");
       let pending: PendingBuild[] = [];
       try {
@@ -181,49 +230,57 @@ export class DeploymentDatabase implements TransactionHost {
             "This deployment serves database API v1; a legacy (v0) capsule cannot replace it.",
           );
         }
-        const plan = await planMigration(this.level, snapshot, this.id, this.stored, spec, options);
+        const plan = await planMigration(snapshot, this.id, this.stored, spec, options);
         pending = plan.build.map(({ table, stored }) => ({ table, stored }));
         const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
-        if (pending.length > 0) await this.level.put(building, JSON.stringify(pending));
+        if (pending.length > 0)
+          await this.store.batch([{ type: "put", key: building, value: JSON.stringify(pending) }]);
         const nextTables = compileSchema(this.id, plan.next);
         for (const { table, index, stored } of plan.build) {
-          await this.level.clear(storedIndexRange(this.id, table, stored));
+          await this.store.clear(storedIndexRange(this.id, table, stored));
           const compiledTable = nextTables.get(table) as CompiledTable;
           const compiledIndex = compiledTable.indexes.get(index)!;
           let done = 0;
-          for await (const rows of rowsOf(this.level, snapshot, compiledTable.rowPrefix)) {
-            const batch = this.level.batch();
+          for await (const rows of rowsOf(snapshot, compiledTable.rowPrefix)) {
+            const batch: Array<{ type: "put"; key: Buffer; value: string }> = [];
             for (const json of rows) {
               const row = parseStoredRow(json);
               if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
               // Rows stay as stored; an entry built from a legacy row carries its v1 form.
               const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
-              batch.put(indexEntryKey(compiledIndex, materialize(compiledTable, { ...row })), value);
+              batch.push({
+                type: "put",
+                key: indexEntryKey(compiledIndex, materialize(compiledTable, { ...row })),
+                value,
+              });
             }
-            await batch.write();
+            await this.store.batch(batch);
             done += rows.length;
             onProgress?.({ table, index, done });
           }
           report.built.push({ table, index, entries: done });
         }
-        await this.level.batch([
+        await this.store.batch([
           { type: "put", key: metaKey(this.id, "schema"), value: JSON.stringify(plan.next) },
           { type: "del", key: building },
         ]);
         pending = [];
         this.setSchema(plan.next);
         for (const { table, index, stored } of plan.drop) {
-          await this.level.clear(storedIndexRange(this.id, table, stored));
+          await this.store.clear(storedIndexRange(this.id, table, stored));
           report.dropped.push({ table, index });
         }
         return report;
       } finally {
         for (const { table, stored } of pending)
-          await this.level.clear(storedIndexRange(this.id, table, stored));
-        if (pending.length > 0) await this.level.del(building);
+          await this.store.clear(storedIndexRange(this.id, table, stored));
+        if (pending.length > 0) await this.store.batch([{ type: "del", key: building }]);
         await snapshot.close();
       }
     });
+    if (this.store.shared)
+      await this.store.broadcast(JSON.stringify({ type: "schema", deployment: this.id }));
+    return report;
   }
 }
 

@@ -5,6 +5,7 @@ import { tempDatabase, transactionExecutor } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";
 import { Database, type DeploymentDatabase } from "./index.js";
 import { indexPrefix, rowPrefix } from "./keys.js";
+import { collect } from "./kv/index.js";
 
 const v1 = capsule({ schema: { todos: table({ text: string(), owner: userId() }) } }).declaration.schema;
 
@@ -24,14 +25,15 @@ afterEach(() => env.dispose());
 
 async function rawRows(): Promise<string[]> {
   const prefix = rowPrefix("m", "todos");
-  return env.db.level.values({ gte: prefix, lt: afterPrefix(prefix) }).all();
+  return (await collect(env.db.store.iterate({ gte: prefix, lt: afterPrefix(prefix) }))).map(([, v]) => v);
 }
 
 async function indexEntries(name: string): Promise<number> {
   const stored = deployment.schema.tables.todos?.indexes[name];
   if (!stored) return -1;
   const prefix = indexPrefix("m", "todos", stored.storageId);
-  return (await env.db.level.keys({ gte: prefix, lt: afterPrefix(prefix) }).all()).length;
+  return (await collect(env.db.store.iterate({ gte: prefix, lt: afterPrefix(prefix), values: false })))
+    .length;
 }
 
 function withTodos(fields: Record<string, unknown>, indexes: Record<string, string[]> = {}): SchemaSpec {
@@ -100,7 +102,7 @@ describe("schema migration", () => {
     await deployment.migrate(withTodos({}, { by_owner_text: ["owner", "text"] }));
     expect(await indexEntries("by_owner_text")).toBe(50);
     const prefix = indexPrefix("m", "todos", dropped.storageId);
-    expect(await env.db.level.keys({ gte: prefix, lt: afterPrefix(prefix) }).all()).toEqual([]);
+    expect(await collect(env.db.store.iterate({ gte: prefix, lt: afterPrefix(prefix) }))).toEqual([]);
   });
 
   it("keeps a hidden index on every userId() field", async () => {

@@ -9,8 +9,8 @@ import {
 } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
 import { indexPrefix, rowPrefix } from "./keys.js";
+import type { KvSnapshot } from "./kv/index.js";
 import { parseStoredRow, type StoredRow } from "./rows.js";
-import type { Level, LevelSnapshot } from "./scan.js";
 import {
   indexSignature,
   type StoredIndex,
@@ -69,28 +69,26 @@ export function storedRowProblem(table: string, spec: TableSpec, row: StoredRow)
   return undefined;
 }
 
-async function* rowsOf(level: Level, snapshot: LevelSnapshot, prefix: Buffer): AsyncGenerator<string[]> {
-  const iterator = level.iterator({
-    gte: prefix,
-    lt: afterPrefix(prefix),
-    snapshot,
-    keys: false,
-    values: true,
-  });
+async function* rowsOf(snapshot: KvSnapshot, prefix: Buffer): AsyncGenerator<string[]> {
+  const iterator = snapshot.iterate({ gte: prefix, lt: afterPrefix(prefix) });
   try {
     for (;;) {
-      const batch = await iterator.nextv(1000);
+      const batch = await iterator.next(1000);
       if (batch.length === 0) return;
-      yield batch.map(([, value]) => value as string);
+      yield batch.map(([, value]) => value);
     }
   } finally {
     await iterator.close();
   }
 }
 
-async function hasRows(level: Level, snapshot: LevelSnapshot, prefix: Buffer): Promise<boolean> {
-  const keys = await level.keys({ gte: prefix, lt: afterPrefix(prefix), snapshot, limit: 1 }).all();
-  return keys.length > 0;
+async function hasRows(snapshot: KvSnapshot, prefix: Buffer): Promise<boolean> {
+  const iterator = snapshot.iterate({ gte: prefix, lt: afterPrefix(prefix), values: false, limit: 1 });
+  try {
+    return (await iterator.next(1)).length > 0;
+  } finally {
+    await iterator.close();
+  }
 }
 
 /** For a hidden user index over a field that was not `userId()` before: now (else undefined). */
@@ -132,8 +130,7 @@ function lateDefaults(before: StoredTable | undefined, after: TableSpec, rowsExi
  * planned for backfill under fresh storage ids; dropped ones for deletion. Writes nothing.
  */
 export async function planMigration(
-  level: Level,
-  snapshot: LevelSnapshot,
+  snapshot: KvSnapshot,
   deployment: string,
   current: StoredSchema,
   input: unknown,
@@ -148,7 +145,7 @@ export async function planMigration(
   };
   for (const [name, table] of Object.entries(current.tables)) {
     if (Object.hasOwn(spec.tables, name)) continue;
-    if (await hasRows(level, snapshot, rowPrefix(deployment, name))) {
+    if (await hasRows(snapshot, rowPrefix(deployment, name))) {
       throw deployError(
         `Table ${name} still has rows; delete them before removing the table from the schema.`,
       );
@@ -159,9 +156,9 @@ export async function planMigration(
   for (const [name, table] of Object.entries(spec.tables)) {
     const before = current.tables[name];
     const prefix = rowPrefix(deployment, name);
-    const rowsExist = await hasRows(level, snapshot, prefix);
+    const rowsExist = await hasRows(snapshot, prefix);
     if (rowsExist && fieldsChanged(before?.spec, table)) {
-      for await (const batch of rowsOf(level, snapshot, prefix)) {
+      for await (const batch of rowsOf(snapshot, prefix)) {
         for (const json of batch) {
           const problem = storedRowProblem(name, table, parseStoredRow(json));
           if (problem) throw deployError(problem);

@@ -1,6 +1,6 @@
 import { afterPrefix, encodeText, TAG_STRING } from "./codec.js";
 import { hostKey } from "./keys.js";
-import type { Level } from "./scan.js";
+import { collect, type KvStore } from "./kv/index.js";
 
 /**
  * A namespace of host-wide JSON records (deployment records, artifacts, ...), kept in the same
@@ -10,7 +10,7 @@ export class RecordStore<T> {
   private readonly prefix: Buffer;
 
   constructor(
-    private readonly level: Level,
+    private readonly store: KvStore,
     namespace: string,
   ) {
     this.prefix = hostKey(namespace);
@@ -23,27 +23,31 @@ export class RecordStore<T> {
 
   /** The record `id`, or undefined. */
   async get(id: string): Promise<T | undefined> {
-    const json = await this.level.get(this.key(id));
+    const json = await this.store.get(this.key(id));
     return json === undefined ? undefined : (JSON.parse(json) as T);
   }
 
   /** Stores the record `id`. */
   async put(id: string, value: T): Promise<void> {
-    await this.level.put(this.key(id), JSON.stringify(value));
+    await this.store.batch([{ type: "put", key: this.key(id), value: JSON.stringify(value) }]);
   }
 
   /** Removes the record `id` (no error when absent). */
   async delete(id: string): Promise<void> {
-    await this.level.del(this.key(id));
+    await this.store.batch([{ type: "del", key: this.key(id) }]);
   }
 
   /** Records whose id starts with `prefix`, in id order, at most `limit`. */
   async listPrefix(prefix: string, limit = Number.POSITIVE_INFINITY): Promise<T[]> {
     const start = Buffer.concat([this.prefix, Buffer.from([TAG_STRING]), Buffer.from(prefix, "utf8")]);
-    const values = await this.level
-      .values({ gte: start, lt: afterPrefix(start), ...(Number.isFinite(limit) ? { limit } : {}) })
-      .all();
-    return values.map((json) => JSON.parse(json) as T);
+    const entries = await collect(
+      this.store.iterate({
+        gte: start,
+        lt: afterPrefix(start),
+        ...(Number.isFinite(limit) ? { limit } : {}),
+      }),
+    );
+    return entries.map(([, json]) => JSON.parse(json) as T);
   }
 
   /** Writes several records (and deletions) of this store in one atomic batch, with `extra` operations. */
@@ -58,7 +62,7 @@ export class RecordStore<T> {
       })),
       ...extra,
     ];
-    await this.level.batch(
+    await this.store.batch(
       operations.map(({ key, value }) =>
         value === null ? { type: "del" as const, key } : { type: "put" as const, key, value },
       ),
@@ -67,7 +71,7 @@ export class RecordStore<T> {
 
   /** Every record, in id order. */
   async list(): Promise<T[]> {
-    const values = await this.level.values({ gte: this.prefix, lt: afterPrefix(this.prefix) }).all();
-    return values.map((json) => JSON.parse(json) as T);
+    const entries = await collect(this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) }));
+    return entries.map(([, json]) => JSON.parse(json) as T);
   }
 }

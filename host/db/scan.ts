@@ -1,12 +1,5 @@
-import type { ClassicLevel } from "classic-level";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import type { KvSnapshot } from "./kv/index.js";
 import type { OverlayEntry, WriteOverlay } from "./overlay.js";
-
-/** A classic-level database storing encoded keys and JSON values. */
-export type Level = ClassicLevel<Buffer, string>;
-
-/** An explicit classic-level snapshot. */
-export type LevelSnapshot = ReturnType<Level["snapshot"]>;
 
 /** Return `false` to stop the scan. */
 export type Visit = (key: Buffer, value: string) => boolean;
@@ -23,21 +16,14 @@ export interface ScanOptions {
 }
 
 const MAX_BATCH = 1000;
-/**
- * How many bytes one native `nextv` may gather. classic-level's default (16 KiB) would split a page of
- * rows into many round trips; one handler cannot read more than the bytesRead budget anyway.
- */
-const BATCH_BYTES = LIMITS.bytesRead;
-const KEY_BATCH_BYTES = 256 * 1024;
 
 /**
  * Scans `[start, end)` of a snapshot merged with a transaction's pending writes, in order, in
- * native batches (`nextv`) so a page of rows costs one round trip, not one per row. Pending
- * writes replace snapshot values; pending deletes hide them.
+ * batches so a page of rows costs one round trip to the store, not one per row. Pending writes
+ * replace snapshot values; pending deletes hide them.
  */
 export async function scanRange(
-  level: Level,
-  snapshot: LevelSnapshot,
+  snapshot: KvSnapshot,
   overlay: WriteOverlay,
   options: ScanOptions,
   visit: Visit,
@@ -48,19 +34,16 @@ export async function scanRange(
     ? (a: Buffer, b: Buffer) => Buffer.compare(a, b) > 0
     : (a: Buffer, b: Buffer) => Buffer.compare(a, b) < 0;
   let next = 0;
-  const iterator = level.iterator({
+  const iterator = snapshot.iterate({
     gte: options.start,
     lt: options.end,
     reverse: options.reverse,
-    snapshot,
-    keys: true,
     values: options.values,
-    highWaterMarkBytes: options.values ? BATCH_BYTES : KEY_BATCH_BYTES,
   });
   try {
     let size = Math.min(Math.max(options.hint, 1), MAX_BATCH);
     for (;;) {
-      const batch = await iterator.nextv(size);
+      const batch = await iterator.next(size);
       if (batch.length === 0) break;
       for (const [key, value] of batch) {
         while (next < pending.length && before((pending[next] as OverlayEntry).key, key)) {

@@ -98,7 +98,7 @@ describe("transactions", () => {
 
   it("tells commit listeners what was written", async () => {
     const seen: number[] = [];
-    const stop = deployment.onCommit((keys) => seen.push(keys.length));
+    const stop = deployment.onCommit((keys) => seen.push(keys?.length ?? -1));
     await t.write((d) => d.notes.insert({ text: "a", tag: "x" }));
     await t.write(async () => "no writes");
     stop();

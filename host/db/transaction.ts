@@ -6,6 +6,7 @@ import { Budget, type BudgetLimits } from "./budget.js";
 import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
 import { rowKey } from "./keys.js";
+import type { KvSnapshot, KvStore } from "./kv/index.js";
 import { WriteOverlay } from "./overlay.js";
 import { compileRange, type KeyRange } from "./range.js";
 import { emptyReadSet, type ReadSet } from "./read-write-sets.js";
@@ -17,12 +18,12 @@ import {
   materializeJson,
   type StoredRow,
 } from "./rows.js";
-import { type Level, type LevelSnapshot, scanRange } from "./scan.js";
+import { scanRange } from "./scan.js";
 import { type CompiledIndex, type CompiledTable, userIndexName } from "./stored-schema.js";
 
 /** What a transaction needs from its deployment; provided by {@link DeploymentDatabase}. */
 export interface TransactionHost {
-  readonly level: Level;
+  readonly store: KvStore;
   readonly id: string;
   readonly schemaHash: string;
   readonly tables: ReadonlyMap<string, CompiledTable>;
@@ -110,7 +111,7 @@ export class Transaction {
 
   constructor(
     private readonly host: TransactionHost,
-    private readonly snapshot: LevelSnapshot,
+    private readonly snapshot: KvSnapshot,
     private readonly options: TransactionOptions,
   ) {
     this.budget = new Budget(options.budget);
@@ -144,16 +145,16 @@ export class Transaction {
   }
 
   /**
-   * Reads a stored row (own writes included) without touching budgets. A point read is served
-   * synchronously from the snapshot (`getSync`): LevelDB answers it from its block cache or the
-   * page cache in microseconds, and skipping the thread-pool round trip of `get()` more than
-   * doubles get-by-id throughput (bench/isolates). Scans stay asynchronous.
+   * Reads a stored row (own writes included) without touching budgets. On classic-level the point
+   * read is answered synchronously from the snapshot (`getSync`): LevelDB serves it from its block
+   * cache or the page cache in microseconds, and skipping the thread-pool round trip of `get()` more
+   * than doubles get-by-id throughput (bench/isolates). Scans stay asynchronous.
    */
   private async readRow(table: CompiledTable, id: string): Promise<string | null> {
     const key = rowKey(this.host.id, table.name, id);
     const pending = this.overlay.get(key);
     if (pending !== undefined) return pending;
-    return this.host.level.getSync(key, { snapshot: this.snapshot }) ?? null;
+    return (await this.snapshot.get(key)) ?? null;
   }
 
   /** `ctx.db.<table>.get(id)`: the row JSON or null; one row read. */
@@ -221,7 +222,6 @@ export class Transaction {
     const allowed = this.budget.remainingReads;
     let n = 0;
     await scanRange(
-      this.host.level,
       this.snapshot,
       this.overlay,
       { ...range, reverse: false, values: false, hint: Math.min(allowed + 1, 1000) },
@@ -237,7 +237,6 @@ export class Transaction {
     const limit = this.budget.limits.rowsReturned;
     let tooMany = false;
     await scanRange(
-      this.host.level,
       this.snapshot,
       this.overlay,
       { ...range, reverse, values: true, hint: 128 },
@@ -260,7 +259,6 @@ export class Transaction {
     const rows: string[] = [];
     if (n === 0) return rows;
     await scanRange(
-      this.host.level,
       this.snapshot,
       this.overlay,
       { ...range, reverse, values: true, hint: n },
@@ -311,7 +309,6 @@ export class Transaction {
     let lastKey: Buffer | null = null;
     let more = false;
     await scanRange(
-      this.host.level,
       this.snapshot,
       this.overlay,
       { start, end, reverse, values: true, hint: numItems + 1 },
@@ -427,7 +424,6 @@ export class Transaction {
     const range = compileRange(table, index, [{ op: "eq", field, value: from }]);
     const rows: StoredRow[] = [];
     await scanRange(
-      this.host.level,
       this.snapshot,
       this.overlay,
       { ...range, reverse: false, values: true, hint: 256 },
@@ -454,7 +450,6 @@ export class Transaction {
     this.budget.usage.indexScans++;
     this.readSet.ranges.push({ start, end });
     await scanRange(
-      this.host.level,
       this.snapshot,
       this.overlay,
       { start, end, reverse: false, values: true, hint: 1000 },
@@ -517,7 +512,7 @@ export class Transaction {
       );
     if (this.inserted)
       operations.push({ type: "put", key: this.host.clockKey, value: String(this.host.clockValue()) });
-    await this.host.level.batch(operations);
+    await this.host.store.commit(this.snapshot, operations);
     return entries.map((entry) => entry.key);
   }
 

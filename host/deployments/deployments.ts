@@ -113,6 +113,17 @@ export class Deployments {
       if (!artifact) throw new PlatformError("internal", `Artifact ${hash} is missing.`);
       return artifact.code;
     }, poolOptions);
+    // Another host sharing the database changed or deleted a deployment: drop what we cached.
+    db.onAnnouncement((message) => {
+      if (message.type !== "deployment") return;
+      this.cache.delete(message.id);
+      void this.records.get(message.id).then((record) => {
+        if (!record) {
+          this.pool.remove(message.id);
+          db.forget(message.id);
+        }
+      });
+    });
   }
 
   /** The deployment `id`, or undefined. */
@@ -200,6 +211,7 @@ export class Deployments {
       await this.records.put(id, record);
       this.cache.set(id, record);
       this.pool.runner(id, hash).adopt(probe);
+      await this.db.announce({ type: "deployment", id });
       return claim ? { ...record, claimToken: claim.token } : record;
     } catch (error) {
       probe.dispose();
@@ -245,6 +257,7 @@ export class Deployments {
   private async save(record: DeploymentRecord): Promise<DeploymentRecord> {
     await this.records.put(record.id, record);
     this.cache.set(record.id, record);
+    await this.db.announce({ type: "deployment", id: record.id });
     return record;
   }
 
@@ -255,6 +268,7 @@ export class Deployments {
     await this.records.delete(id);
     this.cache.delete(id);
     await this.db.dropDeployment(id);
+    await this.db.announce({ type: "deployment", id });
   }
 
   /** Runs a query or mutation of deployment `id` in its isolate and one transaction. */

@@ -98,9 +98,11 @@ export class LiveQueries {
     );
   }
 
-  private invalidate(deployment: string, writeSet: Buffer[]): void {
+  /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
+  private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
     for (const group of this.byDeployment.get(deployment) ?? []) {
-      if (!group.readSet || readSetIntersects(group.readSet, writeSet)) void this.schedule(group);
+      if (!group.readSet || !writeSet || readSetIntersects(group.readSet, writeSet))
+        void this.schedule(group);
     }
   }
 

@@ -17,3 +17,4 @@ export {
   type StorageLimits,
   type Visibility,
 } from "./objects.js";
+export { S3BlobStore, type S3Settings } from "./s3-blob-store.js";

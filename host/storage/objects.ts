@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { Database, RecordStore } from "../db/index.js";
-import { WriteLock } from "../db/write-lock.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 
@@ -59,10 +58,8 @@ export class ObjectService {
   private readonly byTime: RecordStore<{ key: string }>;
   private readonly usage: RecordStore<{ bytes: number }>;
   private readonly totals: RecordStore<{ count: number; bytes: number }>;
-  private readonly locks = new Map<string, WriteLock>();
-
   constructor(
-    db: Database,
+    private readonly db: Database,
     readonly blobs: BlobStore,
     readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
   ) {
@@ -72,13 +69,12 @@ export class ObjectService {
     this.totals = db.records<{ count: number; bytes: number }>("storage-totals");
   }
 
-  private lock(owner: string): WriteLock {
-    let lock = this.locks.get(owner);
-    if (!lock) {
-      lock = new WriteLock();
-      this.locks.set(owner, lock);
-    }
-    return lock;
+  /**
+   * The owner's quota lock: held in this process and against every other host sharing the
+   * database, so usage read under it is exact and two uploads cannot both take the last free byte.
+   */
+  private lock(owner: string): { run<T>(work: () => Promise<T>): Promise<T> } {
+    return { run: (work) => this.db.exclusive(`storage-quota:${owner}`, work) };
   }
 
   private timeId(record: ObjectRecord): string {

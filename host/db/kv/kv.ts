@@ -1,0 +1,81 @@
+/**
+ * The key-value store under `host/db` (issue: one KV interface, several backends). Keys are our
+ * encoded byte strings and compare bytewise; values are strings (row JSON, records). Every
+ * backend runs the same conformance suite (`test/helpers/kv-conformance.ts`).
+ */
+
+/** One write of an atomic batch. */
+export type KvOperation = { type: "put"; key: Buffer; value: string } | { type: "del"; key: Buffer };
+
+/** A key range `[gte, lt)`. */
+export interface KvRange {
+  gte: Buffer;
+  lt: Buffer;
+}
+
+/** How to walk a range. */
+export interface KvIterateOptions extends KvRange {
+  reverse?: boolean;
+  /** Values are loaded unless false (key-only scans for `count()`). */
+  values?: boolean;
+  /** Stop after this many entries. */
+  limit?: number;
+}
+
+/** Entries of a range, fetched in batches. */
+export interface KvIterator {
+  /** Up to `max` next entries; empty when the range is exhausted. */
+  next(max: number): Promise<Array<[Buffer, string]>>;
+  close(): Promise<void>;
+}
+
+/** A consistent point-in-time view: later writes are not visible through it. */
+export interface KvSnapshot {
+  /** A point read; classic-level answers synchronously, others with a promise. */
+  get(key: Buffer): string | undefined | Promise<string | undefined>;
+  iterate(options: KvIterateOptions): KvIterator;
+  /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */
+  close(): Promise<void>;
+}
+
+/** A backend of the document database. */
+export interface KvStore {
+  /** `classic-level` (embedded, one process) or `postgres` (shared by several hosts). */
+  readonly kind: string;
+  /** True when other processes write the same store: locks, clocks and caches must be shared. */
+  readonly shared: boolean;
+  get(key: Buffer): Promise<string | undefined>;
+  getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
+  /** Walks the latest committed state. */
+  iterate(options: KvIterateOptions): KvIterator;
+  snapshot(): Promise<KvSnapshot>;
+  /** Writes every operation, or none. */
+  batch(operations: KvOperation[]): Promise<void>;
+  /** Ends `snapshot` and writes `operations` atomically (a mutation's commit). */
+  commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void>;
+  clear(range: KvRange): Promise<void>;
+  /**
+   * Runs `work` holding the lock `name` against every other process on this store (the caller
+   * serializes within its own process). Embedded stores have no other processes.
+   */
+  lockAcrossProcesses<T>(name: string, work: () => Promise<T>): Promise<T>;
+  /** Sends a message to every other process on this store (no-op when there are none). */
+  broadcast(message: string): Promise<void>;
+  /** Receives other processes' broadcasts; returns the unsubscribe function. */
+  onBroadcast(handler: (message: string) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Every entry of an iterator, then closes it. */
+export async function collect(iterator: KvIterator, batch = 1000): Promise<Array<[Buffer, string]>> {
+  const out: Array<[Buffer, string]> = [];
+  try {
+    for (;;) {
+      const entries = await iterator.next(batch);
+      if (entries.length === 0) return out;
+      out.push(...entries);
+    }
+  } finally {
+    await iterator.close();
+  }
+}
