@@ -71,8 +71,8 @@ function iterate(client: () => Promise<Queryable>, table: string, options: KvIte
  * do) and text values. A snapshot is one `REPEATABLE READ READ ONLY` transaction on its own
  * connection, and a mutation's commit ends it and writes on that same connection in one
  * transaction (so a full pool cannot deadlock a mutation between its reads and its commit). Locks
- * across processes are session advisory locks on a separate pool; broadcasts are NOTIFY on one
- * channel. Plain SQL only, so PostgreSQL-compatible engines may serve too.
+ * across processes are row locks on a separate pool; broadcasts are LISTEN/NOTIFY on one channel
+ * (the one PostgreSQL-specific feature used; everything else is plain SQL).
  */
 export class PostgresKv implements KvStore {
   readonly kind = "postgres";
@@ -105,12 +105,17 @@ export class PostgresKv implements KvStore {
     // Idle clients can die when the server restarts; the pool replaces them.
     pool.on("error", () => {});
     locks.on("error", () => {});
-    try {
-      await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL)`);
-    } catch (error) {
-      // Two hosts starting at once may race to create it; the loser sees it exists.
-      const code = (error as { code?: string }).code;
-      if (code !== "23505" && code !== "42P07") throw error;
+    for (const ddl of [
+      `CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY)`,
+    ]) {
+      try {
+        await pool.query(ddl);
+      } catch (error) {
+        // Two hosts starting at once may race to create it; the loser sees it exists.
+        const code = (error as { code?: string }).code;
+        if (code !== "23505" && code !== "42P07") throw error;
+      }
     }
     const listener = new pg.Client({ connectionString: url });
     listener.on("error", () => {});
@@ -180,20 +185,23 @@ export class PostgresKv implements KvStore {
     await this.pool.query(`DELETE FROM ${this.table} WHERE key >= $1 AND key < $2`, [range.gte, range.lt]);
   }
 
+  /**
+   * A row lock (`SELECT ... FOR UPDATE` on the lock's row) held in an open transaction on a
+   * connection of the lock pool while `work` runs: plain SQL, released by commit, or by the server
+   * when the holding process dies and its connection closes.
+   */
   async lockAcrossProcesses<T>(name: string, work: () => Promise<T>): Promise<T> {
     const client = await this.locks.connect();
-    let locked = false;
+    let broken = false;
     try {
-      await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [name]);
-      locked = true;
+      await client.query(`INSERT INTO ${this.table}_locks (name) VALUES ($1) ON CONFLICT DO NOTHING`, [name]);
+      await client.query("BEGIN");
+      await client.query(`SELECT name FROM ${this.table}_locks WHERE name = $1 FOR UPDATE`, [name]);
       return await work();
     } finally {
-      let broken = false;
-      if (locked) {
-        await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [name]).catch(() => {
-          broken = true; // closing the connection releases its locks
-        });
-      }
+      await client.query("COMMIT").catch(() => {
+        broken = true;
+      });
       client.release(broken);
     }
   }

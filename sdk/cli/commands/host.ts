@@ -12,6 +12,37 @@ interface HostFlags {
   domain: string;
   hostname: string;
   requestQuota?: string;
+  database?: string;
+  s3Endpoint?: string;
+  s3Bucket?: string;
+  s3Region?: string;
+}
+
+/**
+ * Where data lives: `--database postgres://...` (else embedded under --data), and
+ * `--s3-bucket` (+ `--s3-endpoint`, `--s3-region`; credentials from AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY, or the AWS SDK's other usual sources) for object bytes.
+ */
+function backends(flags: HostFlags): Pick<HostOptions, "database" | "s3"> {
+  const out: Pick<HostOptions, "database" | "s3"> = {};
+  if (flags.database !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(flags.database))
+      throw new Error(
+        "--database must be a postgres:// URL (without it the database is embedded under --data).",
+      );
+    out.database = flags.database;
+  }
+  if (flags.s3Endpoint !== undefined || flags.s3Region !== undefined) {
+    if (flags.s3Bucket === undefined) throw new Error("--s3-endpoint and --s3-region need --s3-bucket.");
+  }
+  if (flags.s3Bucket !== undefined) {
+    out.s3 = {
+      bucket: flags.s3Bucket,
+      ...(flags.s3Endpoint ? { endpoint: flags.s3Endpoint } : {}),
+      ...(flags.s3Region ? { region: flags.s3Region } : {}),
+    };
+  }
+  return out;
 }
 
 /** `--request-quota <n>`: n requests per second per caller with bursts of 10n; 0 turns it off. */
@@ -67,6 +98,7 @@ async function serve(flags: HostFlags): Promise<void> {
     hostname: flags.hostname,
     adminToken: token,
     ...requestQuota(flags.requestQuota),
+    ...backends(flags),
     ...signInSettings(),
   });
   process.stdout.write(
@@ -134,17 +166,26 @@ export function registerHost(program: Command): void {
     .option("--data <dir>", "data folder (database, operator token)", "./data")
     .option("--domain <domain>", "domain the deployments live under", "localhost")
     .option("--hostname <address>", "address to bind", "127.0.0.1")
+    .option("--database <url>", "a postgres:// URL: the database in PostgreSQL, shared with other hosts")
+    .option(
+      "--s3-bucket <name>",
+      "keep uploaded files in this S3 (or S3-protocol) bucket instead of under --data",
+    )
+    .option("--s3-endpoint <url>", "the S3-protocol server (default: AWS); path-style URLs")
+    .option("--s3-region <region>", "the bucket's region (default us-east-1)")
     .option(
       "--request-quota <n>",
       "requests per second per caller and deployment, bursts of 10n (default 100; 0 turns quotas off)",
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys",
+      "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys\n  platform host --port 8081 --database postgres://platform@db:5432/platform --s3-bucket files --s3-endpoint http://minio:9000",
     )
     .action(async (flags: HostFlags) => {
       try {
-        requestQuota(flags.requestQuota); // refuses a bad value before the supervisor starts anything
+        // Bad values are refused before the supervisor starts anything.
+        requestQuota(flags.requestQuota);
+        backends(flags);
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
         else supervise(flags);
       } catch (error) {

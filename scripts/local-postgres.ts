@@ -1,0 +1,82 @@
+/**
+ * A private PostgreSQL server on loopback for tests and benchmarks: `initdb` into a temporary
+ * folder and `pg_ctl start` on a free port, using Debian's postgresql package (which `npm test`
+ * installs when missing; see scripts/ensure-test-packages.mjs). As root, the server runs as the
+ * `postgres` user, since PostgreSQL refuses to run as root.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { chown, mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+/** A running private server. */
+export interface LocalPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The folder of PostgreSQL's server programs (`initdb`, `pg_ctl`), or undefined when not installed. */
+export function postgresBinDir(): string | undefined {
+  const root = "/usr/lib/postgresql";
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] ? join(root, versions[0], "bin") : undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+/** Starts a server; throws with a clear message when PostgreSQL is not installed. */
+export async function startLocalPostgres(): Promise<LocalPostgres> {
+  const bin = postgresBinDir();
+  if (!bin)
+    throw new Error(
+      "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb); apt-get install postgresql.",
+    );
+  const dir = await mkdtemp(join(tmpdir(), "platform-pg-"));
+  const root = process.getuid?.() === 0;
+  const user = root ? (await run("id", ["-u", "postgres"])).stdout.trim() : undefined;
+  if (root && user) {
+    const group = (await run("id", ["-g", "postgres"])).stdout.trim();
+    await chown(dir, Number(user), Number(group));
+  }
+  const as = (program: string, args: string[]) =>
+    root
+      ? run("runuser", ["-u", "postgres", "--", join(bin, program), ...args])
+      : run(join(bin, program), args);
+  const data = join(dir, "data");
+  await as("initdb", ["-D", data, "-A", "trust", "-U", "platform", "-E", "UTF8", "--locale=C", "--no-sync"]);
+  const port = await freePort();
+  const settings = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    "-c listen_addresses=127.0.0.1",
+    "-c fsync=off",
+    "-c max_connections=400",
+    "-c shared_buffers=64MB",
+  ].join(" ");
+  await as("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-o", settings, "-w", "start"]);
+  return {
+    url: `postgres://platform@127.0.0.1:${port}/postgres`,
+    stop: async () => {
+      await as("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

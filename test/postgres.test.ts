@@ -1,0 +1,109 @@
+/**
+ * The PostgreSQL backend against a real PostgreSQL server on loopback (Debian's package, started
+ * privately by scripts/local-postgres.ts): the KV conformance suite, broadcasts and locks between
+ * two connections as two hosts would hold them, and a whole host running on it.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresKv } from "../host/db/index.js";
+import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { sendRequest } from "../sdk/cli/http.js";
+import { startTestHost } from "./helpers/host.js";
+import { kvConformance } from "./helpers/kv-conformance.js";
+
+const installed = postgresBinDir() !== undefined;
+if (!installed)
+  console.warn(
+    "PostgreSQL tests skipped: PostgreSQL is not installed and could not be installed (apt-get install postgresql).",
+  );
+
+let server: LocalPostgres;
+beforeAll(async () => {
+  if (installed) server = await startLocalPostgres();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const table = () => `kv_${randomBytes(6).toString("hex")}`;
+
+describe.skipIf(!installed)("PostgreSQL backend", () => {
+  kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }));
+
+  it("delivers broadcasts to the other connections, not back to the sender", async () => {
+    const name = table();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      const atA: string[] = [];
+      const atB: string[] = [];
+      a.onBroadcast((m) => atA.push(m));
+      b.onBroadcast((m) => atB.push(m));
+      await a.broadcast("hello from a");
+      for (let i = 0; i < 100 && atB.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(atB).toEqual(["hello from a"]);
+      expect(atA).toEqual([]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("serializes work under one lock name across connections", async () => {
+    const name = table();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      let inside = 0;
+      let most = 0;
+      const work = async () => {
+        inside++;
+        most = Math.max(most, inside);
+        await new Promise((r) => setTimeout(r, 30));
+        inside--;
+      };
+      await Promise.all([
+        a.lockAcrossProcesses("same", work),
+        b.lockAcrossProcesses("same", work),
+        a.lockAcrossProcesses("same", work),
+        b.lockAcrossProcesses("same", work),
+      ]);
+      expect(most).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("runs a whole host on PostgreSQL: deploy, write, read, sign in, restart", async () => {
+    const url = server.url;
+    let host = await startTestHost({ database: url });
+    try {
+      expect((await host.deployFixture("todo", "todo")).status).toBe(201);
+      for (const text of ["one", "two", "three"])
+        expect((await host.call("todo", "mutation", "add", { text })).status).toBe(200);
+      const list = (await host.call("todo", "query", "list")).json<{ value: Array<{ text: string }> }>();
+      expect(list.value.map((t) => t.text)).toEqual(["three", "two", "one"]);
+      expect((await host.call("todo", "query", "count")).json()).toEqual({ value: 3 });
+      expect((await host.deployFixture("kitchen", "kitchen-sink")).status).toBe(201);
+      expect((await host.admin("/v1/deploys/todo", "GET")).json()).toMatchObject({
+        id: "todo",
+        apiVersion: 1,
+      });
+      const guest = (
+        await sendRequest(`${host.deploymentUrl("todo")}/__platform/auth/guest`, { method: "POST" })
+      ).json<{ token: string }>();
+      await host.close();
+      host = await startTestHost({ database: url });
+      expect((await host.call("todo", "query", "count")).json()).toEqual({ value: 3 });
+      // Sessions and the token secret live in PostgreSQL too: the guest's token still works.
+      const asGuest = await sendRequest(`${host.deploymentUrl("todo")}/api/query/count`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${guest.token}` },
+      });
+      expect(asGuest.json()).toEqual({ value: 3 });
+    } finally {
+      await host.dispose();
+    }
+  }, 60_000);
+});

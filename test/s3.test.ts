@@ -1,0 +1,82 @@
+/**
+ * The S3 blob store against a real S3-protocol server on loopback (s3rver): the blob-store
+ * conformance suite the filesystem store runs, and a host keeping uploads in the bucket.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import S3rver from "s3rver";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { S3BlobStore, type S3Settings } from "../host/storage/index.js";
+import { sendRequest } from "../sdk/cli/http.js";
+import { blobStoreConformance } from "./helpers/blob-store-conformance.js";
+import { fixtureCode, startTestHost } from "./helpers/host.js";
+
+let server: S3rver;
+let directory: string;
+let endpoint: string;
+
+beforeAll(async () => {
+  directory = await mkdtemp(join(tmpdir(), "platform-s3-"));
+  server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
+  const { port } = await server.run();
+  endpoint = `http://127.0.0.1:${port}`;
+});
+afterAll(async () => {
+  await server?.close();
+  await rm(directory, { recursive: true, force: true });
+});
+
+const settings = (bucket: string): S3Settings => ({
+  endpoint,
+  bucket,
+  credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+  createBucket: true,
+});
+
+blobStoreConformance("S3 blob store (s3rver)", async () => {
+  const store = await S3BlobStore.open(settings(`b${randomBytes(6).toString("hex")}`));
+  return { store, dispose: async () => store.close() };
+});
+
+it("refuses a missing bucket unless asked to create it", async () => {
+  await expect(S3BlobStore.open({ ...settings("never-made"), createBucket: false })).rejects.toThrow();
+});
+
+it("keeps a host's uploads in the bucket", async () => {
+  const bucket = `h${randomBytes(6).toString("hex")}`;
+  const host = await startTestHost({ s3: settings(bucket) });
+  try {
+    const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{ id: string }>();
+    expect(
+      (
+        await host.admin("/v1/deploys", "POST", {
+          id: "files",
+          code: await fixtureCode("access"),
+          owner: owner.id,
+        })
+      ).status,
+    ).toBe(201);
+    const { token } = (
+      await host.admin("/v1/deploys/files/sessions", "POST", { email: "a@example.com" })
+    ).json<{
+      token: string;
+    }>();
+    const bytes = randomBytes(300_000);
+    const uploaded = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+      body: bytes,
+    });
+    expect(uploaded.status, uploaded.text()).toBe(201);
+    const { key, url } = uploaded.json<{ key: string; url: string }>();
+    expect((await sendRequest(url)).body.equals(bytes)).toBe(true);
+    const store = await S3BlobStore.open(settings(bucket));
+    expect(await store.list("files/")).toEqual([`files/${key}`]);
+    expect((await store.get(`files/${key}`))?.equals(bytes)).toBe(true);
+    store.close();
+  } finally {
+    await host.dispose();
+  }
+});
