@@ -5,7 +5,8 @@
  * classic-level without isolation, (c) plain Koa + better-sqlite3. Load comes from a separate
  * process (autocannon); ratios are printed. Then isolate cold start, memory per live isolate and how
  * many deployments one host keeps live in 2 GiB. Targets (issue 9): (a) >= 70% of (b)'s requests
- * per second, and within 1.5x of (c) on reads.
+ * per second, and within 1.5x of (c) on reads. The platform also runs on its PostgreSQL backend
+ * (a private server on loopback) next to its embedded classic-level one.
  *
  *   npm run bench                 (BENCH_SECONDS per measurement, default 4)
  */
@@ -14,6 +15,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { startHost } from "../../host/host.js";
+import { postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
 import { bundleCapsule } from "../../sdk/cli/bundle.js";
 import { type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
@@ -24,6 +26,17 @@ const LISTS = 20;
 const PER_LIST = 500;
 const DENSITY_DEPLOYMENTS = Number(process.env.BENCH_DENSITY ?? 300);
 const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
+const PG = "platform on PostgreSQL";
+
+/** Every item a bench host seeded, read straight from its database. */
+async function seededRows(host: Awaited<ReturnType<typeof startHost>>): Promise<SeedRow[]> {
+  const database = await host.deployments.db.deployment("bench");
+  const all = await database.query(
+    (tx) => tx.query({ table: "items", index: "by_creation", range: [], order: "asc" }, { kind: "collect" }),
+    { budget: UNLIMITED },
+  );
+  return (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
+}
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -34,11 +47,12 @@ function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-async function main(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "platform-bench-suite-"));
+/** A platform host serving the bench capsule at every host name, seeded with the workload's data. */
+async function benchHost(dir: string, code: string, database?: string) {
   const host = await startHost({
     requestQuota: false,
-    data: join(dir, "host"),
+    data: dir,
+    ...(database ? { database } : {}),
     port: 0,
     domain: "localhost",
     adminToken: "bench",
@@ -47,71 +61,83 @@ async function main(): Promise<void> {
     logCalls: false,
     pool: { maxLive: 100_000 },
   });
+  await host.deployments.deploy("bench", { code });
+  for (let l = 0; l < LISTS; l++)
+    await host.deployments.call("bench", {
+      kind: "mutation",
+      name: "seed",
+      argsJson: JSON.stringify({ lists: 1, perList: PER_LIST }),
+      identity: null,
+    });
+  return host;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-bench-suite-"));
+  const code = (await bundleCapsule("bench/suite/capsule")).code;
+  const host = await benchHost(join(dir, "host"), code);
+  const postgres = postgresBinDir() ? await startLocalPostgres() : undefined;
+  if (!postgres) process.stderr.write("PostgreSQL is not installed: the PostgreSQL column is skipped.\n");
+  const pgHost = postgres ? await benchHost(join(dir, "pg-host"), code, postgres.url) : undefined;
   try {
-    const code = (await bundleCapsule("bench/suite/capsule")).code;
-    await host.deployments.deploy("bench", { code });
-    for (let l = 0; l < LISTS; l++)
-      await host.deployments.call("bench", {
-        kind: "mutation",
-        name: "seed",
-        argsJson: JSON.stringify({ lists: 1, perList: PER_LIST }),
-        identity: null,
-      });
-    const database = await host.deployments.db.deployment("bench");
-    const all = await database.query(
-      (tx) =>
-        tx.query({ table: "items", index: "by_creation", range: [], order: "asc" }, { kind: "collect" }),
-      { budget: UNLIMITED },
-    );
-    const rows = (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
-    const lists = [...new Set(rows.map((r) => r.list))];
+    // Each platform host made its own ids; the peers start from the first host's rows.
+    const rows = await seededRows(host);
+    const pgRows = pgHost ? await seededRows(pgHost) : [];
     const [levelPeer, sqlite] = await Promise.all([classicLevelPeer(dir, rows), sqlitePeer(dir, rows)]);
-    const targets = {
-      platform: `http://127.0.0.1:${host.port}`,
-      "koa+classic-level": `http://127.0.0.1:${levelPeer.port}`,
-      "koa+better-sqlite3": `http://127.0.0.1:${sqlite.port}`,
-    };
+    const targets: Array<{ name: string; base: string; rows: SeedRow[] }> = [
+      { name: "platform", base: `http://127.0.0.1:${host.port}`, rows },
+      ...(pgHost ? [{ name: PG, base: `http://127.0.0.1:${pgHost.port}`, rows: pgRows }] : []),
+      { name: "koa+classic-level", base: `http://127.0.0.1:${levelPeer.port}`, rows },
+      { name: "koa+better-sqlite3", base: `http://127.0.0.1:${sqlite.port}`, rows },
+    ];
+    const listsOf = (of: SeedRow[]) => [...new Set(of.map((r) => r.list))];
     const pick = <T>(values: T[], n: number) =>
       Array.from({ length: n }, (_, i) => values[(i * 7919) % values.length] as T);
-    const workload: Array<{ op: string; path: string; read: boolean; bodies: string[] }> = [
-      {
-        op: "get by id",
-        path: "/api/query/get",
-        read: true,
-        bodies: pick(rows, 200).map((r) => JSON.stringify({ id: r.id })),
-      },
-      {
-        op: "list 50 by index",
-        path: "/api/query/list",
-        read: true,
-        bodies: lists.map((list) => JSON.stringify({ list })),
-      },
-      {
-        op: "paginate (page of 20)",
-        path: "/api/query/page",
-        read: true,
-        bodies: lists.map((list) => JSON.stringify({ list, paginationOpts: { cursor: null, numItems: 20 } })),
-      },
-      {
-        op: "count a list (500)",
-        path: "/api/query/count",
-        read: true,
-        bodies: lists.map((list) => JSON.stringify({ list })),
-      },
-      {
-        op: "insert",
-        path: "/api/mutation/insert",
-        read: false,
-        bodies: lists.map((list, i) => JSON.stringify({ list, text: `new item ${i}` })),
-      },
-    ];
+    const workload: Array<{ op: string; path: string; read: boolean; bodies: (of: SeedRow[]) => string[] }> =
+      [
+        {
+          op: "get by id",
+          path: "/api/query/get",
+          read: true,
+          bodies: (of) => pick(of, 200).map((r) => JSON.stringify({ id: r.id })),
+        },
+        {
+          op: "list 50 by index",
+          path: "/api/query/list",
+          read: true,
+          bodies: (of) => listsOf(of).map((list) => JSON.stringify({ list })),
+        },
+        {
+          op: "paginate (page of 20)",
+          path: "/api/query/page",
+          read: true,
+          bodies: (of) =>
+            listsOf(of).map((list) =>
+              JSON.stringify({ list, paginationOpts: { cursor: null, numItems: 20 } }),
+            ),
+        },
+        {
+          op: "count a list (500)",
+          path: "/api/query/count",
+          read: true,
+          bodies: (of) => listsOf(of).map((list) => JSON.stringify({ list })),
+        },
+        {
+          op: "insert",
+          path: "/api/mutation/insert",
+          read: false,
+          bodies: (of) => listsOf(of).map((list, i) => JSON.stringify({ list, text: `new item ${i}` })),
+        },
+      ];
     const results: Array<{ op: string; read: boolean; by: Record<string, LoadResult> }> = [];
     for (const { op, path, read, bodies } of workload) {
       const by: Record<string, LoadResult> = {};
-      for (const [name, base] of Object.entries(targets)) {
-        await runLoad(`${base}${path}`, bodies, dir, 1, CONNECTIONS); // warm-up
-        by[name] = await runLoad(`${base}${path}`, bodies, dir, SECONDS, CONNECTIONS);
-        process.stderr.write(`${op} on ${name}: ${Math.round(by[name].rps)} req/s\n`);
+      for (const target of targets) {
+        const list = bodies(target.rows);
+        await runLoad(`${target.base}${path}`, list, dir, 1, CONNECTIONS); // warm-up
+        const result = await runLoad(`${target.base}${path}`, list, dir, SECONDS, CONNECTIONS);
+        by[target.name] = result;
+        process.stderr.write(`${op} on ${target.name}: ${Math.round(result.rps)} req/s\n`);
       }
       results.push({ op, read, by });
     }
@@ -157,20 +183,21 @@ async function main(): Promise<void> {
     }
     const out: string[] = [];
     out.push(
-      `bench/suite: ${cpus().length} cores (${cpu}), ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, ${kernel}, Node ${process.version}; ${SECONDS} s per measurement, ${CONNECTIONS} connections, autocannon in a separate process; ${rows.length} items in ${lists.length} lists`,
+      `bench/suite: ${cpus().length} cores (${cpu}), ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, ${kernel}, Node ${process.version}; ${SECONDS} s per measurement, ${CONNECTIONS} connections, autocannon in a separate process; ${rows.length} items in ${listsOf(rows).length} lists`,
     );
     out.push("");
     out.push(
-      "| operation | (a) platform req/s (p50/p99 ms) | (b) koa+classic-level | (c) koa+better-sqlite3 | a/b | a/c |",
+      "| operation | (a) platform req/s (p50/p99 ms) | (a') platform on PostgreSQL | (b) koa+classic-level | (c) koa+better-sqlite3 | a/b | a/c | a'/a |",
     );
-    out.push("| --- | --- | --- | --- | --- | --- |");
+    out.push("| --- | --- | --- | --- | --- | --- | --- | --- |");
     const cell = (r: LoadResult) => `${Math.round(r.rps).toLocaleString("en-US")} (${r.p50}/${r.p99})`;
     for (const { op, by } of results) {
       const a = by.platform as LoadResult;
       const b = by["koa+classic-level"] as LoadResult;
       const c = by["koa+better-sqlite3"] as LoadResult;
+      const p = by[PG];
       out.push(
-        `| ${op} | ${cell(a)} | ${cell(b)} | ${cell(c)} | ${Math.round((a.rps / b.rps) * 100)}% | ${(a.rps / c.rps).toFixed(2)}x |`,
+        `| ${op} | ${cell(a)} | ${p ? cell(p) : "-"} | ${cell(b)} | ${cell(c)} | ${Math.round((a.rps / b.rps) * 100)}% | ${(a.rps / c.rps).toFixed(2)}x | ${p ? `${Math.round((p.rps / a.rps) * 100)}%` : "-"} |`,
       );
     }
     const reads = results.filter((r) => r.read);
@@ -199,6 +226,8 @@ async function main(): Promise<void> {
     console.log(out.join("\n"));
   } finally {
     await host.close();
+    await pgHost?.close();
+    await postgres?.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
