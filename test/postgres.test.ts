@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresKv } from "../host/db/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { sendRequest } from "../sdk/cli/http.js";
-import { startTestHost } from "./helpers/host.js";
+import { fixtureCode, startTestHost } from "./helpers/host.js";
 import { kvConformance } from "./helpers/kv-conformance.js";
 
 const installed = postgresBinDir() !== undefined;
@@ -104,6 +104,45 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
       expect(asGuest.json()).toEqual({ value: 3 });
     } finally {
       await host.dispose();
+    }
+  }, 60_000);
+
+  it("keeps a developer's storage quota exact when two hosts race for the last bytes", async () => {
+    const url = server.url;
+    const limits = { perDeveloper: 100_000 };
+    const a = await startTestHost({ database: url, storageLimits: limits });
+    const b = await startTestHost({ database: url, storageLimits: limits });
+    try {
+      const dev = (await a.admin("/v1/developers", "POST", { name: "racer" })).json<{ id: string }>();
+      expect(
+        (
+          await a.admin("/v1/deploys", "POST", {
+            id: "race",
+            code: await fixtureCode("access"),
+            owner: dev.id,
+          })
+        ).status,
+      ).toBe(201);
+      const { token } = (
+        await b.admin("/v1/deploys/race/sessions", "POST", { email: "r@example.com" })
+      ).json<{
+        token: string;
+      }>();
+      const put = (host: typeof a) =>
+        sendRequest(`${host.deploymentUrl("race")}/storage`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+          body: Buffer.alloc(15_000, 3),
+        });
+      // 12 uploads of 15,000 bytes, half through each host: exactly 6 fit in 100,000.
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => put(i % 2 === 0 ? a : b)));
+      expect(results.filter((r) => r.status === 201)).toHaveLength(6);
+      expect(
+        results.filter((r) => r.status !== 201).map((r) => r.json<{ error: { code: string } }>().error.code),
+      ).toEqual(Array(6).fill("quota_exceeded"));
+    } finally {
+      await a.dispose();
+      await b.dispose();
     }
   }, 60_000);
 });
