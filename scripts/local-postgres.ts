@@ -7,10 +7,10 @@
 import { execFile } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { chown, mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "./free-port.js";
 
 const run = promisify(execFile);
 
@@ -28,18 +28,6 @@ export function postgresBinDir(): string | undefined {
     .filter((v) => existsSync(join(root, v, "bin", "initdb")))
     .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? join(root, versions[0], "bin") : undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 /** Starts a server; throws with a clear message when PostgreSQL is not installed. */

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type app from "../fixtures/live-app/server/index.js";
 import { createClient, type PlatformClient } from "../sdk/client/node.js";
 import { memoryStore } from "../sdk/client/transport.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { emailCode, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 const clients: PlatformClient[] = [];
@@ -34,19 +34,6 @@ function until<T>(
       resolve(value);
     });
   });
-}
-
-async function emailCode(email: string): Promise<string> {
-  for (let i = 0; i < 100; i++) {
-    const line = [...host.logs]
-      .reverse()
-      .find((l) => (l as { fields?: { email?: string } }).fields?.email === email) as
-      | { fields: { code: string } }
-      | undefined;
-    if (line) return line.fields.code;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`no code for ${email}`);
 }
 
 beforeAll(async () => {
@@ -108,7 +95,10 @@ describe("platform/client in Node", () => {
     const states: boolean[] = [];
     c.auth.subscribe(() => states.push(c.auth.getState().isSignedIn));
     await c.auth.startEmailSignIn("keeper@example.com");
-    const account = await c.auth.verifyEmailCode("keeper@example.com", await emailCode("keeper@example.com"));
+    const account = await c.auth.verifyEmailCode(
+      "keeper@example.com",
+      await emailCode(host, "keeper@example.com"),
+    );
     expect(account).toMatchObject({ kind: "account", email: "keeper@example.com" });
     expect(states.at(-1)).toBe(true);
     const mine = await c.query("mine");
@@ -132,7 +122,7 @@ describe("platform/client in Node", () => {
     });
     expect(c.auth.getState().error).not.toBeNull();
     expect(c.auth.getState().identity?.kind).toBe("guest");
-    await c.auth.verifyEmailCode("retry@example.com", await emailCode("retry@example.com"));
+    await c.auth.verifyEmailCode("retry@example.com", await emailCode(host, "retry@example.com"));
     expect(c.auth.getState()).toMatchObject({ isSignedIn: true, error: null });
     expect((await c.query("mine")).map((i) => i.text)).toEqual(["pending guest item"]);
   });

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildClientApp } from "../sdk/cli/client-build.js";
 import { createClient } from "../sdk/client/node.js";
 import { launchChromium } from "./helpers/browser.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { emailCode, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 let browser: Browser;
@@ -42,19 +42,6 @@ function redPng(size: number): Buffer {
     chunk("IDAT", deflateSync(pixels)),
     chunk("IEND", Buffer.alloc(0)),
   ]);
-}
-
-async function emailCode(email: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const line = [...host.logs]
-      .reverse()
-      .find((l) => (l as { fields?: { email?: string } }).fields?.email === email) as
-      | { fields: { code: string } }
-      | undefined;
-    if (line) return line.fields.code;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`no code for ${email}`);
 }
 
 const items = (page: Page) => page.getByTestId("item").allTextContents();
@@ -135,7 +122,7 @@ it("runs the whole app: live updates across pages, pagination, image upload, gue
   await a.getByRole("button", { name: "Sign in" }).click();
   await a.getByLabel("Email").fill("ada@example.com");
   await a.getByRole("button", { name: "Send code" }).click();
-  await a.getByLabel("Code").fill(await emailCode("ada@example.com"));
+  await a.getByLabel("Code").fill(await emailCode(host, "ada@example.com"));
   await a.getByRole("button", { name: "Verify" }).click();
   await a.getByTestId("identity").filter({ hasText: "account: ada@example.com" }).waitFor();
   await a.getByText("Signed in as ada@example.com").waitFor();

@@ -77,3 +77,17 @@ export async function startTestHost(options: Partial<HostOptions> = {}): Promise
       }),
   };
 }
+
+/** The one-time sign-in code last written to `host`'s log for `email` (no SMTP in tests). */
+export async function emailCode(host: TestHost, email: string): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const line = [...host.logs]
+      .reverse()
+      .find((l) => (l as { fields?: { email?: string } }).fields?.email === email) as
+      | { fields: { code: string } }
+      | undefined;
+    if (line) return line.fields.code;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no sign-in code for ${email} in the host log`);
+}

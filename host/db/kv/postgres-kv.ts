@@ -36,6 +36,31 @@ async function applyOperations(client: Queryable, table: string, operations: KvO
 }
 
 /**
+ * Writes `operations` in one transaction on `client`, then releases it (destroying it when the
+ * write failed, so a broken connection never goes back to the pool).
+ */
+async function writeAndRelease(
+  client: pg.PoolClient,
+  table: string,
+  operations: KvOperation[],
+): Promise<void> {
+  let broken = false;
+  try {
+    if (operations.length > 0) {
+      await client.query("BEGIN");
+      await applyOperations(client, table, operations);
+      await client.query("COMMIT");
+    }
+  } catch (error) {
+    broken = true;
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
  * Walks a range with keyset pagination: each batch is one ordered, bounded SELECT starting after
  * the last key seen. On a snapshot's connection every batch sees the same snapshot.
  */
@@ -161,19 +186,7 @@ export class PostgresKv implements KvStore {
 
   async batch(operations: KvOperation[]): Promise<void> {
     if (operations.length === 0) return;
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
-      await client.query("BEGIN");
-      await applyOperations(client, this.table, operations);
-      await client.query("COMMIT");
-    } catch (error) {
-      broken = true;
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+    await writeAndRelease(await this.pool.connect(), this.table, operations);
   }
 
   async commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
@@ -251,21 +264,13 @@ class PostgresSnapshot implements KvSnapshot {
   async commit(operations: KvOperation[]): Promise<void> {
     const client = this.require();
     this.open = false;
-    let broken = false;
     try {
       await client.query("COMMIT");
-      if (operations.length > 0) {
-        await client.query("BEGIN");
-        await applyOperations(client, this.table, operations);
-        await client.query("COMMIT");
-      }
     } catch (error) {
-      broken = true;
-      await client.query("ROLLBACK").catch(() => {});
+      client.release(true);
       throw error;
-    } finally {
-      client.release(broken);
     }
+    await writeAndRelease(client, this.table, operations);
   }
 
   async close(): Promise<void> {
