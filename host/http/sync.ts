@@ -143,6 +143,10 @@ export function attachSync(
             identity,
           });
           await live.settled();
+          // Read-your-writes holds over quota too: results held back go out before the answer.
+          for (const [heldId, valueJson] of held)
+            if (subscriptions.has(heldId)) sendValue("value", heldId, valueJson);
+          held.clear();
           sendValue("mutationResult", id, result.valueJson);
         } catch (error) {
           send({ type: "mutationResult", id, error: wireError(error) });

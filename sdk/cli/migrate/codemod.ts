@@ -338,7 +338,7 @@ class FileCodemod {
   }
 
   /** Rewrites the schema of an `app({...})` call to `table({...})` with the indexes needed. */
-  schema(call: ts.CallExpression, appName: string): void {
+  schema(call: ts.CallExpression): void {
     const definition = call.arguments[0];
     if (!definition || !ts.isObjectLiteralExpression(definition)) return;
     this.edits.push({
@@ -371,7 +371,6 @@ class FileCodemod {
         .join("");
       this.replace(member.initializer, `table(${this.render(member.initializer)})${suffix}`);
     }
-    void appName;
   }
 
   /** `import { app, ... } from "platform/legacy"` -> `import { capsule, table, ... } from "platform/server"`. */
@@ -435,15 +434,15 @@ function enclosingFunction(node: ts.Node): ts.Node | undefined {
 export function migrateCapsule(files: Record<string, string>): CodemodResult {
   const indexes: Record<string, Record<string, string[]>> = {};
   const mods = Object.entries(files).map(([file, text]) => new FileCodemod(file, text, indexes));
-  const apps: Array<{ mod: FileCodemod; call: ts.CallExpression; app: string }> = [];
+  const apps: Array<{ mod: FileCodemod; call: ts.CallExpression }> = [];
   for (const mod of mods) {
     const found = mod.legacyImport();
     if (!found) continue;
     mod.imports(found.declaration);
-    if (found.app) for (const call of mod.appCalls(found.app)) apps.push({ mod, call, app: found.app });
+    if (found.app) for (const call of mod.appCalls(found.app)) apps.push({ mod, call });
   }
   for (const { mod, call } of apps) mod.handlers(call);
-  for (const { mod, call, app } of apps) mod.schema(call, app);
+  for (const { mod, call } of apps) mod.schema(call);
   const result: CodemodResult = {
     files: mods.map((mod) => mod.result()),
     indexes,
