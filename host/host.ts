@@ -86,7 +86,7 @@ export interface PlatformHost {
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
   const db = await Database.open(options.database ?? join(options.data, "db"));
-  const logs = new LogHub(options.logDestination ?? undefined, options.logCalls ?? true);
+  const logs = new LogHub(options.logDestination, options.logCalls ?? true);
   const deployments = new Deployments(db, logs, options.pool);
   const auth = await AuthService.open(db);
   const developers = new Developers(db);

@@ -3,7 +3,6 @@
  * concurrent mutations on one deployment through both keep a counter exact, a subscription on host
  * A sees a write made through host B, and killing host A mid-load loses no acknowledged write.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { localhostLookup, sendRequest } from "../sdk/cli/http.js";
-import { CLI, freePort } from "./helpers/cli.js";
+import { freePort, startCli } from "./helpers/cli.js";
 import { fixtureCode } from "./helpers/host.js";
 
 const installed = postgresBinDir() !== undefined;
@@ -24,7 +23,6 @@ let data: string;
 
 interface HostProcess {
   port: number;
-  child: ChildProcess;
   url(id: string): string;
   kill(): void;
 }
@@ -32,10 +30,8 @@ interface HostProcess {
 /** Starts `platform host` (supervisor and server) in its own process group. */
 async function startHostProcess(name: string): Promise<HostProcess> {
   const port = await freePort();
-  const child = spawn(
-    process.execPath,
+  const host = startCli(
     [
-      ...CLI,
       "host",
       "--port",
       String(port),
@@ -46,29 +42,16 @@ async function startHostProcess(name: string): Promise<HostProcess> {
       "--request-quota",
       "0",
     ],
-    {
-      env: { ...process.env, PLATFORM_ADMIN_TOKEN: ADMIN },
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
+    { PLATFORM_ADMIN_TOKEN: ADMIN },
+    { detached: true },
   );
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  for (let i = 0; i < 300 && !output.includes("platform host listening"); i++)
-    await new Promise((r) => setTimeout(r, 50));
-  if (!output.includes("platform host listening")) throw new Error(`host ${name} did not start:\n${output}`);
+  await host.waitFor(/platform host listening/);
   return {
     port,
-    child,
     url: (id) => `http://${id}.localhost:${port}`,
     kill: () => {
       try {
-        process.kill(-(child.pid as number), "SIGKILL");
+        process.kill(-(host.child.pid as number), "SIGKILL");
       } catch {
         // already gone
       }

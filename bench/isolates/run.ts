@@ -21,6 +21,7 @@ import { readJsonText } from "../../host/http/body.js";
 import { errorEnvelope } from "../../host/http/errors.js";
 import { listen } from "../../host/http/index.js";
 import { bundleCapsule } from "../../sdk/cli/bundle.js";
+import { percentile } from "../lib/percentile.js";
 import { runLoad } from "../lib/run-load.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -49,11 +50,6 @@ async function writeCapsule(dir: string, source: string): Promise<string> {
   await mkdir(join(dir, "server"), { recursive: true });
   await writeFile(join(dir, "server", "index.ts"), source);
   return (await bundleCapsule(dir)).code;
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
 async function main(): Promise<void> {

@@ -8,6 +8,7 @@ import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { localhostLookup } from "../../sdk/client/node-transport.js";
+import { percentile } from "../lib/percentile.js";
 
 interface Config {
   subscribers: number;
@@ -47,10 +48,6 @@ function open(url: string): Promise<WebSocket> {
     ws.once("open", () => resolve(ws));
     ws.once("error", reject);
   });
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
 function report(scenario: string, samples: number[]): void {

@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { startHost } from "../../host/host.js";
 import { postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
 import { bundleCapsule } from "../../sdk/cli/bundle.js";
+import { percentile } from "../lib/percentile.js";
 import { type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
 
@@ -36,11 +37,6 @@ async function seededRows(host: Awaited<ReturnType<typeof startHost>>): Promise<
     { budget: UNLIMITED },
   );
   return (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
 function gc(): void {

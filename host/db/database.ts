@@ -2,16 +2,11 @@ import { randomBytes } from "node:crypto";
 import { afterPrefix } from "./codec.js";
 import { CursorCodec } from "./cursor.js";
 import { DeploymentDatabase } from "./deployment.js";
+import type { HostMessage } from "./host-message.js";
 import { deploymentPrefixes, hostKey } from "./keys.js";
 import { ClassicKv, type KvStore, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
 import { WriteLock } from "./write-lock.js";
-
-/** A message between hosts sharing one store (commits, migrations, changed records). */
-export type HostMessage =
-  | { type: "commit"; deployment: string; keys?: string[]; all?: boolean }
-  | { type: "schema"; deployment: string }
-  | { type: "deployment"; id: string };
 
 /**
  * The host's document database: one key-value store holding every deployment, each behind its

@@ -1,6 +1,7 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { BudgetLimits, BudgetUsage } from "./budget.js";
 import type { CursorCodec } from "./cursor.js";
+import type { HostMessage } from "./host-message.js";
 import { metaKey } from "./keys.js";
 import type { KvStore } from "./kv/index.js";
 import {
@@ -147,7 +148,7 @@ export class DeploymentDatabase implements TransactionHost {
   private async announceCommit(writeSet: Buffer[]): Promise<void> {
     let bytes = 0;
     for (const key of writeSet) bytes += key.length * 2 + 3;
-    const message =
+    const message: HostMessage =
       bytes <= BROADCAST_KEYS_BYTES
         ? { type: "commit", deployment: this.id, keys: writeSet.map((key) => key.toString("hex")) }
         : { type: "commit", deployment: this.id, all: true };
@@ -278,8 +279,10 @@ export class DeploymentDatabase implements TransactionHost {
         await snapshot.close();
       }
     });
-    if (this.store.shared)
-      await this.store.broadcast(JSON.stringify({ type: "schema", deployment: this.id }));
+    if (this.store.shared) {
+      const message: HostMessage = { type: "schema", deployment: this.id };
+      await this.store.broadcast(JSON.stringify(message));
+    }
     return report;
   }
 }

@@ -3,13 +3,14 @@
  * budgets, cursors, schema migration and read/write sets. No Koa, no isolates.
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
-export { Database, type HostMessage } from "./database.js";
+export { Database } from "./database.js";
 export {
   type CommitListener,
   DeploymentDatabase,
   type RunOptions,
   type TransactionResult,
 } from "./deployment.js";
+export type { HostMessage } from "./host-message.js";
 export { ClassicKv, collect, type KvStore, PostgresKv } from "./kv/index.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects } from "./read-write-sets.js";

@@ -97,7 +97,7 @@ export function hasLegacyCreatedAt(json: string): boolean {
   return json.includes('"createdAt":"');
 }
 
-/** Parses stored row JSON; a legacy ISO `createdAt` becomes epoch milliseconds. */
+/** Parses stored row JSON in v1 form: a legacy ISO `createdAt` becomes epoch milliseconds. */
 export function parseStoredRow(json: string): StoredRow {
   const row = JSON.parse(json) as StoredRow;
   if (typeof (row.createdAt as unknown) === "string")
@@ -107,16 +107,14 @@ export function parseStoredRow(json: string): StoredRow {
 
 /** Fills defaults added after this row was stored (SPEC.md: a defaulted field always has a value). */
 export function materialize(table: CompiledTable, row: StoredRow): StoredRow {
-  if (typeof (row.createdAt as unknown) === "string")
-    row.createdAt = Date.parse(row.createdAt as unknown as string);
   for (const [name, value] of table.lateDefaults) if (row[name] === undefined) row[name] = value;
   return row;
 }
 
-/** Row JSON as handlers see it: unchanged unless defaults must be filled or `createdAt` is legacy. */
+/** Row JSON as v1 handlers see it: unchanged unless defaults must be filled or `createdAt` is legacy. */
 export function materializeJson(table: CompiledTable, json: string): string {
   if (table.lateDefaults.length === 0 && !hasLegacyCreatedAt(json)) return json;
-  return JSON.stringify(materialize(table, JSON.parse(json) as StoredRow));
+  return JSON.stringify(materialize(table, parseStoredRow(json)));
 }
 
 /** The key of `row`'s entry in `index`: field values, then `createdAt`, then `id`. */

@@ -16,6 +16,7 @@ import {
   changedIdFields,
   indexEntryKeys,
   materializeJson,
+  parseStoredRow,
   type StoredRow,
 } from "./rows.js";
 import { scanRange } from "./scan.js";
@@ -385,7 +386,8 @@ export class Transaction {
     const json = isRowIdShape(id) ? await this.readRow(table, id) : null;
     if (json === null)
       throw new PlatformError("not_found", `Cannot ${verb}: no row ${String(id)} in table ${table.name}.`);
-    return JSON.parse(json) as StoredRow;
+    // A legacy deployment keeps rows as stored; v1 reads them (and so writes them back) in v1 form.
+    return this.host.legacy ? (JSON.parse(json) as StoredRow) : parseStoredRow(json);
   }
 
   /** `update(id, patch)`: changes fields; `null` clears an optional field. */
@@ -394,9 +396,6 @@ export class Transaction {
     const table = this.table(tableName);
     const before = await this.existing(table, id, "update");
     const after = applyPatch(table, before, patch);
-    // A v1 update of a row stored by the legacy runtime writes it in v1 form (number createdAt).
-    if (!this.host.legacy && typeof (after.createdAt as unknown) === "string")
-      after.createdAt = Date.parse(after.createdAt as unknown as string);
     await this.checkReferences(changedIdFields(table, after, before), table.name);
     this.writeRow(table, after, before);
   }

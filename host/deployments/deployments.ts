@@ -28,7 +28,7 @@ import {
   transactionSyscalls,
 } from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
-import { type LogHub, redactSecrets } from "./log-hub.js";
+import { type CallRecord, type LogHub, redactSecrets } from "./log-hub.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 
 /** The outcome of one query or mutation. */
@@ -73,6 +73,17 @@ function nextSeed(): number {
 }
 
 const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
+/** How the call log names each kind of dispatch (legacy calls are queries and mutations too). */
+const CALL_KINDS = {
+  declare: "query",
+  query: "query",
+  mutation: "mutation",
+  endpoint: "endpoint",
+  guestUpgrade: "guestUpgrade",
+  legacyQuery: "query",
+  legacyMutation: "mutation",
+} as const satisfies Record<DispatchRequest["kind"], CallRecord["kind"]>;
+
 /** Runs of a legacy handler spent on asking for more insert ids, beyond one per table. */
 const LEGACY_ID_ROUNDS = 12;
 /** Most rows one legacy handler may insert. */
@@ -290,31 +301,25 @@ export class Deployments {
         "not_found",
         `No ${call.kind} named ${JSON.stringify(call.name)} in deployment ${id}.`,
       );
-    const now = Date.now();
-    if (record.declaration.apiVersion === 0) {
-      return this.execute(record, call.kind === "mutation", call.name, call.argsJson, {
-        kind: call.kind === "query" ? "legacyQuery" : "legacyMutation",
-        requestId: 0,
-        name: call.name,
-        argsJson: call.argsJson,
-        tablesJson: "{}",
-        ids: [],
-        identity: call.identity,
-        env: record.env,
-        now,
-        seed: nextSeed(),
-      });
-    }
-    return this.execute(record, call.kind === "mutation", call.name, call.argsJson, {
-      kind: call.kind,
+    const common = {
       requestId: 0,
       name: call.name,
       argsJson: call.argsJson,
       identity: call.identity,
       env: record.env,
-      now,
+      now: Date.now(),
       seed: nextSeed(),
-    });
+    };
+    const request: DispatchRequest =
+      record.declaration.apiVersion === 0
+        ? {
+            ...common,
+            kind: call.kind === "query" ? "legacyQuery" : "legacyMutation",
+            tablesJson: "{}",
+            ids: [],
+          }
+        : { ...common, kind: call.kind };
+    return this.execute(record, call.kind === "mutation", call.name, call.argsJson, request);
   }
 
   /**
@@ -332,13 +337,11 @@ export class Deployments {
     const shipped = new Map<string, string[]>();
     const issued: string[] = [];
     let cpuMs = 0;
+    const syscalls = transactionSyscalls(tx, sink);
     const tables = Object.keys(record.declaration.schema.tables).length;
     for (let attempt = 0; attempt <= tables + LEGACY_ID_ROUNDS; attempt++) {
       const tablesJson = `{${[...shipped].map(([t, rows]) => `${JSON.stringify(t)}:[${rows.join(",")}]`).join(",")}}`;
-      const response = await runner.run(
-        { ...request, tablesJson, ids: issued },
-        transactionSyscalls(tx, sink),
-      );
+      const response = await runner.run({ ...request, tablesJson, ids: issued }, syscalls);
       cpuMs += response.cpuMs;
       if (!response.ok)
         throw new PlatformError(
@@ -438,12 +441,7 @@ export class Deployments {
       },
     };
     const usage = (): CallUsage => ({ ...budget, cpuMs, wallMs: performance.now() - started });
-    const kind =
-      request.kind === "declare" || request.kind === "legacyQuery"
-        ? "query"
-        : request.kind === "legacyMutation"
-          ? "mutation"
-          : request.kind;
+    const kind = CALL_KINDS[request.kind];
     const name = "name" in request ? request.name : handler;
     try {
       const result = writes ? await database.mutate(work, options) : await database.query(work, options);

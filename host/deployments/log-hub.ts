@@ -199,7 +199,7 @@ const ADVICE: Record<BudgetKey, string> = {
 };
 
 /** The warning for a call above {@link BUDGET_WARNING_SHARE} of any budget, or undefined. */
-export function budgetWarning(call: CallRecord): string | undefined {
+function budgetWarning(call: CallRecord): string | undefined {
   const shares = budgetShares(call.usage);
   const over = (Object.keys(shares) as BudgetKey[])
     .filter((key) => shares[key] > BUDGET_WARNING_SHARE)

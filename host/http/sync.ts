@@ -81,13 +81,17 @@ export function attachSync(
       sendText(`{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`);
     // Every pushed result costs the subscriber one request, shared execution or not; over quota it
     // waits, and only the latest result of each subscription is sent when the quota refills.
-    const flush = () => {
-      flushTimer = undefined;
+    /** Sends held results, charging each unless `charge` is false; stops when the quota runs out. */
+    const sendHeld = (charge: boolean) => {
       for (const [id, valueJson] of held) {
-        if (!quota.tryTake(key)) break;
+        if (charge && !quota.tryTake(key)) break;
         held.delete(id);
         if (subscriptions.has(id)) sendValue("value", id, valueJson);
       }
+    };
+    const flush = () => {
+      flushTimer = undefined;
+      sendHeld(true);
       if (held.size > 0 && ws.readyState === ws.OPEN)
         flushTimer = setTimeout(flush, Math.max(10, quota.waitMs(key)));
     };
@@ -144,9 +148,7 @@ export function attachSync(
           });
           await live.settled();
           // Read-your-writes holds over quota too: results held back go out before the answer.
-          for (const [heldId, valueJson] of held)
-            if (subscriptions.has(heldId)) sendValue("value", heldId, valueJson);
-          held.clear();
+          sendHeld(false);
           sendValue("mutationResult", id, result.valueJson);
         } catch (error) {
           send({ type: "mutationResult", id, error: wireError(error) });

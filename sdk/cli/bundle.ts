@@ -17,8 +17,8 @@ export function packageRoot(): string {
 }
 
 /**
- * `platform/server` or `platform/client` (browser entry) from this package: its TypeScript source
- * in a checkout, its build otherwise.
+ * `platform/server`, `platform/client` (browser entry) or `platform/legacy` from this package: its
+ * TypeScript source in a checkout, its build otherwise.
  */
 export function ownEntry(module: "server" | "client" | "legacy"): string {
   const root = packageRoot();

@@ -153,11 +153,6 @@ export class AuthSession {
     return this.stored.current?.token ?? null;
   }
 
-  /** The raw current token, without waiting or renewing (null when there is none). */
-  token(): string | null {
-    return this.current();
-  }
-
   /** Loads the session once: renews a stored token that is about to expire, or starts a guest. */
   ready(): Promise<void> {
     this.loading ??= this.attempt(async () => {

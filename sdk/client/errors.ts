@@ -1,18 +1,19 @@
 import { ERROR_STATUS, type ErrorCode, PlatformError } from "../values/index.js";
 
-/** The server's code when it is one we know, else `internal` (the message is kept either way). */
+/** Codes for failures whose body carries no code we know, by HTTP status. */
+const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not_found",
+};
+
+/** The server's code when it is one we know, else one from the status (the message is kept either way). */
 export function errorFromWire(wire: unknown, fallbackStatus = 500): PlatformError {
   const error = (wire ?? {}) as { code?: unknown; message?: unknown };
   const code =
     typeof error.code === "string" && Object.hasOwn(ERROR_STATUS, error.code)
       ? (error.code as ErrorCode)
-      : fallbackStatus === 401
-        ? "unauthorized"
-        : fallbackStatus === 403
-          ? "forbidden"
-          : fallbackStatus === 404
-            ? "not_found"
-            : "internal";
+      : (CODE_OF_STATUS[fallbackStatus] ?? "internal");
   const message = typeof error.message === "string" ? error.message : `Request failed (${fallbackStatus}).`;
   return new PlatformError(code, message);
 }

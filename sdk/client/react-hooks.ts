@@ -173,57 +173,54 @@ function PlatformSignInButton(props: SignInButtonProps & { bound: Bound }): Reac
       state.error ? h("p", { role: "alert" }, state.error.message) : null,
     );
   }
-  if (step === "email") {
-    return h(
+  /** One step of the flow: a form with one input, a submit button and the last problem. */
+  const stepForm = (input: Record<string, unknown>, button: string, submit: () => Promise<void>) =>
+    h(
       "form",
       {
         className,
         onSubmit: (event: React.FormEvent) => {
           event.preventDefault();
-          run(async () => {
-            await auth.startEmailSignIn(email);
-            setStep("code");
-          });
+          run(submit);
         },
       },
-      h("input", {
+      h("input", { required: true, ...input }),
+      h("button", { type: "submit", disabled: busy }, button),
+      alert,
+    );
+  if (step === "email") {
+    return stepForm(
+      {
         type: "email",
         name: "email",
         "aria-label": "Email",
         placeholder: "you@example.com",
-        required: true,
         value: email,
         onChange: (event: InputChange) => setEmail(event.target.value),
-      }),
-      h("button", { type: "submit", disabled: busy }, "Send code"),
-      alert,
+      },
+      "Send code",
+      async () => {
+        await auth.startEmailSignIn(email);
+        setStep("code");
+      },
     );
   }
-  return h(
-    "form",
+  return stepForm(
     {
-      className,
-      onSubmit: (event: React.FormEvent) => {
-        event.preventDefault();
-        run(async () => {
-          await auth.verifyEmailCode(email, code.trim());
-          setStep("idle");
-          setCode("");
-        });
-      },
-    },
-    h("input", {
       name: "code",
       "aria-label": "Code",
       inputMode: "numeric",
       autoComplete: "one-time-code",
       placeholder: "6-digit code",
-      required: true,
       value: code,
       onChange: (event: InputChange) => setCode(event.target.value),
-    }),
-    h("button", { type: "submit", disabled: busy }, "Verify"),
-    alert,
+    },
+    "Verify",
+    async () => {
+      await auth.verifyEmailCode(email, code.trim());
+      setStep("idle");
+      setCode("");
+    },
   );
 }
 

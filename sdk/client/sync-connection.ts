@@ -54,8 +54,6 @@ export class SyncConnection {
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
-  /** Connections opened so far (tests observe reconnects with it). */
-  connections = 0;
 
   constructor(
     private readonly url: string,
@@ -173,7 +171,6 @@ export class SyncConnection {
     this.socket = socket;
     let refused = false;
     socket.onopen = () => {
-      this.connections++;
       this.attempts = 0;
       this.setState("open");
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);

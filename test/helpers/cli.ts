@@ -47,11 +47,19 @@ export interface CliProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the CLI from source in the background. */
-export function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
+/**
+ * Starts the CLI from source in the background; `detached` puts it in its own process group (so a
+ * test can kill a supervisor and its server at once).
+ */
+export function startCli(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { detached?: boolean } = {},
+): CliProcess {
   const child = spawn(process.execPath, [...CLI, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached === true,
   });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {

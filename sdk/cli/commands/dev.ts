@@ -67,31 +67,23 @@ export function registerDev(program: Command): void {
         };
         await deploy();
         process.stdout.write(`platform dev: serving ${dir} at http://localhost:${host.port}\n`);
-        let timer: NodeJS.Timeout | undefined;
+        // Rebuilds run one after another, each 100 ms after the last change of its folder.
         let running = Promise.resolve();
-        watch(join(dir, "server"), { recursive: true }, () => {
-          clearTimeout(timer);
-          timer = setTimeout(() => {
-            running = running.then(() =>
-              deploy().catch((error: unknown) => {
-                reportError(error);
-              }),
-            );
-          }, 100);
-        });
-        let clientTimer: NodeJS.Timeout | undefined;
-        if (existsSync(join(dir, "client"))) {
-          watch(join(dir, "client"), { recursive: true }, () => {
-            clearTimeout(clientTimer);
-            clientTimer = setTimeout(() => {
+        const onChanges = (folder: string, rebuild: () => Promise<void>) => {
+          let timer: NodeJS.Timeout | undefined;
+          watch(folder, { recursive: true }, () => {
+            clearTimeout(timer);
+            timer = setTimeout(() => {
               running = running.then(() =>
-                buildClient().catch((error: unknown) => {
+                rebuild().catch((error: unknown) => {
                   reportError(error);
                 }),
               );
             }, 100);
           });
-        }
+        };
+        onChanges(join(dir, "server"), deploy);
+        if (existsSync(join(dir, "client"))) onChanges(join(dir, "client"), buildClient);
         const stop = async () => {
           await host.close();
           await discard();
