@@ -1,17 +1,54 @@
 /**
- * The isolate end of the one syscall bridge. The host installs `__platform_bridge` (an async
- * function taking and returning JSON strings); this module captures it and removes it from the
- * global scope before capsule code runs, so capsules can reach the host only through `ctx`.
+ * The isolate end of the syscall bridge. The host installs its functions on the global scope; this
+ * module captures them and removes them before capsule code runs, so capsules can reach the host
+ * only through `ctx`.
+ *
+ * Every platform call is one async function, `syscall`, with two transports chosen per execution:
+ * - threaded (the isolate runs on its own thread): `__platform_bridge`, a `Reference.apply` with a
+ *   promise result, JSON strings both ways;
+ * - inline (the host entered the isolate synchronously on its main thread): the call is posted to
+ *   the host synchronously and the promise is settled when the host enters again through
+ *   {@link resumeInline}. No thread hand-off on either side.
  */
 import type { SyscallArgs, SyscallOp, SyscallResponse } from "../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../sdk/values/index.js";
 import { type ExecutionState, resumeExecution } from "./determinism.js";
 
 type RawBridge = (json: string) => Promise<string>;
+type InlinePost = (requestId: number, callId: number, json: string) => void;
+type InlineDone = (requestId: number, responseJson: string) => void;
 
 const global = globalThis as Record<string, unknown>;
 const raw = global.__platform_bridge as RawBridge | undefined;
+const post = global.__platform_inline_post as InlinePost | undefined;
+const done = global.__platform_inline_done as InlineDone | undefined;
 delete global.__platform_bridge;
+delete global.__platform_inline_post;
+delete global.__platform_inline_done;
+
+/** Inline calls waiting for the host's answer, by call id. */
+const waiting = new Map<number, (responseJson: string) => void>();
+let nextCallId = 1;
+
+function inlineCall(requestId: number, json: string): Promise<string> {
+  if (!post) throw new PlatformError("internal", "The platform bridge is missing.");
+  const callId = nextCallId++;
+  const answer = new Promise<string>((resolve) => waiting.set(callId, resolve));
+  post(requestId, callId, json);
+  return answer;
+}
+
+/** The host's answer to inline call `callId` (the host enters the isolate to deliver it). */
+export function resumeInline(callId: number, responseJson: string): void {
+  const resolve = waiting.get(callId);
+  waiting.delete(callId);
+  resolve?.(responseJson);
+}
+
+/** Hands an inline execution's final response to the host. */
+export function finishInline(requestId: number, responseJson: string): void {
+  done?.(requestId, responseJson);
+}
 
 /**
  * Calls host op `op` for request `requestId`; rejects with a {@link PlatformError} on failure.
@@ -23,8 +60,11 @@ export async function syscall<Op extends SyscallOp>(
   op: Op,
   args: SyscallArgs[Op],
 ): Promise<unknown> {
-  if (!raw) throw new PlatformError("internal", "The platform bridge is missing.");
-  const text = await raw(JSON.stringify({ requestId, op, args }));
+  const json = JSON.stringify({ requestId, op, args });
+  let text: string;
+  if (execution.inline) text = await inlineCall(requestId, json);
+  else if (raw) text = await raw(json);
+  else throw new PlatformError("internal", "The platform bridge is missing.");
   resumeExecution(execution);
   const response = JSON.parse(text) as SyscallResponse;
   if (response.ok) return response.value;

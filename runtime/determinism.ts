@@ -8,13 +8,15 @@
  * execution sees its own frozen clock and its own random sequence.
  */
 
-/** One execution's clock and random state. */
+/** One execution's clock and random state, and how it reaches the host. */
 export interface ExecutionState {
   now: number;
   random: [number, number, number, number];
+  /** True when the host runs this execution inline on its main thread (see bridge.ts). */
+  inline: boolean;
 }
 
-let current: ExecutionState = { now: 0, random: [1, 2, 3, 4] };
+let current: ExecutionState = { now: 0, random: [1, 2, 3, 4], inline: false };
 
 function sfc32(): number {
   const state = current.random;
@@ -37,8 +39,8 @@ function sfc32(): number {
 }
 
 /** Creates the state of a new execution and makes it current. */
-export function beginExecution(now: number, seed: number): ExecutionState {
-  current = { now, random: [seed >>> 0, 0x9e3779b9, 0x243f6a88, (seed ^ 0x85a308d3) >>> 0] };
+export function beginExecution(now: number, seed: number, inline: boolean): ExecutionState {
+  current = { now, random: [seed >>> 0, 0x9e3779b9, 0x243f6a88, (seed ^ 0x85a308d3) >>> 0], inline };
   for (let i = 0; i < 12; i++) sfc32();
   return current;
 }

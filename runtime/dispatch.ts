@@ -84,12 +84,13 @@ function serialize(value: unknown): string {
 function runLegacy(
   app: LoadedCapsule,
   request: Extract<DispatchRequest, { kind: "legacyQuery" | "legacyMutation" }>,
+  inline: boolean,
 ) {
   if (app.kind !== "platform.legacy")
     throw new PlatformError("internal", "This deployment's capsule is not a legacy capsule.");
   const tables = Object.keys(app.declaration.schema.tables);
   const snapshot = new LegacySnapshot(request.tablesJson, request.ids, tables, request.now);
-  const execution = beginExecution(request.now, request.seed);
+  const execution = beginExecution(request.now, request.seed, inline);
   const ctx = createContext({
     requestId: request.requestId,
     execution,
@@ -125,13 +126,14 @@ function runLegacy(
   return serialize(snapshot.outcome(value));
 }
 
-async function run(request: DispatchRequest): Promise<string> {
+async function run(request: DispatchRequest, inline: boolean): Promise<string> {
   const app = capsule();
   if (request.kind === "declare") return JSON.stringify(app.declaration);
-  if (request.kind === "legacyQuery" || request.kind === "legacyMutation") return runLegacy(app, request);
+  if (request.kind === "legacyQuery" || request.kind === "legacyMutation")
+    return runLegacy(app, request, inline);
   if (app.kind === "platform.legacy")
     throw new PlatformError("internal", "A legacy capsule runs on the snapshot runtime only.");
-  const execution = beginExecution(request.now, request.seed);
+  const execution = beginExecution(request.now, request.seed, inline);
   const ctx = createContext({
     requestId: request.requestId,
     execution,
@@ -170,11 +172,14 @@ async function run(request: DispatchRequest): Promise<string> {
   }
 }
 
-/** Runs one dispatch request; never throws (errors become `{ ok: false }`). */
-export async function dispatch(requestJson: string): Promise<string> {
+/**
+ * Runs one dispatch request; never throws (errors become `{ ok: false }`). `inline`: the host
+ * entered synchronously on its main thread, so platform calls use the inline transport.
+ */
+export async function dispatch(requestJson: string, inline = false): Promise<string> {
   let response: DispatchResponse;
   try {
-    response = { ok: true, valueJson: await run(JSON.parse(requestJson) as DispatchRequest) };
+    response = { ok: true, valueJson: await run(JSON.parse(requestJson) as DispatchRequest, inline) };
   } catch (error) {
     response = { ok: false, error: toError(error) };
   }

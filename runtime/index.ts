@@ -1,14 +1,20 @@
 /**
  * The isolate runtime: loaded as one script into every isolate before the capsule bundle. It locks
- * down code generation, installs determinism, captures the bridge, and exposes one dispatcher the
- * host takes a reference to (and then deletes from the global scope).
+ * down code generation, installs determinism, captures the bridge, and exposes the entry points the
+ * host takes references to (and then deletes from the global scope): the threaded dispatcher, the
+ * inline dispatcher, and the inline resume.
  */
 
+import { finishInline, resumeInline } from "./bridge.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
 import { lockDownCodeGeneration } from "./lockdown.js";
-import "./bridge.js";
 
 lockDownCodeGeneration();
 installDeterminism();
-(globalThis as Record<string, unknown>).__platform_dispatch = dispatch;
+const global = globalThis as Record<string, unknown>;
+global.__platform_dispatch = dispatch;
+global.__platform_dispatch_inline = (requestId: number, requestJson: string): void => {
+  void dispatch(requestJson, true).then((responseJson) => finishInline(requestId, responseJson));
+};
+global.__platform_resume_inline = resumeInline;

@@ -142,22 +142,29 @@ async function main(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 500));
   const rssAfter = process.memoryUsage().rss;
 
-  const viaIsolate = await runLoad(`http://127.0.0.1:${devHost.port}/api/query/get`, bodies, dir, SECONDS);
-  const viaDb = await runLoad(`http://127.0.0.1:${directServer.port}/api/query/get`, bodies, dir, SECONDS);
-  const viaPlain = await runLoad(`http://127.0.0.1:${plainServer.port}/api/query/get`, bodies, dir, SECONDS);
+  // Each load run also measures this process's CPU per request (user + system, all threads).
+  const measured = async (port: number) => {
+    const before = process.cpuUsage();
+    const result = await runLoad(`http://127.0.0.1:${port}/api/query/get`, bodies, dir, SECONDS);
+    const used = process.cpuUsage(before);
+    return { ...result, cpuUs: (used.user + used.system) / Math.max(1, result.rps * SECONDS) };
+  };
+  const viaIsolate = await measured(devHost.port);
+  const viaDb = await measured(directServer.port);
+  const viaPlain = await measured(plainServer.port);
 
   const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(2);
   console.log(
     `bench/isolates on ${process.platform} ${process.arch}, Node ${process.version}; ${SECONDS}s per target, 32 connections, load from a separate process`,
   );
-  console.log("target                                   req/s     p50 ms  p99 ms");
+  console.log("target                                   req/s     p50 ms  p99 ms  host CPU µs/req");
   for (const [name, r] of [
     ["(a) platform: HTTP -> isolate -> db", viaIsolate],
     ["(b) same Koa route -> host/db, no isolate", viaDb],
     ["(c) plain Koa + classic-level", viaPlain],
   ] as const) {
     console.log(
-      `${name.padEnd(42)}${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}${r.non2xx || r.errors ? `  (errors ${r.errors}, non-2xx ${r.non2xx})` : ""}`,
+      `${name.padEnd(42)}${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.cpuUs.toFixed(0).padStart(8)}${r.non2xx || r.errors ? `  (errors ${r.errors}, non-2xx ${r.non2xx})` : ""}`,
     );
   }
   console.log(

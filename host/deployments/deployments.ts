@@ -25,6 +25,7 @@ import {
   type HandlerLogEntry,
   IsolatePool,
   type PoolOptions,
+  retryAbandoned,
   transactionSyscalls,
 } from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
@@ -178,11 +179,14 @@ export class Deployments {
     // A redeploy without env keeps the deployment's current values; one with env replaces them.
     const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
     const hash = createHash("sha256").update(input.code).digest("hex");
-    const probe = await CapsuleIsolate.create(input.code, hash, this.pool.options.limits).catch(
-      (error: unknown) => {
-        throw deployError(error);
-      },
-    );
+    const probe = await CapsuleIsolate.create(
+      input.code,
+      hash,
+      this.pool.options.limits,
+      this.pool.options.inline,
+    ).catch((error: unknown) => {
+      throw deployError(error);
+    });
     try {
       const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
       let declaration: CapsuleDeclaration;
@@ -416,14 +420,14 @@ export class Deployments {
     const started = performance.now();
     let cpuMs = 0;
     let budget: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
-    const work = (tx: Transaction) =>
+    const work = (tx: Transaction, log: (entry: HandlerLogEntry) => void) =>
       this.pool.withSlot(async () => {
         if (request.kind === "legacyQuery" || request.kind === "legacyMutation") {
-          const legacy = await this.runLegacy(tx, runner, request, sink, record);
+          const legacy = await this.runLegacy(tx, runner, request, log, record);
           cpuMs = legacy.cpuMs;
           return legacy.valueJson;
         }
-        const response = await runner.run(request, transactionSyscalls(tx, sink));
+        const response = await runner.run(request, transactionSyscalls(tx, log));
         cpuMs = response.cpuMs;
         if (!response.ok)
           throw new PlatformError(
@@ -444,7 +448,11 @@ export class Deployments {
     const kind = CALL_KINDS[request.kind];
     const name = "name" in request ? request.name : handler;
     try {
-      const result = writes ? await database.mutate(work, options) : await database.query(work, options);
+      const result = await retryAbandoned(sink, (log) =>
+        writes
+          ? database.mutate((tx) => work(tx, log), options)
+          : database.query((tx) => work(tx, log), options),
+      );
       const used = usage();
       this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used });
       return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
@@ -471,41 +479,44 @@ export class Deployments {
     const database = await this.db.deployment(id);
     const runner = this.pool.runner(id, record.artifact);
     const now = Date.now();
-    const result = await database.mutate(
-      async (tx) => {
-        if (await retirement.isRetired()) return { upgraded: false, moved: 0 };
-        let moved = 0;
-        for (const [table, spec] of Object.entries(record.declaration.schema.tables)) {
-          for (const [field, fieldSpec] of Object.entries(spec.fields)) {
-            if (fieldSpec.kind === "userId")
-              moved += await tx.reassignUserId(table, field, guestUserId, account.userId);
+    const sink = this.logs.sink(id, "auth.onGuestUpgrade", "upgrade", record.env);
+    const upgrade = (log: (entry: HandlerLogEntry) => void) =>
+      database.mutate(
+        async (tx) => {
+          if (await retirement.isRetired()) return { upgraded: false, moved: 0 };
+          let moved = 0;
+          for (const [table, spec] of Object.entries(record.declaration.schema.tables)) {
+            for (const [field, fieldSpec] of Object.entries(spec.fields)) {
+              if (fieldSpec.kind === "userId")
+                moved += await tx.reassignUserId(table, field, guestUserId, account.userId);
+            }
           }
-        }
-        if (record.declaration.auth.hasGuestUpgradeHook) {
-          const sink = this.logs.sink(id, "auth.onGuestUpgrade", "upgrade", record.env);
-          const request: DispatchRequest = {
-            kind: "guestUpgrade",
-            requestId: 0,
-            guestUserId,
-            userId: account.userId,
-            identity: account,
-            env: record.env,
-            now,
-            seed: nextSeed(),
-          };
-          const response = await this.pool.withSlot(() => runner.run(request, transactionSyscalls(tx, sink)));
-          if (!response.ok)
-            throw new PlatformError(
-              response.error.code as ErrorCode,
-              `Guest upgrade failed: ${response.error.message}`,
+          if (record.declaration.auth.hasGuestUpgradeHook) {
+            const request: DispatchRequest = {
+              kind: "guestUpgrade",
+              requestId: 0,
+              guestUserId,
+              userId: account.userId,
+              identity: account,
+              env: record.env,
+              now,
+              seed: nextSeed(),
+            };
+            const response = await this.pool.withSlot(() =>
+              runner.run(request, transactionSyscalls(tx, log)),
             );
-        }
-        tx.writeRecord(retirement.record.key, retirement.record.value);
-        return { upgraded: true, moved };
-      },
-      { handler: "auth.onGuestUpgrade", now },
-    );
-    return result.value;
+            if (!response.ok)
+              throw new PlatformError(
+                response.error.code as ErrorCode,
+                `Guest upgrade failed: ${response.error.message}`,
+              );
+          }
+          tx.writeRecord(retirement.record.key, retirement.record.value);
+          return { upgraded: true, moved };
+        },
+        { handler: "auth.onGuestUpgrade", now },
+      );
+    return (await retryAbandoned(sink, upgrade)).value;
   }
 
   /** Stops every isolate. */

@@ -8,6 +8,8 @@ import {
   LIMITS,
 } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { DEFAULT_INLINE_POLICY, InlineAbandoned, type InlinePolicy } from "./inline-policy.js";
+import { inlineEntryClosed, inlineEntryOpened } from "./inline-watchdog.js";
 import { RawJson } from "./raw-json.js";
 import { loadRuntimeScript } from "./runtime-script.js";
 
@@ -35,12 +37,14 @@ export type SyscallHandler = (op: string, args: unknown) => Promise<unknown>;
 
 interface RunningExecution {
   onSyscall: SyscallHandler;
+  /** Set while the execution runs inline: hands over its final response. */
+  finish?: (wire: string) => void;
   /** CPU charged to this execution so far, in nanoseconds. */
   cpuNs: bigint;
   /** Wall-clock deadline (ms since epoch), checked by the watchdog tick. */
   deadline: number;
   /** Fails the execution from outside (wall-clock limit). */
-  fail: (error: PlatformError) => void;
+  fail: (error: Error) => void;
 }
 
 /** Compiled-code caches, produced by the host only (never accepted from outside). */
@@ -67,6 +71,16 @@ function wireError(error: unknown): { code: string; message: string } {
   return { code: "internal", message: "Internal error while serving a database call." };
 }
 
+type SyscallResult = { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } };
+
+/** A syscall's answer as the JSON text the isolate parses (rows are spliced in, not re-encoded). */
+function encodeSyscallResult(result: SyscallResult): string {
+  if (result.ok && result.value instanceof RawJson) return `{"ok":true,"value":${result.value.json}}`;
+  return JSON.stringify(result);
+}
+
+type InlineEntry = ivm.Reference<(...args: never[]) => void>;
+
 const STARTUP_TIMEOUT_MS = 2000;
 
 /**
@@ -90,10 +104,12 @@ export function setCatastrophicErrorHandler(handler: (message: string) => void):
 }
 
 /**
- * One deployment's isolate: the runtime script, the capsule bundle, and the one bridge function.
- * Runs one handler at a time (callers queue), with a watchdog on the isolate's CPU clock (the
- * `timeout` option of isolated-vm does not cover code that runs after an `await`) and a wall-clock
- * timer. A breach disposes the isolate; the caller gets `timeout` or `out_of_memory`.
+ * One deployment's isolate: the runtime script, the capsule bundle, and the bridge. Handlers run
+ * inline on the host's main thread when {@link InlinePolicy} allows (each entry under a CPU slice),
+ * else on the isolate's own thread with a watchdog on the isolate's CPU clock (the `timeout` option
+ * of isolated-vm does not cover code that runs after an `await`). Inline and threaded executions
+ * never overlap, so the main thread never waits for the isolate's thread. A wall-clock timer covers
+ * both. A breach disposes the isolate; the caller gets `timeout` or `out_of_memory`.
  */
 export class CapsuleIsolate {
   /** Executions in flight; several may interleave at their awaits. */
@@ -104,11 +120,21 @@ export class CapsuleIsolate {
   private runningNow: number | null = null;
   private watchdog: NodeJS.Timeout | null = null;
   private killReason: PlatformError | undefined;
+  /** Executions on the isolate's own thread; inline runs wait for none of them. */
+  private threadedInFlight = 0;
+  /** No inline runs before this time (ms since epoch): the deployment was demoted. */
+  private inlineAfter = 0;
+  /** Inline CPU used in the current share window, and when that window started. */
+  private windowCpuNs = 0n;
+  private windowStart = 0;
   private constructor(
     private readonly isolate: ivm.Isolate,
     private readonly dispatchRef: ivm.Reference<(json: string) => Promise<string>>,
+    private readonly dispatchInlineRef: InlineEntry,
+    private readonly resumeInlineRef: InlineEntry,
     readonly artifact: string,
     readonly limits: IsolateLimits,
+    private readonly inline: InlinePolicy,
   ) {}
 
   /** Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`). */
@@ -116,6 +142,7 @@ export class CapsuleIsolate {
     code: string,
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
+    inline: InlinePolicy = DEFAULT_INLINE_POLICY,
   ): Promise<CapsuleIsolate> {
     const isolate = new ivm.Isolate({
       memoryLimit: limits.memoryMb,
@@ -124,22 +151,33 @@ export class CapsuleIsolate {
     try {
       const context = await isolate.createContext();
       let self: CapsuleIsolate | undefined;
-      const bridge = new ivm.Reference(async (json: string) => {
-        const response = await self!.serveSyscall(json);
-        if (response.ok && response.value instanceof RawJson)
-          return `{"ok":true,"value":${response.value.json}}`;
-        return JSON.stringify(response);
-      });
+      const bridge = new ivm.Reference(async (json: string) =>
+        encodeSyscallResult(await self!.serveSyscall(json, false)),
+      );
+      const post = new ivm.Reference((requestId: unknown, callId: unknown, json: unknown) =>
+        self?.receiveInlineCall(requestId, callId, json),
+      );
+      const done = new ivm.Reference((requestId: unknown, wire: unknown) =>
+        self?.receiveInlineResult(requestId, wire),
+      );
       await context.evalClosure(
-        "globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });",
-        [bridge],
+        `globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });
+        globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { arguments: { copy: true } });
+        globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire], { arguments: { copy: true } });`,
+        [bridge, post, done],
       );
       const runtime = await compile(isolate, await loadRuntimeScript(), "runtime", "platform-runtime.js");
       await runtime.run(context, { timeout: STARTUP_TIMEOUT_MS });
-      const dispatchRef = (await context.global.get("__platform_dispatch", {
-        reference: true,
-      })) as ivm.Reference<(json: string) => Promise<string>>;
-      await context.global.delete("__platform_dispatch");
+      const entry = async (name: string) => {
+        const reference = await context.global.get(name, { reference: true });
+        await context.global.delete(name);
+        return reference;
+      };
+      const dispatchRef = (await entry("__platform_dispatch")) as ivm.Reference<
+        (json: string) => Promise<string>
+      >;
+      const dispatchInlineRef = (await entry("__platform_dispatch_inline")) as InlineEntry;
+      const resumeInlineRef = (await entry("__platform_resume_inline")) as InlineEntry;
       let capsule: ivm.Script;
       try {
         capsule = await compile(isolate, code, `capsule:${artifact}`, "capsule.js");
@@ -157,7 +195,15 @@ export class CapsuleIsolate {
           `The capsule threw while loading: ${(error as Error).message}`,
         );
       }
-      self = new CapsuleIsolate(isolate, dispatchRef, artifact, limits);
+      self = new CapsuleIsolate(
+        isolate,
+        dispatchRef,
+        dispatchInlineRef,
+        resumeInlineRef,
+        artifact,
+        limits,
+        inline,
+      );
       return self;
     } catch (error) {
       if (!isolate.isDisposed) isolate.dispose();
@@ -179,25 +225,149 @@ export class CapsuleIsolate {
     return stats.used_heap_size + stats.externally_allocated_size;
   }
 
-  private async serveSyscall(
-    json: string,
-  ): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }> {
+  /**
+   * Serves one platform call. Threaded calls mark CPU boundaries (the isolate waits from here until
+   * the answer); inline calls do not (the host's entry into the isolate is the boundary). A call
+   * must name a running execution of its own transport.
+   */
+  private async serveSyscall(json: unknown, inline: boolean): Promise<SyscallResult> {
     try {
       if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
         throw new PlatformError("bad_request", "A database call was too large.");
       }
       const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
       const execution = typeof call.requestId === "number" ? this.running.get(call.requestId) : undefined;
-      this.boundary(null);
-      if (!execution) throw new PlatformError("forbidden", "This call does not belong to a running handler.");
+      if (!inline) this.boundary(null);
+      if (!execution || (execution.finish !== undefined) !== inline)
+        throw new PlatformError("forbidden", "This call does not belong to a running handler.");
       if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
       try {
         return { ok: true, value: await execution.onSyscall(call.op, call.args) };
       } finally {
-        this.boundary(call.requestId as number);
+        if (!inline) this.boundary(call.requestId as number);
       }
     } catch (error) {
       return { ok: false, error: wireError(error) };
+    }
+  }
+
+  /**
+   * An inline execution's platform call, posted synchronously from inside the isolate. It is served
+   * once the host's stack unwinds (never from inside the isolate) and answered by entering again.
+   */
+  private receiveInlineCall(requestId: unknown, callId: unknown, json: unknown): void {
+    if (typeof requestId !== "number" || typeof callId !== "number") return;
+    queueMicrotask(() => {
+      void this.serveSyscall(json, true).then((result) => {
+        const answer = encodeSyscallResult(result);
+        if (this.running.get(requestId)?.finish)
+          this.enterInline(requestId, this.resumeInlineRef, [callId, answer]);
+        else this.answerStaleCall(callId, answer);
+      });
+    });
+  }
+
+  /**
+   * Answers a call that no running inline execution made (a `ctx` kept from an execution that has
+   * ended; the answer is an error), so the code awaiting it continues. On the main thread under a
+   * slice, unless executions are running on the isolate's thread: then through the thread.
+   */
+  private answerStaleCall(callId: number, answer: string): void {
+    if (this.isolate.isDisposed) return;
+    const args = [callId, answer] as never[];
+    if (this.threadedInFlight > 0) {
+      this.resumeInlineRef
+        .apply(undefined, args, { arguments: { copy: true }, timeout: this.limits.cpuMs })
+        .catch(() => {});
+      return;
+    }
+    inlineEntryOpened();
+    try {
+      this.resumeInlineRef.applySync(undefined, args, {
+        arguments: { copy: true },
+        timeout: this.inline.sliceMs,
+      });
+    } catch {
+      this.demote();
+    } finally {
+      inlineEntryClosed();
+    }
+  }
+
+  /** An inline execution's final response, handed over synchronously from inside the isolate. */
+  private receiveInlineResult(requestId: unknown, wire: unknown): void {
+    if (typeof requestId !== "number" || typeof wire !== "string") return;
+    this.running.get(requestId)?.finish?.(wire);
+  }
+
+  /** True when a new execution may run inline now. */
+  mayRunInline(): boolean {
+    return this.inline.enabled && this.threadedInFlight === 0 && Date.now() >= this.inlineAfter;
+  }
+
+  /**
+   * Enters the isolate synchronously for inline execution `requestId` (its start, or the answer to
+   * one of its calls), under a slice (isolated-vm's `timeout`, which counts wall time). Overrunning
+   * it with user code demotes the deployment, unless the execution has no more CPU left than the
+   * slice: then it breached the handler's limit. An entry stopped while it used little CPU (the
+   * host was descheduled) abandons that execution only.
+   */
+  private enterInline(requestId: number, entry: InlineEntry, args: unknown[]): void {
+    const execution = this.running.get(requestId);
+    if (!execution?.finish || this.isolate.isDisposed) return;
+    const leftMs = this.limits.cpuMs - Number(execution.cpuNs) / 1e6;
+    const breachesLimit = leftMs <= this.inline.sliceMs;
+    const before = this.isolate.cpuTime;
+    this.boundary(requestId);
+    inlineEntryOpened();
+    try {
+      entry.applySync(undefined, args as never[], {
+        arguments: { copy: true },
+        timeout: Math.max(1, Math.min(this.inline.sliceMs, leftMs)),
+      });
+    } catch (error) {
+      this.boundary(null);
+      const timedOut = String((error as Error)?.message ?? error).includes("timed out");
+      if (!timedOut || breachesLimit || this.isolate.isDisposed) {
+        this.abandonInline(this.failure(error));
+      } else if (this.lastEventCpu - before >= BigInt(this.inline.sliceMs) * 500_000n) {
+        this.demote();
+      } else {
+        this.running.delete(requestId);
+        execution.fail(new InlineAbandoned());
+      }
+      return;
+    } finally {
+      inlineEntryClosed();
+    }
+    this.boundary(null);
+    this.chargeInlineShare(this.lastEventCpu - before);
+  }
+
+  /** Counts inline CPU against the deployment's share of the main thread. */
+  private chargeInlineShare(ns: bigint): void {
+    const now = Date.now();
+    if (now - this.windowStart >= this.inline.windowMs) {
+      this.windowStart = now;
+      this.windowCpuNs = 0n;
+    }
+    this.windowCpuNs += ns;
+    if (this.windowCpuNs > BigInt(this.inline.shareMs) * 1_000_000n) this.demote();
+  }
+
+  /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
+  private demote(): void {
+    this.inlineAfter = Date.now() + this.inline.cooldownMs;
+    this.windowCpuNs = 0n;
+    this.abandonInline(new InlineAbandoned());
+  }
+
+  /** Fails every inline execution in flight with `reason`; none of them is entered again. */
+  private abandonInline(reason: Error): void {
+    for (const [requestId, execution] of this.running) {
+      if (!execution.finish) continue;
+      this.running.delete(requestId);
+      execution.fail(reason);
     }
   }
 
@@ -214,6 +384,7 @@ export class CapsuleIsolate {
   private kill(code: ErrorCode, message: string): void {
     this.killReason ??= new PlatformError(code, message);
     if (!this.isolate.isDisposed) this.isolate.dispose();
+    this.abandonInline(this.killReason);
   }
 
   /**
@@ -273,22 +444,31 @@ export class CapsuleIsolate {
       deadline: Date.now() + this.limits.wallMs,
       fail: () => {},
     };
+    const inline = request.kind !== "declare" && this.mayRunInline();
     this.running.set(requestId, execution);
+    if (!inline) this.threadedInFlight++;
     this.watchdog ??= setInterval(() => this.checkLimits(), 5);
     try {
       const payload = JSON.stringify(request.kind === "declare" ? request : { ...request, requestId });
-      this.boundary(requestId);
       const wire = await new Promise<unknown>((resolve, reject) => {
         execution.fail = reject;
+        if (inline) {
+          execution.finish = resolve;
+          this.enterInline(requestId, this.dispatchInlineRef, [requestId, payload]);
+          return;
+        }
+        this.boundary(requestId);
         this.dispatchRef
           .apply(undefined, [payload], {
             arguments: { copy: true },
             result: { promise: true, copy: true },
             timeout: this.limits.cpuMs,
           })
-          .then(resolve, reject);
+          .then((value) => {
+            this.boundary(null);
+            resolve(value);
+          }, reject);
       });
-      this.boundary(null);
       const cpuMs = Number(execution.cpuNs) / 1e6;
       if (typeof wire !== "string")
         throw new PlatformError("internal", "The isolate answered with something other than JSON.");
@@ -304,10 +484,12 @@ export class CapsuleIsolate {
       }
       return { ...decodeDispatchResponse(wire), cpuMs };
     } catch (error) {
+      if (error instanceof InlineAbandoned) throw error;
       if (isPlatformError(error, "timeout") && !this.killReason) throw error;
       throw this.failure(error);
     } finally {
       this.running.delete(requestId);
+      if (!inline) this.threadedInFlight--;
       if (this.running.size === 0 && this.watchdog) {
         clearInterval(this.watchdog);
         this.watchdog = null;
@@ -337,5 +519,6 @@ export class CapsuleIsolate {
     if (this.watchdog) clearInterval(this.watchdog);
     this.watchdog = null;
     if (!this.isolate.isDisposed) this.isolate.dispose();
+    this.abandonInline(new PlatformError("unavailable", "The deployment's isolate was stopped; retry."));
   }
 }

@@ -13,6 +13,7 @@ import {
   type MeteredResponse,
   type SyscallHandler,
 } from "./capsule-isolate.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy } from "./inline-policy.js";
 
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
@@ -34,6 +35,7 @@ export class DeploymentRunner {
     public artifact: string,
     private readonly loadArtifact: ArtifactLoader,
     private readonly limits: IsolateLimits,
+    private readonly inline: InlinePolicy = DEFAULT_INLINE_POLICY,
     maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ) {
     this.queue = new ConcurrencyLimiter(maxInFlight);
@@ -49,6 +51,11 @@ export class DeploymentRunner {
     return this.isolate !== null && !this.isolate.isDisposed;
   }
 
+  /** True when the next handler would run inline on the host's main thread. */
+  get runsInline(): boolean {
+    return this.isLive && (this.isolate as CapsuleIsolate).mayRunInline();
+  }
+
   /** Heap of the live isolate (0 when none). */
   heapBytes(): number {
     return this.isLive ? (this.isolate as CapsuleIsolate).heapBytes() : 0;
@@ -62,7 +69,7 @@ export class DeploymentRunner {
     if (!this.starting) {
       const artifact = this.artifact;
       this.starting = this.loadArtifact(artifact)
-        .then((code) => CapsuleIsolate.create(code, artifact, this.limits))
+        .then((code) => CapsuleIsolate.create(code, artifact, this.limits, this.inline))
         .finally(() => {
           this.starting = null;
         });

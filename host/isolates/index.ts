@@ -7,5 +7,11 @@ export {
   type SyscallHandler,
 } from "./capsule-isolate.js";
 export { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
+export {
+  DEFAULT_INLINE_POLICY,
+  InlineAbandoned,
+  type InlinePolicy,
+  retryAbandoned,
+} from "./inline-policy.js";
 export { DEFAULT_POOL_OPTIONS, IsolatePool, type PoolOptions } from "./isolate-pool.js";
 export { type HandlerLogEntry, transactionSyscalls } from "./syscalls.js";

@@ -1,5 +1,6 @@
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./capsule-isolate.js";
 import { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy } from "./inline-policy.js";
 import { ConcurrencyLimiter } from "./limiter.js";
 
 /** How many isolates a host keeps and for how long. */
@@ -11,6 +12,8 @@ export interface PoolOptions {
   /** Handlers executing at once across all deployments. */
   concurrency: number;
   limits: IsolateLimits;
+  /** When handlers run on the host's main thread (see {@link InlinePolicy}). */
+  inline: InlinePolicy;
 }
 
 /** Defaults: 200 live isolates, 5 minutes idle, 256 handlers in flight on the host. */
@@ -19,6 +22,7 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   idleMs: 5 * 60_000,
   concurrency: 256,
   limits: DEFAULT_ISOLATE_LIMITS,
+  inline: DEFAULT_INLINE_POLICY,
 };
 
 /**
@@ -45,7 +49,13 @@ export class IsolatePool {
   runner(deploymentId: string, artifact: string): DeploymentRunner {
     let runner = this.runners.get(deploymentId);
     if (!runner) {
-      runner = new DeploymentRunner(deploymentId, artifact, this.loadArtifact, this.options.limits);
+      runner = new DeploymentRunner(
+        deploymentId,
+        artifact,
+        this.loadArtifact,
+        this.options.limits,
+        this.options.inline,
+      );
       this.runners.set(deploymentId, runner);
     } else {
       runner.artifact = artifact;

@@ -1,0 +1,76 @@
+import { PlatformError } from "../../sdk/values/index.js";
+
+/**
+ * When a deployment's handlers run inline, on the host's main thread, and when they go back to the
+ * isolate's own thread.
+ *
+ * Inline, the host enters the isolate synchronously (`applySync`) to start a handler and to hand it
+ * each platform call's answer, and the isolate posts its calls and its result back synchronously:
+ * no thread hand-off at all, which is most of what an isolated request costs otherwise. The price
+ * is that the main thread is busy while user code runs, so inline runs are bounded: each entry gets
+ * a short CPU slice, and a deployment gets a share of the main thread per window. A deployment that
+ * overruns either is demoted to its own thread for a cool-down; its inline executions in flight
+ * are abandoned and run again there, which is safe because handlers are deterministic and nothing
+ * is committed before a handler finishes.
+ */
+export interface InlinePolicy {
+  /** False: every handler runs on the isolate's own thread. */
+  enabled: boolean;
+  /** CPU one inline entry may use (ms) before it is stopped and the deployment demoted. */
+  sliceMs: number;
+  /** Inline CPU (ms) a deployment may use per window before it is demoted. */
+  shareMs: number;
+  /** Length of that window (ms). */
+  windowMs: number;
+  /** How long (ms) a demoted deployment runs on its own thread before trying inline again. */
+  cooldownMs: number;
+}
+
+/** Defaults: 8 ms slices, at most half of the main thread per deployment, 5 s cool-down. */
+export const DEFAULT_INLINE_POLICY: InlinePolicy = {
+  enabled: true,
+  sliceMs: 8,
+  shareMs: 500,
+  windowMs: 1000,
+  cooldownMs: 5000,
+};
+
+/**
+ * Thrown for an inline execution the isolate abandoned (its deployment was demoted). The caller
+ * runs the whole handler again, in a fresh transaction; it will run on the isolate's thread.
+ */
+export class InlineAbandoned extends Error {
+  constructor() {
+    super("The handler was moved off the host's main thread; run it again.");
+    this.name = "InlineAbandoned";
+  }
+}
+
+/** Attempts of one call before an abandoned run is reported as `unavailable`. */
+const MAX_ATTEMPTS = 3;
+
+/**
+ * Runs `attempt` (a whole handler call in its own transaction) again when the isolate abandoned it
+ * inline. Each attempt logs into its own buffer, handed to `sink` only for the attempt that counts,
+ * so a handler's lines appear once.
+ */
+export async function retryAbandoned<T, Line>(
+  sink: (line: Line) => void,
+  attempt: (log: (line: Line) => void) => Promise<T>,
+): Promise<T> {
+  for (let attempts = 1; ; attempts++) {
+    const lines: Line[] = [];
+    try {
+      const value = await attempt((line) => lines.push(line));
+      for (const line of lines) sink(line);
+      return value;
+    } catch (error) {
+      if (error instanceof InlineAbandoned) {
+        if (attempts < MAX_ATTEMPTS) continue;
+        throw new PlatformError("unavailable", "The handler was interrupted several times; retry.");
+      }
+      for (const line of lines) sink(line);
+      throw error;
+    }
+  }
+}

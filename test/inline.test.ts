@@ -1,0 +1,170 @@
+/**
+ * Handlers inline on the host's main thread (host/isolates/inline-policy.ts): a handler that
+ * overruns its slice demotes its deployment to the isolate's own thread and is run again there,
+ * with the same answer, its writes once and its log lines once; the deployment goes back inline
+ * after the cool-down; a deployment over its share of the main thread is demoted too.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
+import { bundleCapsule } from "../sdk/cli/bundle.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+
+const CAPSULE = `import { capsule, table, number, string } from "platform/server";
+const spin = (ms) => { let x = 0; for (let i = 0; i < ms * 200000; i++) x += i % 7; return x; };
+export default capsule({
+  schema: { items: table({ label: string(), n: number() }) },
+  queries: {
+    light: async (ctx, args) => (await ctx.db.items.get(args.id))?.label ?? null,
+    heavy: async (ctx) => {
+      const before = [Math.random(), Date.now()];
+      spin(60);
+      const rows = await ctx.db.items.take(5);
+      ctx.log.info("heavy ran", { random: before[0] });
+      return { random: before[0], now: before[1], rows: rows.length, again: Math.random() };
+    },
+  },
+  mutations: {
+    add: async (ctx, args) => ctx.db.items.insert({ label: args.label, n: 1 }),
+    addHeavy: async (ctx, args) => {
+      const id = await ctx.db.items.insert({ label: args.label, n: 2 });
+      spin(60);
+      ctx.log.info("addHeavy ran");
+      return id;
+    },
+  },
+});
+`;
+
+let host: TestHost;
+let scratch: string;
+let code: string;
+
+async function deploy(id: string): Promise<void> {
+  const response = await host.deployCode(id, code);
+  expect(response.status, response.text()).toBe(201);
+}
+
+function value(response: { status: number; text(): string; json<T>(): T }): unknown {
+  expect(response.status, response.text()).toBe(200);
+  return response.json<{ value: unknown }>().value;
+}
+
+function linesOf(deployment: string, message: string): unknown[] {
+  return host.logs.filter(
+    (line) =>
+      (line as { deployment?: string }).deployment === deployment &&
+      (line as { message?: string }).message === message,
+  );
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), "platform-inline-"));
+  await mkdir(join(scratch, "server"), { recursive: true });
+  await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
+  code = (await bundleCapsule(scratch)).code;
+  host = await startTestHost({
+    pool: { inline: { ...DEFAULT_INLINE_POLICY, sliceMs: 8, cooldownMs: 1500 } },
+  });
+});
+afterAll(async () => {
+  await host.dispose();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe("inline handlers", () => {
+  it("light handlers run inline", async () => {
+    await deploy("light");
+    const id = value(await host.call("light", "mutation", "add", { label: "one" }));
+    expect(value(await host.call("light", "query", "light", { id }))).toBe("one");
+    expect(host.deployments.pool.runner("light", "").runsInline).toBe(true);
+  });
+
+  it("a handler over the slice is run again on the isolate's thread, with the same answer and one log line", async () => {
+    await deploy("heavy");
+    for (const label of ["a", "b", "c"]) value(await host.call("heavy", "mutation", "add", { label }));
+    const answer = value(await host.call("heavy", "query", "heavy")) as Record<string, number>;
+    expect(answer.rows).toBe(3);
+    expect(host.deployments.pool.runner("heavy", "").runsInline).toBe(false);
+    const lines = linesOf("heavy", "heavy ran") as Array<{ fields: { random: number } }>;
+    expect(lines).toHaveLength(1);
+    // The run that counted saw the execution's own seed and clock, as the abandoned one did.
+    expect(lines[0]?.fields.random).toBe(answer.random);
+    expect(answer.again).not.toBe(answer.random);
+  });
+
+  it("a mutation run again writes once", async () => {
+    await deploy("writes");
+    const id = value(await host.call("writes", "mutation", "addHeavy", { label: "only" }));
+    expect(typeof id).toBe("string");
+    expect(value(await host.call("writes", "query", "heavy"))).toMatchObject({ rows: 1 });
+    expect(linesOf("writes", "addHeavy ran")).toHaveLength(1);
+  });
+
+  it("light calls in flight when a deployment is demoted all get their answers", async () => {
+    await deploy("mixed");
+    const id = value(await host.call("mixed", "mutation", "add", { label: "x" }));
+    expect(host.deployments.pool.runner("mixed", "").runsInline).toBe(true);
+    const calls = [
+      ...Array.from({ length: 20 }, () => host.call("mixed", "query", "light", { id })),
+      host.call("mixed", "query", "heavy"),
+      ...Array.from({ length: 20 }, () => host.call("mixed", "query", "light", { id })),
+      host.call("mixed", "mutation", "add", { label: "y" }),
+    ];
+    const answers = (await Promise.all(calls)).map(value);
+    expect(answers.slice(0, 20)).toEqual(Array(20).fill("x"));
+    expect(answers[20]).toMatchObject({ rows: 1 });
+    expect(answers.slice(21, 41)).toEqual(Array(20).fill("x"));
+    expect(value(await host.call("mixed", "query", "heavy"))).toMatchObject({ rows: 2 });
+  });
+
+  it("a demoted deployment goes back inline after the cool-down", async () => {
+    await deploy("cooldown");
+    value(await host.call("cooldown", "query", "heavy"));
+    const runner = host.deployments.pool.runner("cooldown", "");
+    expect(runner.runsInline).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 1700));
+    expect(runner.runsInline).toBe(true);
+    value(await host.call("cooldown", "mutation", "add", { label: "back" }));
+    expect(runner.runsInline).toBe(true);
+  });
+
+  it("other deployments stay inline when one is demoted", async () => {
+    await deploy("neighbour");
+    value(await host.call("neighbour", "mutation", "add", { label: "n" }));
+    value(await host.call("heavy", "query", "heavy"));
+    expect(host.deployments.pool.runner("neighbour", "").runsInline).toBe(true);
+  });
+});
+
+describe("share of the main thread", () => {
+  let shared: TestHost;
+  beforeAll(async () => {
+    shared = await startTestHost({
+      pool: { inline: { ...DEFAULT_INLINE_POLICY, shareMs: 20, windowMs: 60_000, cooldownMs: 60_000 } },
+    });
+    expect((await shared.deployCode("busy", code)).status).toBe(201);
+  });
+  afterAll(() => shared.dispose());
+
+  it("a deployment that uses more than its share is demoted, and its calls still succeed", async () => {
+    const runner = shared.deployments.pool.runner("busy", "");
+    let calls = 0;
+    while (calls < 2000) {
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          shared.call("busy", "mutation", "add", { label: `l${calls + i}` }),
+        ),
+      );
+      for (const answer of answers) expect(answer.status, answer.text()).toBe(200);
+      calls += 10;
+      if (!runner.runsInline) break;
+    }
+    expect(runner.runsInline).toBe(false);
+    expect(calls).toBeLessThan(2000);
+    const count = value(await shared.call("busy", "query", "heavy")) as { rows: number };
+    expect(count.rows).toBe(5);
+  });
+});
