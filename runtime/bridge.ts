@@ -50,6 +50,29 @@ export function finishInline(requestId: number, responseJson: string): void {
   done?.(requestId, responseJson);
 }
 
+/** `ctx.log` calls in flight, by request id: a handler's answer waits for them (see dispatch). */
+const logCalls = new Map<number, Promise<unknown>[]>();
+
+/** Starts tracking request `requestId`'s log calls. */
+export function openLogCalls(requestId: number): void {
+  logCalls.set(requestId, []);
+}
+
+/** Records a log call of request `requestId` (ignored once the request has answered). */
+export function trackLogCall(requestId: number, call: Promise<unknown>): void {
+  logCalls.get(requestId)?.push(call);
+}
+
+/**
+ * Waits until the host has every log line of request `requestId`, so its lines are recorded before
+ * its result on both transports, and a run that is abandoned and run again logs nothing.
+ */
+export async function settleLogCalls(requestId: number): Promise<void> {
+  const calls = logCalls.get(requestId);
+  logCalls.delete(requestId);
+  if (calls?.length) await Promise.all(calls);
+}
+
 /**
  * Calls host op `op` for request `requestId`; rejects with a {@link PlatformError} on failure.
  * Re-enters the execution's deterministic state before user code continues.

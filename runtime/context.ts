@@ -1,7 +1,7 @@
 /** Builds the `ctx` object of SPEC.md "Handler context" for one execution. */
 import { type BridgeIdentity, SYSCALL } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
-import { syscall } from "./bridge.js";
+import { syscall, trackLogCall } from "./bridge.js";
 import { createDatabaseApi, type DatabaseExecutor } from "./database.js";
 import type { ExecutionState } from "./determinism.js";
 
@@ -65,11 +65,12 @@ function logger(requestId: number, execution: ExecutionState) {
     } catch {
       safeFields = { unserializable: true };
     }
-    void syscall(execution, requestId, SYSCALL.log, {
+    const call = syscall(execution, requestId, SYSCALL.log, {
       level,
       message: String(message),
       ...(safeFields ? { fields: safeFields } : {}),
     }).catch(() => {});
+    trackLogCall(requestId, call);
   };
   return Object.freeze({ info: write("info"), warn: write("warn"), error: write("error") });
 }

@@ -8,6 +8,7 @@ import {
   encodeDispatchResponse,
 } from "../sdk/protocol/index.js";
 import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
+import { openLogCalls, settleLogCalls } from "./bridge.js";
 import { createContext } from "./context.js";
 import { beginExecution } from "./determinism.js";
 import { createEndpointRequest } from "./endpoint-request.js";
@@ -178,10 +179,15 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
  */
 export async function dispatch(requestJson: string, inline = false): Promise<string> {
   let response: DispatchResponse;
+  let requestId: number | undefined;
   try {
-    response = { ok: true, valueJson: await run(JSON.parse(requestJson) as DispatchRequest, inline) };
+    const request = JSON.parse(requestJson) as DispatchRequest;
+    requestId = "requestId" in request ? request.requestId : undefined;
+    if (requestId !== undefined) openLogCalls(requestId);
+    response = { ok: true, valueJson: await run(request, inline) };
   } catch (error) {
     response = { ok: false, error: toError(error) };
   }
+  if (requestId !== undefined) await settleLogCalls(requestId);
   return encodeDispatchResponse(response);
 }
