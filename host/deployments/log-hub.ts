@@ -93,14 +93,15 @@ export class LogHub {
       this.rings.set(line.deployment, ring);
     }
     ring.push(line);
-    if (ring.length > LOG_LIMITS.keptPerDeployment)
+    // Trimmed in batches (the ring holds up to twice the kept lines), not one shift per line.
+    if (ring.length >= 2 * LOG_LIMITS.keptPerDeployment)
       ring.splice(0, ring.length - LOG_LIMITS.keptPerDeployment);
     for (const listener of this.listeners.get(line.deployment) ?? []) listener(line);
   }
 
   /** The kept lines of a deployment, oldest first. */
   recent(deployment: string): LogLine[] {
-    return [...(this.rings.get(deployment) ?? [])];
+    return (this.rings.get(deployment) ?? []).slice(-LOG_LIMITS.keptPerDeployment);
   }
 
   /** Calls `listener` for every new line of `deployment`; returns the unsubscribe function. */

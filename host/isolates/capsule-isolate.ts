@@ -402,6 +402,12 @@ export class CapsuleIsolate {
 
   /** The watchdog tick: CPU of whoever is running, and every execution's wall-clock deadline. */
   private checkLimits(): void {
+    if (this.running.size === 0 && this.watchdog) {
+      // Stopped on its first idle tick, not after each execution: calls come and go in microseconds.
+      clearInterval(this.watchdog);
+      this.watchdog = null;
+      return;
+    }
     const now = Date.now();
     for (const execution of this.running.values()) {
       if (now > execution.deadline) {
@@ -490,10 +496,6 @@ export class CapsuleIsolate {
     } finally {
       this.running.delete(requestId);
       if (!inline) this.threadedInFlight--;
-      if (this.running.size === 0 && this.watchdog) {
-        clearInterval(this.watchdog);
-        this.watchdog = null;
-      }
     }
   }
 
