@@ -281,14 +281,18 @@ export class CapsuleIsolate {
         .catch(() => {});
       return;
     }
-    inlineEntryOpened();
     try {
-      this.resumeInlineRef.applySync(undefined, args, {
-        arguments: { copy: true },
-        timeout: this.inline.sliceMs,
-      });
+      this.applyInline(this.resumeInlineRef, args, this.inline.sliceMs);
     } catch {
       this.demote();
+    }
+  }
+
+  /** One synchronous entry on the main thread, watched by the inline watchdog; throws as applySync. */
+  private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+    inlineEntryOpened();
+    try {
+      entry.applySync(undefined, args as never[], { arguments: { copy: true }, timeout: timeoutMs });
     } finally {
       inlineEntryClosed();
     }
@@ -317,14 +321,10 @@ export class CapsuleIsolate {
     if (!execution?.finish || this.isolate.isDisposed) return;
     const leftMs = this.limits.cpuMs - Number(execution.cpuNs) / 1e6;
     const breachesLimit = leftMs <= this.inline.sliceMs;
-    const before = this.isolate.cpuTime;
     this.boundary(requestId);
-    inlineEntryOpened();
+    const before = this.lastEventCpu;
     try {
-      entry.applySync(undefined, args as never[], {
-        arguments: { copy: true },
-        timeout: Math.max(1, Math.min(this.inline.sliceMs, leftMs)),
-      });
+      this.applyInline(entry, args, Math.max(1, Math.min(this.inline.sliceMs, leftMs)));
     } catch (error) {
       this.boundary(null);
       const timedOut = String((error as Error)?.message ?? error).includes("timed out");
@@ -337,8 +337,6 @@ export class CapsuleIsolate {
         execution.fail(new InlineAbandoned());
       }
       return;
-    } finally {
-      inlineEntryClosed();
     }
     this.boundary(null);
     this.chargeInlineShare(this.lastEventCpu - before);
