@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresKv } from "../host/db/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { sendRequest } from "../sdk/cli/http.js";
-import { fixtureCode, startTestHost } from "./helpers/host.js";
+import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { kvConformance } from "./helpers/kv-conformance.js";
 
 const installed = postgresBinDir() !== undefined;
@@ -113,21 +113,7 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     const a = await startTestHost({ database: url, storageLimits: limits });
     const b = await startTestHost({ database: url, storageLimits: limits });
     try {
-      const dev = (await a.admin("/v1/developers", "POST", { name: "racer" })).json<{ id: string }>();
-      expect(
-        (
-          await a.admin("/v1/deploys", "POST", {
-            id: "race",
-            code: await fixtureCode("access"),
-            owner: dev.id,
-          })
-        ).status,
-      ).toBe(201);
-      const { token } = (
-        await b.admin("/v1/deploys/race/sessions", "POST", { email: "r@example.com" })
-      ).json<{
-        token: string;
-      }>();
+      const token = await deployOwnedWithSession(a, "race", "access", "r@example.com", b);
       const put = (host: typeof a) =>
         sendRequest(`${host.deploymentUrl("race")}/storage`, {
           method: "POST",

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { S3BlobStore, type S3Settings } from "../host/storage/index.js";
 import { sendRequest } from "../sdk/cli/http.js";
 import { blobStoreConformance } from "./helpers/blob-store-conformance.js";
-import { fixtureCode, startTestHost } from "./helpers/host.js";
+import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 
 let server: S3rver;
 let directory: string;
@@ -48,21 +48,7 @@ it("keeps a host's uploads in the bucket", async () => {
   const bucket = `h${randomBytes(6).toString("hex")}`;
   const host = await startTestHost({ s3: settings(bucket) });
   try {
-    const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{ id: string }>();
-    expect(
-      (
-        await host.admin("/v1/deploys", "POST", {
-          id: "files",
-          code: await fixtureCode("access"),
-          owner: owner.id,
-        })
-      ).status,
-    ).toBe(201);
-    const { token } = (
-      await host.admin("/v1/deploys/files/sessions", "POST", { email: "a@example.com" })
-    ).json<{
-      token: string;
-    }>();
+    const token = await deployOwnedWithSession(host, "files", "access", "a@example.com");
     const bytes = randomBytes(300_000);
     const uploaded = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
       method: "POST",

@@ -26,6 +26,16 @@ export function ownEntry(module: "server" | "client" | "legacy"): string {
   return existsSync(source) ? source : join(root, "dist", "sdk", module, "index.js");
 }
 
+/**
+ * Where `platform/<module>` resolves for a capsule: undefined when the capsule installs the
+ * `platform` package itself (esbuild finds it there), else this package's own entry.
+ */
+export function entryUnlessInstalled(capsuleDir: string, module: "server" | "client"): string | undefined {
+  return existsSync(join(capsuleDir, "node_modules", "platform", "package.json"))
+    ? undefined
+    : ownEntry(module);
+}
+
 /** esbuild's errors as one message, each with its file, line and column. */
 export function formatBuildError(error: unknown): string {
   const errors = (
@@ -43,9 +53,7 @@ export function formatBuildError(error: unknown): string {
 }
 
 function platformServerPlugin(capsuleDir: string): Plugin {
-  const own = existsSync(join(capsuleDir, "node_modules", "platform", "package.json"))
-    ? undefined
-    : ownEntry("server");
+  const own = entryUnlessInstalled(capsuleDir, "server");
   return {
     name: "platform-server",
     setup(builder) {

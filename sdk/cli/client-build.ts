@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { build, type Plugin } from "esbuild";
 import { PlatformError } from "../values/index.js";
-import { formatBuildError, ownEntry } from "./bundle.js";
+import { entryUnlessInstalled, formatBuildError } from "./bundle.js";
 
 /** The entry files `platform dev` looks for in a capsule's `client/` folder, in this order. */
 export const CLIENT_ENTRIES = ["main.tsx", "main.ts", "main.jsx", "main.js"] as const;
@@ -19,9 +19,7 @@ export function clientEntry(capsuleDir: string): string | undefined {
  * and React from the capsule's folder, so the app and the client SDK share one copy of React.
  */
 function clientResolvePlugin(capsuleDir: string): Plugin {
-  const own = existsSync(join(capsuleDir, "node_modules", "platform", "package.json"))
-    ? undefined
-    : ownEntry("client");
+  const own = entryUnlessInstalled(capsuleDir, "client");
   return {
     name: "platform-client",
     setup(builder) {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { type HostOptions, type PlatformHost, startHost } from "../../host/host.js";
 import { bundleCapsule } from "../../sdk/cli/bundle.js";
 import { type HttpResponse, sendRequest } from "../../sdk/cli/http.js";
@@ -90,4 +91,27 @@ export async function emailCode(host: TestHost, email: string): Promise<string> 
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error(`no sign-in code for ${email} in the host log`);
+}
+
+/**
+ * Deploys fixture `fixture` as `id`, owned by a new developer, and returns an account session
+ * token for `email` minted by the operator on `sessionHost` (another host on the same database, or
+ * `host` itself).
+ */
+export async function deployOwnedWithSession(
+  host: TestHost,
+  id: string,
+  fixture: string,
+  email: string,
+  sessionHost: TestHost = host,
+): Promise<string> {
+  const owner = (await host.admin("/v1/developers", "POST", { name: `${id}-owner` })).json<{ id: string }>();
+  const deployed = await host.admin("/v1/deploys", "POST", {
+    id,
+    code: await fixtureCode(fixture),
+    owner: owner.id,
+  });
+  expect(deployed.status).toBe(201);
+  const session = await sessionHost.admin(`/v1/deploys/${id}/sessions`, "POST", { email });
+  return session.json<{ token: string }>().token;
 }

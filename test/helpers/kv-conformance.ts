@@ -15,153 +15,125 @@ const ALL = { gte: b(), lt: b(0xff, 0xff, 0xff) };
  */
 export function kvConformance(name: string, open: () => Promise<KvStore>): void {
   describe(`${name} conformance`, () => {
-    it("puts, reads, reads many and deletes", async () => {
-      const store = await open();
-      try {
-        await store.batch([put(text("a"), "1"), put(text("b"), '{"json":"é ✓ 𝄞"}')]);
-        expect(await store.get(text("a"))).toBe("1");
-        expect(await store.get(text("b"))).toBe('{"json":"é ✓ 𝄞"}');
-        expect(await store.get(text("c"))).toBeUndefined();
-        expect(await store.getMany([text("b"), text("c"), text("a")])).toEqual([
-          '{"json":"é ✓ 𝄞"}',
-          undefined,
-          "1",
-        ]);
-        await store.batch([del(text("a")), del(text("missing"))]);
-        expect(await store.get(text("a"))).toBeUndefined();
-        expect(await store.getMany([])).toEqual([]);
-      } finally {
-        await store.close();
-      }
-    });
-
-    it("orders keys bytewise, including 0x00 and 0xff, and walks ranges both ways", async () => {
-      const store = await open();
-      try {
-        const keys = [
-          b(0x01),
-          b(0x01, 0x00),
-          b(0x01, 0x00, 0x01),
-          b(0x01, 0x7f),
-          b(0x01, 0x80),
-          b(0x01, 0xff),
-          b(0x02),
-        ];
-        await store.batch([...keys].reverse().map((key, i) => put(key, `v${i}`)));
-        const forward = await collect(store.iterate({ gte: b(0x01), lt: b(0x02) }));
-        expect(keysOf(forward)).toEqual(["01", "0100", "010001", "017f", "0180", "01ff"]);
-        const backward = await collect(
-          store.iterate({ gte: b(0x01, 0x00), lt: b(0x01, 0xff), reverse: true }),
-        );
-        expect(keysOf(backward)).toEqual(["0180", "017f", "010001", "0100"]);
-        const limited = await collect(store.iterate({ gte: b(0x01), lt: b(0x03), limit: 3, reverse: true }));
-        expect(keysOf(limited)).toEqual(["02", "01ff", "0180"]);
-        const keysOnly = await collect(
-          store.iterate({ gte: b(0x01, 0x7f), lt: b(0x01, 0x81), values: false }),
-        );
-        expect(keysOnly.map(([key]) => key.toString("hex"))).toEqual(["017f", "0180"]);
-      } finally {
-        await store.close();
-      }
-    });
-
-    it("iterates in batches across many entries", async () => {
-      const store = await open();
-      try {
-        const many = Array.from({ length: 2500 }, (_, i) => put(b(0x05, i >> 8, i & 0xff), String(i)));
-        await store.batch(many);
-        const iterator = store.iterate({ gte: b(0x05), lt: b(0x06) });
-        const sizes: number[] = [];
-        const values: string[] = [];
-        for (;;) {
-          const entries = await iterator.next(1000);
-          if (entries.length === 0) break;
-          sizes.push(entries.length);
-          values.push(...entries.map(([, v]) => v));
+    /** A test on a freshly opened store, closed afterwards whatever happens. */
+    const storeTest = (title: string, body: (store: KvStore) => Promise<void>) =>
+      it(title, async () => {
+        const store = await open();
+        try {
+          await body(store);
+        } finally {
+          await store.close();
         }
-        await iterator.close();
-        expect(sizes).toEqual([1000, 1000, 500]);
-        expect(values).toEqual(many.map((op) => op.value));
-        const last = await store.iterate({ gte: b(0x05), lt: b(0x06), reverse: true }).next(2);
-        expect(last.map(([, v]) => v)).toEqual(["2499", "2498"]);
-      } finally {
-        await store.close();
-      }
+      });
+
+    storeTest("puts, reads, reads many and deletes", async (store) => {
+      await store.batch([put(text("a"), "1"), put(text("b"), '{"json":"é ✓ 𝄞"}')]);
+      expect(await store.get(text("a"))).toBe("1");
+      expect(await store.get(text("b"))).toBe('{"json":"é ✓ 𝄞"}');
+      expect(await store.get(text("c"))).toBeUndefined();
+      expect(await store.getMany([text("b"), text("c"), text("a")])).toEqual([
+        '{"json":"é ✓ 𝄞"}',
+        undefined,
+        "1",
+      ]);
+      await store.batch([del(text("a")), del(text("missing"))]);
+      expect(await store.get(text("a"))).toBeUndefined();
+      expect(await store.getMany([])).toEqual([]);
     });
 
-    it("applies a batch in order: a later operation on a key wins", async () => {
-      const store = await open();
-      try {
-        await store.batch([
-          put(text("k1"), "1"),
-          del(text("k1")),
-          del(text("k2")),
-          put(text("k2"), "2"),
-          put(text("k2"), "3"),
-        ]);
-        expect(await store.getMany([text("k1"), text("k2")])).toEqual([undefined, "3"]);
-      } finally {
-        await store.close();
-      }
+    storeTest("orders keys bytewise, including 0x00 and 0xff, and walks ranges both ways", async (store) => {
+      const keys = [
+        b(0x01),
+        b(0x01, 0x00),
+        b(0x01, 0x00, 0x01),
+        b(0x01, 0x7f),
+        b(0x01, 0x80),
+        b(0x01, 0xff),
+        b(0x02),
+      ];
+      await store.batch([...keys].reverse().map((key, i) => put(key, `v${i}`)));
+      const forward = await collect(store.iterate({ gte: b(0x01), lt: b(0x02) }));
+      expect(keysOf(forward)).toEqual(["01", "0100", "010001", "017f", "0180", "01ff"]);
+      const backward = await collect(store.iterate({ gte: b(0x01, 0x00), lt: b(0x01, 0xff), reverse: true }));
+      expect(keysOf(backward)).toEqual(["0180", "017f", "010001", "0100"]);
+      const limited = await collect(store.iterate({ gte: b(0x01), lt: b(0x03), limit: 3, reverse: true }));
+      expect(keysOf(limited)).toEqual(["02", "01ff", "0180"]);
+      const keysOnly = await collect(store.iterate({ gte: b(0x01, 0x7f), lt: b(0x01, 0x81), values: false }));
+      expect(keysOnly.map(([key]) => key.toString("hex"))).toEqual(["017f", "0180"]);
     });
 
-    it("gives snapshots a fixed view; a commit ends one and writes atomically", async () => {
-      const store = await open();
-      try {
-        await store.batch([put(text("s1"), "old"), put(text("s2"), "old")]);
-        const snapshot = await store.snapshot();
-        await store.batch([put(text("s1"), "new"), del(text("s2")), put(text("s3"), "new")]);
-        expect(await snapshot.get(text("s1"))).toBe("old");
-        expect(await snapshot.get(text("s3"))).toBeUndefined();
-        expect(keysOf(await collect(snapshot.iterate({ gte: text("s"), lt: text("t") })))).toEqual(
-          [text("s1"), text("s2")].map((k) => k.toString("hex")),
-        );
-        expect(keysOf(await collect(store.iterate({ gte: text("s"), lt: text("t") })))).toEqual(
-          [text("s1"), text("s3")].map((k) => k.toString("hex")),
-        );
-        await store.commit(snapshot, [put(text("s4"), "committed"), del(text("s1"))]);
-        await snapshot.close();
-        expect(await store.getMany([text("s1"), text("s4")])).toEqual([undefined, "committed"]);
-        const empty = await store.snapshot();
-        await store.commit(empty, []);
-        await empty.close();
-        const reader = await store.snapshot();
-        await reader.close();
-        await reader.close();
-      } finally {
-        await store.close();
+    storeTest("iterates in batches across many entries", async (store) => {
+      const many = Array.from({ length: 2500 }, (_, i) => put(b(0x05, i >> 8, i & 0xff), String(i)));
+      await store.batch(many);
+      const iterator = store.iterate({ gte: b(0x05), lt: b(0x06) });
+      const sizes: number[] = [];
+      const values: string[] = [];
+      for (;;) {
+        const entries = await iterator.next(1000);
+        if (entries.length === 0) break;
+        sizes.push(entries.length);
+        values.push(...entries.map(([, v]) => v));
       }
+      await iterator.close();
+      expect(sizes).toEqual([1000, 1000, 500]);
+      expect(values).toEqual(many.map((op) => op.value));
+      const last = await store.iterate({ gte: b(0x05), lt: b(0x06), reverse: true }).next(2);
+      expect(last.map(([, v]) => v)).toEqual(["2499", "2498"]);
     });
 
-    it("clears a range and nothing outside it", async () => {
-      const store = await open();
-      try {
-        await store.batch([
-          put(b(0x10), "a"),
-          put(b(0x10, 0x01), "b"),
-          put(b(0x11), "c"),
-          put(b(0x0f, 0xff), "d"),
-        ]);
-        await store.clear({ gte: b(0x10), lt: b(0x11) });
-        expect(keysOf(await collect(store.iterate(ALL)))).toEqual(["0fff", "11"]);
-      } finally {
-        await store.close();
-      }
+    storeTest("applies a batch in order: a later operation on a key wins", async (store) => {
+      await store.batch([
+        put(text("k1"), "1"),
+        del(text("k1")),
+        del(text("k2")),
+        put(text("k2"), "2"),
+        put(text("k2"), "3"),
+      ]);
+      expect(await store.getMany([text("k1"), text("k2")])).toEqual([undefined, "3"]);
     });
 
-    it("runs locked work and returns its value, releasing the lock when it throws", async () => {
-      const store = await open();
-      try {
-        expect(await store.lockAcrossProcesses("lock-a", async () => 42)).toBe(42);
-        await expect(
-          store.lockAcrossProcesses("lock-a", async () => {
-            throw new Error("inside");
-          }),
-        ).rejects.toThrow("inside");
-        expect(await store.lockAcrossProcesses("lock-a", async () => "again")).toBe("again");
-      } finally {
-        await store.close();
-      }
+    storeTest("gives snapshots a fixed view; a commit ends one and writes atomically", async (store) => {
+      await store.batch([put(text("s1"), "old"), put(text("s2"), "old")]);
+      const snapshot = await store.snapshot();
+      await store.batch([put(text("s1"), "new"), del(text("s2")), put(text("s3"), "new")]);
+      expect(await snapshot.get(text("s1"))).toBe("old");
+      expect(await snapshot.get(text("s3"))).toBeUndefined();
+      expect(keysOf(await collect(snapshot.iterate({ gte: text("s"), lt: text("t") })))).toEqual(
+        [text("s1"), text("s2")].map((k) => k.toString("hex")),
+      );
+      expect(keysOf(await collect(store.iterate({ gte: text("s"), lt: text("t") })))).toEqual(
+        [text("s1"), text("s3")].map((k) => k.toString("hex")),
+      );
+      await store.commit(snapshot, [put(text("s4"), "committed"), del(text("s1"))]);
+      await snapshot.close();
+      expect(await store.getMany([text("s1"), text("s4")])).toEqual([undefined, "committed"]);
+      const empty = await store.snapshot();
+      await store.commit(empty, []);
+      await empty.close();
+      const reader = await store.snapshot();
+      await reader.close();
+      await reader.close();
+    });
+
+    storeTest("clears a range and nothing outside it", async (store) => {
+      await store.batch([
+        put(b(0x10), "a"),
+        put(b(0x10, 0x01), "b"),
+        put(b(0x11), "c"),
+        put(b(0x0f, 0xff), "d"),
+      ]);
+      await store.clear({ gte: b(0x10), lt: b(0x11) });
+      expect(keysOf(await collect(store.iterate(ALL)))).toEqual(["0fff", "11"]);
+    });
+
+    storeTest("runs locked work and returns its value, releasing the lock when it throws", async (store) => {
+      expect(await store.lockAcrossProcesses("lock-a", async () => 42)).toBe(42);
+      await expect(
+        store.lockAcrossProcesses("lock-a", async () => {
+          throw new Error("inside");
+        }),
+      ).rejects.toThrow("inside");
+      expect(await store.lockAcrossProcesses("lock-a", async () => "again")).toBe("again");
     });
   });
 }
