@@ -7,15 +7,16 @@
  * - threaded (the isolate runs on its own thread): `__platform_bridge`, a `Reference.apply` with a
  *   promise result, JSON strings both ways;
  * - inline (the host entered the isolate synchronously on its main thread): the call is posted to
- *   the host synchronously and the promise is settled when the host enters again through
- *   {@link resumeInline}. No thread hand-off on either side.
+ *   the host synchronously. A call the host can answer at once (a point read, a log line) gets its
+ *   answer as the post's result; otherwise the promise is settled when the host enters again
+ *   through {@link resumeInline}. No thread hand-off on either side.
  */
 import type { SyscallArgs, SyscallOp, SyscallResponse } from "../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../sdk/values/index.js";
 import { type ExecutionState, resumeExecution } from "./determinism.js";
 
 type RawBridge = (json: string) => Promise<string>;
-type InlinePost = (requestId: number, callId: number, json: string) => void;
+type InlinePost = (requestId: number, callId: number, json: string) => string | undefined;
 type InlineDone = (requestId: number, responseJson: string) => void;
 
 const global = globalThis as Record<string, unknown>;
@@ -30,12 +31,12 @@ delete global.__platform_inline_done;
 const waiting = new Map<number, (responseJson: string) => void>();
 let nextCallId = 1;
 
-function inlineCall(requestId: number, json: string): Promise<string> {
+function inlineCall(requestId: number, json: string): string | Promise<string> {
   if (!post) throw new PlatformError("internal", "The platform bridge is missing.");
   const callId = nextCallId++;
-  const answer = new Promise<string>((resolve) => waiting.set(callId, resolve));
-  post(requestId, callId, json);
-  return answer;
+  const answer = post(requestId, callId, json);
+  if (typeof answer === "string") return answer;
+  return new Promise<string>((resolve) => waiting.set(callId, resolve));
 }
 
 /** The host's answer to inline call `callId` (the host enters the isolate to deliver it). */

@@ -41,7 +41,7 @@ function makeRow(i: number) {
   };
 }
 
-async function timeIt(label: string, iterations: number, work: () => Promise<unknown>): Promise<number> {
+async function timeIt(label: string, iterations: number, work: () => unknown): Promise<number> {
   for (let i = 0; i < Math.min(iterations, 50); i++) await work();
   const samples: number[] = [];
   for (let round = 0; round < 5; round++) {

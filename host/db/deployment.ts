@@ -4,6 +4,7 @@ import type { CursorCodec } from "./cursor.js";
 import type { HostMessage } from "./host-message.js";
 import { metaKey } from "./keys.js";
 import type { KvStore } from "./kv/index.js";
+import type { MaybePromise } from "./maybe-sync.js";
 import {
   type MigrationProgress,
   type MigrationReport,
@@ -163,7 +164,7 @@ export class DeploymentDatabase implements TransactionHost {
 
   /** Runs a read-only handler on one snapshot. Never waits for writers. */
   async query<T>(
-    work: (tx: Transaction) => Promise<T>,
+    work: (tx: Transaction) => MaybePromise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
@@ -185,7 +186,7 @@ export class DeploymentDatabase implements TransactionHost {
    * commit, and commits its writes as one batch. A throw (budget errors included) writes nothing.
    */
   async mutate<T>(
-    work: (tx: Transaction) => Promise<T>,
+    work: (tx: Transaction) => MaybePromise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;

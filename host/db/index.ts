@@ -12,6 +12,7 @@ export {
 } from "./deployment.js";
 export type { HostMessage } from "./host-message.js";
 export { ClassicKv, collect, type KvStore, PostgresKv } from "./kv/index.js";
+export { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";

@@ -113,4 +113,27 @@ describe("transactions", () => {
     expect(rows.map((r) => r.id)).toEqual([a, b]);
     expect(rows[1]!.createdAt).toBeGreaterThan(rows[0]!.createdAt);
   });
+
+  it("answers point reads and writes synchronously on classic-level, and failures as rejections", async () => {
+    const { value: id } = await deployment.mutate((tx) => tx.insert("notes", { text: "a", tag: "x" }));
+    await deployment.mutate((tx) => {
+      const inserted = tx.insert("notes", { text: "b", tag: "y" });
+      expect(typeof inserted).toBe("string");
+      const row = tx.get("notes", id);
+      expect(typeof row).toBe("string");
+      // Own writes are read back synchronously too.
+      expect(JSON.parse(tx.get("notes", inserted as string) as string)).toMatchObject({ text: "b" });
+      expect(tx.update("notes", id, { text: "changed" })).toBeUndefined();
+      const failed = tx.get("nope", id);
+      expect(failed).toBeInstanceOf(Promise);
+      const missing = tx.delete("notes", "AAAAAAAAAAAAAAAAAAAAAA");
+      expect(missing).toBeInstanceOf(Promise);
+      return Promise.all([
+        expect(failed).rejects.toMatchObject({ code: "bad_request", message: 'Unknown table "nope".' }),
+        expect(missing).rejects.toMatchObject({ code: "not_found" }),
+      ]);
+    });
+    const rows = (await t.read((d) => d.notes.collect())).value;
+    expect(rows.map((r) => r.text)).toEqual(["changed", "b"]);
+  });
 });

@@ -7,6 +7,7 @@ import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
 import { rowKey } from "./keys.js";
 import type { KvSnapshot, KvStore } from "./kv/index.js";
+import { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 import { WriteOverlay } from "./overlay.js";
 import { compileRange, type KeyRange } from "./range.js";
 import { emptyReadSet, type ReadSet } from "./read-write-sets.js";
@@ -149,30 +150,35 @@ export class Transaction {
    * Reads a stored row (own writes included) without touching budgets. On classic-level the point
    * read is answered synchronously from the snapshot (`getSync`): LevelDB serves it from its block
    * cache or the page cache in microseconds, and skipping the thread-pool round trip of `get()` more
-   * than doubles get-by-id throughput (bench/isolates). Scans stay asynchronous.
+   * than doubles get-by-id throughput (bench/isolates). The answer stays synchronous all the way up
+   * (see maybe-sync.ts), so an inline handler's read is answered inside its entry. Scans stay
+   * asynchronous.
    */
-  private async readRow(table: CompiledTable, id: string): Promise<string | null> {
+  private readRow(table: CompiledTable, id: string): MaybePromise<string | null> {
     const key = rowKey(this.host.id, table.name, id);
     const pending = this.overlay.get(key);
     if (pending !== undefined) return pending;
-    return (await this.snapshot.get(key)) ?? null;
+    return andThen(this.snapshot.get(key), (json) => json ?? null);
   }
 
-  /** `ctx.db.<table>.get(id)`: the row JSON or null; one row read. */
-  async get(tableName: string, id: string): Promise<string | null> {
-    this.requireOpen();
-    const table = this.table(tableName);
-    if (!isRowIdShape(id)) {
-      if (typeof id !== "string")
-        throw new PlatformError("bad_request", `get() on ${table.name} needs an id string.`);
-      return null;
-    }
-    this.readSet.keys.push(rowKey(this.host.id, table.name, id));
-    const json = await this.readRow(table, id);
-    if (json === null) return null;
-    this.budget.read(Buffer.byteLength(json));
-    this.budget.returned(1);
-    return materializeJson(table, json);
+  /** `ctx.db.<table>.get(id)`: the row JSON or null; one row read. Never throws synchronously. */
+  get(tableName: string, id: string): MaybePromise<string | null> {
+    return attempt(() => {
+      this.requireOpen();
+      const table = this.table(tableName);
+      if (!isRowIdShape(id)) {
+        if (typeof id !== "string")
+          throw new PlatformError("bad_request", `get() on ${table.name} needs an id string.`);
+        return null;
+      }
+      this.readSet.keys.push(rowKey(this.host.id, table.name, id));
+      return andThen(this.readRow(table, id), (json) => {
+        if (json === null) return null;
+        this.budget.read(Buffer.byteLength(json));
+        this.budget.returned(1);
+        return materializeJson(table, json);
+      });
+    });
   }
 
   /** Runs a query terminal under the handler's budgets. */
@@ -344,15 +350,24 @@ export class Transaction {
     return table.lateDefaults.length === 0 ? rows : rows.map((json) => materializeJson(table, json));
   }
 
-  private async checkReferences(refs: Array<[string, string, string]>, tableName: string): Promise<void> {
-    for (const [field, target, id] of refs) {
-      const targetTable = this.table(target);
-      if ((await this.readRow(targetTable, id)) === null) {
-        throw new PlatformError(
-          "bad_request",
-          `Invalid value for ${tableName}.${field}: no row ${id} in table ${target}.`,
-        );
-      }
+  /** Checks that every referenced row exists (synchronously while the reads are). */
+  private checkReferences(
+    refs: Array<[string, string, string]>,
+    tableName: string,
+    from = 0,
+  ): MaybePromise<void> {
+    for (let i = from; i < refs.length; i++) {
+      const [field, target, id] = refs[i] as [string, string, string];
+      const found = this.readRow(this.table(target), id);
+      const check = (json: string | null) => {
+        if (json === null)
+          throw new PlatformError(
+            "bad_request",
+            `Invalid value for ${tableName}.${field}: no row ${id} in table ${target}.`,
+          );
+      };
+      if (isPending(found)) return found.then(check).then(() => this.checkReferences(refs, tableName, i + 1));
+      check(found);
     }
   }
 
@@ -370,44 +385,55 @@ export class Transaction {
   }
 
   /** `insert(row)`: validates, fills defaults, assigns `id` and `createdAt`; returns the id. */
-  async insert(tableName: string, input: unknown): Promise<string> {
-    this.requireWrite();
-    const table = this.table(tableName);
-    const fields = buildInsertFields(table, input);
-    await this.checkReferences(changedIdFields(table, fields), table.name);
-    const id = newRowId();
-    const row = { id, createdAt: this.host.nextCreatedAt(this.now), ...fields } as StoredRow;
-    this.inserted = true;
-    this.writeRow(table, row, null);
-    return id;
+  insert(tableName: string, input: unknown): MaybePromise<string> {
+    return attempt(() => {
+      this.requireWrite();
+      const table = this.table(tableName);
+      const fields = buildInsertFields(table, input);
+      return andThen(this.checkReferences(changedIdFields(table, fields), table.name), () => {
+        const id = newRowId();
+        const row = { id, createdAt: this.host.nextCreatedAt(this.now), ...fields } as StoredRow;
+        this.inserted = true;
+        this.writeRow(table, row, null);
+        return id;
+      });
+    });
   }
 
-  private async existing(table: CompiledTable, id: string, verb: string): Promise<StoredRow> {
-    const json = isRowIdShape(id) ? await this.readRow(table, id) : null;
-    if (json === null)
-      throw new PlatformError("not_found", `Cannot ${verb}: no row ${String(id)} in table ${table.name}.`);
-    // A legacy deployment keeps rows as stored; v1 reads them (and so writes them back) in v1 form.
-    return this.host.legacy ? (JSON.parse(json) as StoredRow) : parseStoredRow(json);
+  private existing(table: CompiledTable, id: string, verb: string): MaybePromise<StoredRow> {
+    return andThen(isRowIdShape(id) ? this.readRow(table, id) : null, (json) => {
+      if (json === null)
+        throw new PlatformError("not_found", `Cannot ${verb}: no row ${String(id)} in table ${table.name}.`);
+      // A legacy deployment keeps rows as stored; v1 reads them (and so writes them back) in v1 form.
+      return this.host.legacy ? (JSON.parse(json) as StoredRow) : parseStoredRow(json);
+    });
   }
 
   /** `update(id, patch)`: changes fields; `null` clears an optional field. */
-  async update(tableName: string, id: string, patch: unknown): Promise<void> {
-    this.requireWrite();
-    const table = this.table(tableName);
-    const before = await this.existing(table, id, "update");
-    const after = applyPatch(table, before, patch);
-    await this.checkReferences(changedIdFields(table, after, before), table.name);
-    this.writeRow(table, after, before);
+  update(tableName: string, id: string, patch: unknown): MaybePromise<void> {
+    return attempt(() => {
+      this.requireWrite();
+      const table = this.table(tableName);
+      return andThen(this.existing(table, id, "update"), (before) => {
+        const after = applyPatch(table, before, patch);
+        return andThen(this.checkReferences(changedIdFields(table, after, before), table.name), () =>
+          this.writeRow(table, after, before),
+        );
+      });
+    });
   }
 
   /** `delete(id)`: removes the row and its index entries. */
-  async delete(tableName: string, id: string): Promise<void> {
-    this.requireWrite();
-    const table = this.table(tableName);
-    const before = await this.existing(table, id, "delete");
-    this.overlay.set(rowKey(this.host.id, table.name, id), null);
-    for (const key of indexEntryKeys(table, before)) this.overlay.set(key, null);
-    this.budget.usage.writes++;
+  delete(tableName: string, id: string): MaybePromise<void> {
+    return attempt(() => {
+      this.requireWrite();
+      const table = this.table(tableName);
+      return andThen(this.existing(table, id, "delete"), (before) => {
+        this.overlay.set(rowKey(this.host.id, table.name, id), null);
+        for (const key of indexEntryKeys(table, before)) this.overlay.set(key, null);
+        this.budget.usage.writes++;
+      });
+    });
   }
 
   /**

@@ -8,7 +8,13 @@ import {
   LIMITS,
 } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { DEFAULT_INLINE_POLICY, InlineAbandoned, type InlinePolicy } from "./inline-policy.js";
+import { isPending } from "../db/index.js";
+import {
+  DEFAULT_INLINE_POLICY,
+  InlineAbandoned,
+  type InlinePolicy,
+  nextCooldownMs,
+} from "./inline-policy.js";
 import { inlineEntryClosed, inlineEntryOpened } from "./inline-watchdog.js";
 import { RawJson } from "./raw-json.js";
 import { loadRuntimeScript } from "./runtime-script.js";
@@ -32,8 +38,12 @@ export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
 /** A handler's answer with the CPU time it was charged. */
 export type MeteredResponse = DispatchResponse & { cpuMs: number };
 
-/** Serves one syscall of the running handler; throws {@link PlatformError} to fail it. */
-export type SyscallHandler = (op: string, args: unknown) => Promise<unknown>;
+/**
+ * Serves one syscall of the running handler; throws (or rejects) with {@link PlatformError} to fail
+ * it. It answers with a value when it can at once (a point read from the snapshot, a log line), or
+ * with a promise: an inline handler's ready answer goes back inside the same entry into its isolate.
+ */
+export type SyscallHandler = (op: string, args: unknown) => unknown;
 
 interface RunningExecution {
   onSyscall: SyscallHandler;
@@ -124,6 +134,8 @@ export class CapsuleIsolate {
   private threadedInFlight = 0;
   /** No inline runs before this time (ms since epoch): the deployment was demoted. */
   private inlineAfter = 0;
+  /** The last demotion's cool-down (ms), which the next one doubles if it comes soon. */
+  private lastCooldownMs = 0;
   /** Inline CPU used in the current share window, and when that window started. */
   private windowCpuNs = 0n;
   private windowStart = 0;
@@ -152,7 +164,7 @@ export class CapsuleIsolate {
       const context = await isolate.createContext();
       let self: CapsuleIsolate | undefined;
       const bridge = new ivm.Reference(async (json: string) =>
-        encodeSyscallResult(await self!.serveSyscall(json, false)),
+        encodeSyscallResult(await self!.serveThreadedCall(json)),
       );
       const post = new ivm.Reference((requestId: unknown, callId: unknown, json: unknown) =>
         self?.receiveInlineCall(requestId, callId, json),
@@ -162,7 +174,7 @@ export class CapsuleIsolate {
       );
       await context.evalClosure(
         `globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });
-        globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { arguments: { copy: true } });
+        globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { arguments: { copy: true }, result: { copy: true } });
         globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire], { arguments: { copy: true } });`,
         [bridge, post, done],
       );
@@ -226,25 +238,38 @@ export class CapsuleIsolate {
   }
 
   /**
-   * Serves one platform call. Threaded calls mark CPU boundaries (the isolate waits from here until
-   * the answer); inline calls do not (the host's entry into the isolate is the boundary). A call
-   * must name a running execution of its own transport.
+   * Reads a platform call and finds the execution that made it, which must be running on the
+   * call's own transport (`inline` or threaded). `atBoundary` runs once the call is read, before
+   * it is checked.
    */
-  private async serveSyscall(json: unknown, inline: boolean): Promise<SyscallResult> {
+  private callOf(
+    json: unknown,
+    inline: boolean,
+    atBoundary: () => void,
+  ): { requestId: number; op: string; args: unknown; execution: RunningExecution } {
+    if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
+      throw new PlatformError("bad_request", "A database call was too large.");
+    }
+    const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
+    const execution = typeof call.requestId === "number" ? this.running.get(call.requestId) : undefined;
+    atBoundary();
+    if (!execution || (execution.finish !== undefined) !== inline)
+      throw new PlatformError("forbidden", "This call does not belong to a running handler.");
+    if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
+    return { requestId: call.requestId as number, op: call.op, args: call.args, execution };
+  }
+
+  /**
+   * Serves one platform call from the isolate's own thread. It marks CPU boundaries: the isolate
+   * waits from here until the answer.
+   */
+  private async serveThreadedCall(json: unknown): Promise<SyscallResult> {
     try {
-      if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
-        throw new PlatformError("bad_request", "A database call was too large.");
-      }
-      const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
-      const execution = typeof call.requestId === "number" ? this.running.get(call.requestId) : undefined;
-      if (!inline) this.boundary(null);
-      if (!execution || (execution.finish !== undefined) !== inline)
-        throw new PlatformError("forbidden", "This call does not belong to a running handler.");
-      if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
+      const call = this.callOf(json, false, () => this.boundary(null));
       try {
-        return { ok: true, value: await execution.onSyscall(call.op, call.args) };
+        return { ok: true, value: await call.execution.onSyscall(call.op, call.args) };
       } finally {
-        if (!inline) this.boundary(call.requestId as number);
+        this.boundary(call.requestId);
       }
     } catch (error) {
       return { ok: false, error: wireError(error) };
@@ -252,19 +277,41 @@ export class CapsuleIsolate {
   }
 
   /**
-   * An inline execution's platform call, posted synchronously from inside the isolate. It is served
-   * once the host's stack unwinds (never from inside the isolate) and answered by entering again.
+   * Serves one inline platform call: its answer when ready at once, else a promise of it. No CPU
+   * boundaries: the host's entry into the isolate is the boundary.
    */
-  private receiveInlineCall(requestId: unknown, callId: unknown, json: unknown): void {
-    if (typeof requestId !== "number" || typeof callId !== "number") return;
-    queueMicrotask(() => {
-      void this.serveSyscall(json, true).then((result) => {
-        const answer = encodeSyscallResult(result);
-        if (this.running.get(requestId)?.finish)
-          this.enterInline(requestId, this.resumeInlineRef, [callId, answer]);
-        else this.answerStaleCall(callId, answer);
-      });
+  private serveInlineCall(json: unknown): SyscallResult | Promise<SyscallResult> {
+    try {
+      const call = this.callOf(json, true, () => {});
+      const value = call.execution.onSyscall(call.op, call.args);
+      if (!isPending(value)) return { ok: true, value };
+      return value.then(
+        (ready): SyscallResult => ({ ok: true, value: ready }),
+        (error): SyscallResult => ({ ok: false, error: wireError(error) }),
+      );
+    } catch (error) {
+      return { ok: false, error: wireError(error) };
+    }
+  }
+
+  /**
+   * An inline execution's platform call, posted synchronously from inside the isolate. A call the
+   * host can answer at once (a point read from the snapshot, a log line) is answered right here, as
+   * the result of the post: the handler goes on in the same entry. Otherwise the answer comes once
+   * the host's stack has unwound, by entering again (the host never enters the isolate from inside
+   * it), and the post returns nothing.
+   */
+  private receiveInlineCall(requestId: unknown, callId: unknown, json: unknown): string | undefined {
+    if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
+    const result = this.serveInlineCall(json);
+    if (!isPending(result)) return encodeSyscallResult(result);
+    void result.then((settled) => {
+      const answer = encodeSyscallResult(settled);
+      if (this.running.get(requestId)?.finish)
+        this.enterInline(requestId, this.resumeInlineRef, [callId, answer]);
+      else this.answerStaleCall(callId, answer);
     });
+    return undefined;
   }
 
   /**
@@ -355,7 +402,11 @@ export class CapsuleIsolate {
 
   /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
   private demote(): void {
-    this.inlineAfter = Date.now() + this.inline.cooldownMs;
+    const now = Date.now();
+    const last =
+      this.lastCooldownMs > 0 ? { endedAt: this.inlineAfter, cooldownMs: this.lastCooldownMs } : null;
+    this.lastCooldownMs = nextCooldownMs(this.inline, last, now);
+    this.inlineAfter = now + this.lastCooldownMs;
     this.windowCpuNs = 0n;
     this.abandonInline(new InlineAbandoned());
   }

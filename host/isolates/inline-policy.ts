@@ -11,29 +11,57 @@ import { PlatformError } from "../../sdk/values/index.js";
  * a short CPU slice, and a deployment gets a share of the main thread per window. A deployment that
  * overruns either is demoted to its own thread for a cool-down; its inline executions in flight
  * are abandoned and run again there, which is safe because handlers are deterministic and nothing
- * is committed before a handler finishes.
+ * is committed before a handler finishes. The cool-down is short the first time (a light
+ * deployment can overrun once, say in a major GC of its heap) and doubles for a deployment
+ * demoted again soon after, so a handler that keeps looping costs the main thread one slice per
+ * ever longer cool-down.
  */
 export interface InlinePolicy {
   /** False: every handler runs on the isolate's own thread. */
   enabled: boolean;
-  /** CPU one inline entry may use (ms) before it is stopped and the deployment demoted. */
+  /**
+   * Time one inline entry may take (ms) before it is stopped and, if it used at least half of it
+   * in CPU, the deployment is demoted. Room for a major GC of a small heap (several ms).
+   */
   sliceMs: number;
   /** Inline CPU (ms) a deployment may use per window before it is demoted. */
   shareMs: number;
   /** Length of that window (ms). */
   windowMs: number;
-  /** How long (ms) a demoted deployment runs on its own thread before trying inline again. */
+  /** How long (ms) a demoted deployment first runs on its own thread before trying inline again. */
   cooldownMs: number;
+  /**
+   * The longest cool-down (ms). A deployment demoted again within this long after its last
+   * cool-down ended gets twice that cool-down, up to this.
+   */
+  maxCooldownMs: number;
 }
 
-/** Defaults: 8 ms slices, at most half of the main thread per deployment, 5 s cool-down. */
+/**
+ * Defaults: 20 ms slices, at most half of the main thread per deployment, cool-downs from 1 s
+ * doubling up to 1 min.
+ */
 export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   enabled: true,
-  sliceMs: 8,
+  sliceMs: 20,
   shareMs: 500,
   windowMs: 1000,
-  cooldownMs: 5000,
+  cooldownMs: 1000,
+  maxCooldownMs: 60_000,
 };
+
+/**
+ * The cool-down of a demotion at `now`: the first one, or twice the last one (capped) when the
+ * deployment is demoted again within {@link InlinePolicy.maxCooldownMs} after that one ended.
+ */
+export function nextCooldownMs(
+  policy: InlinePolicy,
+  last: { endedAt: number; cooldownMs: number } | null,
+  now: number,
+): number {
+  if (!last || now - last.endedAt >= policy.maxCooldownMs) return policy.cooldownMs;
+  return Math.min(policy.maxCooldownMs, Math.max(policy.cooldownMs, last.cooldownMs * 2));
+}
 
 /**
  * Thrown for an inline execution the isolate abandoned (its deployment was demoted). The caller

@@ -1,7 +1,7 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { SYSCALL } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { Transaction } from "../db/index.js";
+import { andThen, type QueryOutcome, type Transaction } from "../db/index.js";
 import type { SyscallHandler } from "./capsule-isolate.js";
 import { RawJson } from "./raw-json.js";
 
@@ -24,43 +24,36 @@ function object(value: unknown, what: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** Rows read from the store go back as raw JSON; `null` when there is no such row. */
+function rawRow(json: string | null): RawJson {
+  return new RawJson(json ?? "null");
+}
+
 /**
  * The host end of the bridge for one handler execution: every op is checked here, whatever the
- * isolate sent, and answered from the handler's own transaction. Rows go back as raw JSON.
+ * isolate sent, and answered from the handler's own transaction. Rows go back as raw JSON. Point
+ * reads, point writes and log lines answer synchronously when the store does (see
+ * {@link SyscallHandler}); scans always answer with a promise.
  */
 export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntry) => void): SyscallHandler {
-  return async (op, rawArgs) => {
+  return (op, rawArgs) => {
     const args = object(rawArgs, "arguments");
     switch (op) {
       case SYSCALL.dbGet:
-        return new RawJson((await tx.get(text(args.table, "table"), text(args.id, "id"))) ?? "null");
-      case SYSCALL.dbQuery: {
-        const outcome = await tx.query(
-          object(args.spec, "query") as unknown as QuerySpec,
-          object(args.terminal, "terminal") as unknown as QueryTerminal,
-        );
-        switch (outcome.kind) {
-          case "rows":
-            return new RawJson(`[${outcome.rows.join(",")}]`);
-          case "row":
-            return new RawJson(outcome.row ?? "null");
-          case "count":
-            return outcome.count;
-          case "page":
-            return new RawJson(
-              `{"page":[${outcome.page.join(",")}],"isDone":${outcome.isDone},"continueCursor":${JSON.stringify(outcome.continueCursor)}}`,
-            );
-        }
-        throw new PlatformError("internal", "Unknown query outcome.");
-      }
+        return andThen(tx.get(text(args.table, "table"), text(args.id, "id")), rawRow);
+      case SYSCALL.dbQuery:
+        return tx
+          .query(
+            object(args.spec, "query") as unknown as QuerySpec,
+            object(args.terminal, "terminal") as unknown as QueryTerminal,
+          )
+          .then(encodeOutcome);
       case SYSCALL.dbInsert:
         return tx.insert(text(args.table, "table"), args.row);
       case SYSCALL.dbUpdate:
-        await tx.update(text(args.table, "table"), text(args.id, "id"), args.patch);
-        return null;
+        return andThen(tx.update(text(args.table, "table"), text(args.id, "id"), args.patch), () => null);
       case SYSCALL.dbDelete:
-        await tx.delete(text(args.table, "table"), text(args.id, "id"));
-        return null;
+        return andThen(tx.delete(text(args.table, "table"), text(args.id, "id")), () => null);
       case SYSCALL.log: {
         const level = args.level === "warn" || args.level === "error" ? args.level : "info";
         const entry: HandlerLogEntry = { level, message: String(args.message).slice(0, 4096) };
@@ -73,4 +66,19 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
         throw new PlatformError("bad_request", `Unknown platform call ${JSON.stringify(op)}.`);
     }
   };
+}
+
+function encodeOutcome(outcome: QueryOutcome): unknown {
+  switch (outcome.kind) {
+    case "rows":
+      return new RawJson(`[${outcome.rows.join(",")}]`);
+    case "row":
+      return rawRow(outcome.row);
+    case "count":
+      return outcome.count;
+    case "page":
+      return new RawJson(
+        `{"page":[${outcome.page.join(",")}],"isDone":${outcome.isDone},"continueCursor":${JSON.stringify(outcome.continueCursor)}}`,
+      );
+  }
 }

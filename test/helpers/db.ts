@@ -45,9 +45,9 @@ export function transactionExecutor(tx: Transaction): DatabaseExecutor {
       return row === null ? null : JSON.parse(row);
     },
     query: async (spec, terminal) => unwrap(await tx.query(spec, terminal)),
-    insert: (table, row) => tx.insert(table, row),
-    update: (table, id, patch) => tx.update(table, id, patch),
-    delete: (table, id) => tx.delete(table, id),
+    insert: async (table, row) => tx.insert(table, row),
+    update: async (table, id, patch) => tx.update(table, id, patch),
+    delete: async (table, id) => tx.delete(table, id),
   };
 }
 
