@@ -10,8 +10,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
-import { Database } from "../../host/db/index.js";
-import type { SchemaSpec } from "../../sdk/values/index.js";
+import { Database } from "../../dist/host/db/index.js";
+import type { SchemaSpec } from "../../dist/sdk/values/index.js";
 
 const SCHEMA: SchemaSpec = {
   tables: {

@@ -7,7 +7,7 @@
 import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
-import { localhostLookup } from "../../sdk/client/node-transport.js";
+import { localhostLookup } from "../../dist/sdk/client/node-transport.js";
 import { percentile } from "../lib/percentile.js";
 
 interface Config {

@@ -10,8 +10,8 @@ import Router from "@koa/router";
 import Database from "better-sqlite3";
 import { ClassicLevel } from "classic-level";
 import Koa from "koa";
-import { readJsonText } from "../../host/http/body.js";
-import { listen, type RunningServer } from "../../host/http/index.js";
+import { readJsonText } from "../../dist/host/http/body.js";
+import { listen, type RunningServer } from "../../dist/host/http/index.js";
 
 /** The rows both peers start with: the platform's seeded ids, so every server answers alike. */
 export interface SeedRow {
