@@ -51,27 +51,34 @@ export function finishInline(requestId: number, responseJson: string): void {
   done?.(requestId, responseJson);
 }
 
-/** `ctx.log` calls in flight, by request id: a handler's answer waits for them (see dispatch). */
-const logCalls = new Map<number, Promise<unknown>[]>();
+/**
+ * `ctx.log` calls in flight, by request id: a handler's answer waits for them (see dispatch). A
+ * request is open from its start (no calls yet: `undefined`) until it answers.
+ */
+const logCalls = new Map<number, Promise<unknown>[] | undefined>();
 
 /** Starts tracking request `requestId`'s log calls. */
 export function openLogCalls(requestId: number): void {
-  logCalls.set(requestId, []);
+  logCalls.set(requestId, undefined);
 }
 
 /** Records a log call of request `requestId` (ignored once the request has answered). */
 export function trackLogCall(requestId: number, call: Promise<unknown>): void {
-  logCalls.get(requestId)?.push(call);
+  if (!logCalls.has(requestId)) return;
+  const calls = logCalls.get(requestId);
+  if (calls) calls.push(call);
+  else logCalls.set(requestId, [call]);
 }
 
 /**
- * Waits until the host has every log line of request `requestId`, so its lines are recorded before
- * its result on both transports, and a run that is abandoned and run again logs nothing.
+ * Closes request `requestId`'s log calls; a promise when some are still in flight, so its lines
+ * are recorded before its result on both transports, and a run that is abandoned and run again
+ * logs nothing.
  */
-export async function settleLogCalls(requestId: number): Promise<void> {
+export function settleLogCalls(requestId: number): Promise<unknown> | undefined {
   const calls = logCalls.get(requestId);
   logCalls.delete(requestId);
-  if (calls?.length) await Promise.all(calls);
+  return calls ? Promise.all(calls) : undefined;
 }
 
 /**

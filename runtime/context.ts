@@ -75,12 +75,50 @@ function logger(requestId: number, execution: ExecutionState) {
   return Object.freeze({ info: write("info"), warn: write("warn"), error: write("error") });
 }
 
+/**
+ * The `ctx` of one execution: `db`, `auth`, `env` and `log`, each built on first use (most handlers
+ * touch one or two of them, and every request builds a `ctx`). Frozen; its state lives in private
+ * fields, which user code cannot reach, and the class cannot be reached through `ctx.constructor`
+ * to build a `ctx` for another execution.
+ */
+class HandlerContext {
+  readonly #info: ExecutionInfo;
+  #db: unknown;
+  #auth: unknown;
+  #env: unknown;
+  #log: unknown;
+
+  constructor(info: ExecutionInfo) {
+    this.#info = info;
+    Object.freeze(this);
+  }
+
+  get db(): unknown {
+    this.#db ??=
+      this.#info.db ??
+      createDatabaseApi(this.#info.tables, databaseExecutor(this.#info.requestId, this.#info.execution));
+    return this.#db;
+  }
+
+  get auth(): unknown {
+    this.#auth ??= auth(this.#info.identity);
+    return this.#auth;
+  }
+
+  get env(): unknown {
+    this.#env ??= Object.freeze({ ...this.#info.env });
+    return this.#env;
+  }
+
+  get log(): unknown {
+    this.#log ??= logger(this.#info.requestId, this.#info.execution);
+    return this.#log;
+  }
+}
+Object.defineProperty(HandlerContext.prototype, "constructor", { value: undefined });
+Object.freeze(HandlerContext.prototype);
+
 /** The `ctx` for one execution: db, auth, env, log. */
 export function createContext(info: ExecutionInfo): Readonly<Record<"db" | "auth" | "env" | "log", unknown>> {
-  return Object.freeze({
-    db: info.db ?? createDatabaseApi(info.tables, databaseExecutor(info.requestId, info.execution)),
-    auth: auth(info.identity),
-    env: Object.freeze({ ...info.env }),
-    log: logger(info.requestId, info.execution),
-  });
+  return new HandlerContext(info) as unknown as Readonly<Record<"db" | "auth" | "env" | "log", unknown>>;
 }

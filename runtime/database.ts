@@ -113,12 +113,19 @@ class TableApi extends QueryBuilder {
   }
 }
 
+/**
+ * The prototype of every `ctx.db`: empty, frozen, and without `Object.prototype`, so a table name
+ * like `constructor` or a typo never finds an inherited member. (An object created with a null
+ * prototype would be a slow dictionary object; one inheriting from this stays a fast object.)
+ */
+const NO_MEMBERS: object = Object.freeze(Object.create(null));
+
 /** Builds `ctx.db` for the given table names; reads are checked again on the host. */
 export function createDatabaseApi(
   tables: readonly string[],
   executor: DatabaseExecutor,
 ): Record<string, TableApi> {
-  const db: Record<string, TableApi> = Object.create(null);
+  const db = Object.create(NO_MEMBERS) as Record<string, TableApi>;
   for (const table of tables) db[table] = new TableApi(executor, table);
   return Object.freeze(db);
 }

@@ -26,6 +26,8 @@ interface LoadedCapsule {
 }
 
 let loaded: LoadedCapsule | undefined;
+/** The loaded capsule's table names, listed once. */
+let tableNames: readonly string[] = [];
 
 function capsule(): LoadedCapsule {
   if (loaded) return loaded;
@@ -40,6 +42,7 @@ function capsule(): LoadedCapsule {
     );
   }
   loaded = candidate;
+  tableNames = Object.freeze(Object.keys(candidate.declaration.schema.tables));
   return candidate;
 }
 
@@ -138,7 +141,7 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
   const ctx = createContext({
     requestId: request.requestId,
     execution,
-    tables: Object.keys(app.declaration.schema.tables),
+    tables: tableNames,
     identity: request.identity,
     env: request.env,
   });
@@ -174,20 +177,27 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
 }
 
 /**
- * Runs one dispatch request; never throws (errors become `{ ok: false }`). `inline`: the host
- * entered synchronously on its main thread, so platform calls use the inline transport.
+ * Runs one dispatch request as execution `requestId` (the host numbers executions; a declaration
+ * has none); never throws (errors become `{ ok: false }`). `inline`: the host entered synchronously
+ * on its main thread, so platform calls use the inline transport.
  */
-export async function dispatch(requestJson: string, inline = false): Promise<string> {
+export async function dispatch(
+  requestId: number | null,
+  requestJson: string,
+  inline = false,
+): Promise<string> {
   let response: DispatchResponse;
-  let requestId: number | undefined;
+  if (requestId !== null) openLogCalls(requestId);
   try {
     const request = JSON.parse(requestJson) as DispatchRequest;
-    requestId = "requestId" in request ? request.requestId : undefined;
-    if (requestId !== undefined) openLogCalls(requestId);
+    if (requestId !== null && "requestId" in request) request.requestId = requestId;
     response = { ok: true, valueJson: await run(request, inline) };
   } catch (error) {
     response = { ok: false, error: toError(error) };
   }
-  if (requestId !== undefined) await settleLogCalls(requestId);
+  if (requestId !== null) {
+    const logging = settleLogCalls(requestId);
+    if (logging) await logging;
+  }
   return encodeDispatchResponse(response);
 }

@@ -13,8 +13,9 @@ import { lockDownCodeGeneration } from "./lockdown.js";
 lockDownCodeGeneration();
 installDeterminism();
 const global = globalThis as Record<string, unknown>;
-global.__platform_dispatch = dispatch;
+global.__platform_dispatch = (requestId: number | null, requestJson: string): Promise<string> =>
+  dispatch(requestId, requestJson, false);
 global.__platform_dispatch_inline = (requestId: number, requestJson: string): void => {
-  void dispatch(requestJson, true).then((responseJson) => finishInline(requestId, responseJson));
+  void dispatch(requestId, requestJson, true).then((responseJson) => finishInline(requestId, responseJson));
 };
 global.__platform_resume_inline = resumeInline;

@@ -248,6 +248,35 @@ for (const inline of [true, false]) {
         expect((await error(id, "query", "q", { stash: true })).value).toBe("stashed");
         expect((await error(id, "query", "q", {})).value).toBe("forbidden");
       });
+
+      it("13b. ctx cannot be rebuilt, re-pointed or changed to act for another request", async () => {
+        const id = await deployed(
+          queryCapsule(`async (ctx) => {
+        const proto = Object.getPrototypeOf(ctx);
+        let getter = "ran";
+        try { Object.getOwnPropertyDescriptor(proto, "db").get.call({ db: 1 }); } catch (e) { getter = e.name; }
+        const { db, auth } = ctx;
+        try { ctx.db = {}; } catch {}
+        try { Object.defineProperty(ctx, "db", { value: {} }); } catch {}
+        return {
+          constructor: typeof ctx.constructor,
+          frozen: Object.isFrozen(ctx) && Object.isFrozen(proto) && Object.isFrozen(db),
+          getter,
+          kept: ctx.db === db,
+          inherited: [db.constructor, db.toString, db.hasOwnProperty].every((m) => m === undefined),
+          destructured: typeof db.items.get === "function" && auth.getIdentity() === null,
+        };
+      }`),
+        );
+        expect((await error(id)).value).toEqual({
+          constructor: "undefined",
+          frozen: true,
+          getter: "TypeError",
+          kept: true,
+          inherited: true,
+          destructured: true,
+        });
+      });
     });
 
     describe("resource exhaustion", () => {

@@ -141,7 +141,7 @@ export class CapsuleIsolate {
   private windowStart = 0;
   private constructor(
     private readonly isolate: ivm.Isolate,
-    private readonly dispatchRef: ivm.Reference<(json: string) => Promise<string>>,
+    private readonly dispatchRef: ivm.Reference<(requestId: number | null, json: string) => Promise<string>>,
     private readonly dispatchInlineRef: InlineEntry,
     private readonly resumeInlineRef: InlineEntry,
     readonly artifact: string,
@@ -186,7 +186,7 @@ export class CapsuleIsolate {
         return reference;
       };
       const dispatchRef = (await entry("__platform_dispatch")) as ivm.Reference<
-        (json: string) => Promise<string>
+        (requestId: number | null, json: string) => Promise<string>
       >;
       const dispatchInlineRef = (await entry("__platform_dispatch_inline")) as InlineEntry;
       const resumeInlineRef = (await entry("__platform_resume_inline")) as InlineEntry;
@@ -504,7 +504,8 @@ export class CapsuleIsolate {
     if (!inline) this.threadedInFlight++;
     this.watchdog ??= setInterval(() => this.checkLimits(), 5);
     try {
-      const payload = JSON.stringify(request.kind === "declare" ? request : { ...request, requestId });
+      // The execution's number travels beside the request (the runtime puts it in), not spliced in.
+      const payload = JSON.stringify(request);
       const wire = await new Promise<unknown>((resolve, reject) => {
         execution.fail = reject;
         if (inline) {
@@ -514,7 +515,7 @@ export class CapsuleIsolate {
         }
         this.boundary(requestId);
         this.dispatchRef
-          .apply(undefined, [payload], {
+          .apply(undefined, [request.kind === "declare" ? null : requestId, payload], {
             arguments: { copy: true },
             result: { promise: true, copy: true },
             timeout: this.limits.cpuMs,
