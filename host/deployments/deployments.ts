@@ -20,7 +20,6 @@ import {
   type Transaction,
 } from "../db/index.js";
 import {
-  CapsuleIsolate,
   type DeploymentRunner,
   type HandlerLogEntry,
   IsolatePool,
@@ -179,12 +178,7 @@ export class Deployments {
     // A redeploy without env keeps the deployment's current values; one with env replaces them.
     const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
     const hash = createHash("sha256").update(input.code).digest("hex");
-    const probe = await CapsuleIsolate.create(
-      input.code,
-      hash,
-      this.pool.options.limits,
-      this.pool.options.inline,
-    ).catch((error: unknown) => {
+    const probe = await this.pool.probe(id, input.code, hash).catch((error: unknown) => {
       throw deployError(error);
     });
     try {

@@ -9,12 +9,8 @@ import {
 } from "../../sdk/protocol/index.js";
 import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { isPending } from "../db/index.js";
-import {
-  DEFAULT_INLINE_POLICY,
-  InlineAbandoned,
-  type InlinePolicy,
-  nextCooldownMs,
-} from "./inline-policy.js";
+import { InlineAbandoned, type InlinePolicy, InlineStanding } from "./inline-policy.js";
+import { InlineSentinel } from "./inline-sentinel.js";
 import { inlineEntryClosed, inlineEntryOpened } from "./inline-watchdog.js";
 import { RawJson } from "./raw-json.js";
 import { loadRuntimeScript } from "./runtime-script.js";
@@ -91,6 +87,11 @@ function encodeSyscallResult(result: SyscallResult): string {
 
 type InlineEntry = ivm.Reference<(...args: never[]) => void>;
 
+/** Options of an inline entry the sentinel bounds. */
+const COPY_ARGUMENTS = { arguments: { copy: true } } as const;
+
+const sentinel = (): InlineSentinel => InlineSentinel.shared();
+
 const STARTUP_TIMEOUT_MS = 2000;
 
 /**
@@ -115,7 +116,8 @@ export function setCatastrophicErrorHandler(handler: (message: string) => void):
 
 /**
  * One deployment's isolate: the runtime script, the capsule bundle, and the bridge. Handlers run
- * inline on the host's main thread when {@link InlinePolicy} allows (each entry under a CPU slice),
+ * inline on the host's main thread when {@link InlinePolicy} allows (each entry under a CPU slice
+ * that the inline sentinel enforces),
  * else on the isolate's own thread with a watchdog on the isolate's CPU clock (the `timeout` option
  * of isolated-vm does not cover code that runs after an `await`). Inline and threaded executions
  * never overlap, so the main thread never waits for the isolate's thread. A wall-clock timer covers
@@ -132,13 +134,8 @@ export class CapsuleIsolate {
   private killReason: PlatformError | undefined;
   /** Executions on the isolate's own thread; inline runs wait for none of them. */
   private threadedInFlight = 0;
-  /** No inline runs before this time (ms since epoch): the deployment was demoted. */
-  private inlineAfter = 0;
-  /** The last demotion's cool-down (ms), which the next one doubles if it comes soon. */
-  private lastCooldownMs = 0;
-  /** Inline CPU used in the current share window, and when that window started. */
-  private windowCpuNs = 0n;
-  private windowStart = 0;
+  /** The isolate's slot with the inline sentinel (null: it never runs inline). */
+  private slot: number | null = null;
   private constructor(
     private readonly isolate: ivm.Isolate,
     private readonly dispatchRef: ivm.Reference<(requestId: number | null, json: string) => Promise<string>>,
@@ -146,7 +143,7 @@ export class CapsuleIsolate {
     private readonly resumeInlineRef: InlineEntry,
     readonly artifact: string,
     readonly limits: IsolateLimits,
-    private readonly inline: InlinePolicy,
+    private readonly standing: InlineStanding,
   ) {}
 
   /** Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`). */
@@ -154,7 +151,7 @@ export class CapsuleIsolate {
     code: string,
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
-    inline: InlinePolicy = DEFAULT_INLINE_POLICY,
+    standing: InlineStanding = new InlineStanding(),
   ): Promise<CapsuleIsolate> {
     const isolate = new ivm.Isolate({
       memoryLimit: limits.memoryMb,
@@ -214,8 +211,9 @@ export class CapsuleIsolate {
         resumeInlineRef,
         artifact,
         limits,
-        inline,
+        standing,
       );
+      if (standing.policy.enabled) self.slot = sentinel().register(isolate, standing.policy.sliceMs);
       return self;
     } catch (error) {
       if (!isolate.isDisposed) isolate.dispose();
@@ -329,20 +327,37 @@ export class CapsuleIsolate {
       return;
     }
     try {
-      this.applyInline(this.resumeInlineRef, args, this.inline.sliceMs);
+      this.applyInline(this.resumeInlineRef, args, this.standing.policy.sliceMs);
     } catch {
       this.demote();
+      if (this.stoppedBySentinel()) this.dispose();
     }
   }
 
-  /** One synchronous entry on the main thread, watched by the inline watchdog; throws as applySync. */
+  /**
+   * One synchronous entry on the main thread; throws as applySync. Bounded by the inline sentinel
+   * once it watches this isolate, else by isolated-vm's `timeout` (`timeoutMs`, wall time), and
+   * watched by the inline watchdog in case V8 parks the thread.
+   */
   private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+    const watched = this.slot !== null && sentinel().watches(this.slot);
     inlineEntryOpened();
+    if (watched) sentinel().open(this.slot as number);
     try {
-      entry.applySync(undefined, args as never[], { arguments: { copy: true }, timeout: timeoutMs });
+      entry.applySync(
+        undefined,
+        args as never[],
+        watched ? COPY_ARGUMENTS : { arguments: { copy: true }, timeout: timeoutMs },
+      );
     } finally {
+      if (watched) sentinel().close();
       inlineEntryClosed();
     }
+  }
+
+  /** True (once) when the inline sentinel stopped this isolate for overrunning a slice. */
+  private stoppedBySentinel(): boolean {
+    return this.slot !== null && sentinel().stopped(this.slot);
   }
 
   /** An inline execution's final response, handed over synchronously from inside the isolate. */
@@ -353,31 +368,39 @@ export class CapsuleIsolate {
 
   /** True when a new execution may run inline now. */
   mayRunInline(): boolean {
-    return this.inline.enabled && this.threadedInFlight === 0 && Date.now() >= this.inlineAfter;
+    return this.threadedInFlight === 0 && this.standing.allowed;
   }
 
   /**
    * Enters the isolate synchronously for inline execution `requestId` (its start, or the answer to
-   * one of its calls), under a slice (isolated-vm's `timeout`, which counts wall time). Overrunning
-   * it with user code demotes the deployment, unless the execution has no more CPU left than the
-   * slice: then it breached the handler's limit. An entry stopped while it used little CPU (the
-   * host was descheduled) abandons that execution only.
+   * one of its calls), under a slice. Overrunning it demotes the deployment (the sentinel's stop
+   * also disposed the isolate; the runner starts a fresh one), unless the execution has no more CPU
+   * left than the slice: then it breached the handler's limit. Under isolated-vm's `timeout`, which
+   * counts wall time, an entry stopped while it used little CPU (the host was descheduled) abandons
+   * that execution only.
    */
   private enterInline(requestId: number, entry: InlineEntry, args: unknown[]): void {
     const execution = this.running.get(requestId);
     if (!execution?.finish || this.isolate.isDisposed) return;
+    const sliceMs = this.standing.policy.sliceMs;
     const leftMs = this.limits.cpuMs - Number(execution.cpuNs) / 1e6;
-    const breachesLimit = leftMs <= this.inline.sliceMs;
+    const breachesLimit = leftMs <= sliceMs;
     this.boundary(requestId);
     const before = this.lastEventCpu;
     try {
-      this.applyInline(entry, args, Math.max(1, Math.min(this.inline.sliceMs, leftMs)));
+      this.applyInline(entry, args, Math.max(1, Math.min(sliceMs, leftMs)));
     } catch (error) {
       this.boundary(null);
+      if (this.stoppedBySentinel()) {
+        if (breachesLimit) this.kill("timeout", this.cpuLimitMessage());
+        else this.demote();
+        this.dispose();
+        return;
+      }
       const timedOut = String((error as Error)?.message ?? error).includes("timed out");
       if (!timedOut || breachesLimit || this.isolate.isDisposed) {
         this.abandonInline(this.failure(error));
-      } else if (this.lastEventCpu - before >= BigInt(this.inline.sliceMs) * 500_000n) {
+      } else if (this.lastEventCpu - before >= BigInt(sliceMs) * 500_000n) {
         this.demote();
       } else {
         this.running.delete(requestId);
@@ -386,28 +409,12 @@ export class CapsuleIsolate {
       return;
     }
     this.boundary(null);
-    this.chargeInlineShare(this.lastEventCpu - before);
-  }
-
-  /** Counts inline CPU against the deployment's share of the main thread. */
-  private chargeInlineShare(ns: bigint): void {
-    const now = Date.now();
-    if (now - this.windowStart >= this.inline.windowMs) {
-      this.windowStart = now;
-      this.windowCpuNs = 0n;
-    }
-    this.windowCpuNs += ns;
-    if (this.windowCpuNs > BigInt(this.inline.shareMs) * 1_000_000n) this.demote();
+    if (this.standing.charge(this.lastEventCpu - before)) this.abandonInline(new InlineAbandoned());
   }
 
   /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
   private demote(): void {
-    const now = Date.now();
-    const last =
-      this.lastCooldownMs > 0 ? { endedAt: this.inlineAfter, cooldownMs: this.lastCooldownMs } : null;
-    this.lastCooldownMs = nextCooldownMs(this.inline, last, now);
-    this.inlineAfter = now + this.lastCooldownMs;
-    this.windowCpuNs = 0n;
+    this.standing.demote();
     this.abandonInline(new InlineAbandoned());
   }
 
@@ -432,8 +439,18 @@ export class CapsuleIsolate {
 
   private kill(code: ErrorCode, message: string): void {
     this.killReason ??= new PlatformError(code, message);
-    if (!this.isolate.isDisposed) this.isolate.dispose();
+    this.disposeIsolate();
     this.abandonInline(this.killReason);
+  }
+
+  private cpuLimitMessage(): string {
+    return `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`;
+  }
+
+  /** Disposes the V8 isolate (if it is not already) and stops the sentinel watching it. */
+  private disposeIsolate(): void {
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+    if (this.slot !== null) sentinel().unregister(this.slot);
   }
 
   /**
@@ -473,7 +490,7 @@ export class CapsuleIsolate {
     const pending = this.isolate.cpuTime - this.lastEventCpu;
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
     if ((ran?.cpuNs ?? 0n) + pending > BigInt(this.limits.cpuMs) * 1_000_000n) {
-      this.kill("timeout", `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`);
+      this.kill("timeout", this.cpuLimitMessage());
     }
   }
 
@@ -558,11 +575,11 @@ export class CapsuleIsolate {
         `The handler exceeded the ${this.limits.memoryMb} MiB memory limit and was stopped.`,
       );
     } else if (message.includes("timed out")) {
-      this.kill("timeout", `The handler used more than ${this.limits.cpuMs} ms of CPU time and was stopped.`);
+      this.kill("timeout", this.cpuLimitMessage());
     } else {
       this.kill("internal", "The deployment's isolate failed and was restarted.");
     }
-    if (!this.isolate.isDisposed) this.isolate.dispose();
+    this.disposeIsolate();
     return this.killReason as PlatformError;
   }
 
@@ -570,7 +587,7 @@ export class CapsuleIsolate {
   dispose(): void {
     if (this.watchdog) clearInterval(this.watchdog);
     this.watchdog = null;
-    if (!this.isolate.isDisposed) this.isolate.dispose();
+    this.disposeIsolate();
     this.abandonInline(new PlatformError("unavailable", "The deployment's isolate was stopped; retry."));
   }
 }

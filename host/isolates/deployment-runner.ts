@@ -13,7 +13,7 @@ import {
   type MeteredResponse,
   type SyscallHandler,
 } from "./capsule-isolate.js";
-import { DEFAULT_INLINE_POLICY, type InlinePolicy } from "./inline-policy.js";
+import { InlineStanding } from "./inline-policy.js";
 
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
@@ -35,7 +35,8 @@ export class DeploymentRunner {
     public artifact: string,
     private readonly loadArtifact: ArtifactLoader,
     private readonly limits: IsolateLimits,
-    private readonly inline: InlinePolicy = DEFAULT_INLINE_POLICY,
+    /** Whether this deployment may run inline, kept across its isolates. */
+    private readonly standing: InlineStanding = new InlineStanding(),
     maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ) {
     this.queue = new ConcurrencyLimiter(maxInFlight);
@@ -69,7 +70,7 @@ export class DeploymentRunner {
     if (!this.starting) {
       const artifact = this.artifact;
       this.starting = this.loadArtifact(artifact)
-        .then((code) => CapsuleIsolate.create(code, artifact, this.limits, this.inline))
+        .then((code) => CapsuleIsolate.create(code, artifact, this.limits, this.standing))
         .finally(() => {
           this.starting = null;
         });

@@ -8,10 +8,12 @@ import { PlatformError } from "../../sdk/values/index.js";
  * each platform call's answer, and the isolate posts its calls and its result back synchronously:
  * no thread hand-off at all, which is most of what an isolated request costs otherwise. The price
  * is that the main thread is busy while user code runs, so inline runs are bounded: each entry gets
- * a short CPU slice, and a deployment gets a share of the main thread per window. A deployment that
+ * a short CPU slice (enforced by the inline sentinel, see inline-sentinel.ts, which stops the
+ * isolate), and a deployment gets a share of the main thread per window. A deployment that
  * overruns either is demoted to its own thread for a cool-down; its inline executions in flight
- * are abandoned and run again there, which is safe because handlers are deterministic and nothing
- * is committed before a handler finishes. The cool-down is short the first time (a light
+ * are abandoned and run again there (in a fresh isolate when the sentinel stopped the old one),
+ * which is safe because handlers are deterministic and nothing is committed before a handler
+ * finishes. The cool-down is short the first time (a light
  * deployment can overrun once, say in a major GC of its heap) and doubles for a deployment
  * demoted again soon after, so a handler that keeps looping costs the main thread one slice per
  * ever longer cool-down.
@@ -20,8 +22,8 @@ export interface InlinePolicy {
   /** False: every handler runs on the isolate's own thread. */
   enabled: boolean;
   /**
-   * Time one inline entry may take (ms) before it is stopped and, if it used at least half of it
-   * in CPU, the deployment is demoted. Room for a major GC of a small heap (several ms).
+   * CPU one inline entry may use (ms) before it is stopped and the deployment demoted. Room for a
+   * major GC of a small heap (several ms).
    */
   sliceMs: number;
   /** Inline CPU (ms) a deployment may use per window before it is demoted. */
@@ -61,6 +63,50 @@ export function nextCooldownMs(
 ): number {
   if (!last || now - last.endedAt >= policy.maxCooldownMs) return policy.cooldownMs;
   return Math.min(policy.maxCooldownMs, Math.max(policy.cooldownMs, last.cooldownMs * 2));
+}
+
+/**
+ * A deployment's standing for inline runs: whether it is demoted now, its last cool-down, and its
+ * inline CPU in the current share window. Kept by the deployment's runner across its isolates, so
+ * the fresh isolate that replaces a stopped one is still demoted.
+ */
+export class InlineStanding {
+  /** No inline runs before this time (ms since epoch). */
+  private inlineAfter = 0;
+  /** The last demotion's cool-down (ms), which the next one doubles if it comes soon. */
+  private lastCooldownMs = 0;
+  private windowCpuNs = 0n;
+  private windowStart = 0;
+
+  constructor(readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY) {}
+
+  /** True when the deployment may run inline now. */
+  get allowed(): boolean {
+    return this.policy.enabled && Date.now() >= this.inlineAfter;
+  }
+
+  /** Sends the deployment to its own thread for a cool-down. */
+  demote(): void {
+    const now = Date.now();
+    const last =
+      this.lastCooldownMs > 0 ? { endedAt: this.inlineAfter, cooldownMs: this.lastCooldownMs } : null;
+    this.lastCooldownMs = nextCooldownMs(this.policy, last, now);
+    this.inlineAfter = now + this.lastCooldownMs;
+    this.windowCpuNs = 0n;
+  }
+
+  /** Counts inline CPU against the deployment's share; true when it went over (and was demoted). */
+  charge(ns: bigint): boolean {
+    const now = Date.now();
+    if (now - this.windowStart >= this.policy.windowMs) {
+      this.windowStart = now;
+      this.windowCpuNs = 0n;
+    }
+    this.windowCpuNs += ns;
+    if (this.windowCpuNs <= BigInt(this.policy.shareMs) * 1_000_000n) return false;
+    this.demote();
+    return true;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
-import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./capsule-isolate.js";
+import { CapsuleIsolate, DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./capsule-isolate.js";
 import { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
-import { DEFAULT_INLINE_POLICY, type InlinePolicy } from "./inline-policy.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline-policy.js";
 import { ConcurrencyLimiter } from "./limiter.js";
 
 /** How many isolates a host keeps and for how long. */
@@ -31,6 +31,8 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
  */
 export class IsolatePool {
   private readonly runners = new Map<string, DeploymentRunner>();
+  /** Each deployment's inline standing, shared by its runner and its deploy probes. */
+  private readonly standings = new Map<string, InlineStanding>();
   private readonly limiter: ConcurrencyLimiter;
   private readonly sweeper: NodeJS.Timeout;
   readonly options: PoolOptions;
@@ -54,7 +56,7 @@ export class IsolatePool {
         artifact,
         this.loadArtifact,
         this.options.limits,
-        this.options.inline,
+        this.standing(deploymentId),
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -63,6 +65,23 @@ export class IsolatePool {
       this.runners.set(deploymentId, runner);
     }
     return runner;
+  }
+
+  private standing(deploymentId: string): InlineStanding {
+    let standing = this.standings.get(deploymentId);
+    if (!standing) {
+      standing = new InlineStanding(this.options.inline);
+      this.standings.set(deploymentId, standing);
+    }
+    return standing;
+  }
+
+  /**
+   * Loads `code` (content hash `hash`) in a fresh isolate for deployment `deploymentId`, without
+   * making it live: the deploy pipeline's probe, which the runner adopts once the deploy succeeds.
+   */
+  probe(deploymentId: string, code: string, hash: string): Promise<CapsuleIsolate> {
+    return CapsuleIsolate.create(code, hash, this.options.limits, this.standing(deploymentId));
   }
 
   /** Runs `work` under the host-wide concurrency limit, then enforces the live-isolate cap. */
@@ -103,6 +122,7 @@ export class IsolatePool {
   remove(deploymentId: string): void {
     this.runners.get(deploymentId)?.evict();
     this.runners.delete(deploymentId);
+    this.standings.delete(deploymentId);
   }
 
   /** Stops every isolate. */

@@ -1,0 +1,72 @@
+import ivm from "isolated-vm";
+import { afterEach, describe, expect, it } from "vitest";
+import { InlineSentinel } from "./inline-sentinel.js";
+
+const made: Array<{ isolate: ivm.Isolate; slot: number }> = [];
+
+async function watched(sliceMs: number) {
+  const sentinel = InlineSentinel.shared();
+  const isolate = new ivm.Isolate({ memoryLimit: 16 });
+  const context = isolate.createContextSync();
+  const run = context.evalSync(
+    "(function (ms) { if (ms < 0) { for (;;) {} } const end = Date.now() + ms; while (Date.now() < end) {} return ms; })",
+    {
+      reference: true,
+    },
+  ) as ivm.Reference<(ms: number) => number>;
+  const slot = sentinel.register(isolate, sliceMs);
+  made.push({ isolate, slot });
+  const since = Date.now();
+  while (!sentinel.watches(slot)) {
+    if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  /** One entry the way the host makes them: marked open, no isolated-vm timeout. */
+  const enter = (ms: number) => {
+    sentinel.open(slot);
+    try {
+      return run.applySync(undefined, [ms]);
+    } finally {
+      sentinel.close();
+    }
+  };
+  return { sentinel, isolate, slot, enter };
+}
+
+afterEach(() => {
+  for (const { isolate, slot } of made.splice(0)) {
+    InlineSentinel.shared().unregister(slot);
+    if (!isolate.isDisposed) isolate.dispose();
+  }
+});
+
+describe("the inline sentinel", () => {
+  it("stops an entry that loops forever, without a timeout on the entry", async () => {
+    const { sentinel, isolate, slot, enter } = await watched(20);
+    const started = Date.now();
+    expect(() => enter(-1)).toThrow(/disposed/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(isolate.isDisposed).toBe(true);
+    expect(sentinel.stopped(slot)).toBe(true);
+    // Reported once.
+    expect(sentinel.stopped(slot)).toBe(false);
+  });
+
+  it("leaves entries within the slice alone, however many there are", async () => {
+    const { sentinel, isolate, slot, enter } = await watched(20);
+    for (let i = 0; i < 2000; i++) enter(0);
+    for (let i = 0; i < 5; i++) expect(enter(4)).toBe(4);
+    expect(isolate.isDisposed).toBe(false);
+    expect(sentinel.stopped(slot)).toBe(false);
+  });
+
+  it("watches only registered isolates, and a neighbour's overrun stops that one only", async () => {
+    const calm = await watched(20);
+    const looping = await watched(20);
+    expect(() => looping.enter(-1)).toThrow(/disposed/);
+    expect(calm.enter(1)).toBe(1);
+    expect(calm.isolate.isDisposed).toBe(false);
+    looping.sentinel.unregister(looping.slot);
+    expect(looping.sentinel.watches(looping.slot)).toBe(false);
+  });
+});

@@ -1,0 +1,135 @@
+import ivm from "isolated-vm";
+
+/** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
+const SEQ = 0; // inline entries opened so far
+const OPEN = 1; // slot of the isolate the host is inside now; 0: none
+const GENERATION = 2; // the host's registry generation (bumped on every change)
+const WATCHING = 3; // the generation the sentinel is watching now; -1: none
+const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
+
+/**
+ * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry
+ * the host is in, and stops (disposes) an isolate whose one entry has used more CPU than its slice
+ * since the sentinel first saw it. Descheduled time does not count: a host the machine stops
+ * running is never blamed on the capsule. Returns when the host changes the registry.
+ */
+const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
+  const state = new Int32Array(buffer);
+  const targets = new Map(entries.map(([slot, isolate, sliceMs]) => [slot, { isolate, cpuNs: BigInt(sliceMs) * 1000000n }]));
+  Atomics.store(state, ${WATCHING}, generation);
+  let seen = -1;
+  let since = 0n;
+  while (Atomics.load(state, ${GENERATION}) === generation) {
+    Atomics.wait(state, ${GENERATION}, generation, tickMs);
+    const slot = Atomics.load(state, ${OPEN});
+    const seq = Atomics.load(state, ${SEQ});
+    const target = targets.get(slot);
+    if (!target) { seen = -1; continue; }
+    let cpu;
+    try { cpu = target.isolate.cpuTime; } catch { seen = -1; continue; }
+    if (seq !== seen) { seen = seq; since = cpu; continue; }
+    if (cpu - since < target.cpuNs) continue;
+    if (Atomics.load(state, ${SEQ}) !== seq || Atomics.load(state, ${OPEN}) !== slot) continue;
+    Atomics.store(state, ${STOPPED}, slot);
+    try { target.isolate.dispose(); } catch {}
+    seen = -1;
+  }
+  Atomics.store(state, ${WATCHING}, -1);
+})`;
+
+/**
+ * Bounds inline entries without a timer per entry. isolated-vm's `timeout` starts a timer on a
+ * shared timer thread for every entry, which wakes once per entry when it expires: under load that
+ * cost about as much CPU as the whole request. The sentinel instead is one small isolate whose code
+ * loops on its own thread, waking a few hundred times a second; the host only bumps two shared
+ * counters per entry. A registered isolate is watched once the sentinel has taken the registry
+ * that holds it ({@link watches}); until then its entries keep isolated-vm's `timeout`.
+ */
+export class InlineSentinel {
+  private static instance: InlineSentinel | undefined;
+  private readonly buffer = new SharedArrayBuffer(5 * Int32Array.BYTES_PER_ELEMENT);
+  private readonly state = new Int32Array(this.buffer);
+  private readonly targets = new Map<number, { isolate: ivm.Isolate; sliceMs: number }>();
+  private readonly watchRef: ivm.Reference<(...args: never[]) => void>;
+  private nextSlot = 1;
+  private generation = 0;
+  private running = false;
+
+  private constructor() {
+    const isolate = new ivm.Isolate({ memoryLimit: 8 });
+    const context = isolate.createContextSync();
+    this.watchRef = context.evalSync(WATCH_SOURCE, { reference: true }) as ivm.Reference<
+      (...args: never[]) => void
+    >;
+    this.state[WATCHING] = -1;
+  }
+
+  /** The process's sentinel (one thread watches every host in the process). */
+  static shared(): InlineSentinel {
+    InlineSentinel.instance ??= new InlineSentinel();
+    return InlineSentinel.instance;
+  }
+
+  /** Watches `isolate`'s inline entries from now on, stopping one that uses over `sliceMs` of CPU. */
+  register(isolate: ivm.Isolate, sliceMs: number): number {
+    const slot = this.nextSlot++;
+    this.targets.set(slot, { isolate, sliceMs });
+    this.changed();
+    return slot;
+  }
+
+  /** Stops watching `slot` (its isolate is gone). */
+  unregister(slot: number): void {
+    if (this.targets.delete(slot)) this.changed();
+  }
+
+  /** True when the sentinel watches `slot` now (it has taken the current registry). */
+  watches(slot: number): boolean {
+    return Atomics.load(this.state, WATCHING) === this.generation && this.targets.has(slot);
+  }
+
+  /** Marks the start of an inline entry into `slot`'s isolate. */
+  open(slot: number): void {
+    Atomics.add(this.state, SEQ, 1);
+    Atomics.store(this.state, OPEN, slot);
+  }
+
+  /** Marks the end of the inline entry. */
+  close(): void {
+    Atomics.store(this.state, OPEN, 0);
+  }
+
+  /** True (once) when the sentinel stopped `slot`'s isolate. */
+  stopped(slot: number): boolean {
+    return Atomics.compareExchange(this.state, STOPPED, slot, 0) === slot;
+  }
+
+  private changed(): void {
+    this.generation++;
+    Atomics.store(this.state, GENERATION, this.generation);
+    Atomics.notify(this.state, GENERATION);
+    if (!this.running) void this.run();
+  }
+
+  /** Hands the sentinel the registry again after every change, while anything is registered. */
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.targets.size > 0) {
+        const entries = [...this.targets].map(([slot, target]) => [slot, target.isolate, target.sliceMs]);
+        const tickMs = Math.max(1, Math.min(...[...this.targets.values()].map((t) => t.sliceMs)) / 2);
+        await this.watchRef
+          .apply(undefined, [this.buffer, entries, this.generation, tickMs] as never[], {
+            arguments: { copy: true },
+          })
+          .catch(async () => {
+            // The sentinel failed (it should not): entries keep isolated-vm's timeout meanwhile.
+            Atomics.store(this.state, WATCHING, -1);
+            await new Promise((resolve) => setTimeout(resolve, 100).unref());
+          });
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}
