@@ -438,7 +438,15 @@ export class Deployments {
         budget = used;
       },
     };
-    const usage = (): CallUsage => ({ ...budget, cpuMs, wallMs: performance.now() - started });
+    const usage = (): CallUsage => ({
+      rowsReturned: budget.rowsReturned,
+      rowsRead: budget.rowsRead,
+      bytesRead: budget.bytesRead,
+      indexScans: budget.indexScans,
+      writes: budget.writes,
+      cpuMs,
+      wallMs: performance.now() - started,
+    });
     const kind = CALL_KINDS[request.kind];
     const name = "name" in request ? request.name : handler;
     try {

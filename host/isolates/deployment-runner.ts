@@ -37,6 +37,8 @@ export class DeploymentRunner {
     private readonly limits: IsolateLimits,
     /** Whether this deployment may run inline, kept across its isolates. */
     private readonly standing: InlineStanding = new InlineStanding(),
+    /** Called when a new isolate goes live (the pool enforces its cap on live isolates then). */
+    private readonly onLive: () => void = () => {},
     maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ) {
     this.queue = new ConcurrencyLimiter(maxInFlight);
@@ -76,6 +78,7 @@ export class DeploymentRunner {
         });
     }
     this.isolate = await this.starting;
+    this.onLive();
     return this.isolate;
   }
 
@@ -84,6 +87,7 @@ export class DeploymentRunner {
     this.artifact = isolate.artifact;
     if (this.isolate !== isolate) this.isolate?.dispose();
     this.isolate = isolate;
+    this.onLive();
   }
 
   /** Runs one request in the deployment's isolate (starting one if needed). */

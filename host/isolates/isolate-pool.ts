@@ -57,6 +57,7 @@ export class IsolatePool {
         this.loadArtifact,
         this.options.limits,
         this.standing(deploymentId),
+        () => this.enforceCap(),
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -84,13 +85,9 @@ export class IsolatePool {
     return CapsuleIsolate.create(code, hash, this.options.limits, this.standing(deploymentId));
   }
 
-  /** Runs `work` under the host-wide concurrency limit, then enforces the live-isolate cap. */
-  async withSlot<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await this.limiter.run(work);
-    } finally {
-      this.enforceCap();
-    }
+  /** Runs `work` under the host-wide concurrency limit. */
+  withSlot<T>(work: () => Promise<T>): Promise<T> {
+    return this.limiter.run(work);
   }
 
   /** Number of live isolates. */
@@ -100,6 +97,11 @@ export class IsolatePool {
     return n;
   }
 
+  /**
+   * Evicts the least recently used idle isolates beyond {@link PoolOptions.maxLive}. Runs when an
+   * isolate goes live (the only time the count grows) and on each sweep (isolates that were busy
+   * then may be idle now), never per call: it walks every runner.
+   */
   private enforceCap(): void {
     let live = this.liveCount();
     if (live <= this.options.maxLive) return;
@@ -113,6 +115,7 @@ export class IsolatePool {
   }
 
   private evictIdle(): void {
+    this.enforceCap();
     const cutoff = Date.now() - this.options.idleMs;
     for (const runner of this.runners.values())
       if (runner.isLive && !runner.busy && runner.lastUsed < cutoff) runner.evict();
