@@ -121,9 +121,9 @@ export function setCatastrophicErrorHandler(handler: (message: string) => void):
 /**
  * One deployment's isolate: the runtime script, the capsule bundle, and the bridge. Handlers run
  * inline on the host's main thread when {@link InlinePolicy} allows (each entry under a CPU slice
- * that the inline sentinel enforces),
- * else on the isolate's own thread with a watchdog on the isolate's CPU clock (the `timeout` option
- * of isolated-vm does not cover code that runs after an `await`). Inline and threaded executions
+ * that the inline sentinel enforces), else on the isolate's own thread with a watchdog on the
+ * isolate's CPU clock (the `timeout` option of isolated-vm does not cover code that runs after an
+ * `await`). Inline and threaded executions
  * never overlap, so the main thread never waits for the isolate's thread. A wall-clock timer covers
  * both. A breach disposes the isolate; the caller gets `timeout` or `out_of_memory`.
  */
