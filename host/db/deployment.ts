@@ -3,7 +3,7 @@ import type { BudgetLimits, BudgetUsage } from "./budget.js";
 import type { CursorCodec } from "./cursor.js";
 import type { HostMessage } from "./host-message.js";
 import { metaKey } from "./keys.js";
-import type { KvStore } from "./kv/index.js";
+import type { KvOperation, KvStore } from "./kv/index.js";
 import type { MaybePromise } from "./maybe-sync.js";
 import {
   type MigrationProgress,
@@ -15,7 +15,12 @@ import {
 import type { ReadSet } from "./read-write-sets.js";
 import { hasLegacyCreatedAt, indexEntryKey, materialize, parseStoredRow } from "./rows.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
-import { Transaction, type TransactionHost, type TransactionOptions } from "./transaction.js";
+import {
+  type SealedWrites,
+  Transaction,
+  type TransactionHost,
+  type TransactionOptions,
+} from "./transaction.js";
 import { WriteLock } from "./write-lock.js";
 
 /** The outcome of a handler run in a transaction. */
@@ -43,6 +48,17 @@ export type CommitListener = (writeSet: Buffer[] | undefined) => void;
 /** Largest write set sent to other processes key by key; larger ones say "everything". */
 const BROADCAST_KEYS_BYTES = 6000;
 
+/** Mutations committed together at most (a deployment has at most 64 handlers in flight). */
+const MAX_GROUP = 64;
+
+/** A mutation waiting for its group. */
+interface QueuedMutation {
+  work: (tx: Transaction) => MaybePromise<unknown>;
+  options: RunOptions;
+  resolve: (result: TransactionResult<unknown>) => void;
+  reject: (error: unknown) => void;
+}
+
 /** 1/1024 ms: exactly representable at epoch-ms magnitudes, so successive createdAt stay distinct. */
 const CLOCK_STEP = 1 / 1024;
 
@@ -57,6 +73,9 @@ export class DeploymentDatabase implements TransactionHost {
   private compiled = new Map<string, CompiledTable>();
   private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
+  /** Mutations waiting for the write lock, and whether a group commit is under way. */
+  private readonly queued: QueuedMutation[] = [];
+  private draining = false;
 
   constructor(
     readonly store: KvStore,
@@ -184,31 +203,89 @@ export class DeploymentDatabase implements TransactionHost {
   /**
    * Runs a writing handler: waits for the write lock, reads a snapshot taken after every earlier
    * commit, and commits its writes as one batch. A throw (budget errors included) writes nothing.
+   *
+   * Writers are serialized, and committed in groups: the mutations that queued while one group
+   * held the lock run next, one after another, each reading the writes of those before it (they
+   * are not in the snapshot yet), and their writes go to the store as ONE atomic batch. A mutation
+   * that throws leaves the others' writes alone; each answers once the batch is durable. Waiting
+   * for the store's write round trip once per group, not once per mutation, is what lets a busy
+   * deployment take more than one write per round trip.
    */
-  async mutate<T>(
+  mutate<T>(
     work: (tx: Transaction) => MaybePromise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
-    const { onUsage, ...rest } = options;
-    const result = await this.exclusive(async () => {
-      const snapshot = await this.store.snapshot();
-      const tx = new Transaction(this, snapshot, { ...rest, mode: "write" });
-      try {
-        const value = await work(tx);
-        if (tx.budget.failure) throw tx.budget.failure;
-        const writeSet = await tx.commit();
-        return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet };
-      } finally {
-        onUsage?.({ ...tx.budget.usage });
-        tx.abort();
-        await snapshot.close();
+    return new Promise<TransactionResult<unknown>>((resolve, reject) => {
+      this.queued.push({ work, options, resolve, reject });
+      if (!this.draining) void this.drain();
+    }) as Promise<TransactionResult<T>>;
+  }
+
+  /** Commits the queued mutations group by group while any are waiting. */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queued.length > 0) {
+        const group = this.queued.splice(0, MAX_GROUP);
+        await this.exclusive(() => this.commitGroup(group)).catch((error: unknown) => {
+          for (const member of group) member.reject(error);
+        });
       }
-    });
-    if (result.writeSet.length > 0) {
-      this.emitCommit(result.writeSet);
-      if (this.store.shared) await this.announceCommit(result.writeSet);
+    } finally {
+      this.draining = false;
     }
-    return result;
+  }
+
+  /** Runs one group on one snapshot and commits the writes of those that succeeded. */
+  private async commitGroup(group: QueuedMutation[]): Promise<void> {
+    const snapshot = await this.store.snapshot();
+    const succeeded: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
+    let writes: SealedWrites | undefined;
+    let inserted = false;
+    try {
+      for (const member of group) {
+        const { onUsage, ...rest } = member.options;
+        const tx = new Transaction(this, snapshot, { ...rest, mode: "write" }, writes?.overlay);
+        try {
+          const value = await member.work(tx);
+          if (tx.budget.failure) throw tx.budget.failure;
+          const sealed = tx.seal();
+          writes = sealed;
+          inserted ||= sealed.inserted;
+          succeeded.push({
+            member,
+            result: { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: sealed.writeSet },
+          });
+        } catch (error) {
+          tx.abort();
+          member.reject(error);
+        } finally {
+          onUsage?.({ ...tx.budget.usage });
+        }
+      }
+      const all = writes?.overlay.all() ?? [];
+      if (all.length > 0) {
+        const operations: KvOperation[] = all.map((entry) =>
+          entry.value === null
+            ? { type: "del", key: entry.key }
+            : { type: "put", key: entry.key, value: entry.value },
+        );
+        if (inserted) operations.push({ type: "put", key: this.clockKey, value: String(this.clockValue()) });
+        await this.store.commit(snapshot, operations);
+      }
+    } catch (error) {
+      // The batch did not land: none of the group's writes happened.
+      for (const { member } of succeeded) member.reject(error);
+      return;
+    } finally {
+      await snapshot.close();
+    }
+    const written = succeeded.flatMap(({ result }) => result.writeSet);
+    if (written.length > 0) {
+      this.emitCommit(written);
+      if (this.store.shared) await this.announceCommit(written);
+    }
+    for (const { member, result } of succeeded) member.resolve(result);
   }
 
   /**

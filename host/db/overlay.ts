@@ -7,9 +7,30 @@ export interface OverlayEntry {
   value: string | null;
 }
 
-/** Sorted in-memory write buffer with binary-search insertion. */
+/**
+ * Sorted in-memory write buffer with binary-search insertion. It knows which of its entries were
+ * written since it was created or forked: those are a transaction's own writes.
+ */
 export class WriteOverlay {
   private readonly entries: OverlayEntry[] = [];
+  private readonly touched = new Set<OverlayEntry>();
+
+  /**
+   * A copy to write on top of: reads see every write of this one, and {@link written} lists only
+   * the copy's own. (A group of mutations committed together: each sees the ones before it.)
+   */
+  fork(): WriteOverlay {
+    const copy = new WriteOverlay();
+    for (const entry of this.entries) copy.entries.push({ key: entry.key, value: entry.value });
+    return copy;
+  }
+
+  /** The keys written since this overlay was created or forked, in key order. */
+  written(): Buffer[] {
+    const keys: Buffer[] = [];
+    for (const entry of this.entries) if (this.touched.has(entry)) keys.push(entry.key);
+    return keys;
+  }
 
   get size(): number {
     return this.entries.length;
@@ -31,8 +52,14 @@ export class WriteOverlay {
   set(key: Buffer, value: string | null): void {
     const at = this.lowerBound(key);
     const existing = this.entries[at];
-    if (existing?.key.equals(key)) existing.value = value;
-    else this.entries.splice(at, 0, { key, value });
+    if (existing?.key.equals(key)) {
+      existing.value = value;
+      this.touched.add(existing);
+    } else {
+      const entry = { key, value };
+      this.entries.splice(at, 0, entry);
+      this.touched.add(entry);
+    }
   }
 
   /** The pending write of `key`: a string, `null` for a delete, `undefined` when untouched. */

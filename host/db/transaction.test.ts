@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { capsule, number, string, table } from "../../sdk/server/index.js";
+import { capsule, type Id, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
 import { type DeploymentDatabase, readSetIntersects } from "./index.js";
 
@@ -135,5 +135,72 @@ describe("transactions", () => {
     });
     const rows = (await t.read((d) => d.notes.collect())).value;
     expect(rows.map((r) => r.text)).toEqual(["changed", "b"]);
+  });
+
+  it("commits queued mutations in groups: each sees the ones before it, one batch per group", async () => {
+    const commits: number[] = [];
+    const stop = deployment.onCommit((keys) => commits.push(keys?.length ?? -1));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        deployment.mutate(async (tx) => {
+          await tx.insert("notes", { text: `n${i}`, tag: "g" });
+          const seen = await tx.query(
+            {
+              table: "notes",
+              index: "by_tag",
+              range: [{ op: "eq", field: "tag", value: "g" }],
+              order: "asc",
+            },
+            { kind: "count" },
+          );
+          return seen.kind === "count" ? seen.count : -1;
+        }),
+      ),
+    );
+    stop();
+    // Serialized: the i-th writer sees the i writers before it and itself.
+    expect(results.map((r) => r.value)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // Each write set holds only that mutation's own writes (row + 2 index entries).
+    for (const result of results) expect(result.writeSet.length).toBe(3);
+    // Fewer batches than mutations, and every key reported once.
+    expect(commits.length).toBeLessThan(20);
+    expect(commits.reduce((a, b) => a + b, 0)).toBe(60);
+    expect((await t.read((d) => d.notes.withIndex("by_tag", (q) => q.eq("tag", "g")).count())).value).toBe(
+      20,
+    );
+  });
+
+  it("drops only the writes of a mutation that throws inside a group", async () => {
+    const { value: counter } = await deployment.mutate((tx) =>
+      tx.insert("counters", { name: "c", value: 0 }),
+    );
+    const bump = (fail: boolean) =>
+      deployment.mutate(async (tx) => {
+        const row = JSON.parse((await tx.get("counters", counter)) as string) as { value: number };
+        await tx.update("counters", counter, { value: row.value + 1 });
+        await tx.insert("notes", { text: `after ${row.value}`, tag: fail ? "failed" : "kept" });
+        if (fail) throw new Error("boom");
+        return row.value + 1;
+      });
+    const outcomes = await Promise.allSettled([
+      bump(false),
+      bump(true),
+      bump(false),
+      bump(true),
+      bump(false),
+    ]);
+    expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value.value : "rejected"))).toEqual([
+      1,
+      "rejected",
+      2,
+      "rejected",
+      3,
+    ]);
+    const { value: after } = await t.read(async (d) => ({
+      counter: (await d.counters.get(counter as Id<"counters">))?.value,
+      failed: await d.notes.withIndex("by_tag", (q) => q.eq("tag", "failed")).count(),
+      kept: await d.notes.withIndex("by_tag", (q) => q.eq("tag", "kept")).count(),
+    }));
+    expect(after).toEqual({ counter: 3, failed: 0, kept: 3 });
   });
 });

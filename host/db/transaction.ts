@@ -6,7 +6,7 @@ import { Budget, type BudgetLimits } from "./budget.js";
 import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
 import { rowKey } from "./keys.js";
-import type { KvSnapshot, KvStore } from "./kv/index.js";
+import type { KvSnapshot } from "./kv/index.js";
 import { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 import { WriteOverlay } from "./overlay.js";
 import { compileRange, type KeyRange } from "./range.js";
@@ -25,16 +25,12 @@ import { type CompiledIndex, type CompiledTable, userIndexName } from "./stored-
 
 /** What a transaction needs from its deployment; provided by {@link DeploymentDatabase}. */
 export interface TransactionHost {
-  readonly store: KvStore;
   readonly id: string;
   readonly schemaHash: string;
   readonly tables: ReadonlyMap<string, CompiledTable>;
   readonly cursors: CursorCodec;
   /** The next `createdAt`: at least `now`, strictly above every earlier one of the deployment. */
   nextCreatedAt(now: number): number;
-  /** The clock value to persist with this commit. */
-  readonly clockKey: Buffer;
-  clockValue(): number;
   /** A legacy (v0) deployment: rows keep legacy `createdAt` strings; tables have no indexes. */
   readonly legacy: boolean;
 }
@@ -48,6 +44,13 @@ export interface TransactionOptions {
   handler?: string;
   argsJson?: string;
   budget?: BudgetLimits;
+}
+
+/** A finished writing transaction's writes; see {@link Transaction.seal}. */
+export interface SealedWrites {
+  overlay: WriteOverlay;
+  writeSet: Buffer[];
+  inserted: boolean;
 }
 
 /** The result of one query terminal, rows as JSON strings (they cross into the isolate as-is). */
@@ -106,16 +109,22 @@ function afterKey(key: Buffer): Buffer {
 export class Transaction {
   readonly budget: Budget;
   readonly readSet: ReadSet = emptyReadSet();
-  private readonly overlay = new WriteOverlay();
+  private readonly overlay: WriteOverlay;
   private readonly now: number;
   private inserted = false;
   private finished = false;
 
+  /**
+   * `base`: writes of earlier mutations of the same group commit (see {@link DeploymentDatabase}),
+   * not yet in the snapshot; this transaction reads them as if they were.
+   */
   constructor(
     private readonly host: TransactionHost,
     private readonly snapshot: KvSnapshot,
     private readonly options: TransactionOptions,
+    base?: WriteOverlay,
   ) {
+    this.overlay = base ? base.fork() : new WriteOverlay();
     this.budget = new Budget(options.budget);
     this.now = options.now ?? Date.now();
   }
@@ -523,22 +532,15 @@ export class Transaction {
     this.overlay.set(key, value);
   }
 
-  /** Writes every pending write as one atomic batch; returns the written keys (the write set). */
-  async commit(): Promise<Buffer[]> {
+  /**
+   * Ends a writing transaction that succeeded: its overlay (with the writes it was based on) for
+   * the group's commit or the next transaction of the group, its own writes (the write set), and
+   * whether it inserted (the clock must be stored with the commit).
+   */
+  seal(): SealedWrites {
     this.requireOpen();
     this.finished = true;
-    const entries = this.overlay.all();
-    if (entries.length === 0) return [];
-    const operations: Array<{ type: "put"; key: Buffer; value: string } | { type: "del"; key: Buffer }> =
-      entries.map((entry) =>
-        entry.value === null
-          ? { type: "del", key: entry.key }
-          : { type: "put", key: entry.key, value: entry.value },
-      );
-    if (this.inserted)
-      operations.push({ type: "put", key: this.host.clockKey, value: String(this.host.clockValue()) });
-    await this.host.store.commit(this.snapshot, operations);
-    return entries.map((entry) => entry.key);
+    return { overlay: this.overlay, writeSet: this.overlay.written(), inserted: this.inserted };
   }
 
   /** Drops every pending write. */
