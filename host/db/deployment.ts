@@ -51,6 +51,13 @@ const BROADCAST_KEYS_BYTES = 6000;
 /** Mutations committed together at most (a deployment has at most 64 handlers in flight). */
 const MAX_GROUP = 64;
 
+/**
+ * How long a group keeps starting its next mutation (ms). Members that succeeded wait for the whole
+ * group's batch, so a slow mutation delays the acknowledgment of those before it in its group; the
+ * window bounds how many that can be.
+ */
+const GROUP_WINDOW_MS = 20;
+
 /** A mutation waiting for its group. */
 interface QueuedMutation {
   work: (tx: Transaction) => MaybePromise<unknown>;
@@ -207,7 +214,7 @@ export class DeploymentDatabase implements TransactionHost {
    * Writers are serialized, and committed in groups: the mutations that queued while one group
    * held the lock run next, one after another, each reading the writes of those before it (they
    * are not in the snapshot yet), and their writes go to the store as ONE atomic batch. A mutation
-   * that throws leaves the others' writes alone; each answers once the batch is durable. Waiting
+   * that throws leaves the others' writes alone; each answers once the batch has landed. Waiting
    * for the store's write round trip once per group, not once per mutation, is what lets a busy
    * deployment take more than one write per round trip.
    */
@@ -228,7 +235,8 @@ export class DeploymentDatabase implements TransactionHost {
       while (this.queued.length > 0) {
         const group = this.queued.splice(0, MAX_GROUP);
         await this.exclusive(() => this.commitGroup(group)).catch((error: unknown) => {
-          for (const member of group) member.reject(error);
+          // Members put back for the next group still run; the others fail (a settled one ignores it).
+          for (const member of group) if (!this.queued.includes(member)) member.reject(error);
         });
       }
     } finally {
@@ -242,8 +250,14 @@ export class DeploymentDatabase implements TransactionHost {
     const succeeded: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
     let writes: SealedWrites | undefined;
     let inserted = false;
+    const started = performance.now();
     try {
-      for (const member of group) {
+      for (const [index, member] of group.entries()) {
+        if (index > 0 && performance.now() - started > GROUP_WINDOW_MS) {
+          // Commit what ran so far: the rest go first in the next group.
+          this.queued.unshift(...group.slice(index));
+          break;
+        }
         const { onUsage, ...rest } = member.options;
         const tx = new Transaction(this, snapshot, { ...rest, mode: "write" }, writes?.overlay);
         try {
@@ -278,7 +292,7 @@ export class DeploymentDatabase implements TransactionHost {
       for (const { member } of succeeded) member.reject(error);
       return;
     } finally {
-      await snapshot.close();
+      await snapshot.close().catch(() => {});
     }
     const written = succeeded.flatMap(({ result }) => result.writeSet);
     if (written.length > 0) {
