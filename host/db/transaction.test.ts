@@ -203,4 +203,35 @@ describe("transactions", () => {
     }));
     expect(after).toEqual({ counter: 3, failed: 0, kept: 3 });
   });
+
+  it("puts back the rest of a group that ran past its window, and they run next in order", async () => {
+    const commits: number[] = [];
+    const stop = deployment.onCommit((keys) => commits.push(keys?.length ?? -1));
+    const order: number[] = [];
+    // Hold the lock so the five below queue up and start as one group.
+    let release!: () => void;
+    const blocker = deployment.mutate(() => new Promise<void>((resolve) => (release = resolve)));
+    const queued = Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        deployment.mutate(async (tx) => {
+          if (i === 0) await new Promise((resolve) => setTimeout(resolve, 40));
+          order.push(i);
+          await tx.insert("notes", { text: `w${i}`, tag: "window" });
+          return i;
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    release();
+    await blocker;
+    const results = await queued;
+    stop();
+    expect(results.map((r) => r.value)).toEqual([0, 1, 2, 3, 4]);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    // The slow first member filled its group's window: the other four were committed after it.
+    expect(commits).toEqual([3, 12]);
+    const texts = (await t.read((d) => d.notes.withIndex("by_tag", (q) => q.eq("tag", "window")).collect()))
+      .value;
+    expect(texts.map((r) => r.text)).toEqual(["w0", "w1", "w2", "w3", "w4"]);
+  });
 });
