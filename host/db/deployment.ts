@@ -3,7 +3,7 @@ import type { BudgetLimits, BudgetUsage } from "./budget.js";
 import type { CursorCodec } from "./cursor.js";
 import type { HostMessage } from "./host-message.js";
 import { metaKey } from "./keys.js";
-import type { KvOperation, KvStore } from "./kv/index.js";
+import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MaybePromise } from "./maybe-sync.js";
 import {
   type MigrationProgress,
@@ -12,15 +12,11 @@ import {
   rowsOf,
   storedIndexRange,
 } from "./migrate.js";
+import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
 import { hasLegacyCreatedAt, indexEntryKey, materialize, parseStoredRow } from "./rows.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
-import {
-  type SealedWrites,
-  Transaction,
-  type TransactionHost,
-  type TransactionOptions,
-} from "./transaction.js";
+import { Transaction, type TransactionHost, type TransactionOptions } from "./transaction.js";
 import { WriteLock } from "./write-lock.js";
 
 /** The outcome of a handler run in a transaction. */
@@ -57,6 +53,12 @@ const MAX_GROUP = 64;
  * window bounds how many that can be.
  */
 const GROUP_WINDOW_MS = 20;
+
+/**
+ * How long a member of a group may run (ms) before the members that finished before it are
+ * committed and answered without waiting for it.
+ */
+const EARLY_COMMIT_MS = 5;
 
 /** A mutation waiting for its group. */
 interface QueuedMutation {
@@ -214,9 +216,10 @@ export class DeploymentDatabase implements TransactionHost {
    * Writers are serialized, and committed in groups: the mutations that queued while one group
    * held the lock run next, one after another, each reading the writes of those before it (they
    * are not in the snapshot yet), and their writes go to the store as ONE atomic batch. A mutation
-   * that throws leaves the others' writes alone; each answers once the batch has landed. Waiting
-   * for the store's write round trip once per group, not once per mutation, is what lets a busy
-   * deployment take more than one write per round trip.
+   * that throws leaves the others' writes alone; each answers once its writes have landed (see
+   * {@link commitGroup} for a slow member). Waiting for the store's write round trip once per
+   * group, not once per mutation, is what lets a busy deployment take more than one write per
+   * round trip.
    */
   mutate<T>(
     work: (tx: Transaction) => MaybePromise<T>,
@@ -244,12 +247,14 @@ export class DeploymentDatabase implements TransactionHost {
     }
   }
 
-  /** Runs one group on one snapshot and commits the writes of those that succeeded. */
+  /**
+   * Runs one group on one snapshot and commits the writes of those that succeeded. While a member
+   * runs for longer than {@link EARLY_COMMIT_MS}, the members that finished before it are committed
+   * and answered without waiting for it (on stores that can commit twice on one snapshot).
+   */
   private async commitGroup(group: QueuedMutation[]): Promise<void> {
     const snapshot = await this.store.snapshot();
-    const succeeded: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
-    let writes: SealedWrites | undefined;
-    let inserted = false;
+    const batch = new GroupBatch(this, snapshot);
     const started = performance.now();
     try {
       for (const [index, member] of group.entries()) {
@@ -259,47 +264,34 @@ export class DeploymentDatabase implements TransactionHost {
           break;
         }
         const { onUsage, ...rest } = member.options;
-        const tx = new Transaction(this, snapshot, { ...rest, mode: "write" }, writes?.overlay);
+        const tx = new Transaction(this, snapshot, { ...rest, mode: "write" }, batch.overlay);
+        const early = this.store.shared
+          ? undefined
+          : setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS);
         try {
           const value = await member.work(tx);
           if (tx.budget.failure) throw tx.budget.failure;
-          const sealed = tx.seal();
-          writes = sealed;
-          inserted ||= sealed.inserted;
-          succeeded.push({
-            member,
-            result: { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: sealed.writeSet },
-          });
+          batch.add(member, value, tx);
         } catch (error) {
           tx.abort();
           member.reject(error);
         } finally {
+          clearTimeout(early);
           onUsage?.({ ...tx.budget.usage });
         }
       }
-      const all = writes?.overlay.all() ?? [];
-      if (all.length > 0) {
-        const operations: KvOperation[] = all.map((entry) =>
-          entry.value === null
-            ? { type: "del", key: entry.key }
-            : { type: "put", key: entry.key, value: entry.value },
-        );
-        if (inserted) operations.push({ type: "put", key: this.clockKey, value: String(this.clockValue()) });
-        await this.store.commit(snapshot, operations);
-      }
-    } catch (error) {
-      // The batch did not land: none of the group's writes happened.
-      for (const { member } of succeeded) member.reject(error);
-      return;
+      batch.commitFinished();
+      await batch.landed();
     } finally {
       await snapshot.close().catch(() => {});
     }
-    const written = succeeded.flatMap(({ result }) => result.writeSet);
-    if (written.length > 0) {
-      this.emitCommit(written);
-      if (this.store.shared) await this.announceCommit(written);
-    }
-    for (const { member, result } of succeeded) member.resolve(result);
+  }
+
+  /** Commits `operations` on `snapshot` and tells listeners (and other hosts) what was written. */
+  async commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void> {
+    await this.store.commit(snapshot, operations);
+    this.emitCommit(written);
+    if (this.store.shared) await this.announceCommit(written);
   }
 
   /**
@@ -382,4 +374,78 @@ export class DeploymentDatabase implements TransactionHost {
 interface PendingBuild {
   table: string;
   stored: import("./stored-schema.js").StoredIndex;
+}
+
+/**
+ * The writes of one group commit: the overlay of everything its members wrote so far (each new
+ * member reads through it), the members waiting for their writes to land, and the batches in
+ * flight. Batches land in order; each holds every write of the group so far (rewriting a key with
+ * the value an earlier batch already stored changes nothing: the group holds the write lock). If
+ * a batch fails, every member not yet answered fails with it and nothing more is written.
+ */
+class GroupBatch {
+  /** Every write of the group's members that succeeded, for the next member to fork. */
+  overlay: WriteOverlay | undefined;
+  private inserted = false;
+  private waiting: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
+  private tail: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly database: DeploymentDatabase,
+    private readonly snapshot: KvSnapshot,
+  ) {}
+
+  /** Records a member that succeeded: its writes join the group's, its answer waits for them. */
+  add(member: QueuedMutation, value: unknown, tx: Transaction): void {
+    const sealed = tx.seal();
+    this.overlay = sealed.overlay;
+    this.inserted ||= sealed.inserted;
+    this.waiting.push({
+      member,
+      result: { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: sealed.writeSet },
+    });
+  }
+
+  /** Starts a batch for the members waiting now (after the batches in flight). */
+  commitFinished(): void {
+    if (this.waiting.length === 0 || this.failure || !this.overlay) return;
+    const members = this.waiting;
+    this.waiting = [];
+    const written = members.flatMap(({ result }) => result.writeSet);
+    const operations: KvOperation[] = this.overlay
+      .all()
+      .map((entry) =>
+        entry.value === null
+          ? { type: "del", key: entry.key }
+          : { type: "put", key: entry.key, value: entry.value },
+      );
+    if (this.inserted)
+      operations.push({
+        type: "put",
+        key: this.database.clockKey,
+        value: String(this.database.clockValue()),
+      });
+    this.tail = this.tail.then(async () => {
+      if (this.failure) {
+        for (const { member } of members) member.reject(this.failure.error);
+        return;
+      }
+      try {
+        // Members that wrote nothing still wait for the batches before them (they read those writes).
+        if (written.length > 0) await this.database.commitWrites(this.snapshot, operations, written);
+      } catch (error) {
+        this.failure = { error };
+        for (const { member } of members) member.reject(error);
+        return;
+      }
+      for (const { member, result } of members) member.resolve(result);
+    });
+  }
+
+  /** Waits until every batch started has landed or failed; members left waiting fail too. */
+  async landed(): Promise<void> {
+    await this.tail;
+    if (this.failure) for (const { member } of this.waiting) member.reject(this.failure.error);
+  }
 }

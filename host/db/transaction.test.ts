@@ -234,4 +234,32 @@ describe("transactions", () => {
       .value;
     expect(texts.map((r) => r.text)).toEqual(["w0", "w1", "w2", "w3", "w4"]);
   });
+
+  it("answers the members that finished while a later one of their group is still running", async () => {
+    let release!: () => void;
+    const blocker = deployment.mutate(() => new Promise<void>((resolve) => (release = resolve)));
+    let firstAnswered = false;
+    const first = deployment
+      .mutate((tx) => tx.insert("notes", { text: "first", tag: "early" }))
+      .then((result) => {
+        firstAnswered = true;
+        return result;
+      });
+    const slow = deployment.mutate(async (tx) => {
+      // Runs in the same group as `first`, after it: waits (up to 2 s) for `first` to be answered.
+      const since = Date.now();
+      while (!firstAnswered && Date.now() - since < 2000)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      await tx.insert("notes", { text: "slow", tag: "early" });
+      return firstAnswered;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    release();
+    await blocker;
+    expect((await slow).value).toBe(true);
+    expect((await first).writeSet.length).toBe(3);
+    const rows = (await t.read((d) => d.notes.withIndex("by_tag", (q) => q.eq("tag", "early")).collect()))
+      .value;
+    expect(rows.map((r) => r.text)).toEqual(["first", "slow"]);
+  });
 });
