@@ -13,7 +13,8 @@ export interface OverlayEntry {
  */
 export class WriteOverlay {
   private readonly entries: OverlayEntry[] = [];
-  private readonly touched = new Set<OverlayEntry>();
+  /** Entries written since creation or fork; made on the first write (most transactions read only). */
+  private touched: Set<OverlayEntry> | undefined;
 
   /**
    * A copy to write on top of: reads see every write of this one, and {@link written} lists only
@@ -28,7 +29,8 @@ export class WriteOverlay {
   /** The keys written since this overlay was created or forked, in key order. */
   written(): Buffer[] {
     const keys: Buffer[] = [];
-    for (const entry of this.entries) if (this.touched.has(entry)) keys.push(entry.key);
+    const touched = this.touched;
+    if (touched) for (const entry of this.entries) if (touched.has(entry)) keys.push(entry.key);
     return keys;
   }
 
@@ -54,10 +56,12 @@ export class WriteOverlay {
     const existing = this.entries[at];
     if (existing?.key.equals(key)) {
       existing.value = value;
+      this.touched ??= new Set();
       this.touched.add(existing);
     } else {
       const entry = { key, value };
       this.entries.splice(at, 0, entry);
+      this.touched ??= new Set();
       this.touched.add(entry);
     }
   }

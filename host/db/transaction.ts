@@ -164,7 +164,11 @@ export class Transaction {
    * asynchronous.
    */
   private readRow(table: CompiledTable, id: string): MaybePromise<string | null> {
-    const key = rowKey(this.host.id, table.name, id);
+    return this.readKey(rowKey(this.host.id, table.name, id));
+  }
+
+  /** {@link readRow} by the row's key. */
+  private readKey(key: Buffer): MaybePromise<string | null> {
     const pending = this.overlay.get(key);
     if (pending !== undefined) return pending;
     return andThen(this.snapshot.get(key), (json) => json ?? null);
@@ -180,8 +184,9 @@ export class Transaction {
           throw new PlatformError("bad_request", `get() on ${table.name} needs an id string.`);
         return null;
       }
-      this.readSet.keys.push(rowKey(this.host.id, table.name, id));
-      return andThen(this.readRow(table, id), (json) => {
+      const key = rowKey(this.host.id, table.name, id);
+      this.readSet.keys.push(key);
+      return andThen(this.readKey(key), (json) => {
         if (json === null) return null;
         this.budget.read(Buffer.byteLength(json));
         this.budget.returned(1);

@@ -11,7 +11,6 @@ import { type ErrorCode, isPlatformError, PlatformError } from "../../sdk/values
 import { isPending } from "../db/index.js";
 import { InlineAbandoned, type InlinePolicy, InlineStanding } from "./inline-policy.js";
 import { InlineSentinel } from "./inline-sentinel.js";
-import { inlineEntryClosed, inlineEntryOpened } from "./inline-watchdog.js";
 import { RawJson } from "./raw-json.js";
 import { loadRuntimeScript } from "./runtime-script.js";
 
@@ -344,14 +343,15 @@ export class CapsuleIsolate {
    * watched by the inline watchdog in case V8 parks the thread.
    */
   private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
-    const watched = this.slot !== null && sentinel().watches(this.slot);
-    inlineEntryOpened();
-    if (watched) sentinel().open(this.slot as number);
+    const watcher = sentinel();
+    // Inline runs need the policy enabled, so the isolate has a slot; -1 never names one.
+    const slot = this.slot ?? -1;
+    const watched = watcher.watches(slot);
+    watcher.open(slot);
     try {
       entry.applySync(undefined, args as never[], watched ? PRIMITIVES_ONLY : { timeout: timeoutMs });
     } finally {
-      if (watched) sentinel().close();
-      inlineEntryClosed();
+      watcher.close();
     }
   }
 

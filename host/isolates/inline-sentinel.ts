@@ -1,4 +1,5 @@
 import ivm from "isolated-vm";
+import { watchInlineEntries } from "./inline-watchdog.js";
 
 /** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
 const SEQ = 0; // inline entries opened so far
@@ -41,8 +42,8 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
  * Bounds inline entries without a timer per entry. isolated-vm's `timeout` starts a timer on a
  * shared timer thread for every entry, which wakes once per entry when it expires: under load that
  * cost about as much CPU as the whole request. The sentinel instead is one small isolate whose code
- * loops on its own thread, waking a few hundred times a second; the host only bumps two shared
- * counters per entry. A registered isolate is watched once the sentinel has taken the registry
+ * loops on its own thread, waking a few hundred times a second; the host only marks two shared
+ * cells per entry (which the inline watchdog reads as well). A registered isolate is watched once the sentinel has taken the registry
  * that holds it ({@link watches}); until then its entries keep isolated-vm's `timeout`.
  */
 export class InlineSentinel {
@@ -62,6 +63,8 @@ export class InlineSentinel {
       (...args: never[]) => void
     >;
     this.state[WATCHING] = -1;
+    // The same two cells tell the watchdog thread when the main thread is stuck inside an entry.
+    watchInlineEntries(this.buffer, SEQ, OPEN);
   }
 
   /** The process's sentinel (one thread watches every host in the process). */
@@ -88,7 +91,10 @@ export class InlineSentinel {
     return Atomics.load(this.state, WATCHING) === this.generation && this.targets.has(slot);
   }
 
-  /** Marks the start of an inline entry into `slot`'s isolate. */
+  /**
+   * Marks the start of an inline entry into `slot`'s isolate: every inline entry, watched or not,
+   * so the inline watchdog sees it too.
+   */
   open(slot: number): void {
     Atomics.add(this.state, SEQ, 1);
     Atomics.store(this.state, OPEN, slot);

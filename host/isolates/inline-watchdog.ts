@@ -4,10 +4,11 @@ import { Worker } from "node:worker_threads";
  * Guards the main thread while it runs user code inline. When V8 gives up on an isolate (one
  * allocation far beyond its heap, say), isolated-vm parks the thread that was running it forever;
  * inline, that thread is the host's main thread, so the host's own catastrophic-error handler
- * (an event on that same thread) never runs. A small worker thread watches a counter the main
- * thread bumps on each inline entry: an entry still open after {@link STUCK_MS} (entries are cut
- * at their slice or the handler's CPU limit, far below that) means the main thread is gone, and the
- * worker ends the process so `platform host`'s supervisor starts a new one.
+ * (an event on that same thread) never runs. A small worker thread watches the cells the main
+ * thread marks each inline entry in (the inline sentinel's, see inline-sentinel.ts): an entry still
+ * open after {@link STUCK_MS} (entries are cut at their slice or the handler's CPU limit, far below
+ * that) means the main thread is gone, and the worker ends the process so `platform host`'s
+ * supervisor starts a new one.
  */
 const STUCK_MS = 5000;
 const CHECK_MS = 250;
@@ -16,11 +17,12 @@ const WORKER_SOURCE = `
 const { workerData } = require("node:worker_threads");
 const { writeSync } = require("node:fs");
 const state = new Int32Array(workerData.buffer);
+const { seqCell, openCell } = workerData;
 let seen = -1;
 let since = Date.now();
 setInterval(() => {
-  const entry = Atomics.load(state, 0);
-  if (Atomics.load(state, 1) === 0 || entry !== seen) {
+  const entry = Atomics.load(state, seqCell);
+  if (Atomics.load(state, openCell) === 0 || entry !== seen) {
     seen = entry;
     since = Date.now();
     return;
@@ -32,24 +34,15 @@ setInterval(() => {
 }, ${CHECK_MS});
 `;
 
-/** [entries started, 1 while an entry is open]. */
-let state: Int32Array | undefined;
+let started = false;
 
-function start(): Int32Array {
-  const buffer = new SharedArrayBuffer(8);
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { buffer } });
+/**
+ * Starts the watching thread (once per process) on `buffer`, where cell `seqCell` counts the inline
+ * entries opened and cell `openCell` is non-zero while one is open.
+ */
+export function watchInlineEntries(buffer: SharedArrayBuffer, seqCell: number, openCell: number): void {
+  if (started) return;
+  started = true;
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { buffer, seqCell, openCell } });
   worker.unref();
-  return new Int32Array(buffer);
-}
-
-/** Marks the start of an inline entry (starts the watching thread on first use). */
-export function inlineEntryOpened(): void {
-  state ??= start();
-  Atomics.add(state, 0, 1);
-  Atomics.store(state, 1, 1);
-}
-
-/** Marks the end of an inline entry. */
-export function inlineEntryClosed(): void {
-  if (state) Atomics.store(state, 1, 0);
 }
