@@ -11,6 +11,11 @@ export interface ScanOptions {
   reverse: boolean;
   /** Key-only scans (for `count()`) never load values from the snapshot. */
   values: boolean;
+  /**
+   * Whether `visit` needs each entry's key (a page's cursor does). When it does not, and no pending
+   * write lies in the range, the snapshot is scanned without keys and `visit` gets an empty one.
+   */
+  keys: boolean;
   /** Expected number of entries, to size the first native batch. */
   hint: number;
 }
@@ -39,6 +44,7 @@ export async function scanRange(
     lt: options.end,
     reverse: options.reverse,
     values: options.values,
+    keys: options.keys || pending.length > 0,
   });
   try {
     let size = Math.min(Math.max(options.hint, 1), MAX_BATCH);

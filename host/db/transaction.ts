@@ -245,7 +245,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse: false, values: false, hint: Math.min(allowed + 1, 1000) },
+      { ...range, reverse: false, values: false, keys: false, hint: Math.min(allowed + 1, 1000) },
       () => ++n <= allowed,
     );
     this.budget.readKeys(n);
@@ -260,7 +260,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse, values: true, hint: 128 },
+      { ...range, reverse, values: true, keys: false, hint: 128 },
       (_key, value) => {
         this.budget.read(Buffer.byteLength(value));
         if (rows.length === limit) {
@@ -282,7 +282,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse, values: true, hint: n },
+      { ...range, reverse, values: true, keys: false, hint: n },
       (_key, value) => {
         this.budget.read(Buffer.byteLength(value));
         rows.push(value);
@@ -332,7 +332,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { start, end, reverse, values: true, hint: numItems + 1 },
+      { start, end, reverse, values: true, keys: true, hint: numItems + 1 },
       (key, value) => {
         if (rows.length === numItems) {
           more = true;
@@ -465,7 +465,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse: false, values: true, hint: 256 },
+      { ...range, reverse: false, values: true, keys: false, hint: 256 },
       (_key, value) => {
         rows.push(JSON.parse(value) as StoredRow);
         return true;
@@ -491,7 +491,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { start, end, reverse: false, values: true, hint: 1000 },
+      { start, end, reverse: false, values: true, keys: false, hint: 1000 },
       (_key, value) => {
         this.budget.read(Buffer.byteLength(value));
         rows.push(value);

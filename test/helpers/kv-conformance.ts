@@ -62,6 +62,19 @@ export function kvConformance(name: string, open: () => Promise<KvStore>): void 
       expect(keysOnly.map(([key]) => key.toString("hex"))).toEqual(["017f", "0180"]);
     });
 
+    storeTest("scans without keys over binary bounds: the same values, counts and order", async (store) => {
+      // Bounds and keys with bytes that are not UTF-8 on their own: the range must be exact.
+      const keys = [b(0x05, 0x7f), b(0x05, 0x80), b(0x05, 0xc3), b(0x05, 0xc3, 0xa9), b(0x05, 0xff), b(0x06)];
+      await store.batch(keys.map((key, i) => put(key, `v${i}`)));
+      const range = { gte: b(0x05, 0x80), lt: b(0x05, 0xff) };
+      const withKeys = await collect(store.iterate({ ...range, reverse: true }));
+      const keyless = await collect(store.iterate({ ...range, reverse: true, keys: false }));
+      expect(keyless.map(([, value]) => value)).toEqual(withKeys.map(([, value]) => value));
+      expect(keyless.map(([, value]) => value)).toEqual(["v3", "v2", "v1"]);
+      const counted = await collect(store.iterate({ ...range, keys: false, values: false }));
+      expect(counted.map(([, value]) => value)).toEqual(["", "", ""]);
+    });
+
     storeTest("iterates in batches across many entries", async (store) => {
       const many = Array.from({ length: 2500 }, (_, i) => put(b(0x05, i >> 8, i & 0xff), String(i)));
       await store.batch(many);

@@ -8,5 +8,6 @@ export {
   type KvRange,
   type KvSnapshot,
   type KvStore,
+  NO_KEY,
 } from "./kv.js";
 export { PostgresKv } from "./postgres-kv.js";

@@ -18,9 +18,18 @@ export interface KvIterateOptions extends KvRange {
   reverse?: boolean;
   /** Values are loaded unless false (key-only scans for `count()`). */
   values?: boolean;
+  /**
+   * Keys are returned unless false. A scan that only counts, or only needs values (nothing to
+   * merge by key), passes false: making a key buffer per entry costs more than reading the entry.
+   * A backend may then return {@link NO_KEY} in place of every key.
+   */
+  keys?: boolean;
   /** Stop after this many entries. */
   limit?: number;
 }
+
+/** The key of every entry of a scan that asked for no keys (`keys: false`). */
+export const NO_KEY: Buffer = Buffer.alloc(0);
 
 /** Entries of a range, fetched in batches. */
 export interface KvIterator {
