@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capsule, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
+import { type CursorBinding, CursorCodec } from "./cursor.js";
 import type { DeploymentDatabase } from "./index.js";
 
 const app = capsule({
@@ -49,6 +51,31 @@ describe("pagination cursors", () => {
   it("leak no row values", async () => {
     const raw = Buffer.from(await firstCursor(), "base64url");
     expect(raw.includes(Buffer.from("hunter"))).toBe(false);
+  });
+
+  it("never reuse an IV, across refills of the IV pool, and open only under their own binding", () => {
+    const codec = new CursorCodec(randomBytes(32));
+    const binding: CursorBinding = {
+      deployment: "a",
+      schemaHash: "s",
+      handler: "list",
+      argsHash: "h",
+      table: "items",
+      index: "by_n",
+      start: "AA==",
+      end: "/w==",
+      order: "asc",
+    };
+    const position = Buffer.from("same position every time");
+    const cursors = Array.from({ length: 1000 }, () => codec.encode(position, binding));
+    const ivs = new Set(
+      cursors.map((cursor) => Buffer.from(cursor, "base64url").subarray(0, 12).toString("hex")),
+    );
+    expect(ivs.size).toBe(cursors.length);
+    for (const cursor of cursors) expect(codec.decode(cursor, binding)).toEqual(position);
+    expect(() => codec.decode(cursors[0] as string, { ...binding, argsHash: "other" })).toThrow(
+      /Invalid pagination cursor/,
+    );
   });
 
   it("reject tampering", async () => {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, randomFillSync } from "node:crypto";
 import { PlatformError } from "../../sdk/values/index.js";
 
 /** Everything a cursor is bound to; a cursor made for one binding is refused for any other. */
@@ -16,6 +16,31 @@ export interface CursorBinding {
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+/** IVs drawn per refill of the pool (one `randomFillSync` costs about as much as one cipher). */
+const IVS_PER_FILL = 256;
+/** Associated data kept per distinct binding; a page's binding repeats for every page of a query. */
+const AAD_CACHE_SIZE = 1024;
+
+/**
+ * Fresh random IVs, drawn from a pool filled by the CSPRNG in one call. Every IV is used once:
+ * AES-GCM must never see an IV twice under one key, and 96 random bits make that as unlikely as
+ * one `randomBytes(12)` per cursor did.
+ */
+class IvPool {
+  private pool = Buffer.alloc(0);
+  private offset = 0;
+
+  next(): Buffer {
+    if (this.offset === this.pool.length) {
+      // A new buffer each fill: IVs handed out earlier are views of the old one.
+      this.pool = randomFillSync(Buffer.allocUnsafe(IV_BYTES * IVS_PER_FILL));
+      this.offset = 0;
+    }
+    const iv = this.pool.subarray(this.offset, this.offset + IV_BYTES);
+    this.offset += IV_BYTES;
+    return iv;
+  }
+}
 
 function invalidCursor(cause?: unknown): PlatformError {
   return new PlatformError(
@@ -32,21 +57,31 @@ function invalidCursor(cause?: unknown): PlatformError {
  */
 export class CursorCodec {
   private readonly key: Buffer;
+  private readonly ivs = new IvPool();
+  /** SHA-256 of each recent binding's JSON, oldest first (a Map keeps insertion order). */
+  private readonly aads = new Map<string, Buffer>();
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error("Cursor key must be 32 bytes");
     this.key = key;
   }
 
-  private static aad(binding: CursorBinding): Buffer {
-    return createHash("sha256").update(JSON.stringify(binding)).digest();
+  private aad(binding: CursorBinding): Buffer {
+    const json = JSON.stringify(binding);
+    let digest = this.aads.get(json);
+    if (!digest) {
+      digest = createHash("sha256").update(json).digest();
+      if (this.aads.size >= AAD_CACHE_SIZE) this.aads.delete(this.aads.keys().next().value as string);
+      this.aads.set(json, digest);
+    }
+    return digest;
   }
 
   /** Seals `position` (empty for "from the start") for `binding`. */
   encode(position: Buffer, binding: CursorBinding): string {
-    const iv = randomBytes(IV_BYTES);
+    const iv = this.ivs.next();
     const cipher = createCipheriv("aes-256-gcm", this.key, iv);
-    cipher.setAAD(CursorCodec.aad(binding));
+    cipher.setAAD(this.aad(binding));
     const body = Buffer.concat([cipher.update(position), cipher.final()]);
     return Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64url");
   }
@@ -58,7 +93,7 @@ export class CursorCodec {
     if (raw.length < IV_BYTES + TAG_BYTES) throw invalidCursor();
     try {
       const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, IV_BYTES));
-      decipher.setAAD(CursorCodec.aad(binding));
+      decipher.setAAD(this.aad(binding));
       decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
       return Buffer.concat([
         decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),
