@@ -22,9 +22,11 @@ import { errorEnvelope } from "../../dist/host/http/errors.js";
 import { listen } from "../../dist/host/http/index.js";
 import { bundleCapsule } from "../../dist/sdk/cli/bundle.js";
 import { percentile } from "../lib/percentile.js";
-import { runLoad } from "../lib/run-load.js";
+import { interleaved, runLoad } from "../lib/run-load.js";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+/** Interleaved rounds of the three load targets; each target's median run is reported. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROWS = 1000;
 
 const CAPSULE = `import { capsule, string, number, table } from "platform/server";
@@ -149,13 +151,15 @@ async function main(): Promise<void> {
     const used = process.cpuUsage(before);
     return { ...result, cpuUs: (used.user + used.system) / Math.max(1, result.rps * SECONDS) };
   };
-  const viaIsolate = await measured(devHost.port);
-  const viaDb = await measured(directServer.port);
-  const viaPlain = await measured(plainServer.port);
+  const ports = { a: devHost.port, b: directServer.port, c: plainServer.port };
+  for (const port of Object.values(ports))
+    await runLoad(`http://127.0.0.1:${port}/api/query/get`, bodies, dir, 1); // warm-up
+  const by = await interleaved(["a", "b", "c"] as const, ROUNDS, (name) => measured(ports[name]));
+  const [viaIsolate, viaDb, viaPlain] = [by.a, by.b, by.c];
 
   const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(2);
   console.log(
-    `bench/isolates on ${process.platform} ${process.arch}, Node ${process.version}; ${SECONDS}s per target, 32 connections, load from a separate process`,
+    `bench/isolates on ${process.platform} ${process.arch}, Node ${process.version}; median of ${ROUNDS} interleaved runs of ${SECONDS} s per target, 32 connections, load from a separate process`,
   );
   console.log("target                                   req/s     p50 ms  p99 ms  host CPU µs/req");
   for (const [name, r] of [

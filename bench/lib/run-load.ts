@@ -30,3 +30,25 @@ export async function runLoad(
   });
   return JSON.parse(stdout.trim().split("\n").at(-1) as string) as LoadResult;
 }
+
+/**
+ * Measures several targets in `rounds` interleaved rounds (a, b, c, a, b, c, ...) and keeps, per
+ * target, the run with the median throughput. The machines here are shared: a swing of the host
+ * lands on one run of every target alike instead of on all runs of one target. `measure` runs one
+ * load against one target.
+ */
+export async function interleaved<Name extends string, Result extends LoadResult>(
+  names: readonly Name[],
+  rounds: number,
+  measure: (name: Name) => Promise<Result>,
+): Promise<Record<Name, Result>> {
+  const runs = new Map<Name, Result[]>(names.map((name) => [name, []]));
+  for (let round = 0; round < rounds; round++)
+    for (const name of names) (runs.get(name) as Result[]).push(await measure(name));
+  const median = {} as Record<Name, Result>;
+  for (const [name, results] of runs) {
+    const sorted = [...results].sort((x, y) => x.rps - y.rps);
+    median[name] = sorted[Math.floor((sorted.length - 1) / 2)] as Result;
+  }
+  return median;
+}

@@ -8,7 +8,8 @@
  * per second, and within 1.5x of (c) on reads. The platform also runs on its PostgreSQL backend
  * (a private server on loopback) next to its embedded classic-level one.
  *
- *   npm run bench                 (BENCH_SECONDS per measurement, default 4)
+ *   npm run bench                 (BENCH_SECONDS per run, default 3; BENCH_ROUNDS interleaved rounds,
+ *                                  default 3, each target's median run reported)
  */
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -18,10 +19,12 @@ import { startHost } from "../../dist/host/host.js";
 import { bundleCapsule } from "../../dist/sdk/cli/bundle.js";
 import { postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
 import { percentile } from "../lib/percentile.js";
-import { type LoadResult, runLoad } from "../lib/run-load.js";
+import { interleaved, type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+/** Interleaved rounds per operation; each target's median run is reported. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 32;
 const LISTS = 20;
 const PER_LIST = 500;
@@ -127,14 +130,25 @@ async function main(): Promise<void> {
       ];
     const results: Array<{ op: string; read: boolean; by: Record<string, LoadResult> }> = [];
     for (const { op, path, read, bodies } of workload) {
-      const by: Record<string, LoadResult> = {};
-      for (const target of targets) {
-        const list = bodies(target.rows);
-        await runLoad(`${target.base}${path}`, list, dir, 1, CONNECTIONS); // warm-up
-        const result = await runLoad(`${target.base}${path}`, list, dir, SECONDS, CONNECTIONS);
-        by[target.name] = result;
-        process.stderr.write(`${op} on ${target.name}: ${Math.round(result.rps)} req/s\n`);
-      }
+      const byName = new Map(targets.map((target) => [target.name, target]));
+      for (const target of targets)
+        await runLoad(`${target.base}${path}`, bodies(target.rows), dir, 1, CONNECTIONS); // warm-up
+      const by: Record<string, LoadResult> = await interleaved(
+        targets.map((target) => target.name),
+        ROUNDS,
+        async (name) => {
+          const target = byName.get(name) as (typeof targets)[number];
+          const result = await runLoad(
+            `${target.base}${path}`,
+            bodies(target.rows),
+            dir,
+            SECONDS,
+            CONNECTIONS,
+          );
+          process.stderr.write(`${op} on ${name}: ${Math.round(result.rps)} req/s\n`);
+          return result;
+        },
+      );
       results.push({ op, read, by });
     }
     await levelPeer.close();
@@ -179,7 +193,7 @@ async function main(): Promise<void> {
     }
     const out: string[] = [];
     out.push(
-      `bench/suite: ${cpus().length} cores (${cpu}), ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, ${kernel}, Node ${process.version}; ${SECONDS} s per measurement, ${CONNECTIONS} connections, autocannon in a separate process; ${rows.length} items in ${listsOf(rows).length} lists`,
+      `bench/suite: ${cpus().length} cores (${cpu}), ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, ${kernel}, Node ${process.version}; median of ${ROUNDS} interleaved runs of ${SECONDS} s per cell, ${CONNECTIONS} connections, autocannon in a separate process; ${rows.length} items in ${listsOf(rows).length} lists`,
     );
     out.push("");
     out.push(
