@@ -75,10 +75,45 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-suite-"));
   const code = (await bundleCapsule("bench/suite/capsule")).code;
   const host = await benchHost(join(dir, "host"), code);
-  const postgres = postgresBinDir() ? await startLocalPostgres() : undefined;
-  if (!postgres) process.stderr.write("PostgreSQL is not installed: the PostgreSQL column is skipped.\n");
-  const pgHost = postgres ? await benchHost(join(dir, "pg-host"), code, postgres.url) : undefined;
+  let postgres: Awaited<ReturnType<typeof startLocalPostgres>> | undefined;
+  let pgHost: Awaited<ReturnType<typeof benchHost>> | undefined;
   try {
+    // Cold start of an evicted deployment (this capsule), then density: many live deployments. Both on
+    // the freshly seeded host, before the other servers start and before any load: a process that has
+    // served minutes of load keeps a larger heap, which is no part of what a deployment costs.
+    const runner = host.deployments.pool.runner("bench", (await host.deployments.require("bench")).artifact);
+    const colds: number[] = [];
+    const first = JSON.stringify({ id: (await seededRows(host))[0]?.id });
+    for (let i = 0; i < 30; i++) {
+      runner.evict();
+      const started = process.hrtime.bigint();
+      await host.deployments.call("bench", { kind: "query", name: "get", argsJson: first, identity: null });
+      colds.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    gc();
+    const before = process.memoryUsage().rss;
+    for (let i = 0; i < DENSITY_DEPLOYMENTS; i++) {
+      await host.deployments.deploy(`d${i}`, { code });
+      await host.deployments.call(`d${i}`, {
+        kind: "query",
+        name: "count",
+        argsJson: '{"list":"x"}',
+        identity: null,
+      });
+    }
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    gc();
+    const after = process.memoryUsage().rss;
+    const perDeployment = (after - before) / DENSITY_DEPLOYMENTS;
+    const live = host.deployments.pool.liveCount();
+    const budget = 2 * 1024 ** 3;
+    const fits = Math.floor((budget - before) / perDeployment);
+    for (let i = 0; i < DENSITY_DEPLOYMENTS; i++) await host.deployments.remove(`d${i}`);
+
+    postgres = postgresBinDir() ? await startLocalPostgres() : undefined;
+    if (!postgres) process.stderr.write("PostgreSQL is not installed: the PostgreSQL column is skipped.\n");
+    pgHost = postgres ? await benchHost(join(dir, "pg-host"), code, postgres.url) : undefined;
     // Each platform host made its own ids; the peers start from the first host's rows.
     const rows = await seededRows(host);
     const pgRows = pgHost ? await seededRows(pgHost) : [];
@@ -153,36 +188,6 @@ async function main(): Promise<void> {
     }
     await levelPeer.close();
     await sqlite.close();
-
-    // Cold start of an evicted deployment (this capsule), then density: many live deployments.
-    const runner = host.deployments.pool.runner("bench", (await host.deployments.require("bench")).artifact);
-    const colds: number[] = [];
-    const first = JSON.stringify({ id: rows[0]?.id });
-    for (let i = 0; i < 30; i++) {
-      runner.evict();
-      const started = process.hrtime.bigint();
-      await host.deployments.call("bench", { kind: "query", name: "get", argsJson: first, identity: null });
-      colds.push(Number(process.hrtime.bigint() - started) / 1e6);
-    }
-    gc();
-    const before = process.memoryUsage().rss;
-    for (let i = 0; i < DENSITY_DEPLOYMENTS; i++) {
-      await host.deployments.deploy(`d${i}`, { code });
-      await host.deployments.call(`d${i}`, {
-        kind: "query",
-        name: "count",
-        argsJson: '{"list":"x"}',
-        identity: null,
-      });
-    }
-    gc();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    gc();
-    const after = process.memoryUsage().rss;
-    const perDeployment = (after - before) / DENSITY_DEPLOYMENTS;
-    const live = host.deployments.pool.liveCount();
-    const budget = 2 * 1024 ** 3;
-    const fits = Math.floor((budget - before) / perDeployment);
 
     const cpu = cpus()[0]?.model ?? "unknown CPU";
     let kernel = "";
