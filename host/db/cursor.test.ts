@@ -4,6 +4,8 @@ import { capsule, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
 import { type CursorBinding, CursorCodec } from "./cursor.js";
 import type { DeploymentDatabase } from "./index.js";
+import { indexEntryKey, materialize, parseStoredRow } from "./rows.js";
+import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
 const app = capsule({
   schema: { items: table({ n: number(), secret: string() }).index("by_n", ["n"]) },
@@ -158,5 +160,28 @@ describe("pagination cursors", () => {
       ),
     ).rejects.toMatchObject({ code: "invalid_cursor" });
     await deployment.migrate(app.declaration.schema);
+  });
+
+  it("continue after a row whose index key cannot be rebuilt from its stored value", async () => {
+    // Pages are scanned without keys and the last row's key is rebuilt from the row. An entry whose
+    // value disagrees with its key (written here by hand) must still end its page at its real key.
+    const scratch = await env.db.deployment("rebuilt");
+    await scratch.migrate(app.declaration.schema);
+    const s = typedDb(scratch, app);
+    await s.write(async (d) => {
+      for (let n = 0; n < 10; n++) await d.items.insert({ n, secret: `s${n}` });
+    });
+    const table = scratch.tables.get("items") as CompiledTable;
+    const index = table.indexes.get("by_n") as CompiledIndex;
+    const fourth = (await s.read((d) => d.items.withIndex("by_n", (q) => q.eq("n", 4)).first())).value;
+    const json = JSON.stringify({ ...fourth, n: 400 });
+    const key = indexEntryKey(index, materialize(table, parseStoredRow(JSON.stringify(fourth))));
+    await env.db.store.batch([{ type: "put", key, value: json }]);
+    const page = (cursor: string | null) =>
+      s.read((d) => d.items.withIndex("by_n").paginate({ cursor, numItems: 5 }), context);
+    const first = (await page(null)).value;
+    expect(first.page.map((r) => r.n)).toEqual([0, 1, 2, 3, 400]);
+    const second = (await page(first.continueCursor)).value;
+    expect(second.page.map((r) => r.n)).toEqual([5, 6, 7, 8, 9]);
   });
 });

@@ -6,7 +6,7 @@ import { Budget, type BudgetLimits } from "./budget.js";
 import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
 import { rowKey } from "./keys.js";
-import type { KvSnapshot } from "./kv/index.js";
+import { type KvSnapshot, NO_KEY } from "./kv/index.js";
 import { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 import { WriteOverlay } from "./overlay.js";
 import { compileRange, type KeyRange } from "./range.js";
@@ -15,7 +15,9 @@ import {
   applyPatch,
   buildInsertFields,
   changedIdFields,
+  indexEntryKey,
   indexEntryKeys,
+  materialize,
   materializeJson,
   parseStoredRow,
   type StoredRow,
@@ -329,10 +331,12 @@ export class Transaction {
     const rows: string[] = [];
     let lastKey: Buffer | null = null;
     let more = false;
+    // Scanned without keys (a key buffer per row costs more than the row): only the last row's key
+    // is needed, for the cursor, and it is found afterwards.
     await scanRange(
       this.snapshot,
       this.overlay,
-      { start, end, reverse, values: true, keys: true, hint: numItems + 1 },
+      { start, end, reverse, values: true, keys: false, hint: numItems + 1 },
       (key, value) => {
         if (rows.length === numItems) {
           more = true;
@@ -345,7 +349,15 @@ export class Transaction {
       },
     );
     this.budget.returned(rows.length);
-    const last = lastKey as Buffer | null;
+    let last = lastKey as Buffer | null;
+    if (last !== null && last.length === 0)
+      last = await this.keyOfPageEnd(
+        table,
+        index,
+        rows.at(-1) as string,
+        { start, end, reverse },
+        rows.length,
+      );
     if (more && last) {
       this.readSet.ranges.push(reverse ? { start: last, end } : { start, end: afterKey(last) });
     } else {
@@ -358,6 +370,35 @@ export class Transaction {
       isDone: !more,
       continueCursor: this.host.cursors.encode(nextPosition, binding),
     };
+  }
+
+  /**
+   * The index key of `value`, the last of the `count` rows a page scanned without keys. Rebuilt from
+   * the row the way writes build index keys, and confirmed by reading that key from the snapshot:
+   * an index key ends with its row's id, so the same value stored under it proves it is the row's
+   * entry. Failing that, the range is walked again with keys up to its `count`-th entry.
+   */
+  private async keyOfPageEnd(
+    table: CompiledTable,
+    index: CompiledIndex,
+    value: string,
+    range: { start: Buffer; end: Buffer; reverse: boolean },
+    count: number,
+  ): Promise<Buffer> {
+    const rebuilt = indexEntryKey(index, materialize(table, parseStoredRow(value)));
+    if ((await this.snapshot.get(rebuilt)) === value) return rebuilt;
+    let seen = 0;
+    let key = NO_KEY;
+    await scanRange(
+      this.snapshot,
+      this.overlay,
+      { ...range, values: false, keys: true, hint: count },
+      (entryKey) => {
+        key = entryKey;
+        return ++seen < count;
+      },
+    );
+    return key;
   }
 
   private materializeAll(table: CompiledTable, rows: string[]): string[] {
