@@ -27,7 +27,12 @@ export function rowPrefix(deployment: string, table: string): Buffer {
 
 /** Key of one row. */
 export function rowKey(deployment: string, table: string, id: string): Buffer {
-  return join([rowPrefix(deployment, table), encodeText(id, TAG_ID)]);
+  return rowKeyUnder(rowPrefix(deployment, table), id);
+}
+
+/** Key of row `id` under its table's {@link rowPrefix} (compiled tables keep theirs). */
+export function rowKeyUnder(prefix: Buffer, id: string): Buffer {
+  return join([prefix, encodeText(id, TAG_ID)]);
 }
 
 /** Prefix of every entry of one stored index (indexes are stored under a storage id, not their name). */

@@ -5,7 +5,7 @@ import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { Budget, type BudgetLimits } from "./budget.js";
 import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
-import { rowKey } from "./keys.js";
+import { rowKeyUnder } from "./keys.js";
 import { type KvSnapshot, NO_KEY } from "./kv/index.js";
 import { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 import { WriteOverlay } from "./overlay.js";
@@ -166,7 +166,7 @@ export class Transaction {
    * asynchronous.
    */
   private readRow(table: CompiledTable, id: string): MaybePromise<string | null> {
-    return this.readKey(rowKey(this.host.id, table.name, id));
+    return this.readKey(rowKeyUnder(table.rowPrefix, id));
   }
 
   /** {@link readRow} by the row's key. */
@@ -186,7 +186,7 @@ export class Transaction {
           throw new PlatformError("bad_request", `get() on ${table.name} needs an id string.`);
         return null;
       }
-      const key = rowKey(this.host.id, table.name, id);
+      const key = rowKeyUnder(table.rowPrefix, id);
       this.readSet.keys.push(key);
       return andThen(this.readKey(key), (json) => {
         if (json === null) return null;
@@ -428,7 +428,7 @@ export class Transaction {
 
   private writeRow(table: CompiledTable, row: StoredRow, previous: StoredRow | null): void {
     const json = JSON.stringify(row);
-    this.overlay.set(rowKey(this.host.id, table.name, row.id), json);
+    this.overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
     const next = indexEntryKeys(table, row);
     if (previous) {
       const keep = new Set(next.map((key) => key.toString("latin1")));
@@ -484,7 +484,7 @@ export class Transaction {
       this.requireWrite();
       const table = this.table(tableName);
       return andThen(this.existing(table, id, "delete"), (before) => {
-        this.overlay.set(rowKey(this.host.id, table.name, id), null);
+        this.overlay.set(rowKeyUnder(table.rowPrefix, id), null);
         for (const key of indexEntryKeys(table, before)) this.overlay.set(key, null);
         this.budget.usage.writes++;
       });
