@@ -53,17 +53,14 @@ export class WriteOverlay {
   /** Records a put (`value` a string) or a delete (`null`), replacing an earlier write of the key. */
   set(key: Buffer, value: string | null): void {
     const at = this.lowerBound(key);
-    const existing = this.entries[at];
-    if (existing?.key.equals(key)) {
-      existing.value = value;
-      this.touched ??= new Set();
-      this.touched.add(existing);
-    } else {
-      const entry = { key, value };
+    let entry = this.entries[at];
+    if (entry?.key.equals(key)) entry.value = value;
+    else {
+      entry = { key, value };
       this.entries.splice(at, 0, entry);
-      this.touched ??= new Set();
-      this.touched.add(entry);
     }
+    this.touched ??= new Set();
+    this.touched.add(entry);
   }
 
   /** The pending write of `key`: a string, `null` for a delete, `undefined` when untouched. */

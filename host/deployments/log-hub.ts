@@ -216,19 +216,16 @@ const BUDGET_KEYS = Object.keys(BUDGETS) as BudgetKey[];
 
 /** The warning for a call above {@link BUDGET_WARNING_SHARE} of any budget, or undefined. */
 function budgetWarning(call: CallRecord): string | undefined {
-  // Nearly every call is far below every budget: answer that without building anything.
-  if (BUDGET_KEYS.every((key) => call.usage[key] <= BUDGETS[key] * BUDGET_WARNING_SHARE)) return undefined;
+  // Nearly every call is far below every budget: the shares are worked out only for a warning.
+  const over = BUDGET_KEYS.filter((key) => call.usage[key] > BUDGETS[key] * BUDGET_WARNING_SHARE);
+  if (over.length === 0) return undefined;
   const shares = budgetShares(call.usage);
-  const over = (Object.keys(shares) as BudgetKey[])
-    .filter((key) => shares[key] > BUDGET_WARNING_SHARE)
-    .sort((a, b) => shares[b] - shares[a]);
-  const worst = over[0];
-  if (!worst) return undefined;
+  over.sort((a, b) => shares[b] - shares[a]);
   const used = over
     .map(
       (key) =>
         `${Math.round(shares[key] * 100)}% of ${key} (${Math.round(call.usage[key])} of ${BUDGETS[key]})`,
     )
     .join(", ");
-  return `${call.kind} ${call.name} used ${used}: ${ADVICE[worst]}.`;
+  return `${call.kind} ${call.name} used ${used}: ${ADVICE[over[0] as BudgetKey]}.`;
 }

@@ -77,8 +77,12 @@ export class InlineStanding {
   private lastCooldownMs = 0;
   private windowCpuNs = 0n;
   private windowStart = 0;
+  /** {@link InlinePolicy.shareMs} in nanoseconds, the unit of the CPU clock charged per entry. */
+  private readonly shareNs: bigint;
 
-  constructor(readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY) {}
+  constructor(readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY) {
+    this.shareNs = BigInt(policy.shareMs) * 1_000_000n;
+  }
 
   /** True when the deployment may run inline now. */
   get allowed(): boolean {
@@ -103,7 +107,7 @@ export class InlineStanding {
       this.windowCpuNs = 0n;
     }
     this.windowCpuNs += ns;
-    if (this.windowCpuNs <= BigInt(this.policy.shareMs) * 1_000_000n) return false;
+    if (this.windowCpuNs <= this.shareNs) return false;
     this.demote();
     return true;
   }
