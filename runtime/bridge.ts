@@ -31,11 +31,32 @@ delete global.__platform_inline_done;
 const waiting = new Map<number, (responseJson: string) => void>();
 let nextCallId = 1;
 
+/** What to do (once) when an inline execution first waits on the host, by request id. */
+const onWait = new Map<number, () => void>();
+
+/**
+ * Runs `callback` (in a microtask, once the execution has suspended) when inline execution
+ * `requestId` makes a call the host cannot answer at once. Replaces an earlier callback.
+ */
+export function whenWaiting(requestId: number, callback: () => void): void {
+  onWait.set(requestId, callback);
+}
+
+/** Drops the callback of {@link whenWaiting}. */
+export function forgetWaiting(requestId: number): void {
+  onWait.delete(requestId);
+}
+
 function inlineCall(requestId: number, json: string): string | Promise<string> {
   if (!post) throw new PlatformError("internal", "The platform bridge is missing.");
   const callId = nextCallId++;
   const answer = post(requestId, callId, json);
   if (typeof answer === "string") return answer;
+  const callback = onWait.get(requestId);
+  if (callback) {
+    onWait.delete(requestId);
+    void Promise.resolve().then(callback);
+  }
   return new Promise<string>((resolve) => waiting.set(callId, resolve));
 }
 

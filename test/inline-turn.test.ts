@@ -1,19 +1,40 @@
 /**
  * Inline entries are gathered per turn of the event loop (host/isolates/capsule-isolate.ts): calls
- * made in one turn enter the isolate once it ends, one after another in the order they came.
+ * made in one turn enter the isolate once it ends, in the order they came, and light starts share
+ * one entry, run one after another by the runtime.
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CapsuleIsolate, type SyscallHandler } from "../host/isolates/index.js";
+import { CapsuleIsolate, DEFAULT_ISOLATE_LIMITS, type SyscallHandler } from "../host/isolates/index.js";
 import { bundleCapsule } from "../sdk/cli/bundle.js";
 import { type DispatchRequest, SYSCALL } from "../sdk/protocol/index.js";
+import { isPlatformError } from "../sdk/values/index.js";
 
 const CAPSULE = `import { capsule, table, string } from "platform/server";
+const spin = (ms) => { let x = 0; for (let i = 0; i < ms * 200000; i++) x += i % 7; return x; };
+let starts = 0;
+let release;
+const gate = new Promise((resolve) => { release = resolve; });
 export default capsule({
   schema: { items: table({ label: string() }) },
-  queries: { echo: async (ctx, args) => { await ctx.db.items.get(args.id); return args.id; } },
+  queries: {
+    echo: async (ctx, args) => { await ctx.db.items.get(args.id); return args.id; },
+    spin: async (ctx, args) => { spin(args.ms); await ctx.db.items.get("x"); return args.ms; },
+    stuck: async () => { await new Promise(() => {}); },
+    counted: async (ctx, args) => { starts++; await ctx.db.items.get(args.id); return args.id; },
+    gated: async () => { await gate; return "released"; },
+    open: async () => { release(); return "opened"; },
+    starts: async () => starts,
+    clock: async (ctx, args) => {
+      const started = [Date.now(), Math.random()];
+      await ctx.db.items.get(args.id);
+      await Promise.resolve();
+      await null;
+      return [...started, Date.now(), Math.random()];
+    },
+  },
 });
 `;
 
@@ -28,17 +49,39 @@ beforeAll(async () => {
 });
 afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-function echo(id: string): DispatchRequest {
+function call(name: string, args: unknown, now = 1_700_000_000_000, seed = 1): DispatchRequest {
   return {
     kind: "query",
     requestId: 0,
-    name: "echo",
-    argsJson: JSON.stringify({ id }),
+    name,
+    argsJson: JSON.stringify(args),
     identity: null,
     env: {},
-    now: Date.now(),
-    seed: 1,
+    now,
+    seed,
   };
+}
+
+const echo = (id: string) => call("echo", { id });
+
+/** Answers every point read with "no such row", recording the ids read. */
+function recordingReads(reads: string[] = []): SyscallHandler {
+  return (op, args) => {
+    if (op === SYSCALL.dbGet) reads.push((args as { id: string }).id);
+    return null;
+  };
+}
+
+function answerOf(response: Awaited<ReturnType<CapsuleIsolate["execute"]>>): unknown {
+  if (!response.ok) throw new Error(`${response.error.code}: ${response.error.message}`);
+  return JSON.parse(response.valueJson);
+}
+
+/** An isolate whose inline starts have been measured, so the next turn's starts share entries. */
+async function warmIsolate(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsolate> {
+  const isolate = await CapsuleIsolate.create(code, "inline-turn", limits);
+  for (let i = 0; i < 5; i++) await isolate.execute(echo(`warm-${i}`), recordingReads());
+  return isolate;
 }
 
 describe("inline entries gathered per turn of the event loop", () => {
@@ -46,20 +89,95 @@ describe("inline entries gathered per turn of the event loop", () => {
     const isolate = await CapsuleIsolate.create(code, "inline-turn");
     try {
       const reads: string[] = [];
-      const onSyscall: SyscallHandler = (op, args) => {
-        if (op === SYSCALL.dbGet) reads.push((args as { id: string }).id);
-        return null;
-      };
       const ids = ["first", "second", "third", "fourth"];
       expect(isolate.mayRunInline()).toBe(true);
-      const answers = ids.map((id) => isolate.execute(echo(id), onSyscall));
+      const answers = ids.map((id) => isolate.execute(echo(id), recordingReads(reads)));
       // Nothing has entered the isolate while this turn runs.
       expect(reads).toEqual([]);
       const responses = await Promise.all(answers);
       expect(reads).toEqual(ids);
-      expect(responses.map((response) => (response.ok ? JSON.parse(response.valueJson) : response))).toEqual(
-        ids,
+      expect(responses.map(answerOf)).toEqual(ids);
+      expect(isolate.mayRunInline()).toBe(true);
+    } finally {
+      isolate.dispose();
+    }
+  });
+
+  it("light starts of one turn share one entry, each charged its own CPU", async () => {
+    const isolate = await warmIsolate();
+    try {
+      const before = isolate.entries;
+      const reads: string[] = [];
+      const light = ["a", "b", "c", "d", "e", "f", "g", "h"].map((id) =>
+        isolate.execute(echo(id), recordingReads(reads)),
       );
+      const heavy = isolate.execute(call("spin", { ms: 3 }), recordingReads(reads));
+      const [spun, ...echoed] = await Promise.all([heavy, ...light]);
+      expect(echoed.map(answerOf)).toEqual(["a", "b", "c", "d", "e", "f", "g", "h"]);
+      expect(answerOf(spun as Awaited<typeof heavy>)).toBe(3);
+      expect(reads).toEqual(["a", "b", "c", "d", "e", "f", "g", "h", "x"]);
+      // Nine starts, far fewer entries.
+      expect(isolate.entries - before).toBeLessThanOrEqual(2);
+      expect(spun?.cpuMs).toBeGreaterThan(1.5);
+      for (const response of echoed) expect(response.cpuMs).toBeLessThan(1);
+      expect(isolate.mayRunInline()).toBe(true);
+    } finally {
+      isolate.dispose();
+    }
+  });
+
+  it("handlers sharing an entry each keep their own clock and random state across awaits", async () => {
+    const isolate = await warmIsolate();
+    try {
+      const requests = [1, 2, 3, 4, 5].map((n) => call("clock", { id: `c${n}` }, 1_700_000_000_000 + n, n));
+      // Alone, one per turn.
+      const alone: unknown[] = [];
+      for (const request of requests) alone.push(answerOf(await isolate.execute(request, recordingReads())));
+      const before = isolate.entries;
+      const together = (await Promise.all(requests.map((r) => isolate.execute(r, recordingReads())))).map(
+        answerOf,
+      );
+      expect(isolate.entries - before).toBeLessThan(requests.length);
+      expect(together).toEqual(alone);
+      expect((alone[0] as number[])[0]).toBe(1_700_000_000_001);
+      expect((alone[0] as number[])[2]).toBe(1_700_000_000_001);
+    } finally {
+      isolate.dispose();
+    }
+  });
+
+  it("a handler released in a later entry does not start the ones after it a second time", async () => {
+    const isolate = await warmIsolate();
+    try {
+      const before = isolate.entries;
+      const gated = isolate.execute(call("gated", {}), recordingReads());
+      const counted = ["a", "b", "c"].map((id) => isolate.execute(call("counted", { id }), recordingReads()));
+      expect((await Promise.all(counted)).map(answerOf)).toEqual(["a", "b", "c"]);
+      // The gated handler ended the first entry's run; the others went in again.
+      expect(isolate.entries - before).toBe(2);
+      expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
+      expect(answerOf(await gated)).toBe("released");
+      expect(answerOf(await isolate.execute(call("starts", {}), recordingReads()))).toBe(3);
+    } finally {
+      isolate.dispose();
+    }
+  });
+
+  it("a handler that never settles does not hold back the starts after it", async () => {
+    const isolate = await warmIsolate({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 400 });
+    try {
+      const first = isolate.execute(echo("before"), recordingReads());
+      const stuck = isolate.execute(call("stuck", {}), recordingReads());
+      const after = ["after-1", "after-2", "after-3"].map((id) =>
+        isolate.execute(echo(id), recordingReads()),
+      );
+      expect(answerOf(await first)).toBe("before");
+      expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
+      const failure = await stuck.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(isPlatformError(failure, "timeout")).toBe(true);
       expect(isolate.mayRunInline()).toBe(true);
     } finally {
       isolate.dispose();

@@ -86,10 +86,19 @@ function encodeSyscallResult(result: SyscallResult): string {
 
 type InlineEntry = ivm.Reference<(...args: never[]) => void>;
 
+/** A handler's start waiting for the end of the event loop's turn. */
+type QueuedStart = { kind: "start"; requestId: number; payload: string };
+
 /** An inline entry waiting for the end of the event loop's turn: a handler's start or a call's answer. */
-type QueuedEntry =
-  | { kind: "start"; requestId: number; payload: string }
-  | { kind: "answer"; requestId: number; callId: number; answer: string };
+type QueuedEntry = QueuedStart | { kind: "answer"; requestId: number; callId: number; answer: string };
+
+/**
+ * Share of a slice that one entry for several inline starts is planned to use, from the average
+ * start so far: a group of light handlers stays far from the slice, and a heavy one starts alone.
+ */
+const GROUP_SLICE_SHARE = 0.25;
+/** The most inline starts one entry takes. */
+const MAX_GROUP = 32;
 
 /**
  * Options of an inline entry the sentinel bounds. Inline entries and calls pass only numbers and
@@ -147,10 +156,20 @@ export class CapsuleIsolate {
   private slot: number | null = null;
   /** Inline entries gathered in this turn of the event loop, entered together once it ends. */
   private queued: QueuedEntry[] = [];
+  /**
+   * While one entry runs several inline starts: the executions that finished or wait on the host
+   * (the runtime starts each only after the one before did either).
+   */
+  private group: Set<number> | null = null;
+  /** CPU of one inline start, a moving average in nanoseconds (0: none measured yet). */
+  private startCostNs = 0;
+  /** Synchronous entries made on the main thread so far (for diagnostics and tests). */
+  private inlineEntries = 0;
   private constructor(
     private readonly isolate: ivm.Isolate,
     private readonly dispatchRef: ivm.Reference<(requestId: number | null, json: string) => Promise<string>>,
     private readonly dispatchInlineRef: InlineEntry,
+    private readonly dispatchInlineManyRef: InlineEntry,
     private readonly resumeInlineRef: InlineEntry,
     readonly artifact: string,
     readonly limits: IsolateLimits,
@@ -197,6 +216,7 @@ export class CapsuleIsolate {
         (requestId: number | null, json: string) => Promise<string>
       >;
       const dispatchInlineRef = (await entry("__platform_dispatch_inline")) as InlineEntry;
+      const dispatchInlineManyRef = (await entry("__platform_dispatch_inline_many")) as InlineEntry;
       const resumeInlineRef = (await entry("__platform_resume_inline")) as InlineEntry;
       let capsule: ivm.Script;
       try {
@@ -219,6 +239,7 @@ export class CapsuleIsolate {
         isolate,
         dispatchRef,
         dispatchInlineRef,
+        dispatchInlineManyRef,
         resumeInlineRef,
         artifact,
         limits,
@@ -312,8 +333,10 @@ export class CapsuleIsolate {
    */
   private receiveInlineCall(requestId: unknown, callId: unknown, json: unknown): string | undefined {
     if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
+    if (this.group) this.chargeCrossing(requestId);
     const result = this.serveInlineCall(json);
     if (!isPending(result)) return encodeSyscallResult(result);
+    this.group?.add(requestId);
     void result.then((settled) =>
       this.enqueue({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
     );
@@ -322,10 +345,11 @@ export class CapsuleIsolate {
 
   /**
    * Queues an inline entry until the end of this turn of the event loop (`setImmediate`), then
-   * enters for every queued one in order, each in its own entry under its own slice. Requests that
-   * arrive in one turn are all read first, their handlers then run back to back, and their
-   * responses leave together: under load the host wakes its peers once per turn instead of once
-   * per response, and each side's code stays in the CPU's caches. An idle host waits one turn.
+   * enters for every queued one in order, each entry under its own slice (light starts share one,
+   * see {@link enterStarts}). Requests that arrive in one turn are all read first, their handlers
+   * then run back to back, and their responses leave together: under load the host wakes its
+   * peers once per turn instead of once per response, and each side's code stays in the CPU's
+   * caches. An idle host waits one turn.
    */
   private enqueue(entry: QueuedEntry): void {
     this.queued.push(entry);
@@ -340,20 +364,119 @@ export class CapsuleIsolate {
   private readonly enterQueued = (): void => {
     const queued = this.queued;
     this.queued = [];
+    const starts: QueuedStart[] = [];
     for (const entry of queued) {
       const running = this.running.get(entry.requestId);
       if (entry.kind === "answer") {
+        this.enterStarts(starts.splice(0));
         if (running?.finish)
           this.enterInline(entry.requestId, this.resumeInlineRef, [entry.callId, entry.answer]);
         else this.answerStaleCall(entry.callId, entry.answer);
       } else if (running?.finish && this.threadedInFlight === 0) {
-        this.enterInline(entry.requestId, this.dispatchInlineRef, [entry.requestId, entry.payload]);
+        starts.push(entry);
       } else if (running) {
         this.running.delete(entry.requestId);
         running.fail(new InlineAbandoned());
       }
     }
+    this.enterStarts(starts);
   };
+
+  /**
+   * Enters for inline starts: several in one entry while their planned CPU (the average start so
+   * far) fits {@link GROUP_SLICE_SHARE} of a slice, else one by one. Each entry skips the
+   * executions that ended meanwhile.
+   */
+  private enterStarts(starts: QueuedStart[]): void {
+    let at = 0;
+    while (at < starts.length) {
+      const size = this.groupSize();
+      const group = starts
+        .slice(at, at + size)
+        .filter(({ requestId }) => this.running.get(requestId)?.finish);
+      at = Math.min(at + size, starts.length);
+      if (group.length === 0 || this.isolate.isDisposed) continue;
+      if (group.length === 1) {
+        const [{ requestId, payload }] = group as [QueuedStart];
+        const used = this.enterInline(requestId, this.dispatchInlineRef, [requestId, payload]);
+        if (used !== undefined) this.learnStartCost(used, 1);
+      } else {
+        starts.splice(at, 0, ...this.enterGroup(group));
+      }
+    }
+  }
+
+  /** How many inline starts the next entry takes. */
+  private groupSize(): number {
+    const sliceMs = this.standing.policy.sliceMs;
+    if (this.startCostNs <= 0 || this.limits.cpuMs <= sliceMs) return 1;
+    const planned = Math.floor((sliceMs * 1e6 * GROUP_SLICE_SHARE) / this.startCostNs);
+    return Math.max(1, Math.min(MAX_GROUP, planned));
+  }
+
+  private learnStartCost(usedNs: bigint, starts: number): void {
+    const each = Number(usedNs) / Math.max(1, starts);
+    this.startCostNs = this.startCostNs === 0 ? each : this.startCostNs * 0.8 + each * 0.2;
+  }
+
+  /**
+   * One entry for several inline starts, under one slice; the runtime runs them one after another
+   * (see `__platform_dispatch_inline_many`). Each crossing back to the host charges the CPU since
+   * the last one to the execution that crosses. Returns the starts the runtime never reached,
+   * because one before them neither finished nor waited on the host (it awaits something that never
+   * settles): they go in again. An overrun demotes the deployment, as for one start.
+   */
+  private enterGroup(group: QueuedStart[]): QueuedStart[] {
+    const args: Array<number | string> = [];
+    for (const { requestId, payload } of group) args.push(requestId, payload);
+    const sliceMs = this.standing.policy.sliceMs;
+    const progressed = new Set<number>();
+    this.boundary(null);
+    const before = this.lastEventCpu;
+    this.group = progressed;
+    try {
+      this.applyInline(this.dispatchInlineManyRef, args, sliceMs);
+    } catch (error) {
+      this.group = null;
+      this.boundary(null);
+      if (this.stoppedBySentinel()) {
+        this.demote();
+        this.dispose();
+      } else if (
+        !String((error as Error)?.message ?? error).includes("timed out") ||
+        this.isolate.isDisposed
+      ) {
+        this.abandonInline(this.failure(error));
+      } else if (this.lastEventCpu - before >= BigInt(sliceMs) * 500_000n) {
+        this.demote();
+      } else {
+        for (const { requestId } of group) {
+          const execution = this.running.get(requestId);
+          if (!execution?.finish) continue;
+          this.running.delete(requestId);
+          execution.fail(new InlineAbandoned());
+        }
+      }
+      return [];
+    }
+    this.group = null;
+    this.boundary(null);
+    const used = this.lastEventCpu - before;
+    const stuck = group.findIndex(({ requestId }) => !progressed.has(requestId));
+    const reached = stuck === -1 ? group.length : stuck + 1;
+    this.learnStartCost(used, reached);
+    if (this.standing.charge(used)) {
+      this.abandonInline(new InlineAbandoned());
+      return [];
+    }
+    return group.slice(reached);
+  }
+
+  /** In an entry for several starts: the CPU since the last crossing goes to the one crossing now. */
+  private chargeCrossing(requestId: number): void {
+    this.runningNow = requestId;
+    this.boundary(requestId);
+  }
 
   /**
    * Answers a call that no running inline execution made (a `ctx` kept from an execution that has
@@ -383,6 +506,7 @@ export class CapsuleIsolate {
    * watched by the inline watchdog in case V8 parks the thread.
    */
   private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+    this.inlineEntries++;
     const watcher = sentinel();
     // Inline runs need the policy enabled, so the isolate has a slot; -1 never names one.
     const slot = this.slot ?? -1;
@@ -403,7 +527,16 @@ export class CapsuleIsolate {
   /** An inline execution's final response, handed over synchronously from inside the isolate. */
   private receiveInlineResult(requestId: unknown, wire: unknown): void {
     if (typeof requestId !== "number" || typeof wire !== "string") return;
+    if (this.group) {
+      this.chargeCrossing(requestId);
+      this.group.add(requestId);
+    }
     this.running.get(requestId)?.finish?.(wire);
+  }
+
+  /** How many synchronous entries into this isolate the host has made on its main thread. */
+  get entries(): number {
+    return this.inlineEntries;
   }
 
   /** True when a new execution may run inline now. */
@@ -417,11 +550,11 @@ export class CapsuleIsolate {
    * also disposed the isolate; the runner starts a fresh one), unless the execution has no more CPU
    * left than the slice: then it breached the handler's limit. Under isolated-vm's `timeout`, which
    * counts wall time, an entry stopped while it used little CPU (the host was descheduled) abandons
-   * that execution only.
+   * that execution only. Returns the CPU the entry used (undefined when it did not complete).
    */
-  private enterInline(requestId: number, entry: InlineEntry, args: unknown[]): void {
+  private enterInline(requestId: number, entry: InlineEntry, args: unknown[]): bigint | undefined {
     const execution = this.running.get(requestId);
-    if (!execution?.finish || this.isolate.isDisposed) return;
+    if (!execution?.finish || this.isolate.isDisposed) return undefined;
     const sliceMs = this.standing.policy.sliceMs;
     const leftMs = this.limits.cpuMs - Number(execution.cpuNs) / 1e6;
     const breachesLimit = leftMs <= sliceMs;
@@ -435,7 +568,7 @@ export class CapsuleIsolate {
         if (breachesLimit) this.kill("timeout", this.cpuLimitMessage());
         else this.demote();
         this.dispose();
-        return;
+        return undefined;
       }
       const timedOut = String((error as Error)?.message ?? error).includes("timed out");
       if (!timedOut || breachesLimit || this.isolate.isDisposed) {
@@ -446,10 +579,12 @@ export class CapsuleIsolate {
         this.running.delete(requestId);
         execution.fail(new InlineAbandoned());
       }
-      return;
+      return undefined;
     }
     this.boundary(null);
-    if (this.standing.charge(this.lastEventCpu - before)) this.abandonInline(new InlineAbandoned());
+    const used = this.lastEventCpu - before;
+    if (this.standing.charge(used)) this.abandonInline(new InlineAbandoned());
+    return used;
   }
 
   /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
