@@ -93,14 +93,6 @@ type QueuedStart = { kind: "start"; requestId: number; payload: string };
 type QueuedEntry = QueuedStart | { kind: "answer"; requestId: number; callId: number; answer: string };
 
 /**
- * Share of a slice that one entry for several inline starts is planned to use, from the average
- * start so far: a group of light handlers stays far from the slice, and a heavy one starts alone.
- */
-const GROUP_SLICE_SHARE = 0.25;
-/** The most inline starts one entry takes. */
-const MAX_GROUP = 32;
-
-/**
  * Options of an inline entry the sentinel bounds. Inline entries and calls pass only numbers and
  * strings, which cross as they are; asking for a copy would serialize each one (about 0.4 µs per
  * crossing), and anything else is refused by isolated-vm as not transferable.
@@ -384,7 +376,7 @@ export class CapsuleIsolate {
 
   /**
    * Enters for inline starts: several in one entry while their planned CPU (the average start so
-   * far) fits {@link GROUP_SLICE_SHARE} of a slice, else one by one. Each entry skips the
+   * far) fits {@link InlinePolicy.groupSliceShare} of a slice, else one by one. Each entry skips the
    * executions that ended meanwhile.
    */
   private enterStarts(starts: QueuedStart[]): void {
@@ -408,10 +400,10 @@ export class CapsuleIsolate {
 
   /** How many inline starts the next entry takes. */
   private groupSize(): number {
-    const sliceMs = this.standing.policy.sliceMs;
+    const { sliceMs, groupSliceShare, maxGroup } = this.standing.policy;
     if (this.startCostNs <= 0 || this.limits.cpuMs <= sliceMs) return 1;
-    const planned = Math.floor((sliceMs * 1e6 * GROUP_SLICE_SHARE) / this.startCostNs);
-    return Math.max(1, Math.min(MAX_GROUP, planned));
+    const planned = Math.floor((sliceMs * 1e6 * groupSliceShare) / this.startCostNs);
+    return Math.max(1, Math.min(maxGroup, planned));
   }
 
   private learnStartCost(usedNs: bigint, starts: number): void {

@@ -37,11 +37,18 @@ export interface InlinePolicy {
    * cool-down ended gets twice that cool-down, up to this.
    */
   maxCooldownMs: number;
+  /**
+   * Share of a slice that one entry for several starts of a turn is planned to use, from the
+   * deployment's average start: light handlers share an entry, and a heavy one starts alone.
+   */
+  groupSliceShare: number;
+  /** The most starts one entry takes. */
+  maxGroup: number;
 }
 
 /**
  * Defaults: 20 ms slices, at most half of the main thread per deployment, cool-downs from 1 s
- * doubling up to 1 min.
+ * doubling up to 1 min, up to 32 starts in one entry planned to use a quarter of a slice.
  */
 export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   enabled: true,
@@ -50,6 +57,8 @@ export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   windowMs: 1000,
   cooldownMs: 1000,
   maxCooldownMs: 60_000,
+  groupSliceShare: 0.25,
+  maxGroup: 32,
 };
 
 /**
