@@ -6,7 +6,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CapsuleIsolate, DEFAULT_ISOLATE_LIMITS, type SyscallHandler } from "../host/isolates/index.js";
 import { bundleCapsule } from "../sdk/cli/bundle.js";
 import { type DispatchRequest, SYSCALL } from "../sdk/protocol/index.js";
@@ -77,9 +77,21 @@ function answerOf(response: Awaited<ReturnType<CapsuleIsolate["execute"]>>): unk
   return JSON.parse(response.valueJson);
 }
 
+/** Isolates a test made; each is disposed after its test. */
+const made: CapsuleIsolate[] = [];
+afterEach(() => {
+  for (const isolate of made.splice(0)) isolate.dispose();
+});
+
+async function freshIsolate(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsolate> {
+  const isolate = await CapsuleIsolate.create(code, "inline-turn", limits);
+  made.push(isolate);
+  return isolate;
+}
+
 /** An isolate whose inline starts have been measured, so the next turn's starts share entries. */
 async function warmIsolate(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsolate> {
-  const isolate = await CapsuleIsolate.create(code, "inline-turn", limits);
+  const isolate = await freshIsolate(limits);
   // The average start decays from the first, cold one: after 30 it is the warm cost.
   for (let i = 0; i < 30; i++) await isolate.execute(echo(`warm-${i}`), recordingReads());
   return isolate;
@@ -87,105 +99,83 @@ async function warmIsolate(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsol
 
 describe("inline entries gathered per turn of the event loop", () => {
   it("calls made in one turn are entered once it ends, in order, and still inline", async () => {
-    const isolate = await CapsuleIsolate.create(code, "inline-turn");
-    try {
-      const reads: string[] = [];
-      const ids = ["first", "second", "third", "fourth"];
-      expect(isolate.mayRunInline()).toBe(true);
-      const answers = ids.map((id) => isolate.execute(echo(id), recordingReads(reads)));
-      // Nothing has entered the isolate while this turn runs.
-      expect(reads).toEqual([]);
-      const responses = await Promise.all(answers);
-      expect(reads).toEqual(ids);
-      expect(responses.map(answerOf)).toEqual(ids);
-      expect(isolate.mayRunInline()).toBe(true);
-    } finally {
-      isolate.dispose();
-    }
+    const isolate = await freshIsolate();
+    const reads: string[] = [];
+    const ids = ["first", "second", "third", "fourth"];
+    expect(isolate.mayRunInline()).toBe(true);
+    const answers = ids.map((id) => isolate.execute(echo(id), recordingReads(reads)));
+    // Nothing has entered the isolate while this turn runs.
+    expect(reads).toEqual([]);
+    const responses = await Promise.all(answers);
+    expect(reads).toEqual(ids);
+    expect(responses.map(answerOf)).toEqual(ids);
+    expect(isolate.mayRunInline()).toBe(true);
   });
 
   it("light starts of one turn share one entry, each charged its own CPU", async () => {
     const isolate = await warmIsolate();
-    try {
-      const before = isolate.entries;
-      const reads: string[] = [];
-      const light = ["a", "b", "c", "d", "e", "f", "g", "h"].map((id) =>
-        isolate.execute(echo(id), recordingReads(reads)),
-      );
-      const heavy = isolate.execute(call("spin", { ms: 5 }), recordingReads(reads));
-      const [spun, ...echoed] = await Promise.all([heavy, ...light]);
-      expect(echoed.map(answerOf)).toEqual(["a", "b", "c", "d", "e", "f", "g", "h"]);
-      expect(answerOf(spun as Awaited<typeof heavy>)).toBe(5);
-      expect(reads).toEqual(["a", "b", "c", "d", "e", "f", "g", "h", "x"]);
-      // Nine starts, far fewer entries.
-      expect(isolate.entries - before).toBeLessThanOrEqual(2);
-      // The spin's CPU went to it, not to the echoes that shared its entry (the median echo: a GC
-      // pause is charged to whoever runs when it comes, here as in an entry of its own).
-      const heavyMs = spun?.cpuMs ?? 0;
-      const echoMs = echoed.map((response) => response.cpuMs).sort((x, y) => x - y);
-      expect(heavyMs).toBeGreaterThan(1);
-      expect(echoMs[Math.floor(echoMs.length / 2)]).toBeLessThan(heavyMs / 4);
-      expect(isolate.mayRunInline()).toBe(true);
-    } finally {
-      isolate.dispose();
-    }
+    const before = isolate.entries;
+    const reads: string[] = [];
+    const light = ["a", "b", "c", "d", "e", "f", "g", "h"].map((id) =>
+      isolate.execute(echo(id), recordingReads(reads)),
+    );
+    const heavy = isolate.execute(call("spin", { ms: 5 }), recordingReads(reads));
+    const [spun, ...echoed] = await Promise.all([heavy, ...light]);
+    expect(echoed.map(answerOf)).toEqual(["a", "b", "c", "d", "e", "f", "g", "h"]);
+    expect(answerOf(spun as Awaited<typeof heavy>)).toBe(5);
+    expect(reads).toEqual(["a", "b", "c", "d", "e", "f", "g", "h", "x"]);
+    // Nine starts, far fewer entries.
+    expect(isolate.entries - before).toBeLessThanOrEqual(2);
+    // The spin's CPU went to it, not to the echoes that shared its entry (the median echo: a GC
+    // pause is charged to whoever runs when it comes, here as in an entry of its own).
+    const heavyMs = spun?.cpuMs ?? 0;
+    const echoMs = echoed.map((response) => response.cpuMs).sort((x, y) => x - y);
+    expect(heavyMs).toBeGreaterThan(1);
+    expect(echoMs[Math.floor(echoMs.length / 2)]).toBeLessThan(heavyMs / 4);
+    expect(isolate.mayRunInline()).toBe(true);
   });
 
   it("handlers sharing an entry each keep their own clock and random state across awaits", async () => {
     const isolate = await warmIsolate();
-    try {
-      const requests = [1, 2, 3, 4, 5].map((n) => call("clock", { id: `c${n}` }, 1_700_000_000_000 + n, n));
-      // Alone, one per turn.
-      const alone: unknown[] = [];
-      for (const request of requests) alone.push(answerOf(await isolate.execute(request, recordingReads())));
-      const before = isolate.entries;
-      const together = (await Promise.all(requests.map((r) => isolate.execute(r, recordingReads())))).map(
-        answerOf,
-      );
-      expect(isolate.entries - before).toBeLessThan(requests.length);
-      expect(together).toEqual(alone);
-      expect((alone[0] as number[])[0]).toBe(1_700_000_000_001);
-      expect((alone[0] as number[])[2]).toBe(1_700_000_000_001);
-    } finally {
-      isolate.dispose();
-    }
+    const requests = [1, 2, 3, 4, 5].map((n) => call("clock", { id: `c${n}` }, 1_700_000_000_000 + n, n));
+    // Alone, one per turn.
+    const alone: unknown[] = [];
+    for (const request of requests) alone.push(answerOf(await isolate.execute(request, recordingReads())));
+    const before = isolate.entries;
+    const together = (await Promise.all(requests.map((r) => isolate.execute(r, recordingReads())))).map(
+      answerOf,
+    );
+    expect(isolate.entries - before).toBeLessThan(requests.length);
+    expect(together).toEqual(alone);
+    expect((alone[0] as number[])[0]).toBe(1_700_000_000_001);
+    expect((alone[0] as number[])[2]).toBe(1_700_000_000_001);
   });
 
   it("a handler released in a later entry does not start the ones after it a second time", async () => {
     const isolate = await warmIsolate();
-    try {
-      const before = isolate.entries;
-      const gated = isolate.execute(call("gated", {}), recordingReads());
-      const counted = ["a", "b", "c"].map((id) => isolate.execute(call("counted", { id }), recordingReads()));
-      expect((await Promise.all(counted)).map(answerOf)).toEqual(["a", "b", "c"]);
-      // The gated handler ended the first entry's run; the others went in again.
-      expect(isolate.entries - before).toBe(2);
-      expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
-      expect(answerOf(await gated)).toBe("released");
-      expect(answerOf(await isolate.execute(call("starts", {}), recordingReads()))).toBe(3);
-    } finally {
-      isolate.dispose();
-    }
+    const before = isolate.entries;
+    const gated = isolate.execute(call("gated", {}), recordingReads());
+    const counted = ["a", "b", "c"].map((id) => isolate.execute(call("counted", { id }), recordingReads()));
+    expect((await Promise.all(counted)).map(answerOf)).toEqual(["a", "b", "c"]);
+    // The gated handler ended the first entry's run; the others went in again.
+    expect(isolate.entries - before).toBe(2);
+    expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
+    expect(answerOf(await gated)).toBe("released");
+    expect(answerOf(await isolate.execute(call("starts", {}), recordingReads()))).toBe(3);
   });
 
   it("a handler that never settles does not hold back the starts after it", async () => {
     const isolate = await warmIsolate({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 400 });
-    try {
-      const first = isolate.execute(echo("before"), recordingReads());
-      const stuck = isolate.execute(call("stuck", {}), recordingReads());
-      const after = ["after-1", "after-2", "after-3"].map((id) =>
-        isolate.execute(echo(id), recordingReads()),
-      );
-      expect(answerOf(await first)).toBe("before");
-      expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
-      const failure = await stuck.then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      expect(isPlatformError(failure, "timeout")).toBe(true);
-      expect(isolate.mayRunInline()).toBe(true);
-    } finally {
-      isolate.dispose();
-    }
+    const first = isolate.execute(echo("before"), recordingReads());
+    const stuck = isolate.execute(call("stuck", {}), recordingReads());
+    const after = ["after-1", "after-2", "after-3"].map((id) => isolate.execute(echo(id), recordingReads()));
+    expect(answerOf(await first)).toBe("before");
+    expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
+    const failure = await stuck.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isPlatformError(failure, "timeout")).toBe(true);
+    expect(isolate.mayRunInline()).toBe(true);
   });
 });

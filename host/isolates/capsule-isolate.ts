@@ -366,9 +366,8 @@ export class CapsuleIsolate {
         else this.answerStaleCall(entry.callId, entry.answer);
       } else if (running?.finish && this.threadedInFlight === 0) {
         starts.push(entry);
-      } else if (running) {
-        this.running.delete(entry.requestId);
-        running.fail(new InlineAbandoned());
+      } else {
+        this.abandonExecution(entry.requestId);
       }
     }
     this.enterStarts(starts);
@@ -406,6 +405,7 @@ export class CapsuleIsolate {
     return Math.max(1, Math.min(maxGroup, planned));
   }
 
+  /** Folds the CPU of an entry that ran `starts` starts into the moving average of one start. */
   private learnStartCost(usedNs: bigint, starts: number): void {
     const each = Number(usedNs) / Math.max(1, starts);
     this.startCostNs = this.startCostNs === 0 ? each : this.startCostNs * 0.8 + each * 0.2;
@@ -421,46 +421,19 @@ export class CapsuleIsolate {
   private enterGroup(group: QueuedStart[]): QueuedStart[] {
     const args: Array<number | string> = [];
     for (const { requestId, payload } of group) args.push(requestId, payload);
-    const sliceMs = this.standing.policy.sliceMs;
     const progressed = new Set<number>();
-    this.boundary(null);
-    const before = this.lastEventCpu;
     this.group = progressed;
+    let used: bigint | undefined;
     try {
-      this.applyInline(this.dispatchInlineManyRef, args, sliceMs);
-    } catch (error) {
+      used = this.enter(group, this.dispatchInlineManyRef, args, this.standing.policy.sliceMs, false);
+    } finally {
       this.group = null;
-      this.boundary(null);
-      if (this.stoppedBySentinel()) {
-        this.demote();
-        this.dispose();
-      } else if (
-        !String((error as Error)?.message ?? error).includes("timed out") ||
-        this.isolate.isDisposed
-      ) {
-        this.abandonInline(this.failure(error));
-      } else if (this.lastEventCpu - before >= BigInt(sliceMs) * 500_000n) {
-        this.demote();
-      } else {
-        for (const { requestId } of group) {
-          const execution = this.running.get(requestId);
-          if (!execution?.finish) continue;
-          this.running.delete(requestId);
-          execution.fail(new InlineAbandoned());
-        }
-      }
-      return [];
     }
-    this.group = null;
-    this.boundary(null);
-    const used = this.lastEventCpu - before;
+    if (used === undefined) return [];
     const stuck = group.findIndex(({ requestId }) => !progressed.has(requestId));
     const reached = stuck === -1 ? group.length : stuck + 1;
     this.learnStartCost(used, reached);
-    if (this.standing.charge(used)) {
-      this.abandonInline(new InlineAbandoned());
-      return [];
-    }
+    // Starts the share demotion abandoned are gone from `running`; enterStarts skips them.
     return group.slice(reached);
   }
 
@@ -538,38 +511,55 @@ export class CapsuleIsolate {
 
   /**
    * Enters the isolate synchronously for inline execution `requestId` (its start, or the answer to
-   * one of its calls), under a slice. Overrunning it demotes the deployment (the sentinel's stop
-   * also disposed the isolate; the runner starts a fresh one), unless the execution has no more CPU
-   * left than the slice: then it breached the handler's limit. Under isolated-vm's `timeout`, which
-   * counts wall time, an entry stopped while it used little CPU (the host was descheduled) abandons
-   * that execution only. Returns the CPU the entry used (undefined when it did not complete).
+   * one of its calls), under a slice, or under what is left of the handler's CPU limit when that is
+   * less. See {@link enter}.
    */
   private enterInline(requestId: number, entry: InlineEntry, args: unknown[]): bigint | undefined {
     const execution = this.running.get(requestId);
     if (!execution?.finish || this.isolate.isDisposed) return undefined;
     const sliceMs = this.standing.policy.sliceMs;
     const leftMs = this.limits.cpuMs - Number(execution.cpuNs) / 1e6;
-    const breachesLimit = leftMs <= sliceMs;
-    this.boundary(requestId);
+    return this.enter(requestId, entry, args, Math.max(1, Math.min(sliceMs, leftMs)), leftMs <= sliceMs);
+  }
+
+  /**
+   * One synchronous entry for inline execution `who`, or for a group of starts (whose CPU the
+   * crossings charge, see {@link enterGroup}). Overrunning the slice demotes the deployment (the
+   * sentinel's stop also disposed the isolate; the runner starts a fresh one), unless
+   * `breachesLimit`: the execution had no more CPU left than the slice, so it breached the
+   * handler's limit. Under isolated-vm's `timeout`, which counts wall time, an entry stopped while
+   * it used little CPU (the host was descheduled) abandons only its own executions. Returns the CPU
+   * the entry used (undefined when it did not complete).
+   */
+  private enter(
+    who: number | readonly QueuedStart[],
+    entry: InlineEntry,
+    args: unknown[],
+    timeoutMs: number,
+    breachesLimit: boolean,
+  ): bigint | undefined {
+    this.boundary(typeof who === "number" ? who : null);
     const before = this.lastEventCpu;
     try {
-      this.applyInline(entry, args, Math.max(1, Math.min(sliceMs, leftMs)));
+      this.applyInline(entry, args, timeoutMs);
     } catch (error) {
       this.boundary(null);
       if (this.stoppedBySentinel()) {
         if (breachesLimit) this.kill("timeout", this.cpuLimitMessage());
         else this.demote();
         this.dispose();
-        return undefined;
-      }
-      const timedOut = String((error as Error)?.message ?? error).includes("timed out");
-      if (!timedOut || breachesLimit || this.isolate.isDisposed) {
+      } else if (
+        !String((error as Error)?.message ?? error).includes("timed out") ||
+        breachesLimit ||
+        this.isolate.isDisposed
+      ) {
         this.abandonInline(this.failure(error));
-      } else if (this.lastEventCpu - before >= BigInt(sliceMs) * 500_000n) {
+      } else if (this.lastEventCpu - before >= BigInt(this.standing.policy.sliceMs) * 500_000n) {
         this.demote();
+      } else if (typeof who === "number") {
+        this.abandonExecution(who);
       } else {
-        this.running.delete(requestId);
-        execution.fail(new InlineAbandoned());
+        for (const { requestId } of who) this.abandonExecution(requestId);
       }
       return undefined;
     }
@@ -577,6 +567,14 @@ export class CapsuleIsolate {
     const used = this.lastEventCpu - before;
     if (this.standing.charge(used)) this.abandonInline(new InlineAbandoned());
     return used;
+  }
+
+  /** Fails inline execution `requestId` as abandoned, if it still waits: its caller runs it again. */
+  private abandonExecution(requestId: number): void {
+    const execution = this.running.get(requestId);
+    if (!execution?.finish) return;
+    this.running.delete(requestId);
+    execution.fail(new InlineAbandoned());
   }
 
   /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
