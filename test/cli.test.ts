@@ -66,7 +66,11 @@ describe("help", () => {
       ["storage", "get"],
       ["storage", "delete"],
     ]) {
-      const result = spawnSync(process.execPath, [...CLI, ...command, "--help"], { encoding: "utf8" });
+      const result = spawnSync(
+        process.execPath,
+        [...CLI, ...command, "--help"],
+        { encoding: "utf8" },
+      );
       expect(result.status, command.join(" ")).toBe(0);
       expect(result.stdout, command.join(" ")).toContain("Examples:");
     }
