@@ -1,8 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { missingNodeFlags } from "../sdk/cli/node-flags.js";
-import { CLI } from "./helpers/cli.js";
 
 function platform(...args: string[]) {
   return spawnSync(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], { encoding: "utf8" });
@@ -23,25 +21,6 @@ describe("platform command", () => {
     });
     expect(result.status).toBe(0);
     expect(JSON.parse(result.stdout) as string[]).toContain("--no-node-snapshot");
-  });
-
-  it("runs the host with a 64 MiB semi-space unless the user chose a size", () => {
-    const run = (args: string[], env: Record<string, string> = {}) => {
-      const result = spawnSync(
-        process.execPath,
-        [...args, "--import", "tsx", "test/helpers/print-node-flags.ts", "x"],
-        { encoding: "utf8", env: { ...process.env, ...env } },
-      );
-      expect(result.status, result.stderr).toBe(0);
-      return JSON.parse(result.stdout) as string[];
-    };
-    expect(run([])).toContain("--max-semi-space-size=64");
-    const chosen = run(["--max-semi-space-size=8"]);
-    expect(chosen).toContain("--max-semi-space-size=8");
-    expect(chosen).not.toContain("--max-semi-space-size=64");
-    expect(run([], { NODE_OPTIONS: "--max_semi_space_size=8" })).not.toContain("--max-semi-space-size=64");
-    expect(missingNodeFlags(["--no-node-snapshot", "--max-semi-space-size=64"])).toEqual([]);
-    expect(missingNodeFlags([], "--max-semi-space-size=4")).toEqual(["--no-node-snapshot"]);
   });
 
   it("exits 2 on unknown options, with help on stderr", () => {
@@ -68,7 +47,7 @@ describe("help", () => {
     ]) {
       const result = spawnSync(
         process.execPath,
-        [...CLI, ...command, "--help"],
+        ["--no-node-snapshot", "dist/sdk/cli/bin.js", ...command, "--help"],
         { encoding: "utf8" },
       );
       expect(result.status, command.join(" ")).toBe(0);
