@@ -28,7 +28,7 @@ import {
   transactionSyscalls,
 } from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
-import { type CallRecord, type LogHub, redactSecrets } from "./log-hub.js";
+import { type CallRecord, type LogHub, type RequestId, redactSecrets } from "./log-hub.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 
 /** The outcome of one query or mutation. */
@@ -409,7 +409,7 @@ export class Deployments {
   ): Promise<CallResult> {
     const database = await this.db.deployment(record.id);
     const runner = this.pool.runner(record.id, record.artifact);
-    const requestId = `${Date.now().toString(36)}-${(++this.requestCounter).toString(36)}`;
+    const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
     const sink = this.logs.sink(record.id, handler, requestId, record.env);
     const started = performance.now();
     let cpuMs = 0;

@@ -1,36 +1,10 @@
 import pino, { type DestinationStream } from "pino";
-import {
-  BUDGET_WARNING_SHARE,
-  BUDGETS,
-  type BudgetKey,
-  budgetShares,
-  type CallUsage,
-} from "../../sdk/protocol/index.js";
+import { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
+import { type CallLine, type CallRecord, callLogLine, formatRequestId, type LogLine } from "./log-line.js";
+import { LogRing } from "./log-ring.js";
 
-/** One handler execution as the logs show it: what ran, how it ended, what it used. */
-export interface CallRecord {
-  kind: "query" | "mutation" | "endpoint" | "guestUpgrade";
-  name: string;
-  /** `ok`, or the error code it failed with. */
-  outcome: string;
-  usage: CallUsage;
-}
-
-/** One stored log line of a deployment. */
-export interface LogLine {
-  time: string;
-  level: "info" | "warn" | "error";
-  deployment: string;
-  handler: string;
-  requestId: string;
-  message: string;
-  fields?: Record<string, unknown>;
-  /** Present on the line the platform writes after each call: its budget figures. */
-  call?: CallRecord;
-  /** Set on the platform's warning that a call used more than half of a budget. */
-  warning?: "budget";
-}
+export type { CallRecord, LogLine } from "./log-line.js";
 
 /** Limits of `ctx.log` per handler execution. */
 export const LOG_LIMITS = {
@@ -41,6 +15,12 @@ export const LOG_LIMITS = {
 } as const;
 
 type Listener = (line: LogLine) => void;
+
+/** A call's request id in parts (formatted by {@link formatRequestId} only when a line shows it). */
+export interface RequestId {
+  startedMs: number;
+  seq: number;
+}
 
 let isoMs = 0;
 let isoText = new Date(0).toISOString();
@@ -68,7 +48,7 @@ export function redactSecrets(text: string, env: Record<string, string>): string
  * for `platform logs`, and pushed to followers.
  */
 export class LogHub {
-  private readonly rings = new Map<string, LogLine[]>();
+  private readonly rings = new Map<string, LogRing>();
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly out: pino.Logger | undefined;
 
@@ -89,32 +69,40 @@ export class LogHub {
 
   /** Records a line. */
   write(line: LogLine): void {
-    if (this.writeCalls || (!line.call && !line.warning))
-      this.out?.[line.level](
-        {
-          deployment: line.deployment,
-          handler: line.handler,
-          requestId: line.requestId,
-          ...(line.fields ? { fields: line.fields } : {}),
-          ...(line.call ? { call: line.call } : {}),
-        },
-        line.message,
-      );
-    let ring = this.rings.get(line.deployment);
-    if (!ring) {
-      ring = [];
-      this.rings.set(line.deployment, ring);
-    }
-    ring.push(line);
-    // Trimmed in batches (the ring holds up to twice the kept lines), not one shift per line.
-    if (ring.length >= 2 * LOG_LIMITS.keptPerDeployment)
-      ring.splice(0, ring.length - LOG_LIMITS.keptPerDeployment);
+    if (this.writeCalls || (!line.call && !line.warning)) this.print(line);
+    this.ring(line.deployment).push(line);
+    this.tell(line);
+  }
+
+  private print(line: LogLine): void {
+    this.out?.[line.level](
+      {
+        deployment: line.deployment,
+        handler: line.handler,
+        requestId: line.requestId,
+        ...(line.fields ? { fields: line.fields } : {}),
+        ...(line.call ? { call: line.call } : {}),
+      },
+      line.message,
+    );
+  }
+
+  private tell(line: LogLine): void {
     for (const listener of this.listeners.get(line.deployment) ?? []) listener(line);
+  }
+
+  private ring(deployment: string): LogRing {
+    let ring = this.rings.get(deployment);
+    if (!ring) {
+      ring = new LogRing(deployment, LOG_LIMITS.keptPerDeployment);
+      this.rings.set(deployment, ring);
+    }
+    return ring;
   }
 
   /** The kept lines of a deployment, oldest first. */
   recent(deployment: string): LogLine[] {
-    return (this.rings.get(deployment) ?? []).slice(-LOG_LIMITS.keptPerDeployment);
+    return this.rings.get(deployment)?.recent() ?? [];
   }
 
   /** Calls `listener` for every new line of `deployment`; returns the unsubscribe function. */
@@ -130,27 +118,32 @@ export class LogHub {
 
   /**
    * Records one finished call: a line with its budget figures, and a warning line when it used
-   * more than half of any budget (saying what to do about it).
+   * more than half of any budget (saying what to do about it). The ring keeps the call as numbers;
+   * the line is only built when it is printed or followed.
    */
-  recordCall(deployment: string, handler: string, requestId: string, call: CallRecord): void {
-    const time = isoNow();
-    this.write({
-      time,
-      level: call.outcome === "ok" ? "info" : "warn",
-      deployment,
+  recordCall(deployment: string, handler: string, request: RequestId, call: CallRecord): void {
+    const entry: CallLine = {
+      timeMs: Date.now(),
       handler,
-      requestId,
-      message: `${call.kind} ${call.name} ${call.outcome}`,
+      requestStartedMs: request.startedMs,
+      requestSeq: request.seq,
       call,
-    });
+    };
+    const printed = this.out !== undefined && this.writeCalls;
+    if (printed || this.listeners.get(deployment)?.size) {
+      const line = callLogLine(deployment, entry);
+      if (printed) this.print(line);
+      this.ring(deployment).pushCall(entry);
+      this.tell(line);
+    } else this.ring(deployment).pushCall(entry);
     const warning = budgetWarning(call);
     if (warning)
       this.write({
-        time,
+        time: new Date(entry.timeMs).toISOString(),
         level: "warn",
         deployment,
         handler,
-        requestId,
+        requestId: formatRequestId(request.startedMs, request.seq),
         message: warning,
         warning: "budget",
       });
@@ -163,13 +156,16 @@ export class LogHub {
   sink(
     deployment: string,
     handler: string,
-    requestId: string,
+    request: RequestId | string,
     env: Record<string, string>,
   ): (entry: HandlerLogEntry) => void {
     const scrub = (text: string) => redactSecrets(text, env);
+    let requestId = typeof request === "string" ? request : "";
     let count = 0;
     return (entry) => {
       count++;
+      if (requestId === "" && typeof request !== "string")
+        requestId = formatRequestId(request.startedMs, request.seq);
       if (count > LOG_LIMITS.linesPerHandler) {
         if (count === LOG_LIMITS.linesPerHandler + 1) {
           this.write({

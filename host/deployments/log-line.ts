@@ -1,0 +1,53 @@
+import type { CallUsage } from "../../sdk/protocol/index.js";
+
+/** One handler execution as the logs show it: what ran, how it ended, what it used. */
+export interface CallRecord {
+  kind: "query" | "mutation" | "endpoint" | "guestUpgrade";
+  name: string;
+  /** `ok`, or the error code it failed with. */
+  outcome: string;
+  usage: CallUsage;
+}
+
+/** One stored log line of a deployment. */
+export interface LogLine {
+  time: string;
+  level: "info" | "warn" | "error";
+  deployment: string;
+  handler: string;
+  requestId: string;
+  message: string;
+  fields?: Record<string, unknown>;
+  /** Present on the line the platform writes after each call: its budget figures. */
+  call?: CallRecord;
+  /** Set on the platform's warning that a call used more than half of a budget. */
+  warning?: "budget";
+}
+
+/** A request id as the logs show it: its start (ms, base 36) and the host's call counter. */
+export function formatRequestId(startedMs: number, seq: number): string {
+  return `${startedMs.toString(36)}-${seq.toString(36)}`;
+}
+
+/** One finished call, before it is a {@link LogLine}: how the log ring keeps it. */
+export interface CallLine {
+  timeMs: number;
+  handler: string;
+  /** {@link formatRequestId}'s parts. */
+  requestStartedMs: number;
+  requestSeq: number;
+  call: CallRecord;
+}
+
+/** A call's budget line: `<kind> <name> <outcome>`, with the call's figures. */
+export function callLogLine(deployment: string, line: CallLine): LogLine {
+  return {
+    time: new Date(line.timeMs).toISOString(),
+    level: line.call.outcome === "ok" ? "info" : "warn",
+    deployment,
+    handler: line.handler,
+    requestId: formatRequestId(line.requestStartedMs, line.requestSeq),
+    message: `${line.call.kind} ${line.call.name} ${line.call.outcome}`,
+    call: line.call,
+  };
+}

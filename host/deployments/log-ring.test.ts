@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import { LogHub } from "./log-hub.js";
+import { type CallLine, callLogLine, formatRequestId, type LogLine } from "./log-line.js";
+import { LogRing } from "./log-ring.js";
+
+function call(n: number, outcome = "ok"): CallLine {
+  return {
+    timeMs: 1_700_000_000_000 + n,
+    handler: `list${n % 3}`,
+    requestStartedMs: 1_700_000_000_000 + n - 1,
+    requestSeq: n,
+    call: {
+      kind: n % 2 ? "query" : "mutation",
+      name: `list${n % 3}`,
+      outcome,
+      usage: {
+        rowsReturned: n,
+        rowsRead: n * 2,
+        bytesRead: n * 100,
+        indexScans: 1,
+        writes: n % 2,
+        cpuMs: n / 8,
+        wallMs: n / 4 + 0.125,
+      },
+    },
+  };
+}
+
+function own(n: number): LogLine {
+  return {
+    time: new Date(1_700_000_000_000 + n).toISOString(),
+    level: "info",
+    deployment: "d1",
+    handler: "list0",
+    requestId: `r${n}`,
+    message: `line ${n}`,
+    fields: { n },
+  };
+}
+
+describe("LogRing", () => {
+  it("gives back every kept line, oldest first, calls exactly as their lines", () => {
+    const ring = new LogRing("d1", 100);
+    const expected: LogLine[] = [];
+    for (let n = 0; n < 40; n++) {
+      if (n % 5 === 0) {
+        ring.push(own(n));
+        expected.push(own(n));
+      } else {
+        ring.pushCall(call(n, n % 7 ? "ok" : "timeout"));
+        expected.push(callLogLine("d1", call(n, n % 7 ? "ok" : "timeout")));
+      }
+    }
+    expect(ring.recent()).toEqual(expected);
+    expect(ring.recent()[1]).toMatchObject({
+      level: "info",
+      requestId: formatRequestId(1_700_000_000_000, 1),
+      message: "query list1 ok",
+      call: { usage: { rowsReturned: 1, cpuMs: 0.125, wallMs: 0.375 } },
+    });
+    expect(ring.recent()[7]).toMatchObject({ level: "warn", message: "query list1 timeout" });
+  });
+
+  it("keeps only the last `capacity` lines, across growth and wrap-around", () => {
+    const ring = new LogRing("d1", 50);
+    const all: LogLine[] = [];
+    for (let n = 0; n < 173; n++) {
+      if (n % 11 === 0) {
+        ring.push(own(n));
+        all.push(own(n));
+      } else {
+        ring.pushCall(call(n));
+        all.push(callLogLine("d1", call(n)));
+      }
+      expect(ring.recent()).toEqual(all.slice(-50));
+    }
+  });
+
+  it("is empty until written", () => {
+    expect(new LogRing("d1", 10).recent()).toEqual([]);
+  });
+});
+
+describe("LogHub", () => {
+  it("keeps call lines and the handlers' own lines in order, and follows both", () => {
+    const hub = new LogHub(false);
+    const followed: LogLine[] = [];
+    const sink = hub.sink("d1", "add", { startedMs: 1_700_000_000_000, seq: 7 }, { SECRET: "hunter22" });
+    sink({ level: "info", message: "before hunter22" });
+    const stop = hub.follow("d1", (line) => followed.push(line));
+    hub.recordCall("d1", "add", { startedMs: 1_700_000_000_000, seq: 7 }, call(7).call);
+    sink({ level: "warn", message: "after" });
+    stop();
+    hub.recordCall("d1", "add", { startedMs: 1_700_000_000_001, seq: 8 }, call(8).call);
+    const recent = hub.recent("d1");
+    expect(recent.map((line) => line.message)).toEqual([
+      "before [redacted]",
+      "query list1 ok",
+      "after",
+      "mutation list2 ok",
+    ]);
+    expect(recent.map((line) => line.requestId)).toEqual([
+      "loyw3v28-7",
+      "loyw3v28-7",
+      "loyw3v28-7",
+      "loyw3v29-8",
+    ]);
+    expect(followed).toEqual(recent.slice(1, 3));
+    expect(hub.recent("other")).toEqual([]);
+  });
+
+  it("warns on a call above half of a budget, with the call's request id", () => {
+    const hub = new LogHub(false);
+    const heavy = call(3).call;
+    heavy.usage.rowsRead = 4000;
+    hub.recordCall("d1", "scan", { startedMs: 1_700_000_000_000, seq: 9 }, heavy);
+    const [line, warning] = hub.recent("d1");
+    expect(line).toMatchObject({ message: "query list0 ok", requestId: "loyw3v28-9" });
+    expect(warning).toMatchObject({ level: "warn", warning: "budget", requestId: "loyw3v28-9" });
+    expect(warning?.message).toContain("80% of rowsRead (4000 of 5000)");
+  });
+});
