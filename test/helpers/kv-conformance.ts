@@ -128,6 +128,35 @@ export function kvConformance(name: string, open: () => Promise<KvStore>): void 
       await reader.close();
     });
 
+    storeTest("gives each reader the state as of its start, however many read at once", async (store) => {
+      const r = text("r");
+      await store.batch([put(r, "1")]);
+      const first = await store.snapshot();
+      const second = await store.snapshot();
+      await first.close();
+      expect(await second.get(r)).toBe("1");
+      await store.batch([put(r, "2")]);
+      const third = await store.snapshot();
+      expect(await third.get(r)).toBe("2");
+      expect(await second.get(r)).toBe("1");
+      await second.close();
+      expect(await third.get(r)).toBe("2");
+      const writing = store.batch([put(r, "3")]);
+      const during = await store.snapshot();
+      const seenDuring = await during.get(r);
+      expect(["2", "3"]).toContain(seenDuring);
+      await writing;
+      const after = await store.snapshot();
+      expect(await after.get(r)).toBe("3");
+      expect(await during.get(r)).toBe(seenDuring);
+      await store.clear({ gte: r, lt: text("s") });
+      const cleared = await store.snapshot();
+      expect(await cleared.get(r)).toBeUndefined();
+      expect(keysOf(await collect(after.iterate({ gte: r, lt: text("s") })))).toEqual([r.toString("hex")]);
+      for (const reader of [third, during, after, cleared]) await reader.close();
+      await third.close();
+    });
+
     storeTest("clears a range and nothing outside it", async (store) => {
       await store.batch([
         put(b(0x10), "a"),

@@ -9,6 +9,7 @@ import {
   type KvStore,
   NO_KEY,
 } from "./kv.js";
+import { SnapshotLender } from "./snapshot-lender.js";
 
 type Level = ClassicLevel<Buffer, string>;
 type LevelSnapshot = ReturnType<Level["snapshot"]>;
@@ -62,7 +63,12 @@ export class ClassicKv implements KvStore {
   readonly kind = "classic-level";
   readonly shared = false;
 
-  private constructor(private readonly level: Level) {}
+  /** Every write goes through it, so readers that start between two writes share one snapshot. */
+  private readonly snapshots: SnapshotLender<LevelSnapshot>;
+
+  private constructor(private readonly level: Level) {
+    this.snapshots = new SnapshotLender(() => level.snapshot());
+  }
 
   /** Opens (creating if needed) the LevelDB database at `location`. */
   static async open(location: string): Promise<ClassicKv> {
@@ -87,22 +93,18 @@ export class ClassicKv implements KvStore {
   }
 
   async snapshot(): Promise<KvSnapshot> {
-    const snapshot = this.level.snapshot();
-    let closed = false;
+    const loan = this.snapshots.borrow();
+    const snapshot = loan.snapshot;
     return {
       // A point read from cache takes microseconds: served synchronously, without a thread-pool hop.
       get: (key) => this.level.getSync(key, { snapshot }),
       iterate: (options) => iterate(this.level, options, snapshot),
-      close: async () => {
-        if (closed) return;
-        closed = true;
-        await snapshot.close();
-      },
+      close: () => loan.release(),
     };
   }
 
   async batch(operations: KvOperation[]): Promise<void> {
-    if (operations.length > 0) await this.level.batch(operations);
+    if (operations.length > 0) await this.snapshots.writing(() => this.level.batch(operations));
   }
 
   async commit(_snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
@@ -110,7 +112,7 @@ export class ClassicKv implements KvStore {
   }
 
   async clear(range: KvRange): Promise<void> {
-    await this.level.clear(range);
+    await this.snapshots.writing(() => this.level.clear(range));
   }
 
   lockAcrossProcesses<T>(_name: string, work: () => Promise<T>): Promise<T> {
@@ -124,6 +126,7 @@ export class ClassicKv implements KvStore {
   }
 
   async close(): Promise<void> {
+    this.snapshots.retire();
     await this.level.close();
   }
 }
