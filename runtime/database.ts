@@ -63,7 +63,7 @@ class QueryBuilder {
   ) {}
 
   order(order: "asc" | "desc"): QueryBuilder {
-    return new QueryBuilder(this.executor, { ...this.spec, order });
+    return new QueryBuilder(this.executor, Object.assign({}, this.spec, { order }));
   }
   collect(): Promise<unknown> {
     return this.executor.query(this.spec, { kind: "collect" });

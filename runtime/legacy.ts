@@ -143,7 +143,7 @@ export class LegacySnapshot {
         }
         // Stored as legacy rows were: createdAt an ISO 8601 string, strictly after the previous insert.
         const createdAt = new Date(this.now + this.clock++).toISOString();
-        const row = { ...fields, id: this.ids[this.nextId++] as string, createdAt } as Row;
+        const row = Object.assign({}, fields, { id: this.ids[this.nextId++] as string, createdAt }) as Row;
         this.writes.push({ op: "insert", table, row });
         this.tables.get(table)?.push(row);
         return JSON.parse(JSON.stringify(row)) as Row;

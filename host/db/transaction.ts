@@ -247,7 +247,14 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse: false, values: false, keys: false, hint: Math.min(allowed + 1, 1000) },
+      {
+        start: range.start,
+        end: range.end,
+        reverse: false,
+        values: false,
+        keys: false,
+        hint: Math.min(allowed + 1, 1000),
+      },
       () => ++n <= allowed,
     );
     this.budget.readKeys(n);
@@ -262,7 +269,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse, values: true, keys: false, hint: 128 },
+      { start: range.start, end: range.end, reverse, values: true, keys: false, hint: 128 },
       (_key, value) => {
         this.budget.read(Buffer.byteLength(value));
         if (rows.length === limit) {
@@ -284,7 +291,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse, values: true, keys: false, hint: n },
+      { start: range.start, end: range.end, reverse, values: true, keys: false, hint: n },
       (_key, value) => {
         this.budget.read(Buffer.byteLength(value));
         rows.push(value);
@@ -392,7 +399,7 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, values: false, keys: true, hint: count },
+      { start: range.start, end: range.end, reverse: range.reverse, values: false, keys: true, hint: count },
       (entryKey) => {
         key = entryKey;
         return ++seen < count;
@@ -506,13 +513,13 @@ export class Transaction {
     await scanRange(
       this.snapshot,
       this.overlay,
-      { ...range, reverse: false, values: true, keys: false, hint: 256 },
+      { start: range.start, end: range.end, reverse: false, values: true, keys: false, hint: 256 },
       (_key, value) => {
         rows.push(JSON.parse(value) as StoredRow);
         return true;
       },
     );
-    for (const before of rows) this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
+    for (const before of rows) this.writeRow(table, Object.assign({}, before, { [field]: to }), before);
     return rows.length;
   }
 

@@ -64,9 +64,15 @@ export class DeploymentRunner {
     return this.isLive ? (this.isolate as CapsuleIsolate).heapBytes() : 0;
   }
 
+  /** The loaded isolate when it runs the current artifact, else `null`. */
+  private current(): CapsuleIsolate | null {
+    const isolate = this.isolate;
+    return isolate && !isolate.isDisposed && isolate.artifact === this.artifact ? isolate : null;
+  }
+
   private async live(): Promise<CapsuleIsolate> {
-    if (this.isolate && !this.isolate.isDisposed && this.isolate.artifact === this.artifact)
-      return this.isolate;
+    const current = this.current();
+    if (current) return current;
     this.isolate?.dispose();
     this.isolate = null;
     if (!this.starting) {
@@ -95,7 +101,7 @@ export class DeploymentRunner {
     return this.queue.run(async () => {
       this.inFlight++;
       try {
-        const isolate = await this.live();
+        const isolate = this.current() ?? (await this.live());
         this.lastUsed = Date.now();
         return await isolate.execute(request, onSyscall);
       } finally {

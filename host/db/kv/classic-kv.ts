@@ -95,9 +95,12 @@ export class ClassicKv implements KvStore {
   async snapshot(): Promise<KvSnapshot> {
     const loan = this.snapshots.borrow();
     const snapshot = loan.snapshot;
+    const readOptions = { keyEncoding: "buffer", valueEncoding: "utf8", snapshot } as const;
     return {
       // A point read from cache takes microseconds: served synchronously, without a thread-pool hop.
-      get: (key) => this.level.getSync(key, { snapshot }),
+      // The options name the store's encodings: otherwise abstract-level copies them on every read
+      // as `{ ...options, keyEncoding, valueEncoding }`, which costs about 1.7 µs (see withMode).
+      get: (key) => this.level.getSync(key, readOptions),
       iterate: (options) => iterate(this.level, options, snapshot),
       close: () => loan.release(),
     };
