@@ -92,6 +92,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const developers = new Developers(db);
   const signIn = {
     emailCodes: new EmailCodes(db, {
+      // biome-ignore lint/plugin: runs once at start-up
       ...(options.smtpUrl ? { smtpUrl: options.smtpUrl } : {}),
       ...(options.emailFrom ? { from: options.emailFrom } : {}),
       log: (fields) =>
@@ -112,7 +113,11 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     : options.s3
       ? await S3BlobStore.open(options.s3)
       : await FsBlobStore.open(join(options.data, "blobs"));
-  const objects = new ObjectService(db, blobs, { ...DEFAULT_STORAGE_LIMITS, ...options.storageLimits });
+  const objects = new ObjectService(
+    db,
+    blobs,
+    Object.assign({}, DEFAULT_STORAGE_LIMITS, options.storageLimits),
+  );
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
   const app = createHttpApp({
     quota,

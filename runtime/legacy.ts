@@ -123,6 +123,7 @@ export class LegacySnapshot {
 
   private table(table: string) {
     return Object.freeze({
+      // biome-ignore lint/plugin: once per table a legacy handler touches
       ...this.query(table, [], null, null),
       get: (id: string) => {
         const row = this.rows(table).find((r) => r.id === id);
@@ -143,7 +144,8 @@ export class LegacySnapshot {
         }
         // Stored as legacy rows were: createdAt an ISO 8601 string, strictly after the previous insert.
         const createdAt = new Date(this.now + this.clock++).toISOString();
-        const row = Object.assign({}, fields, { id: this.ids[this.nextId++] as string, createdAt }) as Row;
+        // biome-ignore lint/plugin: the handler's own field names (Object.assign would let "__proto__" set the prototype)
+        const row = { ...fields, id: this.ids[this.nextId++] as string, createdAt } as Row;
         this.writes.push({ op: "insert", table, row });
         this.tables.get(table)?.push(row);
         return JSON.parse(JSON.stringify(row)) as Row;

@@ -175,7 +175,9 @@ export class AuthService {
       userId: claims.userId,
       retire: (accountUserId) => ({
         key: this.sessions.key(id),
-        value: JSON.stringify({ ...record, retiredAt: Date.now(), upgradedTo: accountUserId }),
+        value: JSON.stringify(
+          Object.assign({}, record, { retiredAt: Date.now(), upgradedTo: accountUserId }),
+        ),
       }),
       isRetired: async () => (await this.sessions.get(id))?.retiredAt !== undefined,
     };

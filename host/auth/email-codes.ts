@@ -83,7 +83,7 @@ export class EmailCodes {
       !/^\d{6}$/.test(code) ||
       !matchesHash(`${deployment}/${email}/${code}`, pending.codeHash)
     ) {
-      await this.codes.put(key, { ...pending, attempts: pending.attempts + 1 });
+      await this.codes.put(key, Object.assign({}, pending, { attempts: pending.attempts + 1 }));
       throw refused();
     }
     await this.codes.delete(key);

@@ -519,7 +519,8 @@ export class Transaction {
         return true;
       },
     );
-    for (const before of rows) this.writeRow(table, Object.assign({}, before, { [field]: to }), before);
+    // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
+    for (const before of rows) this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
     return rows.length;
   }
 

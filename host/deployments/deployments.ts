@@ -221,7 +221,7 @@ export class Deployments {
       this.cache.set(id, record);
       this.pool.runner(id, hash).adopt(probe);
       await this.db.announce({ type: "deployment", id });
-      return claim ? { ...record, claimToken: claim.token } : record;
+      return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
     } catch (error) {
       probe.dispose();
       throw error;
@@ -240,7 +240,7 @@ export class Deployments {
       throw new PlatformError("forbidden", "That claim token is not valid for this deployment.");
     }
     const { claimTokenHash: _used, ...rest } = record;
-    return this.save({ ...rest, owner: developer, updatedAt: Date.now() });
+    return this.save(Object.assign(rest, { owner: developer, updatedAt: Date.now() }));
   }
 
   /** Changes access settings: `restricted` and the approved emails. */
@@ -249,7 +249,7 @@ export class Deployments {
     settings: { restricted?: unknown; approved?: unknown },
   ): Promise<DeploymentRecord> {
     const record = await this.require(id);
-    const next = { ...record, updatedAt: Date.now() };
+    const next = Object.assign({}, record, { updatedAt: Date.now() });
     if (settings.restricted !== undefined) {
       if (typeof settings.restricted !== "boolean")
         throw new PlatformError("bad_request", "restricted must be true or false.");

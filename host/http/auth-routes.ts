@@ -53,7 +53,7 @@ async function signInAccount(ctx: Context, auth: AuthService, deployments: Deplo
     }
   }
   const issued = await auth.signInAccount(deployment, normalised);
-  ctx.body = { ...issued, ...(upgradedFrom ? { upgradedFrom } : {}) };
+  ctx.body = upgradedFrom ? Object.assign({}, issued, { upgradedFrom }) : issued;
 }
 
 /** The ways an account proves its email. */

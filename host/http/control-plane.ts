@@ -77,7 +77,8 @@ async function deployBody(
 }
 
 function view(record: DeploymentRecord & { claimToken?: string }) {
-  return { ...publicView(record), ...(record.claimToken ? { claimToken: record.claimToken } : {}) };
+  const shown = publicView(record);
+  return record.claimToken ? Object.assign(shown, { claimToken: record.claimToken }) : shown;
 }
 
 /**

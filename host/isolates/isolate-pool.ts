@@ -41,7 +41,7 @@ export class IsolatePool {
     private readonly loadArtifact: ArtifactLoader,
     options: Partial<PoolOptions> = {},
   ) {
-    this.options = { ...DEFAULT_POOL_OPTIONS, ...options };
+    this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.limiter = new ConcurrencyLimiter(this.options.concurrency);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
