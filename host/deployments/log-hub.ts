@@ -129,13 +129,13 @@ export class LogHub {
       requestSeq: request.seq,
       call,
     };
+    this.ring(deployment).pushCall(entry);
     const printed = this.out !== undefined && this.writeCalls;
     if (printed || this.listeners.get(deployment)?.size) {
       const line = callLogLine(deployment, entry);
       if (printed) this.print(line);
-      this.ring(deployment).pushCall(entry);
       this.tell(line);
-    } else this.ring(deployment).pushCall(entry);
+    }
     const warning = budgetWarning(call);
     if (warning)
       this.write({

@@ -38,19 +38,21 @@ function own(n: number): LogLine {
   };
 }
 
+/** Writes line `n`: a handler's own line every `ownEvery`, else a call; returns what should read back. */
+function pushLine(ring: LogRing, n: number, ownEvery: number, outcome = "ok"): LogLine {
+  if (n % ownEvery === 0) {
+    ring.push(own(n));
+    return own(n);
+  }
+  ring.pushCall(call(n, outcome));
+  return callLogLine("d1", call(n, outcome));
+}
+
 describe("LogRing", () => {
   it("gives back every kept line, oldest first, calls exactly as their lines", () => {
     const ring = new LogRing("d1", 100);
     const expected: LogLine[] = [];
-    for (let n = 0; n < 40; n++) {
-      if (n % 5 === 0) {
-        ring.push(own(n));
-        expected.push(own(n));
-      } else {
-        ring.pushCall(call(n, n % 7 ? "ok" : "timeout"));
-        expected.push(callLogLine("d1", call(n, n % 7 ? "ok" : "timeout")));
-      }
-    }
+    for (let n = 0; n < 40; n++) expected.push(pushLine(ring, n, 5, n % 7 ? "ok" : "timeout"));
     expect(ring.recent()).toEqual(expected);
     expect(ring.recent()[1]).toMatchObject({
       level: "info",
@@ -65,13 +67,7 @@ describe("LogRing", () => {
     const ring = new LogRing("d1", 50);
     const all: LogLine[] = [];
     for (let n = 0; n < 173; n++) {
-      if (n % 11 === 0) {
-        ring.push(own(n));
-        all.push(own(n));
-      } else {
-        ring.pushCall(call(n));
-        all.push(callLogLine("d1", call(n)));
-      }
+      all.push(pushLine(ring, n, 11));
       expect(ring.recent()).toEqual(all.slice(-50));
     }
   });

@@ -9,7 +9,7 @@ export interface SnapshotLoan<S extends Closable> {
   release(): Promise<void>;
 }
 
-interface SharedView<S> {
+interface LentView<S> {
   readonly snapshot: S;
   readers: number;
   /** A write began after it was taken: no new reader gets it; closed when its last reader is done. */
@@ -25,7 +25,7 @@ interface SharedView<S> {
  * and while a write is in flight each reader takes its own.
  */
 export class SnapshotLender<S extends Closable> {
-  private shared: SharedView<S> | undefined;
+  private shared: LentView<S> | undefined;
   private writesInFlight = 0;
 
   /** `take`: makes a new view of the latest committed state. */
@@ -33,14 +33,15 @@ export class SnapshotLender<S extends Closable> {
 
   /** A view of the latest committed state for one reader. */
   borrow(): SnapshotLoan<S> {
-    if (this.writesInFlight > 0) return ownLoan(this.take());
+    // During a write, a view of the reader's own: retired from the start, closed on release.
+    if (this.writesInFlight > 0) return loanOf({ snapshot: this.take(), readers: 1, retired: true });
     let view = this.shared;
     if (!view) {
       view = { snapshot: this.take(), readers: 0, retired: false };
       this.shared = view;
     }
     view.readers++;
-    return sharedLoan(view);
+    return loanOf(view);
   }
 
   /** Runs `write`, which changes the store: readers from now on see its outcome, not an older view. */
@@ -64,19 +65,8 @@ export class SnapshotLender<S extends Closable> {
   }
 }
 
-function ownLoan<S extends Closable>(snapshot: S): SnapshotLoan<S> {
-  let released = false;
-  return {
-    snapshot,
-    release: async () => {
-      if (released) return;
-      released = true;
-      await snapshot.close();
-    },
-  };
-}
-
-function sharedLoan<S extends Closable>(view: SharedView<S>): SnapshotLoan<S> {
+/** One reader's hold on `view` (counted in `view.readers`); the last release of a retired view closes it. */
+function loanOf<S extends Closable>(view: LentView<S>): SnapshotLoan<S> {
   let released = false;
   return {
     snapshot: view.snapshot,
