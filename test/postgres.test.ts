@@ -5,9 +5,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresKv } from "../host/db/index.js";
+import { Database, PostgresKv } from "../host/db/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { sendRequest } from "../sdk/cli/http.js";
+import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { kvConformance } from "./helpers/kv-conformance.js";
 
@@ -29,6 +30,14 @@ const table = () => `kv_${randomBytes(6).toString("hex")}`;
 
 describe.skipIf(!installed)("PostgreSQL backend", () => {
   kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }));
+  storedCountSuite(
+    "PostgreSQL database",
+    async () => {
+      const db = await Database.openStore(await PostgresKv.open(server.url, { table: table() }));
+      return { db, dispose: () => db.close() };
+    },
+    15,
+  );
 
   it("delivers broadcasts to the other connections, not back to the sender", async () => {
     const name = table();

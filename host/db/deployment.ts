@@ -10,12 +10,18 @@ import {
   type MigrationReport,
   planMigration,
   rowsOf,
-  storedIndexRange,
+  storedIndexRanges,
 } from "./migrate.js";
 import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
-import { hasLegacyCreatedAt, indexEntryKey, materialize, parseStoredRow } from "./rows.js";
-import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
+import { hasLegacyCreatedAt, indexEntry, materialize, parseStoredRow } from "./rows.js";
+import {
+  type CompiledTable,
+  compileSchema,
+  emptySchema,
+  type StoredIndex,
+  type StoredSchema,
+} from "./stored-schema.js";
 import { Transaction, type TransactionHost, type TransactionOptions } from "./transaction.js";
 import { WriteLock } from "./write-lock.js";
 
@@ -118,7 +124,7 @@ export class DeploymentDatabase implements TransactionHost {
     // A build in progress elsewhere (another host) is not ours to clear.
     if (pending && !this.store.shared) {
       for (const { table, stored } of JSON.parse(pending) as PendingBuild[]) {
-        await this.store.clear(storedIndexRange(this.id, table, stored));
+        await this.clearIndex(table, stored);
       }
       await this.store.batch([{ type: "del", key: metaKey(this.id, "building") }]);
     }
@@ -299,6 +305,11 @@ export class DeploymentDatabase implements TransactionHost {
     }
   }
 
+  /** Deletes a stored index's entries and counts. */
+  private async clearIndex(table: string, stored: StoredIndex): Promise<void> {
+    for (const range of storedIndexRanges(this.id, table, stored)) await this.store.clear(range);
+  }
+
   /** Commits `operations` on `snapshot` and tells listeners (and other hosts) what was written. */
   async commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void> {
     await this.store.commit(snapshot, operations);
@@ -334,27 +345,38 @@ export class DeploymentDatabase implements TransactionHost {
           await this.store.batch([{ type: "put", key: building, value: JSON.stringify(pending) }]);
         const nextTables = compileSchema(this.id, plan.next);
         for (const { table, index, stored } of plan.build) {
-          await this.store.clear(storedIndexRange(this.id, table, stored));
+          await this.clearIndex(table, stored);
           const compiledTable = nextTables.get(table) as CompiledTable;
           const compiledIndex = compiledTable.indexes.get(index)!;
+          const counts = new Map<string, { key: Buffer; n: number }>();
           let done = 0;
           for await (const rows of rowsOf(snapshot, compiledTable.rowPrefix)) {
-            const batch: Array<{ type: "put"; key: Buffer; value: string }> = [];
+            const batch: KvOperation[] = [];
             for (const json of rows) {
               const row = parseStoredRow(json);
               if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
               // Rows stay as stored; an entry built from a legacy row carries its v1 form.
               const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
-              batch.push({
-                type: "put",
-                key: indexEntryKey(compiledIndex, materialize(compiledTable, { ...row })),
-                value,
-              });
+              const entry = indexEntry(compiledIndex, materialize(compiledTable, { ...row }));
+              batch.push({ type: "put", key: entry.key, value });
+              for (const key of entry.counts) {
+                const name = key.toString("latin1");
+                const count = counts.get(name);
+                if (count) count.n++;
+                else counts.set(name, { key, n: 1 });
+              }
             }
             await this.store.batch(batch);
             done += rows.length;
             onProgress?.({ table, index, done });
           }
+          const countPuts: KvOperation[] = [...counts.values()].map(({ key, n }) => ({
+            type: "put",
+            key,
+            value: String(n),
+          }));
+          for (let at = 0; at < countPuts.length; at += 1000)
+            await this.store.batch(countPuts.slice(at, at + 1000));
           report.built.push({ table, index, entries: done });
         }
         await this.store.batch([
@@ -364,13 +386,12 @@ export class DeploymentDatabase implements TransactionHost {
         pending = [];
         this.setSchema(plan.next);
         for (const { table, index, stored } of plan.drop) {
-          await this.store.clear(storedIndexRange(this.id, table, stored));
+          await this.clearIndex(table, stored);
           report.dropped.push({ table, index });
         }
         return report;
       } finally {
-        for (const { table, stored } of pending)
-          await this.store.clear(storedIndexRange(this.id, table, stored));
+        for (const { table, stored } of pending) await this.clearIndex(table, stored);
         if (pending.length > 0) await this.store.batch([{ type: "del", key: building }]);
         await snapshot.close();
       }
@@ -385,7 +406,7 @@ export class DeploymentDatabase implements TransactionHost {
 
 interface PendingBuild {
   table: string;
-  stored: import("./stored-schema.js").StoredIndex;
+  stored: StoredIndex;
 }
 
 /**

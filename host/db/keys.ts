@@ -8,6 +8,11 @@
  *   indexes: 0x11 S(deploy) S(table) S(indexStorageId) E(f)... E(createdAt) I(id) -> row JSON
  *   meta:    0x12 S(deploy) S(name)                                     -> JSON
  *   host:    0x13 S(name)                                               -> JSON (host-wide)
+ *   counts:  0x14 S(deploy) S(table) S(indexStorageId) E(f)...              -> entries under that prefix
+ *
+ * A count key is an index key prefix (the index's own, or it followed by the values of its first
+ * fields) with the counts byte in front instead of the indexes byte: `count()` over equalities on
+ * leading fields reads one key instead of walking every entry (see {@link countKeyOf}).
  */
 import { encodeText, TAG_ID } from "./codec.js";
 
@@ -15,6 +20,7 @@ const ROWS = 0x10;
 const INDEXES = 0x11;
 const META = 0x12;
 const HOST = 0x13;
+const COUNTS = 0x14;
 
 function join(parts: Buffer[]): Buffer {
   return Buffer.concat(parts);
@@ -40,6 +46,18 @@ export function indexPrefix(deployment: string, table: string, storageId: string
   return join([Buffer.from([INDEXES]), encodeText(deployment), encodeText(table), encodeText(storageId)]);
 }
 
+/** The count key of an index key prefix (see the layout above): same bytes, counts byte first. */
+export function countKeyOf(indexKeyPrefix: Buffer): Buffer {
+  const key = Buffer.from(indexKeyPrefix);
+  key[0] = COUNTS;
+  return key;
+}
+
+/** True for a count key: writes keep them, but they are not what readers subscribe to. */
+export function isCountKey(key: Buffer): boolean {
+  return key[0] === COUNTS;
+}
+
 /** Key of one deployment-level metadata record (schema, clock, ...). */
 export function metaKey(deployment: string, name: string): Buffer {
   return join([Buffer.from([META]), encodeText(deployment), encodeText(name)]);
@@ -52,5 +70,5 @@ export function hostKey(name: string): Buffer {
 
 /** Prefix of everything a deployment stores in one concern, for deleting a deployment. */
 export function deploymentPrefixes(deployment: string): Buffer[] {
-  return [ROWS, INDEXES, META].map((tag) => join([Buffer.from([tag]), encodeText(deployment)]));
+  return [ROWS, INDEXES, META, COUNTS].map((tag) => join([Buffer.from([tag]), encodeText(deployment)]));
 }

@@ -8,7 +8,7 @@ import {
   type TableSpec,
 } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
-import { indexPrefix, rowPrefix } from "./keys.js";
+import { countKeyOf, indexPrefix, rowPrefix } from "./keys.js";
 import type { KvSnapshot } from "./kv/index.js";
 import { parseStoredRow, type StoredRow } from "./rows.js";
 import {
@@ -171,10 +171,16 @@ export async function planMigration(
     for (const [index, fields] of Object.entries(options.legacy ? {} : wantedIndexes(table))) {
       const signature = indexSignature(table, fields);
       const old = before?.indexes[index];
-      if (old && old.signature === signature) {
+      // An index built before counts existed is rebuilt once, with them.
+      if (old && old.signature === signature && old.counted) {
         indexes[index] = old;
       } else {
-        const stored: StoredIndex = { fields, storageId: randomBytes(6).toString("base64url"), signature };
+        const stored: StoredIndex = {
+          fields,
+          storageId: randomBytes(6).toString("base64url"),
+          signature,
+          counted: true,
+        };
         const notBefore =
           old?.notBefore ?? (rowsExist ? convertedToUserId(before?.spec, table, index) : undefined);
         if (notBefore !== undefined) stored.notBefore = notBefore;
@@ -190,14 +196,18 @@ export async function planMigration(
   return plan;
 }
 
-/** The key range of one stored index. */
-export function storedIndexRange(
+/** The key ranges of one stored index: its entries, and its counts. */
+export function storedIndexRanges(
   deployment: string,
   table: string,
   stored: StoredIndex,
-): { gte: Buffer; lt: Buffer } {
+): Array<{ gte: Buffer; lt: Buffer }> {
   const prefix = indexPrefix(deployment, table, stored.storageId);
-  return { gte: prefix, lt: afterPrefix(prefix) };
+  const counts = countKeyOf(prefix);
+  return [
+    { gte: prefix, lt: afterPrefix(prefix) },
+    { gte: counts, lt: afterPrefix(counts) },
+  ];
 }
 
 /** Streams every stored row of a table from a snapshot, in batches. */

@@ -9,6 +9,14 @@ export interface KeyRange {
   end: Buffer;
 }
 
+/** A compiled index range: its keys, and the shape it was asked in. */
+export interface IndexRange extends KeyRange {
+  /** How many leading fields of `rangeFields` it fixes with `eq`. */
+  equalities: number;
+  /** Whether it also bounds the field after them (`gt`, `gte`, `lt`, `lte`). */
+  bounded: boolean;
+}
+
 function bad(message: string): PlatformError {
   return new PlatformError("bad_request", message);
 }
@@ -39,7 +47,7 @@ function checkValue(table: CompiledTable, field: string, op: RangeOp): FieldValu
  * of the index fields in order, then at most one lower and one upper bound on the next field.
  * `gt/gte/lt/lte` match present values only, so a range with only an upper bound starts after absent.
  */
-export function compileRange(table: CompiledTable, index: CompiledIndex, ops: RangeOp[]): KeyRange {
+export function compileRange(table: CompiledTable, index: CompiledIndex, ops: RangeOp[]): IndexRange {
   if (!Array.isArray(ops)) throw bad("An index range must be a list of comparisons.");
   const fields = index.rangeFields;
   const parts: Buffer[] = [index.prefix];
@@ -88,5 +96,5 @@ export function compileRange(table: CompiledTable, index: CompiledIndex, ops: Ra
   let end: Buffer = afterPrefix(prefix);
   if (upper) end = upper.op === "lt" ? bound(upper) : afterPrefix(bound(upper));
   if (Buffer.compare(start, end) > 0) end = start;
-  return { start, end };
+  return { start, end, equalities: at, bounded: lower !== undefined || upper !== undefined };
 }

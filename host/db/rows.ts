@@ -6,6 +6,7 @@ import {
   PlatformError,
 } from "../../sdk/values/index.js";
 import { encodeNumber, encodeText, encodeValue, TAG_ID } from "./codec.js";
+import { countKeyOf } from "./keys.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
 /** A stored row: `id`, `createdAt`, then the table's fields. Never contains `null`. */
@@ -117,20 +118,56 @@ export function materializeJson(table: CompiledTable, json: string): string {
   return JSON.stringify(materialize(table, parseStoredRow(json)));
 }
 
-/** The key of `row`'s entry in `index`: field values, then `createdAt`, then `id`. */
+/** One index entry of a row: its key, and the count keys it adds to (none when not counted). */
+export interface IndexEntry {
+  key: Buffer;
+  counts: readonly Buffer[];
+}
+
+const NO_COUNTS: readonly Buffer[] = [];
+
+/**
+ * `row`'s entry in `index`: the key is the field values, then `createdAt`, then `id`. A counted
+ * index's entry adds to the count of the index's prefix and of each longer prefix up to all its
+ * field values (keys.ts): the keys `count()` reads for equalities on leading fields.
+ */
+export function indexEntry(index: CompiledIndex, row: StoredRow): IndexEntry {
+  const parts = entryParts(index, row);
+  const key = Buffer.concat(parts);
+  if (!index.counted) return { key, counts: NO_COUNTS };
+  const counts: Buffer[] = [];
+  let end = 0;
+  for (let i = 0; i <= index.fields.length; i++) {
+    end += (parts[i] as Buffer).length;
+    counts.push(countKeyOf(key.subarray(0, end)));
+  }
+  return { key, counts };
+}
+
+/** The key of `row`'s entry in `index` (see {@link indexEntry}). */
 export function indexEntryKey(index: CompiledIndex, row: StoredRow): Buffer {
+  return Buffer.concat(entryParts(index, row));
+}
+
+/** The pieces of an index key: the index's prefix, each field value, `createdAt`, `id`. */
+function entryParts(index: CompiledIndex, row: StoredRow): Buffer[] {
   const parts: Buffer[] = [index.prefix];
   for (let i = 0; i < index.fields.length; i++) {
     parts.push(encodeValue(row[index.fields[i] as string], index.isId[i]));
   }
   parts.push(encodeNumber(row.createdAt), encodeText(row.id, TAG_ID));
-  return Buffer.concat(parts);
+  return parts;
+}
+
+/** Every index entry of `row` (defaults materialized first). */
+export function indexEntries(table: CompiledTable, row: StoredRow): IndexEntry[] {
+  const full = materialize(table, { ...row });
+  const entries: IndexEntry[] = [];
+  for (const index of table.indexes.values()) entries.push(indexEntry(index, full));
+  return entries;
 }
 
 /** The keys of every index entry of `row` (defaults materialized first). */
 export function indexEntryKeys(table: CompiledTable, row: StoredRow): Buffer[] {
-  const full = materialize(table, { ...row });
-  const keys: Buffer[] = [];
-  for (const index of table.indexes.values()) keys.push(indexEntryKey(index, full));
-  return keys;
+  return indexEntries(table, row).map((entry) => entry.key);
 }

@@ -15,6 +15,12 @@ export interface StoredIndex {
    * handed to a visitor by a guest upgrade (SPEC.md "the service references" 7).
    */
   notBefore?: number;
+  /**
+   * The index keeps counts of its entries per prefix of leading field values (see keys.ts), so
+   * `count()` over equalities reads one key. Indexes built before counts existed lack it; the next
+   * migration rebuilds them.
+   */
+  counted?: boolean;
 }
 
 /** One table as stored with the deployment's schema. */
@@ -71,6 +77,8 @@ export interface CompiledIndex {
   isId: boolean[];
   prefix: Buffer;
   end: Buffer;
+  /** Whether writes keep this index's counts and `count()` may read them (see {@link StoredIndex}). */
+  counted: boolean;
 }
 
 /** A table ready for reads and writes. */
@@ -100,6 +108,7 @@ export function compileSchema(deployment: string, stored: StoredSchema): Map<str
         }),
         prefix,
         end: afterPrefix(prefix),
+        counted: index.counted === true,
       });
     }
     tables.set(name, {

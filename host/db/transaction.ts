@@ -5,18 +5,19 @@ import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { Budget, type BudgetLimits } from "./budget.js";
 import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
-import { rowKeyUnder } from "./keys.js";
+import { countKeyOf, isCountKey, rowKeyUnder } from "./keys.js";
 import { type KvSnapshot, NO_KEY } from "./kv/index.js";
 import { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 import { WriteOverlay } from "./overlay.js";
-import { compileRange, type KeyRange } from "./range.js";
+import { compileRange, type IndexRange, type KeyRange } from "./range.js";
 import { emptyReadSet, type ReadSet } from "./read-write-sets.js";
 import {
   applyPatch,
   buildInsertFields,
   changedIdFields,
+  type IndexEntry,
+  indexEntries,
   indexEntryKey,
-  indexEntryKeys,
   materialize,
   materializeJson,
   parseStoredRow,
@@ -99,6 +100,12 @@ function argsWithoutPagination(argsJson: string): string {
   return JSON.stringify(kept);
 }
 
+/** A change to one stored count (keys.ts): `delta` entries more (or fewer) under its prefix. */
+interface CountChange {
+  key: Buffer;
+  delta: number;
+}
+
 function afterKey(key: Buffer): Buffer {
   return Buffer.concat([key, Buffer.from([0x00])]);
 }
@@ -115,6 +122,8 @@ export class Transaction {
   private readonly now: number;
   private inserted = false;
   private finished = false;
+  /** The handler's last write while it is still under way; the next write waits for it. */
+  private writing: Promise<void> | undefined;
 
   /**
    * `base`: writes of earlier mutations of the same group commit (see {@link DeploymentDatabase}),
@@ -215,7 +224,7 @@ export class Transaction {
     this.budget.usage.indexScans++;
     switch (terminal.kind) {
       case "count":
-        return { kind: "count", count: await this.count(range) };
+        return { kind: "count", count: await this.count(index, range) };
       case "collect":
         return { kind: "rows", rows: await this.collect(table, range, reverse) };
       case "take": {
@@ -240,8 +249,19 @@ export class Transaction {
     }
   }
 
-  private async count(range: KeyRange): Promise<number> {
-    this.readSet.ranges.push(range);
+  /**
+   * Counts the range's entries. Equalities on leading fields of a counted index read the count the
+   * writes keep (this transaction's own writes included); any other range walks its entries.
+   * Either way each match is one row read, and a count beyond the budget throws (SPEC.md).
+   */
+  private async count(index: CompiledIndex, range: IndexRange): Promise<number> {
+    this.readSet.ranges.push({ start: range.start, end: range.end });
+    if (index.counted && !range.bounded && range.equalities <= index.fields.length) {
+      const stored = await this.readKey(countKeyOf(range.start));
+      const n = stored === null ? 0 : Number(stored);
+      this.budget.readKeys(n);
+      return n;
+    }
     const allowed = this.budget.remainingReads;
     let n = 0;
     await scanRange(
@@ -433,22 +453,110 @@ export class Transaction {
     }
   }
 
-  private writeRow(table: CompiledTable, row: StoredRow, previous: StoredRow | null): void {
+  /**
+   * Runs one write of the handler after the ones it started before have finished. A handler may
+   * start writes without awaiting each (`Promise.all` of inserts); on a store that reads
+   * asynchronously (PostgreSQL) two of them would otherwise interleave between reading a row or a
+   * count and writing it back, and one would undo the other. Costs nothing while writes finish
+   * synchronously (classic-level).
+   */
+  private inTurn<T>(write: () => MaybePromise<T>): MaybePromise<T> {
+    const before = this.writing;
+    const result = before ? before.then(() => attempt(write)) : attempt(write);
+    if (isPending(result)) {
+      const settled = result.then(
+        () => {},
+        () => {},
+      );
+      this.writing = settled;
+      void settled.then(() => {
+        if (this.writing === settled) this.writing = undefined;
+      });
+    }
+    return result;
+  }
+
+  /**
+   * Writes `row` and its index entries (replacing `previous`'s), and moves the counts of the
+   * entries that appear or go. Synchronous while the counts' reads are (see {@link readKey}).
+   */
+  private writeRow(table: CompiledTable, row: StoredRow, previous: StoredRow | null): MaybePromise<void> {
     const json = JSON.stringify(row);
     this.overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
-    const next = indexEntryKeys(table, row);
-    if (previous) {
-      const keep = new Set(next.map((key) => key.toString("latin1")));
-      for (const key of indexEntryKeys(table, previous))
-        if (!keep.has(key.toString("latin1"))) this.overlay.set(key, null);
-    }
-    for (const key of next) this.overlay.set(key, json);
+    const next = indexEntries(table, row);
     this.budget.usage.writes++;
+    if (!previous) {
+      const changes: CountChange[] = [];
+      for (const entry of next) {
+        this.overlay.set(entry.key, json);
+        for (const key of entry.counts) changes.push({ key, delta: 1 });
+      }
+      return this.adjustCounts(changes);
+    }
+    const changes = new Map<string, CountChange>();
+    const move = (entry: IndexEntry, delta: number) => {
+      for (const key of entry.counts) {
+        const name = key.toString("latin1");
+        const change = changes.get(name);
+        if (change) change.delta += delta;
+        else changes.set(name, { key, delta });
+      }
+    };
+    const keep = new Set(next.map((entry) => entry.key.toString("latin1")));
+    const had = new Set<string>();
+    for (const entry of indexEntries(table, previous)) {
+      const name = entry.key.toString("latin1");
+      had.add(name);
+      if (keep.has(name)) continue;
+      this.overlay.set(entry.key, null);
+      move(entry, -1);
+    }
+    for (const entry of next) {
+      this.overlay.set(entry.key, json);
+      if (!had.has(entry.key.toString("latin1"))) move(entry, 1);
+    }
+    return this.adjustCounts([...changes.values()]);
+  }
+
+  /** Removes `row` and its index entries, and takes them off their counts. */
+  private removeRow(table: CompiledTable, row: StoredRow): MaybePromise<void> {
+    this.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
+    const changes: CountChange[] = [];
+    for (const entry of indexEntries(table, row)) {
+      this.overlay.set(entry.key, null);
+      for (const key of entry.counts) changes.push({ key, delta: -1 });
+    }
+    this.budget.usage.writes++;
+    return this.adjustCounts(changes);
+  }
+
+  /**
+   * Adds each change's delta to its stored count, reading it through this transaction's writes
+   * (writers are serialized, so no other writer moves it meanwhile). A count that reaches 0 is
+   * deleted. Synchronous while the reads are.
+   */
+  private adjustCounts(changes: readonly CountChange[], from = 0): MaybePromise<void> {
+    for (let i = from; i < changes.length; i++) {
+      const { key, delta } = changes[i] as CountChange;
+      if (delta === 0) continue;
+      const stored = this.readKey(key);
+      const apply = (value: string | null) => {
+        const n = (value === null ? 0 : Number(value)) + delta;
+        this.overlay.set(key, n > 0 ? String(n) : null);
+      };
+      if (isPending(stored)) {
+        return stored.then((value) => {
+          apply(value);
+          return this.adjustCounts(changes, i + 1);
+        });
+      }
+      apply(stored);
+    }
   }
 
   /** `insert(row)`: validates, fills defaults, assigns `id` and `createdAt`; returns the id. */
   insert(tableName: string, input: unknown): MaybePromise<string> {
-    return attempt(() => {
+    return this.inTurn(() => {
       this.requireWrite();
       const table = this.table(tableName);
       const fields = buildInsertFields(table, input);
@@ -456,8 +564,7 @@ export class Transaction {
         const id = newRowId();
         const row = { id, createdAt: this.host.nextCreatedAt(this.now), ...fields } as StoredRow;
         this.inserted = true;
-        this.writeRow(table, row, null);
-        return id;
+        return andThen(this.writeRow(table, row, null), () => id);
       });
     });
   }
@@ -473,7 +580,7 @@ export class Transaction {
 
   /** `update(id, patch)`: changes fields; `null` clears an optional field. */
   update(tableName: string, id: string, patch: unknown): MaybePromise<void> {
-    return attempt(() => {
+    return this.inTurn(() => {
       this.requireWrite();
       const table = this.table(tableName);
       return andThen(this.existing(table, id, "update"), (before) => {
@@ -487,14 +594,10 @@ export class Transaction {
 
   /** `delete(id)`: removes the row and its index entries. */
   delete(tableName: string, id: string): MaybePromise<void> {
-    return attempt(() => {
+    return this.inTurn(() => {
       this.requireWrite();
       const table = this.table(tableName);
-      return andThen(this.existing(table, id, "delete"), (before) => {
-        this.overlay.set(rowKeyUnder(table.rowPrefix, id), null);
-        for (const key of indexEntryKeys(table, before)) this.overlay.set(key, null);
-        this.budget.usage.writes++;
-      });
+      return andThen(this.existing(table, id, "delete"), (before) => this.removeRow(table, before));
     });
   }
 
@@ -520,7 +623,7 @@ export class Transaction {
       },
     );
     // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
-    for (const before of rows) this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
+    for (const before of rows) await this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
     return rows.length;
   }
 
@@ -568,12 +671,12 @@ export class Transaction {
         await this.checkReferences(changedIdFields(table, fields), table.name);
         const createdAt = new Date(this.host.nextCreatedAt(this.now)).toISOString();
         this.inserted = true;
-        this.writeRow(table, { id, createdAt, ...fields } as unknown as StoredRow, null);
+        await this.writeRow(table, { id, createdAt, ...fields } as unknown as StoredRow, null);
       } else if (write.op === "update") {
         const before = await this.existing(table, write.id, "update");
         const after = applyPatch(table, before, write.patch);
         await this.checkReferences(changedIdFields(table, after, before), table.name);
-        this.writeRow(table, after, before);
+        await this.writeRow(table, after, before);
       } else if (write.op === "delete") {
         await this.delete(table.name, write.id);
       } else throw new PlatformError("internal", "Malformed legacy write.");
@@ -594,7 +697,9 @@ export class Transaction {
   seal(): SealedWrites {
     this.requireOpen();
     this.finished = true;
-    return { overlay: this.overlay, writeSet: this.overlay.written(), inserted: this.inserted };
+    // Counts change only with index entries in the same ranges, which the write set names already.
+    const writeSet = this.overlay.written().filter((key) => !isCountKey(key));
+    return { overlay: this.overlay, writeSet, inserted: this.inserted };
   }
 
   /** Drops every pending write. */
