@@ -19,6 +19,7 @@ import { tempDatabase } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";
 import { Database } from "./index.js";
 import { countKeyOf, indexPrefix, metaKey } from "./keys.js";
+import { collect } from "./kv/index.js";
 
 storedCountSuite("classic-level", tempDatabase, 60);
 
@@ -108,5 +109,23 @@ describe("stored counts", () => {
       };
     });
     expect(value).toEqual({ bounded: 4, createdAt: 1, wholeTable: 10 });
+  });
+
+  it("go with their deployment: deleting it leaves no key of it, counts included", async () => {
+    const deployment = await db.deployment("doomed");
+    await deployment.migrate(SCHEMA);
+    await deployment.mutate(async (tx) => {
+      for (let i = 0; i < 5; i++) await tx.insert("t", { a: "x", b: i, c: true });
+    });
+    const countsOf = countKeyOf(
+      indexPrefix("doomed", "t", (await storedSchema(deployment)).tables.t!.indexes.c!.storageId),
+    );
+    const keysOfDeployment = async () => {
+      const all = await collect(db.store.iterate({ gte: Buffer.alloc(0), lt: Buffer.from([0xff]) }));
+      return all.filter(([key]) => key.includes(Buffer.from("doomed")));
+    };
+    expect((await collect(db.store.iterate({ gte: countsOf, lt: afterPrefix(countsOf) }))).length).toBe(2);
+    await db.dropDeployment("doomed");
+    expect(await keysOfDeployment()).toEqual([]);
   });
 });
