@@ -93,4 +93,14 @@ describe("SlotTable", () => {
     expect(entriesOf(table)).toEqual([[3, 3]]);
     expect(table.capacity).toBe(16);
   });
+
+  it("keeps a modest size when it empties, so a busy deployment does not regrow it between bursts", () => {
+    const table = new SlotTable<number>();
+    for (let key = 1; key <= 40; key++) table.set(key, key);
+    const grown = table.capacity;
+    expect(grown).toBeGreaterThanOrEqual(64);
+    for (let key = 1; key <= 40; key++) table.delete(key);
+    for (let key = 41; key <= 80; key++) table.set(key, key);
+    expect(table.capacity).toBe(grown);
+  });
 });

@@ -2,6 +2,13 @@
 const INITIAL_SLOTS = 16;
 
 /**
+ * A table larger than this starts small again once empty. Below it the table keeps its size: a busy
+ * deployment empties its table between bursts, and regrowing it each time would cost more than the
+ * slots.
+ */
+const SHRINK_ABOVE = 1024;
+
+/**
  * Values keyed by positive integers that mostly increase (a request counter), in storage that is
  * reused, not reallocated, as keys come and go. A long-lived `Map` with steady inserts and deletes
  * rebuilds its hash table every few dozen operations, and once the table has moved to V8's old
@@ -56,7 +63,7 @@ export class SlotTable<T> {
     this.values[slot] = undefined;
     this.count--;
     // A stuck entry may have made the table large; once it is empty it starts small again.
-    if (this.count === 0 && this.keys.length > INITIAL_SLOTS) {
+    if (this.count === 0 && this.keys.length > SHRINK_ABOVE) {
       this.keys = new Float64Array(INITIAL_SLOTS);
       this.values = new Array<T | undefined>(INITIAL_SLOTS).fill(undefined);
     }
