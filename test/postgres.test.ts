@@ -84,6 +84,29 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     }
   });
 
+  it("serves a burst of queries larger than its connection pool to a deployment whose isolate must start", async () => {
+    const host = await startTestHost({ database: server.url, requestQuota: false });
+    try {
+      expect((await host.deployFixture("burst", "todo")).status).toBe(201);
+      expect((await host.call("burst", "mutation", "add", { text: "one" })).status).toBe(200);
+      // Each query holds a snapshot (one pooled connection) while it waits for the isolate, which
+      // must load the capsule's code from the database first: that read may not need the same pool.
+      host.deployments.pool.runner("burst", "").evict();
+      // All in one turn, so every query has asked for its snapshot before the first needs the code.
+      const burst = Promise.all(
+        Array.from({ length: 48 }, () =>
+          host.deployments
+            .call("burst", { kind: "query", name: "count", argsJson: "{}", identity: null })
+            .then((result) => result.valueJson),
+        ),
+      );
+      const stuck = new Promise<string>((resolve) => setTimeout(() => resolve("stuck"), 20_000).unref());
+      expect(await Promise.race([burst, stuck])).toEqual(Array.from({ length: 48 }, () => "1"));
+    } finally {
+      await host.dispose();
+    }
+  }, 30_000);
+
   it("runs a whole host on PostgreSQL: deploy, write, read, sign in, restart", async () => {
     const url = server.url;
     let host = await startTestHost({ database: url });

@@ -2,8 +2,16 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, KvStore } from "./kv.js";
 
-/** Connections for snapshots, commits and plain reads; locks use their own small pool. */
-const DATA_CONNECTIONS = 32;
+/**
+ * Connections for snapshots (a handler holds one from its first read to its commit or end), for
+ * everything else (point reads, batches and clears outside snapshots, broadcasts), and for locks.
+ * Snapshots have a pool of their own: a handler that holds one may wait for work that reads
+ * outside it (its isolate loading the capsule's code from the database); sharing one pool, a burst
+ * of handlers larger than it would hold every connection and wait for that read forever.
+ * 28 + 4 + 16 + the listener: two hosts fit PostgreSQL's default of 100 connections.
+ */
+const SNAPSHOT_CONNECTIONS = 28;
+const DIRECT_CONNECTIONS = 4;
 const LOCK_CONNECTIONS = 16;
 const CHANNEL = "platform";
 
@@ -108,6 +116,7 @@ export class PostgresKv implements KvStore {
 
   private constructor(
     private readonly pool: pg.Pool,
+    private readonly snapshots: pg.Pool,
     private readonly locks: pg.Pool,
     private readonly listener: pg.Client,
     private readonly table: string,
@@ -125,11 +134,11 @@ export class PostgresKv implements KvStore {
   static async open(url: string, options: { table?: string } = {}): Promise<PostgresKv> {
     const table = options.table ?? "platform_kv";
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new Error(`Invalid table name ${table}.`);
-    const pool = new pg.Pool({ connectionString: url, max: DATA_CONNECTIONS });
+    const pool = new pg.Pool({ connectionString: url, max: DIRECT_CONNECTIONS });
+    const snapshots = new pg.Pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS });
     const locks = new pg.Pool({ connectionString: url, max: LOCK_CONNECTIONS });
     // Idle clients can die when the server restarts; the pool replaces them.
-    pool.on("error", () => {});
-    locks.on("error", () => {});
+    for (const each of [pool, snapshots, locks]) each.on("error", () => {});
     for (const ddl of [
       `CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL)`,
       `CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY)`,
@@ -146,7 +155,7 @@ export class PostgresKv implements KvStore {
     listener.on("error", () => {});
     await listener.connect();
     await listener.query(`LISTEN ${CHANNEL}`);
-    return new PostgresKv(pool, locks, listener, table);
+    return new PostgresKv(pool, snapshots, locks, listener, table);
   }
 
   async get(key: Buffer): Promise<string | undefined> {
@@ -172,7 +181,7 @@ export class PostgresKv implements KvStore {
   }
 
   async snapshot(): Promise<KvSnapshot> {
-    const client = await this.pool.connect();
+    const client = await this.snapshots.connect();
     try {
       await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
       // The snapshot is taken by the first statement: take it now, not at the first read.
@@ -230,7 +239,7 @@ export class PostgresKv implements KvStore {
 
   async close(): Promise<void> {
     await this.listener.end().catch(() => {});
-    await Promise.all([this.pool.end(), this.locks.end()]);
+    await Promise.all([this.pool.end(), this.snapshots.end(), this.locks.end()]);
   }
 }
 
