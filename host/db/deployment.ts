@@ -289,6 +289,7 @@ export class DeploymentDatabase implements TransactionHost {
         try {
           const value = await member.work(tx);
           if (tx.budget.failure) throw tx.budget.failure;
+          await tx.flushCounts();
           batch.add(member, value, tx);
         } catch (error) {
           tx.abort();

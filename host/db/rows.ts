@@ -128,8 +128,9 @@ const NO_COUNTS: readonly Buffer[] = [];
 
 /**
  * `row`'s entry in `index`: the key is the field values, then `createdAt`, then `id`. A counted
- * index's entry adds to the count of the index's prefix and of each longer prefix up to all its
- * field values (keys.ts): the keys `count()` reads for equalities on leading fields.
+ * index's entry adds to the count of each prefix of it that ends after a field value, from
+ * `countsFrom` fields up to all of them (keys.ts): the keys `count()` reads for equalities on
+ * leading fields. `by_creation` counts its whole prefix: the table's size.
  */
 export function indexEntry(index: CompiledIndex, row: StoredRow): IndexEntry {
   const parts = entryParts(index, row);
@@ -139,7 +140,7 @@ export function indexEntry(index: CompiledIndex, row: StoredRow): IndexEntry {
   let end = 0;
   for (let i = 0; i <= index.fields.length; i++) {
     end += (parts[i] as Buffer).length;
-    counts.push(countKeyOf(key.subarray(0, end)));
+    if (i >= index.countsFrom) counts.push(countKeyOf(key.subarray(0, end)));
   }
   return { key, counts };
 }

@@ -77,8 +77,16 @@ export interface CompiledIndex {
   isId: boolean[];
   prefix: Buffer;
   end: Buffer;
-  /** Whether writes keep this index's counts and `count()` may read them (see {@link StoredIndex}). */
+  /**
+   * Whether writes keep this index's counts and `count()` may read them (see {@link StoredIndex}).
+   * Hidden indexes are never counted: no handler can query them.
+   */
   counted: boolean;
+  /**
+   * The shortest prefix counted, in leading fields: 0 for `by_creation` (its count is the table's
+   * size, which every other index shares: each row has an entry in each), 1 for the others.
+   */
+  countsFrom: number;
 }
 
 /** A table ready for reads and writes. */
@@ -108,7 +116,8 @@ export function compileSchema(deployment: string, stored: StoredSchema): Map<str
         }),
         prefix,
         end: afterPrefix(prefix),
-        counted: index.counted === true,
+        counted: index.counted === true && !indexName.startsWith("$"),
+        countsFrom: indexName === CREATION_INDEX ? 0 : 1,
       });
     }
     tables.set(name, {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { LegacyWrite, QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
+import { CREATION_INDEX, isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { Budget, type BudgetLimits } from "./budget.js";
 import { afterPrefix } from "./codec.js";
 import { type CursorBinding, type CursorCodec, hashArgs } from "./cursor.js";
@@ -122,6 +122,8 @@ export class Transaction {
   private readonly now: number;
   private inserted = false;
   private finished = false;
+  /** Count changes noted by writes and not yet applied, by count key (latin1); see flushCounts. */
+  private countChanges: Map<string, CountChange> | undefined;
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
 
@@ -224,7 +226,7 @@ export class Transaction {
     this.budget.usage.indexScans++;
     switch (terminal.kind) {
       case "count":
-        return { kind: "count", count: await this.count(index, range) };
+        return { kind: "count", count: await this.count(table, index, range) };
       case "collect":
         return { kind: "rows", rows: await this.collect(table, range, reverse) };
       case "take": {
@@ -250,15 +252,18 @@ export class Transaction {
   }
 
   /**
-   * Counts the range's entries. Equalities on leading fields of a counted index read the count the
-   * writes keep (this transaction's own writes included); any other range walks its entries.
-   * Either way each match is one row read, and a count beyond the budget throws (SPEC.md).
+   * Counts the range's entries. Equalities on leading fields of a counted index, or a whole index,
+   * read the count the writes keep (see {@link countKey}), plus this transaction's own changes not
+   * yet applied; any other range walks its entries. Either way each match is one row read, and a
+   * count beyond the budget throws (SPEC.md).
    */
-  private async count(index: CompiledIndex, range: IndexRange): Promise<number> {
+  private async count(table: CompiledTable, index: CompiledIndex, range: IndexRange): Promise<number> {
     this.readSet.ranges.push({ start: range.start, end: range.end });
-    if (index.counted && !range.bounded && range.equalities <= index.fields.length) {
-      const stored = await this.readKey(countKeyOf(range.start));
-      const n = stored === null ? 0 : Number(stored);
+    const key = this.countKey(table, index, range);
+    if (key) {
+      const stored = await this.readKey(key);
+      const n =
+        (stored === null ? 0 : Number(stored)) + (this.countChanges?.get(key.toString("latin1"))?.delta ?? 0);
       this.budget.readKeys(n);
       return n;
     }
@@ -279,6 +284,19 @@ export class Transaction {
     );
     this.budget.readKeys(n);
     return n;
+  }
+
+  /**
+   * The stored count that answers `range`, if any: equalities on leading fields of a counted
+   * index, or none at all (the table's size, kept by `by_creation`).
+   */
+  private countKey(table: CompiledTable, index: CompiledIndex, range: IndexRange): Buffer | undefined {
+    if (range.bounded || range.equalities > index.fields.length) return undefined;
+    if (range.equalities === 0) {
+      const creation = table.indexes.get(CREATION_INDEX);
+      return creation?.counted ? countKeyOf(creation.prefix) : undefined;
+    }
+    return index.counted ? countKeyOf(range.start) : undefined;
   }
 
   private async collect(table: CompiledTable, range: KeyRange, reverse: boolean): Promise<string[]> {
@@ -477,31 +495,21 @@ export class Transaction {
   }
 
   /**
-   * Writes `row` and its index entries (replacing `previous`'s), and moves the counts of the
-   * entries that appear or go. Synchronous while the counts' reads are (see {@link readKey}).
+   * Writes `row` and its index entries (replacing `previous`'s), and notes how the counts of the
+   * entries that appear or go move (see {@link flushCounts}).
    */
-  private writeRow(table: CompiledTable, row: StoredRow, previous: StoredRow | null): MaybePromise<void> {
+  private writeRow(table: CompiledTable, row: StoredRow, previous: StoredRow | null): void {
     const json = JSON.stringify(row);
     this.overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
     const next = indexEntries(table, row);
     this.budget.usage.writes++;
     if (!previous) {
-      const changes: CountChange[] = [];
       for (const entry of next) {
         this.overlay.set(entry.key, json);
-        for (const key of entry.counts) changes.push({ key, delta: 1 });
+        this.moveCounts(entry, 1);
       }
-      return this.adjustCounts(changes);
+      return;
     }
-    const changes = new Map<string, CountChange>();
-    const move = (entry: IndexEntry, delta: number) => {
-      for (const key of entry.counts) {
-        const name = key.toString("latin1");
-        const change = changes.get(name);
-        if (change) change.delta += delta;
-        else changes.set(name, { key, delta });
-      }
-    };
     const keep = new Set(next.map((entry) => entry.key.toString("latin1")));
     const had = new Set<string>();
     for (const entry of indexEntries(table, previous)) {
@@ -509,33 +517,52 @@ export class Transaction {
       had.add(name);
       if (keep.has(name)) continue;
       this.overlay.set(entry.key, null);
-      move(entry, -1);
+      this.moveCounts(entry, -1);
     }
     for (const entry of next) {
       this.overlay.set(entry.key, json);
-      if (!had.has(entry.key.toString("latin1"))) move(entry, 1);
+      if (!had.has(entry.key.toString("latin1"))) this.moveCounts(entry, 1);
     }
-    return this.adjustCounts([...changes.values()]);
   }
 
-  /** Removes `row` and its index entries, and takes them off their counts. */
-  private removeRow(table: CompiledTable, row: StoredRow): MaybePromise<void> {
+  /** Removes `row` and its index entries, and notes them off their counts. */
+  private removeRow(table: CompiledTable, row: StoredRow): void {
     this.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
-    const changes: CountChange[] = [];
     for (const entry of indexEntries(table, row)) {
       this.overlay.set(entry.key, null);
-      for (const key of entry.counts) changes.push({ key, delta: -1 });
+      this.moveCounts(entry, -1);
     }
     this.budget.usage.writes++;
-    return this.adjustCounts(changes);
+  }
+
+  /** Notes `delta` on each count `entry` adds to; {@link flushCounts} applies the sums. */
+  private moveCounts(entry: IndexEntry, delta: number): void {
+    if (entry.counts.length === 0) return;
+    this.countChanges ??= new Map();
+    for (const key of entry.counts) {
+      const name = key.toString("latin1");
+      const change = this.countChanges.get(name);
+      if (change) change.delta += delta;
+      else this.countChanges.set(name, { key, delta });
+    }
   }
 
   /**
-   * Adds each change's delta to its stored count, reading it through this transaction's writes
-   * (writers are serialized, so no other writer moves it meanwhile). A count that reaches 0 is
-   * deleted. Synchronous while the reads are.
+   * Applies the count changes noted so far: each count is read once (through this transaction's
+   * writes; writers are serialized, so no other writer moves it meanwhile) and written once with
+   * the sum of its changes, 0 deleting it. Noting changes and applying them at the end costs one
+   * read and write per distinct count instead of one per entry: a batch of inserts into one list
+   * moves that list's count once. A writing handler's changes must be applied before it commits
+   * ({@link seal} refuses otherwise). Synchronous while the reads are.
    */
-  private adjustCounts(changes: readonly CountChange[], from = 0): MaybePromise<void> {
+  flushCounts(): MaybePromise<void> {
+    const changes = this.countChanges;
+    if (!changes || changes.size === 0) return;
+    this.countChanges = undefined;
+    return this.applyCounts([...changes.values()], 0);
+  }
+
+  private applyCounts(changes: readonly CountChange[], from: number): MaybePromise<void> {
     for (let i = from; i < changes.length; i++) {
       const { key, delta } = changes[i] as CountChange;
       if (delta === 0) continue;
@@ -547,7 +574,7 @@ export class Transaction {
       if (isPending(stored)) {
         return stored.then((value) => {
           apply(value);
-          return this.adjustCounts(changes, i + 1);
+          return this.applyCounts(changes, i + 1);
         });
       }
       apply(stored);
@@ -564,7 +591,8 @@ export class Transaction {
         const id = newRowId();
         const row = { id, createdAt: this.host.nextCreatedAt(this.now), ...fields } as StoredRow;
         this.inserted = true;
-        return andThen(this.writeRow(table, row, null), () => id);
+        this.writeRow(table, row, null);
+        return id;
       });
     });
   }
@@ -623,7 +651,7 @@ export class Transaction {
       },
     );
     // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
-    for (const before of rows) await this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
+    for (const before of rows) this.writeRow(table, { ...before, [field]: to } as StoredRow, before);
     return rows.length;
   }
 
@@ -671,12 +699,12 @@ export class Transaction {
         await this.checkReferences(changedIdFields(table, fields), table.name);
         const createdAt = new Date(this.host.nextCreatedAt(this.now)).toISOString();
         this.inserted = true;
-        await this.writeRow(table, { id, createdAt, ...fields } as unknown as StoredRow, null);
+        this.writeRow(table, { id, createdAt, ...fields } as unknown as StoredRow, null);
       } else if (write.op === "update") {
         const before = await this.existing(table, write.id, "update");
         const after = applyPatch(table, before, write.patch);
         await this.checkReferences(changedIdFields(table, after, before), table.name);
-        await this.writeRow(table, after, before);
+        this.writeRow(table, after, before);
       } else if (write.op === "delete") {
         await this.delete(table.name, write.id);
       } else throw new PlatformError("internal", "Malformed legacy write.");
@@ -696,6 +724,8 @@ export class Transaction {
    */
   seal(): SealedWrites {
     this.requireOpen();
+    if (this.countChanges?.size)
+      throw new PlatformError("internal", "A transaction was sealed before its counts were applied.");
     this.finished = true;
     // Counts change only with index entries in the same ranges, which the write set names already.
     const writeSet = this.overlay.written().filter((key) => !isCountKey(key));

@@ -22,8 +22,10 @@ import {
 import type { RangeOp } from "../../sdk/protocol/index.js";
 import type { FieldValue, SchemaSpec } from "../../sdk/values/index.js";
 
+/** A row of the suite's table as the model keeps it (an absent field is `undefined`). */
 export type Row = Record<string, FieldValue | undefined>;
 
+/** One table, a two-field index (counts for its prefix, `a`, and `a, b`) and a one-field one. */
 export const SCHEMA: SchemaSpec = {
   tables: {
     t: {
@@ -90,6 +92,7 @@ async function countsFromRows(deployment: DeploymentDatabase, index: string): Pr
   return new Map([...counts].map(([key, n]) => [key, String(n)]));
 }
 
+/** The deployment's schema as stored (with each index's storage id and whether it is counted). */
 export function storedSchema(deployment: DeploymentDatabase): Promise<StoredSchema> {
   return deployment.store.get(metaKey(deployment.id, "schema")).then((json) => JSON.parse(json as string));
 }
