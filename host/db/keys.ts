@@ -10,9 +10,10 @@
  *   host:    0x13 S(name)                                               -> JSON (host-wide)
  *   counts:  0x14 S(deploy) S(table) S(indexStorageId) E(f)...              -> entries under that prefix
  *
- * A count key is an index key prefix (the index's own, or it followed by the values of its first
- * fields) with the counts byte in front instead of the indexes byte: `count()` over equalities on
- * leading fields reads one key instead of walking every entry (see {@link countKeyOf}).
+ * A count key is an index key prefix (an index's own followed by the values of its first fields;
+ * for `by_creation`, its own alone: the table's size) with the counts byte in front instead of the
+ * indexes byte: `count()` over equalities on leading fields reads one key instead of walking every
+ * entry (see {@link countKeyOf}).
  */
 import { encodeText, TAG_ID } from "./codec.js";
 
