@@ -474,9 +474,9 @@ export class Transaction {
   /**
    * Runs one write of the handler after the ones it started before have finished. A handler may
    * start writes without awaiting each (`Promise.all` of inserts); on a store that reads
-   * asynchronously (PostgreSQL) two of them would otherwise interleave between reading a row or a
-   * count and writing it back, and one would undo the other. Costs nothing while writes finish
-   * synchronously (classic-level).
+   * asynchronously (PostgreSQL) two of them would otherwise interleave between reading a row and
+   * writing it back, and one would undo the other (an update's old index entry left behind). Costs
+   * nothing while writes finish synchronously (classic-level).
    */
   private inTurn<T>(write: () => MaybePromise<T>): MaybePromise<T> {
     const before = this.writing;
@@ -556,6 +556,8 @@ export class Transaction {
    * ({@link seal} refuses otherwise). Synchronous while the reads are.
    */
   flushCounts(): MaybePromise<void> {
+    // A write the handler started without awaiting it notes its changes when it ends.
+    if (this.writing) return this.writing.then(() => this.flushCounts());
     const changes = this.countChanges;
     if (!changes || changes.size === 0) return;
     this.countChanges = undefined;

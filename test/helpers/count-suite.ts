@@ -231,6 +231,11 @@ export function storedCountSuite(
         });
         (model.get(target) as Row).b = 6;
         for (const id of ids.slice(1, 4)) model.delete(id);
+        // A mutation that returns before its last write has finished (it never awaits it).
+        await deployment.mutate(async (tx) => {
+          void tx.update("t", ids[4] as string, { a: "y" });
+        });
+        (model.get(ids[4] as string) as Row).a = "y";
         await checkCounts(deployment, model);
         const indexes = (await storedSchema(deployment)).tables.t!.indexes;
         for (const name of ["ab", "c", "by_creation"])
