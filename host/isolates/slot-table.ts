@@ -41,7 +41,7 @@ export class SlotTable<T> {
     return this.keys[slot] === key ? this.values[slot] : undefined;
   }
 
-  /** Stores `value` under `key` (a positive safe integer), replacing what was there. */
+  /** Stores `value` (never `undefined`: it marks a free slot) under `key` (a positive safe integer). */
   set(key: number, value: T): void {
     if (!Number.isSafeInteger(key) || key <= 0)
       throw new RangeError(`A slot table key must be a positive integer, not ${key}.`);
