@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { CLI } from "./helpers/cli.js";
 
 function platform(...args: string[]) {
   return spawnSync(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], { encoding: "utf8" });
@@ -45,11 +46,7 @@ describe("help", () => {
       ["storage", "get"],
       ["storage", "delete"],
     ]) {
-      const result = spawnSync(
-        process.execPath,
-        ["--no-node-snapshot", "dist/sdk/cli/bin.js", ...command, "--help"],
-        { encoding: "utf8" },
-      );
+      const result = spawnSync(process.execPath, [...CLI, ...command, "--help"], { encoding: "utf8" });
       expect(result.status, command.join(" ")).toBe(0);
       expect(result.stdout, command.join(" ")).toContain("Examples:");
     }

@@ -349,7 +349,7 @@ export class DeploymentDatabase implements TransactionHost {
           await this.clearIndex(table, stored);
           const compiledTable = nextTables.get(table) as CompiledTable;
           const compiledIndex = compiledTable.indexes.get(index)!;
-          const counts = new Map<string, { key: Buffer; n: number }>();
+          const counts = new Map<string, number>();
           let done = 0;
           for await (const rows of rowsOf(snapshot, compiledTable.rowPrefix)) {
             const batch: KvOperation[] = [];
@@ -360,20 +360,15 @@ export class DeploymentDatabase implements TransactionHost {
               const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
               const entry = indexEntry(compiledIndex, materialize(compiledTable, { ...row }));
               batch.push({ type: "put", key: entry.key, value });
-              for (const key of entry.counts) {
-                const name = key.toString("latin1");
-                const count = counts.get(name);
-                if (count) count.n++;
-                else counts.set(name, { key, n: 1 });
-              }
+              for (const name of entry.counts) counts.set(name, (counts.get(name) ?? 0) + 1);
             }
             await this.store.batch(batch);
             done += rows.length;
             onProgress?.({ table, index, done });
           }
-          const countPuts: KvOperation[] = [...counts.values()].map(({ key, n }) => ({
+          const countPuts: KvOperation[] = [...counts].map(([name, n]) => ({
             type: "put",
-            key,
+            key: Buffer.from(name, "latin1"),
             value: String(n),
           }));
           for (let at = 0; at < countPuts.length; at += 1000)

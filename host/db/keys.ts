@@ -54,6 +54,14 @@ export function countKeyOf(indexKeyPrefix: Buffer): Buffer {
   return key;
 }
 
+/**
+ * The count key of `indexKey`'s first `end` bytes as a latin1 string (one character per byte): what
+ * writes tally counts under, cheap as a `Map` key; `Buffer.from(name, "latin1")` is the key.
+ */
+export function countNameOf(indexKey: Buffer, end: number): string {
+  return String.fromCharCode(COUNTS) + indexKey.toString("latin1", 1, end);
+}
+
 /** True for a count key: writes keep them, but they are not what readers subscribe to. */
 export function isCountKey(key: Buffer): boolean {
   return key[0] === COUNTS;

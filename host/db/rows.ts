@@ -6,7 +6,7 @@ import {
   PlatformError,
 } from "../../sdk/values/index.js";
 import { encodeNumber, encodeText, encodeValue, TAG_ID } from "./codec.js";
-import { countKeyOf } from "./keys.js";
+import { countNameOf } from "./keys.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
 /** A stored row: `id`, `createdAt`, then the table's fields. Never contains `null`. */
@@ -118,13 +118,16 @@ export function materializeJson(table: CompiledTable, json: string): string {
   return JSON.stringify(materialize(table, parseStoredRow(json)));
 }
 
-/** One index entry of a row: its key, and the count keys it adds to (none when not counted). */
+/**
+ * One index entry of a row: its key, and the count keys it adds to (none when not counted), as
+ * latin1 names (see {@link countNameOf}).
+ */
 export interface IndexEntry {
   key: Buffer;
-  counts: readonly Buffer[];
+  counts: readonly string[];
 }
 
-const NO_COUNTS: readonly Buffer[] = [];
+const NO_COUNTS: readonly string[] = [];
 
 /**
  * `row`'s entry in `index`: the key is the field values, then `createdAt`, then `id`. A counted
@@ -136,11 +139,11 @@ export function indexEntry(index: CompiledIndex, row: StoredRow): IndexEntry {
   const parts = entryParts(index, row);
   const key = Buffer.concat(parts);
   if (!index.counted) return { key, counts: NO_COUNTS };
-  const counts: Buffer[] = [];
+  const counts: string[] = [];
   let end = 0;
   for (let i = 0; i <= index.fields.length; i++) {
     end += (parts[i] as Buffer).length;
-    if (i >= index.countsFrom) counts.push(countKeyOf(key.subarray(0, end)));
+    if (i >= index.countsFrom) counts.push(countNameOf(key, end));
   }
   return { key, counts };
 }

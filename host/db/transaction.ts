@@ -100,12 +100,6 @@ function argsWithoutPagination(argsJson: string): string {
   return JSON.stringify(kept);
 }
 
-/** A change to one stored count (keys.ts): `delta` entries more (or fewer) under its prefix. */
-interface CountChange {
-  key: Buffer;
-  delta: number;
-}
-
 function afterKey(key: Buffer): Buffer {
   return Buffer.concat([key, Buffer.from([0x00])]);
 }
@@ -122,8 +116,11 @@ export class Transaction {
   private readonly now: number;
   private inserted = false;
   private finished = false;
-  /** Count changes noted by writes and not yet applied, by count key (latin1); see flushCounts. */
-  private countChanges: Map<string, CountChange> | undefined;
+  /**
+   * Count changes noted by writes and not yet applied: entries more (or fewer) under each count,
+   * by its latin1 name (see countNameOf); see flushCounts.
+   */
+  private countChanges: Map<string, number> | undefined;
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
 
@@ -258,12 +255,12 @@ export class Transaction {
    * count beyond the budget throws (SPEC.md).
    */
   private async count(table: CompiledTable, index: CompiledIndex, range: IndexRange): Promise<number> {
-    this.readSet.ranges.push({ start: range.start, end: range.end });
+    this.readSet.ranges.push(range);
     const key = this.countKey(table, index, range);
     if (key) {
       const stored = await this.readKey(key);
       const n =
-        (stored === null ? 0 : Number(stored)) + (this.countChanges?.get(key.toString("latin1"))?.delta ?? 0);
+        (stored === null ? 0 : Number(stored)) + (this.countChanges?.get(key.toString("latin1")) ?? 0);
       this.budget.readKeys(n);
       return n;
     }
@@ -482,14 +479,11 @@ export class Transaction {
     const before = this.writing;
     const result = before ? before.then(() => attempt(write)) : attempt(write);
     if (isPending(result)) {
-      const settled = result.then(
-        () => {},
-        () => {},
-      );
-      this.writing = settled;
-      void settled.then(() => {
+      const done = () => {
         if (this.writing === settled) this.writing = undefined;
-      });
+      };
+      const settled: Promise<void> = result.then(done, done);
+      this.writing = settled;
     }
     return result;
   }
@@ -510,7 +504,8 @@ export class Transaction {
       }
       return;
     }
-    const keep = new Set(next.map((entry) => entry.key.toString("latin1")));
+    const nextNames = next.map((entry) => entry.key.toString("latin1"));
+    const keep = new Set(nextNames);
     const had = new Set<string>();
     for (const entry of indexEntries(table, previous)) {
       const name = entry.key.toString("latin1");
@@ -519,10 +514,10 @@ export class Transaction {
       this.overlay.set(entry.key, null);
       this.moveCounts(entry, -1);
     }
-    for (const entry of next) {
+    next.forEach((entry, i) => {
       this.overlay.set(entry.key, json);
-      if (!had.has(entry.key.toString("latin1"))) this.moveCounts(entry, 1);
-    }
+      if (!had.has(nextNames[i] as string)) this.moveCounts(entry, 1);
+    });
   }
 
   /** Removes `row` and its index entries, and notes them off their counts. */
@@ -539,12 +534,8 @@ export class Transaction {
   private moveCounts(entry: IndexEntry, delta: number): void {
     if (entry.counts.length === 0) return;
     this.countChanges ??= new Map();
-    for (const key of entry.counts) {
-      const name = key.toString("latin1");
-      const change = this.countChanges.get(name);
-      if (change) change.delta += delta;
-      else this.countChanges.set(name, { key, delta });
-    }
+    const changes = this.countChanges;
+    for (const name of entry.counts) changes.set(name, (changes.get(name) ?? 0) + delta);
   }
 
   /**
@@ -561,13 +552,14 @@ export class Transaction {
     const changes = this.countChanges;
     if (!changes || changes.size === 0) return;
     this.countChanges = undefined;
-    return this.applyCounts([...changes.values()], 0);
+    return this.applyCounts([...changes], 0);
   }
 
-  private applyCounts(changes: readonly CountChange[], from: number): MaybePromise<void> {
+  private applyCounts(changes: ReadonlyArray<[string, number]>, from: number): MaybePromise<void> {
     for (let i = from; i < changes.length; i++) {
-      const { key, delta } = changes[i] as CountChange;
+      const [name, delta] = changes[i] as [string, number];
       if (delta === 0) continue;
+      const key = Buffer.from(name, "latin1");
       const stored = this.readKey(key);
       const apply = (value: string | null) => {
         const n = (value === null ? 0 : Number(value)) + delta;

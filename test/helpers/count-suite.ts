@@ -87,8 +87,10 @@ async function countsFromRows(deployment: DeploymentDatabase, index: string): Pr
   );
   const counts = new Map<string, number>();
   for (const [, json] of rows)
-    for (const key of indexEntry(compiled, materialize(table, parseStoredRow(json))).counts)
-      counts.set(key.toString("hex"), (counts.get(key.toString("hex")) ?? 0) + 1);
+    for (const name of indexEntry(compiled, materialize(table, parseStoredRow(json))).counts) {
+      const key = Buffer.from(name, "latin1").toString("hex");
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
   return new Map([...counts].map(([key, n]) => [key, String(n)]));
 }
 
