@@ -72,16 +72,20 @@ const SIGN_IN_403 = "forbidden: This app requires a signed-in account; guests ca
 /** Expected outcome per identity, in the order of {@link WHO}. */
 type Row = [string, string, string, string, string];
 
+/** How a restricted deployment answers each identity: only the approved account passes. */
+const RESTRICTED_ROW: Row = [RESTRICTED_401, RESTRICTED_403, RESTRICTED_403, RESTRICTED_403, "ok"];
+const OPEN_ROW: Row = ["ok", "ok", "ok", "ok", "ok"];
+
 function table(check: (identity: BridgeIdentity | null) => unknown): Row {
   return Object.values(WHO).map((identity) => outcome(() => check(identity))) as Row;
 }
 
 describe("queries and mutations", () => {
   const expected: Record<keyof typeof STATES, Row> = {
-    unrestricted: ["ok", "ok", "ok", "ok", "ok"],
+    unrestricted: OPEN_ROW,
     requireSignIn: [SIGN_IN_401, SIGN_IN_403, "ok", "ok", "ok"],
-    restricted: [RESTRICTED_401, RESTRICTED_403, RESTRICTED_403, RESTRICTED_403, "ok"],
-    unclaimed: ["ok", "ok", "ok", "ok", "ok"],
+    restricted: RESTRICTED_ROW,
+    unclaimed: OPEN_ROW,
   };
   for (const [state, record] of Object.entries(STATES)) {
     it(`on a ${state} deployment`, () => {
@@ -90,35 +94,17 @@ describe("queries and mutations", () => {
   }
   it("checks restriction before requireSignIn", () => {
     const both = deployment({ restricted: true, requireSignIn: true });
-    expect(table((who) => checkAppCall(both, who))).toEqual([
-      RESTRICTED_401,
-      RESTRICTED_403,
-      RESTRICTED_403,
-      RESTRICTED_403,
-      "ok",
-    ]);
+    expect(table((who) => checkAppCall(both, who))).toEqual(RESTRICTED_ROW);
   });
 });
 
 describe("custom endpoints", () => {
   it("apply only the restricted rule (requireSignIn is the endpoint's business)", () => {
-    expect(table((who) => checkEndpointCall(STATES.requireSignIn, who))).toEqual([
-      "ok",
-      "ok",
-      "ok",
-      "ok",
-      "ok",
-    ]);
+    expect(table((who) => checkEndpointCall(STATES.requireSignIn, who))).toEqual(OPEN_ROW);
     expect(table((who) => checkEndpointCall(STATES.restricted, who))).toEqual(
       table((who) => checkRestricted(STATES.restricted, who)),
     );
-    expect(table((who) => checkEndpointCall(STATES.restricted, who))).toEqual([
-      RESTRICTED_401,
-      RESTRICTED_403,
-      RESTRICTED_403,
-      RESTRICTED_403,
-      "ok",
-    ]);
+    expect(table((who) => checkEndpointCall(STATES.restricted, who))).toEqual(RESTRICTED_ROW);
   });
 });
 
