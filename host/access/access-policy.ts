@@ -203,7 +203,10 @@ export function checkClaim(
     throw new PlatformError("forbidden", "That claim token is not valid for this deployment.");
 }
 
-/** The dashboard shows a deployment only to the developer who owns it (others get a 404 page). */
+/**
+ * Whether `developerId` owns the deployment: the dashboard shows a deployment only to its owner
+ * (others get a 404 page), and `/v1/me` lists the ones a developer owns.
+ */
 export function ownsDeployment<D extends { readonly owner: string | null }>(
   developerId: string,
   deployment: D | undefined,

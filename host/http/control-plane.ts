@@ -10,6 +10,7 @@ import {
   mayManage,
   OWNER_DELETE,
   ownerOfNewDeployment,
+  ownsDeployment,
 } from "../access/index.js";
 import { type AuthService, type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
 import {
@@ -112,7 +113,9 @@ export function controlPlaneRoutes(
       ctx.body = { kind: "admin" };
       return;
     }
-    const owned = (await deployments.list()).filter((d) => d.owner === who.developer.id).map((d) => d.id);
+    const owned = (await deployments.list())
+      .filter((d) => ownsDeployment(who.developer.id, d))
+      .map((d) => d.id);
     ctx.body = {
       kind: "developer",
       id: who.developer.id,
