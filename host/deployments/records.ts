@@ -1,4 +1,5 @@
 import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 
 /** A stored capsule bundle, immutable and addressed by the SHA-256 of its code. */
 export interface ArtifactRecord {
@@ -46,4 +47,17 @@ export function publicView(record: DeploymentRecord) {
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };
+}
+
+const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
+
+/** Checks a deployment id: it becomes a DNS label (`<id>.<domain>`). */
+export function checkDeploymentId(id: unknown): string {
+  if (typeof id !== "string" || !DEPLOYMENT_ID.test(id) || id.endsWith("-")) {
+    throw new PlatformError(
+      "bad_request",
+      "A deployment id is 1-63 lowercase letters, digits or '-', starting with a letter.",
+    );
+  }
+  return id;
 }

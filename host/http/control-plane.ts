@@ -3,6 +3,15 @@ import Router from "@koa/router";
 import type { Context, Next } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import {
+  checkClaimant,
+  checkManage,
+  checkOperator,
+  mayManage,
+  OWNER_DELETE,
+  ownerOfNewDeployment,
+  ownsDeployment,
+} from "../access/index.js";
 import { type AuthService, type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
 import {
   checkDeploymentId,
@@ -46,17 +55,13 @@ function principal(ctx: Context): Principal {
 }
 
 function requireAdmin(ctx: Context): void {
-  if (principal(ctx).kind !== "admin")
-    throw new PlatformError("forbidden", "Only the host's operator can do this.");
+  checkOperator(principal(ctx));
 }
 
 /** The operator may manage any deployment; a developer only the ones they own. */
 async function manageable(ctx: Context, deployments: Deployments, rawId: unknown): Promise<DeploymentRecord> {
   const record = await deployments.require(checkDeploymentId(rawId));
-  const who = principal(ctx);
-  if (who.kind === "developer" && record.owner !== who.developer.id) {
-    throw new PlatformError("forbidden", `Deployment ${record.id} belongs to another developer.`);
-  }
+  checkManage(principal(ctx), record);
   return record;
 }
 
@@ -108,7 +113,9 @@ export function controlPlaneRoutes(
       ctx.body = { kind: "admin" };
       return;
     }
-    const owned = (await deployments.list()).filter((d) => d.owner === who.developer.id).map((d) => d.id);
+    const owned = (await deployments.list())
+      .filter((d) => ownsDeployment(who.developer.id, d))
+      .map((d) => d.id);
     ctx.body = {
       kind: "developer",
       id: who.developer.id,
@@ -122,7 +129,7 @@ export function controlPlaneRoutes(
     const who = principal(ctx);
     const all = await deployments.list();
     ctx.body = {
-      deploys: all.filter((d) => who.kind === "admin" || d.owner === who.developer.id).map(publicView),
+      deploys: all.filter((d) => mayManage(who, d)).map(publicView),
     };
   });
   router.post("/deploys", async (ctx) => {
@@ -134,7 +141,7 @@ export function controlPlaneRoutes(
         `Deployment ${id} already exists; redeploy it with PUT /v1/deploys/${id}.`,
       );
     const who = principal(ctx);
-    const owner = who.kind === "developer" ? who.developer.id : input.owner;
+    const owner = ownerOfNewDeployment(who, input.owner);
     if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
       throw new PlatformError("bad_request", `No developer ${owner}.`);
     ctx.status = 201;
@@ -152,7 +159,7 @@ export function controlPlaneRoutes(
     if (existing) await manageable(ctx, deployments, id);
     const input = await deployBody(ctx);
     const who = principal(ctx);
-    const owner = existing ? undefined : who.kind === "developer" ? who.developer.id : input.owner;
+    const owner = existing ? undefined : ownerOfNewDeployment(who, input.owner);
     const deployInput = {
       code: input.code,
       ...(input.env ? { env: input.env } : {}),
@@ -192,8 +199,7 @@ export function controlPlaneRoutes(
   });
   router.post("/deploys/:id/claim", async (ctx) => {
     const who = principal(ctx);
-    if (who.kind !== "developer")
-      throw new PlatformError("forbidden", "Claim a deployment with a developer token.");
+    checkClaimant(who);
     const id = checkDeploymentId(ctx.params.id);
     ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
   });
@@ -212,7 +218,7 @@ export function controlPlaneRoutes(
     const visibility = ctx.params.visibility;
     if (visibility !== "public" && visibility !== "private")
       throw new PlatformError("not_found", "No such object.");
-    await objects.remove(record.id, visibility, checkObjectId(ctx.params.object as string));
+    await objects.remove(record.id, visibility, checkObjectId(ctx.params.object as string), OWNER_DELETE);
     ctx.status = 204;
   });
   router.delete("/deploys/:id", async (ctx) => {

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import Router from "@koa/router";
 import type { Context } from "koa";
-import { type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
+import { dashboardDeleteAllowed, OWNER_DELETE, ownsDeployment } from "../access/index.js";
+import type { DeveloperRecord, Developers } from "../auth/index.js";
 import type { Database, RecordStore } from "../db/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
@@ -117,7 +118,7 @@ export function dashboardRoutes(
     }
     const record = await deployments.get(ctx.params.id as string);
     ctx.type = "html";
-    if (!record || record.owner !== signedIn.developer.id) {
+    if (!ownsDeployment(signedIn.developer.id, record)) {
       ctx.status = 404;
       ctx.body = page(
         "Not found",
@@ -152,12 +153,7 @@ ${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type
     const signedIn = await session(ctx);
     const fields = await form(ctx);
     const record = await deployments.get(ctx.params.id as string);
-    if (
-      !signedIn ||
-      !sameSecret(fields.get("csrf") ?? "", signedIn.session.csrf) ||
-      !record ||
-      record.owner !== signedIn.developer.id
-    ) {
+    if (!dashboardDeleteAllowed(signedIn?.developer.id, signedIn?.session.csrf, fields.get("csrf"), record)) {
       ctx.status = 403;
       ctx.type = "html";
       ctx.body = page("Forbidden", "<h1>Forbidden</h1><p>Sign in again and retry.</p>");
@@ -165,7 +161,7 @@ ${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type
     }
     const [visibility, id] = (fields.get("key") ?? "").split("/");
     if ((visibility === "public" || visibility === "private") && id)
-      await objects.remove(record.id, visibility, checkObjectId(id));
+      await objects.remove(record.id, visibility, checkObjectId(id), OWNER_DELETE);
     ctx.redirect(`/deploys/${encodeURIComponent(record.id)}/storage`);
   });
   return router;

@@ -2,8 +2,9 @@ import Busboy from "busboy";
 import type { Context, Next } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type AuthService, type Developers, matchesHash, sameSecret } from "../auth/index.js";
-import { checkAccess, type DeploymentRecord, type Deployments } from "../deployments/index.js";
+import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from "../access/index.js";
+import type { AuthService, Developers } from "../auth/index.js";
+import type { Deployments } from "../deployments/index.js";
 import {
   mustDownloadAsAttachment,
   type ObjectRecord,
@@ -29,52 +30,6 @@ async function identityOf(
 ): Promise<BridgeIdentity | null> {
   const token = tokenOf(ctx);
   return token ? auth.authenticate(deployment, token) : null;
-}
-
-/** Uploads and deletes: hosted needs a claimed deployment and a verified account; dev any identity. */
-function requireWriter(
-  record: DeploymentRecord,
-  identity: BridgeIdentity | null,
-  dev: boolean,
-): BridgeIdentity {
-  if (!identity)
-    throw new PlatformError(
-      "unauthorized",
-      "Sign in to upload or delete files (Authorization: Bearer <token> or ?platform_token=).",
-    );
-  if (dev) return identity;
-  if (record.owner === null)
-    throw new PlatformError(
-      "forbidden",
-      "This deployment is unclaimed: uploads and deletes need a claimed deployment.",
-    );
-  if (identity.kind !== "account" || !identity.email)
-    throw new PlatformError(
-      "forbidden",
-      "Uploads and deletes need a signed-in account with a verified email; guests cannot upload.",
-    );
-  checkAccess(record, identity);
-  return identity;
-}
-
-/** Reads: public objects are open on unrestricted apps without requireSignIn; everything else needs an account. */
-function requireReader(
-  record: DeploymentRecord,
-  identity: BridgeIdentity | null,
-  visibility: Visibility,
-  dev: boolean,
-): "public" | "private" {
-  const open = !record.restricted && !record.declaration.auth.requireSignIn;
-  if (visibility === "public" && open) return "public";
-  if (!identity)
-    throw new PlatformError(
-      "unauthorized",
-      "Sign in to read this file (Authorization: Bearer <token> or ?platform_token=).",
-    );
-  if (!dev && identity.kind !== "account")
-    throw new PlatformError("forbidden", "Reading this file needs a signed-in account.");
-  checkAccess(record, identity);
-  return "private";
 }
 
 async function uploadBody(ctx: Context, limit: number): Promise<{ bytes: Buffer; contentType: string }> {
@@ -155,24 +110,12 @@ export function storageRoutes(
     const id = ctx.state.deployment as string;
     const record = await deployments.require(id);
     if (ctx.path === "/__platform/storage" && ctx.method === "GET") {
-      const token = tokenOf(ctx);
-      // In platform dev the listing is local and needs no credentials.
-      const allowed =
-        dev ||
-        (token !== undefined &&
-          (sameSecret(token, adminToken) ||
-            (record.claimTokenHash !== undefined && matchesHash(token, record.claimTokenHash)) ||
-            (record.owner !== null && (await developers.authenticate(token))?.id === record.owner)));
-      if (!allowed)
-        throw new PlatformError(
-          token ? "forbidden" : "unauthorized",
-          "The storage listing needs the claim token, the owner's developer token or the operator's token.",
-        );
+      await authoriseStorageListing(tokenOf(ctx), record, dev, { adminToken, developers });
       ctx.body = listingJson(await objects.list(id), objects.limits.listing);
       return;
     }
     if (ctx.path === "/storage" && ctx.method === "POST") {
-      const identity = requireWriter(record, await identityOf(ctx, auth, id), dev);
+      const identity = checkStorageWriter(record, await identityOf(ctx, auth, id), dev);
       const { bytes, contentType } = await uploadBody(ctx, objects.limits.fileSize);
       const stored = await objects.upload({
         deployment: id,
@@ -202,19 +145,13 @@ export function storageRoutes(
     const visibility = visibilityOf(match[1]);
     const objectId = match[2] as string;
     if (ctx.method === "DELETE") {
-      const identity = requireWriter(record, await identityOf(ctx, auth, id), dev);
-      await objects.remove(id, visibility, objectId, (object) => {
-        if (object.uploaderId !== identity.userId)
-          throw new PlatformError(
-            "forbidden",
-            "Only the uploader (or the deployment's owner, via the owner route) can delete this file.",
-          );
-      });
+      const identity = checkStorageWriter(record, await identityOf(ctx, auth, id), dev);
+      await objects.remove(id, visibility, objectId, { kind: "uploader", userId: identity.userId });
       ctx.status = 204;
       return;
     }
     if (ctx.method !== "GET" && ctx.method !== "HEAD") throw new PlatformError("not_found", "No such route.");
-    const cache = requireReader(record, await identityOf(ctx, auth, id), visibility, dev);
+    const cache = checkStorageReader(record, await identityOf(ctx, auth, id), visibility, dev);
     const object = await objects.record(id, visibility, objectId);
     if (!object) throw new PlatformError("not_found", "No such object.");
     const bytes = await objects.bytes(object);

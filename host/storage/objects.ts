@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
 import type { Database, RecordStore } from "../db/index.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
@@ -168,18 +169,19 @@ export class ObjectService {
   }
 
   /**
-   * Deletes `<visibility>/<id>` (idempotent: a missing object is fine). `allowed` may refuse (for
-   * example: not the uploader). Frees its bytes from the owner's quota in the same batch.
+   * Deletes `<visibility>/<id>` (idempotent: a missing object is fine) if `deleter` may (see
+   * `checkObjectDelete`: the owner any object, an app user only their own). Frees its bytes from
+   * the owner's quota in the same batch.
    */
   async remove(
     deployment: string,
     visibility: Visibility,
     id: string,
-    allowed: (record: ObjectRecord) => void = () => {},
+    deleter: ObjectDeleter,
   ): Promise<boolean> {
     const existing = await this.record(deployment, visibility, id);
     if (!existing) return false;
-    allowed(existing);
+    checkObjectDelete(deleter, existing);
     const removed = await this.lock(existing.quotaOwner).run(async () => {
       const record = await this.record(deployment, visibility, id);
       if (!record) return false;

@@ -1,0 +1,346 @@
+import { describe, expect, it } from "vitest";
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import { isPlatformError } from "../../sdk/values/index.js";
+import { hashSecret } from "../auth/index.js";
+import {
+  checkAppCall,
+  checkClaim,
+  checkClaimant,
+  checkEndpointCall,
+  checkLegacyQueryWrites,
+  checkManage,
+  checkObjectDelete,
+  checkOperator,
+  checkRestricted,
+  checkStorageListing,
+  checkStorageReader,
+  checkStorageWriter,
+  type DeploymentAccess,
+  type ListingCredential,
+  mayDeleteFromDashboard,
+  mayManage,
+  type OperatorCaller,
+  OWNER_DELETE,
+  ownerOfNewDeployment,
+  ownsDeployment,
+} from "./access-policy.js";
+import { authoriseClaim, dashboardDeleteAllowed } from "./credentials.js";
+
+/** `ok`, or the error's `code: message` (the whole public contract of a refusal). */
+function outcome(check: () => unknown): string {
+  try {
+    check();
+    return "ok";
+  } catch (error) {
+    if (!isPlatformError(error)) throw error;
+    return `${error.code}: ${error.message}`;
+  }
+}
+
+function deployment(
+  state: Partial<Omit<DeploymentAccess, "declaration">> & { requireSignIn?: boolean } = {},
+) {
+  return {
+    id: "app",
+    owner: state.owner === undefined ? "dev_owner" : state.owner,
+    restricted: state.restricted ?? false,
+    approved: state.approved ?? ["approved@example.com"],
+    declaration: { auth: { requireSignIn: state.requireSignIn ?? false } },
+  } satisfies DeploymentAccess;
+}
+
+const STATES = {
+  unrestricted: deployment(),
+  requireSignIn: deployment({ requireSignIn: true }),
+  restricted: deployment({ restricted: true }),
+  unclaimed: deployment({ owner: null }),
+};
+
+const WHO: Record<string, BridgeIdentity | null> = {
+  "no identity": null,
+  guest: { userId: "g", kind: "guest" },
+  "account without email": { userId: "a0", kind: "account" },
+  account: { userId: "a1", kind: "account", email: "someone@example.com" },
+  "approved account": { userId: "a2", kind: "account", email: "approved@example.com" },
+};
+
+const RESTRICTED_401 = "unauthorized: This app is restricted: sign in with an approved account.";
+const RESTRICTED_403 = "forbidden: This app is restricted to approved accounts.";
+const SIGN_IN_401 = "unauthorized: This app requires sign-in: send Authorization: Bearer <token>.";
+const SIGN_IN_403 = "forbidden: This app requires a signed-in account; guests cannot use it.";
+
+/** Expected outcome per identity, in the order of {@link WHO}. */
+type Row = [string, string, string, string, string];
+
+/** How a restricted deployment answers each identity: only the approved account passes. */
+const RESTRICTED_ROW: Row = [RESTRICTED_401, RESTRICTED_403, RESTRICTED_403, RESTRICTED_403, "ok"];
+const OPEN_ROW: Row = ["ok", "ok", "ok", "ok", "ok"];
+
+function table(check: (identity: BridgeIdentity | null) => unknown): Row {
+  return Object.values(WHO).map((identity) => outcome(() => check(identity))) as Row;
+}
+
+describe("queries and mutations", () => {
+  const expected: Record<keyof typeof STATES, Row> = {
+    unrestricted: OPEN_ROW,
+    requireSignIn: [SIGN_IN_401, SIGN_IN_403, "ok", "ok", "ok"],
+    restricted: RESTRICTED_ROW,
+    unclaimed: OPEN_ROW,
+  };
+  for (const [state, record] of Object.entries(STATES)) {
+    it(`on a ${state} deployment`, () => {
+      expect(table((who) => checkAppCall(record, who))).toEqual(expected[state as keyof typeof STATES]);
+    });
+  }
+  it("checks restriction before requireSignIn", () => {
+    const both = deployment({ restricted: true, requireSignIn: true });
+    expect(table((who) => checkAppCall(both, who))).toEqual(RESTRICTED_ROW);
+  });
+});
+
+describe("custom endpoints", () => {
+  it("apply only the restricted rule (requireSignIn is the endpoint's business)", () => {
+    expect(table((who) => checkEndpointCall(STATES.requireSignIn, who))).toEqual(OPEN_ROW);
+    expect(table((who) => checkEndpointCall(STATES.restricted, who))).toEqual(
+      table((who) => checkRestricted(STATES.restricted, who)),
+    );
+    expect(table((who) => checkEndpointCall(STATES.restricted, who))).toEqual(RESTRICTED_ROW);
+  });
+});
+
+describe("legacy queries", () => {
+  it("may not write; legacy mutations are not checked here", () => {
+    expect(outcome(() => checkLegacyQueryWrites(0))).toBe("ok");
+    expect(outcome(() => checkLegacyQueryWrites(2))).toBe(
+      "forbidden: This handler is read-only: queries cannot write.",
+    );
+  });
+});
+
+describe("storage uploads and deletes", () => {
+  const SIGN_IN =
+    "unauthorized: Sign in to upload or delete files (Authorization: Bearer <token> or ?platform_token=).";
+  const UNCLAIMED = "forbidden: This deployment is unclaimed: uploads and deletes need a claimed deployment.";
+  const GUEST =
+    "forbidden: Uploads and deletes need a signed-in account with a verified email; guests cannot upload.";
+  it("hosted: a claimed deployment and a verified account, within the restricted rule", () => {
+    expect(table((who) => checkStorageWriter(STATES.unrestricted, who, false))).toEqual([
+      SIGN_IN,
+      GUEST,
+      GUEST,
+      "ok",
+      "ok",
+    ]);
+    expect(table((who) => checkStorageWriter(STATES.requireSignIn, who, false))).toEqual([
+      SIGN_IN,
+      GUEST,
+      GUEST,
+      "ok",
+      "ok",
+    ]);
+    expect(table((who) => checkStorageWriter(STATES.restricted, who, false))).toEqual([
+      SIGN_IN,
+      GUEST,
+      GUEST,
+      RESTRICTED_403,
+      "ok",
+    ]);
+    expect(table((who) => checkStorageWriter(STATES.unclaimed, who, false))).toEqual([
+      SIGN_IN,
+      UNCLAIMED,
+      UNCLAIMED,
+      UNCLAIMED,
+      UNCLAIMED,
+    ]);
+  });
+  it("platform dev: any identity", () => {
+    for (const record of Object.values(STATES))
+      expect(table((who) => checkStorageWriter(record, who, true))).toEqual([
+        SIGN_IN,
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+      ]);
+  });
+  it("returns the identity that writes", () => {
+    const who = WHO.account as BridgeIdentity;
+    expect(checkStorageWriter(STATES.unrestricted, who, false)).toBe(who);
+  });
+});
+
+describe("storage reads", () => {
+  const SIGN_IN =
+    "unauthorized: Sign in to read this file (Authorization: Bearer <token> or ?platform_token=).";
+  const ACCOUNT = "forbidden: Reading this file needs a signed-in account.";
+  const read = (record: DeploymentAccess, visibility: "public" | "private", dev: boolean) =>
+    Object.values(WHO).map((who) => {
+      try {
+        return checkStorageReader(record, who, visibility, dev);
+      } catch (error) {
+        return outcome(() => {
+          throw error;
+        });
+      }
+    });
+  it("public objects are open (and publicly cacheable) only on unrestricted apps without requireSignIn", () => {
+    for (const dev of [false, true]) {
+      expect(read(STATES.unrestricted, "public", dev)).toEqual([
+        "public",
+        "public",
+        "public",
+        "public",
+        "public",
+      ]);
+      expect(read(STATES.unclaimed, "public", dev)).toEqual([
+        "public",
+        "public",
+        "public",
+        "public",
+        "public",
+      ]);
+    }
+    expect(read(STATES.requireSignIn, "public", false)).toEqual([
+      SIGN_IN,
+      ACCOUNT,
+      "private",
+      "private",
+      "private",
+    ]);
+    expect(read(STATES.restricted, "public", false)).toEqual([
+      SIGN_IN,
+      ACCOUNT,
+      RESTRICTED_403,
+      RESTRICTED_403,
+      "private",
+    ]);
+  });
+  it("private objects need an account hosted, any identity in platform dev, and the restricted rule", () => {
+    expect(read(STATES.unrestricted, "private", false)).toEqual([
+      SIGN_IN,
+      ACCOUNT,
+      "private",
+      "private",
+      "private",
+    ]);
+    expect(read(STATES.unrestricted, "private", true)).toEqual([
+      SIGN_IN,
+      "private",
+      "private",
+      "private",
+      "private",
+    ]);
+    expect(read(STATES.restricted, "private", true)).toEqual([
+      SIGN_IN,
+      RESTRICTED_403,
+      RESTRICTED_403,
+      RESTRICTED_403,
+      "private",
+    ]);
+  });
+});
+
+describe("storage object deletes", () => {
+  const object = { uploaderId: "a1" };
+  it("the owner deletes any object, an app user only their own", () => {
+    expect(outcome(() => checkObjectDelete(OWNER_DELETE, object))).toBe("ok");
+    expect(outcome(() => checkObjectDelete({ kind: "uploader", userId: "a1" }, object))).toBe("ok");
+    expect(outcome(() => checkObjectDelete({ kind: "uploader", userId: "a2" }, object))).toBe(
+      "forbidden: Only the uploader (or the deployment's owner, via the owner route) can delete this file.",
+    );
+  });
+});
+
+describe("the storage listing (inspect route)", () => {
+  const REFUSED =
+    "The storage listing needs the claim token, the owner's developer token or the operator's token.";
+  const credentials: ListingCredential[] = ["operator", "claim token", "owner"];
+  it("admits the operator, the claim token and the owner's developer token", () => {
+    for (const credential of credentials)
+      expect(outcome(() => checkStorageListing(false, true, credential))).toBe("ok");
+  });
+  it("refuses anything else: 401 without a token, 403 with a wrong one", () => {
+    expect(outcome(() => checkStorageListing(false, false, "none"))).toBe(`unauthorized: ${REFUSED}`);
+    expect(outcome(() => checkStorageListing(false, true, "none"))).toBe(`forbidden: ${REFUSED}`);
+  });
+  it("is open in platform dev", () => {
+    expect(outcome(() => checkStorageListing(true, false, "none"))).toBe("ok");
+  });
+});
+
+describe("owner routes (operator API)", () => {
+  const admin: OperatorCaller = { kind: "admin" };
+  const owner: OperatorCaller = { kind: "developer", developer: { id: "dev_owner" } };
+  const other: OperatorCaller = { kind: "developer", developer: { id: "dev_other" } };
+  it("operator-only actions refuse developers", () => {
+    expect(outcome(() => checkOperator(admin))).toBe("ok");
+    expect(outcome(() => checkOperator(owner))).toBe("forbidden: Only the host's operator can do this.");
+  });
+  it("the operator manages any deployment, a developer only their own", () => {
+    for (const record of Object.values(STATES)) expect(mayManage(admin, record)).toBe(true);
+    expect(mayManage(owner, STATES.unrestricted)).toBe(true);
+    expect(mayManage(owner, STATES.unclaimed)).toBe(false);
+    expect(outcome(() => checkManage(other, STATES.unrestricted))).toBe(
+      "forbidden: Deployment app belongs to another developer.",
+    );
+    expect(outcome(() => checkManage(owner, STATES.unrestricted))).toBe("ok");
+  });
+  it("a developer owns what they create; the operator names an owner or none", () => {
+    expect(ownerOfNewDeployment(owner, "dev_other")).toBe("dev_owner");
+    expect(ownerOfNewDeployment(admin, "dev_other")).toBe("dev_other");
+    expect(ownerOfNewDeployment(admin, undefined)).toBeUndefined();
+  });
+});
+
+describe("claims", () => {
+  const token = "pct_secret";
+  const unclaimed = { id: "app", owner: null, claimTokenHash: hashSecret(token) };
+  it("only a developer claims", () => {
+    expect(outcome(() => checkClaimant({ kind: "admin" }))).toBe(
+      "forbidden: Claim a deployment with a developer token.",
+    );
+    expect(outcome(() => checkClaimant({ kind: "developer", developer: { id: "d" } }))).toBe("ok");
+  });
+  it("once, and only with the claim token", () => {
+    expect(outcome(() => checkClaim({ id: "app", owner: "d" }, true))).toBe(
+      "conflict: Deployment app is already claimed.",
+    );
+    expect(outcome(() => checkClaim(unclaimed, false))).toBe(
+      "forbidden: That claim token is not valid for this deployment.",
+    );
+    expect(outcome(() => checkClaim(unclaimed, true))).toBe("ok");
+  });
+  it("verifies the token sent (any JSON value) against the stored hash", () => {
+    expect(outcome(() => authoriseClaim(unclaimed, token))).toBe("ok");
+    for (const wrong of ["pct_other", 42, undefined, null])
+      expect(outcome(() => authoriseClaim(unclaimed, wrong))).toBe(
+        "forbidden: That claim token is not valid for this deployment.",
+      );
+    expect(outcome(() => authoriseClaim({ id: "app", owner: null }, token))).toBe(
+      "forbidden: That claim token is not valid for this deployment.",
+    );
+    expect(outcome(() => authoriseClaim({ id: "app", owner: "d", claimTokenHash: "x" }, token))).toBe(
+      "conflict: Deployment app is already claimed.",
+    );
+  });
+});
+
+describe("the dashboard", () => {
+  const record = { owner: "dev_owner" };
+  it("shows a deployment only to its owner", () => {
+    expect(ownsDeployment("dev_owner", record)).toBe(true);
+    expect(ownsDeployment("dev_other", record)).toBe(false);
+    expect(ownsDeployment("dev_owner", undefined)).toBe(false);
+    expect(ownsDeployment("dev_owner", { owner: null })).toBe(false);
+  });
+  it("deletes for a signed-in owner with the session's CSRF token", () => {
+    expect(mayDeleteFromDashboard("dev_owner", true, record)).toBe(true);
+    expect(mayDeleteFromDashboard(undefined, true, record)).toBe(false);
+    expect(mayDeleteFromDashboard("dev_owner", false, record)).toBe(false);
+    expect(mayDeleteFromDashboard("dev_other", true, record)).toBe(false);
+    expect(dashboardDeleteAllowed("dev_owner", "csrf", "csrf", record)).toBe(true);
+    expect(dashboardDeleteAllowed("dev_owner", "csrf", "other", record)).toBe(false);
+    expect(dashboardDeleteAllowed("dev_owner", "csrf", null, record)).toBe(false);
+    expect(dashboardDeleteAllowed(undefined, undefined, "csrf", record)).toBe(false);
+  });
+});

@@ -1,0 +1,114 @@
+import { createHash } from "node:crypto";
+import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { newClaimToken } from "../auth/index.js";
+import type { Database, MigrationProgress } from "../db/index.js";
+import type { IsolatePool } from "../isolates/index.js";
+import { checkDeclaration } from "./declaration.js";
+import { checkDeploymentId, type DeploymentRecord } from "./records.js";
+import type { DeploymentRegistry } from "./registry.js";
+
+/** What a deploy sends: a bundle and its server-only env (absent: keep the current values). */
+export interface DeployInput {
+  code: string;
+  env?: Record<string, string>;
+  /** The owning developer, when a new deployment is created by (or for) one. */
+  owner?: string;
+}
+
+/** A deploy's outcome; `claimToken` only when an unclaimed deployment was just created. */
+export type DeployResult = DeploymentRecord & { claimToken?: string };
+
+/**
+ * Deploys `input` as deployment `id` (creating it or replacing its version): compiles the bundle
+ * in a fresh isolate, reads and checks its declaration, stores the artifact, migrates the schema,
+ * and only then switches the deployment. Any failure leaves the previous version serving. A new
+ * deployment without an owner is unclaimed; its claim token is in the result, once.
+ */
+export async function deploy(
+  parts: { registry: DeploymentRegistry; pool: IsolatePool; db: Database },
+  id: string,
+  input: DeployInput,
+  onProgress?: (progress: MigrationProgress) => void,
+): Promise<DeployResult> {
+  checkDeploymentId(id);
+  if (typeof input?.code !== "string" || input.code.length === 0)
+    throw new PlatformError("bad_request", "A deploy needs the bundle's code.");
+  if (input.code.length > LIMITS.bundleBytes)
+    throw new PlatformError("too_large", `The bundle is larger than ${LIMITS.bundleBytes} bytes.`);
+  const { registry, pool, db } = parts;
+  const previous = await registry.get(id);
+  // A redeploy without env keeps the deployment's current values; one with env replaces them.
+  const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
+  const hash = createHash("sha256").update(input.code).digest("hex");
+  const probe = await pool.probe(id, input.code, hash).catch((error: unknown) => {
+    throw deployError(error);
+  });
+  try {
+    const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
+    let declaration: CapsuleDeclaration;
+    try {
+      declaration = checkDeclaration(declared);
+    } catch (error) {
+      throw deployError(error);
+    }
+    await registry.addArtifact({
+      hash,
+      code: input.code,
+      apiVersion: declaration.apiVersion,
+      size: input.code.length,
+      createdAt: Date.now(),
+    });
+    const database = await db.deployment(id);
+    await database
+      .migrate(declaration.schema, onProgress, { legacy: declaration.apiVersion === 0 })
+      .catch((error: unknown) => Promise.reject(deployError(error)));
+    const now = Date.now();
+    const claim = previous || input.owner ? undefined : newClaimToken();
+    const record: DeploymentRecord = {
+      owner: previous ? previous.owner : (input.owner ?? null),
+      restricted: previous?.restricted ?? false,
+      approved: previous?.approved ?? [],
+      ...(previous?.claimTokenHash ? { claimTokenHash: previous.claimTokenHash } : {}),
+      ...(claim ? { claimTokenHash: claim.hash } : {}),
+      id,
+      artifact: hash,
+      declaration,
+      env,
+      createdAt: previous?.createdAt ?? now,
+      updatedAt: now,
+    };
+    await registry.store(record);
+    pool.runner(id, hash).adopt(probe);
+    await registry.announce(id);
+    return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
+  } catch (error) {
+    probe.dispose();
+    throw error;
+  }
+}
+
+function checkEnv(env: unknown): Record<string, string> {
+  if (typeof env !== "object" || env === null || Array.isArray(env))
+    throw new PlatformError("bad_request", "env must be an object of strings.");
+  for (const [key, value] of Object.entries(env)) {
+    if (typeof value !== "string")
+      throw new PlatformError("bad_request", `env value ${key} must be a string.`);
+  }
+  return env as Record<string, string>;
+}
+
+/** Any failure of a deploy step as the deploy's error: `too_large` stays, the rest is `bad_request`. */
+function deployError(error: unknown): PlatformError {
+  if (isPlatformError(error)) {
+    return new PlatformError(
+      error.code === "too_large" ? "too_large" : "bad_request",
+      `Deploy failed: ${error.message}`,
+      { cause: error },
+    );
+  }
+  return new PlatformError("bad_request", `Deploy failed: ${(error as Error)?.message ?? String(error)}`, {
+    cause: error,
+  });
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from "node:crypto";
+import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { type ErrorCode, PlatformError } from "../../sdk/values/index.js";
+import { type CallRecord, redactSecrets } from "./log-hub.js";
+
+let seedPool = randomBytes(4096);
+let seedAt = 0;
+
+/** A random seed for `Math.random` in one execution, drawn from a pooled buffer. */
+export function nextSeed(): number {
+  if (seedAt === seedPool.length) {
+    seedPool = randomBytes(4096);
+    seedAt = 0;
+  }
+  const seed = seedPool.readUInt32LE(seedAt);
+  seedAt += 4;
+  return seed;
+}
+
+/** How the call log names each kind of dispatch (legacy calls are queries and mutations too). */
+export const CALL_KINDS = {
+  declare: "query",
+  query: "query",
+  mutation: "mutation",
+  endpoint: "endpoint",
+  guestUpgrade: "guestUpgrade",
+  legacyQuery: "query",
+  legacyMutation: "mutation",
+} as const satisfies Record<DispatchRequest["kind"], CallRecord["kind"]>;
+
+/**
+ * A handler's failure as the caller sees it: the code the runtime chose, and the message without
+ * any of the deployment's env values (a handler may have put a secret into it).
+ */
+export function handlerError(
+  error: { code: string; message: string },
+  env: Record<string, string>,
+): PlatformError {
+  return new PlatformError(error.code as ErrorCode, redactSecrets(error.message, env));
+}

@@ -1,0 +1,84 @@
+import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
+import { type ErrorCode, PlatformError } from "../../sdk/values/index.js";
+import type { Database, Transaction } from "../db/index.js";
+import {
+  type HandlerLogEntry,
+  type IsolatePool,
+  retryAbandoned,
+  transactionSyscalls,
+} from "../isolates/index.js";
+import { nextSeed } from "./dispatch.js";
+import type { LogHub } from "./log-hub.js";
+import type { DeploymentRecord } from "./records.js";
+
+/** The guest's session record that an upgrade retires, and how to tell it was retired already. */
+export interface GuestRetirement {
+  record: { key: Buffer; value: string };
+  isRetired: () => Promise<boolean>;
+}
+
+/** Moves every `userId()` field equal to the guest's id (found by index) to the account. */
+async function moveUserIds(
+  tx: Transaction,
+  record: DeploymentRecord,
+  guestUserId: string,
+  accountUserId: string,
+): Promise<number> {
+  let moved = 0;
+  for (const [table, spec] of Object.entries(record.declaration.schema.tables)) {
+    for (const [field, fieldSpec] of Object.entries(spec.fields)) {
+      if (fieldSpec.kind === "userId")
+        moved += await tx.reassignUserId(table, field, guestUserId, accountUserId);
+    }
+  }
+  return moved;
+}
+
+/**
+ * Upgrades a guest to an account in ONE transaction: every `userId()` field equal to the guest's
+ * id moves to the account, `auth.onGuestUpgrade` runs, and the guest's session is retired in the
+ * same batch. If anything throws nothing changes and the upgrade stays pending for the next
+ * sign-in. Two sign-ins of one guest upgrade once (the second sees it retired).
+ */
+export async function upgradeGuest(
+  parts: { db: Database; pool: IsolatePool; logs: LogHub },
+  record: DeploymentRecord,
+  guestUserId: string,
+  account: BridgeIdentity,
+  retirement: GuestRetirement,
+): Promise<{ upgraded: boolean; moved: number }> {
+  const { db, pool, logs } = parts;
+  const database = await db.deployment(record.id);
+  const runner = pool.runner(record.id, record.artifact);
+  const now = Date.now();
+  const sink = logs.sink(record.id, "auth.onGuestUpgrade", "upgrade", record.env);
+  const upgrade = (log: (entry: HandlerLogEntry) => void) =>
+    database.mutate(
+      async (tx) => {
+        if (await retirement.isRetired()) return { upgraded: false, moved: 0 };
+        const moved = await moveUserIds(tx, record, guestUserId, account.userId);
+        if (record.declaration.auth.hasGuestUpgradeHook) {
+          const request: DispatchRequest = {
+            kind: "guestUpgrade",
+            requestId: 0,
+            guestUserId,
+            userId: account.userId,
+            identity: account,
+            env: record.env,
+            now,
+            seed: nextSeed(),
+          };
+          const response = await pool.withSlot(() => runner.run(request, transactionSyscalls(tx, log)));
+          if (!response.ok)
+            throw new PlatformError(
+              response.error.code as ErrorCode,
+              `Guest upgrade failed: ${response.error.message}`,
+            );
+        }
+        tx.writeRecord(retirement.record.key, retirement.record.value);
+        return { upgraded: true, moved };
+      },
+      { handler: "auth.onGuestUpgrade", now },
+    );
+  return (await retryAbandoned(sink, upgrade)).value;
+}

@@ -1,0 +1,74 @@
+import type { CallUsage, DispatchRequest } from "../../sdk/protocol/index.js";
+import type { BudgetUsage, Transaction } from "../db/index.js";
+import {
+  type DeploymentRunner,
+  type HandlerLogEntry,
+  type IsolatePool,
+  transactionSyscalls,
+} from "../isolates/index.js";
+import { handlerError } from "./dispatch.js";
+import { isLegacyRequest, runLegacy } from "./legacy/index.js";
+import type { DeploymentRecord } from "./records.js";
+
+/** Usage before the transaction reported any (read only, never written). */
+const NO_USAGE: Readonly<BudgetUsage> = Object.freeze({
+  rowsReturned: 0,
+  rowsRead: 0,
+  bytesRead: 0,
+  indexScans: 0,
+  writes: 0,
+});
+
+/**
+ * One handler call in a deployment's isolate, and what it used: the isolate reports CPU time, the
+ * transaction the budget (through {@link onUsage}), and the wall time runs from construction. A
+ * run may be attempted more than once (see `retryAbandoned`); the last attempt's figures count.
+ */
+export class HandlerRun {
+  private cpuMs = 0;
+  private budget: Readonly<BudgetUsage> = NO_USAGE;
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly pool: IsolatePool,
+    private readonly runner: DeploymentRunner,
+    private readonly request: DispatchRequest,
+    private readonly record: DeploymentRecord,
+  ) {}
+
+  /** Receives the transaction's budget usage (as `RunOptions.onUsage`). */
+  readonly onUsage = (used: BudgetUsage): void => {
+    this.budget = used;
+  };
+
+  /** Runs the handler inside `tx` once the pool has a free execution slot; resolves to its JSON value. */
+  inSlot(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
+    return this.pool.withSlot(() => this.run(tx, log));
+  }
+
+  private async run(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
+    if (isLegacyRequest(this.request)) {
+      const legacy = await runLegacy(tx, this.runner, this.request, log, this.record);
+      this.cpuMs = legacy.cpuMs;
+      return legacy.valueJson;
+    }
+    const response = await this.runner.run(this.request, transactionSyscalls(tx, log));
+    this.cpuMs = response.cpuMs;
+    if (!response.ok) throw handlerError(response.error, this.record.env);
+    return response.valueJson;
+  }
+
+  /** What the call used so far (the call log and the caller read it once it settled). */
+  usage(): CallUsage {
+    const budget = this.budget;
+    return {
+      rowsReturned: budget.rowsReturned,
+      rowsRead: budget.rowsRead,
+      bytesRead: budget.bytesRead,
+      indexScans: budget.indexScans,
+      writes: budget.writes,
+      cpuMs: this.cpuMs,
+      wallMs: performance.now() - this.started,
+    };
+  }
+}

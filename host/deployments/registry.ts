@@ -1,0 +1,92 @@
+import { PlatformError } from "../../sdk/values/index.js";
+import type { Database, RecordStore } from "../db/index.js";
+import type { ArtifactRecord, DeploymentRecord } from "./records.js";
+
+/**
+ * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
+ * host sharing the database announces its changes; on another host's announcement the cached
+ * record is dropped, and `onGone` runs when the deployment no longer exists (to stop its isolate
+ * and forget its loaded state).
+ */
+export class DeploymentRegistry {
+  private readonly records: RecordStore<DeploymentRecord>;
+  private readonly artifacts: RecordStore<ArtifactRecord>;
+  private readonly cache = new Map<string, DeploymentRecord>();
+
+  constructor(
+    private readonly db: Database,
+    onGone: (id: string) => void,
+  ) {
+    this.records = db.records<DeploymentRecord>("deployments");
+    this.artifacts = db.records<ArtifactRecord>("artifacts");
+    db.onAnnouncement((message) => {
+      if (message.type !== "deployment") return;
+      this.cache.delete(message.id);
+      void this.records.get(message.id).then((record) => {
+        if (!record) onGone(message.id);
+      });
+    });
+  }
+
+  /** The cached record of `id`, without reading the store (the call path's fast lookup). */
+  cached(id: string): DeploymentRecord | undefined {
+    return this.cache.get(id);
+  }
+
+  /** The deployment `id`, or undefined. */
+  async get(id: string): Promise<DeploymentRecord | undefined> {
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const record = await this.records.get(id);
+    if (record) this.cache.set(id, record);
+    return record;
+  }
+
+  /** The deployment `id`, or `not_found`. */
+  async require(id: string): Promise<DeploymentRecord> {
+    const record = await this.get(id);
+    if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
+    return record;
+  }
+
+  /** Every deployment. */
+  list(): Promise<DeploymentRecord[]> {
+    return this.records.list();
+  }
+
+  /** Stores and caches `record` without telling the other hosts yet (see {@link announce}). */
+  async store(record: DeploymentRecord): Promise<void> {
+    await this.records.put(record.id, record);
+    this.cache.set(record.id, record);
+  }
+
+  /** Tells the other hosts that deployment `id` changed or was deleted. */
+  announce(id: string): Promise<void> {
+    return this.db.announce({ type: "deployment", id });
+  }
+
+  /** Stores `record` and announces it. */
+  async save(record: DeploymentRecord): Promise<DeploymentRecord> {
+    await this.store(record);
+    await this.announce(record.id);
+    return record;
+  }
+
+  /** Deletes the record of `id` (the caller drops its rows and announces). */
+  async delete(id: string): Promise<void> {
+    await this.records.delete(id);
+    this.cache.delete(id);
+  }
+
+  /** The code of artifact `hash`; `internal` when it is missing (a record names only stored ones). */
+  async artifactCode(hash: string): Promise<string> {
+    const artifact = await this.artifacts.get(hash);
+    if (!artifact) throw new PlatformError("internal", `Artifact ${hash} is missing.`);
+    return artifact.code;
+  }
+
+  /** Stores an artifact unless one with its hash exists (artifacts are immutable). */
+  async addArtifact(artifact: ArtifactRecord): Promise<void> {
+    if (!(await this.artifacts.get(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
+  }
+}
