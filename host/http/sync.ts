@@ -28,10 +28,10 @@ function wireError(error: unknown) {
 
 /**
  * `GET /api/sync` (WebSocket, `ws`): subscriptions and mutations over one socket. Messages are
- * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now and
- * whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered by `mutationResult` only
- * after the re-runs it caused were pushed (read-your-writes). The token comes as
- * `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting. Mutations
+ * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
+ * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
+ * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
+ * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting. Mutations
  * and every pushed result count toward the caller's request quota.
  */
 export function attachSync(
