@@ -31,8 +31,8 @@ function wireError(error: unknown) {
  * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
- * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting. Mutations
- * and every pushed result count toward the caller's request quota.
+ * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
+ * Mutations and every pushed result count toward the caller's request quota.
  */
 export function attachSync(
   server: Server,
