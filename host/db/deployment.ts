@@ -13,7 +13,7 @@ import {
   storedIndexRanges,
 } from "./migrate.js";
 import type { WriteOverlay } from "./overlay.js";
-import type { ReadSet } from "./read-write-sets.js";
+import { keepReadSetOfFailure, type ReadSet } from "./read-write-sets.js";
 import { hasLegacyCreatedAt, indexEntry, materialize, parseStoredRow } from "./rows.js";
 import {
   type CompiledTable,
@@ -220,6 +220,9 @@ export class DeploymentDatabase implements TransactionHost {
       const value = await work(tx);
       if (tx.budget.failure) throw tx.budget.failure;
       return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: [] };
+    } catch (error) {
+      keepReadSetOfFailure(error, tx.readSet);
+      throw error;
     } finally {
       onUsage?.({ ...tx.budget.usage });
       tx.abort();

@@ -14,6 +14,6 @@ export type { HostMessage } from "./host-message.js";
 export { ClassicKv, collect, type KvStore, PostgresKv } from "./kv/index.js";
 export { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
-export { type ReadSet, readSetIntersects } from "./read-write-sets.js";
+export { type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
 export { newRowId, type QueryOutcome, Transaction } from "./transaction.js";

@@ -24,3 +24,19 @@ export function readSetIntersects(readSet: ReadSet, written: readonly Buffer[]):
   }
   return false;
 }
+
+/** Read sets of failed runs, by the error they threw (see {@link keepReadSetOfFailure}). */
+const readSetsOfFailures = new WeakMap<object, ReadSet>();
+
+/**
+ * Remembers what a run read before it threw `error`, so a live query that failed re-runs when
+ * that data changes (and only then). Errors that are not objects cannot carry one.
+ */
+export function keepReadSetOfFailure(error: unknown, readSet: ReadSet): void {
+  if (typeof error === "object" && error !== null) readSetsOfFailures.set(error, readSet);
+}
+
+/** What the failed run that threw `error` had read, or undefined when it never reached the data. */
+export function readSetOfFailure(error: unknown): ReadSet | undefined {
+  return typeof error === "object" && error !== null ? readSetsOfFailures.get(error) : undefined;
+}

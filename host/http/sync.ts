@@ -28,11 +28,11 @@ function wireError(error: unknown) {
 
 /**
  * `GET /api/sync` (WebSocket, `ws`): subscriptions and mutations over one socket. Messages are
- * JSON: `subscribe {id, name, args}` answered by `value {id, value}` now and whenever the result
- * changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered by `mutationResult` only
- * after the re-runs it caused were pushed (read-your-writes). The token comes as
- * `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting. Mutations
- * and every pushed result count toward the caller's request quota.
+ * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
+ * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
+ * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
+ * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
+ * Mutations and every pushed result count toward the caller's request quota.
  */
 export function attachSync(
   server: Server,
@@ -63,7 +63,7 @@ export function attachSync(
   };
   const serve = (ws: WebSocket, deployment: string, identity: BridgeIdentity | null, key: string) => {
     const subscriptions = new Map<string, Promise<() => void>>();
-    /** Results held back while the caller is over its quota: the latest per subscription. */
+    /** Results (values or errors) held back while the caller is over its quota: the latest of each. */
     const held = new Map<string, string>();
     let flushTimer: NodeJS.Timeout | undefined;
     const sendText = (text: string) => {
@@ -77,16 +77,16 @@ export function attachSync(
     };
     const send = (message: unknown) => sendText(JSON.stringify(message));
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
-    const sendValue = (type: "value" | "mutationResult", id: string, valueJson: string) =>
-      sendText(`{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`);
+    const valueText = (type: "value" | "mutationResult", id: string, valueJson: string) =>
+      `{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`;
     // Every pushed result costs the subscriber one request, shared execution or not; over quota it
     // waits, and only the latest result of each subscription is sent when the quota refills.
     /** Sends held results, charging each unless `charge` is false; stops when the quota runs out. */
     const sendHeld = (charge: boolean) => {
-      for (const [id, valueJson] of held) {
+      for (const [id, text] of held) {
         if (charge && !quota.tryTake(key)) break;
         held.delete(id);
-        if (subscriptions.has(id)) sendValue("value", id, valueJson);
+        if (subscriptions.has(id)) sendText(text);
       }
     };
     const flush = () => {
@@ -95,13 +95,14 @@ export function attachSync(
       if (held.size > 0 && ws.readyState === ws.OPEN)
         flushTimer = setTimeout(flush, Math.max(10, quota.waitMs(key)));
     };
-    const deliver = (id: string, valueJson: string) => {
+    // An error is a result too: it waits behind held values, and replaces the one of its subscription.
+    const deliver = (id: string, text: string) => {
       if (held.size === 0 && quota.tryTake(key)) {
-        sendValue("value", id, valueJson);
+        sendText(text);
         return;
       }
       held.delete(id);
-      held.set(id, valueJson);
+      held.set(id, text);
       flushTimer ??= setTimeout(flush, Math.max(10, quota.waitMs(key)));
     };
     ws.on("message", async (data) => {
@@ -129,8 +130,8 @@ export function attachSync(
         subscriptions.set(
           id,
           live.subscribe(deployment, String(message.name), argsJson, identity, {
-            value: (valueJson) => deliver(id, valueJson),
-            error: (error) => send({ type: "error", id, error }),
+            value: (valueJson) => deliver(id, valueText("value", id, valueJson)),
+            error: (error) => deliver(id, JSON.stringify({ type: "error", id, error })),
           }),
         );
       } else if (message.type === "unsubscribe") {
@@ -149,7 +150,7 @@ export function attachSync(
           await live.settled();
           // Read-your-writes holds over quota too: results held back go out before the answer.
           sendHeld(false);
-          sendValue("mutationResult", id, result.valueJson);
+          sendText(valueText("mutationResult", id, result.valueJson));
         } catch (error) {
           send({ type: "mutationResult", id, error: wireError(error) });
         }

@@ -1,14 +1,29 @@
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
-import { type ReadSet, readSetIntersects } from "../db/index.js";
+import { type ReadSet, readSetIntersects, readSetOfFailure } from "../db/index.js";
 import type { Deployments } from "../deployments/index.js";
 
-/** Receives a subscription's results. */
+/** A failed run as subscribers see it. */
+export interface QueryFailure {
+  code: string;
+  message: string;
+}
+
+/**
+ * Receives a subscription's outcomes: the current one once when it joins, then each new one.
+ * An error is an outcome like a value: a later success replaces it (even with the old value).
+ */
 export interface Subscriber {
-  /** A new result (JSON), pushed only when it differs from the last one. */
+  /** The query's result (JSON) is now this. */
   value(valueJson: string): void;
-  /** The query failed; it is retried on the next commit of its deployment. */
-  error(error: { code: string; message: string }): void;
+  /** The query now fails; it runs again when what it read changes. */
+  error(error: QueryFailure): void;
+}
+
+/** The latest outcome of a shared subscription: exactly one of the two is set. Never mutated. */
+interface Outcome {
+  valueJson?: string;
+  error?: QueryFailure;
 }
 
 interface Group {
@@ -16,9 +31,11 @@ interface Group {
   name: string;
   argsJson: string;
   identity: BridgeIdentity | null;
-  readSet?: ReadSet;
-  valueJson?: string;
-  subscribers: Set<Subscriber>;
+  /** What the latest run read; undefined while none ran, or when it failed before reading. */
+  readSet?: ReadSet | undefined;
+  outcome?: Outcome;
+  /** Each subscriber with the outcome it was last given (undefined: nothing yet). */
+  subscribers: Map<Subscriber, Outcome | undefined>;
   running?: Promise<void> | undefined;
   dirty: boolean;
 }
@@ -26,8 +43,12 @@ interface Group {
 /**
  * Live queries (DESIGN.md section 4): a subscription runs its query, remembers the read set, and
  * after every commit on that deployment only the subscriptions whose read set intersects the
- * commit's write set run again; a result is pushed only when it changed. Identical subscriptions
- * (same query, arguments and caller) share one execution. The clock never invalidates anything.
+ * commit's write set run again. Identical subscriptions (same query, arguments and caller) share
+ * one execution. A shared subscription's state is its latest outcome, value or error: a
+ * subscriber gets it once when it joins (after the run in progress, if any) and again whenever
+ * it changes. A failed run keeps the read set of what it read, so it re-runs when that changes; a
+ * run that failed before reading anything re-runs on every commit of its deployment. The clock
+ * never invalidates anything.
  */
 export class LiveQueries {
   private readonly groups = new Map<string, Group>();
@@ -39,7 +60,7 @@ export class LiveQueries {
 
   constructor(private readonly deployments: Deployments) {}
 
-  /** Subscribes; the first result arrives through `subscriber`. Returns the unsubscribe function. */
+  /** Subscribes; resolves once `subscriber` got the current outcome. Returns the unsubscribe function. */
   async subscribe(
     deployment: string,
     name: string,
@@ -58,7 +79,7 @@ export class LiveQueries {
     ]);
     let group = this.groups.get(key);
     if (!group) {
-      group = { deployment, name, argsJson, identity, subscribers: new Set(), dirty: false };
+      group = { deployment, name, argsJson, identity, subscribers: new Map(), dirty: false };
       this.groups.set(key, group);
       let set = this.byDeployment.get(deployment);
       if (!set) {
@@ -66,17 +87,16 @@ export class LiveQueries {
         this.byDeployment.set(deployment, set);
       }
       set.add(group);
-      group.subscribers.add(subscriber);
-      await this.schedule(group);
-    } else {
-      group.subscribers.add(subscriber);
-      if (group.running) await group.running;
-      if (group.valueJson !== undefined) subscriber.value(group.valueJson);
     }
+    group.subscribers.set(subscriber, undefined);
+    // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
+    if (group.running) await group.running;
+    else if (group.outcome) this.deliver(group);
+    else await this.schedule(group);
     const joined = group;
     return () => {
       joined.subscribers.delete(subscriber);
-      if (joined.subscribers.size === 0) {
+      if (joined.subscribers.size === 0 && this.groups.get(key) === joined) {
         this.groups.delete(key);
         this.byDeployment.get(deployment)?.delete(joined);
       }
@@ -126,8 +146,10 @@ export class LiveQueries {
     return run;
   }
 
+  /** Runs the query once, records its outcome and read set, and tells whoever has not seen it. */
   private async execute(group: Group): Promise<void> {
     this.executions++;
+    const last = group.outcome;
     try {
       const result = await this.deployments.call(group.deployment, {
         kind: "query",
@@ -136,13 +158,29 @@ export class LiveQueries {
         identity: group.identity,
       });
       group.readSet = result.readSet;
-      if (result.valueJson !== group.valueJson) {
-        group.valueJson = result.valueJson;
-        for (const subscriber of group.subscribers) subscriber.value(result.valueJson);
-      }
+      if (last?.valueJson !== result.valueJson) group.outcome = { valueJson: result.valueJson };
     } catch (error) {
-      const wire = isPlatformError(error) ? error.toJSON() : { code: "internal", message: "Internal error." };
-      for (const subscriber of group.subscribers) subscriber.error(wire);
+      group.readSet = readSetOfFailure(error);
+      // As over HTTP: a server error's own message stays on the host.
+      const failure =
+        isPlatformError(error) && error.expose
+          ? error.toJSON()
+          : { code: "internal", message: "Internal error." };
+      if (last?.error?.code !== failure.code || last.error.message !== failure.message)
+        group.outcome = { error: failure };
+    }
+    this.deliver(group);
+  }
+
+  /** Gives the group's outcome to every subscriber that was not given it yet. */
+  private deliver(group: Group): void {
+    const outcome = group.outcome;
+    if (!outcome) return;
+    for (const [subscriber, seen] of group.subscribers) {
+      if (seen === outcome) continue;
+      group.subscribers.set(subscriber, outcome);
+      if (outcome.error) subscriber.error(outcome.error);
+      else subscriber.value(outcome.valueJson as string);
     }
   }
 

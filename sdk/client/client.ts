@@ -49,8 +49,9 @@ export interface PlatformClient<App extends CapsuleApi = AnyCapsuleApi> extends 
     args?: MutationArgs<App, N>,
   ): Promise<MutationResultOf<App, N>>;
   /**
-   * Subscribes to query `name`: `onValue` now and whenever the result changes, `onError` when it
-   * fails. Returns the unsubscribe function.
+   * Subscribes to query `name`: the current outcome at once (when known) and every change after
+   * it, `onValue` for a result, `onError` while it fails; a query that answers again after failing
+   * calls `onValue`, even with the value it had before. Returns the unsubscribe function.
    */
   subscribe<N extends QueryName<App>>(
     name: N,

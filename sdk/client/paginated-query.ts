@@ -11,7 +11,10 @@ export interface PaginatedQueryState<Item> {
   results: Item[];
   status: PaginationStatus;
   isLoading: boolean;
-  /** The failure of a page, if any. */
+  /**
+   * The failure of the first failing page, if any; null again once every page answers. The
+   * results keep the pages' last values meanwhile.
+   */
   error: PlatformError | null;
   /** Loads `numItems` more (ignored unless the status is `CanLoadMore`). */
   loadMore(numItems: number): void;
@@ -23,6 +26,8 @@ interface Page {
   stop: () => void;
   result?: PaginationResult<unknown>;
   valueJson?: string;
+  /** Set while the page's query fails. */
+  error?: PlatformError | undefined;
 }
 
 /**
@@ -35,7 +40,6 @@ export class PaginatedQuery<Item = unknown> {
   private pages: Page[] = [];
   private readonly listeners = new Set<() => void>();
   private snapshot: PaginatedQueryState<Item>;
-  private error: PlatformError | null = null;
   /** Resets so far (tests observe them). */
   resets = 0;
 
@@ -85,21 +89,17 @@ export class PaginatedQuery<Item = unknown> {
   private receive(page: Page, result: QueryResult): void {
     if (!this.pages.includes(page)) return;
     if ("error" in result) {
-      this.error = result.error;
+      page.error = result.error;
       this.publish();
       return;
     }
+    page.error = undefined;
     const json = JSON.stringify(result.value);
-    if (page.valueJson !== undefined && page.valueJson !== json) {
-      page.valueJson = json;
-      page.result = result.value as PaginationResult<unknown>;
-      this.reset();
-      return;
-    }
+    const changed = page.valueJson !== undefined && page.valueJson !== json;
     page.valueJson = json;
     page.result = result.value as PaginationResult<unknown>;
-    this.error = null;
-    this.publish();
+    if (changed) this.reset();
+    else this.publish();
   }
 
   /** Back to the first page only (its subscription is kept; later pages are dropped). */
@@ -108,7 +108,6 @@ export class PaginatedQuery<Item = unknown> {
     const [first, ...rest] = this.pages;
     for (const page of rest) page.stop();
     this.pages = first ? [first] : [];
-    this.error = null;
     this.publish();
   }
 
@@ -133,7 +132,7 @@ export class PaginatedQuery<Item = unknown> {
       results,
       status,
       isLoading: status === "LoadingFirstPage" || status === "LoadingMore",
-      error: this.error,
+      error: this.pages.find((page) => page.error)?.error ?? null,
       loadMore: (numItems) => this.loadMore(numItems),
     };
   }

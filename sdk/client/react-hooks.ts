@@ -32,7 +32,11 @@ export interface SignInButtonProps {
 export interface ReactHooks<App extends CapsuleApi = AnyCapsuleApi> {
   /**
    * The live result of query `name`: undefined while loading, then updated whenever it changes.
-   * A failure is thrown (to the nearest error boundary). Pass `"skip"` to subscribe to nothing.
+   * Pass `"skip"` to subscribe to nothing. While the query fails, the hook throws its
+   * `PlatformError` (to the nearest error boundary), as Convex's `useQuery` does; a boundary that
+   * resets renders the query's current outcome: the error again while it lasts, the value once
+   * the query answers again (the host pushes that recovery to subscribers; `client.subscribe`
+   * receives it without any reset).
    */
   useQuery<N extends QueryName<App>>(
     name: N,
@@ -44,7 +48,10 @@ export interface ReactHooks<App extends CapsuleApi = AnyCapsuleApi> {
   ): (args?: MutationArgs<App, N>) => Promise<MutationResultOf<App, N>>;
   /**
    * A paginated query: supplies `paginationOpts` to the query, keeps every loaded page subscribed,
-   * accumulates their items, and resets to the first page after a reactive invalidation.
+   * accumulates their items, and resets to the first page after a reactive invalidation. While a
+   * page fails, the hook throws that page's `PlatformError` (to the nearest error boundary), like
+   * `useQuery`; a boundary that resets shows the pages again once they answer.
+   * `client.paginatedQuery` gives the same state, `error` included, without throwing.
    */
   usePaginatedQuery<N extends QueryName<App>>(
     name: N,

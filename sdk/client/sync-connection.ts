@@ -89,8 +89,9 @@ export class SyncConnection {
   }
 
   /**
-   * Subscribes to query `name` with arguments `argsJson`; `listener` gets every new result (and
-   * the current one at once when another listener already has it). Returns the unsubscribe function.
+   * Subscribes to query `name` with arguments `argsJson`; `listener` gets every new outcome, value
+   * or error (and the current one at once when another listener already has it). A value after an
+   * error is always passed on, even when it equals the last value. Returns the unsubscribe function.
    */
   subscribe(name: string, argsJson: string, listener: SubscriptionListener): () => void {
     const key = this.key(name, argsJson);
@@ -252,8 +253,13 @@ export class SyncConnection {
       subscription.resultJson = json;
       subscription.result = { value: message.value ?? null };
     } else if (message.type === "error") {
+      const error = errorFromWire(message.error);
+      const last = subscription.result;
+      // The same failure again (a new socket subscribing afresh) is no change.
+      if (last && "error" in last && last.error.code === error.code && last.error.message === error.message)
+        return;
       subscription.resultJson = undefined;
-      subscription.result = { error: errorFromWire(message.error) };
+      subscription.result = { error };
     } else return;
     const result = subscription.result;
     for (const listener of [...subscription.listeners]) listener(result);
