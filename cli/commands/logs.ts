@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import type { Command } from "commander";
-import { budgetShares, type CallUsage } from "../../protocol/index.js";
-import { PlatformError } from "../../values/index.js";
+import { budgetShares, type CallUsage } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { ownerToken } from "../config.js";
 import { localhostLookup, onLines } from "../http.js";
 import { formatBytes, reportError } from "../output.js";

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { PlatformError } from "../../values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { reportError } from "../output.js";
 
 const SERVER = `import { capsule, endpoint, string, table, text } from "platform/server";

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import type { HostOptions } from "../../../host/host.js";
+import type { HostOptions } from "../../host/host.js";
 import { reportError } from "../output.js";
 
 interface HostFlags {
@@ -88,7 +88,7 @@ function signInSettings(): Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssu
 }
 
 async function serve(flags: HostFlags): Promise<void> {
-  const { startHost } = await import("../../../host/host.js");
+  const { startHost } = await import("../../host/host.js");
   const data = resolve(flags.data);
   const { token } = adminToken(data);
   const host = await startHost({

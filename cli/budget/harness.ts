@@ -5,10 +5,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Database, type Transaction } from "../../../host/db/index.js";
-import { Deployments, LogHub } from "../../../host/deployments/index.js";
-import type { BridgeIdentity, CallUsage, QuerySpec } from "../../protocol/index.js";
-import { isPlatformError, type SchemaSpec } from "../../values/index.js";
+import { Database, type Transaction } from "../../host/db/index.js";
+import { Deployments, LogHub } from "../../host/deployments/index.js";
+import type { BridgeIdentity, CallUsage, QuerySpec } from "../../sdk/protocol/index.js";
+import { isPlatformError, type SchemaSpec } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type HandlerVerdict, judge, type Measurement } from "./analyze.js";
 import { type BudgetScenario, fillArgs } from "./scenario.js";

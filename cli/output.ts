@@ -1,4 +1,4 @@
-import { isPlatformError } from "../values/index.js";
+import { isPlatformError } from "../sdk/values/index.js";
 
 /** Exit codes of every command: 0 success, 1 failure, 2 usage. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;

@@ -2,7 +2,7 @@ import { request } from "node:http";
 import { basename, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
-import { PlatformError } from "../../values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";

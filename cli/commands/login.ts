@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { PlatformError } from "../../values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { hostKey, readConfig, writeConfig } from "../config.js";
 import { sendRequest } from "../http.js";
 import { reportError } from "../output.js";

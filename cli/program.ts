@@ -11,7 +11,7 @@ import { registerMigrate } from "./commands/migrate.js";
 import { registerAuth, registerStorage } from "./commands/storage.js";
 
 function packageVersion(): string {
-  for (const candidate of ["../../package.json", "../../../package.json"]) {
+  for (const candidate of ["../package.json", "../../package.json"]) {
     try {
       return (JSON.parse(readFileSync(new URL(candidate, import.meta.url), "utf8")) as { version: string })
         .version;
