@@ -5,6 +5,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { ownerToken } from "../config.js";
 import { localhostLookup, onLines } from "../http.js";
 import { formatBytes, reportError } from "../output.js";
+import { remoteErrorOf } from "../remote-error.js";
 
 interface LogLine {
   time: string;
@@ -86,20 +87,7 @@ export function registerLogs(program: Command): void {
           await new Promise<void>((resolve, reject) => {
             const req = request(url, { headers, lookup: localhostLookup }, (res) => {
               if ((res.statusCode ?? 500) >= 400) {
-                let body = "";
-                res.on("data", (chunk: Buffer) => {
-                  body += chunk.toString();
-                });
-                res.on("end", () => {
-                  const message = (() => {
-                    try {
-                      return (JSON.parse(body) as { error: { message: string } }).error.message;
-                    } catch {
-                      return `The server answered ${res.statusCode}.`;
-                    }
-                  })();
-                  reject(new PlatformError(res.statusCode === 403 ? "forbidden" : "bad_request", message));
-                });
+                remoteErrorOf(res).then(reject, reject);
                 return;
               }
               onLines(res, (text) =>
