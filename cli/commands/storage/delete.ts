@@ -4,6 +4,7 @@ import { ownerToken } from "../../config.js";
 import type { HttpResponse } from "../../http.js";
 import { printResult, runAction } from "../../output.js";
 import {
+  hostedAppOptions,
   localGuestToken,
   resolveTarget,
   send,
@@ -22,10 +23,12 @@ interface DeleteFlags extends TargetFlags {
  * through the owner route (any uploader's file) on a hosted app.
  */
 export function registerStorageDelete(storage: Command): void {
-  targetOptions(storage.command("delete").argument("<key>", "public/<id> or private/<id>"))
-    .description("delete one file (hosted: the owner's credentials, any uploader's file)")
-    .option("--deploy <id|url>", "a hosted app instead of the dev server")
-    .option("--token <token>", "owner token for a hosted app (default: $PLATFORM_TOKEN, then your login)")
+  hostedAppOptions(
+    targetOptions(storage.command("delete").argument("<key>", "public/<id> or private/<id>")).description(
+      "delete one file (hosted: the owner's credentials, any uploader's file)",
+    ),
+    "owner token for a hosted app (default: $PLATFORM_TOKEN, then your login)",
+  )
     .addHelpText(
       "after",
       "\nExamples:\n  platform storage delete public/AbC...\n  platform storage delete private/AbC... --deploy todo --host http://localhost:8080",

@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { EXIT, formatBytes, printResult, runAction } from "../../output.js";
 import {
+  hostedAppOptions,
   localGuestToken,
   resolveTarget,
   send,
@@ -18,11 +19,12 @@ interface GetFlags extends TargetFlags {
 
 /** `platform storage get <key>`: downloads one file to `--out` or to standard output. */
 export function registerStorageGet(storage: Command): void {
-  targetOptions(storage.command("get").argument("<key>", "public/<id> or private/<id>"))
-    .description("download one file to --out or to standard output")
-    .option("--out <file>", "write the bytes here (required with --json)")
-    .option("--deploy <id|url>", "a hosted app instead of the dev server")
-    .option("--token <token>", "an account token for a hosted app")
+  hostedAppOptions(
+    targetOptions(storage.command("get").argument("<key>", "public/<id> or private/<id>"))
+      .description("download one file to --out or to standard output")
+      .option("--out <file>", "write the bytes here (required with --json)"),
+    "an account token for a hosted app",
+  )
     .addHelpText(
       "after",
       "\nExamples:\n  platform storage get public/AbC... --out avatar.png\n  platform storage get private/AbC... > file.bin",

@@ -8,6 +8,7 @@ import { LIMITS } from "../../../sdk/protocol/index.js";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { formatBytes, formatMebibytes, printResult, runAction } from "../../output.js";
 import {
+  hostedAppOptions,
   localGuestToken,
   resolveTarget,
   send,
@@ -25,16 +26,17 @@ interface PutFlags extends TargetFlags {
 
 /** `platform storage put <file>`: uploads one file (as the local guest, or with an account token). */
 export function registerStoragePut(storage: Command): void {
-  targetOptions(
-    storage
-      .command("put")
-      .argument("<file>", `the file to upload (at most ${formatMebibytes(LIMITS.fileSize)})`),
+  hostedAppOptions(
+    targetOptions(
+      storage
+        .command("put")
+        .argument("<file>", `the file to upload (at most ${formatMebibytes(LIMITS.fileSize)})`),
+    )
+      .description("upload one file; prints its key and url")
+      .option("--public", "make the file public (default: private)")
+      .option("--content-type <type>", "the stored type (default: guessed from the extension)"),
+    "an account token for a hosted app",
   )
-    .description("upload one file; prints its key and url")
-    .option("--public", "make the file public (default: private)")
-    .option("--content-type <type>", "the stored type (default: guessed from the extension)")
-    .option("--deploy <id|url>", "a hosted app instead of the dev server")
-    .option("--token <token>", "an account token for a hosted app")
     .addHelpText(
       "after",
       "\nExamples:\n  platform storage put avatar.png --public\n  platform storage put notes.txt --content-type text/plain --json",

@@ -29,6 +29,13 @@ export function targetOptions(command: Command): Command {
     .option("--verbose", "print stack traces of errors");
 }
 
+/** Adds `--deploy` (a hosted app instead of the dev server) and `--token`, described by `tokenHelp`. */
+export function hostedAppOptions(command: Command, tokenHelp: string): Command {
+  return command
+    .option("--deploy <id|url>", "a hosted app instead of the dev server")
+    .option("--token <token>", tokenHelp);
+}
+
 /**
  * Resolves a target: no deploy id means the dev server on `--port`; a URL
  * (`http://<id>.<domain>:<port>`) or an id with `--host <control plane URL>` means a hosted app.
