@@ -8,7 +8,7 @@ import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { localhostLookup, onLines, writeBody } from "../http.js";
-import { reportError } from "../output.js";
+import { runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 
 /**
@@ -99,8 +99,8 @@ export function registerDeploy(program: Command): void {
       "after",
       "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform deploy fixtures/todo --host http://localhost:8080 --name todo",
     )
-    .action(async (dirArg: string, flags: { host: string; name?: string; token?: string }) => {
-      try {
+    .action((dirArg: string, flags: { host: string; name?: string; token?: string }) =>
+      runAction(async () => {
         const dir = resolve(dirArg);
         const id = flags.name ?? idFromDir(dir);
         const token = ownerToken(flags.host, flags.token);
@@ -123,8 +123,6 @@ export function registerDeploy(program: Command): void {
           JSON.stringify({ code, env: readServerEnv(dir) }),
         );
         process.stdout.write(`deployed ${id}: ${base.protocol}//${id}.${base.host}\n`);
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { reportError } from "../output.js";
+import { runAction } from "../output.js";
 
 interface HostFlags {
   port: string;
@@ -185,15 +185,13 @@ export function registerHost(program: Command): void {
       "after",
       "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys\n  platform host --port 8081 --database postgres://platform@db:5432/platform --s3-bucket files --s3-endpoint http://minio:9000",
     )
-    .action(async (flags: HostFlags) => {
-      try {
+    .action((flags: HostFlags) =>
+      runAction(async () => {
         // Bad values are refused before the supervisor starts anything.
         requestQuota(flags.requestQuota);
         backends(flags);
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
         else supervise(flags);
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { hostKey, readConfig, writeConfig } from "../config.js";
 import { sendRequest } from "../http.js";
-import { reportError } from "../output.js";
+import { runAction } from "../output.js";
 import { remoteError } from "../remote-error.js";
 
 async function readToken(): Promise<string> {
@@ -31,8 +31,8 @@ export function registerLogin(program: Command): void {
       "after",
       "\nExamples:\n  platform login --host http://localhost:8080 --token pdt_...\n  echo pdt_... | platform login --host http://localhost:8080",
     )
-    .action(async (flags: { host: string; token?: string }) => {
-      try {
+    .action((flags: { host: string; token?: string }) =>
+      runAction(async () => {
         const token = flags.token ?? (await readToken());
         if (!token)
           throw new PlatformError(
@@ -58,8 +58,6 @@ export function registerLogin(program: Command): void {
         process.stdout.write(
           `logged in to ${hostKey(flags.host)} as ${who.kind === "admin" ? "the operator" : who.id}\n`,
         );
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

@@ -4,7 +4,7 @@ import { budgetShares, type CallUsage } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { ownerToken } from "../config.js";
 import { localhostLookup, onLines } from "../http.js";
-import { formatBytes, reportError } from "../output.js";
+import { formatBytes, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 
 interface LogLine {
@@ -62,11 +62,11 @@ export function registerLogs(program: Command): void {
       "\nExamples:\n  platform logs --follow\n  platform logs todo --host http://localhost:8080 --json",
     )
     .action(
-      async (
+      (
         deployId: string | undefined,
         flags: { port: string; host?: string; follow?: boolean; json?: boolean },
-      ) => {
-        try {
+      ) =>
+        runAction(async () => {
           let url: URL;
           const headers: Record<string, string> = {};
           if (deployId) {
@@ -106,9 +106,6 @@ export function registerLogs(program: Command): void {
             );
             req.end();
           });
-        } catch (error) {
-          process.exit(reportError(error));
-        }
-      },
+        }),
     );
 }
