@@ -2,7 +2,13 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["sdk/**/*.test.ts", "host/**/*.test.ts", "runtime/**/*.test.ts", "test/**/*.test.ts"],
+    include: [
+      "sdk/**/*.test.ts",
+      "cli/**/*.test.ts",
+      "host/**/*.test.ts",
+      "runtime/**/*.test.ts",
+      "test/**/*.test.ts",
+    ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

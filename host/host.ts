@@ -73,6 +73,8 @@ export interface PlatformHost {
   auth: AuthService;
   /** The control plane's base URL. */
   url: string;
+  /** The document database (`platform budget` seeds tables through it). */
+  database: Database;
   deployments: Deployments;
   /** The base URL of deployment `id`. */
   deploymentUrl(id: string): string;
@@ -80,8 +82,9 @@ export interface PlatformHost {
 }
 
 /**
- * Starts a host: the database under `data`, every deployment's isolates, and the HTTP server.
- * `createHost` is the one composition root; the CLI and tests both use it.
+ * Starts a host: the database under `data`, the blob store, every deployment's isolates, and the
+ * HTTP server. It is the one composition root: `platform host`, `platform dev`, `platform budget`
+ * and the tests all build a host through it.
  */
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
@@ -155,6 +158,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     port: running.port,
     live,
     url: `http://${options.domain}:${running.port}`,
+    database: db,
     deployments,
     auth,
     deploymentUrl: (id) =>

@@ -4,8 +4,8 @@
  */
 import { UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { type HttpResponse, sendRequest } from "../cli/http.js";
 import { TokenService } from "../host/auth/index.js";
-import { type HttpResponse, sendRequest } from "../sdk/cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;

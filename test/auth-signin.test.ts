@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;

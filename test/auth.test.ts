@@ -5,8 +5,8 @@
  */
 import { UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
 import { TokenService } from "../host/auth/index.js";
-import { sendRequest } from "../sdk/cli/http.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -174,7 +174,7 @@ describe("tokens", () => {
 
 describe("requireSignIn", () => {
   it("makes every query and mutation need an account", async () => {
-    const { bundleCapsule } = await import("../sdk/cli/bundle.js");
+    const { bundleCapsule } = await import("../cli/bundle.js");
     const { mkdtemp, mkdir, writeFile, rm } = await import("node:fs/promises");
     const { join } = await import("node:path");
     const { tmpdir } = await import("node:os");
@@ -296,7 +296,7 @@ describe("guest upgrade", () => {
 
 describe("string() to userId()", () => {
   it("does not hand rows written as plain strings to a visitor", async () => {
-    const { bundleCapsule } = await import("../sdk/cli/bundle.js");
+    const { bundleCapsule } = await import("../cli/bundle.js");
     const { mkdtemp, mkdir, writeFile, rm } = await import("node:fs/promises");
     const { join } = await import("node:path");
     const { tmpdir } = await import("node:os");

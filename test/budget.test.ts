@@ -8,8 +8,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { BudgetReport } from "../sdk/cli/budget/harness.js";
-import { sendRequest } from "../sdk/cli/http.js";
+import type { BudgetReport } from "../cli/budget/harness.js";
+import { sendRequest } from "../cli/http.js";
 import { runCliAsync, startDev } from "./helpers/cli.js";
 
 const handler = (report: BudgetReport, name: string) => {

@@ -3,7 +3,7 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { type CliProcess, runCli, startDev } from "./helpers/cli.js";
 
 let dir: string;

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { launchChromium } from "./helpers/browser.js";
 import { type CliProcess, runCli, startDev } from "./helpers/cli.js";
 

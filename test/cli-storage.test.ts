@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { type CliProcess, freePort, runCli, runCliAsync, startDev } from "./helpers/cli.js";
 import { fixtureCode, startTestHost } from "./helpers/host.js";
 

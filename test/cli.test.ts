@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { CLI } from "./helpers/cli.js";
 
 function platform(...args: string[]) {
-  return spawnSync(process.execPath, ["--import", "tsx", "sdk/cli/bin.ts", ...args], { encoding: "utf8" });
+  return spawnSync(process.execPath, ["--import", "tsx", "cli/bin.ts", ...args], { encoding: "utf8" });
 }
 
 describe("platform command", () => {

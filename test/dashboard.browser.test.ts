@@ -4,7 +4,7 @@
  */
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { launchChromium } from "./helpers/browser.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 

@@ -3,8 +3,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../sdk/cli/bundle.js";
-import { sendRequest } from "../sdk/cli/http.js";
+import { bundleCapsule } from "../cli/bundle.js";
+import { sendRequest } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;

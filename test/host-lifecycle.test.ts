@@ -3,7 +3,7 @@
  * eviction of isolates, and routing by Host header.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;

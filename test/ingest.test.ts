@@ -8,8 +8,8 @@ import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
 import { sourcePage } from "../fixtures/ingest/caller.js";
-import { sendRequest } from "../sdk/cli/http.js";
 import { type CliProcess, freePort, startCli } from "./helpers/cli.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 

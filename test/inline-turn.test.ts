@@ -7,8 +7,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { bundleCapsule } from "../cli/bundle.js";
 import { CapsuleIsolate, DEFAULT_ISOLATE_LIMITS, type SyscallHandler } from "../host/isolates/index.js";
-import { bundleCapsule } from "../sdk/cli/bundle.js";
 import { type DispatchRequest, SYSCALL } from "../sdk/protocol/index.js";
 import { isPlatformError } from "../sdk/values/index.js";
 

@@ -8,8 +8,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundleCapsule } from "../cli/bundle.js";
 import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
-import { bundleCapsule } from "../sdk/cli/bundle.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number, string } from "platform/server";

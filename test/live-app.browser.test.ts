@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { crc32, deflateSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { buildClientApp } from "../sdk/cli/client-build.js";
+import { buildClientApp } from "../cli/client-build.js";
 import { createClient } from "../sdk/client/node.js";
 import { launchChromium } from "./helpers/browser.js";
 import { emailCode, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { localhostLookup, sendRequest } from "../cli/http.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
-import { localhostLookup, sendRequest } from "../sdk/cli/http.js";
 import { freePort, startCli } from "./helpers/cli.js";
 import { fixtureCode } from "./helpers/host.js";
 

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
 import { Database, PostgresKv } from "../host/db/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
-import { sendRequest } from "../sdk/cli/http.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { kvConformance } from "./helpers/kv-conformance.js";

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
-import { localhostLookup, sendRequest } from "../sdk/cli/http.js";
+import { localhostLookup, sendRequest } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
 import { S3BlobStore, type S3Settings } from "../host/storage/index.js";
-import { sendRequest } from "../sdk/cli/http.js";
 import { blobStoreConformance } from "./helpers/blob-store-conformance.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 

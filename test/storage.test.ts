@@ -4,7 +4,7 @@
  * newest-N listing window and the per-developer quota under concurrency.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HttpResponse, sendRequest } from "../sdk/cli/http.js";
+import { type HttpResponse, sendRequest } from "../cli/http.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -408,7 +408,7 @@ describe("unavailable storage and platform dev", () => {
 describe("streamed bodies", () => {
   it("stops a chunked upload just past 5 MiB with 413 too_large, and the client reads it", async () => {
     const { request } = await import("node:http");
-    const { localhostLookup } = await import("../sdk/cli/http.js");
+    const { localhostLookup } = await import("../cli/http.js");
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(`${host.deploymentUrl("open")}/storage`, {
         method: "POST",

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { sendRequest } from "../sdk/cli/http.js";
+import { sendRequest } from "../cli/http.js";
 import { CLI, type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
 
 let dir: string;

@@ -3,7 +3,7 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
-import { localhostLookup } from "../sdk/cli/http.js";
+import { localhostLookup } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;

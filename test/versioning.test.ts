@@ -10,8 +10,8 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundleCapsule } from "../cli/bundle.js";
 import { collect } from "../host/db/index.js";
-import { bundleCapsule } from "../sdk/cli/bundle.js";
 import { runCliAsync } from "./helpers/cli.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 

@@ -16,11 +16,11 @@ import { join } from "node:path";
 import Router from "@koa/router";
 import { ClassicLevel } from "classic-level";
 import Koa from "koa";
+import { bundleCapsule } from "../../dist/cli/bundle.js";
 import { startHost } from "../../dist/host/host.js";
 import { readJsonText } from "../../dist/host/http/body.js";
 import { errorEnvelope } from "../../dist/host/http/errors.js";
 import { listen } from "../../dist/host/http/index.js";
-import { bundleCapsule } from "../../dist/sdk/cli/bundle.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, runLoad } from "../lib/run-load.js";
 

@@ -13,8 +13,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
+import { bundleCapsule } from "../../dist/cli/bundle.js";
 import { startHost } from "../../dist/host/host.js";
-import { bundleCapsule } from "../../dist/sdk/cli/bundle.js";
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);

@@ -9,9 +9,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, open, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { bundleCapsule } from "../../dist/cli/bundle.js";
+import { sendRequest } from "../../dist/cli/http.js";
 import { startHost } from "../../dist/host/host.js";
-import { bundleCapsule } from "../../dist/sdk/cli/bundle.js";
-import { sendRequest } from "../../dist/sdk/cli/http.js";
 
 const FILES = Number(process.env.BENCH_FILES ?? 15);
 const SIZE = 5 * 1024 * 1024;

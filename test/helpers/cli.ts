@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { REQUIRED_NODE_FLAGS } from "../../cli/node-flags.js";
 import { freePort } from "../../scripts/free-port.js";
-import { REQUIRED_NODE_FLAGS } from "../../sdk/cli/node-flags.js";
 
 /**
  * How tests run the `platform` command: the built CLI (`dist/`, which `npm test` builds first),
  * with its required Node flags passed directly so it does not re-run itself.
  */
-export const CLI = [...REQUIRED_NODE_FLAGS, "dist/sdk/cli/bin.js"];
+export const CLI = [...REQUIRED_NODE_FLAGS, "dist/cli/bin.js"];
 
 /** Runs the CLI from source (as `platform ...`) and waits for it to exit. */
 export function runCli(args: string[], env: Record<string, string> = {}) {

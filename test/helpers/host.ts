@@ -3,9 +3,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { bundleCapsule } from "../../cli/bundle.js";
+import { type HttpResponse, sendRequest } from "../../cli/http.js";
 import { type HostOptions, type PlatformHost, startHost } from "../../host/host.js";
-import { bundleCapsule } from "../../sdk/cli/bundle.js";
-import { type HttpResponse, sendRequest } from "../../sdk/cli/http.js";
 
 /** A host on a free port with a temporary data folder; `dispose()` stops it and removes the data. */
 export interface TestHost extends PlatformHost {

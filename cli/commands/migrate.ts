@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import type { Command } from "commander";
-import { EXIT, reportError } from "../output.js";
+import { EXIT, runAction } from "../output.js";
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
@@ -28,8 +28,8 @@ export function registerMigrate(program: Command): void {
       "after",
       "\nExamples:\n  platform migrate fixtures/legacy --dry-run\n  platform migrate . && platform deploy .",
     )
-    .action(async (dirArg: string, flags: { dryRun?: boolean; json?: boolean }) => {
-      try {
+    .action((dirArg: string, flags: { dryRun?: boolean; json?: boolean }) =>
+      runAction(async () => {
         const dir = resolve(dirArg);
         const server = join(dir, "server");
         if (!existsSync(server)) throw new Error(`No server/ folder in ${dir}.`);
@@ -73,8 +73,6 @@ export function registerMigrate(program: Command): void {
           process.stdout.write(`${lines.join("\n")}\n`);
         }
         process.exit(result.unresolved.length > 0 ? EXIT.failure : EXIT.ok);
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

@@ -34,7 +34,7 @@ export function registerDev(program: Command): void {
         if (!keep) await rm(data, { recursive: true, force: true });
       };
       try {
-        const { startHost } = await import("../../../host/host.js");
+        const { startHost } = await import("../../host/index.js");
         const { randomBytes } = await import("node:crypto");
         const host = await startHost({
           data,

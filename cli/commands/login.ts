@@ -1,9 +1,10 @@
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { PlatformError } from "../../values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { hostKey, readConfig, writeConfig } from "../config.js";
 import { sendRequest } from "../http.js";
-import { reportError } from "../output.js";
+import { runAction } from "../output.js";
+import { remoteError } from "../remote-error.js";
 
 async function readToken(): Promise<string> {
   if (!process.stdin.isTTY) {
@@ -30,8 +31,8 @@ export function registerLogin(program: Command): void {
       "after",
       "\nExamples:\n  platform login --host http://localhost:8080 --token pdt_...\n  echo pdt_... | platform login --host http://localhost:8080",
     )
-    .action(async (flags: { host: string; token?: string }) => {
-      try {
+    .action((flags: { host: string; token?: string }) =>
+      runAction(async () => {
         const token = flags.token ?? (await readToken());
         if (!token)
           throw new PlatformError(
@@ -41,12 +42,15 @@ export function registerLogin(program: Command): void {
         const me = await sendRequest(new URL("/v1/me", flags.host).toString(), {
           headers: { authorization: `Bearer ${token}` },
         });
-        if (me.status === 401 || me.status === 403)
-          throw new PlatformError(
-            "unauthorized",
-            "The host refused that token; ask its operator for a developer token.",
-          );
-        if (me.status !== 200) throw new PlatformError("unavailable", `The host answered ${me.status}.`);
+        if (me.status !== 200) {
+          const error = remoteError(me.status, me.body);
+          if (error.code === "unauthorized" || error.code === "forbidden")
+            throw new PlatformError(
+              "unauthorized",
+              "The host refused that token; ask its operator for a developer token.",
+            );
+          throw error;
+        }
         const who = me.json<{ kind: string; id?: string }>();
         const config = readConfig();
         config.logins[hostKey(flags.host)] = { token, ...(who.id ? { developer: who.id } : {}) };
@@ -54,8 +58,6 @@ export function registerLogin(program: Command): void {
         process.stdout.write(
           `logged in to ${hostKey(flags.host)} as ${who.kind === "admin" ? "the operator" : who.id}\n`,
         );
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

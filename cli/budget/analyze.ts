@@ -1,4 +1,4 @@
-import { BUDGETS, type CallUsage, LIMITS } from "../../protocol/index.js";
+import { BUDGETS, type CallUsage, LIMITS } from "../../sdk/protocol/index.js";
 
 /** The read budgets the harness judges growth on (CPU is shown, but too noisy to extrapolate). */
 export const READ_BUDGETS = ["rowsReturned", "rowsRead", "bytesRead"] as const;

@@ -2,12 +2,14 @@ import { request } from "node:http";
 import { basename, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
-import { PlatformError } from "../../values/index.js";
+import { errorFromWire } from "../../sdk/client/errors.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { localhostLookup, onLines, writeBody } from "../http.js";
-import { reportError } from "../output.js";
+import { runAction } from "../output.js";
+import { remoteErrorOf } from "../remote-error.js";
 
 /**
  * Sends a deploy and follows its NDJSON progress: an upload bar, then each index backfill's row
@@ -37,24 +39,26 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
       },
       (res) => {
         bar?.stop();
+        if ((res.statusCode ?? 500) >= 400) {
+          remoteErrorOf(res).then(reject, reject);
+          return;
+        }
         let failed: PlatformError | undefined;
         onLines(res, (text) => {
           const message = JSON.parse(text) as {
             progress?: { table: string; index: string; done: number };
-            error?: { message: string };
+            error?: unknown;
           };
           if (message.progress) {
             const { table, index, done } = message.progress;
             const line = `backfilling ${table}.${index}: ${done} rows`;
             process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
           } else if (message.error) {
-            failed = new PlatformError("bad_request", message.error.message);
+            failed = errorFromWire(message.error);
           }
         });
         res.on("end", () => {
           if (tty) process.stderr.write("\n");
-          if ((res.statusCode ?? 500) >= 400 && !failed)
-            failed = new PlatformError("bad_request", `The host answered ${res.statusCode}.`);
           if (failed) reject(failed);
           else resolve();
         });
@@ -95,8 +99,8 @@ export function registerDeploy(program: Command): void {
       "after",
       "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform deploy fixtures/todo --host http://localhost:8080 --name todo",
     )
-    .action(async (dirArg: string, flags: { host: string; name?: string; token?: string }) => {
-      try {
+    .action((dirArg: string, flags: { host: string; name?: string; token?: string }) =>
+      runAction(async () => {
         const dir = resolve(dirArg);
         const id = flags.name ?? idFromDir(dir);
         const token = ownerToken(flags.host, flags.token);
@@ -119,8 +123,6 @@ export function registerDeploy(program: Command): void {
           JSON.stringify({ code, env: readServerEnv(dir) }),
         );
         process.stdout.write(`deployed ${id}: ${base.protocol}//${id}.${base.host}\n`);
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

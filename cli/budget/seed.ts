@@ -1,4 +1,4 @@
-import type { FieldSpec, FieldValue, SchemaSpec } from "../../values/index.js";
+import type { FieldSpec, FieldValue, SchemaSpec } from "../../sdk/values/index.js";
 
 /** The user ids generated `userId()` values cycle through; the harness's caller is the first. */
 export const SEED_USERS = Array.from({ length: 10 }, (_, i) => `user:budget-${i}`);

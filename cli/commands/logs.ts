@@ -1,10 +1,11 @@
 import { request } from "node:http";
 import type { Command } from "commander";
-import { budgetShares, type CallUsage } from "../../protocol/index.js";
-import { PlatformError } from "../../values/index.js";
+import { budgetShares, type CallUsage } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { ownerToken } from "../config.js";
 import { localhostLookup, onLines } from "../http.js";
-import { formatBytes, reportError } from "../output.js";
+import { formatBytes, runAction } from "../output.js";
+import { remoteErrorOf } from "../remote-error.js";
 
 interface LogLine {
   time: string;
@@ -61,11 +62,11 @@ export function registerLogs(program: Command): void {
       "\nExamples:\n  platform logs --follow\n  platform logs todo --host http://localhost:8080 --json",
     )
     .action(
-      async (
+      (
         deployId: string | undefined,
         flags: { port: string; host?: string; follow?: boolean; json?: boolean },
-      ) => {
-        try {
+      ) =>
+        runAction(async () => {
           let url: URL;
           const headers: Record<string, string> = {};
           if (deployId) {
@@ -86,20 +87,7 @@ export function registerLogs(program: Command): void {
           await new Promise<void>((resolve, reject) => {
             const req = request(url, { headers, lookup: localhostLookup }, (res) => {
               if ((res.statusCode ?? 500) >= 400) {
-                let body = "";
-                res.on("data", (chunk: Buffer) => {
-                  body += chunk.toString();
-                });
-                res.on("end", () => {
-                  const message = (() => {
-                    try {
-                      return (JSON.parse(body) as { error: { message: string } }).error.message;
-                    } catch {
-                      return `The server answered ${res.statusCode}.`;
-                    }
-                  })();
-                  reject(new PlatformError(res.statusCode === 403 ? "forbidden" : "bad_request", message));
-                });
+                remoteErrorOf(res).then(reject, reject);
                 return;
               }
               onLines(res, (text) =>
@@ -118,9 +106,6 @@ export function registerLogs(program: Command): void {
             );
             req.end();
           });
-        } catch (error) {
-          process.exit(reportError(error));
-        }
-      },
+        }),
     );
 }

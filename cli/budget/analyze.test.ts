@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CallUsage } from "../../protocol/index.js";
+import type { CallUsage } from "../../sdk/protocol/index.js";
 import { classifyGrowth, judge, limitOfMessage, type Measurement, roughly } from "./analyze.js";
 import { checkSizes, fillArgs } from "./scenario.js";
 import { generateValue, seedOrder } from "./seed.js";

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { FieldValue } from "../../values/index.js";
+import type { FieldValue } from "../../sdk/values/index.js";
 
 /** Who the harness calls handlers as. */
 export type BudgetCaller = "account" | "guest" | "anonymous";

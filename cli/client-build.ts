@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { build, type Plugin } from "esbuild";
-import { PlatformError } from "../values/index.js";
+import { PlatformError } from "../sdk/values/index.js";
 import { entryUnlessInstalled, formatBuildError } from "./bundle.js";
 
 /** The entry files `platform dev` looks for in a capsule's `client/` folder, in this order. */

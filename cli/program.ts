@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerAuth } from "./commands/auth.js";
 import { registerBudget } from "./commands/budget.js";
 import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
@@ -8,10 +9,10 @@ import { registerInit } from "./commands/init.js";
 import { registerLogin } from "./commands/login.js";
 import { registerLogs } from "./commands/logs.js";
 import { registerMigrate } from "./commands/migrate.js";
-import { registerAuth, registerStorage } from "./commands/storage.js";
+import { registerStorage } from "./commands/storage/index.js";
 
 function packageVersion(): string {
-  for (const candidate of ["../../package.json", "../../../package.json"]) {
+  for (const candidate of ["../package.json", "../../package.json"]) {
     try {
       return (JSON.parse(readFileSync(new URL(candidate, import.meta.url), "utf8")) as { version: string })
         .version;

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
-import { PlatformError } from "../values/index.js";
+import { PlatformError } from "../sdk/values/index.js";
 
 /** The root of this `platform` package (source checkout or installed package). */
 export function packageRoot(): string {

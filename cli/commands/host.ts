@@ -3,8 +3,9 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import type { HostOptions } from "../../../host/host.js";
-import { reportError } from "../output.js";
+import type { HostOptions } from "../../host/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { runAction } from "../output.js";
 
 interface HostFlags {
   port: string;
@@ -45,13 +46,16 @@ function backends(flags: HostFlags): Pick<HostOptions, "database" | "s3"> {
   return out;
 }
 
-/** `--request-quota <n>`: n requests per second per caller with bursts of 10n; 0 turns it off. */
+/** A quota's burst per request per second, as in the default quota of {@link LIMITS}. */
+const BURST_PER_RATE = LIMITS.requestQuotaBurst / LIMITS.requestQuotaPerSecond;
+
+/** `--request-quota <n>`: n requests per second per caller with bursts of {@link BURST_PER_RATE} times n; 0 turns it off. */
 function requestQuota(flag: string | undefined): Pick<HostOptions, "requestQuota"> {
   if (flag === undefined) return {};
   const perSecond = Number(flag);
   if (!Number.isFinite(perSecond) || perSecond < 0)
     throw new Error("--request-quota must be a number of requests per second (0 turns quotas off).");
-  return { requestQuota: perSecond === 0 ? false : { perSecond, burst: perSecond * 10 } };
+  return { requestQuota: perSecond === 0 ? false : { perSecond, burst: perSecond * BURST_PER_RATE } };
 }
 
 /** The operator token: `PLATFORM_ADMIN_TOKEN`, else one generated once and kept in the data folder. */
@@ -88,7 +92,7 @@ function signInSettings(): Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssu
 }
 
 async function serve(flags: HostFlags): Promise<void> {
-  const { startHost } = await import("../../../host/host.js");
+  const { startHost } = await import("../../host/index.js");
   const data = resolve(flags.data);
   const { token } = adminToken(data);
   const host = await startHost({
@@ -175,21 +179,19 @@ export function registerHost(program: Command): void {
     .option("--s3-region <region>", "the bucket's region (default us-east-1)")
     .option(
       "--request-quota <n>",
-      "requests per second per caller and deployment, bursts of 10n (default 100; 0 turns quotas off)",
+      `requests per second per caller and deployment, bursts of ${BURST_PER_RATE}n (default ${LIMITS.requestQuotaPerSecond}; 0 turns quotas off)`,
     )
     .addHelpText(
       "after",
       "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys\n  platform host --port 8081 --database postgres://platform@db:5432/platform --s3-bucket files --s3-endpoint http://minio:9000",
     )
-    .action(async (flags: HostFlags) => {
-      try {
+    .action((flags: HostFlags) =>
+      runAction(async () => {
         // Bad values are refused before the supervisor starts anything.
         requestQuota(flags.requestQuota);
         backends(flags);
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
         else supervise(flags);
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

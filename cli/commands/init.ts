@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { PlatformError } from "../../values/index.js";
-import { reportError } from "../output.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import { runAction } from "../output.js";
 
 const SERVER = `import { capsule, endpoint, string, table, text } from "platform/server";
 
@@ -95,8 +95,8 @@ export function registerInit(program: Command): void {
     .argument("[dir]", "folder to create the capsule in (must be empty or missing)", ".")
     .description("scaffold a capsule: server/index.ts, client/index.html, README.md, .gitignore")
     .addHelpText("after", "\nExamples:\n  platform init my-app && platform dev my-app")
-    .action((dirArg: string) => {
-      try {
+    .action((dirArg: string) =>
+      runAction(async () => {
         const dir = resolve(dirArg);
         if (existsSync(dir) && readdirSync(dir).length > 0) {
           throw new PlatformError(
@@ -113,8 +113,6 @@ export function registerInit(program: Command): void {
         process.stdout.write(
           `created a capsule in ${dir}\nnext: platform dev ${dirArg === "." ? "." : dirArg}\n`,
         );
-      } catch (error) {
-        process.exit(reportError(error));
-      }
-    });
+      }),
+    );
 }

@@ -1,6 +1,6 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { localhostLookup } from "../client/node-transport.js";
+import { localhostLookup } from "../sdk/client/node-transport.js";
 
 export { localhostLookup };
 

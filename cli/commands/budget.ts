@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { BUDGETS, budgetShares } from "../../protocol/index.js";
+import { BUDGETS, budgetShares } from "../../sdk/protocol/index.js";
 import type { HandlerReport } from "../budget/harness.js";
 import { checkSizes, loadScenario } from "../budget/scenario.js";
 import { EXIT, formatBytes, reportError } from "../output.js";

@@ -2,13 +2,13 @@
  * The budget harness behind `platform budget`: deploys a capsule into a throw-away database, grows
  * its tables to each size, calls every query and mutation, and records what each call used.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Database, type Transaction } from "../../../host/db/index.js";
-import { Deployments, LogHub } from "../../../host/deployments/index.js";
-import type { BridgeIdentity, CallUsage, QuerySpec } from "../../protocol/index.js";
-import { isPlatformError, type SchemaSpec } from "../../values/index.js";
+import { type PlatformHost, startHost, type Transaction } from "../../host/index.js";
+import type { BridgeIdentity, CallUsage, QuerySpec } from "../../sdk/protocol/index.js";
+import { isPlatformError, type SchemaSpec } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type HandlerVerdict, judge, type Measurement } from "./analyze.js";
 import { type BudgetScenario, fillArgs } from "./scenario.js";
@@ -33,6 +33,9 @@ export interface BudgetReport {
   /** True when a handler crossed a limit within the sizes run (the command then exits 1). */
   exceeded: boolean;
 }
+
+type HostDeployments = PlatformHost["deployments"];
+type DeploymentStore = Awaited<ReturnType<PlatformHost["database"]["deployment"]>>;
 
 const DEPLOYMENT = "budget";
 /** Seeding ignores read budgets. */
@@ -59,12 +62,23 @@ export async function runBudget(
 ): Promise<BudgetReport> {
   const { code } = await bundleCapsule(dir);
   const data = await mkdtemp(join(tmpdir(), "platform-budget-"));
-  const db = await Database.open(join(data, "db"));
-  const deployments = new Deployments(db, new LogHub(false, false));
+  let host: PlatformHost | undefined;
   try {
+    // A throw-away host on a free loopback port: the same composition as `platform dev`, quiet.
+    host = await startHost({
+      data,
+      port: 0,
+      domain: "localhost",
+      adminToken: randomBytes(24).toString("hex"),
+      devDeployment: DEPLOYMENT,
+      logDestination: false,
+      logCalls: false,
+      requestQuota: false,
+    });
+    const { deployments } = host;
     const record = await deployments.deploy(DEPLOYMENT, { code });
     const schema: SchemaSpec = record.declaration.schema;
-    const database = await db.deployment(DEPLOYMENT);
+    const database = await host.database.deployment(DEPLOYMENT);
     const identity = identityOf(scenario.caller);
     for (const table of Object.keys(scenario.rows))
       if (!schema.tables[table])
@@ -131,8 +145,7 @@ export async function runBudget(
       exceeded: reports.some((r) => r.verdict.exceeds !== undefined),
     };
   } finally {
-    deployments.close();
-    await db.close();
+    await host?.close();
     await rm(data, { recursive: true, force: true });
   }
 }
@@ -149,7 +162,7 @@ const ZERO: CallUsage = {
 
 /** One call: its usage, or its failure with the usage up to the failure (from the call log). */
 async function measure(
-  deployments: Deployments,
+  deployments: HostDeployments,
   kind: "query" | "mutation",
   name: string,
   argsJson: string,
@@ -174,7 +187,7 @@ async function measure(
 
 /** Tops every table up to `size` rows with rows generated from the schema (and budget.json hints). */
 async function seedFromSchema(
-  database: Awaited<ReturnType<Database["deployment"]>>,
+  database: DeploymentStore,
   schema: SchemaSpec,
   scenario: BudgetScenario,
   size: number,
@@ -217,7 +230,7 @@ async function seedFromSchema(
  * (at most 500 per call); the tables it seeds are the ones its calls make grow.
  */
 async function seedWithMutation(
-  deployments: Deployments,
+  deployments: HostDeployments,
   mutation: string,
   size: number,
   schema: SchemaSpec,

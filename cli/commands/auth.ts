@@ -1,0 +1,23 @@
+import type { Command } from "commander";
+import { readConfig, writeConfig } from "../config.js";
+import { EXIT } from "../output.js";
+
+/** `platform auth as <name>`: the local guest identity for local commands. */
+export function registerAuth(program: Command): void {
+  const auth = program.command("auth").description("local identity settings");
+  auth
+    .command("as")
+    .argument("<name>", "guest name: local commands act as guest:<name> (default guest:cli)")
+    .description("set the local guest identity used by storage commands against the dev server")
+    .addHelpText("after", "\nExamples:\n  platform auth as alice")
+    .action((name: string) => {
+      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) {
+        process.stderr.write("error: a guest name is 1-63 lowercase letters, digits, '_' or '-'.\n");
+        process.exit(EXIT.usage);
+      }
+      const config = readConfig();
+      config.guestName = name;
+      writeConfig(config);
+      process.stdout.write(`local commands now act as guest:${name}\n`);
+    });
+}

@@ -1,0 +1,52 @@
+import { type ErrorCode, isPlatformError } from "../sdk/values/index.js";
+
+/** Exit codes of every command: 0 success, 1 failure, 2 usage. */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/**
+ * Codes whose message alone says what to fix ("No such object.", "Deploy failed: ...", "Build
+ * failed: ..."), printed without the code as they always were; every other failure is printed as
+ * `error: <code>: <message>`, the server's code first, so it can be looked up.
+ */
+const MESSAGE_ONLY: ReadonlySet<ErrorCode> = new Set(["bad_request", "not_found"]);
+
+/** Prints an error for humans on stderr (no stack trace unless `verbose`) and returns exit code 1. */
+export function reportError(error: unknown, verbose = false): number {
+  const message = isPlatformError(error)
+    ? MESSAGE_ONLY.has(error.code)
+      ? error.message
+      : `${error.code}: ${error.message}`
+    : error instanceof Error
+      ? error.message
+      : String(error);
+  process.stderr.write(`error: ${message}\n`);
+  if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  return EXIT.failure;
+}
+
+/**
+ * Runs a command's action and exits with {@link reportError}'s code when it fails, so every
+ * command reports failures the same way.
+ */
+export function runAction(action: () => Promise<void>, verbose?: boolean): Promise<void> {
+  return action().catch((error: unknown) => process.exit(reportError(error, verbose)));
+}
+
+/** Prints a command's result: `value` as one JSON line with `--json`, else the `human` text. */
+export function printResult(json: boolean, value: unknown, human: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+}
+
+/** A byte count for humans: B, KiB or MiB. */
+export function formatBytes(bytes: number): string {
+  return bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** A limit in whole mebibytes, as the docs write it (`5 MiB`). */
+export function formatMebibytes(bytes: number): string {
+  return `${bytes / 1024 / 1024} MiB`;
+}

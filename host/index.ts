@@ -1,0 +1,6 @@
+/**
+ * `host`: the platform host's public entry. {@link startHost} is the one composition root (database,
+ * blob store, deployments, HTTP server); the CLI reaches the host only through this file.
+ */
+export type { Transaction } from "./db/index.js";
+export { type HostOptions, type PlatformHost, startHost } from "./host.js";
