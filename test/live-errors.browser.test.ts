@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { buildClientApp } from "../sdk/cli/client-build.js";
+import { buildClientApp } from "../cli/client-build.js";
 import { createClient, type PlatformClient } from "../sdk/client/node.js";
 import { launchChromium } from "./helpers/browser.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";

@@ -1,5 +1,5 @@
 import WebSocket from "ws";
-import { localhostLookup } from "../../sdk/cli/http.js";
+import { localhostLookup } from "../../cli/http.js";
 
 /** A message received over `GET /api/sync`. */
 export type SyncMessage = Record<string, unknown>;
