@@ -9,7 +9,7 @@ export interface QuotaSettings {
   burst: number;
 }
 
-/** SPEC.md leaves the size open; ours is in {@link LIMITS}. */
+/** The product leaves the quota's size open; ours is in {@link LIMITS}. */
 export const DEFAULT_REQUEST_QUOTA: QuotaSettings = {
   perSecond: LIMITS.requestQuotaPerSecond,
   burst: LIMITS.requestQuotaBurst,

@@ -24,7 +24,7 @@ interface Group {
 }
 
 /**
- * Live queries (DESIGN.md section 4): a subscription runs its query, remembers the read set, and
+ * Live queries: a subscription runs its query, remembers the read set, and
  * after every commit on that deployment only the subscriptions whose read set intersects the
  * commit's write set run again; a result is pushed only when it changed. Identical subscriptions
  * (same query, arguments and caller) share one execution. The clock never invalidates anything.
