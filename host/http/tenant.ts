@@ -22,7 +22,7 @@ export function destinationOfHost(hostHeader: string, domain: string, devDeploym
 }
 
 /** {@link destinationOfHost} for a Koa request. */
-export function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
+function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
   return destinationOfHost(ctx.get("host") || "", domain, devDeployment);
 }
 
