@@ -28,12 +28,15 @@ export function storageToken(ctx: Context): string | undefined {
   return bearerToken(ctx) ?? (typeof query === "string" && query ? query : undefined);
 }
 
+/** The header that carries a custom endpoint's token; it is never passed on to the handler. */
+export const ENDPOINT_TOKEN_HEADER = "x-platform-token";
+
 /**
  * Custom endpoints take the token as `X-Platform-Token`: `Authorization` belongs to the capsule's
  * own protocol, which the handler reads as an ordinary header.
  */
 export function endpointToken(ctx: Context): string {
-  return ctx.get("x-platform-token");
+  return ctx.get(ENDPOINT_TOKEN_HEADER);
 }
 
 /** A WebSocket upgrade carries the token as `?platform_token=` (browsers cannot set its headers). */

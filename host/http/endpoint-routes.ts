@@ -5,7 +5,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { rawBody } from "./body.js";
-import { endpointToken } from "./credentials.js";
+import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
 import { identify } from "./identity.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { series } from "./routing.js";
@@ -34,7 +34,7 @@ function callEndpoint(deployments: Deployments): Middleware {
     const endpoint = ctx.state.endpoint as EndpointDeclaration;
     const body = ctx.state.body as Buffer;
     const headers = Object.entries(ctx.headers).flatMap(([name, value]) =>
-      name === "x-platform-token" || value === undefined
+      name === ENDPOINT_TOKEN_HEADER || value === undefined
         ? []
         : (Array.isArray(value) ? value : [value]).map((v) => [name, v] as [string, string]),
     );
