@@ -50,7 +50,7 @@ export interface HostOptions {
   emailFrom?: string;
   /** OpenID Connect issuers whose ID tokens sign accounts in. */
   oidcIssuers?: OidcIssuer[];
-  /** Storage limits (tests use small ones); defaults are SPEC.md's. */
+  /** Storage limits (tests use small ones); defaults are {@link DEFAULT_STORAGE_LIMITS}, read from LIMITS. */
   storageLimits?: Partial<StorageLimits>;
   /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
   devClientDirs?: string[];

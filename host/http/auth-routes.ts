@@ -1,4 +1,4 @@
-import Router from "@koa/router";
+import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
 import {
@@ -9,23 +9,9 @@ import {
   type OidcVerifier,
 } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
-import { readJsonText } from "./body.js";
-
-/** The bearer token of a request, if any (`Authorization: Bearer <token>`). */
-export function bearerToken(ctx: Context): string | undefined {
-  const header = ctx.get("authorization");
-  if (!header) return undefined;
-  if (!header.startsWith("Bearer ") || header.length < 8)
-    throw new PlatformError("unauthorized", "Authorization must be `Bearer <token>`.");
-  return header.slice(7).trim();
-}
-
-async function jsonBody(ctx: Context): Promise<Record<string, unknown>> {
-  const value = JSON.parse(await readJsonText(ctx, 16 * 1024, "{}")) as unknown;
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw new PlatformError("bad_request", "The body must be a JSON object.");
-  return value as Record<string, unknown>;
-}
+import { jsonObjectBody, SMALL_BODY_BYTES } from "./body.js";
+import { bearerToken } from "./credentials.js";
+import { ownPaths, under } from "./routing.js";
 
 /**
  * Signs an account in, upgrading the guest whose token came with the request (if any): the guest's
@@ -66,21 +52,22 @@ export interface SignInMethods {
  * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, email one-time
  * codes (`email/start`, `email/verify`), OpenID Connect ID-token exchange (`oidc`), and in
  * `platform dev` only, instant account sign-in (`dev-sign-in`). Every account sign-in presenting a
- * guest token upgrades that guest.
+ * guest token upgrades that guest. Unknown paths under `/__platform/auth/` are `404 not_found`.
  */
 export function authRoutes(
   auth: AuthService,
   deployments: Deployments,
   dev: boolean,
   signIn: SignInMethods,
-): Router {
+): RouterMiddleware {
   const router = new Router({ prefix: "/__platform/auth" });
   router.use(async (ctx, next) => {
     await deployments.require(ctx.state.deployment as string);
     await next();
   });
-  router.post("/guest", async (ctx) => {
-    const body = await jsonBody(ctx);
+  const json = jsonObjectBody(SMALL_BODY_BYTES);
+  router.post("/guest", json, async (ctx) => {
+    const body = ctx.state.json as Record<string, unknown>;
     if (body.name !== undefined && !dev)
       throw new PlatformError("bad_request", "Named guests are available in platform dev only.");
     ctx.body = await auth.signInGuest(ctx.state.deployment as string, body.name as string | undefined);
@@ -91,26 +78,26 @@ export function authRoutes(
       throw new PlatformError("unauthorized", "Send the token to renew as Authorization: Bearer <token>.");
     ctx.body = await auth.renew(ctx.state.deployment as string, token);
   });
-  router.post("/email/start", async (ctx) => {
-    const body = await jsonBody(ctx);
+  router.post("/email/start", json, async (ctx) => {
+    const body = ctx.state.json as Record<string, unknown>;
     await signIn.emailCodes.start(ctx.state.deployment as string, normaliseEmail(body.email));
     ctx.body = { sent: true };
   });
-  router.post("/email/verify", async (ctx) => {
-    const body = await jsonBody(ctx);
+  router.post("/email/verify", json, async (ctx) => {
+    const body = ctx.state.json as Record<string, unknown>;
     const email = normaliseEmail(body.email);
     await signIn.emailCodes.verify(ctx.state.deployment as string, email, body.code);
     await signInAccount(ctx, auth, deployments, email);
   });
-  router.post("/oidc", async (ctx) => {
-    const body = await jsonBody(ctx);
+  router.post("/oidc", json, async (ctx) => {
+    const body = ctx.state.json as Record<string, unknown>;
     await signInAccount(ctx, auth, deployments, await signIn.oidc.verifiedEmail(body.idToken));
   });
   if (dev) {
-    router.post("/dev-sign-in", async (ctx) => {
-      const body = await jsonBody(ctx);
+    router.post("/dev-sign-in", json, async (ctx) => {
+      const body = ctx.state.json as Record<string, unknown>;
       await signInAccount(ctx, auth, deployments, body.email as string);
     });
   }
-  return router;
+  return ownPaths(under("/__platform/auth/"), router.routes());
 }

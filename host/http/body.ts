@@ -1,5 +1,8 @@
-import type { Context } from "koa";
+import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
+
+/** Largest body of the small JSON and form requests: sign-in, the operator API, dashboard forms. */
+export const SMALL_BODY_BYTES = 16 * 1024;
 
 function tooLarge(limit: number): PlatformError {
   return new PlatformError("too_large", `The request body is larger than ${limit} bytes.`);
@@ -58,4 +61,39 @@ export async function readJsonText(ctx: Context, limit: number, fallback: string
     throw new PlatformError("bad_request", "The request body must be JSON.");
   }
   return text;
+}
+
+/** Reads a JSON object body (empty means `{}`); anything else is `400 bad_request`. */
+export async function readJsonObject(ctx: Context, limit: number): Promise<Record<string, unknown>> {
+  const value = JSON.parse(await readJsonText(ctx, limit, "{}")) as unknown;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new PlatformError("bad_request", "The body must be a JSON object.");
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Body limit as middleware: the route's JSON body, at most `limit` bytes and checked to parse, is
+ * `ctx.state.jsonText` (empty means `fallback`) before the route runs.
+ */
+export function jsonTextBody(limit: number, fallback: string): Middleware {
+  return async (ctx, next) => {
+    ctx.state.jsonText = await readJsonText(ctx, limit, fallback);
+    return next();
+  };
+}
+
+/** Body limit as middleware: the route's JSON object body (at most `limit` bytes) is `ctx.state.json`. */
+export function jsonObjectBody(limit: number): Middleware {
+  return async (ctx, next) => {
+    ctx.state.json = await readJsonObject(ctx, limit);
+    return next();
+  };
+}
+
+/** Body limit as middleware: the route's raw body (at most `limit` bytes) is `ctx.state.body`. */
+export function rawBody(limit: number): Middleware {
+  return async (ctx, next) => {
+    ctx.state.body = await readBody(ctx, limit);
+    return next();
+  };
 }

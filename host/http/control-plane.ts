@@ -1,5 +1,5 @@
 import { PassThrough } from "node:stream";
-import Router from "@koa/router";
+import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context, Next } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
@@ -20,8 +20,10 @@ import {
   publicView,
 } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
-import { readJsonText } from "./body.js";
+import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
+import { bearerOf } from "./credentials.js";
 import { streamLogs } from "./log-stream.js";
+import { ownPaths } from "./routing.js";
 
 /** Who is calling the operator API: the host's operator, or a developer. */
 export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
@@ -32,14 +34,13 @@ export type Principal = { kind: "admin" } | { kind: "developer"; developer: Deve
  */
 export function resolvePrincipal(adminToken: string, developers: Developers) {
   return async (ctx: Context, next: Next) => {
-    const header = ctx.get("authorization");
-    if (!header.startsWith("Bearer ")) {
+    const token = bearerOf(ctx.get("authorization"));
+    if (token === null || token === undefined) {
       throw new PlatformError(
         "unauthorized",
         "The operator API needs Authorization: Bearer <operator or developer token>.",
       );
     }
-    const token = header.slice(7).trim();
     if (sameSecret(token, adminToken)) ctx.state.principal = { kind: "admin" } satisfies Principal;
     else {
       const developer = await developers.authenticate(token);
@@ -65,17 +66,18 @@ async function manageable(ctx: Context, deployments: Deployments, rawId: unknown
   return record;
 }
 
-async function body(ctx: Context, limit = 16 * 1024): Promise<Record<string, unknown>> {
-  const value = JSON.parse(await readJsonText(ctx, limit, "{}")) as unknown;
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw new PlatformError("bad_request", "The body must be a JSON object.");
-  return value as Record<string, unknown>;
+/** Operator API bodies are small JSON objects, read inside each route after its access check. */
+function body(ctx: Context, limit = SMALL_BODY_BYTES): Promise<Record<string, unknown>> {
+  return readJsonObject(ctx, limit);
 }
+
+/** A deploy body carries the bundle plus its JSON escaping and `env`: up to 1 MiB over the bundle limit. */
+const DEPLOY_BODY_BYTES = LIMITS.bundleBytes + 1024 * 1024;
 
 async function deployBody(
   ctx: Context,
 ): Promise<{ code: string; env?: Record<string, string>; id?: string; owner?: string }> {
-  const value = await body(ctx, LIMITS.bundleBytes + 1024 * 1024);
+  const value = await body(ctx, DEPLOY_BODY_BYTES);
   if (typeof value.code !== "string")
     throw new PlatformError("bad_request", "A deploy needs { code: <bundle>, env?: {...} }.");
   return value as { code: string; env?: Record<string, string>; id?: string; owner?: string };
@@ -89,7 +91,8 @@ function view(record: DeploymentRecord & { claimToken?: string }) {
 /**
  * The operator API at `http://<domain>:<port>/v1`. The operator (`PLATFORM_ADMIN_TOKEN`) creates
  * developers and manages every deployment; developers manage the deployments they own. A
- * deployment created without an owner is unclaimed and its claim token is returned once.
+ * deployment created without an owner is unclaimed and its claim token is returned once. Unknown
+ * paths under `/v1` are `404 not_found`.
  */
 export function controlPlaneRoutes(
   deployments: Deployments,
@@ -97,7 +100,7 @@ export function controlPlaneRoutes(
   developers: Developers,
   objects: ObjectService,
   adminToken: string,
-): Router {
+): RouterMiddleware {
   const router = new Router({ prefix: "/v1" });
   router.use(resolvePrincipal(adminToken, developers));
 
@@ -226,5 +229,5 @@ export function controlPlaneRoutes(
     await deployments.remove(record.id);
     ctx.status = 204;
   });
-  return router;
+  return ownPaths((path) => path === "/v1" || path.startsWith("/v1/"), router.routes());
 }

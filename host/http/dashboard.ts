@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
-import Router from "@koa/router";
+import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { dashboardDeleteAllowed, OWNER_DELETE, ownsDeployment } from "../access/index.js";
 import type { DeveloperRecord, Developers } from "../auth/index.js";
 import type { Database, RecordStore } from "../db/index.js";
 import type { Deployments } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
-import { readBody } from "./body.js";
+import { readBody, SMALL_BODY_BYTES } from "./body.js";
 
 interface DashboardSession {
   developer: string;
@@ -62,7 +62,7 @@ export function dashboardRoutes(
   developers: Developers,
   deployments: Deployments,
   objects: ObjectService,
-): Router {
+): RouterMiddleware {
   const sessions: RecordStore<DashboardSession> = db.records<DashboardSession>("dashboard-sessions");
   const router = new Router();
 
@@ -78,7 +78,7 @@ export function dashboardRoutes(
   }
 
   async function form(ctx: Context): Promise<URLSearchParams> {
-    return new URLSearchParams((await readBody(ctx, 16 * 1024)).toString("utf8"));
+    return new URLSearchParams((await readBody(ctx, SMALL_BODY_BYTES)).toString("utf8"));
   }
 
   router.get("/dashboard/login", async (ctx) => {
@@ -164,5 +164,5 @@ ${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type
       await objects.remove(record.id, visibility, checkObjectId(id), OWNER_DELETE);
     ctx.redirect(`/deploys/${encodeURIComponent(record.id)}/storage`);
   });
-  return router;
+  return router.routes();
 }

@@ -1,10 +1,14 @@
-import type { Context, Next } from "koa";
+import type { Middleware } from "koa";
+import type { EndpointDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
-import { readBody } from "./body.js";
-import { quotaKey, type RequestQuota } from "./request-quota.js";
+import { rawBody } from "./body.js";
+import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
+import { identify } from "./identity.js";
+import { chargeRequest, type RequestQuota } from "./request-quota.js";
+import { series } from "./routing.js";
 
 /** Response headers a capsule may not set: the platform owns framing and security headers. */
 const RESERVED_HEADERS = new Set([
@@ -23,26 +27,14 @@ interface EndpointResponseJson {
   body?: unknown;
 }
 
-/**
- * Serves a deployment's custom endpoints at their declared method and path. Identity comes from
- * `X-Platform-Token`; each call is charged to the caller's request quota. The response is what the
- * handler built with `json()` or `text()`.
- */
-export function endpointRoutes(deployments: Deployments, auth: AuthService, quota: RequestQuota) {
-  return async (ctx: Context, next: Next) => {
+/** Runs the matched endpoint (`ctx.state.endpoint`) and answers with what its handler built. */
+function callEndpoint(deployments: Deployments): Middleware {
+  return async (ctx) => {
     const id = ctx.state.deployment as string;
-    const record = await deployments.require(id);
-    const endpoint = record.declaration.endpoints.find((e) => e.path === ctx.path && e.method === ctx.method);
-    if (!endpoint) {
-      await next();
-      return;
-    }
-    const token = ctx.get("x-platform-token");
-    const identity = token ? await auth.authenticate(id, token) : null;
-    quota.charge(quotaKey(id, identity, ctx.ip));
-    const body = await readBody(ctx, LIMITS.requestBodyBytes);
+    const endpoint = ctx.state.endpoint as EndpointDeclaration;
+    const body = ctx.state.body as Buffer;
     const headers = Object.entries(ctx.headers).flatMap(([name, value]) =>
-      name === "x-platform-token" || value === undefined
+      name === ENDPOINT_TOKEN_HEADER || value === undefined
         ? []
         : (Array.isArray(value) ? value : [value]).map((v) => [name, v] as [string, string]),
     );
@@ -58,7 +50,7 @@ export function endpointRoutes(deployments: Deployments, auth: AuthService, quot
         bodyBase64: body.toString("base64"),
         bodyText: body.toString("utf8"),
       },
-      identity,
+      ctx.state.identity,
     );
     const response = JSON.parse(result.valueJson) as EndpointResponseJson;
     const status = response.status;
@@ -74,5 +66,28 @@ export function endpointRoutes(deployments: Deployments, auth: AuthService, quot
         ctx.set(name, value);
     }
     ctx.body = typeof response.body === "string" ? response.body : "";
+  };
+}
+
+/**
+ * Serves a deployment's custom endpoints at their declared method and path, matched against the
+ * capsule's declaration on each request (the paths are data, so no router table holds them); a
+ * request no endpoint declares goes on. Identity comes from `X-Platform-Token`; each call is
+ * charged to the caller's request quota before its body is read. The response is what the handler
+ * built with `json()` or `text()`.
+ */
+export function endpointRoutes(deployments: Deployments, auth: AuthService, quota: RequestQuota): Middleware {
+  const serve = series([
+    identify(auth, endpointToken),
+    chargeRequest(quota),
+    rawBody(LIMITS.requestBodyBytes),
+    callEndpoint(deployments),
+  ]);
+  return async (ctx, next) => {
+    const record = await deployments.require(ctx.state.deployment as string);
+    const endpoint = record.declaration.endpoints.find((e) => e.path === ctx.path && e.method === ctx.method);
+    if (!endpoint) return next();
+    ctx.state.endpoint = endpoint;
+    return serve(ctx, next);
   };
 }

@@ -1,4 +1,8 @@
-/** `host/http`: the Koa app. Only composes: tenant resolution, errors, body limits and routes. */
+/**
+ * `host/http`: the HTTP edge. `createHttpApp` composes middleware (error sink, tenant resolution,
+ * identity, request quota, body limits) and one router per route file; `attachSync` serves the
+ * WebSocket sync protocol; `RequestQuota` is the per-caller budget both share.
+ */
 
 export { DEFAULT_REQUEST_QUOTA, type QuotaSettings, quotaKey, RequestQuota } from "./request-quota.js";
 export { createHttpApp, type HttpOptions, listen, type RunningServer } from "./server.js";

@@ -1,4 +1,5 @@
 import { PassThrough } from "node:stream";
+import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import type { LogHub } from "../deployments/index.js";
 
@@ -21,4 +22,18 @@ export function streamLogs(ctx: Context, hub: LogHub, deployment: string): void 
     stop();
     stream.end();
   });
+}
+
+/**
+ * `platform dev`'s `GET /__platform/logs` at the app origin (hosted deployments read logs through
+ * the operator API). Other methods, HEAD included, go on to the endpoints and client files.
+ */
+export function devLogRoutes(hub: LogHub): RouterMiddleware {
+  const router = new Router({ sensitive: true, strict: true });
+  router.get("/__platform/logs", (ctx, next) => {
+    // The router answers HEAD with GET routes; logs are GET only.
+    if (ctx.method !== "GET") return next();
+    streamLogs(ctx, hub, ctx.state.deployment as string);
+  });
+  return router.routes();
 }

@@ -1,3 +1,4 @@
+import type { Middleware } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
@@ -8,7 +9,7 @@ export interface QuotaSettings {
   burst: number;
 }
 
-/** SPEC.md leaves the size open; ours is in {@link LIMITS}. */
+/** The product leaves the quota's size open; ours is in {@link LIMITS}. */
 export const DEFAULT_REQUEST_QUOTA: QuotaSettings = {
   perSecond: LIMITS.requestQuotaPerSecond,
   burst: LIMITS.requestQuotaBurst,
@@ -84,4 +85,17 @@ export class RequestQuota {
       `Request quota exceeded: each caller may make ${settings.burst} requests at once and ${settings.perSecond} per second; retry in ${seconds} s.`,
     );
   }
+}
+
+/**
+ * The request quota as middleware: charges one request to the caller `identify` found (else the
+ * client's IP address) before the route does any work, failing with `429 limit_exceeded`.
+ */
+export function chargeRequest(quota: RequestQuota): Middleware {
+  return (ctx, next) => {
+    quota.charge(
+      quotaKey(ctx.state.deployment as string, ctx.state.identity as BridgeIdentity | null, ctx.ip),
+    );
+    return next();
+  };
 }

@@ -1,7 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
-import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import type { ObjectService } from "../storage/index.js";
@@ -11,11 +10,11 @@ import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
-import { streamLogs } from "./log-stream.js";
+import { devLogRoutes } from "./log-stream.js";
 import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
 import { storageRoutes } from "./storage-routes.js";
-import { resolveDestination } from "./tenant.js";
+import { atOrigin, resolveTenant } from "./tenant.js";
 
 /** How the HTTP server routes requests. */
 export interface HttpOptions {
@@ -45,71 +44,41 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Builds the Koa app: it only composes middleware (errors, tenant resolution, routes). */
+/**
+ * Builds the Koa app by composition only: the error sink, tenant resolution, then each origin's
+ * route files in the order they claim paths. A deployment origin tries sign-in, (dev) logs, the
+ * data API, storage, the capsule's endpoints and (dev) its client files; the control plane tries
+ * the operator API, then the dashboard. Whatever nothing answers is `404 not_found`.
+ */
 export function createHttpApp(options: HttpOptions): Koa {
   const app = new Koa();
   app.proxy = false;
-  const onInternal = options.onInternalError ?? ((error) => console.error(error));
-  app.use(errorEnvelope(onInternal));
-  const appRouter = appRoutes(options.deployments, options.auth, options.quota);
-  const authRouter = authRoutes(
-    options.auth,
-    options.deployments,
-    options.devDeployment !== undefined,
-    options.signIn,
+  const dev = options.devDeployment !== undefined;
+  const { deployments, auth, developers, objects, quota } = options;
+  const deploymentRoutes = [
+    authRoutes(auth, deployments, dev, options.signIn),
+    options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
+    appRoutes(deployments, auth, quota),
+    storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev),
+    endpointRoutes(deployments, auth, quota),
+    options.devDeployment && options.devClientDirs ? staticFiles(options.devClientDirs) : undefined,
+  ];
+  const controlRoutes = options.adminToken
+    ? [
+        controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken),
+        dashboardRoutes(deployments.db, developers, deployments, objects),
+      ]
+    : [];
+  app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
+  app.use(
+    resolveTenant({
+      domain: options.domain,
+      devDeployment: options.devDeployment,
+      controlPlane: controlRoutes.length > 0,
+    }),
   );
-  const authMiddleware = authRouter.routes();
-  const control = options.adminToken
-    ? controlPlaneRoutes(
-        options.deployments,
-        options.auth,
-        options.developers,
-        options.objects,
-        options.adminToken,
-      )
-    : undefined;
-  const appMiddleware = appRouter.routes();
-  const endpoints = endpointRoutes(options.deployments, options.auth, options.quota);
-  const clientFiles =
-    options.devDeployment && options.devClientDirs ? staticFiles(options.devClientDirs) : undefined;
-  const storage = storageRoutes(
-    options.deployments,
-    options.auth,
-    options.objects,
-    options.developers,
-    options.adminToken ?? "",
-    options.devDeployment !== undefined,
-  );
-  const controlMiddleware = control?.routes();
-  const dashboard = dashboardRoutes(
-    options.deployments.db,
-    options.developers,
-    options.deployments,
-    options.objects,
-  ).routes();
-  app.use(async (ctx, next) => {
-    const destination = resolveDestination(ctx, options.domain, options.devDeployment);
-    if (destination.kind === "deployment") {
-      ctx.state.deployment = destination.id;
-      if (ctx.path.startsWith("/__platform/auth/")) return authMiddleware(ctx as never, next);
-      if (options.devDeployment && ctx.method === "GET" && ctx.path === "/__platform/logs") {
-        return streamLogs(ctx, options.deployments.logs, destination.id);
-      }
-      if (ctx.path.startsWith("/api/")) return appMiddleware(ctx as never, next);
-      if (ctx.path === "/storage" || ctx.path.startsWith("/storage/") || ctx.path === "/__platform/storage")
-        return storage(ctx, next);
-      if (clientFiles) return endpoints(ctx, () => clientFiles(ctx, next));
-      return endpoints(ctx, next);
-    }
-    if (destination.kind === "control" && controlMiddleware) {
-      if (ctx.path === "/v1" || ctx.path.startsWith("/v1/")) return controlMiddleware(ctx as never, next);
-      return dashboard(ctx as never, next);
-    }
-    throw new PlatformError(
-      "not_found",
-      `Unknown host ${ctx.get("host")}: deployments are served at <id>.${options.domain}.`,
-    );
-  });
+  for (const routes of deploymentRoutes) if (routes) app.use(atOrigin("deployment", routes));
+  for (const routes of controlRoutes) app.use(atOrigin("control", routes));
   return app;
 }
 

@@ -6,6 +6,7 @@ import { isPlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { Deployments } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
+import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 
 /** Per connection: at most this many subscriptions, and this much unsent data before it is dropped. */
@@ -51,7 +52,7 @@ export function attachSync(
       return;
     }
     let identity: BridgeIdentity | null = null;
-    const token = url.searchParams.get("platform_token");
+    const token = syncToken(url);
     try {
       if (token) identity = await auth.authenticate(deployment, token);
     } catch {

@@ -1,11 +1,13 @@
-import type { Context } from "koa";
+import type { RouterMiddleware } from "@koa/router";
+import type { Context, Middleware } from "koa";
+import { PlatformError } from "../../sdk/values/index.js";
 
 /** Where a request is going: the control plane, one deployment, or nowhere we know. */
 export type Destination = { kind: "control" } | { kind: "deployment"; id: string } | { kind: "unknown" };
 
 /**
  * Resolves a Host header: `<domain>` is the control plane, `<id>.<domain>` is deployment `<id>`
- * (DESIGN.md section 7). In `platform dev` every request goes to the one deployment.
+ * (the public contract's addressing). In `platform dev` every request goes to the one deployment.
  */
 export function destinationOfHost(hostHeader: string, domain: string, devDeployment?: string): Destination {
   if (devDeployment) return { kind: "deployment", id: devDeployment };
@@ -20,6 +22,46 @@ export function destinationOfHost(hostHeader: string, domain: string, devDeploym
 }
 
 /** {@link destinationOfHost} for a Koa request. */
-export function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
+function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
   return destinationOfHost(ctx.get("host") || "", domain, devDeployment);
+}
+
+/** How {@link resolveTenant} reads Host headers. */
+export interface TenantOptions {
+  domain: string;
+  devDeployment?: string | undefined;
+  /** Whether this host serves the control plane (it does when it has an operator token). */
+  controlPlane: boolean;
+}
+
+/**
+ * Tenant resolution as middleware: `ctx.state.origin` becomes `"control"` or `"deployment"` (then
+ * `ctx.state.deployment` is its id) before any route runs; a host name we do not serve is
+ * `404 not_found` at once.
+ */
+export function resolveTenant(options: TenantOptions): Middleware {
+  return (ctx, next) => {
+    const destination = resolveDestination(ctx, options.domain, options.devDeployment);
+    if (destination.kind === "deployment") {
+      ctx.state.origin = "deployment";
+      ctx.state.deployment = destination.id;
+      return next();
+    }
+    if (destination.kind === "control" && options.controlPlane) {
+      ctx.state.origin = "control";
+      return next();
+    }
+    throw new PlatformError(
+      "not_found",
+      `Unknown host ${ctx.get("host")}: deployments are served at <id>.${options.domain}.`,
+    );
+  };
+}
+
+/**
+ * Runs `routes` for requests to `origin` only, so the control plane's and the deployments' route
+ * tables never see each other's requests; the others go on past it.
+ */
+export function atOrigin(origin: "control" | "deployment", routes: RouterMiddleware): RouterMiddleware {
+  return (ctx, next) => (ctx.state.origin === origin ? routes(ctx, next) : next());
 }

@@ -41,7 +41,7 @@ interface Group {
 }
 
 /**
- * Live queries (DESIGN.md section 4): a subscription runs its query, remembers the read set, and
+ * Live queries: a subscription runs its query, remembers the read set, and
  * after every commit on that deployment only the subscriptions whose read set intersects the
  * commit's write set run again. Identical subscriptions (same query, arguments and caller) share
  * one execution. A shared subscription's state is its latest outcome, value or error: a

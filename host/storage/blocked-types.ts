@@ -1,7 +1,7 @@
 import { fileTypeFromBuffer } from "file-type";
 
 /**
- * Declared types refused at upload (SPEC.md `415 blocked_type`): executables, installers, scripts,
+ * Declared types refused at upload (`415 blocked_type` in the public contract): executables, installers, scripts,
  * HTML and JavaScript. Compared without parameters, case-insensitively.
  */
 export const BLOCKED_DECLARED_TYPES: ReadonlySet<string> = new Set([
@@ -66,7 +66,7 @@ export function baseMimeType(contentType: string): string {
   return contentType.split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
-/** True when the declared type is one SPEC.md refuses. */
+/** True when the declared type is one the platform refuses. */
 export function isBlockedDeclaredType(contentType: string): boolean {
   return BLOCKED_DECLARED_TYPES.has(baseMimeType(contentType));
 }

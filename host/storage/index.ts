@@ -12,6 +12,7 @@ export { MemoryBlobStore } from "./memory-blob-store.js";
 export {
   checkObjectId,
   DEFAULT_STORAGE_LIMITS,
+  fileTooLarge,
   type ObjectRecord,
   ObjectService,
   type StorageLimits,

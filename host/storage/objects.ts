@@ -9,7 +9,7 @@ import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js"
 /** Public or private: public objects can be read without sign-in on open apps. */
 export type Visibility = "public" | "private";
 
-/** What is recorded per stored object (SPEC.md "Stored object record" plus its metadata). */
+/** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
 export interface ObjectRecord {
   deployment: string;
   /** `public/<id>` or `private/<id>`. */
@@ -21,7 +21,7 @@ export interface ObjectRecord {
   uploaderId: string;
   uploaderEmail: string | null;
   uploadedAt: number;
-  /** Whose 100 MiB the object counts against (the deployment owner). */
+  /** Whose storage quota (`LIMITS.storagePerDeveloper`) the object counts against (the deployment owner). */
   quotaOwner: string;
 }
 
@@ -32,12 +32,28 @@ export interface StorageLimits {
   listing: number;
 }
 
-/** SPEC.md's limits: 5 MiB per file, 100 MiB per developer, listings of the newest 500. */
+/** The platform's storage limits, read from {@link LIMITS}: per file, per developer, and listing size. */
 export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   fileSize: LIMITS.fileSize,
   perDeveloper: LIMITS.storagePerDeveloper,
   listing: LIMITS.listingSize,
 };
+
+/** A byte count as the platform's documented limits spell it (`5 MiB`). */
+function inMebibytes(bytes: number): string {
+  return `${bytes / 1024 / 1024} MiB`;
+}
+
+/**
+ * `413 too_large` for a file over `limit` bytes; the parenthesis names the platform's documented
+ * limit even when a host runs with a smaller one. One builder, so the upload route and the store agree.
+ */
+export function fileTooLarge(limit: number): PlatformError {
+  return new PlatformError(
+    "too_large",
+    `Files are limited to ${limit} bytes (${inMebibytes(LIMITS.fileSize)}).`,
+  );
+}
 
 const ID = /^[A-Za-z0-9_-]{22}$/;
 const NEWEST_FIRST = 9_999_999_999_999;
@@ -92,8 +108,7 @@ export class ObjectService {
     uploaderId: string;
     uploaderEmail: string | null;
   }): Promise<ObjectRecord> {
-    if (input.bytes.length > this.limits.fileSize)
-      throw new PlatformError("too_large", `Files are limited to ${this.limits.fileSize} bytes (5 MiB).`);
+    if (input.bytes.length > this.limits.fileSize) throw fileTooLarge(this.limits.fileSize);
     if (isBlockedDeclaredType(input.contentType)) {
       throw new PlatformError(
         "blocked_type",
@@ -129,7 +144,7 @@ export class ObjectService {
         if (used + record.size > this.limits.perDeveloper) {
           throw new PlatformError(
             "quota_exceeded",
-            `The developer's storage is full (${this.limits.perDeveloper} bytes, 100 MiB); delete files to free space.`,
+            `The developer's storage is full (${this.limits.perDeveloper} bytes, ${inMebibytes(LIMITS.storagePerDeveloper)}); delete files to free space.`,
           );
         }
         const totals = (await this.totals.get(record.deployment)) ?? { count: 0, bytes: 0 };

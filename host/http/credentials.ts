@@ -1,0 +1,45 @@
+import type { Context } from "koa";
+import { PlatformError } from "../../sdk/values/index.js";
+
+/**
+ * The one reader of `Authorization: Bearer <token>`: `undefined` when the header is absent, `null`
+ * when it is present but not a bearer token, else the token. Every route that takes a bearer token
+ * reads it here, so the header is parsed one way; each caller decides what a malformed header means.
+ */
+export function bearerOf(header: string): string | null | undefined {
+  if (!header) return undefined;
+  if (!header.startsWith("Bearer ") || header.length < 8) return null;
+  return header.slice(7).trim();
+}
+
+/**
+ * The bearer token of a data-plane request, if any. A malformed header is refused rather than
+ * treated as anonymous, so a client bug never silently drops the caller's identity.
+ */
+export function bearerToken(ctx: Context): string | undefined {
+  const token = bearerOf(ctx.get("authorization"));
+  if (token === null) throw new PlatformError("unauthorized", "Authorization must be `Bearer <token>`.");
+  return token;
+}
+
+/** Storage routes also take the token as `?platform_token=` (a plain link or image can carry it). */
+export function storageToken(ctx: Context): string | undefined {
+  const query = ctx.query.platform_token;
+  return bearerToken(ctx) ?? (typeof query === "string" && query ? query : undefined);
+}
+
+/** The header that carries a custom endpoint's token; it is never passed on to the handler. */
+export const ENDPOINT_TOKEN_HEADER = "x-platform-token";
+
+/**
+ * Custom endpoints take the token as `X-Platform-Token`: `Authorization` belongs to the capsule's
+ * own protocol, which the handler reads as an ordinary header.
+ */
+export function endpointToken(ctx: Context): string {
+  return ctx.get(ENDPOINT_TOKEN_HEADER);
+}
+
+/** A WebSocket upgrade carries the token as `?platform_token=` (browsers cannot set its headers). */
+export function syncToken(url: URL): string | null {
+  return url.searchParams.get("platform_token");
+}

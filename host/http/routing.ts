@@ -1,0 +1,33 @@
+import type { RouterMiddleware } from "@koa/router";
+import type { Middleware } from "koa";
+
+const settled = () => Promise.resolve();
+
+/**
+ * Gives `handle` every request whose path `owns` accepts, and only those: a path it does not know
+ * ends there as `404 not_found` (the error sink's answer) instead of reaching later routes, so a
+ * typo under `/api/` or `/v1/` never runs a capsule's endpoint or a static file. Other paths go on.
+ */
+export function ownPaths(owns: (path: string) => boolean, handle: RouterMiddleware): RouterMiddleware {
+  return (ctx, next) => (owns(ctx.path) ? handle(ctx, settled) : next());
+}
+
+/** `owns` for a route file whose paths all start with `prefix`. */
+export function under(prefix: string): (path: string) => boolean {
+  return (path) => path.startsWith(prefix);
+}
+
+/**
+ * Runs `steps` in order as one middleware, each step's `next` being the following one and the last
+ * step's the caller's: a route assembled from middleware outside a router (the endpoints, whose
+ * paths the capsule declares).
+ */
+export function series(steps: readonly Middleware[]): Middleware {
+  return (ctx, next) => {
+    const run = (index: number): Promise<unknown> => {
+      const step = steps[index];
+      return step ? Promise.resolve(step(ctx, () => run(index + 1))) : next();
+    };
+    return run(0);
+  };
+}

@@ -1,0 +1,55 @@
+import Busboy from "busboy";
+import type { Context } from "koa";
+import { PlatformError } from "../../sdk/values/index.js";
+import { fileTooLarge } from "../storage/index.js";
+import { readBody } from "./body.js";
+
+/** One uploaded file: its bytes and the type its sender declared. */
+export interface UploadedFile {
+  bytes: Buffer;
+  contentType: string;
+}
+
+/**
+ * Reads an upload of at most `limit` bytes: the raw body with its Content-Type, or the one file part
+ * of a `multipart/form-data` form (what a browser `<form>` sends). A file over the limit stops being
+ * kept at `limit + 1` bytes and is `413 too_large`.
+ */
+export async function uploadBody(ctx: Context, limit: number): Promise<UploadedFile> {
+  const declared = ctx.get("content-type") || "application/octet-stream";
+  if (!declared.toLowerCase().startsWith("multipart/form-data")) {
+    return { bytes: await readBody(ctx, limit), contentType: declared };
+  }
+  return new Promise((resolve, reject) => {
+    let parser: ReturnType<typeof Busboy>;
+    try {
+      parser = Busboy({ headers: ctx.req.headers, limits: { files: 2, fileSize: limit + 1, fields: 20 } });
+    } catch {
+      reject(new PlatformError("invalid_request", "Malformed multipart body."));
+      return;
+    }
+    const files: UploadedFile[] = [];
+    let tooLarge = false;
+    parser.on("file", (_name, stream, info) => {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("limit", () => {
+        tooLarge = true;
+      });
+      stream.on("close", () =>
+        files.push({
+          bytes: Buffer.concat(chunks),
+          contentType: info.mimeType || "application/octet-stream",
+        }),
+      );
+    });
+    parser.on("error", () => reject(new PlatformError("invalid_request", "Malformed multipart body.")));
+    parser.on("close", () => {
+      if (tooLarge) reject(fileTooLarge(limit));
+      else if (files.length !== 1)
+        reject(new PlatformError("invalid_request", "A multipart upload carries exactly one file part."));
+      else resolve(files[0] as UploadedFile);
+    });
+    ctx.req.pipe(parser);
+  });
+}

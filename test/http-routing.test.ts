@@ -1,0 +1,143 @@
+/**
+ * What the HTTP app answers where no route does, per origin: which route file owns a path (its
+ * unknown paths end there), what falls through to the capsule's endpoints and client files, and
+ * which check answers first. Routers must not change any of it (no 405s, no trailing-slash or
+ * case-folded matches where there were none).
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+let hosted: TestHost;
+let dev: TestHost;
+let clientDir: string;
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+function send(
+  host: TestHost,
+  hostHeader: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: Buffer | string,
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: "127.0.0.1", port: host.port, method, path, headers: { host: hostHeader, ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const notFound = (message: string) => JSON.stringify({ error: { code: "not_found", message } });
+
+beforeAll(async () => {
+  hosted = await startTestHost({ requestQuota: false });
+  expect((await hosted.deployFixture("ep", "endpoints")).status).toBe(201);
+  clientDir = await mkdtemp(join(tmpdir(), "platform-routing-client-"));
+  await writeFile(join(clientDir, "index.html"), "<p>client</p>");
+  dev = await startTestHost({ requestQuota: false, devDeployment: "dev", devClientDirs: [clientDir] });
+  await dev.deployments.deploy("dev", { code: await fixtureCode("endpoints") });
+});
+afterAll(async () => {
+  await hosted.dispose();
+  await dev.dispose();
+  await rm(clientDir, { recursive: true, force: true });
+});
+
+describe("HTTP routing where no route answers", () => {
+  it("control plane: /v1 and the dashboard end in 404 no route; unknown hosts are refused", async () => {
+    for (const path of ["/v1", "/v1/nope", "/dashboard/nope", "/api/query/count"]) {
+      const answer = await send(hosted, "localhost", "GET", path);
+      expect([answer.status, answer.body]).toEqual([404, notFound(`No route for GET ${path}.`)]);
+    }
+    const unknown = await send(hosted, "a.b.localhost", "GET", "/");
+    expect([unknown.status, unknown.body]).toEqual([
+      404,
+      notFound("Unknown host a.b.localhost: deployments are served at <id>.localhost."),
+    ]);
+  });
+
+  it("operator API: a malformed bearer header and a wrong token get their own answers", async () => {
+    const malformed = await send(hosted, "localhost", "GET", "/v1/me", { authorization: "Bearer" });
+    expect(malformed.status).toBe(401);
+    expect(JSON.parse(malformed.body).error.message).toBe(
+      "The operator API needs Authorization: Bearer <operator or developer token>.",
+    );
+    const wrong = await send(hosted, "localhost", "GET", "/v1/me", { authorization: "Bearer wrong" });
+    expect([wrong.status, JSON.parse(wrong.body).error.message]).toEqual([
+      403,
+      "That token is not valid for this host.",
+    ]);
+  });
+
+  it("deployment origin: sign-in and /api/ own their paths; others reach the endpoints", async () => {
+    for (const [id, path] of [
+      ["nope", "/__platform/auth/nope"],
+      ["ep", "/api/nope"],
+      ["ep", "/API/query/count"],
+      ["ep", "/echo/"],
+    ] as const) {
+      const answer = await send(hosted, `${id}.localhost`, "GET", path);
+      expect([answer.status, answer.body]).toEqual([404, notFound(`No route for GET ${path}.`)]);
+    }
+    const missing = await send(hosted, "nope.localhost", "GET", "/x");
+    expect([missing.status, missing.body]).toEqual([404, notFound("No deployment named nope.")]);
+  });
+
+  it("storage owns /storage and the listing path, with its own 404s", async () => {
+    const cases: Array<[string, string, string]> = [
+      ["GET", "/storage/bad/x", "No such object."],
+      ["GET", "/storage/a/b/c", "No such object."],
+      ["GET", "/storage/public/AAAAAAAAAAAAAAAAAAAAAA/", "No such object."],
+      ["PUT", "/storage/public/AAAAAAAAAAAAAAAAAAAAAA", "No such route."],
+      ["PROPFIND", "/storage/public/AAAAAAAAAAAAAAAAAAAAAA", "No such route."],
+      ["POST", "/__platform/storage", "No route for POST /__platform/storage."],
+    ];
+    for (const [method, path, message] of cases) {
+      const answer = await send(hosted, "ep.localhost", method, path);
+      expect([method, path, answer.status, answer.body]).toEqual([method, path, 404, notFound(message)]);
+    }
+    expect((await send(hosted, "ep.localhost", "HEAD", "/__platform/storage")).status).toBe(404);
+    const noDeployment = await send(hosted, "nope.localhost", "POST", "/storage");
+    expect(noDeployment.body).toBe(notFound("No deployment named nope."));
+  });
+
+  it("reads the body before the token, so an oversized body with a bad header is 413", async () => {
+    const answer = await send(
+      hosted,
+      "ep.localhost",
+      "POST",
+      "/api/query/count",
+      { authorization: "Basic x" },
+      Buffer.alloc(1024 * 1024 + 1, 32),
+    );
+    expect([answer.status, JSON.parse(answer.body).error.code]).toEqual([413, "too_large"]);
+  });
+
+  it("platform dev: logs answer GET only; other methods fall through to the client files", async () => {
+    expect((await send(dev, "anything", "GET", "/__platform/logs")).status).toBe(200);
+    const head = await send(dev, "anything", "HEAD", "/__platform/logs");
+    expect(head.status).toBe(404);
+    const post = await send(dev, "anything", "POST", "/__platform/logs");
+    expect(post.body).toBe(notFound("No route for POST /__platform/logs."));
+    expect((await send(dev, "anything", "GET", "/")).body).toBe("<p>client</p>");
+    const auth = await send(dev, "anything", "GET", "/__platform/auth/nope");
+    expect(auth.body).toBe(notFound("No route for GET /__platform/auth/nope."));
+  });
+});
