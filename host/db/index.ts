@@ -4,16 +4,14 @@
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
 export { Database } from "./database.js";
-export {
-  type CommitListener,
-  DeploymentDatabase,
-  type RunOptions,
-  type TransactionResult,
-} from "./deployment.js";
+export { type CommitListener, DeploymentDatabase } from "./deployment.js";
+export { isPending, NOT_READY, type NotReady } from "./fast-path.js";
+export type { RunOptions, TransactionResult } from "./group-commit.js";
 export type { HostMessage } from "./host-message.js";
 export { ClassicKv, collect, type KvStore, PostgresKv } from "./kv/index.js";
-export { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
-export { newRowId, type QueryOutcome, Transaction } from "./transaction.js";
+export { newRowId } from "./row-id.js";
+export { Transaction } from "./transaction.js";
+export type { QueryOutcome } from "./transaction-view.js";

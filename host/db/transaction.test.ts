@@ -117,13 +117,13 @@ describe("transactions", () => {
   it("answers point reads and writes synchronously on classic-level, and failures as rejections", async () => {
     const { value: id } = await deployment.mutate((tx) => tx.insert("notes", { text: "a", tag: "x" }));
     await deployment.mutate((tx) => {
-      const inserted = tx.insert("notes", { text: "b", tag: "y" });
+      const inserted = tx.tryInsertSync("notes", { text: "b", tag: "y" });
       expect(typeof inserted).toBe("string");
-      const row = tx.get("notes", id);
+      const row = tx.tryGetSync("notes", id);
       expect(typeof row).toBe("string");
       // Own writes are read back synchronously too.
-      expect(JSON.parse(tx.get("notes", inserted as string) as string)).toMatchObject({ text: "b" });
-      expect(tx.update("notes", id, { text: "changed" })).toBeUndefined();
+      expect(JSON.parse(tx.tryGetSync("notes", inserted as string) as string)).toMatchObject({ text: "b" });
+      expect(tx.tryUpdateSync("notes", id, { text: "changed" })).toBe(true);
       const failed = tx.get("nope", id);
       expect(failed).toBeInstanceOf(Promise);
       const missing = tx.delete("notes", "AAAAAAAAAAAAAAAAAAAAAA");

@@ -97,10 +97,10 @@ export class ClassicKv implements KvStore {
     const snapshot = loan.snapshot;
     const readOptions = { keyEncoding: "buffer", valueEncoding: "utf8", snapshot } as const;
     return {
-      // A point read from cache takes microseconds: served synchronously, without a thread-pool hop.
-      // The options name the store's encodings: otherwise abstract-level copies them on every read
-      // as `{ ...options, keyEncoding, valueEncoding }`, which costs about 1.7 µs (see withMode).
-      get: (key) => this.level.getSync(key, readOptions),
+      get: (key) => this.level.get(key, readOptions),
+      // A point read from LevelDB's caches takes microseconds: served without a thread-pool hop. The
+      // options name the store's encodings so abstract-level need not copy them on every read.
+      tryGetSync: (key) => this.level.getSync(key, readOptions),
       iterate: (options) => iterate(this.level, options, snapshot),
       close: () => loan.release(),
     };

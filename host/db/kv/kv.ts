@@ -4,6 +4,8 @@
  * backend runs the same conformance suite (`test/helpers/kv-conformance.ts`).
  */
 
+import type { NotReady } from "../fast-path.js";
+
 /** One write of an atomic batch. */
 export type KvOperation = { type: "put"; key: Buffer; value: string } | { type: "del"; key: Buffer };
 
@@ -40,8 +42,9 @@ export interface KvIterator {
 
 /** A consistent point-in-time view: later writes are not visible through it. */
 export interface KvSnapshot {
-  /** A point read; classic-level answers synchronously, others with a promise. */
-  get(key: Buffer): string | undefined | Promise<string | undefined>;
+  get(key: Buffer): Promise<string | undefined>;
+  /** {@link get} answered at once when the backend can (classic-level), else {@link NOT_READY}. */
+  tryGetSync(key: Buffer): string | undefined | NotReady;
   iterate(options: KvIterateOptions): KvIterator;
   /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */
   close(): Promise<void>;

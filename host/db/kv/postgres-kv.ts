@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, KvStore } from "./kv.js";
 
 /**
@@ -263,6 +264,10 @@ class PostgresSnapshot implements KvSnapshot {
       [key],
     );
     return rows[0]?.value;
+  }
+
+  tryGetSync(): NotReady {
+    return NOT_READY;
   }
 
   iterate(options: KvIterateOptions): KvIterator {
