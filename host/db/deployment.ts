@@ -54,7 +54,8 @@ export class DeploymentDatabase implements TransactionHost {
     if (schema) this.adoptSchema(JSON.parse(schema) as StoredSchema);
     this.lastCreatedAt = clock ? Number(clock) : 0;
     // A build in progress elsewhere (another host) is not ours to clear.
-    if (pending && !this.store.shared) await clearAbandonedBuilds(this.store, this.id, pending);
+    if (pending && !this.store.supports.sharedAcrossProcesses)
+      await clearAbandonedBuilds(this.store, this.id, pending);
     return this;
   }
 
@@ -79,8 +80,8 @@ export class DeploymentDatabase implements TransactionHost {
   /** Runs `work` holding the deployment's write lock in this process and across processes. */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
     return this.lock.run(() =>
-      this.store.lockAcrossProcesses(`deployment:${this.id}`, async () => {
-        if (this.store.shared) await this.refresh();
+      this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
+        if (this.store.supports.sharedAcrossProcesses) await this.refresh();
         return work();
       }),
     );
@@ -127,7 +128,7 @@ export class DeploymentDatabase implements TransactionHost {
       bytes <= BROADCAST_KEYS_BYTES
         ? { type: "commit", deployment: this.id, keys: writeSet.map((key) => key.toString("hex")) }
         : { type: "commit", deployment: this.id, all: true };
-    await this.store.broadcast(JSON.stringify(message)).catch(() => {});
+    await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
   }
 
   /** Subscribes to commits; returns the unsubscribe function. */
@@ -173,7 +174,7 @@ export class DeploymentDatabase implements TransactionHost {
   async commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void> {
     await this.store.commit(snapshot, operations);
     this.emitCommit(written);
-    if (this.store.shared) await this.announceCommit(written);
+    if (this.store.supports.sharedAcrossProcesses) await this.announceCommit(written);
   }
 
   /**
@@ -186,9 +187,9 @@ export class DeploymentDatabase implements TransactionHost {
     options: { legacy?: boolean } = {},
   ): Promise<MigrationReport> {
     const report = await this.exclusive(() => runMigration(this, spec, onProgress, options));
-    if (this.store.shared) {
+    if (this.store.supports.sharedAcrossProcesses) {
       const message: HostMessage = { type: "schema", deployment: this.id };
-      await this.store.broadcast(JSON.stringify(message));
+      await this.store.bus.broadcast(JSON.stringify(message));
     }
     return report;
   }

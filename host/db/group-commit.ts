@@ -121,9 +121,9 @@ export class GroupCommit {
         }
         const { onUsage, ...rest } = member.options;
         const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay);
-        const early = database.store.shared
-          ? undefined
-          : setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS);
+        const early = database.store.supports.commitKeepsSnapshot
+          ? setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS)
+          : undefined;
         try {
           const value = await member.work(tx);
           if (tx.budget.failure) throw tx.budget.failure;
