@@ -1,6 +1,8 @@
 /**
- * `host/db`: the document database on classic-level: key codec, rows, indexes, transactions,
- * budgets, cursors, schema migration and read/write sets. No Koa, no isolates.
+ * `host/db`: the document database over a key-value store (classic-level or PostgreSQL, see kv/):
+ * per-deployment stores with group commit, transactions (with their one synchronous fast path),
+ * query terminals and cursors, stored counts, budgets, schema migration and read/write sets.
+ * No Koa, no isolates.
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
 export { Database } from "./database.js";

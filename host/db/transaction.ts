@@ -51,10 +51,7 @@ export class Transaction implements TransactionView {
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
 
-  /**
-   * `base`: writes of earlier mutations of the same group commit, not yet in the snapshot; this
-   * transaction reads them as if they were.
-   */
+  /** `base`: writes of earlier mutations of its group commit, read as if in the snapshot. */
   constructor(
     readonly host: TransactionHost,
     readonly snapshot: KvSnapshot,
@@ -161,10 +158,7 @@ export class Transaction implements TransactionView {
     return result;
   }
 
-  /**
-   * Stores a new row under `id` (the host's; a legacy write brings one it issued) and notes that
-   * the clock must be stored with the commit. A legacy row's `createdAt` is an ISO string.
-   */
+  /** Stores a new row (a legacy one brings its issued id and gets an ISO `createdAt`). */
   insertRow(table: CompiledTable, fields: Fields, id = newRowId(), legacy = false): string {
     const createdAt = this.host.nextCreatedAt(this.now);
     const row = { id, createdAt: legacy ? new Date(createdAt).toISOString() : createdAt, ...fields };
@@ -259,10 +253,7 @@ export class Transaction implements TransactionView {
     return this.countChanges === undefined || tryApplyCountChangesSync(this, this.countChanges);
   }
 
-  /**
-   * Applies the count changes noted so far (see stored-counts.ts); a writing handler's must be
-   * applied before it is sealed. Waits first for writes the handler started and did not await.
-   */
+  /** Applies the count changes noted so far (due before {@link seal}), after pending writes. */
   async flushCounts(): Promise<void> {
     while (this.writing) await this.writing;
     if (this.countChanges) await applyCountChanges(this, this.countChanges);
@@ -290,9 +281,8 @@ export class Transaction implements TransactionView {
   }
 
   /**
-   * Ends a writing transaction that succeeded: its overlay (with the writes it was based on) for
-   * the group's commit or the next transaction of the group, its own writes (the write set), and
-   * whether it inserted (the clock must be stored with the commit).
+   * Ends a writing transaction that succeeded: its overlay (with its base) for the group, its own
+   * writes (the write set), and whether it inserted (the clock is stored with the commit).
    */
   seal(): SealedWrites {
     this.requireOpen();
