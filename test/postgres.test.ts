@@ -7,10 +7,10 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { Database, PostgresKv } from "../host/db/index.js";
+import { kvConformance } from "../host/db/kv/conformance.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
-import { kvConformance } from "./helpers/kv-conformance.js";
 
 const installed = postgresBinDir() !== undefined;
 if (!installed)
@@ -29,7 +29,11 @@ afterAll(async () => {
 const table = () => `kv_${randomBytes(6).toString("hex")}`;
 
 describe.skipIf(!installed)("PostgreSQL backend", () => {
-  kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }));
+  kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+    describe,
+    it,
+    expect,
+  });
   storedCountSuite(
     "PostgreSQL database",
     async () => {
@@ -46,9 +50,9 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     try {
       const atA: string[] = [];
       const atB: string[] = [];
-      a.onBroadcast((m) => atA.push(m));
-      b.onBroadcast((m) => atB.push(m));
-      await a.broadcast("hello from a");
+      a.bus.onBroadcast((m) => atA.push(m));
+      b.bus.onBroadcast((m) => atB.push(m));
+      await a.bus.broadcast("hello from a");
       for (let i = 0; i < 100 && atB.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(atB).toEqual(["hello from a"]);
       expect(atA).toEqual([]);
@@ -72,10 +76,10 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
         inside--;
       };
       await Promise.all([
-        a.lockAcrossProcesses("same", work),
-        b.lockAcrossProcesses("same", work),
-        a.lockAcrossProcesses("same", work),
-        b.lockAcrossProcesses("same", work),
+        a.bus.lockAcrossProcesses("same", work),
+        b.bus.lockAcrossProcesses("same", work),
+        a.bus.lockAcrossProcesses("same", work),
+        b.bus.lockAcrossProcesses("same", work),
       ]);
       expect(most).toBe(1);
     } finally {

@@ -23,7 +23,7 @@ export class Database {
     readonly store: KvStore,
     private readonly cursors: CursorCodec,
   ) {
-    store.onBroadcast((text) => {
+    store.bus.onBroadcast((text) => {
       let message: HostMessage;
       try {
         message = JSON.parse(text) as HostMessage;
@@ -51,7 +51,7 @@ export class Database {
     let key = await store.get(keyName);
     if (!key) {
       // Two hosts starting at once: the first key written wins, both read it back.
-      await store.lockAcrossProcesses("cursor-key", async () => {
+      await store.bus.lockAcrossProcesses("cursor-key", async () => {
         if ((await store.get(keyName)) === undefined)
           await store.batch([{ type: "put", key: keyName, value: randomBytes(32).toString("hex") }]);
       });
@@ -62,7 +62,7 @@ export class Database {
 
   /** True when other host processes share this database. */
   get shared(): boolean {
-    return this.store.shared;
+    return this.store.supports.sharedAcrossProcesses;
   }
 
   private async receive(message: HostMessage): Promise<void> {
@@ -82,7 +82,8 @@ export class Database {
 
   /** Tells the other hosts on this database something changed (no-op when there are none). */
   async announce(message: HostMessage): Promise<void> {
-    if (this.store.shared) await this.store.broadcast(JSON.stringify(message)).catch(() => {});
+    if (this.store.supports.sharedAcrossProcesses)
+      await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
   }
 
   /** Receives other hosts' announcements; returns the unsubscribe function. */
@@ -101,7 +102,7 @@ export class Database {
       lock = new WriteLock();
       this.locks.set(name, lock);
     }
-    return lock.run(() => this.store.lockAcrossProcesses(name, work));
+    return lock.run(() => this.store.bus.lockAcrossProcesses(name, work));
   }
 
   /** The database of deployment `id`, loaded once and shared. */

@@ -1,19 +1,19 @@
 /**
- * `host/db`: the document database on classic-level: key codec, rows, indexes, transactions,
- * budgets, cursors, schema migration and read/write sets. No Koa, no isolates.
+ * `host/db`: the document database over a key-value store (classic-level or PostgreSQL, see kv/):
+ * per-deployment stores with group commit, transactions (with their one synchronous fast path),
+ * query terminals and cursors, stored counts, budgets, schema migration and read/write sets.
+ * No Koa, no isolates.
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
 export { Database } from "./database.js";
-export {
-  type CommitListener,
-  DeploymentDatabase,
-  type RunOptions,
-  type TransactionResult,
-} from "./deployment.js";
+export { type CommitListener, DeploymentDatabase } from "./deployment.js";
+export { isPending, NOT_READY, type NotReady } from "./fast-path.js";
+export type { RunOptions, TransactionResult } from "./group-commit.js";
 export type { HostMessage } from "./host-message.js";
 export { ClassicKv, collect, type KvStore, PostgresKv } from "./kv/index.js";
-export { andThen, attempt, isPending, type MaybePromise } from "./maybe-sync.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
-export { newRowId, type QueryOutcome, Transaction } from "./transaction.js";
+export { newRowId } from "./row-id.js";
+export { Transaction } from "./transaction.js";
+export type { QueryOutcome } from "./transaction-view.js";

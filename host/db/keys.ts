@@ -32,11 +32,6 @@ export function rowPrefix(deployment: string, table: string): Buffer {
   return join([Buffer.from([ROWS]), encodeText(deployment), encodeText(table)]);
 }
 
-/** Key of one row. */
-export function rowKey(deployment: string, table: string, id: string): Buffer {
-  return rowKeyUnder(rowPrefix(deployment, table), id);
-}
-
 /** Key of row `id` under its table's {@link rowPrefix} (compiled tables keep theirs). */
 export function rowKeyUnder(prefix: Buffer, id: string): Buffer {
   return join([prefix, encodeText(id, TAG_ID)]);

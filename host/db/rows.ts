@@ -118,6 +118,11 @@ export function materializeJson(table: CompiledTable, json: string): string {
   return JSON.stringify(materialize(table, parseStoredRow(json)));
 }
 
+/** Rows of a scan as handlers see them (see {@link materializeJson}); the same array when nothing changes. */
+export function materializeAll(table: CompiledTable, rows: string[]): string[] {
+  return table.lateDefaults.length === 0 ? rows : rows.map((json) => materializeJson(table, json));
+}
+
 /**
  * One index entry of a row: its key, and the count keys it adds to (none when not counted), as
  * latin1 names (see {@link countNameOf}).

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { capsule, type Id, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
-import { type DeploymentDatabase, readSetIntersects } from "./index.js";
+import { type DeploymentDatabase, NOT_READY, readSetIntersects, Transaction } from "./index.js";
+import type { KvSnapshot } from "./kv/index.js";
 
 const app = capsule({
   schema: {
@@ -117,13 +118,13 @@ describe("transactions", () => {
   it("answers point reads and writes synchronously on classic-level, and failures as rejections", async () => {
     const { value: id } = await deployment.mutate((tx) => tx.insert("notes", { text: "a", tag: "x" }));
     await deployment.mutate((tx) => {
-      const inserted = tx.insert("notes", { text: "b", tag: "y" });
+      const inserted = tx.tryInsertSync("notes", { text: "b", tag: "y" });
       expect(typeof inserted).toBe("string");
-      const row = tx.get("notes", id);
+      const row = tx.tryGetSync("notes", id);
       expect(typeof row).toBe("string");
       // Own writes are read back synchronously too.
-      expect(JSON.parse(tx.get("notes", inserted as string) as string)).toMatchObject({ text: "b" });
-      expect(tx.update("notes", id, { text: "changed" })).toBeUndefined();
+      expect(JSON.parse(tx.tryGetSync("notes", inserted as string) as string)).toMatchObject({ text: "b" });
+      expect(tx.tryUpdateSync("notes", id, { text: "changed" })).toBe(true);
       const failed = tx.get("nope", id);
       expect(failed).toBeInstanceOf(Promise);
       const missing = tx.delete("notes", "AAAAAAAAAAAAAAAAAAAAAA");
@@ -135,6 +136,37 @@ describe("transactions", () => {
     });
     const rows = (await t.read((d) => d.notes.collect())).value;
     expect(rows.map((r) => r.text)).toEqual(["changed", "b"]);
+  });
+
+  it("falls back from the fast path when the snapshot must read asynchronously, as on PostgreSQL", async () => {
+    const { value: id } = await deployment.mutate((tx) => tx.insert("notes", { text: "a", tag: "x" }));
+    const snapshot = await deployment.store.snapshot();
+    const asyncOnly: KvSnapshot = {
+      get: (key: Buffer) => snapshot.get(key),
+      tryGetSync: () => NOT_READY,
+      iterate: snapshot.iterate.bind(snapshot),
+      close: () => snapshot.close(),
+    };
+    const tx = new Transaction(deployment, asyncOnly, { mode: "write" });
+    try {
+      expect(tx.tryGetSync("notes", id)).toBe(NOT_READY);
+      expect(tx.tryUpdateSync("notes", id, { text: "b" })).toBe(false);
+      expect(tx.tryDeleteSync("notes", id)).toBe(false);
+      expect(tx.readSet.keys).toHaveLength(0);
+      // An insert without references reads nothing: it is still answered at once.
+      const inserted = tx.tryInsertSync("notes", { text: "c", tag: "y" });
+      expect(typeof inserted).toBe("string");
+      // Its own writes are in memory, so reading them back needs no store.
+      expect(JSON.parse(tx.tryGetSync("notes", inserted as string) as string)).toMatchObject({ text: "c" });
+      expect(JSON.parse((await tx.get("notes", id)) as string)).toMatchObject({ text: "a" });
+      await tx.update("notes", id, { text: "b" });
+      expect(JSON.parse(tx.tryGetSync("notes", id) as string)).toMatchObject({ text: "b" });
+      expect(tx.tryFlushCountsSync()).toBe(false);
+      await tx.flushCounts();
+      expect(tx.seal().writeSet.length).toBeGreaterThan(0);
+    } finally {
+      await snapshot.close();
+    }
   });
 
   it("commits queued mutations in groups: each sees the ones before it, one batch per group", async () => {

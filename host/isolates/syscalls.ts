@@ -1,7 +1,7 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { SYSCALL } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { andThen, type QueryOutcome, type Transaction } from "../db/index.js";
+import { NOT_READY, type QueryOutcome, type Transaction } from "../db/index.js";
 import type { SyscallHandler } from "./capsule-isolate.js";
 import { RawJson } from "./raw-json.js";
 
@@ -29,18 +29,27 @@ function rawRow(json: string | null): RawJson {
   return new RawJson(json ?? "null");
 }
 
+function toNull(): null {
+  return null;
+}
+
 /**
  * The host end of the bridge for one handler execution: every op is checked here, whatever the
  * isolate sent, and answered from the handler's own transaction. Rows go back as raw JSON. Point
- * reads, point writes and log lines answer synchronously when the store does (see
- * {@link SyscallHandler}); scans always answer with a promise.
+ * reads and writes try the transaction's synchronous fast path first (host/db/fast-path.ts), so
+ * they and log lines answer at once when the store can (see {@link SyscallHandler}); scans always
+ * answer with a promise.
  */
 export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntry) => void): SyscallHandler {
   return (op, rawArgs) => {
     const args = object(rawArgs, "arguments");
     switch (op) {
-      case SYSCALL.dbGet:
-        return andThen(tx.get(text(args.table, "table"), text(args.id, "id")), rawRow);
+      case SYSCALL.dbGet: {
+        const table = text(args.table, "table");
+        const id = text(args.id, "id");
+        const row = tx.tryGetSync(table, id);
+        return row !== NOT_READY ? rawRow(row) : tx.get(table, id).then(rawRow);
+      }
       case SYSCALL.dbQuery:
         return tx
           .query(
@@ -48,12 +57,21 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
             object(args.terminal, "terminal") as unknown as QueryTerminal,
           )
           .then(encodeOutcome);
-      case SYSCALL.dbInsert:
-        return tx.insert(text(args.table, "table"), args.row);
-      case SYSCALL.dbUpdate:
-        return andThen(tx.update(text(args.table, "table"), text(args.id, "id"), args.patch), () => null);
-      case SYSCALL.dbDelete:
-        return andThen(tx.delete(text(args.table, "table"), text(args.id, "id")), () => null);
+      case SYSCALL.dbInsert: {
+        const table = text(args.table, "table");
+        const id = tx.tryInsertSync(table, args.row);
+        return id !== NOT_READY ? id : tx.insert(table, args.row);
+      }
+      case SYSCALL.dbUpdate: {
+        const table = text(args.table, "table");
+        const id = text(args.id, "id");
+        return tx.tryUpdateSync(table, id, args.patch) ? null : tx.update(table, id, args.patch).then(toNull);
+      }
+      case SYSCALL.dbDelete: {
+        const table = text(args.table, "table");
+        const id = text(args.id, "id");
+        return tx.tryDeleteSync(table, id) ? null : tx.delete(table, id).then(toNull);
+      }
       case SYSCALL.log: {
         const level = args.level === "warn" || args.level === "error" ? args.level : "info";
         const entry: HandlerLogEntry = { level, message: String(args.message).slice(0, 4096) };

@@ -1,8 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Database, type DeploymentDatabase, type RunOptions, type Transaction } from "../../host/db/index.js";
-import type { QueryOutcome } from "../../host/db/transaction.js";
+import {
+  Database,
+  type DeploymentDatabase,
+  type QueryOutcome,
+  type RunOptions,
+  type Transaction,
+} from "../../host/db/index.js";
 import { createDatabaseApi, type DatabaseExecutor } from "../../runtime/database.js";
 import type { Capsule, DatabaseReader, DatabaseWriter, SchemaDefinition } from "../../sdk/server/index.js";
 

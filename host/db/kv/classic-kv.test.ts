@@ -1,16 +1,21 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { kvConformance } from "../../../test/helpers/kv-conformance.js";
+import { describe, expect, it } from "vitest";
 import { ClassicKv } from "./classic-kv.js";
+import { kvConformance } from "./conformance.js";
 
-kvConformance("classic-level store", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "platform-kv-"));
-  const store = await ClassicKv.open(dir);
-  const close = store.close.bind(store);
-  store.close = async () => {
-    await close();
-    await rm(dir, { recursive: true, force: true });
-  };
-  return store;
-});
+kvConformance(
+  "classic-level store",
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), "platform-kv-"));
+    const store = await ClassicKv.open(dir);
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      await rm(dir, { recursive: true, force: true });
+    };
+    return store;
+  },
+  { describe, it, expect },
+);

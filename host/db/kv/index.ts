@@ -1,13 +1,19 @@
-/** `host/db/kv`: the key-value store interface and its backends (classic-level, PostgreSQL). */
+/**
+ * `host/db/kv`: the key-value store interface (storage plus a host bus), the base class backends
+ * extend, and the backends (classic-level, PostgreSQL).
+ */
 export { ClassicKv } from "./classic-kv.js";
 export {
   collect,
+  type HostBus,
   type KvIterateOptions,
   type KvIterator,
   type KvOperation,
   type KvRange,
   type KvSnapshot,
   type KvStore,
+  type KvSupports,
   NO_KEY,
 } from "./kv.js";
 export { PostgresKv } from "./postgres-kv.js";
+export { KvStoreBase } from "./store.js";

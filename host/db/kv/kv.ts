@@ -1,8 +1,11 @@
 /**
- * The key-value store under `host/db` (issue: one KV interface, several backends). Keys are our
- * encoded byte strings and compare bytewise; values are strings (row JSON, records). Every
- * backend runs the same conformance suite (`test/helpers/kv-conformance.ts`).
+ * The key-value store under `host/db`: one interface, several backends. Keys are our encoded byte
+ * strings and compare bytewise; values are strings (row JSON, records). A store is storage
+ * (snapshots, iteration, batches; see store.ts for the base class every backend extends) plus a
+ * host bus (locks and broadcasts across the processes sharing it; see bus.ts). Every backend runs
+ * the conformance suite of conformance.ts, guided by its {@link KvSupports}.
  */
+import type { NotReady } from "../fast-path.js";
 
 /** One write of an atomic batch. */
 export type KvOperation = { type: "put"; key: Buffer; value: string } | { type: "del"; key: Buffer };
@@ -40,19 +43,43 @@ export interface KvIterator {
 
 /** A consistent point-in-time view: later writes are not visible through it. */
 export interface KvSnapshot {
-  /** A point read; classic-level answers synchronously, others with a promise. */
-  get(key: Buffer): string | undefined | Promise<string | undefined>;
+  get(key: Buffer): Promise<string | undefined>;
+  /** {@link get} answered at once when the backend can (`supports.syncReads`), else NOT_READY. */
+  tryGetSync(key: Buffer): string | undefined | NotReady;
   iterate(options: KvIterateOptions): KvIterator;
   /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */
   close(): Promise<void>;
 }
 
-/** A backend of the document database. */
+/** What a backend offers beyond the common contract (abstract-level's manifest habit). */
+export interface KvSupports {
+  /** Snapshots answer point reads at once (`tryGetSync`), without I/O to wait for. */
+  readonly syncReads: boolean;
+  /** A snapshot stays usable after a commit on it: a group can commit several times on one. */
+  readonly commitKeepsSnapshot: boolean;
+  /** Other processes may write the same store: locks, clocks and caches must be shared. */
+  readonly sharedAcrossProcesses: boolean;
+}
+
+/** Locks and messages among the processes that share a store (none for an embedded one). */
+export interface HostBus {
+  /**
+   * Runs `work` holding the lock `name` against every other process on the store (the caller
+   * serializes within its own process).
+   */
+  lockAcrossProcesses<T>(name: string, work: () => Promise<T>): Promise<T>;
+  /** Sends a message to every other process on the store. */
+  broadcast(message: string): Promise<void>;
+  /** Receives other processes' broadcasts; returns the unsubscribe function. */
+  onBroadcast(handler: (message: string) => void): () => void;
+}
+
+/** A backend of the document database: storage, plus the bus of the processes sharing it. */
 export interface KvStore {
   /** `classic-level` (embedded, one process) or `postgres` (shared by several hosts). */
   readonly kind: string;
-  /** True when other processes write the same store: locks, clocks and caches must be shared. */
-  readonly shared: boolean;
+  readonly supports: KvSupports;
+  readonly bus: HostBus;
   get(key: Buffer): Promise<string | undefined>;
   getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
   /** Walks the latest committed state. */
@@ -60,18 +87,9 @@ export interface KvStore {
   snapshot(): Promise<KvSnapshot>;
   /** Writes every operation, or none. */
   batch(operations: KvOperation[]): Promise<void>;
-  /** Ends `snapshot` and writes `operations` atomically (a mutation's commit). */
+  /** Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically. */
   commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void>;
   clear(range: KvRange): Promise<void>;
-  /**
-   * Runs `work` holding the lock `name` against every other process on this store (the caller
-   * serializes within its own process). Embedded stores have no other processes.
-   */
-  lockAcrossProcesses<T>(name: string, work: () => Promise<T>): Promise<T>;
-  /** Sends a message to every other process on this store (no-op when there are none). */
-  broadcast(message: string): Promise<void>;
-  /** Receives other processes' broadcasts; returns the unsubscribe function. */
-  onBroadcast(handler: (message: string) => void): () => void;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,13 @@
-import { describe, expect, it } from "vitest";
-import { collect, type KvStore } from "../../host/db/index.js";
+import type { describe as Describe, expect as Expect, it as It } from "vitest";
+import { NOT_READY } from "../fast-path.js";
+import { collect, type KvStore } from "./kv.js";
+
+/** The test functions the suite runs under (the caller's vitest; the suite does not import it). */
+export interface TestApi {
+  describe: typeof Describe;
+  it: typeof It;
+  expect: typeof Expect;
+}
 
 const b = (...bytes: number[]) => Buffer.from(bytes);
 const text = (s: string) => Buffer.from(s, "latin1");
@@ -10,10 +18,15 @@ const ALL = { gte: b(), lt: b(0xff, 0xff, 0xff) };
 
 /**
  * The conformance suite every key-value backend runs (STYLE.md: one suite, every backend): point
- * reads, bytewise order, ranges both ways, batches and their order, snapshots, commits, clears and
- * locks. `open` gives a fresh, empty store.
+ * reads, bytewise order, ranges both ways, batches and their order, snapshots, commits, clears,
+ * argument checks and locks; what a backend's `supports` manifest declares is checked as declared.
+ * `open` gives a fresh, empty store.
  */
-export function kvConformance(name: string, open: () => Promise<KvStore>): void {
+export function kvConformance(
+  name: string,
+  open: () => Promise<KvStore>,
+  { describe, it, expect }: TestApi,
+): void {
   describe(`${name} conformance`, () => {
     /** A test on a freshly opened store, closed afterwards whatever happens. */
     const storeTest = (title: string, body: (store: KvStore) => Promise<void>) =>
@@ -66,12 +79,13 @@ export function kvConformance(name: string, open: () => Promise<KvStore>): void 
       // Bounds and keys with bytes that are not UTF-8 on their own: the range must be exact.
       const keys = [b(0x05, 0x7f), b(0x05, 0x80), b(0x05, 0xc3), b(0x05, 0xc3, 0xa9), b(0x05, 0xff), b(0x06)];
       await store.batch(keys.map((key, i) => put(key, `v${i}`)));
-      const range = { gte: b(0x05, 0x80), lt: b(0x05, 0xff) };
-      const withKeys = await collect(store.iterate({ ...range, reverse: true }));
-      const keyless = await collect(store.iterate({ ...range, reverse: true, keys: false }));
+      const gte = b(0x05, 0x80);
+      const lt = b(0x05, 0xff);
+      const withKeys = await collect(store.iterate({ gte, lt, reverse: true }));
+      const keyless = await collect(store.iterate({ gte, lt, reverse: true, keys: false }));
       expect(keyless.map(([, value]) => value)).toEqual(withKeys.map(([, value]) => value));
       expect(keyless.map(([, value]) => value)).toEqual(["v3", "v2", "v1"]);
-      const counted = await collect(store.iterate({ ...range, keys: false, values: false }));
+      const counted = await collect(store.iterate({ gte, lt, keys: false, values: false }));
       expect(counted.map(([, value]) => value)).toEqual(["", "", ""]);
     });
 
@@ -169,13 +183,58 @@ export function kvConformance(name: string, open: () => Promise<KvStore>): void 
     });
 
     storeTest("runs locked work and returns its value, releasing the lock when it throws", async (store) => {
-      expect(await store.lockAcrossProcesses("lock-a", async () => 42)).toBe(42);
+      expect(await store.bus.lockAcrossProcesses("lock-a", async () => 42)).toBe(42);
       await expect(
-        store.lockAcrossProcesses("lock-a", async () => {
+        store.bus.lockAcrossProcesses("lock-a", async () => {
           throw new Error("inside");
         }),
       ).rejects.toThrow("inside");
-      expect(await store.lockAcrossProcesses("lock-a", async () => "again")).toBe("again");
+      expect(await store.bus.lockAcrossProcesses("lock-a", async () => "again")).toBe("again");
+    });
+
+    storeTest(
+      "answers a snapshot's point reads at once exactly when it supports syncReads",
+      async (store) => {
+        await store.batch([put(text("p"), "1")]);
+        const snapshot = await store.snapshot();
+        try {
+          if (store.supports.syncReads) {
+            expect(snapshot.tryGetSync(text("p"))).toBe("1");
+            expect(snapshot.tryGetSync(text("q"))).toBeUndefined();
+          } else expect(snapshot.tryGetSync(text("p"))).toBe(NOT_READY);
+          expect(await snapshot.get(text("p"))).toBe("1");
+        } finally {
+          await snapshot.close();
+        }
+      },
+    );
+
+    storeTest(
+      "keeps a snapshot after a commit exactly when it supports commitKeepsSnapshot",
+      async (store) => {
+        await store.batch([put(text("c"), "old")]);
+        const snapshot = await store.snapshot();
+        await store.commit(snapshot, [put(text("c"), "new")]);
+        if (store.supports.commitKeepsSnapshot) {
+          expect(await snapshot.get(text("c"))).toBe("old");
+          await store.commit(snapshot, [put(text("c"), "newer")]);
+          expect(await store.get(text("c"))).toBe("newer");
+        } else {
+          await expect(snapshot.get(text("c"))).rejects.toThrow();
+          expect(await store.get(text("c"))).toBe("new");
+        }
+        await snapshot.close();
+      },
+    );
+
+    storeTest("refuses malformed arguments before they reach the backend", async (store) => {
+      const internal = { code: "internal" };
+      await expect(store.get("a" as unknown as Buffer)).rejects.toMatchObject(internal);
+      await expect(store.getMany([text("a"), 1 as unknown as Buffer])).rejects.toMatchObject(internal);
+      await expect(store.batch([{ type: "put", key: text("a") } as never])).rejects.toMatchObject(internal);
+      await expect(store.clear({ gte: text("a") } as never)).rejects.toMatchObject(internal);
+      expect(() => store.iterate({ gte: text("a"), lt: text("b"), limit: -1 })).toThrow();
+      expect(await store.get(text("a"))).toBeUndefined();
     });
   });
 }

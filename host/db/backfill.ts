@@ -1,0 +1,146 @@
+/**
+ * Running a migration (DESIGN.md "Deploy-time migration"): the plan of migrate.ts carried out on
+ * the store. New indexes are backfilled from the rows of a snapshot, with their counts; the new
+ * schema is stored in one write; then dropped indexes are cleared. A build in progress is recorded
+ * under the deployment's `building` key, so a crash halfway leaves entries that the next load clears.
+ */
+import { PlatformError } from "../../sdk/values/index.js";
+import { metaKey } from "./keys.js";
+import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
+import {
+  type MigrationProgress,
+  type MigrationReport,
+  planMigration,
+  rowsOf,
+  storedIndexRanges,
+} from "./migrate.js";
+import { hasLegacyCreatedAt, indexEntry, materialize, parseStoredRow } from "./rows.js";
+import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
+
+/** An index whose build has begun and not ended. */
+interface PendingBuild {
+  table: string;
+  stored: StoredIndex;
+}
+
+/** What running a migration needs of its deployment. */
+export interface MigrationTarget {
+  readonly store: KvStore;
+  readonly id: string;
+  readonly schema: StoredSchema;
+  /** Serves `next` from now on (called once it is stored). */
+  adoptSchema(next: StoredSchema): void;
+}
+
+/** Count puts written per batch after a backfill. */
+const COUNT_BATCH = 1000;
+
+/** Deletes a stored index's entries and counts. */
+async function clearIndex(
+  store: KvStore,
+  deployment: string,
+  table: string,
+  stored: StoredIndex,
+): Promise<void> {
+  for (const range of storedIndexRanges(deployment, table, stored)) await store.clear(range);
+}
+
+/** Clears the index entries a crashed migration left half-built (a build of another host is its own). */
+export async function clearAbandonedBuilds(
+  store: KvStore,
+  deployment: string,
+  pending: string,
+): Promise<void> {
+  for (const { table, stored } of JSON.parse(pending) as PendingBuild[])
+    await clearIndex(store, deployment, table, stored);
+  await store.batch([{ type: "del", key: metaKey(deployment, "building") }]);
+}
+
+/** Writes every entry of a new index from the table's rows, then its counts; returns the entries. */
+async function backfill(
+  store: KvStore,
+  snapshot: KvSnapshot,
+  table: CompiledTable,
+  index: string,
+  stored: StoredIndex,
+  onProgress?: (progress: MigrationProgress) => void,
+): Promise<number> {
+  const compiledIndex = table.indexes.get(index)!;
+  const counts = new Map<string, number>();
+  let done = 0;
+  for await (const rows of rowsOf(snapshot, table.rowPrefix)) {
+    const batch: KvOperation[] = [];
+    for (const json of rows) {
+      const row = parseStoredRow(json);
+      if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
+      // Rows stay as stored; an entry built from a legacy row carries its v1 form.
+      const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
+      const entry = indexEntry(compiledIndex, materialize(table, { ...row }));
+      batch.push({ type: "put", key: entry.key, value });
+      for (const name of entry.counts) counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    await store.batch(batch);
+    done += rows.length;
+    onProgress?.({ table: table.name, index, done });
+  }
+  const countPuts: KvOperation[] = [...counts].map(([name, n]) => ({
+    type: "put",
+    key: Buffer.from(name, "latin1"),
+    value: String(n),
+  }));
+  for (let at = 0; at < countPuts.length; at += COUNT_BATCH)
+    await store.batch(countPuts.slice(at, at + COUNT_BATCH));
+  return done;
+}
+
+/**
+ * Moves `target` to the schema `spec`; the caller holds the deployment's write lock, so no write
+ * slips past a backfill. Reads keep being served from the old schema until the new one is stored in
+ * one write. On failure nothing changes: half-built indexes are cleared.
+ */
+export async function runMigration(
+  target: MigrationTarget,
+  spec: unknown,
+  onProgress?: (progress: MigrationProgress) => void,
+  options: { legacy?: boolean } = {},
+): Promise<MigrationReport> {
+  const { store, id } = target;
+  const snapshot = await store.snapshot();
+  const building = metaKey(id, "building");
+  let pending: PendingBuild[] = [];
+  try {
+    const current = target.schema;
+    if (options.legacy && !current.legacy && current.hash !== "") {
+      throw new PlatformError(
+        "bad_request",
+        "This deployment serves database API v1; a legacy (v0) capsule cannot replace it.",
+      );
+    }
+    const plan = await planMigration(snapshot, id, current, spec, options);
+    pending = plan.build.map(({ table, stored }) => ({ table, stored }));
+    const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
+    if (pending.length > 0)
+      await store.batch([{ type: "put", key: building, value: JSON.stringify(pending) }]);
+    const nextTables = compileSchema(id, plan.next);
+    for (const { table, index, stored } of plan.build) {
+      await clearIndex(store, id, table, stored);
+      const entries = await backfill(store, snapshot, nextTables.get(table)!, index, stored, onProgress);
+      report.built.push({ table, index, entries });
+    }
+    await store.batch([
+      { type: "put", key: metaKey(id, "schema"), value: JSON.stringify(plan.next) },
+      { type: "del", key: building },
+    ]);
+    pending = [];
+    target.adoptSchema(plan.next);
+    for (const { table, index, stored } of plan.drop) {
+      await clearIndex(store, id, table, stored);
+      report.dropped.push({ table, index });
+    }
+    return report;
+  } finally {
+    for (const { table, stored } of pending) await clearIndex(store, id, table, stored);
+    if (pending.length > 0) await store.batch([{ type: "del", key: building }]);
+    await snapshot.close();
+  }
+}

@@ -1,0 +1,220 @@
+import type { BudgetLimits, BudgetUsage } from "./budget.js";
+import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
+import type { WriteOverlay } from "./overlay.js";
+import type { ReadSet } from "./read-write-sets.js";
+import { Transaction } from "./transaction.js";
+import type { TransactionHost, TransactionOptions } from "./transaction-view.js";
+
+/** The outcome of a handler run in a transaction. */
+export interface TransactionResult<T> {
+  value: T;
+  usage: BudgetUsage;
+  readSet: ReadSet;
+  /** Keys the commit wrote (empty for queries and failed mutations). */
+  writeSet: Buffer[];
+}
+
+/** Options of a query or mutation run (`DeploymentDatabase.query` and `.mutate`). */
+export type RunOptions = Omit<TransactionOptions, "mode"> & {
+  budget?: BudgetLimits;
+  /** Receives what the handler used, whether it succeeded or failed (logs, the budget harness). */
+  onUsage?: (usage: BudgetUsage) => void;
+};
+
+/** A run's transaction options (`Object.assign`: a spread-first literal is slow on V8). */
+export function withMode(
+  options: Omit<RunOptions, "onUsage">,
+  mode: TransactionOptions["mode"],
+): TransactionOptions {
+  return Object.assign({ mode }, options);
+}
+
+/** A mutation waiting for its group. */
+export interface QueuedMutation {
+  work: (tx: Transaction) => unknown;
+  options: RunOptions;
+  resolve: (result: TransactionResult<unknown>) => void;
+  reject: (error: unknown) => void;
+}
+
+/** What a group commit needs of its deployment's database. */
+export interface GroupCommitHost extends TransactionHost {
+  readonly store: KvStore;
+  readonly clockKey: Buffer;
+  clockValue(): number;
+  /** Runs `work` holding the deployment's write lock in this process and across processes. */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /** Commits `operations` on `snapshot` and tells listeners what was written. */
+  commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void>;
+}
+
+/** Mutations committed together at most (a deployment has at most 64 handlers in flight). */
+const MAX_GROUP = 64;
+
+/**
+ * How long a group keeps starting its next mutation (ms). Members that succeeded wait for the whole
+ * group's batch, so a slow mutation delays the acknowledgment of those before it in its group; the
+ * window bounds how many that can be.
+ */
+const GROUP_WINDOW_MS = 20;
+
+/**
+ * How long a member of a group may run (ms) before the members that finished before it are
+ * committed and answered without waiting for it.
+ */
+const EARLY_COMMIT_MS = 5;
+
+/**
+ * A deployment's writers, serialized and committed in groups: the mutations that queued while one
+ * group held the write lock run next, one after another, each reading the writes of those before
+ * it (they are not in the snapshot yet), and their writes go to the store as ONE atomic batch. A
+ * mutation that throws leaves the others' writes alone; each answers once its writes have landed.
+ * Waiting for the store's write round trip once per group, not once per mutation, is what lets a
+ * busy deployment take more than one write per round trip.
+ */
+export class GroupCommit {
+  private readonly queued: QueuedMutation[] = [];
+  private draining = false;
+
+  constructor(private readonly database: GroupCommitHost) {}
+
+  /** Queues a mutation; it runs with the next group. */
+  enqueue(member: QueuedMutation): void {
+    this.queued.push(member);
+    if (!this.draining) void this.drain();
+  }
+
+  /** Commits the queued mutations group by group while any are waiting. */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queued.length > 0) {
+        const group = this.queued.splice(0, MAX_GROUP);
+        await this.database
+          .exclusive(() => this.commitGroup(group))
+          .catch((error: unknown) => {
+            // Members put back for the next group still run; the others fail (a settled one ignores it).
+            for (const member of group) if (!this.queued.includes(member)) member.reject(error);
+          });
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /**
+   * Runs one group on one snapshot and commits the writes of those that succeeded. While a member
+   * runs for longer than {@link EARLY_COMMIT_MS}, the members that finished before it are committed
+   * and answered without waiting for it (on stores that can commit twice on one snapshot).
+   */
+  private async commitGroup(group: QueuedMutation[]): Promise<void> {
+    const database = this.database;
+    const snapshot = await database.store.snapshot();
+    const batch = new GroupBatch(database, snapshot);
+    const started = performance.now();
+    try {
+      for (const [index, member] of group.entries()) {
+        if (index > 0 && performance.now() - started > GROUP_WINDOW_MS) {
+          // Commit what ran so far: the rest go first in the next group.
+          this.queued.unshift(...group.slice(index));
+          break;
+        }
+        const { onUsage, ...rest } = member.options;
+        const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay);
+        const early = database.store.supports.commitKeepsSnapshot
+          ? setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS)
+          : undefined;
+        try {
+          const value = await member.work(tx);
+          if (tx.budget.failure) throw tx.budget.failure;
+          if (!tx.tryFlushCountsSync()) await tx.flushCounts();
+          batch.add(member, value, tx);
+        } catch (error) {
+          tx.abort();
+          member.reject(error);
+        } finally {
+          clearTimeout(early);
+          onUsage?.({ ...tx.budget.usage });
+        }
+      }
+      batch.commitFinished();
+      await batch.landed();
+    } finally {
+      await snapshot.close().catch(() => {});
+    }
+  }
+}
+
+/**
+ * The writes of one group commit: the overlay of everything its members wrote so far (each new
+ * member reads through it), the members waiting for their writes to land, and the batches in
+ * flight. Batches land in order; each holds every write of the group so far (rewriting a key with
+ * the value an earlier batch already stored changes nothing: the group holds the write lock). If
+ * a batch fails, every member not yet answered fails with it and nothing more is written.
+ */
+class GroupBatch {
+  /** Every write of the group's members that succeeded, for the next member to fork. */
+  overlay: WriteOverlay | undefined;
+  private inserted = false;
+  private waiting: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
+  private tail: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly database: GroupCommitHost,
+    private readonly snapshot: KvSnapshot,
+  ) {}
+
+  /** Records a member that succeeded: its writes join the group's, its answer waits for them. */
+  add(member: QueuedMutation, value: unknown, tx: Transaction): void {
+    const sealed = tx.seal();
+    this.overlay = sealed.overlay;
+    this.inserted ||= sealed.inserted;
+    this.waiting.push({
+      member,
+      result: { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: sealed.writeSet },
+    });
+  }
+
+  /** Starts a batch for the members waiting now (after the batches in flight). */
+  commitFinished(): void {
+    if (this.waiting.length === 0 || this.failure || !this.overlay) return;
+    const members = this.waiting;
+    this.waiting = [];
+    const written = members.flatMap(({ result }) => result.writeSet);
+    const operations: KvOperation[] = this.overlay
+      .all()
+      .map((entry) =>
+        entry.value === null
+          ? { type: "del", key: entry.key }
+          : { type: "put", key: entry.key, value: entry.value },
+      );
+    if (this.inserted)
+      operations.push({
+        type: "put",
+        key: this.database.clockKey,
+        value: String(this.database.clockValue()),
+      });
+    this.tail = this.tail.then(async () => {
+      if (this.failure) {
+        for (const { member } of members) member.reject(this.failure.error);
+        return;
+      }
+      try {
+        // Members that wrote nothing still wait for the batches before them (they read those writes).
+        if (written.length > 0) await this.database.commitWrites(this.snapshot, operations, written);
+      } catch (error) {
+        this.failure = { error };
+        for (const { member } of members) member.reject(error);
+        return;
+      }
+      for (const { member, result } of members) member.resolve(result);
+    });
+  }
+
+  /** Waits until every batch started has landed or failed; members left waiting fail too. */
+  async landed(): Promise<void> {
+    await this.tail;
+    if (this.failure) for (const { member } of this.waiting) member.reject(this.failure.error);
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Transaction operations only the host runs, never a handler's `ctx.db`: the guest upgrade's
+ * reassignment of a user's rows, and the legacy (v0) snapshot runtime's whole-table reads and
+ * write lists.
+ */
+import type { LegacyWrite } from "../../sdk/protocol/index.js";
+import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
+import { afterPrefix } from "./codec.js";
+import { rowKeyUnder } from "./keys.js";
+import { compileRange } from "./range.js";
+import { checkReferences, existingRow, writeRow } from "./row-ops.js";
+import { applyPatch, buildInsertFields, changedIdFields, type StoredRow } from "./rows.js";
+import { scanRange } from "./scan.js";
+import { userIndexName } from "./stored-schema.js";
+import type { TransactionView } from "./transaction-view.js";
+
+/**
+ * Every row of `table` whose `userId()` field `field` equals `from` gets `to` instead. Found through
+ * the field's hidden index, never a table scan; does not count against the handler's budgets.
+ * Returns how many rows moved.
+ */
+export async function reassignUserId(
+  tx: TransactionView,
+  tableName: string,
+  field: string,
+  from: string,
+  to: string,
+): Promise<number> {
+  tx.requireWrite();
+  const table = tx.table(tableName);
+  const index = table.indexes.get(userIndexName(field));
+  if (!index) throw new PlatformError("internal", `${table.name}.${field} has no user index.`);
+  const range = compileRange(table, index, [{ op: "eq", field, value: from }]);
+  const rows: StoredRow[] = [];
+  await scanRange(
+    tx.snapshot,
+    tx.overlay,
+    { start: range.start, end: range.end, reverse: false, values: true, keys: false, hint: 256 },
+    (_key, value) => {
+      rows.push(JSON.parse(value) as StoredRow);
+      return true;
+    },
+  );
+  // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
+  for (const before of rows) writeRow(tx, table, { ...before, [field]: to } as StoredRow, before);
+  return rows.length;
+}
+
+/**
+ * Every row of a table, in key order, as stored. Each row counts as read (rows and bytes shipped
+ * into the isolate are reads, SPEC.md "Versioning"), and the whole table joins the read set.
+ */
+export async function legacyTable(tx: TransactionView, tableName: string): Promise<string[]> {
+  tx.requireOpen();
+  const table = tx.table(tableName);
+  const start = table.rowPrefix;
+  const end = afterPrefix(start);
+  const rows: string[] = [];
+  tx.budget.usage.indexScans++;
+  tx.readSet.ranges.push({ start, end });
+  await scanRange(
+    tx.snapshot,
+    tx.overlay,
+    { start, end, reverse: false, values: true, keys: false, hint: 1000 },
+    (_key, value) => {
+      tx.budget.read(Buffer.byteLength(value));
+      rows.push(value);
+      return true;
+    },
+  );
+  return rows;
+}
+
+/**
+ * Applies a finished legacy handler's writes. Inserts may only use ids the host issued for this run
+ * (`issued`), get a host-assigned ISO `createdAt`, and are validated like any insert; updates and
+ * deletes need the row to exist.
+ */
+export async function applyLegacyWrites(
+  tx: TransactionView,
+  writes: readonly LegacyWrite[],
+  issued: ReadonlySet<string>,
+): Promise<void> {
+  tx.requireWrite();
+  if (!Array.isArray(writes)) throw new PlatformError("internal", "Malformed legacy writes.");
+  for (const write of writes) {
+    const table = tx.table(write?.table);
+    if (write.op === "insert") {
+      const { id, createdAt: _ignored, ...input } = (write.row ?? {}) as Record<string, unknown>;
+      if (
+        typeof id !== "string" ||
+        !issued.has(id) ||
+        (await tx.readKey(rowKeyUnder(table.rowPrefix, id))) !== null
+      )
+        throw new PlatformError("forbidden", "A legacy insert used an id the host did not issue.");
+      const fields = buildInsertFields(table, input);
+      await checkReferences(tx, changedIdFields(table, fields), table.name);
+      tx.insertRow(table, fields, id, true);
+    } else if (write.op === "update") {
+      const json = isRowIdShape(write.id) ? await tx.readKey(rowKeyUnder(table.rowPrefix, write.id)) : null;
+      const before = existingRow(tx, table, write.id, json, "update");
+      const after = applyPatch(table, before, write.patch);
+      await checkReferences(tx, changedIdFields(table, after, before), table.name);
+      writeRow(tx, table, after, before);
+    } else if (write.op === "delete") {
+      await tx.delete(table.name, write.id);
+    } else throw new PlatformError("internal", "Malformed legacy write.");
+  }
+}

@@ -1,0 +1,100 @@
+import { PlatformError } from "../../../sdk/values/index.js";
+import type {
+  HostBus,
+  KvIterateOptions,
+  KvIterator,
+  KvOperation,
+  KvRange,
+  KvSnapshot,
+  KvStore,
+  KvSupports,
+} from "./kv.js";
+
+function misuse(message: string): PlatformError {
+  return new PlatformError("internal", `Key-value store: ${message}`);
+}
+
+function requireKey(key: unknown, what = "a key"): void {
+  if (!Buffer.isBuffer(key)) throw misuse(`${what} must be a Buffer.`);
+}
+
+function requireRange(range: KvRange): void {
+  if (typeof range !== "object" || range === null) throw misuse("a range needs gte and lt.");
+  requireKey(range.gte, "gte");
+  requireKey(range.lt, "lt");
+}
+
+function requireOperations(operations: KvOperation[]): void {
+  if (!Array.isArray(operations)) throw misuse("a batch is an array of operations.");
+  for (const op of operations) {
+    requireKey(op?.key);
+    if (op.type === "put" ? typeof op.value !== "string" : op.type !== "del")
+      throw misuse("an operation is a put of a string value or a del.");
+  }
+}
+
+/**
+ * The base of every backend (abstract-level's pattern): the public methods check their arguments
+ * once and leave out work that has none to do, then call a small hook the backend implements
+ * (`_get`, `_batch`, ...). Snapshots are the backend's own objects; their reads are the hot path
+ * and are not checked again.
+ */
+export abstract class KvStoreBase implements KvStore {
+  abstract readonly kind: string;
+  abstract readonly supports: KvSupports;
+  abstract readonly bus: HostBus;
+
+  protected abstract _get(key: Buffer): Promise<string | undefined>;
+  /** `keys` is never empty. */
+  protected abstract _getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
+  protected abstract _iterate(options: KvIterateOptions): KvIterator;
+  protected abstract _snapshot(): Promise<KvSnapshot>;
+  /** `operations` is never empty. */
+  protected abstract _batch(operations: KvOperation[]): Promise<void>;
+  /** `snapshot` came from this store's `snapshot()`; `operations` may be empty. */
+  protected abstract _commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void>;
+  protected abstract _clear(range: KvRange): Promise<void>;
+  protected abstract _close(): Promise<void>;
+
+  async get(key: Buffer): Promise<string | undefined> {
+    requireKey(key);
+    return this._get(key);
+  }
+
+  async getMany(keys: Buffer[]): Promise<Array<string | undefined>> {
+    if (!Array.isArray(keys)) throw misuse("getMany takes an array of keys.");
+    for (const key of keys) requireKey(key);
+    return keys.length === 0 ? [] : this._getMany(keys);
+  }
+
+  iterate(options: KvIterateOptions): KvIterator {
+    requireRange(options);
+    if (options.limit !== undefined && !(Number.isSafeInteger(options.limit) && options.limit >= 0))
+      throw misuse("limit must be a whole number >= 0.");
+    return this._iterate(options);
+  }
+
+  snapshot(): Promise<KvSnapshot> {
+    return this._snapshot();
+  }
+
+  async batch(operations: KvOperation[]): Promise<void> {
+    requireOperations(operations);
+    if (operations.length > 0) await this._batch(operations);
+  }
+
+  /** A mutation's commit: checked lightly (it is on every mutation's path), then the backend's. */
+  commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
+    if (!Array.isArray(operations)) throw misuse("a commit takes an array of operations.");
+    return this._commit(snapshot, operations);
+  }
+
+  async clear(range: KvRange): Promise<void> {
+    requireRange(range);
+    await this._clear(range);
+  }
+
+  close(): Promise<void> {
+    return this._close();
+  }
+}

@@ -1,0 +1,149 @@
+import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import { NOT_READY } from "./fast-path.js";
+import { paginate } from "./paginate.js";
+import { compileRange, type IndexRange, type KeyRange } from "./range.js";
+import { materializeAll } from "./rows.js";
+import { scanRange } from "./scan.js";
+import { countKeyFor } from "./stored-counts.js";
+import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
+import type { QueryOutcome, TransactionView } from "./transaction-view.js";
+
+/** Runs a query terminal (`collect`, `take`, `first`, `count`, `paginate`) under `tx`'s budgets. */
+export async function runQuery(
+  tx: TransactionView,
+  spec: QuerySpec,
+  terminal: QueryTerminal,
+): Promise<QueryOutcome> {
+  tx.requireOpen();
+  if (typeof spec !== "object" || spec === null)
+    throw new PlatformError("bad_request", "A query needs a table and an index.");
+  const table = tx.table(spec.table);
+  const index = tx.index(table, spec.index);
+  if (spec.order !== "asc" && spec.order !== "desc") {
+    throw new PlatformError(
+      "bad_request",
+      `order() takes "asc" or "desc", got ${JSON.stringify(spec.order)}.`,
+    );
+  }
+  const range = compileRange(table, index, spec.range);
+  const reverse = spec.order === "desc";
+  tx.budget.usage.indexScans++;
+  switch (terminal.kind) {
+    case "count":
+      return { kind: "count", count: await count(tx, table, index, range) };
+    case "collect":
+      return { kind: "rows", rows: await collect(tx, table, range, reverse) };
+    case "take": {
+      if (!Number.isSafeInteger(terminal.n) || terminal.n < 0) {
+        throw new PlatformError(
+          "bad_request",
+          `take(n) needs a whole number n >= 0, got ${String(terminal.n)}.`,
+        );
+      }
+      tx.readSet.ranges.push(range);
+      return { kind: "rows", rows: await take(tx, table, range, reverse, terminal.n) };
+    }
+    case "first": {
+      tx.readSet.ranges.push(range);
+      const rows = await take(tx, table, range, reverse, 1);
+      return { kind: "row", row: rows[0] ?? null };
+    }
+    case "paginate":
+      return paginate(tx, table, index, spec, range, terminal);
+    default:
+      throw new PlatformError("bad_request", "Unknown query terminal.");
+  }
+}
+
+/**
+ * Counts the range's entries. Equalities on leading fields of a counted index, or a whole index,
+ * read the count the writes keep (stored-counts.ts), plus the transaction's own changes not yet
+ * applied; any other range walks its entries. Either way each match is one row read, and a count
+ * beyond the budget throws (SPEC.md).
+ */
+async function count(
+  tx: TransactionView,
+  table: CompiledTable,
+  index: CompiledIndex,
+  range: IndexRange,
+): Promise<number> {
+  tx.readSet.ranges.push(range);
+  const key = countKeyFor(table, index, range);
+  if (key) {
+    const now = tx.tryReadKeySync(key);
+    const stored = now === NOT_READY ? await tx.readKey(key) : now;
+    const n = (stored === null ? 0 : Number(stored)) + tx.pendingCountChange(key.toString("latin1"));
+    tx.budget.readKeys(n);
+    return n;
+  }
+  const allowed = tx.budget.remainingReads;
+  let n = 0;
+  await scanRange(
+    tx.snapshot,
+    tx.overlay,
+    {
+      start: range.start,
+      end: range.end,
+      reverse: false,
+      values: false,
+      keys: false,
+      hint: Math.min(allowed + 1, 1000),
+    },
+    () => ++n <= allowed,
+  );
+  tx.budget.readKeys(n);
+  return n;
+}
+
+async function collect(
+  tx: TransactionView,
+  table: CompiledTable,
+  range: KeyRange,
+  reverse: boolean,
+): Promise<string[]> {
+  tx.readSet.ranges.push(range);
+  const rows: string[] = [];
+  const limit = tx.budget.limits.rowsReturned;
+  let tooMany = false;
+  await scanRange(
+    tx.snapshot,
+    tx.overlay,
+    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: 128 },
+    (_key, value) => {
+      tx.budget.read(Buffer.byteLength(value));
+      if (rows.length === limit) {
+        tooMany = true;
+        return false;
+      }
+      rows.push(value);
+      return true;
+    },
+  );
+  if (tooMany) throw tx.budget.collectTooLarge();
+  tx.budget.returned(rows.length);
+  return materializeAll(table, rows);
+}
+
+async function take(
+  tx: TransactionView,
+  table: CompiledTable,
+  range: KeyRange,
+  reverse: boolean,
+  n: number,
+): Promise<string[]> {
+  const rows: string[] = [];
+  if (n === 0) return rows;
+  await scanRange(
+    tx.snapshot,
+    tx.overlay,
+    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: n },
+    (_key, value) => {
+      tx.budget.read(Buffer.byteLength(value));
+      rows.push(value);
+      return rows.length < n;
+    },
+  );
+  tx.budget.returned(rows.length);
+  return materializeAll(table, rows);
+}

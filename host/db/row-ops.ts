@@ -1,0 +1,123 @@
+/**
+ * The row-level steps of a transaction's point operations, shared by its fast path and its
+ * asynchronous methods: finding and charging a row, checking references, and writing a row with
+ * its index entries and count changes into the overlay.
+ */
+import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
+import { NOT_READY } from "./fast-path.js";
+import { rowKeyUnder } from "./keys.js";
+import { indexEntries, materializeJson, parseStoredRow, type StoredRow } from "./rows.js";
+import type { CompiledTable } from "./stored-schema.js";
+import type { TransactionView } from "./transaction-view.js";
+
+/** The row key `get(id)` reads; null for an id that cannot name a row. */
+export function pointKey(table: CompiledTable, id: string): Buffer | null {
+  if (isRowIdShape(id)) return rowKeyUnder(table.rowPrefix, id);
+  if (typeof id !== "string")
+    throw new PlatformError("bad_request", `get() on ${table.name} needs an id string.`);
+  return null;
+}
+
+/** A row `get` found (null: none), charged to `tx`'s budgets, as handlers see it. */
+export function chargeRow(tx: TransactionView, table: CompiledTable, json: string | null): string | null {
+  if (json === null) return null;
+  tx.budget.read(Buffer.byteLength(json));
+  tx.budget.returned(1);
+  return materializeJson(table, json);
+}
+
+/** A row's `id()` field naming a row of another table: `[field, table, id]`. */
+type Reference = [field: string, table: string, id: string];
+
+/** The stored row `id` of `table` for `verb`, from its JSON; a missing row is `not_found`. */
+export function existingRow(
+  tx: TransactionView,
+  table: CompiledTable,
+  id: string,
+  json: string | null,
+  verb: string,
+): StoredRow {
+  if (json === null)
+    throw new PlatformError("not_found", `Cannot ${verb}: no row ${String(id)} in table ${table.name}.`);
+  // A legacy deployment keeps rows as stored; v1 reads them (and so writes them back) in v1 form.
+  return tx.host.legacy ? (JSON.parse(json) as StoredRow) : parseStoredRow(json);
+}
+
+function referenced([field, target, id]: Reference, json: string | null, tableName: string): void {
+  if (json === null)
+    throw new PlatformError(
+      "bad_request",
+      `Invalid value for ${tableName}.${field}: no row ${id} in table ${target}.`,
+    );
+}
+
+function referenceKey(tx: TransactionView, [, target, id]: Reference): Buffer {
+  return rowKeyUnder(tx.table(target).rowPrefix, id);
+}
+
+/** Checks at once that every referenced row exists; false when a read must wait. */
+export function tryCheckReferencesSync(tx: TransactionView, refs: Reference[], tableName: string): boolean {
+  for (const ref of refs) {
+    const json = tx.tryReadKeySync(referenceKey(tx, ref));
+    if (json === NOT_READY) return false;
+    referenced(ref, json, tableName);
+  }
+  return true;
+}
+
+/** Checks that every referenced row exists. */
+export async function checkReferences(
+  tx: TransactionView,
+  refs: Reference[],
+  tableName: string,
+): Promise<void> {
+  for (const ref of refs) referenced(ref, await tx.readKey(referenceKey(tx, ref)), tableName);
+}
+
+/**
+ * Writes `row` and its index entries into `tx`'s overlay (replacing `previous`'s), and notes how
+ * the counts of the entries that appear or go move (see stored-counts.ts).
+ */
+export function writeRow(
+  tx: TransactionView,
+  table: CompiledTable,
+  row: StoredRow,
+  previous: StoredRow | null,
+): void {
+  const json = JSON.stringify(row);
+  const overlay = tx.overlay;
+  overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
+  const next = indexEntries(table, row);
+  tx.budget.usage.writes++;
+  if (!previous) {
+    for (const entry of next) {
+      overlay.set(entry.key, json);
+      tx.noteCounts(entry, 1);
+    }
+    return;
+  }
+  const nextNames = next.map((entry) => entry.key.toString("latin1"));
+  const keep = new Set(nextNames);
+  const had = new Set<string>();
+  for (const entry of indexEntries(table, previous)) {
+    const name = entry.key.toString("latin1");
+    had.add(name);
+    if (keep.has(name)) continue;
+    overlay.set(entry.key, null);
+    tx.noteCounts(entry, -1);
+  }
+  next.forEach((entry, i) => {
+    overlay.set(entry.key, json);
+    if (!had.has(nextNames[i] as string)) tx.noteCounts(entry, 1);
+  });
+}
+
+/** Removes `row` and its index entries from `tx`'s view, and notes them off their counts. */
+export function removeRow(tx: TransactionView, table: CompiledTable, row: StoredRow): void {
+  tx.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
+  for (const entry of indexEntries(table, row)) {
+    tx.overlay.set(entry.key, null);
+    tx.noteCounts(entry, -1);
+  }
+  tx.budget.usage.writes++;
+}
