@@ -2,8 +2,8 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
 import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } from "./auth/index.js";
-import { Database } from "./db/index.js";
-import { Deployments, LogHub } from "./deployments/index.js";
+import { HostDatabase } from "./db/index.js";
+import { DeploymentService, LogHub } from "./deployments/index.js";
 import {
   attachSync,
   createHttpApp,
@@ -74,8 +74,8 @@ export interface PlatformHost {
   /** The control plane's base URL. */
   url: string;
   /** The document database (`platform budget` seeds tables through it). */
-  database: Database;
-  deployments: Deployments;
+  database: HostDatabase;
+  deployments: DeploymentService;
   /** The base URL of deployment `id`. */
   deploymentUrl(id: string): string;
   close(): Promise<void>;
@@ -88,9 +88,9 @@ export interface PlatformHost {
  */
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
-  const db = await Database.open(options.database ?? join(options.data, "db"));
+  const db = await HostDatabase.open(options.database ?? join(options.data, "db"));
   const logs = new LogHub(options.logDestination, options.logCalls ?? true);
-  const deployments = new Deployments(db, logs, options.pool);
+  const deployments = new DeploymentService(db, logs, options.pool);
   const auth = await AuthService.open(db);
   const developers = new Developers(db);
   const signIn = {

@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { afterPrefix } from "../host/db/codec.js";
-import { collect, Database } from "../host/db/index.js";
+import { collect, HostDatabase } from "../host/db/index.js";
 import { deploymentPrefixes, rowPrefix } from "../host/db/keys.js";
 import { indexEntryKeys, type StoredRow } from "../host/db/rows.js";
 import { tempDatabase } from "./helpers/db.js";
@@ -47,7 +47,7 @@ function runUntilKilled(dir: string, killAfterMs: number): Promise<number> {
 }
 
 async function check(dir: string): Promise<{ committed: number }> {
-  const db = await Database.open(dir);
+  const db = await HostDatabase.open(dir);
   try {
     const deployment = await db.deployment("crash");
     const items = deployment.tables.get("items")!;

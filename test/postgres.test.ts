@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { Database, PostgresKv } from "../host/db/index.js";
+import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
@@ -37,7 +37,7 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
   storedCountSuite(
     "PostgreSQL database",
     async () => {
-      const db = await Database.openStore(await PostgresKv.open(server.url, { table: table() }));
+      const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: table() }));
       return { db, dispose: () => db.close() };
     },
     15,

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { Database, RecordStore } from "../db/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
 import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
 import { type IdentityKind, type TokenClaims, TokenService } from "./tokens.js";
 
@@ -50,13 +50,13 @@ export class AuthService {
   private readonly sessions: RecordStore<SessionRecord>;
   private readonly tokens: TokenService;
 
-  private constructor(db: Database, secret: Uint8Array) {
+  private constructor(db: HostDatabase, secret: Uint8Array) {
     this.sessions = db.records<SessionRecord>("sessions");
     this.tokens = new TokenService(secret);
   }
 
   /** Loads (or creates, once) the host's token secret. */
-  static async open(db: Database): Promise<AuthService> {
+  static async open(db: HostDatabase): Promise<AuthService> {
     const secrets = db.records<{ hex: string }>("secrets");
     let secret = await secrets.get("tokens");
     if (!secret) {

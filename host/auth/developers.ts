@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { Database, RecordStore } from "../db/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
 
 /** A developer: owns deployments, uses the operator API with a bearer token. */
 export interface DeveloperRecord {
@@ -45,7 +45,7 @@ export class Developers {
   private readonly byId: RecordStore<DeveloperRecord>;
   private readonly byToken: RecordStore<{ id: string }>;
 
-  constructor(db: Database) {
+  constructor(db: HostDatabase) {
     this.byId = db.records<DeveloperRecord>("developers");
     this.byToken = db.records<{ id: string }>("developer-tokens");
   }

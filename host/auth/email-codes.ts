@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { createTransport, type Transporter } from "nodemailer";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { Database, RecordStore } from "../db/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
 import { hashSecret, matchesHash } from "./developers.js";
 
 /** How email codes are delivered: an SMTP URL, or the host log when none is configured. */
@@ -32,7 +32,7 @@ export class EmailCodes {
   private readonly transport: Transporter | undefined;
 
   constructor(
-    db: Database,
+    db: HostDatabase,
     private readonly options: EmailOptions,
   ) {
     this.codes = db.records<PendingCode>("email-codes");

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capsule, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
-import type { DeploymentDatabase } from "./index.js";
+import type { TenantDatabase } from "./index.js";
 
 const app = capsule({
   schema: {
@@ -11,7 +11,7 @@ const app = capsule({
 });
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let deployment: DeploymentDatabase;
+let deployment: TenantDatabase;
 let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
 
 beforeAll(async () => {

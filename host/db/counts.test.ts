@@ -17,14 +17,14 @@ import {
 } from "../../test/helpers/count-suite.js";
 import { tempDatabase } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";
-import { Database } from "./index.js";
+import { HostDatabase } from "./index.js";
 import { countKeyOf, indexPrefix, metaKey } from "./keys.js";
 import { collect } from "./kv/index.js";
 
 storedCountSuite("classic-level", tempDatabase, 60);
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let db: Database;
+let db: HostDatabase;
 
 beforeEach(async () => {
   env = await tempDatabase();
@@ -56,7 +56,7 @@ describe("stored counts", () => {
     const countRange = countKeyOf(indexPrefix(deployment.id, "t", before.storageId));
     await deployment.store.clear({ gte: countRange, lt: afterPrefix(countRange) });
     await db.close();
-    db = await Database.open(env.dir);
+    db = await HostDatabase.open(env.dir);
     const reopened = await db.deployment("rebuild");
     expect(Object.values((await storedSchema(reopened)).tables.t!.indexes).some((i) => i.counted)).toBe(
       false,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { boolean, capsule, type Id, id, number, string, table, userId } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
-import type { Database, DeploymentDatabase } from "./index.js";
+import type { HostDatabase, TenantDatabase } from "./index.js";
 import { collect } from "./kv/index.js";
 
 const app = capsule({
@@ -22,8 +22,8 @@ const app = capsule({
 });
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let db: Database;
-let deployment: DeploymentDatabase;
+let db: HostDatabase;
+let deployment: TenantDatabase;
 let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
 
 beforeEach(async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capsule, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
 import { type CursorBinding, CursorCodec } from "./cursor.js";
-import type { DeploymentDatabase } from "./index.js";
+import type { TenantDatabase } from "./index.js";
 import { indexEntryKey, materialize, parseStoredRow } from "./rows.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
@@ -12,8 +12,8 @@ const app = capsule({
 });
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let deployment: DeploymentDatabase;
-let other: DeploymentDatabase;
+let deployment: TenantDatabase;
+let other: TenantDatabase;
 let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
 
 beforeAll(async () => {

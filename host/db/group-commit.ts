@@ -14,7 +14,7 @@ export interface TransactionResult<T> {
   writeSet: Buffer[];
 }
 
-/** Options of a query or mutation run (`DeploymentDatabase.query` and `.mutate`). */
+/** Options of a query or mutation run (`TenantDatabase.query` and `.mutate`). */
 export type RunOptions = Omit<TransactionOptions, "mode"> & {
   budget?: BudgetLimits;
   /** Receives what the handler used, whether it succeeded or failed (logs, the budget harness). */

@@ -3,14 +3,14 @@ import { boolean, capsule, string, table, userId } from "../../sdk/server/index.
 import type { SchemaSpec } from "../../sdk/values/index.js";
 import { tempDatabase, transactionExecutor } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";
-import { Database, type DeploymentDatabase } from "./index.js";
+import { HostDatabase, type TenantDatabase } from "./index.js";
 import { indexPrefix, rowPrefix } from "./keys.js";
 import { collect } from "./kv/index.js";
 
 const v1 = capsule({ schema: { todos: table({ text: string(), owner: userId() }) } }).declaration.schema;
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let deployment: DeploymentDatabase;
+let deployment: TenantDatabase;
 
 beforeEach(async () => {
   env = await tempDatabase();
@@ -182,7 +182,7 @@ describe("schema migration", () => {
     ).value;
     const lastCreatedAt = (JSON.parse((last as { row: string }).row) as { createdAt: number }).createdAt;
     await env.db.close();
-    const reopened = await Database.open(env.dir);
+    const reopened = await HostDatabase.open(env.dir);
     env.db = reopened;
     const again = await reopened.deployment("m");
     await again.mutate((tx) => tx.insert("todos", { text: "later", owner: "guest:c" }), { now: 0 });

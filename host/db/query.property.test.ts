@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RangeOp } from "../../sdk/protocol/index.js";
 import type { FieldKind, FieldSpec, FieldValue, SchemaSpec } from "../../sdk/values/index.js";
 import { tempDatabase } from "../../test/helpers/db.js";
-import type { Database } from "./index.js";
+import type { HostDatabase } from "./index.js";
 
 type Row = { id: string; createdAt: number } & Record<string, FieldValue>;
 
@@ -98,7 +98,7 @@ function compareValues(kind: FieldKind, a: FieldValue | undefined, b: FieldValue
 }
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let db: Database;
+let db: HostDatabase;
 let run = 0;
 
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import type { ReadSet } from "./read-write-sets.js";
 import type { IndexEntry } from "./rows.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
-/** What a transaction needs from its deployment; provided by `DeploymentDatabase`. */
+/** What a transaction needs from its deployment; provided by `TenantDatabase`. */
 export interface TransactionHost {
   readonly id: string;
   readonly schemaHash: string;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { capsule, type Id, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
-import { type DeploymentDatabase, NOT_READY, readSetIntersects, Transaction } from "./index.js";
+import { NOT_READY, readSetIntersects, type TenantDatabase, Transaction } from "./index.js";
 import type { KvSnapshot } from "./kv/index.js";
 
 const app = capsule({
@@ -12,7 +12,7 @@ const app = capsule({
 });
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
-let deployment: DeploymentDatabase;
+let deployment: TenantDatabase;
 let t: ReturnType<typeof typedDb<typeof app.definition.schema>>;
 
 beforeEach(async () => {

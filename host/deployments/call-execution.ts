@@ -6,7 +6,7 @@ import type {
 } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { checkAppCall, checkEndpointCall } from "../access/index.js";
-import type { Database, ReadSet } from "../db/index.js";
+import type { HostDatabase, ReadSet } from "../db/index.js";
 import { type IsolatePool, retryAbandoned } from "../isolates/index.js";
 import { CALL_KINDS, nextSeed } from "./dispatch.js";
 import { HandlerRun } from "./handler-run.js";
@@ -39,7 +39,7 @@ export class CallExecutor {
   private requestCounter = 0;
 
   constructor(
-    private readonly db: Database,
+    private readonly db: HostDatabase,
     private readonly pool: IsolatePool,
     private readonly logs: LogHub,
   ) {}

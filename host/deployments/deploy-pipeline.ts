@@ -3,7 +3,7 @@ import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { newClaimToken } from "../auth/index.js";
-import type { Database, MigrationProgress } from "../db/index.js";
+import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
 import { checkDeclaration } from "./declaration.js";
 import { checkDeploymentId, type DeploymentRecord } from "./records.js";
@@ -27,7 +27,7 @@ export type DeployResult = DeploymentRecord & { claimToken?: string };
  * deployment without an owner is unclaimed; its claim token is in the result, once.
  */
 export async function deploy(
-  parts: { registry: DeploymentRegistry; pool: IsolatePool; db: Database },
+  parts: { registry: DeploymentRegistry; pool: IsolatePool; db: HostDatabase },
   id: string,
   input: DeployInput,
   onProgress?: (progress: MigrationProgress) => void,

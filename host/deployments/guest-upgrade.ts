@@ -1,6 +1,6 @@
 import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../../sdk/values/index.js";
-import type { Database, Transaction } from "../db/index.js";
+import type { HostDatabase, Transaction } from "../db/index.js";
 import {
   type HandlerLogEntry,
   type IsolatePool,
@@ -41,7 +41,7 @@ async function moveUserIds(
  * sign-in. Two sign-ins of one guest upgrade once (the second sees it retired).
  */
 export async function upgradeGuest(
-  parts: { db: Database; pool: IsolatePool; logs: LogHub },
+  parts: { db: HostDatabase; pool: IsolatePool; logs: LogHub },
   record: DeploymentRecord,
   guestUserId: string,
   account: BridgeIdentity,

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { Database, RecordStore } from "../db/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 
 /**
@@ -14,7 +14,7 @@ export class DeploymentRegistry {
   private readonly cache = new Map<string, DeploymentRecord>();
 
   constructor(
-    private readonly db: Database,
+    private readonly db: HostDatabase,
     onGone: (id: string) => void,
   ) {
     this.records = db.records<DeploymentRecord>("deployments");

@@ -1,7 +1,7 @@
 import Router, { type RouterMiddleware } from "@koa/router";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { AuthService } from "../auth/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import { jsonTextBody } from "./body.js";
 import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
@@ -15,7 +15,7 @@ import { ownPaths, under } from "./routing.js";
  * body is read (and refused when too large) before the token is checked, as it always was.
  */
 export function appRoutes(
-  deployments: Deployments,
+  deployments: DeploymentService,
   auth: AuthService,
   quota: RequestQuota,
 ): RouterMiddleware {

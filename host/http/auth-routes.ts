@@ -8,7 +8,7 @@ import {
   normaliseEmail,
   type OidcVerifier,
 } from "../auth/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import { jsonObjectBody, SMALL_BODY_BYTES } from "./body.js";
 import { bearerToken } from "./credentials.js";
 import { ownPaths, under } from "./routing.js";
@@ -17,7 +17,7 @@ import { ownPaths, under } from "./routing.js";
  * Signs an account in, upgrading the guest whose token came with the request (if any): the guest's
  * `userId()` values move to the account in one transaction with `auth.onGuestUpgrade`.
  */
-async function signInAccount(ctx: Context, auth: AuthService, deployments: Deployments, email: string) {
+async function signInAccount(ctx: Context, auth: AuthService, deployments: DeploymentService, email: string) {
   const deployment = ctx.state.deployment as string;
   const normalised = normaliseEmail(email);
   const guestToken = bearerToken(ctx);
@@ -56,7 +56,7 @@ export interface SignInMethods {
  */
 export function authRoutes(
   auth: AuthService,
-  deployments: Deployments,
+  deployments: DeploymentService,
   dev: boolean,
   signIn: SignInMethods,
 ): RouterMiddleware {

@@ -16,7 +16,7 @@ import { type AuthService, type DeveloperRecord, type Developers, sameSecret } f
 import {
   checkDeploymentId,
   type DeploymentRecord,
-  type Deployments,
+  type DeploymentService,
   publicView,
 } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
@@ -60,7 +60,11 @@ function requireAdmin(ctx: Context): void {
 }
 
 /** The operator may manage any deployment; a developer only the ones they own. */
-async function manageable(ctx: Context, deployments: Deployments, rawId: unknown): Promise<DeploymentRecord> {
+async function manageable(
+  ctx: Context,
+  deployments: DeploymentService,
+  rawId: unknown,
+): Promise<DeploymentRecord> {
   const record = await deployments.require(checkDeploymentId(rawId));
   checkManage(principal(ctx), record);
   return record;
@@ -95,7 +99,7 @@ function view(record: DeploymentRecord & { claimToken?: string }) {
  * paths under `/v1` are `404 not_found`.
  */
 export function controlPlaneRoutes(
-  deployments: Deployments,
+  deployments: DeploymentService,
   auth: AuthService,
   developers: Developers,
   objects: ObjectService,

@@ -3,8 +3,8 @@ import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { dashboardDeleteAllowed, OWNER_DELETE, ownsDeployment } from "../access/index.js";
 import type { DeveloperRecord, Developers } from "../auth/index.js";
-import type { Database, RecordStore } from "../db/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
 
@@ -58,9 +58,9 @@ input{padding:.4rem;width:28rem;max-width:100%}
  * with per-file delete (CSRF-token forms). Server-rendered HTML, no framework.
  */
 export function dashboardRoutes(
-  db: Database,
+  db: HostDatabase,
   developers: Developers,
-  deployments: Deployments,
+  deployments: DeploymentService,
   objects: ObjectService,
 ): RouterMiddleware {
   const sessions: RecordStore<DashboardSession> = db.records<DashboardSession>("dashboard-sessions");

@@ -3,7 +3,7 @@ import type { EndpointDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import { rawBody } from "./body.js";
 import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
 import { identify } from "./identity.js";
@@ -28,7 +28,7 @@ interface EndpointResponseJson {
 }
 
 /** Runs the matched endpoint (`ctx.state.endpoint`) and answers with what its handler built. */
-function callEndpoint(deployments: Deployments): Middleware {
+function callEndpoint(deployments: DeploymentService): Middleware {
   return async (ctx) => {
     const id = ctx.state.deployment as string;
     const endpoint = ctx.state.endpoint as EndpointDeclaration;
@@ -76,7 +76,11 @@ function callEndpoint(deployments: Deployments): Middleware {
  * charged to the caller's request quota before its body is read. The response is what the handler
  * built with `json()` or `text()`.
  */
-export function endpointRoutes(deployments: Deployments, auth: AuthService, quota: RequestQuota): Middleware {
+export function endpointRoutes(
+  deployments: DeploymentService,
+  auth: AuthService,
+  quota: RequestQuota,
+): Middleware {
   const serve = series([
     identify(auth, endpointToken),
     chargeRequest(quota),

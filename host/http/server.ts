@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import type { AuthService, Developers } from "../auth/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import type { ObjectService } from "../storage/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
@@ -18,7 +18,7 @@ import { atOrigin, resolveTenant } from "./tenant.js";
 
 /** How the HTTP server routes requests. */
 export interface HttpOptions {
-  deployments: Deployments;
+  deployments: DeploymentService;
   auth: AuthService;
   developers: Developers;
   signIn: SignInMethods;

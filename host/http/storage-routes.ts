@@ -5,7 +5,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
-import type { DeploymentRecord, Deployments } from "../deployments/index.js";
+import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import {
   mustDownloadAsAttachment,
   type ObjectRecord,
@@ -93,7 +93,7 @@ const notStored: Middleware = (ctx) => {
  * deployment must exist before any of them (or their 404s) answers.
  */
 export function storageRoutes(
-  deployments: Deployments,
+  deployments: DeploymentService,
   auth: AuthService,
   objects: ObjectService,
   developers: Developers,

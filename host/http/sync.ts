@@ -4,7 +4,7 @@ import { type WebSocket, WebSocketServer } from "ws";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
@@ -38,7 +38,7 @@ function wireError(error: unknown) {
 export function attachSync(
   server: Server,
   resolveDeployment: (host: string) => string | undefined,
-  deployments: Deployments,
+  deployments: DeploymentService,
   auth: AuthService,
   live: LiveQueries,
   quota: RequestQuota,

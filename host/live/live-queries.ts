@@ -1,7 +1,7 @@
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { type ReadSet, readSetIntersects, readSetOfFailure } from "../db/index.js";
-import type { Deployments } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 
 /** A failed run as subscribers see it. */
 export interface QueryFailure {
@@ -58,7 +58,7 @@ export class LiveQueries {
   /** Query executions so far (tests count re-runs with it). */
   executions = 0;
 
-  constructor(private readonly deployments: Deployments) {}
+  constructor(private readonly deployments: DeploymentService) {}
 
   /** Subscribes; resolves once `subscriber` got the current outcome. Returns the unsubscribe function. */
   async subscribe(

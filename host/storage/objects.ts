@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
-import type { Database, RecordStore } from "../db/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 
@@ -76,7 +76,7 @@ export class ObjectService {
   private readonly usage: RecordStore<{ bytes: number }>;
   private readonly totals: RecordStore<{ count: number; bytes: number }>;
   constructor(
-    private readonly db: Database,
+    private readonly db: HostDatabase,
     readonly blobs: BlobStore,
     readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
   ) {

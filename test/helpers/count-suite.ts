@@ -9,7 +9,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { afterPrefix } from "../../host/db/codec.js";
-import type { Database, DeploymentDatabase } from "../../host/db/index.js";
+import type { HostDatabase, TenantDatabase } from "../../host/db/index.js";
 import { countKeyOf, indexPrefix, metaKey } from "../../host/db/keys.js";
 import { collect } from "../../host/db/kv/index.js";
 import { indexEntry, materialize, parseStoredRow } from "../../host/db/rows.js";
@@ -65,7 +65,7 @@ const opArb = fc.oneof(
 
 /** Every stored count of `index`, by hex count key, read straight from the store. */
 export async function storedCounts(
-  deployment: DeploymentDatabase,
+  deployment: TenantDatabase,
   storageId: string,
 ): Promise<Map<string, string>> {
   const prefix = countKeyOf(indexPrefix(deployment.id, "t", storageId));
@@ -78,7 +78,7 @@ export async function storedCounts(
  * every count key it has (rows.ts builds them). Compared with what the writes kept, key for key, so
  * a count left behind at zero or one moved twice shows up.
  */
-async function countsFromRows(deployment: DeploymentDatabase, index: string): Promise<Map<string, string>> {
+async function countsFromRows(deployment: TenantDatabase, index: string): Promise<Map<string, string>> {
   const schema = compileSchema(deployment.id, await storedSchema(deployment));
   const table = schema.get("t") as CompiledTable;
   const compiled = table.indexes.get(index) as CompiledIndex;
@@ -95,12 +95,12 @@ async function countsFromRows(deployment: DeploymentDatabase, index: string): Pr
 }
 
 /** The deployment's schema as stored (with each index's storage id and whether it is counted). */
-export function storedSchema(deployment: DeploymentDatabase): Promise<StoredSchema> {
+export function storedSchema(deployment: TenantDatabase): Promise<StoredSchema> {
   return deployment.store.get(metaKey(deployment.id, "schema")).then((json) => JSON.parse(json as string));
 }
 
 /** Counts each equality prefix of `index` through the database and through a brute-force model. */
-export async function checkCounts(deployment: DeploymentDatabase, model: Map<string, Row>): Promise<void> {
+export async function checkCounts(deployment: TenantDatabase, model: Map<string, Row>): Promise<void> {
   const values = {
     a: ["x", "y", "z", "w"],
     b: [null, 1, 2, -0, 0.5, 7],
@@ -147,7 +147,7 @@ export async function checkCounts(deployment: DeploymentDatabase, model: Map<str
  */
 export function storedCountSuite(
   name: string,
-  open: () => Promise<{ db: Database; dispose: () => Promise<void> }>,
+  open: () => Promise<{ db: HostDatabase; dispose: () => Promise<void> }>,
   runs: number,
 ): void {
   describe(`${name}: stored counts`, () => {

@@ -2,10 +2,10 @@
  * Child process for the crash test: commits transactions forever (three rows plus a counter update
  * each) and prints `ack <n>` after each commit returns. The parent kills it with SIGKILL.
  */
-import { Database } from "../../host/db/index.js";
+import { HostDatabase } from "../../host/db/index.js";
 import { CRASH_SCHEMA } from "./crash-schema.js";
 
-const db = await Database.open(process.argv[2] as string);
+const db = await HostDatabase.open(process.argv[2] as string);
 const deployment = await db.deployment("crash");
 await deployment.migrate(CRASH_SCHEMA);
 let n = (

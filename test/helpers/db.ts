@@ -2,19 +2,23 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  Database,
-  type DeploymentDatabase,
+  HostDatabase,
   type QueryOutcome,
   type RunOptions,
+  type TenantDatabase,
   type Transaction,
 } from "../../host/db/index.js";
 import { createDatabaseApi, type DatabaseExecutor } from "../../runtime/database.js";
 import type { Capsule, DatabaseReader, DatabaseWriter, SchemaDefinition } from "../../sdk/server/index.js";
 
 /** A temporary on-disk database, removed by `dispose()`. */
-export async function tempDatabase(): Promise<{ db: Database; dir: string; dispose: () => Promise<void> }> {
+export async function tempDatabase(): Promise<{
+  db: HostDatabase;
+  dir: string;
+  dispose: () => Promise<void>;
+}> {
   const dir = await mkdtemp(join(tmpdir(), "platform-db-"));
-  const db = await Database.open(dir);
+  const db = await HostDatabase.open(dir);
   return {
     db,
     dir,
@@ -57,7 +61,7 @@ export function transactionExecutor(tx: Transaction): DatabaseExecutor {
 }
 
 /** A typed `ctx.db` pair for one deployment of a capsule's schema. */
-export function typedDb<S extends SchemaDefinition>(deployment: DeploymentDatabase, capsule: Capsule<S>) {
+export function typedDb<S extends SchemaDefinition>(deployment: TenantDatabase, capsule: Capsule<S>) {
   const tables = Object.keys(capsule.declaration.schema.tables);
   return {
     read<T>(work: (db: DatabaseReader<S>) => Promise<T>, options?: RunOptions) {

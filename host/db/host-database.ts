@@ -1,21 +1,21 @@
 import { randomBytes } from "node:crypto";
 import { afterPrefix } from "./codec.js";
 import { CursorCodec } from "./cursor.js";
-import { DeploymentDatabase } from "./deployment.js";
 import type { HostMessage } from "./host-message.js";
 import { deploymentPrefixes, hostKey } from "./keys.js";
 import { ClassicKv, type KvStore, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
+import { TenantDatabase } from "./tenant-database.js";
 import { WriteLock } from "./write-lock.js";
 
 /**
  * The host's document database: one key-value store holding every deployment, each behind its
- * own {@link DeploymentDatabase}. The store is embedded classic-level by default, or PostgreSQL,
+ * own {@link TenantDatabase}. The store is embedded classic-level by default, or PostgreSQL,
  * which several host processes share; then commits and migrations of one host reach the others
  * (live queries, schema reloads) through the store's broadcasts. Knows nothing of HTTP or isolates.
  */
-export class Database {
-  private readonly deployments = new Map<string, Promise<DeploymentDatabase>>();
+export class HostDatabase {
+  private readonly deployments = new Map<string, Promise<TenantDatabase>>();
   private readonly locks = new Map<string, WriteLock>();
   private readonly messageHandlers = new Set<(message: HostMessage) => void>();
 
@@ -38,15 +38,15 @@ export class Database {
    * Opens the database: a `postgres://` (or `postgresql://`) URL connects to PostgreSQL; anything
    * else is a folder for the embedded classic-level store (created if needed).
    */
-  static async open(location: string): Promise<Database> {
+  static async open(location: string): Promise<HostDatabase> {
     const store = /^postgres(ql)?:\/\//.test(location)
       ? await PostgresKv.open(location)
       : await ClassicKv.open(location);
-    return Database.openStore(store);
+    return HostDatabase.openStore(store);
   }
 
   /** Opens the database on an already open store. */
-  static async openStore(store: KvStore): Promise<Database> {
+  static async openStore(store: KvStore): Promise<HostDatabase> {
     const keyName = hostKey("cursorKey");
     let key = await store.get(keyName);
     if (!key) {
@@ -57,7 +57,7 @@ export class Database {
       });
       key = (await store.get(keyName)) as string;
     }
-    return new Database(store, new CursorCodec(Buffer.from(key, "hex")));
+    return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")));
   }
 
   /** True when other host processes share this database. */
@@ -106,10 +106,10 @@ export class Database {
   }
 
   /** The database of deployment `id`, loaded once and shared. */
-  deployment(id: string): Promise<DeploymentDatabase> {
+  deployment(id: string): Promise<TenantDatabase> {
     let loading = this.deployments.get(id);
     if (!loading) {
-      loading = new DeploymentDatabase(this.store, id, this.cursors).load();
+      loading = new TenantDatabase(this.store, id, this.cursors).load();
       loading.catch(() => this.deployments.delete(id));
       this.deployments.set(id, loading);
     }

@@ -1,5 +1,5 @@
 import type { BridgeHttpRequest, BridgeIdentity } from "../../sdk/protocol/index.js";
-import type { Database, MigrationProgress } from "../db/index.js";
+import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import { IsolatePool, type PoolOptions } from "../isolates/index.js";
 import { type Call, CallExecutor, type CallResult } from "./call-execution.js";
 import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
@@ -14,13 +14,13 @@ import { claimDeployment, updateSettings } from "./settings.js";
  * translates requests into calls on this object; each job lives in its own file (the registry, the
  * deploy pipeline, call execution, guest upgrade) and this class wires them to one pool.
  */
-export class Deployments {
+export class DeploymentService {
   readonly pool: IsolatePool;
   private readonly registry: DeploymentRegistry;
   private readonly calls: CallExecutor;
 
   constructor(
-    readonly db: Database,
+    readonly db: HostDatabase,
     /** Every handler's `ctx.log` lines. */
     readonly logs: LogHub,
     poolOptions: Partial<PoolOptions> = {},

@@ -28,7 +28,7 @@ const CLOCK_STEP = 1 / 1024;
  * without waiting; mutations (committed in groups, see group-commit.ts) and migrations take the
  * write lock, so writes are serialized.
  */
-export class DeploymentDatabase implements TransactionHost {
+export class TenantDatabase implements TransactionHost {
   readonly lock = new WriteLock();
   readonly clockKey: Buffer;
   private stored: StoredSchema = emptySchema();
