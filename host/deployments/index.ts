@@ -3,5 +3,5 @@ export type { Call, CallResult } from "./call-execution.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
-export { LOG_LIMITS, LogHub, type LogLine, redactSecrets } from "./log-hub.js";
+export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
 export { type ArtifactRecord, checkDeploymentId, type DeploymentRecord, publicView } from "./records.js";

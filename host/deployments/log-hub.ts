@@ -1,18 +1,16 @@
 import pino, { type DestinationStream } from "pino";
-import { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares } from "../../sdk/protocol/index.js";
+import {
+  BUDGET_WARNING_SHARE,
+  BUDGETS,
+  type BudgetKey,
+  budgetShares,
+  LIMITS,
+} from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
 import { type CallLine, type CallRecord, callLogLine, formatRequestId, type LogLine } from "./log-line.js";
 import { LogRing } from "./log-ring.js";
 
 export type { CallRecord, LogLine } from "./log-line.js";
-
-/** Limits of `ctx.log` per handler execution. */
-export const LOG_LIMITS = {
-  linesPerHandler: 100,
-  messageChars: 4096,
-  fieldsChars: 16 * 1024,
-  keptPerDeployment: 1000,
-} as const;
 
 type Listener = (line: LogLine) => void;
 
@@ -44,7 +42,7 @@ export function redactSecrets(text: string, env: Record<string, string>): string
 
 /**
  * Every handler log line of the host: written as JSON lines through pino (to stdout unless told
- * otherwise), kept in a ring of the last {@link LOG_LIMITS.keptPerDeployment} lines per deployment
+ * otherwise), kept in a ring of the last {@link LIMITS.logLinesKept} lines per deployment
  * for `platform logs`, and pushed to followers.
  */
 export class LogHub {
@@ -94,7 +92,7 @@ export class LogHub {
   private ring(deployment: string): LogRing {
     let ring = this.rings.get(deployment);
     if (!ring) {
-      ring = new LogRing(deployment, LOG_LIMITS.keptPerDeployment);
+      ring = new LogRing(deployment, LIMITS.logLinesKept);
       this.rings.set(deployment, ring);
     }
     return ring;
@@ -150,7 +148,7 @@ export class LogHub {
   }
 
   /**
-   * A sink for one handler execution: tags lines, enforces {@link LOG_LIMITS}, and replaces every
+   * A sink for one handler execution: tags lines, enforces the log limits of `LIMITS`, and replaces every
    * server-only env value by `[redacted]` so secrets never reach the logs through the platform.
    */
   sink(
@@ -166,15 +164,15 @@ export class LogHub {
       count++;
       if (requestId === "" && typeof request !== "string")
         requestId = formatRequestId(request.startedMs, request.seq);
-      if (count > LOG_LIMITS.linesPerHandler) {
-        if (count === LOG_LIMITS.linesPerHandler + 1) {
+      if (count > LIMITS.logLinesPerHandler) {
+        if (count === LIMITS.logLinesPerHandler + 1) {
           this.write({
             time: isoNow(),
             level: "warn",
             deployment,
             handler,
             requestId,
-            message: `log limit reached: further lines of this call are dropped (${LOG_LIMITS.linesPerHandler} per call)`,
+            message: `log limit reached: further lines of this call are dropped (${LIMITS.logLinesPerHandler} per call)`,
           });
         }
         return;
@@ -183,8 +181,8 @@ export class LogHub {
       if (entry.fields) {
         const json = scrub(JSON.stringify(entry.fields));
         fields =
-          json.length > LOG_LIMITS.fieldsChars
-            ? { truncated: json.slice(0, LOG_LIMITS.fieldsChars) }
+          json.length > LIMITS.logFieldsChars
+            ? { truncated: json.slice(0, LIMITS.logFieldsChars) }
             : (JSON.parse(json) as Record<string, unknown>);
       }
       this.write({
@@ -193,7 +191,7 @@ export class LogHub {
         deployment,
         handler,
         requestId,
-        message: scrub(entry.message).slice(0, LOG_LIMITS.messageChars),
+        message: scrub(entry.message).slice(0, LIMITS.logMessageChars),
         ...(fields ? { fields } : {}),
       });
     };

@@ -1,5 +1,5 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
-import { SYSCALL } from "../../sdk/protocol/index.js";
+import { LIMITS, SYSCALL } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY, type QueryOutcome, type Transaction } from "../db/index.js";
 import type { SyscallHandler } from "./capsule-isolate.js";
@@ -74,7 +74,10 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
       }
       case SYSCALL.log: {
         const level = args.level === "warn" || args.level === "error" ? args.level : "info";
-        const entry: HandlerLogEntry = { level, message: String(args.message).slice(0, 4096) };
+        const entry: HandlerLogEntry = {
+          level,
+          message: String(args.message).slice(0, LIMITS.logMessageChars),
+        };
         if (typeof args.fields === "object" && args.fields !== null)
           entry.fields = args.fields as Record<string, unknown>;
         log(entry);

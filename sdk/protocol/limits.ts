@@ -39,6 +39,14 @@ export const LIMITS = {
    */
   requestQuotaPerSecond: 100,
   requestQuotaBurst: 1000,
+  /** `ctx.log` lines kept per handler execution; later ones are dropped after one notice. Ours. */
+  logLinesPerHandler: 100,
+  /** Characters kept of one `ctx.log` message (longer ones are cut). Ours. */
+  logMessageChars: 4096,
+  /** Characters of one log line's JSON fields kept (longer ones become `{ truncated }`). Ours. */
+  logFieldsChars: 16 * 1024,
+  /** Log lines kept per deployment for `platform logs` and the log stream. Ours. */
+  logLinesKept: 1000,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
 } as const;
