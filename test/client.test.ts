@@ -158,14 +158,14 @@ describe("platform/client in Node", () => {
     const stored = JSON.parse(store.get(key) as string) as { current: { token: string; expiresAt: number } };
     store.set(
       key,
-      JSON.stringify({ current: { ...stored.current, expiresAt: Math.floor(Date.now() / 1000) } }),
+      JSON.stringify({ current: { ...stored.current, expiresAt: Date.now() } }),
     );
     const second = client({ transport: { store } });
     expect(await second.auth.token()).toEqual(expect.any(String));
-    // Renewed: the stored token now expires an hour from now again (the JWT itself may be
-    // byte-identical when issued within the same second).
+    // Renewed: the stored token now expires an hour from now again (`expiresAt` is in ms; the JWT
+    // itself may be byte-identical when issued within the same second).
     const renewed = JSON.parse(store.get(key) as string) as { current: { expiresAt: number } };
-    expect(renewed.current.expiresAt).toBeGreaterThan(Date.now() / 1000 + 50 * 60);
+    expect(renewed.current.expiresAt).toBeGreaterThan(Date.now() + 50 * 60 * 1000);
     expect(second.auth.getState().identity).toEqual(identity);
     await second.mutation("add", { text: "after renewal" });
   });

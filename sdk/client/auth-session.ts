@@ -45,7 +45,7 @@ export interface ClientAuth {
 /** A token as the host issues it. */
 interface IssuedToken extends ClientIdentity {
   token: string;
-  /** Seconds since the epoch. */
+  /** When the token expires, in milliseconds since the epoch (as the host sends it). */
   expiresAt: number;
 }
 
@@ -157,7 +157,7 @@ export class AuthSession {
   ready(): Promise<void> {
     this.loading ??= this.attempt(async () => {
       const current = this.stored.current;
-      if (current && current.expiresAt * 1000 - Date.now() < RENEW_AHEAD_MS) await this.renew();
+      if (current && current.expiresAt - Date.now() < RENEW_AHEAD_MS) await this.renew();
       else if (!current && this.options.guest) await this.signInAsGuest();
       else this.scheduleRenewal();
     }, true).then(() => undefined);
@@ -171,7 +171,7 @@ export class AuthSession {
   async validToken(): Promise<string | null> {
     await this.ready();
     const current = this.stored.current;
-    if (current && current.expiresAt * 1000 - Date.now() < 60_000) await this.renew().catch(() => undefined);
+    if (current && current.expiresAt - Date.now() < 60_000) await this.renew().catch(() => undefined);
     return this.current();
   }
 
@@ -250,7 +250,7 @@ export class AuthSession {
     clearTimeout(this.renewTimer);
     const current = this.stored.current;
     if (!current || this.closed) return;
-    const delay = Math.max(1000, current.expiresAt * 1000 - Date.now() - RENEW_AHEAD_MS);
+    const delay = Math.max(1000, current.expiresAt - Date.now() - RENEW_AHEAD_MS);
     this.renewTimer = setTimeout(
       () => void this.attempt(() => this.renew()).catch(() => undefined),
       Math.min(delay, 2 ** 31 - 1),
