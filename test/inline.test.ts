@@ -1,5 +1,5 @@
 /**
- * Handlers inline on the host's main thread (host/isolates/inline-policy.ts): a handler that
+ * Handlers inline on the host's main thread (host/isolates/inline/policy.ts): a handler that
  * overruns its slice demotes its deployment to the isolate's own thread and is run again there,
  * with the same answer, its writes once and its log lines once; the deployment goes back inline
  * after the cool-down; a deployment over its share of the main thread is demoted too.

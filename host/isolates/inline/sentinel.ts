@@ -1,5 +1,5 @@
 import ivm from "isolated-vm";
-import { watchInlineEntries } from "./inline-watchdog.js";
+import { watchInlineEntries } from "./watchdog.js";
 
 /** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
 const SEQ = 0; // inline entries opened so far

@@ -1,6 +1,6 @@
 import ivm from "isolated-vm";
 import { afterEach, describe, expect, it } from "vitest";
-import { InlineSentinel } from "./inline-sentinel.js";
+import { InlineSentinel } from "./sentinel.js";
 
 const made: Array<{ isolate: ivm.Isolate; slot: number }> = [];
 
