@@ -7,7 +7,6 @@ export { CapsuleIsolate } from "./capsule-isolate.js";
 export { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
 export {
   DEFAULT_INLINE_POLICY,
-  InlineAbandoned,
   type InlinePolicy,
   InlineStanding,
   retryAbandoned,
