@@ -42,7 +42,14 @@ export class CpuMeter {
 
   /** True when the execution running now has used more than `limitNs`, its current stretch included. */
   overran(limitNs: bigint): boolean {
+    let now: bigint;
+    try {
+      now = this.isolate.cpuTime;
+    } catch {
+      // isolated-vm disposed the isolate on its own thread just now; the next tick sees it gone.
+      return false;
+    }
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
-    return (ran?.cpuNs ?? 0n) + (this.isolate.cpuTime - this.last) > limitNs;
+    return (ran?.cpuNs ?? 0n) + (now - this.last) > limitNs;
   }
 }

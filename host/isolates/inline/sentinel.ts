@@ -11,8 +11,11 @@ const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
 /**
  * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry
  * the host is in, and stops (disposes) an isolate whose one entry has used more CPU than its slice
- * since the sentinel first saw it. Descheduled time does not count: a host the machine stops
- * running is never blamed on the capsule. Returns when the host changes the registry.
+ * since the sentinel first saw it. isolated-vm measures the stretch an isolate is running now on a
+ * steady clock (finished stretches on the thread's CPU clock), so an entry on a host the machine
+ * stops running counts that waiting too: on a busy machine a light entry can be stopped, and its
+ * deployment runs on its own thread for a while, its handlers run again there. Returns when the
+ * host changes the registry.
  */
 const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
