@@ -1,4 +1,5 @@
 import ivm from "isolated-vm";
+import type { InlineEntry } from "../isolate-loader.js";
 import { watchInlineEntries } from "./watchdog.js";
 
 /** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
@@ -7,6 +8,13 @@ const OPEN = 1; // slot of the isolate the host is inside now; 0: none
 const GENERATION = 2; // the host's registry generation (bumped on every change)
 const WATCHING = 3; // the generation the sentinel is watching now; -1: none
 const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
+
+/**
+ * Options of an inline entry the sentinel bounds. Inline entries and calls pass only numbers and
+ * strings, which cross as they are; asking for a copy would serialize each one (about 0.4 µs per
+ * crossing), and anything else is refused by isolated-vm as not transferable.
+ */
+const PRIMITIVES_ONLY = {} as const;
 
 /**
  * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry
@@ -92,6 +100,28 @@ export class InlineSentinel {
   /** True when the sentinel watches `slot` now (it has taken the current registry). */
   watches(slot: number): boolean {
     return Atomics.load(this.state, WATCHING) === this.generation && this.targets.has(slot);
+  }
+
+  /**
+   * True when the last entry made through {@link enter} ran under isolated-vm's `timeout`: the
+   * sentinel did not watch its isolate yet. Only such an entry can be stopped by isolated-vm itself.
+   */
+  lastEntryTimed = false;
+
+  /**
+   * One synchronous entry into `slot`'s isolate on the main thread; throws as applySync. Bounded by
+   * the sentinel once it watches the isolate, else by isolated-vm's `timeout` (`timeoutMs`, wall
+   * time), and marked for the inline watchdog in case V8 parks the thread.
+   */
+  enter(slot: number, entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+    const watched = this.watches(slot);
+    this.lastEntryTimed = !watched;
+    this.open(slot);
+    try {
+      entry.applySync(undefined, args as never[], watched ? PRIMITIVES_ONLY : { timeout: timeoutMs });
+    } finally {
+      this.close();
+    }
   }
 
   /**

@@ -23,13 +23,6 @@ export interface InlineHost {
   stop(reason: StopReason): void;
 }
 
-/**
- * Options of an inline entry the sentinel bounds. Inline entries and calls pass only numbers and
- * strings, which cross as they are; asking for a copy would serialize each one (about 0.4 µs per
- * crossing), and anything else is refused by isolated-vm as not transferable.
- */
-const PRIMITIVES_ONLY = {} as const;
-
 const sentinel = (): InlineSentinel => InlineSentinel.shared();
 
 /**
@@ -47,8 +40,6 @@ export class InlineTransport implements Transport, TurnEntries {
   private readonly queue: TurnQueue;
   /** The isolate's slot with the inline sentinel. */
   private readonly slot: number;
-  /** True while the current entry runs under isolated-vm's `timeout` (the sentinel does not watch yet). */
-  private timedEntry = false;
   /**
    * While one entry runs several starts: the executions that finished or wait on the host (the
    * runtime starts each only after the one before did either).
@@ -239,7 +230,7 @@ export class InlineTransport implements Transport, TurnEntries {
       this.host.stop(breachesLimit ? "cpu" : "stopped");
     } else if (this.host.isolate.isDisposed) {
       this.host.stop("memory");
-    } else if (!this.timedEntry) {
+    } else if (!sentinel().lastEntryTimed) {
       this.host.stop("failed");
     } else if (breachesLimit) {
       this.host.stop("cpu");
@@ -274,22 +265,10 @@ export class InlineTransport implements Transport, TurnEntries {
     }
   }
 
-  /**
-   * One synchronous entry on the main thread; throws as applySync. Bounded by the sentinel once it
-   * watches this isolate, else by isolated-vm's `timeout` (`timeoutMs`, wall time), and watched by
-   * the inline watchdog (watchdog.ts) in case V8 parks the thread.
-   */
+  /** One synchronous entry on the main thread, watched by the sentinel; throws as applySync. */
   private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
     this.entries++;
-    const watcher = sentinel();
-    const watched = watcher.watches(this.slot);
-    this.timedEntry = !watched;
-    watcher.open(this.slot);
-    try {
-      entry.applySync(undefined, args as never[], watched ? PRIMITIVES_ONLY : { timeout: timeoutMs });
-    } finally {
-      watcher.close();
-    }
+    sentinel().enter(this.slot, entry, args, timeoutMs);
   }
 
   /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
