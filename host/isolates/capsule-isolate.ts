@@ -134,7 +134,9 @@ export class CapsuleIsolate implements InlineHost {
       });
     } catch (error) {
       if (error instanceof InlineAbandoned || isPlatformError(error)) throw error;
-      // Our own failures are platform errors; only the threaded start rejects with isolated-vm's.
+      // The host fails executions with platform errors; only the threaded start rejects with
+      // isolated-vm's: the isolate is gone, or (the runtime's dispatcher never throws) the start's
+      // synchronous part overran the `timeout` it carries, the CPU limit.
       throw this.stop(this.isolate.isDisposed ? this.lostReason() : "cpu");
     } finally {
       this.running.delete(requestId);
