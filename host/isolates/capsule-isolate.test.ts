@@ -22,17 +22,11 @@ const CODE = `var __platform_capsule = {
   } },
 };`;
 
+/** What every request here shares: a query at a fixed clock and seed, with no identity. */
+const QUERY = { kind: "query", requestId: 0, identity: null, env: {}, now: 1, seed: 1 } as const;
+
 function query(name: string, args: unknown = {}): DispatchRequest {
-  return {
-    kind: "query",
-    requestId: 0,
-    name,
-    argsJson: JSON.stringify(args),
-    identity: null,
-    env: {},
-    now: 1,
-    seed: 1,
-  };
+  return { ...QUERY, name, argsJson: JSON.stringify(args) };
 }
 
 const noSyscalls = () => null;
