@@ -118,7 +118,7 @@ export async function loadIsolate(
     };
     return { isolate, entries, connect };
   } catch (error) {
-    // isolated-vm disposes an isolate by itself only at its memory limit; this code never has yet.
+    // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
     const outOfMemory = isolate.isDisposed;
     if (!isolate.isDisposed) isolate.dispose();
     if (isPlatformError(error)) throw error;
