@@ -177,27 +177,21 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
 }
 
 /**
- * Runs one dispatch request as execution `requestId` (the host numbers executions; a declaration
- * has none); never throws (errors become `{ ok: false }`). `inline`: the host entered synchronously
- * on its main thread, so platform calls use the inline transport.
+ * Runs one dispatch request as execution `requestId` (the host numbers executions); never throws
+ * (errors become `{ ok: false }`). `inline`: the host entered synchronously on its main thread, so
+ * platform calls use the inline transport.
  */
-export async function dispatch(
-  requestId: number | null,
-  requestJson: string,
-  inline = false,
-): Promise<string> {
+export async function dispatch(requestId: number, requestJson: string, inline = false): Promise<string> {
   let response: DispatchResponse;
-  if (requestId !== null) openLogCalls(requestId);
+  openLogCalls(requestId);
   try {
     const request = JSON.parse(requestJson) as DispatchRequest;
-    if (requestId !== null && "requestId" in request) request.requestId = requestId;
+    if ("requestId" in request) request.requestId = requestId;
     response = { ok: true, valueJson: await run(request, inline) };
   } catch (error) {
     response = { ok: false, error: toError(error) };
   }
-  if (requestId !== null) {
-    const logging = settleLogCalls(requestId);
-    if (logging) await logging;
-  }
+  const logging = settleLogCalls(requestId);
+  if (logging) await logging;
   return encodeDispatchResponse(response);
 }

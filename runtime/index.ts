@@ -19,7 +19,7 @@ const global = globalThis as Record<string, unknown>;
  */
 let entries = 0;
 
-global.__platform_dispatch = (requestId: number | null, requestJson: string): Promise<string> => {
+global.__platform_dispatch = (requestId: number, requestJson: string): Promise<string> => {
   entries++;
   return dispatch(requestId, requestJson, false);
 };

@@ -1,5 +1,5 @@
 /**
- * Inline entries are gathered per turn of the event loop (host/isolates/capsule-isolate.ts): calls
+ * Inline entries are gathered per turn of the event loop (host/isolates/inline/turn-queue.ts): calls
  * made in one turn enter the isolate once it ends, in the order they came, and light starts share
  * one entry, run one after another by the runtime.
  */
@@ -8,7 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
-import { CapsuleIsolate, DEFAULT_ISOLATE_LIMITS, type SyscallHandler } from "../host/isolates/index.js";
+import {
+  CapsuleIsolate,
+  DEFAULT_INLINE_POLICY,
+  DEFAULT_ISOLATE_LIMITS,
+  InlineStanding,
+  type SyscallHandler,
+} from "../host/isolates/index.js";
 import { type DispatchRequest, SYSCALL } from "../sdk/protocol/index.js";
 import { isPlatformError } from "../sdk/values/index.js";
 
@@ -83,8 +89,16 @@ afterEach(() => {
   for (const isolate of made.splice(0)) isolate.dispose();
 });
 
+/**
+ * Slices far longer than any entry here needs, so a busy machine never stops one: the sentinel
+ * measures an entry while it runs on a steady clock, so a descheduled host can overrun the default
+ * slice with a few milliseconds of CPU. What follows such a stop (demotion, the platform running
+ * the handler again) is tested in inline.test.ts; here the subject is how a turn's entries go in.
+ */
+const ROOMY_SLICES = { ...DEFAULT_INLINE_POLICY, sliceMs: 250 };
+
 async function freshIsolate(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsolate> {
-  const isolate = await CapsuleIsolate.create(code, "inline-turn", limits);
+  const isolate = await CapsuleIsolate.create(code, "inline-turn", limits, new InlineStanding(ROOMY_SLICES));
   made.push(isolate);
   return isolate;
 }

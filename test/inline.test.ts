@@ -1,5 +1,5 @@
 /**
- * Handlers inline on the host's main thread (host/isolates/inline-policy.ts): a handler that
+ * Handlers inline on the host's main thread (host/isolates/inline/policy.ts): a handler that
  * overruns its slice demotes its deployment to the isolate's own thread and is run again there,
  * with the same answer, its writes once and its log lines once; the deployment goes back inline
  * after the cool-down; a deployment over its share of the main thread is demoted too.
@@ -20,7 +20,7 @@ export default capsule({
     light: async (ctx, args) => (await ctx.db.items.get(args.id))?.label ?? null,
     heavy: async (ctx) => {
       const before = [Math.random(), Date.now()];
-      spin(60);
+      spin(400);
       const rows = await ctx.db.items.take(5);
       ctx.log.info("heavy ran", { random: before[0] });
       return { random: before[0], now: before[1], rows: rows.length, again: Math.random() };
@@ -30,7 +30,7 @@ export default capsule({
     add: async (ctx, args) => ctx.db.items.insert({ label: args.label, n: 1 }),
     addHeavy: async (ctx, args) => {
       const id = await ctx.db.items.insert({ label: args.label, n: 2 });
-      spin(60);
+      spin(400);
       ctx.log.info("addHeavy ran");
       return id;
     },
@@ -65,8 +65,11 @@ beforeAll(async () => {
   await mkdir(join(scratch, "server"), { recursive: true });
   await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
   code = (await bundleCapsule(scratch)).code;
+  // Heavy handlers spin several slices of CPU (about 100 ms on a small machine), light ones a tiny
+  // part of one, so a busy machine that deschedules the host inside an entry (the sentinel counts
+  // that time) does not stop a light one, and a fast machine still stops a heavy one.
   host = await startTestHost({
-    pool: { inline: { ...DEFAULT_INLINE_POLICY, sliceMs: 8, cooldownMs: 1500 } },
+    pool: { inline: { ...DEFAULT_INLINE_POLICY, sliceMs: 20, cooldownMs: 1500 } },
   });
 });
 afterAll(async () => {

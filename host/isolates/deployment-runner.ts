@@ -1,19 +1,15 @@
 import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { CapsuleIsolate } from "./capsule-isolate.js";
+import { InlineStanding } from "./inline/index.js";
 import { ConcurrencyLimiter } from "./limiter.js";
+import type { IsolateLimits } from "./limits.js";
+import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
 /**
  * Handlers of one deployment in flight at once. One isolate runs on one thread, so a deployment can
  * never hold more than one core; this bounds its queue of interleaved executions.
  */
 const DEFAULT_MAX_IN_FLIGHT = 64;
-
-import {
-  CapsuleIsolate,
-  type IsolateLimits,
-  type MeteredResponse,
-  type SyscallHandler,
-} from "./capsule-isolate.js";
-import { InlineStanding } from "./inline-policy.js";
 
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
@@ -57,11 +53,6 @@ export class DeploymentRunner {
   /** True when the next handler would run inline on the host's main thread. */
   get runsInline(): boolean {
     return this.isLive && (this.isolate as CapsuleIsolate).mayRunInline();
-  }
-
-  /** Heap of the live isolate (0 when none). */
-  heapBytes(): number {
-    return this.isLive ? (this.isolate as CapsuleIsolate).heapBytes() : 0;
   }
 
   /** The loaded isolate when it runs the current artifact, else `null`. */

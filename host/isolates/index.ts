@@ -1,17 +1,17 @@
-/** `host/isolates`: one isolate per deployment, limits, watchdog, LRU, the host end of the bridge. */
-export {
-  CapsuleIsolate,
-  DEFAULT_ISOLATE_LIMITS,
-  type IsolateLimits,
-  type MeteredResponse,
-  type SyscallHandler,
-} from "./capsule-isolate.js";
+/**
+ * `host/isolates`: one isolate per deployment (capsule-isolate.ts) with its limits and CPU meter,
+ * the two transports into it (threaded-transport.ts, inline/), the runners and pool that keep
+ * isolates per deployment, and the host end of the syscall bridge (syscalls.ts).
+ */
+export { CapsuleIsolate } from "./capsule-isolate.js";
 export { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
 export {
   DEFAULT_INLINE_POLICY,
-  InlineAbandoned,
   type InlinePolicy,
+  InlineStanding,
   retryAbandoned,
-} from "./inline-policy.js";
+} from "./inline/index.js";
 export { DEFAULT_POOL_OPTIONS, IsolatePool, type PoolOptions } from "./isolate-pool.js";
+export { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 export { type HandlerLogEntry, transactionSyscalls } from "./syscalls.js";
+export type { MeteredResponse, SyscallHandler } from "./transport.js";

@@ -1,7 +1,8 @@
-import { CapsuleIsolate, DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./capsule-isolate.js";
+import { CapsuleIsolate } from "./capsule-isolate.js";
 import { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
-import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline-policy.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
 import { ConcurrencyLimiter } from "./limiter.js";
+import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 
 /** How many isolates a host keeps and for how long. */
 export interface PoolOptions {

@@ -2,8 +2,8 @@ import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { LIMITS, SYSCALL } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY, type QueryOutcome, type Transaction } from "../db/index.js";
-import type { SyscallHandler } from "./capsule-isolate.js";
 import { RawJson } from "./raw-json.js";
+import type { SyscallHandler } from "./transport.js";
 
 /** One structured log line written by a handler through `ctx.log`. */
 export interface HandlerLogEntry {

@@ -5,7 +5,7 @@ import { Worker } from "node:worker_threads";
  * allocation far beyond its heap, say), isolated-vm parks the thread that was running it forever;
  * inline, that thread is the host's main thread, so the host's own catastrophic-error handler
  * (an event on that same thread) never runs. A small worker thread watches the cells the main
- * thread marks each inline entry in (the inline sentinel's, see inline-sentinel.ts): an entry still
+ * thread marks each inline entry in (the inline sentinel's, see sentinel.ts): an entry still
  * open after {@link STUCK_MS} (entries are cut at their slice or the handler's CPU limit, far below
  * that) means the main thread is gone, and the worker ends the process so `platform host`'s
  * supervisor starts a new one.

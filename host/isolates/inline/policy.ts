@@ -1,5 +1,3 @@
-import { PlatformError } from "../../sdk/values/index.js";
-
 /**
  * When a deployment's handlers run inline, on the host's main thread, and when they go back to the
  * isolate's own thread.
@@ -8,7 +6,7 @@ import { PlatformError } from "../../sdk/values/index.js";
  * each platform call's answer, and the isolate posts its calls and its result back synchronously:
  * no thread hand-off at all, which is most of what an isolated request costs otherwise. The price
  * is that the main thread is busy while user code runs, so inline runs are bounded: each entry gets
- * a short CPU slice (enforced by the inline sentinel, see inline-sentinel.ts, which stops the
+ * a short CPU slice (enforced by the inline sentinel, see sentinel.ts, which stops the
  * isolate), and a deployment gets a share of the main thread per window. A deployment that
  * overruns either is demoted to its own thread for a cool-down; its inline executions in flight
  * are abandoned and run again there (in a fresh isolate when the sentinel stopped the old one),
@@ -119,45 +117,5 @@ export class InlineStanding {
     if (this.windowCpuNs <= this.shareNs) return false;
     this.demote();
     return true;
-  }
-}
-
-/**
- * Thrown for an inline execution the isolate abandoned (its deployment was demoted). The caller
- * runs the whole handler again, in a fresh transaction; it will run on the isolate's thread.
- */
-export class InlineAbandoned extends Error {
-  constructor() {
-    super("The handler was moved off the host's main thread; run it again.");
-    this.name = "InlineAbandoned";
-  }
-}
-
-/** Attempts of one call before an abandoned run is reported as `unavailable`. */
-const MAX_ATTEMPTS = 3;
-
-/**
- * Runs `attempt` (a whole handler call in its own transaction) again when the isolate abandoned it
- * inline. Each attempt logs into its own buffer, handed to `sink` only for the attempt that counts,
- * so a handler's lines appear once.
- */
-export async function retryAbandoned<T, Line>(
-  sink: (line: Line) => void,
-  attempt: (log: (line: Line) => void) => Promise<T>,
-): Promise<T> {
-  for (let attempts = 1; ; attempts++) {
-    const lines: Line[] = [];
-    try {
-      const value = await attempt((line) => lines.push(line));
-      for (const line of lines) sink(line);
-      return value;
-    } catch (error) {
-      if (error instanceof InlineAbandoned) {
-        if (attempts < MAX_ATTEMPTS) continue;
-        throw new PlatformError("unavailable", "The handler was interrupted several times; retry.");
-      }
-      for (const line of lines) sink(line);
-      throw error;
-    }
   }
 }

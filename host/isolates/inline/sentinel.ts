@@ -1,5 +1,6 @@
 import ivm from "isolated-vm";
-import { watchInlineEntries } from "./inline-watchdog.js";
+import type { InlineEntry } from "../isolate-loader.js";
+import { watchInlineEntries } from "./watchdog.js";
 
 /** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
 const SEQ = 0; // inline entries opened so far
@@ -9,10 +10,20 @@ const WATCHING = 3; // the generation the sentinel is watching now; -1: none
 const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
 
 /**
+ * Options of an inline entry the sentinel bounds. Inline entries and calls pass only numbers and
+ * strings, which cross as they are; asking for a copy would serialize each one (about 0.4 µs per
+ * crossing), and anything else is refused by isolated-vm as not transferable.
+ */
+const PRIMITIVES_ONLY = {} as const;
+
+/**
  * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry
  * the host is in, and stops (disposes) an isolate whose one entry has used more CPU than its slice
- * since the sentinel first saw it. Descheduled time does not count: a host the machine stops
- * running is never blamed on the capsule. Returns when the host changes the registry.
+ * since the sentinel first saw it. isolated-vm measures the stretch an isolate is running now on a
+ * steady clock (finished stretches on the thread's CPU clock), so an entry on a host the machine
+ * stops running counts that waiting too: on a busy machine a light entry can be stopped, and its
+ * deployment runs on its own thread for a while, its handlers run again there. Returns when the
+ * host changes the registry.
  */
 const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
@@ -89,6 +100,28 @@ export class InlineSentinel {
   /** True when the sentinel watches `slot` now (it has taken the current registry). */
   watches(slot: number): boolean {
     return Atomics.load(this.state, WATCHING) === this.generation && this.targets.has(slot);
+  }
+
+  /**
+   * True when the last entry made through {@link enter} ran under isolated-vm's `timeout`: the
+   * sentinel did not watch its isolate yet. Only such an entry can be stopped by isolated-vm itself.
+   */
+  lastEntryTimed = false;
+
+  /**
+   * One synchronous entry into `slot`'s isolate on the main thread; throws as applySync. Bounded by
+   * the sentinel once it watches the isolate, else by isolated-vm's `timeout` (`timeoutMs`, wall
+   * time), and marked for the inline watchdog in case V8 parks the thread.
+   */
+  enter(slot: number, entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+    const watched = this.watches(slot);
+    this.lastEntryTimed = !watched;
+    this.open(slot);
+    try {
+      entry.applySync(undefined, args as never[], watched ? PRIMITIVES_ONLY : { timeout: timeoutMs });
+    } finally {
+      this.close();
+    }
   }
 
   /**

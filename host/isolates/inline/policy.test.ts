@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INLINE_POLICY, nextCooldownMs } from "./inline-policy.js";
+import { DEFAULT_INLINE_POLICY, nextCooldownMs } from "./policy.js";
 
 const policy = { ...DEFAULT_INLINE_POLICY, cooldownMs: 1000, maxCooldownMs: 8000 };
 

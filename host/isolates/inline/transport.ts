@@ -1,0 +1,288 @@
+import type ivm from "isolated-vm";
+import { isPending } from "../../db/index.js";
+import type { CpuMeter } from "../cpu-meter.js";
+import type { InlineEntry, RuntimeEntries } from "../isolate-loader.js";
+import type { IsolateLimits, StopReason } from "../limits.js";
+import { callerOf, encodeSyscallResult, readCall, type SyscallResult, wireError } from "../syscall-wire.js";
+import type { RunningExecution, Transport } from "../transport.js";
+import { InlineAbandoned } from "./abandoned.js";
+import type { InlineStanding } from "./policy.js";
+import { InlineSentinel } from "./sentinel.js";
+import type { SlotTable } from "./slot-table.js";
+import { type QueuedStart, type TurnEntries, TurnQueue } from "./turn-queue.js";
+
+/** What the inline transport needs of its isolate. */
+export interface InlineHost {
+  readonly isolate: ivm.Isolate;
+  readonly running: SlotTable<RunningExecution>;
+  readonly meter: CpuMeter;
+  readonly limits: IsolateLimits;
+  /** Executions on the isolate's own thread now. */
+  readonly threaded: { readonly inFlight: number };
+  /** Stops the isolate for `reason` (unless it was stopped already) and fails what runs in it. */
+  stop(reason: StopReason): void;
+}
+
+const sentinel = (): InlineSentinel => InlineSentinel.shared();
+
+/**
+ * Executions on the host's main thread (see policy.ts for when): the host enters the isolate
+ * synchronously to start a handler and to hand it each platform call's answer, and the isolate
+ * posts its calls and its result back synchronously. Entries wait for the end of their turn of the
+ * event loop (turn-queue.ts); each runs under a CPU slice the sentinel enforces (sentinel.ts), or
+ * under what is left of the handler's CPU limit when that is less. Inline and threaded executions
+ * never overlap, so the main thread never waits for the isolate's thread.
+ */
+export class InlineTransport implements Transport, TurnEntries {
+  /** Synchronous entries made on the main thread so far (for diagnostics and tests). */
+  entries = 0;
+  lastEntryNs = 0n;
+  private readonly queue: TurnQueue;
+  /** The isolate's slot with the inline sentinel. */
+  private readonly slot: number;
+  /**
+   * While one entry runs several starts: the executions that finished or wait on the host (the
+   * runtime starts each only after the one before did either).
+   */
+  private group: Set<number> | null = null;
+
+  constructor(
+    private readonly host: InlineHost,
+    private readonly runtime: RuntimeEntries,
+    private readonly standing: InlineStanding,
+  ) {
+    this.queue = new TurnQueue(this, standing.policy, host.limits.cpuMs);
+    this.slot = sentinel().register(host.isolate, standing.policy.sliceMs);
+  }
+
+  /** True when a new execution may run inline now. */
+  mayRun(): boolean {
+    return this.host.threaded.inFlight === 0 && this.standing.allowed;
+  }
+
+  start(requestId: number, payload: string): void {
+    this.queue.push({ kind: "start", requestId, payload });
+  }
+
+  ended(): void {}
+
+  /** Stops the sentinel watching the isolate (it is gone). */
+  unregister(): void {
+    sentinel().unregister(this.slot);
+  }
+
+  /** True (once) when the sentinel stopped this isolate for overrunning a slice. */
+  stoppedBySentinel(): boolean {
+    return sentinel().stopped(this.slot);
+  }
+
+  waits(requestId: number): boolean {
+    return this.host.running.get(requestId)?.transport === this;
+  }
+
+  mayStart(): boolean {
+    return this.host.threaded.inFlight === 0;
+  }
+
+  enterStart({ requestId, payload }: QueuedStart): boolean {
+    return this.enterFor(requestId, this.runtime.dispatchInline, [requestId, payload]);
+  }
+
+  /**
+   * One entry for several starts, under one slice; the runtime runs them one after another (see
+   * `__platform_dispatch_inline_many`). Each crossing back to the host charges the CPU since the
+   * last one to the execution that crosses. The starts after the first that neither finished nor
+   * waited on the host (it awaits something that never settles) were never reached.
+   */
+  enterGroup(group: QueuedStart[]): number {
+    if (this.host.isolate.isDisposed) return 0;
+    const args: Array<number | string> = [];
+    for (const { requestId, payload } of group) args.push(requestId, payload);
+    const progressed = new Set<number>();
+    this.group = progressed;
+    let completed: boolean;
+    try {
+      completed = this.enter(
+        group,
+        this.runtime.dispatchInlineMany,
+        args,
+        this.standing.policy.sliceMs,
+        false,
+      );
+    } finally {
+      this.group = null;
+    }
+    if (!completed) return 0;
+    const stuck = group.findIndex(({ requestId }) => !progressed.has(requestId));
+    return stuck === -1 ? group.length : stuck + 1;
+  }
+
+  enterAnswer(requestId: number, callId: number, answer: string): void {
+    if (this.waits(requestId)) this.enterFor(requestId, this.runtime.resumeInline, [callId, answer]);
+    else this.answerStaleCall(callId, answer);
+  }
+
+  abandon(requestId: number): void {
+    const execution = this.host.running.get(requestId);
+    if (execution?.transport !== this) return;
+    this.host.running.delete(requestId);
+    execution.fail(new InlineAbandoned());
+  }
+
+  /**
+   * An inline execution's platform call, posted synchronously from inside the isolate. A call the
+   * host can answer at once (a point read from the snapshot, a log line) is answered right here, as
+   * the result of the post: the handler goes on in the same entry. Otherwise the answer comes once
+   * the host's stack has unwound, by entering again (the host never enters the isolate from inside
+   * it), and the post returns nothing.
+   */
+  receiveCall(requestId: unknown, callId: unknown, json: unknown): string | undefined {
+    if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
+    if (this.group) this.host.meter.crossing(requestId);
+    const result = this.serveCall(json);
+    if (!isPending(result)) return encodeSyscallResult(result);
+    this.group?.add(requestId);
+    void result.then((settled) =>
+      this.queue.push({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
+    );
+    return undefined;
+  }
+
+  /** An inline execution's final response, handed over synchronously from inside the isolate. */
+  receiveResult(requestId: unknown, wire: unknown): void {
+    if (typeof requestId !== "number" || typeof wire !== "string") return;
+    if (this.group) {
+      this.host.meter.crossing(requestId);
+      this.group.add(requestId);
+    }
+    const execution = this.host.running.get(requestId);
+    if (execution?.transport === this) execution.finish(wire);
+  }
+
+  /** One platform call: its answer when ready at once, else a promise of it. */
+  private serveCall(json: unknown): SyscallResult | Promise<SyscallResult> {
+    try {
+      const call = readCall(json, this.host.running);
+      const value = callerOf(call, this).onSyscall(call.op as string, call.args);
+      if (!isPending(value)) return { ok: true, value };
+      return value.then(
+        (ready): SyscallResult => ({ ok: true, value: ready }),
+        (error): SyscallResult => ({ ok: false, error: wireError(error) }),
+      );
+    } catch (error) {
+      return { ok: false, error: wireError(error) };
+    }
+  }
+
+  /**
+   * Enters for inline execution `requestId` (its start, or the answer to one of its calls) under a
+   * slice, or under what is left of the handler's CPU limit when that is less: an overrun then
+   * breaches the limit. True when the entry completed.
+   */
+  private enterFor(requestId: number, entry: InlineEntry, args: unknown[]): boolean {
+    const execution = this.host.running.get(requestId);
+    if (execution?.transport !== this || this.host.isolate.isDisposed) return false;
+    const sliceMs = this.standing.policy.sliceMs;
+    const leftMs = this.host.limits.cpuMs - Number(execution.cpuNs) / 1e6;
+    return this.enter(requestId, entry, args, Math.max(1, Math.min(sliceMs, leftMs)), leftMs <= sliceMs);
+  }
+
+  /**
+   * One synchronous entry for inline execution `who`, or for a group of starts (whose CPU the
+   * crossings charge). An entry that used more than its share of the main thread demotes the
+   * deployment. True when the entry completed; see {@link entryFailed} otherwise.
+   */
+  private enter(
+    who: number | readonly QueuedStart[],
+    entry: InlineEntry,
+    args: unknown[],
+    timeoutMs: number,
+    breachesLimit: boolean,
+  ): boolean {
+    const meter = this.host.meter;
+    meter.boundary(typeof who === "number" ? who : null);
+    const before = meter.last;
+    try {
+      this.applyInline(entry, args, timeoutMs);
+    } catch {
+      meter.boundary(null);
+      this.entryFailed(who, breachesLimit, meter.last - before);
+      return false;
+    }
+    meter.boundary(null);
+    this.lastEntryNs = meter.last - before;
+    if (this.standing.charge(this.lastEntryNs)) this.abandonAll(new InlineAbandoned());
+    return true;
+  }
+
+  /**
+   * Why an inline entry threw, from what the host itself knows, never from isolated-vm's message:
+   * the runtime's entry points never throw, so the entry was stopped by the sentinel (it says so),
+   * by isolated-vm at the memory limit (the isolate is gone), or by isolated-vm's `timeout`, which
+   * only entries the sentinel did not watch carry. A sentinel stop demotes the deployment (a fresh
+   * isolate runs its handlers on its thread), unless `breachesLimit`: the execution had no more CPU
+   * left than the slice, so it breached the handler's limit. A `timeout`, which counts wall time,
+   * that stopped an entry using little CPU (the host was descheduled) abandons only its executions.
+   */
+  private entryFailed(who: number | readonly QueuedStart[], breachesLimit: boolean, usedNs: bigint): void {
+    if (this.stoppedBySentinel()) {
+      if (!breachesLimit) this.demote();
+      this.host.stop(breachesLimit ? "cpu" : "stopped");
+    } else if (this.host.isolate.isDisposed) {
+      this.host.stop("memory");
+    } else if (!sentinel().lastEntryTimed) {
+      this.host.stop("failed");
+    } else if (breachesLimit) {
+      this.host.stop("cpu");
+    } else if (usedNs >= BigInt(this.standing.policy.sliceMs) * 500_000n) {
+      this.demote();
+    } else if (typeof who === "number") {
+      this.abandon(who);
+    } else {
+      for (const { requestId } of who) this.abandon(requestId);
+    }
+  }
+
+  /**
+   * Answers a call that no running inline execution made (a `ctx` kept from an execution that has
+   * ended; the answer is an error), so the code awaiting it continues. On the main thread under a
+   * slice, unless executions are running on the isolate's thread: then through the thread.
+   */
+  private answerStaleCall(callId: number, answer: string): void {
+    if (this.host.isolate.isDisposed) return;
+    const args = [callId, answer] as never[];
+    if (this.host.threaded.inFlight > 0) {
+      this.runtime.resumeInline
+        .apply(undefined, args, { arguments: { copy: true }, timeout: this.host.limits.cpuMs })
+        .catch(() => {});
+      return;
+    }
+    try {
+      this.applyInline(this.runtime.resumeInline, args, this.standing.policy.sliceMs);
+    } catch {
+      this.demote();
+      if (this.stoppedBySentinel()) this.host.stop("stopped");
+    }
+  }
+
+  /** One synchronous entry on the main thread, watched by the sentinel; throws as applySync. */
+  private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+    this.entries++;
+    sentinel().enter(this.slot, entry, args, timeoutMs);
+  }
+
+  /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
+  private demote(): void {
+    this.standing.demote();
+    this.abandonAll(new InlineAbandoned());
+  }
+
+  /** Fails every inline execution in flight with `reason`; none of them is entered again. */
+  private abandonAll(reason: Error): void {
+    this.host.running.forEach((execution, requestId) => {
+      if (execution.transport !== this) return;
+      this.host.running.delete(requestId);
+      execution.fail(reason);
+    });
+  }
+}

@@ -1,0 +1,116 @@
+import type { InlinePolicy } from "./policy.js";
+
+/** A handler's start waiting for the end of the event loop's turn. */
+export type QueuedStart = { kind: "start"; requestId: number; payload: string };
+
+/** An inline entry waiting for the end of the event loop's turn: a handler's start or a call's answer. */
+export type QueuedEntry = QueuedStart | { kind: "answer"; requestId: number; callId: number; answer: string };
+
+/** What the queue enters through: the inline transport (see transport.ts). */
+export interface TurnEntries {
+  /** True when inline execution `requestId` still waits to be entered. */
+  waits(requestId: number): boolean;
+  /** True when starts may go in now (nothing runs on the isolate's thread). */
+  mayStart(): boolean;
+  /** Enters one start; true when the entry completed. */
+  enterStart(start: QueuedStart): boolean;
+  /**
+   * Enters several starts in one entry; how many of them the runtime reached (0: the entry did not
+   * complete, or the isolate is gone).
+   */
+  enterGroup(group: QueuedStart[]): number;
+  /** CPU (ns) the last completed entry used. */
+  readonly lastEntryNs: bigint;
+  /** Hands call `callId` of inline execution `requestId` its answer (or a stale call's). */
+  enterAnswer(requestId: number, callId: number, answer: string): void;
+  /** Fails a queued start that can no longer go in; its caller runs it again. */
+  abandon(requestId: number): void;
+}
+
+/**
+ * Inline entries wait until the end of the turn of the event loop they were made in
+ * (`setImmediate`), then go in one after another. Requests that arrive in one turn are all read
+ * first, their handlers then run back to back, and their responses leave together: under load the
+ * host wakes its peers once per turn instead of once per response, and each side's code stays in
+ * the CPU's caches. An idle host waits one turn. Light starts share an entry: as many as the
+ * deployment's average start (learnt here) fits in {@link InlinePolicy.groupSliceShare} of a slice.
+ */
+export class TurnQueue {
+  private queued: QueuedEntry[] = [];
+  /** CPU of one inline start, a moving average in nanoseconds (0: none measured yet). */
+  private startCostNs = 0;
+
+  constructor(
+    private readonly entries: TurnEntries,
+    private readonly policy: InlinePolicy,
+    /** The handler's CPU limit (ms): no start shares an entry when one slice could use it all. */
+    private readonly cpuMs: number,
+  ) {}
+
+  /** Queues `entry` for the end of this turn. */
+  push(entry: QueuedEntry): void {
+    this.queued.push(entry);
+    if (this.queued.length === 1) setImmediate(this.enterQueued);
+  }
+
+  /**
+   * Enters for the queued entries, in order. A start whose execution ended meanwhile (abandoned, or
+   * its isolate stopped) is not entered, nor one that can no longer go inline (it is abandoned);
+   * an answer always goes in (a stale call's, if its execution ended) so the code awaiting it goes on.
+   */
+  private readonly enterQueued = (): void => {
+    const queued = this.queued;
+    this.queued = [];
+    const starts: QueuedStart[] = [];
+    for (const entry of queued) {
+      if (entry.kind === "answer") {
+        this.enterStarts(starts.splice(0));
+        this.entries.enterAnswer(entry.requestId, entry.callId, entry.answer);
+      } else if (this.entries.waits(entry.requestId) && this.entries.mayStart()) {
+        starts.push(entry);
+      } else {
+        this.entries.abandon(entry.requestId);
+      }
+    }
+    this.enterStarts(starts);
+  };
+
+  /**
+   * Enters for inline starts: several in one entry while their planned CPU fits the share of a
+   * slice, else one by one. Each entry skips the executions that ended meanwhile; the starts the
+   * runtime never reached in a shared entry go in again.
+   */
+  private enterStarts(starts: QueuedStart[]): void {
+    let at = 0;
+    while (at < starts.length) {
+      const size = this.groupSize();
+      const group = starts.slice(at, at + size).filter(({ requestId }) => this.entries.waits(requestId));
+      at = Math.min(at + size, starts.length);
+      if (group.length === 0) continue;
+      if (group.length === 1) {
+        if (this.entries.enterStart(group[0] as QueuedStart))
+          this.learnStartCost(this.entries.lastEntryNs, 1);
+        continue;
+      }
+      const reached = this.entries.enterGroup(group);
+      if (reached === 0) continue;
+      this.learnStartCost(this.entries.lastEntryNs, reached);
+      // Starts the share demotion abandoned are no longer waiting; the next round skips them.
+      starts.splice(at, 0, ...group.slice(reached));
+    }
+  }
+
+  /** How many inline starts the next entry takes. */
+  private groupSize(): number {
+    const { sliceMs, groupSliceShare, maxGroup } = this.policy;
+    if (this.startCostNs <= 0 || this.cpuMs <= sliceMs) return 1;
+    const planned = Math.floor((sliceMs * 1e6 * groupSliceShare) / this.startCostNs);
+    return Math.max(1, Math.min(maxGroup, planned));
+  }
+
+  /** Folds the CPU of an entry that ran `starts` starts into the moving average of one start. */
+  private learnStartCost(usedNs: bigint, starts: number): void {
+    const each = Number(usedNs) / Math.max(1, starts);
+    this.startCostNs = this.startCostNs === 0 ? each : this.startCostNs * 0.8 + each * 0.2;
+  }
+}

@@ -1,0 +1,145 @@
+import { writeSync } from "node:fs";
+import ivm from "isolated-vm";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import type { IsolateLimits } from "./limits.js";
+import { loadRuntimeScript } from "./runtime-script.js";
+
+/** A synchronous entry point into an isolate (inline entries pass numbers and strings only). */
+export type InlineEntry = ivm.Reference<(...args: never[]) => void>;
+
+/** The runtime's threaded dispatcher: a request in, a promise of the response wire text out. */
+export type ThreadedEntry = ivm.Reference<(requestId: number, json: string) => Promise<string>>;
+
+/** The runtime's entry points (see runtime/index.ts), taken off its global scope. */
+export interface RuntimeEntries {
+  dispatch: ThreadedEntry;
+  dispatchInline: InlineEntry;
+  dispatchInlineMany: InlineEntry;
+  resumeInline: InlineEntry;
+}
+
+/** The host's end of the threaded bridge (see threaded-transport.ts). */
+export interface ThreadedEnd {
+  /** A threaded execution's platform call; answers the JSON text of its result. */
+  serveCall(json: unknown): Promise<string>;
+}
+
+/** The host's end of the inline bridge (see inline/transport.ts). */
+export interface InlineEnd {
+  /** An inline execution's platform call; its answer when ready at once. */
+  receiveCall(requestId: unknown, callId: unknown, json: unknown): string | undefined;
+  /** An inline execution's final response. */
+  receiveResult(requestId: unknown, wire: unknown): void;
+}
+
+/** A loaded isolate, its entries, and the call that connects the bridge's host ends (see runtime/bridge.ts). */
+export interface LoadedIsolate {
+  isolate: ivm.Isolate;
+  entries: RuntimeEntries;
+  connect(threaded: ThreadedEnd, inline: InlineEnd | null): void;
+}
+
+const STARTUP_TIMEOUT_MS = 2000;
+
+/** Compiled-code caches, produced by the host only (never accepted from outside). */
+const codeCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
+
+async function compile(isolate: ivm.Isolate, code: string, cacheKey: string, filename: string) {
+  const cachedData = codeCache.get(cacheKey);
+  const script = await isolate.compileScript(
+    code,
+    cachedData ? { cachedData, filename } : { produceCachedData: true, filename },
+  );
+  const produced = (script as ivm.Script & ivm.CachedDataResult).cachedData;
+  if (!cachedData && produced) codeCache.set(cacheKey, produced);
+  return script;
+}
+
+/**
+ * When V8 loses control of an isolate (for example one allocation far beyond the heap limit),
+ * isolated-vm parks that isolate's thread forever, so the process must stop serving and exit;
+ * `platform host` supervises its server process and starts a new one. Neither process.exit() nor
+ * timers work here (the main thread may be stuck behind the parked isolate): write synchronously,
+ * then end the process at once.
+ */
+function onCatastrophicError(message: string): void {
+  writeSync(
+    2,
+    `platform: catastrophic isolate error (${message}); stopping so the supervisor restarts the host\n`,
+  );
+  process.kill(process.pid, "SIGKILL");
+}
+
+/**
+ * Creates an isolate with the runtime script and the capsule bundle `code` (content hash
+ * `artifact`) loaded, the bridge installed, and the runtime's entry points taken. A capsule that
+ * does not compile, throws or runs out of memory while loading fails with `bad_request`.
+ */
+export async function loadIsolate(
+  code: string,
+  artifact: string,
+  limits: IsolateLimits,
+): Promise<LoadedIsolate> {
+  const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb, onCatastrophicError });
+  try {
+    const context = await isolate.createContext();
+    let threadedEnd: ThreadedEnd | undefined;
+    let inlineEnd: InlineEnd | null = null;
+    const bridge = new ivm.Reference((json: string) => (threadedEnd as ThreadedEnd).serveCall(json));
+    const post = new ivm.Reference((requestId: unknown, callId: unknown, json: unknown) =>
+      inlineEnd?.receiveCall(requestId, callId, json),
+    );
+    const done = new ivm.Reference((requestId: unknown, wire: unknown) =>
+      inlineEnd?.receiveResult(requestId, wire),
+    );
+    await context.evalClosure(
+      `globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });
+      globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json]);
+      globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
+      [bridge, post, done],
+    );
+    const runtime = await compile(isolate, await loadRuntimeScript(), "runtime", "platform-runtime.js");
+    await runtime.run(context, { timeout: STARTUP_TIMEOUT_MS });
+    const entry = async (name: string) => {
+      const reference = await context.global.get(name, { reference: true });
+      await context.global.delete(name);
+      return reference;
+    };
+    const entries: RuntimeEntries = {
+      dispatch: (await entry("__platform_dispatch")) as ThreadedEntry,
+      dispatchInline: (await entry("__platform_dispatch_inline")) as InlineEntry,
+      dispatchInlineMany: (await entry("__platform_dispatch_inline_many")) as InlineEntry,
+      resumeInline: (await entry("__platform_resume_inline")) as InlineEntry,
+    };
+    await loadCapsule(isolate, context, code, artifact);
+    const connect = (threaded: ThreadedEnd, inline: InlineEnd | null) => {
+      threadedEnd = threaded;
+      inlineEnd = inline;
+    };
+    return { isolate, entries, connect };
+  } catch (error) {
+    // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
+    const outOfMemory = isolate.isDisposed;
+    if (!isolate.isDisposed) isolate.dispose();
+    if (isPlatformError(error)) throw error;
+    if (outOfMemory) throw new PlatformError("bad_request", "The capsule ran out of memory while loading.");
+    throw new PlatformError("bad_request", `The capsule failed to load: ${(error as Error).message}`);
+  }
+}
+
+async function loadCapsule(isolate: ivm.Isolate, context: ivm.Context, code: string, artifact: string) {
+  let capsule: ivm.Script;
+  try {
+    capsule = await compile(isolate, code, `capsule:${artifact}`, "capsule.js");
+  } catch (error) {
+    throw new PlatformError(
+      "bad_request",
+      `The capsule bundle does not compile: ${(error as Error).message}`,
+    );
+  }
+  try {
+    await capsule.run(context, { timeout: STARTUP_TIMEOUT_MS });
+  } catch (error) {
+    throw new PlatformError("bad_request", `The capsule threw while loading: ${(error as Error).message}`);
+  }
+}

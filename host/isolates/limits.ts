@@ -1,0 +1,54 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+
+/** Resource limits of one deployment's isolate. */
+export interface IsolateLimits {
+  memoryMb: number;
+  cpuMs: number;
+  wallMs: number;
+  resultBytes: number;
+}
+
+/** Defaults from {@link LIMITS}. */
+export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
+  memoryMb: LIMITS.isolateMemoryMb,
+  cpuMs: LIMITS.handlerCpuMs,
+  wallMs: LIMITS.handlerWallMs,
+  resultBytes: LIMITS.resultBytes,
+};
+
+/**
+ * Why an isolate was stopped. Every reason is decided by the host's own code (its CPU watchdog,
+ * the inline sentinel, a dispose, a broken answer), except `memory`: isolated-vm disposes an
+ * isolate by itself only when it reaches its memory limit, so an isolate found disposed that the
+ * host did not stop ran out of memory. The executions in flight fail with {@link stopError}.
+ */
+export type StopReason = "cpu" | "memory" | "stopped" | "failed";
+
+/** The error every execution in flight gets when its isolate is stopped for `reason`. */
+export function stopError(reason: StopReason, limits: IsolateLimits): PlatformError {
+  switch (reason) {
+    case "cpu":
+      return new PlatformError(
+        "timeout",
+        `The handler used more than ${limits.cpuMs} ms of CPU time and was stopped.`,
+      );
+    case "memory":
+      return new PlatformError(
+        "out_of_memory",
+        `The handler exceeded the ${limits.memoryMb} MiB memory limit and was stopped.`,
+      );
+    case "stopped":
+      return new PlatformError("unavailable", "The deployment's isolate was stopped; retry.");
+    case "failed":
+      return new PlatformError("internal", "The deployment's isolate failed and was restarted.");
+  }
+}
+
+/** The error of one execution that outlived the wall-clock limit (its isolate goes on). */
+export function wallLimitError(limits: IsolateLimits): PlatformError {
+  return new PlatformError(
+    "timeout",
+    `The handler did not finish within ${limits.wallMs} ms and was stopped.`,
+  );
+}

@@ -1,0 +1,52 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import type { SlotTable } from "./inline/slot-table.js";
+import { RawJson } from "./raw-json.js";
+import type { RunningExecution, Transport } from "./transport.js";
+
+/** A syscall's outcome before it is encoded for the isolate. */
+export type SyscallResult =
+  | { ok: true; value: unknown }
+  | { ok: false; error: { code: string; message: string } };
+
+/** A failed syscall's error as the isolate sees it: platform errors keep their code. */
+export function wireError(error: unknown): { code: string; message: string } {
+  if (isPlatformError(error)) return { code: error.code, message: error.message };
+  return { code: "internal", message: "Internal error while serving a database call." };
+}
+
+/** A syscall's answer as the JSON text the isolate parses (rows are spliced in, not re-encoded). */
+export function encodeSyscallResult(result: SyscallResult): string {
+  if (result.ok && result.value instanceof RawJson) return `{"ok":true,"value":${result.value.json}}`;
+  return JSON.stringify(result);
+}
+
+/** A platform call read from the isolate, with the execution its request id names (if running). */
+export interface ReadCall {
+  requestId: unknown;
+  op: unknown;
+  args: unknown;
+  execution: RunningExecution | undefined;
+}
+
+/** Reads a platform call's JSON and finds the execution it names; refuses oversized calls. */
+export function readCall(json: unknown, running: SlotTable<RunningExecution>): ReadCall {
+  if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
+    throw new PlatformError("bad_request", "A database call was too large.");
+  }
+  const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
+  const execution = typeof call.requestId === "number" ? running.get(call.requestId) : undefined;
+  return { requestId: call.requestId, op: call.op, args: call.args, execution };
+}
+
+/**
+ * The execution that made `call`, which must be running on `transport` (the one the call came
+ * through): a call from an ended execution, or forged for another one, is refused.
+ */
+export function callerOf(call: ReadCall, transport: Transport): RunningExecution {
+  const execution = call.execution;
+  if (!execution || execution.transport !== transport)
+    throw new PlatformError("forbidden", "This call does not belong to a running handler.");
+  if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
+  return execution;
+}

@@ -1,0 +1,41 @@
+import type { DispatchResponse } from "../../sdk/protocol/index.js";
+
+/**
+ * Serves one syscall of the running handler; throws (or rejects) with a `PlatformError` to fail
+ * it. It answers with a value when it can at once (a point read from the snapshot, a log line), or
+ * with a promise: an inline handler's ready answer goes back inside the same entry into its isolate.
+ */
+export type SyscallHandler = (op: string, args: unknown) => unknown;
+
+/** A handler's answer with the CPU time it was charged. */
+export type MeteredResponse = DispatchResponse & { cpuMs: number };
+
+/** One handler execution in flight in an isolate, as its isolate and its transport see it. */
+export interface RunningExecution {
+  onSyscall: SyscallHandler;
+  /** The transport the execution runs on; its platform calls must arrive through it. */
+  transport: Transport;
+  /** Hands over the runtime's final response (the dispatch wire text). */
+  finish: (wire: unknown) => void;
+  /** Fails the execution from outside (a limit, a stop, an abandoned inline run). */
+  fail: (error: Error) => void;
+  /** CPU charged to this execution so far, in nanoseconds. */
+  cpuNs: bigint;
+  /** Wall-clock deadline (ms since epoch), checked by the isolate's watchdog tick. */
+  deadline: number;
+}
+
+/**
+ * How handler executions travel into an isolate and how their platform calls come back: on the
+ * isolate's own thread (threaded-transport.ts) or synchronously on the host's main thread
+ * (inline/transport.ts). The isolate picks one per execution; an execution stays on it.
+ */
+export interface Transport {
+  /**
+   * Starts execution `requestId` of the request `payload` (JSON). It settles later through the
+   * execution's `finish` or `fail`, never by throwing here.
+   */
+  start(requestId: number, payload: string, execution: RunningExecution): void;
+  /** The execution has left the isolate's table (answered or failed). */
+  ended(): void;
+}
