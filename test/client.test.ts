@@ -156,10 +156,7 @@ describe("platform/client in Node", () => {
     const identity = first.auth.getState().identity;
     const key = `platform.auth:${host.deploymentUrl("board")}`;
     const stored = JSON.parse(store.get(key) as string) as { current: { token: string; expiresAt: number } };
-    store.set(
-      key,
-      JSON.stringify({ current: { ...stored.current, expiresAt: Date.now() } }),
-    );
+    store.set(key, JSON.stringify({ current: { ...stored.current, expiresAt: Date.now() } }));
     const second = client({ transport: { store } });
     expect(await second.auth.token()).toEqual(expect.any(String));
     // Renewed: the stored token now expires an hour from now again (`expiresAt` is in ms; the JWT

@@ -1,8 +1,8 @@
 import type { CallUsage, DispatchRequest } from "../../sdk/protocol/index.js";
 import type { BudgetUsage, Transaction } from "../db/index.js";
 import {
-  type DeploymentRunner,
   type HandlerLogEntry,
+  type IsolateKeeper,
   type IsolatePool,
   transactionSyscalls,
 } from "../isolates/index.js";
@@ -31,7 +31,7 @@ export class HandlerRun {
 
   constructor(
     private readonly pool: IsolatePool,
-    private readonly runner: DeploymentRunner,
+    private readonly runner: IsolateKeeper,
     private readonly request: DispatchRequest,
     private readonly record: DeploymentRecord,
   ) {}

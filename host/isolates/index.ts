@@ -4,13 +4,13 @@
  * isolates per deployment, and the host end of the syscall bridge (syscalls.ts).
  */
 export { CapsuleIsolate } from "./capsule-isolate.js";
-export { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
 export {
   DEFAULT_INLINE_POLICY,
   type InlinePolicy,
   InlineStanding,
   retryAbandoned,
 } from "./inline/index.js";
+export { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 export { DEFAULT_POOL_OPTIONS, IsolatePool, type PoolOptions } from "./isolate-pool.js";
 export { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 export { type HandlerLogEntry, transactionSyscalls } from "./syscalls.js";

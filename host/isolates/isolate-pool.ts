@@ -1,6 +1,6 @@
 import { CapsuleIsolate } from "./capsule-isolate.js";
-import { type ArtifactLoader, DeploymentRunner } from "./deployment-runner.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
+import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { ConcurrencyLimiter } from "./limiter.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 
@@ -31,7 +31,7 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
  * concurrency limiter.
  */
 export class IsolatePool {
-  private readonly runners = new Map<string, DeploymentRunner>();
+  private readonly runners = new Map<string, IsolateKeeper>();
   /** Each deployment's inline standing, shared by its runner and its deploy probes. */
   private readonly standings = new Map<string, InlineStanding>();
   private readonly limiter: ConcurrencyLimiter;
@@ -49,10 +49,10 @@ export class IsolatePool {
   }
 
   /** The runner of a deployment serving `artifact` (switching it when the artifact changed). */
-  runner(deploymentId: string, artifact: string): DeploymentRunner {
+  runner(deploymentId: string, artifact: string): IsolateKeeper {
     let runner = this.runners.get(deploymentId);
     if (!runner) {
-      runner = new DeploymentRunner(
+      runner = new IsolateKeeper(
         deploymentId,
         artifact,
         this.loadArtifact,

@@ -2,7 +2,7 @@ import type { DispatchRequest, LegacyOutcome } from "../../../sdk/protocol/index
 import { PlatformError } from "../../../sdk/values/index.js";
 import { checkLegacyQueryWrites } from "../../access/index.js";
 import { newRowId, type Transaction } from "../../db/index.js";
-import { type DeploymentRunner, type HandlerLogEntry, transactionSyscalls } from "../../isolates/index.js";
+import { type HandlerLogEntry, type IsolateKeeper, transactionSyscalls } from "../../isolates/index.js";
 import { handlerError } from "../dispatch.js";
 import type { DeploymentRecord } from "../records.js";
 
@@ -38,7 +38,7 @@ export function asLegacyRequest<F extends object>(fields: F, kind: "query" | "mu
  */
 export async function runLegacy(
   tx: Transaction,
-  runner: DeploymentRunner,
+  runner: IsolateKeeper,
   request: LegacyRequest,
   sink: (entry: HandlerLogEntry) => void,
   record: DeploymentRecord,

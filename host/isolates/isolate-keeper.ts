@@ -18,7 +18,7 @@ export type ArtifactLoader = (hash: string) => Promise<string>;
  * Runs one deployment's handlers in its isolate. Creates the isolate on first use (a cold start),
  * keeps it while it is healthy, and starts a fresh one after a limit breach.
  */
-export class DeploymentRunner {
+export class IsolateKeeper {
   private isolate: CapsuleIsolate | null = null;
   private starting: Promise<CapsuleIsolate> | null = null;
   /** Caps how many of this deployment's handlers are in flight in its isolate at once. */
