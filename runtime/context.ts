@@ -1,4 +1,4 @@
-/** Builds the `ctx` object of SPEC.md "Handler context" for one execution. */
+/** Builds the `ctx` object of docs/capsules.md for one execution. */
 import { type BridgeIdentity, SYSCALL } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { syscall, trackLogCall } from "./bridge.js";

@@ -1,5 +1,5 @@
 /**
- * The legacy snapshot runtime (database API v0, SPEC.md "Versioning"). Legacy handlers are
+ * The legacy snapshot runtime (database API v0, docs/capsules.md "Versioning"). Legacy handlers are
  * synchronous, so everything they read must be in the isolate before they run: the host ships the
  * rows of the tables a handler touches, and a handler that touches a table not shipped yet stops
  * with a "need" answer and is run again from the start once the host shipped it (handlers are

@@ -1,7 +1,7 @@
 /**
  * `platform budget` on fixture capsules (the built CLI, a throw-away database each run): a
  * `collect()` on a growing table is flagged at the size where it fails, an indexed `take(20)` is
- * constant, a broad `count()` runs out of rows read while returning none (SPEC.md "Limits"), the
+ * constant, a broad `count()` runs out of rows read while returning none (docs/limits.md), the
  * exit code follows, and `platform dev` warns about calls above half a budget.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";

@@ -54,7 +54,7 @@ describe("todo capsule", () => {
   });
 });
 
-describe("relations capsule (SPEC.md Relationships)", () => {
+describe("relations capsule (docs/capsules.md)", () => {
   it("follows one-to-many and many-to-many relations", async () => {
     const ids = (await value(host.call("rel", "mutation", "seed"))) as Record<string, string>;
     expect(await value(host.call("rel", "query", "booksOf", { author: ids.ann }))).toEqual([

@@ -1,5 +1,5 @@
 /**
- * SPEC.md's batched-ingest pattern (fixture `ingest`): secret and page checks, no double counting
+ * The documented batched-ingest pattern (docs/capsules.md "Custom endpoints") (fixture `ingest`): secret and page checks, no double counting
  * when a page repeats, all-or-nothing pages, at most two index scans and two writes per item, and
  * the external caller surviving a dev server killed and restarted mid-run with exact final counts.
  */

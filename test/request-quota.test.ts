@@ -1,7 +1,7 @@
 /**
  * Per-caller request quotas over real HTTP and WebSockets: a caller over its budget gets 429
  * `limit_exceeded` while others are unaffected, and every subscriber of a shared live query is
- * charged for each result pushed to it (SPEC.md "Limits"), its pushes waiting for the quota.
+ * charged for each result pushed to it (docs/limits.md), its pushes waiting for the quota.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";

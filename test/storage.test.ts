@@ -1,5 +1,5 @@
 /**
- * Object storage over real HTTP: every row of SPEC.md's storage error table, every access rule,
+ * Object storage over real HTTP: every row of the storage error table (docs/http-api.md), every access rule,
  * the download headers, multipart uploads, idempotent deletes, owner and inspect routes, the
  * newest-N listing window and the per-developer quota under concurrency.
  */

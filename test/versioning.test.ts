@@ -1,5 +1,5 @@
 /**
- * Versioning (SPEC.md "Versioning"): a legacy capsule (database API v0) runs on the snapshot
+ * Versioning (docs/capsules.md "Versioning"): a legacy capsule (database API v0) runs on the snapshot
  * runtime; `platform migrate` rewrites it to v1; redeploying keeps every stored row byte for byte,
  * backfills the indexes and answers every query the same, with lower budget figures; an immutable
  * legacy artifact keeps running on this platform and across restarts; a failed upgrade leaves it

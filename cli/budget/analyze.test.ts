@@ -30,7 +30,7 @@ describe("growth", () => {
     expect(classifyGrowth(points([0, 0, 5]))).toBe("linear");
   });
 
-  it("names the limit of SPEC.md's messages", () => {
+  it("names the limit of the documented messages", () => {
     expect(limitOfMessage("collect() exceeded the 1000 row return limit. Use paginate().")).toBe(
       "rowsReturned",
     );

@@ -23,7 +23,7 @@ export interface HandlerVerdict {
   predicted?: { budget: ReadBudget; size: number };
   /** Failures other than read limits (bad arguments, thrown errors). */
   errors: Array<{ size: number; code: string; message: string }>;
-  /** What to do, in SPEC.md's words, when a limit is or will be crossed. */
+  /** What to do, in the documentation's words, when a limit is or will be crossed. */
   advice?: string;
 }
 
@@ -31,7 +31,7 @@ const ORDER: Growth[] = ["constant", "sublinear", "linear", "superlinear"];
 /** How far beyond the largest size tried a crossing is still predicted. */
 const PREDICTION_HORIZON = 1000;
 
-/** Which read limit a `limit_exceeded` message names (SPEC.md "Errors"), if any. */
+/** Which read limit a `limit_exceeded` message names (docs/capsules.md "Errors"), if any. */
 export function limitOfMessage(message: string): ReadBudget | undefined {
   if (/^collect\(\) exceeded the \d+ row return limit/.test(message)) return "rowsReturned";
   const named = /^Database (rowsReturned|rowsRead|bytesRead) limit exceeded/.exec(message)?.[1];
@@ -80,7 +80,7 @@ export function roughly(n: number): number {
 
 const ADVICE: Record<ReadBudget, string> = {
   rowsReturned:
-    "return fewer rows: take(n) for a bounded list, paginate() across calls for a growing one (SPEC.md: collect() is for small, bounded sets)",
+    "return fewer rows: take(n) for a bounded list, paginate() across calls for a growing one (collect() is for small, bounded sets)",
   rowsRead:
     "read fewer index entries: query an index with an equality prefix instead of a broad range, bound it with take(n) or paginate(), and for totals store counts (for example per UTC day) next to the rows, updated in the same mutation, instead of count()",
   bytesRead:

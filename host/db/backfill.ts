@@ -1,5 +1,5 @@
 /**
- * Running a migration (DESIGN.md "Deploy-time migration"): the plan of migrate.ts carried out on
+ * Running a migration (docs/capsules.md "Deploys and schema changes"): the plan of migrate.ts carried out on
  * the store. New indexes are backfilled from the rows of a snapshot, with their counts; the new
  * schema is stored in one write; then dropped indexes are cleared. A build in progress is recorded
  * under the deployment's `building` key, so a crash halfway leaves entries that the next load clears.

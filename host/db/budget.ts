@@ -8,7 +8,7 @@ export interface BudgetLimits {
   bytesRead: number;
 }
 
-/** The default per-handler limits of SPEC.md "Limits". */
+/** The default per-handler limits of docs/limits.md. */
 export const DEFAULT_BUDGET: BudgetLimits = {
   rowsReturned: LIMITS.rowsReturned,
   rowsRead: LIMITS.rowsRead,
@@ -26,7 +26,7 @@ export interface BudgetUsage {
 
 /**
  * Per-handler read accounting on the host. Every scanned index entry is a row read, every row
- * handed to the handler a row returned; the messages are SPEC.md's exactly. Once a limit is hit the
+ * handed to the handler a row returned; the messages are the documented ones (docs/capsules.md "Read budgets"). Once a limit is hit the
  * handler cannot read further even if it catches the error.
  */
 export class Budget {
@@ -83,7 +83,7 @@ export class Budget {
     return this.fail(`collect() exceeded the ${this.limits.rowsReturned} row return limit. Use paginate().`);
   }
 
-  /** The error for crossing limit `name`, in SPEC.md's form. */
+  /** The error for crossing limit `name`, in the documented form. */
   exceeded(name: keyof BudgetLimits): PlatformError {
     return this.fail(`Database ${name} limit exceeded (${this.limits[name]}).`);
   }

@@ -1,6 +1,6 @@
 /**
- * The order-preserving, prefix-free key codec of DESIGN.md section 4. Comparing two encoded keys
- * with `Buffer.compare` gives SPEC.md's index order: absent < false < true; strings by UTF-8 bytes;
+ * The order-preserving, prefix-free key codec of docs/architecture.md. Comparing two encoded keys
+ * with `Buffer.compare` gives the documented index order (docs/capsules.md "Indexes"): absent < false < true; strings by UTF-8 bytes;
  * numbers by value with -0 == 0. Tag bytes are never 0x00 or 0xFF, so `P + 0xFF` bounds every key
  * that starts with `P`.
  */

@@ -48,7 +48,7 @@ export async function reassignUserId(
 
 /**
  * Every row of a table, in key order, as stored. Each row counts as read (rows and bytes shipped
- * into the isolate are reads, SPEC.md "Versioning"), and the whole table joins the read set.
+ * into the isolate are reads, docs/capsules.md "Versioning"), and the whole table joins the read set.
  */
 export async function legacyTable(tx: TransactionView, tableName: string): Promise<string[]> {
   tx.requireOpen();

@@ -50,7 +50,7 @@ export function schemaHash(spec: SchemaSpec): string {
   return createHash("sha256").update(JSON.stringify(spec)).digest("base64url").slice(0, 22);
 }
 
-/** Why `row` does not satisfy `spec`, in the words of SPEC.md, or undefined when it does. */
+/** Why `row` does not satisfy `spec`, in the documented words, or undefined when it does. */
 export function storedRowProblem(table: string, spec: TableSpec, row: StoredRow): string | undefined {
   for (const [name, field] of Object.entries(spec.fields)) {
     const value = row[name] ?? field.default;
@@ -124,7 +124,7 @@ function lateDefaults(before: StoredTable | undefined, after: TableSpec, rowsExi
 }
 
 /**
- * Diffs `spec` against the stored schema and checks every rule of SPEC.md against the stored rows:
+ * Diffs `spec` against the stored schema and checks every documented rule against the stored rows:
  * a required field without default on a table with rows fails with `Missing value for <t>.<f>`;
  * optional and defaulted fields are added without rewriting rows; changed or new indexes are
  * planned for backfill under fresh storage ids; dropped ones for deletion. Writes nothing.

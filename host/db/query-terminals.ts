@@ -60,7 +60,7 @@ export async function runQuery(
  * Counts the range's entries. Equalities on leading fields of a counted index, or a whole index,
  * read the count the writes keep (stored-counts.ts), plus the transaction's own changes not yet
  * applied; any other range walks its entries. Either way each match is one row read, and a count
- * beyond the budget throws (SPEC.md).
+ * beyond the budget throws (docs/capsules.md "Read budgets").
  */
 async function count(
   tx: TransactionView,

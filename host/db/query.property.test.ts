@@ -1,6 +1,6 @@
 /**
  * Property test: random schemas, rows, index ranges and orders, checked against a brute-force model
- * of SPEC.md "Indexes": absent first, false < true, strings by UTF-8 bytes, numbers by value with
+ * of docs/capsules.md "Indexes": absent first, false < true, strings by UTF-8 bytes, numbers by value with
  * -0 == 0, then createdAt, then id. Pagination over a whole range returns every row exactly once.
  */
 import fc from "fast-check";

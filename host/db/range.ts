@@ -43,7 +43,7 @@ function checkValue(table: CompiledTable, field: string, op: RangeOp): FieldValu
 }
 
 /**
- * Compiles `q.eq(...).gt(...)` into one key range, checking SPEC.md's rule: equalities on a prefix
+ * Compiles `q.eq(...).gt(...)` into one key range, checking the documented rule: equalities on a prefix
  * of the index fields in order, then at most one lower and one upper bound on the next field.
  * `gt/gte/lt/lte` match present values only, so a range with only an upper bound starts after absent.
  */

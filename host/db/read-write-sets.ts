@@ -1,6 +1,6 @@
 /**
  * What a transaction read and wrote, in encoded keys. Live queries re-run a subscription only when
- * a commit's write set touches its read set (DESIGN.md section 4 "Reactivity").
+ * a commit's write set touches its read set (docs/architecture.md "Live queries").
  */
 export interface ReadSet {
   /** Half-open ranges `[start, end)` scanned by queries. */

@@ -106,7 +106,7 @@ export function parseStoredRow(json: string): StoredRow {
   return row;
 }
 
-/** Fills defaults added after this row was stored (SPEC.md: a defaulted field always has a value). */
+/** Fills defaults added after this row was stored (a defaulted field always has a value). */
 export function materialize(table: CompiledTable, row: StoredRow): StoredRow {
   for (const [name, value] of table.lateDefaults) if (row[name] === undefined) row[name] = value;
   return row;

@@ -12,7 +12,7 @@ export interface StoredIndex {
   /**
    * Hidden user indexes only: rows created before this time (epoch ms) are not backfilled. Set when
    * a field became `userId()` while rows existed, so values written as plain strings are never
-   * handed to a visitor by a guest upgrade (SPEC.md "the service references" 7).
+   * handed to a visitor by a guest upgrade (docs/capsules.md "Guest upgrade and `userId()` fields").
    */
   notBefore?: number;
   /**

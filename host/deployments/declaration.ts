@@ -21,7 +21,7 @@ const MOVE_TO_V1 =
 
 /**
  * A legacy (v0) capsule gets the snapshot runtime only: no declared indexes, endpoints, `userId()`
- * fields or guest-upgrade hooks (SPEC.md "Versioning": those need database API v1).
+ * fields or guest-upgrade hooks (docs/capsules.md "Versioning": those need database API v1).
  */
 function checkLegacy(declaration: CapsuleDeclaration): void {
   for (const [table, spec] of Object.entries(declaration.schema.tables)) {

@@ -9,7 +9,7 @@ export interface ClientIdentity {
   email?: string;
 }
 
-/** What `useAuth()` shows (SPEC.md "Client SDK": `isLoading`, `isSignedIn`, `error`). */
+/** What `useAuth()` shows (docs/client.md: `isLoading`, `isSignedIn`, `error`). */
 export interface AuthState {
   /** True until the first token is ready (loaded, renewed or a new guest). */
   isLoading: boolean;
@@ -54,7 +54,7 @@ interface StoredAuth {
   current: IssuedToken | null;
   /**
    * The guest token of an upgrade that did not finish (for example the app's hook threw): it is
-   * sent again with the next sign-in, which then finishes the upgrade (SPEC.md "Identity lifecycle").
+   * sent again with the next sign-in, which then finishes the upgrade (docs/client.md "Identity").
    */
   pendingGuest?: string;
 }

@@ -31,7 +31,7 @@ export interface ClientOptions {
 }
 
 /**
- * A client of one deployment (SPEC.md "Client SDK"): one-shot queries and mutations over HTTP,
+ * A client of one deployment (docs/client.md): one-shot queries and mutations over HTTP,
  * live subscriptions and read-your-writes mutations over one WebSocket, object storage, identity,
  * and React hooks on the object itself (`client.useQuery`, ...).
  */

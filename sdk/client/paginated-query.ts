@@ -31,7 +31,7 @@ interface Page {
 }
 
 /**
- * A paginated query (SPEC.md "Client SDK"): the query gets a trailing pagination argument
+ * A paginated query (docs/client.md): the query gets a trailing pagination argument
  * `paginationOpts: { cursor, numItems }` in its arguments; every loaded page stays subscribed; the
  * pages' items are concatenated; and when a loaded page changes (a reactive invalidation) the list
  * resets to its first page, so pages never overlap or leave gaps.

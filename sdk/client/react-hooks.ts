@@ -28,7 +28,7 @@ export interface SignInButtonProps {
   className?: string;
 }
 
-/** The hooks and components on every client (SPEC.md "Client SDK"). */
+/** The hooks and components on every client (docs/client.md). */
 export interface ReactHooks<App extends CapsuleApi = AnyCapsuleApi> {
   /**
    * The live result of query `name`: undefined while loading, then updated whenever it changes.

@@ -2,7 +2,7 @@ import { PlatformError } from "../values/index.js";
 import { type CallAuth, callWithAuth } from "./http-call.js";
 import type { FetchFunction } from "./transport.js";
 
-/** A stored object, as `POST /storage` answers (SPEC.md "Stored object record"). */
+/** A stored object, as `POST /storage` answers (docs/http-api.md "Storage"). */
 export interface UploadedObject {
   /** `public/<id>` or `private/<id>`; assigned by storage. */
   key: string;
@@ -14,7 +14,7 @@ export interface UploadedObject {
   contentType: string;
 }
 
-/** `client.storage`: uploads and deletes at the app's own origin (SPEC.md "Client SDK"). */
+/** `client.storage`: uploads and deletes at the app's own origin (docs/client.md). */
 export interface StorageClient {
   /**
    * Uploads a browser `File` or `Blob` (Node: `Blob`/`File` too); private unless

@@ -1,6 +1,6 @@
 /**
  * `platform/legacy`: the legacy authoring API (database API v0), kept so capsules written against
- * it still build and their artifacts keep running on the snapshot runtime (SPEC.md "Versioning").
+ * it still build and their artifacts keep running on the snapshot runtime (docs/capsules.md "Versioning").
  * New capsules use `platform/server`; `platform migrate` rewrites a legacy capsule to it.
  *
  * Legacy handlers are synchronous; tables have no declared indexes; mutations take positional

@@ -2,7 +2,7 @@ import type { SchemaSpec } from "../values/index.js";
 
 /**
  * The database API a capsule was built against. New artifacts are v1; 0 is the legacy snapshot
- * API of existing artifacts (SPEC.md "Versioning").
+ * API of existing artifacts (docs/capsules.md "Versioning").
  */
 export type DatabaseApiVersion = 0 | 1;
 

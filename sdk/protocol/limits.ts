@@ -1,6 +1,6 @@
 /**
  * Every limit of the platform, as data. Host, runtime, CLI and docs import this one object so a
- * number is never written twice. Values from SPEC.md "Limits" unless noted.
+ * number is never written twice. Values are the documented ones (docs/limits.md); "Ours" marks limits of this platform.
  */
 export const LIMITS = {
   /** Rows handed back to one handler, all database calls together. */
@@ -19,7 +19,7 @@ export const LIMITS = {
   listingSize: 500,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
   publicCacheSeconds: 3600,
-  /** Heap of one deployment's isolate, in MiB (DESIGN.md section 5). */
+  /** Heap of one deployment's isolate, in MiB (docs/limits.md). */
   isolateMemoryMb: 128,
   /** CPU time one handler may use, in ms (watchdog on the isolate's CPU clock). */
   handlerCpuMs: 1000,
@@ -35,7 +35,7 @@ export const LIMITS = {
    * Requests one caller (an identity, else an IP address) may make to one deployment: a bucket of
    * `requestQuotaBurst` refilled at `requestQuotaPerSecond`. Every query, mutation and endpoint call
    * costs one, and so does every result pushed to every subscriber of a live query, shared or not
-   * (SPEC.md "Limits": each subscriber of a shared query still uses the request quota). Ours.
+   * (docs/limits.md: each subscriber of a shared query still uses the request quota). Ours.
    */
   requestQuotaPerSecond: 100,
   requestQuotaBurst: 1000,

@@ -25,7 +25,7 @@ export type QueryTerminal =
   | { kind: "count" }
   | { kind: "paginate"; cursor: string | null; numItems: number };
 
-/** What `paginate()` returns (SPEC.md "Database handler API"). */
+/** What `paginate()` returns (docs/capsules.md "Pagination"). */
 export interface PaginationResult<Row> {
   page: Row[];
   isDone: boolean;

@@ -19,7 +19,7 @@ export type MutationHandler<S extends SchemaDefinition, Args = any, Result = unk
   args: Args,
 ) => Result | Promise<Result>;
 
-/** App-wide auth settings (SPEC.md "Capsule declaration"). */
+/** App-wide auth settings (docs/capsules.md "Auth"). */
 export interface AuthSettings<S extends SchemaDefinition> {
   /** Every query, mutation and storage read needs a signed-in account. Default false. */
   requireSignIn?: boolean;

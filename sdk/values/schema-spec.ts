@@ -3,7 +3,7 @@
  * migrates between versions of it; nothing else about a schema crosses a process boundary.
  */
 
-/** The five scalar field types of SPEC.md "Field types". */
+/** The five scalar field types of docs/capsules.md "Schema". */
 export type FieldKind = "string" | "boolean" | "number" | "id" | "userId";
 
 /** A stored field value. Rows never store `null`; absence is the missing key. */

@@ -130,7 +130,7 @@ export async function checkCounts(deployment: TenantDatabase, model: Map<string,
   const expected = probes.map(({ range }) => {
     let n = 0;
     for (const row of model.values()) {
-      // -0 and 0 are one value in an index (SPEC.md "Indexes"); `===` already treats them so.
+      // -0 and 0 are one value in an index (docs/capsules.md "Indexes"); `===` already treats them so.
       const matches = range.every(({ field, value }) =>
         value === null ? row[field] === undefined : row[field] === value,
       );

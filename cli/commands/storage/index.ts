@@ -4,7 +4,7 @@ import { registerStorageGet } from "./get.js";
 import { registerStorageList } from "./list.js";
 import { registerStoragePut } from "./put.js";
 
-/** `platform storage list | put | get | delete` (SPEC.md "Command-line tool"), one file each. */
+/** `platform storage list | put | get | delete` (docs/cli.md), one file each. */
 export function registerStorage(program: Command): void {
   const storage = program
     .command("storage")
