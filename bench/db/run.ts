@@ -10,7 +10,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
-import { Database } from "../../dist/host/db/index.js";
+import { HostDatabase } from "../../dist/host/db/index.js";
 import type { SchemaSpec } from "../../dist/sdk/values/index.js";
 
 const SCHEMA: SchemaSpec = {
@@ -64,7 +64,7 @@ function row(name: string, ours: number, raw: number, unit = "µs/op"): void {
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-db-"));
-  const db = await Database.open(join(dir, "platform"));
+  const db = await HostDatabase.open(join(dir, "platform"));
   const raw = new ClassicLevel<Buffer, string>(join(dir, "raw"), {
     keyEncoding: "buffer",
     valueEncoding: "utf8",

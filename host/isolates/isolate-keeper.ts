@@ -55,6 +55,13 @@ export class IsolateKeeper {
     return this.isLive && (this.isolate as CapsuleIsolate).mayRunInline();
   }
 
+  /** Heap bytes (used and external) of the live isolate, 0 when none is live; benchmarks report it. */
+  heapBytes(): number {
+    if (!this.isLive) return 0;
+    const stats = (this.isolate as CapsuleIsolate).isolate.getHeapStatisticsSync();
+    return stats.used_heap_size + stats.externally_allocated_size;
+  }
+
   /** The loaded isolate when it runs the current artifact, else `null`. */
   private current(): CapsuleIsolate | null {
     const isolate = this.isolate;
