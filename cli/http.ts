@@ -23,8 +23,17 @@ export interface RequestOptions {
   onProgress?: (sent: number, total: number) => void;
 }
 
-/** One HTTP request with `*.localhost` resolved to loopback. */
+/**
+ * One HTTP request with `*.localhost` resolved to loopback. Node keeps connections alive; when the
+ * server had already closed the idle one this request went out on (a process that blocked for
+ * longer than the server's keep-alive timeout), the request never reached it and is sent once more
+ * on a new connection, as Node's docs advise (`request.reusedSocket`).
+ */
 export function sendRequest(url: string, options: RequestOptions = {}): Promise<HttpResponse> {
+  return sendOnce(url, options, true);
+}
+
+function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Promise<HttpResponse> {
   const target = new URL(url);
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -53,7 +62,11 @@ export function sendRequest(url: string, options: RequestOptions = {}): Promise<
       },
     );
     req.on("timeout", () => req.destroy(new Error(`Request to ${url} timed out`)));
-    req.on("error", reject);
+    req.on("error", (error: NodeJS.ErrnoException) => {
+      if (mayResend && req.reusedSocket && error.code === "ECONNRESET")
+        resolve(sendOnce(url, options, false));
+      else reject(error);
+    });
     const { body, onProgress } = options;
     if (body !== undefined && onProgress && Buffer.isBuffer(body)) {
       req.setHeader("content-length", body.length);
