@@ -50,19 +50,68 @@ export function resumeExecution(state: ExecutionState): void {
   current = state;
 }
 
-/** Installs the deterministic `Math.random` and `Date`. */
-export function installDeterminism(): void {
-  Object.defineProperty(Math, "random", { value: sfc32, writable: false, configurable: false });
+/** Defines `object[name]` as `value`, neither writable nor configurable. */
+function lock(object: object, name: string, value: unknown): void {
+  Object.defineProperty(object, name, { value, writable: false, configurable: false });
+}
+
+/**
+ * A `Date` that reads the frozen clock. It is installed both as the global and as
+ * `Date.prototype.constructor`, so no constructor chain reaches the real one; subclasses work
+ * (`new.target` is kept). Intrinsics are captured now: later patches by capsule code cannot
+ * intercept a call that holds the real constructor.
+ */
+function frozenDate(): DateConstructor {
   const RealDate = Date;
-  const FrozenDate = function (this: unknown, ...args: unknown[]) {
+  const construct = Reflect.construct;
+  const frozen = function (this: unknown, ...args: unknown[]) {
     if (!new.target) return new RealDate(current.now).toString();
-    return args.length === 0
-      ? new RealDate(current.now)
-      : new (RealDate as unknown as new (...a: unknown[]) => Date)(...args);
+    return construct(RealDate, args.length === 0 ? [current.now] : args, new.target);
   } as unknown as DateConstructor;
-  Object.defineProperty(FrozenDate, "now", { value: () => current.now });
-  Object.defineProperty(FrozenDate, "parse", { value: RealDate.parse });
-  Object.defineProperty(FrozenDate, "UTC", { value: RealDate.UTC });
-  Object.defineProperty(FrozenDate, "prototype", { value: RealDate.prototype });
-  Object.defineProperty(globalThis, "Date", { value: FrozenDate, writable: false, configurable: false });
+  lock(frozen, "name", RealDate.name);
+  lock(frozen, "length", RealDate.length);
+  lock(frozen, "now", () => current.now);
+  lock(frozen, "parse", RealDate.parse);
+  lock(frozen, "UTC", RealDate.UTC);
+  lock(frozen, "prototype", RealDate.prototype);
+  lock(RealDate.prototype, "constructor", frozen);
+  return frozen;
+}
+
+/** `Intl.DateTimeFormat`'s `format()` and `formatToParts()` without a date read the frozen clock. */
+function freezeDateTimeFormat(): void {
+  const prototype = Intl.DateTimeFormat.prototype;
+  const apply = Reflect.apply;
+  const formatGetter = Object.getOwnPropertyDescriptor(prototype, "format")?.get as () => (
+    d?: unknown,
+  ) => string;
+  const formatToParts = prototype.formatToParts;
+  Object.defineProperty(prototype, "format", {
+    get(this: Intl.DateTimeFormat) {
+      const format = apply(formatGetter, this, []);
+      return (date?: unknown) => format(date === undefined ? current.now : date);
+    },
+    configurable: false,
+  });
+  lock(
+    prototype,
+    "formatToParts",
+    {
+      formatToParts(this: Intl.DateTimeFormat, date?: Date | number) {
+        return apply(formatToParts, this, [date === undefined ? current.now : date]);
+      },
+    }.formatToParts,
+  );
+}
+
+/**
+ * Installs the deterministic `Math.random`, `Date` and `Intl.DateTimeFormat`, and removes
+ * `Atomics.waitAsync`: it is a timer (the only one an isolate has), and its timeout aborts the
+ * host process under isolated-vm.
+ */
+export function installDeterminism(): void {
+  lock(Math, "random", sfc32);
+  lock(globalThis, "Date", frozenDate());
+  freezeDateTimeFormat();
+  delete (Atomics as { waitAsync?: unknown }).waitAsync;
 }

@@ -131,13 +131,13 @@ describe("HTTP routing where no route answers", () => {
   });
 
   it("platform dev: logs answer GET only; other methods fall through to the client files", async () => {
-    expect((await send(dev, "anything", "GET", "/__platform/logs")).status).toBe(200);
-    const head = await send(dev, "anything", "HEAD", "/__platform/logs");
+    expect((await send(dev, "anything.localhost", "GET", "/__platform/logs")).status).toBe(200);
+    const head = await send(dev, "anything.localhost", "HEAD", "/__platform/logs");
     expect(head.status).toBe(404);
-    const post = await send(dev, "anything", "POST", "/__platform/logs");
+    const post = await send(dev, "anything.localhost", "POST", "/__platform/logs");
     expect(post.body).toBe(notFound("No route for POST /__platform/logs."));
-    expect((await send(dev, "anything", "GET", "/")).body).toBe("<p>client</p>");
-    const auth = await send(dev, "anything", "GET", "/__platform/auth/nope");
+    expect((await send(dev, "anything.localhost", "GET", "/")).body).toBe("<p>client</p>");
+    const auth = await send(dev, "anything.localhost", "GET", "/__platform/auth/nope");
     expect(auth.body).toBe(notFound("No route for GET /__platform/auth/nope."));
   });
 });

@@ -7,6 +7,8 @@ import type { HostDatabase, RecordStore } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
+import { sentFromThisOrigin } from "./form-origin.js";
+import { sameSitePath } from "./redirect-target.js";
 
 interface DashboardSession {
   developer: string;
@@ -14,7 +16,8 @@ interface DashboardSession {
   expiresAt: number;
 }
 
-const COOKIE = "platform_session";
+/** The dashboard's session cookie: no capsule endpoint may set a cookie of this name. */
+export const SESSION_COOKIE = "platform_session";
 const SESSION_MS = 12 * 60 * 60 * 1000;
 
 /** Escapes text for HTML. */
@@ -69,7 +72,7 @@ export function dashboardRoutes(
   async function session(
     ctx: Context,
   ): Promise<{ id: string; session: DashboardSession; developer: DeveloperRecord } | undefined> {
-    const id = ctx.cookies.get(COOKIE);
+    const id = ctx.cookies.get(SESSION_COOKIE);
     if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
     const found = await sessions.get(id);
     if (!found || found.expiresAt < Date.now()) return undefined;
@@ -77,12 +80,22 @@ export function dashboardRoutes(
     return developer ? { id, session: found, developer } : undefined;
   }
 
-  async function form(ctx: Context): Promise<URLSearchParams> {
+  /** The posted form, or undefined (after a 403 page) when another site's page sent it. */
+  async function form(ctx: Context): Promise<URLSearchParams | undefined> {
+    if (!sentFromThisOrigin(ctx)) {
+      ctx.status = 403;
+      ctx.type = "html";
+      ctx.body = page(
+        "Forbidden",
+        "<h1>Forbidden</h1><p>This form was sent from another site. Open the dashboard here and submit it again.</p>",
+      );
+      return undefined;
+    }
     return new URLSearchParams((await readBody(ctx, SMALL_BODY_BYTES)).toString("utf8"));
   }
 
   router.get("/dashboard/login", async (ctx) => {
-    const next = typeof ctx.query.next === "string" && ctx.query.next.startsWith("/") ? ctx.query.next : "/";
+    const next = sameSitePath(typeof ctx.query.next === "string" ? ctx.query.next : undefined);
     const failed = ctx.query.failed === "1" ? `<p class="notice">That token was not accepted.</p>` : "";
     ctx.type = "html";
     ctx.body = page(
@@ -94,7 +107,8 @@ export function dashboardRoutes(
 
   router.post("/dashboard/login", async (ctx) => {
     const fields = await form(ctx);
-    const next = fields.get("next") ?? "/";
+    if (!fields) return;
+    const next = sameSitePath(fields.get("next"));
     const developer = await developers.authenticate(fields.get("token") ?? "");
     if (!developer) {
       ctx.redirect(`/dashboard/login?failed=1&next=${encodeURIComponent(next)}`);
@@ -106,8 +120,13 @@ export function dashboardRoutes(
       csrf: randomBytes(24).toString("base64url"),
       expiresAt: Date.now() + SESSION_MS,
     });
-    ctx.cookies.set(COOKIE, id, { httpOnly: true, sameSite: "strict", maxAge: SESSION_MS, overwrite: true });
-    ctx.redirect(next.startsWith("/") && !next.startsWith("//") ? next : "/");
+    ctx.cookies.set(SESSION_COOKIE, id, {
+      httpOnly: true,
+      sameSite: "strict",
+      maxAge: SESSION_MS,
+      overwrite: true,
+    });
+    ctx.redirect(next);
   });
 
   router.get("/deploys/:id/storage", async (ctx) => {
@@ -150,8 +169,9 @@ ${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type
   });
 
   router.post("/deploys/:id/storage/delete", async (ctx) => {
-    const signedIn = await session(ctx);
     const fields = await form(ctx);
+    if (!fields) return;
+    const signedIn = await session(ctx);
     const record = await deployments.get(ctx.params.id as string);
     if (!dashboardDeleteAllowed(signedIn?.developer.id, signedIn?.session.csrf, fields.get("csrf"), record)) {
       ctx.status = 403;

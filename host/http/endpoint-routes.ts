@@ -6,6 +6,7 @@ import type { AuthService } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { rawBody } from "./body.js";
 import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
+import { ownOriginCookie } from "./endpoint-cookies.js";
 import { identify } from "./identity.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { series } from "./routing.js";
@@ -60,11 +61,15 @@ function callEndpoint(deployments: DeploymentService): Middleware {
         `Endpoint ${endpoint.name} returned an invalid status ${JSON.stringify(status)}.`,
       );
     }
+    const allowed = Object.entries((response.headers ?? {}) as Record<string, unknown>).flatMap(
+      ([name, value]): [string, string][] => {
+        const lower = name.toLowerCase();
+        if (typeof value !== "string" || RESERVED_HEADERS.has(lower) || /[\r\n]/.test(value)) return [];
+        return [[name, lower === "set-cookie" ? ownOriginCookie(value, endpoint.name) : value]];
+      },
+    );
     ctx.status = status;
-    for (const [name, value] of Object.entries((response.headers ?? {}) as Record<string, unknown>)) {
-      if (typeof value === "string" && !RESERVED_HEADERS.has(name.toLowerCase()) && !/[\r\n]/.test(value))
-        ctx.set(name, value);
-    }
+    for (const [name, value] of allowed) ctx.set(name, value);
     ctx.body = typeof response.body === "string" ? response.body : "";
   };
 }
@@ -74,7 +79,8 @@ function callEndpoint(deployments: DeploymentService): Middleware {
  * capsule's declaration on each request (the paths are data, so no router table holds them); a
  * request no endpoint declares goes on. Identity comes from `X-Platform-Token`; each call is
  * charged to the caller's request quota before its body is read. The response is what the handler
- * built with `json()` or `text()`.
+ * built with `json()` or `text()`; its cookies stay on the deployment's host (see
+ * {@link ownOriginCookie}).
  */
 export function endpointRoutes(
   deployments: DeploymentService,

@@ -1,16 +1,20 @@
 import type { RouterMiddleware } from "@koa/router";
 import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
+import { isLoopbackHost } from "./loopback-host.js";
+import { checkPathEscapes } from "./path-escapes.js";
 
 /** Where a request is going: the control plane, one deployment, or nowhere we know. */
 export type Destination = { kind: "control" } | { kind: "deployment"; id: string } | { kind: "unknown" };
 
 /**
  * Resolves a Host header: `<domain>` is the control plane, `<id>.<domain>` is deployment `<id>`
- * (the public contract's addressing). In `platform dev` every request goes to the one deployment.
+ * (the public contract's addressing). In `platform dev` every request whose Host is a loopback name
+ * goes to the one deployment; other names are unknown (see {@link isLoopbackHost}).
  */
 export function destinationOfHost(hostHeader: string, domain: string, devDeployment?: string): Destination {
-  if (devDeployment) return { kind: "deployment", id: devDeployment };
+  if (devDeployment)
+    return isLoopbackHost(hostHeader) ? { kind: "deployment", id: devDeployment } : { kind: "unknown" };
   const host = hostHeader.toLowerCase().replace(/:\d+$/, "");
   if (host === domain) return { kind: "control" };
   const suffix = `.${domain}`;
@@ -37,11 +41,13 @@ export interface TenantOptions {
 /**
  * Tenant resolution as middleware: `ctx.state.origin` becomes `"control"` or `"deployment"` (then
  * `ctx.state.deployment` is its id) before any route runs; a host name we do not serve is
- * `404 not_found` at once.
+ * `404 not_found` at once (`403 forbidden` in `platform dev`), and so is a path no route could
+ * decode (`400`, see {@link checkPathEscapes}).
  */
 export function resolveTenant(options: TenantOptions): Middleware {
   return (ctx, next) => {
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
+    if (destination.kind !== "unknown") checkPathEscapes(ctx.path);
     if (destination.kind === "deployment") {
       ctx.state.origin = "deployment";
       ctx.state.deployment = destination.id;
@@ -50,6 +56,12 @@ export function resolveTenant(options: TenantOptions): Middleware {
     if (destination.kind === "control" && options.controlPlane) {
       ctx.state.origin = "control";
       return next();
+    }
+    if (options.devDeployment) {
+      throw new PlatformError(
+        "forbidden",
+        `platform dev answers only loopback host names, and this request's Host is ${JSON.stringify(ctx.get("host"))} (another site may be pointing its name at this machine). Open http://localhost:<port> instead.`,
+      );
     }
     throw new PlatformError(
       "not_found",

@@ -1,0 +1,285 @@
+/**
+ * The browser rules the control plane and `platform dev` hold, tried over plain HTTP: dashboard
+ * forms refuse other origins (login CSRF), sign-in redirects stay on this site, a capsule's endpoint
+ * cannot set cookies for other origins or under the control plane's names, `platform dev` answers
+ * only loopback Host names (DNS rebinding), and malformed percent-escapes are `400`, never `500`.
+ * Real browsers try the form and redirect cases in dashboard-origin.browser.test.ts.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { bundleCapsule } from "../cli/bundle.js";
+import { sendRequest } from "../cli/http.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+let dev: TestHost;
+let scratch: string;
+let developerToken: string;
+
+const COOKIE_CAPSULE = `import { capsule, endpoint, table, number, text } from "platform/server";
+export default capsule({
+  schema: { items: table({ n: number() }) },
+  endpoints: {
+    cookie: endpoint({ method: "GET", path: "/cookie", readOnly: true }, async (_ctx, req) =>
+      text("ok", { headers: { "set-cookie": req.query.get("value") ?? "" } })),
+  },
+});
+`;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), "platform-origin-"));
+  host = await startTestHost();
+  dev = await startTestHost({ devDeployment: "dev" });
+  await mkdir(join(scratch, "server"), { recursive: true });
+  await writeFile(join(scratch, "server", "index.ts"), COOKIE_CAPSULE);
+  const deployed = await host.deployCode("cookies", (await bundleCapsule(scratch)).code);
+  expect(deployed.status, deployed.text()).toBe(201);
+  await dev.deployments.deploy("dev", { code: await fixtureCode("todo") });
+  const developer = await host.admin("/v1/developers", "POST", { name: "Olga" });
+  developerToken = developer.json<{ token: string }>().token;
+});
+afterAll(async () => {
+  await host.dispose();
+  await dev.dispose();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** Posts the sign-in form with `headers` (as a browser would add them) and `next`. */
+function signIn(headers: Record<string, string>, next = "/deploys/x/storage") {
+  return sendRequest(`${host.url}/dashboard/login`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: `token=${encodeURIComponent(developerToken)}&next=${encodeURIComponent(next)}`,
+  });
+}
+
+describe("dashboard forms accept only this origin", () => {
+  it("refuses a sign-in posted from another site, a sibling deployment or an opaque origin", async () => {
+    const site = `http://cookies.localhost:${host.port}`;
+    const foreign: Record<string, string>[] = [
+      { origin: "http://evil.example" },
+      { origin: "null" },
+      { origin: site },
+      { origin: "http://evil.example", referer: `${host.url}/dashboard/login` },
+      { "sec-fetch-site": "cross-site" },
+      { "sec-fetch-site": "same-site", origin: site },
+      { "sec-fetch-site": "cross-site", origin: host.url },
+      { referer: "http://evil.example/form.html" },
+      { referer: `${site}/form.html` },
+    ];
+    for (const headers of foreign) {
+      const response = await signIn(headers);
+      expect(response.status, JSON.stringify(headers)).toBe(403);
+      expect(response.headers["set-cookie"], JSON.stringify(headers)).toBeUndefined();
+      expect(response.text()).toContain("another site");
+    }
+  });
+
+  it("accepts a sign-in from its own pages (and from clients that send no browser headers)", async () => {
+    const own: Record<string, string>[] = [
+      { origin: host.url },
+      { origin: host.url, "sec-fetch-site": "same-origin" },
+      { "sec-fetch-site": "same-origin" },
+      { referer: `${host.url}/dashboard/login?next=%2F` },
+      {},
+    ];
+    for (const headers of own) {
+      const response = await signIn(headers);
+      expect(response.status, JSON.stringify(headers)).toBe(302);
+      expect(String(response.headers["set-cookie"])).toContain("platform_session=");
+    }
+  });
+
+  it("refuses a delete form posted from another site", async () => {
+    const response = await sendRequest(`${host.url}/deploys/cookies/storage/delete`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: "http://evil.example" },
+      body: "key=public/x&csrf=x",
+    });
+    expect(response.status).toBe(403);
+  });
+
+  it("redirects after sign-in only to paths on this site", async () => {
+    const offSite = [
+      "//evil.example",
+      "/\\evil.example",
+      "/\\\\evil",
+      "\\\\evil.example",
+      "https://evil.example",
+      "https:evil.example",
+      "/\t/evil.example",
+      "/\n/evil.example",
+      "/\r\\evil.example",
+      " //evil.example",
+      "/%5Cevil.example",
+      "/%2F/evil.example",
+      "/%5c%5cevil",
+      "javascript:alert(1)",
+      "deploys/x/storage",
+      "",
+    ];
+    for (const next of offSite) {
+      const response = await signIn({ origin: host.url }, next);
+      expect(response.status, JSON.stringify(next)).toBe(302);
+      expect(response.headers.location, JSON.stringify(next)).toBe("/");
+    }
+    for (const next of ["/deploys/x/storage", "/deploys/x/storage?tab=1#top", "/"]) {
+      const response = await signIn({ origin: host.url }, next);
+      expect(response.headers.location).toBe(next);
+    }
+    const form = await sendRequest(
+      `${host.url}/dashboard/login?next=${encodeURIComponent("/\\evil.example")}`,
+    );
+    expect(form.text()).toContain('name="next" value="/"');
+  });
+});
+
+describe("custom endpoints set cookies for their own origin only", () => {
+  const setCookie = (value: string) =>
+    sendRequest(`${host.deploymentUrl("cookies")}/cookie?value=${encodeURIComponent(value)}`);
+
+  it("drops Domain attributes, so a cookie stays on the deployment's own host", async () => {
+    const cases: [string, string][] = [
+      ["theme=dark; Domain=localhost; Path=/", "theme=dark; Path=/"],
+      ["theme=dark;domain=.localhost", "theme=dark"],
+      ["theme=dark; Path=/; DOMAIN = localhost ; HttpOnly", "theme=dark; Path=/; HttpOnly"],
+      ["theme=dark; Path=/; Secure; SameSite=Lax", "theme=dark; Path=/; Secure; SameSite=Lax"],
+    ];
+    for (const [sent, served] of cases) {
+      const response = await setCookie(sent);
+      expect(response.status, sent).toBe(200);
+      expect(response.headers["set-cookie"], sent).toEqual([served]);
+    }
+  });
+
+  it("refuses cookies named like the control plane's, prefixed or not, and nameless cookies", async () => {
+    for (const value of [
+      "platform_session=stolen; Path=/",
+      "Platform_Session=stolen",
+      " platform_session =stolen",
+      "__Host-platform_session=stolen; Path=/; Secure",
+      "__Secure-platform_session=stolen; Secure",
+      "__host-platform_session=stolen",
+      "=platform_session=stolen",
+      "platform_session",
+    ]) {
+      const response = await setCookie(value);
+      expect(response.status, value).toBe(500);
+      expect(response.headers["set-cookie"], value).toBeUndefined();
+      expect(response.json<{ error: { code: string; message: string } }>().error, value).toMatchObject({
+        code: "handler_error",
+        message: expect.stringContaining("Set-Cookie"),
+      });
+    }
+  });
+});
+
+describe("platform dev answers loopback Host names only", () => {
+  const ask = (hostHeader: string) =>
+    sendRequest(`${dev.url}/api/query/count`, {
+      method: "POST",
+      headers: { host: hostHeader, "content-type": "application/json" },
+      body: "{}",
+    });
+
+  it("refuses other Host names with 403 naming the Host", async () => {
+    for (const name of [
+      "evil.example",
+      `evil.example:${dev.port}`,
+      "localhost.evil.example",
+      "127.0.0.1.nip.io",
+      "localhostx",
+      "128.0.0.1",
+      "127.0.0.256",
+      "0.0.0.0",
+      "[::2]",
+      "[::1].evil.example",
+      "10.0.0.1",
+    ]) {
+      const response = await ask(name);
+      expect(response.status, name).toBe(403);
+      const error = response.json<{ error: { code: string; message: string } }>().error;
+      expect(error.code).toBe("forbidden");
+      expect(error.message).toContain(name);
+      expect(error.message).toContain("localhost");
+    }
+  });
+
+  it("answers localhost, *.localhost, 127.0.0.0/8 and [::1] with or without a port", async () => {
+    for (const name of [
+      "localhost",
+      `localhost:${dev.port}`,
+      "LOCALHOST",
+      "app.localhost:3000",
+      "127.0.0.1",
+      `127.0.0.1:${dev.port}`,
+      "127.1.2.3:80",
+      "[::1]",
+      `[::1]:${dev.port}`,
+    ]) {
+      const response = await ask(name);
+      expect(response.status, name).toBe(200);
+      expect(response.json()).toEqual({ value: 0 });
+    }
+  });
+
+  it("refuses a WebSocket whose Host is not loopback", async () => {
+    const open = (hostHeader: string) =>
+      new Promise<string>((resolve) => {
+        const ws = new WebSocket(`${dev.url.replace("http", "ws")}/api/sync`, {
+          headers: { host: hostHeader },
+        });
+        ws.on("open", () => {
+          ws.close();
+          resolve("open");
+        });
+        ws.on("unexpected-response", (_req, res) => {
+          resolve(`refused ${res.statusCode}`);
+          ws.terminate();
+        });
+        ws.on("error", (error) => resolve(`error ${error.message}`));
+      });
+    expect(await open("evil.example")).toMatch(/^refused 4\d\d$/);
+    expect(await open(`localhost:${dev.port}`)).toBe("open");
+  });
+});
+
+describe("malformed percent-escapes are 400", () => {
+  it("on the control plane, a deployment and platform dev, in every route", async () => {
+    const cases: [string, string, number, string][] = [
+      [host.url, "/%E0%A4%A", 400, "bad_request"],
+      [host.url, "/v1/deploys/%ZZ", 400, "bad_request"],
+      [host.url, "/deploys/%E0%A4/storage", 400, "bad_request"],
+      [host.url, "/dashboard/login%", 400, "bad_request"],
+      [host.deploymentUrl("cookies"), "/%E0%A4%A", 400, "bad_request"],
+      [host.deploymentUrl("cookies"), "/api/query/%", 400, "bad_request"],
+      [host.deploymentUrl("cookies"), "/storage/public/%ZZ", 400, "invalid_request"],
+      [host.deploymentUrl("cookies"), "/storage/private/%C0%AF", 400, "invalid_request"],
+      [dev.url, "/%E0%A4%A", 400, "bad_request"],
+      [dev.url, "/storage/public/%ZZ", 400, "invalid_request"],
+      [dev.url, "/api/query/%", 400, "bad_request"],
+    ];
+    for (const [base, path, status, code] of cases) {
+      for (const method of ["GET", "POST", "DELETE"]) {
+        const response = await sendRequest(`${base}${path}`, { method });
+        expect(response.status, `${method} ${base}${path}`).toBe(status);
+        const error = response.json<{ error: { code: string; message: string } }>().error;
+        expect(error.code, `${method} ${path}`).toBe(code);
+        expect(error.message).toContain("percent-escape");
+      }
+    }
+  });
+
+  it("well-formed escapes still reach their routes", async () => {
+    const response = await sendRequest(`${dev.url}/api/query/%63ount`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(response.status).not.toBe(400);
+    expect(response.status).not.toBe(500);
+  });
+});
