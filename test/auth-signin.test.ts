@@ -85,21 +85,25 @@ describe("email one-time codes over SMTP", () => {
   it("sends a code, signs in with it once, and upgrades the guest that asked", async () => {
     const guest = await post("/__platform/auth/guest", {});
     await post("/api/mutation/addNote", { text: "written as a guest" }, guest.body.token as string);
-    expect((await post("/__platform/auth/email/start", { email: "Reader@Example.com" })).body).toEqual({
+    const started = await post("/__platform/auth/email/start", { email: "Reader@Example.com" });
+    expect(started.body).toEqual({
       sent: true,
+      attempt: expect.any(String),
     });
+    const attempt = started.body.attempt;
     const code = await codeFor("reader@example.com");
     expect(
       (
         await post("/__platform/auth/email/verify", {
           email: "reader@example.com",
           code: code === "000000" ? "111111" : "000000",
+          attempt,
         })
       ).status,
     ).toBe(401);
     const verified = await post(
       "/__platform/auth/email/verify",
-      { email: "reader@example.com", code },
+      { email: "reader@example.com", code, attempt },
       guest.body.token as string,
     );
     expect(verified.status).toBe(200);
@@ -110,22 +114,23 @@ describe("email one-time codes over SMTP", () => {
     });
     const notes = await post("/api/query/myNotes", {}, verified.body.token as string);
     expect(notes.body.value).toEqual(["written as a guest"]);
-    expect((await post("/__platform/auth/email/verify", { email: "reader@example.com", code })).status).toBe(
-      401,
-    );
+    expect(
+      (await post("/__platform/auth/email/verify", { email: "reader@example.com", code, attempt })).status,
+    ).toBe(401);
   });
 
   it("locks a code after five wrong guesses", async () => {
-    await post("/__platform/auth/email/start", { email: "guess@example.com" });
+    const { attempt } = (await post("/__platform/auth/email/start", { email: "guess@example.com" })).body;
     const code = await codeFor("guess@example.com");
     const wrong = code === "123456" ? "654321" : "123456";
     for (let i = 0; i < 5; i++)
       expect(
-        (await post("/__platform/auth/email/verify", { email: "guess@example.com", code: wrong })).status,
+        (await post("/__platform/auth/email/verify", { email: "guess@example.com", code: wrong, attempt }))
+          .status,
       ).toBe(401);
-    expect((await post("/__platform/auth/email/verify", { email: "guess@example.com", code })).status).toBe(
-      401,
-    );
+    expect(
+      (await post("/__platform/auth/email/verify", { email: "guess@example.com", code, attempt })).status,
+    ).toBe(401);
   });
 
   it("refuses malformed addresses", async () => {
@@ -208,17 +213,18 @@ describe("without SMTP", () => {
     const bare = await startTestHost();
     try {
       expect((await bare.deployFixture("quiet", "guest-upgrade")).status).toBe(201);
-      await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/start`, {
+      const started = await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/start`, {
         method: "POST",
         body: JSON.stringify({ email: "log@example.com" }),
       });
+      const { attempt } = started.json<{ attempt: string }>();
       const line = bare.logs.find(
         (entry) => (entry as { fields?: { email?: string } }).fields?.email === "log@example.com",
       ) as { fields: { code: string } };
       expect(line.fields.code).toMatch(/^\d{6}$/);
       const signedIn = await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/verify`, {
         method: "POST",
-        body: JSON.stringify({ email: "log@example.com", code: line.fields.code }),
+        body: JSON.stringify({ email: "log@example.com", code: line.fields.code, attempt }),
       });
       expect(signedIn.status).toBe(200);
     } finally {
