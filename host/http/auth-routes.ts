@@ -80,7 +80,7 @@ export function authRoutes(
     await deployments.require(ctx.state.deployment as string);
     await next();
   });
-  router.use(chargeRequest(quota));
+  router.use(chargeRequest(quota, "auth"));
   const json = jsonObjectBody(SMALL_BODY_BYTES);
   router.post("/guest", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;

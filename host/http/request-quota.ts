@@ -99,11 +99,17 @@ export class RequestQuota {
 /**
  * The request quota as middleware: charges one request to the caller `identify` found (else the
  * client's IP address) before the route does any work, failing with `429 limit_exceeded` and a
- * `Retry-After` header.
+ * `Retry-After` header. A `scope` gives those routes a bucket of their own per caller (sign-in
+ * routes: a client's sign-ins do not eat into its data calls, nor the reverse).
  */
-export function chargeRequest(quota: RequestQuota): Middleware {
+export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
   return (ctx, next) => {
-    const key = quotaKey(ctx.state.deployment as string, ctx.state.identity as BridgeIdentity | null, ctx.ip);
+    const caller = quotaKey(
+      ctx.state.deployment as string,
+      ctx.state.identity as BridgeIdentity | null,
+      ctx.ip,
+    );
+    const key = scope === undefined ? caller : `${caller}\u0000${scope}`;
     if (!quota.tryTake(key)) {
       const seconds = quota.retryAfterSeconds(key);
       ctx.set("Retry-After", String(seconds));
