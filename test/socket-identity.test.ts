@@ -79,15 +79,27 @@ describe("a guest's open socket when the guest signs in", () => {
     );
     expect((await answerOf(socket, "before"))?.error).toBeUndefined();
 
-    // Mutations in flight over the socket while the upgrade runs.
-    const racing = Array.from({ length: 30 }, (_, i) => `race-${i}`);
+    // Mutations over the socket before, during and after the upgrade: a burst, then a stream
+    // until the upgrade answered or the socket closed.
+    const racing: string[] = [];
+    const send = () => {
+      const id = `race-${racing.length}`;
+      racing.push(id);
+      socket.ws.send(JSON.stringify({ type: "mutation", id, name: "addNote", args: { text: id } }));
+    };
+    let answered = false;
     const upgrade = post(
       "/__platform/auth/dev-sign-in",
       { email: "racer@example.com" },
       guest.body.token as string,
-    );
-    for (const id of racing)
-      socket.ws.send(JSON.stringify({ type: "mutation", id, name: "addNote", args: { text: id } }));
+    ).finally(() => {
+      answered = true;
+    });
+    for (let i = 0; i < 20; i++) send();
+    while (!answered && socket.ws.readyState === WebSocket.OPEN && racing.length < 2000) {
+      send();
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
     const account = await upgrade;
     expect(account.status).toBe(200);
     expect(account.body.upgradedFrom).toBe(guestId);
