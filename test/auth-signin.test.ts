@@ -5,36 +5,21 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
+import { type ReceivedMail, type SmtpInbox, startSmtpInbox } from "./helpers/smtp-inbox.js";
 
 let host: TestHost;
-let smtp: SMTPServer;
+let smtp: SmtpInbox;
 let jwks: Server;
-const inbox: Array<{ to: string; body: string }> = [];
+const inbox: ReceivedMail[] = [];
 let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
 const ISSUER = "https://idp.example";
 const AUDIENCE = "client-123";
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    onData(stream, session, callback) {
-      let body = "";
-      stream.on("data", (chunk: Buffer) => {
-        body += chunk.toString();
-      });
-      stream.on("end", () => {
-        inbox.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), body });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const smtpPort = (smtp.server.address() as AddressInfo).port;
+  smtp = await startSmtpInbox(inbox);
 
   const pair = await generateKeyPair("RS256");
   privateKey = pair.privateKey;
@@ -47,7 +32,7 @@ beforeAll(async () => {
   const jwksPort = (jwks.address() as AddressInfo).port;
 
   host = await startTestHost({
-    smtpUrl: `smtp://127.0.0.1:${smtpPort}`,
+    smtpUrl: smtp.url,
     emailFrom: "platform <signin@example.com>",
     oidcIssuers: [{ issuer: ISSUER, jwksUri: `http://127.0.0.1:${jwksPort}/jwks`, audience: AUDIENCE }],
   });
@@ -55,7 +40,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await host.dispose();
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   await new Promise<void>((resolve) => jwks.close(() => resolve()));
 });
 

@@ -3,41 +3,26 @@
  * from another sign-in, and the request quota on auth routes. Codes travel through a real SMTP
  * server on loopback; every request is real HTTP.
  */
-import type { AddressInfo } from "node:net";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
+import { type ReceivedMail, type SmtpInbox, startSmtpInbox } from "./helpers/smtp-inbox.js";
 
 let host: TestHost;
-let smtp: SMTPServer;
+let smtp: SmtpInbox;
 let smtpUrl: string;
-const inbox: Array<{ to: string; body: string }> = [];
+const inbox: ReceivedMail[] = [];
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    onData(stream, session, callback) {
-      let body = "";
-      stream.on("data", (chunk: Buffer) => {
-        body += chunk.toString();
-      });
-      stream.on("end", () => {
-        inbox.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), body });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  smtpUrl = `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`;
+  smtp = await startSmtpInbox(inbox);
+  smtpUrl = smtp.url;
   host = await startTestHost({ smtpUrl });
   expect((await host.deployFixture("mail", "guest-upgrade")).status).toBe(201);
 });
 afterAll(async () => {
   await host.dispose();
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
 });
 
 type Answer = {
