@@ -4,7 +4,7 @@ import { type WebSocket, WebSocketServer } from "ws";
 import { type BridgeIdentity, SYNC_CLOSE } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { type AuthService, type HeldIdentity, IDENTITY_ENDED, type SessionGate } from "../auth/index.js";
-import type { DeploymentService } from "../deployments/index.js";
+import type { CallResult, DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
@@ -174,7 +174,7 @@ export function attachSync(
             if (gate.ended || ws.readyState !== ws.OPEN) throw identityEnded();
             gate.writing++;
           }
-          let result: Awaited<ReturnType<DeploymentService["call"]>>;
+          let result: CallResult;
           try {
             result = await deployments.call(deployment, {
               kind: "mutation",
