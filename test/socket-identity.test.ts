@@ -1,12 +1,14 @@
 /**
  * Identity changes reach open sockets: a WebSocket opened by a guest that then signs in (guest
- * upgrade) is closed with the identity-ended close code, never writes as the retired guest (also
+ * upgrade) or whose token expires is closed with the identity-ended close code, never writes as the retired guest (also
  * for mutations sent in the same instant as the upgrade), and platform/client reconnects with a
  * live identity and subscribes again.
  */
+import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { localhostLookup, sendRequest } from "../cli/http.js";
+import { TOKEN_LIFETIME_SECONDS, TokenService } from "../host/auth/index.js";
 import { createClient, type PlatformClient } from "../sdk/client/node.js";
 import { SYNC_CLOSE } from "../sdk/protocol/index.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -69,7 +71,7 @@ async function answerOf(socket: OpenSocket, id: string): Promise<Record<string, 
   return socket.results.get(id);
 }
 
-describe("a guest's open socket when the guest signs in", () => {
+describe("an open socket whose identity ends", () => {
   it("is closed with the identity-ended code and never writes as the retired guest, even in a race", async () => {
     const guest = await post("/__platform/auth/guest", {});
     const guestId = guest.body.userId as string;
@@ -163,5 +165,31 @@ describe("a guest's open socket when the guest signs in", () => {
     expect(notes.filter(([owner]) => owner === first?.userId)).toEqual([]);
     expect(notes).toContainEqual([now?.userId, "after elsewhere"]);
     expect(notes).toContainEqual([elsewhere.body.userId, "from the client"]);
+  });
+
+  it("is closed with the identity-ended code when its token expires", async () => {
+    const guest = await post("/__platform/auth/guest", {});
+    const claims = decodeJwt(guest.body.token as string);
+    // The same session's token, issued as if almost an hour ago: it expires in a few seconds.
+    const secret = await dev.deployments.db.records<{ hex: string }>("secrets").get("tokens");
+    const tokens = new TokenService(Buffer.from(secret?.hex ?? "", "hex"));
+    const expiresInMs = 3000;
+    const { token, expiresAt } = await tokens.issue(
+      {
+        deployment: "dev",
+        userId: claims.sub as string,
+        kind: "guest",
+        session: claims.sid as string,
+        issuedAt: claims.ses as number,
+      },
+      Date.now() - TOKEN_LIFETIME_SECONDS * 1000 + expiresInMs,
+    );
+    const socket = await openSocket(token);
+    const closedWith = await socket.closed;
+    console.log(
+      `closed ${Date.now() - expiresAt} ms after the token expired: ${closedWith.code} ${closedWith.reason}`,
+    );
+    expect(closedWith).toEqual({ code: SYNC_CLOSE.identityEnded, reason: "token expired: renew it" });
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt - 1000);
   });
 });
