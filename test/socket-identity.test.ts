@@ -1,8 +1,8 @@
 /**
- * Identity changes reach open sockets: a WebSocket opened by a guest that then signs in (guest
- * upgrade) or whose token expires is closed with the identity-ended close code, never writes as the retired guest (also
- * for mutations sent in the same instant as the upgrade), and platform/client reconnects with a
- * live identity and subscribes again.
+ * Identity changes reach open sockets: a WebSocket whose guest signs in (guest upgrade) or whose
+ * token expires is closed with the identity-ended close code and never writes as the retired
+ * guest (also for mutations sent in the same instant as the upgrade), and platform/client
+ * reconnects with a live identity and subscribes again.
  */
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
