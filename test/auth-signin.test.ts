@@ -5,36 +5,21 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
+import { type ReceivedMail, type SmtpInbox, startSmtpInbox } from "./helpers/smtp-inbox.js";
 
 let host: TestHost;
-let smtp: SMTPServer;
+let smtp: SmtpInbox;
 let jwks: Server;
-const inbox: Array<{ to: string; body: string }> = [];
+const inbox: ReceivedMail[] = [];
 let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
 const ISSUER = "https://idp.example";
 const AUDIENCE = "client-123";
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS", "AUTH"],
-    onData(stream, session, callback) {
-      let body = "";
-      stream.on("data", (chunk: Buffer) => {
-        body += chunk.toString();
-      });
-      stream.on("end", () => {
-        inbox.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), body });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const smtpPort = (smtp.server.address() as AddressInfo).port;
+  smtp = await startSmtpInbox(inbox);
 
   const pair = await generateKeyPair("RS256");
   privateKey = pair.privateKey;
@@ -47,7 +32,7 @@ beforeAll(async () => {
   const jwksPort = (jwks.address() as AddressInfo).port;
 
   host = await startTestHost({
-    smtpUrl: `smtp://127.0.0.1:${smtpPort}`,
+    smtpUrl: smtp.url,
     emailFrom: "platform <signin@example.com>",
     oidcIssuers: [{ issuer: ISSUER, jwksUri: `http://127.0.0.1:${jwksPort}/jwks`, audience: AUDIENCE }],
   });
@@ -55,7 +40,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await host.dispose();
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   await new Promise<void>((resolve) => jwks.close(() => resolve()));
 });
 
@@ -85,21 +70,25 @@ describe("email one-time codes over SMTP", () => {
   it("sends a code, signs in with it once, and upgrades the guest that asked", async () => {
     const guest = await post("/__platform/auth/guest", {});
     await post("/api/mutation/addNote", { text: "written as a guest" }, guest.body.token as string);
-    expect((await post("/__platform/auth/email/start", { email: "Reader@Example.com" })).body).toEqual({
+    const started = await post("/__platform/auth/email/start", { email: "Reader@Example.com" });
+    expect(started.body).toEqual({
       sent: true,
+      attempt: expect.any(String),
     });
+    const attempt = started.body.attempt;
     const code = await codeFor("reader@example.com");
     expect(
       (
         await post("/__platform/auth/email/verify", {
           email: "reader@example.com",
           code: code === "000000" ? "111111" : "000000",
+          attempt,
         })
       ).status,
     ).toBe(401);
     const verified = await post(
       "/__platform/auth/email/verify",
-      { email: "reader@example.com", code },
+      { email: "reader@example.com", code, attempt },
       guest.body.token as string,
     );
     expect(verified.status).toBe(200);
@@ -110,22 +99,23 @@ describe("email one-time codes over SMTP", () => {
     });
     const notes = await post("/api/query/myNotes", {}, verified.body.token as string);
     expect(notes.body.value).toEqual(["written as a guest"]);
-    expect((await post("/__platform/auth/email/verify", { email: "reader@example.com", code })).status).toBe(
-      401,
-    );
+    expect(
+      (await post("/__platform/auth/email/verify", { email: "reader@example.com", code, attempt })).status,
+    ).toBe(401);
   });
 
   it("locks a code after five wrong guesses", async () => {
-    await post("/__platform/auth/email/start", { email: "guess@example.com" });
+    const { attempt } = (await post("/__platform/auth/email/start", { email: "guess@example.com" })).body;
     const code = await codeFor("guess@example.com");
     const wrong = code === "123456" ? "654321" : "123456";
     for (let i = 0; i < 5; i++)
       expect(
-        (await post("/__platform/auth/email/verify", { email: "guess@example.com", code: wrong })).status,
+        (await post("/__platform/auth/email/verify", { email: "guess@example.com", code: wrong, attempt }))
+          .status,
       ).toBe(401);
-    expect((await post("/__platform/auth/email/verify", { email: "guess@example.com", code })).status).toBe(
-      401,
-    );
+    expect(
+      (await post("/__platform/auth/email/verify", { email: "guess@example.com", code, attempt })).status,
+    ).toBe(401);
   });
 
   it("refuses malformed addresses", async () => {
@@ -208,17 +198,18 @@ describe("without SMTP", () => {
     const bare = await startTestHost();
     try {
       expect((await bare.deployFixture("quiet", "guest-upgrade")).status).toBe(201);
-      await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/start`, {
+      const started = await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/start`, {
         method: "POST",
         body: JSON.stringify({ email: "log@example.com" }),
       });
+      const { attempt } = started.json<{ attempt: string }>();
       const line = bare.logs.find(
         (entry) => (entry as { fields?: { email?: string } }).fields?.email === "log@example.com",
       ) as { fields: { code: string } };
       expect(line.fields.code).toMatch(/^\d{6}$/);
       const signedIn = await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/verify`, {
         method: "POST",
-        body: JSON.stringify({ email: "log@example.com", code: line.fields.code }),
+        body: JSON.stringify({ email: "log@example.com", code: line.fields.code, attempt }),
       });
       expect(signedIn.status).toBe(200);
     } finally {

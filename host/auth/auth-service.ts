@@ -1,8 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
+import { decodeJwt } from "jose";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
+import { type EndHolder, OpenSessions, type SessionGate } from "./open-sessions.js";
 import { type IdentityKind, type TokenClaims, TokenService } from "./tokens.js";
 
 /** One sign-in session of a deployment. */
@@ -42,17 +44,60 @@ export function accountUserId(deployment: string, email: string): string {
   return `user:${createHash("sha256").update(`${deployment}\u0000${email}`).digest("base64url").slice(0, 22)}`;
 }
 
+function refuseDeveloperToken(token: string): void {
+  if (token.startsWith(DEVELOPER_TOKEN_PREFIX))
+    throw new PlatformError(
+      "unauthorized",
+      "Developer tokens are for the operator API; apps need an app user's token.",
+    );
+}
+
+/** An identity held by an open connection (see {@link AuthService.holdIdentity}). */
+export interface HeldIdentity {
+  identity: BridgeIdentity;
+  /** Writes as the identity go through this gate; `gate.ended` once it was retired. */
+  gate: SessionGate;
+  /** When the token expires (ms since the epoch): the holder ends then. */
+  expiresAt: number;
+  release: () => void;
+}
+
+/** Why a holder's identity ended, as told to the client (WebSocket close reasons stay short). */
+export const IDENTITY_ENDED = {
+  upgraded: "guest upgraded: sign in again",
+  retired: "session ended: sign in again",
+  expired: "token expired: renew it",
+} as const;
+
 /**
  * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
- * the retirement of upgraded guests. Tokens are scoped to one deployment.
+ * the retirement of upgraded guests, told to the open connections that hold them. Tokens are
+ * scoped to one deployment.
  */
 export class AuthService {
   private readonly sessions: RecordStore<SessionRecord>;
   private readonly tokens: TokenService;
+  private readonly open: OpenSessions;
 
   private constructor(db: HostDatabase, secret: Uint8Array) {
     this.sessions = db.records<SessionRecord>("sessions");
     this.tokens = new TokenService(secret);
+    this.open = new OpenSessions((deployment, session) =>
+      this.sessions.key(this.sessionId(deployment, session)).toString("hex"),
+    );
+    // A guest upgraded on another host: its commit wrote the session record.
+    db.onAnnouncement((message) => {
+      if (message.type !== "commit") return;
+      for (const gate of this.open.noticeCommit(message.all ? undefined : (message.keys ?? [])))
+        void this.endIfRetired(gate);
+    });
+  }
+
+  private async endIfRetired(gate: SessionGate): Promise<void> {
+    if (gate.ended) return;
+    const record = await this.sessions.get(gate.sessionId).catch(() => undefined);
+    if (!record) gate.end(IDENTITY_ENDED.retired);
+    else if (record.retiredAt !== undefined) gate.end(IDENTITY_ENDED.upgraded);
   }
 
   /** Loads (or creates, once) the host's token secret. */
@@ -136,15 +181,49 @@ export class AuthService {
 
   /** The identity a request's bearer token proves, or throws `unauthorized`. */
   async authenticate(deployment: string, token: string): Promise<BridgeIdentity> {
-    if (token.startsWith(DEVELOPER_TOKEN_PREFIX)) {
-      throw new PlatformError(
-        "unauthorized",
-        "Developer tokens are for the operator API; apps need an app user's token.",
-      );
-    }
+    refuseDeveloperToken(token);
     const claims = await this.tokens.verify(token, deployment);
     await this.liveSession(claims);
     return { userId: claims.userId, kind: claims.kind, ...(claims.email ? { email: claims.email } : {}) };
+  }
+
+  /**
+   * The identity `token` proves, held by an open connection until `release()`: `end` is called
+   * when the session is retired (a guest upgrade, here or on another host). The holder is
+   * registered before the session is checked, so a retirement either is seen now or ends it.
+   */
+  async holdIdentity(deployment: string, token: string, end: EndHolder): Promise<HeldIdentity> {
+    refuseDeveloperToken(token);
+    const claims = await this.tokens.verify(token, deployment);
+    const { gate, release } = this.open.hold(deployment, claims.session, end);
+    try {
+      await this.liveSession(claims);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const identity: BridgeIdentity = { userId: claims.userId, kind: claims.kind };
+    if (claims.email) identity.email = claims.email;
+    return { identity, gate, expiresAt: (decodeJwt(token).exp ?? 0) * 1000, release };
+  }
+
+  /**
+   * Runs `upgrade`, which retires guest `session` when its result says `upgraded`, once the
+   * session's writes in flight on open connections finished (new ones wait); then ends every
+   * connection that holds the guest.
+   */
+  retireGuest<T extends { upgraded: boolean }>(
+    deployment: string,
+    session: string,
+    upgrade: () => Promise<T>,
+  ): Promise<T> {
+    return this.open.retire(
+      deployment,
+      session,
+      IDENTITY_ENDED.upgraded,
+      upgrade,
+      (result) => result.upgraded,
+    );
   }
 
   /** A fresh token for the same session (also for an expired token within the renewal window). */
@@ -163,6 +242,7 @@ export class AuthService {
     token: string,
   ): Promise<{
     userId: string;
+    session: string;
     retire: (accountUserId: string) => { key: Buffer; value: string };
     isRetired: () => Promise<boolean>;
   } | null> {
@@ -173,6 +253,7 @@ export class AuthService {
     if (!record || record.retiredAt !== undefined) return null;
     return {
       userId: claims.userId,
+      session: claims.session,
       retire: (accountUserId) => ({
         key: this.sessions.key(id),
         value: JSON.stringify(

@@ -1,5 +1,6 @@
-import { randomInt } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { createTransport, type Transporter } from "nodemailer";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { hashSecret, matchesHash } from "./developers.js";
@@ -13,40 +14,92 @@ export interface EmailOptions {
   log: (line: Record<string, unknown>) => void;
 }
 
+/** The code of one sign-in attempt; only hashes are stored. */
 interface PendingCode {
   codeHash: string;
+  /** Hash of the handle `start` gave the asker: the code works only with it. */
+  attemptHash: string;
   expiresAt: number;
-  attempts: number;
+  wrongGuesses: number;
 }
 
-/** Codes live 10 minutes and allow 5 wrong guesses. */
-export const EMAIL_CODE_LIFETIME_MS = 10 * 60_000;
-export const EMAIL_CODE_ATTEMPTS = 5;
+/** What is kept per deployment and address: the live code, and when codes were sent (the window). */
+interface AddressRecord {
+  code?: PendingCode;
+  sentAt: number[];
+}
+
+/** The outcome of a code request: the attempt handle, or how long to wait before asking again. */
+export type CodeRequest = { attempt: string } | { retryAfterSeconds: number; limitedBy: string };
+
+const WINDOW_MS = LIMITS.emailCodeWindowSeconds * 1000;
+
+const refused = () =>
+  new PlatformError("unauthorized", "That code is not valid; check it, or request a new one.");
 
 /**
- * One-time sign-in codes sent by email. Only a hash of each code is stored; a code works once,
- * for one deployment and one address.
+ * One-time sign-in codes sent by email. Only hashes are stored; a code works once, for one
+ * deployment and one address, and only together with the attempt handle its request answered
+ * (so a code is bound to the sign-in that asked for it). Guesses are read and counted under one
+ * lock per deployment that holds across every host of the store, so concurrent wrong guesses all
+ * count and the code dies after {@link LIMITS.emailCodeAttempts}. Requests are limited per
+ * address here (stored, so every host sees them); the caller adds its per-client limit.
  */
 export class EmailCodes {
-  private readonly codes: RecordStore<PendingCode>;
+  private readonly codes: RecordStore<AddressRecord>;
   private readonly transport: Transporter | undefined;
 
   constructor(
-    db: HostDatabase,
+    private readonly db: HostDatabase,
     private readonly options: EmailOptions,
   ) {
-    this.codes = db.records<PendingCode>("email-codes");
+    this.codes = db.records<AddressRecord>("email-codes");
     this.transport = options.smtpUrl ? createTransport(options.smtpUrl) : undefined;
   }
 
-  /** Creates a code for `email` in `deployment` and sends it. */
-  async start(deployment: string, email: string): Promise<void> {
+  private locked<T>(deployment: string, work: () => Promise<T>): Promise<T> {
+    return this.db.exclusive(`email-codes:${deployment}`, work);
+  }
+
+  /**
+   * Creates a code for `email` in `deployment` and sends it, unless the address asked too often
+   * or `takeClientAllowance` (the requesting client's limit: 0 when it took one request, else the
+   * ms to wait) refuses; it runs under the lock, only when the address may have a code. The
+   * answer's `attempt` must come back with the code.
+   */
+  async start(deployment: string, email: string, takeClientAllowance: () => number): Promise<CodeRequest> {
     const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-    await this.codes.put(`${deployment}/${email}`, {
-      codeHash: hashSecret(`${deployment}/${email}/${code}`),
-      expiresAt: Date.now() + EMAIL_CODE_LIFETIME_MS,
-      attempts: 0,
+    const attempt = randomBytes(18).toString("base64url");
+    const refusal = await this.locked(deployment, async () => {
+      const now = Date.now();
+      const key = `${deployment}/${email}`;
+      const sentAt = ((await this.codes.get(key))?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
+      if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
+        return {
+          retryAfterSeconds: Math.ceil(((sentAt[0] ?? now) + WINDOW_MS - now) / 1000),
+          limitedBy: email,
+        };
+      const clientWait = takeClientAllowance();
+      if (clientWait > 0)
+        return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
+      sentAt.push(now);
+      await this.codes.put(key, {
+        code: {
+          codeHash: hashSecret(`${deployment}/${email}/${code}`),
+          attemptHash: hashSecret(attempt),
+          expiresAt: now + LIMITS.emailCodeLifetimeMs,
+          wrongGuesses: 0,
+        },
+        sentAt,
+      });
+      return undefined;
     });
+    if (refusal) return refusal;
+    await this.send(deployment, email, code);
+    return { attempt };
+  }
+
+  private async send(deployment: string, email: string, code: string): Promise<void> {
     if (!this.transport) {
       this.options.log({
         event: "email_code",
@@ -62,7 +115,7 @@ export class EmailCodes {
         from: this.options.from ?? "platform <no-reply@localhost>",
         to: email,
         subject: `Your sign-in code: ${code}`,
-        text: `Your sign-in code for ${deployment} is ${code}. It expires in 10 minutes.`,
+        text: `Your sign-in code for ${deployment} is ${code}. It expires in ${LIMITS.emailCodeLifetimeMs / 60_000} minutes.`,
       });
     } catch (error) {
       throw new PlatformError("unavailable", "The sign-in email could not be sent; try again later.", {
@@ -71,21 +124,42 @@ export class EmailCodes {
     }
   }
 
-  /** Checks a code; it is consumed on success. Wrong, expired or exhausted codes are refused. */
-  async verify(deployment: string, email: string, code: unknown): Promise<void> {
+  /**
+   * Checks a code with the attempt handle of its request; it is consumed on success. Wrong,
+   * expired or exhausted codes are refused; a wrong handle is refused without spending a guess.
+   */
+  async verify(deployment: string, email: string, code: unknown, attempt: unknown): Promise<void> {
+    if (typeof attempt !== "string" || attempt === "")
+      throw new PlatformError(
+        "bad_request",
+        "Send the `attempt` that POST /__platform/auth/email/start answered with, together with the code.",
+      );
     const key = `${deployment}/${email}`;
-    const pending = await this.codes.get(key);
-    const refused = () => new PlatformError("unauthorized", "That code is not valid; request a new one.");
-    if (!pending || pending.expiresAt < Date.now() || pending.attempts >= EMAIL_CODE_ATTEMPTS)
-      throw refused();
-    if (
-      typeof code !== "string" ||
-      !/^\d{6}$/.test(code) ||
-      !matchesHash(`${deployment}/${email}/${code}`, pending.codeHash)
-    ) {
-      await this.codes.put(key, Object.assign({}, pending, { attempts: pending.attempts + 1 }));
-      throw refused();
-    }
-    await this.codes.delete(key);
+    await this.locked(deployment, async () => {
+      const record = await this.codes.get(key);
+      const pending = record?.code;
+      if (
+        !record ||
+        !pending ||
+        pending.expiresAt < Date.now() ||
+        pending.wrongGuesses >= LIMITS.emailCodeAttempts
+      )
+        throw refused();
+      if (!matchesHash(attempt, pending.attemptHash))
+        throw new PlatformError(
+          "unauthorized",
+          "This code was requested by another sign-in; enter it where it was requested, or start again here.",
+        );
+      if (
+        typeof code !== "string" ||
+        !/^\d{6}$/.test(code) ||
+        !matchesHash(`${deployment}/${email}/${code}`, pending.codeHash)
+      ) {
+        pending.wrongGuesses++;
+        await this.codes.put(key, record);
+        throw refused();
+      }
+      await this.codes.put(key, { sentAt: record.sentAt });
+    });
   }
 }

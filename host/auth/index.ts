@@ -2,6 +2,8 @@
 export {
   AuthService,
   accountUserId,
+  type HeldIdentity,
+  IDENTITY_ENDED,
   type IssuedToken,
   normaliseEmail,
   type SessionRecord,
@@ -16,8 +18,9 @@ export {
   newClaimToken,
   sameSecret,
 } from "./developers.js";
-export { EMAIL_CODE_ATTEMPTS, EMAIL_CODE_LIFETIME_MS, EmailCodes, type EmailOptions } from "./email-codes.js";
+export { type CodeRequest, EmailCodes, type EmailOptions } from "./email-codes.js";
 export { type OidcIssuer, OidcVerifier } from "./oidc.js";
+export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
 export {
   type IdentityKind,
   RENEWAL_WINDOW_SECONDS,

@@ -1,5 +1,6 @@
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import {
   type AuthService,
@@ -11,6 +12,7 @@ import {
 import type { DeploymentService } from "../deployments/index.js";
 import { jsonObjectBody, SMALL_BODY_BYTES } from "./body.js";
 import { bearerToken } from "./credentials.js";
+import { chargeRequest, quotaKey, RequestQuota } from "./request-quota.js";
 import { ownPaths, under } from "./routing.js";
 
 /**
@@ -26,14 +28,17 @@ async function signInAccount(ctx: Context, auth: AuthService, deployments: Deplo
     const guest = await auth.guestToUpgrade(deployment, guestToken);
     if (guest) {
       const userId = accountUserId(deployment, normalised);
-      const result = await deployments.upgradeGuest(
-        deployment,
-        guest.userId,
-        { userId, kind: "account", email: normalised },
-        {
-          record: guest.retire(userId),
-          isRetired: guest.isRetired,
-        },
+      // The guest's open sockets finish their writes first and are closed once it is retired.
+      const result = await auth.retireGuest(deployment, guest.session, () =>
+        deployments.upgradeGuest(
+          deployment,
+          guest.userId,
+          { userId, kind: "account", email: normalised },
+          {
+            record: guest.retire(userId),
+            isRetired: guest.isRetired,
+          },
+        ),
       );
       if (result.upgraded) upgradedFrom = guest.userId;
     }
@@ -48,23 +53,34 @@ export interface SignInMethods {
   oidc: OidcVerifier;
 }
 
+/** Code requests one client address may make per deployment (see LIMITS.emailCodeRequestsPerClient). */
+const CODE_REQUESTS_PER_CLIENT = {
+  burst: LIMITS.emailCodeRequestsPerClient,
+  perSecond: LIMITS.emailCodeRequestsPerClient / LIMITS.emailCodeWindowSeconds,
+};
+
 /**
  * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, email one-time
- * codes (`email/start`, `email/verify`), OpenID Connect ID-token exchange (`oidc`), and in
- * `platform dev` only, instant account sign-in (`dev-sign-in`). Every account sign-in presenting a
- * guest token upgrades that guest. Unknown paths under `/__platform/auth/` are `404 not_found`.
+ * codes (`email/start` answers an attempt handle that `email/verify` needs with the code),
+ * OpenID Connect ID-token exchange (`oidc`), and in `platform dev` only, instant account sign-in
+ * (`dev-sign-in`). Every account sign-in presenting a guest token upgrades that guest. Every
+ * route spends the caller's request quota (keyed by client address); code requests are limited
+ * per address and per client address too. Unknown paths under `/__platform/auth/` are `404 not_found`.
  */
 export function authRoutes(
   auth: AuthService,
   deployments: DeploymentService,
   dev: boolean,
   signIn: SignInMethods,
+  quota: RequestQuota,
 ): RouterMiddleware {
   const router = new Router({ prefix: "/__platform/auth" });
+  const codeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT);
   router.use(async (ctx, next) => {
     await deployments.require(ctx.state.deployment as string);
     await next();
   });
+  router.use(chargeRequest(quota, "auth"));
   const json = jsonObjectBody(SMALL_BODY_BYTES);
   router.post("/guest", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
@@ -80,13 +96,24 @@ export function authRoutes(
   });
   router.post("/email/start", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
-    await signIn.emailCodes.start(ctx.state.deployment as string, normaliseEmail(body.email));
-    ctx.body = { sent: true };
+    const deployment = ctx.state.deployment as string;
+    const client = quotaKey(deployment, null, ctx.ip);
+    const request = await signIn.emailCodes.start(deployment, normaliseEmail(body.email), () =>
+      codeRequests.tryTake(client) ? 0 : codeRequests.waitMs(client),
+    );
+    if ("retryAfterSeconds" in request) {
+      ctx.set("Retry-After", String(request.retryAfterSeconds));
+      throw new PlatformError(
+        "limit_exceeded",
+        `Too many sign-in codes were requested for ${request.limitedBy}; retry in ${request.retryAfterSeconds} s.`,
+      );
+    }
+    ctx.body = { sent: true, attempt: request.attempt };
   });
   router.post("/email/verify", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
     const email = normaliseEmail(body.email);
-    await signIn.emailCodes.verify(ctx.state.deployment as string, email, body.code);
+    await signIn.emailCodes.verify(ctx.state.deployment as string, email, body.code, body.attempt);
     await signInAccount(ctx, auth, deployments, email);
   });
   router.post("/oidc", json, async (ctx) => {

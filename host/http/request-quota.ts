@@ -78,9 +78,18 @@ export class RequestQuota {
   /** Takes one request, or fails with `limit_exceeded` saying when to retry. */
   charge(key: string): void {
     if (this.tryTake(key)) return;
+    throw this.exceeded(this.retryAfterSeconds(key));
+  }
+
+  /** Whole seconds until `key` may make a request again (at least 1), for `Retry-After`. */
+  retryAfterSeconds(key: string): number {
+    return Math.max(1, Math.ceil(this.waitMs(key) / 1000));
+  }
+
+  /** The `limit_exceeded` error of a refused request: what the quota is and when to retry. */
+  exceeded(seconds: number): PlatformError {
     const settings = this.settings as QuotaSettings;
-    const seconds = Math.max(1, Math.ceil(this.waitMs(key) / 1000));
-    throw new PlatformError(
+    return new PlatformError(
       "limit_exceeded",
       `Request quota exceeded: each caller may make ${settings.burst} requests at once and ${settings.perSecond} per second; retry in ${seconds} s.`,
     );
@@ -89,13 +98,23 @@ export class RequestQuota {
 
 /**
  * The request quota as middleware: charges one request to the caller `identify` found (else the
- * client's IP address) before the route does any work, failing with `429 limit_exceeded`.
+ * client's IP address) before the route does any work, failing with `429 limit_exceeded` and a
+ * `Retry-After` header. A `scope` gives those routes a bucket of their own per caller (sign-in
+ * routes: a client's sign-ins do not eat into its data calls, nor the reverse).
  */
-export function chargeRequest(quota: RequestQuota): Middleware {
+export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
   return (ctx, next) => {
-    quota.charge(
-      quotaKey(ctx.state.deployment as string, ctx.state.identity as BridgeIdentity | null, ctx.ip),
+    const caller = quotaKey(
+      ctx.state.deployment as string,
+      ctx.state.identity as BridgeIdentity | null,
+      ctx.ip,
     );
+    const key = scope === undefined ? caller : `${caller}\u0000${scope}`;
+    if (!quota.tryTake(key)) {
+      const seconds = quota.retryAfterSeconds(key);
+      ctx.set("Retry-After", String(seconds));
+      throw quota.exceeded(seconds);
+    }
     return next();
   };
 }

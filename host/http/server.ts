@@ -56,7 +56,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   const dev = options.devDeployment !== undefined;
   const { deployments, auth, developers, objects, quota } = options;
   const deploymentRoutes = [
-    authRoutes(auth, deployments, dev, options.signIn),
+    authRoutes(auth, deployments, dev, options.signIn, quota),
     options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
     appRoutes(deployments, auth, quota),
     storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev),

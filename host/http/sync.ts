@@ -1,10 +1,10 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
-import type { BridgeIdentity } from "../../sdk/protocol/index.js";
-import { isPlatformError } from "../../sdk/values/index.js";
-import type { AuthService } from "../auth/index.js";
-import type { DeploymentService } from "../deployments/index.js";
+import { type BridgeIdentity, SYNC_CLOSE } from "../../sdk/protocol/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { type AuthService, type HeldIdentity, IDENTITY_ENDED, type SessionGate } from "../auth/index.js";
+import type { CallResult, DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
@@ -21,6 +21,9 @@ type ClientMessage =
   | { type: "unsubscribe"; id: string }
   | { type: "mutation"; id: string; name: string; args?: unknown };
 
+const identityEnded = () =>
+  new PlatformError("unauthorized", "This connection's identity ended; reconnect with a live token.");
+
 function wireError(error: unknown) {
   return isPlatformError(error) && error.expose
     ? error.toJSON()
@@ -33,7 +36,9 @@ function wireError(error: unknown) {
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
  * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
- * Mutations and every pushed result count toward the caller's request quota.
+ * Mutations and every pushed result count toward the caller's request quota. When the identity
+ * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
+ * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
  */
 export function attachSync(
   server: Server,
@@ -51,18 +56,38 @@ export function attachSync(
       socket.end("HTTP/1.1 404 Not Found\r\n\r\n");
       return;
     }
-    let identity: BridgeIdentity | null = null;
+    let held: HeldIdentity | null = null;
+    let endedBeforeOpen: string | undefined;
+    let end = (reason: string) => {
+      endedBeforeOpen = reason;
+    };
     const token = syncToken(url);
     try {
-      if (token) identity = await auth.authenticate(deployment, token);
+      if (token) held = await auth.holdIdentity(deployment, token, (reason) => end(reason));
     } catch {
       socket.end("HTTP/1.1 401 Unauthorized\r\n\r\n");
       return;
     }
+    if (held) socket.once("close", held.release);
+    const identity = held ? held.identity : null;
     const key = quotaKey(deployment, identity, req.socket.remoteAddress ?? "");
-    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, deployment, identity, key));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      if (!held) return serve(ws, deployment, null, key, null);
+      const gate = held.gate;
+      const expiry = setTimeout(() => end(IDENTITY_ENDED.expired), Math.max(0, held.expiresAt - Date.now()));
+      end = (reason) => ws.close(SYNC_CLOSE.identityEnded, reason);
+      ws.once("close", () => clearTimeout(expiry));
+      if (endedBeforeOpen !== undefined) end(endedBeforeOpen);
+      serve(ws, deployment, identity, key, gate);
+    });
   };
-  const serve = (ws: WebSocket, deployment: string, identity: BridgeIdentity | null, key: string) => {
+  const serve = (
+    ws: WebSocket,
+    deployment: string,
+    identity: BridgeIdentity | null,
+    key: string,
+    gate: SessionGate | null,
+  ) => {
     const subscriptions = new Map<string, Promise<() => void>>();
     /** Results (values or errors) held back while the caller is over its quota: the latest of each. */
     const held = new Map<string, string>();
@@ -142,12 +167,24 @@ export function attachSync(
       } else if (message.type === "mutation") {
         try {
           quota.charge(key);
-          const result = await deployments.call(deployment, {
-            kind: "mutation",
-            name: String(message.name),
-            argsJson,
-            identity,
-          });
+          // No write as an ended identity: wait out a retirement in progress, then count this
+          // write so the next one waits for it (see OpenSessions).
+          if (gate) {
+            while (gate.settling) await gate.settling;
+            if (gate.ended || ws.readyState !== ws.OPEN) throw identityEnded();
+            gate.writing++;
+          }
+          let result: CallResult;
+          try {
+            result = await deployments.call(deployment, {
+              kind: "mutation",
+              name: String(message.name),
+              argsJson,
+              identity,
+            });
+          } finally {
+            gate?.endWrite();
+          }
           await live.settled();
           // Read-your-writes holds over quota too: results held back go out before the answer.
           sendHeld(false);

@@ -77,6 +77,8 @@ export class AuthSession {
   private renewing: Promise<void> | null = null;
   private renewTimer: ReturnType<typeof setTimeout> | undefined;
   private lastFailed: (() => Promise<unknown>) | null = null;
+  /** The attempt handle of each email's pending code (lower-cased email -> handle). */
+  private readonly emailAttempts = new Map<string, string>();
   private closed = false;
 
   constructor(
@@ -287,16 +289,28 @@ export class AuthSession {
     return this.stateOf(issued, false, null).identity as ClientIdentity;
   }
 
-  /** Sends a one-time sign-in code to `email`. */
+  /**
+   * Sends a one-time sign-in code to `email`. The host answers an attempt handle, kept in memory
+   * for `verifyEmailCode`: the code works only together with it (only where it was requested).
+   */
   startEmailSignIn(email: string): Promise<void> {
     return this.attempt(async () => {
-      await this.post("email/start", { email });
+      const started = (await this.post("email/start", { email })) as { attempt: string };
+      this.emailAttempts.set(email.trim().toLowerCase(), started.attempt);
     }) as Promise<void>;
   }
 
   /** Signs in with the code that was emailed; a guest's data moves to the account. */
   verifyEmailCode(email: string, code: string): Promise<ClientIdentity> {
-    return this.attempt(() => this.signInAccount("email/verify", { email, code })) as Promise<ClientIdentity>;
+    return this.attempt(async () => {
+      const key = email.trim().toLowerCase();
+      const attempt = this.emailAttempts.get(key);
+      if (!attempt)
+        throw new PlatformError("bad_request", `Call startEmailSignIn(${JSON.stringify(email)}) first.`);
+      const identity = await this.signInAccount("email/verify", { email, code, attempt });
+      this.emailAttempts.delete(key);
+      return identity;
+    }) as Promise<ClientIdentity>;
   }
 
   /** Signs in with an OpenID Connect ID token of an issuer the host trusts. */

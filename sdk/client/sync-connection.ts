@@ -1,3 +1,4 @@
+import { SYNC_CLOSE } from "../protocol/sync-close.js";
 import { PlatformError } from "../values/index.js";
 import { errorFromWire } from "./errors.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
@@ -39,7 +40,9 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
  * One WebSocket to a deployment's `GET /api/sync`, shared by every subscription of a client.
  * Identical subscriptions (same query and arguments) share one server subscription. When the
  * socket drops it reconnects with exponential backoff and subscribes again; mutations sent over it
- * resolve only after the host pushed what they changed (read-your-writes). A mutation whose
+ * resolve only after the host pushed what they changed (read-your-writes). When the host ends the
+ * socket's identity (close code {@link SYNC_CLOSE.identityEnded}) it gets a live token first, as
+ * for a refused one, then reconnects and subscribes again. A mutation whose
  * socket closed before its answer fails with `unavailable` (it may or may not have applied);
  * mutations not yet sent wait for the next connection.
  */
@@ -186,7 +189,9 @@ export class SyncConnection {
       // ws (Node) reports the refused upgrade's status; browsers only report a closed socket.
       if (/\b401\b/.test(String((event as { message?: unknown })?.message ?? ""))) refused = true;
     };
-    socket.onclose = () => {
+    socket.onclose = (event) => {
+      // The identity ended while connected (guest upgraded, session retired, token expired).
+      if (event?.code === SYNC_CLOSE.identityEnded) refused = true;
       if (this.socket !== socket) return;
       this.socket = null;
       for (const [id, pending] of this.mutations) {
@@ -204,7 +209,9 @@ export class SyncConnection {
         if (this.wanted) this.scheduleReconnect();
         else this.setState("idle");
       };
-      if (refused) void this.onRefused(token).finally(retry);
+      // A new token may have reconnected already (the session's token listener).
+      if (refused)
+        void this.onRefused(token).finally(() => !this.socket && this.stateValue !== "connecting" && retry());
       else retry();
     };
   }

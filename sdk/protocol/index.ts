@@ -17,4 +17,5 @@ export {
 export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";
+export { SYNC_CLOSE } from "./sync-close.js";
 export { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares, type CallUsage } from "./usage.js";

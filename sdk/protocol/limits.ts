@@ -47,6 +47,16 @@ export const LIMITS = {
   logFieldsChars: 16 * 1024,
   /** Log lines kept per deployment for `platform logs` and the log stream. Ours. */
   logLinesKept: 1000,
+  /** How long an emailed sign-in code is valid, in ms. */
+  emailCodeLifetimeMs: 10 * 60_000,
+  /** Wrong guesses that kill a sign-in code (counted atomically, concurrent guesses included). */
+  emailCodeAttempts: 5,
+  /** Codes one email address may be sent per {@link LIMITS.emailCodeWindowSeconds} (per deployment). Ours. */
+  emailCodeRequestsPerAddress: 5,
+  /** Codes one client address (IP) may request per {@link LIMITS.emailCodeWindowSeconds}, all emails together. Ours. */
+  emailCodeRequestsPerClient: 30,
+  /** The window of the two code request limits above, in seconds. */
+  emailCodeWindowSeconds: 15 * 60,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
 } as const;

@@ -1,0 +1,11 @@
+/**
+ * WebSocket close codes of `GET /api/sync` that tell the client what to do next. Codes 4000-4999
+ * are the application's own (RFC 6455).
+ */
+export const SYNC_CLOSE = {
+  /**
+   * The identity the socket was opened with ended (the guest was upgraded to an account, the
+   * session was retired, or its token expired): get a live token, reconnect and subscribe again.
+   */
+  identityEnded: 4001,
+} as const;

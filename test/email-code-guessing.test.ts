@@ -1,0 +1,187 @@
+/**
+ * Email sign-in against an attacker: concurrent wrong guesses, code requests in bulk, codes used
+ * from another sign-in, and the request quota on auth routes. Codes travel through a real SMTP
+ * server on loopback; every request is real HTTP.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+import { type ReceivedMail, type SmtpInbox, startSmtpInbox } from "./helpers/smtp-inbox.js";
+
+let host: TestHost;
+let smtp: SmtpInbox;
+let smtpUrl: string;
+const inbox: ReceivedMail[] = [];
+
+beforeAll(async () => {
+  smtp = await startSmtpInbox(inbox);
+  smtpUrl = smtp.url;
+  host = await startTestHost({ smtpUrl });
+  expect((await host.deployFixture("mail", "guest-upgrade")).status).toBe(201);
+});
+afterAll(async () => {
+  await host.dispose();
+  await smtp.close();
+});
+
+type Answer = {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Record<string, unknown> & { error?: { code: string; message: string } };
+};
+
+async function post(target: TestHost, path: string, body: unknown, token?: string): Promise<Answer> {
+  const response = await sendRequest(`${target.deploymentUrl("mail")}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: response.json() };
+}
+
+async function codeFor(email: string, mailsBefore: number): Promise<string> {
+  for (let i = 0; i < 400; i++) {
+    const mails = inbox.filter((m) => m.to === email);
+    const code = mails.length > mailsBefore ? mails.at(-1)?.body.match(/is (\d{6})\./)?.[1] : undefined;
+    if (code) return code;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no code arrived for ${email}`);
+}
+
+const mailsTo = (email: string) => inbox.filter((m) => m.to === email).length;
+
+/** Starts a sign-in for `email`; returns the attempt handle and the code that was mailed. */
+async function start(email: string): Promise<{ attempt: string; code: string }> {
+  const before = mailsTo(email);
+  const started = await post(host, "/__platform/auth/email/start", { email });
+  expect(started.status).toBe(200);
+  expect(started.body).toEqual({ sent: true, attempt: expect.any(String) });
+  return { attempt: started.body.attempt as string, code: await codeFor(email, before) };
+}
+
+const wrongCode = (code: string) => (code === "000000" ? "111111" : "000000");
+
+describe("guessing codes", () => {
+  it("counts concurrent wrong guesses atomically: the code dies after the limit", async () => {
+    const { attempt, code } = await start("race@example.com");
+    const guesses = LIMITS.emailCodeAttempts + 3;
+    const answers = await Promise.all(
+      Array.from({ length: guesses }, () =>
+        post(host, "/__platform/auth/email/verify", {
+          email: "race@example.com",
+          code: wrongCode(code),
+          attempt,
+        }),
+      ),
+    );
+    console.log(`concurrent wrong guesses: ${answers.map((a) => a.status).join(" ")}`);
+    for (const answer of answers) expect(answer.status).toBe(401);
+    const right = await post(host, "/__platform/auth/email/verify", {
+      email: "race@example.com",
+      code,
+      attempt,
+    });
+    expect(right.status).toBe(401);
+    expect(right.body.error?.message).toMatch(/request a new/);
+  });
+
+  it("accepts the right code among concurrent wrong ones only while the budget lasts", async () => {
+    const { attempt, code } = await start("mixed@example.com");
+    const wrong = Array.from({ length: LIMITS.emailCodeAttempts - 1 }, () =>
+      post(host, "/__platform/auth/email/verify", {
+        email: "mixed@example.com",
+        code: wrongCode(code),
+        attempt,
+      }),
+    );
+    const answers = await Promise.all([
+      ...wrong,
+      post(host, "/__platform/auth/email/verify", { email: "mixed@example.com", code, attempt }),
+    ]);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    // Used once: the same code again is refused.
+    expect(
+      (await post(host, "/__platform/auth/email/verify", { email: "mixed@example.com", code, attempt }))
+        .status,
+    ).toBe(401);
+  });
+
+  it("binds a code to the sign-in that asked for it", async () => {
+    const { attempt, code } = await start("bound@example.com");
+    const other = await post(host, "/__platform/auth/email/verify", {
+      email: "bound@example.com",
+      code,
+      attempt: "not-the-handle",
+    });
+    expect(other.status).toBe(401);
+    expect(other.body.error?.message).toMatch(/another sign-in|start/);
+    const missing = await post(host, "/__platform/auth/email/verify", { email: "bound@example.com", code });
+    expect(missing.status).toBe(400);
+    // Refusals from elsewhere do not spend the asker's guesses.
+    for (let i = 0; i < LIMITS.emailCodeAttempts + 1; i++)
+      await post(host, "/__platform/auth/email/verify", {
+        email: "bound@example.com",
+        code: wrongCode(code),
+        attempt: `${attempt}x`,
+      });
+    expect(
+      (await post(host, "/__platform/auth/email/verify", { email: "bound@example.com", code, attempt }))
+        .status,
+    ).toBe(200);
+  });
+});
+
+describe("requesting codes", () => {
+  it("limits codes per address with 429 and Retry-After, and sends no more mail", async () => {
+    const email = "flood@example.com";
+    const statuses: number[] = [];
+    let refused: Answer | undefined;
+    for (let i = 0; i < LIMITS.emailCodeRequestsPerAddress + 2; i++) {
+      const answer = await post(host, "/__platform/auth/email/start", { email });
+      statuses.push(answer.status);
+      if (answer.status === 429) refused ??= answer;
+    }
+    console.log(`code requests for one address: ${statuses.join(" ")}`);
+    expect(statuses.slice(0, LIMITS.emailCodeRequestsPerAddress).every((s) => s === 200)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+    expect(refused?.body.error?.code).toBe("limit_exceeded");
+    expect(refused?.body.error?.message).toMatch(/retry in \d+ s/);
+    expect(Number(refused?.headers["retry-after"])).toBeGreaterThan(0);
+    // Give stray mails time to arrive, then count them.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(mailsTo(email)).toBe(LIMITS.emailCodeRequestsPerAddress);
+  });
+
+  it("limits codes per client address over many addresses", async () => {
+    const other = await startTestHost({ smtpUrl });
+    try {
+      expect((await other.deployFixture("mail", "guest-upgrade")).status).toBe(201);
+      let firstRefused = -1;
+      for (let i = 0; i < LIMITS.emailCodeRequestsPerClient + 2 && firstRefused < 0; i++) {
+        const answer = await post(other, "/__platform/auth/email/start", { email: `spray${i}@example.com` });
+        if (answer.status === 429) {
+          firstRefused = i;
+          expect(answer.body.error?.message).toMatch(/retry in \d+ s/);
+          expect(Number(answer.headers["retry-after"])).toBeGreaterThan(0);
+        } else expect(answer.status).toBe(200);
+      }
+      expect(firstRefused).toBe(LIMITS.emailCodeRequestsPerClient);
+    } finally {
+      await other.dispose();
+    }
+  });
+
+  it("charges auth routes to the request quota", async () => {
+    const small = await startTestHost({ requestQuota: { perSecond: 0.01, burst: 3 } });
+    try {
+      expect((await small.deployFixture("mail", "guest-upgrade")).status).toBe(201);
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await post(small, "/__platform/auth/guest", {})).status);
+      expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    } finally {
+      await small.dispose();
+    }
+  });
+});
