@@ -1,63 +1,8 @@
 import { isPlatformError, PlatformError } from "../values/index.js";
+import type { AuthState, ClientIdentity } from "./auth-types.js";
 import { readResponse, unreachable } from "./errors.js";
+import { type IssuedToken, type StoredAuth, TokenStore } from "./token-store.js";
 import type { FetchFunction, KeyValueStore } from "./transport.js";
-
-/** Who the client is signed in as. */
-export interface ClientIdentity {
-  userId: string;
-  kind: "guest" | "account";
-  email?: string;
-}
-
-/** What `useAuth()` shows (docs/client.md: `isLoading`, `isSignedIn`, `error`). */
-export interface AuthState {
-  /** True until the first token is ready (loaded, renewed or a new guest). */
-  isLoading: boolean;
-  /** True when signed in with an account (a guest is not signed in). */
-  isSignedIn: boolean;
-  identity: ClientIdentity | null;
-  /** The last sign-in or renewal failure; `retryAuth()` tries that step again. */
-  error: PlatformError | null;
-}
-
-/** Sign-in and identity of a client (one deployment). */
-export interface ClientAuth {
-  /** The current state (the object `useAuth()` returns). */
-  getState(): AuthState;
-  /** Calls `listener` on every change; returns the unsubscribe function. */
-  subscribe(listener: () => void): () => void;
-  /** Waits until the first token is ready (or failed: see `getState().error`). */
-  ready(): Promise<void>;
-  signInAsGuest(): Promise<ClientIdentity>;
-  /** Emails a one-time code. */
-  startEmailSignIn(email: string): Promise<void>;
-  /** Signs in with the emailed code; the current guest's data moves to the account. */
-  verifyEmailCode(email: string, code: string): Promise<ClientIdentity>;
-  /** Signs in with an OpenID Connect ID token. */
-  signInWithIdToken(idToken: string): Promise<ClientIdentity>;
-  /** `platform dev` only: signs in as `email` at once. */
-  devSignIn(email: string): Promise<ClientIdentity>;
-  signOut(): Promise<void>;
-  /** The token calls are sent with (renewed when about to expire), or null. */
-  token(): Promise<string | null>;
-}
-
-/** A token as the host issues it. */
-interface IssuedToken extends ClientIdentity {
-  token: string;
-  /** When the token expires, in milliseconds since the epoch (as the host sends it). */
-  expiresAt: number;
-}
-
-/** What is kept per deployment in the token store. */
-interface StoredAuth {
-  current: IssuedToken | null;
-  /**
-   * The guest token of an upgrade that did not finish (for example the app's hook threw): it is
-   * sent again with the next sign-in, which then finishes the upgrade (docs/client.md "Identity").
-   */
-  pendingGuest?: string;
-}
 
 /** Renew this long before a token expires. */
 const RENEW_AHEAD_MS = 5 * 60 * 1000;
@@ -80,30 +25,17 @@ export class AuthSession {
   /** The attempt handle of each email's pending code (lower-cased email -> handle). */
   private readonly emailAttempts = new Map<string, string>();
   private closed = false;
+  private readonly tokens: TokenStore;
 
   constructor(
     private readonly baseUrl: string,
     private readonly fetch: FetchFunction,
-    private readonly store: KeyValueStore,
+    store: KeyValueStore,
     private readonly options: { guest: boolean },
   ) {
-    this.stored = this.read();
+    this.tokens = new TokenStore(store, baseUrl);
+    this.stored = this.tokens.read();
     this.state = this.stateOf(this.stored.current, true, null);
-  }
-
-  private get storeKey(): string {
-    return `platform.auth:${this.baseUrl}`;
-  }
-
-  private read(): StoredAuth {
-    try {
-      const raw = this.store.get(this.storeKey);
-      const parsed = raw ? (JSON.parse(raw) as StoredAuth) : null;
-      if (parsed && (parsed.current === null || typeof parsed.current?.token === "string")) return parsed;
-    } catch {
-      // A corrupt entry is dropped; the client starts over.
-    }
-    return { current: null };
   }
 
   private stateOf(current: IssuedToken | null, isLoading: boolean, error: PlatformError | null): AuthState {
@@ -125,11 +57,7 @@ export class AuthSession {
   private save(next: StoredAuth): void {
     const tokenChanged = next.current?.token !== this.stored.current?.token;
     this.stored = next;
-    try {
-      this.store.set(this.storeKey, JSON.stringify(next));
-    } catch {
-      // Storage may be full or disabled (private browsing): the session still works in memory.
-    }
+    this.tokens.write(next);
     this.scheduleRenewal();
     if (tokenChanged) for (const listener of [...this.tokenListeners]) listener();
   }

@@ -11,7 +11,8 @@ import type {
   QueryName,
   QueryResultOf,
 } from "./api-types.js";
-import { AuthSession, type ClientAuth } from "./auth-session.js";
+import { AuthSession } from "./auth-session.js";
+import type { ClientAuth } from "./auth-types.js";
 import { callWithAuth } from "./http-call.js";
 import { PaginatedQuery } from "./paginated-query.js";
 import { createHooks, type ReactHooks, type ReactModule } from "./react-hooks.js";

@@ -2,7 +2,7 @@
 export type { PaginationOptions, PaginationResult } from "../protocol/index.js";
 export { type ErrorCode, isPlatformError, PlatformError } from "../values/index.js";
 export type * from "./api-types.js";
-export type { AuthState, ClientAuth, ClientIdentity } from "./auth-session.js";
+export type { AuthState, ClientAuth, ClientIdentity } from "./auth-types.js";
 export type { ClientOptions, PlatformClient } from "./client.js";
 export type { PaginatedQuery, PaginatedQueryState, PaginationStatus } from "./paginated-query.js";
 export type { ReactHooks, SignInButtonProps } from "./react-hooks.js";

@@ -11,7 +11,7 @@ import type {
   QueryName,
   QueryResultOf,
 } from "./api-types.js";
-import type { AuthState, ClientAuth } from "./auth-session.js";
+import type { AuthState, ClientAuth } from "./auth-types.js";
 import type { PaginatedQuery, PaginatedQueryState } from "./paginated-query.js";
 import type { SyncConnection } from "./sync-connection.js";
 
