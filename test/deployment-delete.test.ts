@@ -14,6 +14,7 @@ import { type HttpResponse, sendRequest } from "../cli/http.js";
 import { TokenService } from "../host/auth/index.js";
 import { collect, HostDatabase } from "../host/db/index.js";
 import { deploymentPrefixes } from "../host/db/keys.js";
+import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const ID = "reused";
@@ -185,6 +186,36 @@ describe("deleting a deployment", () => {
     ]);
     await expectNothingLeft(host, old, next, left);
   });
+});
+
+describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two hosts", () => {
+  let server: LocalPostgres;
+  beforeAll(async () => {
+    server = await startLocalPostgres();
+  }, 60_000);
+  afterAll(() => server?.stop());
+
+  it("a deletion on one host leaves nothing for a new deployment made on the other", async () => {
+    const limits = { perDeveloper: QUOTA };
+    const a = await startTestHost({ database: server.url, storageLimits: limits });
+    const b = await startTestHost({ database: server.url, storageLimits: limits });
+    try {
+      const old = await developer(a, "old");
+      const next = await developer(a, "next");
+      const left = await populate(a, old);
+      // Host b serves (and caches) the old deployment before it is deleted on host a.
+      expect(code(await call(b, ID, "query", "q", left.guest))[0]).toBe(200);
+      const deleted = await a.admin(`/v1/deploys/${ID}`, "DELETE", undefined, old.token);
+      expect(deleted.status, deleted.text()).toBe(204);
+      expect(await keysOf(b.database, ID)).toEqual([]);
+      await expectNothingLeft(b, old, next, left);
+      for (const token of [left.account, left.guest])
+        expect(code(await call(a, ID, "query", "q", token))).toEqual([401, "unauthorized"]);
+    } finally {
+      await a.dispose();
+      await b.dispose();
+    }
+  }, 60_000);
 });
 
 describe("tokens of deployments created before incarnations", () => {

@@ -79,11 +79,12 @@ export class DeploymentService {
   }
 
   /**
-   * Deletes a deployment and everything it stored: isolate, record, rows, and every registered
-   * deployment-scoped state (objects, sessions); see {@link DeploymentRemovals}.
+   * Deletes deployment `record` (as the caller read it and checked the right to delete it) and
+   * everything it stored: isolate, record, rows, and every registered deployment-scoped state
+   * (objects, sessions); see {@link DeploymentRemovals.remove}.
    */
-  remove(id: string): Promise<void> {
-    return this.removals.remove(id);
+  remove(record: DeploymentRecord): Promise<void> {
+    return this.removals.remove(record);
   }
 
   /** Registers state kept per deployment outside the document database, purged with each deletion. */

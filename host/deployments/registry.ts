@@ -44,6 +44,15 @@ export class DeploymentRegistry {
     return record;
   }
 
+  /**
+   * The deployment `id` as stored now, bypassing the cache (which another host's change may not
+   * have reached yet); what decisions under the id's lock are made on.
+   */
+  async reload(id: string): Promise<DeploymentRecord | undefined> {
+    this.cache.delete(id);
+    return this.get(id);
+  }
+
   /** The deployment `id`, or `not_found`. */
   async require(id: string): Promise<DeploymentRecord> {
     const record = await this.get(id);

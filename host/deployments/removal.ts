@@ -1,6 +1,6 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase } from "../db/index.js";
-import type { RemovalRecord } from "./records.js";
+import type { DeploymentRecord, RemovalRecord } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
 /**
@@ -35,20 +35,34 @@ export class DeploymentRemovals {
     this.states.push(state);
   }
 
-  /** Runs `work` holding the lock of deployment id `id`, after finishing its unfinished removal. */
+  /**
+   * Runs `work` holding the lock of deployment id `id`, after finishing its unfinished removal and
+   * reloading its record (so `work` never acts on a cached record another host has replaced).
+   */
   whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
-    return this.db.exclusive(`deployment:${id}`, async () => {
+    return this.db.exclusive(`deployment-lifecycle:${id}`, async () => {
       const removal = await this.registry.removal(id);
       if (removal) await this.finish(removal);
+      await this.registry.reload(id);
       return work();
     });
   }
 
-  /** Deletes deployment `id` and everything it stored; `not_found` when there is none. */
-  remove(id: string): Promise<void> {
+  /**
+   * Deletes deployment `expected` and everything it stored: `not_found` when it is gone, `conflict`
+   * when the id now names another incarnation (deleted and recreated meanwhile, perhaps by another
+   * developer: the caller's right to delete was checked on the old one).
+   */
+  remove(expected: DeploymentRecord): Promise<void> {
+    const id = expected.id;
     return this.whileLocked(id, async () => {
       const record = await this.registry.get(id);
       if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
+      if (record.incarnation !== expected.incarnation || record.owner !== expected.owner)
+        throw new PlatformError(
+          "conflict",
+          `Deployment ${id} changed meanwhile; read it again before deleting it.`,
+        );
       const removal = await this.registry.retire(record);
       this.stop(id);
       await this.registry.announce(id);

@@ -21,4 +21,4 @@ deployments.purgeOnRemoval({
 });
 deployments.purgeOnRemoval(new ObjectService(db, await FsBlobStore.open(join(dir, "blobs"))));
 deployments.purgeOnRemoval(await AuthService.open(db, (name) => deployments.incarnationOf(name)));
-await deployments.remove(id);
+await deployments.remove(await deployments.require(id));
