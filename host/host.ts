@@ -119,6 +119,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const objects = new ObjectService(
     db,
     blobs,
+    (id) => deployments.quotaOwnerOf(id),
     Object.assign({}, DEFAULT_STORAGE_LIMITS, options.storageLimits),
   );
   deployments.purgeOnRemoval(objects);

@@ -5,7 +5,7 @@ import { type Call, CallExecutor, type CallResult } from "./call-execution.js";
 import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import type { LogHub } from "./log-hub.js";
-import type { DeploymentRecord } from "./records.js";
+import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
 import { DeploymentRemovals, type DeploymentScopedState } from "./removal.js";
 import { claimDeployment, updateSettings } from "./settings.js";
@@ -95,6 +95,15 @@ export class DeploymentService {
   /** Finishes the deletions a previous run left unfinished (the host calls it when it starts). */
   finishRemovals(): Promise<void> {
     return this.removals.finishUnfinished();
+  }
+
+  /**
+   * Whose storage quota deployment `id`'s uploads count against, read from the store (a cached
+   * record may be stale): its owner, `dev:<id>` while unclaimed; undefined once it is deleted.
+   */
+  async quotaOwnerOf(id: string): Promise<string | undefined> {
+    const record = await this.registry.stored(id);
+    return record ? storageQuotaOwner(record) : undefined;
   }
 
   /**

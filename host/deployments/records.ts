@@ -43,7 +43,14 @@ export interface RemovalRecord {
   id: string;
   incarnation: string | null;
   owner: string | null;
+  /** Whose storage quota its objects counted against (see {@link storageQuotaOwner}). */
+  quotaOwner: string;
   startedAt: number;
+}
+
+/** Whose storage quota a deployment's uploads count against: its owner, `dev:<id>` while unclaimed. */
+export function storageQuotaOwner(record: DeploymentRecord): string {
+  return record.owner ?? `dev:${record.id}`;
 }
 
 /** What the operator API shows of a deployment (no env values). */

@@ -1,6 +1,11 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
-import type { ArtifactRecord, DeploymentRecord, RemovalRecord } from "./records.js";
+import {
+  type ArtifactRecord,
+  type DeploymentRecord,
+  type RemovalRecord,
+  storageQuotaOwner,
+} from "./records.js";
 
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
@@ -42,6 +47,11 @@ export class DeploymentRegistry {
     const record = await this.records.get(id);
     if (record) this.cache.set(id, record);
     return record;
+  }
+
+  /** The deployment `id` as stored now, without reading or filling the cache. */
+  stored(id: string): Promise<DeploymentRecord | undefined> {
+    return this.records.get(id);
   }
 
   /**
@@ -92,6 +102,7 @@ export class DeploymentRegistry {
       id: record.id,
       incarnation: record.incarnation ?? null,
       owner: record.owner,
+      quotaOwner: storageQuotaOwner(record),
       startedAt: Date.now(),
     };
     await this.removals.batch(

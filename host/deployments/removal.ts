@@ -9,7 +9,8 @@ import type { DeploymentRegistry } from "./registry.js";
  * idempotent: an interrupted removal runs them again.
  */
 export interface DeploymentScopedState {
-  purgeDeployment(id: string): Promise<void>;
+  /** Removes what deployment `removal.id` kept here; its uploads counted against `removal.quotaOwner`. */
+  purgeDeployment(id: string, quotaOwner: string): Promise<void>;
 }
 
 /**
@@ -79,7 +80,7 @@ export class DeploymentRemovals {
   private async finish(removal: RemovalRecord): Promise<void> {
     this.stop(removal.id);
     await this.db.dropDeployment(removal.id);
-    for (const state of this.states) await state.purgeDeployment(removal.id);
+    for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner);
     await this.registry.removalDone(removal.id);
   }
 }

@@ -80,6 +80,12 @@ export class ObjectService {
   constructor(
     private readonly db: HostDatabase,
     readonly blobs: BlobStore,
+    /**
+     * Whose quota deployment `id` charges now, read from the store (undefined: deleted). An upload
+     * checks it under the quota lock, so one authorised before a deletion cannot store a record
+     * after the deletion purged the deployment's objects, nor into a new deployment with its id.
+     */
+    private readonly quotaOwnerOf: (id: string) => Promise<string | undefined>,
     readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
   ) {
     this.records = db.records<ObjectRecord>("objects");
@@ -142,6 +148,8 @@ export class ObjectService {
     }
     try {
       await this.lock(input.quotaOwner).run(async () => {
+        if ((await this.quotaOwnerOf(record.deployment)) !== input.quotaOwner)
+          throw new PlatformError("not_found", `Deployment ${record.deployment} was deleted.`);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
         if (used + record.size > this.limits.perDeveloper) {
           throw new PlatformError(
@@ -243,9 +251,12 @@ export class ObjectService {
    * Removes every object of deleted deployment `deployment`: records and listing entries leave in
    * the same batch that frees their bytes from each quota owner's usage (so a rerun after a crash
    * never frees bytes twice), then the totals, then the bytes, including any a crash left behind.
+   * Taking `quotaOwner`'s lock first lets an upload that passed its check before the deletion
+   * finish writing its record, so the listing below sees it (later uploads see the deployment gone).
    */
-  async purgeDeployment(deployment: string): Promise<void> {
+  async purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
     const prefix = `${deployment}/`;
+    await this.lock(quotaOwner).run(async () => {});
     for (;;) {
       const found = await this.records.listPrefix(prefix, PURGE_BATCH);
       if (found.length === 0) break;

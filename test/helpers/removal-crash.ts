@@ -19,6 +19,7 @@ deployments.purgeOnRemoval({
     return new Promise<void>(() => {});
   },
 });
-deployments.purgeOnRemoval(new ObjectService(db, await FsBlobStore.open(join(dir, "blobs"))));
+const blobs = await FsBlobStore.open(join(dir, "blobs"));
+deployments.purgeOnRemoval(new ObjectService(db, blobs, (name) => deployments.quotaOwnerOf(name)));
 deployments.purgeOnRemoval(await AuthService.open(db, (name) => deployments.incarnationOf(name)));
 await deployments.remove(await deployments.require(id));
