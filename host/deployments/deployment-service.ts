@@ -94,7 +94,16 @@ export class DeploymentService {
 
   /** Finishes the deletions a previous run left unfinished (the host calls it when it starts). */
   finishRemovals(): Promise<void> {
-    return this.removals.finishUnfinished();
+    return this.removals.finishUnfinished((id, error) =>
+      this.logs.write({
+        time: new Date().toISOString(),
+        level: "error",
+        deployment: id,
+        handler: "delete",
+        requestId: "-",
+        message: `Deleting the deployment is unfinished; a deploy to ${id} or the next start retries: ${String(error)}`,
+      }),
+    );
   }
 
   /**

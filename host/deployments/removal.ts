@@ -71,10 +71,16 @@ export class DeploymentRemovals {
     });
   }
 
-  /** Finishes every removal a previous run of a host left unfinished (a crash midway). */
-  async finishUnfinished(): Promise<void> {
+  /**
+   * Finishes every removal a previous run of a host left unfinished (a crash midway). One that
+   * fails now (storage unreachable) is reported to `onFailure` and stays marked: a deploy to its
+   * id, or the next start, finishes it.
+   */
+  async finishUnfinished(onFailure: (id: string, error: unknown) => void): Promise<void> {
     for (const removal of await this.registry.unfinishedRemovals())
-      await this.whileLocked(removal.id, async () => {});
+      await this.whileLocked(removal.id, async () => {}).catch((error: unknown) =>
+        onFailure(removal.id, error),
+      );
   }
 
   private async finish(removal: RemovalRecord): Promise<void> {
