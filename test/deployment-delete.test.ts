@@ -174,6 +174,7 @@ describe("deleting a deployment", () => {
     const old = await developer(host, "old");
     const next = await developer(host, "next");
     const left = await populate(host, old);
+    const oldRecord = await host.deployments.require(ID);
     expect(await keysOf(host.database, ID)).not.toEqual([]);
     expect(await blobsOf(host.dir, ID)).not.toEqual([]);
     const deleted = await host.admin(`/v1/deploys/${ID}`, "DELETE", undefined, old.token);
@@ -185,6 +186,10 @@ describe("deleting a deployment", () => {
       "not_found",
     ]);
     await expectNothingLeft(host, old, next, left);
+    // A delete authorised on the old deployment does not reach the new one.
+    await expect(host.deployments.remove(oldRecord)).rejects.toMatchObject({ code: "conflict" });
+    expect(code(await host.admin(`/v1/deploys/${ID}`, "DELETE", undefined, old.token))[0]).toBe(403);
+    expect((await host.admin(`/v1/deploys/${ID}`, "GET", undefined, next.token)).status).toBe(200);
   });
 });
 
