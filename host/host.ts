@@ -91,7 +91,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const db = await HostDatabase.open(options.database ?? join(options.data, "db"));
   const logs = new LogHub(options.logDestination, options.logCalls ?? true);
   const deployments = new DeploymentService(db, logs, options.pool);
-  const auth = await AuthService.open(db);
+  const auth = await AuthService.open(db, (id) => deployments.incarnationOf(id));
   const developers = new Developers(db);
   const signIn = {
     emailCodes: new EmailCodes(db, {
@@ -119,8 +119,12 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const objects = new ObjectService(
     db,
     blobs,
+    (id) => deployments.quotaOwnerOf(id),
     Object.assign({}, DEFAULT_STORAGE_LIMITS, options.storageLimits),
   );
+  deployments.purgeOnRemoval(objects);
+  deployments.purgeOnRemoval(auth);
+  await deployments.finishRemovals();
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
   const app = createHttpApp({
     quota,

@@ -5,7 +5,13 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
 import { type EndHolder, OpenSessions, type SessionGate } from "./open-sessions.js";
-import { type IdentityKind, type TokenClaims, TokenService } from "./tokens.js";
+import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnation } from "./tokens.js";
+
+/**
+ * The incarnation of deployment `id` its tokens must carry: a string, null for a deployment
+ * created before incarnations existed, undefined when there is no such deployment.
+ */
+export type IncarnationLookup = (id: string) => Promise<string | null | undefined>;
 
 /** One sign-in session of a deployment. */
 export interface SessionRecord {
@@ -14,6 +20,8 @@ export interface SessionRecord {
   userId: string;
   kind: IdentityKind;
   email?: string;
+  /** The deployment's incarnation when the session started. */
+  incarnation?: string;
   createdAt: number;
   /** Set when a guest session was upgraded: its tokens are refused from then on. */
   retiredAt?: number;
@@ -79,8 +87,15 @@ export class AuthService {
   private readonly tokens: TokenService;
   private readonly open: OpenSessions;
 
-  private constructor(db: HostDatabase, secret: Uint8Array) {
+  private readonly emailCodes: RecordStore<unknown>;
+
+  private constructor(
+    db: HostDatabase,
+    secret: Uint8Array,
+    private readonly incarnationOf: IncarnationLookup,
+  ) {
     this.sessions = db.records<SessionRecord>("sessions");
+    this.emailCodes = db.records<unknown>("email-codes");
     this.tokens = new TokenService(secret);
     this.open = new OpenSessions((deployment, session) =>
       this.sessions.key(this.sessionId(deployment, session)).toString("hex"),
@@ -100,15 +115,18 @@ export class AuthService {
     else if (record.retiredAt !== undefined) gate.end(IDENTITY_ENDED.upgraded);
   }
 
-  /** Loads (or creates, once) the host's token secret. */
-  static async open(db: HostDatabase): Promise<AuthService> {
+  /**
+   * Loads (or creates, once) the host's token secret. `incarnationOf` tells which incarnation of a
+   * deployment tokens must belong to.
+   */
+  static async open(db: HostDatabase, incarnationOf: IncarnationLookup): Promise<AuthService> {
     const secrets = db.records<{ hex: string }>("secrets");
     let secret = await secrets.get("tokens");
     if (!secret) {
       secret = { hex: randomBytes(32).toString("hex") };
       await secrets.put("tokens", secret);
     }
-    return new AuthService(db, Buffer.from(secret.hex, "hex"));
+    return new AuthService(db, Buffer.from(secret.hex, "hex"), incarnationOf);
   }
 
   private sessionId(deployment: string, session: string): string {
@@ -122,8 +140,11 @@ export class AuthService {
     email?: string,
   ): Promise<IssuedToken> {
     const now = Date.now();
+    const incarnation = await this.incarnationOf(deployment);
+    if (incarnation === undefined) throw new PlatformError("not_found", `No deployment named ${deployment}.`);
     const record: SessionRecord = {
       deployment,
+      ...(incarnation === null ? {} : { incarnation }),
       session: randomBytes(16).toString("base64url"),
       userId,
       kind,
@@ -142,6 +163,7 @@ export class AuthService {
       session: record.session,
       issuedAt,
       ...(record.email ? { email: record.email } : {}),
+      ...(record.incarnation ? { incarnation: record.incarnation } : {}),
     };
     const { token, expiresAt } = await this.tokens.issue(claims);
     return {
@@ -167,6 +189,31 @@ export class AuthService {
     return this.startSession(deployment, "account", accountUserId(deployment, normalised), normalised);
   }
 
+  /**
+   * Verifies `token` for `deployment` (see {@link TokenService.verify}) and that it belongs to the
+   * deployment's current incarnation, not to a deleted deployment that had the same id.
+   */
+  private async verify(token: string, deployment: string, allowExpired: boolean): Promise<TokenClaims> {
+    const claims = await this.tokens.verify(token, deployment, { allowExpired });
+    const current = await this.incarnationOf(deployment);
+    if (current === undefined || !tokenMatchesIncarnation(claims.incarnation, current)) {
+      throw new PlatformError(
+        "unauthorized",
+        "This token belongs to a deleted deployment that had the same id; sign in again.",
+      );
+    }
+    return claims;
+  }
+
+  /**
+   * Removes every session and pending email code of deleted deployment `id` (idempotent). Tokens
+   * of its sessions are refused anyway: a new deployment with the same id has another incarnation.
+   */
+  async purgeDeployment(id: string): Promise<void> {
+    await this.sessions.deletePrefix(`${id}/`);
+    await this.emailCodes.deletePrefix(`${id}/`);
+  }
+
   private async liveSession(claims: TokenClaims): Promise<SessionRecord> {
     const record = await this.sessions.get(this.sessionId(claims.deployment, claims.session));
     if (!record) throw new PlatformError("unauthorized", "This session no longer exists; sign in again.");
@@ -182,7 +229,7 @@ export class AuthService {
   /** The identity a request's bearer token proves, or throws `unauthorized`. */
   async authenticate(deployment: string, token: string): Promise<BridgeIdentity> {
     refuseDeveloperToken(token);
-    const claims = await this.tokens.verify(token, deployment);
+    const claims = await this.verify(token, deployment, false);
     await this.liveSession(claims);
     return { userId: claims.userId, kind: claims.kind, ...(claims.email ? { email: claims.email } : {}) };
   }
@@ -194,7 +241,7 @@ export class AuthService {
    */
   async holdIdentity(deployment: string, token: string, end: EndHolder): Promise<HeldIdentity> {
     refuseDeveloperToken(token);
-    const claims = await this.tokens.verify(token, deployment);
+    const claims = await this.verify(token, deployment, false);
     const { gate, release } = this.open.hold(deployment, claims.session, end);
     try {
       await this.liveSession(claims);
@@ -228,7 +275,7 @@ export class AuthService {
 
   /** A fresh token for the same session (also for an expired token within the renewal window). */
   async renew(deployment: string, token: string): Promise<IssuedToken> {
-    const claims = await this.tokens.verify(token, deployment, { allowExpired: true });
+    const claims = await this.verify(token, deployment, true);
     return this.issue(await this.liveSession(claims), claims.issuedAt);
   }
 
@@ -246,7 +293,7 @@ export class AuthService {
     retire: (accountUserId: string) => { key: Buffer; value: string };
     isRetired: () => Promise<boolean>;
   } | null> {
-    const claims = await this.tokens.verify(token, deployment, { allowExpired: true });
+    const claims = await this.verify(token, deployment, true);
     if (claims.kind !== "guest") return null;
     const id = this.sessionId(deployment, claims.session);
     const record = await this.sessions.get(id);

@@ -14,6 +14,17 @@ export interface TokenClaims {
   session: string;
   /** When the session's first token was issued (seconds since epoch); bounds renewal. */
   issuedAt: number;
+  /** The incarnation of the deployment the token was issued by (absent for one created before incarnations). */
+  incarnation?: string;
+}
+
+/**
+ * Whether a token's incarnation fits the deployment's current one (`null`: a deployment created
+ * before incarnations existed, whose tokens carry none). A token of a deleted deployment never fits
+ * a new one with the same id: the new one has a fresh incarnation.
+ */
+export function tokenMatchesIncarnation(token: string | undefined, current: string | null): boolean {
+  return current === null ? token === undefined : token === current;
 }
 
 /**
@@ -22,7 +33,7 @@ export interface TokenClaims {
  *   is refused;
  * - `aud` is the deployment id: a token of deployment A is refused by B;
  * - `sub` is the user id, `kind` guest or account, `email` for accounts, `sid` the session, `ses`
- *   the session start;
+ *   the session start, `inc` the deployment's incarnation (see {@link tokenMatchesIncarnation});
  * - it expires after {@link TOKEN_LIFETIME_SECONDS}; the client renews it at
  *   `POST /__platform/auth/renew` until {@link RENEWAL_WINDOW_SECONDS} after the session started.
  */
@@ -52,6 +63,7 @@ export class TokenService {
       sid: claims.session,
       ses: claims.issuedAt,
       ...(claims.email ? { email: claims.email } : {}),
+      ...(claims.incarnation ? { inc: claims.incarnation } : {}),
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setIssuer(ISSUER)
@@ -109,6 +121,7 @@ export class TokenService {
       session: payload.sid,
       issuedAt: payload.ses,
       ...(typeof payload.email === "string" ? { email: payload.email } : {}),
+      ...(typeof payload.inc === "string" ? { incarnation: payload.inc } : {}),
     };
   }
 }

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { afterPrefix } from "./codec.js";
 import { CursorCodec } from "./cursor.js";
 import type { HostMessage } from "./host-message.js";
-import { deploymentPrefixes, hostKey } from "./keys.js";
+import { hostKey } from "./keys.js";
 import { ClassicKv, type KvStore, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
 import { TenantDatabase } from "./tenant-database.js";
@@ -121,13 +120,9 @@ export class HostDatabase {
     return new RecordStore<T>(this.store, namespace);
   }
 
-  /** Deletes every row, index entry and metadata record of a deployment. */
+  /** Deletes every row, index entry, count and metadata record of a deployment (see {@link TenantDatabase.drop}). */
   async dropDeployment(id: string): Promise<void> {
-    const deployment = await this.deployment(id);
-    await deployment.lock.run(async () => {
-      for (const prefix of deploymentPrefixes(id))
-        await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
-    });
+    await (await this.deployment(id)).drop();
     this.deployments.delete(id);
   }
 

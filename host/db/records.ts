@@ -37,9 +37,15 @@ export class RecordStore<T> {
     await this.store.batch([{ type: "del", key: this.key(id) }]);
   }
 
+  /** The key range of every record whose id starts with `prefix`. */
+  private idRange(prefix: string): { gte: Buffer; lt: Buffer } {
+    const start = Buffer.concat([this.prefix, Buffer.from([TAG_STRING]), Buffer.from(prefix, "utf8")]);
+    return { gte: start, lt: afterPrefix(start) };
+  }
+
   /** Records whose id starts with `prefix`, in id order, at most `limit`. */
   async listPrefix(prefix: string, limit = Number.POSITIVE_INFINITY): Promise<T[]> {
-    const start = Buffer.concat([this.prefix, Buffer.from([TAG_STRING]), Buffer.from(prefix, "utf8")]);
+    const { gte: start } = this.idRange(prefix);
     const entries = await collect(
       this.store.iterate({
         gte: start,
@@ -48,6 +54,14 @@ export class RecordStore<T> {
       }),
     );
     return entries.map(([, json]) => JSON.parse(json) as T);
+  }
+
+  /**
+   * Removes every record whose id starts with `prefix` (a deleted deployment's `<id>/` records);
+   * idempotent, so an interrupted removal can simply run again.
+   */
+  async deletePrefix(prefix: string): Promise<void> {
+    await this.store.clear(this.idRange(prefix));
   }
 
   /** Writes several records (and deletions) of this store in one atomic batch, with `extra` operations. */

@@ -1,8 +1,10 @@
+import { PlatformError } from "../../sdk/values/index.js";
 import { clearAbandonedBuilds, runMigration } from "./backfill.js";
+import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
 import { GroupCommit, type RunOptions, type TransactionResult, withMode } from "./group-commit.js";
 import type { HostMessage } from "./host-message.js";
-import { metaKey } from "./keys.js";
+import { deploymentPrefixes, metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
@@ -36,6 +38,8 @@ export class TenantDatabase implements TransactionHost {
   private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
   private readonly groups = new GroupCommit(this);
+  /** Set once the deployment is deleted: a write still queued here must not recreate its keys. */
+  private dropped = false;
 
   constructor(
     readonly store: KvStore,
@@ -69,6 +73,9 @@ export class TenantDatabase implements TransactionHost {
     if (schema) {
       const stored = JSON.parse(schema) as StoredSchema;
       if (stored.hash !== this.stored.hash || stored.legacy !== this.stored.legacy) this.adoptSchema(stored);
+    } else if (this.stored.hash !== "") {
+      // It had a schema and has none now: another host deleted the deployment.
+      this.dropped = true;
     }
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
   }
@@ -83,7 +90,23 @@ export class TenantDatabase implements TransactionHost {
     return this.lock.run(() =>
       this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
         if (this.store.supports.sharedAcrossProcesses) await this.refresh();
+        if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
         return work();
+      }),
+    );
+  }
+
+  /**
+   * Deletes every row, index entry, count and metadata record of the deployment, after the writes
+   * already holding the lock; writes queued behind it then fail with `not_found` instead of
+   * recreating keys a new deployment with the same id would see.
+   */
+  drop(): Promise<void> {
+    return this.lock.run(() =>
+      this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
+        for (const prefix of deploymentPrefixes(this.id))
+          await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
+        this.dropped = true;
       }),
     );
   }

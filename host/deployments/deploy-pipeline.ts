@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
@@ -72,6 +72,13 @@ export async function deploy(
       approved: previous?.approved ?? [],
       ...(previous?.claimTokenHash ? { claimTokenHash: previous.claimTokenHash } : {}),
       ...(claim ? { claimTokenHash: claim.hash } : {}),
+      // A new deployment gets a fresh incarnation; a redeploy keeps it (and one created before
+      // incarnations existed stays without, so its users' tokens keep working).
+      ...(previous
+        ? previous.incarnation === undefined
+          ? {}
+          : { incarnation: previous.incarnation }
+        : { incarnation: randomBytes(16).toString("base64url") }),
       id,
       artifact: hash,
       declaration,

@@ -5,8 +5,9 @@ import { type Call, CallExecutor, type CallResult } from "./call-execution.js";
 import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import type { LogHub } from "./log-hub.js";
-import type { DeploymentRecord } from "./records.js";
+import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
+import { DeploymentRemovals, type DeploymentScopedState } from "./removal.js";
 import { claimDeployment, updateSettings } from "./settings.js";
 
 /**
@@ -18,6 +19,7 @@ export class DeploymentService {
   readonly pool: IsolatePool;
   private readonly registry: DeploymentRegistry;
   private readonly calls: CallExecutor;
+  private readonly removals: DeploymentRemovals;
 
   constructor(
     readonly db: HostDatabase,
@@ -25,11 +27,13 @@ export class DeploymentService {
     readonly logs: LogHub,
     poolOptions: Partial<PoolOptions> = {},
   ) {
-    // Another host deleted a deployment: stop its isolate and forget its loaded state.
-    this.registry = new DeploymentRegistry(db, (id) => {
+    // A deployment is gone (deleted here or by another host): stop its isolate, forget its loaded state.
+    const stop = (id: string) => {
       this.pool.remove(id);
       db.forget(id);
-    });
+    };
+    this.registry = new DeploymentRegistry(db, stop);
+    this.removals = new DeploymentRemovals(db, this.registry, stop);
     this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions);
     this.calls = new CallExecutor(db, this.pool, logs);
   }
@@ -55,12 +59,15 @@ export class DeploymentService {
     input: DeployInput,
     onProgress?: (progress: MigrationProgress) => void,
   ): Promise<DeployResult> {
-    return deploy({ registry: this.registry, pool: this.pool, db: this.db }, id, input, onProgress);
+    // Under the id's lock: a deploy never races a delete of the same id, nor revives a half-removed one.
+    return this.removals.whileLocked(id, () =>
+      deploy({ registry: this.registry, pool: this.pool, db: this.db }, id, input, onProgress),
+    );
   }
 
   /** Claims an unclaimed deployment for `developer` with its claim token. */
   claim(id: string, developer: string, claimToken: unknown): Promise<DeploymentRecord> {
-    return claimDeployment(this.registry, id, developer, claimToken);
+    return this.removals.whileLocked(id, () => claimDeployment(this.registry, id, developer, claimToken));
   }
 
   /** Changes access settings: `restricted` and the approved emails. */
@@ -68,16 +75,53 @@ export class DeploymentService {
     id: string,
     settings: { restricted?: unknown; approved?: unknown },
   ): Promise<DeploymentRecord> {
-    return updateSettings(this.registry, id, settings);
+    return this.removals.whileLocked(id, () => updateSettings(this.registry, id, settings));
   }
 
-  /** Deletes a deployment: its isolate, record and every row. */
-  async remove(id: string): Promise<void> {
-    await this.registry.require(id);
-    this.pool.remove(id);
-    await this.registry.delete(id);
-    await this.db.dropDeployment(id);
-    await this.registry.announce(id);
+  /**
+   * Deletes deployment `record` (as the caller read it and checked the right to delete it) and
+   * everything it stored: isolate, record, rows, and every registered deployment-scoped state
+   * (objects, sessions); see {@link DeploymentRemovals.remove}.
+   */
+  remove(record: DeploymentRecord): Promise<void> {
+    return this.removals.remove(record);
+  }
+
+  /** Registers state kept per deployment outside the document database, purged with each deletion. */
+  purgeOnRemoval(state: DeploymentScopedState): void {
+    this.removals.add(state);
+  }
+
+  /** Finishes the deletions a previous run left unfinished (the host calls it when it starts). */
+  finishRemovals(): Promise<void> {
+    return this.removals.finishUnfinished((id, error) =>
+      this.logs.write({
+        time: new Date().toISOString(),
+        level: "error",
+        deployment: id,
+        handler: "delete",
+        requestId: "-",
+        message: `Deleting the deployment is unfinished; a deploy to ${id} or the next start retries: ${String(error)}`,
+      }),
+    );
+  }
+
+  /**
+   * Whose storage quota deployment `id`'s uploads count against, read from the store (a cached
+   * record may be stale): its owner, `dev:<id>` while unclaimed; undefined once it is deleted.
+   */
+  async quotaOwnerOf(id: string): Promise<string | undefined> {
+    const record = await this.registry.stored(id);
+    return record ? storageQuotaOwner(record) : undefined;
+  }
+
+  /**
+   * The incarnation app tokens of deployment `id` must carry: a string, null for a deployment
+   * created before incarnations existed, undefined when there is no such deployment.
+   */
+  async incarnationOf(id: string): Promise<string | null | undefined> {
+    const record = this.registry.cached(id) ?? (await this.registry.get(id));
+    return record ? (record.incarnation ?? null) : undefined;
   }
 
   /** Runs a query or mutation of deployment `id` in its isolate and one transaction. */

@@ -17,6 +17,12 @@ export interface DeploymentRecord {
   declaration: CapsuleDeclaration;
   /** Server-only values for `ctx.env`; never returned by any route. */
   env: Record<string, string>;
+  /**
+   * Random id of this incarnation, set when the deployment is created and kept by redeploys; every
+   * app token carries it, so a token of a deleted deployment is refused by a new one with the same
+   * id. Absent on deployments created before incarnations existed: their tokens carry none.
+   */
+  incarnation?: string;
   /** The developer who owns it; null while unclaimed. */
   owner: string | null;
   /** SHA-256 of the claim token of an unclaimed deployment (the token is shown once). */
@@ -27,6 +33,24 @@ export interface DeploymentRecord {
   approved: string[];
   createdAt: number;
   updatedAt: number;
+}
+
+/**
+ * The marker of a deletion in progress, written in the same batch that removes the deployment's
+ * record: until it is gone, the id cannot be reused, and a restarted host finishes the removal.
+ */
+export interface RemovalRecord {
+  id: string;
+  incarnation: string | null;
+  owner: string | null;
+  /** Whose storage quota its objects counted against (see {@link storageQuotaOwner}). */
+  quotaOwner: string;
+  startedAt: number;
+}
+
+/** Whose storage quota a deployment's uploads count against: its owner, `dev:<id>` while unclaimed. */
+export function storageQuotaOwner(record: DeploymentRecord): string {
+  return record.owner ?? `dev:${record.id}`;
 }
 
 /** What the operator API shows of a deployment (no env values). */

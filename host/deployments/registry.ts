@@ -1,6 +1,11 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
-import type { ArtifactRecord, DeploymentRecord } from "./records.js";
+import {
+  type ArtifactRecord,
+  type DeploymentRecord,
+  type RemovalRecord,
+  storageQuotaOwner,
+} from "./records.js";
 
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
@@ -11,6 +16,7 @@ import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 export class DeploymentRegistry {
   private readonly records: RecordStore<DeploymentRecord>;
   private readonly artifacts: RecordStore<ArtifactRecord>;
+  private readonly removals: RecordStore<RemovalRecord>;
   private readonly cache = new Map<string, DeploymentRecord>();
 
   constructor(
@@ -19,6 +25,7 @@ export class DeploymentRegistry {
   ) {
     this.records = db.records<DeploymentRecord>("deployments");
     this.artifacts = db.records<ArtifactRecord>("artifacts");
+    this.removals = db.records<RemovalRecord>("deployment-removals");
     db.onAnnouncement((message) => {
       if (message.type !== "deployment") return;
       this.cache.delete(message.id);
@@ -40,6 +47,20 @@ export class DeploymentRegistry {
     const record = await this.records.get(id);
     if (record) this.cache.set(id, record);
     return record;
+  }
+
+  /** The deployment `id` as stored now, without reading or filling the cache. */
+  stored(id: string): Promise<DeploymentRecord | undefined> {
+    return this.records.get(id);
+  }
+
+  /**
+   * The deployment `id` as stored now, bypassing the cache (which another host's change may not
+   * have reached yet); what decisions under the id's lock are made on.
+   */
+  async reload(id: string): Promise<DeploymentRecord | undefined> {
+    this.cache.delete(id);
+    return this.get(id);
   }
 
   /** The deployment `id`, or `not_found`. */
@@ -72,10 +93,39 @@ export class DeploymentRegistry {
     return record;
   }
 
-  /** Deletes the record of `id` (the caller drops its rows and announces). */
-  async delete(id: string): Promise<void> {
-    await this.records.delete(id);
-    this.cache.delete(id);
+  /**
+   * Hides deployment `record` and marks its removal as started, in ONE batch: after a crash either
+   * the deployment is still whole, or it is gone and its removal marker says what is left to do.
+   */
+  async retire(record: DeploymentRecord): Promise<RemovalRecord> {
+    const removal: RemovalRecord = {
+      id: record.id,
+      incarnation: record.incarnation ?? null,
+      owner: record.owner,
+      quotaOwner: storageQuotaOwner(record),
+      startedAt: Date.now(),
+    };
+    await this.removals.batch(
+      [{ id: record.id, value: removal }],
+      [{ key: this.records.key(record.id), value: null }],
+    );
+    this.cache.delete(record.id);
+    return removal;
+  }
+
+  /** The unfinished removal of deployment `id`, or undefined. */
+  removal(id: string): Promise<RemovalRecord | undefined> {
+    return this.removals.get(id);
+  }
+
+  /** Every unfinished removal (a host finishes them when it starts). */
+  unfinishedRemovals(): Promise<RemovalRecord[]> {
+    return this.removals.list();
+  }
+
+  /** Ends the removal of `id`: its id can be used again. */
+  removalDone(id: string): Promise<void> {
+    return this.removals.delete(id);
   }
 
   /** The code of artifact `hash`; `internal` when it is missing (a record names only stored ones). */

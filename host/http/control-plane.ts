@@ -230,7 +230,7 @@ export function controlPlaneRoutes(
   });
   router.delete("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
-    await deployments.remove(record.id);
+    await deployments.remove(record);
     ctx.status = 204;
   });
   return ownPaths((path) => path === "/v1" || path.startsWith("/v1/"), router.routes());

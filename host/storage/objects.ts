@@ -57,6 +57,8 @@ export function fileTooLarge(limit: number): PlatformError {
 
 const ID = /^[A-Za-z0-9_-]{22}$/;
 const NEWEST_FIRST = 9_999_999_999_999;
+/** Object records removed per batch when a deployment is deleted. */
+const PURGE_BATCH = 500;
 
 /** Checks an object id taken from a URL. */
 export function checkObjectId(id: string): string {
@@ -78,6 +80,12 @@ export class ObjectService {
   constructor(
     private readonly db: HostDatabase,
     readonly blobs: BlobStore,
+    /**
+     * Whose quota deployment `id` charges now, read from the store (undefined: deleted). An upload
+     * checks it under the quota lock, so one authorised before a deletion cannot store a record
+     * after the deletion purged the deployment's objects, nor into a new deployment with its id.
+     */
+    private readonly quotaOwnerOf: (id: string) => Promise<string | undefined>,
     readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
   ) {
     this.records = db.records<ObjectRecord>("objects");
@@ -140,6 +148,8 @@ export class ObjectService {
     }
     try {
       await this.lock(input.quotaOwner).run(async () => {
+        if ((await this.quotaOwnerOf(record.deployment)) !== input.quotaOwner)
+          throw new PlatformError("not_found", `Deployment ${record.deployment} was deleted.`);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
         if (used + record.size > this.limits.perDeveloper) {
           throw new PlatformError(
@@ -235,6 +245,46 @@ export class ObjectService {
     ).filter((r): r is ObjectRecord => r !== undefined);
     const totals = (await this.totals.get(deployment)) ?? { count: 0, bytes: 0 };
     return { objects, totals, truncated: totals.count > objects.length };
+  }
+
+  /**
+   * Removes every object of deleted deployment `deployment`: records and listing entries leave in
+   * the same batch that frees their bytes from each quota owner's usage (so a rerun after a crash
+   * never frees bytes twice), then the totals, then the bytes, including any a crash left behind.
+   * Taking `quotaOwner`'s lock first lets an upload that passed its check before the deletion
+   * finish writing its record, so the listing below sees it (later uploads see the deployment gone).
+   */
+  async purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
+    const prefix = `${deployment}/`;
+    await this.lock(quotaOwner).run(async () => {});
+    for (;;) {
+      const found = await this.records.listPrefix(prefix, PURGE_BATCH);
+      if (found.length === 0) break;
+      for (const owner of new Set(found.map((record) => record.quotaOwner)))
+        await this.lock(owner).run(() => this.purgeOwned(deployment, owner, found));
+    }
+    await this.byTime.deletePrefix(prefix);
+    await this.totals.delete(deployment);
+    for (const key of await this.blobs.list(prefix)) await this.blobs.delete(key);
+  }
+
+  /** Under `owner`'s lock: drops the still-present records of `found` owned by `owner`, freeing their bytes. */
+  private async purgeOwned(deployment: string, owner: string, found: ObjectRecord[]): Promise<void> {
+    const present: ObjectRecord[] = [];
+    for (const record of found) {
+      if (record.quotaOwner !== owner) continue;
+      if (await this.records.get(`${deployment}/${record.key}`)) present.push(record);
+    }
+    if (present.length === 0) return;
+    const freed = present.reduce((sum, record) => sum + record.size, 0);
+    const used = (await this.usage.get(owner))?.bytes ?? 0;
+    await this.records.batch(
+      present.map((record) => ({ id: `${deployment}/${record.key}`, value: null })),
+      [
+        ...present.map((record) => ({ key: this.byTime.key(this.timeId(record)), value: null })),
+        { key: this.usage.key(owner), value: JSON.stringify({ bytes: Math.max(0, used - freed) }) },
+      ],
+    );
   }
 
   /** Bytes counted against a developer. */

@@ -1,0 +1,92 @@
+import { PlatformError } from "../../sdk/values/index.js";
+import type { HostDatabase } from "../db/index.js";
+import type { DeploymentRecord, RemovalRecord } from "./records.js";
+import type { DeploymentRegistry } from "./registry.js";
+
+/**
+ * Something outside the document database that keeps state per deployment (stored objects and
+ * their quota, sign-in sessions): it removes all of it for a deleted deployment. Purges must be
+ * idempotent: an interrupted removal runs them again.
+ */
+export interface DeploymentScopedState {
+  /** Removes what deployment `removal.id` kept here; its uploads counted against `removal.quotaOwner`. */
+  purgeDeployment(id: string, quotaOwner: string): Promise<void>;
+}
+
+/**
+ * Deleting a deployment so that nothing of it remains, even across a crash. The record is removed
+ * and a removal marker written in one batch; then the rows, indexes, counts and metadata go, then
+ * every registered {@link DeploymentScopedState}; the marker is removed last. A host finishes every
+ * marked removal when it starts, and a deploy to a marked id finishes it first, so a new deployment
+ * under the same id never sees the old one's state. One lock per id (across hosts sharing the
+ * database) orders deletes and deploys of the same id.
+ */
+export class DeploymentRemovals {
+  private readonly states: DeploymentScopedState[] = [];
+
+  constructor(
+    private readonly db: HostDatabase,
+    private readonly registry: DeploymentRegistry,
+    /** Stops the deployment's isolate in this process. */
+    private readonly stop: (id: string) => void,
+  ) {}
+
+  /** Registers state to purge with every removed deployment, after the rows. */
+  add(state: DeploymentScopedState): void {
+    this.states.push(state);
+  }
+
+  /**
+   * Runs `work` holding the lock of deployment id `id`, after finishing its unfinished removal and
+   * reloading its record (so `work` never acts on a cached record another host has replaced).
+   */
+  whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.db.exclusive(`deployment-lifecycle:${id}`, async () => {
+      const removal = await this.registry.removal(id);
+      if (removal) await this.finish(removal);
+      await this.registry.reload(id);
+      return work();
+    });
+  }
+
+  /**
+   * Deletes deployment `expected` and everything it stored: `not_found` when it is gone, `conflict`
+   * when the id now names another incarnation (deleted and recreated meanwhile, perhaps by another
+   * developer: the caller's right to delete was checked on the old one).
+   */
+  remove(expected: DeploymentRecord): Promise<void> {
+    const id = expected.id;
+    return this.whileLocked(id, async () => {
+      const record = await this.registry.get(id);
+      if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
+      if (record.incarnation !== expected.incarnation || record.owner !== expected.owner)
+        throw new PlatformError(
+          "conflict",
+          `Deployment ${id} changed meanwhile; read it again before deleting it.`,
+        );
+      const removal = await this.registry.retire(record);
+      this.stop(id);
+      await this.registry.announce(id);
+      await this.finish(removal);
+    });
+  }
+
+  /**
+   * Finishes every removal a previous run of a host left unfinished (a crash midway). One that
+   * fails now (storage unreachable) is reported to `onFailure` and stays marked: a deploy to its
+   * id, or the next start, finishes it.
+   */
+  async finishUnfinished(onFailure: (id: string, error: unknown) => void): Promise<void> {
+    for (const removal of await this.registry.unfinishedRemovals())
+      await this.whileLocked(removal.id, async () => {}).catch((error: unknown) =>
+        onFailure(removal.id, error),
+      );
+  }
+
+  private async finish(removal: RemovalRecord): Promise<void> {
+    this.stop(removal.id);
+    await this.db.dropDeployment(removal.id);
+    for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner);
+    await this.registry.removalDone(removal.id);
+  }
+}

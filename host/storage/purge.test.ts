@@ -1,0 +1,67 @@
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { tempDatabase } from "../../test/helpers/db.js";
+import { MemoryBlobStore } from "./memory-blob-store.js";
+import { ObjectService } from "./objects.js";
+
+/** A blob store whose puts wait until `release()`: an upload caught between its check and its record. */
+class SlowBlobStore extends MemoryBlobStore {
+  private gate: Promise<void> = Promise.resolve();
+  release = () => {};
+  reached = Promise.resolve();
+
+  hold(): void {
+    this.gate = new Promise((resolve) => {
+      this.release = resolve;
+    });
+    this.reached = new Promise((resolve) => {
+      const put = this.put.bind(this);
+      this.put = async (key, data) => {
+        resolve();
+        await this.gate;
+        return put(key, data);
+      };
+    });
+  }
+}
+
+let env: Awaited<ReturnType<typeof tempDatabase>>;
+beforeEach(async () => {
+  env = await tempDatabase();
+});
+afterEach(() => env.dispose());
+
+const upload = (objects: ObjectService, size: number) =>
+  objects.upload({
+    deployment: "gone",
+    quotaOwner: "dev-1",
+    visibility: "public",
+    contentType: "application/octet-stream",
+    bytes: Buffer.alloc(size, 7),
+    uploaderId: "user:1",
+    uploaderEmail: "one@example.com",
+  });
+
+it("purges a deleted deployment's objects and usage, and refuses an upload that raced the deletion", async () => {
+  const live = new Map([["gone", "dev-1"]]);
+  const blobs = new SlowBlobStore();
+  const objects = new ObjectService(env.db, blobs, async (id) => live.get(id));
+  await upload(objects, 1000);
+  await upload(objects, 500);
+  expect(await objects.used("dev-1")).toBe(1500);
+  blobs.hold();
+  const racing = upload(objects, 300);
+  await blobs.reached;
+  live.delete("gone");
+  const purging = objects.purgeDeployment("gone", "dev-1");
+  blobs.release();
+  await expect(racing).rejects.toMatchObject({ code: "not_found" });
+  await purging;
+  await objects.purgeDeployment("gone", "dev-1");
+  expect(await objects.used("dev-1")).toBe(0);
+  expect(await objects.list("gone")).toEqual({
+    objects: [],
+    totals: { count: 0, bytes: 0 },
+    truncated: false,
+  });
+  expect(await blobs.list("gone/")).toEqual([]);
+});
