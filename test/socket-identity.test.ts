@@ -181,6 +181,7 @@ describe("an open socket whose identity ends", () => {
         kind: "guest",
         session: claims.sid as string,
         issuedAt: claims.ses as number,
+        incarnation: claims.inc as string,
       },
       Date.now() - TOKEN_LIFETIME_SECONDS * 1000 + expiresInMs,
     );
