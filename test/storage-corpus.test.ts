@@ -244,7 +244,7 @@ describe("over HTTP", () => {
       expect(fetched.status).toBe(200);
       expect(fetched.body.equals(readFileSync(path))).toBe(true);
       expect(fetched.headers["content-type"], `${path} as ${declared}`).toBe(served);
-      expect(fetched.headers["content-disposition"]?.startsWith("attachment") ?? false).toBe(attachment);
+      expect(String(fetched.headers["content-disposition"] ?? "").startsWith("attachment")).toBe(attachment);
       expect(fetched.headers["x-content-type-options"]).toBe("nosniff");
       expect(fetched.headers["content-security-policy"]).toContain("sandbox");
     }
