@@ -9,9 +9,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendRequest } from "../cli/http.js";
 import { launchChromium } from "./helpers/browser.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { startUploadHost, type UploadHost } from "./helpers/upload-host.js";
 
 const ATTACKS = join(import.meta.dirname, "..", "fixtures", "files", "attacks");
 
@@ -38,8 +37,7 @@ const RUNS_IN_CHROMIUM: Array<[string, string]> = [
 
 let browser: Browser;
 let bare: Server;
-let host: TestHost;
-let token: string;
+let files: UploadHost;
 
 beforeAll(async () => {
   browser = await launchChromium();
@@ -56,21 +54,12 @@ beforeAll(async () => {
     response.end(readFileSync(join(ATTACKS, name)));
   });
   await new Promise<void>((resolve) => bare.listen(0, "127.0.0.1", resolve));
-  host = await startTestHost();
-  const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{ id: string }>();
-  await host.admin("/v1/deploys", "POST", {
-    id: "files",
-    code: await fixtureCode("access"),
-    owner: owner.id,
-  });
-  token = (await host.admin("/v1/deploys/files/sessions", "POST", { email: "member@example.com" })).json<{
-    token: string;
-  }>().token;
+  files = await startUploadHost();
 });
 afterAll(async () => {
   await browser?.close();
   bare?.close();
-  await host?.dispose();
+  await files?.host.dispose();
 });
 
 /**
@@ -113,11 +102,7 @@ describe("attack files", () => {
   it("are all refused by the platform, declared as SVG, XML, plain text or an image", async () => {
     for (const name of readdirSync(ATTACKS).sort()) {
       for (const type of ["image/svg+xml", "application/xml", "text/plain", "image/png"]) {
-        const response = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": type },
-          body: readFileSync(join(ATTACKS, name)),
-        });
+        const response = await files.upload(readFileSync(join(ATTACKS, name)), type);
         expect([name, type, response.status]).toEqual([name, type, 415]);
       }
     }
@@ -126,11 +111,7 @@ describe("attack files", () => {
   it("a benign SVG downloaded from the platform is shown inline as SVG", async () => {
     const svg =
       '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="20"><rect width="20" height="20"/></svg>';
-    const stored = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "image/svg+xml" },
-      body: svg,
-    });
+    const stored = await files.upload(svg, "image/svg+xml", true);
     expect(stored.status).toBe(201);
     const page = await browser.newPage();
     try {

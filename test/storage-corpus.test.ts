@@ -10,9 +10,8 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { lookup } from "mime-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendRequest } from "../cli/http.js";
 import { blockedContentReason, isBlockedDeclaredType } from "../host/storage/index.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { startUploadHost, type UploadHost } from "./helpers/upload-host.js";
 
 const MAX_FILE = 5 * 1024 * 1024;
 const ROOT = join(import.meta.dirname, "..");
@@ -169,29 +168,13 @@ describe("accepted when benign", () => {
 });
 
 describe("over HTTP", () => {
-  let host: TestHost;
-  let token: string;
-
+  let files: UploadHost;
   beforeAll(async () => {
-    host = await startTestHost();
-    const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{ id: string }>();
-    await host.admin("/v1/deploys", "POST", {
-      id: "files",
-      code: await fixtureCode("access"),
-      owner: owner.id,
-    });
-    token = (await host.admin("/v1/deploys/files/sessions", "POST", { email: "member@example.com" })).json<{
-      token: string;
-    }>().token;
+    files = await startUploadHost();
   });
-  afterAll(() => host.dispose());
+  afterAll(() => files.host.dispose());
 
-  const upload = (path: string, type = declaredType(path)) =>
-    sendRequest(`${host.deploymentUrl("files")}/storage`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": type },
-      body: readFileSync(path),
-    });
+  const upload = (path: string, type = declaredType(path)) => files.upload(readFileSync(path), type);
 
   it("refuses a binary, a script, an npm package's HTML page and an SVG with script with 415 blocked_type", async () => {
     for (const path of [ELF[0], SHEBANG[0], PACKAGE_HTML[0], join(ATTACKS, "svg-utf16le-bom.svg")]) {
@@ -238,9 +221,7 @@ describe("over HTTP", () => {
       const response = await upload(path, declared);
       expect(response.status, `${path} as ${declared}: ${response.text()}`).toBe(201);
       const { key } = response.json<{ key: string }>();
-      const fetched = await sendRequest(`${host.deploymentUrl("files")}/storage/${key}`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
+      const fetched = await files.download(key);
       expect(fetched.status).toBe(200);
       expect(fetched.body.equals(readFileSync(path))).toBe(true);
       expect(fetched.headers["content-type"], `${path} as ${declared}`).toBe(served);
