@@ -122,4 +122,23 @@ describe("attack files", () => {
       await page.close();
     }
   });
+
+  it("Markdown that opens with HTML fragments is stored, and the browser shows it as text, not as a page", async () => {
+    const markdown = '<p align="center"><img src="x" onerror="alert(document.domain)"></p>\n\n# Title\n';
+    const stored = await files.upload(markdown, "text/markdown; charset=utf-8", true);
+    expect(stored.status).toBe(201);
+    const page = await browser.newPage();
+    try {
+      const response = await page.goto(stored.json<{ url: string }>().url).catch((error: Error) => error);
+      if (response instanceof Error) {
+        expect(response.message).toContain("Download is starting");
+      } else {
+        expect(response?.headers()["content-type"]).toBe("text/markdown;charset=utf-8");
+        expect(await page.locator("img").count()).toBe(0);
+        expect(await page.locator("body").textContent()).toContain("onerror");
+      }
+    } finally {
+      await page.close();
+    }
+  });
 });
