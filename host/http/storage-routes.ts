@@ -6,12 +6,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
-import {
-  mustDownloadAsAttachment,
-  type ObjectRecord,
-  type ObjectService,
-  type Visibility,
-} from "../storage/index.js";
+import { downloadType, type ObjectRecord, type ObjectService, type Visibility } from "../storage/index.js";
 import { storageToken } from "./credentials.js";
 import { ownPaths } from "./routing.js";
 import { uploadBody } from "./upload-body.js";
@@ -153,12 +148,9 @@ export function storageRoutes(
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
     ctx.set("Cache-Control", cache === "public" ? PUBLIC_CACHE : "private, no-store");
-    if (mustDownloadAsAttachment(object.contentType)) {
-      ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
-      ctx.type = "application/octet-stream";
-    } else {
-      ctx.set("Content-Type", object.contentType);
-    }
+    const served = downloadType(object.contentType, bytes);
+    if (served.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
+    ctx.set("Content-Type", served.contentType);
     ctx.body = bytes;
   });
 

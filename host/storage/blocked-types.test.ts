@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { blockedContentReason, isBlockedDeclaredType, mustDownloadAsAttachment } from "./blocked-types.js";
+import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { mustDownloadAsAttachment } from "./download-type.js";
 
 /** A minimal ZIP local file header for one stored (uncompressed) entry named `name`. */
 function zipWith(name: string, content = "hello"): Buffer {

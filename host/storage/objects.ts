@@ -123,7 +123,7 @@ export class ObjectService {
         `Files of type ${input.contentType} cannot be stored (executables, installers, scripts, HTML and JavaScript are blocked).`,
       );
     }
-    const reason = await blockedContentReason(input.bytes);
+    const reason = await blockedContentReason(input.bytes, input.contentType);
     if (reason) throw new PlatformError("blocked_type", `This file cannot be stored: ${reason}.`);
     const id = randomBytes(16).toString("base64url");
     const record: ObjectRecord = {
