@@ -109,7 +109,8 @@ async function main(): Promise<void> {
     const live = host.deployments.pool.liveCount();
     const budget = 2 * 1024 ** 3;
     const fits = Math.floor((budget - before) / perDeployment);
-    for (let i = 0; i < DENSITY_DEPLOYMENTS; i++) await host.deployments.remove(`d${i}`);
+    for (let i = 0; i < DENSITY_DEPLOYMENTS; i++)
+      await host.deployments.remove(await host.deployments.require(`d${i}`));
 
     postgres = postgresBinDir() ? await startLocalPostgres() : undefined;
     if (!postgres) process.stderr.write("PostgreSQL is not installed: the PostgreSQL column is skipped.\n");
