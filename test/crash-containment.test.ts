@@ -68,7 +68,10 @@ it("an attacker crashing its isolate every 100 ms for 30 s costs a good tenant u
     attacks.push(
       call("attacker", "query", "boom").then(
         (response) => {
-          if (response.status === 503 && response.json<{ error: { code: string } }>().error.code === "unavailable") {
+          if (
+            response.status === 503 &&
+            response.json<{ error: { code: string } }>().error.code === "unavailable"
+          ) {
             attack.quarantined++;
             attack.retryAfter.add(String(response.headers["retry-after"]));
           } else attack.other++;
