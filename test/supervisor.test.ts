@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { CLI, type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { CLI, type CliProcess, freePort, runCli, runCliAsync, startCli } from "./helpers/cli.js";
 
 let dir: string;
 let host: CliProcess;
@@ -89,16 +89,24 @@ it("platform login stores a developer token that platform deploy then uses", asy
   });
   const developer = created.json<{ id: string; token: string }>();
   const env = { PLATFORM_CONFIG_DIR: join(dir, "config") };
-  const refused = runCli(["login", "--host", `http://localhost:${port}`, "--token", "pdt_nope"], env);
+  // Not spawnSync: a test process blocked longer than the server's keep-alive timeout would send
+  // its next request on a connection the server has already closed.
+  const refused = await runCliAsync(
+    ["login", "--host", `http://localhost:${port}`, "--token", "pdt_nope"],
+    env,
+  );
   expect(refused.status).toBe(1);
   expect(refused.stderr).toContain("The host refused that token");
-  const login = runCli(["login", "--host", `http://localhost:${port}`, "--token", developer.token], env);
+  const login = await runCliAsync(
+    ["login", "--host", `http://localhost:${port}`, "--token", developer.token],
+    env,
+  );
   expect(login.status, login.stderr).toBe(0);
   expect(login.stdout).toContain(`as ${developer.id}`);
   const file = join(dir, "config", "config.json");
   expect(statSync(file).mode & 0o777).toBe(0o600);
   expect(readFileSync(file, "utf8")).toContain(developer.token);
-  const deployed = runCli(
+  const deployed = await runCliAsync(
     ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "mine"],
     env,
   );
@@ -107,7 +115,7 @@ it("platform login stores a developer token that platform deploy then uses", asy
     headers: { authorization: `Bearer ${developer.token}` },
   });
   expect(shown.json()).toMatchObject({ id: "mine", owner: developer.id, claimed: true });
-  const noCredentials = runCli(
+  const noCredentials = await runCliAsync(
     ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "nobody"],
     { PLATFORM_CONFIG_DIR: join(dir, "empty") },
   );
@@ -191,3 +199,16 @@ it("platform deploy shows upload and index backfill progress, and migration fail
   expect(failed.status).toBe(1);
   expect(failed.stderr.trim()).toBe("error: Deploy failed: Missing value for items.label");
 }, 90_000);
+
+it("stops with a clear message after repeated start-up failures", async () => {
+  const failing = startCli(
+    ["host", "--port", String(await freePort()), "--data", "/etc/hostname/data"],
+    {
+      PLATFORM_ADMIN_TOKEN: token,
+    },
+  );
+  const code = await new Promise<number | null>((resolve) => failing.child.once("exit", resolve));
+  expect(code).toBe(1);
+  expect(failing.output()).toMatch(/the server failed to start 5 times in a row .*; stopping/);
+  expect(failing.output().match(/restarting in \d+ ms/g)?.length).toBe(4);
+}, 120_000);
