@@ -59,7 +59,7 @@ it("an attacker crashing its isolate every 100 ms for 30 s costs a good tenant u
   );
   deploy(attacker, "attacker");
 
-  const good = { ok: 0, failed: 0, errors: new Map<string, number>() };
+  const good = { ok: 0, failed: 0, errors: new Map<string, number>(), longestMs: 0 };
   const attack = { sent: 0, quarantined: 0, retryAfter: new Set<string>(), other: 0 };
   const end = Date.now() + ATTACK_MS;
   const attacks: Array<Promise<void>> = [];
@@ -83,9 +83,11 @@ it("an attacker crashing its isolate every 100 ms for 30 s costs a good tenant u
     );
   }, ATTACK_EVERY_MS);
   while (Date.now() < end) {
+    const sent = Date.now();
     try {
       const response = await call("good", "query", "list");
       const texts = response.json<{ value: Array<{ text: string }> }>().value.map((t) => t.text);
+      good.longestMs = Math.max(good.longestMs, Date.now() - sent);
       if (response.status === 200 && texts.includes("kept")) good.ok++;
       else {
         good.failed++;
@@ -103,7 +105,7 @@ it("an attacker crashing its isolate every 100 ms for 30 s costs a good tenant u
   const restarts = host.output().match(/restarting in/g)?.length ?? 0;
   const rate = good.ok / (good.ok + good.failed);
   console.log(
-    `good tenant: ${good.ok} ok, ${good.failed} failed (${(rate * 100).toFixed(2)}% success) ${JSON.stringify([...good.errors])}; ` +
+    `good tenant: ${good.ok} ok, ${good.failed} failed (${(rate * 100).toFixed(2)}% success, longest wait ${good.longestMs} ms) ${JSON.stringify([...good.errors])}; ` +
       `attacker: ${attack.sent} sent, ${attack.quarantined} quarantined (Retry-After ${[...attack.retryAfter].join(",")}), ${attack.other} other; ` +
       `server restarts: ${restarts}`,
   );
