@@ -6,40 +6,29 @@
  * good tenant's requests wait instead of being refused; the crashing code is quarantined (its
  * calls answer `503 unavailable` with `Retry-After`), so the host restarts only a few times.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { sendRequest } from "../cli/http.js";
-import { type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { type CliProcess, runCli } from "./helpers/cli.js";
+import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
 
 const ATTACK_MS = 30_000;
 const ATTACK_EVERY_MS = 100;
 
+let running: HostProcess;
 let dir: string;
 let host: CliProcess;
 let port: number;
 const token = "crash-containment-token";
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "platform-crash-"));
-  port = await freePort();
-  host = startCli(["host", "--port", String(port), "--data", join(dir, "data"), "--request-quota", "0"], {
-    PLATFORM_ADMIN_TOKEN: token,
-  });
-  await host.waitFor(/platform host listening/);
+  running = await startHostProcess("platform-crash-", token, ["--request-quota", "0"]);
+  ({ dir, process: host, port } = running);
 });
-afterAll(async () => {
-  await host.stop();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => running.stop());
 
 const call = (id: string, kind: string, name: string, args: unknown = {}) =>
-  sendRequest(`http://${id}.localhost:${port}/api/${kind}/${name}`, {
-    method: "POST",
-    body: JSON.stringify(args),
-    timeoutMs: 20_000,
-  });
+  running.call(id, kind, name, args);
 
 const deploy = (path: string, name: string) => {
   const deployed = runCli(["deploy", path, "--host", `http://localhost:${port}`, "--name", name], {

@@ -4,37 +4,27 @@
  * catastrophic case), which ends the server process; the supervisor starts a new one and the
  * other deployments answer again with their data intact.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { CLI, type CliProcess, freePort, runCli, runCliAsync, startCli } from "./helpers/cli.js";
+import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
 
+let running: HostProcess;
 let dir: string;
 let host: CliProcess;
 let port: number;
 const token = "supervisor-test-token";
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "platform-supervised-"));
-  port = await freePort();
-  host = startCli(["host", "--port", String(port), "--data", join(dir, "data")], {
-    PLATFORM_ADMIN_TOKEN: token,
-  });
-  await host.waitFor(/platform host listening/);
+  running = await startHostProcess("platform-supervised-", token);
+  ({ dir, process: host, port } = running);
 });
-afterAll(async () => {
-  await host.stop();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => running.stop());
 
 const call = (id: string, kind: string, name: string, args: unknown = {}) =>
-  sendRequest(`http://${id}.localhost:${port}/api/${kind}/${name}`, {
-    method: "POST",
-    body: JSON.stringify(args),
-    timeoutMs: 20_000,
-  });
+  running.call(id, kind, name, args);
 
 it("restarts the server after a catastrophic isolate error; other deployments keep their data", async () => {
   const deployed = runCli(
@@ -201,12 +191,9 @@ it("platform deploy shows upload and index backfill progress, and migration fail
 }, 90_000);
 
 it("stops with a clear message after repeated start-up failures", async () => {
-  const failing = startCli(
-    ["host", "--port", String(await freePort()), "--data", "/etc/hostname/data"],
-    {
-      PLATFORM_ADMIN_TOKEN: token,
-    },
-  );
+  const failing = startCli(["host", "--port", String(await freePort()), "--data", "/etc/hostname/data"], {
+    PLATFORM_ADMIN_TOKEN: token,
+  });
   const code = await new Promise<number | null>((resolve) => failing.child.once("exit", resolve));
   expect(code).toBe(1);
   expect(failing.output()).toMatch(/the server failed to start 5 times in a row .*; stopping/);
