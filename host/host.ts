@@ -40,6 +40,11 @@ export interface HostOptions {
   domain: string;
   /** Address to listen on (default loopback). */
   hostname?: string;
+  /**
+   * An inherited listening socket to serve on instead of `port` and `hostname`: `platform host`'s
+   * supervisor owns the socket, so it stays open while a crashed server process is replaced.
+   */
+  listenFd?: number;
   /** The operator's bearer token for `/v1`. */
   adminToken: string;
   /** `platform dev`: serve this one deployment at every host name, without a control plane. */
@@ -140,7 +145,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   });
   let running: Awaited<ReturnType<typeof listen>>;
   try {
-    running = await listen(app, options.port, options.hostname);
+    running = await listen(app, options.port, options.hostname, options.listenFd);
   } catch (error) {
     deployments.close();
     await db.close();

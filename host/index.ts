@@ -3,4 +3,6 @@
  * blob store, deployments, HTTP server); the CLI reaches the host only through this file.
  */
 export type { Transaction } from "./db/index.js";
+export { Quarantine, quarantine } from "./deployments/index.js";
 export { type HostOptions, type PlatformHost, startHost } from "./host.js";
+export { reportReady, reportStandby } from "./isolates/crash-record.js";

@@ -4,37 +4,27 @@
  * catastrophic case), which ends the server process; the supervisor starts a new one and the
  * other deployments answer again with their data intact.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { CLI, type CliProcess, freePort, runCli, startCli } from "./helpers/cli.js";
+import { CLI, type CliProcess, freePort, runCli, runCliAsync, startCli } from "./helpers/cli.js";
+import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
 
+let running: HostProcess;
 let dir: string;
 let host: CliProcess;
 let port: number;
 const token = "supervisor-test-token";
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "platform-supervised-"));
-  port = await freePort();
-  host = startCli(["host", "--port", String(port), "--data", join(dir, "data")], {
-    PLATFORM_ADMIN_TOKEN: token,
-  });
-  await host.waitFor(/platform host listening/);
+  running = await startHostProcess("platform-supervised-", token);
+  ({ dir, process: host, port } = running);
 });
-afterAll(async () => {
-  await host.stop();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => running.stop());
 
 const call = (id: string, kind: string, name: string, args: unknown = {}) =>
-  sendRequest(`http://${id}.localhost:${port}/api/${kind}/${name}`, {
-    method: "POST",
-    body: JSON.stringify(args),
-    timeoutMs: 20_000,
-  });
+  running.call(id, kind, name, args);
 
 it("restarts the server after a catastrophic isolate error; other deployments keep their data", async () => {
   const deployed = runCli(
@@ -89,16 +79,24 @@ it("platform login stores a developer token that platform deploy then uses", asy
   });
   const developer = created.json<{ id: string; token: string }>();
   const env = { PLATFORM_CONFIG_DIR: join(dir, "config") };
-  const refused = runCli(["login", "--host", `http://localhost:${port}`, "--token", "pdt_nope"], env);
+  // Not spawnSync: a test process blocked longer than the server's keep-alive timeout would send
+  // its next request on a connection the server has already closed.
+  const refused = await runCliAsync(
+    ["login", "--host", `http://localhost:${port}`, "--token", "pdt_nope"],
+    env,
+  );
   expect(refused.status).toBe(1);
   expect(refused.stderr).toContain("The host refused that token");
-  const login = runCli(["login", "--host", `http://localhost:${port}`, "--token", developer.token], env);
+  const login = await runCliAsync(
+    ["login", "--host", `http://localhost:${port}`, "--token", developer.token],
+    env,
+  );
   expect(login.status, login.stderr).toBe(0);
   expect(login.stdout).toContain(`as ${developer.id}`);
   const file = join(dir, "config", "config.json");
   expect(statSync(file).mode & 0o777).toBe(0o600);
   expect(readFileSync(file, "utf8")).toContain(developer.token);
-  const deployed = runCli(
+  const deployed = await runCliAsync(
     ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "mine"],
     env,
   );
@@ -107,7 +105,7 @@ it("platform login stores a developer token that platform deploy then uses", asy
     headers: { authorization: `Bearer ${developer.token}` },
   });
   expect(shown.json()).toMatchObject({ id: "mine", owner: developer.id, claimed: true });
-  const noCredentials = runCli(
+  const noCredentials = await runCliAsync(
     ["deploy", "fixtures/todo", "--host", `http://localhost:${port}`, "--name", "nobody"],
     { PLATFORM_CONFIG_DIR: join(dir, "empty") },
   );
@@ -191,3 +189,13 @@ it("platform deploy shows upload and index backfill progress, and migration fail
   expect(failed.status).toBe(1);
   expect(failed.stderr.trim()).toBe("error: Deploy failed: Missing value for items.label");
 }, 90_000);
+
+it("stops with a clear message after repeated start-up failures", async () => {
+  const failing = startCli(["host", "--port", String(await freePort()), "--data", "/etc/hostname/data"], {
+    PLATFORM_ADMIN_TOKEN: token,
+  });
+  const code = await new Promise<number | null>((resolve) => failing.child.once("exit", resolve));
+  expect(code).toBe(1);
+  expect(failing.output()).toMatch(/the server failed to start 5 times in a row .*; stopping/);
+  expect(failing.output().match(/restarting in \d+ ms/g)?.length).toBe(4);
+}, 120_000);

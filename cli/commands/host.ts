@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -91,12 +90,32 @@ function signInSettings(): Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssu
   return settings;
 }
 
+/**
+ * The server process under the supervisor (see cli/supervisor.ts). It loads the host's modules
+ * first and waits as the supervisor's standby until told to start (with the quarantined bundles),
+ * so a replacement for a crashed server opens the database and serves at once. Then it serves on
+ * the inherited socket, says which deployments the quarantine stops, and reports it is ready. It
+ * ends when the supervisor does.
+ */
 async function serve(flags: HostFlags): Promise<void> {
-  const { startHost } = await import("../../host/index.js");
+  const supervised = process.send !== undefined;
+  const activation = new Promise<unknown>((resolve) => {
+    if (supervised) process.once("message", resolve);
+    else resolve({});
+  });
+  process.once("disconnect", () => process.exit(0));
+  const { startHost, quarantine, Quarantine, reportStandby, reportReady } = await import(
+    "../../host/index.js"
+  );
+  reportStandby();
+  const quarantined = Quarantine.parse(((await activation) as { quarantine?: unknown }).quarantine);
+  quarantine.replace(quarantined);
   const data = resolve(flags.data);
   const { token } = adminToken(data);
+  const listenFd = Number(process.env.PLATFORM_LISTEN_FD);
   const host = await startHost({
     data,
+    ...(Number.isInteger(listenFd) && listenFd > 2 ? { listenFd } : {}),
     port: Number(flags.port),
     domain: flags.domain,
     hostname: flags.hostname,
@@ -108,55 +127,35 @@ async function serve(flags: HostFlags): Promise<void> {
   process.stdout.write(
     `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,
   );
+  reportReady();
   const stop = async () => {
     await host.close();
     process.exit(0);
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
+  process.removeAllListeners("disconnect");
+  process.once("disconnect", stop);
+  if (Object.keys(quarantined).length > 0)
+    for (const record of await host.deployments.list())
+      if (quarantine.holds(record.artifact))
+        process.stderr.write(
+          `platform host: quarantined deployment ${record.id} until ${new Date(quarantined[record.artifact] as number).toISOString()}: a request to it crashed the server\n`,
+        );
 }
 
-/**
- * Runs the server in a child process and starts a new one whenever it dies (a catastrophic V8
- * error in one isolate can take a process down; commits are atomic, so nothing acknowledged is
- * lost). Backs off from 200 ms to 5 s while the server keeps failing quickly.
- */
-function supervise(flags: HostFlags): void {
+/** Starts the supervisor, which runs the server in child processes (see cli/supervisor.ts). */
+async function superviseHost(flags: HostFlags): Promise<void> {
   const data = resolve(flags.data);
   const { token, generated } = adminToken(data);
   if (generated)
     process.stdout.write(`Generated an operator token (kept in ${join(data, "admin-token")}):\n  ${token}\n`);
-  let child: ReturnType<typeof spawn> | undefined;
-  let stopping = false;
-  let delay = 200;
-  const start = () => {
-    const startedAt = Date.now();
-    child = spawn(
-      process.execPath,
-      [...process.execArgv, process.argv[1] as string, ...process.argv.slice(2)],
-      {
-        stdio: "inherit",
-        env: { ...process.env, PLATFORM_HOST_CHILD: "1", PLATFORM_ADMIN_TOKEN: token },
-      },
-    );
-    child.on("exit", (code, signal) => {
-      if (stopping) process.exit(0);
-      if (Date.now() - startedAt > 30_000) delay = 200;
-      process.stderr.write(
-        `platform host: server exited (${signal ?? `code ${code}`}); restarting in ${delay} ms\n`,
-      );
-      setTimeout(start, delay);
-      delay = Math.min(delay * 2, 5000);
-    });
-  };
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.on(signal, () => {
-      stopping = true;
-      if (child && child.exitCode === null) child.kill(signal);
-      else process.exit(0);
-    });
-  }
-  start();
+  const { supervise } = await import("../supervisor.js");
+  await supervise({
+    port: Number(flags.port),
+    hostname: flags.hostname,
+    env: { PLATFORM_ADMIN_TOKEN: token },
+  });
 }
 
 /** `platform host`: the multi-tenant host, supervised. */
@@ -191,7 +190,7 @@ export function registerHost(program: Command): void {
         requestQuota(flags.requestQuota);
         backends(flags);
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
-        else supervise(flags);
+        else await superviseHost(flags);
       }),
     );
 }

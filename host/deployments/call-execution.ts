@@ -12,6 +12,7 @@ import { CALL_KINDS, nextSeed } from "./dispatch.js";
 import { HandlerRun } from "./handler-run.js";
 import { asLegacyRequest } from "./legacy/index.js";
 import type { LogHub, RequestId } from "./log-hub.js";
+import { quarantine } from "./quarantine.js";
 import type { DeploymentRecord } from "./records.js";
 
 /** The outcome of one query or mutation. */
@@ -115,6 +116,7 @@ export class CallExecutor {
     argsJson: string,
     request: DispatchRequest,
   ): Promise<CallResult> {
+    quarantine.check(record);
     const database = await this.db.deployment(record.id);
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };

@@ -4,4 +4,5 @@ export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
 export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
+export { Quarantine, quarantine } from "./quarantine.js";
 export { type ArtifactRecord, checkDeploymentId, type DeploymentRecord, publicView } from "./records.js";

@@ -82,13 +82,23 @@ export function createHttpApp(options: HttpOptions): Koa {
   return app;
 }
 
-/** Starts the HTTP server on `port` (0 picks a free one) on loopback or `hostname`. */
-export async function listen(app: Koa, port: number, hostname = "127.0.0.1"): Promise<RunningServer> {
+/**
+ * Starts the HTTP server on `port` (0 picks a free one) on loopback or `hostname`, or on the
+ * inherited listening socket `fd` (a supervisor's, which outlives this process: connections wait
+ * in its backlog while no server runs, instead of being refused).
+ */
+export async function listen(
+  app: Koa,
+  port: number,
+  hostname = "127.0.0.1",
+  fd?: number,
+): Promise<RunningServer> {
   const server = createServer(app.callback());
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, hostname, () => resolve());
+    if (fd !== undefined) server.listen({ fd }, () => resolve());
+    else server.listen(port, hostname, () => resolve());
   });
   const address = server.address() as AddressInfo;
   return {

@@ -1,6 +1,7 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
 import { loadRuntimeScript } from "./runtime-script.js";
 
@@ -55,17 +56,26 @@ async function compile(isolate: ivm.Isolate, code: string, cacheKey: string, fil
   return script;
 }
 
+/** The bundle each live isolate runs, for the inline watchdog's crash report (see sentinel.ts). */
+const bundles = new WeakMap<ivm.Isolate, string>();
+
+/** The content hash of the bundle `isolate` was loaded with ("" when it is not a capsule's). */
+export function bundleOf(isolate: ivm.Isolate): string {
+  return bundles.get(isolate) ?? "";
+}
+
 /**
  * When V8 loses control of an isolate (for example one allocation far beyond the heap limit),
  * isolated-vm parks that isolate's thread forever, so the process must stop serving and exit;
- * `platform host` supervises its server process and starts a new one. Neither process.exit() nor
- * timers work here (the main thread may be stuck behind the parked isolate): write synchronously,
- * then end the process at once.
+ * `platform host` supervises its server process, quarantines the bundle reported here and starts
+ * a new server. Neither process.exit() nor timers work here (the main thread may be stuck behind
+ * the parked isolate): write synchronously, then end the process at once.
  */
-function onCatastrophicError(message: string): void {
+function onCatastrophicError(artifact: string, message: string): void {
+  reportCrash(artifact);
   writeSync(
     2,
-    `platform: catastrophic isolate error (${message}); stopping so the supervisor restarts the host\n`,
+    `platform: catastrophic isolate error (${message}) in bundle ${artifact}; stopping so the supervisor restarts the host\n`,
   );
   process.kill(process.pid, "SIGKILL");
 }
@@ -80,7 +90,11 @@ export async function loadIsolate(
   artifact: string,
   limits: IsolateLimits,
 ): Promise<LoadedIsolate> {
-  const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb, onCatastrophicError });
+  const isolate = new ivm.Isolate({
+    memoryLimit: limits.memoryMb,
+    onCatastrophicError: (message) => onCatastrophicError(artifact, message),
+  });
+  bundles.set(isolate, artifact);
   try {
     const context = await isolate.createContext();
     let threadedEnd: ThreadedEnd | undefined;

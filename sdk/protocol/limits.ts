@@ -57,6 +57,14 @@ export const LIMITS = {
   emailCodeRequestsPerClient: 30,
   /** The window of the two code request limits above, in seconds. */
   emailCodeWindowSeconds: 15 * 60,
+  /**
+   * How long a bundle that crashed the host is refused (`503 unavailable`, `Retry-After`) the first
+   * time; each crash within `quarantineMaxMs` of the last one doubles it, up to that. Ours.
+   */
+  quarantineFirstMs: 5000,
+  quarantineMaxMs: 10 * 60_000,
+  /** Server processes in a row that may fail to start before `platform host` gives up. Ours. */
+  serverStartAttempts: 5,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
 } as const;

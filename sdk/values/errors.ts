@@ -41,9 +41,12 @@ export class PlatformError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly expose: boolean;
+  /** When the caller may try again (seconds), sent as `Retry-After` by the HTTP layer. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
     this.name = "PlatformError";
     this.code = code;
     this.status = ERROR_STATUS[code];

@@ -1,6 +1,6 @@
 import ivm from "isolated-vm";
-import type { InlineEntry } from "../isolate-loader.js";
-import { watchInlineEntries } from "./watchdog.js";
+import { bundleOf, type InlineEntry } from "../isolate-loader.js";
+import { nameInlineSlot, watchInlineEntries } from "./watchdog.js";
 
 /** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
 const SEQ = 0; // inline entries opened so far
@@ -88,13 +88,16 @@ export class InlineSentinel {
   register(isolate: ivm.Isolate, sliceMs: number): number {
     const slot = this.nextSlot++;
     this.targets.set(slot, { isolate, sliceMs });
+    nameInlineSlot(slot, bundleOf(isolate));
     this.changed();
     return slot;
   }
 
   /** Stops watching `slot` (its isolate is gone). */
   unregister(slot: number): void {
-    if (this.targets.delete(slot)) this.changed();
+    if (!this.targets.delete(slot)) return;
+    nameInlineSlot(slot, "");
+    this.changed();
   }
 
   /** True when the sentinel watches `slot` now (it has taken the current registry). */

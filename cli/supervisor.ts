@@ -1,0 +1,182 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { lookup } from "node:dns/promises";
+import net from "node:net";
+import { createInterface } from "node:readline";
+// The supervisor loads only these two small modules of the host, never isolated-vm.
+import { nextQuarantine, type QuarantineEntry } from "../host/deployments/quarantine.js";
+import { parseSupervisorLine, SUPERVISOR_FD_ENV } from "../host/isolates/crash-record.js";
+import { LIMITS } from "../sdk/protocol/index.js";
+
+/** Where the supervisor listens, and what each server process gets in its environment. */
+export interface SupervisorOptions {
+  port: number;
+  hostname: string;
+  env: Record<string, string>;
+}
+
+/** A bound TCP socket handle (node:net's own, the one its cluster module shares with workers). */
+interface ServerHandle {
+  readonly fd: number;
+  close(): void;
+}
+
+const netInternals = net as unknown as {
+  _createServerHandle(address: string, port: number, family: number): ServerHandle | number;
+};
+
+/** The server process's descriptors: 3 the listening socket, 4 the supervisor channel, 5 IPC. */
+const LISTEN_FD = 3;
+const CHANNEL_FD = 4;
+
+/** Back-off between server processes that fail to start (ms): 200, 400, 800, ... */
+const START_RETRY_MS = 200;
+
+/**
+ * Binds the host's address once, in the supervisor. The socket is put in listening state by each
+ * server process (which inherits it); the supervisor never accepts on it but keeps it open, so
+ * while one server process is replaced, new connections wait in the socket's backlog instead of
+ * being refused.
+ */
+async function bindSocket(hostname: string, port: number): Promise<ServerHandle> {
+  const { address, family } = await lookup(hostname);
+  const handle = netInternals._createServerHandle(address, port, family);
+  if (typeof handle === "number")
+    throw new Error(
+      `Cannot listen on ${hostname}:${port} (error ${handle}): is another server using that port? Pick another with --port.`,
+    );
+  return handle;
+}
+
+/** One server process and what it said on the supervisor channel. */
+interface Server {
+  process: ChildProcess;
+  /** Its modules are loaded: it waits to be told to start. */
+  loaded: boolean;
+  /** Told to start (it is the active server). */
+  activated: boolean;
+  ready: boolean;
+  crashed: Set<string>;
+}
+
+/**
+ * `platform host` as operators run it: this process owns the listening socket and runs the server
+ * in a child process. A spare server process waits with its modules loaded (loading them takes
+ * seconds on a busy machine), so when the active one dies the spare opens the database and serves
+ * at once, and a new spare is started. A catastrophic V8 error in one isolate ends the server
+ * process; the server reports the bundle that caused it (see host/isolates/crash-record.ts), and
+ * the supervisor hands every server it starts the quarantined bundles, each for {@link
+ * LIMITS.quarantineFirstMs} doubling on repeat. A server that exits before it listens counts as a
+ * failed start: after {@link LIMITS.serverStartAttempts} in a row the supervisor stops.
+ */
+export async function supervise(options: SupervisorOptions): Promise<void> {
+  const socket = await bindSocket(options.hostname, options.port);
+  const quarantined = new Map<string, QuarantineEntry>();
+  let active: Server | undefined;
+  let spare: Server | undefined;
+  let stopping = false;
+  let failedStarts = 0;
+
+  const handOver = (): Record<string, number> => {
+    const now = Date.now();
+    const until: Record<string, number> = {};
+    for (const [artifact, entry] of quarantined) if (entry.until > now) until[artifact] = entry.until;
+    return until;
+  };
+  const activate = (server: Server) => {
+    active = server;
+    if (spare === server) spare = undefined;
+    if (!server.loaded || server.activated) return;
+    server.activated = true;
+    server.process.send({ quarantine: handOver() });
+  };
+  const failed = (how: string) => {
+    if (++failedStarts < LIMITS.serverStartAttempts) return false;
+    process.stderr.write(
+      `platform host: the server failed to start ${failedStarts} times in a row (last: ${how}); stopping. See the errors above.\n`,
+    );
+    stopAll();
+    process.exit(1);
+  };
+  const stopAll = () => {
+    for (const server of [active, spare])
+      if (server && server.process.exitCode === null && server.process.signalCode === null)
+        server.process.kill("SIGTERM");
+  };
+
+  const spawnServer = (): Server => {
+    const child = spawn(
+      process.execPath,
+      [...process.execArgv, process.argv[1] as string, ...process.argv.slice(2)],
+      {
+        stdio: ["inherit", "inherit", "inherit", socket.fd, "pipe", "ipc"],
+        env: {
+          ...process.env,
+          ...options.env,
+          PLATFORM_HOST_CHILD: "1",
+          PLATFORM_LISTEN_FD: String(LISTEN_FD),
+          [SUPERVISOR_FD_ENV]: String(CHANNEL_FD),
+        },
+      },
+    );
+    const server: Server = {
+      process: child,
+      loaded: false,
+      activated: false,
+      ready: false,
+      crashed: new Set(),
+    };
+    const channel = child.stdio[CHANNEL_FD];
+    if (channel && "on" in channel)
+      createInterface({ input: channel as NodeJS.ReadableStream }).on("line", (line) => {
+        const message = parseSupervisorLine(line);
+        if (message?.kind === "standby") {
+          server.loaded = true;
+          if (active === server) activate(server);
+        } else if (message?.kind === "ready") {
+          server.ready = true;
+          failedStarts = 0;
+          if (!spare && !stopping) spare = spawnServer();
+        } else if (message?.kind === "crash") server.crashed.add(message.artifact);
+      });
+    // "close": after the exit and after the channel is read to its end (the crash line included).
+    child.on("close", (code, signal) => exited(server, signal ?? `code ${code}`));
+    return server;
+  };
+
+  const exited = (server: Server, how: string) => {
+    if (stopping) {
+      if (server === active) process.exit(0);
+      return;
+    }
+    const now = Date.now();
+    for (const artifact of server.crashed) {
+      const entry = nextQuarantine(quarantined.get(artifact), now);
+      quarantined.set(artifact, entry);
+      process.stderr.write(
+        `platform host: quarantining bundle ${artifact} for ${entry.lengthMs / 1000} s: it crashed the server\n`,
+      );
+    }
+    if (server === spare) {
+      // A spare that dies is a failed start too; the next one is started after the back-off.
+      spare = undefined;
+      if (!failed(how)) setTimeout(() => (spare ??= spawnServer()), START_RETRY_MS * 2 ** failedStarts);
+      return;
+    }
+    if (server !== active) return;
+    if (!server.ready && failed(how)) return;
+    const delay = server.ready ? 0 : START_RETRY_MS * 2 ** (failedStarts - 1);
+    process.stderr.write(`platform host: server exited (${how}); restarting in ${delay} ms\n`);
+    active = undefined;
+    setTimeout(() => activate(spare ?? spawnServer()), delay);
+  };
+
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      stopping = true;
+      const running = active && active.process.exitCode === null && active.process.signalCode === null;
+      stopAll();
+      if (!running) process.exit(0);
+    });
+  }
+  activate(spawnServer());
+}

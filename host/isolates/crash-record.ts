@@ -1,0 +1,52 @@
+import { writeSync } from "node:fs";
+
+/**
+ * The line channel from a supervised server process to its supervisor (`platform host`): a pipe
+ * whose descriptor the supervisor names in this environment variable. The server writes `standby`
+ * once its modules are loaded, `ready` once it listens, and `crash <artifact>` when V8 gives up on
+ * the isolate running that bundle,
+ * just before the process ends. Writes are synchronous, so the line is in the pipe even when the
+ * process is killed the next instant; without a supervisor nothing is written.
+ */
+export const SUPERVISOR_FD_ENV = "PLATFORM_SUPERVISOR_FD";
+
+/** What one line of the supervisor channel says. */
+export type SupervisorMessage = { kind: "standby" | "ready" } | { kind: "crash"; artifact: string };
+
+/** The supervisor channel's descriptor in this process, or -1 when nothing supervises it. */
+export function supervisorFd(): number {
+  const fd = Number(process.env[SUPERVISOR_FD_ENV]);
+  return Number.isInteger(fd) && fd > 2 ? fd : -1;
+}
+
+function writeLine(line: string): void {
+  const fd = supervisorFd();
+  if (fd < 0) return;
+  try {
+    writeSync(fd, `${line}\n`);
+  } catch {
+    // The supervisor is gone; the process ends either way.
+  }
+}
+
+/** Tells the supervisor the server's modules are loaded: it may be told to start. */
+export function reportStandby(): void {
+  writeLine("standby");
+}
+
+/** Tells the supervisor the server listens (start-up succeeded). */
+export function reportReady(): void {
+  writeLine("ready");
+}
+
+/** Tells the supervisor that the bundle `artifact` crashed the process (synchronously). */
+export function reportCrash(artifact: string): void {
+  writeLine(`crash ${artifact}`);
+}
+
+/** Reads one line of the channel; unknown lines are ignored (undefined). */
+export function parseSupervisorLine(line: string): SupervisorMessage | undefined {
+  if (line === "standby" || line === "ready") return { kind: line };
+  const crash = /^crash ([\w-]+)$/.exec(line);
+  return crash ? { kind: "crash", artifact: crash[1] as string } : undefined;
+}
