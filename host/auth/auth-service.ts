@@ -1,10 +1,17 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { decodeJwt } from "jose";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
 import { type EndHolder, OpenSessions, type SessionGate } from "./open-sessions.js";
+import {
+  accountUserId,
+  GUEST_NAME,
+  type IssuedToken,
+  normaliseEmail,
+  type SessionRecord,
+} from "./sessions.js";
 import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnation } from "./tokens.js";
 
 /**
@@ -12,45 +19,6 @@ import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnat
  * created before incarnations existed, undefined when there is no such deployment.
  */
 export type IncarnationLookup = (id: string) => Promise<string | null | undefined>;
-
-/** One sign-in session of a deployment. */
-export interface SessionRecord {
-  deployment: string;
-  session: string;
-  userId: string;
-  kind: IdentityKind;
-  email?: string;
-  /** The deployment's incarnation when the session started. */
-  incarnation?: string;
-  createdAt: number;
-  /** Set when a guest session was upgraded: its tokens are refused from then on. */
-  retiredAt?: number;
-  upgradedTo?: string;
-}
-
-/** A token handed to a client. */
-export interface IssuedToken {
-  token: string;
-  userId: string;
-  kind: IdentityKind;
-  email?: string;
-  expiresAt: number;
-}
-
-const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}\.[^\s@]{1,63}$/;
-const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-
-/** Checks and normalises an email address (lower-cased). */
-export function normaliseEmail(email: unknown): string {
-  if (typeof email !== "string" || !EMAIL.test(email.trim()))
-    throw new PlatformError("bad_request", "A valid email address is required.");
-  return email.trim().toLowerCase();
-}
-
-/** The stable, opaque user id of `email` in `deployment`. */
-export function accountUserId(deployment: string, email: string): string {
-  return `user:${createHash("sha256").update(`${deployment}\u0000${email}`).digest("base64url").slice(0, 22)}`;
-}
 
 function refuseDeveloperToken(token: string): void {
   if (token.startsWith(DEVELOPER_TOKEN_PREFIX))

@@ -1,13 +1,5 @@
 /** `host/auth`: tokens, sessions and identities of app users; developers and claim tokens. */
-export {
-  AuthService,
-  accountUserId,
-  type HeldIdentity,
-  IDENTITY_ENDED,
-  type IssuedToken,
-  normaliseEmail,
-  type SessionRecord,
-} from "./auth-service.js";
+export { AuthService, type HeldIdentity, IDENTITY_ENDED } from "./auth-service.js";
 export {
   CLAIM_TOKEN_PREFIX,
   DEVELOPER_TOKEN_PREFIX,
@@ -21,6 +13,7 @@ export {
 export { type CodeRequest, EmailCodes, type EmailOptions } from "./email-codes.js";
 export { type OidcIssuer, OidcVerifier } from "./oidc.js";
 export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
+export { accountUserId, type IssuedToken, normaliseEmail, type SessionRecord } from "./sessions.js";
 export {
   type IdentityKind,
   RENEWAL_WINDOW_SECONDS,

@@ -1,0 +1,47 @@
+/**
+ * What a sign-in session is: its stored record, the token a client gets for it, and the names
+ * that identify an account (a checked, lower-cased email and the opaque user id derived from it).
+ */
+import { createHash } from "node:crypto";
+import { PlatformError } from "../../sdk/values/index.js";
+import type { IdentityKind } from "./tokens.js";
+
+/** One sign-in session of a deployment. */
+export interface SessionRecord {
+  deployment: string;
+  session: string;
+  userId: string;
+  kind: IdentityKind;
+  email?: string;
+  /** The deployment's incarnation when the session started. */
+  incarnation?: string;
+  createdAt: number;
+  /** Set when a guest session was upgraded: its tokens are refused from then on. */
+  retiredAt?: number;
+  upgradedTo?: string;
+}
+
+/** A token handed to a client. */
+export interface IssuedToken {
+  token: string;
+  userId: string;
+  kind: IdentityKind;
+  email?: string;
+  expiresAt: number;
+}
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}\.[^\s@]{1,63}$/;
+/** Names a guest may be given where naming is allowed (`platform dev`). */
+export const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** Checks and normalises an email address (lower-cased). */
+export function normaliseEmail(email: unknown): string {
+  if (typeof email !== "string" || !EMAIL.test(email.trim()))
+    throw new PlatformError("bad_request", "A valid email address is required.");
+  return email.trim().toLowerCase();
+}
+
+/** The stable, opaque user id of `email` in `deployment`. */
+export function accountUserId(deployment: string, email: string): string {
+  return `user:${createHash("sha256").update(`${deployment}\u0000${email}`).digest("base64url").slice(0, 22)}`;
+}
