@@ -26,6 +26,7 @@ export function errorEnvelope(onInternal: (error: unknown) => void): Middleware 
     } catch (error) {
       if (isPlatformError(error)) {
         sendError(ctx, error.status, error.code, error.expose ? error.message : "Internal error.");
+        if (error.retryAfterSeconds !== undefined) ctx.set("Retry-After", String(error.retryAfterSeconds));
         if (!error.expose) onInternal(error);
         return;
       }

@@ -41,13 +41,16 @@ export class PlatformError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly expose: boolean;
+  /** Seconds the caller should wait before trying again (HTTP `Retry-After`), when known. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
     this.name = "PlatformError";
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.expose = this.status < 500 || EXPOSED_SERVER_ERRORS.has(code);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
   /** The wire form: the `error` member of the envelope `{ error: { code, message } }`. */
