@@ -59,6 +59,18 @@ function fire(id: string, name: string): Promise<HttpResponse | null> {
   return call;
 }
 
+/**
+ * Fills `id`'s lane with calls that never settle, and a few more: resolves with the first call
+ * refused because the lane is full, when every call before it has reached the host.
+ */
+function flood(id: string, calls = LIMITS.deploymentCallsInFlight + LIMITS.deploymentQueuedCalls + 8) {
+  const all = Array.from({ length: calls }, () => fire(id, "hang"));
+  return Promise.race([
+    ...all.map((call) => call.then((r) => r ?? new Promise<never>(() => {}))),
+    new Promise<null>((resolve) => setTimeout(resolve, 30_000, null)),
+  ]);
+}
+
 describe("fair scheduling between tenants", () => {
   let aloneP99 = 0;
 
@@ -81,13 +93,9 @@ describe("fair scheduling between tenants", () => {
   });
 
   it("300 never-settling calls to one tenant neither hold the host nor slow another tenant", async () => {
-    const calls = Array.from({ length: 300 }, () => fire("flooded", "hang"));
     // The flooded deployment's queue is bounded: the calls beyond it are refused at once, which
     // also shows that every call of the flood has reached the host.
-    const refused = await Promise.race([
-      ...calls.map((call) => call.then((r) => r ?? new Promise<never>(() => {}))),
-      new Promise<null>((resolve) => setTimeout(resolve, 30_000, null)),
-    ]);
+    const refused = await flood("flooded", 300);
     expect(refused, "no call of the flood was refused").not.toBeNull();
     const response = refused as HttpResponse;
     expect(response.status, response.text()).toBe(503);
@@ -119,15 +127,16 @@ describe("fair scheduling between tenants", () => {
     let demands = 0;
     for (let i = 0; i < 20; i++) {
       const name = ["spin", "alloc", "hang"][i % 3] as string;
-      if (name === "hang") for (let j = 0; j < LIMITS.deploymentCallsInFlight + LIMITS.deploymentQueuedCalls; j++) fire(`hostile${i}`, "hang");
+      if (name === "hang") firstAnswers.push(flood(`hostile${i}`));
       else {
         firstAnswers.push(fire(`hostile${i}`, name));
         attackers.push(keepCalling(`hostile${i}`, name, 4));
       }
       demands++;
     }
-    // Every spinning and allocating tenant has had a call stopped (and its isolate replaced) before
-    // the measurement starts: the attack is in full swing.
+    // Every hanging tenant's queue is full (a call of it was refused) and every spinning and
+    // allocating tenant has had a call stopped before the measurement starts: the attack is in full
+    // swing.
     await Promise.all(firstAnswers);
     const underAttack = p99(await goodLatencies());
     attacking = false;
