@@ -1,5 +1,6 @@
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
+import { InlineOverrunBudget } from "./inline/policy.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { FairScheduler } from "./scheduler.js";
@@ -44,6 +45,8 @@ export class IsolatePool {
   /** Each deployment's inline standing, shared by its runner and its deploy probes. */
   private readonly standings = new Map<string, InlineStanding>();
   private readonly scheduler: FairScheduler;
+  /** Demotions from inline runs, counted for every deployment of this host together. */
+  private readonly overruns: InlineOverrunBudget;
   private readonly sweeper: NodeJS.Timeout;
   readonly options: PoolOptions;
 
@@ -53,6 +56,7 @@ export class IsolatePool {
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
+    this.overruns = new InlineOverrunBudget(this.options.inline);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
   }
@@ -82,7 +86,7 @@ export class IsolatePool {
   private standing(deploymentId: string): InlineStanding {
     let standing = this.standings.get(deploymentId);
     if (!standing) {
-      standing = new InlineStanding(this.options.inline);
+      standing = new InlineStanding(this.options.inline, this.overruns);
       this.standings.set(deploymentId, standing);
     }
     return standing;
