@@ -1,10 +1,6 @@
 import type { CallUsage, DispatchRequest } from "../../sdk/protocol/index.js";
 import type { BudgetUsage, Transaction } from "../db/index.js";
-import {
-  type HandlerLogEntry,
-  type IsolateKeeper,
-  transactionSyscalls,
-} from "../isolates/index.js";
+import { type HandlerLogEntry, type IsolateKeeper, transactionSyscalls } from "../isolates/index.js";
 import { handlerError } from "./dispatch.js";
 import { isLegacyRequest, runLegacy } from "./legacy/index.js";
 import type { DeploymentRecord } from "./records.js";

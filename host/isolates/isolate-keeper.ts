@@ -12,9 +12,7 @@ import type { MeteredResponse, SyscallHandler } from "./transport.js";
  * that took the isolate down; one at the wall-clock limit leaves it running).
  */
 function stoppedForLimit(error: unknown, isolate: CapsuleIsolate): boolean {
-  return (
-    isPlatformError(error, "out_of_memory") || (isPlatformError(error, "timeout") && isolate.isDisposed)
-  );
+  return isPlatformError(error, "out_of_memory") || (isPlatformError(error, "timeout") && isolate.isDisposed);
 }
 
 /** Where a runner gets its capsule code from (the artifact store). */
