@@ -121,7 +121,7 @@ export class CallExecutor {
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
     const sink = this.logs.sink(record.id, handler, requestId, record.env);
-    const run = new HandlerRun(this.pool, runner, request, record);
+    const run = new HandlerRun(runner, request, record);
     const options = {
       handler,
       argsJson,

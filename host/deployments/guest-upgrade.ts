@@ -68,7 +68,7 @@ export async function upgradeGuest(
             now,
             seed: nextSeed(),
           };
-          const response = await pool.withSlot(() => runner.run(request, transactionSyscalls(tx, log)));
+          const response = await runner.run(request, transactionSyscalls(tx, log));
           if (!response.ok)
             throw new PlatformError(
               response.error.code as ErrorCode,

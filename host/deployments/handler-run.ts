@@ -1,11 +1,6 @@
 import type { CallUsage, DispatchRequest } from "../../sdk/protocol/index.js";
 import type { BudgetUsage, Transaction } from "../db/index.js";
-import {
-  type HandlerLogEntry,
-  type IsolateKeeper,
-  type IsolatePool,
-  transactionSyscalls,
-} from "../isolates/index.js";
+import { type HandlerLogEntry, type IsolateKeeper, transactionSyscalls } from "../isolates/index.js";
 import { handlerError } from "./dispatch.js";
 import { isLegacyRequest, runLegacy } from "./legacy/index.js";
 import type { DeploymentRecord } from "./records.js";
@@ -30,7 +25,6 @@ export class HandlerRun {
   private readonly started = performance.now();
 
   constructor(
-    private readonly pool: IsolatePool,
     private readonly runner: IsolateKeeper,
     private readonly request: DispatchRequest,
     private readonly record: DeploymentRecord,
@@ -41,12 +35,11 @@ export class HandlerRun {
     this.budget = used;
   };
 
-  /** Runs the handler inside `tx` once the pool has a free execution slot; resolves to its JSON value. */
-  inSlot(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
-    return this.pool.withSlot(() => this.run(tx, log));
-  }
-
-  private async run(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
+  /**
+   * Runs the handler inside `tx`, each isolate execution in an execution slot of the deployment's
+   * lane (see `IsolateKeeper.run`); resolves to its JSON value.
+   */
+  async inSlot(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
     if (isLegacyRequest(this.request)) {
       const legacy = await runLegacy(tx, this.runner, this.request, log, this.record);
       this.cpuMs = legacy.cpuMs;

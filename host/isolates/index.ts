@@ -1,7 +1,9 @@
 /**
  * `host/isolates`: one isolate per deployment (capsule-isolate.ts) with its limits and CPU meter,
  * the two transports into it (threaded-transport.ts, inline/), the runners and pool that keep
- * isolates per deployment, and the host end of the syscall bridge (syscalls.ts).
+ * isolates per deployment, the fair scheduler of the host's execution slots (scheduler.ts) with
+ * the pause of deployments stopped again and again (breach-pause.ts), and the host end of the
+ * syscall bridge (syscalls.ts).
  */
 export { CapsuleIsolate } from "./capsule-isolate.js";
 export {

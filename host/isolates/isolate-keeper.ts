@@ -1,15 +1,19 @@
 import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { isPlatformError } from "../../sdk/values/index.js";
+import { BreachPause } from "./breach-pause.js";
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import { InlineStanding } from "./inline/index.js";
-import { ConcurrencyLimiter } from "./limiter.js";
 import type { IsolateLimits } from "./limits.js";
+import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
 /**
- * Handlers of one deployment in flight at once. One isolate runs on one thread, so a deployment can
- * never hold more than one core; this bounds its queue of interleaved executions.
+ * True when `error` is the stop of `isolate` for its memory limit, or for its CPU limit (a `timeout`
+ * that took the isolate down; one at the wall-clock limit leaves it running).
  */
-const DEFAULT_MAX_IN_FLIGHT = 64;
+function stoppedForLimit(error: unknown, isolate: CapsuleIsolate): boolean {
+  return isPlatformError(error, "out_of_memory") || (isPlatformError(error, "timeout") && isolate.isDisposed);
+}
 
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
@@ -21,9 +25,10 @@ export type ArtifactLoader = (hash: string) => Promise<string>;
 export class IsolateKeeper {
   private isolate: CapsuleIsolate | null = null;
   private starting: Promise<CapsuleIsolate> | null = null;
-  /** Caps how many of this deployment's handlers are in flight in its isolate at once. */
-  private readonly queue: ConcurrencyLimiter;
   private inFlight = 0;
+  private readonly pause: BreachPause;
+  /** The last isolate stopped for a limit, so that its executions count one stop. */
+  private lastStopped: CapsuleIsolate | null = null;
   lastUsed = Date.now();
 
   constructor(
@@ -31,13 +36,17 @@ export class IsolateKeeper {
     public artifact: string,
     private readonly loadArtifact: ArtifactLoader,
     private readonly limits: IsolateLimits,
+    /**
+     * Where this deployment's calls wait for an execution slot: it bounds how many run in its
+     * isolate at once and how many wait.
+     */
+    private readonly lane: DeploymentLane,
     /** Whether this deployment may run inline, kept across its isolates. */
     private readonly standing: InlineStanding = new InlineStanding(),
     /** Called when a new isolate goes live (the pool enforces its cap on live isolates then). */
     private readonly onLive: () => void = () => {},
-    maxInFlight = DEFAULT_MAX_IN_FLIGHT,
   ) {
-    this.queue = new ConcurrencyLimiter(maxInFlight);
+    this.pause = new BreachPause(deploymentId);
   }
 
   /** True while a handler of this deployment is in flight. */
@@ -94,14 +103,27 @@ export class IsolateKeeper {
     this.onLive();
   }
 
-  /** Runs one request in the deployment's isolate (starting one if needed). */
+  /**
+   * Runs one request in the deployment's isolate (starting one if needed) once its lane gives it an
+   * execution slot; refused with `503 unavailable` when too many of its calls already wait, or
+   * while the deployment is paused for stopping again and again (see {@link BreachPause}).
+   */
   run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<MeteredResponse> {
-    return this.queue.run(async () => {
+    return this.lane.run(async () => {
+      this.pause.check();
       this.inFlight++;
+      let isolate: CapsuleIsolate | null = null;
       try {
-        const isolate = this.current() ?? (await this.live());
+        isolate = this.current() ?? (await this.live());
         this.lastUsed = Date.now();
         return await isolate.execute(request, onSyscall);
+      } catch (error) {
+        // Every execution in flight fails when the isolate is stopped: count the stop once.
+        if (isolate !== null && isolate !== this.lastStopped && stoppedForLimit(error, isolate)) {
+          this.lastStopped = isolate;
+          this.pause.stopped();
+        }
+        throw error;
       } finally {
         this.inFlight--;
         this.lastUsed = Date.now();

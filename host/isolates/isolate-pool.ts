@@ -1,8 +1,9 @@
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
+import { InlineOverrunBudget } from "./inline/policy.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
-import { ConcurrencyLimiter } from "./limiter.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
+import { FairScheduler } from "./scheduler.js";
 
 /** How many isolates a host keeps and for how long. */
 export interface PoolOptions {
@@ -10,31 +11,42 @@ export interface PoolOptions {
   maxLive: number;
   /** An isolate idle this long is evicted. */
   idleMs: number;
-  /** Handlers executing at once across all deployments. */
+  /** Handlers executing at once across all deployments (the host's execution slots). */
   concurrency: number;
+  /**
+   * Of those slots, how many only a deployment with nothing running may take (see
+   * {@link FairScheduler}): what keeps busy tenants from filling the host.
+   */
+  reservedSlots: number;
   limits: IsolateLimits;
   /** When handlers run on the host's main thread (see {@link InlinePolicy}). */
   inline: InlinePolicy;
 }
 
-/** Defaults: 200 live isolates, 5 minutes idle, 256 handlers in flight on the host. */
+/**
+ * Defaults: 200 live isolates, 5 minutes idle, 256 handlers in flight on the host, a quarter of them
+ * kept for deployments with nothing running.
+ */
 export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   maxLive: 200,
   idleMs: 5 * 60_000,
   concurrency: 256,
+  reservedSlots: 64,
   limits: DEFAULT_ISOLATE_LIMITS,
   inline: DEFAULT_INLINE_POLICY,
 };
 
 /**
- * Every deployment's runner on this host, with LRU eviction of idle isolates and one global
- * concurrency limiter.
+ * Every deployment's runner on this host, with LRU eviction of idle isolates, and the scheduler
+ * that shares the host's execution slots fairly between deployments.
  */
 export class IsolatePool {
   private readonly runners = new Map<string, IsolateKeeper>();
   /** Each deployment's inline standing, shared by its runner and its deploy probes. */
   private readonly standings = new Map<string, InlineStanding>();
-  private readonly limiter: ConcurrencyLimiter;
+  private readonly scheduler: FairScheduler;
+  /** Demotions from inline runs, counted for every deployment of this host together. */
+  private readonly overruns: InlineOverrunBudget;
   private readonly sweeper: NodeJS.Timeout;
   readonly options: PoolOptions;
 
@@ -43,7 +55,8 @@ export class IsolatePool {
     options: Partial<PoolOptions> = {},
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
-    this.limiter = new ConcurrencyLimiter(this.options.concurrency);
+    this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
+    this.overruns = new InlineOverrunBudget(this.options.inline);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
   }
@@ -57,6 +70,7 @@ export class IsolatePool {
         artifact,
         this.loadArtifact,
         this.options.limits,
+        this.scheduler.lane(deploymentId),
         this.standing(deploymentId),
         () => this.enforceCap(),
       );
@@ -72,7 +86,7 @@ export class IsolatePool {
   private standing(deploymentId: string): InlineStanding {
     let standing = this.standings.get(deploymentId);
     if (!standing) {
-      standing = new InlineStanding(this.options.inline);
+      standing = new InlineStanding(this.options.inline, this.overruns);
       this.standings.set(deploymentId, standing);
     }
     return standing;
@@ -84,11 +98,6 @@ export class IsolatePool {
    */
   probe(deploymentId: string, code: string, hash: string): Promise<CapsuleIsolate> {
     return CapsuleIsolate.create(code, hash, this.options.limits, this.standing(deploymentId));
-  }
-
-  /** Runs `work` under the host-wide concurrency limit. */
-  withSlot<T>(work: () => Promise<T>): Promise<T> {
-    return this.limiter.run(work);
   }
 
   /** Number of live isolates. */

@@ -65,6 +65,25 @@ export const LIMITS = {
   quarantineMaxMs: 10 * 60_000,
   /** Server processes in a row that may fail to start before `platform host` gives up. Ours. */
   serverStartAttempts: 5,
+  /**
+   * Calls of one deployment waiting for an execution slot; beyond them a call is refused at once
+   * with `503 unavailable` and `Retry-After`. Waiting calls hold no host-wide slot. Ours.
+   */
+  deploymentQueuedCalls: 128,
+  /**
+   * Calls of one deployment executing at once (interleaved at their awaits in its one isolate),
+   * each holding one of the host's execution slots. Ours.
+   */
+  deploymentCallsInFlight: 64,
+  /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
+  busyRetryAfterSeconds: 1,
+  /**
+   * A deployment whose isolate is stopped for its CPU or memory limit again within
+   * `breachPauseMaxMs` of the last stop has its calls refused (`503 unavailable`, `Retry-After`)
+   * for a pause of `breachPauseMs`, doubling with each further stop up to `breachPauseMaxMs`. Ours.
+   */
+  breachPauseMs: 1000,
+  breachPauseMaxMs: 60_000,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
 } as const;

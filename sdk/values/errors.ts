@@ -46,11 +46,11 @@ export class PlatformError extends Error {
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
-    this.retryAfterSeconds = options?.retryAfterSeconds;
     this.name = "PlatformError";
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.expose = this.status < 500 || EXPOSED_SERVER_ERRORS.has(code);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
   /** The wire form: the `error` member of the envelope `{ error: { code, message } }`. */

@@ -42,6 +42,13 @@ export interface InlinePolicy {
   groupSliceShare: number;
   /** The most starts one entry takes. */
   maxGroup: number;
+  /**
+   * Demotions the host absorbs before a deployment demoted earlier must wait for the budget to try
+   * inline again (see {@link InlineOverrunBudget}).
+   */
+  overrunBurst: number;
+  /** The budget earns one demotion back per this many ms. */
+  overrunRefillMs: number;
 }
 
 /**
@@ -57,7 +64,44 @@ export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   maxCooldownMs: 60_000,
   groupSliceShare: 0.25,
   maxGroup: 32,
+  overrunBurst: 8,
+  overrunRefillMs: 2000,
 };
+
+/**
+ * The host's budget of inline overruns, shared by every deployment. Each demotion spends one; one
+ * comes back per {@link InlinePolicy.overrunRefillMs}. A deployment demoted before goes back inline
+ * after its cool-down only while the budget is not spent, so many hostile deployments cost the main
+ * thread about one slice each, once, and then one slice per refill between them, instead of one
+ * slice each per cool-down. Deployments never demoted do not wait for it.
+ */
+export class InlineOverrunBudget {
+  private left: number;
+  private refilledAt = Date.now();
+
+  constructor(private readonly policy: InlinePolicy) {
+    this.left = policy.overrunBurst;
+  }
+
+  /** True when a deployment demoted before may try inline again. */
+  get open(): boolean {
+    this.refill();
+    return this.left > 0;
+  }
+
+  /** Counts one demotion; the debt is bounded so that the budget recovers within a burst of refills. */
+  spend(): void {
+    this.refill();
+    this.left = Math.max(-this.policy.overrunBurst, this.left - 1);
+  }
+
+  private refill(): void {
+    const earned = Math.floor((Date.now() - this.refilledAt) / this.policy.overrunRefillMs);
+    if (earned <= 0) return;
+    this.left = Math.min(this.policy.overrunBurst, this.left + earned);
+    this.refilledAt += earned * this.policy.overrunRefillMs;
+  }
+}
 
 /**
  * The cool-down of a demotion at `now`: the first one, or twice the last one (capped) when the
@@ -87,13 +131,19 @@ export class InlineStanding {
   /** {@link InlinePolicy.shareMs} in nanoseconds, the unit of the CPU clock charged per entry. */
   private readonly shareNs: bigint;
 
-  constructor(readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY) {
+  constructor(
+    readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY,
+    /** The host's budget of demotions (one of its own when the deployment is alone). */
+    private readonly budget: InlineOverrunBudget = new InlineOverrunBudget(policy),
+  ) {
     this.shareNs = BigInt(policy.shareMs) * 1_000_000n;
   }
 
   /** True when the deployment may run inline now. */
   get allowed(): boolean {
-    return this.policy.enabled && Date.now() >= this.inlineAfter;
+    return (
+      this.policy.enabled && Date.now() >= this.inlineAfter && (this.lastCooldownMs === 0 || this.budget.open)
+    );
   }
 
   /** Sends the deployment to its own thread for a cool-down. */
@@ -104,6 +154,7 @@ export class InlineStanding {
     this.lastCooldownMs = nextCooldownMs(this.policy, last, now);
     this.inlineAfter = now + this.lastCooldownMs;
     this.windowCpuNs = 0n;
+    this.budget.spend();
   }
 
   /** Counts inline CPU against the deployment's share; true when it went over (and was demoted). */
