@@ -20,6 +20,8 @@ export class AuthSession {
   private readonly tokenListeners = new Set<() => void>();
   private loading: Promise<void> | null = null;
   private renewing: Promise<void> | null = null;
+  /** An account sign-in whose answer has not arrived yet. */
+  private signingIn: Promise<unknown> | null = null;
   private renewTimer: ReturnType<typeof setTimeout> | undefined;
   private lastFailed: (() => Promise<unknown>) | null = null;
   /** The attempt handle of each email's pending code (lower-cased email -> handle). */
@@ -110,6 +112,9 @@ export class AuthSession {
    * now available (the caller may retry), false otherwise.
    */
   async handleUnauthorized(refused: string | null): Promise<boolean> {
+    // A sign-in retires the guest (closing its sockets) before its answer arrives: wait for it, or
+    // the refused guest token would be renewed into a new guest that replaces the account.
+    await this.signingIn?.catch(() => undefined);
     if (refused === null || refused !== this.current()) return this.current() !== refused;
     await this.renew().catch(() => undefined);
     return this.current() !== refused;
@@ -206,11 +211,15 @@ export class AuthSession {
     const guestToken =
       this.stored.current?.kind === "guest" ? this.stored.current.token : (this.stored.pendingGuest ?? null);
     let issued: IssuedToken;
+    const answer = this.post(path, body, guestToken);
+    this.signingIn = answer;
     try {
-      issued = (await this.post(path, body, guestToken)) as IssuedToken;
+      issued = (await answer) as IssuedToken;
     } catch (error) {
       if (guestToken) this.save({ ...this.stored, pendingGuest: guestToken });
       throw error;
+    } finally {
+      if (this.signingIn === answer) this.signingIn = null;
     }
     const { pendingGuest: _done, ...rest } = this.stored;
     this.save({ ...rest, current: issued });
