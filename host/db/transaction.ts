@@ -32,11 +32,10 @@ import type {
 type Fields = Record<string, FieldValue>;
 
 /**
- * One handler's view of a deployment: an explicit snapshot, a sorted overlay of its own writes
- * (read back by its own reads), and its budgets. Nothing reaches the disk until the deployment
- * commits the sealed overlay as ONE atomic batch. Every operation is a plain async method; point
- * reads and writes also have a `try...Sync` twin (see fast-path.ts) that answers at once or
- * returns {@link NOT_READY}, for inline handlers.
+ * One handler's view of a deployment: a snapshot, a sorted overlay of its own writes (read back by
+ * its own reads) and its budgets; the deployment commits the sealed overlay as ONE atomic batch.
+ * Operations are plain async methods; point reads and writes also have a `try...Sync` twin
+ * (fast-path.ts) that answers at once or returns {@link NOT_READY}, for inline handlers.
  */
 export class Transaction implements TransactionView {
   readonly budget: Budget;
