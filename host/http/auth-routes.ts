@@ -102,10 +102,10 @@ export function authRoutes(
       codeRequests.tryTake(client) ? 0 : codeRequests.waitMs(client),
     );
     if ("retryAfterSeconds" in request) {
-      ctx.set("Retry-After", String(request.retryAfterSeconds));
       throw new PlatformError(
         "limit_exceeded",
         `Too many sign-in codes were requested for ${request.limitedBy}; retry in ${request.retryAfterSeconds} s.`,
+        { retryAfterSeconds: request.retryAfterSeconds },
       );
     }
     ctx.body = { sent: true, attempt: request.attempt };

@@ -82,16 +82,17 @@ export class RequestQuota {
   }
 
   /** Whole seconds until `key` may make a request again (at least 1), for `Retry-After`. */
-  retryAfterSeconds(key: string): number {
+  private retryAfterSeconds(key: string): number {
     return Math.max(1, Math.ceil(this.waitMs(key) / 1000));
   }
 
-  /** The `limit_exceeded` error of a refused request: what the quota is and when to retry. */
-  exceeded(seconds: number): PlatformError {
+  /** The `limit_exceeded` error of a refused request: what the quota is and when to retry (`Retry-After`). */
+  private exceeded(seconds: number): PlatformError {
     const settings = this.settings as QuotaSettings;
     return new PlatformError(
       "limit_exceeded",
       `Request quota exceeded: each caller may make ${settings.burst} requests at once and ${settings.perSecond} per second; retry in ${seconds} s.`,
+      { retryAfterSeconds: seconds },
     );
   }
 }
@@ -110,11 +111,7 @@ export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
       ctx.ip,
     );
     const key = scope === undefined ? caller : `${caller}\u0000${scope}`;
-    if (!quota.tryTake(key)) {
-      const seconds = quota.retryAfterSeconds(key);
-      ctx.set("Retry-After", String(seconds));
-      throw quota.exceeded(seconds);
-    }
+    quota.charge(key);
     return next();
   };
 }
