@@ -34,6 +34,7 @@ it("answers 429 limit_exceeded to a caller over its quota, and only to that call
   for (let i = 0; i < 3; i++) expect((await call("add", { bucket: 1, text: `${i}` })).status).toBe(200);
   const refused = await call("add", { bucket: 1, text: "too many" });
   expect(refused.status).toBe(429);
+  expect(refused.headers["retry-after"]).toBe("1");
   expect(refused.json()).toEqual({
     error: {
       code: "limit_exceeded",
