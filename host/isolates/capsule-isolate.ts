@@ -18,6 +18,7 @@ import {
   stopError,
   wallLimitError,
 } from "./limits.js";
+import { teardownGate } from "./teardown-gate.js";
 import { ThreadedTransport } from "./threaded-transport.js";
 import type { MeteredResponse, RunningExecution, SyscallHandler, Transport } from "./transport.js";
 
@@ -183,6 +184,10 @@ export class CapsuleIsolate implements InlineHost {
    * execution in flight with the reason's error, which it returns.
    */
   stop(reason: StopReason): PlatformError {
+    // Stopped mid-run, its heap is freed on its own thread, which may hold up isolates created now.
+    if (this.stopReason === undefined && (this.running.size > 0 || reason === "memory")) {
+      teardownGate.noteTeardown();
+    }
     this.stopReason ??= reason;
     if (!this.isolate.isDisposed) this.isolate.dispose();
     this.inline?.unregister();

@@ -4,6 +4,7 @@ import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
 import { loadRuntimeScript } from "./runtime-script.js";
+import { teardownGate } from "./teardown-gate.js";
 
 /** A synchronous entry point into an isolate (inline entries pass numbers and strings only). */
 export type InlineEntry = ivm.Reference<(...args: never[]) => void>;
@@ -90,6 +91,7 @@ export async function loadIsolate(
   artifact: string,
   limits: IsolateLimits,
 ): Promise<LoadedIsolate> {
+  await teardownGate.beforeCreate();
   const isolate = new ivm.Isolate({
     memoryLimit: limits.memoryMb,
     onCatastrophicError: (message) => onCatastrophicError(artifact, message),
@@ -134,6 +136,7 @@ export async function loadIsolate(
   } catch (error) {
     // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
     const outOfMemory = isolate.isDisposed;
+    if (outOfMemory) teardownGate.noteTeardown();
     if (!isolate.isDisposed) isolate.dispose();
     if (isPlatformError(error)) throw error;
     if (outOfMemory) throw new PlatformError("bad_request", "The capsule ran out of memory while loading.");
