@@ -194,3 +194,51 @@ describe("an open socket whose identity ends", () => {
     expect(Date.now()).toBeGreaterThanOrEqual(expiresAt - 1000);
   });
 });
+
+describe("an HTTP mutation racing a guest upgrade", () => {
+  it("never commits as the retired guest, even when it was authenticated before the upgrade committed", async () => {
+    const guest = await post("/__platform/auth/guest", {});
+    const guestId = guest.body.userId as string;
+    const guestToken = guest.body.token as string;
+    expect((await post("/api/mutation/addNote", { text: "http-before" }, guestToken)).status).toBe(200);
+
+    // Writers keep several guest mutations in flight over plain HTTP until the upgrade answered:
+    // each is authenticated when it arrives and may wait in the deployment's queue behind the others
+    // (and behind the upgrade) before its transaction runs.
+    let answered = false;
+    const outcomes: Array<{ text: string; status: number }> = [];
+    let sent = 0;
+    const writer = async () => {
+      while (!answered && sent < 2000) {
+        const text = `http-race-${sent++}`;
+        const response = await post("/api/mutation/addNote", { text }, guestToken);
+        outcomes.push({ text, status: response.status });
+      }
+    };
+    const writers = Array.from({ length: 12 }, writer);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const account = await post(
+      "/__platform/auth/dev-sign-in",
+      { email: "http-racer@example.com" },
+      guestToken,
+    );
+    answered = true;
+    await Promise.all(writers);
+    expect(account.status).toBe(200);
+    expect(account.body.upgradedFrom).toBe(guestId);
+    const after = await post("/api/mutation/addNote", { text: "http-after" }, guestToken);
+    console.log(
+      `http race: ${outcomes.filter((o) => o.status === 200).length} applied, ` +
+        `${outcomes.filter((o) => o.status === 401).length} refused; after the upgrade ${after.status}`,
+    );
+    expect(after.status).toBe(401);
+    expect(outcomes.every((o) => o.status === 200 || o.status === 401)).toBe(true);
+
+    const notes = await allNotes();
+    expect(notes.filter(([owner]) => owner === guestId)).toEqual([]);
+    const accountNotes = notes.filter(([owner]) => owner === account.body.userId).map(([, text]) => text);
+    expect(accountNotes).toContain("http-before");
+    // Every mutation answered as applied was moved to the account with the rest.
+    for (const { text, status } of outcomes) if (status === 200) expect(accountNotes).toContain(text);
+  });
+});

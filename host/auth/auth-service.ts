@@ -10,6 +10,8 @@ import {
   GUEST_NAME,
   type IssuedToken,
   normaliseEmail,
+  requireLiveSession,
+  type SessionProof,
   type SessionRecord,
 } from "./sessions.js";
 import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnation } from "./tokens.js";
@@ -31,6 +33,8 @@ function refuseDeveloperToken(token: string): void {
 /** An identity held by an open connection (see {@link AuthService.holdIdentity}). */
 export interface HeldIdentity {
   identity: BridgeIdentity;
+  /** Checked again by each mutation's transaction. */
+  session: SessionProof;
   /** Writes as the identity go through this gate; `gate.ended` once it was retired. */
   gate: SessionGate;
   /** When the token expires (ms since the epoch): the holder ends then. */
@@ -183,23 +187,43 @@ export class AuthService {
   }
 
   private async liveSession(claims: TokenClaims): Promise<SessionRecord> {
-    const record = await this.sessions.get(this.sessionId(claims.deployment, claims.session));
-    if (!record) throw new PlatformError("unauthorized", "This session no longer exists; sign in again.");
-    if (record.retiredAt !== undefined) {
-      throw new PlatformError(
-        "unauthorized",
-        "This guest session was upgraded to an account; use the account's token.",
-      );
-    }
-    return record;
+    return requireLiveSession(await this.sessions.get(this.sessionId(claims.deployment, claims.session)));
+  }
+
+  /** What a mutation checks again in its transaction: the session is still live (see {@link SessionProof}). */
+  private sessionProof(claims: TokenClaims): SessionProof {
+    return {
+      key: this.sessions.key(this.sessionId(claims.deployment, claims.session)),
+      check: (stored) => {
+        requireLiveSession(stored === null ? undefined : (JSON.parse(stored) as SessionRecord));
+      },
+    };
   }
 
   /** The identity a request's bearer token proves, or throws `unauthorized`. */
   async authenticate(deployment: string, token: string): Promise<BridgeIdentity> {
+    return (await this.authenticateCaller(deployment, token)).identity;
+  }
+
+  /**
+   * The identity a request's bearer token proves and the proof of its session, which the call's
+   * transaction checks again if it writes; throws `unauthorized`.
+   */
+  async authenticateCaller(
+    deployment: string,
+    token: string,
+  ): Promise<{ identity: BridgeIdentity; session: SessionProof }> {
     refuseDeveloperToken(token);
     const claims = await this.verify(token, deployment, false);
     await this.liveSession(claims);
-    return { userId: claims.userId, kind: claims.kind, ...(claims.email ? { email: claims.email } : {}) };
+    return {
+      identity: {
+        userId: claims.userId,
+        kind: claims.kind,
+        ...(claims.email ? { email: claims.email } : {}),
+      },
+      session: this.sessionProof(claims),
+    };
   }
 
   /**
@@ -219,7 +243,13 @@ export class AuthService {
     }
     const identity: BridgeIdentity = { userId: claims.userId, kind: claims.kind };
     if (claims.email) identity.email = claims.email;
-    return { identity, gate, expiresAt: (decodeJwt(token).exp ?? 0) * 1000, release };
+    return {
+      identity,
+      session: this.sessionProof(claims),
+      gate,
+      expiresAt: (decodeJwt(token).exp ?? 0) * 1000,
+      release,
+    };
   }
 
   /**

@@ -13,7 +13,13 @@ export {
 export { type CodeRequest, EmailCodes, type EmailOptions } from "./email-codes.js";
 export { type OidcIssuer, OidcVerifier } from "./oidc.js";
 export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
-export { accountUserId, type IssuedToken, normaliseEmail, type SessionRecord } from "./sessions.js";
+export {
+  accountUserId,
+  type IssuedToken,
+  normaliseEmail,
+  type SessionProof,
+  type SessionRecord,
+} from "./sessions.js";
 export {
   type IdentityKind,
   RENEWAL_WINDOW_SECONDS,

@@ -21,6 +21,31 @@ export interface SessionRecord {
   upgradedTo?: string;
 }
 
+/** `record` if it is a live session; else `unauthorized`, saying why. */
+export function requireLiveSession(record: SessionRecord | undefined): SessionRecord {
+  if (!record) throw new PlatformError("unauthorized", "This session no longer exists; sign in again.");
+  if (record.retiredAt !== undefined) {
+    throw new PlatformError(
+      "unauthorized",
+      "This guest session was upgraded to an account; use the account's token.",
+    );
+  }
+  return record;
+}
+
+/**
+ * The caller's sign-in session, checked again inside a mutation's transaction. Mutations of a
+ * deployment run one after another, and a guest upgrade retires the guest's session in its own
+ * transaction, so a mutation that was authenticated an instant before an upgrade committed sees
+ * the retirement here and is refused: nothing is ever written as a retired identity.
+ */
+export interface SessionProof {
+  /** The session record's key in the host's store. */
+  key: Buffer;
+  /** Throws `unauthorized` unless `stored` (the record's JSON, or null when gone) is a live session. */
+  check(stored: string | null): void;
+}
+
 /** A token handed to a client. */
 export interface IssuedToken {
   token: string;

@@ -6,6 +6,7 @@ import type {
 } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { checkAppCall, checkEndpointCall } from "../access/index.js";
+import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, ReadSet } from "../db/index.js";
 import { type IsolatePool, retryAbandoned } from "../isolates/index.js";
 import { CALL_KINDS, nextSeed } from "./dispatch.js";
@@ -29,6 +30,8 @@ export interface Call {
   name: string;
   argsJson: string;
   identity: BridgeIdentity | null;
+  /** The session behind `identity` (absent for anonymous calls). */
+  session?: SessionProof | null;
 }
 
 /**
@@ -68,7 +71,7 @@ export class CallExecutor {
       record.declaration.apiVersion === 0
         ? asLegacyRequest(fields, call.kind)
         : Object.assign(fields, { kind: call.kind });
-    return this.execute(record, call.kind === "mutation", call.name, call.argsJson, request);
+    return this.execute(record, call.kind === "mutation", call.name, call.argsJson, request, call.session);
   }
 
   /**
@@ -81,6 +84,7 @@ export class CallExecutor {
     name: string,
     request: BridgeHttpRequest & { bodyText: string },
     identity: BridgeIdentity | null,
+    session?: SessionProof | null,
   ): Promise<CallResult> {
     checkEndpointCall(record, identity);
     const endpoint = record.declaration.endpoints.find((e) => e.name === name);
@@ -102,12 +106,14 @@ export class CallExecutor {
         now,
         seed: nextSeed(),
       },
+      session,
     );
   }
 
   /**
    * Runs one dispatch request in the deployment's isolate inside one transaction, again if the
-   * isolate abandoned it, and records the call (outcome and usage) in the log.
+   * isolate abandoned it, and records the call (outcome and usage) in the log. A writing call
+   * checks the caller's session first, in its transaction (see {@link SessionProof}).
    */
   private async execute(
     record: DeploymentRecord,
@@ -115,6 +121,7 @@ export class CallExecutor {
     handler: string,
     argsJson: string,
     request: DispatchRequest,
+    session?: SessionProof | null,
   ): Promise<CallResult> {
     quarantine.check(record);
     const database = await this.db.deployment(record.id);
@@ -133,7 +140,10 @@ export class CallExecutor {
     try {
       const result = await retryAbandoned(sink, (log) =>
         writes
-          ? database.mutate((tx) => run.inSlot(tx, log), options)
+          ? database.mutate(async (tx) => {
+              if (session) session.check(await tx.readKey(session.key));
+              return run.inSlot(tx, log);
+            }, options)
           : database.query((tx) => run.inSlot(tx, log), options),
       );
       const used = run.usage();

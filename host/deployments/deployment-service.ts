@@ -1,4 +1,5 @@
 import type { BridgeHttpRequest, BridgeIdentity } from "../../sdk/protocol/index.js";
+import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import { IsolatePool, type PoolOptions } from "../isolates/index.js";
 import { type Call, CallExecutor, type CallResult } from "./call-execution.js";
@@ -20,6 +21,7 @@ export class DeploymentService {
   private readonly registry: DeploymentRegistry;
   private readonly calls: CallExecutor;
   private readonly removals: DeploymentRemovals;
+  private readonly goneListeners = new Set<(id: string) => void>();
 
   constructor(
     readonly db: HostDatabase,
@@ -31,11 +33,21 @@ export class DeploymentService {
     const stop = (id: string) => {
       this.pool.remove(id);
       db.forget(id);
+      for (const listener of this.goneListeners) listener(id);
     };
     this.registry = new DeploymentRegistry(db, stop);
     this.removals = new DeploymentRemovals(db, this.registry, stop);
     this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions);
     this.calls = new CallExecutor(db, this.pool, logs);
+  }
+
+  /**
+   * Calls `listener` with the id of each deployment deleted from now on, here or by another host
+   * (when its announcement arrives), so connections to it can be closed. Returns the unsubscribe.
+   */
+  onGone(listener: (id: string) => void): () => void {
+    this.goneListeners.add(listener);
+    return () => this.goneListeners.delete(listener);
   }
 
   /** The deployment `id`, or undefined. */
@@ -137,8 +149,9 @@ export class DeploymentService {
     name: string,
     request: BridgeHttpRequest & { bodyText: string },
     identity: BridgeIdentity | null,
+    session?: SessionProof | null,
   ): Promise<CallResult> {
-    return this.calls.callEndpoint(await this.registry.require(id), name, request, identity);
+    return this.calls.callEndpoint(await this.registry.require(id), name, request, identity, session);
   }
 
   /** Upgrades a guest of deployment `id` to `account` in one transaction (see {@link upgradeGuest}). */

@@ -6,3 +6,4 @@ export { DeploymentService } from "./deployment-service.js";
 export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
 export { Quarantine, quarantine } from "./quarantine.js";
 export { type ArtifactRecord, checkDeploymentId, type DeploymentRecord, publicView } from "./records.js";
+export type { DeploymentScopedState } from "./removal.js";

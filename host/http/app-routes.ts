@@ -30,6 +30,7 @@ export function appRoutes(
         name: ctx.params.name as string,
         argsJson: ctx.state.jsonText as string,
         identity: ctx.state.identity,
+        session: ctx.state.session,
       });
       ctx.type = "application/json";
       ctx.body = `{"value":${result.valueJson}}`;

@@ -52,6 +52,7 @@ function callEndpoint(deployments: DeploymentService): Middleware {
         bodyText: body.toString("utf8"),
       },
       ctx.state.identity,
+      ctx.state.session,
     );
     const response = JSON.parse(result.valueJson) as EndpointResponseJson;
     const status = response.status;
