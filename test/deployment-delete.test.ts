@@ -10,11 +10,13 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HttpResponse, sendRequest } from "../cli/http.js";
+import WebSocket from "ws";
+import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { TokenService } from "../host/auth/index.js";
 import { collect, HostDatabase } from "../host/db/index.js";
 import { deploymentPrefixes } from "../host/db/keys.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { SYNC_CLOSE } from "../sdk/protocol/index.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const ID = "reused";
@@ -193,6 +195,45 @@ describe("deleting a deployment", () => {
   });
 });
 
+/** Opens `GET /api/sync` of deployment `id`; resolves with the socket and its close. */
+function openSync(host: TestHost, id: string, token?: string) {
+  const query = token ? `?platform_token=${encodeURIComponent(token)}` : "";
+  const ws = new WebSocket(`${host.deploymentUrl(id).replace("http", "ws")}/api/sync${query}`, {
+    lookup: localhostLookup,
+  } as WebSocket.ClientOptions);
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once("close", (closeCode, reason) => resolve({ code: closeCode, reason: String(reason) })),
+  );
+  return new Promise<{ ws: WebSocket; closed: typeof closed }>((resolve, reject) => {
+    ws.once("open", () => resolve({ ws, closed }));
+    ws.once("error", reject);
+  });
+}
+
+describe("open connections of a deleted deployment", () => {
+  it("are closed with the deployment-gone code, with and without a token", async () => {
+    const host = await startTestHost();
+    try {
+      const owner = await developer(host, "owner");
+      await create(host, "socketed", owner);
+      const guest = (
+        await sendRequest(`${host.deploymentUrl("socketed")}/__platform/auth/guest`, { method: "POST" })
+      ).json<{ token: string }>().token;
+      const sockets = [await openSync(host, "socketed"), await openSync(host, "socketed", guest)];
+      const deleted = await host.admin("/v1/deploys/socketed", "DELETE", undefined, owner.token);
+      expect(deleted.status, deleted.text()).toBe(204);
+      for (const socket of sockets)
+        expect(await socket.closed).toEqual({
+          code: SYNC_CLOSE.deploymentGone,
+          reason: "deployment deleted",
+        });
+      await expect(openSync(host, "socketed")).rejects.toThrow(/404/);
+    } finally {
+      await host.dispose();
+    }
+  });
+});
+
 describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two hosts", () => {
   let server: LocalPostgres;
   beforeAll(async () => {
@@ -200,7 +241,7 @@ describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two ho
   }, 60_000);
   afterAll(() => server?.stop());
 
-  it("a deletion on one host leaves nothing for a new deployment made on the other", async () => {
+  it("a deletion on one host closes the other's sockets and leaves nothing for a new deployment made there", async () => {
     const limits = { perDeveloper: QUOTA };
     const a = await startTestHost({ database: server.url, storageLimits: limits });
     const b = await startTestHost({ database: server.url, storageLimits: limits });
@@ -210,8 +251,13 @@ describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two ho
       const left = await populate(a, old);
       // Host b serves (and caches) the old deployment before it is deleted on host a.
       expect(code(await call(b, ID, "query", "q", left.guest))[0]).toBe(200);
+      const onOtherHost = await openSync(b, ID, left.guest);
       const deleted = await a.admin(`/v1/deploys/${ID}`, "DELETE", undefined, old.token);
       expect(deleted.status, deleted.text()).toBe(204);
+      expect(await onOtherHost.closed).toEqual({
+        code: SYNC_CLOSE.deploymentGone,
+        reason: "deployment deleted",
+      });
       expect(await keysOf(b.database, ID)).toEqual([]);
       await expectNothingLeft(b, old, next, left);
       for (const token of [left.account, left.guest])
@@ -285,11 +331,15 @@ describe("tokens of deployments created before incarnations", () => {
   });
 });
 
-function deleteUntilMidway(dir: string, id: string): Promise<void> {
+function deleteUntilMidway(dir: string, id: string, stage: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/removal-crash.ts", dir, id], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "test/helpers/removal-crash.ts", dir, id, stage],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => {
       output += chunk.toString();
@@ -301,31 +351,53 @@ function deleteUntilMidway(dir: string, id: string): Promise<void> {
   });
 }
 
+/** Where the child stops a removal, and what must remain of the deployment then. */
+const CRASH_POINTS: Array<{ stage: string; remains: (keys: string[]) => void }> = [
+  {
+    stage: "before-rows",
+    remains: (keys) =>
+      expect(keys.filter((key) => !key.includes(":") && !key.includes("/")).length).toBeGreaterThan(0),
+  },
+  { stage: "after-rows", remains: (keys) => expect(keys).toEqual(expect.arrayContaining(["objects: 2"])) },
+  {
+    stage: "after-objects",
+    remains: (keys) => {
+      expect(keys).not.toContain("objects: 2");
+      expect(keys.some((key) => key.startsWith("sessions"))).toBe(true);
+    },
+  },
+  { stage: "after-purges", remains: (keys) => expect(keys).toEqual([`deployment-removals/${ID}`]) },
+];
+
 describe("a crash midway through a deletion", () => {
-  it("is finished by the restarted host before the id is used again", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "platform-delete-crash-"));
-    try {
-      const first = await startTestHost({ data: dir, storageLimits: { perDeveloper: QUOTA } });
-      const old = await developer(first, "old");
-      const next = await developer(first, "next");
-      const left = await populate(first, old);
-      await first.close();
-      await deleteUntilMidway(dir, ID);
-      // Killed midway: the deployment is hidden, its rows are gone, its objects and sessions not yet.
-      const midway = await HostDatabase.open(join(dir, "db"));
-      const remaining = await keysOf(midway, ID);
-      await midway.close();
-      expect(remaining).toEqual(expect.arrayContaining(["objects: 2", `deployment-removals/${ID}`]));
-      expect(remaining.some((key) => key.startsWith("sessions"))).toBe(true);
-      const restarted = await startTestHost({ data: dir, storageLimits: { perDeveloper: QUOTA } });
+  it.each(CRASH_POINTS)(
+    "at $stage is finished by the restarted host before the id is used again",
+    async ({ stage, remains }) => {
+      const dir = await mkdtemp(join(tmpdir(), "platform-delete-crash-"));
       try {
-        expect(await keysOf(restarted.database, ID)).toEqual([]);
-        await expectNothingLeft(restarted, old, next, left);
+        const first = await startTestHost({ data: dir, storageLimits: { perDeveloper: QUOTA } });
+        const old = await developer(first, "old");
+        const next = await developer(first, "next");
+        const left = await populate(first, old);
+        await first.close();
+        await deleteUntilMidway(dir, ID, stage);
+        // Killed midway: the deployment is hidden and marked as being removed; some of it remains.
+        const midway = await HostDatabase.open(join(dir, "db"));
+        const remaining = await keysOf(midway, ID);
+        await midway.close();
+        expect(remaining).toContain(`deployment-removals/${ID}`);
+        remains(remaining);
+        const restarted = await startTestHost({ data: dir, storageLimits: { perDeveloper: QUOTA } });
+        try {
+          expect(await keysOf(restarted.database, ID)).toEqual([]);
+          await expectNothingLeft(restarted, old, next, left);
+        } finally {
+          await restarted.close();
+        }
       } finally {
-        await restarted.close();
+        await rm(dir, { recursive: true, force: true });
       }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 });

@@ -3,7 +3,13 @@ import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type BridgeIdentity, SYNC_CLOSE } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { type AuthService, type HeldIdentity, IDENTITY_ENDED, type SessionGate } from "../auth/index.js";
+import {
+  type AuthService,
+  type HeldIdentity,
+  IDENTITY_ENDED,
+  type SessionGate,
+  type SessionProof,
+} from "../auth/index.js";
 import type { CallResult, DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
@@ -39,6 +45,8 @@ function wireError(error: unknown) {
  * Mutations and every pushed result count toward the caller's request quota. When the identity
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
+ * When the deployment is deleted (here or on another host) its sockets are closed with
+ * {@link SYNC_CLOSE.deploymentGone}.
  */
 export function attachSync(
   server: Server,
@@ -49,6 +57,11 @@ export function attachSync(
   quota: RequestQuota,
 ): () => void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
+  const open = new Map<string, Set<WebSocket>>();
+  const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
+  const stopWatching = deployments.onGone((id) => {
+    for (const ws of open.get(id) ?? []) closeGone(ws);
+  });
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const deployment = resolveDeployment(req.headers.host ?? "");
@@ -70,24 +83,31 @@ export function attachSync(
     }
     if (held) socket.once("close", held.release);
     const identity = held ? held.identity : null;
+    const session = held ? held.session : null;
     const key = quotaKey(deployment, identity, req.socket.remoteAddress ?? "");
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (!held) return serve(ws, deployment, null, key, null);
+      if (!held) return serve(ws, deployment, null, null, key, null);
       const gate = held.gate;
       const expiry = setTimeout(() => end(IDENTITY_ENDED.expired), Math.max(0, held.expiresAt - Date.now()));
       end = (reason) => ws.close(SYNC_CLOSE.identityEnded, reason);
       ws.once("close", () => clearTimeout(expiry));
       if (endedBeforeOpen !== undefined) end(endedBeforeOpen);
-      serve(ws, deployment, identity, key, gate);
+      serve(ws, deployment, identity, session, key, gate);
     });
   };
   const serve = (
     ws: WebSocket,
     deployment: string,
     identity: BridgeIdentity | null,
+    session: SessionProof | null,
     key: string,
     gate: SessionGate | null,
   ) => {
+    const sockets = open.get(deployment) ?? new Set<WebSocket>();
+    open.set(deployment, sockets);
+    sockets.add(ws);
+    // Deleted between the upgrade's check and now: the listener above has run already.
+    void deployments.get(deployment).then((record) => record || closeGone(ws));
     const subscriptions = new Map<string, Promise<() => void>>();
     /** Results (values or errors) held back while the caller is over its quota: the latest of each. */
     const held = new Map<string, string>();
@@ -181,6 +201,7 @@ export function attachSync(
               name: String(message.name),
               argsJson,
               identity,
+              session,
             });
           } finally {
             gate?.endWrite();
@@ -197,6 +218,8 @@ export function attachSync(
       }
     });
     ws.on("close", async () => {
+      sockets.delete(ws);
+      if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);
       clearTimeout(flushTimer);
       held.clear();
       for (const stop of subscriptions.values()) (await stop)();
@@ -205,6 +228,7 @@ export function attachSync(
   };
   server.on("upgrade", onUpgrade);
   return () => {
+    stopWatching();
     server.off("upgrade", onUpgrade);
     for (const client of wss.clients) client.terminate();
     wss.close();

@@ -8,4 +8,9 @@ export const SYNC_CLOSE = {
    * session was retired, or its token expired): get a live token, reconnect and subscribe again.
    */
   identityEnded: 4001,
+  /**
+   * The deployment was deleted. A new deployment under the same id is another app: it refuses the
+   * old tokens, so a client that reconnects starts over with a new identity.
+   */
+  deploymentGone: 4004,
 } as const;
