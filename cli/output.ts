@@ -1,27 +1,25 @@
-import { type ErrorCode, isPlatformError } from "../sdk/values/index.js";
+import { CommanderError } from "commander";
+import { isPlatformError } from "../sdk/values/index.js";
 
 /** Exit codes of every command: 0 success, 1 failure, 2 usage. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
 /**
- * Codes whose message alone says what to fix ("No such object.", "Deploy failed: ...", "Build
- * failed: ..."), printed without the code as they always were; every other failure is printed as
- * `error: <code>: <message>`, the server's code first, so it can be looked up.
+ * Prints an error for humans on stderr (no stack trace unless `verbose`) and returns its exit
+ * code. A platform error is printed as `error: <code>: <message>`, the server's code first (or the
+ * CLI's own, from the same list), so it can be looked up in docs/http-api.md and told apart from
+ * others without reading the message. A commander error thrown by an action (an
+ * `InvalidArgumentError` for flags that only conflict once all are known) is a usage error: exit 2.
  */
-const MESSAGE_ONLY: ReadonlySet<ErrorCode> = new Set(["bad_request", "not_found"]);
-
-/** Prints an error for humans on stderr (no stack trace unless `verbose`) and returns exit code 1. */
 export function reportError(error: unknown, verbose = false): number {
   const message = isPlatformError(error)
-    ? MESSAGE_ONLY.has(error.code)
-      ? error.message
-      : `${error.code}: ${error.message}`
+    ? `${error.code}: ${error.message}`
     : error instanceof Error
       ? error.message
       : String(error);
   process.stderr.write(`error: ${message}\n`);
   if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-  return EXIT.failure;
+  return error instanceof CommanderError ? EXIT.usage : EXIT.failure;
 }
 
 /**

@@ -2,10 +2,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { lookup } from "node:dns/promises";
 import net from "node:net";
 import { createInterface } from "node:readline";
+import { getSystemErrorName } from "node:util";
 // The supervisor loads only these two small modules of the host, never isolated-vm.
 import { nextQuarantine, type QuarantineEntry } from "../host/deployments/quarantine.js";
 import { parseSupervisorLine, SUPERVISOR_FD_ENV } from "../host/isolates/crash-record.js";
 import { LIMITS } from "../sdk/protocol/index.js";
+import { listenFailure } from "./listen-failure.js";
 
 /** Where the supervisor listens, and what each server process gets in its environment. */
 export interface SupervisorOptions {
@@ -17,6 +19,8 @@ export interface SupervisorOptions {
 /** A bound TCP socket handle (node:net's own, the one its cluster module shares with workers). */
 interface ServerHandle {
   readonly fd: number;
+  /** Fills `out` with the bound address; answers 0 or a negative errno. */
+  getsockname(out: object): number;
   close(): void;
 }
 
@@ -40,11 +44,14 @@ const START_RETRY_MS = 200;
 async function bindSocket(hostname: string, port: number): Promise<ServerHandle> {
   const { address, family } = await lookup(hostname);
   const handle = netInternals._createServerHandle(address, port, family);
-  if (typeof handle === "number")
-    throw new Error(
-      `Cannot listen on ${hostname}:${port} (error ${handle}): is another server using that port? Pick another with --port.`,
-    );
-  return handle;
+  // libuv defers a bind's EADDRINUSE to the socket's next call; asking for the address surfaces
+  // it here. Unchecked, a server process would listen on the unbound socket: on a random port.
+  const error = typeof handle === "number" ? handle : handle.getsockname({});
+  if (error !== 0) {
+    if (typeof handle !== "number") handle.close();
+    throw listenFailure(hostname, port, getSystemErrorName(error));
+  }
+  return handle as ServerHandle;
 }
 
 /** One server process and what it said on the supervisor channel. */

@@ -73,14 +73,14 @@ describe("platform storage against platform dev", () => {
     const del = cli("storage", "delete", key, "--json");
     expect(JSON.parse(del.stdout)).toEqual({ key, deleted: true });
     const gone = cli("storage", "get", key, "--out", out);
-    expect([gone.status, gone.stderr.trim()]).toEqual([1, "error: No such object."]);
+    expect([gone.status, gone.stderr.trim()]).toEqual([1, "error: not_found: No such object."]);
   });
 
   it("fails clearly: missing file, too large, blocked type, bad flags, --json without --out", () => {
     const missing = cli("storage", "put", join(dir, "nope.png"));
     expect([missing.status, missing.stderr.trim()]).toEqual([
       1,
-      `error: No such file: ${join(dir, "nope.png")}.`,
+      `error: not_found: No such file: ${join(dir, "nope.png")}.`,
     ]);
     const big = cli("storage", "put", join(dir, "big.bin"));
     expect(big.status).toBe(1);

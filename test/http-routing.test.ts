@@ -1,8 +1,8 @@
 /**
  * What the HTTP app answers where no route does, per origin: which route file owns a path (its
  * unknown paths end there), what falls through to the capsule's endpoints and client files, and
- * which check answers first. Routers must not change any of it (no 405s, no trailing-slash or
- * case-folded matches where there were none).
+ * which check answers first. Routers must not change any of it (no 405s beyond the call routes'
+ * own, see http-errors.test.ts; no trailing-slash or case-folded matches where there were none).
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request } from "node:http";

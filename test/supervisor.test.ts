@@ -86,7 +86,9 @@ it("platform login stores a developer token that platform deploy then uses", asy
     env,
   );
   expect(refused.status).toBe(1);
-  expect(refused.stderr).toContain("The host refused that token");
+  expect(refused.stderr).toContain(
+    "error: forbidden: That token is not valid for this host. Ask the host's operator for a developer token",
+  );
   const login = await runCliAsync(
     ["login", "--host", `http://localhost:${port}`, "--token", developer.token],
     env,
@@ -187,7 +189,7 @@ it("platform deploy shows upload and index backfill progress, and migration fail
   );
   const failed = deploy();
   expect(failed.status).toBe(1);
-  expect(failed.stderr.trim()).toBe("error: Deploy failed: Missing value for items.label");
+  expect(failed.stderr.trim()).toBe("error: bad_request: Deploy failed: Missing value for items.label");
 }, 90_000);
 
 it("stops with a clear message after repeated start-up failures", async () => {

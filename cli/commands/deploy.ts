@@ -1,12 +1,13 @@
 import { request } from "node:http";
 import { basename, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { errorFromWire } from "../../sdk/client/errors.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
+import { parseHostUrl } from "../flags.js";
 import { localhostLookup, onLines, writeBody } from "../http.js";
 import { runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
@@ -89,7 +90,11 @@ export function registerDeploy(program: Command): void {
     .command("deploy")
     .argument("[dir]", "capsule folder (with server/index.ts)", ".")
     .description("bundle a capsule and deploy it to a host (creates or updates the deployment)")
-    .requiredOption("--host <url>", "control plane URL of the host, e.g. http://localhost:8080")
+    .addOption(
+      new Option("--host <url>", "control plane URL of the host, e.g. http://localhost:8080")
+        .makeOptionMandatory()
+        .argParser(parseHostUrl),
+    )
     .option("--name <id>", "deployment id (default: the folder name)")
     .option(
       "--token <token>",

@@ -2,10 +2,12 @@ import { existsSync, watch } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { bundleCapsule } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
 import { readServerEnv } from "../env-file.js";
+import { parsePort } from "../flags.js";
+import { isListenError, listenFailure } from "../listen-failure.js";
 import { reportError } from "../output.js";
 
 const DEV_DEPLOYMENT = "dev";
@@ -18,13 +20,13 @@ export function registerDev(program: Command): void {
     .description(
       "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit); serves client/, with client/main.tsx built by esbuild to /main.js",
     )
-    .option("--port <port>", "port to listen on", "3000")
+    .addOption(new Option("--port <port>", "port to listen on").default(3000).argParser(parsePort))
     .option(
       "--data <dir>",
       "keep the dev database in this folder across restarts (default: a throw-away folder)",
     )
     .addHelpText("after", "\nExamples:\n  platform dev fixtures/todo\n  platform dev . --port 4000")
-    .action(async (dirArg: string, flags: { port: string; data?: string }) => {
+    .action(async (dirArg: string, flags: { port: number; data?: string }) => {
       const dir = resolve(dirArg);
       const keep = flags.data !== undefined;
       const data = keep ? resolve(flags.data as string) : await mkdtemp(join(tmpdir(), "platform-dev-"));
@@ -38,7 +40,7 @@ export function registerDev(program: Command): void {
         const { randomBytes } = await import("node:crypto");
         const host = await startHost({
           data,
-          port: Number(flags.port),
+          port: flags.port,
           domain: "localhost",
           adminToken: randomBytes(24).toString("hex"),
           devDeployment: DEV_DEPLOYMENT,
@@ -93,7 +95,9 @@ export function registerDev(program: Command): void {
         process.once("SIGTERM", stop);
       } catch (error) {
         await discard();
-        process.exit(reportError(error));
+        process.exit(
+          reportError(isListenError(error) ? listenFailure("127.0.0.1", flags.port, error.code) : error),
+        );
       }
     });
 }

@@ -1,17 +1,18 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
+import { parsePort } from "../flags.js";
 import { runAction } from "../output.js";
 
 interface HostFlags {
-  port: string;
+  port: number;
   data: string;
   domain: string;
   hostname: string;
-  requestQuota?: string;
+  requestQuota?: HostOptions["requestQuota"];
   database?: string;
   s3Endpoint?: string;
   s3Bucket?: string;
@@ -25,15 +26,10 @@ interface HostFlags {
  */
 function backends(flags: HostFlags): Pick<HostOptions, "database" | "s3"> {
   const out: Pick<HostOptions, "database" | "s3"> = {};
-  if (flags.database !== undefined) {
-    if (!/^postgres(ql)?:\/\//.test(flags.database))
-      throw new Error(
-        "--database must be a postgres:// URL (without it the database is embedded under --data).",
-      );
-    out.database = flags.database;
-  }
+  if (flags.database !== undefined) out.database = flags.database;
   if (flags.s3Endpoint !== undefined || flags.s3Region !== undefined) {
-    if (flags.s3Bucket === undefined) throw new Error("--s3-endpoint and --s3-region need --s3-bucket.");
+    if (flags.s3Bucket === undefined)
+      throw new InvalidArgumentError("--s3-endpoint and --s3-region need --s3-bucket.");
   }
   if (flags.s3Bucket !== undefined) {
     out.s3 = {
@@ -49,12 +45,20 @@ function backends(flags: HostFlags): Pick<HostOptions, "database" | "s3"> {
 const BURST_PER_RATE = LIMITS.requestQuotaBurst / LIMITS.requestQuotaPerSecond;
 
 /** `--request-quota <n>`: n requests per second per caller with bursts of {@link BURST_PER_RATE} times n; 0 turns it off. */
-function requestQuota(flag: string | undefined): Pick<HostOptions, "requestQuota"> {
-  if (flag === undefined) return {};
-  const perSecond = Number(flag);
+function parseRequestQuota(flag: string): HostOptions["requestQuota"] {
+  const perSecond = flag.trim() === "" ? Number.NaN : Number(flag);
   if (!Number.isFinite(perSecond) || perSecond < 0)
-    throw new Error("--request-quota must be a number of requests per second (0 turns quotas off).");
-  return { requestQuota: perSecond === 0 ? false : { perSecond, burst: perSecond * BURST_PER_RATE } };
+    throw new InvalidArgumentError("Write a number of requests per second (0 turns quotas off).");
+  return perSecond === 0 ? false : { perSecond, burst: perSecond * BURST_PER_RATE };
+}
+
+/** `--database`: a PostgreSQL URL (without the flag the database is embedded under --data). */
+function parseDatabaseUrl(flag: string): string {
+  if (!/^postgres(ql)?:\/\//.test(flag))
+    throw new InvalidArgumentError(
+      "Write a postgres:// URL, e.g. postgres://platform@db:5432/platform (without --database the database is embedded under --data).",
+    );
+  return flag;
 }
 
 /** The operator token: `PLATFORM_ADMIN_TOKEN`, else one generated once and kept in the data folder. */
@@ -116,11 +120,11 @@ async function serve(flags: HostFlags): Promise<void> {
   const host = await startHost({
     data,
     ...(Number.isInteger(listenFd) && listenFd > 2 ? { listenFd } : {}),
-    port: Number(flags.port),
+    port: flags.port,
     domain: flags.domain,
     hostname: flags.hostname,
     adminToken: token,
-    ...requestQuota(flags.requestQuota),
+    ...(flags.requestQuota === undefined ? {} : { requestQuota: flags.requestQuota }),
     ...backends(flags),
     ...signInSettings(),
   });
@@ -152,7 +156,7 @@ async function superviseHost(flags: HostFlags): Promise<void> {
     process.stdout.write(`Generated an operator token (kept in ${join(data, "admin-token")}):\n  ${token}\n`);
   const { supervise } = await import("../supervisor.js");
   await supervise({
-    port: Number(flags.port),
+    port: flags.port,
     hostname: flags.hostname,
     env: { PLATFORM_ADMIN_TOKEN: token },
   });
@@ -165,20 +169,27 @@ export function registerHost(program: Command): void {
     .description(
       "run the multi-tenant host: control plane at http://<domain>:<port>, deployments at http://<id>.<domain>:<port>",
     )
-    .option("--port <port>", "port to listen on", "8080")
+    .addOption(new Option("--port <port>", "port to listen on").default(8080).argParser(parsePort))
     .option("--data <dir>", "data folder (database, operator token)", "./data")
     .option("--domain <domain>", "domain the deployments live under", "localhost")
     .option("--hostname <address>", "address to bind", "127.0.0.1")
-    .option("--database <url>", "a postgres:// URL: the database in PostgreSQL, shared with other hosts")
+    .addOption(
+      new Option(
+        "--database <url>",
+        "a postgres:// URL: the database in PostgreSQL, shared with other hosts",
+      ).argParser(parseDatabaseUrl),
+    )
     .option(
       "--s3-bucket <name>",
       "keep uploaded files in this S3 (or S3-protocol) bucket instead of under --data",
     )
     .option("--s3-endpoint <url>", "the S3-protocol server (default: AWS); path-style URLs")
     .option("--s3-region <region>", "the bucket's region (default us-east-1)")
-    .option(
-      "--request-quota <n>",
-      `requests per second per caller and deployment, bursts of ${BURST_PER_RATE}n (default ${LIMITS.requestQuotaPerSecond}; 0 turns quotas off)`,
+    .addOption(
+      new Option(
+        "--request-quota <n>",
+        `requests per second per caller and deployment, bursts of ${BURST_PER_RATE}n (default ${LIMITS.requestQuotaPerSecond}; 0 turns quotas off)`,
+      ).argParser(parseRequestQuota),
     )
     .addHelpText(
       "after",
@@ -186,8 +197,7 @@ export function registerHost(program: Command): void {
     )
     .action((flags: HostFlags) =>
       runAction(async () => {
-        // Bad values are refused before the supervisor starts anything.
-        requestQuota(flags.requestQuota);
+        // Bad values are refused before the supervisor starts anything (exit 2, as commander's own).
         backends(flags);
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
         else await superviseHost(flags);

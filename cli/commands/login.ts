@@ -1,7 +1,8 @@
 import { createInterface } from "node:readline/promises";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { hostKey, readConfig, writeConfig } from "../config.js";
+import { parseHostUrl } from "../flags.js";
 import { sendRequest } from "../http.js";
 import { runAction } from "../output.js";
 import { remoteError } from "../remote-error.js";
@@ -25,7 +26,11 @@ export function registerLogin(program: Command): void {
   program
     .command("login")
     .description("store a developer token for a host (PLATFORM_TOKEN overrides it)")
-    .requiredOption("--host <url>", "control plane URL of the host, e.g. http://localhost:8080")
+    .addOption(
+      new Option("--host <url>", "control plane URL of the host, e.g. http://localhost:8080")
+        .makeOptionMandatory()
+        .argParser(parseHostUrl),
+    )
     .option("--token <token>", "the developer token (otherwise read from standard input)")
     .addHelpText(
       "after",
@@ -44,10 +49,11 @@ export function registerLogin(program: Command): void {
         });
         if (me.status !== 200) {
           const error = remoteError(me.status, me.body);
+          // The server's code and message, then what to do about it.
           if (error.code === "unauthorized" || error.code === "forbidden")
             throw new PlatformError(
-              "unauthorized",
-              "The host refused that token; ask its operator for a developer token.",
+              error.code,
+              `${error.message} Ask the host's operator for a developer token (POST /v1/developers).`,
             );
           throw error;
         }

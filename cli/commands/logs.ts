@@ -1,8 +1,9 @@
 import { request } from "node:http";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { budgetShares, type CallUsage } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { ownerToken } from "../config.js";
+import { parseHostUrl, parsePort } from "../flags.js";
 import { localhostLookup, onLines } from "../http.js";
 import { formatBytes, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
@@ -53,8 +54,12 @@ export function registerLogs(program: Command): void {
     .description(
       "show handler log lines (ctx.log) and every call's budget figures of the dev server or of a hosted deployment",
     )
-    .option("--port <port>", "port of the local dev server", "3000")
-    .option("--host <url>", "control plane URL of the host, for a hosted deployment")
+    .addOption(new Option("--port <port>", "port of the local dev server").default(3000).argParser(parsePort))
+    .addOption(
+      new Option("--host <url>", "control plane URL of the host, for a hosted deployment").argParser(
+        parseHostUrl,
+      ),
+    )
     .option("--follow", "keep printing new lines")
     .option("--json", "print one JSON object per line")
     .addHelpText(
@@ -64,7 +69,7 @@ export function registerLogs(program: Command): void {
     .action(
       (
         deployId: string | undefined,
-        flags: { port: string; host?: string; follow?: boolean; json?: boolean },
+        flags: { port: number; host?: string; follow?: boolean; json?: boolean },
       ) =>
         runAction(async () => {
           let url: URL;

@@ -15,6 +15,7 @@ import { asLegacyRequest } from "./legacy/index.js";
 import type { LogHub, RequestId } from "./log-hub.js";
 import { quarantine } from "./quarantine.js";
 import type { DeploymentRecord } from "./records.js";
+import { unknownHandlerError } from "./unknown-handler.js";
 
 /** The outcome of one query or mutation. */
 export interface CallResult {
@@ -53,10 +54,7 @@ export class CallExecutor {
     checkAppCall(record, call.identity);
     const list = call.kind === "query" ? record.declaration.queries : record.declaration.mutations;
     if (!list.includes(call.name))
-      throw new PlatformError(
-        "not_found",
-        `No ${call.kind} named ${JSON.stringify(call.name)} in deployment ${record.id}.`,
-      );
+      throw unknownHandlerError(record.declaration, record.id, call.kind, call.name);
     // Object.assign, not a literal that starts with a spread: see withMode in host/db.
     const fields = {
       requestId: 0,

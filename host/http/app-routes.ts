@@ -5,6 +5,7 @@ import type { DeploymentService } from "../deployments/index.js";
 import { jsonTextBody } from "./body.js";
 import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
+import { methodNotAllowed } from "./method-not-allowed.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { ownPaths, under } from "./routing.js";
 
@@ -12,7 +13,8 @@ import { ownPaths, under } from "./routing.js";
  * Routes at a deployment's origin: `POST /api/query/<name>` and `POST /api/mutation/<name>`, JSON
  * args in, `200 {"value": ...}` out, as the identity of the `Authorization: Bearer` token (an invalid
  * token is refused, never treated as anonymous), each charged to the caller's request quota. The
- * body is read (and refused when too large) before the token is checked, as it always was.
+ * body is read (and refused when too large) before the token is checked, as it always was. Any
+ * other method on these paths is `405 method_not_allowed`, naming POST.
  */
 export function appRoutes(
   deployments: DeploymentService,
@@ -35,6 +37,10 @@ export function appRoutes(
       ctx.type = "application/json";
       ctx.body = `{"value":${result.valueJson}}`;
     });
+    router.all(
+      `/api/${kind}/:name`,
+      methodNotAllowed("POST", (params) => `${kind} ${params.name}`),
+    );
   }
   return ownPaths(under("/api/"), router.routes());
 }

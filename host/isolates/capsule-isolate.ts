@@ -153,8 +153,9 @@ export class CapsuleIsolate implements InlineHost {
     if (wire.length > this.limits.resultBytes + 1) {
       return {
         ok: false,
+        // 413 like every other "too big" (a body, a file, a bundle); 429 would say "retry later".
         error: {
-          code: "limit_exceeded",
+          code: "too_large",
           message: `The handler's result is larger than ${this.limits.resultBytes} bytes.`,
         },
         cpuMs,

@@ -5,6 +5,7 @@ const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
   401: "unauthorized",
   403: "forbidden",
   404: "not_found",
+  405: "method_not_allowed",
 };
 
 /** The server's code when it is one we know, else one from the status (the message is kept either way). */

@@ -1,6 +1,7 @@
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { readConfig } from "../../config.js";
+import { parseHostUrl, parsePort, withScheme } from "../../flags.js";
 import { type HttpResponse, sendRequest } from "../../http.js";
 import { remoteError } from "../../remote-error.js";
 
@@ -14,7 +15,7 @@ export interface Target {
 
 /** The flags every storage command takes to find its target (see {@link targetOptions}). */
 export interface TargetFlags {
-  port: string;
+  port: number;
   host?: string;
   json?: boolean;
   verbose?: boolean;
@@ -23,8 +24,12 @@ export interface TargetFlags {
 /** Adds the options every storage command shares: the target, `--json` and `--verbose`. */
 export function targetOptions(command: Command): Command {
   return command
-    .option("--port <port>", "port of the local dev server", "3000")
-    .option("--host <url>", "control plane URL, to reach a hosted deployment by id")
+    .addOption(new Option("--port <port>", "port of the local dev server").default(3000).argParser(parsePort))
+    .addOption(
+      new Option("--host <url>", "control plane URL, to reach a hosted deployment by id").argParser(
+        parseHostUrl,
+      ),
+    )
     .option("--json", "print JSON")
     .option("--verbose", "print stack traces of errors");
 }
@@ -38,12 +43,17 @@ export function hostedAppOptions(command: Command, tokenHelp: string): Command {
 
 /**
  * Resolves a target: no deploy id means the dev server on `--port`; a URL
- * (`http://<id>.<domain>:<port>`) or an id with `--host <control plane URL>` means a hosted app.
+ * (`http://<id>.<domain>:<port>`, or without `http://`: a deployment id has no `.` or `:`) or an
+ * id with `--host <control plane URL>` means a hosted app.
  */
 export function resolveTarget(deploy: string | undefined, flags: TargetFlags): Target {
   if (!deploy) return { base: `http://localhost:${flags.port}`, hosted: false, deployId: "dev" };
-  if (/^https?:\/\//.test(deploy)) {
-    const url = new URL(deploy);
+  if (/^https?:\/\/|[.:]/.test(deploy)) {
+    if (!URL.canParse(withScheme(deploy)))
+      throw new InvalidArgumentError(
+        `${deploy} is not a deployment: write its URL (http://<id>.<domain>:<port>) or its id with --host.`,
+      );
+    const url = new URL(withScheme(deploy));
     const [id, ...rest] = url.hostname.split(".");
     return {
       base: url.origin,

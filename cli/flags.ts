@@ -1,0 +1,38 @@
+import { InvalidArgumentError } from "commander";
+
+/**
+ * Parsers for flag values, given to commander's `Option.argParser`: a bad value is refused while
+ * the command line is parsed, before anything starts, with commander's usage error
+ * (`error: option '--port <port>' argument 'abc' is invalid. <why>`) and exit code 2.
+ */
+
+/** `--port`: a whole number 0-65535 (0 asks the system for a free port where the command listens). */
+export function parsePort(value: string): number {
+  const port = /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(port <= 65535))
+    throw new InvalidArgumentError("A port is a whole number from 0 to 65535, e.g. 8080.");
+  return port;
+}
+
+/**
+ * `--host`: the control plane's origin. A value without a scheme (`localhost:8080`) means
+ * `http://`, as curl reads it; anything that is not an http(s) origin is refused with what to
+ * write instead. Returns the origin (`http://localhost:8080`), the form logins are stored under.
+ */
+export function parseHostUrl(value: string): string {
+  const url = URL.canParse(withScheme(value)) ? new URL(withScheme(value)) : undefined;
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "")
+    throw new InvalidArgumentError(
+      "Write the host's control plane URL, e.g. http://localhost:8080 (or localhost:8080).",
+    );
+  if (url.pathname !== "/" || url.search !== "" || url.hash !== "")
+    throw new InvalidArgumentError(
+      `Write only the origin, without a path: ${url.origin} (the CLI adds /v1/... itself).`,
+    );
+  return url.origin;
+}
+
+/** `value` with `http://` in front when it names no scheme (`localhost:8080`, `todo.localhost:8080`). */
+export function withScheme(value: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+}

@@ -1,0 +1,30 @@
+import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
+import { nearestName, PlatformError } from "../../sdk/values/index.js";
+
+/**
+ * The `not_found` error for a call of a query or mutation the deployment does not declare, saying
+ * what the caller most likely meant, since that is what they need to fix it: a name of the other
+ * kind (`add` is a mutation: it is called at `/api/mutation/add`), else the nearest declared name
+ * of the same kind, else nothing more. The code stays `not_found` (404) either way, so callers
+ * that recognise it by code see no change.
+ */
+export function unknownHandlerError(
+  declaration: Pick<CapsuleDeclaration, "queries" | "mutations">,
+  deploymentId: string,
+  kind: "query" | "mutation",
+  name: string,
+): PlatformError {
+  const other = kind === "query" ? "mutation" : "query";
+  const missing = `No ${kind} named ${JSON.stringify(name)} in deployment ${deploymentId}`;
+  const otherNames = kind === "query" ? declaration.mutations : declaration.queries;
+  if (otherNames.includes(name))
+    return new PlatformError(
+      "not_found",
+      `${missing}: ${JSON.stringify(name)} is a ${other} (call it at /api/${other}/${name}).`,
+    );
+  const nearest = nearestName(name, kind === "query" ? declaration.queries : declaration.mutations);
+  return new PlatformError(
+    "not_found",
+    nearest === undefined ? `${missing}.` : `${missing}. Did you mean ${JSON.stringify(nearest)}?`,
+  );
+}
