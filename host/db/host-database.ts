@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { CursorCodec } from "./cursor.js";
 import type { HostMessage } from "./host-message.js";
 import { hostKey } from "./keys.js";
-import { ClassicKv, type KvStore, PostgresKv } from "./kv/index.js";
+import { ClassicKv, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
 import { TenantDatabase } from "./tenant-database.js";
 import { WriteLock } from "./write-lock.js";
@@ -94,14 +94,15 @@ export class HostDatabase {
   /**
    * Runs `work` holding the lock `name` in this process and against every other host on the
    * database (storage quotas use it, so two hosts cannot both take an owner's last free byte).
+   * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}).
    */
-  exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
+  exclusive<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
     let lock = this.locks.get(name);
     if (!lock) {
       lock = new WriteLock();
       this.locks.set(name, lock);
     }
-    return lock.run(() => this.store.bus.lockAcrossProcesses(name, work));
+    return lock.run(() => this.store.bus.lockAcrossProcesses(name, work, options));
   }
 
   /** The database of deployment `id`, loaded once and shared. */

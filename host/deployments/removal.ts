@@ -41,12 +41,17 @@ export class DeploymentRemovals {
    * reloading its record (so `work` never acts on a cached record another host has replaced).
    */
   whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
-    return this.db.exclusive(`deployment-lifecycle:${id}`, async () => {
-      const removal = await this.registry.removal(id);
-      if (removal) await this.finish(removal);
-      await this.registry.reload(id);
-      return work();
-    });
+    return this.db.exclusive(
+      `deployment-lifecycle:${id}`,
+      async () => {
+        const removal = await this.registry.removal(id);
+        if (removal) await this.finish(removal);
+        await this.registry.reload(id);
+        return work();
+      },
+      // Held for a whole deploy or delete, while the deployment's write lock is taken inside it.
+      { outer: true },
+    );
   }
 
   /**

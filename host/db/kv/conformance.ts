@@ -193,6 +193,31 @@ export function kvConformance(
     });
 
     storeTest(
+      "outer locks held while inner ones are taken never starve or deadlock the inner ones",
+      async (store) => {
+        // More outer holders than any pool of lock connections, each taking an inner lock inside,
+        // beside as many inner-only holders: with one pool for both, the outer holders would take
+        // every connection and wait for an inner lock forever.
+        const done: string[] = [];
+        const holders = Array.from({ length: 40 }, (_, i) => [
+          store.bus.lockAcrossProcesses(
+            `outer-${i}`,
+            () =>
+              store.bus.lockAcrossProcesses(`inner-${i}`, async () => {
+                done.push(`outer-${i}`);
+              }),
+            { outer: true },
+          ),
+          store.bus.lockAcrossProcesses(`inner-only-${i}`, async () => {
+            done.push(`inner-only-${i}`);
+          }),
+        ]).flat();
+        await Promise.all(holders);
+        expect(done).toHaveLength(80);
+      },
+    );
+
+    storeTest(
       "answers a snapshot's point reads at once exactly when it supports syncReads",
       async (store) => {
         await store.batch([put(text("p"), "1")]);

@@ -13,6 +13,7 @@ export {
   type KvSnapshot,
   type KvStore,
   type KvSupports,
+  type LockOptions,
   NO_KEY,
 } from "./kv.js";
 export { PostgresKv } from "./postgres-kv.js";

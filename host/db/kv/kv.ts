@@ -61,13 +61,23 @@ export interface KvSupports {
   readonly sharedAcrossProcesses: boolean;
 }
 
+/** How a lock across processes is held. */
+export interface LockOptions {
+  /**
+   * An outer lock may be held for long (a whole deploy or delete) and other locks are taken while
+   * it is held. Outer locks wait for resources of their own, so however many are held or waited
+   * for, the locks taken inside them (and every write) still get theirs: no starvation, no deadlock.
+   */
+  outer?: boolean;
+}
+
 /** Locks and messages among the processes that share a store (none for an embedded one). */
 export interface HostBus {
   /**
    * Runs `work` holding the lock `name` against every other process on the store (the caller
    * serializes within its own process).
    */
-  lockAcrossProcesses<T>(name: string, work: () => Promise<T>): Promise<T>;
+  lockAcrossProcesses<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T>;
   /** Sends a message to every other process on the store. */
   broadcast(message: string): Promise<void>;
   /** Receives other processes' broadcasts; returns the unsubscribe function. */

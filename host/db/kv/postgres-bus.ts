@@ -1,13 +1,15 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import type { HostBus } from "./kv.js";
+import type { HostBus, LockOptions } from "./kv.js";
 
 const CHANNEL = "platform";
 
 /**
  * The hosts sharing one PostgreSQL store. Locks are row locks (`SELECT ... FOR UPDATE` on the lock's
- * row) held in an open transaction on a connection of the lock pool: plain SQL, released by commit,
- * or by the server when the holding process dies and its connection closes. Broadcasts are
+ * row) held in an open transaction on a connection of a lock pool: plain SQL, released by commit,
+ * or by the server when the holding process dies and its connection closes. Outer locks (see
+ * {@link LockOptions}) take their connection from a pool of their own: a burst of deploys, each
+ * holding its outer lock while it waits for inner ones, can then never hold every lock connection. Broadcasts are
  * LISTEN/NOTIFY on one channel (the one PostgreSQL-specific feature used), tagged with this
  * process's origin so it ignores its own.
  */
@@ -17,6 +19,7 @@ export class PostgresBus implements HostBus {
 
   private constructor(
     private readonly locks: pg.Pool,
+    private readonly outerLocks: pg.Pool,
     private readonly notify: pg.Pool,
     private readonly listener: pg.Client,
     private readonly table: string,
@@ -30,17 +33,21 @@ export class PostgresBus implements HostBus {
     });
   }
 
-  /** Listens on the channel; locks use `locks`, broadcasts go out through `notify`. */
-  static async open(url: string, locks: pg.Pool, notify: pg.Pool, table: string): Promise<PostgresBus> {
+  /** Listens on the channel; locks use `locks` (outer ones `outerLocks`), broadcasts go out through `notify`. */
+  static async open(
+    url: string,
+    pools: { locks: pg.Pool; outerLocks: pg.Pool; notify: pg.Pool },
+    table: string,
+  ): Promise<PostgresBus> {
     const listener = new pg.Client({ connectionString: url });
     listener.on("error", () => {});
     await listener.connect();
     await listener.query(`LISTEN ${CHANNEL}`);
-    return new PostgresBus(locks, notify, listener, table);
+    return new PostgresBus(pools.locks, pools.outerLocks, pools.notify, listener, table);
   }
 
-  async lockAcrossProcesses<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const client = await this.locks.connect();
+  async lockAcrossProcesses<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
+    const client = await (options?.outer ? this.outerLocks : this.locks).connect();
     let broken = false;
     try {
       await client.query(`INSERT INTO ${this.table}_locks (name) VALUES ($1) ON CONFLICT DO NOTHING`, [name]);

@@ -11,11 +11,14 @@ import { KvStoreBase } from "./store.js";
  * Snapshots have a pool of their own: a handler that holds one may wait for work that reads
  * outside it (its isolate loading the capsule's code from the database); sharing one pool, a burst
  * of handlers larger than it would hold every connection and wait for that read forever.
- * 28 + 4 + 16 + the listener: two hosts fit PostgreSQL's default of 100 connections.
+ * Outer locks (deploys, deletes: see LockOptions) have a pool of their own for the same reason: at
+ * most that many deploys run at once on a host, and the others wait without holding a connection.
+ * 28 + 4 + 13 + 3 + the listener: two hosts fit PostgreSQL's default of 100 connections.
  */
 const SNAPSHOT_CONNECTIONS = 28;
 const DIRECT_CONNECTIONS = 4;
-const LOCK_CONNECTIONS = 16;
+const LOCK_CONNECTIONS = 13;
+const OUTER_LOCK_CONNECTIONS = 3;
 
 /** Creates a table unless it exists; two hosts starting at once may race, and the loser sees it. */
 async function createTable(pool: pg.Pool, ddl: string): Promise<void> {
@@ -41,6 +44,7 @@ export class PostgresKv extends KvStoreBase {
     private readonly pool: pg.Pool,
     private readonly snapshots: pg.Pool,
     private readonly locks: pg.Pool,
+    private readonly outerLocks: pg.Pool,
     private readonly table: string,
   ) {
     super();
@@ -53,15 +57,16 @@ export class PostgresKv extends KvStoreBase {
     const pool = new pg.Pool({ connectionString: url, max: DIRECT_CONNECTIONS });
     const snapshots = new pg.Pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS });
     const locks = new pg.Pool({ connectionString: url, max: LOCK_CONNECTIONS });
+    const outerLocks = new pg.Pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS });
     // Idle clients can die when the server restarts; the pool replaces them.
-    for (const each of [pool, snapshots, locks]) each.on("error", () => {});
+    for (const each of [pool, snapshots, locks, outerLocks]) each.on("error", () => {});
     await createTable(
       pool,
       `CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL)`,
     );
     await createTable(pool, `CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY)`);
-    const bus = await PostgresBus.open(url, locks, pool, table);
-    return new PostgresKv(bus, pool, snapshots, locks, table);
+    const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table);
+    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table);
   }
 
   protected _get(key: Buffer): Promise<string | undefined> {
@@ -100,6 +105,6 @@ export class PostgresKv extends KvStoreBase {
 
   protected async _close(): Promise<void> {
     await this.bus.close();
-    await Promise.all([this.pool.end(), this.snapshots.end(), this.locks.end()]);
+    await Promise.all([this.pool.end(), this.snapshots.end(), this.locks.end(), this.outerLocks.end()]);
   }
 }
