@@ -8,6 +8,7 @@ import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
 import { sentFromThisOrigin } from "./form-origin.js";
+import { escapeHtml, page } from "./html-page.js";
 import { sameSitePath } from "./redirect-target.js";
 
 interface DashboardSession {
@@ -19,14 +20,6 @@ interface DashboardSession {
 /** The dashboard's session cookie: no capsule endpoint may set a cookie of this name. */
 export const SESSION_COOKIE = "platform_session";
 const SESSION_MS = 12 * 60 * 60 * 1000;
-
-/** Escapes text for HTML. */
-export function escapeHtml(text: string): string {
-  return text.replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
-  );
-}
 
 function formatSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -40,19 +33,6 @@ function formatAge(ms: number): string {
   if (minutes < 60) return `${minutes} min ago`;
   const hours = Math.floor(minutes / 60);
   return hours < 48 ? `${hours} h ago` : `${Math.floor(hours / 24)} days ago`;
-}
-
-function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:64rem;padding:0 1rem;color:#1d2330}
-h1{font-size:1.4rem} table{border-collapse:collapse;width:100%} th,td{text-align:left;padding:.45rem .6rem;border-bottom:1px solid #e3e6ec}
-th{font-weight:600;background:#f5f6f8} td.num{text-align:right;font-variant-numeric:tabular-nums} code{font-size:.9em}
-button{cursor:pointer;border:1px solid #c4c9d4;background:#fff;border-radius:4px;padding:.25rem .6rem} button.danger{color:#b3261e;border-color:#e2a9a5}
-.muted{color:#6b7280} .notice{background:#fff7e6;border:1px solid #f0d9a8;padding:.6rem .8rem;border-radius:4px}
-input{padding:.4rem;width:28rem;max-width:100%}
-</style></head><body>${body}</body></html>`;
 }
 
 /**

@@ -10,6 +10,7 @@ import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
+import { controlPlaneLanding, devLanding } from "./landing.js";
 import { devLogRoutes } from "./log-stream.js";
 import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
@@ -47,8 +48,9 @@ export interface RunningServer {
 /**
  * Builds the Koa app by composition only: the error sink, tenant resolution, then each origin's
  * route files in the order they claim paths. A deployment origin tries sign-in, (dev) logs, the
- * data API, storage, the capsule's endpoints and (dev) its client files; the control plane tries
- * the operator API, then the dashboard. Whatever nothing answers is `404 not_found`.
+ * data API, storage, the capsule's endpoints, (dev) its client files and (dev) a landing page at `/`;
+ * the control plane tries the operator API, the dashboard, then its landing page at `/`. Whatever
+ * nothing answers is `404 not_found`.
  */
 export function createHttpApp(options: HttpOptions): Koa {
   const app = new Koa();
@@ -62,11 +64,13 @@ export function createHttpApp(options: HttpOptions): Koa {
     storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev),
     endpointRoutes(deployments, auth, quota),
     options.devDeployment && options.devClientDirs ? staticFiles(options.devClientDirs) : undefined,
+    options.devDeployment ? devLanding(deployments, options.devDeployment) : undefined,
   ];
   const controlRoutes = options.adminToken
     ? [
         controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken),
         dashboardRoutes(deployments.db, developers, deployments, objects),
+        controlPlaneLanding(),
       ]
     : [];
   app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
