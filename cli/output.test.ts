@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { colorEnabled, noColors } from "./colors.js";
+import { formatSignInCode } from "./commands/dev.js";
 import { formatLogLine } from "./commands/logs.js";
 import { plural } from "./output.js";
 
@@ -42,5 +43,21 @@ describe("colour", () => {
       noColors,
     );
     expect(line).toBe("03:04:05.678 WARN  add [r1] careful");
+  });
+});
+
+describe("platform dev's sign-in code line", () => {
+  it("names the address, the code and how long it lasts", () => {
+    const now = 1_000_000;
+    expect(
+      formatSignInCode(
+        { email: "ada@example.com", code: "012345", expiresAt: now + 10 * 60_000 },
+        undefined,
+        now,
+      ),
+    ).toBe("sign-in code for ada@example.com: 012345 (expires in 10 minutes)");
+    expect(
+      formatSignInCode({ email: "a@b.c", code: "999999", expiresAt: now + 60_000 }, undefined, now),
+    ).toBe("sign-in code for a@b.c: 999999 (expires in 1 minute)");
   });
 });
