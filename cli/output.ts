@@ -1,5 +1,6 @@
 import { CommanderError } from "commander";
 import { isPlatformError } from "../sdk/values/index.js";
+import { colorsFor } from "./colors.js";
 
 /** Exit codes of every command: 0 success, 1 failure, 2 usage. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
@@ -8,7 +9,7 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
  * Prints an error for humans on stderr (no stack trace unless `verbose`) and returns its exit
  * code. A platform error is printed as `error: <code>: <message>`, the server's code first (or the
  * CLI's own, from the same list), so it can be looked up in docs/http-api.md and told apart from
- * others without reading the message. A commander error thrown by an action (an
+ * others without reading the message (on a terminal, `error` is red). A commander error thrown by an action (an
  * `InvalidArgumentError` for flags that only conflict once all are known) is a usage error: exit 2.
  */
 export function reportError(error: unknown, verbose = false): number {
@@ -17,7 +18,7 @@ export function reportError(error: unknown, verbose = false): number {
     : error instanceof Error
       ? error.message
       : String(error);
-  process.stderr.write(`error: ${message}\n`);
+  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${message}\n`);
   if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
   return error instanceof CommanderError ? EXIT.usage : EXIT.failure;
 }
@@ -47,4 +48,23 @@ export function formatBytes(bytes: number): string {
 /** A limit in whole mebibytes, as the docs write it (`5 MiB`). */
 export function formatMebibytes(bytes: number): string {
   return `${bytes / 1024 / 1024} MiB`;
+}
+
+/**
+ * Prints a warning on stderr as `warning: <message>` (`warning` in yellow on a terminal), the
+ * same shape as errors so both can be found with grep.
+ */
+export function printWarning(message: string): void {
+  process.stderr.write(`${colorsFor(process.stderr).yellow("warning")}: ${message}\n`);
+}
+
+const ENGLISH_PLURALS = new Intl.PluralRules("en-US");
+
+/**
+ * A count with its noun in the right number, the count grouped as the docs write it: `1 file`,
+ * `0 files`, `1,000 rows`. `pluralForm` defaults to `singular` + "s"; give it for other nouns
+ * (`plural(n, "index", "indexes")`).
+ */
+export function plural(n: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${n.toLocaleString("en-US")} ${ENGLISH_PLURALS.select(n) === "one" ? singular : pluralForm}`;
 }

@@ -1,7 +1,14 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
-import { AuthService, Developers, EmailCodes, type OidcIssuer, OidcVerifier } from "./auth/index.js";
+import {
+  AuthService,
+  Developers,
+  EmailCodes,
+  type OidcIssuer,
+  OidcVerifier,
+  type UnsentCode,
+} from "./auth/index.js";
 import { HostDatabase } from "./db/index.js";
 import { DeploymentService, LogHub } from "./deployments/index.js";
 import {
@@ -53,6 +60,11 @@ export interface HostOptions {
   /** SMTP transport for sign-in codes (`smtp://...`); without one, codes go to the host log. */
   smtpUrl?: string;
   emailFrom?: string;
+  /**
+   * Where sign-in codes go without `smtpUrl`, instead of the host log: `platform dev` prints each
+   * as one readable line, since a developer reads its terminal, not a JSON log.
+   */
+  onUnsentCode?: (code: UnsentCode) => void;
   /** OpenID Connect issuers whose ID tokens sign accounts in. */
   oidcIssuers?: OidcIssuer[];
   /** Storage limits (tests use small ones); defaults are {@link DEFAULT_STORAGE_LIMITS}, read from LIMITS. */
@@ -103,16 +115,24 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       // biome-ignore lint/plugin: runs once at start-up
       ...(options.smtpUrl ? { smtpUrl: options.smtpUrl } : {}),
       ...(options.emailFrom ? { from: options.emailFrom } : {}),
-      log: (fields) =>
-        logs.write({
-          time: new Date().toISOString(),
-          level: "info",
-          message: "sign-in code",
-          fields,
-          deployment: String(fields.deployment),
-          handler: "auth",
-          requestId: "-",
-        }),
+      unsent:
+        options.onUnsentCode ??
+        ((unsent) =>
+          logs.write({
+            time: new Date().toISOString(),
+            level: "info",
+            message: "sign-in code",
+            fields: {
+              event: "email_code",
+              deployment: unsent.deployment,
+              email: unsent.email,
+              code: unsent.code,
+              note: "no SMTP transport is configured; the code is logged instead",
+            },
+            deployment: unsent.deployment,
+            handler: "auth",
+            requestId: "-",
+          })),
     }),
     oidc: new OidcVerifier(options.oidcIssuers ?? []),
   };

@@ -1,10 +1,11 @@
 /**
  * `platform budget` on fixture capsules (the built CLI, a throw-away database each run): a
  * `collect()` on a growing table is flagged at the size where it fails, an indexed `take(20)` is
- * constant, a broad `count()` runs out of rows read while returning none (docs/limits.md), the
- * exit code follows, and `platform dev` warns about calls above half a budget.
+ * constant, a broad `count()` runs out of rows read while returning none (docs/limits.md), a
+ * handler that throws or gets the wrong arguments fails the run, arguments come from the declared
+ * types, the exit code follows, and `platform dev` warns about calls above half a budget.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -62,7 +63,8 @@ describe("platform budget", () => {
     const human = await runCliAsync(["budget", "fixtures/budget"]);
     expect(human.status).toBe(1);
     expect(human.stdout).toContain("query everything");
-    expect(human.stdout).toMatch(/1,000 {5}1,000 \(100%\) {4}1,000 \(20%\)/);
+    expect(human.stdout).toMatch(/1,000 +1,000 \(100%\) +1,000 \(20%\) .* ok\n/);
+    expect(human.stdout).toMatch(/6,000 +0 \(0%\) +5,000 \(100%\) .* rowsRead limit\n/);
     expect(human.stdout).toContain("EXCEEDS rowsReturned (limit 1,000) at 2,000 rows per table");
     expect(human.stdout).toContain("will exceed rowsReturned (limit 1,000) at about 10,000 rows per table");
     expect(human.stdout).toContain("2 handlers exceed a limit within these sizes: everything, total");
@@ -86,6 +88,66 @@ describe("platform budget", () => {
     // seedRows makes one item per list: the tables hold 400 rows each at the last size.
     expect(handler(report, "everything").measurements.at(-1)?.usage.rowsReturned).toBeGreaterThanOrEqual(400);
     expect(handler(report, "everything").verdict.predicted?.budget).toBe("rowsReturned");
+  }, 120_000);
+
+  it("reports a handler that fails as failed, with its error, and exits 1 unless budget.json skips it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "platform-budget-failing-"));
+    try {
+      await mkdir(join(dir, "server"));
+      await writeFile(
+        join(dir, "server", "index.ts"),
+        `import { boolean, capsule, type Id, string, table } from "platform/server";
+export default capsule({
+  schema: { notes: table({ text: string(), done: boolean() }) },
+  queries: {
+    boom: async () => { throw new Error("boom: the handler threw"); },
+    one: async (ctx, args: { id: Id<"notes"> }) => ctx.db.notes.get(args.id),
+    untyped: async (ctx, args) => ctx.db.notes.get(args.id.trim()),
+  },
+  mutations: {
+    write: async (ctx, args: { text: string; done: boolean; tags?: string[] }) =>
+      ctx.db.notes.insert({ text: args.text, done: args.done }),
+  },
+});
+`,
+      );
+      const run = await runCliAsync(["budget", dir, "--sizes", "10,20", "--json"]);
+      expect(run.status, run.stderr).toBe(1);
+      const report = JSON.parse(run.stdout) as BudgetReport;
+      expect(report.exceeded).toBe(false);
+      expect(report.failed).toEqual(["boom", "untyped"]);
+      expect(handler(report, "boom").verdict.errors).toEqual([
+        { size: 10, code: "handler_error", message: expect.stringContaining("boom: the handler threw") },
+        { size: 20, code: "handler_error", message: expect.stringContaining("boom: the handler threw") },
+      ]);
+      // Arguments from the declared types: an id of a seeded row, and every required field.
+      expect(handler(report, "one")).toMatchObject({ args: { id: "$id:notes" }, argsFrom: "type" });
+      expect(handler(report, "one").measurements.map((m) => m.ok)).toEqual([true, true]);
+      expect(handler(report, "write")).toMatchObject({
+        args: { text: "text", done: false },
+        argsFrom: "type",
+      });
+      expect(handler(report, "write").measurements.every((m) => m.ok && m.usage.writes === 1)).toBe(true);
+      expect(handler(report, "untyped")).toMatchObject({ args: {}, argsFrom: "none" });
+
+      const human = await runCliAsync(["budget", dir, "--sizes", "10,20"]);
+      expect(human.status).toBe(1);
+      expect(human.stdout).toMatch(
+        /FAILED at 10 and 20 rows per table: handler_error: .*boom: the handler threw/,
+      );
+      expect(human.stdout).toContain("2 handlers failed: boom, untyped");
+
+      await writeFile(
+        join(dir, "budget.json"),
+        JSON.stringify({ calls: { boom: { skip: true }, untyped: { args: { id: "$id:notes" } } } }),
+      );
+      const skipped = await runCliAsync(["budget", dir, "--sizes", "10,20"]);
+      expect(skipped.status, skipped.stdout).toBe(0);
+      expect(skipped.stdout).toContain("skipped: boom");
+      expect(skipped.stdout).toContain("no handler exceeds a limit within these sizes");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it("refuses a bad scenario with a message saying what is wrong (exit 2)", async () => {

@@ -174,7 +174,7 @@ describe("platform storage against a hosted app", () => {
       );
       expect(window.status, window.stderr).toBe(0);
       expect(window.stdout).toContain(
-        "Only the newest 1 files were checked for --prefix public/; older files were not.",
+        "Only the newest 1 file was checked for --prefix public/; older files were not.",
       );
       const deleted = await runCliAsync(["storage", "delete", key, "--deploy", deployUrl], {
         ...env,

@@ -157,7 +157,7 @@ it("platform deploy shows upload and index backfill progress, and migration fail
   );
   const piped = deploy();
   expect(piped.status, piped.stderr).toBe(0);
-  expect(piped.stderr).toContain("backfilling items.by_n: 2500 rows");
+  expect(piped.stderr).toContain("backfilling items.by_n: 2,500 rows");
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find control characters.
   expect(piped.stderr + piped.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
   await write(
@@ -182,7 +182,7 @@ it("platform deploy shows upload and index backfill progress, and migration fail
   });
   expect(tty.status, tty.stdout).toBe(0);
   expect(tty.stdout).toContain("uploading bundle [");
-  expect(tty.stdout).toContain("\rbackfilling items.by_n2: 2500 rows");
+  expect(tty.stdout).toContain("\rbackfilling items.by_n2: 2,500 rows");
   await write(
     join(app, "server", "index.ts"),
     `import { capsule, number, string, table } from "platform/server";\nexport default capsule({ schema: { items: table({ n: number(), label: string() }) } });\n`,

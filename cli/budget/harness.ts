@@ -11,13 +11,23 @@ import type { BridgeIdentity, CallUsage, QuerySpec } from "../../sdk/protocol/in
 import { isPlatformError, type SchemaSpec } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type HandlerVerdict, judge, type Measurement } from "./analyze.js";
+import { inferArgs } from "./infer-args.js";
 import { type BudgetScenario, fillArgs } from "./scenario.js";
 import { generateValue, SEED_USERS, seedOrder } from "./seed.js";
+
+/**
+ * Where a handler's arguments came from: budget.json's `calls.<name>.args`, its declared argument
+ * type, or neither (it was called with `{}`).
+ */
+export type ArgsSource = "budget.json" | "type" | "none";
 
 /** One handler's measurements and verdict. */
 export interface HandlerReport {
   kind: "query" | "mutation";
   name: string;
+  /** The arguments it was called with, before placeholders were filled in for each size. */
+  args: unknown;
+  argsFrom: ArgsSource;
   measurements: Measurement[];
   verdict: HandlerVerdict;
 }
@@ -32,6 +42,11 @@ export interface BudgetReport {
   skipped: string[];
   /** True when a handler crossed a limit within the sizes run (the command then exits 1). */
   exceeded: boolean;
+  /**
+   * Handlers that failed other than on a read limit (bad arguments, a thrown error, a refused
+   * caller) at some size: the report cannot vouch for them, so the command exits 1.
+   */
+  failed: string[];
 }
 
 type HostDeployments = PlatformHost["deployments"];
@@ -60,7 +75,9 @@ export async function runBudget(
   scenario: BudgetScenario,
   onProgress: (message: string) => void = () => {},
 ): Promise<BudgetReport> {
-  const { code } = await bundleCapsule(dir);
+  const { code, entry } = await bundleCapsule(dir);
+  onProgress("reading the handlers' argument types");
+  const typed = argsFromTypes(entry);
   const data = await mkdtemp(join(tmpdir(), "platform-budget-"));
   let host: PlatformHost | undefined;
   try {
@@ -96,7 +113,9 @@ export async function runBudget(
     const skipped = handlers
       .filter((h) => scenario.calls[h.name]?.skip || h.name === scenario.seed)
       .map((h) => h.name);
-    const measured = handlers.filter((h) => !skipped.includes(h.name));
+    const measured = handlers
+      .filter((h) => !skipped.includes(h.name))
+      .map((h) => ({ ...h, ...argsOf(h.name, scenario, typed) }));
     const results = new Map<string, Measurement[]>(measured.map((h) => [h.name, []]));
     const ids = new Map<string, string[]>();
     const seededTables = new Set<string>();
@@ -120,14 +139,30 @@ export async function runBudget(
       }
       for (const handler of measured) {
         onProgress(`${size} rows: ${handler.kind} ${handler.name}`);
-        const args = fillArgs(scenario.calls[handler.name]?.args ?? {}, {
-          size,
-          user: identity?.userId ?? null,
-          now: Date.now(),
-          idOf: (table) => firstIds.get(table),
-        });
+        let argsJson: string;
+        try {
+          argsJson = JSON.stringify(
+            fillArgs(handler.args, {
+              size,
+              user: identity?.userId ?? null,
+              now: Date.now(),
+              idOf: (table) => firstIds.get(table),
+            }),
+          );
+        } catch (error) {
+          // A placeholder without a value (`$id:t` of an empty table) fails this call, not the run.
+          const message = (error as Error).message;
+          (results.get(handler.name) as Measurement[]).push({
+            size,
+            ok: false,
+            usage: ZERO,
+            code: "bad_request",
+            message,
+          });
+          continue;
+        }
         (results.get(handler.name) as Measurement[]).push(
-          await measure(deployments, handler.kind, handler.name, JSON.stringify(args), identity, size),
+          await measure(deployments, handler.kind, handler.name, argsJson, identity, size),
         );
       }
     }
@@ -143,11 +178,36 @@ export async function runBudget(
       handlers: reports,
       skipped,
       exceeded: reports.some((r) => r.verdict.exceeds !== undefined),
+      failed: reports.filter((r) => r.verdict.errors.length > 0).map((r) => r.name),
     };
   } finally {
     await host?.close();
     await rm(data, { recursive: true, force: true });
   }
+}
+
+/**
+ * The arguments the handlers' declared types give, by name; none when the checker cannot read the
+ * file (the bundle built, so a failure here is the checker's, and budget.json or `{}` still work).
+ */
+function argsFromTypes(entry: string): Map<string, unknown> {
+  try {
+    return inferArgs(entry);
+  } catch {
+    return new Map();
+  }
+}
+
+/** A handler's arguments: budget.json's first, then its declared type's, else `{}`. */
+function argsOf(
+  name: string,
+  scenario: BudgetScenario,
+  typed: Map<string, unknown>,
+): { args: unknown; argsFrom: ArgsSource } {
+  const given = scenario.calls[name]?.args;
+  if (given !== undefined) return { args: given, argsFrom: "budget.json" };
+  if (typed.has(name)) return { args: typed.get(name), argsFrom: "type" };
+  return { args: {}, argsFrom: "none" };
 }
 
 const ZERO: CallUsage = {

@@ -6,8 +6,9 @@ import type { FieldValue } from "../../sdk/values/index.js";
 export type BudgetCaller = "account" | "guest" | "anonymous";
 
 /**
- * `budget.json` in a capsule folder (documented in the README): the sizes to try, who calls, how
- * rows are made, and the arguments of each handler. Every part is optional.
+ * `budget.json` in a capsule folder (documented in docs/capsules.md): the sizes to try, who calls,
+ * how rows are made, and the arguments of each handler (which otherwise come from its declared
+ * argument type, see infer-args.ts). Every part is optional.
  *
  * ```json
  * {

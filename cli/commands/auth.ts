@@ -1,6 +1,6 @@
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { readConfig, writeConfig } from "../config.js";
-import { EXIT } from "../output.js";
+import { reportError } from "../output.js";
 
 /** `platform auth as <name>`: the local guest identity for local commands. */
 export function registerAuth(program: Command): void {
@@ -11,10 +11,12 @@ export function registerAuth(program: Command): void {
     .description("set the local guest identity used by storage commands against the dev server")
     .addHelpText("after", "\nExamples:\n  platform auth as alice")
     .action((name: string) => {
-      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) {
-        process.stderr.write("error: a guest name is 1-63 lowercase letters, digits, '_' or '-'.\n");
-        process.exit(EXIT.usage);
-      }
+      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name))
+        process.exit(
+          reportError(
+            new InvalidArgumentError("a guest name is 1-63 lowercase letters, digits, '_' or '-'."),
+          ),
+        );
       const config = readConfig();
       config.guestName = name;
       writeConfig(config);

@@ -9,7 +9,7 @@ import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { parseHostUrl } from "../flags.js";
 import { localhostLookup, onLines, writeBody } from "../http.js";
-import { runAction } from "../output.js";
+import { plural, printWarning, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 
 /**
@@ -52,7 +52,7 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
           };
           if (message.progress) {
             const { table, index, done } = message.progress;
-            const line = `backfilling ${table}.${index}: ${done} rows`;
+            const line = `backfilling ${table}.${index}: ${plural(done, "row")}`;
             process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
           } else if (message.error) {
             failed = errorFromWire(message.error);
@@ -116,8 +116,8 @@ export function registerDeploy(program: Command): void {
           );
         process.stdout.write(`bundling ${dir}\n`);
         if (envFileTrackedByGit(dir)) {
-          process.stderr.write(
-            "warning: .env.platform.server is tracked by git, so its secrets are in your history. Remove it (git rm --cached .env.platform.server), add it to .gitignore, and rotate the secrets.\n",
+          printWarning(
+            ".env.platform.server is tracked by git, so its secrets are in your history. Remove it (git rm --cached .env.platform.server), add it to .gitignore, and rotate the secrets.",
           );
         }
         const { code } = await bundleCapsule(dir);

@@ -5,12 +5,26 @@ import { join, resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { bundleCapsule } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
+import { type Colors, colorsFor, noColors } from "../colors.js";
 import { readServerEnv } from "../env-file.js";
 import { parsePort } from "../flags.js";
 import { isListenError, listenFailure } from "../listen-failure.js";
-import { reportError } from "../output.js";
+import { plural, printWarning, reportError } from "../output.js";
 
 const DEV_DEPLOYMENT = "dev";
+
+/**
+ * A sign-in code `platform dev` received instead of sending it (it has no SMTP transport), as the
+ * line a developer looks for: `sign-in code for ada@example.com: 123456 (expires in 10 minutes)`.
+ */
+export function formatSignInCode(
+  unsent: { email: string; code: string; expiresAt: number },
+  c: Colors = noColors,
+  now = Date.now(),
+): string {
+  const minutes = Math.max(1, Math.round((unsent.expiresAt - now) / 60_000));
+  return `sign-in code for ${unsent.email}: ${c.bold(unsent.code)} (expires in ${plural(minutes, "minute")})`;
+}
 
 /** `platform dev [dir]`: one capsule, a throw-away database, redeployed when server/ changes. */
 export function registerDev(program: Command): void {
@@ -46,10 +60,12 @@ export function registerDev(program: Command): void {
           devDeployment: DEV_DEPLOYMENT,
           devClientDirs: [clientOut, join(dir, "client")],
           logCalls: false,
+          onUnsentCode: (unsent) =>
+            process.stdout.write(`${formatSignInCode(unsent, colorsFor(process.stdout))}\n`),
         });
         // A call above half of any budget gets a warning here, with what to do about it.
         host.deployments.logs.follow(DEV_DEPLOYMENT, (line) => {
-          if (line.warning === "budget") process.stderr.write(`warning: ${line.message}\n`);
+          if (line.warning === "budget") printWarning(line.message);
         });
         const buildClient = async () => {
           const started = Date.now();
@@ -63,12 +79,13 @@ export function registerDev(program: Command): void {
           const started = Date.now();
           const { code } = await bundleCapsule(dir);
           await host.deployments.deploy(DEV_DEPLOYMENT, { code, env: readServerEnv(dir) }, (p) =>
-            process.stdout.write(`  backfilling ${p.table}.${p.index}: ${p.done} rows\n`),
+            process.stdout.write(`  backfilling ${p.table}.${p.index}: ${plural(p.done, "row")}\n`),
           );
           process.stdout.write(`deployed ${dir} in ${Date.now() - started} ms\n`);
         };
         await deploy();
-        process.stdout.write(`platform dev: serving ${dir} at http://localhost:${host.port}\n`);
+        const url = colorsFor(process.stdout).cyan(`http://localhost:${host.port}`);
+        process.stdout.write(`platform dev: serving ${dir} at ${url}\n`);
         // Rebuilds run one after another, each 100 ms after the last change of its folder.
         let running = Promise.resolve();
         const onChanges = (folder: string, rebuild: () => Promise<void>) => {

@@ -2,10 +2,11 @@ import { request } from "node:http";
 import { type Command, Option } from "commander";
 import { budgetShares, type CallUsage } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { type Colors, colorsFor, noColors } from "../colors.js";
 import { ownerToken } from "../config.js";
 import { parseHostUrl, parsePort } from "../flags.js";
 import { localhostLookup, onLines } from "../http.js";
-import { formatBytes, runAction } from "../output.js";
+import { formatBytes, plural, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 
 interface LogLine {
@@ -30,17 +31,22 @@ export function formatUsage(usage: CallUsage): string {
     `returned ${usage.rowsReturned} (${percent(shares.rowsReturned)})`,
     `read ${usage.rowsRead} (${percent(shares.rowsRead)})`,
     `${formatBytes(usage.bytesRead)} (${percent(shares.bytesRead)})`,
-    `${usage.indexScans} scan${usage.indexScans === 1 ? "" : "s"}`,
-    `${usage.writes} write${usage.writes === 1 ? "" : "s"}`,
+    plural(usage.indexScans, "scan"),
+    plural(usage.writes, "write"),
   ].join(" · ");
 }
 
-/** One line for humans: time, level, handler, request id, message, fields or budget figures. */
-export function formatLogLine(line: LogLine): string {
+/**
+ * One line for humans: time, level, handler, request id, message, fields or budget figures. `c`
+ * colours the level (warnings yellow, errors red) and dims the time and request id.
+ */
+export function formatLogLine(line: LogLine, c: Colors = noColors): string {
   const time = line.time.slice(11, 23);
   const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
   const usage = line.call ? ` · ${formatUsage(line.call.usage)}` : "";
-  return `${time} ${line.level.toUpperCase().padEnd(5)} ${line.handler} [${line.requestId}] ${line.message}${fields}${usage}`;
+  const level = line.level.toUpperCase().padEnd(5);
+  const shown = line.level === "error" ? c.red(level) : line.level === "warn" ? c.yellow(level) : level;
+  return `${c.dim(time)} ${shown} ${line.handler} ${c.dim(`[${line.requestId}]`)} ${line.message}${fields}${usage}`;
 }
 
 /** `platform logs [deploy_id]`: handler log lines of the dev server or of a hosted deployment. */
@@ -95,8 +101,11 @@ export function registerLogs(program: Command): void {
                 remoteErrorOf(res).then(reject, reject);
                 return;
               }
+              const c = colorsFor(process.stdout);
               onLines(res, (text) =>
-                process.stdout.write(`${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine)}\n`),
+                process.stdout.write(
+                  `${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine, c)}\n`,
+                ),
               );
               res.on("end", () => resolve());
               res.on("error", reject);

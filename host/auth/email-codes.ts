@@ -5,13 +5,22 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { hashSecret, matchesHash } from "./developers.js";
 
-/** How email codes are delivered: an SMTP URL, or the host log when none is configured. */
+/** A sign-in code that no SMTP transport carried: the host hands it to whoever runs it. */
+export interface UnsentCode {
+  deployment: string;
+  email: string;
+  code: string;
+  /** When the code stops working (ms since the epoch). */
+  expiresAt: number;
+}
+
+/** How email codes are delivered: an SMTP URL, or `unsent` when none is configured. */
 export interface EmailOptions {
   /** e.g. `smtp://user:pass@mail.example.com:587` */
   smtpUrl?: string;
   from?: string;
-  /** Where codes go when no SMTP transport is configured (the host log). */
-  log: (line: Record<string, unknown>) => void;
+  /** Where codes go when no SMTP transport is configured (the host log, or `platform dev`'s terminal). */
+  unsent: (code: UnsentCode) => void;
 }
 
 /** The code of one sign-in attempt; only hashes are stored. */
@@ -95,19 +104,13 @@ export class EmailCodes {
       return undefined;
     });
     if (refusal) return refusal;
-    await this.send(deployment, email, code);
+    await this.send(deployment, email, code, Date.now() + LIMITS.emailCodeLifetimeMs);
     return { attempt };
   }
 
-  private async send(deployment: string, email: string, code: string): Promise<void> {
+  private async send(deployment: string, email: string, code: string, expiresAt: number): Promise<void> {
     if (!this.transport) {
-      this.options.log({
-        event: "email_code",
-        deployment,
-        email,
-        code,
-        note: "no SMTP transport is configured; the code is logged instead",
-      });
+      this.options.unsent({ deployment, email, code, expiresAt });
       return;
     }
     try {

@@ -10,7 +10,7 @@ export {
   newClaimToken,
   sameSecret,
 } from "./developers.js";
-export { type CodeRequest, EmailCodes, type EmailOptions } from "./email-codes.js";
+export { type CodeRequest, EmailCodes, type EmailOptions, type UnsentCode } from "./email-codes.js";
 export { type OidcIssuer, OidcVerifier } from "./oidc.js";
 export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
 export {

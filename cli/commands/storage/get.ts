@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
-import type { Command } from "commander";
-import { EXIT, formatBytes, printResult, runAction } from "../../output.js";
+import { type Command, InvalidArgumentError } from "commander";
+import { formatBytes, printResult, runAction } from "../../output.js";
 import {
   hostedAppOptions,
   localGuestToken,
@@ -33,10 +33,8 @@ export function registerStorageGet(storage: Command): void {
 }
 
 async function get(key: string, flags: GetFlags): Promise<void> {
-  if (flags.json && !flags.out) {
-    process.stderr.write("error: --json needs --out <file>: the bytes cannot be printed as JSON.\n");
-    process.exit(EXIT.usage);
-  }
+  if (flags.json && !flags.out)
+    throw new InvalidArgumentError("--json needs --out <file>: the bytes cannot be printed as JSON.");
   const target = resolveTarget(flags.deploy, flags);
   const token = target.hosted ? flags.token : await localGuestToken(target);
   const response = await send(

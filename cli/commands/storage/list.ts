@@ -1,7 +1,9 @@
 import type { Command } from "commander";
 import { LIMITS } from "../../../sdk/protocol/index.js";
+import { colorsFor } from "../../colors.js";
 import { ownerToken } from "../../config.js";
-import { formatBytes, printResult, runAction } from "../../output.js";
+import { formatBytes, plural, printResult, runAction } from "../../output.js";
+import { formatTable } from "../../table.js";
 import { resolveTarget, send, storageFailure, type TargetFlags, targetOptions } from "./target.js";
 
 interface ListFlags extends TargetFlags {
@@ -63,14 +65,26 @@ async function list(deploy: string | undefined, flags: ListFlags): Promise<void>
     ? listing.objects.filter((o) => o.key.startsWith(flags.prefix as string))
     : listing.objects;
   const olderNotChecked = Boolean(flags.prefix) && listing.truncated;
-  const lines = objects.map(
-    (o) =>
-      `${o.key}  ${formatBytes(o.size).padStart(9)}  ${o.contentType}  ${o.uploaderEmail ?? o.uploaderId}`,
-  );
-  lines.push(`${listing.totals.count} files, ${formatBytes(listing.totals.bytes)} in total`);
+  const c = colorsFor(process.stdout);
+  const lines =
+    objects.length > 0
+      ? [
+          formatTable({
+            head: ["KEY", "SIZE", "TYPE", "UPLOADER"].map((h) => c.dim(h)),
+            rows: objects.map((o) => [
+              o.key,
+              formatBytes(o.size),
+              o.contentType,
+              o.uploaderEmail ?? o.uploaderId,
+            ]),
+            align: ["left", "right", "left", "left"],
+          }),
+        ]
+      : [];
+  lines.push(`${plural(listing.totals.count, "file")}, ${formatBytes(listing.totals.bytes)} in total`);
   if (olderNotChecked)
     lines.push(
-      `Only the newest ${listing.newest} files were checked for --prefix ${flags.prefix}; older files were not.`,
+      `Only the newest ${plural(listing.newest, "file was", "files were")} checked for --prefix ${flags.prefix}; older files were not.`,
     );
   printResult(
     Boolean(flags.json),
