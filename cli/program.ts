@@ -4,6 +4,7 @@ import { registerAuth } from "./commands/auth.js";
 import { registerBudget } from "./commands/budget.js";
 import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
+import { registerDevelopers } from "./commands/developers.js";
 import { registerHost } from "./commands/host.js";
 import { registerInit } from "./commands/init.js";
 import { registerLogin } from "./commands/login.js";
@@ -39,6 +40,7 @@ export function createProgram(): Command {
   registerDev(program);
   registerHost(program);
   registerDeploy(program);
+  registerDevelopers(program);
   registerLogin(program);
   registerLogs(program);
   registerStorage(program);

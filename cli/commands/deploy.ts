@@ -15,8 +15,9 @@ import { remoteErrorOf } from "../remote-error.js";
 /**
  * Sends a deploy and follows its NDJSON progress: an upload bar, then each index backfill's row
  * count (in place on a terminal, one line per step otherwise), then the result or the error.
+ * Resolves with the deployment as the host answered it.
  */
-function deployStreaming(url: URL, token: string, body: string): Promise<void> {
+function deployStreaming(url: URL, token: string, body: string): Promise<DeployedView> {
   const tty = process.stderr.isTTY === true;
   const payload = Buffer.from(body);
   const bar = tty
@@ -45,11 +46,14 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
           return;
         }
         let failed: PlatformError | undefined;
+        let deployed: DeployedView = {};
         onLines(res, (text) => {
           const message = JSON.parse(text) as {
             progress?: { table: string; index: string; done: number };
+            deploy?: DeployedView;
             error?: unknown;
           };
+          if (message.deploy) deployed = message.deploy;
           if (message.progress) {
             const { table, index, done } = message.progress;
             const line = `backfilling ${table}.${index}: ${plural(done, "row")}`;
@@ -61,7 +65,7 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
         res.on("end", () => {
           if (tty) process.stderr.write("\n");
           if (failed) reject(failed);
-          else resolve();
+          else resolve(deployed);
         });
       },
     );
@@ -73,6 +77,12 @@ function deployStreaming(url: URL, token: string, body: string): Promise<void> {
   });
 }
 
+/** What `platform deploy` reads of the deployment the host answers with. */
+interface DeployedView {
+  /** Only when the deploy just created a deployment without an owner (an operator's deploy). */
+  claimToken?: string;
+}
+
 /** A deployment id from a folder name: lowercase letters, digits and '-'. */
 function idFromDir(dir: string): string {
   const id = basename(dir)
@@ -82,6 +92,19 @@ function idFromDir(dir: string): string {
     .slice(0, 63)
     .replace(/-+$/, "");
   return id || "app";
+}
+
+/**
+ * An operator's deploy created a deployment nobody owns yet: its claim token is shown this once
+ * (the host keeps only a hash), with what its developer runs to take it over.
+ */
+function printClaimToken(id: string, claimToken: string, base: URL): void {
+  process.stdout.write(
+    `claim token for ${id}: ${claimToken} (shown once; give it to the deployment's developer)\n` +
+      `  the developer claims it with: curl -X POST ${base.origin}/v1/deploys/${id}/claim ` +
+      `-H 'Authorization: Bearer <developer token>' -H 'content-type: application/json' ` +
+      `-d '{"claimToken":"${claimToken}"}'\n`,
+  );
 }
 
 /** `platform deploy [dir] --host <url>`: bundles the capsule and deploys it through the operator API. */
@@ -122,12 +145,13 @@ export function registerDeploy(program: Command): void {
         }
         const { code } = await bundleCapsule(dir);
         const base = new URL(flags.host);
-        await deployStreaming(
+        const deployed = await deployStreaming(
           new URL(`/v1/deploys/${id}`, base),
           token,
           JSON.stringify({ code, env: readServerEnv(dir) }),
         );
         process.stdout.write(`deployed ${id}: ${base.protocol}//${id}.${base.host}\n`);
+        if (deployed.claimToken) printClaimToken(id, deployed.claimToken, base);
       }),
     );
 }
