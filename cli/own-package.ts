@@ -6,18 +6,26 @@ import { packageRoot } from "./bundle.js";
 
 /** The fields of this package's `package.json` that `platform init` copies into an app. */
 export interface OwnManifest {
-  version: string;
   /** The TypeScript range this package builds with; apps type-check with the same one. */
   typescript: string;
+  /**
+   * npm's `allowScripts` for this package's own dependencies (the native addons): npm reads it
+   * from the app's package.json only, and a future npm skips install scripts it does not list.
+   */
+  allowScripts: Record<string, boolean>;
 }
 
-/** This package's version and TypeScript range, from its `package.json`. */
+/** What an app copies from this package's `package.json`. */
 export function ownManifest(): OwnManifest {
   const manifest = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as {
-    version: string;
     dependencies?: Record<string, string>;
+    allowScripts?: Record<string, boolean>;
   };
-  return { version: manifest.version, typescript: manifest.dependencies?.typescript ?? "^5" };
+  const dependencies = manifest.dependencies ?? {};
+  const allowScripts = Object.fromEntries(
+    Object.entries(manifest.allowScripts ?? {}).filter(([name]) => name in dependencies),
+  );
+  return { typescript: dependencies.typescript ?? "^5", allowScripts };
 }
 
 /**

@@ -3,7 +3,7 @@ import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { runAction } from "../output.js";
-import { ownManifest, packOwnPackage } from "../own-package.js";
+import { type OwnManifest, ownManifest, packOwnPackage } from "../own-package.js";
 
 const SERVER = `import { capsule, endpoint, string, table, text } from "platform/server";
 
@@ -95,9 +95,10 @@ npm run deploy -- --host <url>
 
 /**
  * The app's package.json: \`platform\` from the vendored tarball (the npm registry's \`platform\` is an
- * unrelated package), TypeScript for \`npm run typecheck\`, and the scripts the README names.
+ * unrelated package), TypeScript for \`npm run typecheck\`, the scripts the README names, and the
+ * platform's native addons allowed to build.
  */
-function packageJson(name: string, tarball: string, typescript: string): string {
+function packageJson(name: string, tarball: string, own: OwnManifest): string {
   const manifest = {
     name,
     version: "0.1.0",
@@ -105,7 +106,8 @@ function packageJson(name: string, tarball: string, typescript: string): string 
     type: "module",
     scripts: { dev: "platform dev", deploy: "platform deploy", typecheck: "tsc -p ." },
     dependencies: { platform: `file:vendor/${tarball}` },
-    devDependencies: { typescript },
+    devDependencies: { typescript: own.typescript },
+    allowScripts: own.allowScripts,
   };
   return `${JSON.stringify(manifest, null, 2)}\n`;
 }
@@ -144,7 +146,11 @@ function packageName(folder: string): string {
   return name === "" ? "capsule" : name.slice(0, 214);
 }
 
-/** `platform init [dir]`: scaffolds a capsule that `platform dev` runs at once. */
+/**
+ * `platform init [dir]`: scaffolds a capsule that `platform dev` runs at once, as an npm project
+ * of its own (package.json, tsconfig.json, this platform packed into vendor/), so it also installs,
+ * type-checks and runs away from any checkout of the platform (docs/own-project.md).
+ */
 export function registerInit(program: Command): void {
   program
     .command("init")
@@ -170,10 +176,10 @@ export function registerInit(program: Command): void {
         writeFileSync(join(dir, ".gitignore"), ".env.platform.server\nnode_modules/\n");
         mkdirSync(join(dir, "vendor"));
         const tarball = packOwnPackage(join(dir, "vendor"));
-        const { typescript } = ownManifest();
+
         writeFileSync(
           join(dir, "package.json"),
-          packageJson(packageName(basename(dir)), tarball, typescript),
+          packageJson(packageName(basename(dir)), tarball, ownManifest()),
         );
         writeFileSync(join(dir, "tsconfig.json"), TSCONFIG);
         const enter = dirArg === "." ? "" : `cd ${dirArg} && `;
