@@ -8,11 +8,12 @@
  * checkout has, fails here. The install compiles isolated-vm, hence the long timeout.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, symlink } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { delimiter, join, sep } from "node:path";
+import { delimiter, isAbsolute, join, sep } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { freePort } from "./helpers/cli.js";
@@ -126,7 +127,21 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopDev();
   await rm(work, { recursive: true, force: true });
+  const entry = npxCacheEntry(join(work, "platform"));
+  if (entry) await rm(entry, { recursive: true, force: true });
 });
+
+/**
+ * The folder `npx <dir>` keeps for a directory in npm's cache (named, in npm's libnpmexec, by a
+ * hash of the directory's path): every run of this test uses a new temporary path, so it removes
+ * its own entry rather than leave one behind per run.
+ */
+function npxCacheEntry(dir: string): string | undefined {
+  const cache = spawnSync("npm", ["config", "get", "cache"], { encoding: "utf8" }).stdout.trim();
+  if (!isAbsolute(cache)) return undefined;
+  const hash = createHash("sha512").update(dir).digest("hex").slice(0, 16);
+  return join(cache, "_npx", hash);
+}
 
 it("an app made with platform init outside the checkout installs from the tarball, type-checks and serves", async () => {
   expect(work.startsWith(repo + sep)).toBe(false);
