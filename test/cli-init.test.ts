@@ -1,5 +1,8 @@
-/** `platform init` scaffolds a capsule that `platform dev` runs at once, page included. */
-import { existsSync } from "node:fs";
+/**
+ * `platform init` scaffolds a capsule that `platform dev` runs at once, page included, even before
+ * `npm install` (test/own-project.test.ts installs one and runs it through npm).
+ */
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,9 +26,13 @@ it("scaffolds a capsule, refuses a non-empty folder, and the result runs with pl
   const app = join(dir, "my-app");
   const created = runCli(["init", app]);
   expect(created.status, created.stderr).toBe(0);
-  expect(created.stdout).toContain(`next: platform dev ${app}`);
-  for (const file of ["server/index.ts", "client/index.html", "README.md", ".gitignore"])
+  expect(created.stdout).toContain(`next: cd ${app} && npm install && npm run dev`);
+  for (const file of ["server/index.ts", "client/index.html", "README.md", ".gitignore", "tsconfig.json"])
     expect(existsSync(join(app, file)), file).toBe(true);
+  const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8"));
+  expect(existsSync(join(app, manifest.dependencies.platform.slice("file:".length))), "the tarball").toBe(
+    true,
+  );
   const again = runCli(["init", app]);
   expect(again.status).toBe(1);
   expect(again.stderr).toContain("is not empty");

@@ -3,6 +3,7 @@ import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { runAction } from "../output.js";
+import { type OwnManifest, ownManifest, packOwnPackage } from "../own-package.js";
 
 const SERVER = `import { capsule, endpoint, string, table, text } from "platform/server";
 
@@ -80,21 +81,84 @@ const readme = (name: string) => `# ${name}
 A capsule for the platform.
 
 \`\`\`sh
-npx platform dev .            # http://localhost:3000: the page in client/, the API at /api/*
+npm install          # the platform package, from the tarball in vendor/
+npm run dev          # http://localhost:3000: the page in client/, the API at /api/*
+npm run typecheck    # tsc over server/ and client/
+npm run deploy -- --host <url>
 \`\`\`
 
 - \`server/index.ts\`: the schema, queries, mutations and endpoints.
 - \`client/index.html\`: a page that signs in as a guest and lists and adds notes.
+- \`vendor/\`: the platform package this app was created with (\`npm pack\` of it); keep it.
 - \`.env.platform.server\`: server-only values for \`ctx.env\` (keep it out of version control).
 `;
 
-/** `platform init [dir]`: scaffolds a capsule that `platform dev` runs at once. */
+/**
+ * The app's package.json: \`platform\` from the vendored tarball (the npm registry's \`platform\` is an
+ * unrelated package), TypeScript for \`npm run typecheck\`, the scripts the README names, and the
+ * platform's native addons allowed to build.
+ */
+function packageJson(name: string, tarball: string, own: OwnManifest): string {
+  const manifest = {
+    name,
+    version: "0.1.0",
+    private: true,
+    type: "module",
+    scripts: { dev: "platform dev", deploy: "platform deploy", typecheck: "tsc -p ." },
+    dependencies: { platform: `file:vendor/${tarball}` },
+    devDependencies: { typescript: own.typescript },
+    allowScripts: own.allowScripts,
+  };
+  return `${JSON.stringify(manifest, null, 2)}\n`;
+}
+
+/**
+ * Strict TypeScript over server/ and client/, resolving \`platform/*\` through the package's
+ * exports as esbuild does. The DOM library is there for client code; no Node types, since capsules
+ * run without Node APIs.
+ */
+const TSCONFIG = `${JSON.stringify(
+  {
+    compilerOptions: {
+      target: "ES2022",
+      lib: ["ES2022", "DOM"],
+      module: "ESNext",
+      moduleResolution: "Bundler",
+      jsx: "react-jsx",
+      strict: true,
+      noEmit: true,
+      isolatedModules: true,
+      skipLibCheck: true,
+      types: [],
+    },
+    include: ["server", "client"],
+  },
+  null,
+  2,
+)}\n`;
+
+/** A package name npm accepts, made from the folder's name. */
+function packageName(folder: string): string {
+  const name = folder
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[._-]+|-+$/g, "");
+  return name === "" ? "capsule" : name.slice(0, 214);
+}
+
+/**
+ * `platform init [dir]`: scaffolds a capsule that `platform dev` runs at once, as an npm project
+ * of its own (package.json, tsconfig.json, this platform packed into vendor/), so it also installs,
+ * type-checks and runs away from any checkout of the platform (docs/own-project.md).
+ */
 export function registerInit(program: Command): void {
   program
     .command("init")
     .argument("[dir]", "folder to create the capsule in (must be empty or missing)", ".")
-    .description("scaffold a capsule: server/index.ts, client/index.html, README.md, .gitignore")
-    .addHelpText("after", "\nExamples:\n  platform init my-app && platform dev my-app")
+    .description(
+      "scaffold an app: server/index.ts, client/index.html, package.json (with this platform packed into vendor/), tsconfig.json, README.md, .gitignore",
+    )
+    .addHelpText("after", "\nExamples:\n  platform init my-app && cd my-app && npm install && npm run dev")
     .action((dirArg: string) =>
       runAction(async () => {
         const dir = resolve(dirArg);
@@ -110,9 +174,16 @@ export function registerInit(program: Command): void {
         writeFileSync(join(dir, "client", "index.html"), CLIENT);
         writeFileSync(join(dir, "README.md"), readme(basename(dir)));
         writeFileSync(join(dir, ".gitignore"), ".env.platform.server\nnode_modules/\n");
-        process.stdout.write(
-          `created a capsule in ${dir}\nnext: platform dev ${dirArg === "." ? "." : dirArg}\n`,
+        mkdirSync(join(dir, "vendor"));
+        const tarball = packOwnPackage(join(dir, "vendor"));
+
+        writeFileSync(
+          join(dir, "package.json"),
+          packageJson(packageName(basename(dir)), tarball, ownManifest()),
         );
+        writeFileSync(join(dir, "tsconfig.json"), TSCONFIG);
+        const enter = dirArg === "." ? "" : `cd ${dirArg} && `;
+        process.stdout.write(`created a capsule in ${dir}\nnext: ${enter}npm install && npm run dev\n`);
       }),
     );
 }

@@ -15,7 +15,8 @@ import { AuthSession } from "./auth-session.js";
 import type { ClientAuth } from "./auth-types.js";
 import { callWithAuth } from "./http-call.js";
 import { PaginatedQuery } from "./paginated-query.js";
-import { createHooks, type ReactHooks, type ReactModule } from "./react-hooks.js";
+import { createHooks } from "./react-hooks.js";
+import type { ReactHooks, ReactModuleRef } from "./react-types.js";
 import { createStorageClient, type StorageClient } from "./storage-client.js";
 import { type ConnectionState, SyncConnection } from "./sync-connection.js";
 import type { Transport } from "./transport.js";
@@ -88,7 +89,7 @@ function socketUrl(baseUrl: string): string {
 export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
   url: string,
   transport: Transport,
-  react: ReactModule | null,
+  react: ReactModuleRef | null,
   options: ClientOptions = {},
 ): PlatformClient<App> {
   const base = new URL(url);

@@ -5,7 +5,7 @@ export type * from "./api-types.js";
 export type { AuthState, ClientAuth, ClientIdentity } from "./auth-types.js";
 export type { ClientOptions, PlatformClient } from "./client.js";
 export type { PaginatedQuery, PaginatedQueryState, PaginationStatus } from "./paginated-query.js";
-export type { ReactHooks, SignInButtonProps } from "./react-hooks.js";
+export type { ReactHooks, RenderedElement, SignInButtonProps } from "./react-types.js";
 export type { StorageClient, UploadedObject } from "./storage-client.js";
 export type { ConnectionState } from "./sync-connection.js";
 export type { FetchFunction, KeyValueStore, SocketFactory, SocketLike, Transport } from "./transport.js";

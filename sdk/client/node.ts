@@ -6,13 +6,13 @@
 import type { AnyCapsuleApi, CapsuleApi } from "./api-types.js";
 import { buildClient, type ClientOptions, type PlatformClient } from "./client.js";
 import { nodeTransport } from "./node-transport.js";
-import type { ReactModule } from "./react-hooks.js";
+import type { ReactModuleRef } from "./react-types.js";
 
 export * from "./exports.js";
 export { localhostLookup, nodeFetch } from "./node-transport.js";
 
-const react: ReactModule | null = await import("react").then(
-  (module) => ((module as unknown as { default?: ReactModule }).default ?? module) as ReactModule,
+const react: ReactModuleRef | null = await import("react").then(
+  (module) => (module as { default?: ReactModuleRef }).default ?? module,
   () => null,
 );
 

@@ -1,18 +1,7 @@
 import type * as React from "react";
-import type {
-  AnyCapsuleApi,
-  CapsuleApi,
-  MutationArgs,
-  MutationName,
-  MutationResultOf,
-  PaginatedArgs,
-  PaginatedItem,
-  QueryArgs,
-  QueryName,
-  QueryResultOf,
-} from "./api-types.js";
 import type { AuthState, ClientAuth } from "./auth-types.js";
 import type { PaginatedQuery, PaginatedQueryState } from "./paginated-query.js";
+import type { ReactHooks, ReactModuleRef, SignInButtonProps } from "./react-types.js";
 import type { SyncConnection } from "./sync-connection.js";
 
 /** An input's change event, as far as the button reads it (the SDK compiles without the DOM library). */
@@ -20,49 +9,6 @@ type InputChange = { target: { value: string } };
 
 /** The React module (a peer dependency), passed in so the client itself never requires it. */
 export type ReactModule = typeof React;
-
-/** Props of the sign-in button. */
-export interface SignInButtonProps {
-  /** Text of the button (default "Sign in"). */
-  label?: string;
-  className?: string;
-}
-
-/** The hooks and components on every client (docs/client.md). */
-export interface ReactHooks<App extends CapsuleApi = AnyCapsuleApi> {
-  /**
-   * The live result of query `name`: undefined while loading, then updated whenever it changes.
-   * Pass `"skip"` to subscribe to nothing. While the query fails, the hook throws its
-   * `PlatformError` (to the nearest error boundary), as Convex's `useQuery` does; a boundary that
-   * resets renders the query's current outcome: the error again while it lasts, the value once
-   * the query answers again (the host pushes that recovery to subscribers; `client.subscribe`
-   * receives it without any reset).
-   */
-  useQuery<N extends QueryName<App>>(
-    name: N,
-    args?: QueryArgs<App, N> | "skip",
-  ): QueryResultOf<App, N> | undefined;
-  /** A function running mutation `name` with read-your-writes. */
-  useMutation<N extends MutationName<App>>(
-    name: N,
-  ): (args?: MutationArgs<App, N>) => Promise<MutationResultOf<App, N>>;
-  /**
-   * A paginated query: supplies `paginationOpts` to the query, keeps every loaded page subscribed,
-   * accumulates their items, and resets to the first page after a reactive invalidation. While a
-   * page fails, the hook throws that page's `PlatformError` (to the nearest error boundary), like
-   * `useQuery`; a boundary that resets shows the pages again once they answer.
-   * `client.paginatedQuery` gives the same state, `error` included, without throwing.
-   */
-  usePaginatedQuery<N extends QueryName<App>>(
-    name: N,
-    args: PaginatedArgs<App, N>,
-    options: { initialNumItems: number },
-  ): PaginatedQueryState<PaginatedItem<App, N>>;
-  /** `{ isLoading, isSignedIn, identity, error }`, updated as sign-in state changes. */
-  useAuth(): AuthState;
-  /** A button that runs the email-code sign-in (email, then code); shows the account when signed in. */
-  SignInButton: (props: SignInButtonProps) => React.ReactElement;
-}
 
 /** What the hooks need from the client. */
 export interface HookSources {
@@ -236,7 +182,8 @@ function PlatformSignInButton(props: SignInButtonProps & { bound: Bound }): Reac
  * each client only closes over its own connection and auth. Without React they throw a message
  * saying to install it.
  */
-export function createHooks(react: ReactModule | null, sources: HookSources): ReactHooks {
+export function createHooks(reactModule: ReactModuleRef | null, sources: HookSources): ReactHooks {
+  const react = reactModule as ReactModule | null;
   const bound: Bound = { react, sources };
   return {
     useQuery: (name: string, args?: unknown) => useClientQuery(bound, name, args),
