@@ -17,7 +17,12 @@ const run = promisify(execFile);
 /** A running private server. */
 export interface LocalPostgres {
   url: string;
+  /** Stops the server and removes its folder. */
   stop(): Promise<void>;
+  /** Stops the server, keeping its data (clients see it go away), until {@link resume}. */
+  suspend(): Promise<void>;
+  /** Starts the suspended server again on the same port with the same data. */
+  resume(): Promise<void>;
 }
 
 /** The folder of PostgreSQL's server programs (`initdb`, `pg_ctl`), or undefined when not installed. */
@@ -59,9 +64,17 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
     "-c max_connections=400",
     "-c shared_buffers=64MB",
   ].join(" ");
-  await as("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-o", settings, "-w", "start"]);
+  const start = () =>
+    as("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-o", settings, "-w", "start"]);
+  await start();
   return {
     url: `postgres://platform@127.0.0.1:${port}/postgres`,
+    suspend: async () => {
+      await as("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    },
+    resume: async () => {
+      await start();
+    },
     stop: async () => {
       await as("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
       await rm(dir, { recursive: true, force: true });

@@ -10,6 +10,7 @@ import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
+import { healthRoutes } from "./health.js";
 import { controlPlaneLanding, devLanding } from "./landing.js";
 import { devLogRoutes } from "./log-stream.js";
 import type { RequestQuota } from "./request-quota.js";
@@ -49,7 +50,7 @@ export interface RunningServer {
  * Builds the Koa app by composition only: the error sink, tenant resolution, then each origin's
  * route files in the order they claim paths. A deployment origin tries sign-in, (dev) logs, the
  * data API, storage, the capsule's endpoints, (dev) its client files and (dev) a landing page at `/`;
- * the control plane tries the operator API, the dashboard, then its landing page at `/`. Whatever
+ * the control plane tries the health probes, the operator API, the dashboard, then its landing page. Whatever
  * nothing answers is `404 not_found`.
  */
 export function createHttpApp(options: HttpOptions): Koa {
@@ -68,6 +69,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   ];
   const controlRoutes = options.adminToken
     ? [
+        healthRoutes(deployments.db, objects.blobs),
         controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken),
         dashboardRoutes(deployments.db, developers, deployments, objects),
         controlPlaneLanding(),

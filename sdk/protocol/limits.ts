@@ -66,6 +66,11 @@ export const LIMITS = {
   /** Server processes in a row that may fail to start before `platform host` gives up. Ours. */
   serverStartAttempts: 5,
   /**
+   * How long `GET /readyz` waits for the database and the blob store each before it answers
+   * `503`: a load balancer's probe must get an answer, not hang with the backend. Ours.
+   */
+  readinessCheckMs: 2000,
+  /**
    * Calls of one deployment waiting for an execution slot; beyond them a call is refused at once
    * with `503 unavailable` and `Retry-After`. Waiting calls hold no host-wide slot. Ours.
    */
