@@ -71,6 +71,12 @@ export const LIMITS = {
    */
   readinessCheckMs: 2000,
   /**
+   * `GET /metrics`: how long a scrape waits for the database to read storage usage, and for how
+   * many owners at most (one series each), so a scrape answers even while the database hangs. Ours.
+   */
+  metricsReadMs: 2000,
+  metricsStorageOwners: 1000,
+  /**
    * Calls of one deployment waiting for an execution slot; beyond them a call is refused at once
    * with `503 unavailable` and `Retry-After`. Waiting calls hold no host-wide slot. Ours.
    */
