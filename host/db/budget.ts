@@ -78,8 +78,12 @@ export class Budget {
     this.usage.rowsReturned += n;
   }
 
-  /** The error for `collect()` finding more rows than may be returned. */
+  /**
+   * The error for `collect()` finding more rows than may be returned. Like the other limits it
+   * leaves the usage at the limit crossed, so the call log and the metrics see which budget failed.
+   */
   collectTooLarge(): PlatformError {
+    this.usage.rowsReturned = this.limits.rowsReturned;
     return this.fail(`collect() exceeded the ${this.limits.rowsReturned} row return limit. Use paginate().`);
   }
 
