@@ -1,4 +1,4 @@
-import { afterPrefix, encodeText, TAG_STRING } from "./codec.js";
+import { afterPrefix, decodeText, encodeText, TAG_STRING } from "./codec.js";
 import { hostKey } from "./keys.js";
 import { collect, type KvStore } from "./kv/index.js";
 
@@ -81,6 +81,14 @@ export class RecordStore<T> {
         value === null ? { type: "del" as const, key } : { type: "put" as const, key, value },
       ),
     );
+  }
+
+  /** The first `limit` records with their ids, in id order. */
+  async entries(limit: number): Promise<Array<[id: string, value: T]>> {
+    const found = await collect(
+      this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix), limit }),
+    );
+    return found.map(([key, json]) => [decodeText(key, this.prefix.length).value, JSON.parse(json) as T]);
   }
 
   /** Every record, in id order. */

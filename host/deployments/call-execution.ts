@@ -36,6 +36,24 @@ export interface Call {
 }
 
 /**
+ * What call execution reports as calls end, for the host's metrics: an interface of this layer
+ * (the metrics implement it); the default ignores it. `kind` is the call log's kind, `status`
+ * `ok` or the error code the caller got.
+ */
+export interface CallObserver {
+  /** A call ran and settled after `seconds`, having used `usage`. */
+  settled(deployment: string, kind: string, status: string, seconds: number, usage: CallUsage): void;
+  /** A call was refused before it ran: no such handler, access denied, or quarantined. */
+  refused(deployment: string, kind: string, status: string): void;
+}
+
+const IGNORE_CALLS: CallObserver = { settled() {}, refused() {} };
+
+function statusOf(error: unknown): string {
+  return isPlatformError(error) ? error.code : "internal";
+}
+
+/**
  * Runs the handlers of deployments: checks the caller against the access policy, builds the
  * dispatch request, runs it in one transaction (queries on a snapshot, mutations serialized), and
  * records the call in the log with what it used.
@@ -47,14 +65,20 @@ export class CallExecutor {
     private readonly db: HostDatabase,
     private readonly pool: IsolatePool,
     private readonly logs: LogHub,
+    private readonly observer: CallObserver = IGNORE_CALLS,
   ) {}
 
   /** Runs a query or mutation of `record` for `call.identity`. */
   call(record: DeploymentRecord, call: Call): Promise<CallResult> {
-    checkAppCall(record, call.identity);
-    const list = call.kind === "query" ? record.declaration.queries : record.declaration.mutations;
-    if (!list.includes(call.name))
-      throw unknownHandlerError(record.declaration, record.id, call.kind, call.name);
+    try {
+      checkAppCall(record, call.identity);
+      const list = call.kind === "query" ? record.declaration.queries : record.declaration.mutations;
+      if (!list.includes(call.name))
+        throw unknownHandlerError(record.declaration, record.id, call.kind, call.name);
+    } catch (error) {
+      this.observer.refused(record.id, call.kind, statusOf(error));
+      throw error;
+    }
     // Object.assign, not a literal that starts with a spread: see withMode in host/db.
     const fields = {
       requestId: 0,
@@ -84,9 +108,17 @@ export class CallExecutor {
     identity: BridgeIdentity | null,
     session?: SessionProof | null,
   ): Promise<CallResult> {
-    checkEndpointCall(record, identity);
     const endpoint = record.declaration.endpoints.find((e) => e.name === name);
-    if (!endpoint) throw new PlatformError("not_found", `No endpoint named ${name}.`);
+    try {
+      checkEndpointCall(record, identity);
+    } catch (error) {
+      this.observer.refused(record.id, "endpoint", statusOf(error));
+      throw error;
+    }
+    if (!endpoint) {
+      this.observer.refused(record.id, "endpoint", "not_found");
+      throw new PlatformError("not_found", `No endpoint named ${name}.`);
+    }
     const now = Date.now();
     return this.execute(
       record,
@@ -121,7 +153,13 @@ export class CallExecutor {
     request: DispatchRequest,
     session?: SessionProof | null,
   ): Promise<CallResult> {
-    quarantine.check(record);
+    const kind = CALL_KINDS[request.kind];
+    try {
+      quarantine.check(record);
+    } catch (error) {
+      this.observer.refused(record.id, kind, statusOf(error));
+      throw error;
+    }
     const database = await this.db.deployment(record.id);
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
@@ -133,7 +171,6 @@ export class CallExecutor {
       now: "now" in request ? request.now : Date.now(),
       onUsage: run.onUsage,
     };
-    const kind = CALL_KINDS[request.kind];
     const name = "name" in request ? request.name : handler;
     try {
       const result = await retryAbandoned(sink, (log) =>
@@ -146,10 +183,13 @@ export class CallExecutor {
       );
       const used = run.usage();
       this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used });
+      this.observer.settled(record.id, kind, "ok", used.wallMs / 1000, used);
       return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
     } catch (error) {
-      const outcome = isPlatformError(error) ? error.code : "internal";
-      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome, usage: run.usage() });
+      const outcome = statusOf(error);
+      const used = run.usage();
+      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome, usage: used });
+      this.observer.settled(record.id, kind, outcome, used.wallMs / 1000, used);
       throw error;
     }
   }

@@ -1,8 +1,8 @@
 import type { BridgeHttpRequest, BridgeIdentity } from "../../sdk/protocol/index.js";
 import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
-import { IsolatePool, type PoolOptions } from "../isolates/index.js";
-import { type Call, CallExecutor, type CallResult } from "./call-execution.js";
+import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
+import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
 import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import type { LogHub } from "./log-hub.js";
@@ -28,6 +28,8 @@ export class DeploymentService {
     /** Every handler's `ctx.log` lines. */
     readonly logs: LogHub,
     poolOptions: Partial<PoolOptions> = {},
+    /** The host's metrics: told of every call and of isolates started, evicted and stopped. */
+    observer?: CallObserver & IsolateObserver,
   ) {
     // A deployment is gone (deleted here or by another host): stop its isolate, forget its loaded state.
     const stop = (id: string) => {
@@ -37,8 +39,8 @@ export class DeploymentService {
     };
     this.registry = new DeploymentRegistry(db, stop);
     this.removals = new DeploymentRemovals(db, this.registry, stop);
-    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions);
-    this.calls = new CallExecutor(db, this.pool, logs);
+    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer);
+    this.calls = new CallExecutor(db, this.pool, logs, observer);
   }
 
   /**

@@ -1,5 +1,5 @@
 /** `host/deployments`: deployment records, artifacts, the deploy pipeline and handler calls. */
-export type { Call, CallResult } from "./call-execution.js";
+export type { Call, CallObserver, CallResult } from "./call-execution.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";

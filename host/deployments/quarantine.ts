@@ -46,6 +46,14 @@ export class Quarantine {
     return Object.fromEntries(Object.entries(value).filter(([, until]) => typeof until === "number"));
   }
 
+  /** How many bundles are refused now (the host's metrics read it). */
+  activeCount(): number {
+    const now = Date.now();
+    let active = 0;
+    for (const until of this.until.values()) if (until > now) active++;
+    return active;
+  }
+
   /** True when `artifact` is refused now. */
   holds(artifact: string): boolean {
     const until = this.until.get(artifact);

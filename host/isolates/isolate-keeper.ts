@@ -8,11 +8,12 @@ import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
 /**
- * True when `error` is the stop of `isolate` for its memory limit, or for its CPU limit (a `timeout`
- * that took the isolate down; one at the wall-clock limit leaves it running).
+ * The limit `isolate` was stopped for when `error` is that stop: its memory limit, or its CPU limit
+ * (a `timeout` that took the isolate down; one at the wall-clock limit leaves it running).
  */
-function stoppedForLimit(error: unknown, isolate: CapsuleIsolate): boolean {
-  return isPlatformError(error, "out_of_memory") || (isPlatformError(error, "timeout") && isolate.isDisposed);
+function limitStoppedFor(error: unknown, isolate: CapsuleIsolate): "cpu" | "memory" | undefined {
+  if (isPlatformError(error, "out_of_memory")) return "memory";
+  return isPlatformError(error, "timeout") && isolate.isDisposed ? "cpu" : undefined;
 }
 
 /** Where a runner gets its capsule code from (the artifact store). */
@@ -45,6 +46,8 @@ export class IsolateKeeper {
     private readonly standing: InlineStanding = new InlineStanding(),
     /** Called when a new isolate goes live (the pool enforces its cap on live isolates then). */
     private readonly onLive: () => void = () => {},
+    /** Called once per isolate stopped for a limit (the host's metrics count it). */
+    private readonly onLimitStop: (limit: "cpu" | "memory") => void = () => {},
   ) {
     this.pause = new BreachPause(deploymentId);
   }
@@ -119,9 +122,11 @@ export class IsolateKeeper {
         return await isolate.execute(request, onSyscall);
       } catch (error) {
         // Every execution in flight fails when the isolate is stopped: count the stop once.
-        if (isolate !== null && isolate !== this.lastStopped && stoppedForLimit(error, isolate)) {
+        const limit = isolate !== null && isolate !== this.lastStopped && limitStoppedFor(error, isolate);
+        if (limit) {
           this.lastStopped = isolate;
           this.pause.stopped();
+          this.onLimitStop(limit);
         }
         throw error;
       } finally {

@@ -3,6 +3,7 @@ import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inli
 import { InlineOverrunBudget } from "./inline/policy.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
+import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
 import { FairScheduler } from "./scheduler.js";
 
 /** How many isolates a host keeps and for how long. */
@@ -53,6 +54,8 @@ export class IsolatePool {
   constructor(
     private readonly loadArtifact: ArtifactLoader,
     options: Partial<PoolOptions> = {},
+    /** Told of isolates started, evicted and stopped for a limit (the host's metrics). */
+    private readonly observer: IsolateObserver = IGNORE_ISOLATES,
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
@@ -72,7 +75,11 @@ export class IsolatePool {
         this.options.limits,
         this.scheduler.lane(deploymentId),
         this.standing(deploymentId),
-        () => this.enforceCap(),
+        () => {
+          this.observer.isolateStarted();
+          this.enforceCap();
+        },
+        (limit) => this.observer.limitBreached(deploymentId, limit),
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -107,6 +114,16 @@ export class IsolatePool {
     return n;
   }
 
+  /** Calls executing now (each holding an execution slot). */
+  busySlots(): number {
+    return this.scheduler.busySlots();
+  }
+
+  /** Calls waiting for an execution slot, by deployment. */
+  waitingCalls(): Array<[string, number]> {
+    return this.scheduler.waitingCalls();
+  }
+
   /**
    * Evicts the least recently used idle isolates beyond {@link PoolOptions.maxLive}. Runs when an
    * isolate goes live (the only time the count grows) and on each sweep (isolates that were busy
@@ -119,6 +136,7 @@ export class IsolatePool {
       if (live <= this.options.maxLive) break;
       if (runner.isLive && !runner.busy) {
         runner.evict();
+        this.observer.isolateEvicted("capacity");
         live--;
       }
     }
@@ -128,7 +146,10 @@ export class IsolatePool {
     this.enforceCap();
     const cutoff = Date.now() - this.options.idleMs;
     for (const runner of this.runners.values())
-      if (runner.isLive && !runner.busy && runner.lastUsed < cutoff) runner.evict();
+      if (runner.isLive && !runner.busy && runner.lastUsed < cutoff) {
+        runner.evict();
+        this.observer.isolateEvicted("idle");
+      }
   }
 
   /** Forgets a deployment (deleted). */

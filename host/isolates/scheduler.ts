@@ -17,11 +17,21 @@ export class FairScheduler {
   private readonly ready: DeploymentLane[] = [];
 
   constructor(
-    slots: number,
+    private readonly slots: number,
     /** Slots kept for deployments with nothing running. */
     private readonly reserved: number,
   ) {
     this.free = slots;
+  }
+
+  /** Slots taken now (the host's metrics read it). */
+  busySlots(): number {
+    return this.slots - this.free;
+  }
+
+  /** The waiting calls of each deployment with some waiting (the host's metrics read it). */
+  waitingCalls(): Array<[string, number]> {
+    return this.ready.map((lane) => [lane.deploymentId, lane.waitingCount]);
   }
 
   /** A lane for one deployment's calls. */
@@ -66,8 +76,13 @@ export class DeploymentLane {
 
   constructor(
     private readonly scheduler: FairScheduler,
-    private readonly deploymentId: string,
+    readonly deploymentId: string,
   ) {}
+
+  /** Calls waiting for a slot. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
 
   /** Runs `work` once this deployment has an execution slot; calls start in the order they came. */
   run<T>(work: () => Promise<T>): Promise<T> {

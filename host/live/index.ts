@@ -1,2 +1,2 @@
 /** `host/live`: live queries (subscriptions re-run by read-set / write-set intersection). */
-export { LiveQueries, type Subscriber } from "./live-queries.js";
+export { type LiveObserver, LiveQueries, type Subscriber } from "./live-queries.js";

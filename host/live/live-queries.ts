@@ -41,6 +41,17 @@ interface Group {
 }
 
 /**
+ * What live queries report, for the host's metrics: an interface of this layer (the metrics
+ * implement it); the default ignores it.
+ */
+export interface LiveObserver {
+  /** `count` results (values or errors) were handed to subscribers of `deployment`. */
+  pushed(deployment: string, count: number): void;
+}
+
+const IGNORE_LIVE: LiveObserver = { pushed() {} };
+
+/**
  * Live queries: a subscription runs its query, remembers the read set, and
  * after every commit on that deployment only the subscriptions whose read set intersects the
  * commit's write set run again. Identical subscriptions (same query, arguments and caller) share
@@ -58,7 +69,21 @@ export class LiveQueries {
   /** Query executions so far (tests count re-runs with it). */
   executions = 0;
 
-  constructor(private readonly deployments: DeploymentService) {}
+  constructor(
+    private readonly deployments: DeploymentService,
+    private readonly observer: LiveObserver = IGNORE_LIVE,
+  ) {}
+
+  /** Subscribers by deployment (the host's metrics read it at each scrape). */
+  subscriberCounts(): Array<[string, number]> {
+    const counts: Array<[string, number]> = [];
+    for (const [deployment, groups] of this.byDeployment) {
+      let subscribers = 0;
+      for (const group of groups) subscribers += group.subscribers.size;
+      if (subscribers > 0) counts.push([deployment, subscribers]);
+    }
+    return counts;
+  }
 
   /** Subscribes; resolves once `subscriber` got the current outcome. Returns the unsubscribe function. */
   async subscribe(
@@ -176,12 +201,15 @@ export class LiveQueries {
   private deliver(group: Group): void {
     const outcome = group.outcome;
     if (!outcome) return;
+    let pushed = 0;
     for (const [subscriber, seen] of group.subscribers) {
       if (seen === outcome) continue;
       group.subscribers.set(subscriber, outcome);
+      pushed++;
       if (outcome.error) subscriber.error(outcome.error);
       else subscriber.value(outcome.valueJson as string);
     }
+    if (pushed > 0) this.observer.pushed(group.deployment, pushed);
   }
 
   /** Stops listening to commits. */

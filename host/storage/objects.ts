@@ -287,6 +287,11 @@ export class ObjectService {
     );
   }
 
+  /** Bytes counted against each quota owner, for the first `limit` owners in id order (metrics). */
+  async usageByOwner(limit: number): Promise<Array<[owner: string, bytes: number]>> {
+    return (await this.usage.entries(limit)).map(([owner, usage]) => [owner, usage.bytes]);
+  }
+
   /** Bytes counted against a developer. */
   async used(owner: string): Promise<number> {
     return (await this.usage.get(owner))?.bytes ?? 0;

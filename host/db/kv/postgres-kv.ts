@@ -69,6 +69,26 @@ export class PostgresKv extends KvStoreBase {
     return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table);
   }
 
+  /**
+   * How full each connection pool is (the host's metrics read it): `direct` reads and writes,
+   * `snapshots`, `locks` and `outer-locks`, as in the connection budget above.
+   */
+  poolUse(): Array<{ pool: string; max: number; total: number; idle: number; waiting: number }> {
+    const pools = {
+      direct: this.pool,
+      snapshots: this.snapshots,
+      locks: this.locks,
+      "outer-locks": this.outerLocks,
+    };
+    return Object.entries(pools).map(([pool, each]) => ({
+      pool,
+      max: each.options.max,
+      total: each.totalCount,
+      idle: each.idleCount,
+      waiting: each.waitingCount,
+    }));
+  }
+
   protected _get(key: Buffer): Promise<string | undefined> {
     return selectValue(this.pool, this.table, key);
   }
