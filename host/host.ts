@@ -9,19 +9,21 @@ import {
   OidcVerifier,
   type UnsentCode,
 } from "./auth/index.js";
-import { HostDatabase } from "./db/index.js";
-import { DeploymentService, LogHub } from "./deployments/index.js";
+import { HostDatabase, PostgresKv } from "./db/index.js";
+import { DeploymentService, LogHub, quarantine } from "./deployments/index.js";
 import {
   attachSync,
   createHttpApp,
   DEFAULT_REQUEST_QUOTA,
   destinationOfHost,
   listen,
+  listenForMetrics,
   type QuotaSettings,
   RequestQuota,
 } from "./http/index.js";
 import type { PoolOptions } from "./isolates/index.js";
 import { LiveQueries } from "./live/index.js";
+import { HostMetrics } from "./metrics/index.js";
 import {
   DEFAULT_STORAGE_LIMITS,
   FsBlobStore,
@@ -80,6 +82,12 @@ export interface HostOptions {
   requestQuota?: QuotaSettings | false;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
+  /** Also serve `GET /metrics` without a token on this port of 127.0.0.1 (0 picks a free one). */
+  metricsPort?: number;
+  /** Times the supervisor restarted the server process before this one (a metric). */
+  serverRestarts?: number;
+  /** Add Node's process metrics (CPU, memory, event loop, GC): `platform host` only, once per process. */
+  processMetrics?: boolean;
 }
 
 /** A running host. */
@@ -93,6 +101,10 @@ export interface PlatformHost {
   /** The document database (`platform budget` seeds tables through it). */
   database: HostDatabase;
   deployments: DeploymentService;
+  /** The host's metrics (served at the control plane's `GET /metrics`). */
+  metrics: HostMetrics;
+  /** The loopback port serving `GET /metrics` without a token, when {@link HostOptions.metricsPort} was given. */
+  metricsPort?: number;
   /** The base URL of deployment `id`. */
   deploymentUrl(id: string): string;
   close(): Promise<void>;
@@ -107,7 +119,12 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
   const db = await HostDatabase.open(options.database ?? join(options.data, "db"));
   const logs = new LogHub(options.logDestination, options.logCalls ?? true);
-  const deployments = new DeploymentService(db, logs, options.pool);
+  const metrics = new HostMetrics({
+    serverRestarts: options.serverRestarts,
+    processMetrics: options.processMetrics,
+  });
+  const deployments = new DeploymentService(db, logs, options.pool, metrics);
+  const stopForgetting = deployments.onGone((id) => metrics.forget(id));
   const auth = await AuthService.open(db, (id) => deployments.incarnationOf(id));
   const developers = new Developers(db);
   const signIn = {
@@ -153,6 +170,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
   const app = createHttpApp({
     quota,
+    metrics,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
     objects,
     signIn,
@@ -164,14 +182,32 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
   });
   let running: Awaited<ReturnType<typeof listen>>;
+  let metricsServer: Awaited<ReturnType<typeof listen>> | undefined;
   try {
     running = await listen(app, options.port, options.hostname, options.listenFd);
+    if (options.metricsPort !== undefined)
+      metricsServer = await listenForMetrics(metrics, options.metricsPort, (error) =>
+        console.error(error),
+      ).catch(async (error: unknown) => {
+        await running.close();
+        throw error;
+      });
   } catch (error) {
     deployments.close();
     await db.close();
     throw error;
   }
-  const live = new LiveQueries(deployments);
+  const live = new LiveQueries(deployments, metrics);
+  const store = db.store;
+  metrics.watch({
+    liveIsolates: () => deployments.pool.liveCount(),
+    busySlots: () => deployments.pool.busySlots(),
+    waitingCalls: () => deployments.pool.waitingCalls(),
+    liveSubscriptions: () => live.subscriberCounts(),
+    quarantinedBundles: () => quarantine.activeCount(),
+    storageBytes: (limit) => objects.usageByOwner(limit),
+    ...(store instanceof PostgresKv ? { postgresPools: () => store.poolUse() } : {}),
+  });
   const stopSync = attachSync(
     running.server,
     (host) => {
@@ -190,13 +226,17 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     database: db,
     deployments,
     auth,
+    metrics,
+    ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
     deploymentUrl: (id) =>
       options.devDeployment
         ? `http://${options.domain}:${running.port}`
         : `http://${id}.${options.domain}:${running.port}`,
     close: async () => {
       stopSync();
+      stopForgetting();
       live.close();
+      await metricsServer?.close();
       await running.close();
       deployments.close();
       await db.close();

@@ -4,6 +4,7 @@
  * WebSocket sync protocol; `RequestQuota` is the per-caller budget both share.
  */
 
+export { listenForMetrics } from "./metrics-port.js";
 export { DEFAULT_REQUEST_QUOTA, type QuotaSettings, quotaKey, RequestQuota } from "./request-quota.js";
 export { createHttpApp, type HttpOptions, listen, type RunningServer } from "./server.js";
 export { attachSync, SYNC_LIMITS } from "./sync.js";

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
+import type { HostMetrics } from "../metrics/index.js";
 import type { ObjectService } from "../storage/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
@@ -13,6 +14,7 @@ import { errorEnvelope } from "./errors.js";
 import { healthRoutes } from "./health.js";
 import { controlPlaneLanding, devLanding } from "./landing.js";
 import { devLogRoutes } from "./log-stream.js";
+import { metricsRoutes } from "./metrics.js";
 import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
 import { storageRoutes } from "./storage-routes.js";
@@ -35,6 +37,8 @@ export interface HttpOptions {
   adminToken?: string;
   /** Per-caller request quotas. */
   quota: RequestQuota;
+  /** The host's metrics, served to the operator at the control plane's `GET /metrics`. */
+  metrics: HostMetrics;
   /** Where internal errors are reported. */
   onInternalError?: (error: unknown) => void;
 }
@@ -70,6 +74,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   const controlRoutes = options.adminToken
     ? [
         healthRoutes(deployments.db, objects.blobs),
+        metricsRoutes(options.metrics, options.adminToken, developers),
         controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken),
         dashboardRoutes(deployments.db, developers, deployments, objects),
         controlPlaneLanding(),
