@@ -82,6 +82,8 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
   let spare: Server | undefined;
   let stopping = false;
   let failedStarts = 0;
+  /** Active servers replaced so far; each server is told the count (its restarts metric). */
+  let restarts = 0;
 
   const handOver = (): Record<string, number> => {
     const now = Date.now();
@@ -94,7 +96,7 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
     if (spare === server) spare = undefined;
     if (!server.loaded || server.activated) return;
     server.activated = true;
-    server.process.send({ quarantine: handOver() });
+    server.process.send({ quarantine: handOver(), restarts });
   };
   const failed = (how: string) => {
     if (++failedStarts < LIMITS.serverStartAttempts) return false;
@@ -174,6 +176,7 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
     const delay = server.ready ? 0 : START_RETRY_MS * 2 ** (failedStarts - 1);
     process.stderr.write(`platform host: server exited (${how}); restarting in ${delay} ms\n`);
     active = undefined;
+    restarts++;
     setTimeout(() => activate(spare ?? spawnServer()), delay);
   };
 

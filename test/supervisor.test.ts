@@ -2,7 +2,7 @@
  * `platform host` as operators run it: a supervisor process and a server process. One capsule
  * allocating far beyond its heap makes V8 give up on the isolate (isolated-vm's documented
  * catastrophic case), which ends the server process; the supervisor starts a new one and the
- * other deployments answer again with their data intact.
+ * other deployments answer again with their data intact, and its metrics count the restart.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -58,6 +58,12 @@ it("restarts the server after a catastrophic isolate error; other deployments ke
   expect(list.status).toBe(200);
   expect(list.json<{ value: Array<{ text: string }> }>().value.map((t) => t.text)).toEqual(["b", "a"]);
   expect(host.output()).toContain("catastrophic isolate error");
+  // The new server process knows it is a restart, and the quarantine it was handed.
+  const metrics = await sendRequest(`http://localhost:${port}/metrics`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(metrics.text()).toMatch(/^platform_server_restarts_total 1$/m);
+  expect(metrics.text()).toMatch(/^platform_quarantined_bundles 1$/m);
 }, 90_000);
 
 it("refuses operator calls without the token", async () => {

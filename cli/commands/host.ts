@@ -17,6 +17,7 @@ interface HostFlags {
   s3Endpoint?: string;
   s3Bucket?: string;
   s3Region?: string;
+  metricsPort?: number;
 }
 
 /**
@@ -112,7 +113,9 @@ async function serve(flags: HostFlags): Promise<void> {
     "../../host/index.js"
   );
   reportStandby();
-  const quarantined = Quarantine.parse(((await activation) as { quarantine?: unknown }).quarantine);
+  const handedOver = (await activation) as { quarantine?: unknown; restarts?: unknown };
+  const quarantined = Quarantine.parse(handedOver.quarantine);
+  const restarts = Number.isInteger(handedOver.restarts) ? (handedOver.restarts as number) : 0;
   quarantine.replace(quarantined);
   const data = resolve(flags.data);
   const { token } = adminToken(data);
@@ -127,10 +130,15 @@ async function serve(flags: HostFlags): Promise<void> {
     ...(flags.requestQuota === undefined ? {} : { requestQuota: flags.requestQuota }),
     ...backends(flags),
     ...signInSettings(),
+    serverRestarts: restarts,
+    processMetrics: true,
+    ...(flags.metricsPort === undefined ? {} : { metricsPort: flags.metricsPort }),
   });
   process.stdout.write(
     `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,
   );
+  if (host.metricsPort !== undefined)
+    process.stdout.write(`platform host metrics: http://127.0.0.1:${host.metricsPort}/metrics (no token)\n`);
   reportReady();
   const stop = async () => {
     await host.close();
@@ -190,6 +198,12 @@ export function registerHost(program: Command): void {
         "--request-quota <n>",
         `requests per second per caller and deployment, bursts of ${BURST_PER_RATE}n (default ${LIMITS.requestQuotaPerSecond}; 0 turns quotas off)`,
       ).argParser(parseRequestQuota),
+    )
+    .addOption(
+      new Option(
+        "--metrics-port <port>",
+        "also serve GET /metrics without a token on this port of 127.0.0.1 (the control plane's needs the operator token)",
+      ).argParser(parsePort),
     )
     .addHelpText(
       "after",
