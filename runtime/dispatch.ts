@@ -3,9 +3,11 @@
  * `ctx`, runs it, and turns the outcome into JSON with a stable error code.
  */
 import {
+  type DispatchError,
   type DispatchRequest,
   type DispatchResponse,
   encodeDispatchResponse,
+  LIMITS,
 } from "../sdk/protocol/index.js";
 import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
 import { openLogCalls, settleLogCalls } from "./bridge.js";
@@ -46,14 +48,37 @@ function capsule(): LoadedCapsule {
   return candidate;
 }
 
-function toError(error: unknown): { code: string; message: string } {
+/**
+ * The `at ...` lines of a thrown error's stack, cut at `LIMITS.errorStackChars`: where the handler
+ * failed, for the developer (the host maps bundle positions to the capsule's source). The message
+ * line is left out; it travels as `message`. A stack getter of the capsule's own may throw.
+ */
+function framesOf(error: unknown): string | undefined {
+  let stack: unknown;
+  try {
+    stack = (error as { stack?: unknown }).stack;
+  } catch {
+    return undefined;
+  }
+  if (typeof stack !== "string") return undefined;
+  const frames = stack
+    .split("\n")
+    .filter((line) => line.trimStart().startsWith("at "))
+    .join("\n");
+  return frames === "" ? undefined : frames.slice(0, LIMITS.errorStackChars);
+}
+
+function toError(error: unknown): DispatchError {
+  const stack = error && typeof error === "object" ? framesOf(error) : undefined;
+  const withStack = (failure: DispatchError): DispatchError =>
+    stack === undefined ? failure : Object.assign(failure, { stack });
   if (error && typeof error === "object" && (error as Error).name === "PlatformError") {
     const { code, message } = error as PlatformError;
     if (typeof code === "string" && Object.hasOwn(ERROR_STATUS, code))
-      return { code, message: String(message) };
+      return withStack({ code, message: String(message) });
   }
   if (error instanceof Error)
-    return { code: "handler_error", message: `Uncaught ${error.name}: ${error.message}` };
+    return withStack({ code: "handler_error", message: `Uncaught ${error.name}: ${error.message}` });
   let text: string;
   try {
     text = JSON.stringify(error) ?? String(error);

@@ -12,7 +12,7 @@ import { type IsolatePool, retryAbandoned } from "../isolates/index.js";
 import { CALL_KINDS, nextSeed } from "./dispatch.js";
 import { HandlerRun } from "./handler-run.js";
 import { asLegacyRequest } from "./legacy/index.js";
-import type { LogHub, RequestId } from "./log-hub.js";
+import type { CallFailure, LogHub, RequestId } from "./log-hub.js";
 import { quarantine } from "./quarantine.js";
 import type { DeploymentRecord } from "./records.js";
 import { unknownHandlerError } from "./unknown-handler.js";
@@ -51,6 +51,15 @@ const IGNORE_CALLS: CallObserver = { settled() {}, refused() {} };
 
 function statusOf(error: unknown): string {
   return isPlatformError(error) ? error.code : "internal";
+}
+
+/**
+ * A failed call as its developer reads it in the logs: the message its caller got (the expose
+ * rule of host/http/errors.ts, so no host detail reaches the logs either) and the handler's stack.
+ */
+function failureOf(error: unknown, stack: string | undefined): CallFailure {
+  const message = isPlatformError(error) && error.expose ? error.message : "Internal error.";
+  return stack === undefined ? { message } : { message, stack };
 }
 
 /**
@@ -188,7 +197,13 @@ export class CallExecutor {
     } catch (error) {
       const outcome = statusOf(error);
       const used = run.usage();
-      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome, usage: used });
+      this.logs.recordCall(record.id, handler, requestId, {
+        kind,
+        name,
+        outcome,
+        usage: used,
+        error: failureOf(error, run.failureStack()),
+      });
       this.observer.settled(record.id, kind, outcome, used.wallMs / 1000, used);
       throw error;
     }

@@ -3,6 +3,7 @@ import type { BudgetUsage, Transaction } from "../db/index.js";
 import { type HandlerLogEntry, type IsolateKeeper, transactionSyscalls } from "../isolates/index.js";
 import { handlerError } from "./dispatch.js";
 import { isLegacyRequest, runLegacy } from "./legacy/index.js";
+import { redactSecrets } from "./log-hub.js";
 import type { DeploymentRecord } from "./records.js";
 
 /** Usage before the transaction reported any (read only, never written). */
@@ -22,6 +23,7 @@ const NO_USAGE: Readonly<BudgetUsage> = Object.freeze({
 export class HandlerRun {
   private cpuMs = 0;
   private budget: Readonly<BudgetUsage> = NO_USAGE;
+  private stack: string | undefined;
   private readonly started = performance.now();
 
   constructor(
@@ -40,6 +42,7 @@ export class HandlerRun {
    * lane (see `IsolateKeeper.run`); resolves to its JSON value.
    */
   async inSlot(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
+    this.stack = undefined;
     if (isLegacyRequest(this.request)) {
       const legacy = await runLegacy(tx, this.runner, this.request, log, this.record);
       this.cpuMs = legacy.cpuMs;
@@ -47,8 +50,21 @@ export class HandlerRun {
     }
     const response = await this.runner.run(this.request, transactionSyscalls(tx, log));
     this.cpuMs = response.cpuMs;
-    if (!response.ok) throw handlerError(response.error, this.record.env);
+    if (!response.ok) {
+      if (response.error.stack !== undefined)
+        this.stack = redactSecrets(response.error.stack, this.record.env);
+      throw handlerError(response.error, this.record.env);
+    }
     return response.valueJson;
+  }
+
+  /**
+   * Where the handler failed, when it threw an `Error`: its stack frames at bundle positions, env
+   * values redacted. Kept apart from the thrown `PlatformError` so no caller ever receives it; only
+   * the call log does.
+   */
+  failureStack(): string | undefined {
+    return this.stack;
   }
 
   /** What the call used so far (the call log and the caller read it once it settled). */

@@ -7,12 +7,22 @@ import {
   LIMITS,
 } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
-import { type CallLine, type CallRecord, callLogLine, formatRequestId, type LogLine } from "./log-line.js";
+import {
+  type CallFailure,
+  type CallLine,
+  type CallRecord,
+  callLogLine,
+  formatRequestId,
+  type LogLine,
+} from "./log-line.js";
 import { LogRing } from "./log-ring.js";
 
-export type { CallRecord, LogLine } from "./log-line.js";
+export type { CallFailure, CallRecord, LogLine } from "./log-line.js";
 
 type Listener = (line: LogLine) => void;
+
+/** Turns a failed handler's bundle stack into one for its developer; undefined drops it. */
+export type StackMapper = (stack: string) => string | undefined;
 
 /** A call's request id in parts (formatted by {@link formatRequestId} only when a line shows it). */
 export interface RequestId {
@@ -48,6 +58,7 @@ export function redactSecrets(text: string, env: Record<string, string>): string
 export class LogHub {
   private readonly rings = new Map<string, LogRing>();
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly stackMappers = new Map<string, StackMapper>();
   private readonly out: pino.Logger | undefined;
 
   /**
@@ -79,10 +90,21 @@ export class LogHub {
         handler: line.handler,
         requestId: line.requestId,
         ...(line.fields ? { fields: line.fields } : {}),
-        ...(line.call ? { call: line.call } : {}),
+        ...(line.call ? { call: withoutFailure(line.call) } : {}),
       },
       line.message,
     );
+  }
+
+  /**
+   * How failed calls of `deployment` show their stack in its logs (`platform dev` maps bundle
+   * positions to the capsule's source with the bundle's source map); `undefined` removes it.
+   * Without one a failed call keeps only its message: a hosted deployment has no source map, and
+   * bundle positions would help nobody.
+   */
+  mapStacks(deployment: string, mapper: StackMapper | undefined): void {
+    if (mapper) this.stackMappers.set(deployment, mapper);
+    else this.stackMappers.delete(deployment);
   }
 
   private tell(line: LogLine): void {
@@ -117,7 +139,8 @@ export class LogHub {
   /**
    * Records one finished call: a line with its budget figures, and a warning line when it used
    * more than half of any budget (saying what to do about it). The ring keeps the call as numbers;
-   * the line is only built when it is printed or followed.
+   * the line is only built when it is printed or followed. A failure's stack is replaced by what the
+   * deployment's {@link StackMapper} makes of it (`call` is the caller's to give away).
    */
   recordCall(deployment: string, handler: string, request: RequestId, call: CallRecord): void {
     const entry: CallLine = {
@@ -127,12 +150,21 @@ export class LogHub {
       requestSeq: request.seq,
       call,
     };
-    this.ring(deployment).pushCall(entry);
     const printed = this.out !== undefined && this.writeCalls;
-    if (printed || this.listeners.get(deployment)?.size) {
+    if (call.error) {
+      // Failures are rare and carry text: kept as a line object, outside the ring's columns.
+      call.error = this.failure(deployment, call.error);
       const line = callLogLine(deployment, entry);
+      this.ring(deployment).push(line);
       if (printed) this.print(line);
       this.tell(line);
+    } else {
+      this.ring(deployment).pushCall(entry);
+      if (printed || this.listeners.get(deployment)?.size) {
+        const line = callLogLine(deployment, entry);
+        if (printed) this.print(line);
+        this.tell(line);
+      }
     }
     const warning = budgetWarning(call);
     if (warning)
@@ -145,6 +177,13 @@ export class LogHub {
         message: warning,
         warning: "budget",
       });
+  }
+
+  /** A failed call's message, with its stack only as the deployment's {@link StackMapper} shows it. */
+  private failure(deployment: string, error: CallFailure): CallFailure {
+    const mapper = this.stackMappers.get(deployment);
+    const stack = error.stack === undefined || !mapper ? undefined : mapper(error.stack);
+    return stack === undefined ? { message: error.message } : { message: error.message, stack };
   }
 
   /**
@@ -196,6 +235,16 @@ export class LogHub {
       });
     };
   }
+}
+
+/**
+ * A call record for the host's own log: without the failure's message and stack, which are the
+ * tenant's text (the owner reads them through `platform logs`).
+ */
+function withoutFailure(call: CallRecord): CallRecord {
+  if (!call.error) return call;
+  const { error: _, ...rest } = call;
+  return rest;
 }
 
 const ADVICE: Record<BudgetKey, string> = {

@@ -7,6 +7,18 @@ export interface CallRecord {
   /** `ok`, or the error code it failed with. */
   outcome: string;
   usage: CallUsage;
+  /** A failed call's message, and where it failed (see `LogHub.mapStacks`); absent when ok. */
+  error?: CallFailure;
+}
+
+/**
+ * Why a call failed, for its developer: the message the caller got (5xx codes the caller only sees
+ * as "Internal error." keep that text here too) and, in `platform dev`, the handler's stack mapped
+ * to the capsule's source. The host's own log never carries it.
+ */
+export interface CallFailure {
+  message: string;
+  stack?: string;
 }
 
 /** One stored log line of a deployment. */

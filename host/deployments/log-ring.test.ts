@@ -115,4 +115,45 @@ describe("LogHub", () => {
     expect(warning).toMatchObject({ level: "warn", warning: "budget", requestId: "loyw3v28-9" });
     expect(warning?.message).toContain("80% of rowsRead (4000 of 5000)");
   });
+
+  it("keeps a failed call's message; its stack only as the mapper shows it; neither in its own log", () => {
+    const written: string[] = [];
+    const hub = new LogHub({ write: (text: string) => written.push(text) });
+    const failed = (stack: string) => {
+      const record = call(4, "handler_error").call;
+      record.error = { message: "Uncaught Error: boom", stack };
+      return record;
+    };
+    hub.recordCall(
+      "d1",
+      "list1",
+      { startedMs: 1_700_000_000_000, seq: 1 },
+      failed("    at f (capsule.js:1:2)"),
+    );
+    hub.mapStacks("d1", (stack) => stack.replace("capsule.js:1:2", "server/index.ts:3:4"));
+    hub.recordCall(
+      "d1",
+      "list1",
+      { startedMs: 1_700_000_000_000, seq: 2 },
+      failed("    at f (capsule.js:1:2)"),
+    );
+    hub.mapStacks("d1", () => undefined);
+    hub.recordCall(
+      "d1",
+      "list1",
+      { startedMs: 1_700_000_000_000, seq: 3 },
+      failed("    at f (capsule.js:1:2)"),
+    );
+    expect(hub.recent("d1").map((line) => line.call?.error)).toEqual([
+      { message: "Uncaught Error: boom" },
+      { message: "Uncaught Error: boom", stack: "    at f (server/index.ts:3:4)" },
+      { message: "Uncaught Error: boom" },
+    ]);
+    expect(written).toHaveLength(3);
+    for (const text of written) {
+      expect(JSON.parse(text)).toMatchObject({ message: "mutation list1 handler_error" });
+      expect(text).not.toContain("boom");
+      expect(text).not.toContain("index.ts");
+    }
+  });
 });

@@ -110,10 +110,19 @@ export type LegacyOutcome =
   | { need: { tables: string[]; ids: number } }
   | { value: unknown; returned: number; writes: LegacyWrite[] };
 
+/**
+ * A handler's failure as it leaves the isolate. `stack`: the frames of a thrown `Error` (positions
+ * in the bundle, `capsule.js:L:C`), at most `LIMITS.errorStackChars`; the host keeps it for the
+ * developer's logs and never sends it to callers.
+ */
+export interface DispatchError {
+  code: string;
+  message: string;
+  stack?: string;
+}
+
 /** What an isolate answers: a JSON value (as a string) or an error with a stable code. */
-export type DispatchResponse =
-  | { ok: true; valueJson: string }
-  | { ok: false; error: { code: string; message: string } };
+export type DispatchResponse = { ok: true; valueJson: string } | { ok: false; error: DispatchError };
 
 /**
  * The wire form of a {@link DispatchResponse}: `=` followed by the value's JSON, or `!` followed by
@@ -126,8 +135,7 @@ export function encodeDispatchResponse(response: DispatchResponse): string {
 /** Decodes {@link encodeDispatchResponse}; anything else is refused. */
 export function decodeDispatchResponse(wire: string): DispatchResponse {
   if (wire.startsWith("=")) return { ok: true, valueJson: wire.slice(1) };
-  if (wire.startsWith("!"))
-    return { ok: false, error: JSON.parse(wire.slice(1)) as { code: string; message: string } };
+  if (wire.startsWith("!")) return { ok: false, error: JSON.parse(wire.slice(1)) as DispatchError };
   throw new Error("Malformed dispatch response");
 }
 

@@ -3,6 +3,7 @@ export { type ErrorCode, isPlatformError, PlatformError } from "../values/index.
 export {
   type BridgeHttpRequest,
   type BridgeIdentity,
+  type DispatchError,
   type DispatchRequest,
   type DispatchResponse,
   decodeDispatchResponse,

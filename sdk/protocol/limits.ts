@@ -45,6 +45,11 @@ export const LIMITS = {
   logMessageChars: 4096,
   /** Characters of one log line's JSON fields kept (longer ones become `{ truncated }`). Ours. */
   logFieldsChars: 16 * 1024,
+  /**
+   * Characters kept of a failed handler's stack frames, for the developer's `platform dev` terminal
+   * and `platform logs` (never sent to callers). Ours.
+   */
+  errorStackChars: 4096,
   /** Log lines kept per deployment for `platform logs` and the log stream. Ours. */
   logLinesKept: 1000,
   /** How long an emailed sign-in code is valid, in ms. */
