@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { colorEnabled, noColors } from "./colors.js";
 import { formatSignInCode } from "./commands/dev.js";
-import { formatLogLine } from "./commands/logs.js";
+import { formatCallSummary, formatLogLine } from "./log-format.js";
 import { plural } from "./output.js";
 
 describe("plural", () => {
@@ -43,6 +43,51 @@ describe("colour", () => {
       noColors,
     );
     expect(line).toBe("03:04:05.678 WARN  add [r1] careful");
+  });
+});
+
+describe("a failed call's lines", () => {
+  const usage = {
+    rowsReturned: 0,
+    rowsRead: 1,
+    bytesRead: 0,
+    indexScans: 1,
+    writes: 0,
+    cpuMs: 1,
+    wallMs: 3.04,
+  };
+  const call = {
+    kind: "mutation",
+    name: "toggle",
+    outcome: "handler_error",
+    usage,
+    error: { message: "Uncaught Error: No todo", stack: "    at toggle (server/index.ts:19:24)" },
+  };
+
+  it("show the message after the outcome and the stack below, in platform logs", () => {
+    const line = formatLogLine({
+      time: "2026-01-02T03:04:05.678Z",
+      level: "warn",
+      handler: "toggle",
+      requestId: "r1",
+      message: "mutation toggle handler_error",
+      call,
+    });
+    expect(line.split("\n")).toEqual([
+      expect.stringMatching(
+        /^03:04:05.678 WARN {2}toggle \[r1\] mutation toggle handler_error: Uncaught Error: No todo · 3.0 ms wall/,
+      ),
+      "    at toggle (server/index.ts:19:24)",
+    ]);
+  });
+
+  it("and in platform dev's summary, which is one line for a call that succeeded", () => {
+    expect(formatCallSummary("2026-01-02T03:04:05.678Z", call)).toBe(
+      "03:04:05.678 mutation toggle handler_error 3.0 ms: Uncaught Error: No todo\n    at toggle (server/index.ts:19:24)",
+    );
+    expect(
+      formatCallSummary("2026-01-02T03:04:05.678Z", { kind: "query", name: "list", outcome: "ok", usage }),
+    ).toBe("03:04:05.678 query list ok 3.0 ms");
   });
 });
 

@@ -1,53 +1,13 @@
 import { request } from "node:http";
 import { type Command, Option } from "commander";
-import { budgetShares, type CallUsage } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type Colors, colorsFor, noColors } from "../colors.js";
+import { colorsFor } from "../colors.js";
 import { ownerToken } from "../config.js";
 import { parseHostUrl, parsePort } from "../flags.js";
 import { localhostLookup, onLines } from "../http.js";
-import { formatBytes, plural, runAction } from "../output.js";
+import { formatLogLine, type LogLine } from "../log-format.js";
+import { runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
-
-interface LogLine {
-  time: string;
-  level: string;
-  handler: string;
-  requestId: string;
-  message: string;
-  fields?: Record<string, unknown>;
-  call?: { usage: CallUsage };
-}
-
-function percent(share: number): string {
-  return `${Math.round(share * 100)}%`;
-}
-
-/** A call's budget figures for humans: time, then each budget with its share of the limit. */
-export function formatUsage(usage: CallUsage): string {
-  const shares = budgetShares(usage);
-  return [
-    `${usage.wallMs.toFixed(1)} ms wall, ${usage.cpuMs.toFixed(1)} ms cpu (${percent(shares.cpuMs)})`,
-    `returned ${usage.rowsReturned} (${percent(shares.rowsReturned)})`,
-    `read ${usage.rowsRead} (${percent(shares.rowsRead)})`,
-    `${formatBytes(usage.bytesRead)} (${percent(shares.bytesRead)})`,
-    plural(usage.indexScans, "scan"),
-    plural(usage.writes, "write"),
-  ].join(" · ");
-}
-
-/**
- * One line for humans: time, level, handler, request id, message, fields or budget figures. `c`
- * colours the level (warnings yellow, errors red) and dims the time and request id.
- */
-export function formatLogLine(line: LogLine, c: Colors = noColors): string {
-  const time = line.time.slice(11, 23);
-  const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
-  const usage = line.call ? ` · ${formatUsage(line.call.usage)}` : "";
-  const level = line.level.toUpperCase().padEnd(5);
-  const shown = line.level === "error" ? c.red(level) : line.level === "warn" ? c.yellow(level) : level;
-  return `${c.dim(time)} ${shown} ${line.handler} ${c.dim(`[${line.requestId}]`)} ${line.message}${fields}${usage}`;
-}
 
 /** `platform logs [deploy_id]`: handler log lines of the dev server or of a hosted deployment. */
 export function registerLogs(program: Command): void {

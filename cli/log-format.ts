@@ -1,0 +1,75 @@
+import { budgetShares, type CallUsage } from "../sdk/protocol/index.js";
+import { type Colors, noColors } from "./colors.js";
+import { formatBytes, plural } from "./output.js";
+
+/** A failed call's message and, in `platform dev`, its stack mapped to the capsule's source. */
+export interface CallFailure {
+  message: string;
+  stack?: string;
+}
+
+/** One log line as the host sends it (`GET .../logs`, NDJSON) and `platform dev` follows it. */
+export interface LogLine {
+  time: string;
+  level: string;
+  handler: string;
+  requestId: string;
+  message: string;
+  fields?: Record<string, unknown>;
+  /** The platform's line after each call: what ran, how it ended, what it used. */
+  call?: { kind: string; name: string; outcome: string; usage: CallUsage; error?: CallFailure };
+}
+
+function percent(share: number): string {
+  return `${Math.round(share * 100)}%`;
+}
+
+/** A call's budget figures for humans: time, then each budget with its share of the limit. */
+export function formatUsage(usage: CallUsage): string {
+  const shares = budgetShares(usage);
+  return [
+    `${usage.wallMs.toFixed(1)} ms wall, ${usage.cpuMs.toFixed(1)} ms cpu (${percent(shares.cpuMs)})`,
+    `returned ${usage.rowsReturned} (${percent(shares.rowsReturned)})`,
+    `read ${usage.rowsRead} (${percent(shares.rowsRead)})`,
+    `${formatBytes(usage.bytesRead)} (${percent(shares.bytesRead)})`,
+    plural(usage.indexScans, "scan"),
+    plural(usage.writes, "write"),
+  ].join(" · ");
+}
+
+/** The stack of a failure on the lines after its line, as a terminal shows a Node stack. */
+function stackLines(error: CallFailure | undefined): string {
+  return error?.stack ? `\n${error.stack}` : "";
+}
+
+/**
+ * One line for humans: time, level, handler, request id, message, fields or budget figures; a
+ * failed call's message after its outcome, and its stack (when the log has one) on the lines
+ * below. `c` colours the level (warnings yellow, errors red) and dims the time and request id.
+ */
+export function formatLogLine(line: LogLine, c: Colors = noColors): string {
+  const time = line.time.slice(11, 23);
+  const error = line.call?.error;
+  const failure = error ? `: ${error.message}` : "";
+  const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
+  const usage = line.call ? ` · ${formatUsage(line.call.usage)}` : "";
+  const level = line.level.toUpperCase().padEnd(5);
+  const shown = line.level === "error" ? c.red(level) : line.level === "warn" ? c.yellow(level) : level;
+  return `${c.dim(time)} ${shown} ${line.handler} ${c.dim(`[${line.requestId}]`)} ${line.message}${failure}${fields}${usage}${stackLines(error)}`;
+}
+
+/**
+ * `platform dev`'s line for one finished call: `query list ok 1.2 ms`, and for a failure its code,
+ * message and stack: `mutation add handler_error 3.0 ms: Uncaught Error: boom` followed by
+ * `    at add (server/index.ts:12:5)`. `c` dims the time and colours the outcome.
+ */
+export function formatCallSummary(
+  time: string,
+  call: NonNullable<LogLine["call"]>,
+  c: Colors = noColors,
+): string {
+  const failed = call.outcome !== "ok";
+  const outcome = failed ? c.red(call.outcome) : c.green(call.outcome);
+  const failure = call.error ? `: ${call.error.message}` : "";
+  return `${c.dim(time.slice(11, 23))} ${call.kind} ${call.name} ${outcome} ${call.usage.wallMs.toFixed(1)} ms${failure}${stackLines(call.error)}`;
+}
