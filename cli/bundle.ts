@@ -75,6 +75,11 @@ function platformServerPlugin(capsuleDir: string): Plugin {
 export interface CapsuleBundle {
   code: string;
   entry: string;
+  /**
+   * The bundle's source map (JSON, sources relative to the capsule folder, no contents): how
+   * `platform dev` turns a handler's stack into `server/index.ts:12:5`. Never deployed.
+   */
+  sourceMap: string;
 }
 
 /**
@@ -105,8 +110,14 @@ export async function bundleCapsule(dir: string): Promise<CapsuleBundle> {
       logLevel: "silent",
       absWorkingDir: capsuleDir,
       plugins: [platformServerPlugin(capsuleDir)],
+      // Not written (write: false); it places the map's sources relative to the capsule folder.
+      outfile: join(capsuleDir, "capsule.js"),
+      // External: the map stays out of the bundle that is deployed (no sourceMappingURL comment).
+      sourcemap: "external",
+      sourcesContent: false,
     });
-    return { code: result.outputFiles[0]?.text ?? "", entry };
+    const output = (suffix: string) => result.outputFiles.find((f) => f.path.endsWith(suffix))?.text ?? "";
+    return { code: output("capsule.js"), entry, sourceMap: output("capsule.js.map") };
   } catch (error) {
     throw new PlatformError("bad_request", `Build failed:\n${formatBuildError(error)}`);
   }

@@ -1,4 +1,4 @@
-import { existsSync, watch } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -9,7 +9,11 @@ import { type Colors, colorsFor, noColors } from "../colors.js";
 import { readServerEnv } from "../env-file.js";
 import { parsePort } from "../flags.js";
 import { isListenError, listenFailure } from "../listen-failure.js";
+import { formatCallSummary, type LogLine } from "../log-format.js";
 import { plural, printWarning, reportError } from "../output.js";
+import { sourceStackMapper } from "../stack-map.js";
+import { formatTypeCheck, startTypeCheck, type TypeCheckResult } from "../typecheck.js";
+import { watchFolder } from "../watch.js";
 
 const DEV_DEPLOYMENT = "dev";
 
@@ -26,21 +30,47 @@ export function formatSignInCode(
   return `sign-in code for ${unsent.email}: ${c.bold(unsent.code)} (expires in ${plural(minutes, "minute")})`;
 }
 
+/**
+ * Prints one finished call of the dev deployment: a summary line on stdout, or on stderr for a
+ * failure, with its code, message and stack in the capsule's source.
+ */
+function printCall(line: LogLine): void {
+  if (!line.call) return;
+  const stream = line.call.outcome === "ok" ? process.stdout : process.stderr;
+  stream.write(`${formatCallSummary(line.time, line.call, colorsFor(stream))}\n`);
+}
+
+/**
+ * Prints the background type check's results as they come, each one only when it differs from the
+ * last (an edit that changes nothing for the checker prints nothing): stdout without errors, else
+ * stderr.
+ */
+function typeCheckPrinter(): (result: TypeCheckResult) => void {
+  let last = "";
+  return (result) => {
+    const stream = result.errorCount === 0 ? process.stdout : process.stderr;
+    const text = formatTypeCheck(result, colorsFor(stream));
+    if (text !== last) stream.write(`${text}\n`);
+    last = text;
+  };
+}
+
 /** `platform dev [dir]`: one capsule, a throw-away database, redeployed when server/ changes. */
 export function registerDev(program: Command): void {
   program
     .command("dev")
     .argument("[dir]", "capsule folder (with server/index.ts)", ".")
     .description(
-      "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit); serves client/, with client/main.tsx built by esbuild to /main.js",
+      "run a capsule locally at http://localhost:<port>, redeploying when server/ changes (data is kept until exit); prints every call (failures with a stack in your source) and type-checks in the background; serves client/, with client/main.tsx built by esbuild to /main.js",
     )
     .addOption(new Option("--port <port>", "port to listen on").default(3000).argParser(parsePort))
     .option(
       "--data <dir>",
       "keep the dev database in this folder across restarts (default: a throw-away folder)",
     )
+    .option("--no-typecheck", "do not type-check the capsule in the background")
     .addHelpText("after", "\nExamples:\n  platform dev fixtures/todo\n  platform dev . --port 4000")
-    .action(async (dirArg: string, flags: { port: number; data?: string }) => {
+    .action(async (dirArg: string, flags: { port: number; data?: string; typecheck: boolean }) => {
       const dir = resolve(dirArg);
       const keep = flags.data !== undefined;
       const data = keep ? resolve(flags.data as string) : await mkdtemp(join(tmpdir(), "platform-dev-"));
@@ -63,9 +93,11 @@ export function registerDev(program: Command): void {
           onUnsentCode: (unsent) =>
             process.stdout.write(`${formatSignInCode(unsent, colorsFor(process.stdout))}\n`),
         });
-        // A call above half of any budget gets a warning here, with what to do about it.
+        // Every call gets a line here; one above half of any budget also gets a warning, with
+        // what to do about it.
         host.deployments.logs.follow(DEV_DEPLOYMENT, (line) => {
           if (line.warning === "budget") printWarning(line.message);
+          else printCall(line);
         });
         const buildClient = async () => {
           const started = Date.now();
@@ -77,33 +109,42 @@ export function registerDev(program: Command): void {
         });
         const deploy = async () => {
           const started = Date.now();
-          const { code } = await bundleCapsule(dir);
+          const { code, entry, sourceMap } = await bundleCapsule(dir);
           await host.deployments.deploy(DEV_DEPLOYMENT, { code, env: readServerEnv(dir) }, (p) =>
             process.stdout.write(`  backfilling ${p.table}.${p.index}: ${plural(p.done, "row")}\n`),
           );
+          host.deployments.logs.mapStacks(DEV_DEPLOYMENT, sourceStackMapper(sourceMap));
           process.stdout.write(`deployed ${dir} in ${Date.now() - started} ms\n`);
+          return entry;
         };
-        await deploy();
+        const entry = await deploy();
+        const stopChecking = flags.typecheck
+          ? startTypeCheck(dir, entry, typeCheckPrinter(), (error) => reportError(error))
+          : async () => {};
+        // Rebuilds run one after another, each once its folder has been quiet for a moment.
+        let running = Promise.resolve();
+        const rebuildOnChange = (folder: string, rebuild: () => Promise<unknown>) =>
+          watchFolder(
+            folder,
+            () => {
+              running = running.then(() =>
+                rebuild().then(
+                  () => {},
+                  (error: unknown) => {
+                    reportError(error);
+                  },
+                ),
+              );
+            },
+            (error) => reportError(error),
+          );
+        const watching = [await rebuildOnChange(join(dir, "server"), deploy)];
+        if (existsSync(join(dir, "client")))
+          watching.push(await rebuildOnChange(join(dir, "client"), buildClient));
         const url = colorsFor(process.stdout).cyan(`http://localhost:${host.port}`);
         process.stdout.write(`platform dev: serving ${dir} at ${url}\n`);
-        // Rebuilds run one after another, each 100 ms after the last change of its folder.
-        let running = Promise.resolve();
-        const onChanges = (folder: string, rebuild: () => Promise<void>) => {
-          let timer: NodeJS.Timeout | undefined;
-          watch(folder, { recursive: true }, () => {
-            clearTimeout(timer);
-            timer = setTimeout(() => {
-              running = running.then(() =>
-                rebuild().catch((error: unknown) => {
-                  reportError(error);
-                }),
-              );
-            }, 100);
-          });
-        };
-        onChanges(join(dir, "server"), deploy);
-        if (existsSync(join(dir, "client"))) onChanges(join(dir, "client"), buildClient);
         const stop = async () => {
+          await Promise.all([...watching.map((unwatch) => unwatch()), stopChecking()]);
           await host.close();
           await discard();
           process.exit(0);

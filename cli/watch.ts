@@ -1,0 +1,43 @@
+import { basename } from "node:path";
+import { watch } from "chokidar";
+
+/** How long a folder must stay quiet after a change before it is rebuilt. */
+const SETTLE_MS = 100;
+
+/**
+ * Editors' scratch files, which never change what a build sees: vim's swap files and its `4913`
+ * probe, emacs' `.#` lock files, and `~` backups.
+ */
+export function isEditorScratch(path: string): boolean {
+  const name = basename(path);
+  return name.startsWith(".#") || name.endsWith("~") || /\.sw[px]$/.test(name) || name === "4913";
+}
+
+/**
+ * Calls `onChange` once `folder` has been quiet for {@link SETTLE_MS} after a change below it;
+ * resolves (to the function that stops watching) once the folder is being watched; later watch
+ * errors go to `onError`. chokidar, not `fs.watch`: editors that save by writing a new file and
+ * renaming it over the old one (or the old one away first) replace the watched file, and Node 20's
+ * recursive `fs.watch` then stops seeing it; chokidar follows the new one (`atomic`).
+ */
+export async function watchFolder(
+  folder: string,
+  onChange: () => void,
+  onError: (error: unknown) => void,
+): Promise<() => Promise<void>> {
+  const watcher = watch(folder, { ignoreInitial: true, atomic: true, ignored: isEditorScratch });
+  let timer: NodeJS.Timeout | undefined;
+  watcher.on("all", () => {
+    clearTimeout(timer);
+    timer = setTimeout(onChange, SETTLE_MS);
+  });
+  await new Promise<void>((resolve, reject) => {
+    watcher.once("ready", resolve);
+    watcher.once("error", reject);
+  });
+  watcher.on("error", onError);
+  return async () => {
+    clearTimeout(timer);
+    await watcher.close();
+  };
+}
