@@ -43,7 +43,13 @@ type Line = {
   requestId: string;
   message: string;
   fields?: Record<string, unknown>;
-  call?: { kind: string; name: string; outcome: string; usage: Record<string, number> };
+  call?: {
+    kind: string;
+    name: string;
+    outcome: string;
+    usage: Record<string, number>;
+    error?: { message: string; stack?: string };
+  };
 };
 
 async function hostedLogs(token: string): Promise<{ status: number; lines: Line[] }> {
@@ -121,7 +127,12 @@ describe("ctx.log on a hosted deployment", () => {
       error: { code: "handler_error", message: "Uncaught Error: bad secret [redacted]" },
     });
     const { lines } = await hostedLogs(owner.token);
-    expect(lines.find((l) => l.handler === "fail" && l.call)?.call?.outcome).toBe("handler_error");
+    const failure = lines.find((l) => l.handler === "fail" && l.call)?.call;
+    expect(failure?.outcome).toBe("handler_error");
+    // The owner reads the message; a hosted deployment has no source map, so no stack.
+    expect(failure?.error).toEqual({ message: "Uncaught Error: bad secret [redacted]" });
+    // The host's own log keeps the tenant's text out.
+    expect(JSON.stringify(host.logs)).not.toContain("bad secret");
     expect((await host.call("logs", "mutation", "echoEnv")).json()).toEqual({ value: ["API_SECRET"] });
     const admin = { authorization: `Bearer ${host.adminToken}` };
     for (const path of ["/v1/deploys", "/v1/deploys/logs"]) {
@@ -183,6 +194,13 @@ describe("platform logs against platform dev", () => {
       handler: "hit",
       message: "hit",
     });
+
+    // A failed call: its message (redacted) and where it failed, in the terminal and the logs.
+    await sendRequest(`http://localhost:${port}/api/mutation/fail`, { method: "POST", body: "{}" });
+    const failed =
+      /mutation fail handler_error[^\n]*: Uncaught Error: bad secret \[redacted\][^\n]*\n {4}at fail \(server\/index\.ts:\d+:\d+\)/;
+    await dev.waitFor(failed);
+    expect(runCli(["logs", "--port", String(port)]).stdout).toMatch(failed);
 
     const follower = startCli(["logs", "--port", String(port), "--follow"]);
     await follower.waitFor(/leaking \[redacted\]/);
