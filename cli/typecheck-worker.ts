@@ -71,11 +71,25 @@ const reportStatus = (
 };
 
 const config = join(setup.dir, "tsconfig.json");
+/**
+ * Options laid over the capsule's `tsconfig.json`: never emit, and `platform/*` resolved to this
+ * package while the capsule does not install it (a fresh `platform init` before `npm install`),
+ * unless the config maps paths of its own, which are left alone.
+ */
+function overConfig(): TypeScript.CompilerOptions {
+  const raw = ts.readConfigFile(config, ts.sys.readFile).config as
+    | { compilerOptions?: { paths?: unknown } }
+    | undefined;
+  return setup.paths && raw?.compilerOptions?.paths === undefined
+    ? { noEmit: true, paths: setup.paths }
+    : { noEmit: true };
+}
+
 if (existsSync(config)) {
   ts.createWatchProgram(
     ts.createWatchCompilerHost(
       config,
-      { noEmit: true },
+      overConfig(),
       ts.sys,
       ts.createSemanticDiagnosticsBuilderProgram,
       reportDiagnostic,

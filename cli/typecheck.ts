@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { entryUnlessInstalled, ownEntry } from "./bundle.js";
+import { entryUnlessInstalled, ownEntry, packageRoot } from "./bundle.js";
 import { type Colors, noColors } from "./colors.js";
 import { plural } from "./output.js";
 
@@ -20,6 +22,16 @@ export interface TypeCheckResult {
 }
 
 /**
+ * What `platform/<module>` is checked against when the capsule does not install the package: its
+ * built declarations, as an installed package's are (with `skipLibCheck` the capsule's options
+ * then never apply to the SDK's own code), else its source.
+ */
+function declarations(module: "server" | "client" | "legacy"): string {
+  const built = join(packageRoot(), "dist", "sdk", module, "index.d.ts");
+  return existsSync(built) ? built : ownEntry(module);
+}
+
+/**
  * Starts checking the capsule in `dir` on a worker thread, again whenever its files change, and
  * calls `onResult` after each check; `onError` if the checker itself fails. Returns the function
  * that stops it. See cli/typecheck-worker.ts.
@@ -30,20 +42,17 @@ export function startTypeCheck(
   onResult: (result: TypeCheckResult) => void,
   onError: (error: unknown) => void,
 ): () => Promise<void> {
-  const own = entryUnlessInstalled(dir, "server");
-  const setup: TypeCheckSetup = {
-    dir,
-    entry,
-    ...(own
-      ? {
-          paths: {
-            "platform/server": [own],
-            "platform/legacy": [ownEntry("legacy")],
-            "platform/client": [ownEntry("client")],
-          },
-        }
-      : {}),
-  };
+  const setup: TypeCheckSetup = entryUnlessInstalled(dir, "server")
+    ? {
+        dir,
+        entry,
+        paths: {
+          "platform/server": [declarations("server")],
+          "platform/legacy": [declarations("legacy")],
+          "platform/client": [declarations("client")],
+        },
+      }
+    : { dir, entry };
   const worker = new Worker(new URL("./typecheck-worker.js", import.meta.url), { workerData: setup });
   worker.on("message", (result: TypeCheckResult) => onResult(result));
   worker.on("error", onError);
