@@ -40,9 +40,15 @@ function clientResolvePlugin(capsuleDir: string): Plugin {
 /**
  * Builds a capsule's browser client (`client/main.tsx` and what it imports, React included) into
  * `<outDir>/main.js`, which `platform dev` serves next to the files of `client/`. Returns the entry
- * built, or undefined when the capsule has no client entry.
+ * built, or undefined when the capsule has no client entry. `production` (what `platform deploy`
+ * uploads) minifies and builds React's production mode.
  */
-export async function buildClientApp(capsuleDir: string, outDir: string): Promise<string | undefined> {
+export async function buildClientApp(
+  capsuleDir: string,
+  outDir: string,
+  options: { production?: boolean } = {},
+): Promise<string | undefined> {
+  const mode = options.production === true ? "production" : "development";
   const dir = resolve(capsuleDir);
   const entry = clientEntry(dir);
   if (!entry) return undefined;
@@ -56,7 +62,8 @@ export async function buildClientApp(capsuleDir: string, outDir: string): Promis
       target: "es2022",
       jsx: "automatic",
       sourcemap: "linked",
-      define: { "process.env.NODE_ENV": '"development"' },
+      minify: mode === "production",
+      define: { "process.env.NODE_ENV": JSON.stringify(mode) },
       logLevel: "silent",
       absWorkingDir: dir,
       plugins: [clientResolvePlugin(dir)],

@@ -77,7 +77,14 @@ async function keysOf(db: HostDatabase, id: string): Promise<string[]> {
     for (const [key] of await collect(db.store.iterate({ gte: prefix, lt: end })))
       found.push(key.toString("hex"));
   }
-  for (const namespace of ["objects", "objects-by-time", "sessions", "email-codes"]) {
+  for (const namespace of [
+    "objects",
+    "objects-by-time",
+    "sessions",
+    "email-codes",
+    "client-files",
+    "client-manifests",
+  ]) {
     const records = await db.records<unknown>(namespace).listPrefix(`${id}/`);
     if (records.length > 0) found.push(`${namespace}: ${records.length}`);
   }
@@ -100,6 +107,13 @@ interface Leftovers {
 /** Creates `ID` for `owner` with rows, a public and a private object and both kinds of token. */
 async function populate(host: TestHost, owner: Developer): Promise<Leftovers> {
   await create(host, ID, owner);
+  // A web client too: its files and manifest are removed with the rest.
+  const client = [{ path: "index.html", data: Buffer.from("<p>old app</p>").toString("base64") }];
+  const withClient = await host.admin(`/v1/deploys/${ID}`, "PUT", {
+    code: await fixtureCode("access"),
+    client,
+  });
+  expect(withClient.status, withClient.text()).toBe(200);
   const account = (
     await host.admin(`/v1/deploys/${ID}/sessions`, "POST", { email: "uploader@example.com" })
   ).json<{ token: string }>().token;
@@ -355,8 +369,10 @@ function deleteUntilMidway(dir: string, id: string, stage: string): Promise<void
 const CRASH_POINTS: Array<{ stage: string; remains: (keys: string[]) => void }> = [
   {
     stage: "before-rows",
-    remains: (keys) =>
-      expect(keys.filter((key) => !key.includes(":") && !key.includes("/")).length).toBeGreaterThan(0),
+    remains: (keys) => {
+      expect(keys.filter((key) => !key.includes(":") && !key.includes("/")).length).toBeGreaterThan(0);
+      expect(keys).toEqual(expect.arrayContaining(["client-files: 1", "client-manifests: 1"]));
+    },
   },
   { stage: "after-rows", remains: (keys) => expect(keys).toEqual(expect.arrayContaining(["objects: 2"])) },
   {

@@ -34,7 +34,7 @@ function expectSafePage(response: HttpResponse): string {
 describe("landing pages", () => {
   it("the control plane's root links to the dashboard and names the API", async () => {
     const body = expectSafePage(await sendRequest(`${hosted.url}/`));
-    expect(body).toContain('href="/dashboard/login"');
+    expect(body).toContain('href="/dashboard"');
     expect(body).toContain("GET /v1/deploys");
     // Other paths of the control plane still end in the JSON 404.
     const missing = await sendRequest(`${hosted.url}/nothing-here`);

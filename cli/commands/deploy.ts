@@ -5,6 +5,7 @@ import { type Command, Option } from "commander";
 import { errorFromWire } from "../../sdk/client/errors.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
+import { type ClientUpload, collectClientFiles } from "../client-files.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { parseHostUrl } from "../flags.js";
@@ -83,6 +84,13 @@ interface DeployedView {
   claimToken?: string;
 }
 
+/** The line saying which web client a deploy uploads (`client: 3 files, 140.2 KiB`). */
+function clientSummary(files: readonly ClientUpload[]): string {
+  if (files.length === 0) return "client: none (no client/ folder)\n";
+  const bytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+  return `client: ${plural(files.length, "file")}, ${(bytes / 1024).toFixed(1)} KiB\n`;
+}
+
 /** A deployment id from a folder name: lowercase letters, digits and '-'. */
 function idFromDir(dir: string): string {
   const id = basename(dir)
@@ -144,11 +152,18 @@ export function registerDeploy(program: Command): void {
           );
         }
         const { code } = await bundleCapsule(dir);
+        const client = await collectClientFiles(dir);
+        process.stdout.write(clientSummary(client));
         const base = new URL(flags.host);
         const deployed = await deployStreaming(
           new URL(`/v1/deploys/${id}`, base),
           token,
-          JSON.stringify({ code, env: readServerEnv(dir) }),
+          JSON.stringify({
+            code,
+            env: readServerEnv(dir),
+            // Always sent: an empty list takes down a client an earlier deploy served.
+            client: client.map((file) => ({ path: file.path, data: file.bytes.toString("base64") })),
+          }),
         );
         process.stdout.write(`deployed ${id}: ${base.protocol}//${id}.${base.host}\n`);
         if (deployed.claimToken) printClaimToken(id, deployed.claimToken, base);

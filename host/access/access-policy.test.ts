@@ -333,14 +333,22 @@ describe("the dashboard", () => {
     expect(ownsDeployment("dev_owner", undefined)).toBe(false);
     expect(ownsDeployment("dev_owner", { owner: null })).toBe(false);
   });
-  it("deletes for a signed-in owner with the session's CSRF token", () => {
-    expect(mayDeleteFromDashboard("dev_owner", true, record)).toBe(true);
+  it("deletes for a signed-in owner or the operator with the session's CSRF token", () => {
+    const owner: OperatorCaller = { kind: "developer", developer: { id: "dev_owner" } };
+    const other: OperatorCaller = { kind: "developer", developer: { id: "dev_other" } };
+    const admin: OperatorCaller = { kind: "admin" };
+    expect(mayDeleteFromDashboard(owner, true, record)).toBe(true);
+    expect(mayDeleteFromDashboard(admin, true, record)).toBe(true);
+    expect(mayDeleteFromDashboard(admin, true, { owner: null })).toBe(true);
     expect(mayDeleteFromDashboard(undefined, true, record)).toBe(false);
-    expect(mayDeleteFromDashboard("dev_owner", false, record)).toBe(false);
-    expect(mayDeleteFromDashboard("dev_other", true, record)).toBe(false);
-    expect(dashboardDeleteAllowed("dev_owner", "csrf", "csrf", record)).toBe(true);
-    expect(dashboardDeleteAllowed("dev_owner", "csrf", "other", record)).toBe(false);
-    expect(dashboardDeleteAllowed("dev_owner", "csrf", null, record)).toBe(false);
+    expect(mayDeleteFromDashboard(owner, false, record)).toBe(false);
+    expect(mayDeleteFromDashboard(admin, false, record)).toBe(false);
+    expect(mayDeleteFromDashboard(admin, true, undefined)).toBe(false);
+    expect(mayDeleteFromDashboard(other, true, record)).toBe(false);
+    expect(dashboardDeleteAllowed(owner, "csrf", "csrf", record)).toBe(true);
+    expect(dashboardDeleteAllowed(admin, "csrf", "csrf", record)).toBe(true);
+    expect(dashboardDeleteAllowed(owner, "csrf", "other", record)).toBe(false);
+    expect(dashboardDeleteAllowed(admin, "csrf", null, record)).toBe(false);
     expect(dashboardDeleteAllowed(undefined, undefined, "csrf", record)).toBe(false);
   });
 });

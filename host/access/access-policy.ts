@@ -214,11 +214,14 @@ export function ownsDeployment<D extends { readonly owner: string | null }>(
   return deployment !== undefined && deployment.owner === developerId;
 }
 
-/** A dashboard delete needs a signed-in owner and the session's CSRF token (else a 403 page). */
+/**
+ * A dashboard delete needs someone signed in who may manage the deployment (its owner, or the
+ * operator, who manages all) and the session's CSRF token (else a 403 page).
+ */
 export function mayDeleteFromDashboard<D extends { readonly owner: string | null }>(
-  developerId: string | undefined,
+  who: OperatorCaller | undefined,
   csrfValid: boolean,
   deployment: D | undefined,
 ): deployment is D {
-  return developerId !== undefined && csrfValid && ownsDeployment(developerId, deployment);
+  return who !== undefined && csrfValid && deployment !== undefined && mayManage(who, deployment);
 }

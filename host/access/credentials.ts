@@ -4,6 +4,7 @@ import {
   checkStorageListing,
   type ListingCredential,
   mayDeleteFromDashboard,
+  type OperatorCaller,
 } from "./access-policy.js";
 
 /** What the credential checks read of a deployment (a `DeploymentRecord` is one). */
@@ -60,15 +61,15 @@ export function authoriseClaim(deployment: DeploymentSecrets, claimToken: unknow
 }
 
 /**
- * The dashboard's delete rule ({@link mayDeleteFromDashboard}) for a form post: the signed-in
- * developer (if any), the session's CSRF token and the one the form sent.
+ * The dashboard's delete rule ({@link mayDeleteFromDashboard}) for a form post: who is signed in
+ * (if anyone), the session's CSRF token and the one the form sent.
  */
 export function dashboardDeleteAllowed<D extends { readonly owner: string | null }>(
-  developerId: string | undefined,
+  who: OperatorCaller | undefined,
   sessionCsrf: string | undefined,
   sentCsrf: string | null,
   deployment: D | undefined,
 ): deployment is D {
   const csrfValid = sessionCsrf !== undefined && sameSecret(sentCsrf ?? "", sessionCsrf);
-  return mayDeleteFromDashboard(developerId, csrfValid, deployment);
+  return mayDeleteFromDashboard(who, csrfValid, deployment);
 }

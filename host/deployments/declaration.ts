@@ -2,6 +2,15 @@ import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
 import { checkSchemaSpec, isValidName, PlatformError } from "../../sdk/values/index.js";
 
 const RESERVED_PREFIXES = ["/api/", "/storage", "/__platform"];
+
+/**
+ * Whether a path belongs to the platform's own routes (`/api/*`, `/storage*`, `/__platform*`), which
+ * answer before a capsule's endpoints and client files: neither may be declared there.
+ */
+export function isReservedPath(path: string): boolean {
+  return path === "/api" || RESERVED_PREFIXES.some((prefix) => path.startsWith(prefix));
+}
+
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
 
 function fail(message: string): never {
@@ -63,11 +72,7 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
         `Endpoint ${String(name)} needs a path beginning with "/" (no query string), got ${JSON.stringify(path)}.`,
       );
     }
-    if (
-      path === "/api" ||
-      path === "/storage" ||
-      RESERVED_PREFIXES.some((prefix) => path.startsWith(prefix))
-    ) {
+    if (isReservedPath(path)) {
       fail(
         `Endpoint ${String(name)} uses ${path}, which is reserved for the platform (/api/*, /storage*, /__platform/*).`,
       );

@@ -5,6 +5,8 @@ import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { newClaimToken } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
+import type { ClientFileStore } from "./client-files.js";
+import { type ClientFileInput, checkClientFiles } from "./client-input.js";
 import { checkDeclaration } from "./declaration.js";
 import { checkDeploymentId, type DeploymentRecord } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
@@ -15,6 +17,8 @@ export interface DeployInput {
   env?: Record<string, string>;
   /** The owning developer, when a new deployment is created by (or for) one. */
   owner?: string;
+  /** The web client to serve at the deployment's origin (absent: keep the current one; `[]`: none). */
+  client?: ClientFileInput[];
 }
 
 /** A deploy's outcome; `claimToken` only when an unclaimed deployment was just created. */
@@ -22,12 +26,13 @@ export type DeployResult = DeploymentRecord & { claimToken?: string };
 
 /**
  * Deploys `input` as deployment `id` (creating it or replacing its version): compiles the bundle
- * in a fresh isolate, reads and checks its declaration, stores the artifact, migrates the schema,
- * and only then switches the deployment. Any failure leaves the previous version serving. A new
- * deployment without an owner is unclaimed; its claim token is in the result, once.
+ * in a fresh isolate, reads and checks its declaration, stores the artifact and the web client,
+ * migrates the schema, and only then switches the deployment (code and client in one record
+ * write). Any failure leaves the previous version serving, code and client. A new deployment
+ * without an owner is unclaimed; its claim token is in the result, once.
  */
 export async function deploy(
-  parts: { registry: DeploymentRegistry; pool: IsolatePool; db: HostDatabase },
+  parts: { registry: DeploymentRegistry; pool: IsolatePool; db: HostDatabase; clientFiles: ClientFileStore },
   id: string,
   input: DeployInput,
   onProgress?: (progress: MigrationProgress) => void,
@@ -37,7 +42,9 @@ export async function deploy(
     throw new PlatformError("bad_request", "A deploy needs the bundle's code.");
   if (input.code.length > LIMITS.bundleBytes)
     throw new PlatformError("too_large", `The bundle is larger than ${LIMITS.bundleBytes} bytes.`);
-  const { registry, pool, db } = parts;
+  // Checked before any work: a client over its limits is refused without compiling anything.
+  const client = input.client === undefined ? undefined : await checkClientFiles(input.client);
+  const { registry, pool, db, clientFiles } = parts;
   const previous = await registry.get(id);
   // A redeploy without env keeps the deployment's current values; one with env replaces them.
   const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
@@ -45,6 +52,8 @@ export async function deploy(
   const probe = await pool.probe(id, input.code, hash).catch((error: unknown) => {
     throw deployError(error);
   });
+  let staged: Awaited<ReturnType<ClientFileStore["stage"]>> | undefined;
+  let switched = false;
   try {
     const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
     let declaration: CapsuleDeclaration;
@@ -60,6 +69,8 @@ export async function deploy(
       size: input.code.length,
       createdAt: Date.now(),
     });
+    if (client) staged = await clientFiles.stage(id, client, previous?.client);
+    const served = staged ? staged.ref : previous?.client;
     const database = await db.deployment(id);
     await database
       .migrate(declaration.schema, onProgress, { legacy: declaration.apiVersion === 0 })
@@ -83,15 +94,21 @@ export async function deploy(
       artifact: hash,
       declaration,
       env,
+      ...(served ? { client: served } : {}),
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
     };
     await registry.store(record);
+    switched = true;
     pool.runner(id, hash).adopt(probe);
     await registry.announce(id);
+    // The replaced client's files go once nothing names them; if that fails they stay, unserved,
+    // until the next deploy replaces this version or the deployment is deleted.
+    await clientFiles.retire(id, previous?.client, served).catch(() => {});
     return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
   } catch (error) {
     probe.dispose();
+    if (staged && !switched) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
     throw error;
   }
 }

@@ -3,6 +3,7 @@ import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
 import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
+import { ClientFileStore, type FoundClientFile } from "./client-files.js";
 import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import type { LogHub } from "./log-hub.js";
@@ -21,6 +22,7 @@ export class DeploymentService {
   private readonly registry: DeploymentRegistry;
   private readonly calls: CallExecutor;
   private readonly removals: DeploymentRemovals;
+  private readonly clientFiles: ClientFileStore;
   private readonly goneListeners = new Set<(id: string) => void>();
 
   constructor(
@@ -39,6 +41,9 @@ export class DeploymentService {
     };
     this.registry = new DeploymentRegistry(db, stop);
     this.removals = new DeploymentRemovals(db, this.registry, stop);
+    // Client files are part of what a deploy stores: removed with the deployment, first after its rows.
+    this.clientFiles = new ClientFileStore(db);
+    this.removals.add(this.clientFiles);
     this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer);
     this.calls = new CallExecutor(db, this.pool, logs, observer);
   }
@@ -75,8 +80,30 @@ export class DeploymentService {
   ): Promise<DeployResult> {
     // Under the id's lock: a deploy never races a delete of the same id, nor revives a half-removed one.
     return this.removals.whileLocked(id, () =>
-      deploy({ registry: this.registry, pool: this.pool, db: this.db }, id, input, onProgress),
+      deploy(
+        { registry: this.registry, pool: this.pool, db: this.db, clientFiles: this.clientFiles },
+        id,
+        input,
+        onProgress,
+      ),
     );
+  }
+
+  /**
+   * The file at `path` (exact, as stored) of the web client deployment `id` serves, or undefined.
+   * When the version its cached record names is gone (another host deployed since, and its
+   * announcement has not arrived), the record is read again once, so a redeploy never shows a
+   * missing file in between.
+   */
+  async clientFile(id: string, path: string): Promise<FoundClientFile | undefined> {
+    const record = this.registry.cached(id) ?? (await this.registry.get(id));
+    if (!record?.client) return undefined;
+    const found = await this.clientFiles.lookup(id, record.client, path);
+    if (found !== "missing") return found;
+    const current = await this.registry.reload(id);
+    if (!current?.client) return undefined;
+    const again = await this.clientFiles.lookup(id, current.client, path);
+    return again === "missing" ? undefined : again;
   }
 
   /** Claims an unclaimed deployment for `developer` with its claim token. */

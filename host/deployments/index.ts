@@ -1,9 +1,17 @@
 /** `host/deployments`: deployment records, artifacts, the deploy pipeline and handler calls. */
 export type { Call, CallObserver, CallResult } from "./call-execution.js";
+export type { ClientManifestEntry, FoundClientFile } from "./client-files.js";
+export { type ClientFileInput, checkClientPath } from "./client-input.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
 export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
 export { Quarantine, quarantine } from "./quarantine.js";
-export { type ArtifactRecord, checkDeploymentId, type DeploymentRecord, publicView } from "./records.js";
+export {
+  type ArtifactRecord,
+  type ClientRef,
+  checkDeploymentId,
+  type DeploymentRecord,
+  publicView,
+} from "./records.js";
 export type { DeploymentScopedState } from "./removal.js";

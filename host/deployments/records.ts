@@ -10,11 +10,23 @@ export interface ArtifactRecord {
   createdAt: number;
 }
 
+/**
+ * The web client a deployment serves at its origin (served from `client-files.ts`): the hash of its
+ * stored manifest, and its file count and bytes for the operator API.
+ */
+export interface ClientRef {
+  manifest: string;
+  files: number;
+  bytes: number;
+}
+
 /** One deployment: what it serves and its settings. */
 export interface DeploymentRecord {
   id: string;
   artifact: string;
   declaration: CapsuleDeclaration;
+  /** The deployed web client (`client/` and its build); absent when the last deploy sent none. */
+  client?: ClientRef;
   /** Server-only values for `ctx.env`; never returned by any route. */
   env: Record<string, string>;
   /**
@@ -64,6 +76,7 @@ export function publicView(record: DeploymentRecord) {
     endpoints: record.declaration.endpoints,
     tables: Object.keys(record.declaration.schema.tables),
     envKeys: Object.keys(record.env).length,
+    client: record.client ? { files: record.client.files, bytes: record.client.bytes } : null,
     owner: record.owner,
     claimed: record.owner !== null,
     restricted: record.restricted,

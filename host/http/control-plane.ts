@@ -14,6 +14,7 @@ import {
 } from "../access/index.js";
 import { type AuthService, type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
 import {
+  type ClientFileInput,
   checkDeploymentId,
   type DeploymentRecord,
   type DeploymentService,
@@ -75,16 +76,39 @@ function body(ctx: Context, limit = SMALL_BODY_BYTES): Promise<Record<string, un
   return readJsonObject(ctx, limit);
 }
 
-/** A deploy body carries the bundle plus its JSON escaping and `env`: up to 1 MiB over the bundle limit. */
-const DEPLOY_BODY_BYTES = LIMITS.bundleBytes + 1024 * 1024;
+/**
+ * A deploy body carries the bundle, its web client in base64 (4 bytes per 3) and `env`, with 1 MiB
+ * for JSON escaping, paths and env; each part's own limit is checked by the deploy, with its name.
+ */
+const DEPLOY_BODY_BYTES = LIMITS.bundleBytes + Math.ceil(LIMITS.clientBytes / 3) * 4 + 1024 * 1024;
 
-async function deployBody(
-  ctx: Context,
-): Promise<{ code: string; env?: Record<string, string>; id?: string; owner?: string }> {
+/** What a deploy body may hold. */
+interface DeployBody {
+  code: string;
+  env?: Record<string, string>;
+  client?: ClientFileInput[];
+  id?: string;
+  owner?: string;
+}
+
+async function deployBody(ctx: Context): Promise<DeployBody> {
   const value = await body(ctx, DEPLOY_BODY_BYTES);
   if (typeof value.code !== "string")
-    throw new PlatformError("bad_request", "A deploy needs { code: <bundle>, env?: {...} }.");
-  return value as { code: string; env?: Record<string, string>; id?: string; owner?: string };
+    throw new PlatformError(
+      "bad_request",
+      "A deploy needs { code: <bundle>, env?: {...}, client?: [{ path, data: <base64> }] }.",
+    );
+  return value as unknown as DeployBody;
+}
+
+/** The parts of a deploy body the deploy takes, with `owner` as decided for this caller. */
+function deployInput(input: DeployBody, owner: string | undefined) {
+  return {
+    code: input.code,
+    ...(input.env ? { env: input.env } : {}),
+    ...(input.client === undefined ? {} : { client: input.client }),
+    ...(owner ? { owner } : {}),
+  };
 }
 
 function view(record: DeploymentRecord & { claimToken?: string }) {
@@ -152,13 +176,7 @@ export function controlPlaneRoutes(
     if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
       throw new PlatformError("bad_request", `No developer ${owner}.`);
     ctx.status = 201;
-    ctx.body = view(
-      await deployments.deploy(id, {
-        code: input.code,
-        ...(input.env ? { env: input.env } : {}),
-        ...(owner ? { owner } : {}),
-      }),
-    );
+    ctx.body = view(await deployments.deploy(id, deployInput(input, owner)));
   });
   router.put("/deploys/:id", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);
@@ -167,11 +185,7 @@ export function controlPlaneRoutes(
     const input = await deployBody(ctx);
     const who = principal(ctx);
     const owner = existing ? undefined : ownerOfNewDeployment(who, input.owner);
-    const deployInput = {
-      code: input.code,
-      ...(input.env ? { env: input.env } : {}),
-      ...(owner ? { owner } : {}),
-    };
+    const toDeploy = deployInput(input, owner);
     if (ctx.get("accept").includes("application/x-ndjson")) {
       // Streamed deploy: one line per backfill step, then the result (or the error).
       const stream = new PassThrough();
@@ -180,7 +194,7 @@ export function controlPlaneRoutes(
       ctx.type = "application/x-ndjson";
       ctx.body = stream;
       deployments
-        .deploy(id, deployInput, (progress) => line({ progress }))
+        .deploy(id, toDeploy, (progress) => line({ progress }))
         .then(
           (record) => line({ deploy: view(record) }),
           (error: unknown) =>
@@ -193,7 +207,7 @@ export function controlPlaneRoutes(
         .finally(() => stream.end());
       return;
     }
-    const record = await deployments.deploy(id, deployInput);
+    const record = await deployments.deploy(id, toDeploy);
     ctx.status = existing ? 200 : 201;
     ctx.body = view(record);
   });

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import { SESSION_COOKIE } from "./dashboard.js";
+import { SESSION_COOKIE } from "./dashboard-sessions.js";
 
 /** Cookie names only the platform sets, compared in lower case. */
 const PLATFORM_COOKIES = new Set([SESSION_COOKIE.toLowerCase()]);

@@ -31,7 +31,7 @@ export function controlPlaneLanding(): RouterMiddleware {
       "platform host",
       `<h1>platform host</h1>
 <ul>
-<li><a href="/dashboard/login">Dashboard</a>: your deployments and their stored files (sign in with a developer token).</li>
+<li><a href="/dashboard">Dashboard</a>: deployments and their stored files (sign in with a developer token, or the operator token to see every deployment).</li>
 <li>Operator and developer API: <code>/v1/...</code> with <code>Authorization: Bearer &lt;token&gt;</code>, for example <code>GET /v1/deploys</code>.</li>
 <li>Each deployment is served at its own origin, <code>&lt;id&gt;.${escapeHtml(ctx.hostname || "localhost")}</code>.</li>
 </ul>

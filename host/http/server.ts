@@ -7,6 +7,7 @@ import type { HostMetrics } from "../metrics/index.js";
 import type { ObjectService } from "../storage/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
+import { clientRoutes } from "./client-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
@@ -53,7 +54,8 @@ export interface RunningServer {
 /**
  * Builds the Koa app by composition only: the error sink, tenant resolution, then each origin's
  * route files in the order they claim paths. A deployment origin tries sign-in, (dev) logs, the
- * data API, storage, the capsule's endpoints, (dev) its client files and (dev) a landing page at `/`;
+ * data API, storage, the capsule's endpoints, its client files (dev: from the folders; hosted: as
+ * deployed) and (dev) a landing page at `/`;
  * the control plane tries the health probes, the operator API, the dashboard, then its landing page. Whatever
  * nothing answers is `404 not_found`.
  */
@@ -68,7 +70,11 @@ export function createHttpApp(options: HttpOptions): Koa {
     appRoutes(deployments, auth, quota),
     storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev),
     endpointRoutes(deployments, auth, quota),
-    options.devDeployment && options.devClientDirs ? staticFiles(options.devClientDirs) : undefined,
+    options.devDeployment
+      ? options.devClientDirs
+        ? staticFiles(options.devClientDirs)
+        : undefined
+      : clientRoutes(deployments),
     options.devDeployment ? devLanding(deployments, options.devDeployment) : undefined,
   ];
   const controlRoutes = options.adminToken
@@ -76,7 +82,7 @@ export function createHttpApp(options: HttpOptions): Koa {
         healthRoutes(deployments.db, objects.blobs),
         metricsRoutes(options.metrics, options.adminToken, developers),
         controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken),
-        dashboardRoutes(deployments.db, developers, deployments, objects),
+        dashboardRoutes(deployments.db, developers, deployments, objects, options.adminToken),
         controlPlaneLanding(),
       ]
     : [];

@@ -1,7 +1,8 @@
+import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
-import { lookup } from "mime-types";
+import { sendClientFile } from "./client-file-response.js";
 
 async function readUnder(
   base: string,
@@ -17,7 +18,8 @@ async function readUnder(
 /**
  * Serves a capsule's client at the app origin in `platform dev`: the first of `roots` holding the
  * path wins (the client build, then the `client/` folder). GET and HEAD only; `/` is `index.html`;
- * paths that would leave a folder are not found.
+ * paths that would leave a folder are not found. Headers as for hosted client files
+ * ({@link sendClientFile}): type by extension, `nosniff`, an ETag, `no-cache`.
  */
 export function staticFiles(roots: readonly string[]) {
   const bases = roots.map((root) => resolve(root));
@@ -27,9 +29,9 @@ export function staticFiles(roots: readonly string[]) {
     for (const base of bases) {
       const found = await readUnder(base, relative);
       if (!found) continue;
-      ctx.type = lookup(found.file) || "application/octet-stream";
-      ctx.set("Cache-Control", "no-cache");
-      ctx.body = found.body;
+      // The same answer as a hosted deployment's client files, but always revalidated: dev rebuilds.
+      const etag = `"${createHash("sha256").update(found.body).digest("hex").slice(0, 32)}"`;
+      sendClientFile(ctx, { path: found.file, body: found.body, etag }, false);
       return;
     }
     return next();

@@ -42,6 +42,23 @@ function startsWith(bytes: Uint8Array, magic: number[]): boolean {
   return magic.every((byte, i) => bytes[i] === byte);
 }
 
+/** Detected types a web app's client build may hold although uploads refuse them (see {@link executableReason}). */
+const CLIENT_ALLOWED_DETECTED = new Set(["wasm"]);
+
+/**
+ * Why these bytes are a native executable, installer or package (a Windows PE, ELF, Mach-O, Java
+ * class or archive, Flash, browser extension...), or undefined. Deployed client files are checked
+ * with this alone: HTML, JavaScript, SVG and WebAssembly are what a web app is made of, but nothing
+ * at a deployment's origin needs to hand visitors a program to run outside the browser.
+ */
+export async function executableReason(bytes: Uint8Array): Promise<string | undefined> {
+  for (const [what, magic] of MAGIC) if (startsWith(bytes, magic)) return `the file is ${what}`;
+  const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
+  if (detected && BLOCKED_DETECTED_EXTENSIONS.has(detected.ext) && !CLIENT_ALLOWED_DETECTED.has(detected.ext))
+    return `the file is ${detected.mime}`;
+  return undefined;
+}
+
 /**
  * Why markup must not be stored: an HTML page as a browser would sniff it, or SVG/XML that can run
  * script. Markdown may open with HTML fragments (it is served as Markdown, never sniffed).

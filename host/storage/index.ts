@@ -1,6 +1,6 @@
 /** `host/storage`: blob stores, the rules of object storage, and what may be stored and served inline. Knows nothing of Koa. */
 export { type BlobStore, checkBlobKey } from "./blob-store.js";
-export { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+export { blockedContentReason, executableReason, isBlockedDeclaredType } from "./blocked-types.js";
 export { downloadType } from "./download-type.js";
 export { FsBlobStore } from "./fs-blob-store.js";
 export { MemoryBlobStore } from "./memory-blob-store.js";

@@ -102,6 +102,14 @@ export const LIMITS = {
   breachPauseMaxMs: 60_000,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
+  /**
+   * A deploy's web client (the files of `client/` and its build), served at the deployment's
+   * origin: files, bytes of one file, and bytes of all of them. Ours: a built web app is a few
+   * MiB; the bounds keep one deploy body (base64) and what the database keeps per deployment small.
+   */
+  clientFiles: 1000,
+  clientFileBytes: 8 * 1024 * 1024,
+  clientBytes: 32 * 1024 * 1024,
 } as const;
 
 /** The names of the per-handler read budgets. */

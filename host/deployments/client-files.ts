@@ -1,0 +1,172 @@
+import { createHash } from "node:crypto";
+import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { ClientFile } from "./client-input.js";
+import type { ClientRef } from "./records.js";
+import type { DeploymentScopedState } from "./removal.js";
+
+/** One file of a stored client: its path, the SHA-256 of its bytes, and its size. */
+export interface ClientManifestEntry {
+  path: string;
+  hash: string;
+  size: number;
+}
+
+/** A client file found for a request: its manifest entry and bytes. */
+export interface FoundClientFile {
+  entry: ClientManifestEntry;
+  bytes: Buffer;
+}
+
+/** Stored bytes kept decoded in memory, all deployments together (files are immutable by hash). */
+const CACHE_BYTES = 64 * 1024 * 1024;
+/** Bytes of files written in one batch while a deploy stores its client. */
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The deployed web clients of a host, in the database (so every host sharing it serves the same
+ * files). A file is stored once per deployment under `<id>/<sha256>`, a version's manifest (path to
+ * hash) under `<id>/<manifest hash>`, and the deployment record names the manifest it serves: a
+ * deploy stores files and manifest first and switches the record last, so a failed deploy keeps
+ * the previous client, and a request sees one version whole. Everything sits under `<id>/`, removed
+ * with the deployment.
+ */
+export class ClientFileStore implements DeploymentScopedState {
+  private readonly files: RecordStore<{ data: string }>;
+  private readonly manifests: RecordStore<{ files: ClientManifestEntry[] }>;
+  private readonly decoded = new Map<string, Buffer>();
+  private decodedBytes = 0;
+  private readonly indexes = new Map<string, Map<string, ClientManifestEntry>>();
+
+  constructor(db: HostDatabase) {
+    this.files = db.records("client-files");
+    this.manifests = db.records("client-manifests");
+  }
+
+  /**
+   * Stores `files` as a new client version of deployment `id` (files the `current` version holds
+   * already are not written again) and returns its reference, undefined for no files, with the
+   * hashes written (for {@link discard} when the deploy then fails).
+   */
+  async stage(
+    id: string,
+    files: readonly ClientFile[],
+    current: ClientRef | undefined,
+  ): Promise<{ ref: ClientRef | undefined; written: string[] }> {
+    if (files.length === 0) return { ref: undefined, written: [] };
+    const stored = new Set((await this.entries(id, current))?.map((entry) => entry.hash) ?? []);
+    const written: string[] = [];
+    let batch: Array<{ id: string; value: { data: string } }> = [];
+    let batchBytes = 0;
+    for (const file of files) {
+      if (stored.has(file.hash) || written.includes(file.hash)) continue;
+      batch.push({ id: `${id}/${file.hash}`, value: { data: file.bytes.toString("base64") } });
+      written.push(file.hash);
+      batchBytes += file.bytes.length;
+      if (batchBytes >= BATCH_BYTES) {
+        await this.files.batch(batch);
+        batch = [];
+        batchBytes = 0;
+      }
+    }
+    if (batch.length > 0) await this.files.batch(batch);
+    const entries = files
+      .map((file) => ({ path: file.path, hash: file.hash, size: file.bytes.length }))
+      .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const manifest = createHash("sha256").update(JSON.stringify(entries)).digest("hex");
+    await this.manifests.put(`${id}/${manifest}`, { files: entries });
+    const bytes = entries.reduce((sum, entry) => sum + entry.size, 0);
+    return { ref: { manifest, files: entries.length, bytes }, written };
+  }
+
+  /**
+   * Removes what a version replaced: the files of `previous` that `next` does not hold, and its
+   * manifest. Runs after the record names `next`; a request that still read the old record finds
+   * a file missing and reads the record again ({@link DeploymentService.clientFile}).
+   */
+  async retire(id: string, previous: ClientRef | undefined, next: ClientRef | undefined): Promise<void> {
+    if (!previous || previous.manifest === next?.manifest) return;
+    const keep = new Set((await this.entries(id, next))?.map((entry) => entry.hash) ?? []);
+    const gone = ((await this.entries(id, previous)) ?? []).filter((entry) => !keep.has(entry.hash));
+    await this.files.batch(gone.map((entry) => ({ id: `${id}/${entry.hash}`, value: null })));
+    await this.manifests.delete(`${id}/${previous.manifest}`);
+  }
+
+  /** Undoes {@link stage} after a failed deploy: removes the files it wrote that `current` does not hold. */
+  async discard(
+    id: string,
+    staged: { ref: ClientRef | undefined; written: string[] },
+    current: ClientRef | undefined,
+  ): Promise<void> {
+    if (staged.ref && staged.ref.manifest !== current?.manifest)
+      await this.manifests.delete(`${id}/${staged.ref.manifest}`);
+    await this.files.batch(staged.written.map((hash) => ({ id: `${id}/${hash}`, value: null })));
+  }
+
+  /**
+   * The file at `path` of client version `ref` of deployment `id`, undefined when the version has
+   * no such path, or `missing` when the version itself is gone (replaced since `ref` was read).
+   */
+  async lookup(id: string, ref: ClientRef, path: string): Promise<FoundClientFile | undefined | "missing"> {
+    const index = await this.index(id, ref);
+    if (!index) return "missing";
+    const entry = index.get(path);
+    if (!entry) return undefined;
+    const bytes = await this.bytes(id, entry.hash);
+    return bytes ? { entry, bytes } : "missing";
+  }
+
+  /** Removes every client file and manifest of a deleted deployment (idempotent). */
+  async purgeDeployment(id: string): Promise<void> {
+    await this.files.deletePrefix(`${id}/`);
+    await this.manifests.deletePrefix(`${id}/`);
+    for (const key of [...this.indexes.keys()]) if (key.startsWith(`${id}/`)) this.indexes.delete(key);
+    for (const key of [...this.decoded.keys()]) if (key.startsWith(`${id}/`)) this.forgetBytes(key);
+  }
+
+  private async entries(id: string, ref: ClientRef | undefined): Promise<ClientManifestEntry[] | undefined> {
+    if (!ref) return undefined;
+    return (await this.manifests.get(`${id}/${ref.manifest}`))?.files;
+  }
+
+  /** A version's paths, read once: a manifest never changes under its hash. */
+  private async index(id: string, ref: ClientRef): Promise<Map<string, ClientManifestEntry> | undefined> {
+    const key = `${id}/${ref.manifest}`;
+    const cached = this.indexes.get(key);
+    if (cached) return cached;
+    const entries = await this.entries(id, ref);
+    if (!entries) return undefined;
+    const index = new Map(entries.map((entry) => [entry.path, entry]));
+    // A few hundred versions' paths at most; the oldest goes first.
+    if (this.indexes.size >= 256) this.indexes.delete(this.indexes.keys().next().value as string);
+    this.indexes.set(key, index);
+    return index;
+  }
+
+  /** A file's bytes, from memory when recently served (least recently used goes first). */
+  private async bytes(id: string, hash: string): Promise<Buffer | undefined> {
+    const key = `${id}/${hash}`;
+    const cached = this.decoded.get(key);
+    if (cached) {
+      this.decoded.delete(key);
+      this.decoded.set(key, cached);
+      return cached;
+    }
+    const stored = await this.files.get(key);
+    if (!stored) return undefined;
+    const bytes = Buffer.from(stored.data, "base64");
+    this.decoded.set(key, bytes);
+    this.decodedBytes += bytes.length;
+    for (const oldest of this.decoded.keys()) {
+      if (this.decodedBytes <= CACHE_BYTES) break;
+      this.forgetBytes(oldest);
+    }
+    return bytes;
+  }
+
+  private forgetBytes(key: string): void {
+    const bytes = this.decoded.get(key);
+    if (!bytes) return;
+    this.decoded.delete(key);
+    this.decodedBytes -= bytes.length;
+  }
+}

@@ -1,0 +1,84 @@
+import { randomBytes } from "node:crypto";
+import type { Context } from "koa";
+import { type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { Principal } from "./control-plane.js";
+
+/**
+ * A dashboard session as stored: a developer's id, or, for the operator, the SHA-256 of the
+ * operator token it signed in with (never the token), so changing `PLATFORM_ADMIN_TOKEN` ends
+ * every operator session at once.
+ */
+interface DashboardSession {
+  developer?: string;
+  operator?: string;
+  csrf: string;
+  expiresAt: number;
+}
+
+/** Who a valid session cookie signs in, with its CSRF token and a name to show. */
+export interface SignedIn {
+  who: Principal;
+  name: string;
+  csrf: string;
+}
+
+/** The dashboard's session cookie: no capsule endpoint may set a cookie of this name. */
+export const SESSION_COOKIE = "platform_session";
+const SESSION_MS = 12 * 60 * 60 * 1000;
+
+/**
+ * The dashboard's sessions, kept in the database (so every host on it knows them): a random
+ * 256-bit id in an HttpOnly, SameSite=Strict cookie for 12 hours. The operator token and developer
+ * tokens both sign in; a session speaks for the operator only while the host's token is the one
+ * it was made with, and for a developer only while the developer exists.
+ */
+export class DashboardSessions {
+  private readonly sessions: RecordStore<DashboardSession>;
+
+  constructor(
+    db: HostDatabase,
+    private readonly developers: Developers,
+    private readonly adminToken: string,
+  ) {
+    this.sessions = db.records<DashboardSession>("dashboard-sessions");
+  }
+
+  /** Starts a session for `token` and sets its cookie; false (nothing set) when the token is not accepted. */
+  async signIn(ctx: Context, token: string): Promise<boolean> {
+    const operator = token.length > 0 && sameSecret(token, this.adminToken);
+    const developer = operator ? undefined : await this.developers.authenticate(token);
+    if (!operator && !developer) return false;
+    const id = randomBytes(32).toString("base64url");
+    const session: DashboardSession = {
+      csrf: randomBytes(24).toString("base64url"),
+      expiresAt: Date.now() + SESSION_MS,
+    };
+    if (developer) session.developer = developer.id;
+    else session.operator = hashSecret(this.adminToken);
+    await this.sessions.put(id, session);
+    ctx.cookies.set(SESSION_COOKIE, id, {
+      httpOnly: true,
+      sameSite: "strict",
+      maxAge: SESSION_MS,
+      overwrite: true,
+    });
+    return true;
+  }
+
+  /** Who the request's session cookie signs in, or undefined. */
+  async current(ctx: Context): Promise<SignedIn | undefined> {
+    const id = ctx.cookies.get(SESSION_COOKIE);
+    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
+    const found = await this.sessions.get(id);
+    if (!found || found.expiresAt < Date.now()) return undefined;
+    if (found.operator !== undefined)
+      return matchesHash(this.adminToken, found.operator)
+        ? { who: { kind: "admin" }, name: "the operator", csrf: found.csrf }
+        : undefined;
+    const developer = found.developer ? await this.developers.get(found.developer) : undefined;
+    return developer
+      ? { who: { kind: "developer", developer }, name: developer.name ?? developer.id, csrf: found.csrf }
+      : undefined;
+  }
+}

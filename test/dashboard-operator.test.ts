@@ -1,0 +1,148 @@
+/**
+ * The dashboard takes the operator token too, over plain HTTP against a real host: the operator
+ * sees every deployment (a developer's, an unclaimed one) and may open and delete any one's files;
+ * a developer sees only their own. Sign-in keeps the form-origin rule and the session cookie's
+ * attributes, and an operator session ends when the host's operator token changes.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+let developerToken: string;
+
+beforeAll(async () => {
+  host = await startTestHost();
+  const developer = (await host.admin("/v1/developers", "POST", { name: "Dana" })).json<{
+    id: string;
+    token: string;
+  }>();
+  developerToken = developer.token;
+  const code = await fixtureCode("todo");
+  expect((await host.admin("/v1/deploys", "POST", { id: "danas", code, owner: developer.id })).status).toBe(
+    201,
+  );
+  expect((await host.admin("/v1/deploys", "POST", { id: "nobodys", code })).status).toBe(201);
+});
+afterAll(() => host.dispose());
+
+/** Signs in with `token` as a same-origin form post would; the session cookie, or undefined. */
+async function signIn(target: TestHost, token: string, headers: Record<string, string> = {}) {
+  const response = await sendRequest(`${target.url}/dashboard/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      origin: target.url,
+      ...headers,
+    },
+    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
+  });
+  const cookie = [response.headers["set-cookie"] ?? []].flat()[0];
+  return { response, cookie, pair: cookie?.split(";")[0] };
+}
+
+function page(path: string, cookie: string | undefined) {
+  return sendRequest(`${host.url}${path}`, { headers: cookie ? { cookie } : {} });
+}
+
+it("signs the operator in and lists every deployment; a developer sees only their own", async () => {
+  const operator = await signIn(host, host.adminToken);
+  expect(operator.response.status).toBe(302);
+  expect(operator.response.headers.location).toBe("/dashboard");
+  expect(operator.cookie).toMatch(/^platform_session=[A-Za-z0-9_-]{43}; /);
+  expect(operator.cookie).toMatch(/; samesite=strict/i);
+  expect(operator.cookie).toMatch(/; httponly/i);
+  const all = await page("/dashboard", operator.pair);
+  expect(all.status).toBe(200);
+  expect(all.text()).toContain("Every deployment on this host: 2.");
+  expect(all.text()).toContain("<code>danas</code>");
+  expect(all.text()).toContain("<code>nobodys</code>");
+  expect(all.text()).toContain("Signed in as the operator");
+  expect((await page("/deploys/nobodys/storage", operator.pair)).status).toBe(200);
+
+  const developer = await signIn(host, developerToken);
+  const own = await page("/dashboard", developer.pair);
+  expect(own.text()).toContain("Your deployments: 1.");
+  expect(own.text()).toContain("<code>danas</code>");
+  expect(own.text()).not.toContain("nobodys");
+  expect((await page("/deploys/nobodys/storage", developer.pair)).status).toBe(404);
+
+  const signedOut = await page("/dashboard", undefined);
+  expect(signedOut.status).toBe(302);
+  expect(signedOut.headers.location).toBe("/dashboard/login?next=%2Fdashboard");
+});
+
+it("refuses the operator's sign-in from another origin, and wrong tokens", async () => {
+  for (const headers of [
+    { "sec-fetch-site": "same-site", origin: host.deploymentUrl("danas") },
+    { "sec-fetch-site": "cross-site", origin: "http://evil.example" },
+  ]) {
+    const refused = await signIn(host, host.adminToken, headers);
+    expect(refused.response.status).toBe(403);
+    expect(refused.cookie).toBeUndefined();
+  }
+  const wrong = await signIn(host, `${host.adminToken}x`);
+  expect(wrong.response.headers.location).toMatch(/^\/dashboard\/login\?failed=1/);
+  expect(wrong.cookie).toBeUndefined();
+  expect((await signIn(host, "")).cookie).toBeUndefined();
+});
+
+it("lets the operator delete any deployment's file, with the session's CSRF token only", async () => {
+  const account = (await host.admin("/v1/deploys/danas/sessions", "POST", { email: "u@example.com" })).json<{
+    token: string;
+  }>();
+  const uploaded = await sendRequest(`${host.deploymentUrl("danas")}/storage?public=true`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${account.token}`, "content-type": "text/plain" },
+    body: "hello operator",
+  });
+  expect(uploaded.status, uploaded.text()).toBe(201);
+  const key = uploaded.json<{ key: string }>().key;
+  const operator = await signIn(host, host.adminToken);
+  const storage = await page("/deploys/danas/storage", operator.pair);
+  expect(storage.text()).toContain(key);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(storage.text())?.[1] as string;
+  const remove = (token: string) =>
+    sendRequest(`${host.url}/deploys/danas/storage/delete`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "sec-fetch-site": "same-origin",
+        origin: host.url,
+        cookie: operator.pair as string,
+      },
+      body: `key=${encodeURIComponent(key)}&csrf=${encodeURIComponent(token)}`,
+    });
+  expect((await remove("forged")).status).toBe(403);
+  expect((await page("/deploys/danas/storage", operator.pair)).text()).toContain(key);
+  expect((await remove(csrf)).status).toBe(302);
+  expect((await page("/deploys/danas/storage", operator.pair)).text()).toContain("No files yet.");
+});
+
+it("ends operator sessions when the host's operator token changes", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "platform-dashboard-token-"));
+  try {
+    const first = await startTestHost({ data: dir, adminToken: "first-operator-token" });
+    const session = await signIn(first, "first-operator-token");
+    expect(
+      (await sendRequest(`${first.url}/dashboard`, { headers: { cookie: session.pair as string } })).status,
+    ).toBe(200);
+    await first.close();
+    const second = await startTestHost({ data: dir, adminToken: "second-operator-token" });
+    try {
+      const after = await sendRequest(`${second.url}/dashboard`, {
+        headers: { cookie: session.pair as string },
+      });
+      expect(after.status).toBe(302);
+      expect(after.headers.location).toMatch(/^\/dashboard\/login/);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
