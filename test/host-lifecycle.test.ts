@@ -65,7 +65,7 @@ describe("operator API", () => {
       body: "{}",
     });
     expect(noCode.json<{ error: { message: string } }>().error.message).toBe(
-      "A deploy needs { code: <bundle>, env?: {...} }.",
+      "A deploy needs { code: <bundle>, env?: {...}, client?: [{ path, data: <base64> }] }.",
     );
     const notJson = await sendRequest(`${host.url}/v1/deploys/fine`, {
       method: "PUT",
