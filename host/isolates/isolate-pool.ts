@@ -5,6 +5,10 @@ import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
 import { FairScheduler } from "./scheduler.js";
+import { lowerIsolateThreads, noteHostThreads } from "./thread-priority.js";
+
+/** How often the pool looks for isolate threads to lower (see thread-priority.ts). */
+const THREAD_LOOK_MS = 250;
 
 /** How many isolates a host keeps and for how long. */
 export interface PoolOptions {
@@ -49,6 +53,7 @@ export class IsolatePool {
   /** Demotions from inline runs, counted for every deployment of this host together. */
   private readonly overruns: InlineOverrunBudget;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly threadLook: NodeJS.Timeout;
   readonly options: PoolOptions;
 
   constructor(
@@ -62,6 +67,9 @@ export class IsolatePool {
     this.overruns = new InlineOverrunBudget(this.options.inline);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
+    noteHostThreads();
+    this.threadLook = setInterval(() => lowerIsolateThreads(true), THREAD_LOOK_MS);
+    this.threadLook.unref();
   }
 
   /** The runner of a deployment serving `artifact` (switching it when the artifact changed). */
@@ -162,6 +170,7 @@ export class IsolatePool {
   /** Stops every isolate. */
   close(): void {
     clearInterval(this.sweeper);
+    clearInterval(this.threadLook);
     for (const runner of this.runners.values()) runner.evict();
     this.runners.clear();
   }

@@ -2,6 +2,7 @@ import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import type { ThreadedEntry } from "./isolate-loader.js";
 import { callerOf, encodeSyscallResult, readCall, wireError } from "./syscall-wire.js";
+import { lowerIsolateThreads } from "./thread-priority.js";
 import type { RunningExecution, Transport } from "./transport.js";
 
 /**
@@ -38,6 +39,8 @@ export class ThreadedTransport implements Transport {
         this.meter.boundary(null);
         execution.finish(wire);
       }, execution.fail);
+    // The isolate's thread exists now: a new one runs below the main thread from its first turn.
+    lowerIsolateThreads();
   }
 
   ended(): void {
