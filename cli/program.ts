@@ -5,7 +5,9 @@ import { registerBudget } from "./commands/budget.js";
 import { registerDeploy } from "./commands/deploy.js";
 import { registerDev } from "./commands/dev.js";
 import { registerDevelopers } from "./commands/developers.js";
+import { registerExport } from "./commands/export.js";
 import { registerHost } from "./commands/host.js";
+import { registerImport } from "./commands/import.js";
 import { registerInit } from "./commands/init.js";
 import { registerLogin } from "./commands/login.js";
 import { registerLogs } from "./commands/logs.js";
@@ -43,6 +45,8 @@ export function createProgram(): Command {
   registerDevelopers(program);
   registerLogin(program);
   registerLogs(program);
+  registerExport(program);
+  registerImport(program);
   registerStorage(program);
   registerAuth(program);
   registerInit(program);

@@ -33,6 +33,7 @@ import {
   type S3Settings,
   type StorageLimits,
 } from "./storage/index.js";
+import { DeploymentTransfer } from "./transfer/index.js";
 
 /** Options of {@link startHost}. */
 export interface HostOptions {
@@ -167,12 +168,24 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   deployments.purgeOnRemoval(objects);
   deployments.purgeOnRemoval(auth);
   await deployments.finishRemovals();
+  const transfer = new DeploymentTransfer(db, deployments, objects);
+  await transfer.finishUnfinished((id, error) =>
+    logs.write({
+      time: new Date().toISOString(),
+      level: "error",
+      deployment: id,
+      handler: "import",
+      requestId: "-",
+      message: `Cleaning up after an interrupted import is unfinished; the next start or import retries: ${String(error)}`,
+    }),
+  );
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
   const app = createHttpApp({
     quota,
     metrics,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
     objects,
+    transfer,
     signIn,
     deployments,
     auth,

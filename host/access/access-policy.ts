@@ -177,6 +177,22 @@ export function checkManage(
 }
 
 /**
+ * Export and import of a deployment's whole data (every row and stored file): its owner or the
+ * operator, as for every owner route. An import into an id that names no deployment creates one,
+ * owned as a deploy would own it; returns that owner (undefined: unclaimed, or none created).
+ */
+export function checkDataTransfer(
+  who: OperatorCaller,
+  deployment: { readonly id: string; readonly owner: string | null } | undefined,
+): string | undefined {
+  if (deployment) {
+    checkManage(who, deployment);
+    return undefined;
+  }
+  return ownerOfNewDeployment(who, undefined);
+}
+
+/**
  * Who owns a deployment a caller creates: a developer always owns what they create; the operator
  * may name an owner or leave it unclaimed (undefined).
  */

@@ -5,6 +5,7 @@
 export {
   checkAppCall,
   checkClaimant,
+  checkDataTransfer,
   checkEndpointCall,
   checkLegacyQueryWrites,
   checkManage,

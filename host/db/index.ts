@@ -5,15 +5,32 @@
  * No Koa, no isolates.
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
+export {
+  type DeploymentData,
+  type DeploymentDataHead,
+  deploymentHasRows,
+  type EarlyEntries,
+  readDataHead,
+  tableRows,
+} from "./deployment-data.js";
 export { isPending, NOT_READY, type NotReady } from "./fast-path.js";
 export type { RunOptions, TransactionResult } from "./group-commit.js";
 export { HostDatabase } from "./host-database.js";
 export type { HostMessage } from "./host-message.js";
-export { ClassicKv, collect, type KvStore, PostgresKv } from "./kv/index.js";
+export { checkImportedRow, checkImportedSchema } from "./imported-data.js";
+export {
+  ClassicKv,
+  collect,
+  type KvOperation,
+  type KvSnapshot,
+  type KvStore,
+  PostgresKv,
+} from "./kv/index.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
 export { newRowId } from "./row-id.js";
+export type { StoredSchema } from "./stored-schema.js";
 export { type CommitListener, TenantDatabase } from "./tenant-database.js";
 export { Transaction } from "./transaction.js";
 export type { QueryOutcome } from "./transaction-view.js";

@@ -1,6 +1,6 @@
 import { afterPrefix, decodeText, encodeText, TAG_STRING } from "./codec.js";
 import { hostKey } from "./keys.js";
-import { collect, type KvStore } from "./kv/index.js";
+import { collect, type KvSnapshot, type KvStore } from "./kv/index.js";
 
 /**
  * A namespace of host-wide JSON records (deployment records, artifacts, ...), kept in the same
@@ -43,11 +43,18 @@ export class RecordStore<T> {
     return { gte: start, lt: afterPrefix(start) };
   }
 
-  /** Records whose id starts with `prefix`, in id order, at most `limit`. */
-  async listPrefix(prefix: string, limit = Number.POSITIVE_INFINITY): Promise<T[]> {
+  /**
+   * Records whose id starts with `prefix`, in id order, at most `limit`; read from `view` when
+   * given (a snapshot: an export reads every record as of one moment).
+   */
+  async listPrefix(
+    prefix: string,
+    limit = Number.POSITIVE_INFINITY,
+    view: Pick<KvSnapshot, "iterate"> = this.store,
+  ): Promise<T[]> {
     const { gte: start } = this.idRange(prefix);
     const entries = await collect(
-      this.store.iterate({
+      view.iterate({
         gte: start,
         lt: afterPrefix(start),
         ...(Number.isFinite(limit) ? { limit } : {}),

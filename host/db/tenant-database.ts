@@ -2,6 +2,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { clearAbandonedBuilds, runMigration } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
+import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
 import { GroupCommit, type RunOptions, type TransactionResult, withMode } from "./group-commit.js";
 import type { HostMessage } from "./host-message.js";
 import { deploymentPrefixes, metaKey } from "./keys.js";
@@ -34,6 +35,8 @@ export class TenantDatabase implements TransactionHost {
   readonly lock = new WriteLock();
   readonly clockKey: Buffer;
   private stored: StoredSchema = emptySchema();
+  /** {@link stored} as its metadata record holds it, to notice any change another host made. */
+  private storedJson = JSON.stringify(this.stored);
   private compiled = new Map<string, CompiledTable>();
   private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
@@ -71,8 +74,8 @@ export class TenantDatabase implements TransactionHost {
   async refresh(): Promise<void> {
     const [schema, clock] = await this.store.getMany([metaKey(this.id, "schema"), this.clockKey]);
     if (schema) {
-      const stored = JSON.parse(schema) as StoredSchema;
-      if (stored.hash !== this.stored.hash || stored.legacy !== this.stored.legacy) this.adoptSchema(stored);
+      // An import may store the same schema under other index storage ids: compare all of it.
+      if (schema !== this.storedJson) this.adoptSchema(JSON.parse(schema) as StoredSchema);
     } else if (this.stored.hash !== "") {
       // It had a schema and has none now: another host deleted the deployment.
       this.dropped = true;
@@ -111,9 +114,43 @@ export class TenantDatabase implements TransactionHost {
     );
   }
 
+  /**
+   * Replaces everything this deployment stores with `data` in ONE batch, holding the write lock
+   * (an import: see host/transfer). `alongside` runs under the lock, told whether rows exist now;
+   * it may refuse, and returns more operations for the same batch (object records, the
+   * deployment's record). Then listeners, and the other hosts, hear that everything changed.
+   */
+  async replaceData(
+    data: DeploymentData,
+    alongside: (hasRows: boolean) => Promise<KvOperation[]>,
+  ): Promise<void> {
+    await this.exclusive(async () => {
+      const snapshot = await this.store.snapshot();
+      let existing: Awaited<ReturnType<typeof existingKeys>>;
+      try {
+        existing = await existingKeys(snapshot, this.id);
+      } finally {
+        await snapshot.close();
+      }
+      const extra = await alongside(existing.hasRows);
+      await this.store.batch([...replacementBatch(existing.keys, dataOperations(this.id, data)), ...extra]);
+      this.adoptSchema(data.schema);
+      this.lastCreatedAt = data.clock ?? 0;
+    });
+    this.emitCommit(undefined);
+    if (this.store.supports.sharedAcrossProcesses) {
+      for (const message of [
+        { type: "schema", deployment: this.id },
+        { type: "commit", deployment: this.id, all: true },
+      ] satisfies HostMessage[])
+        await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
+    }
+  }
+
   /** Serves `stored` from now on. */
   adoptSchema(stored: StoredSchema): void {
     this.stored = stored;
+    this.storedJson = JSON.stringify(stored);
     this.compiled = compileSchema(this.id, stored);
   }
 

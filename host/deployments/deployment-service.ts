@@ -6,6 +6,7 @@ import { type Call, CallExecutor, type CallObserver, type CallResult } from "./c
 import { ClientFileStore, type FoundClientFile } from "./client-files.js";
 import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
+import { DeploymentImport } from "./imported-deployment.js";
 import type { LogHub } from "./log-hub.js";
 import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
@@ -104,6 +105,24 @@ export class DeploymentService {
     if (!current?.client) return undefined;
     const again = await this.clientFiles.lookup(id, current.client, path);
     return again === "missing" ? undefined : again;
+  }
+
+  /**
+   * Runs `work` holding deployment `id`'s lifecycle lock, after finishing an unfinished removal of
+   * it: an import holds it as a deploy does, so neither races a deploy or delete of the same id.
+   */
+  whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.removals.whileLocked(id, work);
+  }
+
+  /** The code of artifact `hash` (an export carries it). */
+  artifactCode(hash: string): Promise<string> {
+    return this.registry.artifactCode(hash);
+  }
+
+  /** The deployment-record side of an import into deployment `id` (see {@link DeploymentImport}). */
+  importInto(id: string): DeploymentImport {
+    return new DeploymentImport(this.registry, this.pool, id);
   }
 
   /** Claims an unclaimed deployment for `developer` with its claim token. */

@@ -5,6 +5,7 @@ export { type ClientFileInput, checkClientPath } from "./client-input.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
+export type { DeploymentImport, ImportedSettings, LoadedCode } from "./imported-deployment.js";
 export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
 export { Quarantine, quarantine } from "./quarantine.js";
 export {
@@ -13,5 +14,6 @@ export {
   checkDeploymentId,
   type DeploymentRecord,
   publicView,
+  storageQuotaOwner,
 } from "./records.js";
 export type { DeploymentScopedState } from "./removal.js";

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
 import {
   type ArtifactRecord,
   type DeploymentRecord,
@@ -78,6 +78,16 @@ export class DeploymentRegistry {
   /** Stores and caches `record` without telling the other hosts yet (see {@link announce}). */
   async store(record: DeploymentRecord): Promise<void> {
     await this.records.put(record.id, record);
+    this.cache.set(record.id, record);
+  }
+
+  /** The write that stores `record`, for a batch that commits it with other writes (an import). */
+  writeOf(record: DeploymentRecord): KvOperation {
+    return { type: "put", key: this.records.key(record.id), value: JSON.stringify(record) };
+  }
+
+  /** Caches `record` once a batch stored it (tell the other hosts with {@link announce}). */
+  remember(record: DeploymentRecord): void {
     this.cache.set(record.id, record);
   }
 

@@ -21,8 +21,10 @@ import {
   publicView,
 } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
+import type { DeploymentTransfer } from "../transfer/index.js";
 import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { bearerOf } from "./credentials.js";
+import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
 import { ownPaths } from "./routing.js";
 
@@ -128,9 +130,11 @@ export function controlPlaneRoutes(
   developers: Developers,
   objects: ObjectService,
   adminToken: string,
+  transfer: DeploymentTransfer,
 ): RouterMiddleware {
   const router = new Router({ prefix: "/v1" });
   router.use(resolvePrincipal(adminToken, developers));
+  registerTransferRoutes(router, transfer, deployments);
 
   router.post("/developers", async (ctx) => {
     requireAdmin(ctx);

@@ -5,6 +5,7 @@ import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import type { HostMetrics } from "../metrics/index.js";
 import type { ObjectService } from "../storage/index.js";
+import type { DeploymentTransfer } from "../transfer/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { clientRoutes } from "./client-routes.js";
@@ -12,6 +13,7 @@ import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
+import { devTransferRoutes } from "./export-routes.js";
 import { healthRoutes } from "./health.js";
 import { controlPlaneLanding, devLanding } from "./landing.js";
 import { devLogRoutes } from "./log-stream.js";
@@ -30,6 +32,8 @@ export interface HttpOptions {
   /** `platform dev`: the capsule's client build and `client/` folder, served at the app origin. */
   devClientDirs?: string[];
   objects: ObjectService;
+  /** Export and import of deployments (operator API; `platform dev`: the local deployment's). */
+  transfer: DeploymentTransfer;
   /** Control plane at `<domain>`, deployments at `<id>.<domain>`. */
   domain: string;
   /** `platform dev`: every request goes to this deployment; no control plane. */
@@ -67,6 +71,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   const deploymentRoutes = [
     authRoutes(auth, deployments, dev, options.signIn, quota),
     options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
+    options.devDeployment ? devTransferRoutes(options.transfer) : undefined,
     appRoutes(deployments, auth, quota),
     storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev),
     endpointRoutes(deployments, auth, quota),
@@ -81,7 +86,7 @@ export function createHttpApp(options: HttpOptions): Koa {
     ? [
         healthRoutes(deployments.db, objects.blobs),
         metricsRoutes(options.metrics, options.adminToken, developers),
-        controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken),
+        controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken, options.transfer),
         dashboardRoutes(deployments.db, developers, deployments, objects, options.adminToken),
         controlPlaneLanding(),
       ]

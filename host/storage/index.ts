@@ -5,6 +5,12 @@ export { downloadType } from "./download-type.js";
 export { FsBlobStore } from "./fs-blob-store.js";
 export { MemoryBlobStore } from "./memory-blob-store.js";
 export {
+  type ArchivedObject,
+  archivedObject,
+  checkArchivedObject,
+  ObjectTransfer,
+} from "./object-transfer.js";
+export {
   checkObjectId,
   DEFAULT_STORAGE_LIMITS,
   fileTooLarge,

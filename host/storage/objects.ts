@@ -5,6 +5,7 @@ import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 
 /** Public or private: public objects can be read without sign-in on open apps. */
 export type Visibility = "public" | "private";
@@ -56,7 +57,6 @@ export function fileTooLarge(limit: number): PlatformError {
 }
 
 const ID = /^[A-Za-z0-9_-]{22}$/;
-const NEWEST_FIRST = 9_999_999_999_999;
 /** Object records removed per batch when a deployment is deleted. */
 const PURGE_BATCH = 500;
 
@@ -88,10 +88,10 @@ export class ObjectService {
     private readonly quotaOwnerOf: (id: string) => Promise<string | undefined>,
     readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
   ) {
-    this.records = db.records<ObjectRecord>("objects");
-    this.byTime = db.records<{ key: string }>("objects-by-time");
-    this.usage = db.records<{ bytes: number }>("storage-usage");
-    this.totals = db.records<{ count: number; bytes: number }>("storage-totals");
+    this.records = db.records<ObjectRecord>(OBJECT_NAMESPACES.records);
+    this.byTime = db.records<{ key: string }>(OBJECT_NAMESPACES.byTime);
+    this.usage = db.records<{ bytes: number }>(OBJECT_NAMESPACES.usage);
+    this.totals = db.records<{ count: number; bytes: number }>(OBJECT_NAMESPACES.totals);
   }
 
   /**
@@ -99,11 +99,11 @@ export class ObjectService {
    * database, so usage read under it is exact and two uploads cannot both take the last free byte.
    */
   private lock(owner: string): { run<T>(work: () => Promise<T>): Promise<T> } {
-    return { run: (work) => this.db.exclusive(`storage-quota:${owner}`, work) };
+    return { run: (work) => this.db.exclusive(quotaLockName(owner), work) };
   }
 
   private timeId(record: ObjectRecord): string {
-    return `${record.deployment}/${String(NEWEST_FIRST - record.uploadedAt).padStart(13, "0")}/${record.id}`;
+    return listingId(record);
   }
 
   /** Checks and stores an upload; returns its record. */

@@ -110,6 +110,15 @@ export const LIMITS = {
   clientFiles: 1000,
   clientFileBytes: 8 * 1024 * 1024,
   clientBytes: 32 * 1024 * 1024,
+  /**
+   * `platform import`: the archive as uploaded, and the rows (JSON, uncompressed) it may carry.
+   * Ours: an import is written as ONE atomic batch (all-or-nothing across a crash), which the host
+   * holds in memory with the index entries it rebuilds; larger apps need a streaming scheme.
+   */
+  importArchiveBytes: 512 * 1024 * 1024,
+  importRowBytes: 128 * 1024 * 1024,
+  /** Files in one import archive (each stored object is one). Ours. */
+  importArchiveEntries: 200_000,
 } as const;
 
 /** The names of the per-handler read budgets. */

@@ -1,0 +1,145 @@
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { Command } from "commander";
+import { errorFromWire } from "../../sdk/client/errors.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import { localhostLookup, onLines } from "../http.js";
+import { formatBytes, plural, printResult, runAction } from "../output.js";
+import { remoteErrorOf } from "../remote-error.js";
+import {
+  endProgress,
+  progressLine,
+  type TransferFlags,
+  transferOptions,
+  transferUrl,
+} from "../transfer-target.js";
+
+/** What the host answers for an import (host/http/export-routes.ts). */
+interface ImportView {
+  deployment: { id: string };
+  claimToken?: string;
+  tables: Record<string, number>;
+  objects: number;
+  replaced: boolean;
+}
+
+/** A progress step the host reports while it imports. */
+type Progress =
+  | { step: "received" }
+  | { step: "checking"; rows: number }
+  | { step: "objects"; done: number; total: number }
+  | { step: "committing" };
+
+function describe(progress: Progress): string {
+  switch (progress.step) {
+    case "received":
+      return "checking the archive";
+    case "checking":
+      return `checking the archive: ${plural(progress.rows, "row")}`;
+    case "objects":
+      return `writing objects: ${progress.done}/${progress.total}`;
+    case "committing":
+      return "committing";
+  }
+}
+
+/** Uploads `file` and follows the host's NDJSON progress; resolves with the result. */
+async function upload(url: URL, headers: Record<string, string>, file: string): Promise<ImportView> {
+  const size = (await stat(file)).size;
+  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      url,
+      {
+        method: "POST",
+        lookup: localhostLookup,
+        headers: {
+          ...headers,
+          "content-type": "application/zip",
+          "content-length": String(size),
+          accept: "application/x-ndjson",
+        },
+      },
+      (res) => {
+        if ((res.statusCode ?? 500) >= 400) {
+          remoteErrorOf(res).then(reject, reject);
+          return;
+        }
+        let result: ImportView | undefined;
+        let failed: PlatformError | undefined;
+        onLines(res, (text) => {
+          const message = JSON.parse(text) as { progress?: Progress; import?: ImportView; error?: unknown };
+          if (message.progress) progressLine(describe(message.progress));
+          if (message.import) result = message.import;
+          if (message.error) failed = errorFromWire(message.error);
+        });
+        res.on("end", () => {
+          endProgress();
+          if (failed) reject(failed);
+          else if (result) resolve(result);
+          else
+            reject(
+              new PlatformError("unavailable", "The import's answer was cut short; check the deployment."),
+            );
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", (error) =>
+      reject(
+        new PlatformError(
+          "unavailable",
+          `Cannot reach ${url.origin} (${error.message}). Is the server running?`,
+        ),
+      ),
+    );
+    let sent = 0;
+    const body = createReadStream(file);
+    body.on("data", (chunk) => {
+      sent += chunk.length;
+      if (process.stderr.isTTY) progressLine(`uploading: ${formatBytes(sent)} of ${formatBytes(size)}`);
+    });
+    body.on("error", reject);
+    body.pipe(req);
+  });
+}
+
+/** `platform import <archive> [deploy_id]`: loads an export into a new or empty deployment. */
+export function registerImport(program: Command): void {
+  transferOptions(
+    program
+      .command("import")
+      .argument("<archive>", "a zip archive written by platform export")
+      .argument("[deploy_id]", "a hosted deployment, new or empty (needs --host); none: the dev server's")
+      .description(
+        "load an export into a new or empty deployment, all or nothing (ids, createdAt and object keys kept)",
+      )
+      .option("--replace", "replace the rows and files of a deployment that has some"),
+  )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  platform import app.zip\n  platform import todo.zip todo-copy --host http://localhost:8080",
+    )
+    .action((archive: string, deployId: string | undefined, flags: TransferFlags & { replace?: boolean }) =>
+      runAction(async () => {
+        const { url, headers, label } = transferUrl(deployId, "import", flags);
+        if (flags.replace) url.searchParams.set("replace", "1");
+        await stat(archive).catch(() => {
+          throw new PlatformError("not_found", `No file ${archive}.`);
+        });
+        const result = await upload(url, headers, archive);
+        const rows = Object.values(result.tables).reduce((sum, n) => sum + n, 0);
+        printResult(
+          flags.json === true,
+          result,
+          `imported into ${label}: ${plural(Object.keys(result.tables).length, "table")}, ${plural(rows, "row")}, ${plural(result.objects, "object")}${result.replaced ? " (replaced what it held)" : ""}`,
+        );
+        if (result.claimToken && flags.json !== true)
+          process.stdout.write(
+            `claim token for ${result.deployment.id}: ${result.claimToken} (shown once; give it to the deployment's developer)\n`,
+          );
+      }),
+    );
+}

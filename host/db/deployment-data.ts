@@ -1,0 +1,147 @@
+/**
+ * A deployment's database as one value, for export and import (host/transfer): its stored schema,
+ * its clock and every table's rows as stored. Reading goes through one snapshot; writing builds
+ * every key the deployment holds (rows, index entries and stored counts, rebuilt by the same code
+ * writes and backfills use; schema; clock) so the caller can commit them in ONE batch.
+ */
+import { afterPrefix } from "./codec.js";
+import { deploymentPrefixes, metaKey, rowKeyUnder, rowPrefix } from "./keys.js";
+import type { KvOperation, KvSnapshot } from "./kv/index.js";
+import { rowsOf } from "./migrate.js";
+import { hasLegacyCreatedAt, indexEntry, materialize, parseStoredRow } from "./rows.js";
+import { compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
+
+/**
+ * Ids of rows that have an entry in a hidden `userId()` index although they were created before its
+ * `notBefore` (they were written again after the field became `userId()`), per table and index: a
+ * backfill alone would leave them out, so an exact copy must name them.
+ */
+export type EarlyEntries = Record<string, Record<string, string[]>>;
+
+/** Everything of a deployment's database but its rows. */
+export interface DeploymentDataHead {
+  schema: StoredSchema;
+  /** The deployment's clock (the last `createdAt` handed out), null before its first insert. */
+  clock: number | null;
+  earlyEntries: EarlyEntries;
+}
+
+/** A deployment's whole database. */
+export interface DeploymentData extends DeploymentDataHead {
+  /** Every table's rows as stored (JSON; legacy rows keep their ISO `createdAt` strings). */
+  tables: Map<string, string[]>;
+}
+
+/** Reads the schema, the clock and the early hidden-index entries of deployment `id` from `snapshot`. */
+export async function readDataHead(snapshot: KvSnapshot, id: string): Promise<DeploymentDataHead> {
+  const schemaJson = await snapshot.get(metaKey(id, "schema"));
+  const clock = await snapshot.get(metaKey(id, "clock"));
+  const schema = schemaJson ? (JSON.parse(schemaJson) as StoredSchema) : emptySchema();
+  const earlyEntries: EarlyEntries = {};
+  for (const [name, table] of compileSchema(id, schema)) {
+    for (const [indexName, stored] of Object.entries(schema.tables[name]?.indexes ?? {})) {
+      const notBefore = stored.notBefore;
+      const index = table.indexes.get(indexName);
+      if (notBefore === undefined || !index) continue;
+      const ids: string[] = [];
+      const iterator = snapshot.iterate({ gte: index.prefix, lt: index.end, keys: false });
+      try {
+        for (let batch = await iterator.next(1000); batch.length > 0; batch = await iterator.next(1000))
+          for (const [, json] of batch) {
+            const row = parseStoredRow(json);
+            if (row.createdAt < notBefore) ids.push(row.id);
+          }
+      } finally {
+        await iterator.close();
+      }
+      if (ids.length > 0) earlyEntries[name] = Object.assign(earlyEntries[name] ?? {}, { [indexName]: ids });
+    }
+  }
+  return { schema, clock: clock === undefined ? null : Number(clock), earlyEntries };
+}
+
+/** The stored rows of `table` of deployment `id`, in batches, from `snapshot`. */
+export function tableRows(snapshot: KvSnapshot, id: string, table: string): AsyncGenerator<string[]> {
+  return rowsOf(snapshot, rowPrefix(id, table));
+}
+
+/** Whether deployment `id` has any row, read from `view` (a snapshot, or the store's latest state). */
+export async function deploymentHasRows(view: Pick<KvSnapshot, "iterate">, id: string): Promise<boolean> {
+  const rows = deploymentPrefixes(id)[0] as Buffer;
+  const iterator = view.iterate({ gte: rows, lt: afterPrefix(rows), values: false, limit: 1 });
+  try {
+    return (await iterator.next(1)).length > 0;
+  } finally {
+    await iterator.close();
+  }
+}
+
+/** Every key deployment `id` holds in its database (rows, index entries, counts, metadata), and whether it has rows. */
+export async function existingKeys(
+  snapshot: KvSnapshot,
+  id: string,
+): Promise<{ keys: Buffer[]; hasRows: boolean }> {
+  const keys: Buffer[] = [];
+  let hasRows = false;
+  for (const [i, prefix] of deploymentPrefixes(id).entries()) {
+    const iterator = snapshot.iterate({ gte: prefix, lt: afterPrefix(prefix), values: false });
+    try {
+      for (let batch = await iterator.next(1000); batch.length > 0; batch = await iterator.next(1000)) {
+        for (const [key] of batch) keys.push(key);
+        // The first prefix is the rows'.
+        if (i === 0) hasRows = true;
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+  return { keys, hasRows };
+}
+
+/**
+ * Every key deployment `id` holds with `data`: each row, its entries in every index (a hidden
+ * index with `notBefore` takes the rows a backfill takes, plus the early entries named), the
+ * stored counts of those entries, the schema and the clock.
+ */
+export function dataOperations(id: string, data: DeploymentData): KvOperation[] {
+  const operations: KvOperation[] = [];
+  const counts = new Map<string, number>();
+  for (const [name, table] of compileSchema(id, data.schema)) {
+    const stored = data.schema.tables[name]?.indexes ?? {};
+    const early = data.earlyEntries[name] ?? {};
+    const earlySets = new Map(Object.entries(early).map(([index, ids]) => [index, new Set(ids)]));
+    for (const json of data.tables.get(name) ?? []) {
+      const row = parseStoredRow(json);
+      operations.push({ type: "put", key: rowKeyUnder(table.rowPrefix, row.id), value: json });
+      // As a backfill writes them: rows stay as stored, an entry of a legacy row carries its v1 form.
+      const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
+      const full = materialize(table, { ...row });
+      for (const index of table.indexes.values()) {
+        const notBefore = stored[index.name]?.notBefore;
+        if (notBefore !== undefined && row.createdAt < notBefore && !earlySets.get(index.name)?.has(row.id))
+          continue;
+        const entry = indexEntry(index, full);
+        operations.push({ type: "put", key: entry.key, value });
+        for (const count of entry.counts) counts.set(count, (counts.get(count) ?? 0) + 1);
+      }
+    }
+  }
+  for (const [name, n] of counts)
+    operations.push({ type: "put", key: Buffer.from(name, "latin1"), value: String(n) });
+  operations.push({ type: "put", key: metaKey(id, "schema"), value: JSON.stringify(data.schema) });
+  if (data.clock !== null)
+    operations.push({ type: "put", key: metaKey(id, "clock"), value: String(data.clock) });
+  return operations;
+}
+
+/**
+ * One batch that turns what deployment `id` holds (`existing`) into `writes`: every existing key
+ * not written again is deleted, then the writes are put, each key once.
+ */
+export function replacementBatch(existing: Buffer[], writes: KvOperation[]): KvOperation[] {
+  const written = new Set(writes.map((op) => op.key.toString("latin1")));
+  const deletes: KvOperation[] = existing
+    .filter((key) => !written.has(key.toString("latin1")))
+    .map((key) => ({ type: "del", key }));
+  return [...deletes, ...writes];
+}

@@ -1,0 +1,117 @@
+import { createHash, randomBytes } from "node:crypto";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { newClaimToken } from "../auth/index.js";
+import type { KvOperation } from "../db/index.js";
+import type { IsolatePool } from "../isolates/index.js";
+import { checkDeclaration } from "./declaration.js";
+import { checkDeploymentId, type DeploymentRecord } from "./records.js";
+import type { DeploymentRegistry } from "./registry.js";
+
+/** The code an import installs, compiled and declared, not live yet. */
+export interface LoadedCode {
+  hash: string;
+  declaration: DeploymentRecord["declaration"];
+}
+
+/** The access settings an archive carries (never env values, owner or claim token). */
+export interface ImportedSettings {
+  restricted: boolean;
+  approved: string[];
+}
+
+/**
+ * An import's part in the deployment records (host/transfer runs the import): loading the
+ * archive's code as a deploy does, and the deployment record that commits in the same batch as
+ * the data. A new deployment takes the archive's access settings; an existing one keeps its own,
+ * with its owner, env and incarnation. Only the code changes.
+ */
+export class DeploymentImport {
+  private probe: Awaited<ReturnType<IsolatePool["probe"]>> | undefined;
+
+  constructor(
+    private readonly registry: DeploymentRegistry,
+    private readonly pool: IsolatePool,
+    readonly id: string,
+  ) {
+    checkDeploymentId(id);
+  }
+
+  /** Compiles `code` in a fresh isolate, reads and checks its declaration, and stores the artifact. */
+  async load(code: string): Promise<LoadedCode> {
+    if (code.length === 0 || code.length > LIMITS.bundleBytes)
+      throw new PlatformError(
+        "bad_request",
+        "Invalid archive: code.js is empty or larger than a bundle may be.",
+      );
+    const hash = createHash("sha256").update(code).digest("hex");
+    this.probe = await this.pool.probe(this.id, code, hash).catch((error: unknown) => {
+      throw importError(error);
+    });
+    let declaration: LoadedCode["declaration"];
+    try {
+      declaration = checkDeclaration(await this.probe.declare());
+    } catch (error) {
+      throw importError(error);
+    }
+    await this.registry.addArtifact({
+      hash,
+      code,
+      apiVersion: declaration.apiVersion,
+      size: code.length,
+      createdAt: Date.now(),
+    });
+    return { hash, declaration };
+  }
+
+  /**
+   * The record deployment `id` will have once the import commits, and the write that stores it;
+   * `claimToken` when an unclaimed deployment is created (shown once, as a deploy shows it).
+   */
+  async record(
+    code: LoadedCode,
+    settings: ImportedSettings,
+    owner: string | undefined,
+  ): Promise<{ record: DeploymentRecord; write: KvOperation; claimToken?: string }> {
+    const previous = await this.registry.reload(this.id);
+    const now = Date.now();
+    const claim = previous || owner ? undefined : newClaimToken();
+    const record: DeploymentRecord = previous
+      ? Object.assign({}, previous, { artifact: code.hash, declaration: code.declaration, updatedAt: now })
+      : {
+          id: this.id,
+          artifact: code.hash,
+          declaration: code.declaration,
+          env: {},
+          incarnation: randomBytes(16).toString("base64url"),
+          owner: owner ?? null,
+          ...(claim ? { claimTokenHash: claim.hash } : {}),
+          restricted: settings.restricted,
+          approved: settings.approved,
+          createdAt: now,
+          updatedAt: now,
+        };
+    return { record, write: this.registry.writeOf(record), ...(claim ? { claimToken: claim.token } : {}) };
+  }
+
+  /** After the commit: the runner serves the new code, and every host hears of the record. */
+  async switched(record: DeploymentRecord): Promise<void> {
+    this.registry.remember(record);
+    if (this.probe) this.pool.runner(this.id, record.artifact).adopt(this.probe);
+    this.probe = undefined;
+    await this.registry.announce(this.id);
+  }
+
+  /** Drops the loaded isolate (the import failed or was refused). */
+  dispose(): void {
+    this.probe?.dispose();
+    this.probe = undefined;
+  }
+}
+
+function importError(error: unknown): PlatformError {
+  const message = isPlatformError(error) ? error.message : ((error as Error)?.message ?? String(error));
+  return new PlatformError("bad_request", `Invalid archive: its code does not load: ${message}`, {
+    cause: error,
+  });
+}

@@ -1,0 +1,164 @@
+import { createWriteStream } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import Router, { type RouterMiddleware } from "@koa/router";
+import type { Context } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { checkDataTransfer, type OperatorCaller } from "../access/index.js";
+import { checkDeploymentId, type DeploymentService, publicView } from "../deployments/index.js";
+import type { DeploymentTransfer, ImportResult } from "../transfer/index.js";
+import { sentFromThisOrigin } from "./form-origin.js";
+
+/** `?objects=0` leaves stored objects out of an export (or an import); anything else keeps them. */
+function withObjects(ctx: Context): boolean {
+  const value = ctx.query.objects;
+  return !(value === "0" || value === "false");
+}
+
+/** Streams the export of deployment `id` as the response (a zip file). */
+async function sendExport(ctx: Context, transfer: DeploymentTransfer, id: string): Promise<void> {
+  const running = await transfer.export(id, { objects: withObjects(ctx) });
+  ctx.res.on("close", () => running.abort());
+  ctx.type = "application/zip";
+  ctx.attachment(`${id}.zip`);
+  ctx.set("cache-control", "no-store");
+  ctx.body = running.stream.pipe(new PassThrough());
+}
+
+/**
+ * Writes the request body (the archive) to a private temporary file, refused past
+ * `LIMITS.importArchiveBytes` (`413 too_large`), and runs `work` on it; the file is removed after.
+ */
+async function withUploadedArchive<T>(ctx: Context, work: (path: string) => Promise<T>): Promise<T> {
+  const limit = LIMITS.importArchiveBytes;
+  const tooLarge = () =>
+    new PlatformError(
+      "too_large",
+      `An import archive is limited to ${limit} bytes (${limit / 1024 / 1024} MiB).`,
+    );
+  if (Number(ctx.get("content-length")) > limit) throw tooLarge();
+  const dir = await mkdtemp(join(tmpdir(), "platform-import-"));
+  try {
+    const path = join(dir, "archive.zip");
+    let received = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        received += chunk.length;
+        done(received > limit ? tooLarge() : null, chunk);
+      },
+    });
+    await pipeline(ctx.req, counter, createWriteStream(path, { mode: 0o600 }));
+    return await work(path);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function resultView(result: ImportResult) {
+  return {
+    deployment: publicView(result.deployment),
+    ...(result.claimToken ? { claimToken: result.claimToken } : {}),
+    tables: result.tables,
+    objects: result.objects,
+    replaced: result.replaced,
+  };
+}
+
+/**
+ * Runs an import of the uploaded archive into `id`, checking `caller` (the access rule) again on
+ * the record found under the deployment's lock. With `Accept: application/x-ndjson` the answer is
+ * one progress line per step, then `{ import }` or `{ error }`; else the result as JSON.
+ */
+async function receiveImport(
+  ctx: Context,
+  transfer: DeploymentTransfer,
+  id: string,
+  caller: OperatorCaller,
+): Promise<void> {
+  const request = (archive: string) => ({
+    id,
+    archive,
+    replace: ctx.query.replace === "1" || ctx.query.replace === "true",
+    objects: withObjects(ctx),
+    authorise: (existing: Parameters<typeof checkDataTransfer>[1]) => checkDataTransfer(caller, existing),
+  });
+  if (!ctx.get("accept").includes("application/x-ndjson")) {
+    const result = await withUploadedArchive(ctx, (archive) => transfer.import(request(archive)));
+    ctx.status = 200;
+    ctx.body = resultView(result);
+    return;
+  }
+  await withUploadedArchive(ctx, async (archive) => {
+    const stream = new PassThrough();
+    const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
+    ctx.status = 200;
+    ctx.type = "application/x-ndjson";
+    ctx.body = stream;
+    ctx.res.flushHeaders();
+    line({ progress: { step: "received" } });
+    await transfer
+      .import(request(archive), (progress) => line({ progress }))
+      .then(
+        (result) => line({ import: resultView(result) }),
+        (error: unknown) =>
+          line({
+            error: isPlatformError(error) ? error.toJSON() : { code: "internal", message: "Internal error." },
+          }),
+      )
+      .finally(() => stream.end());
+  });
+}
+
+/**
+ * The operator API's export and import routes (on the `/v1` router, after the caller is resolved):
+ * `GET /v1/deploys/<id>/export` and `POST /v1/deploys/<id>/import`, for the deployment's owner
+ * or the operator (host/access `checkDataTransfer`). An import into an id that names no deployment
+ * creates it, as a deploy does.
+ */
+export function registerTransferRoutes(
+  router: Router,
+  transfer: DeploymentTransfer,
+  deployments: DeploymentService,
+): void {
+  const callerOf = (ctx: Context) => ctx.state.principal as OperatorCaller;
+  router.get("/deploys/:id/export", async (ctx) => {
+    const record = await deployments.require(checkDeploymentId(ctx.params.id));
+    checkDataTransfer(callerOf(ctx), record);
+    await sendExport(ctx, transfer, record.id);
+  });
+  router.post("/deploys/:id/import", async (ctx) => {
+    const id = checkDeploymentId(ctx.params.id);
+    // Checked before the upload is read, and again under the deployment's lock.
+    checkDataTransfer(callerOf(ctx), await deployments.get(id));
+    await receiveImport(ctx, transfer, id, callerOf(ctx));
+  });
+}
+
+/**
+ * `platform dev`'s export and import at the app origin: `GET /__platform/export` and
+ * `POST /__platform/import`, on the local deployment only, without a token, as `platform dev`'s
+ * other local tools (its logs) are: the dev server answers loopback names only, and an import must
+ * come from a program (a web page of another origin cannot send it).
+ */
+export function devTransferRoutes(transfer: DeploymentTransfer): RouterMiddleware {
+  const router = new Router({ sensitive: true, strict: true });
+  const local: OperatorCaller = { kind: "admin" };
+  router.get("/__platform/export", async (ctx, next) => {
+    if (ctx.method !== "GET") return next();
+    await sendExport(ctx, transfer, ctx.state.deployment as string);
+  });
+  router.post("/__platform/import", async (ctx) => {
+    // No token guards it, so no other site's page may send one (a form post to localhost).
+    if (!sentFromThisOrigin(ctx) || !ctx.is("application/zip"))
+      throw new PlatformError(
+        "forbidden",
+        "Imports into the dev server come from the platform command (Content-Type: application/zip), not from web pages.",
+      );
+    await receiveImport(ctx, transfer, ctx.state.deployment as string, local);
+  });
+  return router.routes();
+}

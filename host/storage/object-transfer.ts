@@ -1,0 +1,217 @@
+import { PlatformError } from "../../sdk/values/index.js";
+import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/index.js";
+import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
+import type { ObjectRecord, ObjectService } from "./objects.js";
+
+/** A stored object as an archive carries it: its record without deployment and quota owner. */
+export interface ArchivedObject {
+  key: string;
+  size: number;
+  contentType: string;
+  uploaderId: string;
+  uploaderEmail: string | null;
+  uploadedAt: number;
+}
+
+const KEY = /^(public|private)\/([A-Za-z0-9_-]{22})$/;
+
+function invalid(message: string): PlatformError {
+  return new PlatformError("bad_request", `Invalid archive: ${message}`);
+}
+
+/** The archived form of `record`. */
+export function archivedObject(record: ObjectRecord): ArchivedObject {
+  const { key, size, contentType, uploaderId, uploaderEmail, uploadedAt } = record;
+  return { key, size, contentType, uploaderId, uploaderEmail, uploadedAt };
+}
+
+/** Checks one object record of an archive (`where` names its line). */
+export function checkArchivedObject(value: unknown, where: string, fileSize: number): ArchivedObject {
+  const o = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
+  if (typeof o.key !== "string" || !KEY.test(o.key)) throw invalid(`${where} has no valid object key.`);
+  if (typeof o.size !== "number" || !Number.isSafeInteger(o.size) || o.size < 0 || o.size > fileSize)
+    throw invalid(`${where} (${o.key}) has an invalid size.`);
+  if (typeof o.contentType !== "string" || o.contentType.length === 0 || o.contentType.length > 255)
+    throw invalid(`${where} (${o.key}) has an invalid content type.`);
+  if (isBlockedDeclaredType(o.contentType))
+    throw new PlatformError("blocked_type", `Files of type ${o.contentType} cannot be stored (${o.key}).`);
+  if (typeof o.uploaderId !== "string" || o.uploaderId.length === 0)
+    throw invalid(`${where} (${o.key}) has no uploader.`);
+  if (o.uploaderEmail !== null && typeof o.uploaderEmail !== "string")
+    throw invalid(`${where} (${o.key}) has an invalid uploader email.`);
+  if (typeof o.uploadedAt !== "number" || !Number.isFinite(o.uploadedAt) || o.uploadedAt < 0)
+    throw invalid(`${where} (${o.key}) has an invalid upload time.`);
+  return {
+    key: o.key,
+    size: o.size,
+    contentType: o.contentType,
+    uploaderId: o.uploaderId,
+    uploaderEmail: o.uploaderEmail,
+    uploadedAt: o.uploadedAt,
+  };
+}
+
+/** Final operations, each key once (the last write of a key wins). */
+function distinct(operations: KvOperation[]): KvOperation[] {
+  const latest = new Map<string, KvOperation>();
+  for (const op of operations) latest.set(op.key.toString("latin1"), op);
+  return [...latest.values()];
+}
+
+/**
+ * Stored objects for export and import. Records are read from the export's snapshot; an import's
+ * bytes are staged in the blob store first (the import's marker names them, so a crash leaves
+ * nothing counted and nothing unswept), and its records, listing entries, totals and every quota
+ * owner's usage are written in the import's one batch, under the owners' quota locks.
+ */
+export class ObjectTransfer {
+  private readonly records: RecordStore<ObjectRecord>;
+  private readonly usage: RecordStore<{ bytes: number }>;
+
+  constructor(
+    private readonly db: HostDatabase,
+    readonly objects: ObjectService,
+  ) {
+    this.records = db.records<ObjectRecord>(OBJECT_NAMESPACES.records);
+    this.usage = db.records<{ bytes: number }>(OBJECT_NAMESPACES.usage);
+  }
+
+  /** Deployment `deployment`'s object records as of `snapshot`. */
+  recordsAt(snapshot: KvSnapshot, deployment: string): Promise<ObjectRecord[]> {
+    return this.records.listPrefix(`${deployment}/`, Number.POSITIVE_INFINITY, snapshot);
+  }
+
+  /** Deployment `deployment`'s object records now. */
+  recordsNow(deployment: string): Promise<ObjectRecord[]> {
+    return this.records.listPrefix(`${deployment}/`);
+  }
+
+  /** The bytes of `record`, or undefined when they are gone (deleted since the snapshot). */
+  bytesOf(record: ObjectRecord): Promise<Buffer | undefined> {
+    return this.objects.blobs.get(`${record.deployment}/${record.key}`);
+  }
+
+  /** Checks an archived object's bytes as an upload's are checked: size and content. */
+  async checkBytes(object: ArchivedObject, bytes: Buffer): Promise<void> {
+    if (bytes.length !== object.size)
+      throw invalid(`the bytes of ${object.key} are not the ${object.size} its record says.`);
+    const reason = await blockedContentReason(bytes, object.contentType);
+    if (reason) throw new PlatformError("blocked_type", `Object ${object.key} cannot be stored: ${reason}.`);
+  }
+
+  /**
+   * Writes `bytes` as object `key` of `deployment` unless the store holds exactly these bytes
+   * there already (the same object, kept by a `--replace`); returns whether it wrote. Other bytes
+   * under a key the deployment uses are refused: overwriting them would change a stored object.
+   */
+  async stage(deployment: string, key: string, bytes: Buffer): Promise<boolean> {
+    const blobKey = `${deployment}/${key}`;
+    const present = await this.objects.blobs.get(blobKey);
+    if (present?.equals(bytes)) return false;
+    if (present && (await this.records.get(blobKey)))
+      throw new PlatformError("conflict", `Object ${key} exists in ${deployment} with other bytes.`);
+    await this.objects.blobs.put(blobKey, bytes);
+    return true;
+  }
+
+  /** Removes staged or replaced bytes under `blobKeys` that no record names (idempotent). */
+  async sweep(blobKeys: string[]): Promise<void> {
+    for (const blobKey of blobKeys)
+      if (!(await this.records.get(blobKey))) await this.objects.blobs.delete(blobKey).catch(() => {});
+  }
+
+  /**
+   * Runs `work` with deployment `deployment`'s object records, holding the quota locks of `owner`
+   * and of every owner those records count against: no upload or delete changes them meanwhile.
+   */
+  async underQuotaLocks<T>(
+    deployment: string,
+    owner: string,
+    work: (existing: ObjectRecord[]) => Promise<T>,
+  ): Promise<T> {
+    for (;;) {
+      const owners = [...new Set([owner, ...(await this.recordsNow(deployment)).map((r) => r.quotaOwner)])];
+      owners.sort();
+      const locked = new Set(owners);
+      const attempt = await owners.reduceRight<() => Promise<{ done: true; value: T } | { done: false }>>(
+        (inner, name) => () => this.db.exclusive(quotaLockName(name), inner),
+        async () => {
+          const existing = await this.recordsNow(deployment);
+          if (existing.some((r) => !locked.has(r.quotaOwner))) return { done: false };
+          return { done: true, value: await work(existing) };
+        },
+      )();
+      if (attempt.done) return attempt.value;
+    }
+  }
+
+  /**
+   * The writes that replace `existing` (deployment `deployment`'s records, read under the quota
+   * locks) with `incoming`, counted against `owner`: records, listing entries, totals, and the
+   * usage of every owner involved. `quota_exceeded` when `owner` would go over the limit.
+   */
+  async replacement(
+    deployment: string,
+    owner: string,
+    existing: ObjectRecord[],
+    incoming: ArchivedObject[],
+  ): Promise<KvOperation[]> {
+    const usage = new Map<string, number>();
+    for (const name of new Set([owner, ...existing.map((r) => r.quotaOwner)]))
+      usage.set(name, (await this.usage.get(name))?.bytes ?? 0);
+    const operations: KvOperation[] = [];
+    const byTime = this.db.records<{ key: string }>(OBJECT_NAMESPACES.byTime);
+    for (const record of existing) {
+      usage.set(record.quotaOwner, Math.max(0, (usage.get(record.quotaOwner) ?? 0) - record.size));
+      operations.push({ type: "del", key: this.records.key(`${deployment}/${record.key}`) });
+      operations.push({ type: "del", key: byTime.key(listingId(record)) });
+    }
+    let bytes = 0;
+    for (const object of incoming) {
+      const [visibility, id] = object.key.split("/") as ["public" | "private", string];
+      // Fields in the order an upload writes them: an imported record is byte for byte the original.
+      const record: ObjectRecord = {
+        deployment,
+        key: object.key,
+        visibility,
+        id,
+        size: object.size,
+        contentType: object.contentType,
+        uploaderId: object.uploaderId,
+        uploaderEmail: object.uploaderEmail,
+        uploadedAt: object.uploadedAt,
+        quotaOwner: owner,
+      };
+      bytes += object.size;
+      operations.push({
+        type: "put",
+        key: this.records.key(`${deployment}/${object.key}`),
+        value: JSON.stringify(record),
+      });
+      operations.push({
+        type: "put",
+        key: byTime.key(listingId(record)),
+        value: JSON.stringify({ key: record.key }),
+      });
+    }
+    const used = (usage.get(owner) ?? 0) + bytes;
+    if (used > this.objects.limits.perDeveloper)
+      throw new PlatformError(
+        "quota_exceeded",
+        `The archive's objects (${bytes} bytes) do not fit the owner's storage (${this.objects.limits.perDeveloper} bytes, ${used - this.objects.limits.perDeveloper} over); delete files or import without objects.`,
+      );
+    usage.set(owner, used);
+    for (const [name, n] of usage)
+      operations.push({ type: "put", key: this.usage.key(name), value: JSON.stringify({ bytes: n }) });
+    const totals = this.db
+      .records<{ count: number; bytes: number }>(OBJECT_NAMESPACES.totals)
+      .key(deployment);
+    operations.push(
+      incoming.length === 0
+        ? { type: "del", key: totals }
+        : { type: "put", key: totals, value: JSON.stringify({ count: incoming.length, bytes }) },
+    );
+    return distinct(operations);
+  }
+}

@@ -1,0 +1,130 @@
+import { StringDecoder } from "node:string_decoder";
+import yauzl from "yauzl";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+
+function invalid(message: string): PlatformError {
+  return new PlatformError("bad_request", `Invalid archive: ${message}`);
+}
+
+/**
+ * Random access to the files of a zip archive on disk (yauzl): the central directory is read
+ * once, names must be unique, and every read checks the size the directory declares against a
+ * limit before inflating anything (yauzl then checks that the data has exactly that size), so a
+ * small archive cannot inflate into more than its limits.
+ */
+export class ArchiveReader {
+  private constructor(
+    private readonly zip: yauzl.ZipFile,
+    private readonly entries: Map<string, yauzl.Entry>,
+  ) {}
+
+  /** Opens the archive at `path` and reads its directory. */
+  static async open(path: string): Promise<ArchiveReader> {
+    let zip: yauzl.ZipFile;
+    try {
+      zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false, strictFileNames: true });
+    } catch (error) {
+      throw invalid(`not a zip file (${(error as Error).message}).`);
+    }
+    const entries = new Map<string, yauzl.Entry>();
+    try {
+      if (zip.entryCount > LIMITS.importArchiveEntries)
+        throw invalid(`more than ${LIMITS.importArchiveEntries} files.`);
+      for await (const entry of zip.eachEntry()) {
+        if (entry.fileName.endsWith("/")) continue;
+        if (entries.has(entry.fileName)) throw invalid(`${entry.fileName} appears twice.`);
+        entries.set(entry.fileName, entry);
+      }
+    } catch (error) {
+      zip.close();
+      throw error instanceof PlatformError ? error : invalid((error as Error).message);
+    }
+    return new ArchiveReader(zip, entries);
+  }
+
+  /** Every file name. */
+  names(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  /** The uncompressed size the directory declares for `name`. */
+  size(name: string): number {
+    return this.require(name).uncompressedSize;
+  }
+
+  private require(name: string): yauzl.Entry {
+    const entry = this.entries.get(name);
+    if (!entry) throw invalid(`${name} is missing.`);
+    return entry;
+  }
+
+  private async open(name: string, limit: number): Promise<NodeJS.ReadableStream> {
+    const entry = this.require(name);
+    if (entry.uncompressedSize > limit) throw invalid(`${name} is larger than ${limit} bytes.`);
+    try {
+      return await this.zip.openReadStreamPromise(entry);
+    } catch (error) {
+      throw invalid(`${name} cannot be read (${(error as Error).message}).`);
+    }
+  }
+
+  /** The bytes of `name`, refused when its declared size is over `limit`. */
+  async read(name: string, limit: number): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of await this.open(name, limit)) chunks.push(chunk as Buffer);
+    } catch (error) {
+      throw error instanceof PlatformError
+        ? error
+        : invalid(`${name} is corrupt (${(error as Error).message}).`);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  /** `name` as UTF-8 text. */
+  async text(name: string, limit: number): Promise<string> {
+    return (await this.read(name, limit)).toString("utf8");
+  }
+
+  /** `name` parsed as JSON. */
+  async json(name: string, limit = 64 * 1024 * 1024): Promise<unknown> {
+    try {
+      return JSON.parse(await this.text(name, limit));
+    } catch (error) {
+      throw error instanceof PlatformError ? error : invalid(`${name} is not JSON.`);
+    }
+  }
+
+  /** The non-empty lines of `name` (UTF-8), with their 1-based line numbers, as they inflate. */
+  async *lines(name: string, limit: number): AsyncGenerator<[line: string, number: number]> {
+    const decoder = new StringDecoder("utf8");
+    let pending = "";
+    let number = 0;
+    try {
+      for await (const chunk of await this.open(name, limit)) {
+        pending += decoder.write(chunk as Buffer);
+        const lines = pending.split("\n");
+        pending = lines.pop() ?? "";
+        for (const line of lines) {
+          number++;
+          if (line.length > 0) yield [line, number];
+        }
+      }
+    } catch (error) {
+      throw error instanceof PlatformError
+        ? error
+        : invalid(`${name} is corrupt (${(error as Error).message}).`);
+    }
+    pending += decoder.end();
+    if (pending.length > 0) yield [pending, number + 1];
+  }
+
+  close(): void {
+    this.zip.close();
+  }
+}

@@ -1,0 +1,148 @@
+import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
+import { ZipFile } from "yazl";
+import { PlatformError } from "../../sdk/values/index.js";
+import { type HostDatabase, type KvSnapshot, readDataHead, tableRows } from "../db/index.js";
+import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
+import { archivedObject, type ObjectTransfer } from "../storage/index.js";
+import {
+  ARCHIVE_FORMAT,
+  ARCHIVE_VERSION,
+  type ArchiveDeployment,
+  type ArchiveManifest,
+  CODE_ENTRY,
+  DEPLOYMENT_ENTRY,
+  EARLY_ENTRIES_ENTRY,
+  MANIFEST_ENTRY,
+  OBJECTS_ENTRY,
+  objectEntry,
+  SCHEMA_ENTRY,
+  tableEntry,
+} from "./archive-format.js";
+
+/** What an export needs of the host. */
+export interface ExportParts {
+  db: HostDatabase;
+  deployments: DeploymentService;
+  objects: ObjectTransfer;
+}
+
+/** A started export: the zip as it is written, and how to stop it (the client went away). */
+export interface RunningExport {
+  stream: NodeJS.ReadableStream;
+  abort(): void;
+  /** Settles when the archive is written (or the export failed or was aborted). */
+  done: Promise<void>;
+}
+
+/**
+ * Takes one snapshot of deployment `id` while holding its lifecycle lock (so no deploy is halfway
+ * between its schema and its record), then streams the archive of archive-format.ts from that
+ * snapshot: the app keeps taking writes meanwhile, and none of them is in the archive. Objects are
+ * listed from the snapshot; one deleted before its bytes are read is left out (and counted).
+ */
+export async function startExport(
+  parts: ExportParts,
+  id: string,
+  options: { objects: boolean },
+): Promise<RunningExport> {
+  const { snapshot, record } = await parts.deployments.whileLocked(id, async () => {
+    const record = await parts.deployments.get(id);
+    if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
+    return { snapshot: await parts.db.store.snapshot(), record };
+  });
+  const zip = new ZipFile();
+  const controller = new AbortController();
+  const done = writeArchive(parts, zip, snapshot, record, options, controller.signal)
+    .catch((error: unknown) => {
+      (zip.outputStream as Readable).destroy(error as Error);
+    })
+    .finally(() => snapshot.close());
+  return { stream: zip.outputStream, abort: () => controller.abort(), done };
+}
+
+/** Adds one entry from `source` and waits until the zip has read all of it (or the export stops). */
+async function addEntry(
+  zip: ZipFile,
+  name: string,
+  source: Iterable<Buffer | string> | AsyncIterable<Buffer | string>,
+  signal: AbortSignal,
+  compress = true,
+): Promise<void> {
+  const stream = Readable.from(source, { objectMode: false });
+  zip.addReadStream(stream, name, { compress });
+  const stop = () => stream.destroy(new Error("The export was aborted."));
+  signal.addEventListener("abort", stop);
+  try {
+    if (signal.aborted) stop();
+    await finished(stream);
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
+}
+
+async function* jsonLines(batches: AsyncIterable<string[]>, count: { n: number }): AsyncGenerator<string> {
+  for await (const rows of batches) {
+    count.n += rows.length;
+    yield `${rows.join("\n")}\n`;
+  }
+}
+
+async function writeArchive(
+  parts: ExportParts,
+  zip: ZipFile,
+  snapshot: KvSnapshot,
+  record: DeploymentRecord,
+  options: { objects: boolean },
+  signal: AbortSignal,
+): Promise<void> {
+  const id = record.id;
+  const head = await readDataHead(snapshot, id);
+  const code = await parts.deployments.artifactCode(record.artifact);
+  const deployment: ArchiveDeployment = {
+    declaration: record.declaration,
+    settings: { restricted: record.restricted, approved: record.approved },
+    envKeys: Object.keys(record.env),
+  };
+  await addEntry(zip, DEPLOYMENT_ENTRY, [JSON.stringify(deployment)], signal);
+  await addEntry(zip, CODE_ENTRY, [code], signal);
+  await addEntry(zip, SCHEMA_ENTRY, [JSON.stringify(head.schema)], signal);
+  await addEntry(zip, EARLY_ENTRIES_ENTRY, [JSON.stringify(head.earlyEntries)], signal);
+  const tables: Record<string, number> = {};
+  for (const table of Object.keys(head.schema.tables)) {
+    const count = { n: 0 };
+    await addEntry(zip, tableEntry(table), jsonLines(tableRows(snapshot, id, table), count), signal);
+    tables[table] = count.n;
+  }
+  let objects: ArchiveManifest["objects"] = null;
+  if (options.objects) {
+    objects = { count: 0, bytes: 0, deletedDuringExport: 0 };
+    const lines: string[] = [];
+    for (const object of await parts.objects.recordsAt(snapshot, id)) {
+      const bytes = await parts.objects.bytesOf(object);
+      if (!bytes) {
+        objects.deletedDuringExport++;
+        continue;
+      }
+      // Stored as they are: uploads are mostly compressed formats already.
+      await addEntry(zip, objectEntry(object.key), [bytes], signal, false);
+      lines.push(`${JSON.stringify(archivedObject(object))}\n`);
+      objects.count++;
+      objects.bytes += bytes.length;
+    }
+    await addEntry(zip, OBJECTS_ENTRY, lines, signal);
+  }
+  const manifest: ArchiveManifest = {
+    format: ARCHIVE_FORMAT,
+    version: ARCHIVE_VERSION,
+    deployment: id,
+    exportedAt: new Date().toISOString(),
+    apiVersion: record.declaration.apiVersion,
+    artifact: record.artifact,
+    clock: head.clock,
+    tables,
+    objects,
+  };
+  await addEntry(zip, MANIFEST_ENTRY, [JSON.stringify(manifest, null, 2)], signal);
+  zip.end();
+}

@@ -1,0 +1,162 @@
+import { PlatformError } from "../../sdk/values/index.js";
+import { checkImportedSchema, deploymentHasRows, type HostDatabase } from "../db/index.js";
+import {
+  type DeploymentImport,
+  type DeploymentRecord,
+  type DeploymentService,
+  storageQuotaOwner,
+} from "../deployments/index.js";
+import type { ArchivedObject, ObjectTransfer } from "../storage/index.js";
+import { objectEntry } from "./archive-format.js";
+import { ArchiveReader } from "./archive-reader.js";
+import type { PendingImports } from "./pending-imports.js";
+import { type ArchiveHead, readArchiveData, readArchiveHead, readArchiveObjects } from "./read-archive.js";
+
+/** What an import needs of the host. */
+export interface ImportParts {
+  db: HostDatabase;
+  deployments: DeploymentService;
+  objects: ObjectTransfer;
+  pending: PendingImports;
+}
+
+/** One import: the archive on disk, where it goes, and who asks. */
+export interface ImportRequest {
+  id: string;
+  archive: string;
+  /** Replace what the target holds; without it a target with rows or objects is refused. */
+  replace: boolean;
+  /** Import the archive's objects (when it has them); default true. */
+  objects?: boolean;
+  /**
+   * The access rule, checked under the deployment's lock on the record found there (undefined: the
+   * import creates it); returns the owner of a deployment it creates (undefined: unclaimed).
+   */
+  authorise(existing: DeploymentRecord | undefined): string | undefined;
+}
+
+/** A step of an import, for progress output. */
+export type ImportProgress =
+  | { step: "checking"; rows: number }
+  | { step: "objects"; done: number; total: number }
+  | { step: "committing" };
+
+/** What an import did. */
+export interface ImportResult {
+  deployment: DeploymentRecord;
+  /** Only when the import created an unclaimed deployment (shown once). */
+  claimToken?: string;
+  tables: Record<string, number>;
+  objects: number;
+  replaced: boolean;
+}
+
+function notEmpty(id: string): PlatformError {
+  return new PlatformError(
+    "conflict",
+    `Deployment ${id} is not empty (it has rows or stored objects); import with --replace to replace them, or into a new deployment.`,
+  );
+}
+
+/**
+ * Imports an export archive into deployment `request.id`, new or empty (or any, with `replace`),
+ * all or nothing. Everything is read and checked first: the code is loaded as a deploy loads it,
+ * the archive's schema must be exactly the one that code declares, every row must fit it and every
+ * object pass the upload checks. Then the objects' bytes are staged (see {@link PendingImports}),
+ * and rows, rebuilt index entries and counts, schema, clock, object records, quota usage and the
+ * deployment record are written in ONE batch under the deployment's locks. A failure or a crash
+ * before that batch leaves the target as it was; ids, `createdAt` values and object keys are kept.
+ */
+export async function importArchive(
+  parts: ImportParts,
+  request: ImportRequest,
+  onProgress: (progress: ImportProgress) => void = () => {},
+): Promise<ImportResult> {
+  const reader = await ArchiveReader.open(request.archive);
+  try {
+    const head = await readArchiveHead(reader);
+    return await parts.deployments.whileLocked(request.id, async () => {
+      await parts.pending.finish(request.id);
+      const existing = await parts.deployments.get(request.id);
+      const owner = request.authorise(existing);
+      if (existing && !request.replace && (await holdsData(parts, request.id))) throw notEmpty(request.id);
+      const target = parts.deployments.importInto(request.id);
+      try {
+        return await load(parts, request, head, reader, target, owner, onProgress);
+      } catch (error) {
+        target.dispose();
+        await parts.pending.finish(request.id).catch(() => {});
+        throw error;
+      }
+    });
+  } finally {
+    reader.close();
+  }
+}
+
+/** Whether deployment `id` has rows or stored objects now. */
+async function holdsData(parts: ImportParts, id: string): Promise<boolean> {
+  return (await parts.objects.recordsNow(id)).length > 0 || (await deploymentHasRows(parts.db.store, id));
+}
+
+async function load(
+  parts: ImportParts,
+  request: ImportRequest,
+  head: ArchiveHead,
+  reader: ArchiveReader,
+  target: DeploymentImport,
+  owner: string | undefined,
+  onProgress: (progress: ImportProgress) => void,
+): Promise<ImportResult> {
+  const { id } = request;
+  const code = await target.load(head.code);
+  const schema = checkImportedSchema(head.schema, code.declaration.schema, code.declaration.apiVersion === 0);
+  const data = await readArchiveData(reader, head, schema, (rows) => onProgress({ step: "checking", rows }));
+  const incoming =
+    (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true)) ?? [];
+  const { record, write, claimToken } = await target.record(code, head.settings, owner);
+  await stageObjects(parts, id, reader, incoming, onProgress);
+  onProgress({ step: "committing" });
+  const quotaOwner = storageQuotaOwner(record);
+  const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing) => {
+    if (existing.length > 0 && !request.replace) throw notEmpty(id);
+    const objectWrites = await parts.objects.replacement(id, quotaOwner, existing, incoming);
+    const replacedBlobs = existing.map((object) => `${id}/${object.key}`);
+    const database = await parts.db.deployment(id);
+    await database.replaceData(data, async (hasRows) => {
+      if (hasRows && !request.replace) throw notEmpty(id);
+      return [...objectWrites, write, parts.pending.commitWrite(id, replacedBlobs)];
+    });
+    return existing.length > 0;
+  });
+  await target.switched(record);
+  await parts.pending.finish(id).catch(() => {});
+  return {
+    deployment: record,
+    ...(claimToken ? { claimToken } : {}),
+    tables: Object.fromEntries([...data.tables].map(([table, rows]) => [table, rows.length])),
+    objects: incoming.length,
+    replaced: replaced || request.replace,
+  };
+}
+
+/** Writes the objects' bytes, after a marker naming all of them (see {@link PendingImports}). */
+async function stageObjects(
+  parts: ImportParts,
+  id: string,
+  reader: ArchiveReader,
+  incoming: ArchivedObject[],
+  onProgress: (progress: ImportProgress) => void,
+): Promise<void> {
+  if (incoming.length === 0) return;
+  await parts.pending.begin(
+    id,
+    incoming.map((object) => `${id}/${object.key}`),
+  );
+  let done = 0;
+  for (const object of incoming) {
+    await parts.objects.stage(id, object.key, await reader.read(objectEntry(object.key), object.size));
+    if (++done % 100 === 0 || done === incoming.length)
+      onProgress({ step: "objects", done, total: incoming.length });
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * `host/transfer`: export and import of one deployment (docs/operators.md "Export and import"). An
+ * export streams one snapshot of a deployment as a zip archive (archive-format.ts); an import
+ * checks a whole archive, then writes it in one batch, all or nothing.
+ */
+import type { HostDatabase } from "../db/index.js";
+import type { DeploymentService } from "../deployments/index.js";
+import { type ObjectService, ObjectTransfer } from "../storage/index.js";
+import { type RunningExport, startExport } from "./export-archive.js";
+import {
+  type ImportProgress,
+  type ImportRequest,
+  type ImportResult,
+  importArchive,
+} from "./import-archive.js";
+import { PendingImports } from "./pending-imports.js";
+
+export type { ArchiveManifest } from "./archive-format.js";
+export type { ImportProgress, ImportRequest, ImportResult, RunningExport };
+
+/** Export and import of deployments on one host. */
+export class DeploymentTransfer {
+  private readonly objects: ObjectTransfer;
+  private readonly pending: PendingImports;
+
+  constructor(
+    private readonly db: HostDatabase,
+    private readonly deployments: DeploymentService,
+    objects: ObjectService,
+  ) {
+    this.objects = new ObjectTransfer(db, objects);
+    this.pending = new PendingImports(db, this.objects);
+  }
+
+  /** Starts streaming the archive of deployment `id` (objects too when `objects`). */
+  export(id: string, options: { objects: boolean }): Promise<RunningExport> {
+    return startExport({ db: this.db, deployments: this.deployments, objects: this.objects }, id, options);
+  }
+
+  /** Imports an archive on disk (see {@link importArchive}). */
+  import(request: ImportRequest, onProgress?: (progress: ImportProgress) => void): Promise<ImportResult> {
+    return importArchive(
+      { db: this.db, deployments: this.deployments, objects: this.objects, pending: this.pending },
+      request,
+      onProgress,
+    );
+  }
+
+  /**
+   * Cleans up after imports a crash interrupted (their staged bytes); the host calls it when it
+   * starts. One that fails now stays marked for the next start or the next import of its id.
+   */
+  async finishUnfinished(onFailure: (id: string, error: unknown) => void): Promise<void> {
+    for (const id of await this.pending.unfinished())
+      await this.deployments
+        .whileLocked(id, () => this.pending.finish(id))
+        .catch((error: unknown) => onFailure(id, error));
+  }
+}

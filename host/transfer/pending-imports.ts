@@ -1,0 +1,56 @@
+import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
+import type { ObjectTransfer } from "../storage/index.js";
+
+/** The marker of an import of deployment `id` in progress: blobs to remove unless a record names them. */
+interface PendingImport {
+  id: string;
+  /** Blob keys (`<deployment>/<public|private>/<id>`). */
+  blobs: string[];
+  startedAt: number;
+}
+
+/**
+ * Object bytes an import writes outside the database's one batch, kept track of so that a crash
+ * never leaves them behind. Before the first byte is staged, a marker names every blob the import
+ * may write; the import's batch replaces it with the blobs of the objects it replaced; afterwards
+ * the named blobs that no record refers to are removed and the marker goes. A host finishes every
+ * marker left by a crash when it starts (and an import of the same id first), so staged bytes of
+ * an import that never committed are neither served, counted, nor kept.
+ */
+export class PendingImports {
+  private readonly markers: RecordStore<PendingImport>;
+
+  constructor(
+    db: HostDatabase,
+    private readonly objects: ObjectTransfer,
+  ) {
+    this.markers = db.records<PendingImport>("deployment-imports");
+  }
+
+  /** Records that an import of `id` may write `blobs` (call before writing any). */
+  begin(id: string, blobs: string[]): Promise<void> {
+    return this.markers.put(id, { id, blobs, startedAt: Date.now() });
+  }
+
+  /** The write, for the import's batch, that leaves `replaced` (blobs of replaced objects) to remove afterwards. */
+  commitWrite(id: string, replaced: string[]): KvOperation {
+    return {
+      type: "put",
+      key: this.markers.key(id),
+      value: JSON.stringify({ id, blobs: replaced, startedAt: Date.now() } satisfies PendingImport),
+    };
+  }
+
+  /** Removes the marked blobs of `id` that no record names, then the marker (idempotent). */
+  async finish(id: string): Promise<void> {
+    const marker = await this.markers.get(id);
+    if (!marker) return;
+    await this.objects.sweep(marker.blobs);
+    await this.markers.delete(id);
+  }
+
+  /** Ids of every import a crash left unfinished. */
+  async unfinished(): Promise<string[]> {
+    return (await this.markers.list()).map((marker) => marker.id);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Export and import of one deployment on PostgreSQL (a real server on loopback, started privately by
+ * scripts/local-postgres.ts): the shared round-trip suite, and an archive moving between backends
+ * and hosts sharing the database.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { answer, dumpDeployment, exportZip, importZip } from "./helpers/export-import.js";
+import { exportImportSuite } from "./helpers/export-import-suite.js";
+import { fixtureCode, startTestHost } from "./helpers/host.js";
+
+const installed = postgresBinDir() !== undefined;
+if (!installed)
+  console.warn(
+    "PostgreSQL tests skipped: PostgreSQL is not installed and could not be installed (apt-get install postgresql).",
+  );
+
+let server: LocalPostgres;
+beforeAll(async () => {
+  if (installed) server = await startLocalPostgres();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe.skipIf(!installed)("PostgreSQL", () => {
+  exportImportSuite("PostgreSQL", () => startTestHost({ database: server.url }));
+
+  it("moves a deployment between backends, and a host sharing the database serves the import", async () => {
+    const a = await startTestHost({ database: server.url });
+    const b = await startTestHost({ database: server.url });
+    const embedded = await startTestHost();
+    try {
+      expect((await a.deployCode("moving", await fixtureCode("transfer"))).status).toBe(201);
+      const owner = (
+        await a.call("moving", "mutation", "addOwner", { name: "Ada", account: "acct:a" })
+      ).json<{
+        value: string;
+      }>().value;
+      await a.call("moving", "mutation", "seed", { owner, from: 0, count: 200 });
+      // Host b serves the target first, so it holds a loaded (empty) deployment when a imports into it.
+      expect((await b.deployCode("target", await fixtureCode("transfer"))).status).toBe(201);
+      expect(await answer(b, "target", "counts")).toContain('"items":0');
+      const archive = (await exportZip(a, "moving")).body;
+      expect((await importZip(a, "target", archive)).status).toBe(200);
+      expect(await answer(b, "target", "counts")).toBe(await answer(a, "moving", "counts"));
+      expect(await answer(b, "target", "byOwner", { owner })).toBe(
+        await answer(a, "moving", "byOwner", { owner }),
+      );
+      // The same archive on the embedded store gives the same bytes.
+      expect((await importZip(embedded, "moving", archive)).status).toBe(200);
+      expect(await dumpDeployment(embedded.database, "moving")).toEqual(
+        await dumpDeployment(a.database, "moving"),
+      );
+    } finally {
+      await a.dispose();
+      await b.dispose();
+      await embedded.dispose();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,105 @@
+/**
+ * Helpers of the export/import tests: archives over the operator API, a byte-exact dump of what a
+ * deployment stores (keys with the deployment id taken out, and values), every query's answer, and
+ * rewriting an archive's files (attacks).
+ */
+import yauzl from "yauzl";
+import { ZipFile } from "yazl";
+import { type HttpResponse, sendRequest } from "../../cli/http.js";
+import { afterPrefix, encodeText } from "../../host/db/codec.js";
+import type { HostDatabase } from "../../host/db/index.js";
+import { collect } from "../../host/db/index.js";
+import type { TestHost } from "./host.js";
+
+/** `GET /v1/deploys/<id>/export` as the operator (or `token`); the archive's bytes. */
+export async function exportZip(
+  host: TestHost,
+  id: string,
+  query = "",
+  token = host.adminToken,
+): Promise<HttpResponse> {
+  return sendRequest(`${host.url}/v1/deploys/${id}/export${query}`, {
+    headers: { authorization: `Bearer ${token}` },
+    timeoutMs: 120_000,
+  });
+}
+
+/** `POST /v1/deploys/<id>/import` with `zip` as the operator (or `token`). */
+export function importZip(
+  host: TestHost,
+  id: string,
+  zip: Buffer,
+  query = "",
+  token = host.adminToken,
+): Promise<HttpResponse> {
+  return sendRequest(`${host.url}/v1/deploys/${id}/import${query}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/zip" },
+    body: zip,
+    timeoutMs: 120_000,
+  });
+}
+
+/**
+ * Everything deployment `id` stores in the database (rows, index entries, counts, metadata) and
+ * its object records, keyed without the deployment's id, so two deployments compare byte for byte.
+ */
+export async function dumpDeployment(db: HostDatabase, id: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const encodedId = encodeText(id);
+  for (const tag of [0x10, 0x11, 0x12, 0x14]) {
+    const prefix = Buffer.concat([Buffer.from([tag]), encodedId]);
+    for (const [key, value] of await collect(db.store.iterate({ gte: prefix, lt: afterPrefix(prefix) })))
+      out[`${tag.toString(16)}:${key.subarray(prefix.length).toString("hex")}`] = value;
+  }
+  const objects = db.records<Record<string, unknown>>("objects");
+  for (const record of await objects.listPrefix(`${id}/`)) {
+    const { deployment: _d, quotaOwner: _q, ...rest } = record;
+    out[`object:${String(record.key)}`] = JSON.stringify(rest);
+  }
+  const totals = await db.records<unknown>("storage-totals").get(id);
+  if (totals) out.totals = JSON.stringify(totals);
+  return out;
+}
+
+/** A query's answer as the HTTP API sends it (status and body text). */
+export async function answer(host: TestHost, id: string, name: string, args: unknown = {}, token?: string) {
+  const response = await sendRequest(`${host.deploymentUrl(id)}/api/query/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(args),
+  });
+  return `${response.status} ${response.text()}`;
+}
+
+/** The files of a zip archive. */
+export async function unzipAll(zip: Buffer): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  const archive = await yauzl.fromBufferPromise(zip, { lazyEntries: true });
+  for await (const entry of archive.eachEntry()) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await archive.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
+    files.set(entry.fileName, Buffer.concat(chunks));
+  }
+  return files;
+}
+
+/** A zip archive of `files`. */
+export function zipAll(files: Map<string, Buffer>): Promise<Buffer> {
+  const zip = new ZipFile();
+  for (const [name, data] of files) zip.addBuffer(data, name);
+  zip.end();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    zip.outputStream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    zip.outputStream.on("end", () => resolve(Buffer.concat(chunks)));
+    zip.outputStream.on("error", reject);
+  });
+}
+
+/** `zip` with `change` applied to its files. */
+export async function rewriteZip(zip: Buffer, change: (files: Map<string, Buffer>) => void): Promise<Buffer> {
+  const files = await unzipAll(zip);
+  change(files);
+  return zipAll(files);
+}
