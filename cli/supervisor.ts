@@ -182,7 +182,11 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
 
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
+      if (stopping) return;
       stopping = true;
+      // The server drains (see cli/commands/host.ts); once it and the spare have let go of the
+      // socket too, new connections are refused, so a balancer sends them to another host.
+      socket.close();
       const running = active && active.process.exitCode === null && active.process.signalCode === null;
       stopAll();
       if (!running) process.exit(0);

@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
+import { LIMITS } from "../sdk/protocol/index.js";
 import {
   AuthService,
   Developers,
@@ -16,6 +17,7 @@ import {
   createHttpApp,
   DEFAULT_REQUEST_QUOTA,
   destinationOfHost,
+  drainServer,
   listen,
   listenForMetrics,
   type QuotaSettings,
@@ -108,6 +110,13 @@ export interface PlatformHost {
   metricsPort?: number;
   /** The base URL of deployment `id`. */
   deploymentUrl(id: string): string;
+  /**
+   * A graceful shutdown's first part (`platform host` on `SIGTERM`): stops accepting connections,
+   * fails `/readyz`, finishes the calls in flight (for at most the wall limit of a handler and
+   * {@link LIMITS.drainGraceMs}), closes sync sockets with `1012` (the client reconnects
+   * elsewhere at once) and flushes the log. Then {@link close}.
+   */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -180,7 +189,9 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     }),
   );
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
+  let draining = false;
   const app = createHttpApp({
+    draining: () => draining,
     quota,
     metrics,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
@@ -221,7 +232,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     storageBytes: (limit) => objects.usageByOwner(limit),
     ...(store instanceof PostgresKv ? { postgresPools: () => store.poolUse() } : {}),
   });
-  const stopSync = attachSync(
+  const sync = attachSync(
     running.server,
     (host) => {
       const destination = destinationOfHost(host, options.domain, options.devDeployment);
@@ -245,8 +256,13 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       options.devDeployment
         ? `http://${options.domain}:${running.port}`
         : `http://${id}.${options.domain}:${running.port}`,
+    drain: async () => {
+      draining = true;
+      await drainServer(running.server, sync, LIMITS.handlerWallMs + LIMITS.drainGraceMs);
+      await logs.flush();
+    },
     close: async () => {
-      stopSync();
+      sync.stop();
       stopForgetting();
       live.close();
       await metricsServer?.close();

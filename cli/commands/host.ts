@@ -140,14 +140,23 @@ async function serve(flags: HostFlags): Promise<void> {
   if (host.metricsPort !== undefined)
     process.stdout.write(`platform host metrics: http://127.0.0.1:${host.metricsPort}/metrics (no token)\n`);
   reportReady();
-  const stop = async () => {
+  let stopping = false;
+  // SIGTERM (and SIGINT) drain first: no new connections, calls in flight answered, sync sockets
+  // told to reconnect elsewhere, the log flushed; then exit 0 (see docs/operators.md).
+  const stop = async (graceful: boolean) => {
+    if (stopping) return;
+    stopping = true;
+    if (graceful) {
+      process.stderr.write("platform host: draining: finishing calls in flight, then stopping\n");
+      await host.drain();
+    }
     await host.close();
     process.exit(0);
   };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  process.once("SIGTERM", () => stop(true));
+  process.once("SIGINT", () => stop(true));
   process.removeAllListeners("disconnect");
-  process.once("disconnect", stop);
+  process.once("disconnect", () => stop(false));
   if (Object.keys(quarantined).length > 0)
     for (const record of await host.deployments.list())
       if (quarantine.holds(record.artifact))

@@ -7,6 +7,7 @@
  *   rows:    0x10 S(deploy) S(table) S(id)                              -> row JSON
  *   indexes: 0x11 S(deploy) S(table) S(indexStorageId) E(f)... E(createdAt) I(id) -> row JSON
  *   meta:    0x12 S(deploy) S(name)                                     -> JSON
+ *   idempotency keys: 0x12 S(deploy) S("idempotency") N(window) S(caller) S(key) -> outcome JSON
  *   host:    0x13 S(name)                                               -> JSON (host-wide)
  *   counts:  0x14 S(deploy) S(table) S(indexStorageId) E(f)...              -> entries under that prefix
  *
@@ -15,7 +16,7 @@
  * indexes byte: `count()` over equalities on leading fields reads one key instead of walking every
  * entry (see {@link countKeyOf}).
  */
-import { encodeText, TAG_ID } from "./codec.js";
+import { encodeNumber, encodeText, TAG_ID } from "./codec.js";
 
 const ROWS = 0x10;
 const INDEXES = 0x11;
@@ -65,6 +66,29 @@ export function isCountKey(key: Buffer): boolean {
 /** Key of one deployment-level metadata record (schema, clock, ...). */
 export function metaKey(deployment: string, name: string): Buffer {
   return join([Buffer.from([META]), encodeText(deployment), encodeText(name)]);
+}
+
+/**
+ * Prefix of a deployment's idempotency records (see host/deployments/idempotency.ts). Records are
+ * filed under the time window they were written in, so expired ones are one range to delete.
+ */
+export function idempotencyPrefix(deployment: string): Buffer {
+  return metaKey(deployment, "idempotency");
+}
+
+/** Prefix of the idempotency records written in `window` (a number of windows since the epoch). */
+export function idempotencyWindowPrefix(deployment: string, window: number): Buffer {
+  return join([idempotencyPrefix(deployment), encodeNumber(window)]);
+}
+
+/** Key of the record of idempotency key `key` sent by `caller`, written in `window`. */
+export function idempotencyRecordKey(
+  deployment: string,
+  window: number,
+  caller: string,
+  key: string,
+): Buffer {
+  return join([idempotencyWindowPrefix(deployment, window), encodeText(caller), encodeText(key)]);
 }
 
 /** Key of one host-wide metadata record (the cursor key, ...). */

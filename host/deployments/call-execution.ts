@@ -11,6 +11,7 @@ import type { HostDatabase, ReadSet } from "../db/index.js";
 import { type IsolatePool, retryAbandoned } from "../isolates/index.js";
 import { CALL_KINDS, nextSeed } from "./dispatch.js";
 import { HandlerRun } from "./handler-run.js";
+import { IdempotencySweeper, IdempotentMutation } from "./idempotency.js";
 import { asLegacyRequest } from "./legacy/index.js";
 import type { CallFailure, LogHub, RequestId } from "./log-hub.js";
 import { quarantine } from "./quarantine.js";
@@ -33,6 +34,12 @@ export interface Call {
   identity: BridgeIdentity | null;
   /** The session behind `identity` (absent for anonymous calls). */
   session?: SessionProof | null;
+  /**
+   * A mutation's idempotency key (checked with `parseIdempotencyKey`): a repeat with the same key
+   * by the same caller gets the first outcome without running again (see {@link IdempotentMutation}).
+   * Ignored for queries.
+   */
+  idempotencyKey?: string | undefined;
 }
 
 /**
@@ -69,13 +76,16 @@ function failureOf(error: unknown, stack: string | undefined): CallFailure {
  */
 export class CallExecutor {
   private requestCounter = 0;
+  private readonly sweeper: IdempotencySweeper;
 
   constructor(
     private readonly db: HostDatabase,
     private readonly pool: IsolatePool,
     private readonly logs: LogHub,
     private readonly observer: CallObserver = IGNORE_CALLS,
-  ) {}
+  ) {
+    this.sweeper = new IdempotencySweeper(db.store);
+  }
 
   /** Runs a query or mutation of `record` for `call.identity`. */
   call(record: DeploymentRecord, call: Call): Promise<CallResult> {
@@ -102,7 +112,28 @@ export class CallExecutor {
       record.declaration.apiVersion === 0
         ? asLegacyRequest(fields, call.kind)
         : Object.assign(fields, { kind: call.kind });
-    return this.execute(record, call.kind === "mutation", call.name, call.argsJson, request, call.session);
+    const idempotent =
+      call.kind === "mutation" && call.idempotencyKey !== undefined
+        ? new IdempotentMutation(
+            record.id,
+            call.identity?.userId ?? "",
+            call.idempotencyKey,
+            call.name,
+            call.argsJson,
+            fields.now,
+          )
+        : undefined;
+    const result = this.execute(
+      record,
+      call.kind === "mutation",
+      call.name,
+      call.argsJson,
+      request,
+      call.session,
+      idempotent,
+    );
+    if (idempotent) this.sweeper.noteMutation(record.id, fields.now);
+    return result;
   }
 
   /**
@@ -152,7 +183,8 @@ export class CallExecutor {
   /**
    * Runs one dispatch request in the deployment's isolate inside one transaction, again if the
    * isolate abandoned it, and records the call (outcome and usage) in the log. A writing call
-   * checks the caller's session first, in its transaction (see {@link SessionProof}).
+   * checks the caller's session first, in its transaction (see {@link SessionProof}); one with an
+   * idempotency key answers a recorded outcome instead of running again.
    */
   private async execute(
     record: DeploymentRecord,
@@ -161,6 +193,7 @@ export class CallExecutor {
     argsJson: string,
     request: DispatchRequest,
     session?: SessionProof | null,
+    idempotent?: IdempotentMutation,
   ): Promise<CallResult> {
     const kind = CALL_KINDS[request.kind];
     try {
@@ -186,7 +219,7 @@ export class CallExecutor {
         writes
           ? database.mutate(async (tx) => {
               if (session) session.check(await tx.readKey(session.key));
-              return run.inSlot(tx, log);
+              return idempotent ? idempotent.run(tx, () => run.inSlot(tx, log)) : run.inSlot(tx, log);
             }, options)
           : database.query((tx) => run.inSlot(tx, log), options),
       );

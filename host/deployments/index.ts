@@ -5,6 +5,7 @@ export { type ClientFileInput, checkClientPath } from "./client-input.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
+export { parseIdempotencyKey } from "./idempotency.js";
 export type { DeploymentImport, ImportedSettings, LoadedCode } from "./imported-deployment.js";
 export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
 export { Quarantine, quarantine } from "./quarantine.js";

@@ -76,6 +76,13 @@ export class LogHub {
         : pino({ base: null, messageKey: "message", timestamp: pino.stdTimeFunctions.isoTime }, destination);
   }
 
+  /** Resolves once every line written so far has reached the destination (before the process exits). */
+  flush(): Promise<void> {
+    const out = this.out;
+    if (!out) return Promise.resolve();
+    return new Promise((resolve) => out.flush(() => resolve()));
+  }
+
   /** Records a line. */
   write(line: LogLine): void {
     if (this.writeCalls || (!line.call && !line.warning)) this.print(line);

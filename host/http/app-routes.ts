@@ -1,7 +1,7 @@
 import Router, { type RouterMiddleware } from "@koa/router";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { AuthService } from "../auth/index.js";
-import type { DeploymentService } from "../deployments/index.js";
+import { type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import { jsonTextBody } from "./body.js";
 import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
@@ -14,7 +14,8 @@ import { ownPaths, under } from "./routing.js";
  * args in, `200 {"value": ...}` out, as the identity of the `Authorization: Bearer` token (an invalid
  * token is refused, never treated as anonymous), each charged to the caller's request quota. The
  * body is read (and refused when too large) before the token is checked, as it always was. Any
- * other method on these paths is `405 method_not_allowed`, naming POST.
+ * other method on these paths is `405 method_not_allowed`, naming POST. A mutation may carry an
+ * `Idempotency-Key` header: a retry with the same key gets the first outcome without running again.
  */
 export function appRoutes(
   deployments: DeploymentService,
@@ -33,6 +34,8 @@ export function appRoutes(
         argsJson: ctx.state.jsonText as string,
         identity: ctx.state.identity,
         session: ctx.state.session,
+        idempotencyKey:
+          kind === "mutation" ? parseIdempotencyKey(ctx.get("idempotency-key") || undefined) : undefined,
       });
       ctx.type = "application/json";
       ctx.body = `{"value":${result.valueJson}}`;

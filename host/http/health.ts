@@ -34,12 +34,14 @@ function plain(ctx: Context, status: number, text: string): void {
  * Probes for load balancers on the control plane, without credentials and without details (an
  * outage is the operator's to read in the log, not the internet's): `GET /healthz` answers while
  * the process serves; `GET /readyz` answers `200` only when the database and the blob store both
- * answer a read in time, else `503`, so a balancer sends no traffic to a host cut off from them.
+ * answer a read in time, else `503`, so a balancer sends no traffic to a host cut off from them,
+ * nor to one shutting down (`draining`).
  */
-export function healthRoutes(db: HostDatabase, blobs: BlobStore): RouterMiddleware {
+export function healthRoutes(db: HostDatabase, blobs: BlobStore, draining: () => boolean): RouterMiddleware {
   const router = new Router();
   router.get("/healthz", (ctx) => plain(ctx, 200, "ok"));
   router.get("/readyz", async (ctx) => {
+    if (draining()) return plain(ctx, 503, "draining");
     const [database, storage] = await Promise.all([
       answers(() => db.records<unknown>("health").get(PROBE_KEY)),
       answers(() => blobs.get(PROBE_KEY)),

@@ -4,8 +4,9 @@
  * WebSocket sync protocol; `RequestQuota` is the per-caller budget both share.
  */
 
+export { drainServer } from "./drain.js";
 export { listenForMetrics } from "./metrics-port.js";
 export { DEFAULT_REQUEST_QUOTA, type QuotaSettings, quotaKey, RequestQuota } from "./request-quota.js";
 export { createHttpApp, type HttpOptions, listen, type RunningServer } from "./server.js";
-export { attachSync, SYNC_LIMITS } from "./sync.js";
+export { attachSync, SYNC_LIMITS, type SyncEndpoint } from "./sync.js";
 export { destinationOfHost } from "./tenant.js";

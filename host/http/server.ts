@@ -46,6 +46,11 @@ export interface HttpOptions {
   metrics: HostMetrics;
   /** Where internal errors are reported. */
   onInternalError?: (error: unknown) => void;
+  /**
+   * True once the host shuts down: `/readyz` fails and every response closes its connection, so
+   * a balancer's kept-alive connections end and new requests go to another host.
+   */
+  draining?: () => boolean;
 }
 
 /** A running HTTP server. */
@@ -68,6 +73,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   app.proxy = false;
   const dev = options.devDeployment !== undefined;
   const { deployments, auth, developers, objects, quota } = options;
+  const draining = options.draining ?? (() => false);
   const deploymentRoutes = [
     authRoutes(auth, deployments, dev, options.signIn, quota),
     options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
@@ -84,13 +90,14 @@ export function createHttpApp(options: HttpOptions): Koa {
   ];
   const controlRoutes = options.adminToken
     ? [
-        healthRoutes(deployments.db, objects.blobs),
+        healthRoutes(deployments.db, objects.blobs, draining),
         metricsRoutes(options.metrics, options.adminToken, developers),
         controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken, options.transfer),
         dashboardRoutes(deployments.db, developers, deployments, objects, options.adminToken),
         controlPlaneLanding(),
       ]
     : [];
+  app.use(closeWhileDraining(draining));
   app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
   app.use(
     resolveTenant({
@@ -102,6 +109,17 @@ export function createHttpApp(options: HttpOptions): Koa {
   for (const routes of deploymentRoutes) if (routes) app.use(atOrigin("deployment", routes));
   for (const routes of controlRoutes) app.use(atOrigin("control", routes));
   return app;
+}
+
+/** Answers with `Connection: close` while the host drains (see {@link HttpOptions.draining}). */
+function closeWhileDraining(draining: () => boolean): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      if (draining()) ctx.set("Connection", "close");
+    }
+  };
 }
 
 /**
@@ -129,7 +147,9 @@ export async function listen(
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => resolve());
+        // After a drain it stopped listening already (its close event has passed).
+        if (server.listening) server.close(() => resolve());
+        else resolve();
       }),
   };
 }

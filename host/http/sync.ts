@@ -10,7 +10,7 @@ import {
   type SessionGate,
   type SessionProof,
 } from "../auth/index.js";
-import type { CallResult, DeploymentService } from "../deployments/index.js";
+import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
@@ -25,7 +25,19 @@ export const SYNC_LIMITS = {
 type ClientMessage =
   | { type: "subscribe"; id: string; name: string; args?: unknown }
   | { type: "unsubscribe"; id: string }
-  | { type: "mutation"; id: string; name: string; args?: unknown };
+  | { type: "mutation"; id: string; name: string; args?: unknown; idempotencyKey?: unknown };
+
+/** The sync endpoint of a host: {@link SyncEndpoint.drain} for a graceful shutdown, then `stop`. */
+export interface SyncEndpoint {
+  /**
+   * Takes no new sockets, subscriptions or mutations; answers every mutation already taken, then
+   * closes each socket with {@link SYNC_CLOSE.hostRestarting}. Mutations sent after it began get
+   * no answer: the client sends them again, with their idempotency keys, to the host it reaches next.
+   */
+  drain(): Promise<void>;
+  /** Closes every socket at once and stops serving upgrades. */
+  stop(): void;
+}
 
 const identityEnded = () =>
   new PlatformError("unauthorized", "This connection's identity ended; reconnect with a live token.");
@@ -46,7 +58,8 @@ function wireError(error: unknown) {
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
  * When the deployment is deleted (here or on another host) its sockets are closed with
- * {@link SYNC_CLOSE.deploymentGone}.
+ * {@link SYNC_CLOSE.deploymentGone}. A mutation may carry `idempotencyKey` (as the HTTP route's
+ * `Idempotency-Key`).
  */
 export function attachSync(
   server: Server,
@@ -55,9 +68,12 @@ export function attachSync(
   auth: AuthService,
   live: LiveQueries,
   quota: RequestQuota,
-): () => void {
+): SyncEndpoint {
   const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
   const open = new Map<string, Set<WebSocket>>();
+  /** Per socket, its mutations under way (a drain waits for them before closing it). */
+  const running = new Map<WebSocket, Set<Promise<void>>>();
+  let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
     for (const ws of open.get(id) ?? []) closeGone(ws);
@@ -65,6 +81,10 @@ export function attachSync(
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const deployment = resolveDeployment(req.headers.host ?? "");
+    if (draining) {
+      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
     if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment))) {
       socket.end("HTTP/1.1 404 Not Found\r\n\r\n");
       return;
@@ -106,6 +126,8 @@ export function attachSync(
     const sockets = open.get(deployment) ?? new Set<WebSocket>();
     open.set(deployment, sockets);
     sockets.add(ws);
+    const mutations = new Set<Promise<void>>();
+    running.set(ws, mutations);
     // Deleted between the upgrade's check and now: the listener above has run already.
     void deployments.get(deployment).then((record) => record || closeGone(ws));
     const subscriptions = new Map<string, Promise<() => void>>();
@@ -151,7 +173,41 @@ export function attachSync(
       held.set(id, text);
       flushTimer ??= setTimeout(flush, Math.max(10, quota.waitMs(key)));
     };
+    const mutate = async (id: string, message: ClientMessage & { type: "mutation" }, argsJson: string) => {
+      try {
+        const idempotencyKey = parseIdempotencyKey(message.idempotencyKey ?? undefined);
+        quota.charge(key);
+        // No write as an ended identity: wait out a retirement in progress, then count this
+        // write so the next one waits for it (see OpenSessions).
+        if (gate) {
+          while (gate.settling) await gate.settling;
+          if (gate.ended || ws.readyState !== ws.OPEN) throw identityEnded();
+          gate.writing++;
+        }
+        let result: CallResult;
+        try {
+          result = await deployments.call(deployment, {
+            kind: "mutation",
+            name: String(message.name),
+            argsJson,
+            identity,
+            session,
+            idempotencyKey,
+          });
+        } finally {
+          gate?.endWrite();
+        }
+        await live.settled();
+        // Read-your-writes holds over quota too: results held back go out before the answer.
+        sendHeld(false);
+        sendText(valueText("mutationResult", id, result.valueJson));
+      } catch (error) {
+        send({ type: "mutationResult", id, error: wireError(error) });
+      }
+    };
     ws.on("message", async (data) => {
+      // Draining: whatever comes now is sent again to the host the client reconnects to.
+      if (draining) return;
       let message: ClientMessage;
       try {
         message = JSON.parse(String(data)) as ClientMessage;
@@ -185,40 +241,17 @@ export function attachSync(
         subscriptions.delete(id);
         held.delete(id);
       } else if (message.type === "mutation") {
-        try {
-          quota.charge(key);
-          // No write as an ended identity: wait out a retirement in progress, then count this
-          // write so the next one waits for it (see OpenSessions).
-          if (gate) {
-            while (gate.settling) await gate.settling;
-            if (gate.ended || ws.readyState !== ws.OPEN) throw identityEnded();
-            gate.writing++;
-          }
-          let result: CallResult;
-          try {
-            result = await deployments.call(deployment, {
-              kind: "mutation",
-              name: String(message.name),
-              argsJson,
-              identity,
-              session,
-            });
-          } finally {
-            gate?.endWrite();
-          }
-          await live.settled();
-          // Read-your-writes holds over quota too: results held back go out before the answer.
-          sendHeld(false);
-          sendText(valueText("mutationResult", id, result.valueJson));
-        } catch (error) {
-          send({ type: "mutationResult", id, error: wireError(error) });
-        }
+        const done = mutate(id, message, argsJson);
+        mutations.add(done);
+        await done;
+        mutations.delete(done);
       } else {
         send({ type: "error", id, error: { code: "bad_request", message: "Unknown message type." } });
       }
     });
     ws.on("close", async () => {
       sockets.delete(ws);
+      running.delete(ws);
       if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);
       clearTimeout(flushTimer);
       held.clear();
@@ -227,10 +260,21 @@ export function attachSync(
     });
   };
   server.on("upgrade", onUpgrade);
-  return () => {
-    stopWatching();
-    server.off("upgrade", onUpgrade);
-    for (const client of wss.clients) client.terminate();
-    wss.close();
+  return {
+    drain: async () => {
+      draining = true;
+      await Promise.all(
+        [...running].map(async ([ws, mutations]) => {
+          while (mutations.size > 0) await Promise.allSettled([...mutations]);
+          ws.close(SYNC_CLOSE.hostRestarting, "host restarting");
+        }),
+      );
+    },
+    stop: () => {
+      stopWatching();
+      server.off("upgrade", onUpgrade);
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+    },
   };
 }

@@ -14,6 +14,7 @@ import type {
 import { AuthSession } from "./auth-session.js";
 import type { ClientAuth } from "./auth-types.js";
 import { callWithAuth } from "./http-call.js";
+import { newIdempotencyKey } from "./idempotency-key.js";
 import { PaginatedQuery } from "./paginated-query.js";
 import { createHooks } from "./react-hooks.js";
 import type { ReactHooks, ReactModuleRef } from "./react-types.js";
@@ -106,6 +107,8 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
     (refused) => session.handleUnauthorized(refused),
   );
   session.onTokenChange(() => connection.reconnect());
+  // Queries may run twice; a mutation carries a new random idempotency key, which makes a retry
+  // after a lost answer apply at most once (docs/client.md "Retries").
   const call = async (kind: "query" | "mutation", name: string, args: unknown) => {
     const body = (await callWithAuth(
       transport.fetch,
@@ -113,8 +116,12 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
       `${baseUrl}/api/${kind}/${encodeURIComponent(name)}`,
       {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: {
+          "content-type": "application/json",
+          ...(kind === "mutation" ? { "idempotency-key": newIdempotencyKey() } : {}),
+        },
         body: JSON.stringify(args ?? {}),
+        retryUnanswered: true,
       },
     )) as { value: unknown };
     return body.value;

@@ -24,7 +24,11 @@ export function errorFromWire(wire: unknown, fallbackStatus = 500): PlatformErro
  * `{ error: { code, message } }` of a failure turned into a {@link PlatformError} with that code.
  */
 export async function readResponse(response: Response): Promise<unknown> {
-  const text = await response.text();
+  return readResponseText(response, await response.text());
+}
+
+/** {@link readResponse} with the body already read as `text`. */
+export function readResponseText(response: Response, text: string): unknown {
   let body: unknown = null;
   if (text !== "") {
     try {
@@ -43,4 +47,19 @@ export function unreachable(url: string, cause: unknown): PlatformError {
   return new PlatformError("unavailable", `Could not reach ${url}: ${(cause as Error)?.message ?? cause}`, {
     cause,
   });
+}
+
+/**
+ * True for a `502`, `503` or `504` that did not come from a platform host (no error envelope): a
+ * load balancer or proxy that found no host to answer, or lost the connection to one. The call may
+ * not have reached a host, or reached one that stopped before answering.
+ */
+export function isGatewayFailure(status: number, text: string): boolean {
+  if (status !== 502 && status !== 503 && status !== 504) return false;
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown } } | null;
+    return typeof body?.error?.code !== "string";
+  } catch {
+    return true;
+  }
 }

@@ -1,4 +1,5 @@
-import { readResponse, unreachable } from "./errors.js";
+import { LIMITS } from "../protocol/limits.js";
+import { isGatewayFailure, readResponse, readResponseText, unreachable } from "./errors.js";
 import type { FetchFunction } from "./transport.js";
 
 /** How a call finds its identity: the current token, and what to do when the host refuses it. */
@@ -7,19 +8,41 @@ export interface CallAuth {
   handleUnauthorized(refused: string | null): Promise<boolean>;
 }
 
+/** Waits between attempts of a call that got no answer: 100 ms doubling to 2 s, with jitter. */
+const RETRY = { firstMs: 100, maxMs: 2000 } as const;
+
+/** Options of {@link callWithAuth}. */
+export interface CallInit {
+  method: string;
+  headers?: Record<string, string>;
+  body?: string | Blob | Uint8Array;
+  /**
+   * Send the call again while it gets no answer (the host is unreachable, restarting or died, or
+   * a balancer answers `502`/`503`/`504` of its own), for up to {@link LIMITS.callRetryMs}: only
+   * for calls that may safely arrive twice (queries, and mutations with an idempotency key).
+   */
+  retryUnanswered?: boolean;
+}
+
 /**
  * One HTTP call with the client's identity: sends the token as `Authorization: Bearer`, and when
  * the host answers 401 renews it and tries once more. Failures are `PlatformError`s carrying the
- * server's code; no answer at all is `unavailable`.
+ * server's code; no answer at all is `unavailable` (after the retries of `retryUnanswered`).
  */
 export async function callWithAuth(
   fetch: FetchFunction,
   auth: CallAuth,
   url: string,
-  init: { method: string; headers?: Record<string, string>; body?: string | Blob | Uint8Array },
+  init: CallInit,
 ): Promise<unknown> {
+  const deadline = init.retryUnanswered ? Date.now() + LIMITS.callRetryMs : 0;
+  let renewed = false;
   for (let attempt = 0; ; attempt++) {
     const token = await auth.validToken();
+    const retryLater = () =>
+      new Promise((resolve) =>
+        setTimeout(resolve, Math.min(RETRY.maxMs, RETRY.firstMs * 2 ** attempt) * (0.5 + Math.random() / 2)),
+      );
     let response: Response;
     try {
       response = await fetch(url, {
@@ -28,12 +51,23 @@ export async function callWithAuth(
         ...(init.body === undefined ? {} : { body: init.body }),
       });
     } catch (error) {
+      if (Date.now() < deadline) {
+        await retryLater();
+        continue;
+      }
       throw unreachable(url, error);
     }
-    if (response.status === 401 && attempt === 0 && (await auth.handleUnauthorized(token))) {
+    if (response.status === 401 && !renewed && (await auth.handleUnauthorized(token))) {
+      renewed = true;
       await response.body?.cancel().catch(() => undefined);
       continue;
     }
-    return readResponse(response);
+    if (deadline === 0) return readResponse(response);
+    const text = await response.text();
+    if (isGatewayFailure(response.status, text) && Date.now() < deadline) {
+      await retryLater();
+      continue;
+    }
+    return readResponseText(response, text);
   }
 }

@@ -1,6 +1,8 @@
+import { LIMITS } from "../protocol/limits.js";
 import { SYNC_CLOSE } from "../protocol/sync-close.js";
 import { PlatformError } from "../values/index.js";
 import { errorFromWire } from "./errors.js";
+import { newIdempotencyKey } from "./idempotency-key.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
 
 /** The latest outcome of a subscription: a value or an error (replaced, never mutated). */
@@ -21,10 +23,14 @@ interface Subscription {
 }
 
 interface PendingMutation {
+  /** The message, with the mutation's idempotency key: resent as it is after a lost answer. */
   message: string;
   resolve: (value: unknown) => void;
   reject: (error: PlatformError) => void;
+  /** Sent on the current socket. */
   sent: boolean;
+  /** When it was first sent (0: not yet); it is resent until {@link LIMITS.callRetryMs} after. */
+  firstSentMs: number;
 }
 
 /** Reconnect delays: 100 ms doubling to 10 s, each with jitter. */
@@ -42,9 +48,12 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
  * socket drops it reconnects with exponential backoff and subscribes again; mutations sent over it
  * resolve only after the host pushed what they changed (read-your-writes). When the host ends the
  * socket's identity (close code {@link SYNC_CLOSE.identityEnded}) it gets a live token first, as
- * for a refused one, then reconnects and subscribes again. A mutation whose
- * socket closed before its answer fails with `unavailable` (it may or may not have applied);
- * mutations not yet sent wait for the next connection.
+ * for a refused one, then reconnects and subscribes again. Every mutation carries a random
+ * idempotency key: one whose socket closed before its answer is sent again, with the same key, on
+ * the next connection (the host applies it at most once), for up to {@link LIMITS.callRetryMs};
+ * after that it fails with `unavailable` (it may or may not have applied). A host that shuts down
+ * closes with {@link SYNC_CLOSE.hostRestarting}: the client reconnects at once, without back-off.
+ * Mutations not yet sent wait for the next connection.
  */
 export class SyncConnection {
   private socket: SocketLike | null = null;
@@ -128,14 +137,18 @@ export class SyncConnection {
     if (this.closed) return Promise.reject(new PlatformError("unavailable", "The client was closed."));
     const id = `m${this.nextId++}`;
     return new Promise((resolve, reject) => {
-      const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson}}`;
-      const pending: PendingMutation = { message, resolve, reject, sent: false };
+      const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson},"idempotencyKey":"${newIdempotencyKey()}"}`;
+      const pending: PendingMutation = { message, resolve, reject, sent: false, firstSentMs: 0 };
       this.mutations.set(id, pending);
-      if (this.socket?.readyState === OPEN) {
-        pending.sent = true;
-        this.socket.send(message);
-      } else this.ensureConnected();
+      if (this.socket?.readyState === OPEN) this.sendMutation(this.socket, pending);
+      else this.ensureConnected();
     });
+  }
+
+  private sendMutation(socket: SocketLike, pending: PendingMutation): void {
+    pending.sent = true;
+    if (pending.firstSentMs === 0) pending.firstSentMs = Date.now();
+    socket.send(pending.message);
   }
 
   /** True when there is something to keep a connection for. */
@@ -178,11 +191,7 @@ export class SyncConnection {
       this.attempts = 0;
       this.setState("open");
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
-      for (const pending of this.mutations.values()) {
-        if (pending.sent) continue;
-        pending.sent = true;
-        socket.send(pending.message);
-      }
+      for (const pending of this.mutations.values()) if (!pending.sent) this.sendMutation(socket, pending);
     };
     socket.onmessage = (event) => this.receive(String(event.data));
     socket.onerror = (event) => {
@@ -194,8 +203,11 @@ export class SyncConnection {
       if (event?.code === SYNC_CLOSE.identityEnded) refused = true;
       if (this.socket !== socket) return;
       this.socket = null;
+      // Unanswered mutations go again on the next socket, with their keys, while there is time.
+      const now = Date.now();
       for (const [id, pending] of this.mutations) {
-        if (!pending.sent) continue;
+        pending.sent = false;
+        if (pending.firstSentMs === 0 || now - pending.firstSentMs < LIMITS.callRetryMs) continue;
         this.mutations.delete(id);
         pending.reject(
           new PlatformError(
@@ -205,9 +217,12 @@ export class SyncConnection {
         );
       }
       if (this.closed) return;
+      // A host shutting down answered what it took: reconnect at once (to another host).
+      if (event?.code === SYNC_CLOSE.hostRestarting) this.attempts = 0;
       const retry = () => {
-        if (this.wanted) this.scheduleReconnect();
-        else this.setState("idle");
+        if (!this.wanted) this.setState("idle");
+        else if (event?.code === SYNC_CLOSE.hostRestarting) void this.connect();
+        else this.scheduleReconnect();
       };
       // A new token may have reconnected already (the session's token listener).
       if (refused)

@@ -119,6 +119,25 @@ export const LIMITS = {
   importRowBytes: 128 * 1024 * 1024,
   /** Files in one import archive (each stored object is one). Ours. */
   importArchiveEntries: 200_000,
+  /**
+   * How long a host remembers a mutation's idempotency key (the client's `Idempotency-Key`), at
+   * least: a retry with the same key within this time gets the first call's result without running
+   * the handler again. Records are swept after two to three times this. Ours.
+   */
+  idempotencyKeyMs: 10 * 60_000,
+  /** Longest idempotency key accepted (printable ASCII, no spaces). Ours. */
+  idempotencyKeyChars: 128,
+  /**
+   * How long `platform/client` keeps retrying a call that got no answer (a host that restarted or
+   * died, a connection reset, a balancer's `502`/`503`/`504`) before it fails it. Well within
+   * {@link LIMITS.idempotencyKeyMs}, so a retried mutation is always recognised. Ours.
+   */
+  callRetryMs: 60_000,
+  /**
+   * How long a host shutting down (`SIGTERM`) waits for calls in flight beyond the wall limit of a
+   * handler (`handlerWallMs`) before it closes the remaining connections. Ours.
+   */
+  drainGraceMs: 5000,
 } as const;
 
 /** The names of the per-handler read budgets. */

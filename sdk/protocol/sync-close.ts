@@ -13,4 +13,11 @@ export const SYNC_CLOSE = {
    * old tokens, so a client that reconnects starts over with a new identity.
    */
   deploymentGone: 4004,
+  /**
+   * WebSocket's standard "Service Restart": the host is shutting down (rolling restart) after
+   * answering every mutation it took from this socket. Reconnect at once, without back-off (a load
+   * balancer sends the new socket to another host), subscribe again and resend the mutations that
+   * got no answer, with their idempotency keys.
+   */
+  hostRestarting: 1012,
 } as const;
