@@ -122,7 +122,8 @@ export const LIMITS = {
   /**
    * How long a host remembers a mutation's idempotency key (the client's `Idempotency-Key`), at
    * least: a retry with the same key within this time gets the first call's result without running
-   * the handler again. Records are swept after two to three times this. Ours.
+   * the handler again. A record is deleted when it is two to four times this old, at the
+   * deployment's next mutation with a key. Ours.
    */
   idempotencyKeyMs: 10 * 60_000,
   /** Longest idempotency key accepted (printable ASCII, no spaces). Ours. */
