@@ -168,7 +168,13 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
     if (server === spare) {
       // A spare that dies is a failed start too; the next one is started after the back-off.
       spare = undefined;
-      if (!failed(how)) setTimeout(() => (spare ??= spawnServer()), START_RETRY_MS * 2 ** failedStarts);
+      if (!failed(how))
+        setTimeout(
+          () => {
+            if (!stopping) spare ??= spawnServer();
+          },
+          START_RETRY_MS * 2 ** failedStarts,
+        );
       return;
     }
     if (server !== active) return;
@@ -177,7 +183,8 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
     process.stderr.write(`platform host: server exited (${how}); restarting in ${delay} ms\n`);
     active = undefined;
     restarts++;
-    setTimeout(() => activate(spare ?? spawnServer()), delay);
+    // The socket is closed once stopping: no server is started on it any more.
+    setTimeout(() => stopping || activate(spare ?? spawnServer()), delay);
   };
 
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
