@@ -2,6 +2,13 @@
  * `host`: the platform host's public entry. {@link startHost} is the one composition root (database,
  * blob store, deployments, HTTP server); the CLI reaches the host only through this file.
  */
+export {
+  type BackupHead,
+  type BackupManifest,
+  MANIFEST_FILE,
+  type RestoreProgress,
+  restoreBackup,
+} from "./backup/index.js";
 export type { Transaction } from "./db/index.js";
 export { Quarantine, quarantine } from "./deployments/index.js";
 export { type HostOptions, type PlatformHost, startHost } from "./host.js";

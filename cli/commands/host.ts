@@ -6,6 +6,7 @@ import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { parsePort } from "../flags.js";
 import { runAction } from "../output.js";
+import { registerHostBackup } from "./host-backup.js";
 
 interface HostFlags {
   port: number;
@@ -181,8 +182,9 @@ async function superviseHost(flags: HostFlags): Promise<void> {
 
 /** `platform host`: the multi-tenant host, supervised. */
 export function registerHost(program: Command): void {
-  program
-    .command("host")
+  const host = program.command("host");
+  registerHostBackup(host);
+  host
     .description(
       "run the multi-tenant host: control plane at http://<domain>:<port>, deployments at http://<id>.<domain>:<port>",
     )

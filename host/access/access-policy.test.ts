@@ -7,6 +7,7 @@ import {
   checkClaim,
   checkClaimant,
   checkEndpointCall,
+  checkHostBackup,
   checkLegacyQueryWrites,
   checkManage,
   checkObjectDelete,
@@ -275,6 +276,12 @@ describe("owner routes (operator API)", () => {
   it("operator-only actions refuse developers", () => {
     expect(outcome(() => checkOperator(admin))).toBe("ok");
     expect(outcome(() => checkOperator(owner))).toBe("forbidden: Only the host's operator can do this.");
+  });
+  it("only the operator backs up the host, even a developer who owns every deployment", () => {
+    expect(outcome(() => checkHostBackup(admin))).toBe("ok");
+    expect(outcome(() => checkHostBackup(owner))).toBe(
+      "forbidden: Only the host's operator can back up the host (a backup holds every deployment's data).",
+    );
   });
   it("the operator manages any deployment, a developer only their own", () => {
     for (const record of Object.values(STATES)) expect(mayManage(admin, record)).toBe(true);

@@ -162,6 +162,18 @@ export function checkOperator(who: OperatorCaller): void {
   if (who.kind !== "admin") throw new PlatformError("forbidden", "Only the host's operator can do this.");
 }
 
+/**
+ * A backup of the whole host (every deployment's data, every session, the host's signing keys):
+ * the operator only, whoever owns what.
+ */
+export function checkHostBackup(who: OperatorCaller): void {
+  if (who.kind !== "admin")
+    throw new PlatformError(
+      "forbidden",
+      "Only the host's operator can back up the host (a backup holds every deployment's data).",
+    );
+}
+
 /** The operator may manage any deployment; a developer only the ones they own. */
 export function mayManage(who: OperatorCaller, deployment: { readonly owner: string | null }): boolean {
   return who.kind === "admin" || deployment.owner === who.developer.id;

@@ -7,6 +7,7 @@ export {
   checkClaimant,
   checkDataTransfer,
   checkEndpointCall,
+  checkHostBackup,
   checkLegacyQueryWrites,
   checkManage,
   checkObjectDelete,

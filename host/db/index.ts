@@ -18,7 +18,12 @@ export type { RunOptions, TransactionResult } from "./group-commit.js";
 export { HostDatabase } from "./host-database.js";
 export type { HostMessage } from "./host-message.js";
 export { checkImportedRow, checkImportedSchema } from "./imported-data.js";
-export { idempotencyPrefix, idempotencyRecordKey, idempotencyWindowPrefix } from "./keys.js";
+export {
+  everyKey,
+  idempotencyPrefix,
+  idempotencyRecordKey,
+  idempotencyWindowPrefix,
+} from "./keys.js";
 export {
   ClassicKv,
   collect,

@@ -100,3 +100,11 @@ export function hostKey(name: string): Buffer {
 export function deploymentPrefixes(deployment: string): Buffer[] {
   return [ROWS, INDEXES, META, COUNTS].map((tag) => join([Buffer.from([tag]), encodeText(deployment)]));
 }
+
+/**
+ * The range holding every key the host writes (each begins with one of the concern bytes above,
+ * never 0x00 or 0xFF): what a host backup copies.
+ */
+export function everyKey(): { gte: Buffer; lt: Buffer } {
+  return { gte: Buffer.from([0x00]), lt: Buffer.from([0xff]) };
+}

@@ -98,6 +98,23 @@ export class RecordStore<T> {
     return found.map(([key, json]) => [decodeText(key, this.prefix.length).value, JSON.parse(json) as T]);
   }
 
+  /**
+   * Every record as of `view` (a snapshot), in id order, a page of at most `size` at a time: a
+   * host backup walks every object record without holding them all.
+   */
+  async *pagesAt(view: Pick<KvSnapshot, "iterate">, size = 500): AsyncGenerator<T[]> {
+    const iterator = view.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) });
+    try {
+      for (;;) {
+        const entries = await iterator.next(size);
+        if (entries.length === 0) return;
+        yield entries.map(([, json]) => JSON.parse(json) as T);
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
   /** Every record, in id order. */
   async list(): Promise<T[]> {
     const entries = await collect(this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) }));

@@ -8,6 +8,7 @@ import type { ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
+import { backupRoutes } from "./backup-routes.js";
 import { clientRoutes } from "./client-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
@@ -92,6 +93,7 @@ export function createHttpApp(options: HttpOptions): Koa {
     ? [
         healthRoutes(deployments.db, objects.blobs, draining),
         metricsRoutes(options.metrics, options.adminToken, developers),
+        backupRoutes({ db: deployments.db, deployments, objects }, options.adminToken, developers),
         controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken, options.transfer),
         dashboardRoutes(deployments.db, developers, deployments, objects, options.adminToken),
         controlPlaneLanding(),

@@ -4,6 +4,7 @@ export { blockedContentReason, executableReason, isBlockedDeclaredType } from ".
 export { downloadType } from "./download-type.js";
 export { FsBlobStore } from "./fs-blob-store.js";
 export { MemoryBlobStore } from "./memory-blob-store.js";
+export { blobKeyOf, objectRecordPages } from "./object-records.js";
 export {
   type ArchivedObject,
   archivedObject,

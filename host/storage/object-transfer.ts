@@ -118,7 +118,7 @@ export class ObjectTransfer {
   /** Removes staged or replaced bytes under `blobKeys` that no record names (idempotent). */
   async sweep(blobKeys: string[]): Promise<void> {
     for (const blobKey of blobKeys)
-      if (!(await this.records.get(blobKey))) await this.objects.blobs.delete(blobKey).catch(() => {});
+      if (!(await this.records.get(blobKey))) await this.objects.deleteBytes(blobKey).catch(() => {});
   }
 
   /**

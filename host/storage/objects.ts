@@ -3,6 +3,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
+import { BlobDeletions } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
@@ -77,6 +78,8 @@ export class ObjectService {
   private readonly byTime: RecordStore<{ key: string }>;
   private readonly usage: RecordStore<{ bytes: number }>;
   private readonly totals: RecordStore<{ count: number; bytes: number }>;
+  /** Every removal of bytes goes through it, so a host backup can hold them (blob-deletions.ts). */
+  private readonly deletions: BlobDeletions;
   constructor(
     private readonly db: HostDatabase,
     readonly blobs: BlobStore,
@@ -92,6 +95,20 @@ export class ObjectService {
     this.byTime = db.records<{ key: string }>(OBJECT_NAMESPACES.byTime);
     this.usage = db.records<{ bytes: number }>(OBJECT_NAMESPACES.usage);
     this.totals = db.records<{ count: number; bytes: number }>(OBJECT_NAMESPACES.totals);
+    this.deletions = new BlobDeletions(blobs, async (key) => (await this.records.get(key)) !== undefined);
+  }
+
+  /**
+   * Holds every removal of object bytes until the returned function is called: a host backup
+   * copies the bytes of every record in its snapshot, including objects deleted since.
+   */
+  holdDeletions(): () => Promise<void> {
+    return this.deletions.hold();
+  }
+
+  /** Removes the bytes under blob key `key` (now, or after the running backups; see {@link holdDeletions}). */
+  deleteBytes(key: string): Promise<void> {
+    return this.deletions.delete(key);
   }
 
   /**
@@ -171,7 +188,7 @@ export class ObjectService {
         );
       });
     } catch (error) {
-      await this.blobs.delete(blobKey).catch(() => {});
+      await this.deleteBytes(blobKey).catch(() => {});
       throw error;
     }
     return record;
@@ -231,7 +248,7 @@ export class ObjectService {
       );
       return true;
     });
-    if (removed) await this.blobs.delete(`${deployment}/${visibility}/${id}`).catch(() => {});
+    if (removed) await this.deleteBytes(`${deployment}/${visibility}/${id}`).catch(() => {});
     return removed;
   }
 
@@ -265,7 +282,7 @@ export class ObjectService {
     }
     await this.byTime.deletePrefix(prefix);
     await this.totals.delete(deployment);
-    for (const key of await this.blobs.list(prefix)) await this.blobs.delete(key);
+    for (const key of await this.blobs.list(prefix)) await this.deleteBytes(key);
   }
 
   /** Under `owner`'s lock: drops the still-present records of `found` owned by `owner`, freeing their bytes. */

@@ -1,0 +1,192 @@
+import { isPlatformError } from "../../sdk/values/index.js";
+import { everyKey, type HostDatabase, type KvSnapshot } from "../db/index.js";
+import type { DeploymentService } from "../deployments/index.js";
+import { blobKeyOf, type ObjectService, objectRecordPages } from "../storage/index.js";
+import {
+  BACKUP_FORMAT,
+  BACKUP_VERSION,
+  type BackupHead,
+  type BackupLine,
+  type BackupTotals,
+  ENTRIES_PER_LINE,
+  ENTRY_LINE_BYTES,
+} from "./backup-format.js";
+
+/** What a backup reads of the host. */
+export interface BackupSource {
+  db: HostDatabase;
+  deployments: DeploymentService;
+  objects: ObjectService;
+  /** Where a failure that is not a PlatformError is reported (the stream only says `internal`). */
+  onInternalError?: (error: unknown) => void;
+}
+
+/** A started backup: its head, its lines (each ending in `\n`), and how to stop it early. */
+export interface RunningBackup {
+  head: BackupHead;
+  lines: AsyncGenerator<string>;
+  /** Ends the backup: closes the snapshot and lets held deletions go on (safe to call twice). */
+  close(): Promise<void>;
+}
+
+function line(value: BackupLine): string {
+  return `${JSON.stringify(value)}\n`;
+}
+
+/** Runs `work` holding the lifecycle locks of `ids`, taken in order (so two lockers never deadlock). */
+function underLifecycleLocks<T>(
+  deployments: DeploymentService,
+  ids: string[],
+  work: () => Promise<T>,
+): Promise<T> {
+  const [first, ...rest] = ids;
+  if (first === undefined) return work();
+  return deployments.whileLocked(first, () => underLifecycleLocks(deployments, rest, work));
+}
+
+/**
+ * The snapshot of the whole store. On the embedded store it is taken holding every deployment's
+ * lifecycle lock, so no deploy, import or delete is halfway in it (an export's rule, for all of
+ * them at once). On a shared store (PostgreSQL) those locks each hold a connection, too many at
+ * once, so the snapshot is taken as it comes, like `pg_dump`'s (docs/operators.md says so).
+ */
+async function takeSnapshot(source: BackupSource): Promise<KvSnapshot> {
+  if (source.db.shared) return source.db.store.snapshot();
+  const ids = (await source.deployments.list()).map((record) => record.id).sort();
+  return underLifecycleLocks(source.deployments, ids, () => source.db.store.snapshot());
+}
+
+/** Counts what `snapshot` holds: entries (keys only), object records and their bytes. */
+async function countSnapshot(
+  source: BackupSource,
+  snapshot: KvSnapshot,
+): Promise<Omit<BackupTotals, "missing">> {
+  let entries = 0;
+  const iterator = snapshot.iterate(Object.assign(everyKey(), { keys: false, values: false }));
+  try {
+    for (;;) {
+      const batch = await iterator.next(10_000);
+      if (batch.length === 0) break;
+      entries += batch.length;
+    }
+  } finally {
+    await iterator.close();
+  }
+  let objects = 0;
+  let objectBytes = 0;
+  for await (const page of objectRecordPages(source.db.store, snapshot)) {
+    objects += page.length;
+    for (const record of page) objectBytes += record.size;
+  }
+  return { entries, objects, objectBytes };
+}
+
+/** Every entry of `snapshot`, as `entries` lines of at most {@link ENTRIES_PER_LINE} (or ~1 MiB). */
+async function* entryLines(snapshot: KvSnapshot, totals: BackupTotals): AsyncGenerator<string> {
+  const iterator = snapshot.iterate(everyKey());
+  try {
+    for (;;) {
+      const batch = await iterator.next(ENTRIES_PER_LINE);
+      if (batch.length === 0) return;
+      let pending: Array<[string, string]> = [];
+      let bytes = 0;
+      for (const [key, value] of batch) {
+        pending.push([key.toString("base64"), value]);
+        bytes += key.length + value.length;
+        if (bytes >= ENTRY_LINE_BYTES) {
+          totals.entries += pending.length;
+          yield line({ entries: pending });
+          pending = [];
+          bytes = 0;
+        }
+      }
+      if (pending.length > 0) {
+        totals.entries += pending.length;
+        yield line({ entries: pending });
+      }
+    }
+  } finally {
+    await iterator.close();
+  }
+}
+
+/** The bytes of every object record of `snapshot`; a record whose bytes are gone is a `missing` line. */
+async function* objectLines(
+  source: BackupSource,
+  snapshot: KvSnapshot,
+  totals: BackupTotals,
+): AsyncGenerator<string> {
+  for await (const page of objectRecordPages(source.db.store, snapshot)) {
+    for (const record of page) {
+      const key = blobKeyOf(record);
+      const bytes = await source.objects.blobs.get(key);
+      if (!bytes) {
+        totals.missing.push(key);
+        yield line({ missing: { key } });
+        continue;
+      }
+      totals.objects++;
+      totals.objectBytes += bytes.length;
+      yield line({ object: { key, data: bytes.toString("base64") } });
+    }
+  }
+}
+
+async function* backupLines(
+  source: BackupSource,
+  snapshot: KvSnapshot,
+  head: BackupHead,
+  close: () => Promise<void>,
+): AsyncGenerator<string> {
+  try {
+    yield line({ head });
+    const totals: BackupTotals = { entries: 0, objects: 0, objectBytes: 0, missing: [] };
+    yield* entryLines(snapshot, totals);
+    yield* objectLines(source, snapshot, totals);
+    yield line({ end: totals });
+  } catch (error) {
+    if (!isPlatformError(error)) source.onInternalError?.(error);
+    const failure = isPlatformError(error)
+      ? error.toJSON()
+      : { code: "internal", message: "The backup failed on the host; see its log." };
+    yield line({ error: failure });
+  } finally {
+    await close();
+  }
+}
+
+/**
+ * Starts a backup of the whole host: holds every removal of object bytes (so each object record of
+ * the snapshot keeps its bytes until they are copied), takes one snapshot of the store, counts it,
+ * and returns the lines of backup-format.ts streamed from that snapshot while the host keeps
+ * serving. Writes acknowledged before the snapshot are in it; none made after is.
+ */
+export async function startBackup(source: BackupSource): Promise<RunningBackup> {
+  const releaseDeletions = source.objects.holdDeletions();
+  let snapshot: KvSnapshot | undefined;
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= (async () => {
+      await snapshot?.close().catch(() => {});
+      // The held removals run after the response, not before its end.
+      void releaseDeletions();
+    })();
+    return closed;
+  };
+  try {
+    snapshot = await takeSnapshot(source);
+    const takenAt = new Date().toISOString();
+    const counted = await countSnapshot(source, snapshot);
+    const head: BackupHead = {
+      format: BACKUP_FORMAT,
+      version: BACKUP_VERSION,
+      takenAt,
+      store: source.db.store.kind,
+      ...counted,
+    };
+    return { head, lines: backupLines(source, snapshot, head, close), close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

@@ -1,0 +1,44 @@
+import { Readable } from "node:stream";
+import Router, { type RouterMiddleware } from "@koa/router";
+import { PlatformError } from "../../sdk/values/index.js";
+import { checkHostBackup, type OperatorCaller } from "../access/index.js";
+import type { Developers } from "../auth/index.js";
+import { type BackupSource, startBackup } from "../backup/index.js";
+import { resolvePrincipal } from "./control-plane.js";
+
+/**
+ * `GET /v1/backup` on the control plane: the operator's backup of the whole host, streamed as
+ * newline-delimited JSON (host/backup/backup-format.ts) from one snapshot while the host serves.
+ * One backup runs at a time (`409 conflict` for a second): each holds a snapshot and the removal
+ * of deleted objects' bytes until it ends. A client that goes away ends it.
+ */
+export function backupRoutes(
+  source: BackupSource,
+  adminToken: string,
+  developers: Developers,
+): RouterMiddleware {
+  const router = new Router();
+  let running = false;
+  router.get("/v1/backup", resolvePrincipal(adminToken, developers), async (ctx) => {
+    checkHostBackup(ctx.state.principal as OperatorCaller);
+    if (running)
+      throw new PlatformError("conflict", "A backup of this host is running already; wait for it to finish.");
+    running = true;
+    let backup: Awaited<ReturnType<typeof startBackup>>;
+    try {
+      backup = await startBackup(source);
+    } catch (error) {
+      running = false;
+      throw error;
+    }
+    ctx.res.once("close", () => {
+      running = false;
+      void backup.close();
+    });
+    ctx.status = 200;
+    ctx.type = "application/x-ndjson";
+    ctx.set("cache-control", "no-store");
+    ctx.body = Readable.from(backup.lines, { objectMode: false });
+  });
+  return router.routes();
+}
