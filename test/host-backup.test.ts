@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { startHost } from "../host/host.js";
+import { restoreBackup } from "../host/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { type CliProcess, freePort, runCliAsync, startCli } from "./helpers/cli.js";
 import { deployOwnedWithSession, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -506,6 +507,73 @@ describe("the backup route", () => {
     }
     expect(status).toBe(200);
     for (const other of filler) await remove(other);
+  });
+
+  it("restores only a whole, untampered stream", async () => {
+    const key = await upload(randomBytes(1000));
+    const text = expectOk(
+      await sendRequest(`${host.url}/v1/backup`, { headers: { authorization: `Bearer ${host.adminToken}` } }),
+    ).text();
+    await remove(key);
+    const lines = text.trimEnd().split("\n");
+    const attempt = async (variant: string[]) => {
+      const target = await mkdtemp(join(tmpdir(), "platform-restore-"));
+      try {
+        await restoreBackup([Buffer.from(`${variant.join("\n")}\n`)], target);
+        return "ok";
+      } catch (error) {
+        return `${(error as { code?: string }).code}: ${(error as Error).message}`;
+      } finally {
+        await rm(target, { recursive: true, force: true });
+      }
+    };
+    const replaced = (index: number, line: string) => lines.map((l, i) => (i === index ? line : l));
+    const entriesAt = lines.findIndex((line) => line.startsWith('{"entries"'));
+    const objectAt = lines.findIndex((line) => line.startsWith('{"object"'));
+    const entries = JSON.parse(lines[entriesAt] as string).entries as Array<[string, string]>;
+    const object = JSON.parse(lines[objectAt] as string).object as { key: string; data: string };
+    expect(entries.length).toBeGreaterThan(2);
+    expect(await attempt(lines)).toBe("ok");
+    expect(await attempt(lines.slice(0, -1))).toBe(
+      "unavailable: The backup stream ended early; run it again.",
+    );
+    expect(await attempt(lines.slice(1))).toBe(
+      "bad_request: Not a valid host backup: the stream does not begin with a backup head.",
+    );
+    const swapped = [entries[1], entries[0], ...entries.slice(2)];
+    expect(await attempt(replaced(entriesAt, JSON.stringify({ entries: swapped })))).toBe(
+      "bad_request: Not a valid host backup: entries are out of order.",
+    );
+    expect(await attempt(replaced(entriesAt, JSON.stringify({ entries: entries.slice(1) })))).toBe(
+      "bad_request: Not a valid host backup: what arrived does not add up to the totals the host sent.",
+    );
+    // Bytes one short, the end line told to agree: the record still names 1000 bytes.
+    const shorter = {
+      key: object.key,
+      data: Buffer.from(object.data, "base64").subarray(1).toString("base64"),
+    };
+    expect(await attempt(replaced(objectAt, JSON.stringify({ object: shorter })))).toBe(
+      "bad_request: Not a valid host backup: what arrived does not add up to the totals the host sent.",
+    );
+    const end = JSON.parse(lines.at(-1) as string) as { end: { objectBytes: number } };
+    const lying = replaced(objectAt, JSON.stringify({ object: shorter }));
+    lying[lying.length - 1] = JSON.stringify({ end: { ...end.end, objectBytes: end.end.objectBytes - 1 } });
+    const wrongSize = `bad_request: Not a valid host backup: the bytes of object files/${key} are not the 1000 its record says.`;
+    expect(await attempt(lying)).toBe(wrongSize);
+    // Bytes under another key: the record's key has none.
+    expect(
+      await attempt(replaced(objectAt, JSON.stringify({ object: { ...object, key: "files/private/x" } }))),
+    ).toBe(wrongSize);
+    expect(
+      await attempt([lines[0] as string, '{"error":{"code":"unavailable","message":"S3 is down."}}']),
+    ).toBe("unavailable: The host could not finish the backup: S3 is down.");
+    const head = JSON.parse(lines[0] as string) as { head: Record<string, unknown> };
+    expect(await attempt(replaced(0, JSON.stringify({ head: { ...head.head, version: 2 } })))).toBe(
+      "bad_request: Not a valid host backup: format version 2; this platform reads version 1.",
+    );
+    expect(await attempt(replaced(entriesAt, "not json"))).toBe(
+      "bad_request: Not a valid host backup: a line is not JSON.",
+    );
   });
 });
 

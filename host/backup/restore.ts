@@ -43,7 +43,9 @@ function checkHead(value: unknown): BackupHead {
  * The lines of `stream`, without their `\n`. Iterating the stream itself (not readline) makes a
  * connection that breaks midway an error here, never a stream that just ends or hangs.
  */
-async function* linesOf(stream: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+async function* linesOf(
+  stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+): AsyncGenerator<string> {
   let pending: Buffer[] = [];
   for await (const chunk of stream) {
     let data = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
@@ -187,7 +189,7 @@ class RestoreWriter {
  * new: the caller moves it into place only once this resolves. No operator token is written.
  */
 export async function restoreBackup(
-  stream: AsyncIterable<Buffer | string>,
+  stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
   dir: string,
   onProgress?: (progress: RestoreProgress) => void,
 ): Promise<BackupManifest> {
