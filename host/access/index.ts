@@ -6,6 +6,7 @@ export {
   checkAppCall,
   checkClaimant,
   checkDataTransfer,
+  checkDataWrite,
   checkEndpointCall,
   checkLegacyQueryWrites,
   checkManage,
@@ -16,6 +17,7 @@ export {
   checkStorageWriter,
   type DeploymentAccess,
   mayManage,
+  mayWriteData,
   type ObjectDeleter,
   type OperatorCaller,
   OWNER_DELETE,
@@ -24,6 +26,7 @@ export {
 } from "./access-policy.js";
 export {
   authoriseClaim,
+  authoriseSessionRequest,
   authoriseStorageListing,
   type DeploymentSecrets,
   dashboardDeleteAllowed,

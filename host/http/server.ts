@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import type { AuthService, Developers } from "../auth/index.js";
-import type { DeploymentService } from "../deployments/index.js";
+import { DataConsole, type DeploymentService } from "../deployments/index.js";
 import type { HostMetrics } from "../metrics/index.js";
 import type { ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
@@ -11,6 +11,7 @@ import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { clientRoutes } from "./client-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
+import { DashboardSessions } from "./dashboard-sessions.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { devTransferRoutes } from "./export-routes.js";
@@ -82,15 +83,28 @@ export function createHttpApp(options: HttpOptions): Koa {
       : clientRoutes(deployments),
     options.devDeployment ? devLanding(deployments, options.devDeployment) : undefined,
   ];
-  const controlRoutes = options.adminToken
-    ? [
-        healthRoutes(deployments.db, objects.blobs),
-        metricsRoutes(options.metrics, options.adminToken, developers),
-        controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken, options.transfer),
-        dashboardRoutes(deployments.db, developers, deployments, objects, options.adminToken),
-        controlPlaneLanding(),
-      ]
-    : [];
+  const sessions = options.adminToken
+    ? new DashboardSessions(deployments.db, developers, options.adminToken)
+    : undefined;
+  const controlRoutes =
+    options.adminToken && sessions
+      ? [
+          healthRoutes(deployments.db, objects.blobs),
+          metricsRoutes(options.metrics, options.adminToken, developers),
+          controlPlaneRoutes(
+            deployments,
+            auth,
+            developers,
+            objects,
+            options.adminToken,
+            options.transfer,
+            sessions,
+            new DataConsole(deployments.db, deployments.logs),
+          ),
+          dashboardRoutes(sessions, deployments, objects),
+          controlPlaneLanding(),
+        ]
+      : [];
   app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
   app.use(
     resolveTenant({

@@ -119,6 +119,13 @@ export const LIMITS = {
   importRowBytes: 128 * 1024 * 1024,
   /** Files in one import archive (each stored object is one). Ours. */
   importArchiveEntries: 200_000,
+  /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
+  dashboardPageRows: 100,
+  /**
+   * Index entries the data browser walks to count a range that no stored count answers (a range
+   * bound, or an uncounted index); beyond it the count is shown as "more than". Ours.
+   */
+  dashboardCountScan: 10_000,
 } as const;
 
 /** The names of the per-handler read budgets. */
