@@ -54,7 +54,7 @@ export function FilterBar({ table, filter, onApply }: FilterBarProps) {
           value={draft.order}
           onChange={(event) => set({ order: event.target.value === "asc" ? "asc" : "desc" })}
         >
-          <option value="desc">descending (newest first)</option>
+          <option value="desc">descending</option>
           <option value="asc">ascending</option>
         </select>
       </label>

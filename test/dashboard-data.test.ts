@@ -231,7 +231,7 @@ describe("writing", () => {
   });
 
   it("lets the operator read a claimed deployment but change rows only of unclaimed ones", async () => {
-    expect((await host.admin("/v1/deploys/chat/tables")).json<TablesAnswer>().writable).toBe(false);
+    expect((await host.admin("/v1/deploys/chat/tables", "GET")).json<TablesAnswer>().writable).toBe(false);
     const refused = await host.admin(rowsUrl(), "POST", { channel: channels[0], body: "operator" });
     expect(refused.status).toBe(403);
     await host.admin("/v1/deploys", "POST", { id: "orphan", code: await fixtureCode("dashboard") });
@@ -245,16 +245,17 @@ describe("writing", () => {
     expect((await host.deployFixture("tasks", "legacy")).status).toBe(201);
     for (let i = 0; i < 7; i++)
       expect((await host.call("tasks", "mutation", "add", [`task ${i}`, "t", i])).status).toBe(200);
-    const tables = (await host.admin("/v1/deploys/tasks/tables")).json<TablesAnswer>();
+    const tables = (await host.admin("/v1/deploys/tasks/tables", "GET")).json<TablesAnswer>();
     expect(tables).toMatchObject({ apiVersion: "legacy", writable: false });
     expect(tables.tables[0]).toMatchObject({ name: "tasks", rows: { exact: 7 }, indexes: [] });
     const first = (
-      await host.admin(rowsUrl({ numItems: "4", order: "asc" }, "tasks", "tasks"))
+      await host.admin(rowsUrl({ numItems: "4", order: "asc" }, "tasks", "tasks"), "GET")
     ).json<RowsAnswer>();
     expect(first.count).toEqual({ exact: 7 });
     const second = (
       await host.admin(
         rowsUrl({ numItems: "4", order: "asc", cursor: first.continueCursor }, "tasks", "tasks"),
+        "GET",
       )
     ).json<RowsAnswer>();
     expect(second.isDone).toBe(true);
@@ -263,12 +264,15 @@ describe("writing", () => {
     expect(ids).toEqual([...ids].sort());
     const filtered = await host.admin(
       rowsUrl({ range: [{ op: "eq", field: "tag", value: "t" }] }, "tasks", "tasks"),
+      "GET",
     );
     expect(filtered.status).toBe(400);
     const insert = await host.admin(rowsUrl({}, "tasks", "tasks"), "POST", { title: "x" });
     // The operator may change an unclaimed deployment's rows, but legacy rows are the old runtime's.
     expect(insert.status).toBe(400);
-    expect(insert.json<{ error: { message: string } }>().error.message).toMatch(/legacy database API.*read-only/);
+    expect(insert.json<{ error: { message: string } }>().error.message).toMatch(
+      /legacy database API.*read-only/,
+    );
   });
 });
 

@@ -81,6 +81,7 @@ export function sendShell(ctx: Context, session: ShellSession): void {
   ctx.type = "text/html; charset=utf-8";
   ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Dashboard</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/dashboard/assets/${bundle.css}">
 <script type="module" src="/dashboard/assets/${bundle.js}"></script>
 </head><body><div id="root" data-csrf="${escapeHtml(session.csrf)}" data-name="${escapeHtml(session.name)}" data-operator="${session.operator ? "1" : "0"}"><noscript><p>The dashboard needs JavaScript. The operator API (<code>/v1</code>) offers the same data.</p></noscript></div></body></html>`;
