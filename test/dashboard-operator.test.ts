@@ -1,6 +1,7 @@
 /**
  * The dashboard takes the operator token too, over plain HTTP against a real host: the operator
- * sees every deployment (a developer's, an unclaimed one) and may open and delete any one's files;
+ * sees every deployment (a developer's, an unclaimed one; the app shell lists them through the
+ * operator API with the session's CSRF token) and may open and delete any one's files;
  * a developer sees only their own. Sign-in keeps the form-origin rule and the session cookie's
  * attributes, and an operator session ends when the host's operator token changes.
  */
@@ -56,19 +57,28 @@ it("signs the operator in and lists every deployment; a developer sees only thei
   expect(operator.cookie).toMatch(/^platform_session=[A-Za-z0-9_-]{43}; /);
   expect(operator.cookie).toMatch(/; samesite=strict/i);
   expect(operator.cookie).toMatch(/; httponly/i);
-  const all = await page("/dashboard", operator.pair);
-  expect(all.status).toBe(200);
-  expect(all.text()).toContain("Every deployment on this host: 2.");
-  expect(all.text()).toContain("<code>danas</code>");
-  expect(all.text()).toContain("<code>nobodys</code>");
-  expect(all.text()).toContain("Signed in as the operator");
+  const shell = await page("/dashboard", operator.pair);
+  expect(shell.status).toBe(200);
+  expect(shell.text()).toContain('data-operator="1"');
+  expect(shell.headers["content-security-policy"]).toMatch(/script-src 'self'/);
+  expect(shell.headers["cache-control"]).toBe("no-store");
+  const operatorCsrf = /data-csrf="([^"]+)"/.exec(shell.text())?.[1] as string;
+  const list = (pair: string | undefined, csrf: string) =>
+    sendRequest(`${host.url}/v1/deploys`, {
+      headers: { cookie: pair as string, "x-platform-csrf": csrf, "sec-fetch-site": "same-origin" },
+    });
+  const all = (await list(operator.pair, operatorCsrf)).json<{ deploys: Array<{ id: string }> }>();
+  expect(all.deploys.map((d) => d.id).sort()).toEqual(["danas", "nobodys"]);
   expect((await page("/deploys/nobodys/storage", operator.pair)).status).toBe(200);
 
   const developer = await signIn(host, developerToken);
-  const own = await page("/dashboard", developer.pair);
-  expect(own.text()).toContain("Your deployments: 1.");
-  expect(own.text()).toContain("<code>danas</code>");
-  expect(own.text()).not.toContain("nobodys");
+  const developerShell = await page("/dashboard", developer.pair);
+  expect(developerShell.text()).toContain('data-name="Dana"');
+  const developerCsrf = /data-csrf="([^"]+)"/.exec(developerShell.text())?.[1] as string;
+  const own = (await list(developer.pair, developerCsrf)).json<{ deploys: Array<{ id: string }> }>();
+  expect(own.deploys.map((d) => d.id)).toEqual(["danas"]);
+  // Each session's CSRF token is its own.
+  expect((await list(developer.pair, operatorCsrf)).status).toBe(403);
   expect((await page("/deploys/nobodys/storage", developer.pair)).status).toBe(404);
 
   const signedOut = await page("/dashboard", undefined);

@@ -6,6 +6,7 @@ import {
   checkAppCall,
   checkClaim,
   checkClaimant,
+  checkDataWrite,
   checkEndpointCall,
   checkHostBackup,
   checkLegacyQueryWrites,
@@ -13,6 +14,7 @@ import {
   checkObjectDelete,
   checkOperator,
   checkRestricted,
+  checkSessionRequest,
   checkStorageListing,
   checkStorageReader,
   checkStorageWriter,
@@ -20,12 +22,13 @@ import {
   type ListingCredential,
   mayDeleteFromDashboard,
   mayManage,
+  mayWriteData,
   type OperatorCaller,
   OWNER_DELETE,
   ownerOfNewDeployment,
   ownsDeployment,
 } from "./access-policy.js";
-import { authoriseClaim, dashboardDeleteAllowed } from "./credentials.js";
+import { authoriseClaim, authoriseSessionRequest, dashboardDeleteAllowed } from "./credentials.js";
 
 /** `ok`, or the error's `code: message` (the whole public contract of a refusal). */
 function outcome(check: () => unknown): string {
@@ -357,5 +360,36 @@ describe("the dashboard", () => {
     expect(dashboardDeleteAllowed(owner, "csrf", "other", record)).toBe(false);
     expect(dashboardDeleteAllowed(admin, "csrf", null, record)).toBe(false);
     expect(dashboardDeleteAllowed(undefined, undefined, "csrf", record)).toBe(false);
+  });
+  it("lets the owner change rows; the operator only an unclaimed deployment's; reads for whoever manages", () => {
+    const owner: OperatorCaller = { kind: "developer", developer: { id: "dev_owner" } };
+    const other: OperatorCaller = { kind: "developer", developer: { id: "dev_other" } };
+    const admin: OperatorCaller = { kind: "admin" };
+    const claimed = { id: "chat", owner: "dev_owner" };
+    const unclaimed = { id: "orphan", owner: null };
+    expect(mayWriteData(owner, claimed)).toBe(true);
+    expect(mayWriteData(admin, claimed)).toBe(false);
+    expect(mayWriteData(admin, unclaimed)).toBe(true);
+    expect(mayWriteData(other, claimed)).toBe(false);
+    expect(mayWriteData(owner, unclaimed)).toBe(false);
+    expect(outcome(() => checkDataWrite(owner, claimed))).toBe("ok");
+    expect(outcome(() => checkDataWrite(admin, unclaimed))).toBe("ok");
+    expect(outcome(() => checkDataWrite(admin, claimed))).toBe(
+      "forbidden: Rows of chat are changed by its owner only; the operator can read them.",
+    );
+    expect(outcome(() => checkDataWrite(other, claimed))).toBe(
+      "forbidden: Deployment chat belongs to another developer.",
+    );
+  });
+  it("lets a session speak on /v1 only with its CSRF token, from the control plane's pages", () => {
+    const refused =
+      "forbidden: A dashboard session's request needs its X-Platform-CSRF header and must come from the dashboard's own pages.";
+    expect(outcome(() => checkSessionRequest(true, true))).toBe("ok");
+    expect(outcome(() => checkSessionRequest(false, true))).toBe(refused);
+    expect(outcome(() => checkSessionRequest(true, false))).toBe(refused);
+    expect(outcome(() => authoriseSessionRequest("csrf", "csrf", true))).toBe("ok");
+    expect(outcome(() => authoriseSessionRequest("csrf", "", true))).toBe(refused);
+    expect(outcome(() => authoriseSessionRequest("csrf", "csrf2", true))).toBe(refused);
+    expect(outcome(() => authoriseSessionRequest("csrf", "csrf", false))).toBe(refused);
   });
 });

@@ -189,6 +189,41 @@ export function checkManage(
 }
 
 /**
+ * Whether `who` may insert, edit and delete a deployment's rows from the dashboard: its owner; the
+ * operator only while it is unclaimed (it has no owner to do it). Reading rows is {@link mayManage}.
+ */
+export function mayWriteData(who: OperatorCaller, deployment: { readonly owner: string | null }): boolean {
+  return who.kind === "admin" ? deployment.owner === null : deployment.owner === who.developer.id;
+}
+
+/** {@link mayWriteData}, refusing with `forbidden` (the data routes' inserts, edits and deletes). */
+export function checkDataWrite(
+  who: OperatorCaller,
+  deployment: { readonly id: string; readonly owner: string | null },
+): void {
+  checkManage(who, deployment);
+  if (!mayWriteData(who, deployment))
+    throw new PlatformError(
+      "forbidden",
+      `Rows of ${deployment.id} are changed by its owner only; the operator can read them.`,
+    );
+}
+
+/**
+ * A request to the operator API that a dashboard session (a cookie) speaks for, rather than a
+ * bearer token: it must carry the session's CSRF token in `X-Platform-CSRF` and come from a page
+ * of the control plane itself. A sibling deployment is same-site, so its pages would send the
+ * SameSite=Strict cookie too; neither it nor another site can read the CSRF token or set the header.
+ */
+export function checkSessionRequest(csrfValid: boolean, sameOrigin: boolean): void {
+  if (!csrfValid || !sameOrigin)
+    throw new PlatformError(
+      "forbidden",
+      "A dashboard session's request needs its X-Platform-CSRF header and must come from the dashboard's own pages.",
+    );
+}
+
+/**
  * Export and import of a deployment's whole data (every row and stored file): its owner or the
  * operator, as for every owner route. An import into an id that names no deployment creates one,
  * owned as a deploy would own it; returns that owner (undefined: unclaimed, or none created).

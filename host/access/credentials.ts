@@ -1,6 +1,7 @@
 import { type Developers, matchesHash, sameSecret } from "../auth/index.js";
 import {
   checkClaim,
+  checkSessionRequest,
   checkStorageListing,
   type ListingCredential,
   mayDeleteFromDashboard,
@@ -72,4 +73,13 @@ export function dashboardDeleteAllowed<D extends { readonly owner: string | null
 ): deployment is D {
   const csrfValid = sessionCsrf !== undefined && sameSecret(sentCsrf ?? "", sessionCsrf);
   return mayDeleteFromDashboard(who, csrfValid, deployment);
+}
+
+/**
+ * The session rule ({@link checkSessionRequest}) for an operator-API request a dashboard session
+ * speaks for: the session's CSRF token against the `X-Platform-CSRF` header it sent (compared in
+ * constant time), and whether the request came from the control plane's own pages.
+ */
+export function authoriseSessionRequest(sessionCsrf: string, sentCsrf: string, sameOrigin: boolean): void {
+  checkSessionRequest(sentCsrf.length > 0 && sameSecret(sentCsrf, sessionCsrf), sameOrigin);
 }

@@ -6,6 +6,7 @@ export {
   checkAppCall,
   checkClaimant,
   checkDataTransfer,
+  checkDataWrite,
   checkEndpointCall,
   checkHostBackup,
   checkLegacyQueryWrites,
@@ -17,6 +18,7 @@ export {
   checkStorageWriter,
   type DeploymentAccess,
   mayManage,
+  mayWriteData,
   type ObjectDeleter,
   type OperatorCaller,
   OWNER_DELETE,
@@ -25,6 +27,7 @@ export {
 } from "./access-policy.js";
 export {
   authoriseClaim,
+  authoriseSessionRequest,
   authoriseStorageListing,
   type DeploymentSecrets,
   dashboardDeleteAllowed,

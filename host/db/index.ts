@@ -5,6 +5,7 @@
  * No Koa, no isolates.
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
+export { browseRows, DASHBOARD_HANDLER, describeTables, readRow, totalRows } from "./data-browser.js";
 export {
   type DeploymentData,
   type DeploymentDataHead,

@@ -2,6 +2,7 @@
 export type { Call, CallObserver, CallResult } from "./call-execution.js";
 export type { ClientManifestEntry, FoundClientFile } from "./client-files.js";
 export { type ClientFileInput, checkClientPath } from "./client-input.js";
+export { type DataActor, DataConsole } from "./data-console.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";

@@ -4,7 +4,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { checkHostBackup, type OperatorCaller } from "../access/index.js";
 import type { Developers } from "../auth/index.js";
 import { type BackupSource, startBackup } from "../backup/index.js";
-import { resolvePrincipal } from "./control-plane.js";
+import { resolvePrincipal } from "./principal.js";
 
 /**
  * `GET /v1/backup` on the control plane: the operator's backup of the whole host, streamed as

@@ -1,6 +1,6 @@
 import { PassThrough } from "node:stream";
 import Router, { type RouterMiddleware } from "@koa/router";
-import type { Context, Next } from "koa";
+import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import {
@@ -12,10 +12,11 @@ import {
   ownerOfNewDeployment,
   ownsDeployment,
 } from "../access/index.js";
-import { type AuthService, type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
+import type { AuthService, Developers } from "../auth/index.js";
 import {
   type ClientFileInput,
   checkDeploymentId,
+  type DataConsole,
   type DeploymentRecord,
   type DeploymentService,
   publicView,
@@ -23,40 +24,13 @@ import {
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
 import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
-import { bearerOf } from "./credentials.js";
+import { registerDataRoutes } from "./dashboard-api.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
+import { principalOf, resolvePrincipal, type SessionLookup } from "./principal.js";
 import { ownPaths } from "./routing.js";
 
-/** Who is calling the operator API: the host's operator, or a developer. */
-export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
-
-/**
- * Resolves `Authorization: Bearer` to the operator (`PLATFORM_ADMIN_TOKEN`) or a developer token;
- * anything else is refused.
- */
-export function resolvePrincipal(adminToken: string, developers: Developers) {
-  return async (ctx: Context, next: Next) => {
-    const token = bearerOf(ctx.get("authorization"));
-    if (token === null || token === undefined) {
-      throw new PlatformError(
-        "unauthorized",
-        "The operator API needs Authorization: Bearer <operator or developer token>.",
-      );
-    }
-    if (sameSecret(token, adminToken)) ctx.state.principal = { kind: "admin" } satisfies Principal;
-    else {
-      const developer = await developers.authenticate(token);
-      if (!developer) throw new PlatformError("forbidden", "That token is not valid for this host.");
-      ctx.state.principal = { kind: "developer", developer } satisfies Principal;
-    }
-    await next();
-  };
-}
-
-function principal(ctx: Context): Principal {
-  return ctx.state.principal as Principal;
-}
+const principal = principalOf;
 
 function requireAdmin(ctx: Context): void {
   checkOperator(principal(ctx));
@@ -131,10 +105,13 @@ export function controlPlaneRoutes(
   objects: ObjectService,
   adminToken: string,
   transfer: DeploymentTransfer,
+  sessions: SessionLookup,
+  data: DataConsole,
 ): RouterMiddleware {
   const router = new Router({ prefix: "/v1" });
-  router.use(resolvePrincipal(adminToken, developers));
+  router.use(resolvePrincipal(adminToken, developers, sessions));
   registerTransferRoutes(router, transfer, deployments);
+  registerDataRoutes(router, deployments, data, objects);
 
   router.post("/developers", async (ctx) => {
     requireAdmin(ctx);

@@ -19,33 +19,15 @@ export function formatAge(ms: number): string {
 }
 
 /**
- * The dashboard's home: the deployments the signed-in person manages (the operator: every one),
- * each with its owner, its web client, its last deploy and links to its app and its files.
+ * The dashboard's header on a server-rendered page: the same places as the app's own header
+ * (deployments, the deployment's data and storage) and a sign-out form with the session's CSRF token.
  */
-export function deploymentsPage(
-  signedInAs: string,
-  operator: boolean,
-  records: readonly DeploymentRecord[],
-  appUrl: (id: string) => string,
-): string {
-  const now = Date.now();
-  const rows = records
-    .map((record) => {
-      const id = escapeHtml(record.id);
-      const client = record.client
-        ? `${record.client.files} ${record.client.files === 1 ? "file" : "files"}, ${formatSize(record.client.bytes)}`
-        : "none";
-      return `<tr><td><code>${id}</code></td><td>${escapeHtml(record.owner ?? "unclaimed")}</td><td>${client}</td>
-<td>${formatAge(now - record.updatedAt)}</td><td><a href="${escapeHtml(appUrl(record.id))}">app</a></td><td><a href="/deploys/${id}/storage">files</a></td></tr>`;
-    })
-    .join("\n");
-  const scope = operator ? "Every deployment on this host" : "Your deployments";
-  return page(
-    "Deployments",
-    `<h1>Deployments</h1>
-<p class="muted">${scope}: ${records.length}. Signed in as ${escapeHtml(signedInAs)}.</p>
-${rows ? `<table><thead><tr><th>Id</th><th>Owner</th><th>Web client</th><th>Deployed</th><th></th><th></th></tr></thead><tbody>${rows}</tbody></table>` : `<p class="notice">No deployments yet.</p>`}`,
-  );
+function dashboardNav(deployment: string, signedInAs: string, csrf: string): string {
+  const id = encodeURIComponent(deployment);
+  return `<nav aria-label="Main" style="display:flex;flex-wrap:wrap;gap:.4rem .9rem;align-items:center;padding:.6rem 0;border-bottom:1px solid #e3e6ec;margin-bottom:1rem">
+<a href="/dashboard" style="font-weight:700;color:#1d2330;text-decoration:none">platform</a><a href="/dashboard">Deployments</a><span>/</span><code>${escapeHtml(deployment)}</code>
+<a href="/dashboard/deploys/${id}/data">Data</a><a href="/deploys/${id}/storage" aria-current="page" style="font-weight:600;color:#1d2330">Storage</a>
+<form method="post" action="/dashboard/logout" style="margin-left:auto"><span>${escapeHtml(signedInAs)}</span> <input type="hidden" name="csrf" value="${csrf}"><button type="submit">Sign out</button></form></nav>`;
 }
 
 /** The storage page of deployment `record`: the newest files, each with a CSRF-token delete form. */
@@ -71,7 +53,7 @@ export function storagePage(
     : "";
   return page(
     `Storage of ${record.id}`,
-    `<h1>Storage of <code>${escapeHtml(record.id)}</code></h1>
+    `${dashboardNav(record.id, signedInAs, csrf)}<h1>Storage of <code>${escapeHtml(record.id)}</code></h1>
 <p class="muted">${listing.totals.count} ${listing.totals.count === 1 ? "file" : "files"}, ${formatSize(listing.totals.bytes)}. Signed in as ${escapeHtml(signedInAs)}. <a href="/dashboard">All deployments</a></p>${window}
 ${rows ? `<table><thead><tr><th>Key</th><th>Visibility</th><th>Size</th><th>Type</th><th>Uploader</th><th>Age</th><th></th></tr></thead><tbody>${rows}</tbody></table>` : `<p class="notice">No files yet.</p>`}`,
   );

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Context } from "koa";
 import { type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
-import type { Principal } from "./control-plane.js";
+import type { Principal, SessionLookup } from "./principal.js";
 
 /**
  * A dashboard session as stored: a developer's id, or, for the operator, the SHA-256 of the
@@ -27,13 +27,19 @@ export interface SignedIn {
 export const SESSION_COOKIE = "platform_session";
 const SESSION_MS = 12 * 60 * 60 * 1000;
 
+/** The session id of the request's cookie when it has the shape of one, else undefined. */
+function sessionIdOf(ctx: Context): string | undefined {
+  const id = ctx.cookies.get(SESSION_COOKIE);
+  return id && /^[A-Za-z0-9_-]{43}$/.test(id) ? id : undefined;
+}
+
 /**
  * The dashboard's sessions, kept in the database (so every host on it knows them): a random
  * 256-bit id in an HttpOnly, SameSite=Strict cookie for 12 hours. The operator token and developer
  * tokens both sign in; a session speaks for the operator only while the host's token is the one
  * it was made with, and for a developer only while the developer exists.
  */
-export class DashboardSessions {
+export class DashboardSessions implements SessionLookup {
   private readonly sessions: RecordStore<DashboardSession>;
 
   constructor(
@@ -66,10 +72,22 @@ export class DashboardSessions {
     return true;
   }
 
+  /** Whether the request carries a session cookie at all, valid or not. */
+  presented(ctx: Context): boolean {
+    return ctx.cookies.get(SESSION_COOKIE) !== undefined;
+  }
+
+  /** Ends the request's session (its record is deleted, so a copied cookie is dead too) and clears the cookie. */
+  async signOut(ctx: Context): Promise<void> {
+    const id = sessionIdOf(ctx);
+    if (id) await this.sessions.delete(id);
+    ctx.cookies.set(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", maxAge: 0, overwrite: true });
+  }
+
   /** Who the request's session cookie signs in, or undefined. */
   async current(ctx: Context): Promise<SignedIn | undefined> {
-    const id = ctx.cookies.get(SESSION_COOKIE);
-    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
+    const id = sessionIdOf(ctx);
+    if (!id) return undefined;
     const found = await this.sessions.get(id);
     if (!found || found.expiresAt < Date.now()) return undefined;
     if (found.operator !== undefined)

@@ -1,32 +1,35 @@
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { dashboardDeleteAllowed, mayManage, OWNER_DELETE } from "../access/index.js";
-import type { Developers } from "../auth/index.js";
-import type { HostDatabase } from "../db/index.js";
+import { sameSecret } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
-import { deploymentsPage, storagePage } from "./dashboard-pages.js";
-import { DashboardSessions } from "./dashboard-sessions.js";
+import { sendAsset, sendShell, setPageHeaders } from "./dashboard-assets.js";
+import { storagePage } from "./dashboard-pages.js";
+import type { DashboardSessions } from "./dashboard-sessions.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { escapeHtml, page } from "./html-page.js";
 import { sameSitePath } from "./redirect-target.js";
 
+/** The server-rendered pages (sign-in, storage): their own inline styles, no script at all. */
+const STORAGE_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
 /**
  * The dashboard on the control plane: sign-in with the operator token or a developer token (a
- * session cookie: random id, HttpOnly, SameSite=Strict), `/dashboard` listing the deployments the
- * signed-in person manages (the operator: all of them), and `/deploys/<id>/storage` listing the
- * newest files with per-file delete (CSRF-token forms). Forms are accepted only from this origin.
- * Server-rendered HTML, no framework.
+ * session cookie: random id, HttpOnly, SameSite=Strict) and sign-out, server-rendered; the app
+ * itself (`/dashboard` and every page under `/dashboard/deploys/`) is one HTML shell loading the
+ * hashed browser bundle (`/dashboard/assets/*`, cached as immutable), which reads and writes
+ * through the operator API with the session's CSRF token. `/deploys/<id>/storage` stays a
+ * server-rendered page listing the newest files with per-file delete (CSRF-token forms). Forms are
+ * accepted only from this origin.
  */
 export function dashboardRoutes(
-  db: HostDatabase,
-  developers: Developers,
+  sessions: DashboardSessions,
   deployments: DeploymentService,
   objects: ObjectService,
-  adminToken: string,
 ): RouterMiddleware {
-  const sessions = new DashboardSessions(db, developers, adminToken);
   const router = new Router();
 
   /** The posted form, or undefined (after a 403 page) when another site's page sent it. */
@@ -46,6 +49,7 @@ export function dashboardRoutes(
   router.get("/dashboard/login", async (ctx) => {
     const next = sameSitePath(typeof ctx.query.next === "string" ? ctx.query.next : undefined);
     const failed = ctx.query.failed === "1" ? `<p class="notice">That token was not accepted.</p>` : "";
+    setPageHeaders(ctx, STORAGE_PAGE_CSP);
     ctx.type = "html";
     ctx.body = page(
       "Sign in",
@@ -65,17 +69,31 @@ export function dashboardRoutes(
     ctx.redirect(next);
   });
 
-  router.get("/dashboard", async (ctx) => {
+  /** The shell for a signed-in person, else a redirect to sign-in that comes back here. */
+  async function shell(ctx: Context): Promise<void> {
     const signedIn = await sessions.current(ctx);
     if (!signedIn) {
-      ctx.redirect("/dashboard/login?next=%2Fdashboard");
+      ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.originalUrl)}`);
       return;
     }
-    const managed = (await deployments.list()).filter((record) => mayManage(signedIn.who, record));
-    // Links to each app keep the scheme and port the browser used for the control plane.
-    const appUrl = (id: string) => `${ctx.protocol}://${id}.${ctx.host}`;
-    ctx.type = "html";
-    ctx.body = deploymentsPage(signedIn.name, signedIn.who.kind === "admin", managed, appUrl);
+    sendShell(ctx, { name: signedIn.name, operator: signedIn.who.kind === "admin", csrf: signedIn.csrf });
+  }
+  router.get("/dashboard", shell);
+  router.get("/dashboard/deploys/:id{/*rest}", shell);
+  router.get("/dashboard/assets/:name", (ctx) => sendAsset(ctx, ctx.params.name as string));
+
+  router.post("/dashboard/logout", async (ctx) => {
+    const fields = await form(ctx);
+    if (!fields) return;
+    const signedIn = await sessions.current(ctx);
+    if (signedIn && !sameSecret(fields.get("csrf") ?? "", signedIn.csrf)) {
+      ctx.status = 403;
+      ctx.type = "html";
+      ctx.body = page("Forbidden", "<h1>Forbidden</h1><p>Sign out from the dashboard's own page.</p>");
+      return;
+    }
+    await sessions.signOut(ctx);
+    ctx.redirect("/dashboard/login");
   });
 
   router.get("/deploys/:id/storage", async (ctx) => {
@@ -94,6 +112,7 @@ export function dashboardRoutes(
       );
       return;
     }
+    setPageHeaders(ctx, STORAGE_PAGE_CSP);
     ctx.body = storagePage(record, await objects.list(record.id), signedIn.name, signedIn.csrf);
   });
 

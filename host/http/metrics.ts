@@ -3,7 +3,7 @@ import type { Context } from "koa";
 import { checkOperator } from "../access/index.js";
 import type { Developers } from "../auth/index.js";
 import type { HostMetrics } from "../metrics/index.js";
-import { type Principal, resolvePrincipal } from "./control-plane.js";
+import { type Principal, resolvePrincipal } from "./principal.js";
 import { ownPaths } from "./routing.js";
 
 /** Answers with every metric of `metrics`, levels read now. */

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import type { AuthService, Developers } from "../auth/index.js";
-import type { DeploymentService } from "../deployments/index.js";
+import { DataConsole, type DeploymentService } from "../deployments/index.js";
 import type { HostMetrics } from "../metrics/index.js";
 import type { ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
@@ -12,6 +12,7 @@ import { backupRoutes } from "./backup-routes.js";
 import { clientRoutes } from "./client-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
+import { DashboardSessions } from "./dashboard-sessions.js";
 import { endpointRoutes } from "./endpoint-routes.js";
 import { errorEnvelope } from "./errors.js";
 import { devTransferRoutes } from "./export-routes.js";
@@ -89,16 +90,29 @@ export function createHttpApp(options: HttpOptions): Koa {
       : clientRoutes(deployments),
     options.devDeployment ? devLanding(deployments, options.devDeployment) : undefined,
   ];
-  const controlRoutes = options.adminToken
-    ? [
-        healthRoutes(deployments.db, objects.blobs, draining),
-        metricsRoutes(options.metrics, options.adminToken, developers),
-        backupRoutes({ db: deployments.db, deployments, objects }, options.adminToken, developers),
-        controlPlaneRoutes(deployments, auth, developers, objects, options.adminToken, options.transfer),
-        dashboardRoutes(deployments.db, developers, deployments, objects, options.adminToken),
-        controlPlaneLanding(),
-      ]
-    : [];
+  const sessions = options.adminToken
+    ? new DashboardSessions(deployments.db, developers, options.adminToken)
+    : undefined;
+  const controlRoutes =
+    options.adminToken && sessions
+      ? [
+          healthRoutes(deployments.db, objects.blobs, draining),
+          metricsRoutes(options.metrics, options.adminToken, developers),
+          backupRoutes({ db: deployments.db, deployments, objects }, options.adminToken, developers),
+          controlPlaneRoutes(
+            deployments,
+            auth,
+            developers,
+            objects,
+            options.adminToken,
+            options.transfer,
+            sessions,
+            new DataConsole(deployments.db, deployments.logs),
+          ),
+          dashboardRoutes(sessions, deployments, objects),
+          controlPlaneLanding(),
+        ]
+      : [];
   app.use(closeWhileDraining(draining));
   app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
   app.use(

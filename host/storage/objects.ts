@@ -252,6 +252,11 @@ export class ObjectService {
     return removed;
   }
 
+  /** How many objects a deployment stores and their bytes (one record read; the dashboard's list). */
+  async deploymentTotals(deployment: string): Promise<{ count: number; bytes: number }> {
+    return (await this.totals.get(deployment)) ?? { count: 0, bytes: 0 };
+  }
+
   /** The newest objects of a deployment (at most the listing limit) and its totals. */
   async list(
     deployment: string,

@@ -15,6 +15,16 @@ export {
   type SyscallOp,
   type SyscallResponse,
 } from "./bridge.js";
+export type {
+  DeploymentTotals,
+  FieldInfo,
+  IndexInfo,
+  RowCount,
+  RowsAnswer,
+  RowsQuery,
+  TableInfo,
+  TablesAnswer,
+} from "./dashboard.js";
 export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";

@@ -139,6 +139,13 @@ export const LIMITS = {
    * handler (`handlerWallMs`) before it closes the remaining connections. Ours.
    */
   drainGraceMs: 5000,
+  /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
+  dashboardPageRows: 100,
+  /**
+   * Index entries the data browser walks to count a range that no stored count answers (a range
+   * bound, or an uncounted index); beyond it the count is shown as "more than". Ours.
+   */
+  dashboardCountScan: 10_000,
 } as const;
 
 /** The names of the per-handler read budgets. */

@@ -1,0 +1,99 @@
+import { type ReactNode, useEffect } from "react";
+import { csrf } from "./api.js";
+import { DeploymentsPage } from "./deployments.js";
+import { dataUrl, linkTo, navigate, type Route, storageUrl, useRoute } from "./route.js";
+import { RowsPage } from "./rows.js";
+import { TablesPage } from "./tables.js";
+
+/** Who is signed in, as the shell told. */
+interface Session {
+  name: string;
+  operator: boolean;
+}
+
+function title(route: Route): string {
+  switch (route.page) {
+    case "deployments":
+      return "Deployments";
+    case "tables":
+      return `Data of ${route.deployment}`;
+    case "rows":
+      return `${route.table} of ${route.deployment}`;
+    default:
+      return "Not found";
+  }
+}
+
+/** The header on every page: where you are, the deployment's sections, who you are, sign-out. */
+function Header({ route, session }: { route: Route; session: Session }) {
+  const deployment = route.page === "tables" || route.page === "rows" ? route.deployment : undefined;
+  return (
+    <header className="top">
+      <nav aria-label="Main" className="crumbs">
+        <a className="brand" {...linkTo("/dashboard")}>
+          platform
+        </a>
+        <a {...linkTo("/dashboard")} aria-current={route.page === "deployments" ? "page" : undefined}>
+          Deployments
+        </a>
+        {deployment !== undefined && (
+          <>
+            <span className="sep" aria-hidden="true">
+              /
+            </span>
+            <code>{deployment}</code>
+            <a {...linkTo(dataUrl(deployment))} aria-current={route.page === "tables" ? "page" : undefined}>
+              Data
+            </a>
+            <a href={storageUrl(deployment)}>Storage</a>
+          </>
+        )}
+      </nav>
+      <form method="post" action="/dashboard/logout" className="who">
+        <span>{session.operator ? "Operator" : session.name}</span>
+        <input type="hidden" name="csrf" value={csrf()} />
+        <button type="submit">Sign out</button>
+      </form>
+    </header>
+  );
+}
+
+/** The whole app: the header and the page of the current route. */
+export function App(session: Session) {
+  const route = useRoute();
+  useEffect(() => {
+    document.title = `${title(route)} · platform`;
+    if (
+      route.page === "tables" &&
+      location.pathname.replace(/\/+$/, "").endsWith(`/deploys/${encodeURIComponent(route.deployment)}`)
+    )
+      navigate(dataUrl(route.deployment), true);
+  }, [route]);
+  let body: ReactNode;
+  switch (route.page) {
+    case "deployments":
+      body = <DeploymentsPage operator={session.operator} />;
+      break;
+    case "tables":
+      body = <TablesPage deployment={route.deployment} />;
+      break;
+    case "rows":
+      body = <RowsPage key={`${route.deployment}/${route.table}`} route={route} />;
+      break;
+    default:
+      body = (
+        <section>
+          <h1>Not found</h1>
+          <p>
+            No dashboard page here. <a {...linkTo("/dashboard")}>All deployments</a>
+          </p>
+        </section>
+      );
+  }
+  return (
+    <>
+      <Header route={route} session={session} />
+      <main>{body}</main>
+    </>
+  );
+}

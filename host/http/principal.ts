@@ -1,0 +1,59 @@
+import type { Context, Next } from "koa";
+import { PlatformError } from "../../sdk/values/index.js";
+import { authoriseSessionRequest } from "../access/index.js";
+import { type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
+import { bearerOf } from "./credentials.js";
+import { sentFromThisOrigin } from "./form-origin.js";
+
+/** Who is calling the operator API: the host's operator, or a developer. */
+export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
+
+/** The header a dashboard page sends its session's CSRF token in. */
+export const CSRF_HEADER = "x-platform-csrf";
+
+/** What principal resolution needs of the dashboard's sessions (`DashboardSessions` is one). */
+export interface SessionLookup {
+  current(ctx: Context): Promise<{ who: Principal; csrf: string } | undefined>;
+  /** Whether the request carries a session cookie at all (valid or not). */
+  presented(ctx: Context): boolean;
+}
+
+/**
+ * Resolves the operator-API caller: `Authorization: Bearer` with the operator token
+ * (`PLATFORM_ADMIN_TOKEN`) or a developer token; anything else is refused. With `sessions`, a
+ * request without the header may instead be spoken for by a dashboard session cookie, when it
+ * also carries that session's CSRF token and comes from the control plane's own pages.
+ */
+export function resolvePrincipal(adminToken: string, developers: Developers, sessions?: SessionLookup) {
+  return async (ctx: Context, next: Next) => {
+    const token = bearerOf(ctx.get("authorization"));
+    if (token === undefined && sessions?.presented(ctx)) {
+      const signedIn = await sessions.current(ctx);
+      if (!signedIn)
+        throw new PlatformError("unauthorized", "Your dashboard session has ended: sign in again.");
+      authoriseSessionRequest(signedIn.csrf, ctx.get(CSRF_HEADER), sentFromThisOrigin(ctx));
+      ctx.state.principal = signedIn.who;
+      ctx.set("Cache-Control", "no-store");
+      await next();
+      return;
+    }
+    if (token === null || token === undefined) {
+      throw new PlatformError(
+        "unauthorized",
+        "The operator API needs Authorization: Bearer <operator or developer token>.",
+      );
+    }
+    if (sameSecret(token, adminToken)) ctx.state.principal = { kind: "admin" } satisfies Principal;
+    else {
+      const developer = await developers.authenticate(token);
+      if (!developer) throw new PlatformError("forbidden", "That token is not valid for this host.");
+      ctx.state.principal = { kind: "developer", developer } satisfies Principal;
+    }
+    await next();
+  };
+}
+
+/** The caller {@link resolvePrincipal} found. */
+export function principalOf(ctx: Context): Principal {
+  return ctx.state.principal as Principal;
+}

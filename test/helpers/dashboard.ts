@@ -1,0 +1,54 @@
+import { expect } from "vitest";
+import { type HttpResponse, sendRequest } from "../../cli/http.js";
+import type { TestHost } from "./host.js";
+
+/** A signed-in dashboard session as a browser holds it: the cookie, and the CSRF token its pages carry. */
+export interface DashboardSession {
+  cookie: string;
+  csrf: string;
+}
+
+/** Signs in to `host`'s dashboard with `token` as its own sign-in form would. */
+export async function dashboardSignIn(host: TestHost, token: string): Promise<DashboardSession> {
+  const response = await sendRequest(`${host.url}/dashboard/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      origin: host.url,
+    },
+    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
+  });
+  expect(response.status).toBe(302);
+  const cookie = ([response.headers["set-cookie"] ?? []].flat()[0] ?? "").split(";")[0] as string;
+  const shell = await sendRequest(`${host.url}/dashboard`, { headers: { cookie } });
+  expect(shell.status).toBe(200);
+  const csrf = /data-csrf="([^"]+)"/.exec(shell.text())?.[1];
+  expect(csrf).toBeDefined();
+  return { cookie, csrf: csrf as string };
+}
+
+/**
+ * An operator-API request as the dashboard's script sends it: the session cookie, its CSRF header
+ * and the browser's same-origin headers, unless `headers` replaces them.
+ */
+export function sessionRequest(
+  host: TestHost,
+  session: DashboardSession,
+  path: string,
+  method = "GET",
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpResponse> {
+  return sendRequest(`${host.url}${path}`, {
+    method,
+    headers: {
+      cookie: session.cookie,
+      "x-platform-csrf": session.csrf,
+      "sec-fetch-site": "same-origin",
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
