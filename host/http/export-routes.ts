@@ -26,7 +26,11 @@ async function sendExport(ctx: Context, transfer: DeploymentTransfer, id: string
   ctx.type = "application/zip";
   ctx.attachment(`${id}.zip`);
   ctx.set("cache-control", "no-store");
-  ctx.body = running.stream.pipe(new PassThrough());
+  // pipeline, not pipe: the zip stream fails when the client goes away, and an error on a stream
+  // nobody listens to would end the host.
+  const body = new PassThrough();
+  pipeline(running.stream, body).catch(() => {});
+  ctx.body = body;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { DeploymentTransfer } from "../transfer/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { backupRoutes } from "./backup-routes.js";
+import { reportStreamErrors } from "./client-gone.js";
 import { clientRoutes } from "./client-routes.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
@@ -73,6 +74,7 @@ export interface RunningServer {
 export function createHttpApp(options: HttpOptions): Koa {
   const app = new Koa();
   app.proxy = false;
+  reportStreamErrors(app, options.onInternalError ?? ((error) => console.error(error)));
   const dev = options.devDeployment !== undefined;
   const { deployments, auth, developers, objects, quota } = options;
   const draining = options.draining ?? (() => false);

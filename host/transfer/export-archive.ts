@@ -53,6 +53,12 @@ export async function startExport(
   });
   const zip = new ZipFile();
   const controller = new AbortController();
+  // yazl re-emits an entry's stream error (an abort) on the zip: without a listener that would be
+  // an uncaught exception, ending the host. The export is over either way.
+  zip.on("error", (error: Error) => {
+    controller.abort();
+    (zip.outputStream as Readable).destroy(error);
+  });
   const done = writeArchive(parts, zip, snapshot, record, options, controller.signal)
     .catch((error: unknown) => {
       (zip.outputStream as Readable).destroy(error as Error);
