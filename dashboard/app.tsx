@@ -1,8 +1,10 @@
 import { type ReactNode, useEffect } from "react";
 import { csrf } from "./api.js";
 import { DeploymentsPage } from "./deployments.js";
-import { dataUrl, linkTo, navigate, type Route, storageUrl, useRoute } from "./route.js";
+import { dataUrl, linkTo, navigate, type Route, settingsUrl, storageUrl, useRoute } from "./route.js";
 import { RowsPage } from "./rows.js";
+import { SettingsPage } from "./settings.js";
+import { StoragePage } from "./storage.js";
 import { TablesPage } from "./tables.js";
 
 /** Who is signed in, as the shell told. */
@@ -19,6 +21,10 @@ function title(route: Route): string {
       return `Data of ${route.deployment}`;
     case "rows":
       return `${route.table} of ${route.deployment}`;
+    case "storage":
+      return `Storage of ${route.deployment}`;
+    case "settings":
+      return `Settings of ${route.deployment}`;
     default:
       return "Not found";
   }
@@ -26,7 +32,7 @@ function title(route: Route): string {
 
 /** The header on every page: where you are, the deployment's sections, who you are, sign-out. */
 function Header({ route, session }: { route: Route; session: Session }) {
-  const deployment = route.page === "tables" || route.page === "rows" ? route.deployment : undefined;
+  const deployment = "deployment" in route ? route.deployment : undefined;
   return (
     <header className="top">
       <nav aria-label="Main" className="crumbs">
@@ -45,7 +51,18 @@ function Header({ route, session }: { route: Route; session: Session }) {
             <a {...linkTo(dataUrl(deployment))} aria-current={route.page === "tables" ? "page" : undefined}>
               Data
             </a>
-            <a href={storageUrl(deployment)}>Storage</a>
+            <a
+              {...linkTo(storageUrl(deployment))}
+              aria-current={route.page === "storage" ? "page" : undefined}
+            >
+              Storage
+            </a>
+            <a
+              {...linkTo(settingsUrl(deployment))}
+              aria-current={route.page === "settings" ? "page" : undefined}
+            >
+              Settings
+            </a>
           </>
         )}
       </nav>
@@ -79,6 +96,12 @@ export function App(session: Session) {
       break;
     case "rows":
       body = <RowsPage key={`${route.deployment}/${route.table}`} route={route} />;
+      break;
+    case "storage":
+      body = <StoragePage key={route.deployment} deployment={route.deployment} />;
+      break;
+    case "settings":
+      body = <SettingsPage key={route.deployment} deployment={route.deployment} />;
       break;
     default:
       body = (

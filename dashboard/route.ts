@@ -5,6 +5,8 @@ export type Route =
   | { page: "deployments" }
   | { page: "tables"; deployment: string }
   | { page: "rows"; deployment: string; table: string; params: URLSearchParams }
+  | { page: "storage"; deployment: string }
+  | { page: "settings"; deployment: string }
   | { page: "missing" };
 
 /** The route of a location (`/dashboard/...` path and query). */
@@ -18,6 +20,8 @@ export function parseRoute(pathname: string, search: string): Route {
     return { page: "tables", deployment };
   if (section === "data" && table !== undefined && parts.length === 5)
     return { page: "rows", deployment, table, params: new URLSearchParams(search) };
+  if ((section === "storage" || section === "settings") && parts.length === 4)
+    return { page: section, deployment };
   return { page: "missing" };
 }
 
@@ -29,9 +33,14 @@ export function dataUrl(deployment: string, table?: string, params?: URLSearchPa
   return `${base}/${encodeURIComponent(table)}${query ? `?${query}` : ""}`;
 }
 
-/** The server-rendered storage page of a deployment. */
+/** The storage page of a deployment. */
 export function storageUrl(deployment: string): string {
-  return `/deploys/${encodeURIComponent(deployment)}/storage`;
+  return `/dashboard/deploys/${encodeURIComponent(deployment)}/storage`;
+}
+
+/** The settings page of a deployment. */
+export function settingsUrl(deployment: string): string {
+  return `/dashboard/deploys/${encodeURIComponent(deployment)}/settings`;
 }
 
 const listeners = new Set<() => void>();

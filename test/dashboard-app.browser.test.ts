@@ -204,9 +204,8 @@ it("keeps storage in the same navigation, reads at phone width, works by keyboar
   const page = await newPage();
   await signIn(page, "/dashboard/deploys/chat/data");
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Storage" }).click();
-  await page.waitForURL(/\/deploys\/chat\/storage$/);
-  expect(await page.locator("tr", { hasText: "text/plain" }).count()).toBe(1);
-  await page.screenshot({ path: join(IMAGES, "dashboard-storage.png") });
+  await page.waitForURL(/\/dashboard\/deploys\/chat\/storage$/);
+  await expect.poll(() => page.locator("tr", { hasText: "text/plain" }).count()).toBe(1);
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Data" }).click();
   await page.waitForURL(/\/deploys\/chat\/data$/);
 

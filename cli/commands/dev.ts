@@ -141,8 +141,11 @@ export function registerDev(program: Command): void {
         const watching = [await rebuildOnChange(join(dir, "server"), deploy)];
         if (existsSync(join(dir, "client")))
           watching.push(await rebuildOnChange(join(dir, "client"), buildClient));
-        const url = colorsFor(process.stdout).cyan(`http://localhost:${host.port}`);
+        const colors = colorsFor(process.stdout);
+        const url = colors.cyan(`http://localhost:${host.port}`);
         process.stdout.write(`platform dev: serving ${dir} at ${url}\n`);
+        const dashboard = colors.cyan(`http://dashboard.localhost:${host.port}/dashboard`);
+        process.stdout.write(`platform dev: dashboard at ${dashboard} (signed in on this machine)\n`);
         const stop = async () => {
           await Promise.all([...watching.map((unwatch) => unwatch()), stopChecking()]);
           await host.close();

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { hashSecret } from "../auth/index.js";
+import { isLoopbackAddress, isLoopbackHost } from "../http/loopback-host.js";
 import {
   checkAppCall,
   checkClaim,
@@ -20,6 +21,7 @@ import {
   checkStorageWriter,
   type DeploymentAccess,
   type ListingCredential,
+  mayAutoSignIn,
   mayDeleteFromDashboard,
   mayManage,
   mayWriteData,
@@ -391,5 +393,20 @@ describe("the dashboard", () => {
     expect(outcome(() => authoriseSessionRequest("csrf", "", true))).toBe(refused);
     expect(outcome(() => authoriseSessionRequest("csrf", "csrf2", true))).toBe(refused);
     expect(outcome(() => authoriseSessionRequest("csrf", "csrf", false))).toBe(refused);
+  });
+});
+
+describe("platform dev's dashboard", () => {
+  it("signs in by itself only in dev, for a loopback Host from a loopback peer", () => {
+    expect(mayAutoSignIn(true, true, true)).toBe(true);
+    expect(mayAutoSignIn(false, true, true)).toBe(false);
+    expect(mayAutoSignIn(true, false, true)).toBe(false);
+    expect(mayAutoSignIn(true, true, false)).toBe(false);
+    expect(isLoopbackHost("dashboard.localhost:3000")).toBe(true);
+    expect(isLoopbackHost("evil.example:3000")).toBe(false);
+    for (const address of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"])
+      expect(isLoopbackAddress(address)).toBe(true);
+    for (const address of ["10.0.0.1", "::ffff:192.168.1.2", "fe80::1", "", undefined])
+      expect(isLoopbackAddress(address)).toBe(false);
   });
 });

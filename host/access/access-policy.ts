@@ -288,3 +288,14 @@ export function mayDeleteFromDashboard<D extends { readonly owner: string | null
 ): deployment is D {
   return who !== undefined && csrfValid && deployment !== undefined && mayManage(who, deployment);
 }
+
+/**
+ * `platform dev` signs the dashboard in automatically (as the operator of its one deployment), but
+ * only for a request that both names a loopback host and comes from a loopback address: a page that
+ * points its own DNS name at 127.0.0.1 sends that name as Host and is refused, and a page of
+ * another site gets no session it could use (the cookie is SameSite=Strict and every request it
+ * would make needs the session's CSRF token, which it cannot read).
+ */
+export function mayAutoSignIn(dev: boolean, loopbackHost: boolean, loopbackPeer: boolean): boolean {
+  return dev && loopbackHost && loopbackPeer;
+}

@@ -17,6 +17,7 @@ export {
   checkStorageReader,
   checkStorageWriter,
   type DeploymentAccess,
+  mayAutoSignIn,
   mayManage,
   mayWriteData,
   type ObjectDeleter,

@@ -76,6 +76,8 @@ export function publicView(record: DeploymentRecord) {
     endpoints: record.declaration.endpoints,
     tables: Object.keys(record.declaration.schema.tables),
     envKeys: Object.keys(record.env).length,
+    /** The names of the server-only env variables (never their values), for the settings page. */
+    envNames: Object.keys(record.env).sort(),
     client: record.client ? { files: record.client.files, bytes: record.client.bytes } : null,
     owner: record.owner,
     claimed: record.owner !== null,

@@ -25,6 +25,7 @@ import { checkObjectId, type ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
 import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { registerDataRoutes } from "./dashboard-api.js";
+import { registerStorageRoutes } from "./dashboard-storage-api.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
 import { principalOf, resolvePrincipal, type SessionLookup } from "./principal.js";
@@ -112,6 +113,7 @@ export function controlPlaneRoutes(
   router.use(resolvePrincipal(adminToken, developers, sessions));
   registerTransferRoutes(router, transfer, deployments);
   registerDataRoutes(router, deployments, data, objects);
+  registerStorageRoutes(router, deployments, objects);
 
   router.post("/developers", async (ctx) => {
     requireAdmin(ctx);

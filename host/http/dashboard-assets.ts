@@ -53,7 +53,7 @@ export function dashboardBundle(): DashboardBundle {
  * only to this origin.
  */
 const SHELL_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; manifest-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; font-src 'self'; manifest-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** Security headers every dashboard page carries. */
 export function setPageHeaders(ctx: Context, csp: string = SHELL_CSP): void {

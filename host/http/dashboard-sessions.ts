@@ -55,12 +55,27 @@ export class DashboardSessions implements SessionLookup {
     const operator = token.length > 0 && sameSecret(token, this.adminToken);
     const developer = operator ? undefined : await this.developers.authenticate(token);
     if (!operator && !developer) return false;
+    await this.start(ctx, developer?.id);
+    return true;
+  }
+
+  /**
+   * Starts an operator session without a token (`platform dev` on loopback only, see
+   * `mayAutoSignIn`) and sets its cookie; returns it as {@link current} would.
+   */
+  async signInOperator(ctx: Context): Promise<SignedIn> {
+    const csrf = await this.start(ctx, undefined);
+    return { who: { kind: "admin" }, name: "the operator", csrf };
+  }
+
+  /** Stores a new session (a developer's, else the operator's), sets its cookie, returns its CSRF token. */
+  private async start(ctx: Context, developer: string | undefined): Promise<string> {
     const id = randomBytes(32).toString("base64url");
     const session: DashboardSession = {
       csrf: randomBytes(24).toString("base64url"),
       expiresAt: Date.now() + SESSION_MS,
     };
-    if (developer) session.developer = developer.id;
+    if (developer) session.developer = developer;
     else session.operator = hashSecret(this.adminToken);
     await this.sessions.put(id, session);
     ctx.cookies.set(SESSION_COOKIE, id, {
@@ -69,7 +84,7 @@ export class DashboardSessions implements SessionLookup {
       maxAge: SESSION_MS,
       overwrite: true,
     });
-    return true;
+    return session.csrf;
   }
 
   /** Whether the request carries a session cookie at all, valid or not. */

@@ -1,15 +1,16 @@
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
-import { dashboardDeleteAllowed, mayManage, OWNER_DELETE } from "../access/index.js";
+import { dashboardDeleteAllowed, mayAutoSignIn, mayManage, OWNER_DELETE } from "../access/index.js";
 import { sameSecret } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
 import { sendAsset, sendShell, setPageHeaders } from "./dashboard-assets.js";
 import { storagePage } from "./dashboard-pages.js";
-import type { DashboardSessions } from "./dashboard-sessions.js";
+import type { DashboardSessions, SignedIn } from "./dashboard-sessions.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { escapeHtml, page } from "./html-page.js";
+import { isLoopbackAddress, isLoopbackHost } from "./loopback-host.js";
 import { sameSitePath } from "./redirect-target.js";
 
 /** The server-rendered pages (sign-in, storage): their own inline styles, no script at all. */
@@ -23,14 +24,28 @@ const STORAGE_PAGE_CSP =
  * hashed browser bundle (`/dashboard/assets/*`, cached as immutable), which reads and writes
  * through the operator API with the session's CSRF token. `/deploys/<id>/storage` stays a
  * server-rendered page listing the newest files with per-file delete (CSRF-token forms). Forms are
- * accepted only from this origin.
+ * accepted only from this origin. In `platform dev` (`dev`), a loopback request without a session
+ * is signed in as the operator at once (see `mayAutoSignIn`).
  */
 export function dashboardRoutes(
   sessions: DashboardSessions,
   deployments: DeploymentService,
   objects: ObjectService,
+  dev = false,
 ): RouterMiddleware {
   const router = new Router();
+
+  /** The request's session; in `platform dev` on loopback, a new operator session when it has none. */
+  async function signedInOrAuto(ctx: Context): Promise<SignedIn | undefined> {
+    const signedIn = await sessions.current(ctx);
+    if (signedIn) return signedIn;
+    const auto = mayAutoSignIn(
+      dev,
+      isLoopbackHost(ctx.get("host")),
+      isLoopbackAddress(ctx.socket.remoteAddress),
+    );
+    return auto ? sessions.signInOperator(ctx) : undefined;
+  }
 
   /** The posted form, or undefined (after a 403 page) when another site's page sent it. */
   async function form(ctx: Context): Promise<URLSearchParams | undefined> {
@@ -48,6 +63,10 @@ export function dashboardRoutes(
 
   router.get("/dashboard/login", async (ctx) => {
     const next = sameSitePath(typeof ctx.query.next === "string" ? ctx.query.next : undefined);
+    if (dev && (await signedInOrAuto(ctx))) {
+      ctx.redirect(next);
+      return;
+    }
     const failed = ctx.query.failed === "1" ? `<p class="notice">That token was not accepted.</p>` : "";
     setPageHeaders(ctx, STORAGE_PAGE_CSP);
     ctx.type = "html";
@@ -71,7 +90,7 @@ export function dashboardRoutes(
 
   /** The shell for a signed-in person, else a redirect to sign-in that comes back here. */
   async function shell(ctx: Context): Promise<void> {
-    const signedIn = await sessions.current(ctx);
+    const signedIn = await signedInOrAuto(ctx);
     if (!signedIn) {
       ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.originalUrl)}`);
       return;
@@ -97,7 +116,7 @@ export function dashboardRoutes(
   });
 
   router.get("/deploys/:id/storage", async (ctx) => {
-    const signedIn = await sessions.current(ctx);
+    const signedIn = await signedInOrAuto(ctx);
     if (!signedIn) {
       ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.path)}`);
       return;

@@ -15,3 +15,10 @@ export function isLoopbackHost(hostHeader: string): boolean {
     .split(".")
     .every((octet) => Number(octet) <= 255);
 }
+
+/** Whether a peer address is this machine's loopback (`127.0.0.0/8`, `::1`, or IPv4 mapped into IPv6). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith("::ffff:") ? address.slice(7) : address;
+  return address === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}

@@ -111,7 +111,7 @@ export function createHttpApp(options: HttpOptions): Koa {
             sessions,
             new DataConsole(deployments.db, deployments.logs),
           ),
-          dashboardRoutes(sessions, deployments, objects),
+          dashboardRoutes(sessions, deployments, objects, dev),
           controlPlaneLanding(),
         ]
       : [];

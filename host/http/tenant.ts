@@ -8,13 +8,24 @@ import { checkPathEscapes } from "./path-escapes.js";
 export type Destination = { kind: "control" } | { kind: "deployment"; id: string } | { kind: "unknown" };
 
 /**
+ * The dashboard's own origin in `platform dev` (`http://dashboard.localhost:<port>`): a name of its
+ * own, so the app's pages at `localhost` are another origin and cannot read its pages or tokens.
+ */
+export const DEV_DASHBOARD_HOST = "dashboard.localhost";
+
+/**
  * Resolves a Host header: `<domain>` is the control plane, `<id>.<domain>` is deployment `<id>`
  * (the public contract's addressing). In `platform dev` every request whose Host is a loopback name
- * goes to the one deployment; other names are unknown (see {@link isLoopbackHost}).
+ * goes to the one deployment, except `dashboard.localhost`, the dashboard's control plane; other
+ * names are unknown (see {@link isLoopbackHost}).
  */
 export function destinationOfHost(hostHeader: string, domain: string, devDeployment?: string): Destination {
-  if (devDeployment)
-    return isLoopbackHost(hostHeader) ? { kind: "deployment", id: devDeployment } : { kind: "unknown" };
+  if (devDeployment) {
+    if (!isLoopbackHost(hostHeader)) return { kind: "unknown" };
+    return hostHeader.toLowerCase().replace(/:\d+$/, "") === DEV_DASHBOARD_HOST
+      ? { kind: "control" }
+      : { kind: "deployment", id: devDeployment };
+  }
   const host = hostHeader.toLowerCase().replace(/:\d+$/, "");
   if (host === domain) return { kind: "control" };
   const suffix = `.${domain}`;

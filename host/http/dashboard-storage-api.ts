@@ -1,0 +1,53 @@
+import type Router from "@koa/router";
+import type { Context } from "koa";
+import { PlatformError } from "../../sdk/values/index.js";
+import { checkManage } from "../access/index.js";
+import { checkDeploymentId, type DeploymentRecord, type DeploymentService } from "../deployments/index.js";
+import { checkObjectId, downloadType, type ObjectService, type Visibility } from "../storage/index.js";
+import { principalOf } from "./principal.js";
+import { DOWNLOAD_CSP, listingJson } from "./storage-routes.js";
+
+/** The deployment of the path, which the caller must manage (the owner, or the operator). */
+async function managed(ctx: Context, deployments: DeploymentService): Promise<DeploymentRecord> {
+  const record = await deployments.require(checkDeploymentId(ctx.params.id));
+  checkManage(principalOf(ctx), record);
+  return record;
+}
+
+function visibilityOf(value: unknown): Visibility {
+  if (value === "public" || value === "private") return value;
+  throw new PlatformError("not_found", "No such object.");
+}
+
+/**
+ * The dashboard's storage routes on the operator API (also usable with a bearer token): the
+ * newest files of a deployment as the inspect route lists them, and one file's bytes for its owner
+ * or the operator. A download carries exactly the headers an app download carries (sandboxing
+ * CSP, `nosniff`, attachment for anything a browser could run), and is never cached: the owner
+ * may read private files, as an export would give them anyway. Deletes use
+ * `DELETE /v1/me/deploys/<id>/storage/<visibility>/<object>`.
+ */
+export function registerStorageRoutes(
+  router: Router,
+  deployments: DeploymentService,
+  objects: ObjectService,
+): void {
+  router.get("/deploys/:id/storage", async (ctx) => {
+    const record = await managed(ctx, deployments);
+    ctx.body = listingJson(await objects.list(record.id), objects.limits.listing);
+  });
+  router.get("/deploys/:id/storage/:visibility/:object", async (ctx) => {
+    const record = await managed(ctx, deployments);
+    const visibility = visibilityOf(ctx.params.visibility);
+    const object = await objects.record(record.id, visibility, checkObjectId(ctx.params.object as string));
+    if (!object) throw new PlatformError("not_found", "No such object.");
+    const bytes = await objects.bytes(object);
+    const served = downloadType(object.contentType, bytes);
+    ctx.set("X-Content-Type-Options", "nosniff");
+    ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
+    ctx.set("Cache-Control", "private, no-store");
+    if (served.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
+    ctx.set("Content-Type", served.contentType);
+    ctx.body = bytes;
+  });
+}
