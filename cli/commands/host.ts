@@ -19,6 +19,7 @@ interface HostFlags {
   s3Bucket?: string;
   s3Region?: string;
   metricsPort?: number;
+  isolateNice?: number;
 }
 
 /**
@@ -52,6 +53,14 @@ function parseRequestQuota(flag: string): HostOptions["requestQuota"] {
   if (!Number.isFinite(perSecond) || perSecond < 0)
     throw new InvalidArgumentError("Write a number of requests per second (0 turns quotas off).");
   return perSecond === 0 ? false : { perSecond, burst: perSecond * BURST_PER_RATE };
+}
+
+/** `--isolate-nice`: 0 (off) to 19. */
+function parseIsolateNice(flag: string): number {
+  const nice = flag.trim() === "" ? Number.NaN : Number(flag);
+  if (!Number.isInteger(nice) || nice < 0 || nice > 19)
+    throw new InvalidArgumentError("Write a whole number from 0 (off) to 19, e.g. 10.");
+  return nice;
 }
 
 /** `--database`: a PostgreSQL URL (without the flag the database is embedded under --data). */
@@ -134,6 +143,7 @@ async function serve(flags: HostFlags): Promise<void> {
     serverRestarts: restarts,
     processMetrics: true,
     ...(flags.metricsPort === undefined ? {} : { metricsPort: flags.metricsPort }),
+    ...(flags.isolateNice ? { pool: { isolateThreadNice: flags.isolateNice } } : {}),
   });
   process.stdout.write(
     `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,
@@ -215,6 +225,12 @@ export function registerHost(program: Command): void {
         "--metrics-port <port>",
         "also serve GET /metrics without a token on this port of 127.0.0.1 (the control plane's needs the operator token)",
       ).argParser(parsePort),
+    )
+    .addOption(
+      new Option(
+        "--isolate-nice <n>",
+        "run isolates' threads at this nice value (Linux, 1-19, e.g. 10) so spinning tenants slow the host's main thread less; best on a machine of its own (default 0: off)",
+      ).argParser(parseIsolateNice),
     )
     .addHelpText(
       "after",

@@ -5,7 +5,7 @@ import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
 import { FairScheduler } from "./scheduler.js";
-import { lowerIsolateThreads, noteHostThreads } from "./thread-priority.js";
+import { isolateThreadsLowered, lowerIsolateThreads, lowerIsolateThreadsFromNow } from "./thread-priority.js";
 
 /** How often the pool looks for isolate threads to lower (see thread-priority.ts). */
 const THREAD_LOOK_MS = 250;
@@ -26,6 +26,11 @@ export interface PoolOptions {
   limits: IsolateLimits;
   /** When handlers run on the host's main thread (see {@link InlinePolicy}). */
   inline: InlinePolicy;
+  /**
+   * Nice value of isolates' threads (Linux; 0: the host's own priority). See thread-priority.ts for
+   * what it buys and costs.
+   */
+  isolateThreadNice: number;
 }
 
 /**
@@ -39,6 +44,7 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   reservedSlots: 64,
   limits: DEFAULT_ISOLATE_LIMITS,
   inline: DEFAULT_INLINE_POLICY,
+  isolateThreadNice: 0,
 };
 
 /**
@@ -53,7 +59,7 @@ export class IsolatePool {
   /** Demotions from inline runs, counted for every deployment of this host together. */
   private readonly overruns: InlineOverrunBudget;
   private readonly sweeper: NodeJS.Timeout;
-  private readonly threadLook: NodeJS.Timeout;
+  private readonly threadLook: NodeJS.Timeout | undefined;
   readonly options: PoolOptions;
 
   constructor(
@@ -67,9 +73,11 @@ export class IsolatePool {
     this.overruns = new InlineOverrunBudget(this.options.inline);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
-    noteHostThreads();
-    this.threadLook = setInterval(() => lowerIsolateThreads(true), THREAD_LOOK_MS);
-    this.threadLook.unref();
+    lowerIsolateThreadsFromNow(this.options.isolateThreadNice);
+    if (isolateThreadsLowered()) {
+      this.threadLook = setInterval(() => lowerIsolateThreads(true), THREAD_LOOK_MS);
+      this.threadLook.unref();
+    }
   }
 
   /** The runner of a deployment serving `artifact` (switching it when the artifact changed). */

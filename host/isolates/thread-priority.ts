@@ -2,7 +2,8 @@ import { readdirSync } from "node:fs";
 import { setPriority } from "node:os";
 
 /**
- * Isolates' threads run at a lower priority than the host's own (docs/security.md "Scheduling").
+ * Optionally, isolates' threads run at a lower priority than the host's own (`platform host
+ * --isolate-nice`; docs/security.md "Scheduling").
  * isolated-vm gives every isolate that runs at the same moment a thread of its own, and the
  * operating system shares the cores evenly between threads of equal priority: with 20 deployments
  * spinning on a 2-core machine, the main thread (which answers every request and runs light
@@ -15,11 +16,14 @@ import { setPriority } from "node:os";
  * on a thread id changes that thread only, and raising it needs no privilege. Elsewhere this
  * does nothing.
  */
-export const ISOLATE_THREAD_NICE = 10;
+/** The nice value `--isolate-nice` suggests for hosts on a machine of their own. */
+export const SUGGESTED_ISOLATE_NICE = 10;
 
 const TASKS = "/proc/self/task";
-/** Thread ids seen so far (the first look's are the host's own). */
+/** Thread ids seen so far (the first look's are the host's own); undefined while off. */
 let seen: Set<string> | undefined;
+/** The nice value given to isolates' threads. */
+let isolateNice = 0;
 let lastLook = 0;
 /** At most one look per this many ms from the call path (the sweep covers the rest). */
 const LOOK_EVERY_MS = 5;
@@ -32,16 +36,25 @@ function threadIds(): string[] | undefined {
   }
 }
 
-/** Remembers the process's threads as the host's own. Safe to call more than once. */
-export function noteHostThreads(): void {
-  if (seen) return;
+/**
+ * Turns the lower priority on for this process (nice `nice`, 1-19): remembers the process's threads
+ * now as the host's own. The first call's value holds; 0 does nothing.
+ */
+export function lowerIsolateThreadsFromNow(nice: number): void {
+  if (seen || !(Number.isInteger(nice) && nice > 0 && nice < 20)) return;
+  isolateNice = nice;
   const ids = threadIds();
   seen = new Set(ids ?? []);
   if (ids === undefined) seen = undefined;
 }
 
+/** True once {@link lowerIsolateThreadsFromNow} turned it on in this process. */
+export function isolateThreadsLowered(): boolean {
+  return seen !== undefined;
+}
+
 /**
- * Lowers the priority of threads born since the last look. Called after an isolate starts work
+ * Lowers the priority of threads born since the last look (nothing while off). Called after an isolate starts work
  * on its thread (the thread exists by then) and by a periodic sweep.
  */
 export function lowerIsolateThreads(force = false): void {
@@ -55,7 +68,7 @@ export function lowerIsolateThreads(force = false): void {
     if (seen.has(id)) continue;
     seen.add(id);
     try {
-      setPriority(Number(id), ISOLATE_THREAD_NICE);
+      setPriority(Number(id), isolateNice);
     } catch {
       // The thread ended in the meantime.
     }
