@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { createClient, type PlatformClient } from "../sdk/client/node.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { type Balancer, startBalancer } from "./helpers/balancer.js";
 import { type CliProcess, freePort, startCli } from "./helpers/cli.js";
 import { fixtureCode } from "./helpers/host.js";
@@ -61,7 +62,12 @@ async function drain(host: Host): Promise<{ code: number | null; output: string 
   if (!child) throw new Error(`${host.name} is not running`);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   child.kill("SIGTERM");
-  const code = await exited;
+  // A hang guard, far beyond the drain's own bound: a host that never exits fails with its output.
+  const code = await Promise.race([
+    exited,
+    new Promise<"hung">((resolve) => setTimeout(resolve, 120_000, "hung")),
+  ]);
+  if (code === "hung") throw new Error(`${host.name} did not exit after SIGTERM:\n${host.process?.output()}`);
   return { code, output: host.process?.output() ?? "" };
 }
 
@@ -118,6 +124,8 @@ function startLoad(run: string, socketClients: number, httpClients: number, para
   let stopped = false;
   const clients: PlatformClient[] = [];
   const loops: Promise<void>[] = [];
+  /** Calls under way, for the hang guard's message. */
+  const inFlight = new Set<string>();
   for (let c = 0; c < socketClients + httpClients; c++) {
     const client = createClient(url);
     clients.push(client);
@@ -127,6 +135,7 @@ function startLoad(run: string, socketClients: number, httpClients: number, para
         (async () => {
           for (let i = 0; !stopped; i++) {
             const tag = `${run}-${c}-${l}-${i}`;
+            inFlight.add(tag);
             try {
               const value = (await client.mutation("add", { tag })) as { tag: string };
               expect(value.tag).toBe(tag);
@@ -136,6 +145,7 @@ function startLoad(run: string, socketClients: number, httpClients: number, para
             } catch (error) {
               outcome.failures.push(`${tag}: ${String(error)}`);
             }
+            inFlight.delete(tag);
           }
         })(),
       );
@@ -152,7 +162,12 @@ function startLoad(run: string, socketClients: number, httpClients: number, para
     progresses: (more: number) => answeredAtLeast(outcome.answered.length + more),
     stop: async () => {
       stopped = true;
-      await Promise.all(loops);
+      // Every call settles within the client's retry time; a hang guard well beyond it names the rest.
+      const settled = await Promise.race([
+        Promise.all(loops).then(() => true),
+        new Promise<false>((resolve) => setTimeout(resolve, 3 * LIMITS.callRetryMs, false)),
+      ]);
+      if (!settled) throw new Error(`calls never settled: ${[...inFlight].join(", ")}`);
       for (const client of clients) client.close();
       return outcome;
     },

@@ -105,6 +105,9 @@ function signInSettings(): Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssu
   return settings;
 }
 
+/** How long a stopping server waits for the host to close after draining (ms). */
+const CLOSE_BOUND_MS = 10_000;
+
 /**
  * The server process under the supervisor (see cli/supervisor.ts). It loads the host's modules
  * first and waits as the supervisor's standby until told to start (with the quarantined bundles),
@@ -161,7 +164,14 @@ async function serve(flags: HostFlags): Promise<void> {
       process.stderr.write("platform host: draining: finishing calls in flight, then stopping\n");
       await host.drain();
     }
-    await host.close();
+    // Everything acknowledged is committed by now; a close that hangs (a pool waiting on a lost
+    // connection, say) must not keep a stopping host alive, so it gets a bound of its own.
+    const closed = await Promise.race([
+      host.close().then(() => true),
+      new Promise<false>((resolve) => setTimeout(resolve, CLOSE_BOUND_MS, false).unref()),
+    ]);
+    if (!closed)
+      process.stderr.write(`platform host: closing took over ${CLOSE_BOUND_MS / 1000} s; exiting\n`);
     process.exit(0);
   };
   process.once("SIGTERM", () => stop(true));
