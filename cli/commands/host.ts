@@ -146,7 +146,7 @@ async function serve(flags: HostFlags): Promise<void> {
     serverRestarts: restarts,
     processMetrics: true,
     ...(flags.metricsPort === undefined ? {} : { metricsPort: flags.metricsPort }),
-    ...(flags.isolateNice ? { pool: { isolateThreadNice: flags.isolateNice } } : {}),
+    ...(flags.isolateNice === undefined ? {} : { pool: { isolateThreadNice: flags.isolateNice } }),
   });
   process.stdout.write(
     `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,
@@ -239,7 +239,7 @@ export function registerHost(program: Command): void {
     .addOption(
       new Option(
         "--isolate-nice <n>",
-        "run isolates' threads at this nice value (Linux, 1-19, e.g. 10) so spinning tenants slow the host's main thread less; best on a machine of its own (default 0: off)",
+        "nice value of isolates' threads (Linux, 0-19; default 10): below the host's main thread, so tenants spinning on their own threads slow every other tenant less; 0 keeps them at the host's priority",
       ).argParser(parseIsolateNice),
     )
     .addHelpText(

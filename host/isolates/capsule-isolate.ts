@@ -62,7 +62,7 @@ export class CapsuleIsolate implements InlineHost {
     standing: InlineStanding,
   ) {
     this.meter = new CpuMeter(isolate, this.running);
-    this.threaded = new ThreadedTransport(runtime.dispatch, this.running, this.meter, limits.cpuMs);
+    this.threaded = new ThreadedTransport(runtime.dispatch, this.running, this.meter, limits.wallMs);
     this.inline = standing.policy.enabled ? new InlineTransport(this, runtime, standing) : null;
   }
 
@@ -137,7 +137,8 @@ export class CapsuleIsolate implements InlineHost {
       if (error instanceof InlineAbandoned || isPlatformError(error)) throw error;
       // The host fails executions with platform errors; only the threaded start rejects with
       // isolated-vm's: the isolate is gone, or (the runtime's dispatcher never throws) the start's
-      // synchronous part overran the `timeout` it carries, the CPU limit.
+      // synchronous part overran the `timeout` it carries, the wall limit (the CPU watchdog stops
+      // a loop long before it unless the isolate's thread hardly ran).
       throw this.stop(this.isolate.isDisposed ? this.lostReason() : "cpu");
     } finally {
       this.running.delete(requestId);

@@ -1,5 +1,6 @@
 import type ivm from "isolated-vm";
 import type { SlotTable } from "./inline/slot-table.js";
+import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import type { RunningExecution } from "./transport.js";
 
 /**
@@ -7,13 +8,17 @@ import type { RunningExecution } from "./transport.js";
  * (the start and end of each execution, each platform call, each inline entry), the only points
  * where user code stops or resumes; the time since the last boundary goes to whoever was running.
  *
- * isolated-vm adds up each finished stretch of the isolate's thread on that thread's own CPU clock,
- * but the stretch running now on a steady clock: a long stretch is measured in wall time until it
- * ends, so a loop on a descheduled thread is charged its waiting too.
+ * isolated-vm measures the stretches an isolate runs on a steady clock, so a thread that waits for
+ * a core (a lower priority, a busy machine) would be charged its waiting too. On the isolate's own
+ * thread a stretch is therefore charged the lesser of that figure and the time on
+ * {@link isolateCpuClock}, which leaves the waiting out; inline, on the host's main thread, the
+ * isolate's figure stands.
  */
 export class CpuMeter {
   /** The CPU clock at the last boundary (ns). */
   last = 0n;
+  /** {@link isolateCpuClock} at the last boundary (ns). */
+  private lastShared = 0n;
   /** Who has been running since then (`null`: the isolate waits on the host). */
   private runningNow: number | null = null;
 
@@ -25,10 +30,23 @@ export class CpuMeter {
   /** Charges the CPU since the last boundary, then records who runs next. */
   boundary(next: number | null): void {
     const now = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
+    const shared = isolateCpuClock();
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
-    if (ran) ran.cpuNs += now - this.last;
+    if (ran) ran.cpuNs += this.used(ran, now, shared);
     this.last = now;
+    this.lastShared = shared;
     this.runningNow = next;
+  }
+
+  /**
+   * What `ran` used since the last boundary: the isolate's own figure, or on the isolate's own
+   * thread the lesser of it and the time on {@link isolateCpuClock}.
+   */
+  private used(ran: RunningExecution, now: bigint, shared: bigint): bigint {
+    const measured = now - this.last;
+    if (!ran.transport.ownThread) return measured;
+    const onClock = shared - this.lastShared;
+    return onClock > 0n && onClock < measured ? onClock : measured;
   }
 
   /**
@@ -50,6 +68,9 @@ export class CpuMeter {
       return false;
     }
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
-    return (ran?.cpuNs ?? 0n) + (now - this.last) > limitNs;
+    if (!ran) return false;
+    // The cheap figure first: the clock is read only when the isolate's own says over.
+    if (ran.cpuNs + (now - this.last) <= limitNs) return false;
+    return ran.cpuNs + this.used(ran, now, isolateCpuClock()) > limitNs;
   }
 }

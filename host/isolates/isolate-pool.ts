@@ -5,9 +5,14 @@ import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
 import { FairScheduler } from "./scheduler.js";
-import { isolateThreadsLowered, lowerIsolateThreads, lowerIsolateThreadsFromNow } from "./thread-priority.js";
+import {
+  DEFAULT_ISOLATE_NICE,
+  isolateThreadsTracked,
+  lookForIsolateThreads,
+  trackIsolateThreadsFromNow,
+} from "./thread-priority.js";
 
-/** How often the pool looks for isolate threads to lower (see thread-priority.ts). */
+/** How often the pool looks for new isolate threads (see thread-priority.ts). */
 const THREAD_LOOK_MS = 250;
 
 /** How many isolates a host keeps and for how long. */
@@ -28,7 +33,7 @@ export interface PoolOptions {
   inline: InlinePolicy;
   /**
    * Nice value of isolates' threads (Linux; 0: the host's own priority). See thread-priority.ts for
-   * what it buys and costs.
+   * what it buys.
    */
   isolateThreadNice: number;
 }
@@ -44,7 +49,7 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   reservedSlots: 64,
   limits: DEFAULT_ISOLATE_LIMITS,
   inline: DEFAULT_INLINE_POLICY,
-  isolateThreadNice: 0,
+  isolateThreadNice: DEFAULT_ISOLATE_NICE,
 };
 
 /**
@@ -73,9 +78,9 @@ export class IsolatePool {
     this.overruns = new InlineOverrunBudget(this.options.inline);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
-    lowerIsolateThreadsFromNow(this.options.isolateThreadNice);
-    if (isolateThreadsLowered()) {
-      this.threadLook = setInterval(() => lowerIsolateThreads(true), THREAD_LOOK_MS);
+    trackIsolateThreadsFromNow(this.options.isolateThreadNice);
+    if (isolateThreadsTracked()) {
+      this.threadLook = setInterval(() => lookForIsolateThreads(true), THREAD_LOOK_MS);
       this.threadLook.unref();
     }
   }
@@ -177,6 +182,7 @@ export class IsolatePool {
 
   /** Stops every isolate. */
   close(): void {
+    this.scheduler.close();
     clearInterval(this.sweeper);
     clearInterval(this.threadLook);
     for (const runner of this.runners.values()) runner.evict();

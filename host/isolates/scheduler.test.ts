@@ -48,6 +48,28 @@ describe("FairScheduler", () => {
     expect(started).toEqual([0, 1, 2, 3, 9]);
   });
 
+  it("refuses waiting and new calls once closed, and starts none of them when slots come back", async () => {
+    const scheduler = new FairScheduler(1, 0);
+    const lane = scheduler.lane("one");
+    const gate = deferred();
+    const running = lane.run(() => gate.promise);
+    let started = false;
+    const waiting = lane.run(async () => {
+      started = true;
+    });
+    scheduler.close();
+    const refusedWaiting = await waiting.then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(isPlatformError(refusedWaiting, "unavailable")).toBe(true);
+    await expect(lane.run(async () => "late")).rejects.toThrow("shutting down");
+    gate.resolve();
+    await running;
+    await turn();
+    expect(started).toBe(false);
+  });
+
   it("frees the slot when work rejects or throws before returning a promise", async () => {
     const lane = new FairScheduler(1, 0).lane("one");
     await expect(lane.run(async () => Promise.reject(new Error("rejected")))).rejects.toThrow("rejected");

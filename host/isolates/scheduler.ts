@@ -15,6 +15,8 @@ export class FairScheduler {
   private free: number;
   /** Lanes with waiting calls, in the order they get their next turn. */
   private readonly ready: DeploymentLane[] = [];
+  /** Set when the host closes: nothing starts any more. */
+  closed = false;
 
   constructor(
     private readonly slots: number,
@@ -39,9 +41,18 @@ export class FairScheduler {
     return new DeploymentLane(this, deploymentId);
   }
 
+  /**
+   * Closes the scheduler (the host is stopping): waiting calls are refused instead of starting once
+   * the running ones are stopped, when the database they would read is closing too.
+   */
+  close(): void {
+    this.closed = true;
+    for (const lane of this.ready.splice(0)) lane.refuseWaiting();
+  }
+
   /** Takes a slot for a lane with `inFlight` calls running when the rules allow it now. */
   tryTake(inFlight: number): boolean {
-    if (this.free <= (inFlight === 0 ? 0 : this.reserved)) return false;
+    if (this.closed || this.free <= (inFlight === 0 ? 0 : this.reserved)) return false;
     this.free--;
     return true;
   }
@@ -72,7 +83,7 @@ export class FairScheduler {
  */
 export class DeploymentLane {
   private inFlight = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<{ start: () => void; refuse: (error: Error) => void }> = [];
 
   constructor(
     private readonly scheduler: FairScheduler,
@@ -86,14 +97,20 @@ export class DeploymentLane {
 
   /** Runs `work` once this deployment has an execution slot; calls start in the order they came. */
   run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.scheduler.closed) return Promise.reject(stopping());
     if (this.waiting.length === 0 && this.mayTake()) {
       this.inFlight++;
       return this.holding(work);
     }
     if (this.waiting.length >= LIMITS.deploymentQueuedCalls) return Promise.reject(this.busy());
-    return new Promise<void>((resolve) => {
-      if (this.waiting.push(resolve) === 1) this.scheduler.enqueue(this);
+    return new Promise<void>((start, refuse) => {
+      if (this.waiting.push({ start, refuse }) === 1) this.scheduler.enqueue(this);
     }).then(() => this.holding(work));
+  }
+
+  /** Refuses every waiting call (the host is stopping). */
+  refuseWaiting(): void {
+    for (const call of this.waiting.splice(0)) call.refuse(stopping());
   }
 
   private mayTake(): boolean {
@@ -107,7 +124,7 @@ export class DeploymentLane {
   startNext(): boolean {
     if (this.mayTake()) {
       this.inFlight++;
-      (this.waiting.shift() as () => void)();
+      this.waiting.shift()?.start();
     }
     return this.waiting.length > 0;
   }
@@ -146,4 +163,10 @@ export class DeploymentLane {
       { retryAfterSeconds: seconds },
     );
   }
+}
+
+function stopping(): PlatformError {
+  return new PlatformError("unavailable", "The host is shutting down. Retry in 1 s.", {
+    retryAfterSeconds: 1,
+  });
 }

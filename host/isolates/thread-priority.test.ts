@@ -2,10 +2,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import ivm from "isolated-vm";
 import { describe, expect, it } from "vitest";
 import {
-  isolateThreadsLowered,
-  lowerIsolateThreads,
-  lowerIsolateThreadsFromNow,
-  SUGGESTED_ISOLATE_NICE,
+  DEFAULT_ISOLATE_NICE,
+  isolateThreadIds,
+  isolateThreadNice,
+  isolateThreadsTracked,
+  lookForIsolateThreads,
+  trackIsolateThreadsFromNow,
 } from "./thread-priority.js";
 
 /** Each thread's nice value (field 19 of /proc/<pid>/task/<tid>/stat, after the command's parentheses). */
@@ -21,11 +23,13 @@ function niceByThread(): Map<string, number> {
 
 describe.runIf(process.platform === "linux")("isolate threads' priority", () => {
   it("lowers threads born after the host's, and leaves the host's own", async () => {
-    // Off until a host asks for it.
-    lowerIsolateThreads(true);
-    expect(isolateThreadsLowered()).toBe(false);
-    lowerIsolateThreadsFromNow(SUGGESTED_ISOLATE_NICE);
-    expect(isolateThreadsLowered()).toBe(true);
+    // Nothing is tracked until a host starts.
+    lookForIsolateThreads(true);
+    expect(isolateThreadsTracked()).toBe(false);
+    expect(isolateThreadNice()).toBe(0);
+    trackIsolateThreadsFromNow(DEFAULT_ISOLATE_NICE);
+    expect(isolateThreadsTracked()).toBe(true);
+    expect(isolateThreadNice()).toBe(DEFAULT_ISOLATE_NICE);
     const before = niceByThread();
     const isolate = new ivm.Isolate({ memoryLimit: 16 });
     try {
@@ -34,15 +38,21 @@ describe.runIf(process.platform === "linux")("isolate threads' priority", () => 
         timeout: 60_000,
         promise: false,
       });
-      lowerIsolateThreads(true);
+      lookForIsolateThreads(true);
       await running;
       // Threads that came after the first look (isolated-vm starts some lazily) at the next one.
-      lowerIsolateThreads(true);
+      lookForIsolateThreads(true);
       const after = niceByThread();
       const born = [...after.keys()].filter((id) => !before.has(id));
       expect(born.length, "running an isolate started no thread").toBeGreaterThan(0);
-      for (const id of born) expect(after.get(id)).toBe(SUGGESTED_ISOLATE_NICE);
-      for (const [id, nice] of before) if (after.has(id)) expect(after.get(id)).toBe(nice);
+      for (const id of born) {
+        expect(after.get(id)).toBe(DEFAULT_ISOLATE_NICE);
+        expect(isolateThreadIds().has(id)).toBe(true);
+      }
+      for (const [id, nice] of before) {
+        if (after.has(id)) expect(after.get(id)).toBe(nice);
+        expect(isolateThreadIds().has(id)).toBe(false);
+      }
       expect(after.get(String(process.pid))).toBe(before.get(String(process.pid)));
     } finally {
       isolate.dispose();

@@ -2,7 +2,7 @@ import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import type { ThreadedEntry } from "./isolate-loader.js";
 import { callerOf, encodeSyscallResult, readCall, wireError } from "./syscall-wire.js";
-import { lowerIsolateThreads } from "./thread-priority.js";
+import { lookForIsolateThreads } from "./thread-priority.js";
 import type { RunningExecution, Transport } from "./transport.js";
 
 /**
@@ -12,6 +12,7 @@ import type { RunningExecution, Transport } from "./transport.js";
  * charged at the start and end of the execution and around each platform call.
  */
 export class ThreadedTransport implements Transport {
+  readonly ownThread = true;
   /** Executions running on the thread now; inline runs wait for none of them (see inline/transport.ts). */
   inFlight = 0;
 
@@ -20,8 +21,9 @@ export class ThreadedTransport implements Transport {
     private readonly running: SlotTable<RunningExecution>,
     private readonly meter: CpuMeter,
     /**
-     * isolated-vm's `timeout` (wall time, ms) for the synchronous part of a start; the isolate's
-     * CPU watchdog covers the rest (isolated-vm's `timeout` stops at the first `await`).
+     * isolated-vm's `timeout` (wall time, ms) for the synchronous part of a start: a backstop only
+     * (the handler's wall limit), as the isolate's CPU watchdog covers every part and, unlike it,
+     * does not charge a thread its waits for a core.
      */
     private readonly timeoutMs: number,
   ) {}
@@ -40,7 +42,7 @@ export class ThreadedTransport implements Transport {
         execution.finish(wire);
       }, execution.fail);
     // The isolate's thread exists now: a new one runs below the main thread from its first turn.
-    lowerIsolateThreads();
+    lookForIsolateThreads();
   }
 
   ended(): void {

@@ -32,6 +32,11 @@ export interface RunningExecution {
  */
 export interface Transport {
   /**
+   * True when user code runs on the isolate's own thread, whose waits for a core are left out of
+   * its CPU (isolate-cpu-clock.ts); false inline, on the host's main thread.
+   */
+  readonly ownThread: boolean;
+  /**
    * Starts execution `requestId` of the request `payload` (JSON). It settles later through the
    * execution's `finish` or `fail`, never by throwing here.
    */

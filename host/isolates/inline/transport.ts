@@ -34,6 +34,7 @@ const sentinel = (): InlineSentinel => InlineSentinel.shared();
  * never overlap, so the main thread never waits for the isolate's thread.
  */
 export class InlineTransport implements Transport, TurnEntries {
+  readonly ownThread = false;
   /** Synchronous entries made on the main thread so far (for diagnostics and tests). */
   entries = 0;
   lastEntryNs = 0n;

@@ -1,0 +1,73 @@
+import { readFileSync } from "node:fs";
+import { forgetIsolateThread, isolateThreadIds, lookForIsolateThreads } from "./thread-priority.js";
+
+/**
+ * A clock that runs at the pace isolates' threads actually get a core. isolated-vm measures the
+ * stretches user code runs on a steady clock (see cpu-meter.ts), so a thread that waits for a core
+ * (a lower priority, a busy machine) is charged its waiting. This clock
+ * advances by the wall time elapsed times the share of their runnable time that isolates' threads
+ * spent on a core (Linux's `/proc/self/task/<tid>/schedstat`: time on a core, time waiting in the
+ * run queue), so a stretch measured on it costs about what it really used. The share is one for
+ * all isolates' threads together; they run at one priority, so the scheduler treats them alike.
+ * Where the figures cannot be read the share is 1 and the clock is the steady one.
+ */
+
+/** Samples at most this often (ns); between samples the clock runs at the last share. */
+const SAMPLE_EVERY_NS = 50_000_000n;
+/**
+ * The least share assumed: a stretch is never charged less than this part of its wall time, so a
+ * loop cannot outlast its CPU limit by more than this factor (the wall limit ends its call anyway).
+ */
+const MIN_SHARE = 0.05;
+
+let sampledAt = process.hrtime.bigint();
+/** The clock's reading at `sampledAt` (ns). */
+let reading = 0n;
+let share = 1;
+/** Each thread's time on a core and time waiting for one at the last sample (ns). */
+const lastFigures = new Map<string, [number, number]>();
+
+/** Reads one thread's schedstat figures; undefined when it ended or cannot be read. */
+function figures(id: string): [number, number] | undefined {
+  try {
+    const [ran, waited] = readFileSync(`/proc/self/task/${id}/schedstat`, "latin1").split(" ");
+    const pair: [number, number] = [Number(ran), Number(waited)];
+    return Number.isFinite(pair[0]) && Number.isFinite(pair[1]) ? pair : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Measures the share of the last interval and advances the clock by it. */
+function sample(now: bigint): void {
+  lookForIsolateThreads();
+  let ran = 0;
+  let waited = 0;
+  for (const id of isolateThreadIds()) {
+    const current = figures(id);
+    if (!current) {
+      forgetIsolateThread(id);
+      lastFigures.delete(id);
+      continue;
+    }
+    const previous = lastFigures.get(id) ?? [0, 0];
+    ran += current[0] - previous[0];
+    waited += current[1] - previous[1];
+    lastFigures.set(id, current);
+  }
+  const measured = ran + waited > 0 ? Math.max(MIN_SHARE, Math.min(1, ran / (ran + waited))) : 1;
+  reading += BigInt(Math.round(Number(now - sampledAt) * measured));
+  sampledAt = now;
+  share = measured;
+}
+
+/**
+ * The clock's reading now (ns). Takes a new sample when the last is older than
+ * {@link SAMPLE_EVERY_NS}, so a reading taken at an execution's boundary is never extrapolated
+ * from long ago (at most a sample per interval however many isolates read it).
+ */
+export function isolateCpuClock(): bigint {
+  const now = process.hrtime.bigint();
+  if (now - sampledAt >= SAMPLE_EVERY_NS) sample(now);
+  return reading + BigInt(Math.round(Number(now - sampledAt) * share));
+}
