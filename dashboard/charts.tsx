@@ -24,15 +24,18 @@ export function MinuteBars({
   value,
   label,
   tone = "",
+  scale,
 }: {
   minutes: MinuteFigures[];
   since: number;
   value: (m: MinuteFigures) => number;
   label: string;
   tone?: string;
+  /** The value of a full-height bar (default: the largest value shown). */
+  scale?: number;
 }) {
   const values = perMinute(minutes, since, value);
-  const top = Math.max(...values) || 1;
+  const top = Math.max(scale ?? 0, ...values) || 1;
   const step = WIDTH / values.length;
   return (
     <svg className={`chart ${tone}`} width={WIDTH} height={HEIGHT} role="img" aria-label={label}>

@@ -94,6 +94,7 @@ export function HandlerStats({ deployment, refresh }: { deployment: string; refr
                       value={(m) => m.maxShare}
                       label={`Largest budget share of ${h.handler} per minute`}
                       tone="share"
+                      scale={1}
                     />
                   </td>
                 </tr>
