@@ -1,7 +1,19 @@
 import { type ReactNode, useEffect } from "react";
 import { csrf } from "./api.js";
 import { DeploymentsPage } from "./deployments.js";
-import { dataUrl, linkTo, navigate, type Route, settingsUrl, storageUrl, useRoute } from "./route.js";
+import { FunctionsPage } from "./functions.js";
+import { LogsPage } from "./logs.js";
+import {
+  dataUrl,
+  functionsUrl,
+  linkTo,
+  logsUrl,
+  navigate,
+  type Route,
+  settingsUrl,
+  storageUrl,
+  useRoute,
+} from "./route.js";
 import { RowsPage } from "./rows.js";
 import { SettingsPage } from "./settings.js";
 import { StoragePage } from "./storage.js";
@@ -25,6 +37,10 @@ function title(route: Route): string {
       return `Storage of ${route.deployment}`;
     case "settings":
       return `Settings of ${route.deployment}`;
+    case "functions":
+      return `Functions of ${route.deployment}`;
+    case "logs":
+      return `Logs of ${route.deployment}`;
     default:
       return "Not found";
   }
@@ -50,6 +66,15 @@ function Header({ route, session }: { route: Route; session: Session }) {
             <code>{deployment}</code>
             <a {...linkTo(dataUrl(deployment))} aria-current={route.page === "tables" ? "page" : undefined}>
               Data
+            </a>
+            <a
+              {...linkTo(functionsUrl(deployment))}
+              aria-current={route.page === "functions" ? "page" : undefined}
+            >
+              Functions
+            </a>
+            <a {...linkTo(logsUrl(deployment))} aria-current={route.page === "logs" ? "page" : undefined}>
+              Logs
             </a>
             <a
               {...linkTo(storageUrl(deployment))}
@@ -102,6 +127,12 @@ export function App(session: Session) {
       break;
     case "settings":
       body = <SettingsPage key={route.deployment} deployment={route.deployment} />;
+      break;
+    case "functions":
+      body = <FunctionsPage key={route.deployment} deployment={route.deployment} />;
+      break;
+    case "logs":
+      body = <LogsPage key={route.deployment} deployment={route.deployment} />;
       break;
     default:
       body = (

@@ -7,6 +7,8 @@ export type Route =
   | { page: "rows"; deployment: string; table: string; params: URLSearchParams }
   | { page: "storage"; deployment: string }
   | { page: "settings"; deployment: string }
+  | { page: "functions"; deployment: string }
+  | { page: "logs"; deployment: string }
   | { page: "missing" };
 
 /** The route of a location (`/dashboard/...` path and query). */
@@ -20,7 +22,10 @@ export function parseRoute(pathname: string, search: string): Route {
     return { page: "tables", deployment };
   if (section === "data" && table !== undefined && parts.length === 5)
     return { page: "rows", deployment, table, params: new URLSearchParams(search) };
-  if ((section === "storage" || section === "settings") && parts.length === 4)
+  if (
+    (section === "storage" || section === "settings" || section === "functions" || section === "logs") &&
+    parts.length === 4
+  )
     return { page: section, deployment };
   return { page: "missing" };
 }
@@ -41,6 +46,16 @@ export function storageUrl(deployment: string): string {
 /** The settings page of a deployment. */
 export function settingsUrl(deployment: string): string {
   return `/dashboard/deploys/${encodeURIComponent(deployment)}/settings`;
+}
+
+/** The function runner of a deployment. */
+export function functionsUrl(deployment: string): string {
+  return `/dashboard/deploys/${encodeURIComponent(deployment)}/functions`;
+}
+
+/** The live logs and per-handler figures of a deployment. */
+export function logsUrl(deployment: string): string {
+  return `/dashboard/deploys/${encodeURIComponent(deployment)}/logs`;
 }
 
 const listeners = new Set<() => void>();

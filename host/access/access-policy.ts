@@ -210,6 +210,22 @@ export function checkDataWrite(
 }
 
 /**
+ * Running a deployment's query or mutation as one of its identities from the dashboard: the
+ * {@link mayWriteData} rule, since a mutation run this way writes the app's data as that identity.
+ */
+export function checkFunctionRun(
+  who: OperatorCaller,
+  deployment: { readonly id: string; readonly owner: string | null },
+): void {
+  checkManage(who, deployment);
+  if (!mayWriteData(who, deployment))
+    throw new PlatformError(
+      "forbidden",
+      `Functions of ${deployment.id} are run from the dashboard by its owner only; the operator can read its logs.`,
+    );
+}
+
+/**
  * A request to the operator API that a dashboard session (a cookie) speaks for, rather than a
  * bearer token: it must carry the session's CSRF token in `X-Platform-CSRF` and come from a page
  * of the control plane itself. A sibling deployment is same-site, so its pages would send the

@@ -8,6 +8,7 @@ export {
   checkDataTransfer,
   checkDataWrite,
   checkEndpointCall,
+  checkFunctionRun,
   checkHostBackup,
   checkLegacyQueryWrites,
   checkManage,

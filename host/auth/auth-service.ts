@@ -162,6 +162,18 @@ export class AuthService {
   }
 
   /**
+   * Whether `email` (checked: `bad_request` when invalid) is an account of `deployment`: it
+   * signed in there at least once. Reads the deployment's sessions until the first match.
+   */
+  accountExists(deployment: string, email: string): Promise<boolean> {
+    const normalised = normaliseEmail(email);
+    return this.sessions.someInPrefix(
+      `${deployment}/`,
+      (session) => session.kind === "account" && session.email === normalised,
+    );
+  }
+
+  /**
    * Verifies `token` for `deployment` (see {@link TokenService.verify}) and that it belongs to the
    * deployment's current incarnation, not to a deleted deployment that had the same id.
    */

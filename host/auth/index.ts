@@ -15,6 +15,7 @@ export { type OidcIssuer, OidcVerifier } from "./oidc.js";
 export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
 export {
   accountUserId,
+  GUEST_NAME,
   type IssuedToken,
   normaliseEmail,
   type SessionProof,

@@ -64,6 +64,21 @@ export class RecordStore<T> {
   }
 
   /**
+   * Whether some record whose id starts with `prefix` passes `test`: read in batches, stopping at
+   * the first match, so a long prefix never sits in memory at once.
+   */
+  async someInPrefix(prefix: string, test: (record: T) => boolean): Promise<boolean> {
+    const iterator = this.store.iterate(this.idRange(prefix));
+    try {
+      for (let batch = await iterator.next(500); batch.length > 0; batch = await iterator.next(500))
+        if (batch.some(([, json]) => test(JSON.parse(json) as T))) return true;
+      return false;
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  /**
    * Removes every record whose id starts with `prefix` (a deleted deployment's `<id>/` records);
    * idempotent, so an interrupted removal can simply run again.
    */

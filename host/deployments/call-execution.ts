@@ -40,6 +40,8 @@ export interface Call {
    * Ignored for queries.
    */
   idempotencyKey?: string | undefined;
+  /** Told what the call used once it ran, whether it succeeded or failed (the dashboard's runner). */
+  onUsage?: (usage: CallUsage) => void;
 }
 
 /**
@@ -131,6 +133,7 @@ export class CallExecutor {
       request,
       call.session,
       idempotent,
+      call.onUsage,
     );
     if (idempotent) this.sweeper.noteMutation(record.id, fields.now);
     return result;
@@ -194,6 +197,7 @@ export class CallExecutor {
     request: DispatchRequest,
     session?: SessionProof | null,
     idempotent?: IdempotentMutation,
+    onUsage?: (usage: CallUsage) => void,
   ): Promise<CallResult> {
     const kind = CALL_KINDS[request.kind];
     try {
@@ -224,12 +228,14 @@ export class CallExecutor {
           : database.query((tx) => run.inSlot(tx, log), options),
       );
       const used = run.usage();
+      onUsage?.(used);
       this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used });
       this.observer.settled(record.id, kind, "ok", used.wallMs / 1000, used);
       return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
     } catch (error) {
       const outcome = statusOf(error);
       const used = run.usage();
+      onUsage?.(used);
       this.logs.recordCall(record.id, handler, requestId, {
         kind,
         name,

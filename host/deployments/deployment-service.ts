@@ -38,6 +38,7 @@ export class DeploymentService {
     const stop = (id: string) => {
       this.pool.remove(id);
       db.forget(id);
+      logs.forget(id);
       for (const listener of this.goneListeners) listener(id);
     };
     this.registry = new DeploymentRegistry(db, stop);

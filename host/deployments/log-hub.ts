@@ -7,6 +7,7 @@ import {
   LIMITS,
 } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
+import { HandlerStats } from "./handler-stats.js";
 import {
   type CallFailure,
   type CallLine,
@@ -60,6 +61,8 @@ export class LogHub {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly stackMappers = new Map<string, StackMapper>();
   private readonly out: pino.Logger | undefined;
+  /** Per-handler figures of the last hour (the dashboard's charts). */
+  readonly stats = new HandlerStats();
 
   /**
    * `destination`: where lines are written as JSON (default stdout; `false`: only kept).
@@ -127,6 +130,12 @@ export class LogHub {
     return ring;
   }
 
+  /** Forgets a deleted deployment's lines and figures, so a new deployment of that id starts empty. */
+  forget(deployment: string): void {
+    this.rings.delete(deployment);
+    this.stats.purgeDeployment(deployment);
+  }
+
   /** The kept lines of a deployment, oldest first. */
   recent(deployment: string): LogLine[] {
     return this.rings.get(deployment)?.recent() ?? [];
@@ -158,6 +167,7 @@ export class LogHub {
       call,
     };
     const printed = this.out !== undefined && this.writeCalls;
+    this.stats.record(deployment, handler, call.kind, call.outcome !== "ok", call.usage);
     if (call.error) {
       // Failures are rare and carry text: kept as a line object, outside the ring's columns.
       call.error = this.failure(deployment, call.error);

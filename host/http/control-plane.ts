@@ -25,6 +25,7 @@ import { checkObjectId, type ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
 import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { registerDataRoutes } from "./dashboard-api.js";
+import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
@@ -114,6 +115,7 @@ export function controlPlaneRoutes(
   registerTransferRoutes(router, transfer, deployments);
   registerDataRoutes(router, deployments, data, objects);
   registerStorageRoutes(router, deployments, objects);
+  registerFunctionRoutes(router, deployments, auth);
 
   router.post("/developers", async (ctx) => {
     requireAdmin(ctx);

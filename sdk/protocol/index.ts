@@ -25,6 +25,16 @@ export type {
   TableInfo,
   TablesAnswer,
 } from "./dashboard.js";
+export type {
+  FunctionsAnswer,
+  HandlerFigures,
+  MinuteFigures,
+  RunAnswer,
+  RunIdentity,
+  RunRequest,
+  StatsAnswer,
+  UsageLimits,
+} from "./dashboard-functions.js";
 export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";

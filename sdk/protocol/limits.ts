@@ -146,6 +146,10 @@ export const LIMITS = {
    * bound, or an uncounted index); beyond it the count is shown as "more than". Ours.
    */
   dashboardCountScan: 10_000,
+  /** Minutes of per-handler figures a host process keeps in memory for the dashboard. Ours. */
+  handlerStatsMinutes: 60,
+  /** Handlers per deployment with figures kept; calls of further ones are not counted. Ours. */
+  handlerStatsHandlers: 256,
 } as const;
 
 /** The names of the per-handler read budgets. */

@@ -1,0 +1,186 @@
+/**
+ * The access matrix of what the dashboard's functions and logs pages call on `/v1`: the function
+ * list, the per-handler figures, running a query and a mutation as an identity (new), and the
+ * log (the existing route the live view follows). Every caller x deployment state x route, each
+ * cell asserting the exact status and error code, in the style of dashboard-access-matrix.test.ts;
+ * a refused run leaves no row and no `dashboard` log line behind, an allowed one leaves both.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type HttpResponse, sendRequest } from "../cli/http.js";
+import { type DashboardSession, dashboardSignIn, sessionRequest } from "./helpers/dashboard.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+const STATES = ["claimed", "unclaimed"] as const;
+const ROUTES = ["functions", "stats", "logs", "run query", "run mutation"] as const;
+const WHO = [
+  "operator",
+  "owner developer",
+  "other developer",
+  "claim token",
+  "account",
+  "guest",
+  "anonymous",
+  "operator session",
+  "owner session",
+  "owner session without CSRF",
+  "owner session from the app's page",
+] as const;
+type State = (typeof STATES)[number];
+type RouteName = (typeof ROUTES)[number];
+type Who = (typeof WHO)[number];
+
+let host: TestHost;
+const tokens = new Map<string, string>();
+let ownerSession: DashboardSession;
+let operatorSession: DashboardSession;
+
+beforeAll(async () => {
+  host = await startTestHost();
+  const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const other = (await host.admin("/v1/developers", "POST", { name: "other" })).json<{ token: string }>();
+  tokens.set("owner", owner.token);
+  tokens.set("other", other.token);
+  const code = await fixtureCode("dashboard");
+  expect((await host.admin("/v1/deploys", "POST", { id: "claimed", code, owner: owner.id })).status).toBe(
+    201,
+  );
+  const unclaimed = await host.admin("/v1/deploys", "POST", { id: "unclaimed", code });
+  tokens.set("claim", unclaimed.json<{ claimToken: string }>().claimToken);
+  for (const state of STATES) {
+    const guest = await sendRequest(`${host.deploymentUrl(state)}/__platform/auth/guest`, { method: "POST" });
+    tokens.set(`${state}/guest`, guest.json<{ token: string }>().token);
+    const account = await host.admin(`/v1/deploys/${state}/sessions`, "POST", {
+      email: "member@example.com",
+    });
+    tokens.set(`${state}/account`, account.json<{ token: string }>().token);
+  }
+  ownerSession = await dashboardSignIn(host, owner.token);
+  operatorSession = await dashboardSignIn(host, host.adminToken);
+});
+afterAll(() => host.dispose());
+
+let runs = 0;
+
+/** What `route` asks: method, path and body. */
+function request(state: State, route: RouteName): [string, string, unknown] {
+  const base = `/v1/deploys/${state}`;
+  switch (route) {
+    case "functions":
+      return ["GET", `${base}/functions`, undefined];
+    case "stats":
+      return ["GET", `${base}/stats`, undefined];
+    case "logs":
+      return ["GET", `${base}/logs`, undefined];
+    case "run query":
+      return ["POST", `${base}/run`, { kind: "query", name: "latest", args: {}, as: { kind: "guest" } }];
+    case "run mutation":
+      return [
+        "POST",
+        `${base}/run`,
+        {
+          kind: "mutation",
+          name: "post",
+          args: { channel: "c", body: `run ${++runs}` },
+          as: { kind: "guest" },
+        },
+      ];
+  }
+}
+
+async function send(
+  who: Who,
+  state: State,
+  method: string,
+  path: string,
+  body: unknown,
+): Promise<HttpResponse> {
+  if (who === "owner session" || who === "operator session")
+    return sessionRequest(host, who === "owner session" ? ownerSession : operatorSession, path, method, body);
+  if (who === "owner session without CSRF")
+    return sessionRequest(host, ownerSession, path, method, body, { "x-platform-csrf": "" });
+  if (who === "owner session from the app's page")
+    return sessionRequest(host, ownerSession, path, method, body, {
+      "sec-fetch-site": "same-site",
+      origin: host.deploymentUrl(state),
+    });
+  const token = {
+    operator: host.adminToken,
+    "owner developer": tokens.get("owner"),
+    "other developer": tokens.get("other"),
+    "claim token": tokens.get("claim"),
+    account: tokens.get(`${state}/account`),
+    guest: tokens.get(`${state}/guest`),
+    anonymous: undefined,
+  }[who];
+  return sendRequest(`${host.url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+/** The expected outcome of one cell: 200, or [status, code]. */
+function expected(who: Who, state: State, route: RouteName): number | [number, string] {
+  if (who === "anonymous") return [401, "unauthorized"];
+  if (["claim token", "account", "guest", "other developer"].includes(who)) return [403, "forbidden"];
+  if (who === "owner session without CSRF" || who === "owner session from the app's page")
+    return [403, "forbidden"];
+  const operator = who === "operator" || who === "operator session";
+  // Reading: the operator any deployment, the owner theirs (the unclaimed one is nobody's).
+  if (!operator && state !== "claimed") return [403, "forbidden"];
+  // Running: the owner; the operator only where there is no owner (the data-editing rule).
+  if (route.startsWith("run") && operator && state === "claimed") return [403, "forbidden"];
+  return 200;
+}
+
+/** Rows of a deployment's messages and its `dashboard` run lines, as the operator sees them. */
+async function effects(state: State): Promise<[number, number]> {
+  const totals = (await host.admin(`/v1/deploys/${state}/totals`, "GET")).json<{ rows: number }>();
+  const log = (await host.admin(`/v1/deploys/${state}/logs`, "GET")).text();
+  const ran = log
+    .split("\n")
+    .filter((line) => line.includes('"handler":"dashboard"') && line.includes(" ran ")).length;
+  return [totals.rows, ran];
+}
+
+it("answers every cell of {caller} x {deployment state} x {functions and logs route} exactly", async () => {
+  const failures: string[] = [];
+  let cells = 0;
+  for (const who of WHO) {
+    for (const state of STATES) {
+      for (const route of ROUTES) {
+        cells++;
+        const want = expected(who, state, route);
+        const [method, path, body] = request(state, route);
+        const before = await effects(state);
+        const response = await send(who, state, method, path, body);
+        const got =
+          response.status < 300
+            ? response.status
+            : [response.status, response.json<{ error?: { code: string } }>().error?.code];
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          failures.push(
+            `${who} / ${state} / ${route}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`,
+          );
+        if (route === "run query" && want === 200)
+          expect(response.json<{ outcome: string }>().outcome, response.text()).toBe("ok");
+        // A run is logged (and a mutation writes: a channel and a message) exactly when allowed.
+        if (route.startsWith("run")) {
+          const after = await effects(state);
+          const rows = route === "run mutation" && want === 200 ? 2 : 0;
+          const wanted = [before[0] + rows, before[1] + (want === 200 ? 1 : 0)];
+          if (JSON.stringify(after) !== JSON.stringify(wanted))
+            failures.push(`${who} / ${state} / ${route}: effects ${after}, expected ${wanted}`);
+        }
+      }
+    }
+  }
+  expect(failures).toEqual([]);
+  expect(cells).toBe(WHO.length * STATES.length * ROUTES.length);
+}, 300_000);
