@@ -1,23 +1,31 @@
 /**
  * bench/live: commit-to-push latency with 1,000 subscribers on one deployment, next to a plain
- * WebSocket broadcast of the same payload to the same number of sockets, in ONE run. Latency is
- * measured by the subscriber process from sending the write (an HTTP request) until each socket
- * holds the change. Subscribers run in a separate process.
+ * WebSocket broadcast of the same payload to the same number of sockets, in ONE run; then 5,000
+ * distinct subscriptions: commits touching 10 of them (target: p50 under 10 ms) and commits
+ * touching all (target: the last push within 2x of the sum of the 5,000 queries' single
+ * executions, measured here just before each such commit), next to a plain broadcast to 5,000
+ * sockets. Latency is measured by the subscriber process from sending the write (an HTTP request)
+ * until each socket holds the change. Subscribers run in a separate process.
  *
- *   npm run bench:live            (BENCH_SUBSCRIBERS, BENCH_ROUNDS to change the size)
+ *   npm run bench:live   (BENCH_SUBSCRIBERS, BENCH_ROUNDS, BENCH_DISTINCT, BENCH_FEW_ROUNDS,
+ *                         BENCH_ALL_ROUNDS to change the sizes)
  */
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { WebSocketServer } from "ws";
 import { bundleCapsule } from "../../dist/cli/bundle.js";
-import { startHost } from "../../dist/host/host.js";
+import { type PlatformHost, startHost } from "../../dist/host/host.js";
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
+const DISTINCT = Number(process.env.BENCH_DISTINCT ?? 5000);
+const FEW_ROUNDS = Number(process.env.BENCH_FEW_ROUNDS ?? 30);
+const ALL_ROUNDS = Number(process.env.BENCH_ALL_ROUNDS ?? 3);
 
 interface Line {
   scenario: string;
@@ -25,6 +33,10 @@ interface Line {
   p50: number;
   p99: number;
   max: number;
+  /** Time until the last socket had the change (mean over rounds). */
+  totalMs?: number;
+  /** The sum of the queries' single executions (mean over rounds). */
+  singlesMs?: number;
 }
 
 /** The baseline: `POST /broadcast` sends its body to every connected socket, nothing else. */
@@ -52,6 +64,38 @@ async function plainBroadcastServer(): Promise<{ url: string; close: () => Promi
   };
 }
 
+/**
+ * `POST /singles {buckets}` runs `byBucket` for each bucket, one after the other, in this process
+ * (the host's own call path, no HTTP), and answers the sum of their times.
+ */
+async function controlServer(host: PlatformHost): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const { buckets } = JSON.parse(Buffer.concat(chunks).toString()) as { buckets: number[] };
+      let sumMs = 0;
+      for (const bucket of buckets) {
+        const start = performance.now();
+        await host.deployments.call("live", {
+          kind: "query",
+          name: "byBucket",
+          argsJson: JSON.stringify({ bucket }),
+          identity: null,
+        });
+        sumMs += performance.now() - start;
+      }
+      res.end(JSON.stringify({ sumMs }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-live-"));
   const host = await startHost({
@@ -63,6 +107,7 @@ async function main(): Promise<void> {
     logDestination: false,
   });
   const baseline = await plainBroadcastServer();
+  const control = await controlServer(host);
   try {
     await host.deployments.deploy("live", { code: (await bundleCapsule("fixtures/live")).code });
     const config = {
@@ -70,20 +115,32 @@ async function main(): Promise<void> {
       rounds: ROUNDS,
       platform: host.deploymentUrl("live"),
       baseline: baseline.url,
+      distinct: DISTINCT,
+      fewRounds: FEW_ROUNDS,
+      allRounds: ALL_ROUNDS,
+      control: control.url,
     };
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(
+      // The subscriber process's progress (stderr) shows here as it goes; its results come on stdout.
+      const child = spawn(
         process.execPath,
         ["--import", "tsx", "bench/live/subscribers.ts", JSON.stringify(config)],
-        { maxBuffer: 1 << 20 },
-        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
+        { stdio: ["ignore", "pipe", "inherit"] },
+      );
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      child.on("error", reject);
+      child.on("exit", (code) =>
+        code === 0 ? resolve(out) : reject(new Error(`subscribers exited with ${code}`)),
       );
     });
     const lines = stdout
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as Line);
-    const [shared, plain, distinct] = lines as [Line, Line, Line];
+    const [shared, plain, distinct, few, all, plainMany] = lines as [Line, Line, Line, Line, Line, Line];
     const ms = (n: number) => `${n.toFixed(2)} ms`;
     console.log(`bench/live: ${SUBSCRIBERS} subscribers, ${ROUNDS} writes each, node ${process.version}`);
     console.log("| scenario | samples | p50 | p99 | max |");
@@ -98,7 +155,17 @@ async function main(): Promise<void> {
     console.log(
       `ratio, distinct queries / plain broadcast: p50 ${(distinct.p50 / plain.p50).toFixed(2)}x, p99 ${(distinct.p99 / plain.p99).toFixed(2)}x`,
     );
+    const met = (ok: boolean) => (ok ? "met" : "NOT met");
+    console.log(
+      `${DISTINCT} distinct, a commit touching 10: commit-to-push p50 ${ms(few.p50)} (target < 10 ms: ${met(few.p50 < 10)}), p99 ${ms(few.p99)}; plain broadcast to ${DISTINCT} sockets p50 ${ms(plainMany.p50)}`,
+    );
+    const total = all.totalMs as number;
+    const singles = all.singlesMs as number;
+    console.log(
+      `${DISTINCT} distinct, a commit touching all: last push after ${ms(total)}, sum of single executions ${ms(singles)}, ratio ${(total / singles).toFixed(2)}x (target <= 2x: ${met(total <= 2 * singles)}); plain broadcast to ${DISTINCT} sockets: last after ${ms(plainMany.totalMs as number)}`,
+    );
   } finally {
+    await control.close();
     await baseline.close();
     await host.close();
     await rm(dir, { recursive: true, force: true });

@@ -1,7 +1,9 @@
-import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
-import { type ReadSet, readSetIntersects, readSetOfFailure } from "../db/index.js";
+import { type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
+import { ReadSetIndex } from "./read-set-index.js";
+import { RerunQueue } from "./rerun-queue.js";
 
 /** A failed run as subscribers see it. */
 export interface QueryFailure {
@@ -31,12 +33,14 @@ interface Group {
   name: string;
   argsJson: string;
   identity: BridgeIdentity | null;
-  /** What the latest run read; undefined while none ran, or when it failed before reading. */
-  readSet?: ReadSet | undefined;
   outcome?: Outcome;
   /** Each subscriber with the outcome it was last given (undefined: nothing yet). */
   subscribers: Map<Subscriber, Outcome | undefined>;
+  /** Set from the moment a run is asked for (it may wait for its turn) until none is due. */
   running?: Promise<void> | undefined;
+  /** A run is executing now (not merely waiting for its turn). */
+  executing: boolean;
+  /** A commit came while it executed: it runs once more. */
   dirty: boolean;
 }
 
@@ -59,11 +63,15 @@ const IGNORE_LIVE: LiveObserver = { pushed() {} };
  * subscriber gets it once when it joins (after the run in progress, if any) and again whenever
  * it changes. A failed run keeps the read set of what it read, so it re-runs when that changes; a
  * run that failed before reading anything re-runs on every commit of its deployment. The clock
- * never invalidates anything.
+ * never invalidates anything. Read sets are indexed per deployment ({@link ReadSetIndex}), so a
+ * commit costs about its written keys x log(subscriptions) plus the subscriptions it touches, and
+ * the runs it causes take turns in the deployment's {@link RerunQueue}.
  */
 export class LiveQueries {
   private readonly groups = new Map<string, Group>();
   private readonly byDeployment = new Map<string, Set<Group>>();
+  private readonly readSets = new Map<string, ReadSetIndex<Group>>();
+  private readonly queues = new Map<string, RerunQueue>();
   private readonly listening = new Map<string, () => void>();
   private readonly pending = new Set<Promise<void>>();
   /** Query executions so far (tests count re-runs with it). */
@@ -104,7 +112,15 @@ export class LiveQueries {
     ]);
     let group = this.groups.get(key);
     if (!group) {
-      group = { deployment, name, argsJson, identity, subscribers: new Map(), dirty: false };
+      group = {
+        deployment,
+        name,
+        argsJson,
+        identity,
+        subscribers: new Map(),
+        executing: false,
+        dirty: false,
+      };
       this.groups.set(key, group);
       let set = this.byDeployment.get(deployment);
       if (!set) {
@@ -112,6 +128,8 @@ export class LiveQueries {
         this.byDeployment.set(deployment, set);
       }
       set.add(group);
+      // No read set yet: every commit touches it until its first run has read.
+      this.readSetsOf(deployment).set(group, undefined);
     }
     group.subscribers.set(subscriber, undefined);
     // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
@@ -124,6 +142,7 @@ export class LiveQueries {
       if (joined.subscribers.size === 0 && this.groups.get(key) === joined) {
         this.groups.delete(key);
         this.byDeployment.get(deployment)?.delete(joined);
+        this.readSets.get(deployment)?.delete(joined);
       }
     };
   }
@@ -143,32 +162,73 @@ export class LiveQueries {
     );
   }
 
-  /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
-  private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
-    for (const group of this.byDeployment.get(deployment) ?? []) {
-      if (!group.readSet || !writeSet || readSetIntersects(group.readSet, writeSet))
-        void this.schedule(group);
+  private readSetsOf(deployment: string): ReadSetIndex<Group> {
+    let index = this.readSets.get(deployment);
+    if (!index) {
+      index = new ReadSetIndex();
+      this.readSets.set(deployment, index);
     }
+    return index;
   }
 
-  /** Runs a group now, or once more after its current run (coalescing bursts of commits). */
+  /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
+  private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
+    for (const group of this.readSets.get(deployment)?.touched(writeSet) ?? []) void this.schedule(group);
+  }
+
+  /**
+   * Runs a group in its turn, or once more after the run executing now (coalescing bursts of
+   * commits); a run still waiting for its turn will read after the commit anyway.
+   */
   private schedule(group: Group): Promise<void> {
     if (group.running) {
-      group.dirty = true;
+      if (group.executing) group.dirty = true;
       return group.running;
     }
-    const run = (async () => {
-      do {
+    let queue = this.queues.get(group.deployment);
+    if (!queue) {
+      queue = new RerunQueue(LIMITS.liveRerunsInFlight);
+      this.queues.set(group.deployment, queue);
+    }
+    const turns = queue;
+    const run = new Promise<void>((resolve, reject) => {
+      const turn = async (): Promise<void> => {
+        // Everyone left while it waited for its turn: nobody to tell.
+        if (group.subscribers.size === 0) {
+          resolve();
+          return;
+        }
+        group.executing = true;
         group.dirty = false;
-        await this.execute(group);
-      } while (group.dirty);
-    })().finally(() => {
+        try {
+          await this.execute(group);
+        } catch (error) {
+          reject(error);
+          return;
+        } finally {
+          group.executing = false;
+        }
+        // Once more, behind the runs that waited meanwhile.
+        if (group.dirty) turns.enqueue(turn);
+        else resolve();
+      };
+      turns.enqueue(turn);
+    }).finally(() => {
       group.running = undefined;
       this.pending.delete(run);
     });
     group.running = run;
     this.pending.add(run);
     return run;
+  }
+
+  /**
+   * Indexes what the group's latest run read (undefined: it failed before reading), unless it was
+   * unsubscribed meanwhile.
+   */
+  private keepReadSet(group: Group, readSet: ReadSet | undefined): void {
+    if (this.byDeployment.get(group.deployment)?.has(group))
+      this.readSetsOf(group.deployment).set(group, readSet);
   }
 
   /** Runs the query once, records its outcome and read set, and tells whoever has not seen it. */
@@ -182,10 +242,10 @@ export class LiveQueries {
         argsJson: group.argsJson,
         identity: group.identity,
       });
-      group.readSet = result.readSet;
+      this.keepReadSet(group, result.readSet);
       if (last?.valueJson !== result.valueJson) group.outcome = { valueJson: result.valueJson };
     } catch (error) {
-      group.readSet = readSetOfFailure(error);
+      this.keepReadSet(group, readSetOfFailure(error));
       // As over HTTP: a server error's own message stays on the host.
       const failure =
         isPlatformError(error) && error.expose
@@ -218,5 +278,7 @@ export class LiveQueries {
     this.listening.clear();
     this.groups.clear();
     this.byDeployment.clear();
+    this.readSets.clear();
+    this.queues.clear();
   }
 }

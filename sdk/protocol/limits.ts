@@ -91,6 +91,13 @@ export const LIMITS = {
    * each holding one of the host's execution slots. Ours.
    */
   deploymentCallsInFlight: 64,
+  /**
+   * Live-query re-runs of one deployment under way at once; the others wait their turn in the
+   * host's memory, first come first served, so a commit touching thousands of subscriptions
+   * neither fills the deployment's call queue (its other calls still get in) nor runs ahead of
+   * other deployments. Ours.
+   */
+  liveRerunsInFlight: 16,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
   busyRetryAfterSeconds: 1,
   /**

@@ -1,0 +1,132 @@
+/**
+ * The read-set index against the brute-force oracle `readSetIntersects`: random read sets (point
+ * reads, ranges that are empty, inverted, identical, open-ended up to 0xff.. or starting at the
+ * empty key, keys that are prefixes of others), replaced and removed at random, and random write
+ * sets; every answer must equal the oracle's.
+ */
+import { describe, expect, it } from "vitest";
+import { type ReadSet, readSetIntersects } from "../db/index.js";
+import { RangeTree } from "./range-tree.js";
+import { ReadSetIndex } from "./read-set-index.js";
+
+/** A deterministic generator, so that a failure can be replayed. */
+function generator(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Short keys over a small alphabet (with 0x00 and 0xff), so that they collide and nest. */
+function randomKey(random: () => number): Buffer {
+  const alphabet = [0x00, 0x01, 0x11, 0x7f, 0x80, 0xfe, 0xff];
+  const length = Math.floor(random() * 4);
+  return Buffer.from(
+    Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)] as number),
+  );
+}
+
+function randomReadSet(random: () => number, shared: ReadSet["ranges"]): ReadSet {
+  const readSet: ReadSet = { ranges: [], keys: [] };
+  const ranges = Math.floor(random() * 4);
+  for (let i = 0; i < ranges; i++) {
+    const pick = random();
+    if (pick < 0.15 && shared.length > 0) {
+      readSet.ranges.push(shared[Math.floor(random() * shared.length)] as ReadSet["ranges"][number]);
+    } else if (pick < 0.25) {
+      readSet.ranges.push({ start: randomKey(random), end: Buffer.from([0xff, 0xff, 0xff, 0xff]) });
+    } else if (pick < 0.3) {
+      readSet.ranges.push({ start: Buffer.alloc(0), end: randomKey(random) });
+    } else {
+      // Sometimes empty or inverted: those contain nothing.
+      readSet.ranges.push({ start: randomKey(random), end: randomKey(random) });
+    }
+  }
+  const keys = Math.floor(random() * 3);
+  for (let i = 0; i < keys; i++) readSet.keys.push(randomKey(random));
+  if (random() < 0.1 && readSet.keys[0]) readSet.keys.push(Buffer.from(readSet.keys[0]));
+  return readSet;
+}
+
+describe("ReadSetIndex", () => {
+  it("finds exactly the subscriptions readSetIntersects finds, through adds, replacements and removals", () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      const random = generator(seed);
+      const index = new ReadSetIndex<number>();
+      const oracle = new Map<number, ReadSet | undefined>();
+      const shared = Array.from({ length: 3 }, () => ({ start: randomKey(random), end: randomKey(random) }));
+      for (let step = 0; step < 300; step++) {
+        const subscription = Math.floor(random() * 40);
+        const action = random();
+        if (action < 0.6) {
+          const readSet = random() < 0.1 ? undefined : randomReadSet(random, shared);
+          index.set(subscription, readSet);
+          oracle.set(subscription, readSet);
+        } else if (action < 0.8) {
+          index.delete(subscription);
+          oracle.delete(subscription);
+        }
+        const written = Array.from({ length: 1 + Math.floor(random() * 3) }, () => randomKey(random));
+        const expected = [...oracle]
+          .filter(([, readSet]) => !readSet || readSetIntersects(readSet, written))
+          .map(([s]) => s)
+          .sort((a, b) => a - b);
+        const found = [...index.touched(written)].sort((a, b) => a - b);
+        expect(found, `seed ${seed} step ${step}`).toEqual(expected);
+        expect(index.size).toBe(oracle.size);
+      }
+      expect([...index.touched(undefined)].sort((a, b) => a - b)).toEqual(
+        [...oracle.keys()].sort((a, b) => a - b),
+      );
+    }
+  });
+
+  it("holds nothing once every subscription is removed", () => {
+    const index = new ReadSetIndex<string>();
+    const all = { start: Buffer.alloc(0), end: Buffer.from([0xff]) };
+    index.set("a", { ranges: [all, all], keys: [Buffer.from("k"), Buffer.from("k")] });
+    index.set("b", undefined);
+    expect([...index.touched([Buffer.from("k")])].sort()).toEqual(["a", "b"]);
+    index.set("b", { ranges: [], keys: [] });
+    expect([...index.touched([Buffer.from([0xff])])]).toEqual([]);
+    index.delete("a");
+    index.delete("b");
+    index.delete("never");
+    expect(index.size).toBe(0);
+    expect([...index.touched([Buffer.from("k")])]).toEqual([]);
+  });
+});
+
+describe("RangeTree", () => {
+  it("stabs like a linear scan over thousands of ranges, with removals", () => {
+    const random = generator(7);
+    const tree = new RangeTree<number>();
+    const live = new Map<number, { start: string; end: string; handle: ReturnType<typeof tree.insert> }>();
+    const text = () => randomKey(random).toString("latin1");
+    for (let i = 0; i < 3000; i++) {
+      const start = text();
+      const end = random() < 0.5 ? `${start}\u00ff` : text();
+      live.set(i, { start, end, handle: tree.insert(start, end, i) });
+      if (random() < 0.3) {
+        const victim = Math.floor(random() * i);
+        const range = live.get(victim);
+        if (range) {
+          tree.remove(range.handle);
+          live.delete(victim);
+        }
+      }
+      if (i % 50 === 0) {
+        const key = text();
+        const found: number[] = [];
+        tree.stab(key, (value) => found.push(value));
+        const expected = [...live].filter(([, r]) => r.start <= key && key < r.end).map(([v]) => v);
+        expect(found.sort((a, b) => a - b)).toEqual(expected.sort((a, b) => a - b));
+      }
+    }
+    expect(tree.size).toBe(live.size);
+  });
+});
