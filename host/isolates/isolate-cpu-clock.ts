@@ -16,9 +16,10 @@ import { forgetIsolateThread, isolateThreadIds, lookForIsolateThreads } from "./
 const SAMPLE_EVERY_NS = 50_000_000n;
 /**
  * The least share assumed: a stretch is never charged less than this part of its wall time, so a
- * loop cannot outlast its CPU limit by more than this factor (the wall limit ends its call anyway).
+ * loop is stopped within ten times its CPU limit (10 s) of wall time however starved its thread or
+ * skewed the shares between cores, before the handler's wall limit (15 s).
  */
-const MIN_SHARE = 0.05;
+const MIN_SHARE = 0.1;
 
 let sampledAt = process.hrtime.bigint();
 /** The clock's reading at `sampledAt` (ns). */
