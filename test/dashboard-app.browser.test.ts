@@ -235,6 +235,21 @@ it("keeps storage in the same navigation, reads at phone width, works by keyboar
     "document.documentElement.scrollWidth - window.innerWidth",
   )) as number;
   expect(overflow).toBeLessThanOrEqual(0);
+  // Every other page fits a phone's width too (wide tables scroll inside their own box).
+  for (const path of [
+    "",
+    "/deploys/chat/data",
+    "/deploys/chat/functions",
+    "/deploys/chat/logs",
+    "/deploys/chat/storage",
+    "/deploys/chat/settings",
+  ]) {
+    await page.goto(`${host.url}/dashboard${path}`);
+    await page.getByRole("heading", { level: 1 }).waitFor();
+    await page.waitForLoadState("load");
+    const wider = (await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")) as number;
+    expect({ path, wider }).toEqual({ path, wider: expect.toSatisfy((n: number) => n <= 0) });
+  }
 
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.waitForURL(/\/dashboard\/login$/);

@@ -67,7 +67,8 @@ it("lists every handler and runs a mutation and a query as a guest, with usage a
   await page.waitForURL(/\/dashboard\/deploys\/chat\/functions$/);
   const list = page.getByRole("table", { name: "Functions of chat" });
   for (const name of ["count", "latest", "mine", "post", "seed"])
-    await expect(list.getByRole("button", { name, exact: true }).count()).resolves.toBe(1);
+    // The list arrives after the page: poll until it is shown.
+    await expect.poll(() => list.getByRole("button", { name, exact: true }).count()).toBe(1);
 
   await list.getByRole("button", { name: "post", exact: true }).click();
   await expect(page.getByRole("combobox", { name: "Function", exact: true }).inputValue()).resolves.toBe(
