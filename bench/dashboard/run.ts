@@ -33,14 +33,26 @@ function launch(): Promise<Browser> {
   });
 }
 
+/** The little of the DOM the wait below reads. */
+interface PageDocument {
+  querySelector(selector: string): { textContent: string | null } | null;
+  querySelectorAll(selector: string): { length: number };
+}
+
 /** Milliseconds from the navigation's start until `url` shows every deployment's totals. */
 async function listShown(context: BrowserContext, url: string): Promise<number> {
   const page = await context.newPage();
   await page.goto(url);
+  // Runs in the page, whose CSP allows no string eval; this file is compiled without DOM types.
   await page.waitForFunction(
-    (count) =>
-      document.querySelectorAll('table[aria-label="Deployments"] tbody tr').length === count &&
-      !document.querySelector('table[aria-label="Deployments"]')?.textContent?.includes("…"),
+    (count) => {
+      const doc = (globalThis as unknown as { document: PageDocument }).document;
+      const table = doc.querySelector('table[aria-label="Deployments"]');
+      return (
+        doc.querySelectorAll('table[aria-label="Deployments"] tbody tr').length === count &&
+        !table?.textContent?.includes("…")
+      );
+    },
     DEPLOYMENTS,
     { polling: "raf" },
   );
