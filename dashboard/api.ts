@@ -26,8 +26,32 @@ export function csrf(): string {
   return csrfToken;
 }
 
+/** GETs started before the first render, each waiting for the first `api` GET of its path. */
+const started = new Map<string, Promise<unknown>>();
+
+/**
+ * Starts the GET of `path` now, before React has rendered anything, so the first page's request
+ * overlaps the bundle's start instead of following it; the first {@link api} GET of `path` takes
+ * its answer (later ones fetch again).
+ */
+export function startEarly<T>(path: string): Promise<T> {
+  const answer = request<T>(path);
+  answer.catch(() => undefined); // reported by the `api` call that takes it
+  started.set(path, answer);
+  return answer;
+}
+
 /** Calls `path` of the operator API; resolves to its JSON (undefined for 204), rejects with {@link ApiError}. */
-export async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+export function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  const early = init.method === undefined || init.method === "GET" ? started.get(path) : undefined;
+  if (early) {
+    started.delete(path);
+    return early as Promise<T>;
+  }
+  return request<T>(path, init);
+}
+
+async function request<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
   const headers: Record<string, string> = { "x-platform-csrf": csrfToken, accept: "application/json" };
   if (init.body !== undefined) headers["content-type"] = "application/json";
   let response: Response;

@@ -2,12 +2,12 @@ import type { DeploymentTotals } from "../sdk/protocol/dashboard.js";
 import { api, deployPath } from "./api.js";
 import { formatAge, formatSize } from "./format.js";
 import { useLoad } from "./load.js";
+import { Owner, type OwnerFields } from "./owner.js";
 import { dataUrl, linkTo, storageUrl } from "./route.js";
 
 /** A deployment as `GET /v1/deploys` shows it (the fields this page reads). */
-interface Deployment {
+interface Deployment extends OwnerFields {
   id: string;
-  owner: string | null;
   claimed: boolean;
   restricted: boolean;
   apiVersion: number;
@@ -84,7 +84,9 @@ export function DeploymentsPage({ operator }: { operator: boolean }) {
                       <code>{d.id}</code>
                     </a>
                   </td>
-                  <td>{d.owner ?? <span className="muted">nobody</span>}</td>
+                  <td>
+                    <Owner deployment={d} />
+                  </td>
                   <td>
                     <Status deployment={d} />
                   </td>

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import type { TableInfo } from "../sdk/protocol/dashboard.js";
-import { boundField, type Filter, rangeFields } from "./filter.js";
+import { boundField, type Filter, mayBeAbsent, rangeFields } from "./filter.js";
 
 interface FilterBarProps {
   table: TableInfo;
@@ -18,7 +18,7 @@ export function FilterBar({ table, filter, onApply }: FilterBarProps) {
   const fields = rangeFields(index);
   const bound = boundField(draft, index);
   const set = (change: Partial<Filter>) => setDraft({ ...draft, ...change });
-  const setEq = (field: string, text: string) => {
+  const setEq = (field: string, text: string | null) => {
     const eq = { ...draft.eq };
     if (text === "") delete eq[field];
     else eq[field] = text;
@@ -59,15 +59,30 @@ export function FilterBar({ table, filter, onApply }: FilterBarProps) {
         </select>
       </label>
       {fields.map((field) => (
-        <label key={field}>
-          {field} =
-          <input
-            name={`eq.${field}`}
-            value={draft.eq[field] ?? ""}
-            placeholder="any"
-            onChange={(event) => setEq(field, event.target.value)}
-          />
-        </label>
+        <div key={field} className="equality">
+          <label>
+            {field} =
+            <input
+              name={`eq.${field}`}
+              value={draft.eq[field] ?? ""}
+              placeholder={draft.eq[field] === null ? "absent" : "any"}
+              disabled={draft.eq[field] === null}
+              onChange={(event) => setEq(field, event.target.value)}
+            />
+          </label>
+          {mayBeAbsent(table, field) && (
+            <label className="check">
+              <input
+                type="checkbox"
+                name={`absent.${field}`}
+                aria-label={`${field} is absent`}
+                checked={draft.eq[field] === null}
+                onChange={(event) => setEq(field, event.target.checked ? null : "")}
+              />
+              absent
+            </label>
+          )}
+        </div>
       ))}
       {bound !== undefined && (
         <fieldset className="bounds">

@@ -1,6 +1,6 @@
 /**
  * The data browser's filter as it lives in the page's URL (`index`, `order`, `eq.<field>`,
- * `gt.<field>`/`gte.<field>`, `lt.<field>`/`lte.<field>`, `cursor`) and as the host's query engine
+ * `absent.<field>`, `gt.<field>`/`gte.<field>`, `lt.<field>`/`lte.<field>`, `cursor`) and as the host's query engine
  * takes it: an index range built like `withIndex`, equalities on the index's fields in order, then
  * at most one lower and one upper bound on the next field.
  */
@@ -13,8 +13,11 @@ import type { FieldValue } from "../sdk/values/schema-spec.js";
 export interface Filter {
   index: string;
   order: "asc" | "desc";
-  /** Field -> typed text of an equality. */
-  eq: Record<string, string>;
+  /**
+   * Field -> typed text of an equality, or `null` for "absent": rows without a value for that
+   * optional field (the engine's `eq(field, null)`, which index keys order before every value).
+   */
+  eq: Record<string, string | null>;
   lower?: { op: "gt" | "gte"; text: string };
   upper?: { op: "lt" | "lte"; text: string };
 }
@@ -36,6 +39,7 @@ export function readFilter(params: URLSearchParams, table: TableInfo | undefined
   for (const field of rangeFields(index)) {
     const eq = params.get(`eq.${field}`);
     if (eq !== null) filter.eq[field] = eq;
+    else if (params.has(`absent.${field}`)) filter.eq[field] = null;
     for (const op of ["gt", "gte"] as const) {
       const text = params.get(`${op}.${field}`);
       if (text !== null) filter.lower = { op, text };
@@ -60,7 +64,8 @@ export function filterParams(filter: Filter, index: IndexInfo | undefined): URLS
   if (filter.order !== "desc") params.set("order", filter.order);
   for (const field of rangeFields(index)) {
     const text = filter.eq[field];
-    if (text !== undefined) params.set(`eq.${field}`, text);
+    if (text === null) params.set(`absent.${field}`, "");
+    else if (text !== undefined) params.set(`eq.${field}`, text);
   }
   const bound = boundField(filter, index);
   if (bound !== undefined) {
@@ -68,6 +73,11 @@ export function filterParams(filter: Filter, index: IndexInfo | undefined): URLS
     if (filter.upper?.text) params.set(`${filter.upper.op}.${bound}`, filter.upper.text);
   }
   return params;
+}
+
+/** Whether `field` may be absent from a row (an optional field; `createdAt` never is). */
+export function mayBeAbsent(table: TableInfo, field: string): boolean {
+  return table.fields.some((f) => f.name === field && f.optional);
 }
 
 /** The kind a range compares `field` as (`createdAt` is a number of epoch milliseconds). */
@@ -106,7 +116,7 @@ export function rangeOf(filter: Filter, table: TableInfo): RangeOp[] {
   for (const field of fields) {
     const text = filter.eq[field];
     if (text === undefined) break;
-    ops.push({ op: "eq", field, value: parseValue(table, field, text) });
+    ops.push({ op: "eq", field, value: text === null ? null : parseValue(table, field, text) });
   }
   const skipped = fields.slice(ops.length).find((field) => filter.eq[field] !== undefined);
   if (skipped !== undefined)

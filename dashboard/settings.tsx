@@ -2,12 +2,12 @@ import { type FormEvent, useEffect, useState } from "react";
 import { ApiError, api, deployPath } from "./api.js";
 import { formatTime } from "./format.js";
 import { useLoad } from "./load.js";
+import { Owner, type OwnerFields } from "./owner.js";
 import { navigate } from "./route.js";
 
 /** A deployment as `GET /v1/deploys/<id>` shows it (the fields this page reads). */
-interface DeploymentSettings {
+interface DeploymentSettings extends OwnerFields {
   id: string;
-  owner: string | null;
   claimed: boolean;
   restricted: boolean;
   approved: string[];
@@ -137,7 +137,7 @@ function ClaimCard({ deployment }: { deployment: DeploymentSettings }) {
       <h2 id="claim-title">Claim</h2>
       {deployment.claimed ? (
         <p>
-          <span className="badge ok">claimed</span> Owned by <code>{deployment.owner}</code>.
+          <span className="badge ok">claimed</span> Owned by <Owner deployment={deployment} />.
         </p>
       ) : (
         <p>

@@ -6,6 +6,7 @@
  * in docs/images/ for the README. Nothing is loaded from any other origin.
  */
 import { join } from "node:path";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
@@ -85,7 +86,8 @@ it("signs in, lists deployments, browses a table by an index range and pages thr
   const chat = page.getByRole("row", { name: /chat/ });
   await expect.poll(() => chat.locator("td").nth(5).textContent()).toBe("122");
   const cells = await chat.locator("td").allTextContents();
-  expect(cells.slice(0, 4)).toEqual(["chat", expect.stringMatching(/^dev_|^[a-z0-9]/), "claimed", "v1"]);
+  // The owner as people know them (the name given at POST /v1/developers), the id kept beside it.
+  expect(cells.slice(0, 4)).toEqual(["chat", expect.stringMatching(/^Dana dev_/), "claimed", "v1"]);
   expect(cells[6]).toBe("1 · 15 B");
   await page.screenshot({ path: join(IMAGES, "dashboard-deployments.png") });
 
@@ -209,6 +211,15 @@ it("keeps storage in the same navigation, reads at phone width, works by keyboar
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Data" }).click();
   await page.waitForURL(/\/deploys\/chat\/data$/);
 
+  // "Absent": rows without a value for an optional field, withIndex's eq(pinned, null) on by_pinned
+  // (one row was pinned by the edit above).
+  await page.goto(`${host.url}/dashboard/deploys/chat/data/messages?index=by_pinned`);
+  await page.getByLabel("pinned is absent").check();
+  expect(await page.getByLabel("pinned =").isDisabled()).toBe(true);
+  await page.getByRole("button", { name: "Apply" }).click();
+  await page.waitForURL(/index=by_pinned&absent\.pinned=$/);
+  await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toContain("119 rows");
+
   // Keyboard: focus the filter's first equality, type, and submit with Enter.
   await page.goto(`${host.url}/dashboard/deploys/chat/data/messages?index=by_likes`);
   const equality = page.getByLabel("likes =");
@@ -224,6 +235,21 @@ it("keeps storage in the same navigation, reads at phone width, works by keyboar
     "document.documentElement.scrollWidth - window.innerWidth",
   )) as number;
   expect(overflow).toBeLessThanOrEqual(0);
+  // Every other page fits a phone's width too (wide tables scroll inside their own box).
+  for (const path of [
+    "",
+    "/deploys/chat/data",
+    "/deploys/chat/functions",
+    "/deploys/chat/logs",
+    "/deploys/chat/storage",
+    "/deploys/chat/settings",
+  ]) {
+    await page.goto(`${host.url}/dashboard${path}`);
+    await page.getByRole("heading", { level: 1 }).waitFor();
+    await page.waitForLoadState("load");
+    const wider = (await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")) as number;
+    expect({ path, wider }).toEqual({ path, wider: expect.toSatisfy((n: number) => n <= 0) });
+  }
 
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.waitForURL(/\/dashboard\/login$/);
@@ -233,7 +259,7 @@ it("keeps storage in the same navigation, reads at phone width, works by keyboar
   await page.context().close();
 }, 120_000);
 
-it("serves the bundle under hashed names, cached as immutable", async () => {
+it("serves the bundle under hashed names, cached as immutable, compressed, and the shell never cached", async () => {
   const shell = await sendRequest(`${host.url}/dashboard/login`);
   expect(shell.status).toBe(200);
   const page = await newPage();
@@ -245,8 +271,69 @@ it("serves the bundle under hashed names, cached as immutable", async () => {
     const asset = await sendRequest(`${host.url}${path}`);
     expect(asset.status).toBe(200);
     expect(asset.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+    expect(asset.headers["content-encoding"]).toBeUndefined();
+    const packed = await sendRequest(`${host.url}${path}`, { headers: { "accept-encoding": "br, gzip" } });
+    expect(packed.headers["content-encoding"]).toBe("br");
+    expect(packed.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+    expect(brotliDecompressSync(packed.body).equals(asset.body)).toBe(true);
+    expect(packed.body.length).toBeLessThan(asset.body.length);
   }
+  const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+  const page1 = await sendRequest(`${host.url}/dashboard`, {
+    headers: { cookie, "accept-encoding": "gzip" },
+  });
+  expect(page1.headers["cache-control"]).toBe("no-store");
+
+  // The JSON APIs are compressed too; log streams and stored files are sent as they are.
+  const bearer = { authorization: `Bearer ${developerToken}`, "accept-encoding": "gzip" };
+  const rows = await sendRequest(`${host.url}/v1/deploys/chat/tables/messages/rows?numItems=100`, {
+    headers: bearer,
+  });
+  expect(rows.headers["content-encoding"]).toBe("gzip");
+  expect(JSON.parse(gunzipSync(rows.body).toString("utf8")).page).toHaveLength(100);
+  const logs = await sendRequest(`${host.url}/v1/deploys/chat/logs`, { headers: bearer });
+  expect(logs.headers["content-type"]).toContain("application/x-ndjson");
+  expect(logs.headers["content-encoding"]).toBeUndefined();
+  const files = (await sendRequest(`${host.url}/v1/deploys/chat/storage`, { headers: bearer })).json<{
+    objects: Array<{ key: string }>;
+  }>();
+  const file = await sendRequest(`${host.url}/v1/deploys/chat/storage/${files.objects[0]?.key}`, {
+    headers: bearer,
+  });
+  expect(file.status).toBe(200);
+  expect(file.headers["content-encoding"]).toBeUndefined();
+
   expect((await sendRequest(`${host.url}/dashboard/assets/app-NOPE.js`)).status).toBe(404);
   expect((await sendRequest(`${host.url}/dashboard/assets/..%2F..%2Fpackage.json`)).status).toBe(404);
+  await page.context().close();
+}, 60_000);
+
+it("prints how long the first page takes to load on loopback (no timing is asserted)", async () => {
+  const page = await newPage();
+  await signIn(page);
+  const cookies = await page.context().cookies();
+  // Cold: a new browser context (an empty cache) with the same session; warm: new pages of that
+  // context, the hashed bundle cached as immutable. Each figure is from the navigation's start.
+  const cold = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await cold.addCookies(cookies);
+  const timings: string[] = [];
+  for (const visit of ["cold", "warm 1", "warm 2", "warm 3"]) {
+    const fresh = await cold.newPage();
+    await fresh.goto(`${host.url}/dashboard`);
+    await fresh.getByRole("row", { name: /chat/ }).locator("td").nth(5).getByText("122").waitFor();
+    const shown = (await fresh.evaluate("performance.now()")) as number;
+    const steps = (await fresh.evaluate(`(() => {
+      const nav = performance.getEntriesByType("navigation")[0];
+      const done = (test) => performance.getEntriesByType("resource").filter((r) => test.test(r.name))
+        .reduce((end, r) => Math.max(end, r.responseEnd), 0);
+      return { shell: nav.responseEnd, assets: done(/\\/dashboard\\/assets\\//), load: nav.loadEventEnd,
+        list: done(/\\/v1\\/deploys$/), totals: done(/\\/totals$/) };
+    })()`)) as Record<string, number>;
+    const parts = Object.entries(steps).map(([step, ms]) => `${step} ${ms.toFixed(0)}`);
+    timings.push(`${visit}: ${parts.join(", ")}, rows and files shown ${shown.toFixed(0)} ms`);
+    await fresh.close();
+  }
+  console.log(`dashboard first page on loopback (ms from the navigation's start):\n${timings.join("\n")}`);
+  await cold.close();
   await page.context().close();
 }, 60_000);

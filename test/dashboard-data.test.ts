@@ -53,7 +53,12 @@ describe("reading", () => {
       { name: "pinned", kind: "boolean", optional: true },
     ]);
     // The hidden userId() index is the host's, not something to browse by.
-    expect(messages?.indexes.map((i) => i.name)).toEqual(["by_creation", "by_channel", "by_likes"]);
+    expect(messages?.indexes.map((i) => i.name)).toEqual([
+      "by_creation",
+      "by_channel",
+      "by_likes",
+      "by_pinned",
+    ]);
     expect((await asOwner("/v1/deploys/chat/totals")).json()).toEqual({ rows: 122, objects: 0, bytes: 0 });
   });
 
@@ -108,6 +113,29 @@ describe("reading", () => {
     expect(likes).toHaveLength(36);
     expect(likes).toEqual([...likes].sort((a, b) => a - b));
     expect(new Set(likes)).toEqual(new Set([3, 4, 5]));
+  });
+
+  it("filters rows where an optional field is absent (eq null), as withIndex does", async () => {
+    const absent = (
+      await asOwner(
+        rowsUrl({
+          index: "by_pinned",
+          range: [{ op: "eq", field: "pinned", value: null }],
+          numItems: "5",
+        }),
+      )
+    ).json<RowsAnswer>();
+    expect(absent.count).toEqual({ exact: 120 });
+    expect(absent.page.every((r) => !("pinned" in r))).toBe(true);
+    const pinned = (
+      await asOwner(rowsUrl({ index: "by_pinned", range: [{ op: "eq", field: "pinned", value: true }] }))
+    ).json<RowsAnswer>();
+    expect(pinned.count).toEqual({ exact: 0 });
+    const required = await asOwner(
+      rowsUrl({ index: "by_likes", range: [{ op: "eq", field: "likes", value: null }] }),
+    );
+    expect(required.status).toBe(400);
+    expect(required.text()).toContain("can only be used on optional fields");
   });
 
   it("refuses malformed queries and cursors with the engine's errors", async () => {

@@ -66,8 +66,9 @@ it("lists every handler and runs a mutation and a query as a guest, with usage a
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Functions" }).click();
   await page.waitForURL(/\/dashboard\/deploys\/chat\/functions$/);
   const list = page.getByRole("table", { name: "Functions of chat" });
+  // The list arrives after the page: poll until it is shown.
   for (const name of ["count", "latest", "mine", "post", "seed"])
-    await expect(list.getByRole("button", { name, exact: true }).count()).resolves.toBe(1);
+    await expect.poll(() => list.getByRole("button", { name, exact: true }).count()).toBe(1);
 
   await list.getByRole("button", { name: "post", exact: true }).click();
   await expect(page.getByRole("combobox", { name: "Function", exact: true }).inputValue()).resolves.toBe(

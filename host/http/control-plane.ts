@@ -29,6 +29,7 @@ import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
+import { withOwners } from "./owner-view.js";
 import { principalOf, resolvePrincipal, type SessionLookup } from "./principal.js";
 import { ownPaths } from "./routing.js";
 
@@ -145,7 +146,10 @@ export function controlPlaneRoutes(
     const who = principal(ctx);
     const all = await deployments.list();
     ctx.body = {
-      deploys: all.filter((d) => mayManage(who, d)).map(publicView),
+      deploys: await withOwners(
+        all.filter((d) => mayManage(who, d)),
+        developers,
+      ),
     };
   });
   router.post("/deploys", async (ctx) => {
@@ -197,7 +201,8 @@ export function controlPlaneRoutes(
     ctx.body = view(record);
   });
   router.get("/deploys/:id", async (ctx) => {
-    ctx.body = publicView(await manageable(ctx, deployments, ctx.params.id));
+    const [shown] = await withOwners([await manageable(ctx, deployments, ctx.params.id)], developers);
+    ctx.body = shown;
   });
   router.patch("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

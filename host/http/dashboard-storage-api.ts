@@ -46,6 +46,8 @@ export function registerStorageRoutes(
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
     ctx.set("Cache-Control", "private, no-store");
+    // Sent as stored: images and archives are compressed already, and the length stays exact.
+    ctx.compress = false;
     if (served.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
     ctx.set("Content-Type", served.contentType);
     ctx.body = bytes;

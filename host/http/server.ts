@@ -11,6 +11,7 @@ import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { backupRoutes } from "./backup-routes.js";
 import { reportStreamErrors } from "./client-gone.js";
 import { clientRoutes } from "./client-routes.js";
+import { controlPlaneCompression } from "./compression.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { DashboardSessions } from "./dashboard-sessions.js";
@@ -124,6 +125,7 @@ export function createHttpApp(options: HttpOptions): Koa {
       controlPlane: controlRoutes.length > 0,
     }),
   );
+  app.use(controlPlaneCompression());
   for (const routes of deploymentRoutes) if (routes) app.use(atOrigin("deployment", routes));
   for (const routes of controlRoutes) app.use(atOrigin("control", routes));
   return app;
