@@ -23,11 +23,16 @@ import { errorEnvelope } from "../../dist/host/http/errors.js";
 import { listen } from "../../dist/host/http/index.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, runLoad } from "../lib/run-load.js";
+import { afterRestart, coldStarts, startupTimes } from "./cold-start.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 /** Interleaved rounds of the three load targets; each target's median run is reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROWS = 1000;
+/** Distinct ~500 KB deployments whose first request after a host restart is timed. */
+const RESTARTED = Number(process.env.BENCH_RESTARTED ?? 20);
+/** Deployments of the host whose start-up is timed against one with 10. */
+const MANY = Number(process.env.BENCH_MANY_DEPLOYMENTS ?? 1000);
 
 const CAPSULE = `import { capsule, string, number, table } from "platform/server";
 export default capsule({
@@ -69,14 +74,7 @@ async function main(): Promise<void> {
   // Cold start of an evicted deployment with a ~500 KB bundle.
   const bigCode = await writeCapsule(join(dir, "big"), bigCapsule());
   await host.deployments.deploy("big", { code: bigCode });
-  const runner = host.deployments.pool.runner("big", (await host.deployments.require("big")).artifact);
-  const colds: number[] = [];
-  for (let i = 0; i < 30; i++) {
-    runner.evict();
-    const started = process.hrtime.bigint();
-    await host.deployments.call("big", { kind: "query", name: "ping", argsJson: "{}", identity: null });
-    colds.push(Number(process.hrtime.bigint() - started) / 1e6);
-  }
+  const { totals: colds, breakdown } = await coldStarts(host, "big", 30);
   const warm: number[] = [];
   for (let i = 0; i < 30; i++) {
     const started = process.hrtime.bigint();
@@ -177,6 +175,7 @@ async function main(): Promise<void> {
   console.log(
     `cold start, evicted deployment, ${(bigCode.length / 1024).toFixed(0)} KB bundle: p50 ${percentile(colds, 50).toFixed(1)} ms, p90 ${percentile(colds, 90).toFixed(1)} ms (warm call p50 ${percentile(warm, 50).toFixed(2)} ms)`,
   );
+  console.log(`  phases (p50 ms): ${breakdown}`);
   console.log(
     `memory per idle live isolate: ${mb(heap / N)} MB V8 heap; ${mb((rssBefore - rssAfter) / N)} MB RSS freed per isolate on eviction`,
   );
@@ -185,6 +184,19 @@ async function main(): Promise<void> {
   await directServer.close();
   await plainServer.close();
   await plainDb.close();
+
+  const restarted = await afterRestart((i) => `${bigCode}\n// variant ${i}\n`, RESTARTED);
+  for (const [name, run] of [
+    ["with the host's code-cache files", restarted.cached],
+    ["without (compiled from source)", restarted.uncached],
+  ] as const)
+    console.log(
+      `first request to each of ${RESTARTED} deployments after a restart, ${name}: p50 ${percentile(run.times, 50).toFixed(1)} ms, p90 ${percentile(run.times, 90).toFixed(1)} ms (cache ${JSON.stringify(run.counts)})`,
+    );
+  const startup = await startupTimes(smallCode, 10, MANY, 5);
+  console.log(
+    `host start-up: ${startup.map(({ size, ms }) => `${size} deployments ${ms.toFixed(0)} ms`).join(", ")}`,
+  );
   await rm(dir, { recursive: true, force: true });
 }
 

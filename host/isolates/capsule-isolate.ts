@@ -2,6 +2,7 @@ import type ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/index.js";
 import { decodeDispatchResponse } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import type { CodeCache } from "./code-cache.js";
 import { CpuMeter } from "./cpu-meter.js";
 import {
   InlineAbandoned,
@@ -10,7 +11,7 @@ import {
   InlineTransport,
   SlotTable,
 } from "./inline/index.js";
-import { loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
+import { type BlankIsolate, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
 import {
   DEFAULT_ISOLATE_LIMITS,
   type IsolateLimits,
@@ -66,14 +67,19 @@ export class CapsuleIsolate implements InlineHost {
     this.inline = standing.policy.enabled ? new InlineTransport(this, runtime, standing) : null;
   }
 
-  /** Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`). */
+  /**
+   * Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`), compiled
+   * through `from.cache` (the process's in-memory one when not given), in `from.blank` when given
+   * (made with the same limits).
+   */
   static async create(
     code: string,
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
     standing: InlineStanding = new InlineStanding(),
+    from: { cache?: CodeCache; blank?: BlankIsolate } = {},
   ): Promise<CapsuleIsolate> {
-    const loaded = await loadIsolate(code, artifact, limits);
+    const loaded = await loadIsolate(code, artifact, limits, from.cache, from.blank);
     const self = new CapsuleIsolate(loaded.isolate, loaded.entries, artifact, limits, standing);
     loaded.connect(self.threaded, self.inline);
     return self;

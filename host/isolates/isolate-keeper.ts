@@ -1,9 +1,10 @@
 import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { BreachPause } from "./breach-pause.js";
-import { CapsuleIsolate } from "./capsule-isolate.js";
+import type { CapsuleIsolate } from "./capsule-isolate.js";
+import { coldStartLaps } from "./cold-start-trace.js";
 import { InlineStanding } from "./inline/index.js";
-import type { IsolateLimits } from "./limits.js";
+import type { IsolateFactory } from "./isolate-factory.js";
 import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
@@ -36,7 +37,8 @@ export class IsolateKeeper {
     readonly deploymentId: string,
     public artifact: string,
     private readonly loadArtifact: ArtifactLoader,
-    private readonly limits: IsolateLimits,
+    /** Where its isolates come from (the pool's: its limits, code cache and spare). */
+    private readonly factory: IsolateFactory,
     /**
      * Where this deployment's calls wait for an execution slot: it bounds how many run in its
      * isolate at once and how many wait.
@@ -87,8 +89,12 @@ export class IsolateKeeper {
     this.isolate = null;
     if (!this.starting) {
       const artifact = this.artifact;
+      const lap = coldStartLaps();
       this.starting = this.loadArtifact(artifact)
-        .then((code) => CapsuleIsolate.create(code, artifact, this.limits, this.standing))
+        .then((code) => {
+          lap("artifact");
+          return this.factory.create(code, artifact, this.standing);
+        })
         .finally(() => {
           this.starting = null;
         });

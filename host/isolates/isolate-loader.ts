@@ -1,6 +1,8 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { CodeCache, MEMORY_CODE_CACHE } from "./code-cache.js";
+import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
 import { reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
 import { loadRuntimeScript } from "./runtime-script.js";
@@ -43,20 +45,6 @@ export interface LoadedIsolate {
 
 const STARTUP_TIMEOUT_MS = 2000;
 
-/** Compiled-code caches, produced by the host only (never accepted from outside). */
-const codeCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
-
-async function compile(isolate: ivm.Isolate, code: string, cacheKey: string, filename: string) {
-  const cachedData = codeCache.get(cacheKey);
-  const script = await isolate.compileScript(
-    code,
-    cachedData ? { cachedData, filename } : { produceCachedData: true, filename },
-  );
-  const produced = (script as ivm.Script & ivm.CachedDataResult).cachedData;
-  if (!cachedData && produced) codeCache.set(cacheKey, produced);
-  return script;
-}
-
 /** The bundle each live isolate runs, for the inline watchdog's crash report (see sentinel.ts). */
 const bundles = new WeakMap<ivm.Isolate, string>();
 
@@ -82,23 +70,31 @@ function onCatastrophicError(artifact: string, message: string): void {
 }
 
 /**
- * Creates an isolate with the runtime script and the capsule bundle `code` (content hash
- * `artifact`) loaded, the bridge installed, and the runtime's entry points taken. A capsule that
- * does not compile, throws or runs out of memory while loading fails with `bad_request`.
+ * An isolate with the bridge and the runtime loaded and no capsule code: made ahead of a cold start
+ * (see isolate-factory.ts), any deployment with the same memory limit may take it, once.
  */
-export async function loadIsolate(
-  code: string,
-  artifact: string,
+export interface BlankIsolate extends LoadedIsolate {
+  context: ivm.Context;
+  /** The runtime script's content hash (part of the capsule's code-cache key). */
+  runtimeHash: string;
+  memoryMb: number;
+}
+
+/** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
+export async function createBlankIsolate(
   limits: IsolateLimits,
-): Promise<LoadedIsolate> {
+  cache: CodeCache,
+  lap: (phase: ColdStartPhase) => void = () => {},
+): Promise<BlankIsolate> {
   await teardownGate.beforeCreate();
-  const isolate = new ivm.Isolate({
+  const isolate: ivm.Isolate = new ivm.Isolate({
     memoryLimit: limits.memoryMb,
-    onCatastrophicError: (message) => onCatastrophicError(artifact, message),
+    onCatastrophicError: (message) => onCatastrophicError(bundleOf(isolate), message),
   });
-  bundles.set(isolate, artifact);
+  lap("isolate");
   try {
     const context = await isolate.createContext();
+    lap("context");
     let threadedEnd: ThreadedEnd | undefined;
     let inlineEnd: InlineEnd | null = null;
     const bridge = new ivm.Reference((json: string) => (threadedEnd as ThreadedEnd).serveCall(json));
@@ -114,8 +110,11 @@ export async function loadIsolate(
       globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
       [bridge, post, done],
     );
-    const runtime = await compile(isolate, await loadRuntimeScript(), "runtime", "platform-runtime.js");
-    await runtime.run(context, { timeout: STARTUP_TIMEOUT_MS });
+    const runtime = await loadRuntimeScript();
+    const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
+    const compiled = await cache.compile(isolate, runtime.code, runtimeKey, "platform-runtime.js");
+    await compiled.script.run(context, { timeout: STARTUP_TIMEOUT_MS });
+    lap("runtime");
     const entry = async (name: string) => {
       const reference = await context.global.get(name, { reference: true });
       await context.global.delete(name);
@@ -127,36 +126,65 @@ export async function loadIsolate(
       dispatchInlineMany: (await entry("__platform_dispatch_inline_many")) as InlineEntry,
       resumeInline: (await entry("__platform_resume_inline")) as InlineEntry,
     };
-    await loadCapsule(isolate, context, code, artifact);
+    lap("entries");
     const connect = (threaded: ThreadedEnd, inline: InlineEnd | null) => {
       threadedEnd = threaded;
       inlineEnd = inline;
     };
-    return { isolate, entries, connect };
+    return { isolate, context, entries, connect, runtimeHash: runtime.hash, memoryMb: limits.memoryMb };
   } catch (error) {
-    // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
-    const outOfMemory = isolate.isDisposed;
-    if (outOfMemory) teardownGate.noteTeardown();
-    if (!isolate.isDisposed) isolate.dispose();
-    if (isPlatformError(error)) throw error;
-    if (outOfMemory) throw new PlatformError("bad_request", "The capsule ran out of memory while loading.");
-    throw new PlatformError("bad_request", `The capsule failed to load: ${(error as Error).message}`);
+    throw loadFailure(isolate, error);
   }
 }
 
-async function loadCapsule(isolate: ivm.Isolate, context: ivm.Context, code: string, artifact: string) {
+/**
+ * Loads the capsule bundle `code` (content hash `artifact`) into `blank`, or into a new blank
+ * isolate when none is given, compiling through `cache`. A capsule that does not compile, throws
+ * or runs out of memory while loading fails with `bad_request`.
+ */
+export async function loadIsolate(
+  code: string,
+  artifact: string,
+  limits: IsolateLimits,
+  cache: CodeCache = MEMORY_CODE_CACHE,
+  blank?: BlankIsolate,
+): Promise<LoadedIsolate> {
+  const lap = coldStartLaps();
+  const loaded = blank ?? (await createBlankIsolate(limits, cache, lap));
+  const { isolate, context } = loaded;
+  bundles.set(isolate, artifact);
+  const key = CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash);
   let capsule: ivm.Script;
   try {
-    capsule = await compile(isolate, code, `capsule:${artifact}`, "capsule.js");
+    capsule = (await cache.compile(isolate, code, key, "capsule.js")).script;
   } catch (error) {
-    throw new PlatformError(
+    const failure = new PlatformError(
       "bad_request",
       `The capsule bundle does not compile: ${(error as Error).message}`,
     );
+    throw loadFailure(isolate, failure);
   }
+  lap("compile");
   try {
     await capsule.run(context, { timeout: STARTUP_TIMEOUT_MS });
   } catch (error) {
-    throw new PlatformError("bad_request", `The capsule threw while loading: ${(error as Error).message}`);
+    const failure = new PlatformError(
+      "bad_request",
+      `The capsule threw while loading: ${(error as Error).message}`,
+    );
+    throw loadFailure(isolate, failure);
   }
+  lap("run");
+  return { isolate, entries: loaded.entries, connect: loaded.connect };
+}
+
+/** Disposes of an isolate that failed to load, and says why as a platform error. */
+function loadFailure(isolate: ivm.Isolate, error: unknown): PlatformError {
+  // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
+  const outOfMemory = isolate.isDisposed;
+  if (outOfMemory) teardownGate.noteTeardown();
+  if (!isolate.isDisposed) isolate.dispose();
+  if (isPlatformError(error)) return error;
+  if (outOfMemory) return new PlatformError("bad_request", "The capsule ran out of memory while loading.");
+  return new PlatformError("bad_request", `The capsule failed to load: ${(error as Error).message}`);
 }

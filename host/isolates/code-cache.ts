@@ -1,0 +1,138 @@
+import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
+import ivm from "isolated-vm";
+import type { CodeCacheFiles } from "./code-cache-files.js";
+
+/** What one compile did with the cache. */
+export type CacheUse = "hit" | "miss" | "rejected";
+
+/** How the cache was used since the host started (the host's metrics and tests read them). */
+export interface CodeCacheCounts {
+  /** Compiles that V8 served from a cached compile. */
+  hit: number;
+  /** Compiles with nothing cached: compiled from source, and a cache produced. */
+  miss: number;
+  /** Cached data V8 refused (another V8 build or flags): compiled from source, cache replaced. */
+  rejected: number;
+  /** Cache files that failed their hash check on read, deleted unused. */
+  discarded: number;
+}
+
+/** What is compiled: the platform runtime, or a capsule bundle, with its content hash. */
+export interface CompiledSource {
+  kind: "runtime" | "capsule";
+  /** The content hash of the code (sha256 hex); for a capsule, its artifact hash. */
+  hash: string;
+}
+
+/** Caches kept in memory at most (bytes); the least recently used go first. */
+const DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024;
+
+const IVM_VERSION = (createRequire(import.meta.url)("isolated-vm/package.json") as { version: string })
+  .version;
+
+/**
+ * What else a compiled script depends on: V8 and isolated-vm's versions and the process's flags
+ * (V8 also checks these itself; they are in the key so a cache of another build is never tried).
+ */
+const ENGINE = [process.versions.v8, IVM_VERSION, process.execArgv.join(" ")].join("\0");
+
+/**
+ * V8 code caches of the scripts this host compiles, so a cold start deserializes a compile
+ * instead of parsing the bundle again. Every cache is produced by this host's own compiles and
+ * kept in its memory and, when given, in files only the host writes: cached data is never taken
+ * from a deploy, an import or any other input (V8 trusts what it deserializes). A cache is keyed
+ * by the code's content hash, the runtime script's hash, the engine and the flags, so a new
+ * artifact never meets an old one's cache; data V8 rejects falls back to a normal compile.
+ */
+export class CodeCache {
+  readonly counts: CodeCacheCounts = { hit: 0, miss: 0, rejected: 0, discarded: 0 };
+  private readonly memory = new Map<string, { data: ivm.ExternalCopy<ArrayBuffer>; bytes: number }>();
+  private memoryBytes = 0;
+  private readonly writes = new Set<Promise<void>>();
+
+  constructor(
+    /** The host's own cache files; null keeps caches in memory only. */
+    private readonly files: CodeCacheFiles | null = null,
+    private readonly maxMemoryBytes = DEFAULT_MEMORY_BYTES,
+  ) {}
+
+  /** The key of `source`'s cache when it runs after the runtime script `runtimeHash`. */
+  static key(source: CompiledSource, runtimeHash: string): string {
+    return createHash("sha256")
+      .update(["platform-code-cache/1", source.kind, source.hash, runtimeHash, ENGINE].join("\0"))
+      .digest("hex");
+  }
+
+  /**
+   * Compiles `code` in `isolate`, from the cache under `key` when there is one V8 accepts; a
+   * compile from source produces the cache for the next time.
+   */
+  async compile(
+    isolate: ivm.Isolate,
+    code: string,
+    key: string,
+    filename: string,
+  ): Promise<{ script: ivm.Script; use: CacheUse }> {
+    const cached = this.recent(key) ?? (await this.fromFiles(key));
+    const script = (await isolate.compileScript(code, {
+      filename,
+      produceCachedData: true,
+      ...(cached ? { cachedData: cached } : {}),
+    })) as ivm.Script & ivm.CachedDataResult & { cachedDataRejected?: boolean };
+    const use: CacheUse = !cached ? "miss" : script.cachedDataRejected ? "rejected" : "hit";
+    this.counts[use]++;
+    // isolated-vm produces new data only when none was given or it was rejected.
+    if (use !== "hit" && script.cachedData) this.keep(key, script.cachedData.copy(), true);
+    return { script, use };
+  }
+
+  /** The cache in memory under `key`, marked as the most recently used. */
+  private recent(key: string): ivm.ExternalCopy<ArrayBuffer> | undefined {
+    const entry = this.memory.get(key);
+    if (!entry) return undefined;
+    this.memory.delete(key);
+    this.memory.set(key, entry);
+    return entry.data;
+  }
+
+  private async fromFiles(key: string): Promise<ivm.ExternalCopy<ArrayBuffer> | undefined> {
+    if (!this.files) return undefined;
+    const read = await this.files.read(key);
+    if (read === "corrupt") this.counts.discarded++;
+    if (read === undefined || read === "corrupt") return undefined;
+    return this.keep(key, read, false);
+  }
+
+  private keep(key: string, bytes: ArrayBuffer, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
+    const data = new ivm.ExternalCopy(bytes);
+    this.drop(key);
+    this.memory.set(key, { data, bytes: bytes.byteLength });
+    this.memoryBytes += bytes.byteLength;
+    for (const [oldest] of this.memory) {
+      if (this.memoryBytes <= this.maxMemoryBytes) break;
+      this.drop(oldest);
+    }
+    if (write && this.files) {
+      const written = this.files.write(key, new Uint8Array(bytes)).finally(() => this.writes.delete(written));
+      this.writes.add(written);
+    }
+    return data;
+  }
+
+  /** Resolves once the cache files being written now are written (a closing host, tests). */
+  async settled(): Promise<void> {
+    await Promise.all(this.writes);
+  }
+
+  private drop(key: string): void {
+    const entry = this.memory.get(key);
+    if (!entry) return;
+    this.memory.delete(key);
+    this.memoryBytes -= entry.bytes;
+    entry.data.release();
+  }
+}
+
+/** The cache of isolates created without one of their own (tests, tools): memory only, process-wide. */
+export const MEMORY_CODE_CACHE = new CodeCache();
