@@ -1,10 +1,11 @@
 /**
  * The host's V8 code caches: a cold start after a restart compiles from the cache files the host
  * itself wrote; a damaged or refused file falls back to a normal compile with the same behaviour;
- * a redeploy (new artifact) never meets the old artifact's cache.
+ * an eviction refreshes the caches once from the isolate that ran the code; a redeploy (new
+ * artifact) never meets the old artifact's cache.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -50,6 +51,12 @@ async function say(host: PlatformHost, id: string): Promise<unknown> {
   return JSON.parse(response.valueJson);
 }
 
+/** Waits until `condition` holds (checked every 10 ms, for at most 10 s). */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
+
 const counts = (host: PlatformHost) => ({ ...host.deployments.pool.factory.codeCache.counts });
 
 /** Deploys `code` as `id` on a new host under `data`, waits for its cache files, and stops it. */
@@ -76,7 +83,7 @@ describe("code caches", () => {
     const host = await open(data);
     try {
       expect(await say(host, "app")).toBe("hello from a cached compile");
-      expect(counts(host)).toEqual({ hit: 2, miss: 0, rejected: 0, discarded: 0 });
+      expect(counts(host)).toEqual({ hit: 2, miss: 0, rejected: 0, discarded: 0, refreshed: 0 });
       // Evicted and started again: from the cache in memory.
       host.deployments.pool.runner("app", (await host.deployments.require("app")).artifact).evict();
       expect(await say(host, "app")).toBe("hello from a cached compile");
@@ -96,7 +103,7 @@ describe("code caches", () => {
     let host = await open(data);
     try {
       expect(await say(host, "app")).toBe("still from a cached compile");
-      expect(counts(host)).toEqual({ hit: 0, miss: 2, rejected: 0, discarded: 2 });
+      expect(counts(host)).toEqual({ hit: 0, miss: 2, rejected: 0, discarded: 2, refreshed: 0 });
       await host.deployments.pool.factory.codeCache.settled();
     } finally {
       await host.close();
@@ -107,7 +114,7 @@ describe("code caches", () => {
     host = await open(data);
     try {
       expect(await say(host, "app")).toBe("still from a cached compile");
-      expect(counts(host)).toEqual({ hit: 0, miss: 0, rejected: 2, discarded: 0 });
+      expect(counts(host)).toEqual({ hit: 0, miss: 0, rejected: 2, discarded: 0, refreshed: 0 });
       await host.deployments.pool.factory.codeCache.settled();
     } finally {
       await host.close();
@@ -116,7 +123,39 @@ describe("code caches", () => {
     host = await open(data);
     try {
       expect(await say(host, "app")).toBe("still from a cached compile");
-      expect(counts(host)).toEqual({ hit: 2, miss: 0, rejected: 0, discarded: 0 });
+      expect(counts(host)).toEqual({ hit: 2, miss: 0, rejected: 0, discarded: 0, refreshed: 0 });
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("refreshes an evicted isolate's caches once, after its code ran, and keeps them across a restart", async () => {
+    const data = join(dir, "refresh");
+    await deployAndStop(data, "app", await bundle("refresh", "fresh"));
+    const flags = async () => {
+      const cacheDir = join(data, "code-cache");
+      const files = await readdir(cacheDir);
+      return Promise.all(files.map(async (file) => (await readFile(join(cacheDir, file)))[32]));
+    };
+    expect(await flags()).toEqual([0, 0]); // made at compile time
+    let host = await open(data);
+    try {
+      expect(await say(host, "app")).toBe("fresh from a cached compile");
+      host.deployments.pool.runner("app", (await host.deployments.require("app")).artifact).evict();
+      await until(() => counts(host).refreshed === 2);
+      await host.deployments.pool.factory.codeCache.settled();
+      expect(await flags()).toEqual([1, 1]); // made after the code ran
+      expect(await say(host, "app")).toBe("fresh from a cached compile");
+    } finally {
+      await host.close();
+    }
+    host = await open(data);
+    try {
+      expect(await say(host, "app")).toBe("fresh from a cached compile");
+      host.deployments.pool.runner("app", (await host.deployments.require("app")).artifact).evict();
+      expect(await say(host, "app")).toBe("fresh from a cached compile");
+      // Refreshed once: the files say so, so the eviction refreshes nothing again.
+      expect(counts(host)).toEqual({ hit: 4, miss: 0, rejected: 0, discarded: 0, refreshed: 0 });
     } finally {
       await host.close();
     }

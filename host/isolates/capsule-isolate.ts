@@ -11,7 +11,7 @@ import {
   InlineTransport,
   SlotTable,
 } from "./inline/index.js";
-import { type BlankIsolate, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
+import { type BlankIsolate, type LoadedCapsule, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
 import {
   DEFAULT_ISOLATE_LIMITS,
   type IsolateLimits,
@@ -58,6 +58,7 @@ export class CapsuleIsolate implements InlineHost {
   private constructor(
     readonly isolate: ivm.Isolate,
     runtime: RuntimeEntries,
+    private readonly refreshCaches: LoadedCapsule["refreshCaches"],
     readonly artifact: string,
     readonly limits: IsolateLimits,
     standing: InlineStanding,
@@ -80,7 +81,14 @@ export class CapsuleIsolate implements InlineHost {
     from: { cache?: CodeCache; blank?: BlankIsolate } = {},
   ): Promise<CapsuleIsolate> {
     const loaded = await loadIsolate(code, artifact, limits, from.cache, from.blank);
-    const self = new CapsuleIsolate(loaded.isolate, loaded.entries, artifact, limits, standing);
+    const self = new CapsuleIsolate(
+      loaded.isolate,
+      loaded.entries,
+      loaded.refreshCaches,
+      artifact,
+      limits,
+      standing,
+    );
     loaded.connect(self.threaded, self.inline);
     return self;
   }
@@ -231,6 +239,20 @@ export class CapsuleIsolate implements InlineHost {
     });
     if (this.meter.overran(BigInt(this.limits.cpuMs) * 1_000_000n)) this.stop("cpu");
   };
+
+  /**
+   * Frees an idle isolate (an eviction), after it has refreshed the code caches of what it ran so
+   * the next cold start compiles less; `code` gives the capsule's code (read only if needed).
+   */
+  retire(code: () => Promise<string>): void {
+    if (this.isDisposed || this.running.size > 0) {
+      this.dispose();
+      return;
+    }
+    void this.refreshCaches(code)
+      .catch(() => {})
+      .finally(() => this.dispose());
+  }
 
   /** Frees the isolate; what still runs in it fails as `unavailable`. Safe to call twice. */
   dispose(): void {

@@ -16,6 +16,8 @@ export interface CodeCacheCounts {
   rejected: number;
   /** Cache files that failed their hash check on read, deleted unused. */
   discarded: number;
+  /** Caches replaced by one made after their code ran (see {@link CodeCache.refresh}). */
+  refreshed: number;
 }
 
 /** What is compiled: the platform runtime, or a capsule bundle, with its content hash. */
@@ -23,6 +25,13 @@ export interface CompiledSource {
   kind: "runtime" | "capsule";
   /** The content hash of the code (sha256 hex); for a capsule, its artifact hash. */
   hash: string;
+}
+
+/** A cache in memory: its data, size, and whether it was made after its code ran. */
+interface KeptCache {
+  data: ivm.ExternalCopy<ArrayBuffer>;
+  bytes: number;
+  ran: boolean;
 }
 
 /** Caches kept in memory at most (bytes); the least recently used go first. */
@@ -46,8 +55,9 @@ const ENGINE = [process.versions.v8, IVM_VERSION, process.execArgv.join(" ")].jo
  * artifact never meets an old one's cache; data V8 rejects falls back to a normal compile.
  */
 export class CodeCache {
-  readonly counts: CodeCacheCounts = { hit: 0, miss: 0, rejected: 0, discarded: 0 };
-  private readonly memory = new Map<string, { data: ivm.ExternalCopy<ArrayBuffer>; bytes: number }>();
+  readonly counts: CodeCacheCounts = { hit: 0, miss: 0, rejected: 0, discarded: 0, refreshed: 0 };
+  private readonly memory = new Map<string, KeptCache>();
+  private readonly refreshing = new Set<string>();
   private memoryBytes = 0;
   private readonly writes = new Set<Promise<void>>();
 
@@ -83,8 +93,30 @@ export class CodeCache {
     const use: CacheUse = !cached ? "miss" : script.cachedDataRejected ? "rejected" : "hit";
     this.counts[use]++;
     // isolated-vm produces new data only when none was given or it was rejected.
-    if (use !== "hit" && script.cachedData) this.keep(key, script.cachedData.copy(), true);
+    if (use !== "hit" && script.cachedData) this.keep(key, script.cachedData.copy(), false, true);
     return { script, use };
+  }
+
+  /**
+   * Replaces the cache under `key` with one made in `isolate`, which compiled `code` through
+   * {@link compile} and ran it: compiling the same code again there is answered from the isolate's
+   * own compilation, and V8 then serializes every function compiled so far, not only the top level
+   * (a cache made at compile time leaves the rest to be compiled by each cold start). Once per key.
+   */
+  async refresh(isolate: ivm.Isolate, code: () => Promise<string>, key: string, filename: string) {
+    if (this.memory.get(key)?.ran || this.refreshing.has(key)) return;
+    this.refreshing.add(key);
+    try {
+      const script = (await isolate.compileScript(await code(), {
+        filename,
+        produceCachedData: true,
+      })) as ivm.Script & ivm.CachedDataResult;
+      if (!script.cachedData) return;
+      this.keep(key, script.cachedData.copy(), true, true);
+      this.counts.refreshed++;
+    } finally {
+      this.refreshing.delete(key);
+    }
   }
 
   /** The cache in memory under `key`, marked as the most recently used. */
@@ -101,20 +133,22 @@ export class CodeCache {
     const read = await this.files.read(key);
     if (read === "corrupt") this.counts.discarded++;
     if (read === undefined || read === "corrupt") return undefined;
-    return this.keep(key, read, false);
+    return this.keep(key, read.bytes, read.ran, false);
   }
 
-  private keep(key: string, bytes: ArrayBuffer, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
+  private keep(key: string, bytes: ArrayBuffer, ran: boolean, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
     const data = new ivm.ExternalCopy(bytes);
     this.drop(key);
-    this.memory.set(key, { data, bytes: bytes.byteLength });
+    this.memory.set(key, { data, bytes: bytes.byteLength, ran });
     this.memoryBytes += bytes.byteLength;
     for (const [oldest] of this.memory) {
       if (this.memoryBytes <= this.maxMemoryBytes) break;
       this.drop(oldest);
     }
     if (write && this.files) {
-      const written = this.files.write(key, new Uint8Array(bytes)).finally(() => this.writes.delete(written));
+      const written = this.files
+        .write(key, new Uint8Array(bytes), ran)
+        .finally(() => this.writes.delete(written));
       this.writes.add(written);
     }
     return data;

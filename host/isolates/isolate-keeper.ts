@@ -144,6 +144,13 @@ export class IsolateKeeper {
 
   /** Drops the isolate (eviction); the next request starts a new one. */
   evict(): void {
+    const isolate = this.isolate;
+    this.isolate = null;
+    isolate?.retire(() => this.loadArtifact(isolate.artifact));
+  }
+
+  /** Drops the isolate at once, without refreshing its code caches (a deleted deployment, a closing host). */
+  stop(): void {
     this.isolate?.dispose();
     this.isolate = null;
   }

@@ -43,7 +43,15 @@ export interface LoadedIsolate {
   connect(threaded: ThreadedEnd, inline: InlineEnd | null): void;
 }
 
+/** A capsule's loaded isolate, and how it refreshes its code caches (see {@link CodeCache.refresh}). */
+export interface LoadedCapsule extends LoadedIsolate {
+  /** Refreshes the runtime's and the capsule's caches from this isolate; `code` is the capsule's. */
+  refreshCaches(code: () => Promise<string>): Promise<void>;
+}
+
 const STARTUP_TIMEOUT_MS = 2000;
+const RUNTIME_FILENAME = "platform-runtime.js";
+const CAPSULE_FILENAME = "capsule.js";
 
 /** The bundle each live isolate runs, for the inline watchdog's crash report (see sentinel.ts). */
 const bundles = new WeakMap<ivm.Isolate, string>();
@@ -112,7 +120,7 @@ export async function createBlankIsolate(
     );
     const runtime = await loadRuntimeScript();
     const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
-    const compiled = await cache.compile(isolate, runtime.code, runtimeKey, "platform-runtime.js");
+    const compiled = await cache.compile(isolate, runtime.code, runtimeKey, RUNTIME_FILENAME);
     await compiled.script.run(context, { timeout: STARTUP_TIMEOUT_MS });
     lap("runtime");
     const entry = async (name: string) => {
@@ -148,7 +156,7 @@ export async function loadIsolate(
   limits: IsolateLimits,
   cache: CodeCache = MEMORY_CODE_CACHE,
   blank?: BlankIsolate,
-): Promise<LoadedIsolate> {
+): Promise<LoadedCapsule> {
   const lap = coldStartLaps();
   const loaded = blank ?? (await createBlankIsolate(limits, cache, lap));
   const { isolate, context } = loaded;
@@ -156,7 +164,7 @@ export async function loadIsolate(
   const key = CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash);
   let capsule: ivm.Script;
   try {
-    capsule = (await cache.compile(isolate, code, key, "capsule.js")).script;
+    capsule = (await cache.compile(isolate, code, key, CAPSULE_FILENAME)).script;
   } catch (error) {
     const failure = new PlatformError(
       "bad_request",
@@ -175,7 +183,13 @@ export async function loadIsolate(
     throw loadFailure(isolate, failure);
   }
   lap("run");
-  return { isolate, entries: loaded.entries, connect: loaded.connect };
+  const refreshCaches = async (capsuleCode: () => Promise<string>) => {
+    const runtime = await loadRuntimeScript();
+    const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
+    await cache.refresh(isolate, async () => runtime.code, runtimeKey, RUNTIME_FILENAME);
+    await cache.refresh(isolate, capsuleCode, key, CAPSULE_FILENAME);
+  };
+  return { isolate, entries: loaded.entries, connect: loaded.connect, refreshCaches };
 }
 
 /** Disposes of an isolate that failed to load, and says why as a platform error. */

@@ -187,7 +187,7 @@ export class IsolatePool {
 
   /** Forgets a deployment (deleted). */
   remove(deploymentId: string): void {
-    this.runners.get(deploymentId)?.evict();
+    this.runners.get(deploymentId)?.stop();
     this.runners.delete(deploymentId);
     this.standings.delete(deploymentId);
   }
@@ -196,7 +196,7 @@ export class IsolatePool {
   close(): void {
     clearInterval(this.sweeper);
     clearInterval(this.threadLook);
-    for (const runner of this.runners.values()) runner.evict();
+    for (const runner of this.runners.values()) runner.stop();
     this.runners.clear();
     this.factory.close();
   }
