@@ -231,6 +231,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     waitingCalls: () => deployments.pool.waitingCalls(),
     liveSubscriptions: () => live.subscriberCounts(),
     quarantinedBundles: () => quarantine.activeCount(),
+    codeCache: () => ({ ...deployments.pool.factory.codeCache.counts }),
     storageBytes: (limit) => objects.usageByOwner(limit),
     ...(store instanceof PostgresKv ? { postgresPools: () => store.poolUse() } : {}),
   });
