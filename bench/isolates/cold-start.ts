@@ -32,56 +32,78 @@ function elapsedMs(started: bigint): number {
   return Number(process.hrtime.bigint() - started) / 1e6;
 }
 
-/** Cold starts of `id` (evicted each time): the total and each phase's median, in ms. */
-export async function coldStarts(host: Host, id: string, rounds: number) {
-  const runner = host.deployments.pool.runner(id, (await host.deployments.require(id)).artifact);
-  const phases = new Map<string, number[]>();
-  const totals: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    // Cold starts 50 ms after the eviction, not back to back: the host frees the evicted isolate
-    // and makes its spare one in between, as it does when requests to evicted deployments are apart.
-    runner.evict();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+/** Times of calls, with each cold-start phase's times (see host/isolates/cold-start-trace.ts). */
+class Timings {
+  readonly totals: number[] = [];
+  private readonly phases = new Map<string, number[]>();
+
+  /** Calls `id` once, timing the call and the phases of the cold start it makes. */
+  async call(host: Host, id: string): Promise<void> {
     const laps: Array<[string, number]> = [];
     traceColdStarts((phase, ms) => laps.push([phase, ms]));
     const started = process.hrtime.bigint();
     await host.deployments.call(id, ping);
     const total = elapsedMs(started);
     traceColdStarts(null);
-    totals.push(total);
+    this.totals.push(total);
     const traced = laps.reduce((sum, [, ms]) => sum + ms, 0);
     for (const [phase, ms] of [...laps, ["first call and the rest", total - traced] as [string, number]])
-      phases.set(phase, [...(phases.get(phase) ?? []), ms]);
+      this.phases.set(phase, [...(this.phases.get(phase) ?? []), ms]);
   }
-  const breakdown = [...phases].map(([phase, ms]) => `${phase} ${percentile(ms, 50).toFixed(2)}`);
-  return { totals, breakdown: breakdown.join(", ") };
+
+  /** Each phase's median (ms) and in how many of the calls it occurred. */
+  breakdown(): string {
+    const count = this.totals.length;
+    return [...this.phases]
+      .map(
+        ([phase, ms]) =>
+          `${phase} ${percentile(ms, 50).toFixed(2)}${ms.length < count ? ` (${ms.length}/${count})` : ""}`,
+      )
+      .join(", ");
+  }
+
+  summary(): string {
+    return `p50 ${percentile(this.totals, 50).toFixed(1)} ms, p90 ${percentile(this.totals, 90).toFixed(1)} ms`;
+  }
+}
+
+/** Cold starts of `id` (evicted each time). */
+export async function coldStarts(host: Host, id: string, rounds: number): Promise<Timings> {
+  const runner = host.deployments.pool.runner(id, (await host.deployments.require(id)).artifact);
+  const timings = new Timings();
+  for (let i = 0; i < rounds; i++) {
+    // Cold starts 50 ms after the eviction, not back to back: the host frees the evicted isolate
+    // and makes its spare one in between, as it does when requests to evicted deployments are apart.
+    runner.evict();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await timings.call(host, id);
+  }
+  return timings;
 }
 
 /**
- * Deploys `count` distinct ~500 KB bundles (`bundle(i)`), restarts the host on the same data twice
- * (with its code-cache files, then without any), and times the first request to each deployment.
+ * Deploys `count` distinct ~500 KB bundles (`bundle(i)`), then restarts the host on the same data
+ * `rounds` times each with its code-cache files and without any (interleaved), and times the
+ * first request to each deployment, back to back.
  */
-export async function afterRestart(bundle: (i: number) => string, count: number) {
+export async function afterRestart(bundle: (i: number) => string, count: number, rounds: number) {
   const dir = await mkdtemp(join(tmpdir(), "platform-bench-restart-"));
   const data = join(dir, "host");
-  let host = await open(data);
-  for (let i = 0; i < count; i++) await host.deployments.deploy(`r${i}`, { code: bundle(i) });
-  await host.deployments.pool.factory.codeCache.settled();
-  await host.close();
-  const firsts = async (codeCacheDir?: null) => {
-    host = await open(data, codeCacheDir);
-    const times: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const started = process.hrtime.bigint();
-      await host.deployments.call(`r${i}`, ping);
-      times.push(elapsedMs(started));
+  const deploying = await open(data);
+  for (let i = 0; i < count; i++) await deploying.deployments.deploy(`r${i}`, { code: bundle(i) });
+  await deploying.deployments.pool.factory.codeCache.settled();
+  await deploying.close();
+  const cached = new Timings();
+  const uncached = new Timings();
+  for (let round = 0; round < rounds; round++)
+    for (const [timings, codeCacheDir] of [
+      [cached, undefined],
+      [uncached, null],
+    ] as const) {
+      const host = await open(data, codeCacheDir);
+      for (let i = 0; i < count; i++) await timings.call(host, `r${i}`);
+      await host.close();
     }
-    const counts = { ...host.deployments.pool.factory.codeCache.counts };
-    await host.close();
-    return { times, counts };
-  };
-  const cached = await firsts();
-  const uncached = await firsts(null);
   await rm(dir, { recursive: true, force: true });
   return { cached, uncached };
 }
