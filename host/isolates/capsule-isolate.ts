@@ -70,7 +70,7 @@ export class CapsuleIsolate implements InlineHost {
 
   /**
    * Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`), compiled
-   * through `from.cache` (the process's in-memory one when not given), in `from.blank` when given
+   * through `from.cache` (see loadIsolate; none shared when not given), in `from.blank` when given
    * (made with the same limits).
    */
   static async create(

@@ -167,6 +167,3 @@ export class CodeCache {
     entry.data.release();
   }
 }
-
-/** The cache of isolates created without one of their own (tests, tools): memory only, process-wide. */
-export const MEMORY_CODE_CACHE = new CodeCache();

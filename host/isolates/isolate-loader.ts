@@ -1,7 +1,7 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { CodeCache, MEMORY_CODE_CACHE } from "./code-cache.js";
+import { CodeCache } from "./code-cache.js";
 import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
 import { reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
@@ -147,14 +147,16 @@ export async function createBlankIsolate(
 
 /**
  * Loads the capsule bundle `code` (content hash `artifact`) into `blank`, or into a new blank
- * isolate when none is given, compiling through `cache`. A capsule that does not compile, throws
- * or runs out of memory while loading fails with `bad_request`.
+ * isolate when none is given, compiling through `cache`: a shared cache keys the capsule by
+ * `artifact`, which must then be the sha256 of `code` (V8 checks a cache against its source's
+ * length only); without one, a cache of its own. A capsule that does not compile, throws or runs
+ * out of memory while loading fails with `bad_request`.
  */
 export async function loadIsolate(
   code: string,
   artifact: string,
   limits: IsolateLimits,
-  cache: CodeCache = MEMORY_CODE_CACHE,
+  cache: CodeCache = new CodeCache(),
   blank?: BlankIsolate,
 ): Promise<LoadedCapsule> {
   const lap = coldStartLaps();
