@@ -71,16 +71,16 @@ export class CapsuleIsolate implements InlineHost {
   /**
    * Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`), compiled
    * through `from.cache` (see loadIsolate; none shared when not given), in `from.blank` when given
-   * (made with the same limits).
+   * (made with the same limits), for the deployment `from.scope` when known (see loadIsolate).
    */
   static async create(
     code: string,
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
     standing: InlineStanding = new InlineStanding(),
-    from: { cache?: CodeCache; blank?: BlankIsolate } = {},
+    from: { cache?: CodeCache; blank?: BlankIsolate; scope?: string } = {},
   ): Promise<CapsuleIsolate> {
-    const loaded = await loadIsolate(code, artifact, limits, from.cache, from.blank);
+    const loaded = await loadIsolate(code, artifact, limits, from.cache, from.blank, from.scope);
     const self = new CapsuleIsolate(
       loaded.isolate,
       loaded.entries,
@@ -241,8 +241,9 @@ export class CapsuleIsolate implements InlineHost {
   };
 
   /**
-   * Frees an idle isolate (an eviction), after it has refreshed the code caches of what it ran so
-   * the next cold start compiles less; `code` gives the capsule's code (read only if needed).
+   * Frees an idle isolate (an eviction), after it has refreshed its deployment's code cache from
+   * what it ran so the next cold start compiles less; `code` gives the capsule's code (read only
+   * if needed).
    */
   retire(code: () => Promise<string>): void {
     if (this.isDisposed || this.running.size > 0) {

@@ -3,12 +3,10 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 const CHECK_BYTES = 32;
-/** The check, then one byte: 1 when the cache was made after its code ran (see CodeCache.refresh). */
-const HEADER_BYTES = CHECK_BYTES + 1;
 
-/** The check stored before a cache: binds its flag and bytes to its key, so a swapped or damaged file fails. */
-function check(key: string, flag: Uint8Array, payload: Uint8Array): Buffer {
-  return createHash("sha256").update(key).update("\0").update(flag).update(payload).digest();
+/** The check stored before a cache's bytes: binds them to their key, so a swapped or damaged file fails. */
+function check(key: string, payload: Uint8Array): Buffer {
+  return createHash("sha256").update(key).update("\0").update(payload).digest();
 }
 
 /**
@@ -28,35 +26,34 @@ export class CodeCacheFiles {
   }
 
   /** The cache under `key`; undefined when there is none, "corrupt" when its check failed (deleted). */
-  async read(key: string): Promise<{ bytes: ArrayBuffer; ran: boolean } | undefined | "corrupt"> {
+  async read(key: string): Promise<ArrayBuffer | undefined | "corrupt"> {
     let file: Buffer;
     try {
       file = await readFile(this.path(key));
     } catch {
       return undefined;
     }
-    const flag = file.subarray(CHECK_BYTES, HEADER_BYTES);
-    const payload = file.subarray(HEADER_BYTES);
-    if (file.length <= HEADER_BYTES || !check(key, flag, payload).equals(file.subarray(0, CHECK_BYTES))) {
+    const payload = file.subarray(CHECK_BYTES);
+    if (file.length <= CHECK_BYTES || !check(key, payload).equals(file.subarray(0, CHECK_BYTES))) {
       await rm(this.path(key), { force: true }).catch(() => {});
       return "corrupt";
     }
-    const bytes = payload.buffer.slice(payload.byteOffset, payload.byteOffset + payload.byteLength);
-    return { bytes: bytes as ArrayBuffer, ran: flag[0] === 1 };
+    return payload.buffer.slice(payload.byteOffset, payload.byteOffset + payload.byteLength) as ArrayBuffer;
   }
 
-  /**
-   * Stores `payload` under `key`, made after its code ran when `ran` (written aside, then renamed: a
-   * reader never sees half a file).
-   */
-  async write(key: string, payload: Uint8Array, ran = false): Promise<void> {
+  /** Deletes the cache under `key` (no error when there is none). */
+  async remove(key: string): Promise<void> {
+    await rm(this.path(key), { force: true }).catch(() => {});
+  }
+
+  /** Stores `payload` under `key` (written aside, then renamed: a reader never sees half a file). */
+  async write(key: string, payload: Uint8Array): Promise<void> {
     const target = this.path(key);
     const temporary = `${target}.${randomBytes(6).toString("hex")}.tmp`;
     try {
       this.made ??= mkdir(this.dir, { recursive: true });
       await this.made;
-      const flag = Uint8Array.of(ran ? 1 : 0);
-      await writeFile(temporary, Buffer.concat([check(key, flag, payload), flag, payload]));
+      await writeFile(temporary, Buffer.concat([check(key, payload), payload]));
       await rename(temporary, target);
     } catch {
       this.made = undefined;

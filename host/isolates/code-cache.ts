@@ -25,13 +25,26 @@ export interface CompiledSource {
   kind: "runtime" | "capsule";
   /** The content hash of the code (sha256 hex); for a capsule, its artifact hash. */
   hash: string;
+  /**
+   * The one deployment (id and incarnation) a cache made after its code ran belongs to; none for a
+   * cache made at compile time, before any code of the isolate's tenant ran, which any deployment
+   * of the same artifact may use.
+   */
+  scope?: string;
 }
 
-/** A cache in memory: its data, size, and whether it was made after its code ran. */
+/** Where a compile looks for a cache: the deployment's own made after running, then the shared one. */
+export interface CacheKeys {
+  /** The key of the cache made at compile time (where a compile from source stores its cache). */
+  compiled: string;
+  /** The key of the deployment's cache made after its code ran, when it may have one. */
+  ran?: string;
+}
+
+/** A cache in memory: its data and size. */
 interface KeptCache {
   data: ivm.ExternalCopy<ArrayBuffer>;
   bytes: number;
-  ran: boolean;
 }
 
 /** Caches kept in memory at most (bytes); the least recently used go first. */
@@ -70,21 +83,27 @@ export class CodeCache {
   /** The key of `source`'s cache when it runs after the runtime script `runtimeHash`. */
   static key(source: CompiledSource, runtimeHash: string): string {
     return createHash("sha256")
-      .update(["platform-code-cache/1", source.kind, source.hash, runtimeHash, ENGINE].join("\0"))
+      .update(
+        ["platform-code-cache/1", source.kind, source.hash, source.scope ?? "", runtimeHash, ENGINE].join(
+          "\0",
+        ),
+      )
       .digest("hex");
   }
 
   /**
-   * Compiles `code` in `isolate`, from the cache under `key` when there is one V8 accepts; a
-   * compile from source produces the cache for the next time.
+   * Compiles `code` in `isolate`, from the first cache under `keys` V8 accepts; a compile from
+   * source produces the compile-time cache for the next time. A refused cache is forgotten.
    */
   async compile(
     isolate: ivm.Isolate,
     code: string,
-    key: string,
+    keys: CacheKeys,
     filename: string,
   ): Promise<{ script: ivm.Script; use: CacheUse }> {
-    const cached = this.recent(key) ?? (await this.fromFiles(key));
+    const ran = keys.ran === undefined ? undefined : await this.lookUp(keys.ran);
+    const used = ran ? (keys.ran as string) : keys.compiled;
+    const cached = ran ?? (await this.lookUp(keys.compiled));
     const script = (await isolate.compileScript(code, {
       filename,
       produceCachedData: true,
@@ -92,8 +111,9 @@ export class CodeCache {
     })) as ivm.Script & ivm.CachedDataResult & { cachedDataRejected?: boolean };
     const use: CacheUse = !cached ? "miss" : script.cachedDataRejected ? "rejected" : "hit";
     this.counts[use]++;
+    if (use === "rejected") this.forget(used);
     // isolated-vm produces new data only when none was given or it was rejected.
-    if (use !== "hit" && script.cachedData) this.keep(key, script.cachedData.copy(), false, true);
+    if (use !== "hit" && script.cachedData) this.keep(keys.compiled, script.cachedData.copy(), true);
     return { script, use };
   }
 
@@ -102,9 +122,11 @@ export class CodeCache {
    * {@link compile} and ran it: compiling the same code again there is answered from the isolate's
    * own compilation, and V8 then serializes every function compiled so far, not only the top level
    * (a cache made at compile time leaves the rest to be compiled by each cold start). Once per key.
+   * The tenant's code ran in `isolate`, so `key` must be scoped to its deployment: such a cache is
+   * never handed to another tenant's isolate.
    */
   async refresh(isolate: ivm.Isolate, code: () => Promise<string>, key: string, filename: string) {
-    if (this.memory.get(key)?.ran || this.refreshing.has(key)) return;
+    if (this.memory.has(key) || this.refreshing.has(key)) return;
     this.refreshing.add(key);
     try {
       const script = (await isolate.compileScript(await code(), {
@@ -112,7 +134,7 @@ export class CodeCache {
         produceCachedData: true,
       })) as ivm.Script & ivm.CachedDataResult;
       if (!script.cachedData) return;
-      this.keep(key, script.cachedData.copy(), true, true);
+      this.keep(key, script.cachedData.copy(), true);
       this.counts.refreshed++;
     } finally {
       this.refreshing.delete(key);
@@ -128,27 +150,32 @@ export class CodeCache {
     return entry.data;
   }
 
-  private async fromFiles(key: string): Promise<ivm.ExternalCopy<ArrayBuffer> | undefined> {
-    if (!this.files) return undefined;
+  /** The cache under `key`, from memory or else from the host's files. */
+  private async lookUp(key: string): Promise<ivm.ExternalCopy<ArrayBuffer> | undefined> {
+    const recent = this.recent(key);
+    if (recent || !this.files) return recent;
     const read = await this.files.read(key);
     if (read === "corrupt") this.counts.discarded++;
     if (read === undefined || read === "corrupt") return undefined;
-    return this.keep(key, read.bytes, read.ran, false);
+    return this.keep(key, read, false);
   }
 
-  private keep(key: string, bytes: ArrayBuffer, ran: boolean, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
+  private forget(key: string): void {
+    this.drop(key);
+    void this.files?.remove(key);
+  }
+
+  private keep(key: string, bytes: ArrayBuffer, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
     const data = new ivm.ExternalCopy(bytes);
     this.drop(key);
-    this.memory.set(key, { data, bytes: bytes.byteLength, ran });
+    this.memory.set(key, { data, bytes: bytes.byteLength });
     this.memoryBytes += bytes.byteLength;
     for (const [oldest] of this.memory) {
       if (this.memoryBytes <= this.maxMemoryBytes) break;
       this.drop(oldest);
     }
     if (write && this.files) {
-      const written = this.files
-        .write(key, new Uint8Array(bytes), ran)
-        .finally(() => this.writes.delete(written));
+      const written = this.files.write(key, new Uint8Array(bytes)).finally(() => this.writes.delete(written));
       this.writes.add(written);
     }
     return data;

@@ -26,13 +26,22 @@ export class IsolateFactory {
     private readonly keepSpare: boolean,
   ) {}
 
-  /** An isolate running `code` (content hash `artifact`) for a deployment of `standing`. */
-  async create(code: string, artifact: string, standing: InlineStanding): Promise<CapsuleIsolate> {
+  /**
+   * An isolate running `code` (content hash `artifact`) for a deployment of `standing`, named by
+   * `scope` (id and incarnation) when known: see loadIsolate.
+   */
+  async create(
+    code: string,
+    artifact: string,
+    standing: InlineStanding,
+    scope?: string,
+  ): Promise<CapsuleIsolate> {
     const blank = this.take();
     try {
       return await CapsuleIsolate.create(code, artifact, this.limits, standing, {
         cache: this.codeCache,
         ...(blank ? { blank } : {}),
+        ...(scope === undefined ? {} : { scope }),
       });
     } finally {
       // After this cold start's first request, not beside it: on a busy machine the spare's making

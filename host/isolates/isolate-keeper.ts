@@ -50,6 +50,11 @@ export class IsolateKeeper {
     private readonly onLive: () => void = () => {},
     /** Called once per isolate stopped for a limit (the host's metrics count it). */
     private readonly onLimitStop: (limit: "cpu" | "memory") => void = () => {},
+    /**
+     * The deployment's id and incarnation, when known: its isolates may then keep a code cache of
+     * their own, made after its code ran (see loadIsolate).
+     */
+    private readonly scope: () => string | undefined = () => undefined,
   ) {
     this.pause = new BreachPause(deploymentId);
   }
@@ -93,7 +98,7 @@ export class IsolateKeeper {
       this.starting = this.loadArtifact(artifact)
         .then((code) => {
           lap("artifact");
-          return this.factory.create(code, artifact, this.standing);
+          return this.factory.create(code, artifact, this.standing, this.scope());
         })
         .finally(() => {
           this.starting = null;

@@ -43,9 +43,9 @@ export interface LoadedIsolate {
   connect(threaded: ThreadedEnd, inline: InlineEnd | null): void;
 }
 
-/** A capsule's loaded isolate, and how it refreshes its code caches (see {@link CodeCache.refresh}). */
+/** A capsule's loaded isolate, and how it refreshes its code cache (see {@link CodeCache.refresh}). */
 export interface LoadedCapsule extends LoadedIsolate {
-  /** Refreshes the runtime's and the capsule's caches from this isolate; `code` is the capsule's. */
+  /** Refreshes the deployment's own cache of the capsule from this isolate; `code` gives the capsule's code. */
   refreshCaches(code: () => Promise<string>): Promise<void>;
 }
 
@@ -120,7 +120,7 @@ export async function createBlankIsolate(
     );
     const runtime = await loadRuntimeScript();
     const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
-    const compiled = await cache.compile(isolate, runtime.code, runtimeKey, RUNTIME_FILENAME);
+    const compiled = await cache.compile(isolate, runtime.code, { compiled: runtimeKey }, RUNTIME_FILENAME);
     await compiled.script.run(context, { timeout: STARTUP_TIMEOUT_MS });
     lap("runtime");
     const entry = async (name: string) => {
@@ -149,8 +149,10 @@ export async function createBlankIsolate(
  * Loads the capsule bundle `code` (content hash `artifact`) into `blank`, or into a new blank
  * isolate when none is given, compiling through `cache`: a shared cache keys the capsule by
  * `artifact`, which must then be the sha256 of `code` (V8 checks a cache against its source's
- * length only); without one, a cache of its own. A capsule that does not compile, throws or runs
- * out of memory while loading fails with `bad_request`.
+ * length only); without one, a cache of its own. `scope` names the deployment (id and
+ * incarnation) the capsule is loaded for, when known: it may then use, and later refresh, a cache
+ * of its own made after its code ran. A capsule that does not compile, throws or runs out of
+ * memory while loading fails with `bad_request`.
  */
 export async function loadIsolate(
   code: string,
@@ -158,15 +160,21 @@ export async function loadIsolate(
   limits: IsolateLimits,
   cache: CodeCache = new CodeCache(),
   blank?: BlankIsolate,
+  scope?: string,
 ): Promise<LoadedCapsule> {
   const lap = coldStartLaps();
   const loaded = blank ?? (await createBlankIsolate(limits, cache, lap));
   const { isolate, context } = loaded;
   bundles.set(isolate, artifact);
-  const key = CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash);
+  const keys = {
+    compiled: CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash),
+    ...(scope === undefined
+      ? {}
+      : { ran: CodeCache.key({ kind: "capsule", hash: artifact, scope }, loaded.runtimeHash) }),
+  };
   let capsule: ivm.Script;
   try {
-    capsule = (await cache.compile(isolate, code, key, CAPSULE_FILENAME)).script;
+    capsule = (await cache.compile(isolate, code, keys, CAPSULE_FILENAME)).script;
   } catch (error) {
     const failure = new PlatformError(
       "bad_request",
@@ -185,11 +193,9 @@ export async function loadIsolate(
     throw loadFailure(isolate, failure);
   }
   lap("run");
+  // Not the runtime's cache: every tenant's isolate uses it, and this one has run tenant code.
   const refreshCaches = async (capsuleCode: () => Promise<string>) => {
-    const runtime = await loadRuntimeScript();
-    const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
-    await cache.refresh(isolate, async () => runtime.code, runtimeKey, RUNTIME_FILENAME);
-    await cache.refresh(isolate, capsuleCode, key, CAPSULE_FILENAME);
+    if (keys.ran !== undefined) await cache.refresh(isolate, capsuleCode, keys.ran, CAPSULE_FILENAME);
   };
   return { isolate, entries: loaded.entries, connect: loaded.connect, refreshCaches };
 }

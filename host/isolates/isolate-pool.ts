@@ -81,6 +81,11 @@ export class IsolatePool {
     options: Partial<PoolOptions> = {},
     /** Told of isolates started, evicted and stopped for a limit (the host's metrics). */
     private readonly observer: IsolateObserver = IGNORE_ISOLATES,
+    /**
+     * A deployment's id and incarnation, unique over the host's life, when known: what scopes the
+     * code caches its isolates make after its code ran (see loadIsolate).
+     */
+    private readonly scopeOf: (deploymentId: string) => string | undefined = () => undefined,
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
@@ -113,6 +118,7 @@ export class IsolatePool {
           this.enforceCap();
         },
         (limit) => this.observer.limitBreached(deploymentId, limit),
+        () => this.scopeOf(deploymentId),
       );
       this.runners.set(deploymentId, runner);
     } else {
