@@ -50,6 +50,11 @@ export class IsolateFactory {
     }
   }
 
+  /** True when a blank isolate is ready for the next cold start. */
+  get spareReady(): boolean {
+    return this.spare !== null && !this.spare.isolate.isDisposed;
+  }
+
   /** Makes the spare now (a host that starts makes none until its first cold start: start-up stays lazy). */
   refill(): void {
     if (!this.keepSpare || this.closed || this.making || this.spare) return;
