@@ -55,8 +55,8 @@ export class IsolateFactory {
     return this.spare !== null && !this.spare.isolate.isDisposed;
   }
 
-  /** Makes the spare now (a host that starts makes none until its first cold start: start-up stays lazy). */
-  refill(): void {
+  /** Makes the spare (none until the host's first cold start: start-up stays lazy). */
+  private refill(): void {
     if (!this.keepSpare || this.closed || this.making || this.spare) return;
     this.making = true;
     createBlankIsolate(this.limits, this.codeCache)

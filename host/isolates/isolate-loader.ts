@@ -163,7 +163,10 @@ export async function loadIsolate(
   scope?: string,
 ): Promise<LoadedCapsule> {
   const lap = coldStartLaps();
-  const loaded = blank ?? (await createBlankIsolate(limits, cache, lap));
+  // A blank isolate of another memory limit would not hold the capsule to its own.
+  if (blank && blank.memoryMb !== limits.memoryMb) blank.isolate.dispose();
+  const usable = blank && !blank.isolate.isDisposed ? blank : undefined;
+  const loaded = usable ?? (await createBlankIsolate(limits, cache, lap));
   const { isolate, context } = loaded;
   bundles.set(isolate, artifact);
   const keys = {
