@@ -133,7 +133,9 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     serverRestarts: options.serverRestarts,
     processMetrics: options.processMetrics,
   });
-  const deployments = new DeploymentService(db, logs, options.pool, metrics);
+  // The host's own code caches live in its data directory, where no tenant input is written.
+  const pool = { codeCacheDir: join(options.data, "code-cache"), ...options.pool };
+  const deployments = new DeploymentService(db, logs, pool, metrics);
   const stopForgetting = deployments.onGone((id) => metrics.forget(id));
   const auth = await AuthService.open(db, (id) => deployments.incarnationOf(id));
   const developers = new Developers(db);
@@ -229,6 +231,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     waitingCalls: () => deployments.pool.waitingCalls(),
     liveSubscriptions: () => live.subscriberCounts(),
     quarantinedBundles: () => quarantine.activeCount(),
+    codeCache: () => ({ ...deployments.pool.factory.codeCache.counts }),
     storageBytes: (limit) => objects.usageByOwner(limit),
     ...(store instanceof PostgresKv ? { postgresPools: () => store.poolUse() } : {}),
   });

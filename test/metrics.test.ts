@@ -134,6 +134,9 @@ describe("GET /metrics", () => {
     );
     expect(sample(after, "platform_isolates_live")).toBe(1);
     expect(sample(after, "platform_execution_slots_busy")).toBe(0);
+    // Each deploy compiled its bundle; the fresh isolate after the stop compiled from the cache.
+    expect(sample(after, "platform_code_cache_compiles_total", { result: "miss" })).toBeGreaterThanOrEqual(2);
+    expect(sample(after, "platform_code_cache_compiles_total", { result: "hit" })).toBeGreaterThanOrEqual(1);
   });
 
   it("shows quarantined bundles and counts the calls they refuse; a deleted deployment's series go", async () => {

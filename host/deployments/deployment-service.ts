@@ -46,7 +46,12 @@ export class DeploymentService {
     // Client files are part of what a deploy stores: removed with the deployment, first after its rows.
     this.clientFiles = new ClientFileStore(db);
     this.removals.add(this.clientFiles);
-    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer);
+    // A deployment created anew gets a new incarnation: caches scoped by it never reach a successor.
+    const scopeOf = (id: string) => {
+      const incarnation = this.registry.cached(id)?.incarnation;
+      return incarnation === undefined ? undefined : `${id}/${incarnation}`;
+    };
+    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer, scopeOf);
     this.calls = new CallExecutor(db, this.pool, logs, observer);
   }
 

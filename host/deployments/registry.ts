@@ -8,6 +8,13 @@ import {
 } from "./records.js";
 
 /**
+ * Artifact code kept in memory at most (characters). Artifacts never change (their key is their
+ * content hash), so the code of a recently started one is kept: a cold start then skips reading
+ * and parsing a record of up to a bundle's size.
+ */
+const KEPT_CODE_CHARS = 32 * 1024 * 1024;
+
+/**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
  * host sharing the database announces its changes; on another host's announcement the cached
  * record is dropped, and `onGone` runs when the deployment no longer exists (to stop its isolate
@@ -18,6 +25,9 @@ export class DeploymentRegistry {
   private readonly artifacts: RecordStore<ArtifactRecord>;
   private readonly removals: RecordStore<RemovalRecord>;
   private readonly cache = new Map<string, DeploymentRecord>();
+  /** Recently used artifacts' code by hash, least recently used first. */
+  private readonly codes = new Map<string, string>();
+  private codeChars = 0;
 
   constructor(
     private readonly db: HostDatabase,
@@ -140,13 +150,34 @@ export class DeploymentRegistry {
 
   /** The code of artifact `hash`; `internal` when it is missing (a record names only stored ones). */
   async artifactCode(hash: string): Promise<string> {
+    const kept = this.codes.get(hash);
+    if (kept !== undefined) {
+      this.keepCode(hash, kept);
+      return kept;
+    }
     const artifact = await this.artifacts.get(hash);
     if (!artifact) throw new PlatformError("internal", `Artifact ${hash} is missing.`);
+    this.keepCode(hash, artifact.code);
     return artifact.code;
   }
 
   /** Stores an artifact unless one with its hash exists (artifacts are immutable). */
   async addArtifact(artifact: ArtifactRecord): Promise<void> {
     if (!(await this.artifacts.get(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
+    this.keepCode(artifact.hash, artifact.code);
+  }
+
+  /** Keeps `code` as the most recently used, forgetting the least recently used beyond the budget. */
+  private keepCode(hash: string, code: string): void {
+    const previous = this.codes.get(hash);
+    if (previous !== undefined) this.codeChars -= previous.length;
+    this.codes.delete(hash);
+    this.codes.set(hash, code);
+    this.codeChars += code.length;
+    for (const [oldest, text] of this.codes) {
+      if (this.codeChars <= KEPT_CODE_CHARS) break;
+      this.codes.delete(oldest);
+      this.codeChars -= text.length;
+    }
   }
 }

@@ -2,6 +2,7 @@ import type ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/index.js";
 import { decodeDispatchResponse } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import type { CodeCache } from "./code-cache.js";
 import { CpuMeter } from "./cpu-meter.js";
 import {
   InlineAbandoned,
@@ -10,7 +11,7 @@ import {
   InlineTransport,
   SlotTable,
 } from "./inline/index.js";
-import { loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
+import { type BlankIsolate, type LoadedCapsule, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
 import {
   DEFAULT_ISOLATE_LIMITS,
   type IsolateLimits,
@@ -57,6 +58,7 @@ export class CapsuleIsolate implements InlineHost {
   private constructor(
     readonly isolate: ivm.Isolate,
     runtime: RuntimeEntries,
+    private readonly refreshCaches: LoadedCapsule["refreshCaches"],
     readonly artifact: string,
     readonly limits: IsolateLimits,
     standing: InlineStanding,
@@ -66,15 +68,27 @@ export class CapsuleIsolate implements InlineHost {
     this.inline = standing.policy.enabled ? new InlineTransport(this, runtime, standing) : null;
   }
 
-  /** Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`). */
+  /**
+   * Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`), compiled
+   * through `from.cache` (see loadIsolate; none shared when not given), in `from.blank` when given
+   * (made with the same limits), for the deployment `from.scope` when known (see loadIsolate).
+   */
   static async create(
     code: string,
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
     standing: InlineStanding = new InlineStanding(),
+    from: { cache?: CodeCache; blank?: BlankIsolate; scope?: string } = {},
   ): Promise<CapsuleIsolate> {
-    const loaded = await loadIsolate(code, artifact, limits);
-    const self = new CapsuleIsolate(loaded.isolate, loaded.entries, artifact, limits, standing);
+    const loaded = await loadIsolate(code, artifact, limits, from.cache, from.blank, from.scope);
+    const self = new CapsuleIsolate(
+      loaded.isolate,
+      loaded.entries,
+      loaded.refreshCaches,
+      artifact,
+      limits,
+      standing,
+    );
     loaded.connect(self.threaded, self.inline);
     return self;
   }
@@ -226,6 +240,21 @@ export class CapsuleIsolate implements InlineHost {
     });
     if (this.meter.overran(BigInt(this.limits.cpuMs) * 1_000_000n)) this.stop("cpu");
   };
+
+  /**
+   * Frees an idle isolate (an eviction), after it has refreshed its deployment's code cache from
+   * what it ran so the next cold start compiles less; `code` gives the capsule's code (read only
+   * if needed).
+   */
+  retire(code: () => Promise<string>): void {
+    if (this.isDisposed || this.running.size > 0) {
+      this.dispose();
+      return;
+    }
+    void this.refreshCaches(code)
+      .catch(() => {})
+      .finally(() => this.dispose());
+  }
 
   /** Frees the isolate; what still runs in it fails as `unavailable`. Safe to call twice. */
   dispose(): void {

@@ -1,9 +1,10 @@
 import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { BreachPause } from "./breach-pause.js";
-import { CapsuleIsolate } from "./capsule-isolate.js";
+import type { CapsuleIsolate } from "./capsule-isolate.js";
+import { coldStartLaps } from "./cold-start-trace.js";
 import { InlineStanding } from "./inline/index.js";
-import type { IsolateLimits } from "./limits.js";
+import type { IsolateFactory } from "./isolate-factory.js";
 import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
@@ -36,7 +37,8 @@ export class IsolateKeeper {
     readonly deploymentId: string,
     public artifact: string,
     private readonly loadArtifact: ArtifactLoader,
-    private readonly limits: IsolateLimits,
+    /** Where its isolates come from (the pool's: its limits, code cache and spare). */
+    private readonly factory: IsolateFactory,
     /**
      * Where this deployment's calls wait for an execution slot: it bounds how many run in its
      * isolate at once and how many wait.
@@ -48,6 +50,11 @@ export class IsolateKeeper {
     private readonly onLive: () => void = () => {},
     /** Called once per isolate stopped for a limit (the host's metrics count it). */
     private readonly onLimitStop: (limit: "cpu" | "memory") => void = () => {},
+    /**
+     * The deployment's id and incarnation, when known: its isolates may then keep a code cache of
+     * their own, made after its code ran (see loadIsolate).
+     */
+    private readonly scope: () => string | undefined = () => undefined,
   ) {
     this.pause = new BreachPause(deploymentId);
   }
@@ -87,8 +94,12 @@ export class IsolateKeeper {
     this.isolate = null;
     if (!this.starting) {
       const artifact = this.artifact;
+      const lap = coldStartLaps();
       this.starting = this.loadArtifact(artifact)
-        .then((code) => CapsuleIsolate.create(code, artifact, this.limits, this.standing))
+        .then((code) => {
+          lap("artifact");
+          return this.factory.create(code, artifact, this.standing, this.scope());
+        })
         .finally(() => {
           this.starting = null;
         });
@@ -138,6 +149,13 @@ export class IsolateKeeper {
 
   /** Drops the isolate (eviction); the next request starts a new one. */
   evict(): void {
+    const isolate = this.isolate;
+    this.isolate = null;
+    isolate?.retire(() => this.loadArtifact(isolate.artifact));
+  }
+
+  /** Drops the isolate at once, without refreshing its code caches (a deleted deployment, a closing host). */
+  stop(): void {
     this.isolate?.dispose();
     this.isolate = null;
   }

@@ -1,6 +1,8 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { CodeCache } from "./code-cache.js";
+import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
 import { reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
 import { loadRuntimeScript } from "./runtime-script.js";
@@ -41,21 +43,15 @@ export interface LoadedIsolate {
   connect(threaded: ThreadedEnd, inline: InlineEnd | null): void;
 }
 
-const STARTUP_TIMEOUT_MS = 2000;
-
-/** Compiled-code caches, produced by the host only (never accepted from outside). */
-const codeCache = new Map<string, ivm.ExternalCopy<ArrayBuffer>>();
-
-async function compile(isolate: ivm.Isolate, code: string, cacheKey: string, filename: string) {
-  const cachedData = codeCache.get(cacheKey);
-  const script = await isolate.compileScript(
-    code,
-    cachedData ? { cachedData, filename } : { produceCachedData: true, filename },
-  );
-  const produced = (script as ivm.Script & ivm.CachedDataResult).cachedData;
-  if (!cachedData && produced) codeCache.set(cacheKey, produced);
-  return script;
+/** A capsule's loaded isolate, and how it refreshes its code cache (see {@link CodeCache.refresh}). */
+export interface LoadedCapsule extends LoadedIsolate {
+  /** Refreshes the deployment's own cache of the capsule from this isolate; `code` gives the capsule's code. */
+  refreshCaches(code: () => Promise<string>): Promise<void>;
 }
+
+const STARTUP_TIMEOUT_MS = 2000;
+const RUNTIME_FILENAME = "platform-runtime.js";
+const CAPSULE_FILENAME = "capsule.js";
 
 /** The bundle each live isolate runs, for the inline watchdog's crash report (see sentinel.ts). */
 const bundles = new WeakMap<ivm.Isolate, string>();
@@ -82,23 +78,31 @@ function onCatastrophicError(artifact: string, message: string): void {
 }
 
 /**
- * Creates an isolate with the runtime script and the capsule bundle `code` (content hash
- * `artifact`) loaded, the bridge installed, and the runtime's entry points taken. A capsule that
- * does not compile, throws or runs out of memory while loading fails with `bad_request`.
+ * An isolate with the bridge and the runtime loaded and no capsule code: made ahead of a cold start
+ * (see isolate-factory.ts), any deployment with the same memory limit may take it, once.
  */
-export async function loadIsolate(
-  code: string,
-  artifact: string,
+export interface BlankIsolate extends LoadedIsolate {
+  context: ivm.Context;
+  /** The runtime script's content hash (part of the capsule's code-cache key). */
+  runtimeHash: string;
+  memoryMb: number;
+}
+
+/** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
+export async function createBlankIsolate(
   limits: IsolateLimits,
-): Promise<LoadedIsolate> {
+  cache: CodeCache,
+  lap: (phase: ColdStartPhase) => void = () => {},
+): Promise<BlankIsolate> {
   await teardownGate.beforeCreate();
-  const isolate = new ivm.Isolate({
+  const isolate: ivm.Isolate = new ivm.Isolate({
     memoryLimit: limits.memoryMb,
-    onCatastrophicError: (message) => onCatastrophicError(artifact, message),
+    onCatastrophicError: (message) => onCatastrophicError(bundleOf(isolate), message),
   });
-  bundles.set(isolate, artifact);
+  lap("isolate");
   try {
     const context = await isolate.createContext();
+    lap("context");
     let threadedEnd: ThreadedEnd | undefined;
     let inlineEnd: InlineEnd | null = null;
     const bridge = new ivm.Reference((json: string) => (threadedEnd as ThreadedEnd).serveCall(json));
@@ -114,8 +118,11 @@ export async function loadIsolate(
       globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
       [bridge, post, done],
     );
-    const runtime = await compile(isolate, await loadRuntimeScript(), "runtime", "platform-runtime.js");
-    await runtime.run(context, { timeout: STARTUP_TIMEOUT_MS });
+    const runtime = await loadRuntimeScript();
+    const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
+    const compiled = await cache.compile(isolate, runtime.code, { compiled: runtimeKey }, RUNTIME_FILENAME);
+    await compiled.script.run(context, { timeout: STARTUP_TIMEOUT_MS });
+    lap("runtime");
     const entry = async (name: string) => {
       const reference = await context.global.get(name, { reference: true });
       await context.global.delete(name);
@@ -127,36 +134,82 @@ export async function loadIsolate(
       dispatchInlineMany: (await entry("__platform_dispatch_inline_many")) as InlineEntry,
       resumeInline: (await entry("__platform_resume_inline")) as InlineEntry,
     };
-    await loadCapsule(isolate, context, code, artifact);
+    lap("entries");
     const connect = (threaded: ThreadedEnd, inline: InlineEnd | null) => {
       threadedEnd = threaded;
       inlineEnd = inline;
     };
-    return { isolate, entries, connect };
+    return { isolate, context, entries, connect, runtimeHash: runtime.hash, memoryMb: limits.memoryMb };
   } catch (error) {
-    // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
-    const outOfMemory = isolate.isDisposed;
-    if (outOfMemory) teardownGate.noteTeardown();
-    if (!isolate.isDisposed) isolate.dispose();
-    if (isPlatformError(error)) throw error;
-    if (outOfMemory) throw new PlatformError("bad_request", "The capsule ran out of memory while loading.");
-    throw new PlatformError("bad_request", `The capsule failed to load: ${(error as Error).message}`);
+    throw loadFailure(isolate, error);
   }
 }
 
-async function loadCapsule(isolate: ivm.Isolate, context: ivm.Context, code: string, artifact: string) {
+/**
+ * Loads the capsule bundle `code` (content hash `artifact`) into `blank`, or into a new blank
+ * isolate when none is given, compiling through `cache`: a shared cache keys the capsule by
+ * `artifact`, which must then be the sha256 of `code` (V8 checks a cache against its source's
+ * length only); without one, a cache of its own. `scope` names the deployment (id and
+ * incarnation) the capsule is loaded for, when known: it may then use, and later refresh, a cache
+ * of its own made after its code ran. A capsule that does not compile, throws or runs out of
+ * memory while loading fails with `bad_request`.
+ */
+export async function loadIsolate(
+  code: string,
+  artifact: string,
+  limits: IsolateLimits,
+  cache: CodeCache = new CodeCache(),
+  blank?: BlankIsolate,
+  scope?: string,
+): Promise<LoadedCapsule> {
+  const lap = coldStartLaps();
+  // A blank isolate of another memory limit would not hold the capsule to its own.
+  if (blank && blank.memoryMb !== limits.memoryMb) blank.isolate.dispose();
+  const usable = blank && !blank.isolate.isDisposed ? blank : undefined;
+  const loaded = usable ?? (await createBlankIsolate(limits, cache, lap));
+  const { isolate, context } = loaded;
+  bundles.set(isolate, artifact);
+  const keys = {
+    compiled: CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash),
+    ...(scope === undefined
+      ? {}
+      : { ran: CodeCache.key({ kind: "capsule", hash: artifact, scope }, loaded.runtimeHash) }),
+  };
   let capsule: ivm.Script;
   try {
-    capsule = await compile(isolate, code, `capsule:${artifact}`, "capsule.js");
+    capsule = (await cache.compile(isolate, code, keys, CAPSULE_FILENAME)).script;
   } catch (error) {
-    throw new PlatformError(
+    const failure = new PlatformError(
       "bad_request",
       `The capsule bundle does not compile: ${(error as Error).message}`,
     );
+    throw loadFailure(isolate, failure);
   }
+  lap("compile");
   try {
     await capsule.run(context, { timeout: STARTUP_TIMEOUT_MS });
   } catch (error) {
-    throw new PlatformError("bad_request", `The capsule threw while loading: ${(error as Error).message}`);
+    const failure = new PlatformError(
+      "bad_request",
+      `The capsule threw while loading: ${(error as Error).message}`,
+    );
+    throw loadFailure(isolate, failure);
   }
+  lap("run");
+  // Not the runtime's cache: every tenant's isolate uses it, and this one has run tenant code.
+  const refreshCaches = async (capsuleCode: () => Promise<string>) => {
+    if (keys.ran !== undefined) await cache.refresh(isolate, capsuleCode, keys.ran, CAPSULE_FILENAME);
+  };
+  return { isolate, entries: loaded.entries, connect: loaded.connect, refreshCaches };
+}
+
+/** Disposes of an isolate that failed to load, and says why as a platform error. */
+function loadFailure(isolate: ivm.Isolate, error: unknown): PlatformError {
+  // Gone before this code disposes it: isolated-vm did, which it does by itself only at the memory limit.
+  const outOfMemory = isolate.isDisposed;
+  if (outOfMemory) teardownGate.noteTeardown();
+  if (!isolate.isDisposed) isolate.dispose();
+  if (isPlatformError(error)) return error;
+  if (outOfMemory) return new PlatformError("bad_request", "The capsule ran out of memory while loading.");
+  return new PlatformError("bad_request", `The capsule failed to load: ${(error as Error).message}`);
 }

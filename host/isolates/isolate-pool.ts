@@ -1,6 +1,9 @@
-import { CapsuleIsolate } from "./capsule-isolate.js";
+import type { CapsuleIsolate } from "./capsule-isolate.js";
+import { CodeCache } from "./code-cache.js";
+import { CodeCacheFiles } from "./code-cache-files.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
 import { InlineOverrunBudget } from "./inline/policy.js";
+import { IsolateFactory } from "./isolate-factory.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
@@ -36,6 +39,13 @@ export interface PoolOptions {
    * what it buys.
    */
   isolateThreadNice: number;
+  /**
+   * Where the host keeps the V8 code caches its own compiles produced, so that cold starts after a
+   * restart skip parsing (a directory of the host's data); null keeps them in memory only.
+   */
+  codeCacheDir: string | null;
+  /** Keep one blank isolate ready for the next cold start (see {@link IsolateFactory}). */
+  spareIsolate: boolean;
 }
 
 /**
@@ -50,6 +60,8 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   limits: DEFAULT_ISOLATE_LIMITS,
   inline: DEFAULT_INLINE_POLICY,
   isolateThreadNice: DEFAULT_ISOLATE_NICE,
+  codeCacheDir: null,
+  spareIsolate: true,
 };
 
 /**
@@ -66,16 +78,26 @@ export class IsolatePool {
   private readonly sweeper: NodeJS.Timeout;
   private readonly threadLook: NodeJS.Timeout | undefined;
   readonly options: PoolOptions;
+  /** Makes this host's isolates, through its code cache (see {@link CodeCache}). */
+  readonly factory: IsolateFactory;
 
   constructor(
     private readonly loadArtifact: ArtifactLoader,
     options: Partial<PoolOptions> = {},
     /** Told of isolates started, evicted and stopped for a limit (the host's metrics). */
     private readonly observer: IsolateObserver = IGNORE_ISOLATES,
+    /**
+     * A deployment's id and incarnation, unique over the host's life, when known: what scopes the
+     * code caches its isolates make after its code ran (see loadIsolate).
+     */
+    private readonly scopeOf: (deploymentId: string) => string | undefined = () => undefined,
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
     this.overruns = new InlineOverrunBudget(this.options.inline);
+    const dir = this.options.codeCacheDir;
+    const codeCache = new CodeCache(dir === null ? null : new CodeCacheFiles(dir));
+    this.factory = new IsolateFactory(this.options.limits, codeCache, this.options.spareIsolate);
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
     trackIsolateThreadsFromNow(this.options.isolateThreadNice);
@@ -93,7 +115,7 @@ export class IsolatePool {
         deploymentId,
         artifact,
         this.loadArtifact,
-        this.options.limits,
+        this.factory,
         this.scheduler.lane(deploymentId),
         this.standing(deploymentId),
         () => {
@@ -101,6 +123,7 @@ export class IsolatePool {
           this.enforceCap();
         },
         (limit) => this.observer.limitBreached(deploymentId, limit),
+        () => this.scopeOf(deploymentId),
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -125,7 +148,7 @@ export class IsolatePool {
    * making it live: the deploy pipeline's probe, which the runner adopts once the deploy succeeds.
    */
   probe(deploymentId: string, code: string, hash: string): Promise<CapsuleIsolate> {
-    return CapsuleIsolate.create(code, hash, this.options.limits, this.standing(deploymentId));
+    return this.factory.create(code, hash, this.standing(deploymentId));
   }
 
   /** Number of live isolates. */
@@ -175,7 +198,7 @@ export class IsolatePool {
 
   /** Forgets a deployment (deleted). */
   remove(deploymentId: string): void {
-    this.runners.get(deploymentId)?.evict();
+    this.runners.get(deploymentId)?.stop();
     this.runners.delete(deploymentId);
     this.standings.delete(deploymentId);
   }
@@ -185,7 +208,8 @@ export class IsolatePool {
     this.scheduler.close();
     clearInterval(this.sweeper);
     clearInterval(this.threadLook);
-    for (const runner of this.runners.values()) runner.evict();
+    for (const runner of this.runners.values()) runner.stop();
     this.runners.clear();
+    this.factory.close();
   }
 }

@@ -1,8 +1,15 @@
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
-let cached: Promise<string> | undefined;
+/** The runtime's code and its content hash (part of every code cache's key). */
+export interface RuntimeScript {
+  code: string;
+  hash: string;
+}
+
+let cached: Promise<RuntimeScript> | undefined;
 
 /** Finds runtime/index.ts (source checkout) or runtime/index.js (built package). */
 function runtimeEntry(): string {
@@ -17,7 +24,7 @@ function runtimeEntry(): string {
  * The runtime as ONE script, bundled once per process. The host loads it as a built script, never
  * imports it as source: the runtime has no Node APIs and must run in a bare V8 context.
  */
-export function loadRuntimeScript(): Promise<string> {
+export function loadRuntimeScript(): Promise<RuntimeScript> {
   cached ??= build({
     entryPoints: [runtimeEntry()],
     bundle: true,
@@ -27,6 +34,9 @@ export function loadRuntimeScript(): Promise<string> {
     target: "es2022",
     minify: false,
     legalComments: "none",
-  }).then((result) => result.outputFiles[0]?.text ?? "");
+  }).then((result) => {
+    const code = result.outputFiles[0]?.text ?? "";
+    return { code, hash: createHash("sha256").update(code).digest("hex") };
+  });
   return cached;
 }

@@ -1,4 +1,4 @@
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { LIMITS } from "../../sdk/protocol/index.js";
 
 /** One PostgreSQL connection pool of the host, as `pg.Pool` counts it. */
@@ -29,6 +29,8 @@ export interface MetricSources {
   storageBytes(limit: number): Promise<Iterable<[owner: string, bytes: number]>>;
   /** The PostgreSQL pools, when the database is PostgreSQL. */
   postgresPools?: () => PoolUse[];
+  /** The code cache's counts since the host started, by result (hit, miss, rejected, ...). */
+  codeCache?: () => Record<string, number>;
 }
 
 /** `gauge` set to exactly `entries` (series of labels no longer present disappear). */
@@ -110,6 +112,18 @@ export function watchSources(registry: Registry, sources: MetricSources): void {
       setAll(this, (await within(() => sources.storageBytes(LIMITS.metricsStorageOwners))) ?? []);
     },
   });
+  const codeCache = sources.codeCache;
+  if (codeCache)
+    new Counter({
+      name: "platform_code_cache_compiles_total",
+      help: "Compiles of the runtime and capsules by code-cache result, and caches discarded or refreshed.",
+      labelNames: ["result"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [result, count] of Object.entries(codeCache())) this.labels(result).inc(count);
+      },
+    });
   const pools = sources.postgresPools;
   if (!pools) return;
   const poolGauge = (name: string, help: string, value: (use: PoolUse) => number) =>

@@ -1,0 +1,196 @@
+import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
+import ivm from "isolated-vm";
+import type { CodeCacheFiles } from "./code-cache-files.js";
+
+/** What one compile did with the cache. */
+export type CacheUse = "hit" | "miss" | "rejected";
+
+/** How the cache was used since the host started (the host's metrics and tests read them). */
+export interface CodeCacheCounts {
+  /** Compiles that V8 served from a cached compile. */
+  hit: number;
+  /** Compiles with nothing cached: compiled from source, and a cache produced. */
+  miss: number;
+  /** Cached data V8 refused (another V8 build or flags): compiled from source, cache replaced. */
+  rejected: number;
+  /** Cache files that failed their hash check on read, deleted unused. */
+  discarded: number;
+  /** Caches replaced by one made after their code ran (see {@link CodeCache.refresh}). */
+  refreshed: number;
+}
+
+/** What is compiled: the platform runtime, or a capsule bundle, with its content hash. */
+export interface CompiledSource {
+  kind: "runtime" | "capsule";
+  /** The content hash of the code (sha256 hex); for a capsule, its artifact hash. */
+  hash: string;
+  /**
+   * The one deployment (id and incarnation) a cache made after its code ran belongs to; none for a
+   * cache made at compile time, before any code of the isolate's tenant ran, which any deployment
+   * of the same artifact may use.
+   */
+  scope?: string;
+}
+
+/** Where a compile looks for a cache: the deployment's own made after running, then the shared one. */
+export interface CacheKeys {
+  /** The key of the cache made at compile time (where a compile from source stores its cache). */
+  compiled: string;
+  /** The key of the deployment's cache made after its code ran, when it may have one. */
+  ran?: string;
+}
+
+/** A cache in memory: its data and size. */
+interface KeptCache {
+  data: ivm.ExternalCopy<ArrayBuffer>;
+  bytes: number;
+}
+
+/** Caches kept in memory at most (bytes); the least recently used go first. */
+const DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024;
+
+const IVM_VERSION = (createRequire(import.meta.url)("isolated-vm/package.json") as { version: string })
+  .version;
+
+/**
+ * What else a compiled script depends on: V8 and isolated-vm's versions and the process's flags
+ * (V8 also checks these itself; they are in the key so a cache of another build is never tried).
+ */
+const ENGINE = [process.versions.v8, IVM_VERSION, process.execArgv.join(" ")].join("\0");
+
+/**
+ * V8 code caches of the scripts this host compiles, so a cold start deserializes a compile
+ * instead of parsing the bundle again. Every cache is produced by this host's own compiles and
+ * kept in its memory and, when given, in files only the host writes: cached data is never taken
+ * from a deploy, an import or any other input (V8 trusts what it deserializes). A cache is keyed
+ * by the code's content hash, the runtime script's hash, the engine and the flags, so a new
+ * artifact never meets an old one's cache; data V8 rejects falls back to a normal compile.
+ */
+export class CodeCache {
+  readonly counts: CodeCacheCounts = { hit: 0, miss: 0, rejected: 0, discarded: 0, refreshed: 0 };
+  private readonly memory = new Map<string, KeptCache>();
+  private readonly refreshing = new Set<string>();
+  private memoryBytes = 0;
+  private readonly writes = new Set<Promise<void>>();
+
+  constructor(
+    /** The host's own cache files; null keeps caches in memory only. */
+    private readonly files: CodeCacheFiles | null = null,
+    private readonly maxMemoryBytes = DEFAULT_MEMORY_BYTES,
+  ) {}
+
+  /** The key of `source`'s cache when it runs after the runtime script `runtimeHash`. */
+  static key(source: CompiledSource, runtimeHash: string): string {
+    return createHash("sha256")
+      .update(
+        ["platform-code-cache/1", source.kind, source.hash, source.scope ?? "", runtimeHash, ENGINE].join(
+          "\0",
+        ),
+      )
+      .digest("hex");
+  }
+
+  /**
+   * Compiles `code` in `isolate`, from the first cache under `keys` V8 accepts; a compile from
+   * source produces the compile-time cache for the next time. A refused cache is forgotten.
+   */
+  async compile(
+    isolate: ivm.Isolate,
+    code: string,
+    keys: CacheKeys,
+    filename: string,
+  ): Promise<{ script: ivm.Script; use: CacheUse }> {
+    const ran = keys.ran === undefined ? undefined : await this.lookUp(keys.ran);
+    const used = ran ? (keys.ran as string) : keys.compiled;
+    const cached = ran ?? (await this.lookUp(keys.compiled));
+    const script = (await isolate.compileScript(code, {
+      filename,
+      produceCachedData: true,
+      ...(cached ? { cachedData: cached } : {}),
+    })) as ivm.Script & ivm.CachedDataResult & { cachedDataRejected?: boolean };
+    const use: CacheUse = !cached ? "miss" : script.cachedDataRejected ? "rejected" : "hit";
+    this.counts[use]++;
+    if (use === "rejected") this.forget(used);
+    // isolated-vm produces new data only when none was given or it was rejected.
+    if (use !== "hit" && script.cachedData) this.keep(keys.compiled, script.cachedData.copy(), true);
+    return { script, use };
+  }
+
+  /**
+   * Replaces the cache under `key` with one made in `isolate`, which compiled `code` through
+   * {@link compile} and ran it: compiling the same code again there is answered from the isolate's
+   * own compilation, and V8 then serializes every function compiled so far, not only the top level
+   * (a cache made at compile time leaves the rest to be compiled by each cold start). Once per key.
+   * The tenant's code ran in `isolate`, so `key` must be scoped to its deployment: such a cache is
+   * never handed to another tenant's isolate.
+   */
+  async refresh(isolate: ivm.Isolate, code: () => Promise<string>, key: string, filename: string) {
+    if (this.memory.has(key) || this.refreshing.has(key)) return;
+    this.refreshing.add(key);
+    try {
+      const script = (await isolate.compileScript(await code(), {
+        filename,
+        produceCachedData: true,
+      })) as ivm.Script & ivm.CachedDataResult;
+      if (!script.cachedData) return;
+      this.keep(key, script.cachedData.copy(), true);
+      this.counts.refreshed++;
+    } finally {
+      this.refreshing.delete(key);
+    }
+  }
+
+  /** The cache in memory under `key`, marked as the most recently used. */
+  private recent(key: string): ivm.ExternalCopy<ArrayBuffer> | undefined {
+    const entry = this.memory.get(key);
+    if (!entry) return undefined;
+    this.memory.delete(key);
+    this.memory.set(key, entry);
+    return entry.data;
+  }
+
+  /** The cache under `key`, from memory or else from the host's files. */
+  private async lookUp(key: string): Promise<ivm.ExternalCopy<ArrayBuffer> | undefined> {
+    const recent = this.recent(key);
+    if (recent || !this.files) return recent;
+    const read = await this.files.read(key);
+    if (read === "corrupt") this.counts.discarded++;
+    if (read === undefined || read === "corrupt") return undefined;
+    return this.keep(key, read, false);
+  }
+
+  private forget(key: string): void {
+    this.drop(key);
+    void this.files?.remove(key);
+  }
+
+  private keep(key: string, bytes: ArrayBuffer, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
+    const data = new ivm.ExternalCopy(bytes);
+    this.drop(key);
+    this.memory.set(key, { data, bytes: bytes.byteLength });
+    this.memoryBytes += bytes.byteLength;
+    for (const [oldest] of this.memory) {
+      if (this.memoryBytes <= this.maxMemoryBytes) break;
+      this.drop(oldest);
+    }
+    if (write && this.files) {
+      const written = this.files.write(key, new Uint8Array(bytes)).finally(() => this.writes.delete(written));
+      this.writes.add(written);
+    }
+    return data;
+  }
+
+  /** Resolves once the cache files being written now are written (a closing host, tests). */
+  async settled(): Promise<void> {
+    await Promise.all(this.writes);
+  }
+
+  private drop(key: string): void {
+    const entry = this.memory.get(key);
+    if (!entry) return;
+    this.memory.delete(key);
+    this.memoryBytes -= entry.bytes;
+    entry.data.release();
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The blank isolate a host makes ahead of a cold start: none while the host starts (start-up stays
+ * lazy), one after a cold start, and the next cold start takes it instead of creating an isolate.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PlatformHost, startHost } from "../host/host.js";
+import { type ColdStartPhase, traceColdStarts } from "../host/isolates/cold-start-trace.js";
+import { fixtureCode } from "./helpers/host.js";
+
+let dir: string;
+let host: PlatformHost;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "platform-spare-"));
+  host = await startHost({
+    data: dir,
+    port: 0,
+    domain: "localhost",
+    adminToken: randomBytes(8).toString("hex"),
+    logDestination: false,
+  });
+});
+
+afterAll(async () => {
+  traceColdStarts(null);
+  await host.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The phases of the cold start that a call to `id` after evicting it makes. */
+async function coldStartPhases(id: string): Promise<ColdStartPhase[]> {
+  host.deployments.pool.runner(id, (await host.deployments.require(id)).artifact).evict();
+  const phases: ColdStartPhase[] = [];
+  traceColdStarts((phase) => phases.push(phase));
+  try {
+    await host.deployments.call(id, { kind: "query", name: "list", argsJson: "{}", identity: null });
+  } finally {
+    traceColdStarts(null);
+  }
+  return phases;
+}
+
+describe("the spare isolate", () => {
+  it("is made after a cold start, not at start-up, and taken by the next cold start", async () => {
+    const factory = host.deployments.pool.factory;
+    expect(factory.spareReady).toBe(false);
+    await host.deployments.deploy("todo", { code: await fixtureCode("todo") });
+    for (let i = 0; i < 1000 && !factory.spareReady; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(factory.spareReady).toBe(true);
+    const phases = await coldStartPhases("todo");
+    expect(phases).toEqual(["artifact", "compile", "run"]);
+    expect(factory.spareReady).toBe(false);
+    for (let i = 0; i < 1000 && !factory.spareReady; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(factory.spareReady).toBe(true);
+  });
+});
