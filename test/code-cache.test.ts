@@ -2,7 +2,8 @@
  * The host's V8 code caches: a cold start after a restart compiles from the cache files the host
  * itself wrote; a damaged or refused file falls back to a normal compile with the same behaviour;
  * an eviction refreshes the deployment's own cache once from the isolate that ran its code; a
- * redeploy (new artifact) never meets the old artifact's cache.
+ * redeploy (new artifact) never meets the old artifact's cache; a deleted deployment's own caches
+ * are deleted with it.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -133,7 +134,10 @@ describe("code caches", () => {
     const data = join(dir, "refresh");
     const code = await bundle("refresh", "fresh");
     await deployAndStop(data, "app", code);
-    const files = async () => (await readdir(join(data, "code-cache"))).length;
+    const files = async () =>
+      (await readdir(join(data, "code-cache"), { recursive: true, withFileTypes: true })).filter((entry) =>
+        entry.isFile(),
+      ).length;
     expect(await files()).toBe(2); // the runtime's and the capsule's, made at compile time
     const evict = async (host: PlatformHost, id: string) =>
       host.deployments.pool.runner(id, (await host.deployments.require(id)).artifact).evict();
@@ -165,6 +169,12 @@ describe("code caches", () => {
       await host.deployments.pool.factory.codeCache.settled();
       expect(await files()).toBe(4);
       expect(await say(host, "twin")).toBe("fresh from a cached compile");
+      // Deleting a deployment deletes the caches made after its code ran, and only those.
+      await host.deployments.remove(await host.deployments.require("twin"));
+      expect(await files()).toBe(3);
+      await expect(readdir(join(data, "code-cache", "deployments", "twin"))).rejects.toThrow();
+      expect(await readdir(join(data, "code-cache", "deployments", "app"))).toHaveLength(1);
+      expect(await say(host, "app")).toBe("fresh from a cached compile");
     } finally {
       await host.close();
     }

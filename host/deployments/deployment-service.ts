@@ -46,6 +46,8 @@ export class DeploymentService {
     // Client files are part of what a deploy stores: removed with the deployment, first after its rows.
     this.clientFiles = new ClientFileStore(db);
     this.removals.add(this.clientFiles);
+    // So are the code caches made after its code ran (awaited here, so a removal finished is whole).
+    this.removals.add({ purgeDeployment: (id) => this.pool.purgeCodeCaches(id) });
     // A deployment created anew gets a new incarnation: caches scoped by it never reach a successor.
     const scopeOf = (id: string) => {
       const incarnation = this.registry.cached(id)?.incarnation;

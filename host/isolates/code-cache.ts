@@ -80,15 +80,23 @@ export class CodeCache {
     private readonly maxMemoryBytes = DEFAULT_MEMORY_BYTES,
   ) {}
 
-  /** The key of `source`'s cache when it runs after the runtime script `runtimeHash`. */
+  /**
+   * The key of `source`'s cache when it runs after the runtime script `runtimeHash`; a scoped
+   * source's key starts with its deployment's id (the part of the scope before its `/`), so the
+   * deployment's caches can be removed with it.
+   */
   static key(source: CompiledSource, runtimeHash: string): string {
-    return createHash("sha256")
-      .update(
-        ["platform-code-cache/1", source.kind, source.hash, source.scope ?? "", runtimeHash, ENGINE].join(
-          "\0",
-        ),
-      )
-      .digest("hex");
+    const owner = source.scope === undefined ? "" : `${source.scope.split("/")[0]}/`;
+    return (
+      owner +
+      createHash("sha256")
+        .update(
+          ["platform-code-cache/1", source.kind, source.hash, source.scope ?? "", runtimeHash, ENGINE].join(
+            "\0",
+          ),
+        )
+        .digest("hex")
+    );
   }
 
   /**
@@ -179,6 +187,17 @@ export class CodeCache {
       this.writes.add(written);
     }
     return data;
+  }
+
+  /**
+   * Forgets every cache scoped to deployment `id`, in memory and in the host's files (a deleted
+   * deployment leaves nothing behind; its successor under the same id could never use them anyway,
+   * as the scope names the incarnation).
+   */
+  async purgeDeployment(id: string): Promise<void> {
+    for (const key of [...this.memory.keys()]) if (key.startsWith(`${id}/`)) this.drop(key);
+    await this.settled();
+    await this.files?.purgeDeployment(id);
   }
 
   /** Resolves once the cache files being written now are written (a closing host, tests). */

@@ -196,11 +196,17 @@ export class IsolatePool {
       }
   }
 
-  /** Forgets a deployment (deleted). */
+  /** Forgets a deployment (deleted), its code caches included. */
   remove(deploymentId: string): void {
     this.runners.get(deploymentId)?.stop();
     this.runners.delete(deploymentId);
     this.standings.delete(deploymentId);
+    void this.purgeCodeCaches(deploymentId).catch(() => {});
+  }
+
+  /** Removes the code caches scoped to a deployment (see {@link CodeCache.purgeDeployment}). */
+  purgeCodeCaches(deploymentId: string): Promise<void> {
+    return this.factory.codeCache.purgeDeployment(deploymentId);
   }
 
   /** Stops every isolate. */
