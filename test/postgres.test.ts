@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
+import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
@@ -34,6 +35,11 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     it,
     expect,
   });
+  lazySnapshotConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+    describe,
+    it,
+    expect,
+  });
   storedCountSuite(
     "PostgreSQL database",
     async () => {
@@ -56,6 +62,38 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
       for (let i = 0; i < 100 && atB.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(atB).toEqual(["hello from a"]);
       expect(atA).toEqual([]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("sends a commit's broadcast to the other connections with its write", async () => {
+    const name = table();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      const atB: string[] = [];
+      const seen: Array<string | undefined> = [];
+      b.bus.onBroadcast((m) => {
+        atB.push(m);
+        void b.get(Buffer.from("announced")).then((value) => seen.push(value));
+      });
+      for (const read of [false, true]) {
+        const snapshot = await a.lazySnapshot();
+        if (read) await snapshot.get(Buffer.from("announced"));
+        await a.commit(
+          snapshot,
+          [{ type: "put", key: Buffer.from("announced"), value: String(read) }],
+          `w${read}`,
+        );
+        await snapshot.close();
+        for (let i = 0; i < 100 && seen.length < (read ? 2 : 1); i++)
+          await new Promise((r) => setTimeout(r, 20));
+      }
+      // Heard once each, after the write had landed.
+      expect(atB).toEqual(["wfalse", "wtrue"]);
+      expect(seen).toEqual(["false", "true"]);
     } finally {
       await a.close();
       await b.close();

@@ -181,15 +181,15 @@ export class TenantDatabase implements TransactionHost {
     return this.lastCreatedAt;
   }
 
-  /** Tells the other processes on the store which keys a commit wrote (or "everything"). */
-  private async announceCommit(writeSet: Buffer[]): Promise<void> {
+  /** The message telling the other processes on the store which keys a commit wrote (or "everything"). */
+  private commitMessage(writeSet: Buffer[]): string {
     let bytes = 0;
     for (const key of writeSet) bytes += key.length * 2 + 3;
     const message: HostMessage =
       bytes <= BROADCAST_KEYS_BYTES
         ? { type: "commit", deployment: this.id, keys: writeSet.map((key) => key.toString("hex")) }
         : { type: "commit", deployment: this.id, all: true };
-    await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
+    return JSON.stringify(message);
   }
 
   /** Subscribes to commits; returns the unsubscribe function. */
@@ -204,7 +204,8 @@ export class TenantDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    const snapshot = await this.store.snapshot();
+    // Its reads need to agree with each other only: the snapshot is taken with the first one.
+    const snapshot = await this.store.lazySnapshot();
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
     try {
       const value = await work(tx);
@@ -234,11 +235,14 @@ export class TenantDatabase implements TransactionHost {
     }) as Promise<TransactionResult<T>>;
   }
 
-  /** Commits `operations` on `snapshot` and tells listeners (and other hosts) what was written. */
+  /**
+   * Commits `operations` on `snapshot` and tells listeners what was written; the other hosts hear
+   * it from the store, with the write.
+   */
   async commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void> {
-    await this.store.commit(snapshot, operations);
+    const announce = this.store.supports.sharedAcrossProcesses ? this.commitMessage(written) : undefined;
+    await this.store.commit(snapshot, operations, announce);
     this.emitCommit(written);
-    if (this.store.supports.sharedAcrossProcesses) await this.announceCommit(written);
   }
 
   /**

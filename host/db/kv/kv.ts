@@ -95,10 +95,20 @@ export interface KvStore {
   /** Walks the latest committed state. */
   iterate(options: KvIterateOptions): KvIterator;
   snapshot(): Promise<KvSnapshot>;
+  /**
+   * A snapshot whose point in time may be as late as its first read (never earlier than this
+   * call): for a reader whose reads need to agree with each other, not with the moment it started
+   * (a handler). A backend where taking a snapshot costs a round trip takes it with the first read.
+   */
+  lazySnapshot(): Promise<KvSnapshot>;
   /** Writes every operation, or none. */
   batch(operations: KvOperation[]): Promise<void>;
-  /** Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically. */
-  commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void>;
+  /**
+   * Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically.
+   * `announce`, if given, is broadcast to the other processes once the write has landed (by a
+   * backend that can, with the write itself: never when it fails).
+   */
+  commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void>;
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,42 +1,81 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot } from "./kv.js";
-import { iterate, selectValue, writeAndRelease } from "./postgres-sql.js";
+import { inline, iterate, type RunSql, type Statement, selectValue, writeStatement } from "./postgres-sql.js";
+
+const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/** Keeps track of work left running after its caller moved on (the store waits for it on close). */
+export type Track = (work: Promise<void>) => void;
 
 /**
  * One `REPEATABLE READ READ ONLY` transaction on its own connection. A mutation's commit ends it
- * and writes on that same connection in one transaction, so a full pool cannot deadlock a mutation
- * between its reads and its commit.
+ * and writes on that same connection, so a full pool cannot deadlock a mutation between its reads
+ * and its commit. Round trips are what a PostgreSQL handler waits for, so: a snapshot begins and
+ * takes its point in time in one round trip, a lazy one ({@link PostgresSnapshot.lazy}) with its
+ * first read; a commit ends it and writes in one; and closing does not wait for the server.
  */
 export class PostgresSnapshot implements KvSnapshot {
   private open = true;
+  /** The connection, once the transaction has begun (a lazy snapshot begins at its first read). */
+  private ready: Promise<pg.PoolClient> | undefined;
 
   private constructor(
-    private readonly client: pg.PoolClient,
+    private readonly pool: pg.Pool,
     private readonly table: string,
+    private readonly track: Track,
   ) {}
 
-  /** Starts a snapshot on a connection of `pool`. */
-  static async begin(pool: pg.Pool, table: string): Promise<PostgresSnapshot> {
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      // The snapshot is taken by the first statement: take it now, not at the first read.
-      await client.query("SELECT 1");
-    } catch (error) {
-      client.release(true);
-      throw error;
-    }
-    return new PostgresSnapshot(client, table);
+  /** Starts a snapshot on a connection of `pool`: its point in time is now. */
+  static async begin(pool: pg.Pool, table: string, track: Track): Promise<PostgresSnapshot> {
+    const snapshot = new PostgresSnapshot(pool, table, track);
+    // The snapshot is taken by the first statement: take it now, not at the first read.
+    await snapshot.start("SELECT 1");
+    return snapshot;
   }
 
-  private require(): pg.PoolClient {
+  /** A snapshot whose point in time is its first read (no connection is held before it). */
+  static lazy(pool: pg.Pool, table: string, track: Track): PostgresSnapshot {
+    return new PostgresSnapshot(pool, table, track);
+  }
+
+  /** Begins the transaction with `first` in the same round trip; returns `first`'s rows. */
+  private async start<R extends pg.QueryResultRow>(first: string): Promise<R[]> {
+    let rows: R[] = [];
+    this.ready = (async () => {
+      const client = await this.pool.connect();
+      try {
+        const results = (await client.query(`${BEGIN}; ${first}`)) as unknown as pg.QueryResult<R>[];
+        rows = results[1]?.rows ?? [];
+      } catch (error) {
+        client.release(true);
+        throw error;
+      }
+      return client;
+    })();
+    await this.ready;
+    return rows;
+  }
+
+  private require(): void {
     if (!this.open) throw new Error("This snapshot is closed.");
-    return this.client;
   }
 
-  async get(key: Buffer): Promise<string | undefined> {
-    return selectValue(this.require(), this.table, key);
+  /** Runs a read in the transaction, beginning it with this read when it has not begun. */
+  private readonly run: RunSql = async (sql, params) => {
+    this.require();
+    if (this.ready === undefined) {
+      const first = inline({ text: sql, values: params });
+      if (first !== undefined) return this.start(first);
+      await this.start("SELECT 1");
+    }
+    const client = await (this.ready as Promise<pg.PoolClient>);
+    this.require();
+    return (await client.query(sql, params)).rows;
+  };
+
+  get(key: Buffer): Promise<string | undefined> {
+    return selectValue(this.run, this.table, key);
   }
 
   /** Every read is a round trip to the server. */
@@ -45,29 +84,62 @@ export class PostgresSnapshot implements KvSnapshot {
   }
 
   iterate(options: KvIterateOptions): KvIterator {
-    return iterate(async () => this.require(), this.table, options);
+    return iterate(this.run, this.table, options);
   }
 
-  /** Ends the read-only transaction and writes `operations` in one transaction on this connection. */
-  async commit(operations: KvOperation[]): Promise<void> {
-    const client = this.require();
+  /**
+   * Ends the read-only transaction and writes `operations` (one atomic statement), sending `notify`
+   * on the broadcast channel when the write commits; one round trip unless the batch is large.
+   */
+  async commit(operations: KvOperation[], notify?: string): Promise<void> {
+    this.require();
     this.open = false;
+    const write = writeStatement(this.table, operations, notify);
+    if (this.ready === undefined) {
+      // Nothing was read: there is no transaction to end.
+      if (write) await this.pool.query(write.text, write.values);
+      return;
+    }
+    const client = await this.ready;
     try {
-      await client.query("COMMIT");
+      await endAndWrite(client, write);
     } catch (error) {
       client.release(true);
       throw error;
     }
-    await writeAndRelease(client, this.table, operations);
+    client.release();
   }
 
+  /** Ends the transaction; the connection goes back to its pool once the server has answered. */
   async close(): Promise<void> {
     if (!this.open) return;
     this.open = false;
-    let broken = false;
-    await this.client.query("ROLLBACK").catch(() => {
-      broken = true;
-    });
-    this.client.release(broken);
+    const ready = this.ready;
+    if (ready === undefined) return;
+    this.track(
+      ready.then(
+        (client) =>
+          client.query("ROLLBACK").then(
+            () => client.release(),
+            () => client.release(true),
+          ),
+        () => {},
+      ),
+    );
   }
+}
+
+/** `COMMIT`s the open read-only transaction on `client` and runs `write` after it. */
+async function endAndWrite(client: pg.PoolClient, write: Statement | undefined): Promise<void> {
+  if (write === undefined) {
+    await client.query("COMMIT");
+    return;
+  }
+  const text = inline(write);
+  if (text !== undefined) {
+    await client.query(`COMMIT; ${text}`);
+    return;
+  }
+  await client.query("COMMIT");
+  await client.query(write.text, write.values);
 }
