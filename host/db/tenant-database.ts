@@ -70,9 +70,10 @@ export class TenantDatabase implements TransactionHost {
   /**
    * Re-reads the schema and the clock, which another process sharing the store may have moved
    * (called under the cross-process write lock, and when another host announces a migration).
+   * `read`: the values of {@link refreshKeys}, when already read.
    */
-  async refresh(): Promise<void> {
-    const [schema, clock] = await this.store.getMany([metaKey(this.id, "schema"), this.clockKey]);
+  async refresh(read?: Array<string | undefined>): Promise<void> {
+    const [schema, clock] = read ?? (await this.store.getMany(this.refreshKeys()));
     if (schema) {
       // An import may store the same schema under other index storage ids: compare all of it.
       if (schema !== this.storedJson) this.adoptSchema(JSON.parse(schema) as StoredSchema);
@@ -83,6 +84,11 @@ export class TenantDatabase implements TransactionHost {
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
   }
 
+  /** The keys {@link refresh} reads: the schema and the clock. */
+  private refreshKeys(): Buffer[] {
+    return [metaKey(this.id, "schema"), this.clockKey];
+  }
+
   /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
   emitCommit(writeSet: Buffer[] | undefined): void {
     for (const listener of this.listeners) listener(writeSet);
@@ -90,12 +96,18 @@ export class TenantDatabase implements TransactionHost {
 
   /** Runs `work` holding the deployment's write lock in this process and across processes. */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const shared = this.store.supports.sharedAcrossProcesses;
     return this.lock.run(() =>
-      this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
-        if (this.store.supports.sharedAcrossProcesses) await this.refresh();
-        if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
-        return work();
-      }),
+      this.store.bus.lockAcrossProcesses(
+        `deployment:${this.id}`,
+        async (read) => {
+          if (shared) await this.refresh(read);
+          if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
+          return work();
+        },
+        // The bus reads them with the lock, in the same round trip, where it can.
+        shared ? { read: this.refreshKeys() } : undefined,
+      ),
     );
   }
 

@@ -69,6 +69,12 @@ export interface LockOptions {
    * for, the locks taken inside them (and every write) still get theirs: no starvation, no deadlock.
    */
   outer?: boolean;
+  /**
+   * Keys to read once the lock is held (seeing every write committed before it was granted); a
+   * backend that can reads them in the round trip that takes the lock and gives their values to
+   * `work`, otherwise `work` gets undefined and reads them itself.
+   */
+  read?: Buffer[];
 }
 
 /** Locks and messages among the processes that share a store (none for an embedded one). */
@@ -77,7 +83,11 @@ export interface HostBus {
    * Runs `work` holding the lock `name` against every other process on the store (the caller
    * serializes within its own process).
    */
-  lockAcrossProcesses<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T>;
+  lockAcrossProcesses<T>(
+    name: string,
+    work: (read?: Array<string | undefined>) => Promise<T>,
+    options?: LockOptions,
+  ): Promise<T>;
   /** Sends a message to every other process on the store. */
   broadcast(message: string): Promise<void>;
   /** Receives other processes' broadcasts; returns the unsubscribe function. */

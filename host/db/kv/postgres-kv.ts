@@ -2,7 +2,7 @@ import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
-import { iterate, runOn, selectValue, writeStatement } from "./postgres-sql.js";
+import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
 import { KvStoreBase } from "./store.js";
 
 /**
@@ -96,11 +96,7 @@ export class PostgresKv extends KvStoreBase {
   }
 
   protected async _getMany(keys: Buffer[]): Promise<Array<string | undefined>> {
-    const { rows } = await this.pool.query<{ key: Buffer; value: string }>(
-      `SELECT key, value FROM ${this.table} WHERE key = ANY($1::bytea[])`,
-      [keys],
-    );
-    const found = new Map(rows.map((row) => [row.key.toString("hex"), row.value]));
+    const found = await selectValues(runOn(this.pool), this.table, keys);
     return keys.map((key) => found.get(key.toString("hex")));
   }
 

@@ -1,9 +1,23 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot } from "./kv.js";
-import { inline, iterate, type RunSql, type Statement, selectValue, writeStatement } from "./postgres-sql.js";
+import {
+  inline,
+  iterate,
+  type RunSql,
+  type Statement,
+  selectValue,
+  selectValues,
+  writeStatement,
+} from "./postgres-sql.js";
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+interface PendingGet {
+  key: Buffer;
+  resolve: (value: string | undefined) => void;
+  reject: (error: unknown) => void;
+}
 
 /** Keeps track of work left running after its caller moved on (the store waits for it on close). */
 export type Track = (work: Promise<void>) => void;
@@ -74,8 +88,41 @@ export class PostgresSnapshot implements KvSnapshot {
     return (await client.query(sql, params)).rows;
   };
 
+  /**
+   * Point reads asked for at once (in the same tick: a handler's `Promise.all`, the counts a
+   * mutation moves) go to the server as ONE query.
+   */
   get(key: Buffer): Promise<string | undefined> {
-    return selectValue(this.run, this.table, key);
+    return new Promise((resolve, reject) => {
+      const read = { key, resolve, reject };
+      if (this.gets) this.gets.push(read);
+      else {
+        this.gets = [read];
+        queueMicrotask(() => this.readGets());
+      }
+    });
+  }
+
+  private gets: PendingGet[] | undefined;
+
+  private async readGets(): Promise<void> {
+    const gets = this.gets ?? [];
+    this.gets = undefined;
+    try {
+      if (gets.length === 1) {
+        const only = gets[0] as PendingGet;
+        only.resolve(await selectValue(this.run, this.table, only.key));
+        return;
+      }
+      const found = await selectValues(
+        this.run,
+        this.table,
+        gets.map((get) => get.key),
+      );
+      for (const get of gets) get.resolve(found.get(get.key.toString("hex")));
+    } catch (error) {
+      for (const get of gets) get.reject(error);
+    }
   }
 
   /** Every read is a round trip to the server. */

@@ -120,3 +120,12 @@ export async function selectValue(run: RunSql, table: string, key: Buffer): Prom
   const rows = await run<{ value: string }>(`SELECT value FROM ${table} WHERE key = $1`, [key]);
   return rows[0]?.value;
 }
+
+/** The values of `keys` found, by hex key, by one query. */
+export async function selectValues(run: RunSql, table: string, keys: Buffer[]): Promise<Map<string, string>> {
+  const rows = await run<{ key: Buffer; value: string }>(
+    `SELECT key, value FROM ${table} WHERE key = ANY($1::bytea[])`,
+    [keys],
+  );
+  return new Map(rows.map((row) => [row.key.toString("hex"), row.value]));
+}
