@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { HostBus, LockOptions } from "./kv.js";
-import type { Track } from "./postgres-snapshot.js";
+import type { Track } from "./postgres-parking.js";
 import { CHANNEL, inline } from "./postgres-sql.js";
 
 /**

@@ -1,6 +1,7 @@
 import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
+import { ConnectionParking } from "./postgres-parking.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
 import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
 import { KvStoreBase } from "./store.js";
@@ -47,6 +48,8 @@ export class PostgresKv extends KvStoreBase {
     private readonly outerLocks: pg.Pool,
     private readonly table: string,
     private readonly inFlight: Set<Promise<void>>,
+    /** Snapshots take their connections here: see postgres-parking.ts. */
+    private readonly parking: ConnectionParking,
   ) {
     super();
   }
@@ -68,7 +71,8 @@ export class PostgresKv extends KvStoreBase {
     await createTable(pool, `CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY)`);
     const inFlight = new Set<Promise<void>>();
     const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));
-    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight);
+    const parking = new ConnectionParking(snapshots, trackIn(inFlight));
+    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking);
   }
 
   /**
@@ -86,7 +90,7 @@ export class PostgresKv extends KvStoreBase {
       pool,
       max: each.options.max,
       total: each.totalCount,
-      idle: each.idleCount,
+      idle: each.idleCount + (each === this.snapshots ? this.parking.size : 0),
       waiting: each.waitingCount,
     }));
   }
@@ -105,12 +109,12 @@ export class PostgresKv extends KvStoreBase {
   }
 
   protected _snapshot(): Promise<KvSnapshot> {
-    return PostgresSnapshot.begin(this.snapshots, this.table, trackIn(this.inFlight));
+    return PostgresSnapshot.begin(this.parking, this.table);
   }
 
   /** No connection until the first read, which begins the transaction in the same round trip. */
   protected override async _lazySnapshot(): Promise<KvSnapshot> {
-    return PostgresSnapshot.lazy(this.snapshots, this.table, trackIn(this.inFlight));
+    return PostgresSnapshot.lazy(this.parking, this.table);
   }
 
   /** One statement, atomic on its own: one round trip. */
@@ -130,6 +134,7 @@ export class PostgresKv extends KvStoreBase {
   }
 
   protected async _close(): Promise<void> {
+    this.parking.endAll();
     await Promise.all(this.inFlight);
     await this.bus.close();
     await Promise.all([this.pool.end(), this.snapshots.end(), this.locks.end(), this.outerLocks.end()]);

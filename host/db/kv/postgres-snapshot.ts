@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot } from "./kv.js";
+import type { ConnectionParking } from "./postgres-parking.js";
 import {
   inline,
   iterate,
@@ -13,21 +14,23 @@ import {
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
+/** Point reads a snapshot remembers at most. */
+const KNOWN_KEYS = 4096;
+
 interface PendingGet {
   key: Buffer;
+  hex: string;
   resolve: (value: string | undefined) => void;
   reject: (error: unknown) => void;
 }
-
-/** Keeps track of work left running after its caller moved on (the store waits for it on close). */
-export type Track = (work: Promise<void>) => void;
 
 /**
  * One `REPEATABLE READ READ ONLY` transaction on its own connection. A mutation's commit ends it
  * and writes on that same connection, so a full pool cannot deadlock a mutation between its reads
  * and its commit. Round trips are what a PostgreSQL handler waits for, so: a snapshot begins and
  * takes its point in time in one round trip, a lazy one ({@link PostgresSnapshot.lazy}) with its
- * first read; a commit ends it and writes in one; and closing does not wait for the server.
+ * first read; a commit ends it and writes in one; and closing leaves the end of the transaction to
+ * the connection's next use.
  */
 export class PostgresSnapshot implements KvSnapshot {
   private open = true;
@@ -35,32 +38,32 @@ export class PostgresSnapshot implements KvSnapshot {
   private ready: Promise<pg.PoolClient> | undefined;
 
   private constructor(
-    private readonly pool: pg.Pool,
+    private readonly connections: ConnectionParking,
     private readonly table: string,
-    private readonly track: Track,
   ) {}
 
-  /** Starts a snapshot on a connection of `pool`: its point in time is now. */
-  static async begin(pool: pg.Pool, table: string, track: Track): Promise<PostgresSnapshot> {
-    const snapshot = new PostgresSnapshot(pool, table, track);
+  /** Starts a snapshot on a connection of `connections`: its point in time is now. */
+  static async begin(connections: ConnectionParking, table: string): Promise<PostgresSnapshot> {
+    const snapshot = new PostgresSnapshot(connections, table);
     // The snapshot is taken by the first statement: take it now, not at the first read.
     await snapshot.start("SELECT 1");
     return snapshot;
   }
 
   /** A snapshot whose point in time is its first read (no connection is held before it). */
-  static lazy(pool: pg.Pool, table: string, track: Track): PostgresSnapshot {
-    return new PostgresSnapshot(pool, table, track);
+  static lazy(connections: ConnectionParking, table: string): PostgresSnapshot {
+    return new PostgresSnapshot(connections, table);
   }
 
   /** Begins the transaction with `first` in the same round trip; returns `first`'s rows. */
   private async start<R extends pg.QueryResultRow>(first: string): Promise<R[]> {
     let rows: R[] = [];
     this.ready = (async () => {
-      const client = await this.pool.connect();
+      const { client, end } = await this.connections.take();
       try {
-        const results = (await client.query(`${BEGIN}; ${first}`)) as unknown as pg.QueryResult<R>[];
-        rows = results[1]?.rows ?? [];
+        const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first}`;
+        const results = (await client.query(text)) as unknown as pg.QueryResult<R>[];
+        rows = results.at(-1)?.rows ?? [];
       } catch (error) {
         client.release(true);
         throw error;
@@ -90,11 +93,17 @@ export class PostgresSnapshot implements KvSnapshot {
 
   /**
    * Point reads asked for at once (in the same tick: a handler's `Promise.all`, the counts a
-   * mutation moves) go to the server as ONE query.
+   * mutation moves) go to the server as ONE query; a key read before is answered from memory (the
+   * snapshot's view never changes: the mutations of a group commit read the same rows again).
    */
   get(key: Buffer): Promise<string | undefined> {
+    const hex = key.toString("hex");
+    if (this.known.has(hex)) {
+      if (!this.open) return Promise.reject(new Error("This snapshot is closed."));
+      return Promise.resolve(this.known.get(hex));
+    }
     return new Promise((resolve, reject) => {
-      const read = { key, resolve, reject };
+      const read = { key, hex, resolve, reject };
       if (this.gets) this.gets.push(read);
       else {
         this.gets = [read];
@@ -104,6 +113,13 @@ export class PostgresSnapshot implements KvSnapshot {
   }
 
   private gets: PendingGet[] | undefined;
+  /** Values read so far, by hex key (up to {@link KNOWN_KEYS}). */
+  private readonly known = new Map<string, string | undefined>();
+
+  private remember(hex: string, value: string | undefined): string | undefined {
+    if (this.known.size < KNOWN_KEYS) this.known.set(hex, value);
+    return value;
+  }
 
   private async readGets(): Promise<void> {
     const gets = this.gets ?? [];
@@ -111,7 +127,7 @@ export class PostgresSnapshot implements KvSnapshot {
     try {
       if (gets.length === 1) {
         const only = gets[0] as PendingGet;
-        only.resolve(await selectValue(this.run, this.table, only.key));
+        only.resolve(this.remember(only.hex, await selectValue(this.run, this.table, only.key)));
         return;
       }
       const found = await selectValues(
@@ -119,7 +135,7 @@ export class PostgresSnapshot implements KvSnapshot {
         this.table,
         gets.map((get) => get.key),
       );
-      for (const get of gets) get.resolve(found.get(get.key.toString("hex")));
+      for (const get of gets) get.resolve(this.remember(get.hex, found.get(get.hex)));
     } catch (error) {
       for (const get of gets) get.reject(error);
     }
@@ -142,14 +158,12 @@ export class PostgresSnapshot implements KvSnapshot {
     this.require();
     this.open = false;
     const write = writeStatement(this.table, operations, notify);
-    if (this.ready === undefined) {
-      // Nothing was read: there is no transaction to end.
-      if (write) await this.pool.query(write.text, write.values);
-      return;
-    }
-    const client = await this.ready;
+    // Nothing read: no transaction of its own to end, but maybe a parked one.
+    const { client, end } = this.ready
+      ? { client: await this.ready, end: "COMMIT" }
+      : await this.connections.take();
     try {
-      await endAndWrite(client, write);
+      await endAndWrite(client, end, write);
     } catch (error) {
       client.release(true);
       throw error;
@@ -157,36 +171,23 @@ export class PostgresSnapshot implements KvSnapshot {
     client.release();
   }
 
-  /** Ends the transaction; the connection goes back to its pool once the server has answered. */
+  /** Ends the transaction, on the server with the next use of its connection (see postgres-parking.ts). */
   async close(): Promise<void> {
     if (!this.open) return;
     this.open = false;
-    const ready = this.ready;
-    if (ready === undefined) return;
-    this.track(
-      ready.then(
-        (client) =>
-          client.query("ROLLBACK").then(
-            () => client.release(),
-            () => client.release(true),
-          ),
-        () => {},
-      ),
+    void this.ready?.then(
+      (client) => this.connections.park(client),
+      () => {},
     );
   }
 }
 
-/** `COMMIT`s the open read-only transaction on `client` and runs `write` after it. */
-async function endAndWrite(client: pg.PoolClient, write: Statement | undefined): Promise<void> {
-  if (write === undefined) {
-    await client.query("COMMIT");
-    return;
+/** Runs `end` (the open transaction's COMMIT or ROLLBACK, or "") on `client`, then `write`. */
+async function endAndWrite(client: pg.PoolClient, end: string, write: Statement | undefined): Promise<void> {
+  const text = write && inline(write);
+  if (write && text !== undefined) await client.query(end ? `${end}; ${text}` : text);
+  else {
+    if (end) await client.query(end);
+    if (write) await client.query(write.text, write.values);
   }
-  const text = inline(write);
-  if (text !== undefined) {
-    await client.query(`COMMIT; ${text}`);
-    return;
-  }
-  await client.query("COMMIT");
-  await client.query(write.text, write.values);
 }
