@@ -4,6 +4,7 @@
  * two connections as two hosts would hold them, and a whole host running on it.
  */
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
@@ -97,6 +98,39 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it("ends a closed snapshot's transaction on the server soon after, reused or not", async () => {
+    const name = table();
+    const store = await PostgresKv.open(server.url, { table: name });
+    const watcher = new pg.Client({ connectionString: server.url });
+    await watcher.connect();
+    const open = async () =>
+      Number(
+        (
+          await watcher.query<{ n: string }>(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND query LIKE $1",
+            [`%${name}%`],
+          )
+        ).rows[0]?.n,
+      );
+    try {
+      await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+      for (let i = 0; i < 5; i++) {
+        const snapshot = await store.lazySnapshot();
+        expect(await snapshot.get(Buffer.from("k"))).toBe("v");
+        await snapshot.close();
+      }
+      let left = await open();
+      for (let i = 0; i < 100 && left > 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        left = await open();
+      }
+      expect(left).toBe(0);
+    } finally {
+      await watcher.end();
+      await store.close();
     }
   });
 
