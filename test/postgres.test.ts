@@ -134,6 +134,29 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     }
   });
 
+  it("serves more snapshots at once than its pool holds, readers and committers mixed", async () => {
+    const store = await PostgresKv.open(server.url, { table: table() });
+    try {
+      await store.batch([{ type: "put", key: Buffer.from("shared"), value: "0" }]);
+      const work = Array.from({ length: 90 }, async (_, i) => {
+        const snapshot = await (i % 3 === 0 ? store.snapshot() : store.lazySnapshot());
+        try {
+          expect(await snapshot.get(Buffer.from("shared"))).toBe("0");
+          await new Promise((r) => setTimeout(r, i % 5));
+          if (i % 2 === 0)
+            await store.commit(snapshot, [{ type: "put", key: Buffer.from(`w${i}`), value: "x" }]);
+        } finally {
+          await snapshot.close();
+        }
+      });
+      await Promise.all(work);
+      const written = await store.getMany(Array.from({ length: 45 }, (_, i) => Buffer.from(`w${i * 2}`)));
+      expect(written.every((value) => value === "x")).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("serializes work under one lock name across connections", async () => {
     const name = table();
     const a = await PostgresKv.open(server.url, { table: name });

@@ -29,6 +29,11 @@ export interface TakenConnection {
  */
 export class ConnectionParking {
   private readonly parked: Parked[] = [];
+  /** Takers waiting for a connection while every one of the pool is out (see {@link take}). */
+  private readonly waiters: Array<{
+    resolve: (taken: TakenConnection) => void;
+    reject: (error: unknown) => void;
+  }> = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -41,18 +46,47 @@ export class ConnectionParking {
     return this.parked.length;
   }
 
-  /** The most recently parked connection, or a connection of the pool. */
+  /**
+   * The most recently parked connection, or a connection of the pool; when every one is out, the
+   * next one parked (handed over as it is, its transaction ended with the taker's first round trip).
+   */
   async take(): Promise<TakenConnection> {
     for (let parked = this.parked.pop(); parked; parked = this.parked.pop()) {
       parked.client.removeListener("error", parked.onError);
       if (!parked.broken) return { client: parked.client, end: "ROLLBACK" };
-      parked.client.release(true);
+      this.destroy(parked.client);
     }
-    return { client: await this.pool.connect(), end: "" };
+    const pool = this.pool;
+    if (pool.totalCount < (pool.options.max ?? 10) || pool.idleCount > 0)
+      return { client: await pool.connect(), end: "" };
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /** Gives back `client`, with no transaction open: to a waiting taker, else to the pool. */
+  giveBack(client: pg.PoolClient): void {
+    const waiter = this.waiters.shift();
+    if (waiter) waiter.resolve({ client, end: "" });
+    else client.release();
+  }
+
+  /** Destroys `client` (it failed); a waiting taker gets a new connection in its place. */
+  destroy(client: pg.PoolClient): void {
+    client.release(true);
+    const waiter = this.waiters.shift();
+    if (waiter)
+      this.pool.connect().then(
+        (fresh) => waiter.resolve({ client: fresh, end: "" }),
+        (error: unknown) => waiter.reject(error),
+      );
   }
 
   /** Parks `client`, whose read-only transaction is over (ended at once if the pool has waiters). */
   park(client: pg.PoolClient): void {
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      waiter.resolve({ client, end: "ROLLBACK" });
+      return;
+    }
     // Out of the pool, nobody else listens: a connection lost meanwhile must not crash the process.
     const parked: Parked = { client, since: performance.now(), broken: false, onError: () => {} };
     parked.onError = () => {
@@ -84,14 +118,17 @@ export class ConnectionParking {
 
   private end(parked: Parked): void {
     const { client, onError } = parked;
-    const release = (broken: boolean) => {
-      client.removeListener("error", onError);
-      client.release(broken);
-    };
     this.track(
       client.query("ROLLBACK").then(
-        () => release(parked.broken),
-        () => release(true),
+        () => {
+          client.removeListener("error", onError);
+          if (parked.broken) this.destroy(client);
+          else this.giveBack(client);
+        },
+        () => {
+          client.removeListener("error", onError);
+          this.destroy(client);
+        },
       ),
     );
   }

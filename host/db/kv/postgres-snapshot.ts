@@ -65,7 +65,7 @@ export class PostgresSnapshot implements KvSnapshot {
         const results = (await client.query(text)) as unknown as pg.QueryResult<R>[];
         rows = results.at(-1)?.rows ?? [];
       } catch (error) {
-        client.release(true);
+        this.connections.destroy(client);
         throw error;
       }
       return client;
@@ -165,10 +165,10 @@ export class PostgresSnapshot implements KvSnapshot {
     try {
       await endAndWrite(client, end, write);
     } catch (error) {
-      client.release(true);
+      this.connections.destroy(client);
       throw error;
     }
-    client.release();
+    this.connections.giveBack(client);
   }
 
   /** Ends the transaction, on the server with the next use of its connection (see postgres-parking.ts). */
