@@ -4,10 +4,12 @@
  * two connections as two hosts would hold them, and a whole host running on it.
  */
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
+import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
@@ -30,6 +32,11 @@ const table = () => `kv_${randomBytes(6).toString("hex")}`;
 
 describe.skipIf(!installed)("PostgreSQL backend", () => {
   kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+    describe,
+    it,
+    expect,
+  });
+  lazySnapshotConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
     describe,
     it,
     expect,
@@ -59,6 +66,94 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it("sends a commit's broadcast to the other connections with its write", async () => {
+    const name = table();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      const atB: string[] = [];
+      const seen: Array<string | undefined> = [];
+      b.bus.onBroadcast((m) => {
+        atB.push(m);
+        void b.get(Buffer.from("announced")).then((value) => seen.push(value));
+      });
+      for (const read of [false, true]) {
+        const snapshot = await a.lazySnapshot();
+        if (read) await snapshot.get(Buffer.from("announced"));
+        await a.commit(
+          snapshot,
+          [{ type: "put", key: Buffer.from("announced"), value: String(read) }],
+          `w${read}`,
+        );
+        await snapshot.close();
+        for (let i = 0; i < 100 && seen.length < (read ? 2 : 1); i++)
+          await new Promise((r) => setTimeout(r, 20));
+      }
+      // Heard once each, after the write had landed.
+      expect(atB).toEqual(["wfalse", "wtrue"]);
+      expect(seen).toEqual(["false", "true"]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("ends a closed snapshot's transaction on the server soon after, reused or not", async () => {
+    const name = table();
+    const store = await PostgresKv.open(server.url, { table: name });
+    const watcher = new pg.Client({ connectionString: server.url });
+    await watcher.connect();
+    const open = async () =>
+      Number(
+        (
+          await watcher.query<{ n: string }>(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND query LIKE $1",
+            [`%${name}%`],
+          )
+        ).rows[0]?.n,
+      );
+    try {
+      await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+      for (let i = 0; i < 5; i++) {
+        const snapshot = await store.lazySnapshot();
+        expect(await snapshot.get(Buffer.from("k"))).toBe("v");
+        await snapshot.close();
+      }
+      let left = await open();
+      for (let i = 0; i < 100 && left > 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        left = await open();
+      }
+      expect(left).toBe(0);
+    } finally {
+      await watcher.end();
+      await store.close();
+    }
+  });
+
+  it("serves more snapshots at once than its pool holds, readers and committers mixed", async () => {
+    const store = await PostgresKv.open(server.url, { table: table() });
+    try {
+      await store.batch([{ type: "put", key: Buffer.from("shared"), value: "0" }]);
+      const work = Array.from({ length: 90 }, async (_, i) => {
+        const snapshot = await (i % 3 === 0 ? store.snapshot() : store.lazySnapshot());
+        try {
+          expect(await snapshot.get(Buffer.from("shared"))).toBe("0");
+          await new Promise((r) => setTimeout(r, i % 5));
+          if (i % 2 === 0)
+            await store.commit(snapshot, [{ type: "put", key: Buffer.from(`w${i}`), value: "x" }]);
+        } finally {
+          await snapshot.close();
+        }
+      });
+      await Promise.all(work);
+      const written = await store.getMany(Array.from({ length: 45 }, (_, i) => Buffer.from(`w${i * 2}`)));
+      expect(written.every((value) => value === "x")).toBe(true);
+    } finally {
+      await store.close();
     }
   });
 

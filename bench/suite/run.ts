@@ -21,6 +21,7 @@ import { postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres
 import { percentile } from "../lib/percentile.js";
 import { interleaved, type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
+import { pgInsertLine, pgTargetCell } from "./pg-targets.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Interleaved rounds per operation; each target's median run is reported. */
@@ -203,9 +204,9 @@ async function main(): Promise<void> {
     );
     out.push("");
     out.push(
-      "| operation | (a) platform req/s (p50/p99 ms) | (a') platform on PostgreSQL | (b) koa+classic-level | (c) koa+better-sqlite3 | a/b | a/c | a'/a |",
+      "| operation | (a) platform req/s (p50/p99 ms) | (a') platform on PostgreSQL | (b) koa+classic-level | (c) koa+better-sqlite3 | a/b | a/c | a'/a | a'/a target |",
     );
-    out.push("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    out.push("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     const cell = (r: LoadResult) => `${Math.round(r.rps).toLocaleString("en-US")} (${r.p50}/${r.p99})`;
     for (const { op, by } of results) {
       const a = by.platform as LoadResult;
@@ -213,7 +214,7 @@ async function main(): Promise<void> {
       const c = by["koa+better-sqlite3"] as LoadResult;
       const p = by[PG];
       out.push(
-        `| ${op} | ${cell(a)} | ${p ? cell(p) : "-"} | ${cell(b)} | ${cell(c)} | ${Math.round((a.rps / b.rps) * 100)}% | ${(a.rps / c.rps).toFixed(2)}x | ${p ? `${Math.round((p.rps / a.rps) * 100)}%` : "-"} |`,
+        `| ${op} | ${cell(a)} | ${p ? cell(p) : "-"} | ${cell(b)} | ${cell(c)} | ${Math.round((a.rps / b.rps) * 100)}% | ${(a.rps / c.rps).toFixed(2)}x | ${p ? `${Math.round((p.rps / a.rps) * 100)}%` : "-"} | ${pgTargetCell(op, p ? p.rps / a.rps : undefined)} |`,
       );
     }
     const reads = results.filter((r) => r.read);
@@ -223,6 +224,7 @@ async function main(): Promise<void> {
     out.push(
       `geometric mean over all operations: a/b ${Math.round((mean("platform", results) / mean("koa+classic-level", results)) * 100)}% (target >= 70%); on reads a/c ${(mean("platform", reads) / mean("koa+better-sqlite3", reads)).toFixed(2)}x (target: within 1.5x, i.e. >= 0.67x)`,
     );
+    out.push(pgInsertLine(results.find((r) => r.op === "insert")?.by[PG]?.rps));
     const errors = results.flatMap((r) =>
       Object.entries(r.by)
         .filter(([, l]) => l.errors > 0 || l.non2xx > 0)

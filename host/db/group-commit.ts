@@ -109,7 +109,8 @@ export class GroupCommit {
    */
   private async commitGroup(group: QueuedMutation[]): Promise<void> {
     const database = this.database;
-    const snapshot = await database.store.snapshot();
+    // Taken under the write lock, with the first read: no commit of this deployment can come between.
+    const snapshot = await database.store.lazySnapshot();
     const batch = new GroupBatch(database, snapshot);
     const started = performance.now();
     try {

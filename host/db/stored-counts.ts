@@ -52,14 +52,21 @@ export function tryApplyCountChangesSync(tx: TransactionView, changes: Map<strin
   return true;
 }
 
-/** Applies every change of `changes`, reading counts from the store when it must; empties it. */
+/**
+ * Applies every change of `changes`, reading the counts it must from the store at once (a store
+ * that reads over the network asks for them together); empties it.
+ */
 export async function applyCountChanges(tx: TransactionView, changes: Map<string, number>): Promise<void> {
-  for (const [name, delta] of changes) {
-    if (delta !== 0) {
-      const key = Buffer.from(name, "latin1");
+  const moves = [...changes].filter(([, delta]) => delta !== 0);
+  changes.clear();
+  const keys = moves.map(([name]) => Buffer.from(name, "latin1"));
+  const stored = await Promise.all(
+    keys.map((key) => {
       const now = tx.tryReadKeySync(key);
-      applyOne(tx, key, now === NOT_READY ? await tx.readKey(key) : now, delta);
-    }
-    changes.delete(name);
-  }
+      return now === NOT_READY ? tx.readKey(key) : now;
+    }),
+  );
+  moves.forEach(([, delta], i) => {
+    applyOne(tx, keys[i] as Buffer, stored[i] as string | null, delta);
+  });
 }

@@ -70,9 +70,10 @@ export class TenantDatabase implements TransactionHost {
   /**
    * Re-reads the schema and the clock, which another process sharing the store may have moved
    * (called under the cross-process write lock, and when another host announces a migration).
+   * `read`: the values of {@link refreshKeys}, when already read.
    */
-  async refresh(): Promise<void> {
-    const [schema, clock] = await this.store.getMany([metaKey(this.id, "schema"), this.clockKey]);
+  async refresh(read?: Array<string | undefined>): Promise<void> {
+    const [schema, clock] = read ?? (await this.store.getMany(this.refreshKeys()));
     if (schema) {
       // An import may store the same schema under other index storage ids: compare all of it.
       if (schema !== this.storedJson) this.adoptSchema(JSON.parse(schema) as StoredSchema);
@@ -83,6 +84,11 @@ export class TenantDatabase implements TransactionHost {
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
   }
 
+  /** The keys {@link refresh} reads: the schema and the clock. */
+  private refreshKeys(): Buffer[] {
+    return [metaKey(this.id, "schema"), this.clockKey];
+  }
+
   /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
   emitCommit(writeSet: Buffer[] | undefined): void {
     for (const listener of this.listeners) listener(writeSet);
@@ -90,12 +96,18 @@ export class TenantDatabase implements TransactionHost {
 
   /** Runs `work` holding the deployment's write lock in this process and across processes. */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const shared = this.store.supports.sharedAcrossProcesses;
     return this.lock.run(() =>
-      this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
-        if (this.store.supports.sharedAcrossProcesses) await this.refresh();
-        if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
-        return work();
-      }),
+      this.store.bus.lockAcrossProcesses(
+        `deployment:${this.id}`,
+        async (read) => {
+          if (shared) await this.refresh(read);
+          if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
+          return work();
+        },
+        // The bus reads them with the lock, in the same round trip, where it can.
+        shared ? { read: this.refreshKeys() } : undefined,
+      ),
     );
   }
 
@@ -181,15 +193,15 @@ export class TenantDatabase implements TransactionHost {
     return this.lastCreatedAt;
   }
 
-  /** Tells the other processes on the store which keys a commit wrote (or "everything"). */
-  private async announceCommit(writeSet: Buffer[]): Promise<void> {
+  /** The message telling the other processes on the store which keys a commit wrote (or "everything"). */
+  private commitMessage(writeSet: Buffer[]): string {
     let bytes = 0;
     for (const key of writeSet) bytes += key.length * 2 + 3;
     const message: HostMessage =
       bytes <= BROADCAST_KEYS_BYTES
         ? { type: "commit", deployment: this.id, keys: writeSet.map((key) => key.toString("hex")) }
         : { type: "commit", deployment: this.id, all: true };
-    await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
+    return JSON.stringify(message);
   }
 
   /** Subscribes to commits; returns the unsubscribe function. */
@@ -204,7 +216,8 @@ export class TenantDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    const snapshot = await this.store.snapshot();
+    // Its reads need to agree with each other only: the snapshot is taken with the first one.
+    const snapshot = await this.store.lazySnapshot();
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
     try {
       const value = await work(tx);
@@ -234,11 +247,14 @@ export class TenantDatabase implements TransactionHost {
     }) as Promise<TransactionResult<T>>;
   }
 
-  /** Commits `operations` on `snapshot` and tells listeners (and other hosts) what was written. */
+  /**
+   * Commits `operations` on `snapshot` and tells listeners what was written; the other hosts hear
+   * it from the store, with the write.
+   */
   async commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void> {
-    await this.store.commit(snapshot, operations);
+    const announce = this.store.supports.sharedAcrossProcesses ? this.commitMessage(written) : undefined;
+    await this.store.commit(snapshot, operations, announce);
     this.emitCommit(written);
-    if (this.store.supports.sharedAcrossProcesses) await this.announceCommit(written);
   }
 
   /**

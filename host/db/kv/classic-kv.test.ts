@@ -4,18 +4,18 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ClassicKv } from "./classic-kv.js";
 import { kvConformance } from "./conformance.js";
+import { lazySnapshotConformance } from "./conformance-lazy.js";
 
-kvConformance(
-  "classic-level store",
-  async () => {
-    const dir = await mkdtemp(join(tmpdir(), "platform-kv-"));
-    const store = await ClassicKv.open(dir);
-    const close = store.close.bind(store);
-    store.close = async () => {
-      await close();
-      await rm(dir, { recursive: true, force: true });
-    };
-    return store;
-  },
-  { describe, it, expect },
-);
+const openClassic = async () => {
+  const dir = await mkdtemp(join(tmpdir(), "platform-kv-"));
+  const store = await ClassicKv.open(dir);
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    await rm(dir, { recursive: true, force: true });
+  };
+  return store;
+};
+
+kvConformance("classic-level store", openClassic, { describe, it, expect });
+lazySnapshotConformance("classic-level store", openClassic, { describe, it, expect });

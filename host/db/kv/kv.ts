@@ -69,6 +69,12 @@ export interface LockOptions {
    * for, the locks taken inside them (and every write) still get theirs: no starvation, no deadlock.
    */
   outer?: boolean;
+  /**
+   * Keys to read once the lock is held (seeing every write committed before it was granted); a
+   * backend that can reads them in the round trip that takes the lock and gives their values to
+   * `work`, otherwise `work` gets undefined and reads them itself.
+   */
+  read?: Buffer[];
 }
 
 /** Locks and messages among the processes that share a store (none for an embedded one). */
@@ -77,7 +83,11 @@ export interface HostBus {
    * Runs `work` holding the lock `name` against every other process on the store (the caller
    * serializes within its own process).
    */
-  lockAcrossProcesses<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T>;
+  lockAcrossProcesses<T>(
+    name: string,
+    work: (read?: Array<string | undefined>) => Promise<T>,
+    options?: LockOptions,
+  ): Promise<T>;
   /** Sends a message to every other process on the store. */
   broadcast(message: string): Promise<void>;
   /** Receives other processes' broadcasts; returns the unsubscribe function. */
@@ -95,10 +105,20 @@ export interface KvStore {
   /** Walks the latest committed state. */
   iterate(options: KvIterateOptions): KvIterator;
   snapshot(): Promise<KvSnapshot>;
+  /**
+   * A snapshot whose point in time may be as late as its first read (never earlier than this
+   * call): for a reader whose reads need to agree with each other, not with the moment it started
+   * (a handler). A backend where taking a snapshot costs a round trip takes it with the first read.
+   */
+  lazySnapshot(): Promise<KvSnapshot>;
   /** Writes every operation, or none. */
   batch(operations: KvOperation[]): Promise<void>;
-  /** Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically. */
-  commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void>;
+  /**
+   * Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically.
+   * `announce`, if given, is broadcast to the other processes once the write has landed (by a
+   * backend that can, with the write itself: never when it fails).
+   */
+  commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void>;
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;
 }

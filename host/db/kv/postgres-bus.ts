@@ -1,17 +1,19 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { HostBus, LockOptions } from "./kv.js";
-
-const CHANNEL = "platform";
+import type { Track } from "./postgres-parking.js";
+import { CHANNEL, inline } from "./postgres-sql.js";
 
 /**
  * The hosts sharing one PostgreSQL store. Locks are row locks (`SELECT ... FOR UPDATE` on the lock's
  * row) held in an open transaction on a connection of a lock pool: plain SQL, released by commit,
  * or by the server when the holding process dies and its connection closes. Outer locks (see
  * {@link LockOptions}) take their connection from a pool of their own: a burst of deploys, each
- * holding its outer lock while it waits for inner ones, can then never hold every lock connection. Broadcasts are
- * LISTEN/NOTIFY on one channel (the one PostgreSQL-specific feature used), tagged with this
- * process's origin so it ignores its own.
+ * holding its outer lock while it waits for inner ones, can then never hold every lock connection.
+ * Taking a lock is one round trip; releasing it does not hold up the caller (the server makes the
+ * next holder wait until it is released). Broadcasts are LISTEN/NOTIFY on one channel, tagged with
+ * this process's origin so it ignores its own; a commit sends its own with its write
+ * ({@link PostgresBus.tagged}).
  */
 export class PostgresBus implements HostBus {
   private readonly handlers = new Set<(message: string) => void>();
@@ -23,6 +25,7 @@ export class PostgresBus implements HostBus {
     private readonly notify: pg.Pool,
     private readonly listener: pg.Client,
     private readonly table: string,
+    private readonly track: Track,
   ) {
     listener.on("notification", (notification) => {
       const payload = notification.payload ?? "";
@@ -38,32 +41,61 @@ export class PostgresBus implements HostBus {
     url: string,
     pools: { locks: pg.Pool; outerLocks: pg.Pool; notify: pg.Pool },
     table: string,
+    track: Track,
   ): Promise<PostgresBus> {
     const listener = new pg.Client({ connectionString: url });
     listener.on("error", () => {});
     await listener.connect();
     await listener.query(`LISTEN ${CHANNEL}`);
-    return new PostgresBus(pools.locks, pools.outerLocks, pools.notify, listener, table);
+    return new PostgresBus(pools.locks, pools.outerLocks, pools.notify, listener, table, track);
   }
 
-  async lockAcrossProcesses<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
+  async lockAcrossProcesses<T>(
+    name: string,
+    work: (read?: Array<string | undefined>) => Promise<T>,
+    options?: LockOptions,
+  ): Promise<T> {
     const client = await (options?.outer ? this.outerLocks : this.locks).connect();
-    let broken = false;
+    const row = pg.escapeLiteral(name);
+    const keys = options?.read ?? [];
+    // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
+    const read = inline({
+      text: `SELECT key, value FROM ${this.table} WHERE key = ANY($1::bytea[])`,
+      values: [keys],
+    });
+    let values: Array<string | undefined> | undefined;
     try {
-      await client.query(`INSERT INTO ${this.table}_locks (name) VALUES ($1) ON CONFLICT DO NOTHING`, [name]);
-      await client.query("BEGIN");
-      await client.query(`SELECT name FROM ${this.table}_locks WHERE name = $1 FOR UPDATE`, [name]);
-      return await work();
+      // Inserted in the same transaction: a new lock's row is held from its insert to the commit.
+      const results = (await client.query(
+        `BEGIN; INSERT INTO ${this.table}_locks (name) VALUES (${row}) ON CONFLICT DO NOTHING; SELECT name FROM ${this.table}_locks WHERE name = ${row} FOR UPDATE${keys.length > 0 && read ? `; ${read}` : ""}`,
+      )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
+      if (keys.length > 0 && read) {
+        const found = new Map((results[3]?.rows ?? []).map((r) => [r.key.toString("hex"), r.value]));
+        values = keys.map((key) => found.get(key.toString("hex")));
+      }
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+    try {
+      return await work(values);
     } finally {
-      await client.query("COMMIT").catch(() => {
-        broken = true;
-      });
-      client.release(broken);
+      this.track(
+        client.query("COMMIT").then(
+          () => client.release(),
+          () => client.release(true),
+        ),
+      );
     }
   }
 
+  /** `message` as this process broadcasts it (for a commit that sends it itself, with its write). */
+  tagged(message: string): string {
+    return `${this.origin}|${message}`;
+  }
+
   async broadcast(message: string): Promise<void> {
-    await this.notify.query("SELECT pg_notify($1, $2)", [CHANNEL, `${this.origin}|${message}`]);
+    await this.notify.query("SELECT pg_notify($1, $2)", [CHANNEL, this.tagged(message)]);
   }
 
   onBroadcast(handler: (message: string) => void): () => void {

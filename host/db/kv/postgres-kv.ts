@@ -1,8 +1,9 @@
 import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
+import { ConnectionParking } from "./postgres-parking.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
-import { iterate, selectValue, writeAndRelease } from "./postgres-sql.js";
+import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
 import { KvStoreBase } from "./store.js";
 
 /**
@@ -46,6 +47,9 @@ export class PostgresKv extends KvStoreBase {
     private readonly locks: pg.Pool,
     private readonly outerLocks: pg.Pool,
     private readonly table: string,
+    private readonly inFlight: Set<Promise<void>>,
+    /** Snapshots take their connections here: see postgres-parking.ts. */
+    private readonly parking: ConnectionParking,
   ) {
     super();
   }
@@ -65,8 +69,10 @@ export class PostgresKv extends KvStoreBase {
       `CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL)`,
     );
     await createTable(pool, `CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY)`);
-    const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table);
-    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table);
+    const inFlight = new Set<Promise<void>>();
+    const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));
+    const parking = new ConnectionParking(snapshots, trackIn(inFlight));
+    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking);
   }
 
   /**
@@ -84,39 +90,43 @@ export class PostgresKv extends KvStoreBase {
       pool,
       max: each.options.max,
       total: each.totalCount,
-      idle: each.idleCount,
+      idle: each.idleCount + (each === this.snapshots ? this.parking.size : 0),
       waiting: each.waitingCount,
     }));
   }
 
   protected _get(key: Buffer): Promise<string | undefined> {
-    return selectValue(this.pool, this.table, key);
+    return selectValue(runOn(this.pool), this.table, key);
   }
 
   protected async _getMany(keys: Buffer[]): Promise<Array<string | undefined>> {
-    const { rows } = await this.pool.query<{ key: Buffer; value: string }>(
-      `SELECT key, value FROM ${this.table} WHERE key = ANY($1::bytea[])`,
-      [keys],
-    );
-    const found = new Map(rows.map((row) => [row.key.toString("hex"), row.value]));
+    const found = await selectValues(runOn(this.pool), this.table, keys);
     return keys.map((key) => found.get(key.toString("hex")));
   }
 
   protected _iterate(options: KvIterateOptions): KvIterator {
-    return iterate(async () => this.pool, this.table, options);
+    return iterate(runOn(this.pool), this.table, options);
   }
 
   protected _snapshot(): Promise<KvSnapshot> {
-    return PostgresSnapshot.begin(this.snapshots, this.table);
+    return PostgresSnapshot.begin(this.parking, this.table);
   }
 
+  /** No connection until the first read, which begins the transaction in the same round trip. */
+  protected override async _lazySnapshot(): Promise<KvSnapshot> {
+    return PostgresSnapshot.lazy(this.parking, this.table);
+  }
+
+  /** One statement, atomic on its own: one round trip. */
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    await writeAndRelease(await this.pool.connect(), this.table, operations);
+    const write = writeStatement(this.table, operations);
+    if (write) await this.pool.query(write.text, write.values);
   }
 
-  protected async _commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
+  /** The broadcast goes with the write, in the same round trip, sent only if the write commits. */
+  protected async _commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void> {
     if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
-    await snapshot.commit(operations);
+    await snapshot.commit(operations, announce === undefined ? undefined : this.bus.tagged(announce));
   }
 
   protected async _clear(range: KvRange): Promise<void> {
@@ -124,7 +134,17 @@ export class PostgresKv extends KvStoreBase {
   }
 
   protected async _close(): Promise<void> {
+    this.parking.endAll();
+    await Promise.all(this.inFlight);
     await this.bus.close();
     await Promise.all([this.pool.end(), this.snapshots.end(), this.locks.end(), this.outerLocks.end()]);
   }
+}
+
+/** Adds work to `inFlight` until it settles (it never rejects: see {@link PostgresSnapshot.close}). */
+function trackIn(inFlight: Set<Promise<void>>): (work: Promise<void>) => void {
+  return (work) => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  };
 }

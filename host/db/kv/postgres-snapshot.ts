@@ -1,42 +1,144 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot } from "./kv.js";
-import { iterate, selectValue, writeAndRelease } from "./postgres-sql.js";
+import type { ConnectionParking } from "./postgres-parking.js";
+import {
+  inline,
+  iterate,
+  type RunSql,
+  type Statement,
+  selectValue,
+  selectValues,
+  writeStatement,
+} from "./postgres-sql.js";
+
+const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/** Point reads a snapshot remembers at most. */
+const KNOWN_KEYS = 4096;
+
+interface PendingGet {
+  key: Buffer;
+  hex: string;
+  resolve: (value: string | undefined) => void;
+  reject: (error: unknown) => void;
+}
 
 /**
  * One `REPEATABLE READ READ ONLY` transaction on its own connection. A mutation's commit ends it
- * and writes on that same connection in one transaction, so a full pool cannot deadlock a mutation
- * between its reads and its commit.
+ * and writes on that same connection, so a full pool cannot deadlock a mutation between its reads
+ * and its commit. Round trips are what a PostgreSQL handler waits for, so: a snapshot begins and
+ * takes its point in time in one round trip, a lazy one ({@link PostgresSnapshot.lazy}) with its
+ * first read; a commit ends it and writes in one; and closing leaves the end of the transaction to
+ * the connection's next use.
  */
 export class PostgresSnapshot implements KvSnapshot {
   private open = true;
+  /** The connection, once the transaction has begun (a lazy snapshot begins at its first read). */
+  private ready: Promise<pg.PoolClient> | undefined;
 
   private constructor(
-    private readonly client: pg.PoolClient,
+    private readonly connections: ConnectionParking,
     private readonly table: string,
   ) {}
 
-  /** Starts a snapshot on a connection of `pool`. */
-  static async begin(pool: pg.Pool, table: string): Promise<PostgresSnapshot> {
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      // The snapshot is taken by the first statement: take it now, not at the first read.
-      await client.query("SELECT 1");
-    } catch (error) {
-      client.release(true);
-      throw error;
-    }
-    return new PostgresSnapshot(client, table);
+  /** Starts a snapshot on a connection of `connections`: its point in time is now. */
+  static async begin(connections: ConnectionParking, table: string): Promise<PostgresSnapshot> {
+    const snapshot = new PostgresSnapshot(connections, table);
+    // The snapshot is taken by the first statement: take it now, not at the first read.
+    await snapshot.start("SELECT 1");
+    return snapshot;
   }
 
-  private require(): pg.PoolClient {
+  /** A snapshot whose point in time is its first read (no connection is held before it). */
+  static lazy(connections: ConnectionParking, table: string): PostgresSnapshot {
+    return new PostgresSnapshot(connections, table);
+  }
+
+  /** Begins the transaction with `first` in the same round trip; returns `first`'s rows. */
+  private async start<R extends pg.QueryResultRow>(first: string): Promise<R[]> {
+    let rows: R[] = [];
+    this.ready = (async () => {
+      const { client, end } = await this.connections.take();
+      try {
+        const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first}`;
+        const results = (await client.query(text)) as unknown as pg.QueryResult<R>[];
+        rows = results.at(-1)?.rows ?? [];
+      } catch (error) {
+        this.connections.destroy(client);
+        throw error;
+      }
+      return client;
+    })();
+    await this.ready;
+    return rows;
+  }
+
+  private require(): void {
     if (!this.open) throw new Error("This snapshot is closed.");
-    return this.client;
   }
 
-  async get(key: Buffer): Promise<string | undefined> {
-    return selectValue(this.require(), this.table, key);
+  /** Runs a read in the transaction, beginning it with this read when it has not begun. */
+  private readonly run: RunSql = async (sql, params) => {
+    this.require();
+    if (this.ready === undefined) {
+      const first = inline({ text: sql, values: params });
+      if (first !== undefined) return this.start(first);
+      await this.start("SELECT 1");
+    }
+    const client = await (this.ready as Promise<pg.PoolClient>);
+    this.require();
+    return (await client.query(sql, params)).rows;
+  };
+
+  /**
+   * Point reads asked for at once (in the same tick: a handler's `Promise.all`, the counts a
+   * mutation moves) go to the server as ONE query; a key read before is answered from memory (the
+   * snapshot's view never changes: the mutations of a group commit read the same rows again).
+   */
+  get(key: Buffer): Promise<string | undefined> {
+    const hex = key.toString("hex");
+    if (this.known.has(hex)) {
+      if (!this.open) return Promise.reject(new Error("This snapshot is closed."));
+      return Promise.resolve(this.known.get(hex));
+    }
+    return new Promise((resolve, reject) => {
+      const read = { key, hex, resolve, reject };
+      if (this.gets) this.gets.push(read);
+      else {
+        this.gets = [read];
+        queueMicrotask(() => this.readGets());
+      }
+    });
+  }
+
+  private gets: PendingGet[] | undefined;
+  /** Values read so far, by hex key (up to {@link KNOWN_KEYS}). */
+  private readonly known = new Map<string, string | undefined>();
+
+  private remember(hex: string, value: string | undefined): string | undefined {
+    if (this.known.size < KNOWN_KEYS) this.known.set(hex, value);
+    return value;
+  }
+
+  private async readGets(): Promise<void> {
+    const gets = this.gets ?? [];
+    this.gets = undefined;
+    try {
+      if (gets.length === 1) {
+        const only = gets[0] as PendingGet;
+        only.resolve(this.remember(only.hex, await selectValue(this.run, this.table, only.key)));
+        return;
+      }
+      const found = await selectValues(
+        this.run,
+        this.table,
+        gets.map((get) => get.key),
+      );
+      for (const get of gets) get.resolve(this.remember(get.hex, found.get(get.hex)));
+    } catch (error) {
+      for (const get of gets) get.reject(error);
+    }
   }
 
   /** Every read is a round trip to the server. */
@@ -45,29 +147,47 @@ export class PostgresSnapshot implements KvSnapshot {
   }
 
   iterate(options: KvIterateOptions): KvIterator {
-    return iterate(async () => this.require(), this.table, options);
+    return iterate(this.run, this.table, options);
   }
 
-  /** Ends the read-only transaction and writes `operations` in one transaction on this connection. */
-  async commit(operations: KvOperation[]): Promise<void> {
-    const client = this.require();
+  /**
+   * Ends the read-only transaction and writes `operations` (one atomic statement), sending `notify`
+   * on the broadcast channel when the write commits; one round trip unless the batch is large.
+   */
+  async commit(operations: KvOperation[], notify?: string): Promise<void> {
+    this.require();
     this.open = false;
+    const write = writeStatement(this.table, operations, notify);
+    // Nothing read: no transaction of its own to end, but maybe a parked one.
+    const { client, end } = this.ready
+      ? { client: await this.ready, end: "COMMIT" }
+      : await this.connections.take();
     try {
-      await client.query("COMMIT");
+      await endAndWrite(client, end, write);
     } catch (error) {
-      client.release(true);
+      this.connections.destroy(client);
       throw error;
     }
-    await writeAndRelease(client, this.table, operations);
+    this.connections.giveBack(client);
   }
 
+  /** Ends the transaction, on the server with the next use of its connection (see postgres-parking.ts). */
   async close(): Promise<void> {
     if (!this.open) return;
     this.open = false;
-    let broken = false;
-    await this.client.query("ROLLBACK").catch(() => {
-      broken = true;
-    });
-    this.client.release(broken);
+    void this.ready?.then(
+      (client) => this.connections.park(client),
+      () => {},
+    );
+  }
+}
+
+/** Runs `end` (the open transaction's COMMIT or ROLLBACK, or "") on `client`, then `write`. */
+async function endAndWrite(client: pg.PoolClient, end: string, write: Statement | undefined): Promise<void> {
+  const text = write && inline(write);
+  if (write && text !== undefined) await client.query(end ? `${end}; ${text}` : text);
+  else {
+    if (end) await client.query(end);
+    if (write) await client.query(write.text, write.values);
   }
 }

@@ -1,69 +1,94 @@
-import type pg from "pg";
+import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation } from "./kv.js";
 
-/** A connection or a pool: anything that runs a query. */
-export type Queryable = Pick<pg.PoolClient, "query">;
+/** Runs one statement with `$n` parameters and returns its rows. */
+export type RunSql = <R extends pg.QueryResultRow>(sql: string, params: unknown[]) => Promise<R[]>;
 
-/**
- * Runs batched puts and deletes in order. A run of puts is one upsert (the last value of a key
- * wins), a run of deletes one `DELETE ... = ANY`.
- */
-async function applyOperations(client: Queryable, table: string, operations: KvOperation[]): Promise<void> {
-  let at = 0;
-  while (at < operations.length) {
-    const type = (operations[at] as KvOperation).type;
-    let end = at;
-    while (end < operations.length && (operations[end] as KvOperation).type === type) end++;
-    const run = operations.slice(at, end);
-    if (type === "put") {
-      const latest = new Map<string, { key: Buffer; value: string }>();
-      for (const op of run as Array<{ key: Buffer; value: string }>) latest.set(op.key.toString("hex"), op);
-      const rows = [...latest.values()];
-      await client.query(
-        `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-        [rows.map((r) => r.key), rows.map((r) => r.value)],
-      );
-    } else {
-      await client.query(`DELETE FROM ${table} WHERE key = ANY($1::bytea[])`, [run.map((op) => op.key)]);
-    }
-    at = end;
+/** A statement and its parameters. */
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+/** The channel of every broadcast (LISTEN/NOTIFY). */
+export const CHANNEL = "platform";
+
+/** Largest statement (bytes of values) sent with its values written into its text: see {@link inline}. */
+const INLINE_BYTES = 1024 * 1024;
+
+/** A parameter as SQL text: keys as hex (safe whatever the server's string settings), text escaped. */
+function literal(value: unknown): string {
+  if (Buffer.isBuffer(value)) return `decode('${value.toString("hex")}','hex')`;
+  if (typeof value === "string") return pg.escapeLiteral(value);
+  if (Array.isArray(value)) {
+    const type = Buffer.isBuffer(value[0]) ? "bytea" : "text";
+    return `ARRAY[${value.map(literal).join(",")}]::${type}[]`;
   }
+  throw new Error(`No SQL literal for ${typeof value}.`);
 }
 
 /**
- * Writes `operations` in one transaction on `client`, then releases it (destroying it when the
- * write failed, so a broken connection never goes back to the pool).
+ * `statement` with its parameters written into its text, for the simple query protocol, which
+ * runs several statements in ONE round trip (a transaction's BEGIN with its first read, a
+ * snapshot's end with the writes it commits). Undefined when its values are too large to be worth
+ * escaping: send it with parameters instead.
  */
-export async function writeAndRelease(
-  client: pg.PoolClient,
+export function inline(statement: Statement): string | undefined {
+  let bytes = 0;
+  const count = (value: unknown): void => {
+    if (Array.isArray(value)) for (const each of value) count(each);
+    else bytes += typeof value === "string" ? value.length : (value as Buffer).length * 2;
+  };
+  for (const value of statement.values) count(value);
+  if (bytes > INLINE_BYTES) return undefined;
+  return statement.text.replace(/\$(\d+)/g, (_, n: string) => literal(statement.values[Number(n) - 1]));
+}
+
+/**
+ * The ONE statement that writes `operations` (a batch's order kept: the last operation on a key
+ * wins) and, when `notify` is given, sends that payload on {@link CHANNEL} when the write commits.
+ * A single statement is atomic on its own; undefined when there is nothing to send.
+ */
+export function writeStatement(
   table: string,
   operations: KvOperation[],
-): Promise<void> {
-  let broken = false;
-  try {
-    if (operations.length > 0) {
-      await client.query("BEGIN");
-      await applyOperations(client, table, operations);
-      await client.query("COMMIT");
-    }
-  } catch (error) {
-    broken = true;
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release(broken);
+  notify?: string,
+): Statement | undefined {
+  const last = new Map<string, KvOperation>();
+  for (const op of operations) last.set(op.key.toString("hex"), op);
+  const puts: Buffer[] = [];
+  const values: string[] = [];
+  const dels: Buffer[] = [];
+  for (const op of last.values()) {
+    if (op.type === "put") {
+      puts.push(op.key);
+      values.push(op.value);
+    } else dels.push(op.key);
   }
+  const params: unknown[] = [];
+  const param = (value: unknown) => `$${params.push(value)}`;
+  // Puts and deletes touch different keys, so their order within the statement does not matter.
+  const parts: string[] = [];
+  if (dels.length > 0) parts.push(`gone AS (DELETE FROM ${table} WHERE key = ANY(${param(dels)}::bytea[]))`);
+  if (puts.length > 0)
+    parts.push(
+      `put AS (INSERT INTO ${table} (key, value) SELECT * FROM unnest(${param(puts)}::bytea[], ${param(values)}::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value)`,
+    );
+  if (parts.length === 0 && notify === undefined) return undefined;
+  const tail = notify === undefined ? "SELECT 1" : `SELECT pg_notify(${param(CHANNEL)}, ${param(notify)})`;
+  return { text: parts.length > 0 ? `WITH ${parts.join(", ")} ${tail}` : tail, values: params };
+}
+
+/** Runs statements on a pool or a connection (for reads outside snapshots). */
+export function runOn(client: Pick<pg.Pool, "query">): RunSql {
+  return async (sql, params) => (await client.query(sql, params)).rows;
 }
 
 /**
  * Walks a range with keyset pagination: each batch is one ordered, bounded SELECT starting after
  * the last key seen. On a snapshot's connection every batch sees the same snapshot.
  */
-export function iterate(
-  client: () => Promise<Queryable>,
-  table: string,
-  options: KvIterateOptions,
-): KvIterator {
+export function iterate(run: RunSql, table: string, options: KvIterateOptions): KvIterator {
   const reverse = options.reverse === true;
   const values = options.values !== false;
   let last: Buffer | undefined;
@@ -77,7 +102,7 @@ export function iterate(
       const sql = `SELECT key${values ? ", value" : ""} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${reverse ? "DESC" : "ASC"} LIMIT ${n}`;
       const params: unknown[] = [options.gte, options.lt];
       if (last !== undefined) params.push(last);
-      const { rows } = await (await client()).query<{ key: Buffer; value?: string }>(sql, params);
+      const rows = await run<{ key: Buffer; value?: string }>(sql, params);
       if (rows.length < n) done = true;
       left -= rows.length;
       const tail = rows.at(-1);
@@ -91,11 +116,16 @@ export function iterate(
 }
 
 /** The value of `key`, by one point query. */
-export async function selectValue(
-  client: Queryable,
-  table: string,
-  key: Buffer,
-): Promise<string | undefined> {
-  const { rows } = await client.query<{ value: string }>(`SELECT value FROM ${table} WHERE key = $1`, [key]);
+export async function selectValue(run: RunSql, table: string, key: Buffer): Promise<string | undefined> {
+  const rows = await run<{ value: string }>(`SELECT value FROM ${table} WHERE key = $1`, [key]);
   return rows[0]?.value;
+}
+
+/** The values of `keys` found, by hex key, by one query. */
+export async function selectValues(run: RunSql, table: string, keys: Buffer[]): Promise<Map<string, string>> {
+  const rows = await run<{ key: Buffer; value: string }>(
+    `SELECT key, value FROM ${table} WHERE key = ANY($1::bytea[])`,
+    [keys],
+  );
+  return new Map(rows.map((row) => [row.key.toString("hex"), row.value]));
 }

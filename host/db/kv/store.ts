@@ -51,8 +51,16 @@ export abstract class KvStoreBase implements KvStore {
   protected abstract _snapshot(): Promise<KvSnapshot>;
   /** `operations` is never empty. */
   protected abstract _batch(operations: KvOperation[]): Promise<void>;
-  /** `snapshot` came from this store's `snapshot()`; `operations` may be empty. */
-  protected abstract _commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void>;
+  /**
+   * `snapshot` came from this store's `snapshot()` or `lazySnapshot()`; `operations` may be empty.
+   * `announce` must reach the bus's other processes once the write has landed (a store without
+   * any, on the local bus, has no one to send it to).
+   */
+  protected abstract _commit(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce?: string,
+  ): Promise<void>;
   protected abstract _clear(range: KvRange): Promise<void>;
   protected abstract _close(): Promise<void>;
 
@@ -78,15 +86,24 @@ export abstract class KvStoreBase implements KvStore {
     return this._snapshot();
   }
 
+  lazySnapshot(): Promise<KvSnapshot> {
+    return this._lazySnapshot();
+  }
+
+  /** A backend whose snapshots cost nothing to take keeps this: a lazy one is a plain one. */
+  protected _lazySnapshot(): Promise<KvSnapshot> {
+    return this._snapshot();
+  }
+
   async batch(operations: KvOperation[]): Promise<void> {
     requireOperations(operations);
     if (operations.length > 0) await this._batch(operations);
   }
 
   /** A mutation's commit: checked lightly (it is on every mutation's path), then the backend's. */
-  commit(snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
+  commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void> {
     if (!Array.isArray(operations)) throw misuse("a commit takes an array of operations.");
-    return this._commit(snapshot, operations);
+    return this._commit(snapshot, operations, announce);
   }
 
   async clear(range: KvRange): Promise<void> {
