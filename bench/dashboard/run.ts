@@ -44,19 +44,22 @@ async function listShown(context: BrowserContext, url: string): Promise<number> 
   const page = await context.newPage();
   await page.goto(url);
   // Runs in the page, whose CSP allows no string eval; this file is compiled without DOM types.
-  await page.waitForFunction(
+  // The page itself reads the clock the moment the list is whole (a read after the wait would add
+  // a round trip to the browser).
+  const shown = await page.waitForFunction(
     (count) => {
-      const doc = (globalThis as unknown as { document: PageDocument }).document;
+      const scope = globalThis as unknown as { document: PageDocument; performance: { now(): number } };
+      const doc = scope.document;
       const table = doc.querySelector('table[aria-label="Deployments"]');
-      return (
+      const whole =
         doc.querySelectorAll('table[aria-label="Deployments"] tbody tr').length === count &&
-        !table?.textContent?.includes("…")
-      );
+        !table?.textContent?.includes("…");
+      return whole ? scope.performance.now() : false;
     },
     DEPLOYMENTS,
     { polling: "raf" },
   );
-  const ms = (await page.evaluate("performance.now()")) as number;
+  const ms = (await shown.jsonValue()) as number;
   await page.close();
   return ms;
 }
