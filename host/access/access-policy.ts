@@ -197,32 +197,32 @@ export function mayWriteData(who: OperatorCaller, deployment: { readonly owner: 
 }
 
 /** {@link mayWriteData}, refusing with `forbidden` (the data routes' inserts, edits and deletes). */
-export function checkDataWrite(
-  who: OperatorCaller,
-  deployment: { readonly id: string; readonly owner: string | null },
-): void {
-  checkManage(who, deployment);
-  if (!mayWriteData(who, deployment))
-    throw new PlatformError(
-      "forbidden",
-      `Rows of ${deployment.id} are changed by its owner only; the operator can read them.`,
-    );
+export function checkDataWrite(who: OperatorCaller, deployment: OwnedDeployment): void {
+  checkOwnerOnly(
+    who,
+    deployment,
+    `Rows of ${deployment.id} are changed by its owner only; the operator can read them.`,
+  );
 }
 
 /**
  * Running a deployment's query or mutation as one of its identities from the dashboard: the
  * {@link mayWriteData} rule, since a mutation run this way writes the app's data as that identity.
  */
-export function checkFunctionRun(
-  who: OperatorCaller,
-  deployment: { readonly id: string; readonly owner: string | null },
-): void {
+export function checkFunctionRun(who: OperatorCaller, deployment: OwnedDeployment): void {
+  checkOwnerOnly(
+    who,
+    deployment,
+    `Functions of ${deployment.id} are run from the dashboard by its owner only; the operator can read its logs.`,
+  );
+}
+
+type OwnedDeployment = { readonly id: string; readonly owner: string | null };
+
+/** {@link checkManage}, then the {@link mayWriteData} rule, refusing with `forbidden` and `refusal`. */
+function checkOwnerOnly(who: OperatorCaller, deployment: OwnedDeployment, refusal: string): void {
   checkManage(who, deployment);
-  if (!mayWriteData(who, deployment))
-    throw new PlatformError(
-      "forbidden",
-      `Functions of ${deployment.id} are run from the dashboard by its owner only; the operator can read its logs.`,
-    );
+  if (!mayWriteData(who, deployment)) throw new PlatformError("forbidden", refusal);
 }
 
 /**
