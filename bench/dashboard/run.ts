@@ -16,14 +16,12 @@ import { type Browser, type BrowserContext, chromium } from "playwright-core";
 import { bundleCapsule } from "../../dist/cli/bundle.js";
 import { sendRequest } from "../../dist/cli/http.js";
 import { startHost } from "../../dist/host/host.js";
+import { percentile } from "../lib/percentile.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const DEPLOYMENTS = 5;
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
+const median = (values: number[]) => percentile(values, 50);
 
 function launch(): Promise<Browser> {
   return chromium.launch({

@@ -7,8 +7,8 @@ import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
 import { type EndHolder, OpenSessions, type SessionGate } from "./open-sessions.js";
 import {
   accountUserId,
-  GUEST_NAME,
   type IssuedToken,
+  namedGuestUserId,
   normaliseEmail,
   requireLiveSession,
   type SessionProof,
@@ -149,10 +149,9 @@ export class AuthService {
 
   /** A new protected guest: `guest:<random>`, or `guest:<name>` where naming is allowed (dev). */
   signInGuest(deployment: string, name?: string): Promise<IssuedToken> {
-    if (name !== undefined && (typeof name !== "string" || !GUEST_NAME.test(name))) {
-      throw new PlatformError("bad_request", "A guest name is 1-63 lowercase letters, digits, '_' or '-'.");
-    }
-    return this.startSession(deployment, "guest", `guest:${name ?? randomBytes(12).toString("base64url")}`);
+    const userId =
+      name === undefined ? `guest:${randomBytes(12).toString("base64url")}` : namedGuestUserId(name);
+    return this.startSession(deployment, "guest", userId);
   }
 
   /** A session for a verified email (the caller verified it). */

@@ -15,8 +15,8 @@ export { type OidcIssuer, OidcVerifier } from "./oidc.js";
 export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
 export {
   accountUserId,
-  GUEST_NAME,
   type IssuedToken,
+  namedGuestUserId,
   normaliseEmail,
   type SessionProof,
   type SessionRecord,

@@ -56,8 +56,15 @@ export interface IssuedToken {
 }
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}\.[^\s@]{1,63}$/;
-/** Names a guest may be given where naming is allowed (`platform dev`). */
-export const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Names a guest may be given where naming is allowed (`platform dev`, the dashboard's runner). */
+const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** The user id of the guest named `name` (checked: `bad_request` when it is not a guest name). */
+export function namedGuestUserId(name: unknown): string {
+  if (typeof name !== "string" || !GUEST_NAME.test(name))
+    throw new PlatformError("bad_request", "A guest name is 1-63 lowercase letters, digits, '_' or '-'.");
+  return `guest:${name}`;
+}
 
 /** Checks and normalises an email address (lower-cased). */
 export function normaliseEmail(email: unknown): string {

@@ -6,7 +6,6 @@ export { type DataActor, DataConsole } from "./data-console.js";
 export { checkDeclaration } from "./declaration.js";
 export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
-export { HandlerStats } from "./handler-stats.js";
 export { parseIdempotencyKey } from "./idempotency.js";
 export type { DeploymentImport, ImportedSettings, LoadedCode } from "./imported-deployment.js";
 export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";

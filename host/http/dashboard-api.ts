@@ -2,16 +2,11 @@ import type Router from "@koa/router";
 import type { Context } from "koa";
 import { LIMITS, type RangeOp, type RowsQuery } from "../../sdk/protocol/index.js";
 import { CREATION_INDEX, PlatformError } from "../../sdk/values/index.js";
-import { checkDataWrite, checkManage, mayWriteData } from "../access/index.js";
-import {
-  checkDeploymentId,
-  type DataActor,
-  type DataConsole,
-  type DeploymentRecord,
-  type DeploymentService,
-} from "../deployments/index.js";
+import { checkDataWrite, mayWriteData } from "../access/index.js";
+import type { DataActor, DataConsole, DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import type { ObjectService } from "../storage/index.js";
 import { readJsonObject } from "./body.js";
+import { actorLabel, managedDeployment } from "./managed-deployment.js";
 import { type Principal, principalOf } from "./principal.js";
 
 const RANGE_OPS = new Set(["eq", "gt", "gte", "lt", "lte"]);
@@ -74,13 +69,6 @@ function rowsQuery(ctx: Context): RowsQuery {
   };
 }
 
-/** The deployment of the path, which the caller must manage (the owner, or the operator). */
-async function managed(ctx: Context, deployments: DeploymentService): Promise<DeploymentRecord> {
-  const record = await deployments.require(checkDeploymentId(ctx.params.id));
-  checkManage(principalOf(ctx), record);
-  return record;
-}
-
 /** The table of the path, which must be one the deployment declares. */
 function tableOf(ctx: Context, record: DeploymentRecord): string {
   const table = ctx.params.table as string;
@@ -91,7 +79,7 @@ function tableOf(ctx: Context, record: DeploymentRecord): string {
 
 /** How the deployment's log names the person who changed a row. */
 function actorOf(who: Principal): DataActor {
-  return { label: who.kind === "admin" ? "operator" : `developer ${who.developer.id}` };
+  return { label: actorLabel(who) };
 }
 
 /**
@@ -108,24 +96,24 @@ export function registerDataRoutes(
   objects: ObjectService,
 ): void {
   router.get("/deploys/:id/totals", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     const stored = await objects.deploymentTotals(record.id);
     ctx.body = { rows: await data.totalRows(record), objects: stored.count, bytes: stored.bytes };
   });
   router.get("/deploys/:id/tables", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     ctx.body = await data.tables(record, mayWriteData(principalOf(ctx), record));
   });
   router.get("/deploys/:id/tables/:table/rows", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     ctx.body = await data.rows(record, tableOf(ctx, record), rowsQuery(ctx));
   });
   router.get("/deploys/:id/tables/:table/rows/:row", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     ctx.body = { row: await data.row(record, tableOf(ctx, record), ctx.params.row as string) };
   });
   router.post("/deploys/:id/tables/:table/rows", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     checkDataWrite(principalOf(ctx), record);
     const table = tableOf(ctx, record);
     const input = await readJsonObject(ctx, LIMITS.requestBodyBytes);
@@ -133,7 +121,7 @@ export function registerDataRoutes(
     ctx.body = { row: await data.insert(record, table, input, actorOf(principalOf(ctx))) };
   });
   router.patch("/deploys/:id/tables/:table/rows/:row", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     checkDataWrite(principalOf(ctx), record);
     const table = tableOf(ctx, record);
     const patch = await readJsonObject(ctx, LIMITS.requestBodyBytes);
@@ -142,7 +130,7 @@ export function registerDataRoutes(
     };
   });
   router.delete("/deploys/:id/tables/:table/rows/:row", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     checkDataWrite(principalOf(ctx), record);
     await data.remove(record, tableOf(ctx, record), ctx.params.row as string, actorOf(principalOf(ctx)));
     ctx.status = 204;

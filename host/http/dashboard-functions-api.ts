@@ -1,6 +1,6 @@
 import type Router from "@koa/router";
-import type { Context } from "koa";
 import {
+  BUDGETS,
   type CallUsage,
   type FunctionsAnswer,
   LIMITS,
@@ -8,40 +8,19 @@ import {
   type UsageLimits,
 } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { checkFunctionRun, checkManage, mayWriteData } from "../access/index.js";
+import { checkFunctionRun, mayWriteData } from "../access/index.js";
 import type { AuthService } from "../auth/index.js";
-import {
-  checkDeploymentId,
-  type DeploymentRecord,
-  type DeploymentService,
-  formatRequestId,
-} from "../deployments/index.js";
+import { type DeploymentRecord, type DeploymentService, formatRequestId } from "../deployments/index.js";
 import { readJsonObject } from "./body.js";
-import { type Principal, principalOf } from "./principal.js";
+import { actorLabel, managedDeployment } from "./managed-deployment.js";
+import { principalOf } from "./principal.js";
 import { type ResolvedIdentity, runIdentity } from "./run-identity.js";
 
 /** The per-call limits the runner's figures are shown against. */
-const USAGE_LIMITS: UsageLimits = {
-  rowsReturned: LIMITS.rowsReturned,
-  rowsRead: LIMITS.rowsRead,
-  bytesRead: LIMITS.bytesRead,
-  cpuMs: LIMITS.handlerCpuMs,
-  wallMs: LIMITS.handlerWallMs,
-};
+const USAGE_LIMITS: UsageLimits = Object.assign({ wallMs: LIMITS.handlerWallMs }, BUDGETS);
 
 /** A run's body: the args (a real call's body limit) with room for the rest. */
 const RUN_BODY_BYTES = LIMITS.requestBodyBytes + 4096;
-
-/** The deployment of the path, which the caller must manage (the owner, or the operator). */
-async function managed(ctx: Context, deployments: DeploymentService): Promise<DeploymentRecord> {
-  const record = await deployments.require(checkDeploymentId(ctx.params.id));
-  checkManage(principalOf(ctx), record);
-  return record;
-}
-
-function byLabel(who: Principal): string {
-  return who.kind === "admin" ? "operator" : `developer ${who.developer.id}`;
-}
 
 /** The handler a run names: a declared query or mutation of the deployment. */
 function handlerOf(record: DeploymentRecord, input: Record<string, unknown>) {
@@ -99,7 +78,7 @@ export function registerFunctionRoutes(
   auth: AuthService,
 ): void {
   router.get("/deploys/:id/functions", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     const { queries, mutations, endpoints } = record.declaration;
     ctx.body = {
       deployment: record.id,
@@ -111,18 +90,18 @@ export function registerFunctionRoutes(
     } satisfies FunctionsAnswer;
   });
   router.get("/deploys/:id/stats", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     ctx.body = deployments.logs.stats.summary(record.id);
   });
   router.post("/deploys/:id/run", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     const who = principalOf(ctx);
     checkFunctionRun(who, record);
     const input = await readJsonObject(ctx, RUN_BODY_BYTES);
     const handler = handlerOf(record, input);
     const argsJson = argsJsonOf(input);
     const as = await runIdentity(auth, record.id, input.as);
-    logRun(deployments, record, byLabel(who), handler, as);
+    logRun(deployments, record, actorLabel(who), handler, as);
     let usage: CallUsage | null = null;
     const answer = { limits: USAGE_LIMITS, identity: as.shown };
     try {

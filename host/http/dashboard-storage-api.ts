@@ -1,18 +1,9 @@
 import type Router from "@koa/router";
-import type { Context } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
-import { checkManage } from "../access/index.js";
-import { checkDeploymentId, type DeploymentRecord, type DeploymentService } from "../deployments/index.js";
+import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, downloadType, type ObjectService, type Visibility } from "../storage/index.js";
-import { principalOf } from "./principal.js";
+import { managedDeployment } from "./managed-deployment.js";
 import { DOWNLOAD_CSP, listingJson } from "./storage-routes.js";
-
-/** The deployment of the path, which the caller must manage (the owner, or the operator). */
-async function managed(ctx: Context, deployments: DeploymentService): Promise<DeploymentRecord> {
-  const record = await deployments.require(checkDeploymentId(ctx.params.id));
-  checkManage(principalOf(ctx), record);
-  return record;
-}
 
 function visibilityOf(value: unknown): Visibility {
   if (value === "public" || value === "private") return value;
@@ -33,11 +24,11 @@ export function registerStorageRoutes(
   objects: ObjectService,
 ): void {
   router.get("/deploys/:id/storage", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     ctx.body = listingJson(await objects.list(record.id), objects.limits.listing);
   });
   router.get("/deploys/:id/storage/:visibility/:object", async (ctx) => {
-    const record = await managed(ctx, deployments);
+    const record = await managedDeployment(ctx, deployments);
     const visibility = visibilityOf(ctx.params.visibility);
     const object = await objects.record(record.id, visibility, checkObjectId(ctx.params.object as string));
     if (!object) throw new PlatformError("not_found", "No such object.");

@@ -1,9 +1,9 @@
 import type { BridgeIdentity, RunAnswer } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type AuthService, accountUserId, GUEST_NAME, normaliseEmail } from "../auth/index.js";
+import { type AuthService, accountUserId, namedGuestUserId, normaliseEmail } from "../auth/index.js";
 
 /** The guest a run acts as when no name is given. */
-export const DEFAULT_RUN_GUEST = "dashboard";
+const DEFAULT_RUN_GUEST = "dashboard";
 
 function bad(message: string): PlatformError {
   return new PlatformError("bad_request", message);
@@ -34,9 +34,7 @@ export async function runIdentity(
       return { identity: null, shown: { kind: "anonymous", userId: null }, label: "anonymous" };
     case "guest": {
       const name = spec.name === undefined || spec.name === "" ? DEFAULT_RUN_GUEST : spec.name;
-      if (typeof name !== "string" || !GUEST_NAME.test(name))
-        throw bad("A guest name is 1-63 lowercase letters, digits, '_' or '-'.");
-      const userId = `guest:${name}`;
+      const userId = namedGuestUserId(name);
       return {
         identity: { userId, kind: "guest" },
         shown: { kind: "guest", userId },

@@ -1,8 +1,5 @@
-import type { TestApi } from "./conformance.js";
+import { put, storeTestOn, type TestApi, text } from "./conformance.js";
 import { collect, type KvStore } from "./kv.js";
-
-const text = (s: string) => Buffer.from(s, "latin1");
-const put = (key: Buffer, value: string) => ({ type: "put" as const, key, value });
 
 /**
  * What every backend's `lazySnapshot()` must do, beside the conformance suite of conformance.ts:
@@ -15,15 +12,7 @@ export function lazySnapshotConformance(
   { describe, it, expect }: TestApi,
 ): void {
   describe(`${name} lazy snapshots`, () => {
-    const storeTest = (title: string, body: (store: KvStore) => Promise<void>) =>
-      it(title, async () => {
-        const store = await open();
-        try {
-          await body(store);
-        } finally {
-          await store.close();
-        }
-      });
+    const storeTest = storeTestOn(open, it);
 
     storeTest("see what landed before them, then a fixed view from their first read", async (store) => {
       await store.batch([put(text("l1"), "1")]);

@@ -10,11 +10,24 @@ export interface TestApi {
 }
 
 const b = (...bytes: number[]) => Buffer.from(bytes);
-const text = (s: string) => Buffer.from(s, "latin1");
-const put = (key: Buffer, value: string) => ({ type: "put" as const, key, value });
+export const text = (s: string) => Buffer.from(s, "latin1");
+export const put = (key: Buffer, value: string) => ({ type: "put" as const, key, value });
 const del = (key: Buffer) => ({ type: "del" as const, key });
 const keysOf = (entries: Array<[Buffer, string]>) => entries.map(([key]) => key.toString("hex"));
 const ALL = { gte: b(), lt: b(0xff, 0xff, 0xff) };
+
+/** A test on a freshly opened store, closed afterwards whatever happens. */
+export function storeTestOn(open: () => Promise<KvStore>, it: typeof It) {
+  return (title: string, body: (store: KvStore) => Promise<void>) =>
+    it(title, async () => {
+      const store = await open();
+      try {
+        await body(store);
+      } finally {
+        await store.close();
+      }
+    });
+}
 
 /**
  * The conformance suite every key-value backend runs (STYLE.md: one suite, every backend): point
@@ -28,16 +41,7 @@ export function kvConformance(
   { describe, it, expect }: TestApi,
 ): void {
   describe(`${name} conformance`, () => {
-    /** A test on a freshly opened store, closed afterwards whatever happens. */
-    const storeTest = (title: string, body: (store: KvStore) => Promise<void>) =>
-      it(title, async () => {
-        const store = await open();
-        try {
-          await body(store);
-        } finally {
-          await store.close();
-        }
-      });
+    const storeTest = storeTestOn(open, it);
 
     storeTest("puts, reads, reads many and deletes", async (store) => {
       await store.batch([put(text("a"), "1"), put(text("b"), '{"json":"é ✓ 𝄞"}')]);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { HostBus, LockOptions } from "./kv.js";
 import type { Track } from "./postgres-parking.js";
-import { CHANNEL, inline } from "./postgres-sql.js";
+import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
 
 /**
  * The hosts sharing one PostgreSQL store. Locks are row locks (`SELECT ... FOR UPDATE` on the lock's
@@ -59,20 +59,14 @@ export class PostgresBus implements HostBus {
     const row = pg.escapeLiteral(name);
     const keys = options?.read ?? [];
     // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
-    const read = inline({
-      text: `SELECT key, value FROM ${this.table} WHERE key = ANY($1::bytea[])`,
-      values: [keys],
-    });
+    const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
     let values: Array<string | undefined> | undefined;
     try {
       // Inserted in the same transaction: a new lock's row is held from its insert to the commit.
       const results = (await client.query(
-        `BEGIN; INSERT INTO ${this.table}_locks (name) VALUES (${row}) ON CONFLICT DO NOTHING; SELECT name FROM ${this.table}_locks WHERE name = ${row} FOR UPDATE${keys.length > 0 && read ? `; ${read}` : ""}`,
+        `BEGIN; INSERT INTO ${this.table}_locks (name) VALUES (${row}) ON CONFLICT DO NOTHING; SELECT name FROM ${this.table}_locks WHERE name = ${row} FOR UPDATE${read ? `; ${read}` : ""}`,
       )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
-      if (keys.length > 0 && read) {
-        const found = new Map((results[3]?.rows ?? []).map((r) => [r.key.toString("hex"), r.value]));
-        values = keys.map((key) => found.get(key.toString("hex")));
-      }
+      if (read) values = valuesInOrder(keys, results.at(-1)?.rows ?? []);
     } catch (error) {
       client.release(true);
       throw error;

@@ -100,8 +100,7 @@ export class PostgresKv extends KvStoreBase {
   }
 
   protected async _getMany(keys: Buffer[]): Promise<Array<string | undefined>> {
-    const found = await selectValues(runOn(this.pool), this.table, keys);
-    return keys.map((key) => found.get(key.toString("hex")));
+    return selectValues(runOn(this.pool), this.table, keys);
   }
 
   protected _iterate(options: KvIterateOptions): KvIterator {

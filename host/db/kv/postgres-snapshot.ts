@@ -130,12 +130,12 @@ export class PostgresSnapshot implements KvSnapshot {
         only.resolve(this.remember(only.hex, await selectValue(this.run, this.table, only.key)));
         return;
       }
-      const found = await selectValues(
+      const values = await selectValues(
         this.run,
         this.table,
         gets.map((get) => get.key),
       );
-      for (const get of gets) get.resolve(this.remember(get.hex, found.get(get.hex)));
+      for (const [i, get] of gets.entries()) get.resolve(this.remember(get.hex, values[i]));
     } catch (error) {
       for (const get of gets) get.reject(error);
     }

@@ -121,11 +121,26 @@ export async function selectValue(run: RunSql, table: string, key: Buffer): Prom
   return rows[0]?.value;
 }
 
-/** The values of `keys` found, by hex key, by one query. */
-export async function selectValues(run: RunSql, table: string, keys: Buffer[]): Promise<Map<string, string>> {
-  const rows = await run<{ key: Buffer; value: string }>(
-    `SELECT key, value FROM ${table} WHERE key = ANY($1::bytea[])`,
-    [keys],
-  );
-  return new Map(rows.map((row) => [row.key.toString("hex"), row.value]));
+/** The statement that reads the values of `keys` in one query (rows for {@link valuesInOrder}). */
+export function valuesStatement(table: string, keys: Buffer[]): Statement {
+  return { text: `SELECT key, value FROM ${table} WHERE key = ANY($1::bytea[])`, values: [keys] };
+}
+
+/** The rows of {@link valuesStatement} as the values of `keys`, in their order. */
+export function valuesInOrder(
+  keys: Buffer[],
+  rows: Array<{ key: Buffer; value: string }>,
+): Array<string | undefined> {
+  const found = new Map(rows.map((row) => [row.key.toString("hex"), row.value]));
+  return keys.map((key) => found.get(key.toString("hex")));
+}
+
+/** The values of `keys`, in their order, by one query. */
+export async function selectValues(
+  run: RunSql,
+  table: string,
+  keys: Buffer[],
+): Promise<Array<string | undefined>> {
+  const { text, values } = valuesStatement(table, keys);
+  return valuesInOrder(keys, await run<{ key: Buffer; value: string }>(text, values));
 }
