@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { REQUIRED_NODE_FLAGS } from "./cli/node-flags.js";
 
 export default defineConfig({
   test: {
@@ -12,6 +13,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    execArgv: ["--no-node-snapshot"],
+    execArgv: [...REQUIRED_NODE_FLAGS],
   },
 });

@@ -1,7 +1,13 @@
 import { spawn } from "node:child_process";
 
-/** Node flags the platform needs: isolated-vm cannot start isolates from Node 20's startup snapshot. */
-export const REQUIRED_NODE_FLAGS = ["--no-node-snapshot"] as const;
+/**
+ * Node flags the platform needs: isolated-vm cannot start isolates from Node 20's startup snapshot;
+ * and V8 would otherwise run every isolate's garbage collection helpers on one pool of threads at
+ * the host's priority, shared with the host's own heap, so a tenant allocating in a loop would slow
+ * the host down (with it, an isolate collects on its own thread, at its priority: docs/security.md
+ * "Scheduling").
+ */
+export const REQUIRED_NODE_FLAGS = ["--no-node-snapshot", "--single-threaded-gc"] as const;
 
 /**
  * Re-runs this process with {@link REQUIRED_NODE_FLAGS} when they are missing, forwarding

@@ -16,12 +16,14 @@ describe("platform command", () => {
     );
   });
 
-  it("runs itself with --no-node-snapshot, which isolated-vm needs on Node 20", () => {
+  it("runs itself with --no-node-snapshot (isolated-vm needs it on Node 20) and --single-threaded-gc", () => {
     const result = spawnSync(process.execPath, ["--import", "tsx", "test/helpers/print-node-flags.ts", "x"], {
       encoding: "utf8",
     });
     expect(result.status).toBe(0);
-    expect(JSON.parse(result.stdout) as string[]).toContain("--no-node-snapshot");
+    const flags = JSON.parse(result.stdout) as string[];
+    expect(flags).toContain("--no-node-snapshot");
+    expect(flags).toContain("--single-threaded-gc");
   });
 
   it("exits 2 on unknown options, with help on stderr", () => {

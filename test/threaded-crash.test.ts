@@ -7,12 +7,13 @@
  */
 import { spawn } from "node:child_process";
 import { expect, it } from "vitest";
+import { REQUIRED_NODE_FLAGS } from "../cli/node-flags.js";
 import { SUPERVISOR_FD_ENV } from "../host/isolates/crash-record.js";
 
 it("a threaded isolate's catastrophic error reports its bundle to the supervisor and ends the process", async () => {
   const child = spawn(
     process.execPath,
-    ["--no-node-snapshot", "--import", "tsx", "test/helpers/threaded-crash.ts"],
+    [...REQUIRED_NODE_FLAGS, "--import", "tsx", "test/helpers/threaded-crash.ts"],
     {
       env: { ...process.env, [SUPERVISOR_FD_ENV]: "3" },
       stdio: ["ignore", "pipe", "pipe", "pipe"],

@@ -1,5 +1,10 @@
 import { readFileSync } from "node:fs";
-import { forgetIsolateThread, isolateThreadIds, lookForIsolateThreads } from "./thread-priority.js";
+import {
+  forgetIsolateThread,
+  isolateThreadIds,
+  lookForIsolateThreads,
+  setBusyIsolateThreads,
+} from "./thread-priority.js";
 
 /**
  * A clock that runs at the pace isolates' threads actually get a core. isolated-vm measures the
@@ -10,6 +15,9 @@ import { forgetIsolateThread, isolateThreadIds, lookForIsolateThreads } from "./
  * run queue), so a stretch measured on it costs about what it really used. The share is one for
  * all isolates' threads together; they run at one priority, so the scheduler treats them alike.
  * Where the figures cannot be read the share is 1 and the clock is the steady one.
+ *
+ * The same figures say how many isolates' threads are busy, which sets their priority (see
+ * thread-priority.ts).
  */
 
 /** Samples at most this often (ns); between samples the clock runs at the last share. */
@@ -39,9 +47,17 @@ function figures(id: string): [number, number] | undefined {
   }
 }
 
-/** Measures the share of the last interval and advances the clock by it. */
+/** A thread runnable (on a core or waiting for one) over at least this part of an interval is busy. */
+const BUSY_PART = 0.5;
+
+/**
+ * Measures the share of the last interval and advances the clock by it; tells thread-priority.ts
+ * how many isolates' threads were busy.
+ */
 function sample(now: bigint): void {
   lookForIsolateThreads();
+  const busyFrom = Number(now - sampledAt) * BUSY_PART;
+  let busy = 0;
   let ran = 0;
   let waited = 0;
   for (const id of isolateThreadIds()) {
@@ -52,10 +68,14 @@ function sample(now: bigint): void {
       continue;
     }
     const previous = lastFigures.get(id) ?? [0, 0];
-    ran += current[0] - previous[0];
-    waited += current[1] - previous[1];
+    const threadRan = current[0] - previous[0];
+    const threadWaited = current[1] - previous[1];
+    if (threadRan + threadWaited >= busyFrom) busy++;
+    ran += threadRan;
+    waited += threadWaited;
     lastFigures.set(id, current);
   }
+  setBusyIsolateThreads(busy);
   const measured = ran + waited > 0 ? Math.max(MIN_SHARE, Math.min(1, ran / (ran + waited))) : 1;
   reading += BigInt(Math.round(Number(now - sampledAt) * measured));
   sampledAt = now;

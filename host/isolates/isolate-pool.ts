@@ -3,6 +3,7 @@ import { CodeCache } from "./code-cache.js";
 import { CodeCacheFiles } from "./code-cache-files.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
 import { InlineOverrunBudget } from "./inline/policy.js";
+import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import { IsolateFactory } from "./isolate-factory.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
@@ -102,7 +103,11 @@ export class IsolatePool {
     this.sweeper.unref();
     trackIsolateThreadsFromNow(this.options.isolateThreadNice);
     if (isolateThreadsTracked()) {
-      this.threadLook = setInterval(() => lookForIsolateThreads(true), THREAD_LOOK_MS);
+      // Also samples the CPU clock, which sets isolates' threads' priority by how many are busy.
+      this.threadLook = setInterval(() => {
+        lookForIsolateThreads(true);
+        isolateCpuClock();
+      }, THREAD_LOOK_MS);
       this.threadLook.unref();
     }
   }

@@ -7,6 +7,8 @@ import {
   isolateThreadNice,
   isolateThreadsTracked,
   lookForIsolateThreads,
+  niceForBusyThreads,
+  setBusyIsolateThreads,
   trackIsolateThreadsFromNow,
 } from "./thread-priority.js";
 
@@ -58,4 +60,43 @@ describe.runIf(process.platform === "linux")("isolate threads' priority", () => 
       isolate.dispose();
     }
   });
+});
+
+describe("isolate threads' priority follows how many are busy", () => {
+  it("keeps one or two busy threads at the chosen value and lowers more so they weigh as two", () => {
+    expect(niceForBusyThreads(10, 0)).toBe(10);
+    expect(niceForBusyThreads(10, 2)).toBe(10);
+    // Three at nice 12 (weight 70 each) weigh 210, under two at nice 10 (110 each).
+    expect(niceForBusyThreads(10, 3)).toBe(12);
+    expect(niceForBusyThreads(10, 5)).toBe(15);
+    expect(niceForBusyThreads(10, 8)).toBe(17);
+    expect(niceForBusyThreads(10, 30)).toBe(19);
+    expect(niceForBusyThreads(19, 100)).toBe(19);
+    expect(niceForBusyThreads(5, 1)).toBe(5);
+  });
+
+  it.runIf(process.platform === "linux")(
+    "re-nices every isolate thread, and back when they calm down",
+    async () => {
+      trackIsolateThreadsFromNow(DEFAULT_ISOLATE_NICE);
+      const isolate = new ivm.Isolate({ memoryLimit: 16 });
+      try {
+        const context = await isolate.createContext();
+        await context.eval("1", { promise: false });
+        lookForIsolateThreads(true);
+        const ids = [...isolateThreadIds()].filter((id) => niceByThread().has(id));
+        expect(ids.length).toBeGreaterThan(0);
+        setBusyIsolateThreads(30);
+        expect(isolateThreadNice()).toBe(19);
+        for (const id of ids) expect(niceByThread().get(id)).toBe(19);
+        setBusyIsolateThreads(1);
+        // Raising a priority back needs CAP_SYS_NICE; without it the threads stay where they are.
+        const expected = process.getuid?.() === 0 ? DEFAULT_ISOLATE_NICE : 19;
+        expect(isolateThreadNice()).toBe(expected);
+        for (const id of ids) expect(niceByThread().get(id)).toBe(expected);
+      } finally {
+        isolate.dispose();
+      }
+    },
+  );
 });

@@ -11,6 +11,12 @@ import { setPriority } from "node:os";
  * while cores are idle, and its limit is CPU time, measured so that waiting for a core is not
  * charged (isolate-cpu-clock.ts).
  *
+ * The operating system weighs each thread alone, so 30 busy isolates' threads at nice 10 would
+ * together outweigh the main thread three to one and keep it waiting for a core. Their nice value
+ * therefore follows how many of them are busy (see {@link setBusyIsolateThreads}): together they
+ * weigh about what two threads at the chosen value would, down to nice 19. Raising it back needs
+ * `CAP_SYS_NICE` (or `RLIMIT_NICE`); without, the threads keep the lowest priority they reached.
+ *
  * isolated-vm does not name its threads, so the threads of this process that exist when the first
  * host starts (the main thread, V8's and libuv's workers) are the host's own, and every thread born
  * later is taken for an isolate's. On Linux a thread's nice value is its own: `setPriority` on a
@@ -25,8 +31,21 @@ const TASKS = "/proc/self/task";
 let hostThreads: Set<string> | undefined;
 /** Threads born since, taken for isolates'. */
 const isolateThreads = new Set<string>();
-/** The nice value given to isolates' threads (0: left alone). */
+/** The nice value chosen for isolates' threads (0: left alone). */
 let isolateNice = 0;
+/** The nice value isolates' threads have now: {@link isolateNice}, or lower while many are busy. */
+let currentNice = 0;
+/**
+ * Linux's weight of a thread at each nice value 0-19 (`sched_prio_to_weight`): each step is about
+ * 1.25 times less.
+ */
+const NICE_WEIGHTS = [
+  1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+] as const;
+/** False once raising isolates' threads' priority back was refused (it needs `CAP_SYS_NICE`). */
+let mayRaise = true;
+/** How many threads at the chosen nice value isolates' busy threads may weigh together. */
+const BUSY_WEIGHT_IN_THREADS = 2;
 let lastLook = 0;
 /** At most one look per this many ms from the call path (the sweep covers the rest). */
 const LOOK_EVERY_MS = 5;
@@ -49,6 +68,7 @@ export function trackIsolateThreadsFromNow(nice: number): void {
   const ids = threadIds();
   if (ids === undefined) return;
   isolateNice = Number.isInteger(nice) && nice > 0 && nice < 20 ? nice : 0;
+  currentNice = isolateNice;
   hostThreads = new Set(ids);
 }
 
@@ -57,9 +77,43 @@ export function isolateThreadsTracked(): boolean {
   return hostThreads !== undefined;
 }
 
-/** The nice value isolates' threads get (0 while untracked or left alone). */
+/** The nice value isolates' threads have now (0 while untracked or left alone). */
 export function isolateThreadNice(): number {
-  return hostThreads ? isolateNice : 0;
+  return hostThreads ? currentNice : 0;
+}
+
+/**
+ * The nice value at which `busy` threads weigh together no more than {@link BUSY_WEIGHT_IN_THREADS}
+ * threads at `chosen` (never above 19, never below `chosen`).
+ */
+export function niceForBusyThreads(chosen: number, busy: number): number {
+  const budget = BUSY_WEIGHT_IN_THREADS * (NICE_WEIGHTS[chosen] as number);
+  let nice = chosen;
+  while (nice < 19 && busy * (NICE_WEIGHTS[nice] as number) > budget) nice++;
+  return nice;
+}
+
+/**
+ * Tells how many isolates' threads were busy (running or waiting for a core) over most of the last
+ * interval (see isolate-cpu-clock.ts, which measures it), and gives every isolate's thread the nice
+ * value {@link niceForBusyThreads} says. Does nothing when their priority is left alone.
+ */
+export function setBusyIsolateThreads(busy: number): void {
+  if (!hostThreads || isolateNice === 0) return;
+  const nice = niceForBusyThreads(isolateNice, busy);
+  if (nice === currentNice || (nice < currentNice && !mayRaise)) return;
+  for (const id of isolateThreads) {
+    try {
+      setPriority(Number(id), nice);
+    } catch (error) {
+      // Else the thread ended in the meantime.
+      if ((error as { info?: { code?: string } }).info?.code === "EACCES") {
+        mayRaise = false;
+        return;
+      }
+    }
+  }
+  currentNice = nice;
 }
 
 /** The isolates' threads seen so far (ended ones may linger until {@link forgetIsolateThread}). */
@@ -87,9 +141,9 @@ export function lookForIsolateThreads(force = false): void {
   for (const id of ids) {
     if (hostThreads.has(id) || isolateThreads.has(id)) continue;
     isolateThreads.add(id);
-    if (isolateNice === 0) continue;
+    if (currentNice === 0) continue;
     try {
-      setPriority(Number(id), isolateNice);
+      setPriority(Number(id), currentNice);
     } catch {
       // The thread ended in the meantime.
     }
