@@ -2,17 +2,20 @@
  * bench/isolates: in ONE run, requests per second for a get-by-id query over HTTP
  *   (a) through the isolate (this platform),
  *   (b) the same Koa route calling host/db directly, no isolate,
- *   (c) a plain Koa + classic-level handler;
- * plus cold start (p50, with a breakdown by phase) of an evicted deployment with a ~500 KB bundle,
+ *   (c) a plain Koa + classic-level handler,
+ *   (d) a plain Node `http` server over raw classic-level (the embedded path's floor);
+ * the host's CPU per row of a query returning 1,000 rows; plus cold start (p50, with a breakdown by phase) of an evicted deployment with a ~500 KB bundle,
  * memory per idle live isolate, the first request to each deployment after a host restart with
  * and without the host's code-cache files, and host start-up with 10 against 1,000 deployments.
- * Load comes from a separate process. Targets: (a) >= 70% of (b); cold start p50 <= 3 ms; < 3 MB
- * per idle isolate; start-up that does not grow with the number of deployments.
+ * Load comes from a separate process. Targets: (a) >= 70% of (b) and >= 80% of (d); at most 2 µs of
+ * host CPU per row listed; cold start p50 <= 3 ms; < 3 MB per idle isolate; start-up that does not
+ * grow with the number of deployments. Each is printed as a target line (bench/lib/targets.ts).
  *
  *   npm run bench:isolates
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Router from "@koa/router";
@@ -25,6 +28,7 @@ import { errorEnvelope } from "../../dist/host/http/errors.js";
 import { listen } from "../../dist/host/http/index.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, runLoad } from "../lib/run-load.js";
+import { percent, targetLine } from "../lib/targets.js";
 import { afterRestart, coldStarts, startupTimes } from "./cold-start.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -39,7 +43,10 @@ const MANY = Number(process.env.BENCH_MANY_DEPLOYMENTS ?? 1000);
 const CAPSULE = `import { capsule, string, number, table } from "platform/server";
 export default capsule({
   schema: { items: table({ title: string(), n: number() }) },
-  queries: { get: async (ctx, args) => ctx.db.items.get(args.id) },
+  queries: {
+    get: async (ctx, args) => ctx.db.items.get(args.id),
+    list: async (ctx) => ctx.db.items.take(1000),
+  },
   mutations: { seed: async (ctx, args) => { const ids = []; for (let i = 0; i < args.count; i++) ids.push(await ctx.db.items.insert({ title: "item " + i + " lorem ipsum", n: i })); return ids; } },
 });
 `;
@@ -123,6 +130,21 @@ async function main(): Promise<void> {
   });
   const plainServer = await listen(plain, 0);
 
+  // (d) plain Node http + raw classic-level: no framework at all.
+  const bare = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const { id } = JSON.parse(Buffer.concat(chunks).toString()) as { id: string };
+      plainDb.get(id).then((row) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(`{"value":${row ?? "null"}}`);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => bare.listen(0, "127.0.0.1", resolve));
+  const barePort = (bare.address() as { port: number }).port;
+
   const devHost = host;
   // Cold start and memory first, on a settled process; the load runs come last.
   // Memory per idle live isolate: 50 deployments of the small capsule, each answered once.
@@ -145,17 +167,23 @@ async function main(): Promise<void> {
   const rssAfter = process.memoryUsage().rss;
 
   // Each load run also measures this process's CPU per request (user + system, all threads).
-  const measured = async (port: number) => {
+  const measured = async (port: number, path = "/api/query/get", sent = bodies) => {
     const before = process.cpuUsage();
-    const result = await runLoad(`http://127.0.0.1:${port}/api/query/get`, bodies, dir, SECONDS);
+    const result = await runLoad(`http://127.0.0.1:${port}${path}`, sent, dir, SECONDS);
     const used = process.cpuUsage(before);
-    return { ...result, cpuUs: (used.user + used.system) / Math.max(1, result.rps * SECONDS) };
+    return Object.assign(result, { cpuUs: (used.user + used.system) / Math.max(1, result.rps * SECONDS) });
   };
-  const ports = { a: devHost.port, b: directServer.port, c: plainServer.port };
+  const ports = { a: devHost.port, b: directServer.port, c: plainServer.port, d: barePort };
   for (const port of Object.values(ports))
     await runLoad(`http://127.0.0.1:${port}/api/query/get`, bodies, dir, 1); // warm-up
-  const by = await interleaved(["a", "b", "c"] as const, ROUNDS, (name) => measured(ports[name]));
-  const [viaIsolate, viaDb, viaPlain] = [by.a, by.b, by.c];
+  const by = await interleaved(["a", "b", "c", "d"] as const, ROUNDS, (name) => measured(ports[name]));
+  const [viaIsolate, viaDb, viaPlain, viaBare] = [by.a, by.b, by.c, by.d];
+  // A query returning all 1,000 rows: the host's CPU per request over the rows.
+  await runLoad(`http://127.0.0.1:${devHost.port}/api/query/list`, ["{}"], dir, 1); // warm-up
+  const lists = await interleaved(["list"] as const, ROUNDS, () =>
+    measured(devHost.port, "/api/query/list", ["{}"]),
+  );
+  const perRowUs = lists.list.cpuUs / ROWS;
 
   const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(2);
   console.log(
@@ -166,13 +194,17 @@ async function main(): Promise<void> {
     ["(a) platform: HTTP -> isolate -> db", viaIsolate],
     ["(b) same Koa route -> host/db, no isolate", viaDb],
     ["(c) plain Koa + classic-level", viaPlain],
+    ["(d) plain Node http + classic-level", viaBare],
   ] as const) {
     console.log(
       `${name.padEnd(42)}${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.cpuUs.toFixed(0).padStart(8)}${r.non2xx || r.errors ? `  (errors ${r.errors}, non-2xx ${r.non2xx})` : ""}`,
     );
   }
   console.log(
-    `ratio (a)/(b): ${((viaIsolate.rps / viaDb.rps) * 100).toFixed(0)}%   (a)/(c): ${((viaIsolate.rps / viaPlain.rps) * 100).toFixed(0)}%`,
+    `ratio (a)/(b): ${percent(viaIsolate.rps / viaDb.rps)}   (a)/(c): ${percent(viaIsolate.rps / viaPlain.rps)}   (a)/(d): ${percent(viaIsolate.rps / viaBare.rps)}`,
+  );
+  console.log(
+    `list 1,000 rows through the isolate: ${lists.list.rps.toFixed(0)} req/s, host CPU ${(lists.list.cpuUs / 1000).toFixed(2)} ms per request, ${perRowUs.toFixed(2)} µs per row`,
   );
   console.log(
     `cold start, evicted deployment, ${(bigCode.length / 1024).toFixed(0)} KB bundle, 50 ms after its eviction: ${cold.summary()} (warm call p50 ${percentile(warm, 50).toFixed(2)} ms)`,
@@ -185,6 +217,7 @@ async function main(): Promise<void> {
   await devHost.close();
   await directServer.close();
   await plainServer.close();
+  await new Promise((resolve) => bare.close(resolve));
   await plainDb.close();
 
   const restarted = await afterRestart((i) => `${bigCode}\n// variant ${i}\n`, RESTARTED, 2);
@@ -199,6 +232,42 @@ async function main(): Promise<void> {
   const startup = await startupTimes(smallCode, 10, MANY, 5);
   console.log(
     `host start-up: ${startup.map(({ size, ms }) => `${size} deployments ${ms.toFixed(0)} ms`).join(", ")}`,
+  );
+  const coldP50 = percentile(cold.totals, 50);
+  type Startup = { size: number; ms: number };
+  const few = startup[0] as Startup;
+  const many = startup.at(-1) as Startup;
+  const idleMb = heap / N / 1024 / 1024;
+  console.log(
+    [
+      "",
+      targetLine(
+        "get by id, isolate / same route without it (a/b)",
+        percent(viaIsolate.rps / viaDb.rps),
+        ">= 70%",
+        viaIsolate.rps >= 0.7 * viaDb.rps,
+      ),
+      targetLine(
+        "get by id, platform / plain Node http + classic-level (a/d)",
+        percent(viaIsolate.rps / viaBare.rps),
+        ">= 80%",
+        viaIsolate.rps >= 0.8 * viaBare.rps,
+      ),
+      targetLine("list 1,000: host CPU per row", `${perRowUs.toFixed(2)} µs`, "<= 2 µs", perRowUs <= 2),
+      targetLine(
+        `cold start p50, evicted deployment, ${(bigCode.length / 1024).toFixed(0)} KB bundle`,
+        `${coldP50.toFixed(2)} ms`,
+        "<= 3 ms",
+        coldP50 <= 3,
+      ),
+      targetLine("V8 heap per idle live isolate", `${idleMb.toFixed(2)} MB`, "< 3 MB", idleMb < 3),
+      targetLine(
+        `host start-up, ${many.size} against ${few.size} deployments`,
+        `${many.ms.toFixed(0)} against ${few.ms.toFixed(0)} ms`,
+        "does not grow (within 1.5x + 10 ms)",
+        many.ms <= 1.5 * few.ms + 10,
+      ),
+    ].join("\n"),
   );
   await rm(dir, { recursive: true, force: true });
 }

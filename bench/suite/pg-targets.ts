@@ -14,6 +14,11 @@ const RATIO_TARGETS: Record<string, number> = {
 /** Inserts per second one deployment on PostgreSQL should take. */
 export const PG_INSERTS_PER_SECOND = 2000;
 
+/** The least a'/a an operation should reach; undefined when it has no target. */
+export function pgRatioTarget(op: string): number | undefined {
+  return RATIO_TARGETS[op];
+}
+
 /** The target cell of an operation's row: "target >= x%: met" (or "not met"); "-" without one. */
 export function pgTargetCell(op: string, ratio: number | undefined): string {
   const target = RATIO_TARGETS[op];

@@ -22,6 +22,7 @@ import { percentile } from "../lib/percentile.js";
 import { interleaved, type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
 import { pgInsertLine, pgTargetCell } from "./pg-targets.js";
+import { type OperationResult, SERVERS, suiteTargetLines } from "./target-lines.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Interleaved rounds per operation; each target's median run is reported. */
@@ -31,7 +32,7 @@ const LISTS = 20;
 const PER_LIST = 500;
 const DENSITY_DEPLOYMENTS = Number(process.env.BENCH_DENSITY ?? 300);
 const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
-const PG = "platform on PostgreSQL";
+const PG = SERVERS.postgres;
 
 /** Every item a bench host seeded, read straight from its database. */
 async function seededRows(host: Awaited<ReturnType<typeof startHost>>): Promise<SeedRow[]> {
@@ -121,10 +122,10 @@ async function main(): Promise<void> {
     const pgRows = pgHost ? await seededRows(pgHost) : [];
     const [levelPeer, sqlite] = await Promise.all([classicLevelPeer(dir, rows), sqlitePeer(dir, rows)]);
     const targets: Array<{ name: string; base: string; rows: SeedRow[] }> = [
-      { name: "platform", base: `http://127.0.0.1:${host.port}`, rows },
+      { name: SERVERS.platform, base: `http://127.0.0.1:${host.port}`, rows },
       ...(pgHost ? [{ name: PG, base: `http://127.0.0.1:${pgHost.port}`, rows: pgRows }] : []),
-      { name: "koa+classic-level", base: `http://127.0.0.1:${levelPeer.port}`, rows },
-      { name: "koa+better-sqlite3", base: `http://127.0.0.1:${sqlite.port}`, rows },
+      { name: SERVERS.level, base: `http://127.0.0.1:${levelPeer.port}`, rows },
+      { name: SERVERS.sqlite, base: `http://127.0.0.1:${sqlite.port}`, rows },
     ];
     const listsOf = (of: SeedRow[]) => [...new Set(of.map((r) => r.list))];
     const pick = <T>(values: T[], n: number) =>
@@ -165,7 +166,7 @@ async function main(): Promise<void> {
           bodies: (of) => listsOf(of).map((list, i) => JSON.stringify({ list, text: `new item ${i}` })),
         },
       ];
-    const results: Array<{ op: string; read: boolean; by: Record<string, LoadResult> }> = [];
+    const results: OperationResult[] = [];
     for (const { op, path, read, bodies } of workload) {
       const byName = new Map(targets.map((target) => [target.name, target]));
       for (const target of targets)
@@ -210,8 +211,8 @@ async function main(): Promise<void> {
     const cell = (r: LoadResult) => `${Math.round(r.rps).toLocaleString("en-US")} (${r.p50}/${r.p99})`;
     for (const { op, by } of results) {
       const a = by.platform as LoadResult;
-      const b = by["koa+classic-level"] as LoadResult;
-      const c = by["koa+better-sqlite3"] as LoadResult;
+      const b = by[SERVERS.level] as LoadResult;
+      const c = by[SERVERS.sqlite] as LoadResult;
       const p = by[PG];
       out.push(
         `| ${op} | ${cell(a)} | ${p ? cell(p) : "-"} | ${cell(b)} | ${cell(c)} | ${Math.round((a.rps / b.rps) * 100)}% | ${(a.rps / c.rps).toFixed(2)}x | ${p ? `${Math.round((p.rps / a.rps) * 100)}%` : "-"} | ${pgTargetCell(op, p ? p.rps / a.rps : undefined)} |`,
@@ -222,7 +223,7 @@ async function main(): Promise<void> {
       Math.exp(set.reduce((sum, r) => sum + Math.log((r.by[name] as LoadResult).rps), 0) / set.length);
     out.push("");
     out.push(
-      `geometric mean over all operations: a/b ${Math.round((mean("platform", results) / mean("koa+classic-level", results)) * 100)}% (target >= 70%); on reads a/c ${(mean("platform", reads) / mean("koa+better-sqlite3", reads)).toFixed(2)}x (target: within 1.5x, i.e. >= 0.67x)`,
+      `geometric mean over all operations: a/b ${Math.round((mean(SERVERS.platform, results) / mean(SERVERS.level, results)) * 100)}% (target >= 70%); on reads a/c ${(mean(SERVERS.platform, reads) / mean(SERVERS.sqlite, reads)).toFixed(2)}x (target: within 1.5x, i.e. >= 0.67x)`,
     );
     out.push(pgInsertLine(results.find((r) => r.op === "insert")?.by[PG]?.rps));
     const errors = results.flatMap((r) =>
@@ -241,6 +242,7 @@ async function main(): Promise<void> {
     out.push(
       `deployments one host keeps live in 2 GiB: about ${fits.toLocaleString("en-US")} (host base ${(before / 1024 ** 2).toFixed(0)} MiB RSS)`,
     );
+    out.push("", ...suiteTargetLines(results));
     console.log(out.join("\n"));
   } finally {
     await host.close();

@@ -1,0 +1,85 @@
+/**
+ * bench/suite's figures as target lines (bench/lib/targets.ts), for `npm run bench`'s summary: the
+ * platform against Koa + classic-level (b) and Koa + better-sqlite3 (c), and on PostgreSQL (a')
+ * against itself on classic-level (a).
+ */
+import type { LoadResult } from "../lib/run-load.js";
+import { percent, targetLine } from "../lib/targets.js";
+import { PG_INSERTS_PER_SECOND, pgRatioTarget } from "./pg-targets.js";
+
+/** One operation's median runs by server name. */
+export interface OperationResult {
+  op: string;
+  read: boolean;
+  by: Record<string, LoadResult>;
+}
+
+/** Server names as bench/suite/run.ts gives them. */
+export const SERVERS = {
+  platform: "platform",
+  postgres: "platform on PostgreSQL",
+  level: "koa+classic-level",
+  sqlite: "koa+better-sqlite3",
+} as const;
+
+const rps = (result: OperationResult | undefined, server: string) => result?.by[server]?.rps;
+
+function geometricMean(values: number[]): number {
+  return Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length);
+}
+
+/** Every target of the suite, one line each. */
+export function suiteTargetLines(results: OperationResult[]): string[] {
+  const { platform, postgres, level, sqlite } = SERVERS;
+  const of = (op: string) => results.find((r) => r.op === op);
+  const ratio = (op: string, a: string, b: string) => {
+    const [x, y] = [rps(of(op), a), rps(of(op), b)];
+    return x === undefined || y === undefined ? undefined : x / y;
+  };
+  const lines: string[] = [];
+  const all = geometricMean(
+    results.map((r) => (r.by[platform] as LoadResult).rps / (r.by[level] as LoadResult).rps),
+  );
+  const reads = results.filter((r) => r.read);
+  const readsC = geometricMean(
+    reads.map((r) => (r.by[platform] as LoadResult).rps / (r.by[sqlite] as LoadResult).rps),
+  );
+  lines.push(targetLine("platform / koa+classic-level, geometric mean", percent(all), ">= 70%", all >= 0.7));
+  lines.push(
+    targetLine("platform / koa+better-sqlite3 on reads", `${readsC.toFixed(2)}x`, ">= 0.67x", readsC >= 0.67),
+  );
+  const list = ratio("list 50 by index", platform, level);
+  if (list !== undefined)
+    lines.push(
+      targetLine("list 50, platform / koa+classic-level", `${list.toFixed(2)}x`, ">= 1.0x", list >= 1),
+    );
+  const page = ratio("paginate (page of 20)", platform, sqlite);
+  if (page !== undefined)
+    lines.push(
+      targetLine("paginate, platform / koa+better-sqlite3", `${page.toFixed(2)}x`, ">= 0.8x", page >= 0.8),
+    );
+  for (const result of results) {
+    const target = pgRatioTarget(result.op);
+    const pg = ratio(result.op, postgres, platform);
+    if (target === undefined || pg === undefined) continue;
+    lines.push(
+      targetLine(
+        `${result.op}, PostgreSQL / classic-level`,
+        percent(pg),
+        `>= ${percent(target)}`,
+        pg >= target,
+      ),
+    );
+  }
+  const inserts = rps(of("insert"), postgres);
+  if (inserts !== undefined)
+    lines.push(
+      targetLine(
+        "inserts/s of one deployment on PostgreSQL",
+        Math.round(inserts).toLocaleString("en-US"),
+        `>= ${PG_INSERTS_PER_SECOND.toLocaleString("en-US")}`,
+        inserts >= PG_INSERTS_PER_SECOND,
+      ),
+    );
+  return lines;
+}
