@@ -48,15 +48,24 @@ export async function seededRows(host: BenchHost): Promise<SeedRow[]> {
   return (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
 }
 
-/** Cold starts of the bench deployment: evicted, then called with a get by id at once (ms each). */
-export async function evictedColdStarts(host: BenchHost, firstId: string, rounds: number): Promise<number[]> {
+/**
+ * Cold starts of the bench deployment: evicted, then a get by id sent at once (ms each), through
+ * `call` (by default in process, as bench/suite times it).
+ */
+export async function evictedColdStarts(
+  host: BenchHost,
+  firstId: string,
+  rounds: number,
+  call: (argsJson: string) => Promise<unknown> = (argsJson) =>
+    host.deployments.call("bench", { kind: "query", name: "get", argsJson, identity: null }),
+): Promise<number[]> {
   const runner = host.deployments.pool.runner("bench", (await host.deployments.require("bench")).artifact);
   const argsJson = JSON.stringify({ id: firstId });
   const colds: number[] = [];
   for (let i = 0; i < rounds; i++) {
     runner.evict();
     const started = process.hrtime.bigint();
-    await host.deployments.call("bench", { kind: "query", name: "get", argsJson, identity: null });
+    await call(argsJson);
     colds.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
   return colds;

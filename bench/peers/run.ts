@@ -48,19 +48,6 @@ async function checkAlike(platform: string, workerd: string, rows: SeedRow[]): P
   }
 }
 
-/** The platform's cold start over HTTP: evicted, then one get by id sent at once (ms each). */
-async function evictedOverHttp(host: Awaited<ReturnType<typeof benchHost>>, id: string): Promise<number[]> {
-  const runner = host.deployments.pool.runner("bench", (await host.deployments.require("bench")).artifact);
-  const times: number[] = [];
-  for (let i = 0; i < COLD_ROUNDS; i++) {
-    runner.evict();
-    const started = process.hrtime.bigint();
-    await post(`http://127.0.0.1:${host.port}`, "/api/query/get", { id });
-    times.push(Number(process.hrtime.bigint() - started) / 1e6);
-  }
-  return times;
-}
-
 function machine(): string {
   let kernel = process.platform as string;
   try {
@@ -81,7 +68,9 @@ async function main(): Promise<void> {
     const platformBase = `http://127.0.0.1:${host.port}`;
     // Cold starts first, on freshly seeded servers, before any load.
     const platformCold = await evictedColdStarts(host, firstId, COLD_ROUNDS);
-    const platformColdHttp = await evictedOverHttp(host, firstId);
+    const platformColdHttp = await evictedColdStarts(host, firstId, COLD_ROUNDS, (argsJson) =>
+      post(platformBase, "/api/query/get", JSON.parse(argsJson)),
+    );
     workerd = await startWorkerd(join(dir, "workerd"), rows, firstId);
     const workerdBase = `http://127.0.0.1:${workerd.port}`;
     await checkAlike(platformBase, workerdBase, rows);
