@@ -16,8 +16,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { bundleCapsule } from "../../dist/cli/bundle.js";
-import { startHost } from "../../dist/host/host.js";
 import { postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
+import { benchHost, evictedColdStarts, seededRows } from "../lib/bench-host.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
@@ -28,49 +28,11 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Interleaved rounds per operation; each target's median run is reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 32;
-const LISTS = 20;
-const PER_LIST = 500;
 const DENSITY_DEPLOYMENTS = Number(process.env.BENCH_DENSITY ?? 300);
-const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
 const PG = SERVERS.postgres;
-
-/** Every item a bench host seeded, read straight from its database. */
-async function seededRows(host: Awaited<ReturnType<typeof startHost>>): Promise<SeedRow[]> {
-  const database = await host.deployments.db.deployment("bench");
-  const all = await database.query(
-    (tx) => tx.query({ table: "items", index: "by_creation", range: [], order: "asc" }, { kind: "collect" }),
-    { budget: UNLIMITED },
-  );
-  return (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
-}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
-}
-
-/** A platform host serving the bench capsule at every host name, seeded with the workload's data. */
-async function benchHost(dir: string, code: string, database?: string) {
-  const host = await startHost({
-    requestQuota: false,
-    data: dir,
-    ...(database ? { database } : {}),
-    port: 0,
-    domain: "localhost",
-    adminToken: "bench",
-    devDeployment: "bench",
-    logDestination: false,
-    logCalls: false,
-    pool: { maxLive: 100_000 },
-  });
-  await host.deployments.deploy("bench", { code });
-  for (let l = 0; l < LISTS; l++)
-    await host.deployments.call("bench", {
-      kind: "mutation",
-      name: "seed",
-      argsJson: JSON.stringify({ lists: 1, perList: PER_LIST }),
-      identity: null,
-    });
-  return host;
 }
 
 async function main(): Promise<void> {
@@ -83,15 +45,7 @@ async function main(): Promise<void> {
     // Cold start of an evicted deployment (this capsule), then density: many live deployments. Both on
     // the freshly seeded host, before the other servers start and before any load: a process that has
     // served minutes of load keeps a larger heap, which is no part of what a deployment costs.
-    const runner = host.deployments.pool.runner("bench", (await host.deployments.require("bench")).artifact);
-    const colds: number[] = [];
-    const first = JSON.stringify({ id: (await seededRows(host))[0]?.id });
-    for (let i = 0; i < 30; i++) {
-      runner.evict();
-      const started = process.hrtime.bigint();
-      await host.deployments.call("bench", { kind: "query", name: "get", argsJson: first, identity: null });
-      colds.push(Number(process.hrtime.bigint() - started) / 1e6);
-    }
+    const colds = await evictedColdStarts(host, (await seededRows(host))[0]?.id ?? "", 30);
     gc();
     const before = process.memoryUsage().rss;
     for (let i = 0; i < DENSITY_DEPLOYMENTS; i++) {
