@@ -44,8 +44,11 @@ export const CONNECTIONS_PER_HOST = 49;
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const us = (seconds: number) => `${Math.round(seconds * 1e6)} µs`;
 
-/** The model's lines for one operation, for 1, 2, 4, 16 and 64 hosts and each database size. */
-export function modelLines(op: string, cost: CallCost, dbCores: readonly number[]): string[] {
+/**
+ * The model's lines for one operation, for 1, 2, 4, 16 and 64 hosts and each database size, and
+ * the calls a host keeps in flight when each round trip to the database takes `rttMs`.
+ */
+export function modelLines(op: string, cost: CallCost, dbCores: readonly number[], rttMs: number): string[] {
   const out: string[] = [];
   out.push(
     `${op}: host ${us(cost.hostCpu)} CPU per call -> ${fmt(1 / cost.hostCpu)} calls/s per host core; PostgreSQL ${us(cost.pgCpu)} CPU per call -> ${fmt(1 / cost.pgCpu)} calls/s per database core; ${cost.statements.toFixed(2)} statements per call`,
@@ -62,5 +65,9 @@ export function modelLines(op: string, cost: CallCost, dbCores: readonly number[
     });
     out.push(`| ${n} | ${cells.join(" | ")} | up to ${fmt(n * CONNECTIONS_PER_HOST)} |`);
   }
+  const inFlight = (1 / cost.hostCpu) * (cost.hostCpu + cost.pgCpu + cost.statements * rttMs * 1e-3);
+  out.push(
+    `Round trips add waiting, not CPU: at ${rttMs} ms per round trip and at most ${cost.statements.toFixed(2)} round trips per call (statements; several travel in one message), a host at its rate keeps about ${inFlight.toFixed(0)} calls in flight (Little's law: rate x (host + PostgreSQL CPU + round trips x RTT)), so its clients need that many connections open and it about as many PostgreSQL connections of its 49`,
+  );
   return out;
 }
