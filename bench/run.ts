@@ -16,6 +16,7 @@ const BENCHMARKS: Array<{ name: string; script: string }> = [
   { name: "isolates", script: "bench/isolates/run.ts" },
   { name: "live", script: "bench/live/run.ts" },
   { name: "peers", script: "bench/peers/run.ts" },
+  { name: "hosts", script: "bench/hosts/run.ts" },
 ];
 
 /** Runs one benchmark, passing its output through; resolves with its target lines and exit code. */

@@ -35,8 +35,11 @@ export function postgresBinDir(): string | undefined {
   return versions[0] ? join(root, versions[0], "bin") : undefined;
 }
 
-/** Starts a server; throws with a clear message when PostgreSQL is not installed. */
-export async function startLocalPostgres(): Promise<LocalPostgres> {
+/**
+ * Starts a server; throws with a clear message when PostgreSQL is not installed. `settings` are
+ * more `-c name=value` server settings (a benchmark loading `pg_stat_statements`, say).
+ */
+export async function startLocalPostgres(settings: string[] = []): Promise<LocalPostgres> {
   const bin = postgresBinDir();
   if (!bin)
     throw new Error(
@@ -56,16 +59,16 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
   const data = join(dir, "data");
   await as("initdb", ["-D", data, "-A", "trust", "-U", "platform", "-E", "UTF8", "--locale=C", "--no-sync"]);
   const port = await freePort();
-  const settings = [
+  const options = [
     `-p ${port}`,
     `-k ${dir}`,
     "-c listen_addresses=127.0.0.1",
     "-c fsync=off",
     "-c max_connections=400",
     "-c shared_buffers=64MB",
+    ...settings.map((setting) => `-c ${setting}`),
   ].join(" ");
-  const start = () =>
-    as("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-o", settings, "-w", "start"]);
+  const start = () => as("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "start"]);
   await start();
   return {
     url: `postgres://platform@127.0.0.1:${port}/postgres`,

@@ -1,21 +1,25 @@
 /**
  * Load generator, run as a separate process so it does not share the server's event loop:
- *   tsx bench/lib/load.ts <url> <bodies.json> <seconds> <connections>
- * Prints one JSON line: { rps, p50, p99, errors, non2xx }.
+ *   tsx bench/lib/load.ts <url> <bodies.json> <seconds> <connections> [host header]
+ * Prints one JSON line: { rps, p50, p99, errors, non2xx, total, cpu }, `cpu` being this process's
+ * CPU seconds during the run (all its threads; its start-up left out). The optional `Host` header picks a
+ * deployment on a host reached by its address (`bench.localhost:8080` at `http://127.0.0.1:8080`).
  */
 import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
 
-const [url, bodiesFile, seconds = "5", connections = "32"] = process.argv.slice(2);
+const [url, bodiesFile, seconds = "5", connections = "32", host] = process.argv.slice(2);
 const bodies = JSON.parse(readFileSync(bodiesFile as string, "utf8")) as string[];
+const cpuBefore = process.cpuUsage();
 const result = await autocannon({
   url: url as string,
   method: "POST",
   duration: Number(seconds),
   connections: Number(connections),
-  headers: { "content-type": "application/json" },
+  headers: { "content-type": "application/json", ...(host ? { host } : {}) },
   requests: bodies.map((body) => ({ method: "POST", body })),
 });
+const cpu = process.cpuUsage(cpuBefore);
 process.stdout.write(
-  `${JSON.stringify({ rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx })}\n`,
+  `${JSON.stringify({ rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx, total: result.requests.total, cpu: (cpu.user + cpu.system) / 1e6 })}\n`,
 );

@@ -9,22 +9,39 @@ export interface LoadResult {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in the run. */
+  total: number;
+  /** The load generator's own CPU seconds during the run. */
+  cpu: number;
 }
 
-/** Runs bench/lib/load.ts in a child process against `url`, cycling through `bodies`. */
+/**
+ * Runs bench/lib/load.ts in a child process against `url`, cycling through `bodies`; `host`, when
+ * given, is sent as the `Host` header.
+ */
 export async function runLoad(
   url: string,
   bodies: string[],
   dir: string,
   seconds = 5,
   connections = 32,
+  host?: string,
 ): Promise<LoadResult> {
-  const file = join(dir, `bodies-${Date.now()}.json`);
+  const file = join(dir, `bodies-${process.hrtime.bigint()}.json`);
   await writeFile(file, JSON.stringify(bodies));
   const stdout = await new Promise<string>((resolve, reject) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "bench/lib/load.ts", url, file, String(seconds), String(connections)],
+      [
+        "--import",
+        "tsx",
+        "bench/lib/load.ts",
+        url,
+        file,
+        String(seconds),
+        String(connections),
+        ...(host ? [host] : []),
+      ],
       (error, out) => (error ? reject(error) : resolve(out)),
     );
   });
