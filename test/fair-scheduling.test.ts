@@ -141,7 +141,8 @@ describe("fair scheduling between tenants", () => {
     attacker = spawn(
       process.execPath,
       ["--import", "tsx", "test/helpers/attacker.ts", JSON.stringify({ urls, targets })],
-      { stdio: ["ignore", "pipe", "inherit"] },
+      // Its stdin is a pipe from this process: it ends itself when this process dies.
+      { stdio: ["pipe", "pipe", "inherit"] },
     );
     // At the lowest priority: a real attacker's CPU is on machines of their own, not on the host's
     // 2 cores. It still sends as fast as it gets answers whenever a core is free.
