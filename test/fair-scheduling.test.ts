@@ -33,7 +33,7 @@ const SAMPLES = 150;
  * 2 cores shared with other work, and an alone p99 of a few ms makes 10x a matter of one unlucky
  * descheduling. With 20 hostile tenants it also runs their isolates' threads (at a lower priority),
  * and their teardowns and fresh isolates, so that floor is higher. Figures seen on a 2-core
- * machine: 3.6-9.5 ms against 2.8-4.8 ms alone when quiet; 9-98 ms against 9-11 ms alone beside a
+ * machine: 7-85 ms against 1.0-1.1 ms alone when quiet; 38-131 ms against 7-10 ms alone beside a
  * CPU hog per core. Before isolates collected their own garbage and their priority followed how
  * many are busy: 12-34 ms against 1.2-4.4 ms alone when quiet.
  */

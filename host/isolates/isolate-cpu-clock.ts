@@ -16,7 +16,7 @@ import {
  * all isolates' threads together; they run at one priority, so the scheduler treats them alike.
  * Where the figures cannot be read the share is 1 and the clock is the steady one.
  *
- * The same figures say how many isolates' threads are busy, which sets their priority (see
+ * The same figures say which isolates' threads are busy, which sets their priority (see
  * thread-priority.ts).
  */
 
@@ -52,12 +52,12 @@ const BUSY_PART = 0.5;
 
 /**
  * Measures the share of the last interval and advances the clock by it; tells thread-priority.ts
- * how many isolates' threads were busy.
+ * which isolates' threads were busy.
  */
 function sample(now: bigint): void {
   lookForIsolateThreads();
   const busyFrom = Number(now - sampledAt) * BUSY_PART;
-  let busy = 0;
+  const busy = new Set<string>();
   let ran = 0;
   let waited = 0;
   for (const id of isolateThreadIds()) {
@@ -70,7 +70,7 @@ function sample(now: bigint): void {
     const previous = lastFigures.get(id) ?? [0, 0];
     const threadRan = current[0] - previous[0];
     const threadWaited = current[1] - previous[1];
-    if (threadRan + threadWaited >= busyFrom) busy++;
+    if (threadRan + threadWaited >= busyFrom) busy.add(id);
     ran += threadRan;
     waited += threadWaited;
     lastFigures.set(id, current);

@@ -12,10 +12,12 @@ import { setPriority } from "node:os";
  * charged (isolate-cpu-clock.ts).
  *
  * The operating system weighs each thread alone, so 30 busy isolates' threads at nice 10 would
- * together outweigh the main thread three to one and keep it waiting for a core. Their nice value
- * therefore follows how many of them are busy (see {@link setBusyIsolateThreads}): together they
- * weigh about what two threads at the chosen value would, down to nice 19. Raising it back needs
- * `CAP_SYS_NICE` (or `RLIMIT_NICE`); without, the threads keep the lowest priority they reached.
+ * together outweigh the main thread three to one and keep it waiting for a core. The busy ones
+ * therefore get a lower priority the more of them are busy (see {@link setBusyIsolateThreads}):
+ * together they weigh about what two threads at the chosen value would, down to nice 19. Threads
+ * that are not busy keep the chosen value: the inline sentinel's, which must wake in time to stop
+ * a handler spinning on the main thread, sleeps nearly all the time. Raising a thread back needs
+ * `CAP_SYS_NICE` (or `RLIMIT_NICE`); without, a thread keeps the lowest priority it reached.
  *
  * isolated-vm does not name its threads, so the threads of this process that exist when the first
  * host starts (the main thread, V8's and libuv's workers) are the host's own, and every thread born
@@ -29,12 +31,12 @@ export const DEFAULT_ISOLATE_NICE = 10;
 const TASKS = "/proc/self/task";
 /** The host's own threads (the first look's); undefined until a host starts tracking. */
 let hostThreads: Set<string> | undefined;
-/** Threads born since, taken for isolates'. */
-const isolateThreads = new Set<string>();
+/** Threads born since, taken for isolates', with the nice value each was given. */
+const isolateThreads = new Map<string, number>();
 /** The nice value chosen for isolates' threads (0: left alone). */
 let isolateNice = 0;
-/** The nice value isolates' threads have now: {@link isolateNice}, or lower while many are busy. */
-let currentNice = 0;
+/** The nice value busy isolates' threads have now: {@link isolateNice}, or more while many are busy. */
+let busyNice = 0;
 /**
  * Linux's weight of a thread at each nice value 0-19 (`sched_prio_to_weight`): each step is about
  * 1.25 times less.
@@ -68,7 +70,7 @@ export function trackIsolateThreadsFromNow(nice: number): void {
   const ids = threadIds();
   if (ids === undefined) return;
   isolateNice = Number.isInteger(nice) && nice > 0 && nice < 20 ? nice : 0;
-  currentNice = isolateNice;
+  busyNice = isolateNice;
   hostThreads = new Set(ids);
 }
 
@@ -77,9 +79,14 @@ export function isolateThreadsTracked(): boolean {
   return hostThreads !== undefined;
 }
 
-/** The nice value isolates' threads have now (0 while untracked or left alone). */
+/** The nice value isolates' threads are given (0 while untracked or left alone). */
 export function isolateThreadNice(): number {
-  return hostThreads ? currentNice : 0;
+  return hostThreads ? isolateNice : 0;
+}
+
+/** The nice value busy isolates' threads have now (see {@link setBusyIsolateThreads}). */
+export function busyIsolateThreadNice(): number {
+  return hostThreads ? busyNice : 0;
 }
 
 /**
@@ -94,31 +101,35 @@ export function niceForBusyThreads(chosen: number, busy: number): number {
 }
 
 /**
- * Tells how many isolates' threads were busy (running or waiting for a core) over most of the last
- * interval (see isolate-cpu-clock.ts, which measures it), and gives every isolate's thread the nice
- * value {@link niceForBusyThreads} says. Does nothing when their priority is left alone.
+ * Tells which isolates' threads were busy (running or waiting for a core) over most of the last
+ * interval (see isolate-cpu-clock.ts, which measures it): they get the nice value
+ * {@link niceForBusyThreads} says for their number, the others the chosen one. Does nothing when
+ * their priority is left alone.
  */
-export function setBusyIsolateThreads(busy: number): void {
+export function setBusyIsolateThreads(busy: ReadonlySet<string>): void {
   if (!hostThreads || isolateNice === 0) return;
-  const nice = niceForBusyThreads(isolateNice, busy);
-  if (nice === currentNice || (nice < currentNice && !mayRaise)) return;
-  for (const id of isolateThreads) {
-    try {
-      setPriority(Number(id), nice);
-    } catch (error) {
-      // Else the thread ended in the meantime.
-      if ((error as { info?: { code?: string } }).info?.code === "EACCES") {
-        mayRaise = false;
-        return;
-      }
-    }
+  busyNice = niceForBusyThreads(isolateNice, busy.size);
+  for (const [id, nice] of isolateThreads) {
+    const wanted = busy.has(id) ? busyNice : isolateNice;
+    if (wanted === nice || (wanted < nice && !mayRaise)) continue;
+    if (renice(id, wanted)) isolateThreads.set(id, wanted);
   }
-  currentNice = nice;
+}
+
+/** Gives thread `id` nice value `nice`; false when it ended or raising it was refused. */
+function renice(id: string, nice: number): boolean {
+  try {
+    setPriority(Number(id), nice);
+    return true;
+  } catch (error) {
+    if ((error as { info?: { code?: string } }).info?.code === "EACCES") mayRaise = false;
+    return false;
+  }
 }
 
 /** The isolates' threads seen so far (ended ones may linger until {@link forgetIsolateThread}). */
-export function isolateThreadIds(): ReadonlySet<string> {
-  return isolateThreads;
+export function isolateThreadIds(): Iterable<string> {
+  return isolateThreads.keys();
 }
 
 /** Forgets a thread that ended. */
@@ -140,16 +151,11 @@ export function lookForIsolateThreads(force = false): void {
   if (!ids) return;
   for (const id of ids) {
     if (hostThreads.has(id) || isolateThreads.has(id)) continue;
-    isolateThreads.add(id);
-    if (currentNice === 0) continue;
-    try {
-      setPriority(Number(id), currentNice);
-    } catch {
-      // The thread ended in the meantime.
-    }
+    isolateThreads.set(id, 0);
+    if (isolateNice !== 0 && renice(id, isolateNice)) isolateThreads.set(id, isolateNice);
   }
   if (isolateThreads.size > 2 * ids.length + 64) {
     const live = new Set(ids);
-    for (const id of isolateThreads) if (!live.has(id)) isolateThreads.delete(id);
+    for (const id of isolateThreads.keys()) if (!live.has(id)) isolateThreads.delete(id);
   }
 }
