@@ -42,7 +42,8 @@ export function sharedMachineRate(cost: CallCost, hosts: number, cores: number):
 export const CONNECTIONS_PER_HOST = 49;
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
-const us = (seconds: number) => `${Math.round(seconds * 1e6)} µs`;
+/** CPU seconds as whole microseconds ("164 µs"). */
+export const us = (seconds: number) => `${Math.round(seconds * 1e6)} µs`;
 
 /**
  * The model's lines for one operation, for 1, 2, 4, 16 and 64 hosts and each database size, and

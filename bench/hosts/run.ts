@@ -20,7 +20,7 @@ import { interleaved, type LoadResult, runLoad } from "../lib/run-load.js";
 import { targetLine } from "../lib/targets.js";
 import { type BenchHost, deployAndSeed, hasTaskset, hostHeader, startBenchHost } from "./cluster.js";
 import { postmasterPid, treeCpu } from "./cpu.js";
-import { type CallCost, modelLines, predict, sharedMachineBound, sharedMachineRate } from "./model.js";
+import { type CallCost, modelLines, predict, sharedMachineBound, sharedMachineRate, us } from "./model.js";
 import { pgStatements } from "./pg-stats.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -133,7 +133,6 @@ async function main(): Promise<void> {
       "| operation | hosts | calls/s (per host) | p50/p99 ms | host CPU per call | PostgreSQL CPU per call | load generator CPU per call | statements per call |",
     );
     out.push("| --- | --- | --- | --- | --- | --- | --- | --- |");
-    const us = (seconds: number) => `${Math.round(seconds * 1e6)} µs`;
     for (const { op, by } of results)
       for (const config of CONFIGS) {
         const m = by[config];

@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { request } from "node:http";
-import { freePort } from "./free-port.js";
+import { freePort } from "../../scripts/free-port.js";
 
 /** One get by id to deployment `bench` (by its host name); refused connections count as not yet. */
 function get(port: number, id: string): Promise<number | "refused"> {

@@ -9,8 +9,8 @@ import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../scripts/free-port.js";
 import type { SeedRow } from "../suite/peers.js";
-import { freePort } from "./free-port.js";
 
 const WORKER_SCRIPT = fileURLToPath(new URL("./workerd/worker.js", import.meta.url));
 const SEED_BATCH = 1000;

@@ -22,7 +22,7 @@ import { percentile } from "../lib/percentile.js";
 import { interleaved, type LoadResult, runLoad } from "../lib/run-load.js";
 import { classicLevelPeer, type SeedRow, sqlitePeer } from "./peers.js";
 import { pgInsertLine, pgTargetCell } from "./pg-targets.js";
-import { type OperationResult, SERVERS, suiteTargetLines } from "./target-lines.js";
+import { meanRatio, type OperationResult, SERVERS, suiteTargetLines } from "./target-lines.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Interleaved rounds per operation; each target's median run is reported. */
@@ -173,11 +173,9 @@ async function main(): Promise<void> {
       );
     }
     const reads = results.filter((r) => r.read);
-    const mean = (name: string, set: typeof results) =>
-      Math.exp(set.reduce((sum, r) => sum + Math.log((r.by[name] as LoadResult).rps), 0) / set.length);
     out.push("");
     out.push(
-      `geometric mean over all operations: a/b ${Math.round((mean(SERVERS.platform, results) / mean(SERVERS.level, results)) * 100)}% (target >= 70%); on reads a/c ${(mean(SERVERS.platform, reads) / mean(SERVERS.sqlite, reads)).toFixed(2)}x (target: within 1.5x, i.e. >= 0.67x)`,
+      `geometric mean over all operations: a/b ${Math.round(meanRatio(results, SERVERS.platform, SERVERS.level) * 100)}% (target >= 70%); on reads a/c ${meanRatio(reads, SERVERS.platform, SERVERS.sqlite).toFixed(2)}x (target: within 1.5x, i.e. >= 0.67x)`,
     );
     out.push(pgInsertLine(results.find((r) => r.op === "insert")?.by[PG]?.rps));
     const errors = results.flatMap((r) =>

@@ -24,8 +24,10 @@ export const SERVERS = {
 
 const rps = (result: OperationResult | undefined, server: string) => result?.by[server]?.rps;
 
-function geometricMean(values: number[]): number {
-  return Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length);
+/** The geometric mean over `results` of server `a`'s rate against server `b`'s. */
+export function meanRatio(results: OperationResult[], a: string, b: string): number {
+  const logs = results.map((r) => Math.log((r.by[a] as LoadResult).rps / (r.by[b] as LoadResult).rps));
+  return Math.exp(logs.reduce((sum, value) => sum + value, 0) / logs.length);
 }
 
 /** Every target of the suite, one line each. */
@@ -37,12 +39,11 @@ export function suiteTargetLines(results: OperationResult[]): string[] {
     return x === undefined || y === undefined ? undefined : x / y;
   };
   const lines: string[] = [];
-  const all = geometricMean(
-    results.map((r) => (r.by[platform] as LoadResult).rps / (r.by[level] as LoadResult).rps),
-  );
-  const reads = results.filter((r) => r.read);
-  const readsC = geometricMean(
-    reads.map((r) => (r.by[platform] as LoadResult).rps / (r.by[sqlite] as LoadResult).rps),
+  const all = meanRatio(results, platform, level);
+  const readsC = meanRatio(
+    results.filter((r) => r.read),
+    platform,
+    sqlite,
   );
   lines.push(targetLine("platform / koa+classic-level, geometric mean", percent(all), ">= 70%", all >= 0.7));
   lines.push(
