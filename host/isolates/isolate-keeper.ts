@@ -137,6 +137,7 @@ export class IsolateKeeper {
         if (limit) {
           this.lastStopped = isolate;
           this.pause.stopped();
+          this.lane.markBreached();
           this.onLimitStop(limit);
         }
         throw error;

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
-import { FairScheduler } from "./scheduler.js";
+import { type DeploymentLane, FairScheduler } from "./scheduler.js";
 
 /** A promise settled from outside. */
 function deferred<T = void>() {
@@ -127,5 +127,82 @@ describe("FairScheduler", () => {
     expect((refused as Error).message).toContain("Deployment flooded is busy");
     gate.resolve();
     await Promise.all(calls);
+  });
+
+  describe("deployments stopped for a limit", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** Runs one call on `lane` that records its start and waits for the returned gate. */
+    function hold(lane: DeploymentLane, started: string[], name: string) {
+      const gate = deferred();
+      const run = lane.run(async () => {
+        started.push(name);
+        await gate.promise;
+      });
+      return { gate, run };
+    }
+
+    it("share a few slots between them while other deployments run as before", async () => {
+      const scheduler = new FairScheduler(10, 0, 2);
+      const lanes = ["a", "b", "c"].map((id) => scheduler.lane(id));
+      for (const lane of lanes) lane.markBreached();
+      const started: string[] = [];
+      const calls = lanes.map((lane) => hold(lane, started, lane.deploymentId));
+      expect(started).toEqual(["a", "b"]);
+      await scheduler.lane("good").run(async () => started.push("good"));
+      expect(started).toEqual(["a", "b", "good"]);
+      calls[0]?.gate.resolve();
+      await calls[0]?.run;
+      await turn();
+      expect(started).toEqual(["a", "b", "good", "c"]);
+      for (const call of calls) call.gate.resolve();
+      await Promise.all(calls.map((call) => call.run));
+    });
+
+    it("count as breached for breachPauseMaxMs after the stop, then take plain slots again", async () => {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      const scheduler = new FairScheduler(10, 0, 1);
+      const [hog, later] = [scheduler.lane("hog"), scheduler.lane("later")];
+      hog.markBreached();
+      later.markBreached();
+      const started: string[] = [];
+      const held = hold(hog, started, "hog");
+      const waiting = hold(later, started, "later");
+      expect(started).toEqual(["hog"]);
+      vi.setSystemTime(Date.now() + LIMITS.breachPauseMaxMs + 1);
+      // The mark has expired, but only a slot coming back starts a waiting call.
+      const fresh = hold(scheduler.lane("fresh"), started, "fresh");
+      expect(started).toEqual(["hog", "fresh"]);
+      held.gate.resolve();
+      await held.run;
+      expect(started).toEqual(["hog", "fresh", "later"]);
+      for (const call of [waiting, fresh]) call.gate.resolve();
+      await Promise.all([waiting.run, fresh.run]);
+    });
+
+    it("give back only the breached slots they took: a call marked midway returns a plain one", async () => {
+      const scheduler = new FairScheduler(10, 0, 1);
+      const [stopped, other] = [scheduler.lane("stopped"), scheduler.lane("other")];
+      const started: string[] = [];
+      const first = hold(stopped, started, "first");
+      stopped.markBreached();
+      other.markBreached();
+      const second = hold(other, started, "second");
+      const third = hold(stopped, started, "third");
+      expect(started).toEqual(["first", "second"]);
+      first.gate.resolve();
+      await first.run;
+      await turn();
+      // The first call took no breached slot, so its end frees none: the third still waits.
+      expect(started).toEqual(["first", "second"]);
+      second.gate.resolve();
+      await second.run;
+      await turn();
+      expect(started).toEqual(["first", "second", "third"]);
+      third.gate.resolve();
+      await third.run;
+    });
   });
 });

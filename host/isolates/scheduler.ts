@@ -10,9 +10,15 @@ import { PlatformError } from "../../sdk/values/index.js";
  * slot only while more than `reserved` slots are free; the reserve goes one slot at a time to
  * deployments with nothing running, so tenants whose calls hang or spin cannot fill the host: a
  * deployment arriving with one call finds a slot unless that many other deployments are busy at once.
+ *
+ * Deployments whose isolate was stopped for a limit lately also share
+ * {@link LIMITS.breachedCallsRunning} slots between them (see {@link DeploymentLane.markBreached}):
+ * their threads are the ones that spin and allocate, and the more of them run, the longer a thread
+ * preempted inside the kernel's memory-map lock keeps the host's main thread waiting for it.
  */
 export class FairScheduler {
   private free: number;
+  private breachedFree: number;
   /** Lanes with waiting calls, in the order they get their next turn. */
   private readonly ready: DeploymentLane[] = [];
   /** Set when the host closes: nothing starts any more. */
@@ -22,8 +28,11 @@ export class FairScheduler {
     private readonly slots: number,
     /** Slots kept for deployments with nothing running. */
     private readonly reserved: number,
+    /** Slots shared by the deployments stopped for a limit lately. */
+    breachedSlots: number = LIMITS.breachedCallsRunning,
   ) {
     this.free = slots;
+    this.breachedFree = breachedSlots;
   }
 
   /** Slots taken now (the host's metrics read it). */
@@ -50,10 +59,15 @@ export class FairScheduler {
     for (const lane of this.ready.splice(0)) lane.refuseWaiting();
   }
 
-  /** Takes a slot for a lane with `inFlight` calls running when the rules allow it now. */
-  tryTake(inFlight: number): boolean {
+  /**
+   * Takes a slot for a lane with `inFlight` calls running when the rules allow it now, and for a
+   * breached lane one of the breached deployments' slots too.
+   */
+  tryTake(inFlight: number, breached: boolean): boolean {
     if (this.closed || this.free <= (inFlight === 0 ? 0 : this.reserved)) return false;
+    if (breached && this.breachedFree === 0) return false;
     this.free--;
+    if (breached) this.breachedFree--;
     return true;
   }
 
@@ -63,11 +77,13 @@ export class FairScheduler {
   }
 
   /**
-   * A slot came back: walks the waiting lanes once, in turn, giving each that may take a slot one
-   * call's start; a lane that still waits goes to the back of the line.
+   * A slot came back (with a breached deployments' slot when `breached`): walks the waiting lanes
+   * once, in turn, giving each that may take a slot one call's start; a lane that still waits goes
+   * to the back of the line.
    */
-  release(): void {
+  release(breached: boolean): void {
     this.free++;
+    if (breached) this.breachedFree++;
     for (let turns = this.ready.length; turns > 0 && this.free > 0; turns--) {
       const lane = this.ready.shift() as DeploymentLane;
       if (lane.startNext()) this.ready.push(lane);
@@ -83,7 +99,11 @@ export class FairScheduler {
  */
 export class DeploymentLane {
   private inFlight = 0;
-  private readonly waiting: Array<{ start: () => void; refuse: (error: Error) => void }> = [];
+  /** Until when (ms since epoch) this deployment's calls count as breached. */
+  private breachedUntil = 0;
+  /** Waiting calls; `start` is told whether the slot it got includes a breached deployments' one. */
+  private readonly waiting: Array<{ start: (breached: boolean) => void; refuse: (error: Error) => void }> =
+    [];
 
   constructor(
     private readonly scheduler: FairScheduler,
@@ -98,14 +118,22 @@ export class DeploymentLane {
   /** Runs `work` once this deployment has an execution slot; calls start in the order they came. */
   run<T>(work: () => Promise<T>): Promise<T> {
     if (this.scheduler.closed) return Promise.reject(stopping());
-    if (this.waiting.length === 0 && this.mayTake()) {
-      this.inFlight++;
-      return this.holding(work);
-    }
+    const taken = this.waiting.length === 0 ? this.take() : null;
+    if (taken !== null) return this.holding(work, taken);
     if (this.waiting.length >= LIMITS.deploymentQueuedCalls) return Promise.reject(this.busy());
-    return new Promise<void>((start, refuse) => {
+    return new Promise<boolean>((start, refuse) => {
       if (this.waiting.push({ start, refuse }) === 1) this.scheduler.enqueue(this);
-    }).then(() => this.holding(work));
+    }).then((breached) => this.holding(work, breached));
+  }
+
+  /**
+   * The deployment's isolate was stopped for its CPU or memory limit: for the next
+   * {@link LIMITS.breachPauseMaxMs}, each of its calls also needs one of the slots the breached
+   * deployments share. A handler that breaches once in a while barely notices; twenty tenants that
+   * spin or allocate on purpose cost the host what two do.
+   */
+  markBreached(): void {
+    this.breachedUntil = Date.now() + LIMITS.breachPauseMaxMs;
   }
 
   /** Refuses every waiting call (the host is stopping). */
@@ -113,8 +141,16 @@ export class DeploymentLane {
     for (const call of this.waiting.splice(0)) call.refuse(stopping());
   }
 
-  private mayTake(): boolean {
-    return this.inFlight < LIMITS.deploymentCallsInFlight && this.scheduler.tryTake(this.inFlight);
+  /**
+   * Takes a slot for one call when the rules allow it now: `null` when not, else whether the slot
+   * includes a breached deployments' one (given back with it, even if the mark has expired by then).
+   */
+  private take(): boolean | null {
+    if (this.inFlight >= LIMITS.deploymentCallsInFlight) return null;
+    const breached = Date.now() < this.breachedUntil;
+    if (!this.scheduler.tryTake(this.inFlight, breached)) return null;
+    this.inFlight++;
+    return breached;
   }
 
   /**
@@ -122,37 +158,35 @@ export class DeploymentLane {
    * still wait (the lane stays in line).
    */
   startNext(): boolean {
-    if (this.mayTake()) {
-      this.inFlight++;
-      this.waiting.shift()?.start();
-    }
+    const taken = this.take();
+    if (taken !== null) this.waiting.shift()?.start(taken);
     return this.waiting.length > 0;
   }
 
   /** Runs `work` in a slot already taken, and gives the slot back when it settles. */
-  private holding<T>(work: () => Promise<T>): Promise<T> {
+  private holding<T>(work: () => Promise<T>, breached: boolean): Promise<T> {
     let result: Promise<T>;
     try {
       result = work();
     } catch (error) {
-      this.release();
+      this.release(breached);
       return Promise.reject(error);
     }
     return result.then(
       (value) => {
-        this.release();
+        this.release(breached);
         return value;
       },
       (error: unknown) => {
-        this.release();
+        this.release(breached);
         throw error;
       },
     );
   }
 
-  private release(): void {
+  private release(breached: boolean): void {
     this.inFlight--;
-    this.scheduler.release();
+    this.scheduler.release(breached);
   }
 
   private busy(): PlatformError {

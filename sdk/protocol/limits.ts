@@ -107,6 +107,12 @@ export const LIMITS = {
    */
   breachPauseMs: 1000,
   breachPauseMaxMs: 60_000,
+  /**
+   * Calls that deployments stopped for their CPU or memory limit within the last
+   * `breachPauseMaxMs` may run at once, all such deployments together (each call also needs one of
+   * the host's execution slots); their other calls wait in their own queues. Ours.
+   */
+  breachedCallsRunning: 2,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
   /**
