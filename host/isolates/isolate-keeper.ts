@@ -1,4 +1,4 @@
-import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { BreachPause } from "./breach-pause.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
@@ -31,6 +31,8 @@ export class IsolateKeeper {
   private readonly pause: BreachPause;
   /** The last isolate stopped for a limit, so that its executions count one stop. */
   private lastStopped: CapsuleIsolate | null = null;
+  /** Calls answered since the last stop for a limit (or since this keeper started). */
+  private answeredSinceStop = 0;
   lastUsed = Date.now();
 
   constructor(
@@ -120,9 +122,15 @@ export class IsolateKeeper {
   /**
    * Runs one request in the deployment's isolate (starting one if needed) once its lane gives it an
    * execution slot; refused with `503 unavailable` when too many of its calls already wait, or
-   * while the deployment is paused for stopping again and again (see {@link BreachPause}).
+   * while the deployment is paused for stopping again and again (see {@link BreachPause}); a paused
+   * deployment's calls are refused before they wait for a slot, and again when they get one.
    */
   run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<MeteredResponse> {
+    try {
+      this.pause.check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.lane.run(async () => {
       this.pause.check();
       this.inFlight++;
@@ -130,22 +138,34 @@ export class IsolateKeeper {
       try {
         isolate = this.current() ?? (await this.live());
         this.lastUsed = Date.now();
-        return await isolate.execute(request, onSyscall);
+        const response = await isolate.execute(request, onSyscall);
+        this.answeredSinceStop++;
+        return response;
       } catch (error) {
         // Every execution in flight fails when the isolate is stopped: count the stop once.
         const limit = isolate !== null && isolate !== this.lastStopped && limitStoppedFor(error, isolate);
-        if (limit) {
-          this.lastStopped = isolate;
-          this.pause.stopped();
-          this.lane.markBreached();
-          this.onLimitStop(limit);
-        }
+        if (limit) this.limitStop(isolate as CapsuleIsolate, limit);
         throw error;
       } finally {
         this.inFlight--;
         this.lastUsed = Date.now();
       }
     });
+  }
+
+  /**
+   * Counts a stop for `limit`. The deployment shares the breached deployments' slots for a while
+   * (see {@link DeploymentLane.markBreached}) unless it answered
+   * {@link LIMITS.breachForgivenCalls} calls since its previous stop: an app with a history of
+   * answers that hits a limit once by accident keeps its share, while a deployment whose calls
+   * mostly end at a limit is held to the shared slots from its first stop.
+   */
+  private limitStop(isolate: CapsuleIsolate, limit: "cpu" | "memory"): void {
+    this.lastStopped = isolate;
+    this.pause.stopped();
+    if (this.answeredSinceStop < LIMITS.breachForgivenCalls) this.lane.markBreached();
+    this.answeredSinceStop = 0;
+    this.onLimitStop(limit);
   }
 
   /** Drops the isolate (eviction); the next request starts a new one. */

@@ -129,8 +129,10 @@ export class DeploymentLane {
   /**
    * The deployment's isolate was stopped for its CPU or memory limit: for the next
    * {@link LIMITS.breachPauseMaxMs}, each of its calls also needs one of the slots the breached
-   * deployments share. A handler that breaches once in a while barely notices; twenty tenants that
-   * spin or allocate on purpose cost the host what two do.
+   * deployments share, so twenty tenants stopped for spinning or allocating run two threads, not
+   * twenty. Meanwhile it competes with every other such deployment for those slots, each of which a
+   * call may hold up to the wall-clock limit (the keeper spares deployments with a history of
+   * answers, see {@link LIMITS.breachForgivenCalls}).
    */
   markBreached(): void {
     this.breachedUntil = Date.now() + LIMITS.breachPauseMaxMs;

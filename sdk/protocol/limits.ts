@@ -113,6 +113,11 @@ export const LIMITS = {
    * the host's execution slots); their other calls wait in their own queues. Ours.
    */
   breachedCallsRunning: 2,
+  /**
+   * A deployment that answered this many calls since its previous stop for a limit is not held to
+   * `breachedCallsRunning` by its next stop (an established app unlucky once). Ours.
+   */
+  breachForgivenCalls: 100,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
   /**
