@@ -4,7 +4,11 @@
  * and pushes each its new value (none is refused as `unavailable`), and a call of the deployment
  * made while they run still gets in.
  */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundleCapsule } from "../cli/bundle.js";
 import { LiveQueries } from "../host/live/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
@@ -46,5 +50,95 @@ describe("live-query re-runs", () => {
     expect(errors).toEqual([]);
     expect(live.executions - before).toBe(count);
     expect(buckets.filter((bucket) => JSON.stringify(latest.get(bucket)) !== `["in ${bucket}"]`)).toEqual([]);
+  }, 120_000);
+});
+
+describe("read-your-writes under a steady stream of commits", () => {
+  it("settles once the runs that read after the call's commit pushed, though commits keep coming", async () => {
+    expect((await host.deployFixture("ledger", "ledger")).status).toBe(201);
+    const add = (tag: string) =>
+      host.deployments.call("ledger", {
+        kind: "mutation",
+        name: "add",
+        argsJson: JSON.stringify({ tag }),
+        identity: null,
+      });
+    let latest = -1;
+    await live.subscribe("ledger", "count", "{}", null, {
+      value: (json) => {
+        latest = JSON.parse(json) as number;
+      },
+      error: () => {},
+    });
+    // Writers that keep the subscription's query dirty: a commit lands while each re-run executes.
+    let writing = true;
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; writing; i++) await add(`stream-${w}-${i}`);
+    });
+    try {
+      for (let round = 0; round < 20; round++) {
+        const before = await host.deployments.call("ledger", {
+          kind: "query",
+          name: "count",
+          argsJson: "{}",
+          identity: null,
+        });
+        await add(`mine-${round}`);
+        const settled = await Promise.race([
+          live.settledFor("ledger").then(() => true),
+          new Promise<false>((resolve) => setTimeout(resolve, 30_000, false)),
+        ]);
+        expect(settled, "settledFor() waited for the commits that came after the call's").toBe(true);
+        // A run that read after this commit has pushed: it counted at least this entry too.
+        expect(latest).toBeGreaterThanOrEqual((JSON.parse(before.valueJson) as number) + 1);
+      }
+    } finally {
+      writing = false;
+      await Promise.all(writers);
+    }
+  }, 120_000);
+});
+
+/** A query that counts first and then keeps reading for a while: a run that is stale before it ends. */
+const SLOW_COUNT = `import { capsule, number, table } from "platform/server";
+export default capsule({
+  schema: { entries: table({ n: number() }) },
+  queries: {
+    slowCount: async (ctx) => {
+      const count = await ctx.db.entries.count();
+      for (let i = 0; i < 300; i++) await ctx.db.entries.first();
+      return count;
+    },
+  },
+  mutations: { add: async (ctx) => { await ctx.db.entries.insert({ n: 1 }); } },
+});
+`;
+
+describe("read-your-writes while a stale run executes", () => {
+  it("waits for the run after the one that was executing when the call committed", async () => {
+    const scratch = await mkdtemp(join(tmpdir(), "platform-reruns-"));
+    await mkdir(join(scratch, "server"), { recursive: true });
+    await writeFile(join(scratch, "server", "index.ts"), SLOW_COUNT);
+    const { code } = await bundleCapsule(scratch);
+    await rm(scratch, { recursive: true, force: true });
+    expect((await host.deployCode("slow", code)).status).toBe(201);
+    const add = () =>
+      host.deployments.call("slow", { kind: "mutation", name: "add", argsJson: "{}", identity: null });
+    let latest = -1;
+    await live.subscribe("slow", "slowCount", "{}", null, {
+      value: (json) => {
+        latest = JSON.parse(json) as number;
+      },
+      error: () => {},
+    });
+    for (let round = 1; round <= 5; round++) {
+      const before = live.executions;
+      await add();
+      // A re-run started: it counted (without the next commit) and now reads on for a while.
+      while (live.executions === before) await new Promise((resolve) => setImmediate(resolve));
+      await add();
+      await live.settledFor("slow");
+      expect(latest, `round ${round}`).toBe(2 * round);
+    }
   }, 120_000);
 });

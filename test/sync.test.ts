@@ -1,8 +1,12 @@
 /** `GET /api/sync` over a real WebSocket: subscriptions, pushes on change, read-your-writes mutations. */
 
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
+import { bundleCapsule } from "../cli/bundle.js";
 import { localhostLookup } from "../cli/http.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -98,5 +102,36 @@ it("drops a consumer that stops reading once 4 MiB wait, and frees its subscript
   const { ws, next } = await connect();
   ws.send(JSON.stringify({ type: "subscribe", id: "ok", name: "byBucket", args: { bucket: 4242 } }));
   expect(((await next((m) => m.id === "ok")).value as unknown[]).length).toBeGreaterThan(0);
+  ws.close();
+}, 60_000);
+
+it("answers a mutation without waiting for another tenant's live queries", async () => {
+  // Another deployment whose subscription's query hangs until the wall-clock limit.
+  const scratch = await mkdtemp(join(tmpdir(), "platform-sync-"));
+  await mkdir(join(scratch, "server"), { recursive: true });
+  await writeFile(
+    join(scratch, "server", "index.ts"),
+    `import { capsule } from "platform/server";
+export default capsule({ schema: {}, queries: { hang: async () => new Promise(() => {}) } });
+`,
+  );
+  const { code } = await bundleCapsule(scratch);
+  await rm(scratch, { recursive: true, force: true });
+  expect((await host.deployCode("stuck", code)).status).toBe(201);
+  const before = host.live.executions;
+  let stuckRunEnded = false;
+  const stuck = host.live.subscribe("stuck", "hang", "{}", null, { value: () => {}, error: () => {} });
+  void stuck.then(() => {
+    stuckRunEnded = true;
+  });
+  while (host.live.executions === before) await new Promise((resolve) => setTimeout(resolve, 10));
+
+  const { ws, next } = await connect();
+  ws.send(JSON.stringify({ type: "subscribe", id: "mine", name: "byBucket", args: { bucket: 99 } }));
+  await next((m) => m.id === "mine");
+  ws.send(JSON.stringify({ type: "mutation", id: "m", name: "add", args: { bucket: 99, text: "mine" } }));
+  expect((await next((m) => m.id === "m")).type).toBe("mutationResult");
+  // Answered while the other tenant's run still hangs (it ends only at the 15 s wall-clock limit).
+  expect(stuckRunEnded).toBe(false);
   ws.close();
 }, 60_000);

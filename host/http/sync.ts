@@ -197,7 +197,7 @@ export function attachSync(
         } finally {
           gate?.endWrite();
         }
-        await live.settled();
+        await live.settledFor(deployment);
         // Read-your-writes holds over quota too: results held back go out before the answer.
         sendHeld(false);
         sendText(valueText("mutationResult", id, result.valueJson));

@@ -42,6 +42,11 @@ interface Group {
   executing: boolean;
   /** A commit came while it executed: it runs once more. */
   dirty: boolean;
+  /** Executions started, and finished (their outcome delivered), over the group's life. */
+  started: number;
+  finished: number;
+  /** Callers of {@link LiveQueries.settledFor} waiting for the execution numbered `need` to finish. */
+  waiters: Array<{ need: number; resolve: () => void }>;
 }
 
 /**
@@ -120,6 +125,9 @@ export class LiveQueries {
         subscribers: new Map(),
         executing: false,
         dirty: false,
+        started: 0,
+        finished: 0,
+        waiters: [],
       };
       this.groups.set(key, group);
       let set = this.byDeployment.get(deployment);
@@ -147,9 +155,37 @@ export class LiveQueries {
     };
   }
 
-  /** Resolves once every re-run started so far has pushed its result (read-your-writes). */
+  /**
+   * Resolves once no run of any deployment is due, re-runs asked for meanwhile included (tests
+   * use it; under a steady stream of commits it may never resolve: see {@link settledFor}).
+   */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /**
+   * Resolves once every subscription of `deployment` that a commit made before this call touched
+   * has pushed an outcome read after it (read-your-writes for a mutation's answer): a group
+   * waiting for its turn runs once, one executing now runs once more (the commit made it dirty).
+   * Runs asked for by later commits are not waited for, so neither a steady stream of commits nor
+   * another tenant's slow queries hold the answer back.
+   */
+  settledFor(deployment: string): Promise<void> {
+    const waits: Array<Promise<void>> = [];
+    for (const group of this.byDeployment.get(deployment) ?? []) {
+      if (!group.running) continue;
+      const need = group.started + 1;
+      waits.push(new Promise((resolve) => group.waiters.push({ need, resolve })));
+    }
+    return Promise.all(waits).then(() => {});
+  }
+
+  /** Resolves the waiters of `group` whose execution finished, or all of them once it has none due. */
+  private wake(group: Group, all: boolean): void {
+    if (group.waiters.length === 0) return;
+    const due = all ? group.waiters : group.waiters.filter((waiter) => waiter.need <= group.finished);
+    group.waiters = all ? [] : group.waiters.filter((waiter) => waiter.need > group.finished);
+    for (const waiter of due) waiter.resolve();
   }
 
   private async listen(deployment: string): Promise<void> {
@@ -200,6 +236,7 @@ export class LiveQueries {
         }
         group.executing = true;
         group.dirty = false;
+        group.started++;
         try {
           await this.execute(group);
         } catch (error) {
@@ -207,6 +244,8 @@ export class LiveQueries {
           return;
         } finally {
           group.executing = false;
+          group.finished++;
+          this.wake(group, false);
         }
         // Once more, behind the runs that waited meanwhile.
         if (group.dirty) turns.enqueue(turn);
@@ -216,6 +255,7 @@ export class LiveQueries {
     }).finally(() => {
       group.running = undefined;
       this.pending.delete(run);
+      this.wake(group, true);
     });
     group.running = run;
     this.pending.add(run);
