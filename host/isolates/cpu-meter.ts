@@ -27,11 +27,18 @@ export class CpuMeter {
     private readonly running: SlotTable<RunningExecution>,
   ) {}
 
-  /** Charges the CPU since the last boundary, then records who runs next. */
+  /**
+   * Charges the CPU since the last boundary, then records who runs next. The shared clock is read
+   * only when the stretch that ends or the one that starts is on the isolate's own thread: a
+   * reading may take a sample (a file of `/proc` per isolate thread), which an inline entry, on the
+   * main thread, has no use for.
+   */
   boundary(next: number | null): void {
     const now = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
-    const shared = isolateCpuClock();
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
+    const following = next === null ? undefined : this.running.get(next);
+    const shared =
+      ran?.transport.ownThread || following?.transport.ownThread ? isolateCpuClock() : this.lastShared;
     if (ran) ran.cpuNs += this.used(ran, now, shared);
     this.last = now;
     this.lastShared = shared;
