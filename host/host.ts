@@ -229,6 +229,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     liveIsolates: () => deployments.pool.liveCount(),
     busySlots: () => deployments.pool.busySlots(),
     waitingCalls: () => deployments.pool.waitingCalls(),
+    breachedDeployments: () => deployments.pool.breachedDeployments(),
     liveSubscriptions: () => live.subscriberCounts(),
     quarantinedBundles: () => quarantine.activeCount(),
     codeCache: () => ({ ...deployments.pool.factory.codeCache.counts }),

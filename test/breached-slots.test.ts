@@ -20,6 +20,8 @@ export default capsule({
     ok: async () => "ok",
     hang: async () => new Promise(() => {}),
     spin: async () => { for (;;) {} },
+    // About 90 MiB kept until it returns: above half the 128 MiB heap, under the limit.
+    churn: async () => { const kept = []; for (let i = 0; i < 115; i++) kept.push(new Array(1e5).fill(i)); return kept.length; },
   },
 });
 `;
@@ -57,7 +59,7 @@ describe("deployments stopped for a limit", () => {
     await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
     const { code } = await bundleCapsule(scratch);
     host = await startTestHost();
-    for (const id of ["hog1", "hog2", "newcomer", "established", "good"]) {
+    for (const id of ["hog1", "hog2", "newcomer", "established", "good", "churner"]) {
       expect((await host.deployCode(id, code)).status).toBe(201);
     }
   }, 120_000);
@@ -89,5 +91,20 @@ describe("deployments stopped for a limit", () => {
     // The newcomer's call waits for a shared slot, which the hogs hold until the wall-clock limit.
     expect(await settlesWithin(newcomer, 1000)).toBe(false);
     expect(await hogsStillHang()).toBe(true);
+  }, 120_000);
+
+  it("counts a call on the isolate's thread that leaves the heap above half its limit as a stop", async () => {
+    const held = () => host.deployments.pool.breachedDeployments();
+    expect(held()).not.toContain("churner");
+    // The first run overruns its inline slice and runs again on the isolate's thread; the heap is
+    // read after the answer, off the main thread.
+    const deadline = Date.now() + 30_000;
+    while (!held().includes("churner") && Date.now() < deadline) {
+      const response = await host.call("churner", "query", "churn");
+      expect(response.status, response.text()).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(held()).toContain("churner");
+    expect(held()).not.toContain("good");
   }, 120_000);
 });

@@ -127,6 +127,9 @@ describe("GET /metrics", () => {
       1,
     );
     expect(sample(after, "platform_isolate_limit_breaches_total", { deployment: "m", limit: "cpu" })).toBe(1);
+    // Stopped with fewer than LIMITS.breachForgivenCalls answers before: held to the shared slots.
+    expect(sample(after, "platform_breached_deployments", { deployment: "m" })).toBe(1);
+    expect(sample(after, "platform_breached_deployments", { deployment: "other" })).toBeUndefined();
     // A fresh isolate after the stop, and the other deployment's.
     expect(sample(after, "platform_isolates_started_total")).toBeGreaterThanOrEqual(started + 2);
     expect(sample(after, "platform_isolates_evicted_total", { reason: "capacity" })).toBeGreaterThanOrEqual(

@@ -158,11 +158,17 @@ export class CapsuleIsolate implements InlineHost {
       this.running.delete(requestId);
       transport.ended();
     }
-    return this.response(wire, execution.cpuNs);
+    return this.response(wire, execution.cpuNs, transport.ownThread);
+  }
+
+  /** Bytes the isolate's heap holds now, garbage not yet collected included (asked on its thread). */
+  async heapBytes(): Promise<number> {
+    const stats = await this.isolate.getHeapStatistics();
+    return stats.used_heap_size + stats.externally_allocated_size;
   }
 
   /** The runtime's answer as a response; an answer the runtime could not have given stops the isolate. */
-  private response(wire: unknown, cpuNs: bigint): MeteredResponse {
+  private response(wire: unknown, cpuNs: bigint, onOwnThread: boolean): MeteredResponse {
     const cpuMs = Number(cpuNs) / 1e6;
     if (typeof wire !== "string") throw this.stop("failed");
     if (wire.length > this.limits.resultBytes + 1) {
@@ -174,6 +180,7 @@ export class CapsuleIsolate implements InlineHost {
           message: `The handler's result is larger than ${this.limits.resultBytes} bytes.`,
         },
         cpuMs,
+        onOwnThread,
       };
     }
     let response: MeteredResponse;
@@ -183,6 +190,7 @@ export class CapsuleIsolate implements InlineHost {
       throw this.stop("failed");
     }
     response.cpuMs = cpuMs;
+    response.onOwnThread = onOwnThread;
     return response;
   }
 

@@ -33,6 +33,8 @@ export class IsolateKeeper {
   private lastStopped: CapsuleIsolate | null = null;
   /** Calls answered since the last stop for a limit (or since this keeper started). */
   private answeredSinceStop = 0;
+  /** A heap reading is under way (see weighHeap). */
+  private weighing = false;
   lastUsed = Date.now();
 
   constructor(
@@ -64,6 +66,11 @@ export class IsolateKeeper {
   /** True while a handler of this deployment is in flight. */
   get busy(): boolean {
     return this.inFlight > 0;
+  }
+
+  /** True while the deployment shares the slots of deployments stopped for a limit lately. */
+  get heldToBreachedSlots(): boolean {
+    return this.lane.breached;
   }
 
   /** True when an isolate is loaded. */
@@ -140,6 +147,7 @@ export class IsolateKeeper {
         this.lastUsed = Date.now();
         const response = await isolate.execute(request, onSyscall);
         this.answeredSinceStop++;
+        if (response.onOwnThread) this.weighHeap(isolate);
         return response;
       } catch (error) {
         // Every execution in flight fails when the isolate is stopped: count the stop once.
@@ -166,6 +174,30 @@ export class IsolateKeeper {
     if (this.answeredSinceStop < LIMITS.breachForgivenCalls) this.lane.markBreached();
     this.answeredSinceStop = 0;
     this.onLimitStop(limit);
+  }
+
+  /**
+   * After a call on the isolate's own thread, reads its heap (off the main thread, one reading at a
+   * time): a heap above {@link LIMITS.breachHeapShare} of the memory limit, garbage included, marks
+   * the deployment as if it had been stopped (see {@link DeploymentLane.markBreached}). A handler
+   * that allocates most of its heap and returns just before the limit churns memory as one that
+   * breaches does, and twenty of them would otherwise run twenty such threads at once.
+   */
+  private weighHeap(isolate: CapsuleIsolate): void {
+    if (this.weighing) return;
+    this.weighing = true;
+    isolate
+      .heapBytes()
+      .then(
+        (bytes) => {
+          if (bytes > isolate.limits.memoryMb * 1024 * 1024 * LIMITS.breachHeapShare)
+            this.lane.markBreached();
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.weighing = false;
+      });
   }
 
   /** Drops the isolate (eviction); the next request starts a new one. */

@@ -173,6 +173,11 @@ export class IsolatePool {
     return this.scheduler.waitingCalls();
   }
 
+  /** Deployments whose calls share the slots of those stopped for a limit lately (the metrics read it). */
+  breachedDeployments(): string[] {
+    return [...this.runners].filter(([, runner]) => runner.heldToBreachedSlots).map(([id]) => id);
+  }
+
   /**
    * Evicts the least recently used idle isolates beyond {@link PoolOptions.maxLive}. Runs when an
    * isolate goes live (the only time the count grows) and on each sweep (isolates that were busy

@@ -138,6 +138,11 @@ export class DeploymentLane {
     this.breachedUntil = Date.now() + LIMITS.breachPauseMaxMs;
   }
 
+  /** True while this deployment's calls need one of the breached deployments' slots. */
+  get breached(): boolean {
+    return Date.now() < this.breachedUntil;
+  }
+
   /** Refuses every waiting call (the host is stopping). */
   refuseWaiting(): void {
     for (const call of this.waiting.splice(0)) call.refuse(stopping());
@@ -149,7 +154,7 @@ export class DeploymentLane {
    */
   private take(): boolean | null {
     if (this.inFlight >= LIMITS.deploymentCallsInFlight) return null;
-    const breached = Date.now() < this.breachedUntil;
+    const breached = this.breached;
     if (!this.scheduler.tryTake(this.inFlight, breached)) return null;
     this.inFlight++;
     return breached;

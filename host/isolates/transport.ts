@@ -8,7 +8,8 @@ import type { DispatchResponse } from "../../sdk/protocol/index.js";
 export type SyscallHandler = (op: string, args: unknown) => unknown;
 
 /** A handler's answer with the CPU time it was charged. */
-export type MeteredResponse = DispatchResponse & { cpuMs: number };
+/** A response with what its execution cost: CPU, and whether it ran on the isolate's own thread. */
+export type MeteredResponse = DispatchResponse & { cpuMs: number; onOwnThread: boolean };
 
 /** One handler execution in flight in an isolate, as its isolate and its transport see it. */
 export interface RunningExecution {

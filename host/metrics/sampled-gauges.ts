@@ -21,6 +21,8 @@ export interface MetricSources {
   busySlots(): number;
   /** Calls waiting for an execution slot, by deployment (only deployments with some waiting). */
   waitingCalls(): Iterable<[deployment: string, calls: number]>;
+  /** Deployments held to the slots of those stopped for a limit lately. */
+  breachedDeployments(): Iterable<string>;
   /** Live query subscribers, by deployment. */
   liveSubscriptions(): Iterable<[deployment: string, subscribers: number]>;
   /** Bundles this server process refuses now because they crashed an earlier one. */
@@ -84,6 +86,18 @@ export function watchSources(registry: Registry, sources: MetricSources): void {
     registers,
     collect() {
       setAll(this, sources.waitingCalls());
+    },
+  });
+  new Gauge({
+    name: "platform_breached_deployments",
+    help: "Deployments whose calls share the few slots of those stopped for a limit lately (1 each).",
+    labelNames: ["deployment"],
+    registers,
+    collect() {
+      setAll(
+        this,
+        [...sources.breachedDeployments()].map((id): [string, number] => [id, 1]),
+      );
     },
   });
   new Gauge({

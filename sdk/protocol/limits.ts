@@ -118,6 +118,11 @@ export const LIMITS = {
    * `breachedCallsRunning` by its next stop (an established app unlucky once). Ours.
    */
   breachForgivenCalls: 100,
+  /**
+   * A call on its isolate's own thread that leaves the heap above this share of the memory limit
+   * (garbage included) counts as a stop for `breachedCallsRunning` (not for the pause). Ours.
+   */
+  breachHeapShare: 0.5,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
   /**
