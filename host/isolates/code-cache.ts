@@ -20,9 +20,12 @@ export interface CodeCacheCounts {
   refreshed: number;
 }
 
-/** What is compiled: the platform runtime, or a capsule bundle, with its content hash. */
+/**
+ * What is compiled, with its content hash: the platform runtime, the runtime as cached after a
+ * warm-up of the platform's own (runtime-warm-up.ts), or a capsule bundle.
+ */
 export interface CompiledSource {
-  kind: "runtime" | "capsule";
+  kind: "runtime" | "warmed-runtime" | "capsule";
   /** The content hash of the code (sha256 hex); for a capsule, its artifact hash. */
   hash: string;
   /**

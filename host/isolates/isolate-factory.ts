@@ -3,6 +3,7 @@ import type { CodeCache } from "./code-cache.js";
 import type { InlineStanding } from "./inline/index.js";
 import { type BlankIsolate, createBlankIsolate } from "./isolate-loader.js";
 import type { IsolateLimits } from "./limits.js";
+import { warmRuntimeCache } from "./runtime-warm-up.js";
 
 /** How long after a cold start the next spare is made (ms). */
 const SPARE_DELAY_MS = 20;
@@ -16,6 +17,8 @@ const SPARE_DELAY_MS = 20;
  */
 export class IsolateFactory {
   private spare: BlankIsolate | null = null;
+  /** The runtime's code cache warm-up, once per factory. */
+  private warmed: Promise<void> | undefined;
   private making = false;
   private closed = false;
 
@@ -55,11 +58,16 @@ export class IsolateFactory {
     return this.spare !== null && !this.spare.isolate.isDisposed;
   }
 
-  /** Makes the spare (none until the host's first cold start: start-up stays lazy). */
+  /**
+   * Makes the spare (none until the host's first cold start: start-up stays lazy), after warming
+   * the runtime's code cache the first time (runtime-warm-up.ts), so the spare's runtime comes from it.
+   */
   private refill(): void {
     if (!this.keepSpare || this.closed || this.making || this.spare) return;
     this.making = true;
-    createBlankIsolate(this.limits, this.codeCache)
+    this.warmed ??= warmRuntimeCache(this.limits, this.codeCache).catch(() => {});
+    this.warmed
+      .then(() => createBlankIsolate(this.limits, this.codeCache))
       .then((blank) => {
         if (this.closed) blank.isolate.dispose();
         else this.spare = blank;

@@ -1,7 +1,7 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { CodeCache } from "./code-cache.js";
+import { type CacheKeys, CodeCache } from "./code-cache.js";
 import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
 import { reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
@@ -88,6 +88,28 @@ export interface BlankIsolate extends LoadedIsolate {
   memoryMb: number;
 }
 
+/**
+ * Where the runtime's compile looks for a cache: the one made after a warm-up in an isolate no
+ * tenant code ran in (runtime-warm-up.ts), then the compile-time one.
+ */
+function runtimeCacheKeys(runtimeHash: string): CacheKeys {
+  return {
+    compiled: CodeCache.key({ kind: "runtime", hash: runtimeHash }, runtimeHash),
+    ran: CodeCache.key({ kind: "warmed-runtime", hash: runtimeHash }, runtimeHash),
+  };
+}
+
+/**
+ * Makes the runtime's warmed cache from `isolate`, where the runtime has dispatched a built-in
+ * capsule's calls and nothing else ran: V8 then serializes the runtime's functions those calls
+ * compiled, which every cold start would otherwise compile again on its first call.
+ */
+export async function refreshRuntimeCache(isolate: ivm.Isolate, cache: CodeCache): Promise<void> {
+  const runtime = await loadRuntimeScript();
+  const key = runtimeCacheKeys(runtime.hash).ran as string;
+  await cache.refresh(isolate, async () => runtime.code, key, RUNTIME_FILENAME);
+}
+
 /** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
 export async function createBlankIsolate(
   limits: IsolateLimits,
@@ -119,8 +141,12 @@ export async function createBlankIsolate(
       [bridge, post, done],
     );
     const runtime = await loadRuntimeScript();
-    const runtimeKey = CodeCache.key({ kind: "runtime", hash: runtime.hash }, runtime.hash);
-    const compiled = await cache.compile(isolate, runtime.code, { compiled: runtimeKey }, RUNTIME_FILENAME);
+    const compiled = await cache.compile(
+      isolate,
+      runtime.code,
+      runtimeCacheKeys(runtime.hash),
+      RUNTIME_FILENAME,
+    );
     await compiled.script.run(context, { timeout: STARTUP_TIMEOUT_MS });
     lap("runtime");
     const entry = async (name: string) => {
