@@ -219,7 +219,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
         throw error;
       });
   } catch (error) {
-    deployments.close();
+    await deployments.close();
     await db.close();
     throw error;
   }
@@ -271,7 +271,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       live.close();
       await metricsServer?.close();
       await running.close();
-      deployments.close();
+      await deployments.close();
       await db.close();
     },
   };

@@ -221,8 +221,8 @@ export class DeploymentService {
     return upgradeGuest(this, record, guestUserId, account, retirement);
   }
 
-  /** Stops every isolate. */
-  close(): void {
-    this.pool.close();
+  /** Stops every isolate; resolves once no isolate work is left in flight. */
+  close(): Promise<void> {
+    return this.pool.close();
   }
 }

@@ -19,6 +19,8 @@ export class IsolateFactory {
   private spare: BlankIsolate | null = null;
   /** The runtime's code cache warm-up, once per factory. */
   private warmed: Promise<void> | undefined;
+  /** The last refill (warm-up, then the spare), until it settles. */
+  private refilling: Promise<void> | undefined;
   private making = false;
   private closed = false;
 
@@ -66,11 +68,11 @@ export class IsolateFactory {
     if (!this.keepSpare || this.closed || this.making || this.spare) return;
     this.making = true;
     this.warmed ??= warmRuntimeCache(this.limits, this.codeCache).catch(() => {});
-    this.warmed
-      .then(() => createBlankIsolate(this.limits, this.codeCache))
+    this.refilling = this.warmed
+      .then(() => (this.closed ? undefined : createBlankIsolate(this.limits, this.codeCache)))
       .then((blank) => {
-        if (this.closed) blank.isolate.dispose();
-        else this.spare = blank;
+        if (this.closed) blank?.isolate.dispose();
+        else if (blank) this.spare = blank;
       })
       .catch(() => {})
       .finally(() => {
@@ -88,5 +90,15 @@ export class IsolateFactory {
   close(): void {
     this.closed = true;
     this.take()?.isolate.dispose();
+  }
+
+  /**
+   * Resolves once the work started before {@link close} is over: the warm-up or the spare being made
+   * (an isolate still working on its thread when the process exits can crash it) and the code
+   * cache's file writes (a host's data folder may be removed next).
+   */
+  async settled(): Promise<void> {
+    await this.refilling;
+    await this.codeCache.settled();
   }
 }

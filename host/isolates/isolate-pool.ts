@@ -220,12 +220,14 @@ export class IsolatePool {
   }
 
   /** Stops every isolate. */
-  close(): void {
+  /** Stops every isolate; resolves once the factory's work in flight is over (see IsolateFactory.settled). */
+  async close(): Promise<void> {
     this.scheduler.close();
     clearInterval(this.sweeper);
     clearInterval(this.threadLook);
     for (const runner of this.runners.values()) runner.stop();
     this.runners.clear();
     this.factory.close();
+    await this.factory.settled();
   }
 }
