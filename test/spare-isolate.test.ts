@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PlatformHost, startHost } from "../host/host.js";
 import { type ColdStartPhase, traceColdStarts } from "../host/isolates/cold-start-trace.js";
+import { isPlatformError } from "../sdk/values/index.js";
 import { fixtureCode } from "./helpers/host.js";
 
 let dir: string;
@@ -58,5 +59,24 @@ describe("the spare isolate", () => {
     for (let i = 0; i < 1000 && !factory.spareReady; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(factory.spareReady).toBe(true);
+  });
+
+  it("frees the isolate of a cold start that ends after its deployment was stopped, failing its call", async () => {
+    await host.deployments.deploy("gone", { code: await fixtureCode("todo") });
+    const runner = host.deployments.pool.runner("gone", (await host.deployments.require("gone")).artifact);
+    await runner.evict();
+    // The deployment is removed (as a delete does) while its cold start is under way.
+    traceColdStarts((phase) => {
+      if (phase === "artifact") host.deployments.pool.remove("gone");
+    });
+    const failure = await host.deployments
+      .call("gone", { kind: "query", name: "list", argsJson: "{}", identity: null })
+      .then(
+        () => null,
+        (error: unknown) => error,
+      )
+      .finally(() => traceColdStarts(null));
+    expect(isPlatformError(failure, "unavailable")).toBe(true);
+    expect(runner.isLive).toBe(false);
   });
 });

@@ -252,14 +252,14 @@ export class CapsuleIsolate implements InlineHost {
   /**
    * Frees an idle isolate (an eviction), after it has refreshed its deployment's code cache from
    * what it ran so the next cold start compiles less; `code` gives the capsule's code (read only
-   * if needed).
+   * if needed). Resolves once the isolate is freed.
    */
-  retire(code: () => Promise<string>): void {
+  retire(code: () => Promise<string>): Promise<void> {
     if (this.isDisposed || this.running.size > 0) {
       this.dispose();
-      return;
+      return Promise.resolve();
     }
-    void this.refreshCaches(code)
+    return this.refreshCaches(code)
       .catch(() => {})
       .finally(() => this.dispose());
   }

@@ -133,8 +133,9 @@ export class CodeCache {
    * {@link compile} and ran it: compiling the same code again there is answered from the isolate's
    * own compilation, and V8 then serializes every function compiled so far, not only the top level
    * (a cache made at compile time leaves the rest to be compiled by each cold start). Once per key.
-   * The tenant's code ran in `isolate`, so `key` must be scoped to its deployment: such a cache is
-   * never handed to another tenant's isolate.
+   * When a tenant's code ran in `isolate`, `key` must be scoped to its deployment, so that such a
+   * cache is never handed to another tenant's isolate; only an isolate where nothing but the
+   * platform's own code ran (runtime-warm-up.ts) may refresh an unscoped key.
    */
   async refresh(isolate: ivm.Isolate, code: () => Promise<string>, key: string, filename: string) {
     if (this.memory.has(key) || this.refreshing.has(key)) return;
@@ -203,9 +204,9 @@ export class CodeCache {
     await this.files?.purgeDeployment(id);
   }
 
-  /** Resolves once the cache files being written now are written (a closing host, tests). */
+  /** Resolves once no cache file is being written, those started meanwhile included (a closing host, tests). */
   async settled(): Promise<void> {
-    await Promise.all(this.writes);
+    while (this.writes.size > 0) await Promise.all(this.writes);
   }
 
   private drop(key: string): void {

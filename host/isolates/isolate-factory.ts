@@ -1,6 +1,6 @@
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import type { CodeCache } from "./code-cache.js";
-import type { InlineStanding } from "./inline/index.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy, type InlineStanding } from "./inline/index.js";
 import { type BlankIsolate, createBlankIsolate } from "./isolate-loader.js";
 import type { IsolateLimits } from "./limits.js";
 import { warmRuntimeCache } from "./runtime-warm-up.js";
@@ -29,6 +29,8 @@ export class IsolateFactory {
     readonly codeCache: CodeCache,
     /** Whether to keep a blank isolate ready. */
     private readonly keepSpare: boolean,
+    /** The host's inline policy, which the runtime warm-up's call follows as a first call would. */
+    private readonly inlinePolicy: InlinePolicy = DEFAULT_INLINE_POLICY,
   ) {}
 
   /**
@@ -67,7 +69,7 @@ export class IsolateFactory {
   private refill(): void {
     if (!this.keepSpare || this.closed || this.making || this.spare) return;
     this.making = true;
-    this.warmed ??= warmRuntimeCache(this.limits, this.codeCache).catch(() => {});
+    this.warmed ??= warmRuntimeCache(this.limits, this.codeCache, this.inlinePolicy).catch(() => {});
     this.refilling = this.warmed
       .then(() => (this.closed ? undefined : createBlankIsolate(this.limits, this.codeCache)))
       .then((blank) => {

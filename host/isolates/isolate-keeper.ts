@@ -1,5 +1,5 @@
 import { type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
-import { isPlatformError } from "../../sdk/values/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { BreachPause } from "./breach-pause.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
@@ -35,6 +35,8 @@ export class IsolateKeeper {
   private answeredSinceStop = 0;
   /** A heap reading is under way (see weighHeap). */
   private weighing = false;
+  /** Set by {@link stop}: an isolate that finishes starting afterwards is freed at once. */
+  private stopped = false;
   lastUsed = Date.now();
 
   constructor(
@@ -113,9 +115,16 @@ export class IsolateKeeper {
           this.starting = null;
         });
     }
-    this.isolate = await this.starting;
+    const started = await this.starting;
+    if (this.stopped) {
+      started.dispose();
+      throw new PlatformError("unavailable", `Deployment ${this.deploymentId} was stopped. Retry in 1 s.`, {
+        retryAfterSeconds: 1,
+      });
+    }
+    this.isolate = started;
     this.onLive();
-    return this.isolate;
+    return started;
   }
 
   /** Installs an already-loaded isolate (the deploy pipeline's probe), replacing the current one. */
@@ -201,14 +210,18 @@ export class IsolateKeeper {
   }
 
   /** Drops the isolate (eviction); the next request starts a new one. */
-  evict(): void {
+  evict(): Promise<void> {
     const isolate = this.isolate;
     this.isolate = null;
-    isolate?.retire(() => this.loadArtifact(isolate.artifact));
+    return isolate ? isolate.retire(() => this.loadArtifact(isolate.artifact)) : Promise.resolve();
   }
 
-  /** Drops the isolate at once, without refreshing its code caches (a deleted deployment, a closing host). */
+  /**
+   * Drops the isolate at once, without refreshing its code caches (a deleted deployment, a closing
+   * host); a cold start still under way is freed when it ends, and its calls fail.
+   */
   stop(): void {
+    this.stopped = true;
     this.isolate?.dispose();
     this.isolate = null;
   }

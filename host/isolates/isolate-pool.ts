@@ -71,6 +71,8 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
  */
 export class IsolatePool {
   private readonly runners = new Map<string, IsolateKeeper>();
+  /** Isolate work that outlives its call (evictions' cache refreshes, purges), for {@link close}. */
+  private readonly inFlight = new Set<Promise<void>>();
   /** Each deployment's inline standing, shared by its runner and its deploy probes. */
   private readonly standings = new Map<string, InlineStanding>();
   private readonly scheduler: FairScheduler;
@@ -98,7 +100,12 @@ export class IsolatePool {
     this.overruns = new InlineOverrunBudget(this.options.inline);
     const dir = this.options.codeCacheDir;
     const codeCache = new CodeCache(dir === null ? null : new CodeCacheFiles(dir));
-    this.factory = new IsolateFactory(this.options.limits, codeCache, this.options.spareIsolate);
+    this.factory = new IsolateFactory(
+      this.options.limits,
+      codeCache,
+      this.options.spareIsolate,
+      this.options.inline,
+    );
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
     trackIsolateThreadsFromNow(this.options.isolateThreadNice);
@@ -189,7 +196,7 @@ export class IsolatePool {
     for (const runner of this.runners.values()) {
       if (live <= this.options.maxLive) break;
       if (runner.isLive && !runner.busy) {
-        runner.evict();
+        this.track(runner.evict());
         this.observer.isolateEvicted("capacity");
         live--;
       }
@@ -201,7 +208,7 @@ export class IsolatePool {
     const cutoff = Date.now() - this.options.idleMs;
     for (const runner of this.runners.values())
       if (runner.isLive && !runner.busy && runner.lastUsed < cutoff) {
-        runner.evict();
+        this.track(runner.evict());
         this.observer.isolateEvicted("idle");
       }
   }
@@ -211,7 +218,13 @@ export class IsolatePool {
     this.runners.get(deploymentId)?.stop();
     this.runners.delete(deploymentId);
     this.standings.delete(deploymentId);
-    void this.purgeCodeCaches(deploymentId).catch(() => {});
+    this.track(this.purgeCodeCaches(deploymentId));
+  }
+
+  /** Keeps `work` (an eviction's cache refresh, a purge) until it settles, for {@link close}. */
+  private track(work: Promise<void>): void {
+    const kept = work.catch(() => {}).finally(() => this.inFlight.delete(kept));
+    this.inFlight.add(kept);
   }
 
   /** Removes the code caches scoped to a deployment (see {@link CodeCache.purgeDeployment}). */
@@ -219,8 +232,11 @@ export class IsolatePool {
     return this.factory.codeCache.purgeDeployment(deploymentId);
   }
 
-  /** Stops every isolate. */
-  /** Stops every isolate; resolves once the factory's work in flight is over (see IsolateFactory.settled). */
+  /**
+   * Stops every isolate; resolves once no isolate work started before is in flight: evictions'
+   * cache refreshes, purges, and the factory's warm-up and spare (see IsolateFactory.settled). An
+   * isolate still working on its thread when the process exits can crash it.
+   */
   async close(): Promise<void> {
     this.scheduler.close();
     clearInterval(this.sweeper);
@@ -228,6 +244,7 @@ export class IsolatePool {
     for (const runner of this.runners.values()) runner.stop();
     this.runners.clear();
     this.factory.close();
+    await Promise.all(this.inFlight);
     await this.factory.settled();
   }
 }

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import type { CodeCache } from "./code-cache.js";
-import { DEFAULT_INLINE_POLICY, InlineStanding } from "./inline/index.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
 import { refreshRuntimeCache } from "./isolate-loader.js";
 import type { IsolateLimits } from "./limits.js";
 
@@ -21,14 +21,19 @@ const noSyscalls = () => null;
 
 /**
  * Warms the runtime's code cache once: in an isolate of the platform's own (no tenant code ever
- * runs in it), the built-in capsule answers a call inline, as a cold start's first call is, then the
+ * runs in it), the built-in capsule answers a call as a cold start's first call would be answered
+ * under the host's inline `policy` (inline, unless the host turned that off), then the
  * runtime is compiled again there to produce a cache of every function those calls compiled (see
  * refreshRuntimeCache). Isolates made afterwards compile the runtime from it, so a cold start's
  * first call does not compile the runtime's dispatch path again. A failure leaves the compile-time
  * cache in use.
  */
-export async function warmRuntimeCache(limits: IsolateLimits, cache: CodeCache): Promise<void> {
-  const standing = new InlineStanding(DEFAULT_INLINE_POLICY);
+export async function warmRuntimeCache(
+  limits: IsolateLimits,
+  cache: CodeCache,
+  policy: InlinePolicy = DEFAULT_INLINE_POLICY,
+): Promise<void> {
+  const standing = new InlineStanding(policy);
   const isolate = await CapsuleIsolate.create(WARM_UP_CAPSULE, WARM_UP_ARTIFACT, limits, standing, { cache });
   try {
     const request = {

@@ -227,10 +227,17 @@ export class LiveQueries {
       this.queues.set(group.deployment, queue);
     }
     const turns = queue;
-    const run = new Promise<void>((resolve, reject) => {
+    // The group stops being due in the same step its run settles: a commit arriving in between
+    // would otherwise find it still running but not executing, and be neither run nor noted.
+    const finishRun = () => {
+      if (group.running === run) group.running = undefined;
+      this.wake(group, true);
+    };
+    const run: Promise<void> = new Promise<void>((resolve, reject) => {
       const turn = async (): Promise<void> => {
         // Everyone left while it waited for its turn: nobody to tell.
         if (group.subscribers.size === 0) {
+          finishRun();
           resolve();
           return;
         }
@@ -240,6 +247,8 @@ export class LiveQueries {
         try {
           await this.execute(group);
         } catch (error) {
+          group.executing = false;
+          finishRun();
           reject(error);
           return;
         } finally {
@@ -249,13 +258,14 @@ export class LiveQueries {
         }
         // Once more, behind the runs that waited meanwhile.
         if (group.dirty) turns.enqueue(turn);
-        else resolve();
+        else {
+          finishRun();
+          resolve();
+        }
       };
       turns.enqueue(turn);
     }).finally(() => {
-      group.running = undefined;
       this.pending.delete(run);
-      this.wake(group, true);
     });
     group.running = run;
     this.pending.add(run);
