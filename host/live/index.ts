@@ -1,2 +1,3 @@
 /** `host/live`: live queries (subscriptions re-run by read-set / write-set intersection). */
-export { type LiveObserver, LiveQueries, type Subscriber } from "./live-queries.js";
+export type { QueryFailure, Subscriber } from "./group.js";
+export { type LiveObserver, LiveQueries } from "./live-queries.js";

@@ -2,52 +2,9 @@ import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
+import { type Group, nextRunOf, type Subscriber, wakeWaiters } from "./group.js";
 import { ReadSetIndex } from "./read-set-index.js";
 import { RerunQueue } from "./rerun-queue.js";
-
-/** A failed run as subscribers see it. */
-export interface QueryFailure {
-  code: string;
-  message: string;
-}
-
-/**
- * Receives a subscription's outcomes: the current one once when it joins, then each new one.
- * An error is an outcome like a value: a later success replaces it (even with the old value).
- */
-export interface Subscriber {
-  /** The query's result (JSON) is now this. */
-  value(valueJson: string): void;
-  /** The query now fails; it runs again when what it read changes. */
-  error(error: QueryFailure): void;
-}
-
-/** The latest outcome of a shared subscription: exactly one of the two is set. Never mutated. */
-interface Outcome {
-  valueJson?: string;
-  error?: QueryFailure;
-}
-
-interface Group {
-  deployment: string;
-  name: string;
-  argsJson: string;
-  identity: BridgeIdentity | null;
-  outcome?: Outcome;
-  /** Each subscriber with the outcome it was last given (undefined: nothing yet). */
-  subscribers: Map<Subscriber, Outcome | undefined>;
-  /** Set from the moment a run is asked for (it may wait for its turn) until none is due. */
-  running?: Promise<void> | undefined;
-  /** A run is executing now (not merely waiting for its turn). */
-  executing: boolean;
-  /** A commit came while it executed: it runs once more. */
-  dirty: boolean;
-  /** Executions started, and finished (their outcome delivered), over the group's life. */
-  started: number;
-  finished: number;
-  /** Callers of {@link LiveQueries.settledFor} waiting for the execution numbered `need` to finish. */
-  waiters: Array<{ need: number; resolve: () => void }>;
-}
 
 /**
  * What live queries report, for the host's metrics: an interface of this layer (the metrics
@@ -173,19 +130,9 @@ export class LiveQueries {
   settledFor(deployment: string): Promise<void> {
     const waits: Array<Promise<void>> = [];
     for (const group of this.byDeployment.get(deployment) ?? []) {
-      if (!group.running) continue;
-      const need = group.started + 1;
-      waits.push(new Promise((resolve) => group.waiters.push({ need, resolve })));
+      if (group.running) waits.push(nextRunOf(group));
     }
     return Promise.all(waits).then(() => {});
-  }
-
-  /** Resolves the waiters of `group` whose execution finished, or all of them once it has none due. */
-  private wake(group: Group, all: boolean): void {
-    if (group.waiters.length === 0) return;
-    const due = all ? group.waiters : group.waiters.filter((waiter) => waiter.need <= group.finished);
-    group.waiters = all ? [] : group.waiters.filter((waiter) => waiter.need > group.finished);
-    for (const waiter of due) waiter.resolve();
   }
 
   private async listen(deployment: string): Promise<void> {
@@ -231,7 +178,7 @@ export class LiveQueries {
     // would otherwise find it still running but not executing, and be neither run nor noted.
     const finishRun = () => {
       if (group.running === run) group.running = undefined;
-      this.wake(group, true);
+      wakeWaiters(group, true);
     };
     const run: Promise<void> = new Promise<void>((resolve, reject) => {
       const turn = async (): Promise<void> => {
@@ -254,7 +201,7 @@ export class LiveQueries {
         } finally {
           group.executing = false;
           group.finished++;
-          this.wake(group, false);
+          wakeWaiters(group, false);
         }
         // Once more, behind the runs that waited meanwhile.
         if (group.dirty) turns.enqueue(turn);

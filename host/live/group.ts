@@ -1,0 +1,67 @@
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+
+/** A failed run as subscribers see it. */
+export interface QueryFailure {
+  code: string;
+  message: string;
+}
+
+/**
+ * Receives a subscription's outcomes: the current one once when it joins, then each new one.
+ * An error is an outcome like a value: a later success replaces it (even with the old value).
+ */
+export interface Subscriber {
+  /** The query's result (JSON) is now this. */
+  value(valueJson: string): void;
+  /** The query now fails; it runs again when what it read changes. */
+  error(error: QueryFailure): void;
+}
+
+/** The latest outcome of a shared subscription: exactly one of the two is set. Never mutated. */
+export interface Outcome {
+  valueJson?: string;
+  error?: QueryFailure;
+}
+
+/**
+ * One shared subscription (same query, arguments and caller): its latest outcome, its subscribers,
+ * the run due for it, and the callers waiting for its next run (see {@link nextRunOf}).
+ */
+export interface Group {
+  deployment: string;
+  name: string;
+  argsJson: string;
+  identity: BridgeIdentity | null;
+  outcome?: Outcome;
+  /** Each subscriber with the outcome it was last given (undefined: nothing yet). */
+  subscribers: Map<Subscriber, Outcome | undefined>;
+  /** Set from the moment a run is asked for (it may wait for its turn) until none is due. */
+  running?: Promise<void> | undefined;
+  /** A run is executing now (not merely waiting for its turn). */
+  executing: boolean;
+  /** A commit came while it executed: it runs once more. */
+  dirty: boolean;
+  /** Executions started, and finished (their outcome delivered), over the group's life. */
+  started: number;
+  finished: number;
+  /** Callers waiting for the execution numbered `need` to finish (see {@link nextRunOf}). */
+  waiters: Array<{ need: number; resolve: () => void }>;
+}
+
+/**
+ * Resolves once `group` has finished an execution that started after this call: the one waiting
+ * for its turn, or, when one is executing now (read before a commit that made it dirty), the one
+ * after it; or once no run is due for it any more.
+ */
+export function nextRunOf(group: Group): Promise<void> {
+  const need = group.started + 1;
+  return new Promise((resolve) => group.waiters.push({ need, resolve }));
+}
+
+/** Resolves the waiters of `group` whose execution finished, or all of them once it has none due. */
+export function wakeWaiters(group: Group, all: boolean): void {
+  if (group.waiters.length === 0) return;
+  const due = all ? group.waiters : group.waiters.filter((waiter) => waiter.need <= group.finished);
+  group.waiters = all ? [] : group.waiters.filter((waiter) => waiter.need > group.finished);
+  for (const waiter of due) waiter.resolve();
+}
