@@ -163,8 +163,12 @@ export class CapsuleIsolate implements InlineHost {
 
   /** Bytes the isolate's heap holds now, garbage not yet collected included (asked on its thread). */
   async heapBytes(): Promise<number> {
-    const stats = await this.isolate.getHeapStatistics();
-    return stats.used_heap_size + stats.externally_allocated_size;
+    return heldBytes(await this.isolate.getHeapStatistics());
+  }
+
+  /** {@link heapBytes}, read at once on the calling thread (it waits for the isolate's lock). */
+  heapBytesSync(): number {
+    return heldBytes(this.isolate.getHeapStatisticsSync());
   }
 
   /** The runtime's answer as a response; an answer the runtime could not have given stops the isolate. */
@@ -270,4 +274,9 @@ export class CapsuleIsolate implements InlineHost {
     this.watchdog = null;
     this.stop("stopped");
   }
+}
+
+/** What a heap holds: its objects (garbage not yet collected included) and its external memory. */
+function heldBytes(stats: ivm.HeapStatistics): number {
+  return stats.used_heap_size + stats.externally_allocated_size;
 }

@@ -19,9 +19,8 @@ export class IsolateFactory {
   private spare: BlankIsolate | null = null;
   /** The runtime's code cache warm-up, once per factory. */
   private warmed: Promise<void> | undefined;
-  /** The last refill (warm-up, then the spare), until it settles. */
+  /** The refill under way (warm-up, then the spare); undefined when none is. */
   private refilling: Promise<void> | undefined;
-  private making = false;
   private closed = false;
 
   constructor(
@@ -67,8 +66,7 @@ export class IsolateFactory {
    * the runtime's code cache the first time (runtime-warm-up.ts), so the spare's runtime comes from it.
    */
   private refill(): void {
-    if (!this.keepSpare || this.closed || this.making || this.spare) return;
-    this.making = true;
+    if (!this.keepSpare || this.closed || this.refilling || this.spare) return;
     this.warmed ??= warmRuntimeCache(this.limits, this.codeCache, this.inlinePolicy).catch(() => {});
     this.refilling = this.warmed
       .then(() => (this.closed ? undefined : createBlankIsolate(this.limits, this.codeCache)))
@@ -78,7 +76,7 @@ export class IsolateFactory {
       })
       .catch(() => {})
       .finally(() => {
-        this.making = false;
+        this.refilling = undefined;
       });
   }
 

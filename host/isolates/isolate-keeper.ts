@@ -87,9 +87,7 @@ export class IsolateKeeper {
 
   /** Heap bytes (used and external) of the live isolate, 0 when none is live; benchmarks report it. */
   heapBytes(): number {
-    if (!this.isLive) return 0;
-    const stats = (this.isolate as CapsuleIsolate).isolate.getHeapStatisticsSync();
-    return stats.used_heap_size + stats.externally_allocated_size;
+    return this.isLive ? (this.isolate as CapsuleIsolate).heapBytesSync() : 0;
   }
 
   /** The loaded isolate when it runs the current artifact, else `null`. */

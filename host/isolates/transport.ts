@@ -7,7 +7,6 @@ import type { DispatchResponse } from "../../sdk/protocol/index.js";
  */
 export type SyscallHandler = (op: string, args: unknown) => unknown;
 
-/** A handler's answer with the CPU time it was charged. */
 /** A response with what its execution cost: CPU, and whether it ran on the isolate's own thread. */
 export type MeteredResponse = DispatchResponse & { cpuMs: number; onOwnThread: boolean };
 

@@ -194,7 +194,6 @@ export class LiveQueries {
         try {
           await this.execute(group);
         } catch (error) {
-          group.executing = false;
           finishRun();
           reject(error);
           return;
