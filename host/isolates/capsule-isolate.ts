@@ -61,7 +61,7 @@ export class CapsuleIsolate implements InlineHost {
     private readonly refreshCaches: LoadedCapsule["refreshCaches"],
     readonly artifact: string,
     readonly limits: IsolateLimits,
-    standing: InlineStanding,
+    private readonly standing: InlineStanding,
   ) {
     this.meter = new CpuMeter(isolate, this.running);
     this.threaded = new ThreadedTransport(runtime.dispatch, this.running, this.meter, limits.wallMs);
@@ -158,6 +158,7 @@ export class CapsuleIsolate implements InlineHost {
       this.running.delete(requestId);
       transport.ended();
     }
+    if (request.kind !== "declare") this.standing.noteExecution(execution.cpuNs);
     return this.response(wire, execution.cpuNs, transport.ownThread);
   }
 

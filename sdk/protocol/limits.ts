@@ -123,6 +123,13 @@ export const LIMITS = {
    * (garbage included) counts as a stop for `breachedCallsRunning` (not for the pause). Ours.
    */
   breachHeapShare: 0.5,
+  /**
+   * Milliseconds one turn of the host's event loop may spend entering isolates inline, all
+   * deployments together, before the rest wait for the next turn (one entry always goes in).
+   * Ours: a light tenant's request waits for about this plus one entry, however many tenants are
+   * busy.
+   */
+  inlineTurnMs: 4,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
   /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_INLINE_POLICY, nextCooldownMs } from "./policy.js";
+import { DEFAULT_INLINE_POLICY, InlineStanding, nextCooldownMs } from "./policy.js";
 
 const policy = { ...DEFAULT_INLINE_POLICY, cooldownMs: 1000, maxCooldownMs: 8000 };
 
@@ -13,5 +13,41 @@ describe("inline cool-downs", () => {
     expect(nextCooldownMs(policy, { endedAt: 9000, cooldownMs: 8000 }, 9500)).toBe(8000);
     // Quiet for the longest cool-down: back to the first one.
     expect(nextCooldownMs(policy, { endedAt: 9000, cooldownMs: 8000 }, 17_000)).toBe(1000);
+  });
+});
+
+describe("heavy handlers", () => {
+  it("leave the main thread once their average execution is over heavyMs, and come back below half of it", () => {
+    const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, heavyMs: 2 });
+    standing.noteExecution(100_000n);
+    expect(standing.allowed).toBe(true);
+    // One 20 ms execution among light ones moves the average to about 4 ms: heavy.
+    standing.noteExecution(20_000_000n);
+    expect(standing.allowed).toBe(false);
+    // Light executions bring it down; between 1 and 2 ms it stays where it was.
+    const lightUntil = (allowed: boolean) => {
+      let executions = 0;
+      while (standing.allowed !== allowed && executions < 100) {
+        standing.noteExecution(100_000n);
+        executions++;
+      }
+      return executions;
+    };
+    expect(lightUntil(true)).toBeGreaterThan(3);
+    expect(standing.allowed).toBe(true);
+  });
+
+  it("a first execution over heavyMs is enough", () => {
+    const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, heavyMs: 2 });
+    standing.noteExecution(3_000_000n);
+    expect(standing.allowed).toBe(false);
+  });
+
+  it("the recent inline CPU counts the current share window only", () => {
+    const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, windowMs: 60_000 });
+    expect(standing.recentNs).toBe(0);
+    standing.charge(1_500_000n);
+    standing.charge(500_000n);
+    expect(standing.recentNs).toBe(2_000_000);
   });
 });

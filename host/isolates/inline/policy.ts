@@ -49,11 +49,19 @@ export interface InlinePolicy {
   overrunBurst: number;
   /** The budget earns one demotion back per this many ms. */
   overrunRefillMs: number;
+  /**
+   * A deployment whose executions use more CPU than this (ms; a moving average over its
+   * executions, inline or not) runs them on its isolate's own thread until the average falls below
+   * half of it. Inline saves a thread hand-off of tens of microseconds, which matters only for
+   * light handlers; a heavy one inline holds up every other tenant's requests.
+   */
+  heavyMs: number;
 }
 
 /**
  * Defaults: 20 ms slices, at most half of the main thread per deployment, cool-downs from 1 s
- * doubling up to 1 min, up to 32 starts in one entry planned to use a quarter of a slice.
+ * doubling up to 1 min, up to 32 starts in one entry planned to use a quarter of a slice, and
+ * handlers of over 2 ms on their own thread.
  */
 export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   enabled: true,
@@ -66,6 +74,7 @@ export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   maxGroup: 32,
   overrunBurst: 8,
   overrunRefillMs: 2000,
+  heavyMs: 2,
 };
 
 /**
@@ -130,6 +139,10 @@ export class InlineStanding {
   private windowStart = 0;
   /** {@link InlinePolicy.shareMs} in nanoseconds, the unit of the CPU clock charged per entry. */
   private readonly shareNs: bigint;
+  /** CPU of one execution, a moving average in nanoseconds (0: none measured yet). */
+  private executionNs = 0;
+  /** True while the average is over {@link InlinePolicy.heavyMs} (and until it falls below half). */
+  private heavy = false;
 
   constructor(
     readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY,
@@ -142,8 +155,25 @@ export class InlineStanding {
   /** True when the deployment may run inline now. */
   get allowed(): boolean {
     return (
-      this.policy.enabled && Date.now() >= this.inlineAfter && (this.lastCooldownMs === 0 || this.budget.open)
+      this.policy.enabled &&
+      !this.heavy &&
+      Date.now() >= this.inlineAfter &&
+      (this.lastCooldownMs === 0 || this.budget.open)
     );
+  }
+
+  /** Inline CPU (ns) the deployment used in the current share window: the main thread's lightest go first. */
+  get recentNs(): number {
+    return Date.now() - this.windowStart >= this.policy.windowMs ? 0 : Number(this.windowCpuNs);
+  }
+
+  /** Folds one finished execution's CPU (inline or on the isolate's thread) into the average. */
+  noteExecution(cpuNs: bigint): void {
+    const ns = Number(cpuNs);
+    this.executionNs = this.executionNs === 0 ? Math.max(1, ns) : this.executionNs * 0.8 + ns * 0.2;
+    const heavyNs = this.policy.heavyMs * 1e6;
+    if (this.executionNs > heavyNs) this.heavy = true;
+    else if (this.executionNs < heavyNs / 2) this.heavy = false;
   }
 
   /** Sends the deployment to its own thread for a cool-down. */

@@ -81,8 +81,13 @@ export class InlineTransport implements Transport, TurnEntries {
     return this.host.running.get(requestId)?.transport === this;
   }
 
+  /** Not while executions run on the isolate's thread, nor once the deployment may no longer run inline. */
   mayStart(): boolean {
-    return this.host.threaded.inFlight === 0;
+    return this.host.threaded.inFlight === 0 && this.standing.allowed;
+  }
+
+  recentNs(): number {
+    return this.standing.recentNs;
   }
 
   enterStart({ requestId, payload }: QueuedStart): boolean {

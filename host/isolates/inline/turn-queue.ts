@@ -1,3 +1,4 @@
+import { MainThreadTurns, type TurnRunner } from "./main-thread-turns.js";
 import type { InlinePolicy } from "./policy.js";
 
 /** A handler's start waiting for the end of the event loop's turn. */
@@ -25,17 +26,21 @@ export interface TurnEntries {
   enterAnswer(requestId: number, callId: number, answer: string): void;
   /** Fails a queued start that can no longer go in; its caller runs it again. */
   abandon(requestId: number): void;
+  /** Inline CPU (ns) the deployment used recently (see the standing's `recentNs`, policy.ts). */
+  recentNs(): number;
 }
 
 /**
- * Inline entries wait until the end of the turn of the event loop they were made in
- * (`setImmediate`), then go in one after another. Requests that arrive in one turn are all read
- * first, their handlers then run back to back, and their responses leave together: under load the
- * host wakes its peers once per turn instead of once per response, and each side's code stays in
- * the CPU's caches. An idle host waits one turn. Light starts share an entry: as many as the
- * deployment's average start (learnt here) fits in {@link InlinePolicy.groupSliceShare} of a slice.
+ * A deployment's inline entries, which wait until the end of the turn of the event loop they were
+ * made in and then go in one after another, when the main thread's turns reach them (see
+ * main-thread-turns.ts: the lightest deployments first, up to a budget per turn). Requests that
+ * arrive in one turn are all read first, their handlers then run back to back, and their responses
+ * leave together: under load the host wakes its peers once per turn instead of once per response,
+ * and each side's code stays in the CPU's caches. An idle host waits one turn. Light starts share
+ * an entry: as many as the deployment's average start (learnt here) fits in
+ * {@link InlinePolicy.groupSliceShare} of a slice.
  */
-export class TurnQueue {
+export class TurnQueue implements TurnRunner {
   private queued: QueuedEntry[] = [];
   /** CPU of one inline start, a moving average in nanoseconds (0: none measured yet). */
   private startCostNs = 0;
@@ -45,59 +50,57 @@ export class TurnQueue {
     private readonly policy: InlinePolicy,
     /** The handler's CPU limit (ms): no start shares an entry when one slice could use it all. */
     private readonly cpuMs: number,
+    private readonly turns: MainThreadTurns = MainThreadTurns.shared(),
   ) {}
 
   /** Queues `entry` for the end of this turn. */
   push(entry: QueuedEntry): void {
     this.queued.push(entry);
-    if (this.queued.length === 1) setImmediate(this.enterQueued);
+    if (this.queued.length === 1) this.turns.ready(this);
+  }
+
+  recentNs(): number {
+    return this.entries.recentNs();
+  }
+
+  runUntil(untilMs: number): boolean {
+    do this.enterNext();
+    while (this.queued.length > 0 && performance.now() < untilMs);
+    return this.queued.length > 0;
   }
 
   /**
-   * Enters for the queued entries, in order. A start whose execution ended meanwhile (abandoned, or
-   * its isolate stopped) is not entered, nor one that can no longer go inline (it is abandoned);
-   * an answer always goes in (a stale call's, if its execution ended) so the code awaiting it goes on.
+   * Enters for the entry at the head of the queue: an answer (it always goes in, a stale call's
+   * too if its execution ended, so the code awaiting it goes on), or the starts up to the next
+   * answer, several in one entry while their planned CPU fits the share of a slice. A start whose
+   * execution ended meanwhile (abandoned, or its isolate stopped) is not entered, nor one that can
+   * no longer go inline (it is abandoned); the starts the runtime never reached in a shared entry
+   * stay at the head.
    */
-  private readonly enterQueued = (): void => {
-    const queued = this.queued;
-    this.queued = [];
-    const starts: QueuedStart[] = [];
-    for (const entry of queued) {
-      if (entry.kind === "answer") {
-        this.enterStarts(starts.splice(0));
-        this.entries.enterAnswer(entry.requestId, entry.callId, entry.answer);
-      } else if (this.entries.waits(entry.requestId) && this.entries.mayStart()) {
-        starts.push(entry);
-      } else {
-        this.entries.abandon(entry.requestId);
-      }
+  private enterNext(): void {
+    const head = this.queued[0] as QueuedEntry;
+    if (head.kind === "answer") {
+      this.queued.shift();
+      this.entries.enterAnswer(head.requestId, head.callId, head.answer);
+      return;
     }
-    this.enterStarts(starts);
-  };
-
-  /**
-   * Enters for inline starts: several in one entry while their planned CPU fits the share of a
-   * slice, else one by one. Each entry skips the executions that ended meanwhile; the starts the
-   * runtime never reached in a shared entry go in again.
-   */
-  private enterStarts(starts: QueuedStart[]): void {
-    let at = 0;
-    while (at < starts.length) {
-      const size = this.groupSize();
-      const group = starts.slice(at, at + size).filter(({ requestId }) => this.entries.waits(requestId));
-      at = Math.min(at + size, starts.length);
-      if (group.length === 0) continue;
-      if (group.length === 1) {
-        if (this.entries.enterStart(group[0] as QueuedStart))
-          this.learnStartCost(this.entries.lastEntryNs, 1);
-        continue;
-      }
-      const reached = this.entries.enterGroup(group);
-      if (reached === 0) continue;
-      this.learnStartCost(this.entries.lastEntryNs, reached);
-      // Starts the share demotion abandoned are no longer waiting; the next round skips them.
-      starts.splice(at, 0, ...group.slice(reached));
+    const size = this.groupSize();
+    const group: QueuedStart[] = [];
+    while (group.length < size && this.queued[0]?.kind === "start") {
+      const start = this.queued.shift() as QueuedStart;
+      if (this.entries.waits(start.requestId) && this.entries.mayStart()) group.push(start);
+      else this.entries.abandon(start.requestId);
     }
+    if (group.length === 0) return;
+    if (group.length === 1) {
+      if (this.entries.enterStart(group[0] as QueuedStart)) this.learnStartCost(this.entries.lastEntryNs, 1);
+      return;
+    }
+    const reached = this.entries.enterGroup(group);
+    if (reached === 0) return;
+    this.learnStartCost(this.entries.lastEntryNs, reached);
+    // Starts the share demotion abandoned are no longer waiting; the next entry skips them.
+    this.queued.unshift(...group.slice(reached));
   }
 
   /** How many inline starts the next entry takes. */

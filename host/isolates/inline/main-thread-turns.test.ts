@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { LIMITS } from "../../../sdk/protocol/index.js";
+import { MainThreadTurns, type TurnRunner } from "./main-thread-turns.js";
+
+/** A queue of `entries` entries, each holding the main thread `entryMs`; logs each entry by name. */
+function runner(name: string, recentNs: number, entries: number, entryMs: number, log: string[]): TurnRunner {
+  let left = entries;
+  const enter = () => {
+    const until = performance.now() + entryMs;
+    while (performance.now() < until) {}
+    log.push(name);
+    left--;
+  };
+  return {
+    recentNs: () => recentNs,
+    runUntil(untilMs) {
+      do enter();
+      while (left > 0 && performance.now() < untilMs);
+      return left > 0;
+    },
+  };
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe("the main thread's inline turns", () => {
+  it("run the deployments that used the least inline CPU first", async () => {
+    const turns = new MainThreadTurns();
+    const log: string[] = [];
+    turns.ready(runner("heavy", 50e6, 1, 0, log));
+    turns.ready(runner("light", 0, 1, 0, log));
+    turns.ready(runner("middle", 1e6, 1, 0, log));
+    await nextTurn();
+    expect(log).toEqual(["light", "middle", "heavy"]);
+  });
+
+  it("stop a turn at its budget, one entry at least, and go on in the next turn after I/O", async () => {
+    const turns = new MainThreadTurns();
+    const log: string[] = [];
+    // Each entry takes the whole budget: one entry per turn, the lightest first.
+    turns.ready(runner("a", 0, 2, LIMITS.inlineTurnMs, log));
+    turns.ready(runner("b", 1, 1, LIMITS.inlineTurnMs, log));
+    let polled = 0;
+    const poll = setInterval(() => polled++, 0);
+    await nextTurn();
+    expect(log).toEqual(["a"]);
+    // Sockets and timers were served between turns.
+    while (log.length < 3) await new Promise((resolve) => setTimeout(resolve, 1));
+    clearInterval(poll);
+    expect(log.slice(1).sort()).toEqual(["a", "b"]);
+    expect(polled).toBeGreaterThan(0);
+  });
+
+  it("run many short entries of several deployments in one turn", async () => {
+    const turns = new MainThreadTurns();
+    const log: string[] = [];
+    for (const name of ["a", "b", "c"]) turns.ready(runner(name, 0, 3, 0, log));
+    await nextTurn();
+    expect(log).toHaveLength(9);
+  });
+
+  it("keep a runner that threw, and the ones after it, for the next turn", async () => {
+    const turns = new MainThreadTurns();
+    const log: string[] = [];
+    let throws = true;
+    turns.ready({
+      recentNs: () => 0,
+      runUntil() {
+        if (throws) {
+          throws = false;
+          throw new Error("entry failed");
+        }
+        log.push("failing");
+        return false;
+      },
+    });
+    turns.ready(runner("after", 1, 1, 0, log));
+    const errors: unknown[] = [];
+    const listeners = process.listeners("uncaughtException");
+    process.removeAllListeners("uncaughtException");
+    process.once("uncaughtException", (error) => errors.push(error));
+    try {
+      await nextTurn();
+      await nextTurn();
+    } finally {
+      for (const listener of listeners) process.on("uncaughtException", listener);
+    }
+    expect(errors).toHaveLength(1);
+    expect(log).toEqual(["failing", "after"]);
+  });
+});
