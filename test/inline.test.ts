@@ -25,6 +25,12 @@ export default capsule({
       ctx.log.info("heavy ran", { random: before[0] });
       return { random: before[0], now: before[1], rows: rows.length, again: Math.random() };
     },
+    parse: async () => {
+      const text = "[" + "1,".repeat(1e5) + "1]";
+      let n = 0;
+      for (let i = 0; i < 3; i++) n += JSON.parse(text).length;
+      return n;
+    },
   },
   mutations: {
     add: async (ctx, args) => ctx.db.items.insert({ label: args.label, n: 1 }),
@@ -149,6 +155,21 @@ describe("inline handlers", () => {
     // enough to deschedule the main thread for a slice, a light entry is stopped and demoted too;
     // see inline/sentinel.ts.)
     expect(live.entries).toBeGreaterThan(entries);
+  });
+
+  it("a deployment whose handlers take milliseconds runs them on its thread until they are light again", async () => {
+    await deploy("parser");
+    // Each parse takes a few ms of CPU (under the slice): over the 2 ms average `heavyMs`.
+    for (let i = 0; i < 3; i++) expect(value(await host.call("parser", "query", "parse"))).toBe(300_003);
+    const runner = host.deployments.pool.runner("parser", "");
+    expect(runner.runsInline).toBe(false);
+    // Held by its average, not by a cool-down (which would end on its own).
+    expect((runner as unknown as { standing: { heavy: boolean } }).standing.heavy).toBe(true);
+    // Light calls, on its thread, bring the average down: back inline. Waited for, not timed.
+    const deadline = Date.now() + 30_000;
+    while (!runner.runsInline && Date.now() < deadline)
+      value(await host.call("parser", "query", "light", { id: "none" }));
+    expect(runner.runsInline).toBe(true);
   });
 
   it("other deployments stay inline when one is demoted", async () => {
