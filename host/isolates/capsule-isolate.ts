@@ -126,8 +126,9 @@ export class CapsuleIsolate implements InlineHost {
     if (this.isolate.isDisposed) throw stopError("stopped", this.limits);
     const requestId = this.nextRequestId++;
     const inline = this.inline;
+    const handler = handlerKey(request);
     const transport: Transport =
-      inline !== null && request.kind !== "declare" && inline.mayRun() ? inline : this.threaded;
+      inline !== null && handler !== undefined && inline.mayRun(handler) ? inline : this.threaded;
     // The execution's number travels beside the request (the runtime puts it in), not spliced in.
     const payload = JSON.stringify(request);
     const execution: RunningExecution = {
@@ -158,7 +159,7 @@ export class CapsuleIsolate implements InlineHost {
       this.running.delete(requestId);
       transport.ended();
     }
-    if (request.kind !== "declare") this.standing.noteExecution(execution.cpuNs);
+    if (handler !== undefined) this.standing.noteExecution(handler, execution.cpuNs);
     return this.response(wire, execution.cpuNs, transport.ownThread);
   }
 
@@ -280,4 +281,10 @@ export class CapsuleIsolate implements InlineHost {
 /** What a heap holds: its objects (garbage not yet collected included) and its external memory. */
 function heldBytes(stats: ivm.HeapStatistics): number {
   return stats.used_heap_size + stats.externally_allocated_size;
+}
+
+/** The handler `request` runs, as a deployment's inline standing keys it; none for the declaration. */
+function handlerKey(request: DispatchRequest): string | undefined {
+  if (request.kind === "declare") return undefined;
+  return "name" in request ? `${request.kind}:${request.name}` : request.kind;
 }

@@ -19,28 +19,30 @@ describe("inline cool-downs", () => {
 describe("heavy handlers", () => {
   it("leave the main thread once their average execution is over heavyMs, and come back below half of it", () => {
     const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, heavyMs: 2 });
-    standing.noteExecution(100_000n);
-    expect(standing.allowed).toBe(true);
+    standing.noteExecution("query:list", 100_000n);
+    expect(standing.heavy("query:list")).toBe(false);
     // One 20 ms execution among light ones moves the average to about 4 ms: heavy.
-    standing.noteExecution(20_000_000n);
-    expect(standing.allowed).toBe(false);
+    standing.noteExecution("query:list", 20_000_000n);
+    expect(standing.heavy("query:list")).toBe(true);
     // Light executions bring it down; between 1 and 2 ms it stays where it was.
-    const lightUntil = (allowed: boolean) => {
-      let executions = 0;
-      while (standing.allowed !== allowed && executions < 100) {
-        standing.noteExecution(100_000n);
-        executions++;
-      }
-      return executions;
-    };
-    expect(lightUntil(true)).toBeGreaterThan(3);
-    expect(standing.allowed).toBe(true);
+    let executions = 0;
+    while (standing.heavy("query:list") && executions < 100) {
+      standing.noteExecution("query:list", 100_000n);
+      executions++;
+    }
+    expect(executions).toBeGreaterThan(3);
+    expect(standing.heavy("query:list")).toBe(false);
   });
 
-  it("a first execution over heavyMs is enough", () => {
+  it("are told apart by handler, and a first execution over heavyMs is enough", () => {
     const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, heavyMs: 2 });
-    standing.noteExecution(3_000_000n);
-    expect(standing.allowed).toBe(false);
+    standing.noteExecution("mutation:import", 3_000_000n);
+    standing.noteExecution("query:get", 50_000n);
+    expect(standing.heavy("mutation:import")).toBe(true);
+    expect(standing.heavy("query:get")).toBe(false);
+    expect(standing.heavy("query:never-ran")).toBe(false);
+    // The deployment as a whole may still run inline: its light handlers do.
+    expect(standing.allowed).toBe(true);
   });
 
   it("the recent inline CPU counts the current share window only", () => {

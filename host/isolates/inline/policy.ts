@@ -50,10 +50,10 @@ export interface InlinePolicy {
   /** The budget earns one demotion back per this many ms. */
   overrunRefillMs: number;
   /**
-   * A deployment whose executions use more CPU than this (ms; a moving average over its
-   * executions, inline or not) runs them on its isolate's own thread until the average falls below
-   * half of it. Inline saves a thread hand-off of tens of microseconds, which matters only for
-   * light handlers; a heavy one inline holds up every other tenant's requests.
+   * A handler whose executions use more CPU than this (ms; a moving average over its executions,
+   * inline or not) runs on its isolate's own thread until the average falls below half of it.
+   * Inline saves a thread hand-off of tens of microseconds, which matters only for light handlers;
+   * a heavy one inline holds up every other tenant's requests.
    */
   heavyMs: number;
 }
@@ -61,7 +61,7 @@ export interface InlinePolicy {
 /**
  * Defaults: 20 ms slices, at most half of the main thread per deployment, cool-downs from 1 s
  * doubling up to 1 min, up to 32 starts in one entry planned to use a quarter of a slice, and
- * handlers of over 2 ms on their own thread.
+ * handlers of over 2 ms on their isolate's thread.
  */
 export const DEFAULT_INLINE_POLICY: InlinePolicy = {
   enabled: true,
@@ -125,6 +125,9 @@ export function nextCooldownMs(
   return Math.min(policy.maxCooldownMs, Math.max(policy.cooldownMs, last.cooldownMs * 2));
 }
 
+/** Handlers whose average CPU a deployment's standing keeps; beyond it the oldest is forgotten. */
+const HANDLERS_KEPT = 1024;
+
 /**
  * A deployment's standing for inline runs: whether it is demoted now, its last cool-down, and its
  * inline CPU in the current share window. Kept by the deployment's runner across its isolates, so
@@ -139,10 +142,11 @@ export class InlineStanding {
   private windowStart = 0;
   /** {@link InlinePolicy.shareMs} in nanoseconds, the unit of the CPU clock charged per entry. */
   private readonly shareNs: bigint;
-  /** CPU of one execution, a moving average in nanoseconds (0: none measured yet). */
-  private executionNs = 0;
-  /** True while the average is over {@link InlinePolicy.heavyMs} (and until it falls below half). */
-  private heavy = false;
+  /**
+   * Each handler's CPU per execution, a moving average in nanoseconds, and whether it is heavy:
+   * over {@link InlinePolicy.heavyMs}, and until it falls below half of it.
+   */
+  private readonly handlers = new Map<string, { averageNs: number; heavy: boolean }>();
 
   constructor(
     readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY,
@@ -155,11 +159,13 @@ export class InlineStanding {
   /** True when the deployment may run inline now. */
   get allowed(): boolean {
     return (
-      this.policy.enabled &&
-      !this.heavy &&
-      Date.now() >= this.inlineAfter &&
-      (this.lastCooldownMs === 0 || this.budget.open)
+      this.policy.enabled && Date.now() >= this.inlineAfter && (this.lastCooldownMs === 0 || this.budget.open)
     );
+  }
+
+  /** True when `handler` (a kind and a name: see `handlerKey`) runs on the isolate's own thread for its weight. */
+  heavy(handler: string): boolean {
+    return this.handlers.get(handler)?.heavy === true;
   }
 
   /** Inline CPU (ns) the deployment used in the current share window: the main thread's lightest go first. */
@@ -167,13 +173,19 @@ export class InlineStanding {
     return Date.now() - this.windowStart >= this.policy.windowMs ? 0 : Number(this.windowCpuNs);
   }
 
-  /** Folds one finished execution's CPU (inline or on the isolate's thread) into the average. */
-  noteExecution(cpuNs: bigint): void {
+  /** Folds one finished execution's CPU (inline or on the isolate's thread) into its handler's average. */
+  noteExecution(handler: string, cpuNs: bigint): void {
     const ns = Number(cpuNs);
-    this.executionNs = this.executionNs === 0 ? Math.max(1, ns) : this.executionNs * 0.8 + ns * 0.2;
+    let kept = this.handlers.get(handler);
+    if (!kept) {
+      if (this.handlers.size >= HANDLERS_KEPT)
+        this.handlers.delete(this.handlers.keys().next().value as string);
+      kept = { averageNs: ns, heavy: false };
+      this.handlers.set(handler, kept);
+    } else kept.averageNs = kept.averageNs * 0.8 + ns * 0.2;
     const heavyNs = this.policy.heavyMs * 1e6;
-    if (this.executionNs > heavyNs) this.heavy = true;
-    else if (this.executionNs < heavyNs / 2) this.heavy = false;
+    if (kept.averageNs > heavyNs) kept.heavy = true;
+    else if (kept.averageNs < heavyNs / 2) kept.heavy = false;
   }
 
   /** Sends the deployment to its own thread for a cool-down. */

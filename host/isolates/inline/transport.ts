@@ -56,9 +56,13 @@ export class InlineTransport implements Transport, TurnEntries {
     this.slot = sentinel().register(host.isolate, standing.policy.sliceMs);
   }
 
-  /** True when a new execution may run inline now. */
-  mayRun(): boolean {
-    return this.host.threaded.inFlight === 0 && this.standing.allowed;
+  /** True when a new execution (of `handler`, when given: see `handlerKey`) may run inline now. */
+  mayRun(handler?: string): boolean {
+    return (
+      this.host.threaded.inFlight === 0 &&
+      this.standing.allowed &&
+      (handler === undefined || !this.standing.heavy(handler))
+    );
   }
 
   start(requestId: number, payload: string): void {
