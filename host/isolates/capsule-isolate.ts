@@ -138,6 +138,7 @@ export class CapsuleIsolate implements InlineHost {
       fail: noop,
       cpuNs: 0n,
       deadline: Date.now() + this.limits.wallMs,
+      handler,
     };
     this.running.set(requestId, execution);
     this.watchdog ??= setInterval(this.checkLimits, WATCHDOG_TICK_MS);

@@ -23,6 +23,8 @@ export interface RunningExecution {
   cpuNs: bigint;
   /** Wall-clock deadline (ms since epoch), checked by the isolate's watchdog tick. */
   deadline: number;
+  /** The handler it runs (kind and name), as the inline standing keys it; none for the declaration. */
+  handler: string | undefined;
 }
 
 /**

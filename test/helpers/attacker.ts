@@ -4,8 +4,8 @@
  * target `{ id, name, mode, calls }`:
  * - `loop`: `calls` callers that call the query again the moment an answer comes, refused or not;
  * - `flood`: `calls` calls at once, which hang (never awaited).
- * Writes `ready` once every loop had an answer and every flood had a call refused (its queue is
- * full); runs until killed, or until its standard input closes: the test process holds the other
+ * Writes `started` as it starts sending, and `ready` once every loop had an answer and every flood
+ * had a call refused (its queue is full); runs until killed, or until its standard input closes: the test process holds the other
  * end, so an attacker never outlives a test process that died (it would go on calling refused
  * ports as fast as it can, slowing every later test on the machine).
  */
@@ -54,4 +54,5 @@ function attack(target: Target): Promise<unknown> {
 
 process.stdin.on("end", () => process.exit(0));
 process.stdin.resume();
+process.stdout.write("started\n");
 void Promise.all(targets.map(attack)).then(() => process.stdout.write("ready\n"));

@@ -2,8 +2,18 @@ import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { MainThreadTurns, type TurnRunner } from "./main-thread-turns.js";
 
-/** A queue of `entries` entries, each holding the main thread `entryMs`; logs each entry by name. */
-function runner(name: string, recentNs: number, entries: number, entryMs: number, log: string[]): TurnRunner {
+/**
+ * A queue of `entries` entries, each holding the main thread `entryMs`; logs each entry by name.
+ * Its typical entry is known (`entryMs`) once `known`.
+ */
+function runner(
+  name: string,
+  recentNs: number,
+  entries: number,
+  entryMs: number,
+  log: string[],
+  known = false,
+): TurnRunner {
   let left = entries;
   const enter = () => {
     const until = performance.now() + entryMs;
@@ -13,6 +23,7 @@ function runner(name: string, recentNs: number, entries: number, entryMs: number
   };
   return {
     recentNs: () => recentNs,
+    typicalEntryMs: () => (known ? entryMs : 0),
     runUntil(untilMs) {
       do enter();
       while (left > 0 && performance.now() < untilMs);
@@ -51,6 +62,23 @@ describe("the main thread's inline turns", () => {
     expect(polled).toBeGreaterThan(0);
   });
 
+  it("let a queue of known light entries in after new deployments took the budget", async () => {
+    const turns = new MainThreadTurns();
+    const log: string[] = [];
+    // Three new deployments (nothing used lately, cost not known yet) go first; the first takes
+    // the whole budget.
+    for (const name of ["new1", "new2", "new3"]) turns.ready(runner(name, 0, 1, LIMITS.inlineTurnMs, log));
+    // A busy tenant whose entries are known to be light, with two entries queued...
+    turns.ready(runner("light", 5e6, 2, 0.01, log, true));
+    // ...and one whose entries are known to be heavy.
+    turns.ready(runner("heavy", 5e6, 1, LIMITS.inlineTurnMs, log, true));
+    await nextTurn();
+    // One entry of the light queue got in; the other new deployments and the heavy one wait.
+    expect(log).toEqual(["new1", "light"]);
+    while (log.length < 6) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(log.slice(2).sort()).toEqual(["heavy", "light", "new2", "new3"]);
+  });
+
   it("run many short entries of several deployments in one turn", async () => {
     const turns = new MainThreadTurns();
     const log: string[] = [];
@@ -65,6 +93,7 @@ describe("the main thread's inline turns", () => {
     let throws = true;
     turns.ready({
       recentNs: () => 0,
+      typicalEntryMs: () => 0,
       runUntil() {
         if (throws) {
           throws = false;

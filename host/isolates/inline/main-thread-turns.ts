@@ -4,18 +4,26 @@ import { LIMITS } from "../../../sdk/protocol/index.js";
 export interface TurnRunner {
   /** Inline CPU (ns) its deployment used recently: the lightest go first. */
   recentNs(): number;
+  /** How long one of its entries holds the main thread, as learnt so far (ms; 0: not known yet). */
+  typicalEntryMs(): number;
   /** Enters queued entries, at least one, until `untilMs` (`performance.now()`); true while some are left. */
   runUntil(untilMs: number): boolean;
 }
+
+/** An entry known to take at most this share of a turn's budget is light: see {@link MainThreadTurns}. */
+const LIGHT_SHARE = 1 / 16;
 
 /**
  * The main thread's inline turns, shared by every deployment in the process (the main thread is
  * one). Queues with entries wait for the end of the event loop's turn (`setImmediate`); then they
  * run, those of the deployments that used the least inline CPU recently first, until the turn has
- * lasted {@link LIMITS.inlineTurnMs}. The others wait for the next turn, after the event loop has
- * read the sockets again. So however many deployments have inline work, one turn holds the main
- * thread for about that long plus one entry (at most a slice), and a light tenant's entry goes in
- * the turn after its request, ahead of heavy ones.
+ * lasted {@link LIMITS.inlineTurnMs}. After that, a queue whose entries are known to be light
+ * (a sixteenth of that budget or less) still gets one entry in, until the turn has lasted twice the
+ * budget; the others wait for the next turn, after the event loop has read the sockets again. So
+ * however many deployments have inline work, one turn holds the main thread for about two budgets
+ * plus one entry (at most a slice), and a light tenant's entry goes in the turn after its request,
+ * even while new deployments, whose cost is not known yet (and who therefore go first: they used
+ * nothing lately), take a turn each.
  */
 export class MainThreadTurns {
   private static instance: MainThreadTurns | undefined;
@@ -49,10 +57,17 @@ export class MainThreadTurns {
     // A stable sort: among equals, the first to have waited goes first.
     const runners = [...this.waiting].sort((a, b) => a.recentNs() - b.recentNs());
     const untilMs = performance.now() + LIMITS.inlineTurnMs;
+    const lightMs = LIMITS.inlineTurnMs * LIGHT_SHARE;
     try {
       for (const [at, runner] of runners.entries()) {
-        if (at > 0 && performance.now() >= untilMs) break;
-        const more = runner.runUntil(untilMs);
+        const now = performance.now();
+        let until = untilMs;
+        if (at > 0 && now >= untilMs) {
+          const entryMs = runner.typicalEntryMs();
+          if (entryMs === 0 || entryMs > lightMs || now >= untilMs + LIMITS.inlineTurnMs) continue;
+          until = 0; // one entry
+        }
+        const more = runner.runUntil(until);
         this.waiting.delete(runner);
         if (more) this.waiting.add(runner);
       }

@@ -85,9 +85,13 @@ export class InlineTransport implements Transport, TurnEntries {
     return this.host.running.get(requestId)?.transport === this;
   }
 
-  /** Not while executions run on the isolate's thread, nor once the deployment may no longer run inline. */
-  mayStart(): boolean {
-    return this.host.threaded.inFlight === 0 && this.standing.allowed;
+  /**
+   * Not while executions run on the isolate's thread, nor once the deployment may no longer run
+   * inline or the execution's handler has turned out heavy (an execution of it queued before
+   * finished meanwhile).
+   */
+  mayStart(requestId: number): boolean {
+    return this.mayRun(this.host.running.get(requestId)?.handler);
   }
 
   recentNs(): number {

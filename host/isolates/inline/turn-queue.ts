@@ -11,8 +11,8 @@ export type QueuedEntry = QueuedStart | { kind: "answer"; requestId: number; cal
 export interface TurnEntries {
   /** True when inline execution `requestId` still waits to be entered. */
   waits(requestId: number): boolean;
-  /** True when starts may go in now (nothing runs on the isolate's thread). */
-  mayStart(): boolean;
+  /** True when the start of `requestId` may go in now (inline still suits it; nothing runs on the isolate's thread). */
+  mayStart(requestId: number): boolean;
   /** Enters one start; true when the entry completed. */
   enterStart(start: QueuedStart): boolean;
   /**
@@ -44,6 +44,8 @@ export class TurnQueue implements TurnRunner {
   private queued: QueuedEntry[] = [];
   /** CPU of one inline start, a moving average in nanoseconds (0: none measured yet). */
   private startCostNs = 0;
+  /** Main-thread time of one entry of this queue (starts or an answer), a moving average (ms; 0: none yet). */
+  private entryMs = 0;
 
   constructor(
     private readonly entries: TurnEntries,
@@ -63,9 +65,18 @@ export class TurnQueue implements TurnRunner {
     return this.entries.recentNs();
   }
 
+  typicalEntryMs(): number {
+    return this.entryMs;
+  }
+
   runUntil(untilMs: number): boolean {
-    do this.enterNext();
-    while (this.queued.length > 0 && performance.now() < untilMs);
+    do {
+      const started = performance.now();
+      if (this.enterNext()) {
+        const took = performance.now() - started;
+        this.entryMs = this.entryMs === 0 ? took : this.entryMs * 0.8 + took * 0.2;
+      }
+    } while (this.queued.length > 0 && performance.now() < untilMs);
     return this.queued.length > 0;
   }
 
@@ -75,32 +86,34 @@ export class TurnQueue implements TurnRunner {
    * answer, several in one entry while their planned CPU fits the share of a slice. A start whose
    * execution ended meanwhile (abandoned, or its isolate stopped) is not entered, nor one that can
    * no longer go inline (it is abandoned); the starts the runtime never reached in a shared entry
-   * stay at the head.
+   * stay at the head. True when it entered the isolate.
    */
-  private enterNext(): void {
+  private enterNext(): boolean {
     const head = this.queued[0] as QueuedEntry;
     if (head.kind === "answer") {
       this.queued.shift();
       this.entries.enterAnswer(head.requestId, head.callId, head.answer);
-      return;
+      return true;
     }
     const size = this.groupSize();
     const group: QueuedStart[] = [];
     while (group.length < size && this.queued[0]?.kind === "start") {
       const start = this.queued.shift() as QueuedStart;
-      if (this.entries.waits(start.requestId) && this.entries.mayStart()) group.push(start);
+      if (this.entries.waits(start.requestId) && this.entries.mayStart(start.requestId)) group.push(start);
       else this.entries.abandon(start.requestId);
     }
-    if (group.length === 0) return;
+    if (group.length === 0) return false;
     if (group.length === 1) {
       if (this.entries.enterStart(group[0] as QueuedStart)) this.learnStartCost(this.entries.lastEntryNs, 1);
-      return;
+      return true;
     }
     const reached = this.entries.enterGroup(group);
-    if (reached === 0) return;
-    this.learnStartCost(this.entries.lastEntryNs, reached);
-    // Starts the share demotion abandoned are no longer waiting; the next entry skips them.
-    this.queued.unshift(...group.slice(reached));
+    if (reached > 0) {
+      this.learnStartCost(this.entries.lastEntryNs, reached);
+      // Starts the share demotion abandoned are no longer waiting; the next entry skips them.
+      this.queued.unshift(...group.slice(reached));
+    }
+    return true;
   }
 
   /** How many inline starts the next entry takes. */
