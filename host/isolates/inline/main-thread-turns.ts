@@ -55,7 +55,10 @@ export class MainThreadTurns {
   private readonly run = (): void => {
     this.scheduled = false;
     // A stable sort: among equals, the first to have waited goes first.
-    const runners = [...this.waiting].sort((a, b) => a.recentNs() - b.recentNs());
+    const runners = [...this.waiting]
+      .map((runner) => ({ runner, recentNs: runner.recentNs() }))
+      .sort((a, b) => a.recentNs - b.recentNs)
+      .map(({ runner }) => runner);
     const untilMs = performance.now() + LIMITS.inlineTurnMs;
     const lightMs = LIMITS.inlineTurnMs * LIGHT_SHARE;
     try {
