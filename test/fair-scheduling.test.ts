@@ -47,6 +47,15 @@ const SAMPLES = 150;
  * gave about 10x.
  */
 const FLOOR_MS = 250;
+/**
+ * The floor for tenants busy on their isolates' threads (ms). Besides the main thread's turns,
+ * which this case tests, it meets what one process does not contain (docs/security.md
+ * "Scheduling"): isolated-vm runs every isolate task beyond its pool of cores + 1 threads on a new
+ * thread, made by the main thread at its priority. Quiet, the p99 was 6.8-16.4 ms; in full suite
+ * runs beside a CPU hog per core 9.1 and 18.6 ms, and once 486 ms while another test file ran an
+ * npm install. Before the turns, the good tenant's 150 calls did not finish in 4 minutes.
+ */
+const BUSY_FLOOR_MS = 1000;
 
 let host: TestHost;
 let attacker: ChildProcess | undefined;
@@ -68,6 +77,15 @@ async function goodLatencies(): Promise<number[]> {
     expect(response.status, response.text()).toBe(200);
   }
   return samples;
+}
+
+/** Prints the good tenant's p99 under `what` against its p99 alone, and checks it is under 10x that (or `floorMs`). */
+function expectBounded(aloneP99: number, what: string, underP99: number, floorMs = FLOOR_MS): void {
+  const bound = Math.max(10 * aloneP99, floorMs);
+  console.log(
+    `good tenant p99: alone ${aloneP99.toFixed(1)} ms, ${what} ${underP99.toFixed(1)} ms (bound ${bound.toFixed(0)} ms)`,
+  );
+  expect(underP99).toBeLessThan(bound);
 }
 
 /** A call that is never awaited by the test (it may hang until the host closes). */
@@ -170,11 +188,7 @@ describe("fair scheduling between tenants", () => {
     }
 
     const underFlood = p99(await goodLatencies());
-    const bound = Math.max(10 * aloneP99, FLOOR_MS);
-    console.log(
-      `good tenant p99: alone ${aloneP99.toFixed(1)} ms, under 300 hanging calls ${underFlood.toFixed(1)} ms (bound ${bound.toFixed(0)} ms)`,
-    );
-    expect(underFlood).toBeLessThan(bound);
+    expectBounded(aloneP99, "under 300 hanging calls", underFlood);
   }, 120_000);
 
   it("20 hostile tenants spinning, allocating and hanging at once do not starve a good one", async () => {
@@ -192,11 +206,7 @@ describe("fair scheduling between tenants", () => {
     await startAttacker(targets);
     const underAttack = p99(await goodLatencies());
     attacker?.kill("SIGKILL");
-    const bound = Math.max(10 * aloneP99, FLOOR_MS);
-    console.log(
-      `good tenant p99: alone ${aloneP99.toFixed(1)} ms, with ${targets.length} hostile tenants ${underAttack.toFixed(1)} ms (bound ${bound.toFixed(0)} ms)`,
-    );
-    expect(underAttack).toBeLessThan(bound);
+    expectBounded(aloneP99, `with ${targets.length} hostile tenants`, underAttack);
   }, 240_000);
 
   it("20 tenants whose handlers take a few milliseconds each, within every limit, do not hold the main thread", async () => {
@@ -212,10 +222,6 @@ describe("fair scheduling between tenants", () => {
     await startAttacker(targets);
     const underLoad = p99(await goodLatencies());
     attacker?.kill("SIGKILL");
-    const bound = Math.max(10 * aloneP99, FLOOR_MS);
-    console.log(
-      `good tenant p99: alone ${aloneP99.toFixed(1)} ms, with ${targets.length} busy tenants ${underLoad.toFixed(1)} ms (bound ${bound.toFixed(0)} ms)`,
-    );
-    expect(underLoad).toBeLessThan(bound);
+    expectBounded(aloneP99, `with ${targets.length} busy tenants`, underLoad, BUSY_FLOOR_MS);
   }, 240_000);
 });

@@ -58,11 +58,8 @@ export class InlineTransport implements Transport, TurnEntries {
 
   /** True when a new execution (of `handler`, when given: see `handlerKey`) may run inline now. */
   mayRun(handler?: string): boolean {
-    return (
-      this.host.threaded.inFlight === 0 &&
-      this.standing.allowed &&
-      (handler === undefined || !this.standing.heavy(handler))
-    );
+    const light = handler === undefined || !this.standing.heavy(handler);
+    return this.host.threaded.inFlight === 0 && this.standing.allowed && light;
   }
 
   start(requestId: number, payload: string): void {
@@ -85,11 +82,7 @@ export class InlineTransport implements Transport, TurnEntries {
     return this.host.running.get(requestId)?.transport === this;
   }
 
-  /**
-   * Not while executions run on the isolate's thread, nor once the deployment may no longer run
-   * inline or the execution's handler has turned out heavy (an execution of it queued before
-   * finished meanwhile).
-   */
+  /** As {@link mayRun} for the execution's handler, which may have turned heavy since it queued. */
   mayStart(requestId: number): boolean {
     return this.mayRun(this.host.running.get(requestId)?.handler);
   }
