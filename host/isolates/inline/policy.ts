@@ -1,3 +1,5 @@
+import { movingAverage } from "./moving-average.js";
+
 /**
  * When a deployment's handlers run inline, on the host's main thread, and when they go back to the
  * isolate's own thread.
@@ -180,9 +182,10 @@ export class InlineStanding {
     if (!kept) {
       if (this.handlers.size >= HANDLERS_KEPT)
         this.handlers.delete(this.handlers.keys().next().value as string);
-      kept = { averageNs: ns, heavy: false };
+      kept = { averageNs: 0, heavy: false };
       this.handlers.set(handler, kept);
-    } else kept.averageNs = kept.averageNs * 0.8 + ns * 0.2;
+    }
+    kept.averageNs = movingAverage(kept.averageNs, ns);
     const heavyNs = this.policy.heavyMs * 1e6;
     if (kept.averageNs > heavyNs) kept.heavy = true;
     else if (kept.averageNs < heavyNs / 2) kept.heavy = false;

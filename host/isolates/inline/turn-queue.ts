@@ -1,4 +1,5 @@
 import { MainThreadTurns, type TurnRunner } from "./main-thread-turns.js";
+import { movingAverage } from "./moving-average.js";
 import type { InlinePolicy } from "./policy.js";
 
 /** A handler's start waiting for the end of the event loop's turn. */
@@ -74,7 +75,7 @@ export class TurnQueue implements TurnRunner {
       const started = performance.now();
       if (this.enterNext()) {
         const took = performance.now() - started;
-        this.entryMs = this.entryMs === 0 ? took : this.entryMs * 0.8 + took * 0.2;
+        this.entryMs = movingAverage(this.entryMs, took);
       }
     } while (this.queued.length > 0 && performance.now() < untilMs);
     return this.queued.length > 0;
@@ -127,6 +128,6 @@ export class TurnQueue implements TurnRunner {
   /** Folds the CPU of an entry that ran `starts` starts into the moving average of one start. */
   private learnStartCost(usedNs: bigint, starts: number): void {
     const each = Number(usedNs) / Math.max(1, starts);
-    this.startCostNs = this.startCostNs === 0 ? each : this.startCostNs * 0.8 + each * 0.2;
+    this.startCostNs = movingAverage(this.startCostNs, each);
   }
 }
