@@ -20,6 +20,7 @@ import {
   wallLimitError,
 } from "./limits.js";
 import { teardownGate } from "./teardown-gate.js";
+import { ThreadTokens } from "./thread-tokens.js";
 import { ThreadedTransport } from "./threaded-transport.js";
 import type { MeteredResponse, RunningExecution, SyscallHandler, Transport } from "./transport.js";
 
@@ -64,7 +65,8 @@ export class CapsuleIsolate implements InlineHost {
     private readonly standing: InlineStanding,
   ) {
     this.meter = new CpuMeter(isolate, this.running);
-    this.threaded = new ThreadedTransport(runtime.dispatch, this.running, this.meter, limits.wallMs);
+    const lane = ThreadTokens.shared().lane(isolate);
+    this.threaded = new ThreadedTransport(runtime.dispatch, this.running, this.meter, limits.wallMs, lane);
     this.inline = standing.policy.enabled ? new InlineTransport(this, runtime, standing) : null;
   }
 
@@ -227,6 +229,7 @@ export class CapsuleIsolate implements InlineHost {
       this.running.delete(requestId);
       execution.fail(error);
     });
+    this.threaded.close();
     return error;
   }
 

@@ -3,13 +3,16 @@ import type { SlotTable } from "./inline/slot-table.js";
 import type { ThreadedEntry } from "./isolate-loader.js";
 import { callerOf, encodeSyscallResult, readCall, wireError } from "./syscall-wire.js";
 import { lookForIsolateThreads } from "./thread-priority.js";
+import type { ThreadLane } from "./thread-tokens.js";
 import type { RunningExecution, Transport } from "./transport.js";
 
 /**
  * Executions on the isolate's own thread: the host starts one with an async `Reference.apply` of
  * the runtime's dispatcher, and each platform call comes back as an async call of the bridge
- * reference (JSON strings both ways). The main thread never waits for the isolate's thread. CPU is
- * charged at the start and end of the execution and around each platform call.
+ * reference (JSON strings both ways). The main thread never waits for the isolate's thread. Both
+ * the start and each answer are handed over through the isolate's lane, while it holds one of the
+ * host's run tokens (thread-tokens.ts). CPU is charged from each hand-over to the next platform
+ * call or the end of the execution.
  */
 export class ThreadedTransport implements Transport {
   readonly ownThread = true;
@@ -26,27 +29,44 @@ export class ThreadedTransport implements Transport {
      * does not charge a thread its waits for a core.
      */
     private readonly timeoutMs: number,
+    private readonly lane: ThreadLane,
   ) {}
 
   start(requestId: number, payload: string, execution: RunningExecution): void {
     this.inFlight++;
-    this.meter.boundary(requestId);
-    this.dispatch
-      .apply(undefined, [requestId, payload], {
-        arguments: { copy: true },
-        result: { promise: true, copy: true },
-        timeout: this.timeoutMs,
-      })
-      .then((wire) => {
-        this.meter.boundary(null);
-        execution.finish(wire);
-      }, execution.fail);
-    // The isolate's thread exists now: a new one runs below the main thread from its first turn.
-    lookForIsolateThreads();
+    this.lane.post(() => {
+      // Failed (at its wall limit, or its isolate stopped) while it waited for a token.
+      if (this.running.get(requestId) !== execution) return;
+      this.meter.boundary(requestId);
+      this.dispatch
+        .apply(undefined, [requestId, payload], {
+          arguments: { copy: true },
+          result: { promise: true, copy: true },
+          timeout: this.timeoutMs,
+        })
+        .then(
+          (wire) => {
+            this.meter.boundary(null);
+            this.lane.yielded();
+            execution.finish(wire);
+          },
+          (error: Error) => {
+            this.lane.yielded();
+            execution.fail(error);
+          },
+        );
+      // The isolate's thread exists now: a new one runs below the main thread from its first turn.
+      lookForIsolateThreads();
+    });
   }
 
   ended(): void {
     this.inFlight--;
+  }
+
+  /** The isolate is gone: what waited for a run token goes to it (it drops it) and the token goes back. */
+  close(): void {
+    this.lane.close();
   }
 
   /**
@@ -54,20 +74,28 @@ export class ThreadedTransport implements Transport {
    * answer, so the call is a CPU boundary at both ends (a refused call too).
    */
   async serveCall(json: unknown): Promise<string> {
+    let answer: string;
+    let caller: number | null = null;
     try {
       const call = readCall(json, this.running);
       this.meter.boundary(null);
+      this.lane.yielded();
       const execution = callerOf(call, this);
-      try {
-        return encodeSyscallResult({
-          ok: true,
-          value: await execution.onSyscall(call.op as string, call.args),
-        });
-      } finally {
-        this.meter.boundary(call.requestId as number);
-      }
+      caller = call.requestId as number;
+      answer = encodeSyscallResult({
+        ok: true,
+        value: await execution.onSyscall(call.op as string, call.args),
+      });
     } catch (error) {
-      return encodeSyscallResult({ ok: false, error: wireError(error) });
+      answer = encodeSyscallResult({ ok: false, error: wireError(error) });
     }
+    await this.handOver();
+    if (caller !== null) this.meter.boundary(caller);
+    return answer;
+  }
+
+  /** Resolves once the isolate's lane holds a run token: the answer returned next goes to its thread. */
+  private handOver(): Promise<void> {
+    return new Promise((resolve) => this.lane.post(resolve));
   }
 }

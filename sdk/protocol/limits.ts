@@ -130,6 +130,12 @@ export const LIMITS = {
    * busy.
    */
   inlineTurnMs: 4,
+  /**
+   * Milliseconds of CPU an isolate may run on its own thread on one of the host's run tokens while
+   * other deployments wait for one; past it, it runs on without (host/isolates/thread-tokens.ts).
+   * Ours: longer than a heavy handler's run, short beside a CPU limit.
+   */
+  isolateThreadTurnMs: 50,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
   /**

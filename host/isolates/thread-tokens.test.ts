@@ -1,0 +1,248 @@
+/**
+ * The host's run tokens for isolates' own threads: first on isolates whose clock the test moves
+ * (what each rule decides), then on real isolates (how many isolates' threads run at once).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { CapsuleIsolate } from "./capsule-isolate.js";
+import { DEFAULT_INLINE_POLICY, InlineStanding } from "./inline/index.js";
+import { DEFAULT_ISOLATE_LIMITS } from "./limits.js";
+import { type ThreadLane, ThreadTokens, type TokenIsolate } from "./thread-tokens.js";
+
+/** This process's threads before any isolate existed: every later one is isolated-vm's. */
+const hostThreads = new Set(readdirSync("/proc/self/task"));
+
+/** An isolate whose clock moves on every read while it "runs", as isolated-vm's does. */
+class FakeIsolate implements TokenIsolate {
+  isDisposed = false;
+  running = false;
+  private clock = 1000n;
+  get cpuTime(): bigint {
+    if (this.running) this.clock += 1000n;
+    return this.clock;
+  }
+  /** Runs for `ns` and stops. */
+  ran(ns = 1000n): void {
+    this.clock += ns;
+    this.running = false;
+  }
+}
+
+const TURN_NS = 50_000_000n;
+
+function tokens(count = 2, shared = () => 0n): ThreadTokens {
+  return new ThreadTokens(count, TURN_NS, shared);
+}
+
+/** Resolves once `check` holds (the tokens settle at the end of the host's turn or on a 1 ms poll). */
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+  expect(check()).toBe(true);
+}
+
+/** A lane with work handed over at once (it took a token): returns what was handed over. */
+function started(pool: ThreadTokens, isolate: FakeIsolate): { lane: ThreadLane; handed: string[] } {
+  const lane = pool.lane(isolate);
+  const handed: string[] = [];
+  lane.post(() => {
+    handed.push("start");
+    isolate.running = true;
+  });
+  return { lane, handed };
+}
+
+describe("run tokens", () => {
+  it("hands work over at once while tokens are free, and makes the next lane wait", () => {
+    const pool = tokens(2);
+    const [a, b, c] = [new FakeIsolate(), new FakeIsolate(), new FakeIsolate()];
+    expect(started(pool, a).handed).toEqual(["start"]);
+    expect(started(pool, b).handed).toEqual(["start"]);
+    const third = started(pool, c);
+    expect(third.handed).toEqual([]);
+    expect(pool.held).toBe(2);
+    expect(pool.waitingLanes).toBe(1);
+    third.lane.close();
+    expect(third.handed).toEqual(["start"]);
+  });
+
+  it("takes a token back once its isolate ran what it was handed and stopped, not before", async () => {
+    const pool = tokens(1);
+    const a = new FakeIsolate();
+    const first = started(pool, a);
+    // Handed over but not yet run: its clock has not moved, yet it is not idle.
+    a.running = false;
+    const b = new FakeIsolate();
+    const second = started(pool, b);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(second.handed).toEqual([]);
+    // It runs and stops: the token goes to the lane waiting.
+    a.ran();
+    first.lane.yielded();
+    await until(() => second.handed.length === 1);
+    expect(first.lane.holding).toBe(false);
+    expect(second.lane.holding).toBe(true);
+  });
+
+  it("keeps the token of an isolate that computes on after its platform call, until its turn is used up", async () => {
+    let shared = 0n;
+    const pool = tokens(1, () => shared);
+    const a = new FakeIsolate();
+    const first = started(pool, a);
+    first.lane.yielded(); // it made a platform call, and keeps running
+    const second = started(pool, new FakeIsolate());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(second.handed).toEqual([]);
+    // Its CPU since it took the token passes the turn, on both clocks: it runs on without one.
+    shared = TURN_NS + 1n;
+    a.ran(TURN_NS);
+    a.running = true;
+    await until(() => second.handed.length === 1);
+    expect(first.lane.holding).toBe(false);
+  });
+
+  it("hands a holder its new work at once within its turn, and makes it wait past it", async () => {
+    let shared = 0n;
+    const pool = tokens(1, () => shared);
+    const a = new FakeIsolate();
+    const first = started(pool, a);
+    const b = new FakeIsolate();
+    const second = started(pool, b);
+    // Its isolate is on its thread already: more work there needs no other thread.
+    first.lane.post(() => first.handed.push("answer"));
+    expect(first.handed).toEqual(["start", "answer"]);
+    // Past its turn it waits like any other lane, behind the one that has not run lately.
+    shared = TURN_NS + 1n;
+    a.ran(TURN_NS + 1n);
+    a.running = true;
+    first.lane.post(() => first.handed.push("more"));
+    await until(() => second.handed.length === 1);
+    expect(first.handed).toEqual(["start", "answer"]);
+    a.running = false;
+    b.ran();
+    second.lane.yielded();
+    await until(() => first.handed.length === 3);
+  });
+
+  it("gives a free token to the lane whose isolate used the least CPU on tokens lately", async () => {
+    const pool = tokens(1);
+    const heavy = new FakeIsolate();
+    const light = new FakeIsolate();
+    const holder = new FakeIsolate();
+    // The heavy lane runs 30 ms on its token first.
+    const h = started(pool, heavy);
+    heavy.ran(30_000_000n);
+    const blocker = started(pool, holder);
+    await until(() => blocker.handed.length === 1);
+    // Both wait; the heavy one asked first.
+    h.lane.post(() => h.handed.push("again"));
+    const l = started(pool, light);
+    holder.ran();
+    await until(() => l.handed.length === 1);
+    expect(h.handed).toEqual(["start"]);
+  });
+
+  it("frees the token of an isolate that is gone, and hands what waited to nothing", async () => {
+    const pool = tokens(1);
+    const a = new FakeIsolate();
+    const first = started(pool, a);
+    first.lane.post(() => first.handed.push("answer"));
+    const second = started(pool, new FakeIsolate());
+    a.isDisposed = true;
+    await until(() => second.handed.length === 1);
+    first.lane.close();
+    expect(first.handed).toEqual(["start", "answer"]);
+  });
+});
+
+/** Hand-written capsule bundle (see capsule-isolate.test.ts): handlers that compute for a while. */
+const CODE = `var __platform_capsule = {
+  kind: "platform.capsule",
+  declaration: { schema: { tables: {} } },
+  definition: { queries: {
+    spin: async () => { let x = 0; for (let i = 0; i < 2e6; i++) x = (x * 31 + i) | 0; return x; },
+    logThenSpin: async (ctx) => {
+      ctx.log.info("not awaited");
+      let x = 0; for (let i = 0; i < 2e6; i++) x = (x * 31 + i) | 0; return x;
+    },
+    wait: async () => new Promise(() => {}),
+  } },
+};`;
+
+function query(name: string): DispatchRequest {
+  return { kind: "query", requestId: 0, identity: null, env: {}, now: 1, seed: 1, name, argsJson: "{}" };
+}
+
+const made: CapsuleIsolate[] = [];
+afterEach(() => {
+  for (const isolate of made.splice(0)) isolate.dispose();
+});
+
+async function threadedIsolates(count: number): Promise<CapsuleIsolate[]> {
+  const isolates: CapsuleIsolate[] = [];
+  for (let i = 0; i < count; i++) {
+    const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, enabled: false });
+    const isolate = await CapsuleIsolate.create(CODE, "tokens", DEFAULT_ISOLATE_LIMITS, standing);
+    made.push(isolate);
+    isolates.push(isolate);
+  }
+  return isolates;
+}
+
+/** Isolates' threads (born after this file started) that are running or waiting for a core now. */
+function runnableIsolateThreads(): number {
+  let runnable = 0;
+  for (const id of readdirSync("/proc/self/task")) {
+    if (hostThreads.has(id)) continue;
+    try {
+      const stat = readFileSync(`/proc/self/task/${id}/stat`, "latin1");
+      if (stat[stat.lastIndexOf(")") + 2] === "R") runnable++;
+    } catch {
+      // The thread ended.
+    }
+  }
+  return runnable;
+}
+
+/** The most isolates' threads seen runnable at once while `work` ran (sampled every ms). */
+async function mostRunnableDuring(work: Promise<unknown>): Promise<number> {
+  let most = 0;
+  let done = false;
+  const finished = work.finally(() => {
+    done = true;
+  });
+  while (!done) {
+    most = Math.max(most, runnableIsolateThreads());
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  await finished;
+  return most;
+}
+
+describe.runIf(process.platform === "linux")("run tokens on real isolates", () => {
+  const count = ThreadTokens.shared().count;
+
+  it("runs at most one isolate per token on its thread at once, platform calls not awaited included", async () => {
+    const isolates = await threadedIsolates(count + 4);
+    for (const name of ["spin", "logThenSpin"]) {
+      const runs = isolates.flatMap((isolate) => [
+        isolate.execute(query(name), () => null),
+        isolate.execute(query(name), () => null),
+      ]);
+      const most = await mostRunnableDuring(Promise.all(runs));
+      for (const answer of await Promise.all(runs)) expect(answer.ok).toBe(true);
+      // One more for a thread seen between the end of its JavaScript and its return to the pool.
+      expect(most, `${name}: isolates' threads runnable at once`).toBeLessThanOrEqual(count + 1);
+    }
+  });
+
+  it("an isolate that awaits something that never settles holds no token", async () => {
+    const isolates = await threadedIsolates(count + 2);
+    const waiting = isolates.slice(0, count + 1);
+    const hung = waiting.map((isolate) => isolate.execute(query("wait"), () => null).catch(() => null));
+    const last = isolates[count + 1] as CapsuleIsolate;
+    expect((await last.execute(query("spin"), () => null)).ok).toBe(true);
+    for (const isolate of waiting) isolate.dispose();
+    await Promise.all(hung);
+  });
+});

@@ -1,0 +1,256 @@
+import { cpus } from "node:os";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isolateCpuClock } from "./isolate-cpu-clock.js";
+
+/** What a lane reads of its isolate: its CPU clock, which advances only while its thread runs it. */
+export interface TokenIsolate {
+  readonly isDisposed: boolean;
+  /** isolated-vm's figure (ns, a steady clock): it moves between two reads only while the isolate runs. */
+  readonly cpuTime: bigint;
+}
+
+/** How recent use fades when lanes are compared (ms): a lane's use halves over this much time. */
+const USE_HALF_LIFE_MS = 1000;
+/** Looks at the end of the event loop's next turns after a holder yielded, before the poll. */
+const QUICK_LOOKS = 4;
+/** While lanes wait and no token came free, the holders are looked at again this often (ms). */
+const POLL_MS = 1;
+
+/**
+ * The host's tokens for running JavaScript on isolates' own threads, one per process
+ * (docs/security.md "Scheduling"). isolated-vm keeps a pool of one thread per core plus one (the
+ * inline sentinel holds one) and runs every further isolate that has work at the same moment on a
+ * new thread, made by the thread that handed it the work, mostly the main thread, at its
+ * priority. With 20 tenants busy on their threads, the main thread made and ended threads all the
+ * time, each first competing with it as an equal. So an isolate's work (a start, or a platform
+ * call's answer) is handed over only while its lane holds a token, and there are as many tokens as
+ * the pool has free threads: what is handed over finds a pool thread, whose priority is already
+ * lowered (thread-priority.ts).
+ *
+ * A holder gives its token back once its isolate is idle (its clock stopped, after it ran what it
+ * was handed), which is known without help from the code it runs: a handler that starts a platform
+ * call and computes on keeps its token. A holder that has used more than
+ * {@link LIMITS.isolateThreadTurnMs} of CPU since it took its token while others wait runs on
+ * without one, so a handler spinning to its CPU limit holds the others up only that long. Lanes
+ * waiting take the tokens that come free, those whose isolates used the least lately first.
+ */
+export class ThreadTokens {
+  private static instance: ThreadTokens | undefined;
+  private free: number;
+  private readonly holders = new Set<ThreadLane>();
+  private readonly waiting = new Set<ThreadLane>();
+  private poll: NodeJS.Timeout | null = null;
+  /** Quick looks left after a holder's isolate yielded (see {@link maybeIdle}). */
+  private lookAgain = 0;
+
+  constructor(
+    readonly count: number,
+    readonly turnNs: bigint,
+    /** The clock a holder's CPU is measured on besides its isolate's (see cpu-meter.ts). */
+    readonly cpuClock: () => bigint,
+  ) {
+    this.free = count;
+  }
+
+  /** The process's tokens: one per core, the threads isolated-vm's pool has free. */
+  static shared(): ThreadTokens {
+    ThreadTokens.instance ??= new ThreadTokens(
+      Math.max(1, cpus().length),
+      BigInt(LIMITS.isolateThreadTurnMs) * 1_000_000n,
+      isolateCpuClock,
+    );
+    return ThreadTokens.instance;
+  }
+
+  /** A lane for one isolate. */
+  lane(isolate: TokenIsolate): ThreadLane {
+    return new ThreadLane(this, isolate);
+  }
+
+  /** Tokens held now (for tests and diagnostics). */
+  get held(): number {
+    return this.count - this.free;
+  }
+
+  /** Lanes waiting for a token now (for tests and diagnostics). */
+  get waitingLanes(): number {
+    return this.waiting.size;
+  }
+
+  /** `lane` has work to hand over: it gets a token now, or waits for one. */
+  request(lane: ThreadLane): void {
+    if (this.waiting.size === 0 && this.take(lane)) return;
+    this.waiting.add(lane);
+    this.settle();
+  }
+
+  /**
+   * A holder's isolate reached a point where it may be idle soon (it is finishing what it ran): look
+   * again at the end of the next few turns of the event loop, before the slower poll.
+   */
+  maybeIdle(): void {
+    if (this.waiting.size === 0) return;
+    const already = this.lookAgain > 0;
+    this.lookAgain = QUICK_LOOKS;
+    if (!already) setImmediate(this.quickLook);
+  }
+
+  private readonly quickLook = (): void => {
+    this.lookAgain--;
+    const before = this.waiting.size;
+    this.settle();
+    if (this.lookAgain > 0 && this.waiting.size > 0 && this.waiting.size === before)
+      setImmediate(this.quickLook);
+    else this.lookAgain = 0;
+  };
+
+  /** Gives back `lane`'s token (its isolate is gone or runs on without one). */
+  release(lane: ThreadLane): void {
+    if (!this.holders.delete(lane)) return;
+    lane.released();
+    this.free++;
+  }
+
+  /** Forgets `lane` altogether (its isolate is gone). */
+  drop(lane: ThreadLane): void {
+    this.waiting.delete(lane);
+    this.release(lane);
+    this.settle();
+  }
+
+  private take(lane: ThreadLane): boolean {
+    if (this.free === 0 || lane.holding) return false;
+    this.free--;
+    this.holders.add(lane);
+    lane.granted();
+    return true;
+  }
+
+  /**
+   * Takes the tokens back from holders that are idle or past their turn, hands them to the lanes
+   * waiting (the least used lately first), and keeps looking while lanes still wait.
+   */
+  private settle(): void {
+    if (this.waiting.size === 0) return;
+    const sharedNow = this.cpuClock();
+    for (const lane of this.holders) {
+      if (lane.idle() || lane.usedSinceGrant(sharedNow) > this.turnNs) this.release(lane);
+    }
+    const now = performance.now();
+    const order = [...this.waiting]
+      .filter((lane) => !lane.holding)
+      .map((lane) => ({ lane, use: lane.recentUse(now) }))
+      .sort((a, b) => a.use - b.use);
+    for (const { lane } of order) {
+      if (!this.take(lane)) break;
+      this.waiting.delete(lane);
+    }
+    if (this.waiting.size > 0 && this.poll === null) this.poll = setTimeout(this.repoll, POLL_MS);
+  }
+
+  private readonly repoll = (): void => {
+    this.poll = null;
+    this.settle();
+  };
+}
+
+/**
+ * One isolate's way to its thread: work handed over while it holds one of the {@link ThreadTokens},
+ * and kept in order until it gets one.
+ */
+export class ThreadLane {
+  holding = false;
+  private readonly queued: Array<() => void> = [];
+  /** The isolate's clock when work was last handed over: it must have moved since to be idle. */
+  private clockAtPost = -1n;
+  private clockAtGrant = 0n;
+  private sharedAtGrant = 0n;
+  /** Recent use (ms of CPU while holding a token), as of {@link usedAtMs}. */
+  private use = 0;
+  private usedAtMs = 0;
+  private closed = false;
+
+  constructor(
+    private readonly tokens: ThreadTokens,
+    private readonly isolate: TokenIsolate,
+  ) {}
+
+  /**
+   * Runs `work`, which hands the isolate something to run, now if this lane holds a token and has
+   * not used up its turn, else once it gets one. After {@link close}, at once.
+   */
+  post(work: () => void): void {
+    if (this.closed || (this.holding && this.withinTurn())) {
+      this.handOver(work);
+      return;
+    }
+    this.queued.push(work);
+    this.tokens.request(this);
+  }
+
+  /** The isolate made a platform call or finished an execution: it may be idle soon. */
+  yielded(): void {
+    if (this.holding) this.tokens.maybeIdle();
+  }
+
+  /** The isolate is gone: its token goes back, and what waits is handed over (to nothing). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.tokens.drop(this);
+    for (const work of this.queued.splice(0)) work();
+  }
+
+  /** True when the isolate ran since it was last handed work and is not running now, or is gone. */
+  idle(): boolean {
+    const first = clockOf(this.isolate);
+    if (first === undefined) return true;
+    return first > this.clockAtPost && clockOf(this.isolate) === first;
+  }
+
+  /** True while the isolate has used less than a turn since this lane took its token. */
+  withinTurn(): boolean {
+    return this.usedSinceGrant(this.tokens.cpuClock()) <= this.tokens.turnNs;
+  }
+
+  /** CPU the isolate used since this lane took its token (ns; waits for a core left out as far as known). */
+  usedSinceGrant(sharedNow: bigint): bigint {
+    const own = (clockOf(this.isolate) ?? this.clockAtGrant) - this.clockAtGrant;
+    const shared = sharedNow - this.sharedAtGrant;
+    return shared > 0n && shared < own ? shared : own;
+  }
+
+  /** The CPU this lane's isolate used on tokens lately (ms), fading with time. */
+  recentUse(nowMs: number): number {
+    return this.use * 0.5 ** ((nowMs - this.usedAtMs) / USE_HALF_LIFE_MS);
+  }
+
+  granted(): void {
+    this.holding = true;
+    this.clockAtGrant = clockOf(this.isolate) ?? 0n;
+    this.sharedAtGrant = this.tokens.cpuClock();
+    for (const work of this.queued.splice(0)) this.handOver(work);
+  }
+
+  released(): void {
+    this.holding = false;
+    const now = performance.now();
+    this.use = this.recentUse(now) + Number(this.usedSinceGrant(this.tokens.cpuClock())) / 1e6;
+    this.usedAtMs = now;
+  }
+
+  private handOver(work: () => void): void {
+    this.clockAtPost = clockOf(this.isolate) ?? this.clockAtPost;
+    work();
+  }
+}
+
+/** The isolate's CPU clock; undefined once it is gone (isolated-vm may dispose it on its own thread). */
+function clockOf(isolate: TokenIsolate): bigint | undefined {
+  if (isolate.isDisposed) return undefined;
+  try {
+    return isolate.cpuTime;
+  } catch {
+    return undefined;
+  }
+}
