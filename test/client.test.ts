@@ -183,6 +183,22 @@ describe("platform/client in Node", () => {
     expect(fresh.auth.getState().identity?.kind).toBe("guest");
   });
 
+  it("replaces a token the socket's upgrade refused, and connects", async () => {
+    const store = memoryStore();
+    const c = client({ transport: { store } });
+    await c.auth.ready();
+    const key = `platform.auth:${host.deploymentUrl("board")}`;
+    const stored = JSON.parse(store.get(key) as string) as { current: { token: string } };
+    const tampered = `${stored.current.token.slice(0, -4)}AAAA`;
+    store.set(key, JSON.stringify({ current: { ...stored.current, token: tampered } }));
+    // The first upgrade is refused (401) before the socket ever opened; the client must not stay
+    // "connecting" without a socket.
+    const fresh = client({ transport: { store } });
+    const first = await new Promise<unknown>((resolve) => fresh.subscribe("count", {}, resolve));
+    expect(first).toEqual(expect.any(Number));
+    expect(fresh.connectionState).toBe("open");
+  });
+
   it("uploads and deletes files with storage.upload/delete, errors carrying the storage codes", async () => {
     const dev = await startTestHost({ devDeployment: "dev" });
     try {

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { AuthService } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
@@ -50,6 +51,32 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     },
     15,
   );
+
+  it("gives two hosts opening a new database at once one token secret: each accepts the other's tokens", async () => {
+    const name = table();
+    const [first, second] = await Promise.all([
+      PostgresKv.open(server.url, { table: name }).then((store) => HostDatabase.openStore(store)),
+      PostgresKv.open(server.url, { table: name }).then((store) => HostDatabase.openStore(store)),
+    ]);
+    try {
+      const incarnationOf = async () => null;
+      // Both look for the secret before either has written one.
+      const [authA, authB] = await Promise.all([
+        AuthService.open(first, incarnationOf),
+        AuthService.open(second, incarnationOf),
+      ]);
+      for (const [issuer, checker] of [
+        [authA, authB],
+        [authB, authA],
+      ] as const) {
+        const { token } = await issuer.signInGuest("shared");
+        expect((await checker.authenticate("shared", token)).kind).toBe("guest");
+      }
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
 
   it("delivers broadcasts to the other connections, not back to the sender", async () => {
     const name = table();

@@ -88,16 +88,21 @@ export class AuthService {
   }
 
   /**
-   * Loads (or creates, once) the host's token secret. `incarnationOf` tells which incarnation of a
-   * deployment tokens must belong to.
+   * Loads (or creates, once) the token secret that every host on the database shares: two hosts
+   * starting at once on a new database create it under a lock, so both sign with the first one
+   * written (each keeping its own would refuse the other's tokens until restarted).
+   * `incarnationOf` tells which incarnation of a deployment tokens must belong to.
    */
   static async open(db: HostDatabase, incarnationOf: IncarnationLookup): Promise<AuthService> {
     const secrets = db.records<{ hex: string }>("secrets");
     let secret = await secrets.get("tokens");
-    if (!secret) {
-      secret = { hex: randomBytes(32).toString("hex") };
-      await secrets.put("tokens", secret);
-    }
+    secret ??= await db.exclusive("token-secret", async () => {
+      const stored = await secrets.get("tokens");
+      if (stored) return stored;
+      const created = { hex: randomBytes(32).toString("hex") };
+      await secrets.put("tokens", created);
+      return created;
+    });
     return new AuthService(db, Buffer.from(secret.hex, "hex"), incarnationOf);
   }
 

@@ -224,10 +224,12 @@ export class SyncConnection {
         else if (event?.code === SYNC_CLOSE.hostRestarting) void this.connect();
         else this.scheduleReconnect();
       };
-      // A new token may have reconnected already (the session's token listener).
-      if (refused)
+      if (refused) {
+        // Not "connecting" any more (a refused upgrade never opened): the session's token listener
+        // reconnects with a new token, and if none came, the retry below does.
+        this.setState("waiting");
         void this.onRefused(token).finally(() => !this.socket && this.stateValue !== "connecting" && retry());
-      else retry();
+      } else retry();
     };
   }
 
