@@ -167,30 +167,28 @@ describe("platform/client in Node", () => {
     await second.mutation("add", { text: "after renewal" });
   });
 
-  it("replaces a refused token: a 401 renews once and retries", async () => {
+  /** A token store holding a guest's token with a tampered signature, which the host refuses. */
+  async function storeWithRefusedToken(): Promise<ReturnType<typeof memoryStore>> {
     const store = memoryStore();
-    const c = client({ transport: { store } });
-    await c.auth.ready();
+    await client({ transport: { store } }).auth.ready();
     const key = `platform.auth:${host.deploymentUrl("board")}`;
     const stored = JSON.parse(store.get(key) as string) as { current: { token: string } };
-    const other = client({ transport: { store: memoryStore() } });
-    await other.auth.ready();
-    // A token of another session that the host refuses: tampered signature.
     const tampered = `${stored.current.token.slice(0, -4)}AAAA`;
     store.set(key, JSON.stringify({ current: { ...stored.current, token: tampered } }));
+    return store;
+  }
+
+  it("replaces a refused token: a 401 renews once and retries", async () => {
+    const store = await storeWithRefusedToken();
+    const other = client({ transport: { store: memoryStore() } });
+    await other.auth.ready();
     const fresh = client({ transport: { store } });
     expect(await fresh.query("count")).toBeGreaterThan(0);
     expect(fresh.auth.getState().identity?.kind).toBe("guest");
   });
 
   it("replaces a token the socket's upgrade refused, and connects", async () => {
-    const store = memoryStore();
-    const c = client({ transport: { store } });
-    await c.auth.ready();
-    const key = `platform.auth:${host.deploymentUrl("board")}`;
-    const stored = JSON.parse(store.get(key) as string) as { current: { token: string } };
-    const tampered = `${stored.current.token.slice(0, -4)}AAAA`;
-    store.set(key, JSON.stringify({ current: { ...stored.current, token: tampered } }));
+    const store = await storeWithRefusedToken();
     // The first upgrade is refused (401) before the socket ever opened; the client must not stay
     // "connecting" without a socket.
     const fresh = client({ transport: { store } });
