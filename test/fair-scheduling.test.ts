@@ -42,7 +42,7 @@ const SAMPLES = 150;
  * - quiet: flood 0.8-1.0 ms then 1.0-1.6 ms; 20 hostile tenants 0.8-1.0 ms then 4.0-6.7 ms;
  * - beside a CPU hog per core: flood 5.1-6.3 then 5.3-6.9 ms; hostile 5.1-6.3 then 9.4-9.9 ms.
  * 20 busy tenants (a few ms per call on their threads): quiet 6.8-16.4 ms; beside the hogs
- * 6.7-11.3 ms with the run tokens (host/isolates/thread-tokens.ts), 9-905 ms before them.
+ * 6.6-15.8 ms with the run tokens (host/isolates/thread-tokens.ts), 9-905 ms before them.
  * Before breached deployments shared two slots, 20 hostile tenants gave 7-85 ms quiet and 38-131
  * ms beside the hogs (the main thread waited for the kernel's memory-map lock, held by preempted
  * low-priority isolate threads), and measuring while this process still read the flood's refusals
