@@ -3,8 +3,14 @@ import { decodeJwt } from "jose";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
-import { DEVELOPER_TOKEN_PREFIX } from "./developers.js";
-import { type EndHolder, OpenSessions, type SessionGate } from "./open-sessions.js";
+import { refuseDeveloperToken } from "./developers.js";
+import {
+  type EndHolder,
+  type HeldIdentity,
+  IDENTITY_ENDED,
+  OpenSessions,
+  type SessionGate,
+} from "./open-sessions.js";
 import {
   accountUserId,
   type IssuedToken,
@@ -14,6 +20,7 @@ import {
   type SessionProof,
   type SessionRecord,
 } from "./sessions.js";
+import { loadTokenSecret } from "./token-secret.js";
 import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnation } from "./tokens.js";
 
 /**
@@ -21,33 +28,6 @@ import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnat
  * created before incarnations existed, undefined when there is no such deployment.
  */
 export type IncarnationLookup = (id: string) => Promise<string | null | undefined>;
-
-function refuseDeveloperToken(token: string): void {
-  if (token.startsWith(DEVELOPER_TOKEN_PREFIX))
-    throw new PlatformError(
-      "unauthorized",
-      "Developer tokens are for the operator API; apps need an app user's token.",
-    );
-}
-
-/** An identity held by an open connection (see {@link AuthService.holdIdentity}). */
-export interface HeldIdentity {
-  identity: BridgeIdentity;
-  /** Checked again by each mutation's transaction. */
-  session: SessionProof;
-  /** Writes as the identity go through this gate; `gate.ended` once it was retired. */
-  gate: SessionGate;
-  /** When the token expires (ms since the epoch): the holder ends then. */
-  expiresAt: number;
-  release: () => void;
-}
-
-/** Why a holder's identity ended, as told to the client (WebSocket close reasons stay short). */
-export const IDENTITY_ENDED = {
-  upgraded: "guest upgraded: sign in again",
-  retired: "session ended: sign in again",
-  expired: "token expired: renew it",
-} as const;
 
 /**
  * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
@@ -88,22 +68,11 @@ export class AuthService {
   }
 
   /**
-   * Loads (or creates, once) the token secret that every host on the database shares: two hosts
-   * starting at once on a new database create it under a lock, so both sign with the first one
-   * written (each keeping its own would refuse the other's tokens until restarted).
+   * Opens the service with the database's token secret (see {@link loadTokenSecret}).
    * `incarnationOf` tells which incarnation of a deployment tokens must belong to.
    */
   static async open(db: HostDatabase, incarnationOf: IncarnationLookup): Promise<AuthService> {
-    const secrets = db.records<{ hex: string }>("secrets");
-    let secret = await secrets.get("tokens");
-    secret ??= await db.exclusive("token-secret", async () => {
-      const stored = await secrets.get("tokens");
-      if (stored) return stored;
-      const created = { hex: randomBytes(32).toString("hex") };
-      await secrets.put("tokens", created);
-      return created;
-    });
-    return new AuthService(db, Buffer.from(secret.hex, "hex"), incarnationOf);
+    return new AuthService(db, await loadTokenSecret(db), incarnationOf);
   }
 
   private sessionId(deployment: string, session: string): string {

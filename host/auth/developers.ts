@@ -14,6 +14,16 @@ export interface DeveloperRecord {
 
 /** Prefix of developer tokens, so they are recognisable (and refused at app origins). */
 export const DEVELOPER_TOKEN_PREFIX = "pdt_";
+
+/** Refuses a developer token where an app user's token is expected (it proves no app identity). */
+export function refuseDeveloperToken(token: string): void {
+  if (token.startsWith(DEVELOPER_TOKEN_PREFIX))
+    throw new PlatformError(
+      "unauthorized",
+      "Developer tokens are for the operator API; apps need an app user's token.",
+    );
+}
+
 /** Prefix of claim tokens. */
 export const CLAIM_TOKEN_PREFIX = "pct_";
 

@@ -1,5 +1,5 @@
 /** `host/auth`: tokens, sessions and identities of app users; developers and claim tokens. */
-export { AuthService, type HeldIdentity, IDENTITY_ENDED } from "./auth-service.js";
+export { AuthService } from "./auth-service.js";
 export {
   CLAIM_TOKEN_PREFIX,
   DEVELOPER_TOKEN_PREFIX,
@@ -12,7 +12,13 @@ export {
 } from "./developers.js";
 export { type CodeRequest, EmailCodes, type EmailOptions, type UnsentCode } from "./email-codes.js";
 export { type OidcIssuer, OidcVerifier } from "./oidc.js";
-export { type EndHolder, OpenSessions, SessionGate } from "./open-sessions.js";
+export {
+  type EndHolder,
+  type HeldIdentity,
+  IDENTITY_ENDED,
+  OpenSessions,
+  SessionGate,
+} from "./open-sessions.js";
 export {
   accountUserId,
   type IssuedToken,

@@ -1,5 +1,27 @@
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import type { SessionProof } from "./sessions.js";
+
 /** Tells a holder (an open socket) that the identity it was opened with ended, and why. */
 export type EndHolder = (reason: string) => void;
+
+/** An identity held by an open connection (see `AuthService.holdIdentity`). */
+export interface HeldIdentity {
+  identity: BridgeIdentity;
+  /** Checked again by each mutation's transaction. */
+  session: SessionProof;
+  /** Writes as the identity go through this gate; `gate.ended` once it was retired. */
+  gate: SessionGate;
+  /** When the token expires (ms since the epoch): the holder ends then. */
+  expiresAt: number;
+  release: () => void;
+}
+
+/** Why a holder's identity ended, as told to the client (WebSocket close reasons stay short). */
+export const IDENTITY_ENDED = {
+  upgraded: "guest upgraded: sign in again",
+  retired: "session ended: sign in again",
+  expired: "token expired: renew it",
+} as const;
 
 /**
  * One session's open holders and the writes they have in flight. A holder that writes as the
