@@ -139,6 +139,17 @@ describe("run tokens", () => {
     expect(h.handed).toEqual(["start"]);
   });
 
+  it("takes the token back from a lane whose work found nothing left to hand over", async () => {
+    const pool = tokens(1);
+    const first = pool.lane(new FakeIsolate());
+    // Its only work was a start whose execution failed while it waited: nothing ran.
+    first.post(() => false);
+    expect(first.holding).toBe(true);
+    const second = started(pool, new FakeIsolate());
+    await until(() => second.handed.length === 1);
+    expect(first.holding).toBe(false);
+  });
+
   it("frees the token of an isolate that is gone, and hands what waited to nothing", async () => {
     const pool = tokens(1);
     const a = new FakeIsolate();

@@ -160,7 +160,7 @@ export class ThreadTokens {
  */
 export class ThreadLane {
   holding = false;
-  private readonly queued: Array<() => void> = [];
+  private readonly queued: Array<() => unknown> = [];
   /** The isolate's clock when work was last handed over: it must have moved since to be idle. */
   private clockAtPost = -1n;
   private clockAtGrant = 0n;
@@ -176,10 +176,11 @@ export class ThreadLane {
   ) {}
 
   /**
-   * Runs `work`, which hands the isolate something to run, now if this lane holds a token and has
-   * not used up its turn, else once it gets one. After {@link close}, at once.
+   * Runs `work`, which hands the isolate something to run (or returns false when it found nothing
+   * left to hand over), now if this lane holds a token and has not used up its turn, else once it
+   * gets one. After {@link close}, at once.
    */
-  post(work: () => void): void {
+  post(work: () => unknown): void {
     if (this.closed || (this.holding && this.withinTurn())) {
       this.handOver(work);
       return;
@@ -239,9 +240,10 @@ export class ThreadLane {
     this.usedAtMs = now;
   }
 
-  private handOver(work: () => void): void {
-    this.clockAtPost = clockOf(this.isolate) ?? this.clockAtPost;
-    work();
+  /** Runs `work`; when it handed the isolate something (it did not return false), the isolate must run before it is idle. */
+  private handOver(work: () => unknown): void {
+    const before = clockOf(this.isolate);
+    if (work() !== false && before !== undefined) this.clockAtPost = before;
   }
 }
 

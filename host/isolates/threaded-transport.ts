@@ -36,7 +36,7 @@ export class ThreadedTransport implements Transport {
     this.inFlight++;
     this.lane.post(() => {
       // Failed (at its wall limit, or its isolate stopped) while it waited for a token.
-      if (this.running.get(requestId) !== execution) return;
+      if (this.running.get(requestId) !== execution) return false;
       this.meter.boundary(requestId);
       this.dispatch
         .apply(undefined, [requestId, payload], {
