@@ -50,7 +50,7 @@ const FLOOR_MS = 250;
 /**
  * The floor for tenants busy on their isolates' threads (ms). 20 busy tenants (a few ms per call
  * on their threads): quiet 6.8-16.4 ms; beside the hogs 9-905 ms before the run tokens
- * (host/isolates/thread-tokens.ts), and with them 6.6-15.8 ms in fifteen windows and three of four
+ * (host/isolates/thread-tokens.ts), and with them 6.6-15.8 ms in fifteen windows and three
  * full suite runs, but 436.7 and 317.5 ms in the next two. What still stalls the main thread
  * then is not found (docs/security.md "Scheduling").
  */
