@@ -27,9 +27,10 @@ class FakeIsolate implements TokenIsolate {
 }
 
 const TURN_NS = 50_000_000n;
+const SPARE_TURN_NS = 4_000_000n;
 
-function tokens(count = 2, shared = () => 0n): ThreadTokens {
-  return new ThreadTokens(count, TURN_NS, shared);
+function tokens(count = 2, shared = () => 0n, spareTurnNs = 0n): ThreadTokens {
+  return new ThreadTokens(count, TURN_NS, shared, spareTurnNs);
 }
 
 /** Resolves once `check` holds (the tokens settle at the end of the host's turn or on a 1 ms poll). */
@@ -163,6 +164,62 @@ describe("run tokens", () => {
   });
 });
 
+describe("the spare run token", () => {
+  it("goes to a light lane while the tokens are all held, never to a lane whose turns were heavy", async () => {
+    const pool = tokens(1, () => 0n, SPARE_TURN_NS);
+    const heavy = new FakeIsolate();
+    const heavyRun = started(pool, heavy);
+    // A fresh lane is taken for light: it gets the spare at once.
+    const first = new FakeIsolate();
+    const firstRun = started(pool, first);
+    expect(firstRun.handed).toEqual(["start"]);
+    expect(pool.held).toBe(2);
+    // Both held: the next lane waits.
+    const third = new FakeIsolate();
+    const thirdRun = started(pool, third);
+    expect(thirdRun.handed).toEqual([]);
+    // The heavy isolate ran 10 ms and stopped: its token goes to the lane waiting.
+    heavy.ran(10_000_000n);
+    heavyRun.lane.yielded();
+    await until(() => thirdRun.handed.length === 1);
+    // (The fake clock moves a microsecond on each read while its isolate runs.)
+    expect(Math.round(heavyRun.lane.averageTurnNs / 1e6)).toBe(10);
+    // The light one ran 0.1 ms. The heavy lane's new work does not get the spare it gives back.
+    first.ran(100_000n);
+    heavyRun.lane.post(() => heavyRun.handed.push("again"));
+    await until(() => !firstRun.lane.holding);
+    expect(Math.round(firstRun.lane.averageTurnNs / 1e5)).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(heavyRun.handed).toEqual(["start"]);
+    // A light lane does not queue behind it: it takes the spare at once.
+    firstRun.lane.post(() => firstRun.handed.push("again"));
+    expect(firstRun.handed).toEqual(["start", "again"]);
+    expect(pool.waitingLanes).toBe(1);
+    // The heavy lane gets the next plain token.
+    third.ran();
+    thirdRun.lane.yielded();
+    await until(() => heavyRun.handed.length === 2);
+  });
+
+  it("is taken back past its short turn while others wait, and the lane that only looked light runs on without it", async () => {
+    const pool = tokens(1, () => 0n, SPARE_TURN_NS);
+    const holder = new FakeIsolate();
+    started(pool, holder);
+    const looksLight = new FakeIsolate();
+    const onSpare = started(pool, looksLight);
+    expect(onSpare.lane.onSpare).toBe(true);
+    // It runs on past the spare's turn (well within a plain turn) while another light lane waits.
+    looksLight.ran(5_000_000n);
+    looksLight.running = true;
+    const next = started(pool, new FakeIsolate());
+    await until(() => next.handed.length === 1);
+    expect(onSpare.lane.holding).toBe(false);
+    expect(next.lane.onSpare).toBe(true);
+    // Its turn counts: it is no longer light.
+    expect(onSpare.lane.averageTurnNs).toBeGreaterThan(Number(SPARE_TURN_NS) / 2);
+  });
+});
+
 /** Hand-written capsule bundle (see capsule-isolate.test.ts): handlers that compute for a while. */
 const CODE = `var __platform_capsule = {
   kind: "platform.capsule",
@@ -218,7 +275,7 @@ async function threadsBornDuring(work: Promise<unknown>): Promise<number> {
 }
 
 describe.runIf(process.platform === "linux")("run tokens on real isolates", () => {
-  const count = ThreadTokens.shared().count;
+  const count = ThreadTokens.shared().total;
 
   it("runs isolates on their own threads one per token, so none needs a thread beyond isolated-vm's pool, platform calls not awaited included", async () => {
     const isolates = await threadedIsolates(count + 4);

@@ -1,5 +1,6 @@
 import { cpus } from "node:os";
 import { LIMITS } from "../../sdk/protocol/index.js";
+import { movingAverage } from "./inline/moving-average.js";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
 
 /** What a lane reads of its isolate: its CPU clock, which advances only while its thread runs it. */
@@ -33,10 +34,20 @@ const POLL_MS = 1;
  * {@link LIMITS.isolateThreadTurnMs} of CPU since it took its token while others wait runs on
  * without one, so a handler spinning to its CPU limit holds the others up only that long. Lanes
  * waiting take the tokens that come free, those whose isolates used the least lately first.
+ *
+ * Busy holders run at a low priority, so on a busy machine a token can take far longer than its
+ * CPU to come back, and a light tenant on its thread (moved there by one unlucky inline run) would
+ * wait that long for every call. One spare token therefore goes only to light lanes, whose turns
+ * lately averaged under half of {@link LIMITS.isolateThreadLightTurnMs}, while the others are all
+ * held; its holder runs on without it past that much CPU, so a lane that only looked light holds
+ * it up briefly. The spare is one of the pool's threads: heavy isolates share one thread fewer, and
+ * no work needs a thread beyond the pool.
  */
 export class ThreadTokens {
   private static instance: ThreadTokens | undefined;
   private free: number;
+  /** Spare tokens free (see the class comment): 1, or 0 while held or when there is none. */
+  private spareFree: number;
   private readonly holders = new Set<ThreadLane>();
   private readonly waiting = new Set<ThreadLane>();
   private poll: NodeJS.Timeout | null = null;
@@ -48,16 +59,24 @@ export class ThreadTokens {
     readonly turnNs: bigint,
     /** The clock a holder's CPU is measured on besides its isolate's (see cpu-meter.ts). */
     readonly cpuClock: () => bigint,
+    /** The spare token's turn (ns); 0: no spare token. */
+    readonly spareTurnNs = 0n,
   ) {
     this.free = count;
+    this.spareFree = spareTurnNs > 0n ? 1 : 0;
   }
 
-  /** The process's tokens: one per core, the threads isolated-vm's pool has free. */
+  /**
+   * The process's tokens: as many as isolated-vm's pool has threads free (one per core), one of
+   * them the spare when there are two or more.
+   */
   static shared(): ThreadTokens {
+    const threads = Math.max(1, cpus().length);
     ThreadTokens.instance ??= new ThreadTokens(
-      Math.max(1, cpus().length),
+      threads > 1 ? threads - 1 : 1,
       BigInt(LIMITS.isolateThreadTurnMs) * 1_000_000n,
       isolateCpuClock,
+      threads > 1 ? BigInt(LIMITS.isolateThreadLightTurnMs) * 1_000_000n : 0n,
     );
     return ThreadTokens.instance;
   }
@@ -67,9 +86,14 @@ export class ThreadTokens {
     return new ThreadLane(this, isolate);
   }
 
-  /** Tokens held now (for tests and diagnostics). */
+  /** Tokens in all, the spare included: the pool threads isolates may run on at once. */
+  get total(): number {
+    return this.count + (this.spareTurnNs > 0n ? 1 : 0);
+  }
+
+  /** Tokens held now, the spare included (for tests and diagnostics). */
   get held(): number {
-    return this.count - this.free;
+    return this.holders.size;
   }
 
   /** Lanes waiting for a token now (for tests and diagnostics). */
@@ -80,6 +104,7 @@ export class ThreadTokens {
   /** `lane` has work to hand over: it gets a token now, or waits for one. */
   request(lane: ThreadLane): void {
     if (this.waiting.size === 0 && this.take(lane)) return;
+    if (this.takeSpare(lane)) return;
     this.waiting.add(lane);
     this.settle();
   }
@@ -107,8 +132,9 @@ export class ThreadTokens {
   /** Gives back `lane`'s token (its isolate is gone or runs on without one). */
   release(lane: ThreadLane): void {
     if (!this.holders.delete(lane)) return;
+    if (lane.onSpare) this.spareFree++;
+    else this.free++;
     lane.released();
-    this.free++;
   }
 
   /** Forgets `lane` altogether (its isolate is gone). */
@@ -122,8 +148,24 @@ export class ThreadTokens {
     if (this.free === 0 || lane.holding) return false;
     this.free--;
     this.holders.add(lane);
-    lane.granted();
+    lane.granted(false);
     return true;
+  }
+
+  /** Gives `lane` the spare token when it is free and the lane is light. */
+  private takeSpare(lane: ThreadLane): boolean {
+    if (this.spareFree === 0 || lane.holding || lane.averageTurnNs * 2 >= Number(this.spareTurnNs))
+      return false;
+    this.spareFree--;
+    this.waiting.delete(lane);
+    this.holders.add(lane);
+    lane.granted(true);
+    return true;
+  }
+
+  /** The CPU `lane` may use on its token while others wait. */
+  private turnOf(lane: ThreadLane): bigint {
+    return lane.onSpare ? this.spareTurnNs : this.turnNs;
   }
 
   /**
@@ -134,7 +176,7 @@ export class ThreadTokens {
     if (this.waiting.size === 0) return;
     const sharedNow = this.cpuClock();
     for (const lane of this.holders) {
-      if (lane.idle() || lane.usedSinceGrant(sharedNow) > this.turnNs) this.release(lane);
+      if (lane.idle() || lane.usedSinceGrant(sharedNow) > this.turnOf(lane)) this.release(lane);
     }
     const now = performance.now();
     const order = [...this.waiting]
@@ -142,8 +184,9 @@ export class ThreadTokens {
       .map((lane) => ({ lane, use: lane.recentUse(now) }))
       .sort((a, b) => a.use - b.use);
     for (const { lane } of order) {
-      if (!this.take(lane)) break;
-      this.waiting.delete(lane);
+      if (this.take(lane)) this.waiting.delete(lane);
+      else if (this.free === 0 && this.spareFree === 0) break;
+      else this.takeSpare(lane);
     }
     if (this.waiting.size > 0 && this.poll === null) this.poll = setTimeout(this.repoll, POLL_MS);
   }
@@ -160,6 +203,10 @@ export class ThreadTokens {
  */
 export class ThreadLane {
   holding = false;
+  /** True while the token held is the spare one. */
+  onSpare = false;
+  /** CPU per turn on a token (ns), a moving average: 0 until the first turn ended. */
+  averageTurnNs = 0;
   private readonly queued: Array<() => unknown> = [];
   /** The isolate's clock when work was last handed over: it must have moved since to be idle. */
   private clockAtPost = -1n;
@@ -211,7 +258,8 @@ export class ThreadLane {
 
   /** True while the isolate has used less than a turn since this lane took its token. */
   withinTurn(): boolean {
-    return this.usedSinceGrant(this.tokens.cpuClock()) <= this.tokens.turnNs;
+    const turn = this.onSpare ? this.tokens.spareTurnNs : this.tokens.turnNs;
+    return this.usedSinceGrant(this.tokens.cpuClock()) <= turn;
   }
 
   /** CPU the isolate used since this lane took its token (ns; waits for a core left out as far as known). */
@@ -226,8 +274,9 @@ export class ThreadLane {
     return this.use * 0.5 ** ((nowMs - this.usedAtMs) / USE_HALF_LIFE_MS);
   }
 
-  granted(): void {
+  granted(spare: boolean): void {
     this.holding = true;
+    this.onSpare = spare;
     this.clockAtGrant = clockOf(this.isolate) ?? 0n;
     this.sharedAtGrant = this.tokens.cpuClock();
     for (const work of this.queued.splice(0)) this.handOver(work);
@@ -235,9 +284,12 @@ export class ThreadLane {
 
   released(): void {
     this.holding = false;
+    this.onSpare = false;
     const now = performance.now();
-    this.use = this.recentUse(now) + Number(this.usedSinceGrant(this.tokens.cpuClock())) / 1e6;
+    const turnNs = Number(this.usedSinceGrant(this.tokens.cpuClock()));
+    this.use = this.recentUse(now) + turnNs / 1e6;
     this.usedAtMs = now;
+    this.averageTurnNs = movingAverage(this.averageTurnNs, turnNs);
   }
 
   /** Runs `work`; when it handed the isolate something (it did not return false), the isolate must run before it is idle. */

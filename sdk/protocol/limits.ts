@@ -136,6 +136,13 @@ export const LIMITS = {
    * Ours: longer than a heavy handler's run, short beside a CPU limit.
    */
   isolateThreadTurnMs: 50,
+  /**
+   * Milliseconds of CPU an isolate may run on the host's spare run token, which only isolates
+   * whose turns lately averaged under half of this may take while the others are all held; past
+   * it, it runs on without (host/isolates/thread-tokens.ts). Ours: a light handler's run, so a
+   * light tenant on its thread does not wait for busy tenants' turns.
+   */
+  isolateThreadLightTurnMs: 4,
   /** Largest capsule bundle accepted by a deploy. */
   bundleBytes: 16 * 1024 * 1024,
   /**

@@ -1,4 +1,4 @@
-/** Weight of a new sample in the inline runs' moving averages (start cost, entry time, handler CPU). */
+/** Weight of a new sample in the moving averages of inline runs (start cost, entry time, handler CPU) and of run-token turns. */
 const SAMPLE_WEIGHT = 0.2;
 
 /**
