@@ -52,8 +52,8 @@ const FLOOR_MS = 250;
  * on their threads): quiet 6.8-16.4 ms; beside the hogs 9-905 ms before the run tokens
  * (host/isolates/thread-tokens.ts), and with them 6.6-15.8 ms in fifteen windows and three
  * full suite runs, but 436.7 and 317.5 ms in the next two: a good tenant moved to its thread
- * waited for busy tenants' tokens. With the spare token for light lanes, 7-53 ms in 18 windows
- * beside the hogs; the main thread still waits for the memory-map lock now and then
+ * waited for busy tenants' tokens. With the spare token for light lanes, 7-72 ms in 34 of 35
+ * windows beside the hogs and 208 ms in one; the main thread still waits for the memory-map lock now and then
  * (docs/security.md "Scheduling").
  */
 const BUSY_FLOOR_MS = 1000;
