@@ -8,7 +8,8 @@ import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import { DEFAULT_INLINE_POLICY, InlineStanding } from "./inline/index.js";
 import { DEFAULT_ISOLATE_LIMITS } from "./limits.js";
-import { type ThreadLane, ThreadTokens, type TokenIsolate } from "./thread-tokens.js";
+import type { ThreadLane, TokenIsolate } from "./thread-lane.js";
+import { ThreadTokens } from "./thread-tokens.js";
 
 /** An isolate whose clock moves on every read while it "runs", as isolated-vm's does. */
 class FakeIsolate implements TokenIsolate {

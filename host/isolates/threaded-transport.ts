@@ -2,8 +2,8 @@ import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import type { ThreadedEntry } from "./isolate-loader.js";
 import { callerOf, encodeSyscallResult, readCall, wireError } from "./syscall-wire.js";
+import type { ThreadLane } from "./thread-lane.js";
 import { lookForIsolateThreads } from "./thread-priority.js";
-import type { ThreadLane } from "./thread-tokens.js";
 import type { RunningExecution, Transport } from "./transport.js";
 
 /**
