@@ -28,8 +28,7 @@ export interface LaneTokens {
 
 /**
  * One isolate's way to its thread: work handed over while it holds one of the host's run tokens
- * (thread-tokens.ts),
- * and kept in order until it gets one.
+ * (thread-tokens.ts), and kept in order until it gets one.
  */
 export class ThreadLane {
   holding = false;
