@@ -6,14 +6,15 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type PlatformHost, startHost, type Transaction } from "../../host/index.js";
+import { type PlatformHost, startHost } from "../../host/index.js";
 import type { BridgeIdentity, CallUsage, QuerySpec } from "../../sdk/protocol/index.js";
 import { isPlatformError, type SchemaSpec } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type HandlerVerdict, judge, type Measurement } from "./analyze.js";
 import { inferArgs } from "./infer-args.js";
 import { type BudgetScenario, fillArgs } from "./scenario.js";
-import { generateValue, SEED_USERS, seedOrder } from "./seed.js";
+import { SEED_USERS } from "./seed.js";
+import { type HostDeployments, seedFromSchema, seedWithMutation, UNLIMITED } from "./seeding.js";
 
 /**
  * Where a handler's arguments came from: budget.json's `calls.<name>.args`, its declared argument
@@ -49,14 +50,7 @@ export interface BudgetReport {
   failed: string[];
 }
 
-type HostDeployments = PlatformHost["deployments"];
-type DeploymentStore = Awaited<ReturnType<PlatformHost["database"]["deployment"]>>;
-
 const DEPLOYMENT = "budget";
-/** Seeding ignores read budgets. */
-const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
-const CHUNK = 1000;
-const SEED_CALL_MAX = 500;
 
 function identityOf(caller: BudgetScenario["caller"]): BridgeIdentity | null {
   if (caller === "anonymous") return null;
@@ -127,7 +121,16 @@ export async function runBudget(
     for (const size of scenario.sizes) {
       onProgress(`seeding ${size} rows per table`);
       if (scenario.seed)
-        await seedWithMutation(deployments, scenario.seed, size, schema, count, identity, seededTables);
+        await seedWithMutation(
+          deployments,
+          DEPLOYMENT,
+          scenario.seed,
+          size,
+          schema,
+          count,
+          identity,
+          seededTables,
+        );
       else await seedFromSchema(database, schema, scenario, size, count, ids);
       const firstIds = new Map<string, string>();
       for (const table of Object.keys(schema.tables)) {
@@ -242,82 +245,5 @@ async function measure(
     return { size, ok: false, usage, code, message };
   } finally {
     stop();
-  }
-}
-
-/** Tops every table up to `size` rows with rows generated from the schema (and budget.json hints). */
-async function seedFromSchema(
-  database: DeploymentStore,
-  schema: SchemaSpec,
-  scenario: BudgetScenario,
-  size: number,
-  count: (table: string) => Promise<number>,
-  ids: Map<string, string[]>,
-): Promise<void> {
-  const idsOf = (table: string) => ids.get(table) ?? [];
-  for (const table of seedOrder(schema)) {
-    const spec = schema.tables[table];
-    if (!spec) continue;
-    let have = await count(table);
-    while (have < size) {
-      const n = Math.min(CHUNK, size - have);
-      const start = have;
-      const made = await database.mutate(
-        async (tx: Transaction) => {
-          const out: string[] = [];
-          for (let i = start; i < start + n; i++) {
-            const row: Record<string, unknown> = {};
-            for (const [name, field] of Object.entries(spec.fields)) {
-              const value = generateValue(table, name, field, i, scenario.rows[table]?.[name], idsOf);
-              if (value !== undefined) row[name] = value;
-            }
-            out.push(await tx.insert(table, row));
-          }
-          return out;
-        },
-        { budget: UNLIMITED, handler: "budget.seed" },
-      );
-      const list = ids.get(table) ?? [];
-      list.push(...made.value);
-      ids.set(table, list);
-      have += n;
-    }
-  }
-}
-
-/**
- * Tops tables up to `size` rows by calling the capsule's own seed mutation with `{ count }`
- * (at most 500 per call); the tables it seeds are the ones its calls make grow.
- */
-async function seedWithMutation(
-  deployments: HostDeployments,
-  mutation: string,
-  size: number,
-  schema: SchemaSpec,
-  count: (table: string) => Promise<number>,
-  identity: BridgeIdentity | null,
-  seeded: Set<string>,
-): Promise<void> {
-  const tables = Object.keys(schema.tables);
-  const counts = async () =>
-    new Map(await Promise.all(tables.map(async (t) => [t, await count(t)] as const)));
-  let before = await counts();
-  const have = () => Math.min(...[...seeded].map((t) => before.get(t) ?? 0));
-  while (seeded.size === 0 || have() < size) {
-    const n = Math.min(SEED_CALL_MAX, seeded.size === 0 ? size : size - have());
-    await deployments.call(DEPLOYMENT, {
-      kind: "mutation",
-      name: mutation,
-      argsJson: JSON.stringify({ count: n }),
-      identity,
-    });
-    const after = await counts();
-    const grew = tables.filter((t) => (after.get(t) ?? 0) > (before.get(t) ?? 0));
-    if (grew.length === 0)
-      throw new Error(
-        `The seed mutation ${mutation} added no rows; it should add { count } rows to each table it seeds.`,
-      );
-    for (const t of grew) seeded.add(t);
-    before = after;
   }
 }
