@@ -4,20 +4,18 @@ export { blockedContentReason, executableReason, isBlockedDeclaredType } from ".
 export { downloadType } from "./download-type.js";
 export { FsBlobStore } from "./fs-blob-store.js";
 export { MemoryBlobStore } from "./memory-blob-store.js";
-export { blobKeyOf, objectRecordPages } from "./object-records.js";
+export {
+  checkObjectId,
+  DEFAULT_STORAGE_LIMITS,
+  fileTooLarge,
+  type StorageLimits,
+} from "./object-limits.js";
+export { blobKeyOf, type ObjectRecord, objectRecordPages, type Visibility } from "./object-records.js";
 export {
   type ArchivedObject,
   archivedObject,
   checkArchivedObject,
   ObjectTransfer,
 } from "./object-transfer.js";
-export {
-  checkObjectId,
-  DEFAULT_STORAGE_LIMITS,
-  fileTooLarge,
-  type ObjectRecord,
-  ObjectService,
-  type StorageLimits,
-  type Visibility,
-} from "./objects.js";
+export { ObjectService } from "./objects.js";
 export { S3BlobStore, type S3Settings } from "./s3-blob-store.js";

@@ -1,6 +1,24 @@
 import { type KvSnapshot, type KvStore, RecordStore } from "../db/index.js";
 import { OBJECT_NAMESPACES } from "./object-keys.js";
-import type { ObjectRecord } from "./objects.js";
+
+/** Public or private: public objects can be read without sign-in on open apps. */
+export type Visibility = "public" | "private";
+
+/** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
+export interface ObjectRecord {
+  deployment: string;
+  /** `public/<id>` or `private/<id>`. */
+  key: string;
+  visibility: Visibility;
+  id: string;
+  size: number;
+  contentType: string;
+  uploaderId: string;
+  uploaderEmail: string | null;
+  uploadedAt: number;
+  /** Whose storage quota (`LIMITS.storagePerDeveloper`) the object counts against (the deployment owner). */
+  quotaOwner: string;
+}
 
 /**
  * Every object record of `store` as of `view` (a snapshot, or the store itself), a page at a

@@ -2,7 +2,8 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/index.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
-import type { ObjectRecord, ObjectService } from "./objects.js";
+import type { ObjectRecord } from "./object-records.js";
+import type { ObjectService } from "./objects.js";
 
 /** A stored object as an archive carries it: its record without deployment and quota owner. */
 export interface ArchivedObject {

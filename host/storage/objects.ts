@@ -7,65 +7,17 @@ import { BlobDeletions } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
+import {
+  checkObjectId,
+  DEFAULT_STORAGE_LIMITS,
+  fileTooLarge,
+  inMebibytes,
+  type StorageLimits,
+} from "./object-limits.js";
+import type { ObjectRecord, Visibility } from "./object-records.js";
 
-/** Public or private: public objects can be read without sign-in on open apps. */
-export type Visibility = "public" | "private";
-
-/** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
-export interface ObjectRecord {
-  deployment: string;
-  /** `public/<id>` or `private/<id>`. */
-  key: string;
-  visibility: Visibility;
-  id: string;
-  size: number;
-  contentType: string;
-  uploaderId: string;
-  uploaderEmail: string | null;
-  uploadedAt: number;
-  /** Whose storage quota (`LIMITS.storagePerDeveloper`) the object counts against (the deployment owner). */
-  quotaOwner: string;
-}
-
-/** Storage limits; tests pass smaller ones. */
-export interface StorageLimits {
-  fileSize: number;
-  perDeveloper: number;
-  listing: number;
-}
-
-/** The platform's storage limits, read from {@link LIMITS}: per file, per developer, and listing size. */
-export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
-  fileSize: LIMITS.fileSize,
-  perDeveloper: LIMITS.storagePerDeveloper,
-  listing: LIMITS.listingSize,
-};
-
-/** A byte count as the platform's documented limits spell it (`5 MiB`). */
-function inMebibytes(bytes: number): string {
-  return `${bytes / 1024 / 1024} MiB`;
-}
-
-/**
- * `413 too_large` for a file over `limit` bytes; the parenthesis names the platform's documented
- * limit even when a host runs with a smaller one. One builder, so the upload route and the store agree.
- */
-export function fileTooLarge(limit: number): PlatformError {
-  return new PlatformError(
-    "too_large",
-    `Files are limited to ${limit} bytes (${inMebibytes(LIMITS.fileSize)}).`,
-  );
-}
-
-const ID = /^[A-Za-z0-9_-]{22}$/;
 /** Object records removed per batch when a deployment is deleted. */
 const PURGE_BATCH = 500;
-
-/** Checks an object id taken from a URL. */
-export function checkObjectId(id: string): string {
-  if (!ID.test(id)) throw new PlatformError("not_found", "No such object.");
-  return id;
-}
 
 /**
  * Object records, bytes and quota. The bytes go to the blob store first; the record, the

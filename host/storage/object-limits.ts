@@ -1,0 +1,40 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+
+/** Storage limits; tests pass smaller ones. */
+export interface StorageLimits {
+  fileSize: number;
+  perDeveloper: number;
+  listing: number;
+}
+
+/** The platform's storage limits, read from {@link LIMITS}: per file, per developer, and listing size. */
+export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
+  fileSize: LIMITS.fileSize,
+  perDeveloper: LIMITS.storagePerDeveloper,
+  listing: LIMITS.listingSize,
+};
+
+/** A byte count as the platform's documented limits spell it (`5 MiB`). */
+export function inMebibytes(bytes: number): string {
+  return `${bytes / 1024 / 1024} MiB`;
+}
+
+/**
+ * `413 too_large` for a file over `limit` bytes; the parenthesis names the platform's documented
+ * limit even when a host runs with a smaller one. One builder, so the upload route and the store agree.
+ */
+export function fileTooLarge(limit: number): PlatformError {
+  return new PlatformError(
+    "too_large",
+    `Files are limited to ${limit} bytes (${inMebibytes(LIMITS.fileSize)}).`,
+  );
+}
+
+const ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** Checks an object id taken from a URL. */
+export function checkObjectId(id: string): string {
+  if (!ID.test(id)) throw new PlatformError("not_found", "No such object.");
+  return id;
+}
