@@ -53,7 +53,8 @@ const FLOOR_MS = 250;
  * (host/isolates/thread-tokens.ts), and with them 6.6-15.8 ms in fifteen windows and three
  * full suite runs, but 436.7 and 317.5 ms in the next two: a good tenant moved to its thread
  * waited for busy tenants' tokens. With the spare token for light lanes, 7-72 ms in 34 of 35
- * windows beside the hogs and 208 ms in one; the main thread still waits for the memory-map lock now and then
+ * windows beside the hogs and 208 ms in one; with the sentinel stopping entries for their CPU
+ * too, 5-24 ms in 29 of 31 windows, 107 and 517 ms in the others; the main thread still waits for the memory-map lock now and then
  * (docs/security.md "Scheduling").
  */
 const BUSY_FLOOR_MS = 1000;

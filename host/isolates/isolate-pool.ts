@@ -1,7 +1,7 @@
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { CodeCache } from "./code-cache.js";
 import { CodeCacheFiles } from "./code-cache-files.js";
-import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineSentinel, InlineStanding } from "./inline/index.js";
 import { InlineOverrunBudget } from "./inline/policy.js";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import { IsolateFactory } from "./isolate-factory.js";
@@ -108,6 +108,9 @@ export class IsolatePool {
     );
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(this.options.idleMs, 30_000));
     this.sweeper.unref();
+    // The sentinel's watchdog thread is the host's own: made before isolates' threads are told
+    // apart, it keeps the main thread's priority and measures the main thread's CPU in time.
+    if (this.options.inline.enabled) InlineSentinel.shared();
     trackIsolateThreadsFromNow(this.options.isolateThreadNice);
     if (isolateThreadsTracked()) {
       // Also samples the CPU clock, which sets isolates' threads' priority by how many are busy.

@@ -7,5 +7,6 @@
  */
 export { InlineAbandoned, retryAbandoned } from "./abandoned.js";
 export { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./policy.js";
+export { InlineSentinel } from "./sentinel.js";
 export { SlotTable } from "./slot-table.js";
 export { type InlineHost, InlineTransport } from "./transport.js";

@@ -1,3 +1,5 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import ivm from "isolated-vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { InlineSentinel } from "./sentinel.js";
@@ -74,4 +76,52 @@ describe("the inline sentinel", () => {
     looping.sentinel.unregister(looping.slot);
     expect(looping.sentinel.watches(looping.slot)).toBe(false);
   });
+});
+
+type PausedEntry = { stopped: boolean; beforeMs: number; pausedMs: number };
+
+/**
+ * Runs test/helpers/paused-inline-entry.ts: an entry inside which the whole process is stopped for
+ * `pauseMs`, spinning `afterMs` more once continued. Runs it again (up to three times) until
+ * `done` says the run shows what the test needs: a slow machine may send the signals too late.
+ */
+async function pausedEntry(
+  sliceMs: number,
+  pauseMs: number,
+  afterMs: number,
+  done: (run: PausedEntry) => boolean,
+): Promise<PausedEntry> {
+  for (let attempt = 0; ; attempt++) {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        "--no-node-snapshot",
+        "--import",
+        "tsx",
+        "test/helpers/paused-inline-entry.ts",
+        String(sliceMs),
+        String(pauseMs),
+        String(afterMs),
+      ],
+      { timeout: 30_000 },
+    );
+    const run = JSON.parse(stdout) as PausedEntry;
+    if (done(run) || attempt === 2) return run;
+  }
+}
+
+describe.runIf(process.platform === "linux")("the inline sentinel on a host the machine stops", () => {
+  it("does not stop a light entry for the time the host was not running", async () => {
+    // About 30 ms of spinning in a 300 ms slice, with the process stopped for 500 ms inside it:
+    // over the slice on the steady clock, far under it in CPU.
+    const run = await pausedEntry(300, 500, 0, (r) => r.stopped || (r.beforeMs >= 20 && r.pausedMs >= 450));
+    expect(run.pausedMs).toBeGreaterThanOrEqual(450);
+    expect(run.stopped).toBe(false);
+  }, 120_000);
+
+  it("stops an entry past five slices on the steady clock, whatever its CPU", async () => {
+    // Stopped for 1.6 s inside a 300 ms slice, and still running 100 ms after.
+    const run = await pausedEntry(300, 1600, 100, (r) => r.stopped);
+    expect(run.stopped).toBe(true);
+  }, 120_000);
 });

@@ -8,6 +8,14 @@ const OPEN = 1; // slot of the isolate the host is inside now; 0: none
 const GENERATION = 2; // the host's registry generation (bumped on every change)
 const WATCHING = 3; // the generation the sentinel is watching now; -1: none
 const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
+const CPU_SEQ = 5; // the entry the watchdog thread measured the main thread's CPU in; -2: it cannot
+const CPU_US = 6; // the main thread's CPU in that entry so far (µs), as the watchdog thread measured it
+const CELLS = 7;
+/**
+ * Past this many slices on the steady clock an entry is stopped even if the main thread's CPU in it
+ * is still under a slice: the machine held the host that long, and the entry is not let off for good.
+ */
+const STEADY_CAP_SLICES = 5;
 
 /**
  * Options of an inline entry the sentinel bounds. Inline entries and calls pass only numbers and
@@ -20,10 +28,13 @@ const PRIMITIVES_ONLY = {} as const;
  * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry
  * the host is in, and stops (disposes) an isolate whose one entry has used more CPU than its slice
  * since the sentinel first saw it. isolated-vm measures the stretch an isolate is running now on a
- * steady clock (finished stretches on the thread's CPU clock), so an entry on a host the machine
- * stops running counts that waiting too: on a busy machine a light entry can be stopped, and its
- * deployment runs on its own thread for a while, its handlers run again there. Returns when the
- * host changes the registry.
+ * steady clock (finished stretches on the thread's CPU clock), which counts the time the machine
+ * did not let the host run. Stopping such a light entry cost a fresh isolate and a demotion, and
+ * under 20 busy tenants the fresh isolate waited for the kernel's memory-map lock. So an entry
+ * over its slice on the steady clock is stopped only once the main thread's own CPU in it, which
+ * the inline watchdog thread reads from the kernel (watchdog.ts), is over the slice too, or once
+ * it is {@link STEADY_CAP_SLICES} slices long on the steady clock. Where the kernel's figure cannot
+ * be read, the steady clock decides alone. Returns when the host changes the registry.
  */
 const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
@@ -41,6 +52,10 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
     try { cpu = target.isolate.cpuTime; } catch { seen = -1; continue; }
     if (seq !== seen) { seen = seq; since = cpu; continue; }
     if (cpu - since < target.cpuNs) continue;
+    const measured = Atomics.load(state, ${CPU_SEQ});
+    if (measured !== -2 && cpu - since < target.cpuNs * ${STEADY_CAP_SLICES}n) {
+      if (measured !== seq || BigInt(Atomics.load(state, ${CPU_US})) * 1000n < target.cpuNs) continue;
+    }
     if (Atomics.load(state, ${SEQ}) !== seq || Atomics.load(state, ${OPEN}) !== slot) continue;
     Atomics.store(state, ${STOPPED}, slot);
     try { target.isolate.dispose(); } catch {}
@@ -59,7 +74,7 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
  */
 export class InlineSentinel {
   private static instance: InlineSentinel | undefined;
-  private readonly buffer = new SharedArrayBuffer(5 * Int32Array.BYTES_PER_ELEMENT);
+  private readonly buffer = new SharedArrayBuffer(CELLS * Int32Array.BYTES_PER_ELEMENT);
   private readonly state = new Int32Array(this.buffer);
   private readonly targets = new Map<number, { isolate: ivm.Isolate; sliceMs: number }>();
   private readonly watchRef: ivm.Reference<(...args: never[]) => void>;
@@ -74,8 +89,10 @@ export class InlineSentinel {
       (...args: never[]) => void
     >;
     this.state[WATCHING] = -1;
-    // The same two cells tell the watchdog thread when the main thread is stuck inside an entry.
-    watchInlineEntries(this.buffer, SEQ, OPEN);
+    this.state[CPU_SEQ] = -2;
+    // The same two cells tell the watchdog thread when the main thread is stuck inside an entry; it
+    // writes the main thread's CPU in the open entry to the last two.
+    watchInlineEntries(this.buffer, { seq: SEQ, open: OPEN, cpuSeq: CPU_SEQ, cpuUs: CPU_US });
   }
 
   /** The process's sentinel (one thread watches every host in the process). */

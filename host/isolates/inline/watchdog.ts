@@ -12,15 +12,24 @@ import { supervisorFd } from "../crash-record.js";
  * running for a while) means the main thread is gone: the worker reports the bundle of the isolate
  * the entry went into (the supervisor quarantines it) and ends the process so `platform host`'s
  * supervisor starts a new one.
+ *
+ * The same worker measures the main thread's CPU in the entry open now, every {@link CPU_TICK_MS},
+ * from the kernel's figure (`/proc/self/task/<pid>/schedstat`), and writes it where the inline
+ * sentinel reads it: the sentinel then stops an entry for the CPU it used, not for the time the
+ * machine did not let the host run (sentinel.ts). The tick before the first look counts as CPU in
+ * full, so the figure is never under the truth by more than the kernel's own lag.
  */
 const STUCK_MS = 1000;
 const CHECK_MS = 250;
+const CPU_TICK_MS = 5;
 
 const WORKER_SOURCE = `
 const { workerData, parentPort } = require("node:worker_threads");
 const { writeSync } = require("node:fs");
 const state = new Int32Array(workerData.buffer);
-const { seqCell, openCell, reportFd } = workerData;
+const { cells, reportFd } = workerData;
+const seqCell = cells.seq;
+const openCell = cells.open;
 const bundles = new Map();
 parentPort.on("message", ([slot, bundle]) => {
   if (bundle) bundles.set(slot, bundle);
@@ -49,19 +58,58 @@ setInterval(() => {
   writeSync(2, "platform: catastrophic isolate error (an inline handler's thread stopped responding); stopping so the supervisor restarts the host\\n");
   process.kill(process.pid, "SIGKILL");
 }, ${CHECK_MS});
+
+const { openSync, readSync } = require("node:fs");
+const schedstat = (() => {
+  try { return openSync("/proc/self/task/" + process.pid + "/schedstat", "r"); } catch { return -1; }
+})();
+const text = Buffer.alloc(128);
+/** The main thread's CPU so far (µs), or -1. */
+function mainCpuUs() {
+  try {
+    const n = readSync(schedstat, text, 0, text.length, 0);
+    return Number(text.toString("latin1", 0, n).split(" ")[0]) / 1000;
+  } catch { return -1; }
+}
+if (schedstat >= 0 && mainCpuUs() >= 0) {
+  Atomics.store(state, cells.cpuSeq, -1);
+  let measuring = -1;
+  let startUs = 0;
+  setInterval(() => {
+    if (Atomics.load(state, openCell) === 0) return;
+    const entry = Atomics.load(state, seqCell);
+    const now = mainCpuUs();
+    if (now < 0) return;
+    if (entry !== measuring) {
+      measuring = entry;
+      startUs = now - ${CPU_TICK_MS * 1000};
+    }
+    Atomics.store(state, cells.cpuUs, Math.min(2 ** 31 - 1, Math.round(now - startUs)));
+    Atomics.store(state, cells.cpuSeq, entry);
+  }, ${CPU_TICK_MS});
+}
 `;
 
 let worker: Worker | undefined;
 
-/**
- * Starts the watching thread (once per process) on `buffer`, where cell `seqCell` counts the inline
- * entries opened and cell `openCell` is non-zero while one is open.
- */
-export function watchInlineEntries(buffer: SharedArrayBuffer, seqCell: number, openCell: number): void {
+/** Cells of the inline sentinel's state the watching thread reads and writes (see sentinel.ts). */
+export interface WatchedCells {
+  /** Counts the inline entries opened. */
+  seq: number;
+  /** Non-zero while one is open. */
+  open: number;
+  /** Which entry {@link cpuUs} is for: written by the watching thread (-1: none yet; left at -2 where it cannot measure). */
+  cpuSeq: number;
+  /** The main thread's CPU in that entry so far (µs). */
+  cpuUs: number;
+}
+
+/** Starts the watching thread (once per process) on `buffer`'s {@link WatchedCells}. */
+export function watchInlineEntries(buffer: SharedArrayBuffer, cells: WatchedCells): void {
   if (worker) return;
   worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { buffer, seqCell, openCell, reportFd: supervisorFd() },
+    workerData: { buffer, cells, reportFd: supervisorFd() },
   });
   worker.unref();
 }
