@@ -2,7 +2,8 @@
  * A host process whose main thread is inside an inline entry when the whole process is stopped
  * (SIGSTOP, as a busy machine or a paused VM would) for a while, then continued. The entry spins
  * until it sees the pause (a jump of the wall clock), then `after` ms more; it gives up after
- * 300 ms without one. A second isolate with a 20 ms slice, never entered, makes the sentinel look
+ * 300 ms without one. The pause comes about 100 ms in, once the watchdog thread has had time to
+ * measure the entry. A second isolate with a 20 ms slice, never entered, makes the sentinel look
  * every 10 ms, so it has seen the entry before the pause. Prints JSON: whether the sentinel
  * stopped the isolate, how long the entry spun before the pause, and the pause it saw (0: none).
  * See host/isolates/inline/sentinel.test.ts.
@@ -41,7 +42,7 @@ while (!sentinel.watches(slot)) await new Promise((resolve) => setTimeout(resolv
 await new Promise((resolve) => setTimeout(resolve, 100));
 
 // Another process stops and continues this one while the entry spins.
-const signals = `sleep 0.03; kill -STOP ${process.pid}; sleep ${pauseMs / 1000}; kill -CONT ${process.pid}`;
+const signals = `sleep 0.1; kill -STOP ${process.pid}; sleep ${pauseMs / 1000}; kill -CONT ${process.pid}`;
 const pauser = spawn("sh", ["-c", signals], { stdio: "ignore" });
 const exited = new Promise((resolve) => pauser.once("exit", resolve));
 let stopped = false;

@@ -16,8 +16,8 @@ import { supervisorFd } from "../crash-record.js";
  * The same worker measures the main thread's CPU in the entry open now, every {@link CPU_TICK_MS},
  * from the kernel's figure (`/proc/self/task/<pid>/schedstat`), and writes it where the inline
  * sentinel reads it: the sentinel then stops an entry for the CPU it used, not for the time the
- * machine did not let the host run (sentinel.ts). The tick before the first look counts as CPU in
- * full, so the figure is never under the truth by more than the kernel's own lag.
+ * machine did not let the host run (sentinel.ts). The whole time since the look before an entry's
+ * first counts as its CPU, so the figure is never under the truth by more than the kernel's lag.
  */
 const STUCK_MS = 1000;
 const CHECK_MS = 250;
@@ -75,14 +75,19 @@ if (schedstat >= 0 && mainCpuUs() >= 0) {
   Atomics.store(state, cells.cpuSeq, -1);
   let measuring = -1;
   let startUs = 0;
+  let lastLook = performance.now();
   setInterval(() => {
+    const look = performance.now();
+    const sinceLastLookUs = (look - lastLook) * 1000;
+    lastLook = look;
     if (Atomics.load(state, openCell) === 0) return;
     const entry = Atomics.load(state, seqCell);
     const now = mainCpuUs();
     if (now < 0) return;
     if (entry !== measuring) {
+      // Opened since the last look at the earliest: it used at most that long before this one.
       measuring = entry;
-      startUs = now - ${CPU_TICK_MS * 1000};
+      startUs = now - sinceLastLookUs;
     }
     Atomics.store(state, cells.cpuUs, Math.min(2 ** 31 - 1, Math.round(now - startUs)));
     Atomics.store(state, cells.cpuSeq, entry);
