@@ -87,8 +87,12 @@ export class ThreadLane {
 
   /** True while the isolate has used less than a turn since this lane took its token. */
   withinTurn(): boolean {
-    const turn = this.onSpare ? this.tokens.spareTurnNs : this.tokens.turnNs;
-    return this.usedSinceGrant(this.tokens.cpuClock()) <= turn;
+    return this.usedSinceGrant(this.tokens.cpuClock()) <= this.turnNs();
+  }
+
+  /** The CPU this lane may use on the token it holds while others wait (ns). */
+  turnNs(): bigint {
+    return this.onSpare ? this.tokens.spareTurnNs : this.tokens.turnNs;
   }
 
   /** CPU the isolate used since this lane took its token (ns; waits for a core left out as far as known). */

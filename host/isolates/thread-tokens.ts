@@ -154,11 +154,6 @@ export class ThreadTokens implements LaneTokens {
     return true;
   }
 
-  /** The CPU `lane` may use on its token while others wait. */
-  private turnOf(lane: ThreadLane): bigint {
-    return lane.onSpare ? this.spareTurnNs : this.turnNs;
-  }
-
   /**
    * Takes the tokens back from holders that are idle or past their turn, hands them to the lanes
    * waiting (the least used lately first), and keeps looking while lanes still wait.
@@ -167,7 +162,7 @@ export class ThreadTokens implements LaneTokens {
     if (this.waiting.size === 0) return;
     const sharedNow = this.cpuClock();
     for (const lane of this.holders) {
-      if (lane.idle() || lane.usedSinceGrant(sharedNow) > this.turnOf(lane)) this.release(lane);
+      if (lane.idle() || lane.usedSinceGrant(sharedNow) > lane.turnNs()) this.release(lane);
     }
     const now = performance.now();
     const order = [...this.waiting]
