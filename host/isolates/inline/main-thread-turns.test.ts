@@ -3,8 +3,15 @@ import { LIMITS } from "../../../sdk/protocol/index.js";
 import { MainThreadTurns, type TurnRunner } from "./main-thread-turns.js";
 
 /**
- * A queue of `entries` entries, each holding the main thread `entryMs`; logs each entry by name.
- * Its typical entry is known (`entryMs`) once `known`.
+ * The turns' clock (ms), moved only by the entries below: what each rule decides does not depend
+ * on how fast the machine runs the test.
+ */
+let clockMs = 0;
+const clock = () => clockMs;
+
+/**
+ * A queue of `entries` entries, each holding the main thread `entryMs` on {@link clock}; logs each
+ * entry by name. Its typical entry is known (`entryMs`) once `known`.
  */
 function runner(
   name: string,
@@ -16,8 +23,7 @@ function runner(
 ): TurnRunner {
   let left = entries;
   const enter = () => {
-    const until = performance.now() + entryMs;
-    while (performance.now() < until) {}
+    clockMs += entryMs;
     log.push(name);
     left--;
   };
@@ -26,7 +32,7 @@ function runner(
     typicalEntryMs: () => (known ? entryMs : 0),
     runUntil(untilMs) {
       do enter();
-      while (left > 0 && performance.now() < untilMs);
+      while (left > 0 && clock() < untilMs);
       return left > 0;
     },
   };
@@ -36,7 +42,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("the main thread's inline turns", () => {
   it("run the deployments that used the least inline CPU first", async () => {
-    const turns = new MainThreadTurns();
+    const turns = new MainThreadTurns(clock);
     const log: string[] = [];
     turns.ready(runner("heavy", 50e6, 1, 0, log));
     turns.ready(runner("light", 0, 1, 0, log));
@@ -46,7 +52,7 @@ describe("the main thread's inline turns", () => {
   });
 
   it("stop a turn at its budget, one entry at least, and go on in the next turn after I/O", async () => {
-    const turns = new MainThreadTurns();
+    const turns = new MainThreadTurns(clock);
     const log: string[] = [];
     // Each entry takes the whole budget: one entry per turn, the lightest first.
     turns.ready(runner("a", 0, 2, LIMITS.inlineTurnMs, log));
@@ -63,7 +69,7 @@ describe("the main thread's inline turns", () => {
   });
 
   it("let a queue of known light entries in after new deployments took the budget", async () => {
-    const turns = new MainThreadTurns();
+    const turns = new MainThreadTurns(clock);
     const log: string[] = [];
     // Three new deployments (nothing used lately, cost not known yet) go first; the first takes
     // the whole budget.
@@ -80,7 +86,7 @@ describe("the main thread's inline turns", () => {
   });
 
   it("run many short entries of several deployments in one turn", async () => {
-    const turns = new MainThreadTurns();
+    const turns = new MainThreadTurns(clock);
     const log: string[] = [];
     for (const name of ["a", "b", "c"]) turns.ready(runner(name, 0, 3, 0, log));
     await nextTurn();
@@ -88,7 +94,7 @@ describe("the main thread's inline turns", () => {
   });
 
   it("keep a runner that threw, and the ones after it, for the next turn", async () => {
-    const turns = new MainThreadTurns();
+    const turns = new MainThreadTurns(clock);
     const log: string[] = [];
     let throws = true;
     turns.ready({

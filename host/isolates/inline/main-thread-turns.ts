@@ -6,7 +6,7 @@ export interface TurnRunner {
   recentNs(): number;
   /** How long one of its entries holds the main thread, as learnt so far (ms; 0: not known yet). */
   typicalEntryMs(): number;
-  /** Enters queued entries, at least one, until `untilMs` (`performance.now()`); true while some are left. */
+  /** Enters queued entries, at least one, until `untilMs` (on the turns' clock); true while some are left. */
   runUntil(untilMs: number): boolean;
 }
 
@@ -29,6 +29,11 @@ export class MainThreadTurns {
   private static instance: MainThreadTurns | undefined;
   private readonly waiting = new Set<TurnRunner>();
   private scheduled = false;
+
+  constructor(
+    /** The clock turns are timed on (ms); tests pass one they move themselves. */
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** The process's turns. */
   static shared(): MainThreadTurns {
@@ -59,11 +64,11 @@ export class MainThreadTurns {
       .map((runner) => ({ runner, recentNs: runner.recentNs() }))
       .sort((a, b) => a.recentNs - b.recentNs)
       .map(({ runner }) => runner);
-    const untilMs = performance.now() + LIMITS.inlineTurnMs;
+    const untilMs = this.now() + LIMITS.inlineTurnMs;
     const lightMs = LIMITS.inlineTurnMs * LIGHT_SHARE;
     try {
       for (const [at, runner] of runners.entries()) {
-        const now = performance.now();
+        const now = this.now();
         let until = untilMs;
         if (at > 0 && now >= untilMs) {
           const entryMs = runner.typicalEntryMs();
