@@ -37,7 +37,9 @@ const POLL_MS = 1;
 export class ThreadTokens implements LaneTokens {
   private static instance: ThreadTokens | undefined;
   private free: number;
-  /** Spare tokens free (see the class comment): 1, or 0 while held or when there is none. */
+  /** Spare tokens (see the class comment): 1, or 0 when {@link spareTurnNs} is 0. */
+  private readonly spares: number;
+  /** Spare tokens free: {@link spares}, less the one held. */
   private spareFree: number;
   private readonly holders = new Set<ThreadLane>();
   private readonly waiting = new Set<ThreadLane>();
@@ -54,7 +56,8 @@ export class ThreadTokens implements LaneTokens {
     readonly spareTurnNs = 0n,
   ) {
     this.free = count;
-    this.spareFree = spareTurnNs > 0n ? 1 : 0;
+    this.spares = spareTurnNs > 0n ? 1 : 0;
+    this.spareFree = this.spares;
   }
 
   /**
@@ -79,7 +82,7 @@ export class ThreadTokens implements LaneTokens {
 
   /** Tokens in all, the spare included: the pool threads isolates may run on at once. */
   get total(): number {
-    return this.count + (this.spareTurnNs > 0n ? 1 : 0);
+    return this.count + this.spares;
   }
 
   /** Tokens held now, the spare included (for tests and diagnostics). */

@@ -8,9 +8,11 @@ const OPEN = 1; // slot of the isolate the host is inside now; 0: none
 const GENERATION = 2; // the host's registry generation (bumped on every change)
 const WATCHING = 3; // the generation the sentinel is watching now; -1: none
 const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
-const CPU_SEQ = 5; // the entry the watchdog thread measured the main thread's CPU in; -2: it cannot
+const CPU_SEQ = 5; // the entry the watchdog thread measured the main thread's CPU in; CPU_UNMEASURED: it cannot
 const CPU_US = 6; // the main thread's CPU in that entry so far (µs), as the watchdog thread measured it
 const CELLS = 7;
+/** {@link CPU_SEQ} until the watchdog thread found it can read the main thread's CPU. */
+const CPU_UNMEASURED = -2;
 /**
  * Past this many slices on the steady clock an entry is stopped even if the main thread's CPU in it
  * is still under a slice: the machine held the host that long, and the entry is not let off for good.
@@ -53,7 +55,7 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
     if (seq !== seen) { seen = seq; since = cpu; continue; }
     if (cpu - since < target.cpuNs) continue;
     const measured = Atomics.load(state, ${CPU_SEQ});
-    if (measured !== -2 && cpu - since < target.cpuNs * ${STEADY_CAP_SLICES}n) {
+    if (measured !== ${CPU_UNMEASURED} && cpu - since < target.cpuNs * ${STEADY_CAP_SLICES}n) {
       if (measured !== seq || BigInt(Atomics.load(state, ${CPU_US})) * 1000n < target.cpuNs) continue;
     }
     if (Atomics.load(state, ${SEQ}) !== seq || Atomics.load(state, ${OPEN}) !== slot) continue;
@@ -89,7 +91,7 @@ export class InlineSentinel {
       (...args: never[]) => void
     >;
     this.state[WATCHING] = -1;
-    this.state[CPU_SEQ] = -2;
+    this.state[CPU_SEQ] = CPU_UNMEASURED;
     // The same two cells tell the watchdog thread when the main thread is stuck inside an entry; it
     // writes the main thread's CPU in the open entry to the last two.
     watchInlineEntries(this.buffer, { seq: SEQ, open: OPEN, cpuSeq: CPU_SEQ, cpuUs: CPU_US });

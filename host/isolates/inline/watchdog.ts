@@ -13,7 +13,8 @@ import { supervisorFd } from "../crash-record.js";
  * the entry went into (the supervisor quarantines it) and ends the process so `platform host`'s
  * supervisor starts a new one.
  *
- * The same worker measures the main thread's CPU in the entry open now, every {@link CPU_TICK_MS},
+ * The same worker measures the main thread's CPU in the entry open now, every {@link CPU_TICK_MS}
+ * while entries are being opened ({@link CPU_IDLE_TICK_MS} once none was for a second),
  * from the kernel's figure (`/proc/self/task/<pid>/schedstat`), and writes it where the inline
  * sentinel reads it: the sentinel then stops an entry for the CPU it used, not for the time the
  * machine did not let the host run (sentinel.ts). The whole time since the look before an entry's
@@ -22,10 +23,12 @@ import { supervisorFd } from "../crash-record.js";
 const STUCK_MS = 1000;
 const CHECK_MS = 250;
 const CPU_TICK_MS = 5;
+/** The measuring tick once no entry was opened for a second: an idle host wakes it seldom. */
+const CPU_IDLE_TICK_MS = 50;
 
 const WORKER_SOURCE = `
 const { workerData, parentPort } = require("node:worker_threads");
-const { writeSync } = require("node:fs");
+const { openSync, readSync, writeSync } = require("node:fs");
 const state = new Int32Array(workerData.buffer);
 const { cells, reportFd } = workerData;
 const seqCell = cells.seq;
@@ -59,7 +62,6 @@ setInterval(() => {
   process.kill(process.pid, "SIGKILL");
 }, ${CHECK_MS});
 
-const { openSync, readSync } = require("node:fs");
 const schedstat = (() => {
   try { return openSync("/proc/self/task/" + process.pid + "/schedstat", "r"); } catch { return -1; }
 })();
@@ -76,12 +78,17 @@ if (schedstat >= 0 && mainCpuUs() >= 0) {
   let measuring = -1;
   let startUs = 0;
   let lastLook = performance.now();
-  setInterval(() => {
-    const look = performance.now();
+  let lastSeq = -1;
+  let openedAt = 0;
+  const measure = (look) => {
     const sinceLastLookUs = (look - lastLook) * 1000;
     lastLook = look;
-    if (Atomics.load(state, openCell) === 0) return;
     const entry = Atomics.load(state, seqCell);
+    if (entry !== lastSeq) {
+      lastSeq = entry;
+      openedAt = look;
+    }
+    if (Atomics.load(state, openCell) === 0) return;
     const now = mainCpuUs();
     if (now < 0) return;
     if (entry !== measuring) {
@@ -91,7 +98,13 @@ if (schedstat >= 0 && mainCpuUs() >= 0) {
     }
     Atomics.store(state, cells.cpuUs, Math.min(2 ** 31 - 1, Math.round(now - startUs)));
     Atomics.store(state, cells.cpuSeq, entry);
-  }, ${CPU_TICK_MS});
+  };
+  const tick = () => {
+    const look = performance.now();
+    measure(look);
+    setTimeout(tick, look - openedAt < 1000 ? ${CPU_TICK_MS} : ${CPU_IDLE_TICK_MS});
+  };
+  tick();
 }
 `;
 
