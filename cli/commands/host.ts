@@ -239,7 +239,7 @@ export function registerHost(program: Command): void {
     .addOption(
       new Option(
         "--isolate-nice <n>",
-        "nice value of isolates' threads (Linux, 0-19; default 10): below the host's main thread, so tenants spinning on their own threads slow every other tenant less (lowered further while more than two are busy); 0 keeps them at the host's priority",
+        "nice value of isolates' threads (Linux, 0-19; default 0, the host's priority): above 0, tenants computing on their own threads slow every other tenant less (lowered further while more than two are busy), but on a machine busy with other work tenants churning memory can stall the host for seconds (docs/security.md)",
       ).argParser(parseIsolateNice),
     )
     .addHelpText(

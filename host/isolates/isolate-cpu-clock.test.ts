@@ -3,11 +3,10 @@ import { availableParallelism } from "node:os";
 import ivm from "isolated-vm";
 import { afterAll, describe, expect, it } from "vitest";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
-import {
-  DEFAULT_ISOLATE_NICE,
-  lookForIsolateThreads,
-  trackIsolateThreadsFromNow,
-} from "./thread-priority.js";
+import { lookForIsolateThreads, trackIsolateThreadsFromNow } from "./thread-priority.js";
+
+/** The nice value an operator lowering isolates' threads chooses (`platform host --isolate-nice 10`). */
+const LOWERED_NICE = 10;
 
 const hogs: ChildProcess[] = [];
 afterAll(() => {
@@ -16,7 +15,7 @@ afterAll(() => {
 
 describe.runIf(process.platform === "linux")("the isolates' CPU clock", () => {
   it("leaves out the time a lowered isolate's thread waits for a core", async () => {
-    trackIsolateThreadsFromNow(DEFAULT_ISOLATE_NICE);
+    trackIsolateThreadsFromNow(LOWERED_NICE);
     // One process per core at the host's priority, busy the whole time: a lowered thread gets a
     // small share of a core (about a tenth at nice 10) however fast the machine is.
     for (let i = 0; i < availableParallelism(); i++) {
@@ -40,7 +39,7 @@ describe.runIf(process.platform === "linux")("the isolates' CPU clock", () => {
       const wall = Number(process.hrtime.bigint() - wallStart);
       const steady = Number(isolate.cpuTime - cpuBefore);
       console.log(
-        `1.5 s loop on a thread at nice ${DEFAULT_ISOLATE_NICE} beside ${hogs.length} busy processes: wall ${(wall / 1e6).toFixed(0)} ms, isolated-vm's figure ${(steady / 1e6).toFixed(0)} ms, clock ${(clockRan / 1e6).toFixed(0)} ms`,
+        `1.5 s loop on a thread at nice ${LOWERED_NICE} beside ${hogs.length} busy processes: wall ${(wall / 1e6).toFixed(0)} ms, isolated-vm's figure ${(steady / 1e6).toFixed(0)} ms, clock ${(clockRan / 1e6).toFixed(0)} ms`,
       );
       // isolated-vm counts the whole stretch, waits included...
       expect(steady).toBeGreaterThan(0.9 * wall);

@@ -3,7 +3,6 @@ import ivm from "isolated-vm";
 import { describe, expect, it } from "vitest";
 import {
   busyIsolateThreadNice,
-  DEFAULT_ISOLATE_NICE,
   isolateThreadIds,
   isolateThreadNice,
   isolateThreadsTracked,
@@ -12,6 +11,9 @@ import {
   setBusyIsolateThreads,
   trackIsolateThreadsFromNow,
 } from "./thread-priority.js";
+
+/** The nice value an operator lowering isolates' threads chooses (`platform host --isolate-nice 10`). */
+const LOWERED_NICE = 10;
 
 /** Each thread's nice value (field 19 of /proc/<pid>/task/<tid>/stat, after the command's parentheses). */
 function niceByThread(): Map<string, number> {
@@ -30,9 +32,9 @@ describe.runIf(process.platform === "linux")("isolate threads' priority", () => 
     lookForIsolateThreads(true);
     expect(isolateThreadsTracked()).toBe(false);
     expect(isolateThreadNice()).toBe(0);
-    trackIsolateThreadsFromNow(DEFAULT_ISOLATE_NICE);
+    trackIsolateThreadsFromNow(LOWERED_NICE);
     expect(isolateThreadsTracked()).toBe(true);
-    expect(isolateThreadNice()).toBe(DEFAULT_ISOLATE_NICE);
+    expect(isolateThreadNice()).toBe(LOWERED_NICE);
     const before = niceByThread();
     const isolate = new ivm.Isolate({ memoryLimit: 16 });
     try {
@@ -49,7 +51,7 @@ describe.runIf(process.platform === "linux")("isolate threads' priority", () => 
       const born = [...after.keys()].filter((id) => !before.has(id));
       expect(born.length, "running an isolate started no thread").toBeGreaterThan(0);
       for (const id of born) {
-        expect(after.get(id)).toBe(DEFAULT_ISOLATE_NICE);
+        expect(after.get(id)).toBe(LOWERED_NICE);
         expect([...isolateThreadIds()]).toContain(id);
       }
       for (const [id, nice] of before) {
@@ -79,7 +81,7 @@ describe("isolate threads' priority follows how many are busy", () => {
   it.runIf(process.platform === "linux")(
     "lowers the busy isolate threads, keeps the idle ones, and raises them back when they calm down",
     async () => {
-      trackIsolateThreadsFromNow(DEFAULT_ISOLATE_NICE);
+      trackIsolateThreadsFromNow(LOWERED_NICE);
       const isolate = new ivm.Isolate({ memoryLimit: 16 });
       try {
         const context = await isolate.createContext();
@@ -91,14 +93,14 @@ describe("isolate threads' priority follows how many are busy", () => {
         // 30 busy threads (the others' ids are made up: only the count matters for the value).
         setBusyIsolateThreads(new Set([busy, ...Array.from({ length: 29 }, (_, i) => `busy-${i}`)]));
         expect(busyIsolateThreadNice()).toBe(19);
-        expect(isolateThreadNice()).toBe(DEFAULT_ISOLATE_NICE);
+        expect(isolateThreadNice()).toBe(LOWERED_NICE);
         const lowered = niceByThread();
         expect(lowered.get(busy)).toBe(19);
-        for (const id of ids) if (id !== busy) expect(lowered.get(id)).toBe(DEFAULT_ISOLATE_NICE);
+        for (const id of ids) if (id !== busy) expect(lowered.get(id)).toBe(LOWERED_NICE);
         setBusyIsolateThreads(new Set());
-        expect(busyIsolateThreadNice()).toBe(DEFAULT_ISOLATE_NICE);
+        expect(busyIsolateThreadNice()).toBe(LOWERED_NICE);
         // Raising a priority back needs CAP_SYS_NICE; without it the thread stays where it is.
-        const expected = process.getuid?.() === 0 ? DEFAULT_ISOLATE_NICE : 19;
+        const expected = process.getuid?.() === 0 ? LOWERED_NICE : 19;
         expect(niceByThread().get(busy)).toBe(expected);
       } finally {
         isolate.dispose();

@@ -6,10 +6,19 @@ import { setPriority } from "node:os";
  * "Scheduling"). isolated-vm gives every isolate that runs at the same moment a thread of its own,
  * and the operating system shares the cores evenly between threads of equal priority: with 20
  * deployments spinning on a 2-core machine, the main thread (which answers every request and runs
- * light handlers inline) would get a core only one turn in ten. Isolates' threads therefore run at
- * a lower priority (`platform host --isolate-nice`, 10 by default): a busy isolate loses nothing
- * while cores are idle, and its limit is CPU time, measured so that waiting for a core is not
- * charged (isolate-cpu-clock.ts).
+ * light handlers inline) would get a core only one turn in ten. An operator may therefore run
+ * isolates' threads at a lower priority (`platform host --isolate-nice`): a busy isolate loses
+ * nothing while cores are idle, and its limit is CPU time, measured so that waiting for a core is
+ * not charged (isolate-cpu-clock.ts).
+ *
+ * By default they keep the host's priority. A lowered thread that maps or unmaps memory holds the
+ * process's memory-map lock, which the main thread needs too; beside other busy processes it then
+ * waits for a core at its low weight, and the main thread, and every thread queued behind it, waits
+ * for it. Twenty tenants churning memory under their limit beside a CPU hog per core stalled a good
+ * tenant's calls for seconds that way, against tens of milliseconds at the host's priority. Run
+ * tokens (thread-tokens.ts) already bound how many isolates' threads take turns at once, so the
+ * main thread keeps answering; what lowering still buys is throughput under tenants that compute
+ * (docs/security.md "Scheduling").
  *
  * The operating system weighs each thread alone, so 30 busy isolates' threads at nice 10 would
  * together outweigh the main thread three to one and keep it waiting for a core. The busy ones
@@ -25,8 +34,8 @@ import { setPriority } from "node:os";
  * thread id changes that thread only, and raising it needs no privilege. Elsewhere this does
  * nothing.
  */
-/** The nice value of isolates' threads unless the operator chooses another. */
-export const DEFAULT_ISOLATE_NICE = 10;
+/** The nice value of isolates' threads unless the operator chooses another: the host's own. */
+export const DEFAULT_ISOLATE_NICE = 0;
 
 const TASKS = "/proc/self/task";
 /** The host's own threads (the first look's); undefined until a host starts tracking. */
