@@ -4,6 +4,12 @@ import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import type { RunningExecution } from "./transport.js";
 
 /**
+ * Inline entries whose figure is below this (ns) are charged it as it is: checking the main
+ * thread's own CPU costs a few microseconds, and a discount below this would not matter.
+ */
+const INLINE_CPU_CHECK_FROM_NS = 500_000n;
+
+/**
  * Charges an isolate's CPU clock to the executions that ran. The clock is read only at boundaries
  * (the start and end of each execution, each platform call, each inline entry), the only points
  * where user code stops or resumes; the time since the last boundary goes to whoever was running.
@@ -11,8 +17,8 @@ import type { RunningExecution } from "./transport.js";
  * isolated-vm measures the stretches an isolate runs on a steady clock, so a thread that waits for
  * a core (a lower priority, a busy machine) would be charged its waiting too. On the isolate's own
  * thread a stretch is therefore charged the lesser of that figure and the time on
- * {@link isolateCpuClock}, which leaves the waiting out; inline, on the host's main thread, the
- * isolate's figure stands.
+ * {@link isolateCpuClock}, which leaves the waiting out; an inline entry, on the host's main
+ * thread, the lesser of its figure and the main thread's CPU in it ({@link endInlineEntry}).
  */
 export class CpuMeter {
   /** The CPU clock at the last boundary (ns). */
@@ -54,6 +60,28 @@ export class CpuMeter {
     if (!ran.transport.ownThread) return measured;
     const onClock = shared - this.lastShared;
     return onClock > 0n && onClock < measured ? onClock : measured;
+  }
+
+  /**
+   * Ends an inline entry that began when the clock read `entryStart`: charges the last stretch as
+   * {@link boundary} does, unless the entry's figure is at least {@link INLINE_CPU_CHECK_FROM_NS}
+   * and `cpuSinceStart()` (the main thread's own CPU since the entry began, an upper bound; see
+   * inline/thread-cpu.ts) says less: then the last stretch is charged that much less, never
+   * below nothing. Returns what the entry is charged in all.
+   */
+  endInlineEntry(entryStart: bigint, cpuSinceStart: () => number | undefined): bigint {
+    const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
+    const stretchStart = this.last;
+    this.boundary(null);
+    const measured = this.last - entryStart;
+    if (measured < INLINE_CPU_CHECK_FROM_NS) return measured;
+    const cpuNs = cpuSinceStart();
+    if (cpuNs === undefined || BigInt(cpuNs) >= measured) return measured;
+    const used = BigInt(Math.max(0, cpuNs));
+    const stretch = this.last - stretchStart;
+    const excess = measured - used;
+    if (ran) ran.cpuNs -= excess < stretch ? excess : stretch;
+    return used;
   }
 
   /**

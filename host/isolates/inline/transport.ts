@@ -9,6 +9,7 @@ import { InlineAbandoned } from "./abandoned.js";
 import type { InlineStanding } from "./policy.js";
 import { InlineSentinel } from "./sentinel.js";
 import type { SlotTable } from "./slot-table.js";
+import { threadCpuNs, threadCpuSince } from "./thread-cpu.js";
 import { type QueuedStart, type TurnEntries, TurnQueue } from "./turn-queue.js";
 
 /** What the inline transport needs of its isolate. */
@@ -209,15 +210,15 @@ export class InlineTransport implements Transport, TurnEntries {
     const meter = this.host.meter;
     meter.boundary(typeof who === "number" ? who : null);
     const before = meter.last;
+    const cpuBefore = threadCpuNs();
+    const cpuSinceStart = () => threadCpuSince(cpuBefore);
     try {
       this.applyInline(entry, args, timeoutMs);
     } catch {
-      meter.boundary(null);
-      this.entryFailed(who, breachesLimit, meter.last - before);
+      this.entryFailed(who, breachesLimit, meter.endInlineEntry(before, cpuSinceStart));
       return false;
     }
-    meter.boundary(null);
-    this.lastEntryNs = meter.last - before;
+    this.lastEntryNs = meter.endInlineEntry(before, cpuSinceStart);
     if (this.standing.charge(this.lastEntryNs)) this.abandonAll(new InlineAbandoned());
     return true;
   }
