@@ -154,6 +154,19 @@ async function startAttacker(targets: Array<{ id: string; name: string; mode: st
   });
 }
 
+/**
+ * The good tenant's p99 while the 20 tenants `<prefix>0` to `<prefix>19` each keep four calls of
+ * query `name` in flight (see {@link startAttacker}).
+ */
+async function p99WhileLooping(prefix: string, name: string): Promise<number> {
+  await startAttacker(
+    Array.from({ length: 20 }, (_, i) => ({ id: `${prefix}${i}`, name, mode: "loop", calls: 4 })),
+  );
+  const under = p99(await goodLatencies());
+  attacker?.kill("SIGKILL");
+  return under;
+}
+
 describe("fair scheduling between tenants", () => {
   let aloneP99 = 0;
 
@@ -220,30 +233,14 @@ describe("fair scheduling between tenants", () => {
     // Each call parses JSON for several milliseconds (a builtin: as fast before the handler is
     // optimised as after), well under an inline slice. Inline, each would hold the host's main
     // thread that long, and the good tenant's request would wait for every one queued in its turn.
-    const targets = Array.from({ length: 20 }, (_, i) => ({
-      id: `busy${i}`,
-      name: "busy",
-      mode: "loop",
-      calls: 4,
-    }));
-    await startAttacker(targets);
-    const underLoad = p99(await goodLatencies());
-    attacker?.kill("SIGKILL");
-    expectBounded(aloneP99, `with ${targets.length} busy tenants`, underLoad, BUSY_FLOOR_MS);
+    const underLoad = await p99WhileLooping("busy", "busy");
+    expectBounded(aloneP99, "with 20 busy tenants", underLoad, BUSY_FLOOR_MS);
   }, 240_000);
 
   it("20 tenants churning memory just under their limit do not stall the host", async () => {
     // Each call maps and frees about 56 MiB of large objects on its isolate's thread: V8 maps and
     // unmaps each one, under the process's memory-map lock, which the main thread needs too.
-    const targets = Array.from({ length: 20 }, (_, i) => ({
-      id: `churner${i}`,
-      name: "churn",
-      mode: "loop",
-      calls: 4,
-    }));
-    await startAttacker(targets);
-    const underChurn = p99(await goodLatencies());
-    attacker?.kill("SIGKILL");
-    expectBounded(aloneP99, `with ${targets.length} tenants churning memory`, underChurn);
+    const underChurn = await p99WhileLooping("churner", "churn");
+    expectBounded(aloneP99, "with 20 tenants churning memory", underChurn);
   }, 240_000);
 });
