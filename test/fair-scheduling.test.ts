@@ -48,7 +48,8 @@ const SAMPLES = 150;
  * ms beside the hogs (the main thread waited for the kernel's memory-map lock, held by preempted
  * low-priority isolate threads), and measuring while this process still read the flood's refusals
  * gave about 10x. 20 tenants churning memory under their limit, beside the hogs: 209 and 493 ms
- * with isolates' threads at nice 10 (the default before), 11-41 ms at the host's priority.
+ * with isolates' threads at nice 10 (the default before), 11-55 ms at the host's priority. At the
+ * host's priority 20 hostile tenants give 13-88 ms beside the hogs (7.5-11.6 ms at nice 10).
  */
 const FLOOR_MS = 250;
 /**
