@@ -13,41 +13,36 @@ function inlineMeter() {
   const execution = { transport: { ownThread: false } as Transport, cpuNs: 0n } as RunningExecution;
   running.set(1, execution);
   const meter = new CpuMeter(isolate as unknown as ivm.Isolate, running);
-  return { isolate, execution, meter };
+  /** One entry of execution 1 that isolated-vm times at `figureNs`; returns what it is charged. */
+  const entry = (figureNs: bigint, cpuSinceStart: () => number | undefined): bigint => {
+    meter.boundary(1);
+    const entryStart = meter.last;
+    isolate.cpuTime += figureNs;
+    return meter.endInlineEntry(entryStart, cpuSinceStart);
+  };
+  return { isolate, execution, meter, entry };
 }
 
 describe("the CPU an inline entry is charged", () => {
   it("is the main thread's own CPU when the isolate's figure counts time the thread was held", () => {
-    const { isolate, execution, meter } = inlineMeter();
-    meter.boundary(1);
-    const entryStart = meter.last;
+    const { execution, entry } = inlineMeter();
     // 80 ms by isolated-vm's figure, of which the main thread was on a core 5 ms (it waited for
     // the kernel's memory-map lock the rest).
-    isolate.cpuTime += 80n * MS;
-    expect(meter.endInlineEntry(entryStart, () => Number(5n * MS))).toBe(5n * MS);
+    expect(entry(80n * MS, () => Number(5n * MS))).toBe(5n * MS);
     expect(execution.cpuNs).toBe(5n * MS);
   });
 
   it("is the isolate's figure when the main thread's CPU is not less, or cannot be read", () => {
-    const { isolate, execution, meter } = inlineMeter();
-    meter.boundary(1);
-    let entryStart = meter.last;
-    isolate.cpuTime += 10n * MS;
-    expect(meter.endInlineEntry(entryStart, () => Number(12n * MS))).toBe(10n * MS);
-    meter.boundary(1);
-    entryStart = meter.last;
-    isolate.cpuTime += 10n * MS;
-    expect(meter.endInlineEntry(entryStart, () => undefined)).toBe(10n * MS);
+    const { execution, entry } = inlineMeter();
+    expect(entry(10n * MS, () => Number(12n * MS))).toBe(10n * MS);
+    expect(entry(10n * MS, () => undefined)).toBe(10n * MS);
     expect(execution.cpuNs).toBe(20n * MS);
   });
 
   it("does not read the main thread's CPU for a short entry", () => {
-    const { isolate, execution, meter } = inlineMeter();
-    meter.boundary(1);
-    const entryStart = meter.last;
-    isolate.cpuTime += 300_000n;
+    const { execution, entry } = inlineMeter();
     let read = false;
-    const charged = meter.endInlineEntry(entryStart, () => {
+    const charged = entry(300_000n, () => {
       read = true;
       return 0;
     });
