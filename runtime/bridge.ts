@@ -11,9 +11,10 @@
  *   answer as the post's result; otherwise the promise is settled when the host enters again
  *   through {@link resumeInline}. No thread hand-off on either side.
  */
-import type { SyscallArgs, SyscallOp, SyscallResponse } from "../sdk/protocol/index.js";
+import { decodeSyscallAnswer, type SyscallArgs, type SyscallOp } from "../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../sdk/values/index.js";
 import { type ExecutionState, resumeExecution } from "./determinism.js";
+import { lazyRows } from "./lazy-rows.js";
 
 type RawBridge = (json: string) => Promise<string>;
 type InlinePost = (requestId: number, callId: number, json: string) => string | undefined;
@@ -118,7 +119,15 @@ export async function syscall<Op extends SyscallOp>(
   else if (raw) text = await raw(json);
   else throw new PlatformError("internal", "The platform bridge is missing.");
   resumeExecution(execution);
-  const response = JSON.parse(text) as SyscallResponse;
+  const answer = decodeSyscallAnswer(text);
+  if (answer.kind === "rows") return lazyRows(answer.rowsJson, answer.count);
+  if (answer.kind === "page")
+    return {
+      page: lazyRows(answer.rowsJson, answer.count),
+      isDone: answer.isDone,
+      continueCursor: answer.continueCursor,
+    };
+  const response = answer.response;
   if (response.ok) return response.value;
   throw new PlatformError(response.error.code as ErrorCode, response.error.message);
 }

@@ -14,6 +14,7 @@ import { openLogCalls, settleLogCalls } from "./bridge.js";
 import { createContext } from "./context.js";
 import { beginExecution } from "./determinism.js";
 import { createEndpointRequest } from "./endpoint-request.js";
+import { serializeValue } from "./lazy-rows.js";
 import { LegacySnapshot } from "./legacy.js";
 
 interface LoadedCapsule {
@@ -97,7 +98,7 @@ function lookup<T>(map: Record<string, T> | undefined, name: string, what: strin
 
 function serialize(value: unknown): string {
   try {
-    return JSON.stringify(value === undefined ? null : value);
+    return serializeValue(value);
   } catch (error) {
     throw new PlatformError(
       "handler_error",

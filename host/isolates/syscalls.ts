@@ -1,8 +1,8 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
-import { LIMITS, SYSCALL } from "../../sdk/protocol/index.js";
+import { encodePageAnswer, encodeRowsAnswer, LIMITS, SYSCALL } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY, type QueryOutcome, type Transaction } from "../db/index.js";
-import { RawJson } from "./raw-json.js";
+import { EncodedAnswer, RawJson } from "./raw-json.js";
 import type { SyscallHandler } from "./transport.js";
 
 /** One structured log line written by a handler through `ctx.log`. */
@@ -92,14 +92,12 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
 function encodeOutcome(outcome: QueryOutcome): unknown {
   switch (outcome.kind) {
     case "rows":
-      return new RawJson(`[${outcome.rows.join(",")}]`);
+      return new EncodedAnswer(encodeRowsAnswer(outcome.rows));
     case "row":
       return rawRow(outcome.row);
     case "count":
       return outcome.count;
     case "page":
-      return new RawJson(
-        `{"page":[${outcome.page.join(",")}],"isDone":${outcome.isDone},"continueCursor":${JSON.stringify(outcome.continueCursor)}}`,
-      );
+      return new EncodedAnswer(encodePageAnswer(outcome.page, outcome.isDone, outcome.continueCursor));
   }
 }

@@ -39,4 +39,10 @@ export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";
 export { SYNC_CLOSE } from "./sync-close.js";
+export {
+  decodeSyscallAnswer,
+  encodePageAnswer,
+  encodeRowsAnswer,
+  type SyscallAnswer,
+} from "./syscall-answer.js";
 export { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares, type CallUsage } from "./usage.js";
