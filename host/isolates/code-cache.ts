@@ -44,6 +44,11 @@ export interface CacheKeys {
   ran?: string;
 }
 
+/** Keys made lately, by what they name: every cold start asks for the same few again. */
+const madeKeys = new Map<string, string>();
+/** Keys remembered at most; past it, they are all forgotten and made again as asked for. */
+const MADE_KEYS = 4096;
+
 /** A cache in memory: its data and size. */
 interface KeptCache {
   data: ivm.ExternalCopy<ArrayBuffer>;
@@ -89,17 +94,16 @@ export class CodeCache {
    * deployment's caches can be removed with it.
    */
   static key(source: CompiledSource, runtimeHash: string): string {
-    const owner = source.scope === undefined ? "" : `${source.scope.split("/")[0]}/`;
-    return (
-      owner +
-      createHash("sha256")
-        .update(
-          ["platform-code-cache/1", source.kind, source.hash, source.scope ?? "", runtimeHash, ENGINE].join(
-            "\0",
-          ),
-        )
-        .digest("hex")
-    );
+    const name = [source.kind, source.hash, source.scope ?? "", runtimeHash].join("\0");
+    let key = madeKeys.get(name);
+    if (key === undefined) {
+      const owner = source.scope === undefined ? "" : `${source.scope.split("/")[0]}/`;
+      key =
+        owner + createHash("sha256").update(["platform-code-cache/1", name, ENGINE].join("\0")).digest("hex");
+      if (madeKeys.size >= MADE_KEYS) madeKeys.clear();
+      madeKeys.set(name, key);
+    }
+    return key;
   }
 
   /**

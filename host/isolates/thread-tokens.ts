@@ -65,8 +65,10 @@ export class ThreadTokens implements LaneTokens {
    * them the spare when there are two or more.
    */
   static shared(): ThreadTokens {
+    // Made once: `cpus()` reads /proc (about 0.2 ms), and every new isolate asks for the tokens.
+    if (ThreadTokens.instance) return ThreadTokens.instance;
     const threads = Math.max(1, cpus().length);
-    ThreadTokens.instance ??= new ThreadTokens(
+    ThreadTokens.instance = new ThreadTokens(
       threads > 1 ? threads - 1 : 1,
       BigInt(LIMITS.isolateThreadTurnMs) * 1_000_000n,
       isolateCpuClock,
