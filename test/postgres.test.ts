@@ -11,6 +11,7 @@ import { AuthService } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
+import { collect, type KvIterator } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
@@ -177,6 +178,70 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     } finally {
       for (const { client } of taken) client.release(true);
       await pool.end();
+    }
+  });
+
+  it("sends the first reads of readers made together as one message, and later readers' apart", async () => {
+    const store = await PostgresKv.open(server.url, { table: table() });
+    const query = pg.Client.prototype.query;
+    const sent: string[] = [];
+    try {
+      await store.batch(
+        Array.from({ length: 10 }, (_, i) => ({
+          type: "put" as const,
+          key: Buffer.from(`k${i}`),
+          value: `v${i}`,
+        })),
+      );
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        if (typeof args[0] === "string") sent.push(args[0]);
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      // As handlers started in one turn: each makes its snapshot, then reads (points and a scan).
+      const readers = await Promise.all(Array.from({ length: 8 }, () => store.readSnapshot()));
+      const answers = await Promise.all([
+        ...readers.slice(0, 6).map((reader, i) => reader.get(Buffer.from(`k${i}`))),
+        collect(readers[6]?.iterate({ gte: Buffer.from("k"), lt: Buffer.from("l"), limit: 2 }) as KvIterator),
+        readers[7]?.get(Buffer.from("missing")),
+      ]);
+      expect(answers.slice(0, 6)).toEqual(["v0", "v1", "v2", "v3", "v4", "v5"]);
+      expect((answers[6] as Array<[Buffer, string]>).map(([, value]) => value)).toEqual(["v0", "v1"]);
+      expect(answers[7]).toBeUndefined();
+      // One message: the transaction's BEGIN, the point reads as one query, and the scan.
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toContain("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      expect(sent[0]?.match(/ANY\(/g)).toHaveLength(1);
+      // A reader made after that read has begun gets a transaction of its own.
+      await store.batch([{ type: "put", key: Buffer.from("k0"), value: "changed" }]);
+      const later = await store.readSnapshot();
+      expect(await later.get(Buffer.from("k0"))).toBe("changed");
+      expect(await readers[0]?.get(Buffer.from("k0"))).toBe("v0");
+      expect(sent.filter((text) => text.includes("BEGIN ISOLATION"))).toHaveLength(2);
+      for (const reader of [...readers, later]) await reader.close();
+    } finally {
+      pg.Client.prototype.query = query;
+      await store.close();
+    }
+  });
+
+  it("shares one snapshot among 16 readers at most", async () => {
+    const store = await PostgresKv.open(server.url, { table: table() });
+    const query = pg.Client.prototype.query;
+    let begins = 0;
+    try {
+      await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        if (typeof args[0] === "string" && args[0].includes("BEGIN ISOLATION")) begins++;
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      const readers = await Promise.all(Array.from({ length: 40 }, () => store.readSnapshot()));
+      const values = await Promise.all(readers.map((reader) => reader.get(Buffer.from("k"))));
+      expect(values.every((value) => value === "v")).toBe(true);
+      expect(begins).toBe(3);
+      for (const reader of readers) await reader.close();
+    } finally {
+      pg.Client.prototype.query = query;
+      await store.close();
     }
   });
 

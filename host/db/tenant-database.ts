@@ -217,7 +217,7 @@ export class TenantDatabase implements TransactionHost {
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
     // Its reads need to agree with each other only: the snapshot is taken with the first one.
-    const snapshot = await this.store.lazySnapshot();
+    const snapshot = await this.store.readSnapshot();
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
     try {
       const value = await work(tx);

@@ -33,6 +33,46 @@ export function lazySnapshotConformance(
       await lazy.close();
     });
 
+    storeTest("readers' snapshots: each sees every write that landed before it was made", async (store) => {
+      await store.batch([put(text("r1"), "1")]);
+      const first = await store.readSnapshot();
+      const beside = await store.readSnapshot();
+      expect(await first.get(text("r1"))).toBe("1");
+      await store.batch([put(text("r1"), "2"), put(text("r2"), "new")]);
+      // Made after the write landed: whatever it shares, it sees it.
+      const after = await store.readSnapshot();
+      const [r1, r2] = await Promise.all([after.get(text("r1")), after.get(text("r2"))]);
+      expect([r1, r2]).toEqual(["2", "new"]);
+      // The earlier ones keep their fixed views, whoever closes first.
+      await after.close();
+      expect(await first.get(text("r1"))).toBe("1");
+      await first.close();
+      const besideView = await beside.get(text("r1"));
+      expect(["1", "2"]).toContain(besideView);
+      expect(await beside.get(text("r1"))).toBe(besideView);
+      await beside.close();
+      await beside.close();
+    });
+
+    storeTest("readers made together each get their own answers, reads and scans mixed", async (store) => {
+      await store.batch(
+        Array.from({ length: 30 }, (_, i) => put(text(`m${String(i).padStart(2, "0")}`), `v${i}`)),
+      );
+      const readers = await Promise.all(Array.from({ length: 12 }, () => store.readSnapshot()));
+      const answers = await Promise.all(
+        readers.map(async (reader, i) => {
+          if (i % 3 === 0) return [await reader.get(text(`m${String(i).padStart(2, "0")}`))];
+          const entries = await collect(
+            reader.iterate({ gte: text(`m${String(i).padStart(2, "0")}`), lt: text("n"), limit: 3 }),
+          );
+          return entries.map(([, value]) => value);
+        }),
+      );
+      for (const [i, answer] of answers.entries())
+        expect(answer).toEqual(i % 3 === 0 ? [`v${i}`] : [`v${i}`, `v${i + 1}`, `v${i + 2}`]);
+      for (const reader of readers) await reader.close();
+    });
+
     storeTest("commit with and without reads, and close unread", async (store) => {
       const unread = await store.lazySnapshot();
       await store.commit(unread, [put(text("c1"), "a")]);

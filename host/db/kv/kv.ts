@@ -111,6 +111,11 @@ export interface KvStore {
    * (a handler). A backend where taking a snapshot costs a round trip takes it with the first read.
    */
   lazySnapshot(): Promise<KvSnapshot>;
+  /**
+   * A lazy snapshot for a reader that never commits on it (a query). Readers made before a
+   * snapshot's first read may share it: each still sees every write that landed before it was made.
+   */
+  readSnapshot(): Promise<KvSnapshot>;
   /** Writes every operation, or none. */
   batch(operations: KvOperation[]): Promise<void>;
   /**

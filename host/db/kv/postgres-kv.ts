@@ -2,6 +2,7 @@ import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
 import { ConnectionParking } from "./postgres-parking.js";
+import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
 import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
 import { KvStoreBase } from "./store.js";
@@ -20,6 +21,12 @@ const SNAPSHOT_CONNECTIONS = 28;
 const DIRECT_CONNECTIONS = 4;
 const LOCK_CONNECTIONS = 13;
 const OUTER_LOCK_CONNECTIONS = 3;
+/**
+ * Readers sharing one lazy snapshot at most (see `readSnapshot`). Their reads of a tick go in one
+ * message and are answered together, so one reader's large scan delays the others' answers by its
+ * own time: a bound keeps that small.
+ */
+const SHARED_READERS = 16;
 
 /** Creates a table unless it exists; two hosts starting at once may race, and the loser sees it. */
 async function createTable(pool: pg.Pool, ddl: string): Promise<void> {
@@ -114,6 +121,29 @@ export class PostgresKv extends KvStoreBase {
   /** No connection until the first read, which begins the transaction in the same round trip. */
   protected override async _lazySnapshot(): Promise<KvSnapshot> {
     return PostgresSnapshot.lazy(this.parking, this.table);
+  }
+
+  /** The readers' lazy snapshot that has not begun yet: readers made now join it. */
+  private readers: SharedSnapshot | undefined;
+
+  /**
+   * Readers made before a lazy snapshot's first read share it (up to {@link SHARED_READERS}): their
+   * first reads of one tick go as one message (point reads as one query), on one connection instead
+   * of one each. A reader made after that read gets a new one, so each still sees every write that
+   * landed before it was made (on this host or another). Readers of any deployment share: every
+   * read is built by the host within its own deployment's keys.
+   */
+  protected override async _readSnapshot(): Promise<KvSnapshot> {
+    let shared = this.readers;
+    if (!shared || shared.snapshot.begun || shared.readers >= SHARED_READERS) {
+      const made: SharedSnapshot = { snapshot: PostgresSnapshot.lazy(this.parking, this.table), readers: 0 };
+      shared = made;
+      this.readers = made;
+    }
+    shared.readers++;
+    return new SharedSnapshotLoan(shared, (done) => {
+      if (this.readers === done) this.readers = undefined;
+    });
   }
 
   /** One statement, atomic on its own: one round trip. */

@@ -17,6 +17,13 @@ const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /** Point reads a snapshot remembers at most. */
 const KNOWN_KEYS = 4096;
 
+/** A statement waiting to go to the server with the others asked for in the same tick. */
+interface QueuedStatement {
+  statement: Statement;
+  resolve: (rows: pg.QueryResultRow[]) => void;
+  reject: (error: unknown) => void;
+}
+
 interface PendingGet {
   key: Buffer;
   hex: string;
@@ -29,8 +36,9 @@ interface PendingGet {
  * and writes on that same connection, so a full pool cannot deadlock a mutation between its reads
  * and its commit. Round trips are what a PostgreSQL handler waits for, so: a snapshot begins and
  * takes its point in time in one round trip, a lazy one ({@link PostgresSnapshot.lazy}) with its
- * first read; a commit ends it and writes in one; and closing leaves the end of the transaction to
- * the connection's next use.
+ * first read; statements asked for in the same tick (by one handler, or by the handlers that share
+ * a lazy snapshot: postgres-kv.ts) go as one message; a commit ends it and writes in one; and
+ * closing leaves the end of the transaction to the connection's next use.
  */
 export class PostgresSnapshot implements KvSnapshot {
   private open = true;
@@ -46,7 +54,7 @@ export class PostgresSnapshot implements KvSnapshot {
   static async begin(connections: ConnectionParking, table: string): Promise<PostgresSnapshot> {
     const snapshot = new PostgresSnapshot(connections, table);
     // The snapshot is taken by the first statement: take it now, not at the first read.
-    await snapshot.start("SELECT 1");
+    await snapshot.start(["SELECT 1"]);
     return snapshot;
   }
 
@@ -55,15 +63,20 @@ export class PostgresSnapshot implements KvSnapshot {
     return new PostgresSnapshot(connections, table);
   }
 
-  /** Begins the transaction with `first` in the same round trip; returns `first`'s rows. */
-  private async start<R extends pg.QueryResultRow>(first: string): Promise<R[]> {
-    let rows: R[] = [];
+  /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
+  get begun(): boolean {
+    return this.ready !== undefined;
+  }
+
+  /** Begins the transaction with `first` (SQL texts) in the same round trip; returns their rows. */
+  private async start(first: string[]): Promise<pg.QueryResultRow[][]> {
+    let rows: pg.QueryResultRow[][] = [];
     this.ready = (async () => {
       const { client, end } = await this.connections.take();
       try {
-        const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first}`;
-        const results = (await client.query(text)) as unknown as pg.QueryResult<R>[];
-        rows = results.at(-1)?.rows ?? [];
+        const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first.join("; ")}`;
+        const results = (await client.query(text)) as unknown as pg.QueryResult[];
+        rows = results.slice(results.length - first.length).map((result) => result.rows);
       } catch (error) {
         this.connections.destroy(client);
         throw error;
@@ -78,18 +91,56 @@ export class PostgresSnapshot implements KvSnapshot {
     if (!this.open) throw new Error("This snapshot is closed.");
   }
 
-  /** Runs a read in the transaction, beginning it with this read when it has not begun. */
-  private readonly run: RunSql = async (sql, params) => {
+  private queued: QueuedStatement[] | undefined;
+
+  /**
+   * Runs a read in the transaction. Reads asked for in the same tick wait for its end (two
+   * microtasks, so point reads merged by {@link get} join them) and go as one message, with the
+   * transaction's BEGIN when it has not begun.
+   */
+  private readonly run: RunSql = <R extends pg.QueryResultRow>(sql: string, params: unknown[]) => {
     this.require();
-    if (this.ready === undefined) {
-      const first = inline({ text: sql, values: params });
-      if (first !== undefined) return this.start(first);
-      await this.start("SELECT 1");
-    }
-    const client = await (this.ready as Promise<pg.PoolClient>);
-    this.require();
-    return (await client.query(sql, params)).rows;
+    return new Promise<R[]>((resolve, reject) => {
+      const entry = { statement: { text: sql, values: params }, resolve, reject } as QueuedStatement;
+      if (this.queued) this.queued.push(entry);
+      else {
+        this.queued = [entry];
+        queueMicrotask(() => queueMicrotask(() => void this.flush()));
+      }
+    });
   };
+
+  private async flush(): Promise<void> {
+    const batch = this.queued ?? [];
+    this.queued = undefined;
+    let answered = 0;
+    try {
+      const texts = batch.map((entry) => inline(entry.statement));
+      const inlined = texts.every((text) => text !== undefined) ? (texts as string[]) : undefined;
+      let results: pg.QueryResultRow[][] | undefined;
+      if (this.ready === undefined) results = await this.start(inlined ?? ["SELECT 1"]);
+      else if (inlined && batch.length > 1) {
+        const client = await this.ready;
+        this.require();
+        results = ((await client.query(inlined.join("; "))) as unknown as pg.QueryResult[]).map(
+          (result) => result.rows,
+        );
+      }
+      if (inlined && results) {
+        for (const [i, entry] of batch.entries()) entry.resolve(results[i] ?? []);
+        answered = batch.length;
+        return;
+      }
+      const client = await (this.ready as Promise<pg.PoolClient>);
+      for (const entry of batch) {
+        this.require();
+        entry.resolve((await client.query(entry.statement.text, entry.statement.values)).rows);
+        answered++;
+      }
+    } catch (error) {
+      for (const entry of batch.slice(answered)) entry.reject(error);
+    }
+  }
 
   /**
    * Point reads asked for at once (in the same tick: a handler's `Promise.all`, the counts a

@@ -95,6 +95,15 @@ export abstract class KvStoreBase implements KvStore {
     return this._snapshot();
   }
 
+  readSnapshot(): Promise<KvSnapshot> {
+    return this._readSnapshot();
+  }
+
+  /** A backend that does not share readers' snapshots keeps this: a reader's is a lazy one. */
+  protected _readSnapshot(): Promise<KvSnapshot> {
+    return this._lazySnapshot();
+  }
+
   async batch(operations: KvOperation[]): Promise<void> {
     requireOperations(operations);
     if (operations.length > 0) await this._batch(operations);
