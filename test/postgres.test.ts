@@ -224,6 +224,22 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     }
   });
 
+  it("refuses a read asked for just before its snapshot closed, and begins no transaction for it", async () => {
+    const store = await PostgresKv.open(server.url, { table: table() });
+    try {
+      await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+      for (const reader of [await store.lazySnapshot(), await store.readSnapshot()]) {
+        const scan = reader.iterate({ gte: Buffer.from("k"), lt: Buffer.from("l") }).next(10);
+        await reader.close();
+        await expect(scan).rejects.toThrow(/closed/);
+      }
+      const snapshots = store.poolUse().find((pool) => pool.pool === "snapshots");
+      expect(snapshots && snapshots.total - snapshots.idle).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("shares one snapshot among 16 readers at most", async () => {
     const store = await PostgresKv.open(server.url, { table: table() });
     const query = pg.Client.prototype.query;

@@ -115,6 +115,8 @@ export class PostgresSnapshot implements KvSnapshot {
     this.queued = undefined;
     let answered = 0;
     try {
+      // Closed (or committed) since they were asked for: never begin a transaction nobody ends.
+      this.require();
       const texts = batch.map((entry) => inline(entry.statement));
       const inlined = texts.every((text) => text !== undefined) ? (texts as string[]) : undefined;
       let results: pg.QueryResultRow[][] | undefined;
