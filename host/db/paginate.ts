@@ -77,12 +77,13 @@ export async function paginate(
   const rows: string[] = [];
   let lastKey: Buffer | null = null;
   let more = false;
-  // Scanned without keys (a key buffer per row costs more than the row): only the last row's key
-  // is needed, for the cursor, and it is found afterwards.
+  // Scanned without keys where point reads answer at once (a key buffer per row costs more than
+  // the row): only the last row's key is needed, for the cursor, and it is found afterwards. Where
+  // a read is a round trip (PostgreSQL), the keys come with the scan instead.
   await scanRange(
     tx.snapshot,
     tx.overlay,
-    { start, end, reverse, values: true, keys: false, hint: numItems + 1 },
+    { start, end, reverse, values: true, keys: !tx.host.syncReads, hint: numItems + 1 },
     (key, value) => {
       if (rows.length === numItems) {
         more = true;

@@ -52,6 +52,10 @@ export class TenantDatabase implements TransactionHost {
     this.clockKey = metaKey(id, "clock");
   }
 
+  get syncReads(): boolean {
+    return this.store.supports.syncReads;
+  }
+
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */
   async load(): Promise<this> {
     const [schema, clock, pending] = await this.store.getMany([

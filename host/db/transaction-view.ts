@@ -18,6 +18,8 @@ export interface TransactionHost {
   nextCreatedAt(now: number): number;
   /** A legacy (v0) deployment: rows keep legacy `createdAt` strings; tables have no indexes. */
   readonly legacy: boolean;
+  /** The store answers point reads at once (`KvSupports.syncReads`): a read after a scan is cheap. */
+  readonly syncReads: boolean;
 }
 
 /** How a transaction runs. */

@@ -93,6 +93,22 @@ export function kvConformance(
       expect(counted.map(([, value]) => value)).toEqual(["", "", ""]);
     });
 
+    storeTest(
+      "scans without keys in batches, values with line breaks and empty ones included",
+      async (store) => {
+        const values = ["a", "line\nbreak", "", "\n", "z", '{"json":1}', "last"];
+        await store.batch(values.map((value, i) => put(b(0x07, i), value)));
+        for (const reverse of [false, true]) {
+          const iterator = store.iterate({ gte: b(0x07), lt: b(0x08), reverse, keys: false });
+          const seen: string[] = [];
+          for (let batch = await iterator.next(2); batch.length > 0; batch = await iterator.next(2))
+            seen.push(...batch.map(([, value]) => value));
+          await iterator.close();
+          expect(seen).toEqual(reverse ? [...values].reverse() : values);
+        }
+      },
+    );
+
     storeTest("iterates in batches across many entries", async (store) => {
       const many = Array.from({ length: 2500 }, (_, i) => put(b(0x05, i >> 8, i & 0xff), String(i)));
       await store.batch(many);

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { KvIterateOptions, KvIterator, KvOperation } from "./kv.js";
+import { type KvIterateOptions, type KvIterator, type KvOperation, NO_KEY } from "./kv.js";
 
 /** Runs one statement with `$n` parameters and returns its rows. */
 export type RunSql = <R extends pg.QueryResultRow>(sql: string, params: unknown[]) => Promise<R[]>;
@@ -84,30 +84,58 @@ export function runOn(client: Pick<pg.Pool, "query">): RunSql {
   return async (sql, params) => (await client.query(sql, params)).rows;
 }
 
+/** Joins a keyless batch's values in one text (see {@link iterate}); no stored row holds one raw. */
+const JOINER = "\n";
+
 /**
  * Walks a range with keyset pagination: each batch is one ordered, bounded SELECT starting after
- * the last key seen. On a snapshot's connection every batch sees the same snapshot.
+ * the last key seen. On a snapshot's connection every batch sees the same snapshot. A scan of
+ * values without keys gets each batch as ONE row (the values joined, their count, the last key):
+ * parsing a row per entry, and its key, cost the host more than the rest of the read. Should a value
+ * hold the joiner, the count tells, and that batch is read again row by row.
  */
 export function iterate(run: RunSql, table: string, options: KvIterateOptions): KvIterator {
   const reverse = options.reverse === true;
   const values = options.values !== false;
+  const joined = values && options.keys === false;
   let last: Buffer | undefined;
   let left = options.limit ?? Number.POSITIVE_INFINITY;
   let done = false;
+  const batch = (n: number, columns: string) => {
+    const bound = last === undefined ? "" : reverse ? " AND key < $3" : " AND key > $3";
+    const sql = `SELECT ${columns} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${reverse ? "DESC" : "ASC"} LIMIT ${n}`;
+    const params: unknown[] = [options.gte, options.lt];
+    if (last !== undefined) params.push(last);
+    return { sql, params };
+  };
+  const rowByRow = async (n: number): Promise<Array<[Buffer, string]>> => {
+    const { sql, params } = batch(n, `key${values ? ", value" : ""}`);
+    const rows = await run<{ key: Buffer; value?: string }>(sql, params);
+    const tail = rows.at(-1);
+    if (tail) last = tail.key;
+    return rows.map((row) => [row.key, row.value ?? ""]);
+  };
+  const inOneRow = async (n: number): Promise<Array<[Buffer, string]>> => {
+    const { sql, params } = batch(n, "key, value");
+    const order = reverse ? "DESC" : "ASC";
+    const [row] = await run<{ joined: string | null; n: number; last: Buffer | null }>(
+      `SELECT string_agg(value, E'\\n' ORDER BY key ${order}) AS joined, count(*)::int AS n, (array_agg(key ORDER BY key ${reverse ? "ASC" : "DESC"}))[1] AS last FROM (${sql}) AS batch`,
+      params,
+    );
+    if (!row || row.n === 0 || row.joined === null || row.last === null) return [];
+    const parts = row.joined.split(JOINER);
+    if (parts.length !== row.n) return rowByRow(n);
+    last = row.last;
+    return parts.map((value) => [NO_KEY, value]);
+  };
   return {
     next: async (max) => {
       if (done || left <= 0) return [];
       const n = Math.min(max, left);
-      const bound = last === undefined ? "" : reverse ? " AND key < $3" : " AND key > $3";
-      const sql = `SELECT key${values ? ", value" : ""} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${reverse ? "DESC" : "ASC"} LIMIT ${n}`;
-      const params: unknown[] = [options.gte, options.lt];
-      if (last !== undefined) params.push(last);
-      const rows = await run<{ key: Buffer; value?: string }>(sql, params);
-      if (rows.length < n) done = true;
-      left -= rows.length;
-      const tail = rows.at(-1);
-      if (tail) last = tail.key;
-      return rows.map((row) => [row.key, row.value ?? ""]);
+      const entries = await (joined ? inOneRow(n) : rowByRow(n));
+      if (entries.length < n) done = true;
+      left -= entries.length;
+      return entries;
     },
     close: async () => {
       done = true;
