@@ -118,14 +118,15 @@ export function iterate(run: RunSql, table: string, options: KvIterateOptions): 
   const inOneRow = async (n: number): Promise<Array<[Buffer, string]>> => {
     const { sql, params } = batch(n, "key, value");
     const order = reverse ? "DESC" : "ASC";
-    const [row] = await run<{ joined: string | null; n: number; last: Buffer | null }>(
-      `SELECT string_agg(value, E'\\n' ORDER BY key ${order}) AS joined, count(*)::int AS n, (array_agg(key ORDER BY key ${reverse ? "ASC" : "DESC"}))[1] AS last FROM (${sql}) AS batch`,
+    // The last key without sorting again: hex compared bytewise ("C") orders as the keys do.
+    const [row] = await run<{ joined: string | null; n: number; last: string | null }>(
+      `SELECT string_agg(value, E'\\n' ORDER BY key ${order}) AS joined, count(*)::int AS n, ${reverse ? "min" : "max"}(encode(key, 'hex') COLLATE "C") AS last FROM (${sql}) AS batch`,
       params,
     );
     if (!row || row.n === 0 || row.joined === null || row.last === null) return [];
     const parts = row.joined.split(JOINER);
     if (parts.length !== row.n) return rowByRow(n);
-    last = row.last;
+    last = Buffer.from(row.last, "hex");
     return parts.map((value) => [NO_KEY, value]);
   };
   return {
