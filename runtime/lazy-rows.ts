@@ -1,7 +1,8 @@
 /**
  * Rows as the host sent them, kept as JSON text until the handler touches them. A handler that
  * returns rows it read (`return ctx.db.items.take(100)`, a page) then costs no parse and no
- * serialization here: the host's text goes back as it came (docs/architecture.md, "Rows stay text until touched").
+ * serialization here: the host's text goes back as it came (docs/architecture.md, "Rows stay
+ * text until touched").
  *
  * The array handed to the handler is a Proxy over a real array: `Array.isArray`, every array
  * method, iteration and `JSON.stringify` behave as on the parsed rows. Reading an element, or
