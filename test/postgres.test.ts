@@ -33,6 +33,25 @@ afterAll(async () => {
 
 const table = () => `kv_${randomBytes(6).toString("hex")}`;
 
+/**
+ * Records the text of every simple-protocol query any connection sends until `stop` is called
+ * (the messages the driver puts on the wire).
+ */
+function recordQueries(): { sent: string[]; stop: () => void } {
+  const query = pg.Client.prototype.query;
+  const sent: string[] = [];
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    if (typeof args[0] === "string") sent.push(args[0]);
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  return {
+    sent,
+    stop: () => {
+      pg.Client.prototype.query = query;
+    },
+  };
+}
+
 describe.skipIf(!installed)("PostgreSQL backend", () => {
   kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
     describe,
@@ -183,20 +202,15 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
 
   it("sends the first reads of readers made together as one message, and later readers' apart", async () => {
     const store = await PostgresKv.open(server.url, { table: table() });
-    const query = pg.Client.prototype.query;
-    const sent: string[] = [];
+    await store.batch(
+      Array.from({ length: 10 }, (_, i) => ({
+        type: "put" as const,
+        key: Buffer.from(`k${i}`),
+        value: `v${i}`,
+      })),
+    );
+    const { sent, stop } = recordQueries();
     try {
-      await store.batch(
-        Array.from({ length: 10 }, (_, i) => ({
-          type: "put" as const,
-          key: Buffer.from(`k${i}`),
-          value: `v${i}`,
-        })),
-      );
-      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-        if (typeof args[0] === "string") sent.push(args[0]);
-        return (query as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof query;
       // As handlers started in one turn: each makes its snapshot, then reads (points and a scan).
       const readers = await Promise.all(Array.from({ length: 8 }, () => store.readSnapshot()));
       const answers = await Promise.all([
@@ -219,7 +233,7 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
       expect(sent.filter((text) => text.includes("BEGIN ISOLATION"))).toHaveLength(2);
       for (const reader of [...readers, later]) await reader.close();
     } finally {
-      pg.Client.prototype.query = query;
+      stop();
       await store.close();
     }
   });
@@ -242,21 +256,16 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
 
   it("shares one snapshot among 16 readers at most", async () => {
     const store = await PostgresKv.open(server.url, { table: table() });
-    const query = pg.Client.prototype.query;
-    let begins = 0;
+    await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+    const { sent, stop } = recordQueries();
     try {
-      await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
-      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-        if (typeof args[0] === "string" && args[0].includes("BEGIN ISOLATION")) begins++;
-        return (query as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof query;
       const readers = await Promise.all(Array.from({ length: 40 }, () => store.readSnapshot()));
       const values = await Promise.all(readers.map((reader) => reader.get(Buffer.from("k"))));
       expect(values.every((value) => value === "v")).toBe(true);
-      expect(begins).toBe(3);
+      expect(sent.filter((text) => text.includes("BEGIN ISOLATION"))).toHaveLength(3);
       for (const reader of readers) await reader.close();
     } finally {
-      pg.Client.prototype.query = query;
+      stop();
       await store.close();
     }
   });
