@@ -130,8 +130,7 @@ class LazyRows implements ProxyHandler<unknown[]> {
 
   get(target: unknown[], key: string | symbol, receiver: unknown): unknown {
     if (typeof key === "string") {
-      if (key === "toJSON" && serializing !== undefined && Reflected.get(target, key) === undefined)
-        return lazyToJSON;
+      if (key === "toJSON" && Reflected.get(target, key) === undefined) return lazyToJSON;
       if (isIndexLike(key)) this.materialize();
     }
     const value = Reflected.get(target, key, receiver);
@@ -196,8 +195,10 @@ class LazyRows implements ProxyHandler<unknown[]> {
 }
 
 /**
- * `toJSON` of a lazy array while {@link serializeValue} runs: an untouched array becomes a
- * placeholder string that is replaced by its text afterwards; a parsed one is its real array.
+ * `toJSON` of a lazy array (unless the handler gave arrays one of its own). While
+ * {@link serializeValue} runs, an untouched array becomes a placeholder string that is replaced by
+ * its text afterwards. Otherwise (the handler's own `JSON.stringify`, `json(...)` of an endpoint)
+ * it is its real array, parsed, which `JSON.stringify` walks without a trap per element.
  */
 function lazyToJSON(this: unknown): unknown {
   const rows = backingOf(this as object);
