@@ -131,7 +131,10 @@ class LazyRows implements ProxyHandler<unknown[]> {
   get(target: unknown[], key: string | symbol, receiver: unknown): unknown {
     if (typeof key === "string") {
       if (key === "toJSON" && Reflected.get(target, key) === undefined) return lazyToJSON;
-      if (isIndexLike(key)) this.materialize();
+      if (isIndexLike(key)) {
+        this.materialize();
+        return Reflected.get(target, key, receiver);
+      }
     }
     const value = Reflected.get(target, key, receiver);
     const fast = FAST.get(key);

@@ -1,7 +1,7 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { EncodedAnswer } from "./encoded-answer.js";
 import type { SlotTable } from "./inline/slot-table.js";
-import { EncodedAnswer, RawJson } from "./raw-json.js";
 import type { RunningExecution, Transport } from "./transport.js";
 
 /** A syscall's outcome before it is encoded for the isolate. */
@@ -18,7 +18,6 @@ export function wireError(error: unknown): { code: string; message: string } {
 /** A syscall's answer as the text the isolate decodes (rows are spliced in, not re-encoded). */
 export function encodeSyscallResult(result: SyscallResult): string {
   if (result.ok && result.value instanceof EncodedAnswer) return result.value.text;
-  if (result.ok && result.value instanceof RawJson) return `{"ok":true,"value":${result.value.json}}`;
   return JSON.stringify(result);
 }
 

@@ -1,8 +1,14 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
-import { encodePageAnswer, encodeRowsAnswer, LIMITS, SYSCALL } from "../../sdk/protocol/index.js";
+import {
+  encodePageAnswer,
+  encodeRowAnswer,
+  encodeRowsAnswer,
+  LIMITS,
+  SYSCALL,
+} from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY, type QueryOutcome, type Transaction } from "../db/index.js";
-import { EncodedAnswer, RawJson } from "./raw-json.js";
+import { EncodedAnswer } from "./encoded-answer.js";
 import type { SyscallHandler } from "./transport.js";
 
 /** One structured log line written by a handler through `ctx.log`. */
@@ -25,8 +31,8 @@ function object(value: unknown, what: string): Record<string, unknown> {
 }
 
 /** Rows read from the store go back as raw JSON; `null` when there is no such row. */
-function rawRow(json: string | null): RawJson {
-  return new RawJson(json ?? "null");
+function rawRow(json: string | null): EncodedAnswer {
+  return new EncodedAnswer(encodeRowAnswer(json));
 }
 
 function toNull(): null {

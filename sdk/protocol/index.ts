@@ -42,6 +42,7 @@ export { SYNC_CLOSE } from "./sync-close.js";
 export {
   decodeSyscallAnswer,
   encodePageAnswer,
+  encodeRowAnswer,
   encodeRowsAnswer,
   type SyscallAnswer,
 } from "./syscall-answer.js";

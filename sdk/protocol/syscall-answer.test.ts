@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { decodeSyscallAnswer, encodePageAnswer, encodeRowsAnswer } from "./syscall-answer.js";
+import {
+  decodeSyscallAnswer,
+  encodePageAnswer,
+  encodeRowAnswer,
+  encodeRowsAnswer,
+} from "./syscall-answer.js";
 
 const rows = ['{"_id":"a","t":"x:y"}', '{"_id":"b","t":"P3:[{"}'];
 
@@ -25,6 +30,17 @@ describe("syscall answers", () => {
     expect(decodeSyscallAnswer(encodePageAnswer([], true, null))).toMatchObject({
       isDone: true,
       continueCursor: null,
+    });
+  });
+
+  it("carries one row, or its absence, as a plain response", () => {
+    expect(decodeSyscallAnswer(encodeRowAnswer('{"_id":"a"}'))).toEqual({
+      kind: "response",
+      response: { ok: true, value: { _id: "a" } },
+    });
+    expect(decodeSyscallAnswer(encodeRowAnswer(null))).toEqual({
+      kind: "response",
+      response: { ok: true, value: null },
     });
   });
 

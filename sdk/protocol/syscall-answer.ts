@@ -15,6 +15,11 @@ export type SyscallAnswer =
   | { kind: "rows"; count: number; rowsJson: string }
   | { kind: "page"; count: number; rowsJson: string; isDone: boolean; continueCursor: unknown };
 
+/** One stored row's JSON (`null`: no such row) as a plain answer, spliced in without re-encoding. */
+export function encodeRowAnswer(row: string | null): string {
+  return `{"ok":true,"value":${row ?? "null"}}`;
+}
+
 /** `rows` (each a stored row's JSON) as a rows answer. */
 export function encodeRowsAnswer(rows: readonly string[]): string {
   return `R${rows.length}:[${rows.join(",")}]`;
