@@ -72,6 +72,21 @@ describe.skipIf(!installed)("PostgreSQL backend", () => {
     15,
   );
 
+  it("lets eight hosts open a new database at once: none fails creating its tables", async () => {
+    for (let round = 0; round < 4; round++) {
+      const name = table();
+      const stores = await Promise.all(
+        Array.from({ length: 8 }, () => PostgresKv.open(server.url, { table: name })),
+      );
+      try {
+        await stores[0]?.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+        expect(await stores[7]?.get(Buffer.from("k"))).toBe("v");
+      } finally {
+        await Promise.all(stores.map((store) => store.close()));
+      }
+    }
+  });
+
   it("gives two hosts opening a new database at once one token secret: each accepts the other's tokens", async () => {
     const name = table();
     const [first, second] = await Promise.all([

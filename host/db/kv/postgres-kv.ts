@@ -28,14 +28,20 @@ const OUTER_LOCK_CONNECTIONS = 3;
  */
 const SHARED_READERS = 16;
 
-/** Creates a table unless it exists; two hosts starting at once may race, and the loser sees it. */
-async function createTable(pool: pg.Pool, ddl: string): Promise<void> {
-  try {
-    await pool.query(ddl);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code !== "23505" && code !== "42P07") throw error;
-  }
+/**
+ * Creates the store's tables unless they exist. `CREATE TABLE IF NOT EXISTS` is not safe against
+ * itself: two hosts opening a new database at once both pass the check, and the loser fails on
+ * the table's row type ("type ... already exists"). A transaction-scoped advisory lock on the
+ * table's name makes the second wait for the first to commit, then find the tables.
+ */
+async function createTables(pool: pg.Pool, table: string): Promise<void> {
+  await pool.query(
+    `BEGIN;
+     SELECT pg_advisory_xact_lock(hashtext('platform-kv-tables:${table}'));
+     CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL);
+     CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY);
+     COMMIT`,
+  );
 }
 
 /**
@@ -71,11 +77,7 @@ export class PostgresKv extends KvStoreBase {
     const outerLocks = new pg.Pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS });
     // Idle clients can die when the server restarts; the pool replaces them.
     for (const each of [pool, snapshots, locks, outerLocks]) each.on("error", () => {});
-    await createTable(
-      pool,
-      `CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL)`,
-    );
-    await createTable(pool, `CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY)`);
+    await createTables(pool, table);
     const inFlight = new Set<Promise<void>>();
     const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));
     const parking = new ConnectionParking(snapshots, trackIn(inFlight));
