@@ -11,13 +11,19 @@
  *   answer as the post's result; otherwise the promise is settled when the host enters again
  *   through {@link resumeInline}. No thread hand-off on either side.
  */
-import { decodeSyscallAnswer, type SyscallArgs, type SyscallOp } from "../sdk/protocol/index.js";
+import {
+  type CrossingText,
+  decodeSyscallAnswer,
+  type SyscallArgs,
+  type SyscallOp,
+  unwrapText,
+} from "../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../sdk/values/index.js";
 import { type ExecutionState, resumeExecution } from "./determinism.js";
 import { lazyRows } from "./lazy-rows.js";
 
-type RawBridge = (json: string) => Promise<string>;
-type InlinePost = (requestId: number, callId: number, json: string) => string | undefined;
+type RawBridge = (json: string) => Promise<CrossingText>;
+type InlinePost = (requestId: number, callId: number, json: string) => CrossingText | undefined;
 type InlineDone = (requestId: number, responseJson: string) => void;
 
 const global = globalThis as Record<string, unknown>;
@@ -52,7 +58,7 @@ function inlineCall(requestId: number, json: string): string | Promise<string> {
   if (!post) throw new PlatformError("internal", "The platform bridge is missing.");
   const callId = nextCallId++;
   const answer = post(requestId, callId, json);
-  if (typeof answer === "string") return answer;
+  if (answer !== undefined) return unwrapText(answer);
   const callback = onWait.get(requestId);
   if (callback) {
     onWait.delete(requestId);
@@ -116,7 +122,7 @@ export async function syscall<Op extends SyscallOp>(
   const json = JSON.stringify({ requestId, op, args });
   let text: string;
   if (execution.inline) text = await inlineCall(requestId, json);
-  else if (raw) text = await raw(json);
+  else if (raw) text = unwrapText(await raw(json));
   else throw new PlatformError("internal", "The platform bridge is missing.");
   resumeExecution(execution);
   const answer = decodeSyscallAnswer(text);

@@ -5,6 +5,7 @@
  * inline dispatcher (one start, or several in a row), and the inline resume.
  */
 
+import { type CrossingText, unwrapText } from "../sdk/protocol/index.js";
 import { finishInline, forgetWaiting, resumeInline, whenWaiting } from "./bridge.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
@@ -19,9 +20,10 @@ const global = globalThis as Record<string, unknown>;
  */
 let entries = 0;
 
-global.__platform_dispatch = (requestId: number, requestJson: string): Promise<string> => {
+// The host hands long strings in wrapped (sdk/protocol/crossing-text.ts).
+global.__platform_dispatch = (requestId: number, requestJson: CrossingText): Promise<string> => {
   entries++;
-  return dispatch(requestId, requestJson, false);
+  return dispatch(requestId, unwrapText(requestJson), false);
 };
 
 /** Starts inline execution `requestId`; `then` runs once it has handed its response to the host. */
@@ -32,9 +34,9 @@ function dispatchInline(requestId: number, requestJson: string, then?: () => voi
   });
 }
 
-global.__platform_dispatch_inline = (requestId: number, requestJson: string): void => {
+global.__platform_dispatch_inline = (requestId: number, requestJson: CrossingText): void => {
   entries++;
-  dispatchInline(requestId, requestJson);
+  dispatchInline(requestId, unwrapText(requestJson));
 };
 
 /**
@@ -50,7 +52,7 @@ global.__platform_dispatch_inline_many = (...pairs: unknown[]): void => {
   const startNext = (): void => {
     if (entry !== entries || next + 1 >= pairs.length) return;
     const requestId = pairs[next] as number;
-    const requestJson = pairs[next + 1] as string;
+    const requestJson = unwrapText(pairs[next + 1]);
     next += 2;
     let moved = false;
     const moveOn = (): void => {
@@ -65,7 +67,7 @@ global.__platform_dispatch_inline_many = (...pairs: unknown[]): void => {
   startNext();
 };
 
-global.__platform_resume_inline = (callId: number, responseJson: string): void => {
+global.__platform_resume_inline = (callId: number, responseJson: CrossingText): void => {
   entries++;
-  resumeInline(callId, responseJson);
+  resumeInline(callId, unwrapText(responseJson));
 };

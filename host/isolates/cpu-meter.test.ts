@@ -10,17 +10,18 @@ const MS = 1_000_000n;
 function inlineMeter() {
   const isolate = { isDisposed: false, cpuTime: 0n };
   const running = new SlotTable<RunningExecution>();
-  const execution = { transport: { ownThread: false } as Transport, cpuNs: 0n } as RunningExecution;
+  const inlineExecution = () =>
+    ({ transport: { ownThread: false } as Transport, cpuNs: 0n }) as RunningExecution;
+  const execution = inlineExecution();
   running.set(1, execution);
   const meter = new CpuMeter(isolate as unknown as ivm.Isolate, running);
   /** One entry of execution 1 that isolated-vm times at `figureNs`; returns what it is charged. */
   const entry = (figureNs: bigint, cpuSinceStart: () => number | undefined): bigint => {
-    meter.boundary(1);
-    const entryStart = meter.last;
+    const entryStart = meter.beginInlineEntry(1);
     isolate.cpuTime += figureNs;
     return meter.endInlineEntry(entryStart, cpuSinceStart);
   };
-  return { isolate, execution, meter, entry };
+  return { isolate, running, inlineExecution, execution, meter, entry };
 }
 
 describe("the CPU an inline entry is charged", () => {
@@ -51,17 +52,25 @@ describe("the CPU an inline entry is charged", () => {
     expect(execution.cpuNs).toBe(300_000n);
   });
 
-  it("takes the discount off the last stretch only, never charging a stretch below nothing", () => {
-    const { isolate, execution, meter } = inlineMeter();
-    // One entry for a group of starts: execution 1 crossed back to the host after 30 ms, then ran
-    // on 2 ms, and the main thread used 1 ms in all. The stretch already charged stays; the last
-    // one is charged nothing.
-    meter.boundary(null);
-    const entryStart = meter.last;
+  it("spreads the discount over every stretch of a group entry, in proportion", () => {
+    const { isolate, running, inlineExecution, execution, meter } = inlineMeter();
+    const other = inlineExecution();
+    running.set(2, other);
+    // One entry for a group of starts: execution 1 crossed back to the host after 30 ms (the host
+    // was held in that stretch), execution 2 after 8 ms more, and execution 2 ran on 2 ms; the
+    // main thread used 4 ms in all. Each is charged a tenth of its stretches' figures, so the
+    // wait is not charged to whichever execution happened to run when the host was held.
+    const entryStart = meter.beginInlineEntry(null);
     isolate.cpuTime += 30n * MS;
     meter.crossing(1);
+    isolate.cpuTime += 8n * MS;
+    meter.crossing(2);
     isolate.cpuTime += 2n * MS;
-    expect(meter.endInlineEntry(entryStart, () => Number(1n * MS))).toBe(1n * MS);
-    expect(execution.cpuNs).toBe(30n * MS);
+    expect(meter.endInlineEntry(entryStart, () => Number(4n * MS))).toBe(4n * MS);
+    expect(execution.cpuNs).toBe(3n * MS);
+    expect(other.cpuNs).toBe(1n * MS);
+    // The next entry is not discounted for this one's stretches.
+    expect(meter.endInlineEntry(meter.beginInlineEntry(1), () => 0)).toBe(0n);
+    expect(execution.cpuNs).toBe(3n * MS);
   });
 });

@@ -27,6 +27,10 @@ export class CpuMeter {
   private lastShared = 0n;
   /** Who has been running since then (`null`: the isolate waits on the host). */
   private runningNow: number | null = null;
+  /** True between {@link beginInlineEntry} and {@link endInlineEntry}. */
+  private inEntry = false;
+  /** What each stretch of the inline entry open now was charged, and to whom. */
+  private readonly entryCharges: Array<{ execution: RunningExecution; ns: bigint }> = [];
 
   constructor(
     private readonly isolate: ivm.Isolate,
@@ -45,7 +49,11 @@ export class CpuMeter {
     const following = next === null ? undefined : this.running.get(next);
     const shared =
       ran?.transport.ownThread || following?.transport.ownThread ? isolateCpuClock() : this.lastShared;
-    if (ran) ran.cpuNs += this.used(ran, now, shared);
+    if (ran) {
+      const ns = this.used(ran, now, shared);
+      ran.cpuNs += ns;
+      if (this.inEntry) this.entryCharges.push({ execution: ran, ns });
+    }
     this.last = now;
     this.lastShared = shared;
     this.runningNow = next;
@@ -63,24 +71,37 @@ export class CpuMeter {
   }
 
   /**
-   * Ends an inline entry that began when the clock read `entryStart`: charges the last stretch as
-   * {@link boundary} does, unless the entry's figure is at least {@link INLINE_CPU_CHECK_FROM_NS}
-   * and `cpuSinceStart()` (the main thread's own CPU since the entry began, an upper bound; see
-   * inline/thread-cpu.ts) says less: then the last stretch is charged that much less, never
-   * below nothing. Returns what the entry is charged in all.
+   * Starts an inline entry: charges the CPU since the last boundary as {@link boundary} does, with
+   * `next` running, then records what each stretch of the entry is charged, so that
+   * {@link endInlineEntry} can take a discount off all of them. Returns the clock at the start.
+   */
+  beginInlineEntry(next: number | null): bigint {
+    this.boundary(next);
+    this.entryCharges.length = 0;
+    this.inEntry = true;
+    return this.last;
+  }
+
+  /**
+   * Ends the inline entry that began when the clock read `entryStart` (see
+   * {@link beginInlineEntry}): charges the last stretch as {@link boundary} does. When the entry's
+   * figure is at least {@link INLINE_CPU_CHECK_FROM_NS} and `cpuSinceStart()` (the main thread's
+   * own CPU since the entry began, an upper bound; see inline/thread-cpu.ts) says less, every
+   * stretch of the entry is charged that much less in proportion: the host may have been held in
+   * any of them, and an entry for a group of starts would otherwise charge one execution the wait
+   * of all. Returns what the entry is charged in all.
    */
   endInlineEntry(entryStart: bigint, cpuSinceStart: () => number | undefined): bigint {
-    const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
-    const stretchStart = this.last;
     this.boundary(null);
+    this.inEntry = false;
     const measured = this.last - entryStart;
-    if (measured < INLINE_CPU_CHECK_FROM_NS) return measured;
-    const cpuNs = cpuSinceStart();
-    if (cpuNs === undefined || BigInt(cpuNs) >= measured) return measured;
-    const used = BigInt(Math.max(0, cpuNs));
-    const stretch = this.last - stretchStart;
-    const excess = measured - used;
-    if (ran) ran.cpuNs -= excess < stretch ? excess : stretch;
+    const cpuNs = measured < INLINE_CPU_CHECK_FROM_NS ? undefined : cpuSinceStart();
+    const used = cpuNs === undefined || BigInt(cpuNs) >= measured ? measured : BigInt(Math.max(0, cpuNs));
+    if (used < measured) {
+      const excess = measured - used;
+      for (const { execution, ns } of this.entryCharges) execution.cpuNs -= (ns * excess) / measured;
+    }
+    this.entryCharges.length = 0;
     return used;
   }
 

@@ -1,5 +1,6 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
+import type { CrossingText } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { type CacheKeys, CodeCache } from "./code-cache.js";
 import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
@@ -12,7 +13,7 @@ import { teardownGate } from "./teardown-gate.js";
 export type InlineEntry = ivm.Reference<(...args: never[]) => void>;
 
 /** The runtime's threaded dispatcher: a request in, a promise of the response wire text out. */
-export type ThreadedEntry = ivm.Reference<(requestId: number, json: string) => Promise<string>>;
+export type ThreadedEntry = ivm.Reference<(requestId: number, json: CrossingText) => Promise<string>>;
 
 /** The runtime's entry points (see runtime/index.ts), taken off its global scope. */
 export interface RuntimeEntries {
@@ -24,14 +25,14 @@ export interface RuntimeEntries {
 
 /** The host's end of the threaded bridge (see threaded-transport.ts). */
 export interface ThreadedEnd {
-  /** A threaded execution's platform call; answers the JSON text of its result. */
-  serveCall(json: unknown): Promise<string>;
+  /** A threaded execution's platform call; answers the JSON text of its result (wrapped when long). */
+  serveCall(json: unknown): Promise<CrossingText>;
 }
 
 /** The host's end of the inline bridge (see inline/transport.ts). */
 export interface InlineEnd {
   /** An inline execution's platform call; its answer when ready at once. */
-  receiveCall(requestId: unknown, callId: unknown, json: unknown): string | undefined;
+  receiveCall(requestId: unknown, callId: unknown, json: unknown): CrossingText | undefined;
   /** An inline execution's final response. */
   receiveResult(requestId: unknown, wire: unknown): void;
 }
@@ -136,7 +137,7 @@ export async function createBlankIsolate(
     );
     await context.evalClosure(
       `globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });
-      globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json]);
+      globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
       globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
       [bridge, post, done],
     );

@@ -1,3 +1,4 @@
+import { type CrossingText, wrapText } from "../../sdk/protocol/index.js";
 import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import type { ThreadedEntry } from "./isolate-loader.js";
@@ -39,7 +40,7 @@ export class ThreadedTransport implements Transport {
       if (this.running.get(requestId) !== execution) return false;
       this.meter.boundary(requestId);
       this.dispatch
-        .apply(undefined, [requestId, payload], {
+        .apply(undefined, [requestId, wrapText(payload)], {
           arguments: { copy: true },
           result: { promise: true, copy: true },
           timeout: this.timeoutMs,
@@ -73,7 +74,7 @@ export class ThreadedTransport implements Transport {
    * Serves one platform call from the isolate's thread. The isolate waits from here until the
    * answer, so the call is a CPU boundary at both ends (a refused call too).
    */
-  async serveCall(json: unknown): Promise<string> {
+  async serveCall(json: unknown): Promise<CrossingText> {
     let answer: string;
     let caller: number | null = null;
     try {
@@ -91,7 +92,7 @@ export class ThreadedTransport implements Transport {
     }
     await this.handOver();
     if (caller !== null) this.meter.boundary(caller);
-    return answer;
+    return wrapText(answer);
   }
 
   /** Resolves once the isolate's lane holds a run token: the answer returned next goes to its thread. */

@@ -15,6 +15,7 @@ export {
   type SyscallOp,
   type SyscallResponse,
 } from "./bridge.js";
+export { anyWrapped, type CrossingText, unwrapText, wrapText } from "./crossing-text.js";
 export type {
   DeploymentTotals,
   FieldInfo,

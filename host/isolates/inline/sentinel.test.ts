@@ -13,12 +13,17 @@ async function watched(sliceMs: number) {
   const sentinel = InlineSentinel.shared();
   const isolate = new ivm.Isolate({ memoryLimit: 16 });
   const context = isolate.createContextSync();
+  // A negative `ms` loops forever; `wait` blocks the thread that long without using a core.
   const run = context.evalSync(
-    "(function (ms) { if (ms < 0) { for (;;) {} } const end = Date.now() + ms; while (Date.now() < end) {} return ms; })",
+    `(function (ms, wait) {
+      if (wait) { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait); return wait; }
+      if (ms < 0) { for (;;) {} }
+      const end = Date.now() + ms; while (Date.now() < end) {} return ms;
+    })`,
     {
       reference: true,
     },
-  ) as ivm.Reference<(ms: number) => number>;
+  ) as ivm.Reference<(ms: number, wait?: number) => number>;
   const slot = sentinel.register(isolate, sliceMs);
   made.push({ isolate, slot });
   const since = Date.now();
@@ -27,10 +32,10 @@ async function watched(sliceMs: number) {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   /** One entry the way the host makes them: marked open, no isolated-vm timeout. */
-  const enter = (ms: number) => {
+  const enter = (ms: number, wait = 0) => {
     sentinel.open(slot);
     try {
-      return run.applySync(undefined, [ms]);
+      return run.applySync(undefined, [ms, wait]);
     } finally {
       sentinel.close();
     }
@@ -66,6 +71,20 @@ describe("the inline sentinel", () => {
     expect(isolate.isDisposed).toBe(false);
     expect(sentinel.stopped(slot)).toBe(false);
   });
+
+  it.runIf(process.platform === "linux")(
+    "does not charge an entry the time before it began, when the watchdog thread looks seldom",
+    async () => {
+      const { sentinel, isolate, slot, enter } = await watched(40);
+      // No entry for over a second: the watchdog thread measures every 50 ms only. An entry that
+      // then blocks for 100 ms (over two slices on the steady clock, far from five; no CPU) was
+      // charged the whole gap since the thread's last look as CPU, over the slice, and stopped.
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      expect(enter(0, 100)).toBe(100);
+      expect(isolate.isDisposed).toBe(false);
+      expect(sentinel.stopped(slot)).toBe(false);
+    },
+  );
 
   it("watches only registered isolates, and a neighbour's overrun stops that one only", async () => {
     const calm = await watched(SLOW_MACHINE_SLICE_MS);

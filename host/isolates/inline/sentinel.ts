@@ -1,5 +1,7 @@
 import ivm from "isolated-vm";
+import { anyWrapped } from "../../../sdk/protocol/index.js";
 import { bundleOf, type InlineEntry } from "../isolate-loader.js";
+import { threadCpuNs } from "./thread-cpu.js";
 import { nameInlineSlot, watchInlineEntries } from "./watchdog.js";
 
 /** Cells of the state the host and the sentinel share (an Int32Array over a SharedArrayBuffer). */
@@ -10,7 +12,8 @@ const WATCHING = 3; // the generation the sentinel is watching now; -1: none
 const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
 const CPU_SEQ = 5; // the entry the watchdog thread measured the main thread's CPU in; CPU_UNMEASURED: it cannot
 const CPU_US = 6; // the main thread's CPU in that entry so far (µs), as the watchdog thread measured it
-const CELLS = 7;
+const START_CPU_US = 7; // the main thread's CPU when the open entry began (µs, modulo 2^31); -1: not read
+const CELLS = 8;
 /** {@link CPU_SEQ} until the watchdog thread found it can read the main thread's CPU. */
 const CPU_UNMEASURED = -2;
 /**
@@ -25,6 +28,8 @@ const STEADY_CAP_SLICES = 5;
  * crossing), and anything else is refused by isolated-vm as not transferable.
  */
 const PRIMITIVES_ONLY = {} as const;
+/** Options of an entry whose arguments hold a long string wrapped (sdk/protocol/crossing-text.ts). */
+const COPIED = { arguments: { copy: true } } as const;
 
 /**
  * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry
@@ -94,7 +99,13 @@ export class InlineSentinel {
     this.state[CPU_SEQ] = CPU_UNMEASURED;
     // The same two cells tell the watchdog thread when the main thread is stuck inside an entry; it
     // writes the main thread's CPU in the open entry to the last two.
-    watchInlineEntries(this.buffer, { seq: SEQ, open: OPEN, cpuSeq: CPU_SEQ, cpuUs: CPU_US });
+    watchInlineEntries(this.buffer, {
+      seq: SEQ,
+      open: OPEN,
+      cpuSeq: CPU_SEQ,
+      cpuUs: CPU_US,
+      startCpuUs: START_CPU_US,
+    });
   }
 
   /** The process's sentinel (one thread watches every host in the process). */
@@ -135,12 +146,18 @@ export class InlineSentinel {
    * the sentinel once it watches the isolate, else by isolated-vm's `timeout` (`timeoutMs`, wall
    * time), and marked for the inline watchdog in case V8 parks the thread.
    */
-  enter(slot: number, entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+  enter(slot: number, entry: InlineEntry, args: unknown[], timeoutMs: number, startCpuNs?: number): void {
     const watched = this.watches(slot);
     this.lastEntryTimed = !watched;
-    this.open(slot);
+    const copied = anyWrapped(args);
+    const options = watched
+      ? copied
+        ? COPIED
+        : PRIMITIVES_ONLY
+      : { timeout: timeoutMs, ...(copied ? COPIED : PRIMITIVES_ONLY) };
+    this.open(slot, startCpuNs);
     try {
-      entry.applySync(undefined, args as never[], watched ? PRIMITIVES_ONLY : { timeout: timeoutMs });
+      entry.applySync(undefined, args as never[], options);
     } finally {
       this.close();
     }
@@ -148,9 +165,13 @@ export class InlineSentinel {
 
   /**
    * Marks the start of an inline entry into `slot`'s isolate: every inline entry, watched or not,
-   * so the inline watchdog sees it too.
+   * so the inline watchdog sees it too. `startCpuNs` is the main thread's CPU now (a plain reading
+   * of inline/thread-cpu.ts, read here unless the caller has one): the watchdog thread measures the
+   * entry's CPU from it, so an entry is never charged time the host spent before it began.
    */
-  open(slot: number): void {
+  open(slot: number, startCpuNs = threadCpuNs()): void {
+    const startUs = startCpuNs === undefined ? -1 : Math.floor(startCpuNs / 1000) % 2 ** 31;
+    Atomics.store(this.state, START_CPU_US, startUs);
     Atomics.add(this.state, SEQ, 1);
     Atomics.store(this.state, OPEN, slot);
   }

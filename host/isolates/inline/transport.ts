@@ -1,4 +1,5 @@
 import type ivm from "isolated-vm";
+import { type CrossingText, wrapText } from "../../../sdk/protocol/index.js";
 import { isPending } from "../../db/index.js";
 import type { CpuMeter } from "../cpu-meter.js";
 import type { InlineEntry, RuntimeEntries } from "../isolate-loader.js";
@@ -93,7 +94,7 @@ export class InlineTransport implements Transport, TurnEntries {
   }
 
   enterStart({ requestId, payload }: QueuedStart): boolean {
-    return this.enterFor(requestId, this.runtime.dispatchInline, [requestId, payload]);
+    return this.enterFor(requestId, this.runtime.dispatchInline, [requestId, wrapText(payload)]);
   }
 
   /**
@@ -104,8 +105,8 @@ export class InlineTransport implements Transport, TurnEntries {
    */
   enterGroup(group: QueuedStart[]): number {
     if (this.host.isolate.isDisposed) return 0;
-    const args: Array<number | string> = [];
-    for (const { requestId, payload } of group) args.push(requestId, payload);
+    const args: Array<number | CrossingText> = [];
+    for (const { requestId, payload } of group) args.push(requestId, wrapText(payload));
     const progressed = new Set<number>();
     this.group = progressed;
     let completed: boolean;
@@ -126,7 +127,8 @@ export class InlineTransport implements Transport, TurnEntries {
   }
 
   enterAnswer(requestId: number, callId: number, answer: string): void {
-    if (this.waits(requestId)) this.enterFor(requestId, this.runtime.resumeInline, [callId, answer]);
+    if (this.waits(requestId))
+      this.enterFor(requestId, this.runtime.resumeInline, [callId, wrapText(answer)]);
     else this.answerStaleCall(callId, answer);
   }
 
@@ -144,11 +146,11 @@ export class InlineTransport implements Transport, TurnEntries {
    * the host's stack has unwound, by entering again (the host never enters the isolate from inside
    * it), and the post returns nothing.
    */
-  receiveCall(requestId: unknown, callId: unknown, json: unknown): string | undefined {
+  receiveCall(requestId: unknown, callId: unknown, json: unknown): CrossingText | undefined {
     if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
     if (this.group) this.host.meter.crossing(requestId);
     const result = this.serveCall(json);
-    if (!isPending(result)) return encodeSyscallResult(result);
+    if (!isPending(result)) return wrapText(encodeSyscallResult(result));
     this.group?.add(requestId);
     void result.then((settled) =>
       this.queue.push({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
@@ -208,12 +210,11 @@ export class InlineTransport implements Transport, TurnEntries {
     breachesLimit: boolean,
   ): boolean {
     const meter = this.host.meter;
-    meter.boundary(typeof who === "number" ? who : null);
-    const before = meter.last;
+    const before = meter.beginInlineEntry(typeof who === "number" ? who : null);
     const cpuBefore = threadCpuNs();
     const cpuSinceStart = () => threadCpuSince(cpuBefore);
     try {
-      this.applyInline(entry, args, timeoutMs);
+      this.applyInline(entry, args, timeoutMs, cpuBefore);
     } catch {
       this.entryFailed(who, breachesLimit, meter.endInlineEntry(before, cpuSinceStart));
       return false;
@@ -258,7 +259,7 @@ export class InlineTransport implements Transport, TurnEntries {
    */
   private answerStaleCall(callId: number, answer: string): void {
     if (this.host.isolate.isDisposed) return;
-    const args = [callId, answer] as never[];
+    const args = [callId, wrapText(answer)] as never[];
     if (this.host.threaded.inFlight > 0) {
       this.runtime.resumeInline
         .apply(undefined, args, { arguments: { copy: true }, timeout: this.host.limits.cpuMs })
@@ -274,9 +275,9 @@ export class InlineTransport implements Transport, TurnEntries {
   }
 
   /** One synchronous entry on the main thread, watched by the sentinel; throws as applySync. */
-  private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number): void {
+  private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number, startCpuNs?: number): void {
     this.entries++;
-    sentinel().enter(this.slot, entry, args, timeoutMs);
+    sentinel().enter(this.slot, entry, args, timeoutMs, startCpuNs);
   }
 
   /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */

@@ -17,14 +17,20 @@ import { supervisorFd } from "../crash-record.js";
  * while entries are being opened ({@link CPU_IDLE_TICK_MS} once none was for a second),
  * from the kernel's figure (`/proc/self/task/<pid>/schedstat`), and writes it where the inline
  * sentinel reads it: the sentinel then stops an entry for the CPU it used, not for the time the
- * machine did not let the host run (sentinel.ts). The whole time since the look before an entry's
- * first counts as its CPU, so the figure is never under the truth by more than the kernel's lag.
+ * machine did not let the host run (sentinel.ts). It counts from the main thread's CPU at the
+ * entry's start, which the host reads and marks beside the entry; where the host could not, the
+ * whole time since the look before the entry's first counts as its CPU. Either way the figure is
+ * never under the truth by more than the kernel's lag. (Counting from the look before made an
+ * entry that began after a long gap between looks, the host held off a core, look heavy.)
  */
 const STUCK_MS = 1000;
 const CHECK_MS = 250;
 const CPU_TICK_MS = 5;
 /** The measuring tick once no entry was opened for a second: an idle host wakes it seldom. */
 const CPU_IDLE_TICK_MS = 50;
+
+/** The host writes the main thread's CPU at an entry's start modulo this (µs): it fits a cell. */
+const WRAP_US = 2 ** 31;
 
 const WORKER_SOURCE = `
 const { workerData, parentPort } = require("node:worker_threads");
@@ -92,11 +98,13 @@ if (schedstat >= 0 && mainCpuUs() >= 0) {
     const now = mainCpuUs();
     if (now < 0) return;
     if (entry !== measuring) {
-      // Opened since the last look at the earliest: it used at most that long before this one.
       measuring = entry;
-      startUs = now - sinceLastLookUs;
+      // The main thread's CPU when the entry began, as the host read it; else the entry opened
+      // since the last look at the earliest, and used at most that long before this one.
+      const startCell = Atomics.load(state, cells.startCpuUs);
+      startUs = startCell >= 0 ? now - ((now % ${WRAP_US} - startCell + ${WRAP_US}) % ${WRAP_US}) : now - sinceLastLookUs;
     }
-    Atomics.store(state, cells.cpuUs, Math.min(2 ** 31 - 1, Math.round(now - startUs)));
+    Atomics.store(state, cells.cpuUs, Math.min(2 ** 31 - 1, Math.max(0, Math.round(now - startUs))));
     Atomics.store(state, cells.cpuSeq, entry);
   };
   const tick = () => {
@@ -120,6 +128,8 @@ export interface WatchedCells {
   cpuSeq: number;
   /** The main thread's CPU in that entry so far (µs). */
   cpuUs: number;
+  /** The main thread's CPU when the open entry began (µs, modulo 2^31), as the host read it; -1: not read. */
+  startCpuUs: number;
 }
 
 /** Starts the watching thread (once per process) on `buffer`'s {@link WatchedCells}. */
