@@ -4,13 +4,9 @@
  * exactly what one that parses and copies them answers, for scans, pages and stored text full of
  * escapes; rows a handler changes come back changed.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number, string } from "platform/server";
 const copy = (rows) => rows.map((row) => ({ ...row }));
@@ -49,17 +45,10 @@ const TITLES = [
   "plain",
 ];
 
-let scratch: string;
 let code: string;
 
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), "platform-lazy-rows-"));
-  await mkdir(join(scratch, "server"), { recursive: true });
-  await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-  code = (await bundleCapsule(scratch)).code;
-});
-afterAll(async () => {
-  await rm(scratch, { recursive: true, force: true });
+  code = await sourceCode(CAPSULE);
 });
 
 for (const inline of [true, false]) {

@@ -6,14 +6,10 @@
  * With real isolates, on both transports, for every way a string comes in (calls go straight to
  * the deployments: this many over HTTP would spend the request quota).
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, string } from "platform/server";
 export default capsule({
@@ -40,17 +36,10 @@ const HANDED_IN_BYTES = 160 * 1024 * 1024;
 /** A heap weighed above this (garbage included) holds its deployment to the breached slots. */
 const BREACH_BYTES = LIMITS.isolateMemoryMb * 1024 * 1024 * LIMITS.breachHeapShare;
 
-let scratch: string;
 let code: string;
 
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), "platform-received-strings-"));
-  await mkdir(join(scratch, "server"), { recursive: true });
-  await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-  code = (await bundleCapsule(scratch)).code;
-});
-afterAll(async () => {
-  await rm(scratch, { recursive: true, force: true });
+  code = await sourceCode(CAPSULE);
 });
 
 for (const inline of [true, false]) {

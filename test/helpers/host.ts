@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
@@ -30,6 +30,18 @@ export async function fixtureCode(name: string): Promise<string> {
     bundles.set(name, code);
   }
   return code;
+}
+
+/** Bundles a capsule whose `server/index.ts` is `source`, in a scratch folder removed afterwards. */
+export async function sourceCode(source: string): Promise<string> {
+  const scratch = await mkdtemp(join(tmpdir(), "platform-capsule-"));
+  try {
+    await mkdir(join(scratch, "server"), { recursive: true });
+    await writeFile(join(scratch, "server", "index.ts"), source);
+    return (await bundleCapsule(scratch)).code;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
 }
 
 /** Starts a real host for a test. */
