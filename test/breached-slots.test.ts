@@ -4,14 +4,10 @@
  * calls that hang, a third one stopped at its first call waits for them, while a deployment that
  * answered LIMITS.breachForgivenCalls calls before its stop, and one never stopped, answer at once.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import type { HttpResponse } from "../cli/http.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule } from "platform/server";
 export default capsule({
@@ -27,7 +23,6 @@ export default capsule({
 `;
 
 let host: TestHost;
-let scratch: string;
 const pending: Array<Promise<unknown>> = [];
 
 /** Stops `id`'s isolate at its CPU limit with one call. */
@@ -54,10 +49,7 @@ function settlesWithin(call: Promise<unknown>, ms: number): Promise<boolean> {
 
 describe("deployments stopped for a limit", () => {
   beforeAll(async () => {
-    scratch = await mkdtemp(join(tmpdir(), "platform-breached-"));
-    await mkdir(join(scratch, "server"), { recursive: true });
-    await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-    const { code } = await bundleCapsule(scratch);
+    const code = await sourceCode(CAPSULE);
     host = await startTestHost();
     for (const id of ["hog1", "hog2", "newcomer", "established", "good", "churner"]) {
       expect((await host.deployCode(id, code)).status).toBe(201);
@@ -67,7 +59,6 @@ describe("deployments stopped for a limit", () => {
   afterAll(async () => {
     await host.dispose();
     await Promise.all(pending);
-    await rm(scratch, { recursive: true, force: true });
   });
 
   it("share two slots; an established app stopped once and a good one keep theirs", async () => {

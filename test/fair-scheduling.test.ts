@@ -6,14 +6,11 @@
  * alone, measured in the same test, so the bound holds on a busy shared machine.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { setPriority, tmpdir } from "node:os";
-import { join } from "node:path";
+import { setPriority } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import type { HttpResponse } from "../cli/http.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number } from "platform/server";
 export default capsule({
@@ -66,7 +63,6 @@ const BUSY_FLOOR_MS = 1000;
 
 let host: TestHost;
 let attacker: ChildProcess | undefined;
-let scratch: string;
 const pending: Array<Promise<unknown>> = [];
 
 function p99(samples: number[]): number {
@@ -172,10 +168,7 @@ describe("fair scheduling between tenants", () => {
   let aloneP99 = 0;
 
   beforeAll(async () => {
-    scratch = await mkdtemp(join(tmpdir(), "platform-fair-"));
-    await mkdir(join(scratch, "server"), { recursive: true });
-    await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-    const { code } = await bundleCapsule(scratch);
+    const code = await sourceCode(CAPSULE);
     host = await startTestHost();
     const ids = [
       "good",
@@ -193,7 +186,6 @@ describe("fair scheduling between tenants", () => {
     attacker?.kill("SIGKILL");
     await host.dispose();
     await Promise.all(pending);
-    await rm(scratch, { recursive: true, force: true });
   });
 
   it("300 never-settling calls to one tenant neither hold the host nor slow another tenant", async () => {

@@ -4,13 +4,9 @@
  * time pass, and every reading must equal the execution's frozen time. Runs inline on the host's
  * main thread and on the isolate's own thread.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 /** Reads the time every way it can; each reading is a number (epoch ms) or a formatted string. */
 const HANDLER = `async (ctx) => {
@@ -124,23 +120,18 @@ function normalise(readings: Record<string, unknown>): Record<string, unknown> {
 for (const inline of [true, false]) {
   describe(inline ? "inline on the host's main thread" : "on the isolate's own thread", () => {
     let host: TestHost;
-    let scratch: string;
     beforeAll(async () => {
-      scratch = await mkdtemp(join(tmpdir(), "platform-clock-"));
       host = await startTestHost({
         pool: {
           limits: { cpuMs: 5000, wallMs: 20_000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
           inline: { ...DEFAULT_INLINE_POLICY, enabled: inline },
         },
       });
-      await mkdir(join(scratch, "server"), { recursive: true });
-      await writeFile(join(scratch, "server", "index.ts"), SOURCE);
-      const deployed = await host.deployCode("clock", (await bundleCapsule(scratch)).code);
+      const deployed = await host.deployCode("clock", await sourceCode(SOURCE));
       expect(deployed.status, deployed.text()).toBe(201);
     });
     afterAll(async () => {
       await host.dispose();
-      await rm(scratch, { recursive: true, force: true });
     });
 
     for (const kind of ["query", "mutation"] as const) {

@@ -3,11 +3,7 @@
  * made in one turn enter the isolate once it ends, in the order they came, and light starts share
  * one entry, run one after another by the runtime.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   CapsuleIsolate,
   DEFAULT_INLINE_POLICY,
@@ -17,6 +13,7 @@ import {
 } from "../host/isolates/index.js";
 import { type DispatchRequest, SYSCALL } from "../sdk/protocol/index.js";
 import { isPlatformError } from "../sdk/values/index.js";
+import { sourceCode } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, string } from "platform/server";
 const spin = (ms) => { let x = 0; for (let i = 0; i < ms * 200000; i++) x += i % 7; return x; };
@@ -44,16 +41,11 @@ export default capsule({
 });
 `;
 
-let scratch: string;
 let code: string;
 
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), "platform-inline-turn-"));
-  await mkdir(join(scratch, "server"), { recursive: true });
-  await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-  code = (await bundleCapsule(scratch)).code;
+  code = await sourceCode(CAPSULE);
 });
-afterAll(() => rm(scratch, { recursive: true, force: true }));
 
 function call(name: string, args: unknown, now = 1_700_000_000_000, seed = 1): DispatchRequest {
   return {

@@ -4,13 +4,9 @@
  * with the same answer, its writes once and its log lines once; the deployment goes back inline
  * after the cool-down; a deployment over its share of the main thread is demoted too.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number, string } from "platform/server";
 const spin = (ms) => { let x = 0; for (let i = 0; i < ms * 200000; i++) x += i % 7; return x; };
@@ -45,7 +41,6 @@ export default capsule({
 `;
 
 let host: TestHost;
-let scratch: string;
 let code: string;
 
 async function deploy(id: string): Promise<void> {
@@ -67,10 +62,7 @@ function linesOf(deployment: string, message: string): unknown[] {
 }
 
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), "platform-inline-"));
-  await mkdir(join(scratch, "server"), { recursive: true });
-  await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-  code = (await bundleCapsule(scratch)).code;
+  code = await sourceCode(CAPSULE);
   // Heavy handlers spin several slices of CPU (about 100 ms on a small machine), light ones a tiny
   // part of one, so a busy machine that deschedules the host inside an entry (the sentinel counts
   // that time) does not stop a light one, and a fast machine still stops a heavy one.
@@ -80,7 +72,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await host.dispose();
-  await rm(scratch, { recursive: true, force: true });
 });
 
 describe("inline handlers", () => {

@@ -4,14 +4,10 @@
  * and pushes each its new value (none is refused as `unavailable`), and a call of the deployment
  * made while they run still gets in.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import { LiveQueries } from "../host/live/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 let live: LiveQueries;
@@ -116,12 +112,7 @@ export default capsule({
 
 describe("read-your-writes while a stale run executes", () => {
   it("waits for the run after the one that was executing when the call committed", async () => {
-    const scratch = await mkdtemp(join(tmpdir(), "platform-reruns-"));
-    await mkdir(join(scratch, "server"), { recursive: true });
-    await writeFile(join(scratch, "server", "index.ts"), SLOW_COUNT);
-    const { code } = await bundleCapsule(scratch);
-    await rm(scratch, { recursive: true, force: true });
-    expect((await host.deployCode("slow", code)).status).toBe(201);
+    expect((await host.deployCode("slow", await sourceCode(SLOW_COUNT))).status).toBe(201);
     const add = () =>
       host.deployments.call("slow", { kind: "mutation", name: "add", argsJson: "{}", identity: null });
     let latest = -1;

@@ -5,16 +5,12 @@
  * and the restart count; the operator token guards it on the control plane, and the loopback
  * port serves it without one. On PostgreSQL it shows the connection pools.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { bundleCapsule } from "../cli/bundle.js";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { quarantine } from "../host/deployments/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number } from "platform/server";
 export default capsule({
@@ -48,7 +44,6 @@ const errorCode = (response: HttpResponse) => response.json<{ error: { code: str
 
 describe("GET /metrics", () => {
   let host: TestHost;
-  let scratch: string;
   const scrape = async () => {
     const response = await host.admin("/metrics", "GET");
     expect(response.status, response.text()).toBe(200);
@@ -58,16 +53,11 @@ describe("GET /metrics", () => {
   beforeAll(async () => {
     // One live isolate at most: deploying a second deployment evicts the first one's.
     host = await startTestHost({ metricsPort: 0, serverRestarts: 3, pool: { maxLive: 1 } });
-    scratch = await mkdtemp(join(tmpdir(), "platform-metrics-"));
-    await mkdir(join(scratch, "server"), { recursive: true });
-    await writeFile(join(scratch, "server", "index.ts"), CAPSULE);
-    const { code } = await bundleCapsule(scratch);
-    expect((await host.deployCode("m", code)).status).toBe(201);
+    expect((await host.deployCode("m", await sourceCode(CAPSULE))).status).toBe(201);
   });
   afterAll(async () => {
     quarantine.replace({});
     await host?.dispose();
-    await rm(scratch, { recursive: true, force: true });
   });
 
   it("needs the operator token on the control plane, none on the loopback port", async () => {

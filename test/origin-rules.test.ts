@@ -5,18 +5,13 @@
  * only loopback Host names (DNS rebinding), and malformed percent-escapes are `400`, never `500`.
  * Real browsers try the form and redirect cases in dashboard-origin.browser.test.ts.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { bundleCapsule } from "../cli/bundle.js";
 import { sendRequest } from "../cli/http.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 let dev: TestHost;
-let scratch: string;
 let developerToken: string;
 
 const COOKIE_CAPSULE = `import { capsule, endpoint, table, number, text } from "platform/server";
@@ -30,12 +25,9 @@ export default capsule({
 `;
 
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), "platform-origin-"));
   host = await startTestHost();
   dev = await startTestHost({ devDeployment: "dev" });
-  await mkdir(join(scratch, "server"), { recursive: true });
-  await writeFile(join(scratch, "server", "index.ts"), COOKIE_CAPSULE);
-  const deployed = await host.deployCode("cookies", (await bundleCapsule(scratch)).code);
+  const deployed = await host.deployCode("cookies", await sourceCode(COOKIE_CAPSULE));
   expect(deployed.status, deployed.text()).toBe(201);
   await dev.deployments.deploy("dev", { code: await fixtureCode("todo") });
   const developer = await host.admin("/v1/developers", "POST", { name: "Olga" });
@@ -44,7 +36,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await host.dispose();
   await dev.dispose();
-  await rm(scratch, { recursive: true, force: true });
 });
 
 /** Posts the sign-in form with `headers` (as a browser would add them) and `next`. */
