@@ -4,9 +4,8 @@
  * time pass, and every reading must equal the execution's frozen time. Runs inline on the host's
  * main thread and on the isolate's own thread.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
-import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeOnBothTransports, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 /** Reads the time every way it can; each reading is a number (epoch ms) or a formatted string. */
 const HANDLER = `async (ctx) => {
@@ -117,34 +116,32 @@ function normalise(readings: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-for (const inline of [true, false]) {
-  describe(inline ? "inline on the host's main thread" : "on the isolate's own thread", () => {
-    let host: TestHost;
-    beforeAll(async () => {
-      host = await startTestHost({
-        pool: {
-          limits: { cpuMs: 5000, wallMs: 20_000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
-          inline: { ...DEFAULT_INLINE_POLICY, enabled: inline },
-        },
-      });
-      const deployed = await host.deployCode("clock", await sourceCode(SOURCE));
-      expect(deployed.status, deployed.text()).toBe(201);
+describeOnBothTransports((inline) => {
+  let host: TestHost;
+  beforeAll(async () => {
+    host = await startTestHost({
+      pool: {
+        limits: { cpuMs: 5000, wallMs: 20_000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
+        inline,
+      },
     });
-    afterAll(async () => {
-      await host.dispose();
-    });
-
-    for (const kind of ["query", "mutation"] as const) {
-      it(`every path to the time in a ${kind} reads the frozen time`, async () => {
-        const started = Date.now();
-        const response = await host.call("clock", kind, "clock");
-        expect(response.status, response.text()).toBe(200);
-        const { frozen, instanceOfLater, readings } = response.json<{ value: ClockReport }>().value;
-        console.log(`${kind}: frozen at ${frozen}, answered ${Date.now() - started} ms after the call`);
-        expect(Math.abs(frozen - started)).toBeLessThan(60_000);
-        expect(normalise(readings)).toEqual(normalise(expectedReadings(frozen)));
-        expect(instanceOfLater).toBe(true);
-      }, 60_000);
-    }
+    const deployed = await host.deployCode("clock", await sourceCode(SOURCE));
+    expect(deployed.status, deployed.text()).toBe(201);
   });
-}
+  afterAll(async () => {
+    await host.dispose();
+  });
+
+  for (const kind of ["query", "mutation"] as const) {
+    it(`every path to the time in a ${kind} reads the frozen time`, async () => {
+      const started = Date.now();
+      const response = await host.call("clock", kind, "clock");
+      expect(response.status, response.text()).toBe(200);
+      const { frozen, instanceOfLater, readings } = response.json<{ value: ClockReport }>().value;
+      console.log(`${kind}: frozen at ${frozen}, answered ${Date.now() - started} ms after the call`);
+      expect(Math.abs(frozen - started)).toBeLessThan(60_000);
+      expect(normalise(readings)).toEqual(normalise(expectedReadings(frozen)));
+      expect(instanceOfLater).toBe(true);
+    }, 60_000);
+  }
+});

@@ -6,10 +6,9 @@
  * With real isolates, on both transports, for every way a string comes in (calls go straight to
  * the deployments: this many over HTTP would spend the request quota).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { describeOnBothTransports, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, string } from "platform/server";
 export default capsule({
@@ -42,63 +41,61 @@ beforeAll(async () => {
   code = await sourceCode(CAPSULE);
 });
 
-for (const inline of [true, false]) {
-  describe(inline ? "inline on the host's main thread" : "on the isolate's own thread", () => {
-    let host: TestHost;
-    const ids: string[] = [];
+describeOnBothTransports((inline) => {
+  let host: TestHost;
+  const ids: string[] = [];
 
-    beforeAll(async () => {
-      host = await startTestHost({ pool: { inline: { ...DEFAULT_INLINE_POLICY, enabled: inline } } });
-      const deployed = await host.deployCode("docs", code);
-      expect(deployed.status, deployed.text()).toBe(201);
-      for (let i = 0; i < 40; i++) {
-        const added = await host.call("docs", "mutation", "add", { text: ROW_TEXT });
-        expect(added.status, added.text()).toBe(200);
-        ids.push(added.json<{ value: string }>().value);
-      }
-    });
-    afterAll(async () => {
-      await host.dispose();
-    });
-
-    /** Calls `name` until `bytesEach` per call add up to {@link HANDED_IN_BYTES}; the largest heap weighed between calls. */
-    async function largestHeap(
-      name: string,
-      args: unknown,
-      bytesEach: number,
-      answer: number,
-    ): Promise<number> {
-      const runner = host.deployments.pool.runner("docs", (await host.deployments.require("docs")).artifact);
-      const argsJson = JSON.stringify(args);
-      let largest = 0;
-      for (let i = 0; i * bytesEach < HANDED_IN_BYTES; i++) {
-        const { valueJson } = await host.deployments.call("docs", {
-          kind: "query",
-          name,
-          argsJson,
-          identity: null,
-        });
-        expect(JSON.parse(valueJson)).toBe(answer);
-        if (i % 10 === 0) largest = Math.max(largest, runner.heapBytes());
-      }
-      return largest;
+  beforeAll(async () => {
+    host = await startTestHost({ pool: { inline } });
+    const deployed = await host.deployCode("docs", code);
+    expect(deployed.status, deployed.text()).toBe(201);
+    for (let i = 0; i < 40; i++) {
+      const added = await host.call("docs", "mutation", "add", { text: ROW_TEXT });
+      expect(added.status, added.text()).toBe(200);
+      ids.push(added.json<{ value: string }>().value);
     }
-
-    it("collects platform calls' long answers: scans and point reads", async () => {
-      const scans = await largestHeap("scan", {}, 40 * ROW_TEXT.length, 40);
-      console.log(`largest heap while scans handed in 160 MB: ${(scans / 2 ** 20).toFixed(1)} MiB`);
-      expect(scans).toBeLessThan(BREACH_BYTES);
-      const tenIds = ids.slice(0, 10);
-      const gets = await largestHeap("get", { ids: tenIds }, 10 * ROW_TEXT.length, 10 * ROW_TEXT.length);
-      console.log(`largest heap while point reads handed in 160 MB: ${(gets / 2 ** 20).toFixed(1)} MiB`);
-      expect(gets).toBeLessThan(BREACH_BYTES);
-    }, 120_000);
-
-    it("collects long requests", async () => {
-      const text = "x".repeat(64 * 1024);
-      const largest = await largestHeap("echo", { text }, text.length, text.length);
-      console.log(`largest heap while requests handed in 160 MB: ${(largest / 2 ** 20).toFixed(1)} MiB`);
-      expect(largest).toBeLessThan(BREACH_BYTES);
-    }, 120_000);
   });
-}
+  afterAll(async () => {
+    await host.dispose();
+  });
+
+  /** Calls `name` until `bytesEach` per call add up to {@link HANDED_IN_BYTES}; the largest heap weighed between calls. */
+  async function largestHeap(
+    name: string,
+    args: unknown,
+    bytesEach: number,
+    answer: number,
+  ): Promise<number> {
+    const runner = host.deployments.pool.runner("docs", (await host.deployments.require("docs")).artifact);
+    const argsJson = JSON.stringify(args);
+    let largest = 0;
+    for (let i = 0; i * bytesEach < HANDED_IN_BYTES; i++) {
+      const { valueJson } = await host.deployments.call("docs", {
+        kind: "query",
+        name,
+        argsJson,
+        identity: null,
+      });
+      expect(JSON.parse(valueJson)).toBe(answer);
+      if (i % 10 === 0) largest = Math.max(largest, runner.heapBytes());
+    }
+    return largest;
+  }
+
+  it("collects platform calls' long answers: scans and point reads", async () => {
+    const scans = await largestHeap("scan", {}, 40 * ROW_TEXT.length, 40);
+    console.log(`largest heap while scans handed in 160 MB: ${(scans / 2 ** 20).toFixed(1)} MiB`);
+    expect(scans).toBeLessThan(BREACH_BYTES);
+    const tenIds = ids.slice(0, 10);
+    const gets = await largestHeap("get", { ids: tenIds }, 10 * ROW_TEXT.length, 10 * ROW_TEXT.length);
+    console.log(`largest heap while point reads handed in 160 MB: ${(gets / 2 ** 20).toFixed(1)} MiB`);
+    expect(gets).toBeLessThan(BREACH_BYTES);
+  }, 120_000);
+
+  it("collects long requests", async () => {
+    const text = "x".repeat(64 * 1024);
+    const largest = await largestHeap("echo", { text }, text.length, text.length);
+    console.log(`largest heap while requests handed in 160 MB: ${(largest / 2 ** 20).toFixed(1)} MiB`);
+    expect(largest).toBeLessThan(BREACH_BYTES);
+  }, 120_000);
+});

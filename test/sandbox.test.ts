@@ -7,8 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
-import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { describeOnBothTransports, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 /**
@@ -64,74 +63,70 @@ async function canaryAlive(): Promise<void> {
   expect(response.json()).toEqual({ value: 3 });
 }
 
-// Every attack runs twice: with handlers inline on the host's main thread (the default) and with
-// every handler on its isolate's own thread (where a demoted deployment runs).
-for (const inline of [true, false]) {
-  describe(inline ? "inline on the host's main thread" : "on the isolate's own thread", () => {
-    beforeAll(async () => {
-      scratch = await mkdtemp(join(tmpdir(), "platform-sandbox-"));
-      host = await startTestHost({
-        pool: {
-          limits: { cpuMs: 200, wallMs: 2000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
-          inline: { ...DEFAULT_INLINE_POLICY, enabled: inline },
+// Every attack runs on both transports (see describeOnBothTransports).
+describeOnBothTransports((inline) => {
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), "platform-sandbox-"));
+    host = await startTestHost({
+      pool: {
+        limits: { cpuMs: 200, wallMs: 2000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
+        inline,
+      },
+    });
+    expect((await host.deployFixture("canary", "todo")).status).toBe(201);
+    for (const text of ["a", "b", "c"]) await host.call("canary", "mutation", "add", { text });
+    roomy = await startTestHost({
+      pool: {
+        limits: { cpuMs: 20_000, wallMs: 60_000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
+        inline,
+      },
+    });
+  });
+  afterAll(async () => {
+    await roomy.dispose();
+    await host.dispose();
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  describe("no way out of the isolate", () => {
+    it("1. has no Node globals: process, require, Buffer, module, setTimeout", async () => {
+      const id = await deployed(
+        queryCapsule(
+          `async () => [typeof process, typeof globalThis.require, typeof Buffer, typeof module, typeof setTimeout, typeof globalThis.global, typeof fetch]`,
+        ),
+      );
+      expect((await error(id)).value).toEqual([
+        "undefined",
+        "undefined",
+        "undefined",
+        "undefined",
+        "undefined",
+        "undefined",
+        "undefined",
+      ]);
+      await canaryAlive();
+    });
+
+    it("2. cannot reach a Function constructor through constructor chains", async () => {
+      const id = await deployed(queryCapsule(`async () => ({}).constructor.constructor("return process")()`));
+      expect(await error(id)).toMatchObject({
+        status: 500,
+        error: {
+          code: "handler_error",
+          message: "Uncaught EvalError: Code generation from strings is disabled in capsules.",
         },
       });
-      expect((await host.deployFixture("canary", "todo")).status).toBe(201);
-      for (const text of ["a", "b", "c"]) await host.call("canary", "mutation", "add", { text });
-      roomy = await startTestHost({
-        pool: {
-          limits: { cpuMs: 20_000, wallMs: 60_000, memoryMb: 64, resultBytes: 8 * 1024 * 1024 },
-          inline: { ...DEFAULT_INLINE_POLICY, enabled: inline },
-        },
-      });
-    });
-    afterAll(async () => {
-      await roomy.dispose();
-      await host.dispose();
-      await rm(scratch, { recursive: true, force: true });
+      await canaryAlive();
     });
 
-    describe("no way out of the isolate", () => {
-      it("1. has no Node globals: process, require, Buffer, module, setTimeout", async () => {
-        const id = await deployed(
-          queryCapsule(
-            `async () => [typeof process, typeof globalThis.require, typeof Buffer, typeof module, typeof setTimeout, typeof globalThis.global, typeof fetch]`,
-          ),
-        );
-        expect((await error(id)).value).toEqual([
-          "undefined",
-          "undefined",
-          "undefined",
-          "undefined",
-          "undefined",
-          "undefined",
-          "undefined",
-        ]);
-        await canaryAlive();
-      });
+    it("3. cannot eval", async () => {
+      const id = await deployed(queryCapsule(`async () => (0, eval)("1 + 1")`));
+      expect((await error(id)).error?.message).toContain("Code generation from strings is disabled");
+    });
 
-      it("2. cannot reach a Function constructor through constructor chains", async () => {
-        const id = await deployed(
-          queryCapsule(`async () => ({}).constructor.constructor("return process")()`),
-        );
-        expect(await error(id)).toMatchObject({
-          status: 500,
-          error: {
-            code: "handler_error",
-            message: "Uncaught EvalError: Code generation from strings is disabled in capsules.",
-          },
-        });
-        await canaryAlive();
-      });
-
-      it("3. cannot eval", async () => {
-        const id = await deployed(queryCapsule(`async () => (0, eval)("1 + 1")`));
-        expect((await error(id)).error?.message).toContain("Code generation from strings is disabled");
-      });
-
-      it("4. cannot use Function(...) or async/generator function constructors", async () => {
-        const id = await deployed(
-          queryCapsule(`async () => {
+    it("4. cannot use Function(...) or async/generator function constructors", async () => {
+      const id = await deployed(
+        queryCapsule(`async () => {
         const attempts = [
           () => Function("return this")(),
           () => Object.getPrototypeOf(async function () {}).constructor("return 1"),
@@ -140,38 +135,38 @@ for (const inline of [true, false]) {
         ];
         return attempts.map((a) => { try { a(); return "ran"; } catch (e) { return e.name; } });
       }`),
-        );
-        expect((await error(id)).value).toEqual(["EvalError", "EvalError", "EvalError", "EvalError"]);
-      });
+      );
+      expect((await error(id)).value).toEqual(["EvalError", "EvalError", "EvalError", "EvalError"]);
+    });
 
-      it("5. sees no bridge, dispatcher or isolated-vm objects in its global scope", async () => {
-        const id = await deployed(
-          queryCapsule(`async () => {
+    it("5. sees no bridge, dispatcher or isolated-vm objects in its global scope", async () => {
+      const id = await deployed(
+        queryCapsule(`async () => {
         const names = Object.getOwnPropertyNames(globalThis);
         const suspicious = names.filter((n) => /^(__platform_bridge|__platform_dispatch|ivm|Reference|ExternalCopy|Isolate|Context|Script)$/.test(n));
         const leaked = names.filter((n) => { try { const v = globalThis[n]; return v && typeof v === "object" && typeof v.applySync === "function"; } catch { return false; } });
         return { suspicious, leaked };
       }`),
-        );
-        expect((await error(id)).value).toEqual({ suspicious: [], leaked: [] });
-      });
-
-      it("6. prototype pollution stays inside its own isolate", async () => {
-        const id = await deployed(
-          queryCapsule(
-            `async () => { Object.prototype.polluted = "yes"; Array.prototype.push = () => 0; return ({}).polluted; }`,
-          ),
-        );
-        expect((await error(id)).value).toBe("yes");
-        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-        await canaryAlive();
-      });
+      );
+      expect((await error(id)).value).toEqual({ suspicious: [], leaked: [] });
     });
 
-    describe("forged calls and foreign data", () => {
-      it("7. forged syscall arguments through ctx.db get clear errors", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx) => {
+    it("6. prototype pollution stays inside its own isolate", async () => {
+      const id = await deployed(
+        queryCapsule(
+          `async () => { Object.prototype.polluted = "yes"; Array.prototype.push = () => 0; return ({}).polluted; }`,
+        ),
+      );
+      expect((await error(id)).value).toBe("yes");
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      await canaryAlive();
+    });
+  });
+
+  describe("forged calls and foreign data", () => {
+    it("7. forged syscall arguments through ctx.db get clear errors", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx) => {
         const results = [];
         const tries = [
           () => ctx.db.items.get({ not: "a string" }),
@@ -185,52 +180,52 @@ for (const inline of [true, false]) {
         for (const t of tries) { try { await t(); results.push("ok"); } catch (e) { results.push(e.code); } }
         return results;
       }`),
-        );
-        expect((await error(id)).value).toEqual([
-          "bad_request",
-          "bad_request",
-          "bad_request",
-          "bad_request",
-          "ok",
-          "bad_request",
-          "bad_request",
-        ]);
-        await canaryAlive();
-      });
+      );
+      expect((await error(id)).value).toEqual([
+        "bad_request",
+        "bad_request",
+        "bad_request",
+        "bad_request",
+        "ok",
+        "bad_request",
+        "bad_request",
+      ]);
+      await canaryAlive();
+    });
 
-      it("8. a forged request id (patched JSON.stringify) is refused by the host", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx) => {
+    it("8. a forged request id (patched JSON.stringify) is refused by the host", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx) => {
         const real = JSON.stringify;
         JSON.stringify = (v, ...rest) => (v && typeof v === "object" && "requestId" in v) ? real({ ...v, requestId: v.requestId + 1000 }, ...rest) : real(v, ...rest);
         try { await ctx.db.items.count(); return "answered"; } catch (e) { return e.code; } finally { JSON.stringify = real; }
       }`),
-        );
-        expect((await error(id)).value).toBe("forbidden");
-      });
+      );
+      expect((await error(id)).value).toBe("forbidden");
+    });
 
-      it("9. an unknown op is refused", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx) => {
+    it("9. an unknown op is refused", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx) => {
         const real = JSON.stringify;
         JSON.stringify = (v, ...rest) => (v && typeof v === "object" && "op" in v) ? real({ ...v, op: "v1.fs.read" }, ...rest) : real(v, ...rest);
         try { await ctx.db.items.count(); return "answered"; } catch (e) { return e.message; } finally { JSON.stringify = real; }
       }`),
-        );
-        expect((await error(id)).value).toBe('Unknown platform call "v1.fs.read".');
-      });
+      );
+      expect((await error(id)).value).toBe('Unknown platform call "v1.fs.read".');
+    });
 
-      it("10. a table named like another deployment's sees only its own rows", async () => {
-        const id = await deployed(
-          `export default capsule({ schema: { todos: table({ text: string() }) }, queries: { q: async (ctx) => ctx.db.todos.count() } });`,
-        );
-        expect((await error(id)).value).toBe(0);
-        await canaryAlive();
-      });
+    it("10. a table named like another deployment's sees only its own rows", async () => {
+      const id = await deployed(
+        `export default capsule({ schema: { todos: table({ text: string() }) }, queries: { q: async (ctx) => ctx.db.todos.count() } });`,
+      );
+      expect((await error(id)).value).toBe(0);
+      await canaryAlive();
+    });
 
-      it("11. crafted table names cannot escape the deployment", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx) => {
+    it("11. crafted table names cannot escape the deployment", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx) => {
         const table = ctx.db.items;
         const out = [];
         for (const name of ["todos", "\\u0005canary\\u0000\\u0001\\u0005todos", "../canary/todos"]) {
@@ -239,40 +234,40 @@ for (const inline of [true, false]) {
         }
         return out;
       }`),
-        );
-        expect((await error(id)).value).toEqual(["bad_request", "bad_request", "bad_request"]);
-      });
+      );
+      expect((await error(id)).value).toEqual(["bad_request", "bad_request", "bad_request"]);
+    });
 
-      it("12. a cursor from another deployment is refused", async () => {
-        const canaryCursor = await deployed(
-          `export default capsule({ schema: { todos: table({ text: string() }) }, queries: { q: async (ctx, a) => ctx.db.todos.paginate(a) }, mutations: { add: async (ctx) => { for (let i = 0; i < 3; i++) await ctx.db.todos.insert({ text: "t" + i }); } } });`,
-        );
-        await host.call(canaryCursor, "mutation", "add");
-        const first = (await error(canaryCursor, "query", "q", { cursor: null, numItems: 1 })).value as {
-          continueCursor: string;
-        };
-        const thief = await deployed(
-          `export default capsule({ schema: { todos: table({ text: string() }) }, queries: { q: async (ctx, a) => ctx.db.todos.paginate(a) } });`,
-        );
-        expect(
-          (await error(thief, "query", "q", { cursor: first.continueCursor, numItems: 1 })).error?.code,
-        ).toBe("invalid_cursor");
-      });
+    it("12. a cursor from another deployment is refused", async () => {
+      const canaryCursor = await deployed(
+        `export default capsule({ schema: { todos: table({ text: string() }) }, queries: { q: async (ctx, a) => ctx.db.todos.paginate(a) }, mutations: { add: async (ctx) => { for (let i = 0; i < 3; i++) await ctx.db.todos.insert({ text: "t" + i }); } } });`,
+      );
+      await host.call(canaryCursor, "mutation", "add");
+      const first = (await error(canaryCursor, "query", "q", { cursor: null, numItems: 1 })).value as {
+        continueCursor: string;
+      };
+      const thief = await deployed(
+        `export default capsule({ schema: { todos: table({ text: string() }) }, queries: { q: async (ctx, a) => ctx.db.todos.paginate(a) } });`,
+      );
+      expect(
+        (await error(thief, "query", "q", { cursor: first.continueCursor, numItems: 1 })).error?.code,
+      ).toBe("invalid_cursor");
+    });
 
-      it("13. a ctx kept from an earlier request cannot be used later", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx, args) => {
+    it("13. a ctx kept from an earlier request cannot be used later", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx, args) => {
         if (args.stash) { globalThis.stashed = ctx; return "stashed"; }
         try { await globalThis.stashed.db.items.count(); return "used"; } catch (e) { return e.code; }
       }`),
-        );
-        expect((await error(id, "query", "q", { stash: true })).value).toBe("stashed");
-        expect((await error(id, "query", "q", {})).value).toBe("forbidden");
-      });
+      );
+      expect((await error(id, "query", "q", { stash: true })).value).toBe("stashed");
+      expect((await error(id, "query", "q", {})).value).toBe("forbidden");
+    });
 
-      it("13b. ctx cannot be rebuilt, re-pointed or changed to act for another request", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx) => {
+    it("13b. ctx cannot be rebuilt, re-pointed or changed to act for another request", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx) => {
         const proto = Object.getPrototypeOf(ctx);
         let getter = "ran";
         try { Object.getOwnPropertyDescriptor(proto, "db").get.call({ db: 1 }); } catch (e) { getter = e.name; }
@@ -288,185 +283,182 @@ for (const inline of [true, false]) {
           destructured: typeof db.items.get === "function" && auth.getIdentity() === null,
         };
       }`),
-        );
-        expect((await error(id)).value).toEqual({
-          constructor: "undefined",
-          frozen: true,
-          getter: "TypeError",
-          kept: true,
-          inherited: true,
-          destructured: true,
-        });
-      });
-    });
-
-    describe("resource exhaustion", () => {
-      it("14. a synchronous infinite loop times out; the next request gets a fresh isolate", async () => {
-        const id = await deployed(
-          queryCapsule(`async (ctx, args) => { if (args.loop) { for (;;) {} } return "fresh"; }`),
-        );
-        expect(await error(id, "query", "q", { loop: true })).toMatchObject({
-          status: 504,
-          error: { code: "timeout" },
-        });
-        await canaryAlive();
-        expect((await error(id)).value).toBe("fresh");
-      });
-
-      it("15. an infinite loop after an await is stopped by the CPU watchdog", async () => {
-        const id = await deployed(queryCapsule(`async (ctx) => { await ctx.db.items.count(); for (;;) {} }`));
-        expect(await error(id)).toMatchObject({ status: 504, error: { code: "timeout" } });
-        await canaryAlive();
-      });
-
-      it("16. a promise flood (endless microtasks) is stopped", async () => {
-        const id = await deployed(queryCapsule(`async () => { for (;;) { await Promise.resolve(); } }`));
-        expect((await error(id)).error?.code).toBe("timeout");
-        await canaryAlive();
-      });
-
-      it("17. deep recursion fails the handler only", async () => {
-        const id = await deployed(
-          queryCapsule(`async () => { const f = (n) => f(n + 1) + 1; return f(0); }`),
-        );
-        expect((await error(id)).error).toMatchObject({
-          code: "handler_error",
-          message: expect.stringContaining("Maximum call stack size exceeded"),
-        });
-        await canaryAlive();
-      });
-
-      it("18. gradual heap growth hits the memory limit", async () => {
-        const id = await deployed(
-          queryCapsule(
-            `async () => { const keep = []; for (;;) keep.push(new Array(1000000).fill(Math.random())); }`,
-          ),
-          roomy,
-        );
-        expect((await error(id, "query", "q", {}, roomy)).error?.code).toBe("out_of_memory");
-        await canaryAlive();
-      });
-
-      it("20. a giant return value is refused", async () => {
-        // Building and copying 12 MiB takes longer than the main host's time limits on a busy machine.
-        const id = await deployed(queryCapsule(`async () => "x".repeat(12 * 1024 * 1024)`), roomy);
-        const refused = await error(id, "query", "q", {}, roomy);
-        expect(refused.status).toBe(413);
-        expect(refused.error).toMatchObject({
-          code: "too_large",
-          message: "The handler's result is larger than 8388608 bytes.",
-        });
-        await canaryAlive();
-      });
-
-      it("21. a huge argument is refused before it reaches the isolate", async () => {
-        const id = await deployed(queryCapsule(`async (ctx, args) => args.blob.length`));
-        const response = await host.call(id, "query", "q", { blob: "x".repeat(2 * 1024 * 1024) });
-        expect(response.status).toBe(413);
-        expect(response.json<{ error: { code: string } }>().error.code).toBe("too_large");
-        await canaryAlive();
-      });
-
-      it("22. a handler that never resolves hits the wall-clock limit", async () => {
-        const id = await deployed(queryCapsule(`async () => new Promise(() => {})`));
-        expect((await error(id)).error).toMatchObject({
-          code: "timeout",
-          message: "The handler did not finish within 2000 ms and was stopped.",
-        });
-        await canaryAlive();
-      });
-
-      it("23. Atomics.wait cannot block the host", async () => {
-        const id = await deployed(
-          queryCapsule(
-            `async () => { try { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return "returned"; } catch (e) { return e.name; } }`,
-          ),
-        );
-        const result = await error(id);
-        expect(result.value === "TypeError" || result.error?.code === "timeout").toBe(true);
-        await canaryAlive();
-      });
-
-      it("24. a toJSON that loops forever times out", async () => {
-        const id = await deployed(queryCapsule(`async () => ({ toJSON() { for (;;) {} } })`));
-        expect((await error(id)).error?.code).toBe("timeout");
-        await canaryAlive();
-      });
-    });
-
-    describe("fair sharing", () => {
-      it("24b. a flood of CPU-heavy requests on one deployment does not starve another", async () => {
-        const id = await deployed(
-          queryCapsule(
-            `async (ctx) => { await ctx.db.items.count(); let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x; }`,
-          ),
-        );
-        const flood = Array.from({ length: 80 }, () => host.call(id, "query", "q").catch(() => null));
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        const started = Date.now();
-        await canaryAlive();
-        const canaryMs = Date.now() - started;
-        const floodStarted = Date.now();
-        await Promise.all(flood);
-        const floodMs = Date.now() - floodStarted + 200;
-        expect(canaryMs).toBeLessThan(Math.max(1000, floodMs / 4));
-      });
-    });
-
-    describe("hostile deploys leave the previous version serving", () => {
-      it("25. a throw at top level fails the deploy", async () => {
-        const id = await deployed(queryCapsule(`async () => "v1"`));
-        const dir = join(scratch, id);
-        await writeFile(
-          join(dir, "server", "index.ts"),
-          `${HEADER}throw new Error("top level");\nexport default capsule({ schema: {} });`,
-        );
-        const response = await host.deployCode(id, (await bundleCapsule(dir)).code);
-        expect(response.status).toBe(400);
-        expect(response.json<{ error: { message: string } }>().error.message).toContain("top level");
-        expect((await error(id)).value).toBe("v1");
-      });
-
-      it("26. a syntax error, an infinite loop at load, and a forged declaration fail the deploy", async () => {
-        const id = await deployed(queryCapsule(`async () => "v1"`));
-        const syntax = await host.deployCode(id, "var __platform_capsule = {{{");
-        expect(syntax.status).toBe(400);
-        expect(syntax.json<{ error: { message: string } }>().error.message).toContain("does not compile");
-        const loop = await host.deployCode(id, "for (;;) {}");
-        expect(loop.status).toBe(400);
-        const forged = await host.deployCode(
-          id,
-          `var __platform_capsule = { default: { kind: "platform.capsule", definition: {}, declaration: { apiVersion: 1, schema: { tables: {} }, queries: [], mutations: [], endpoints: [{ name: "x", method: "GET", path: "/api/query/steal", readOnly: true }], auth: {} } } };`,
-        );
-        expect(forged.status).toBe(400);
-        expect(forged.json<{ error: { message: string } }>().error.message).toContain(
-          "reserved for the platform",
-        );
-        const noExport = await host.deployCode(id, "var nothing = 1;");
-        expect(noExport.json<{ error: { message: string } }>().error.message).toContain(
-          "export default capsule",
-        );
-        expect((await error(id)).value).toBe("v1");
-        await canaryAlive();
-      });
-
-      it("27. a schema migration that fails keeps the old version", async () => {
-        const id = await deployed(
-          `export default capsule({ schema: { items: table({ n: number() }) }, queries: { q: async () => "v1" }, mutations: { add: async (ctx) => ctx.db.items.insert({ n: 1 }) } });`,
-        );
-        await host.call(id, "mutation", "add");
-        const dir = join(scratch, id);
-        await writeFile(
-          join(dir, "server", "index.ts"),
-          `${HEADER}export default capsule({ schema: { items: table({ n: number(), required: string() }) }, queries: { q: async () => "v2" } });`,
-        );
-        const response = await host.deployCode(id, (await bundleCapsule(dir)).code);
-        expect(response.status).toBe(400);
-        expect(response.json<{ error: { message: string } }>().error.message).toBe(
-          "Deploy failed: Missing value for items.required",
-        );
-        expect((await error(id)).value).toBe("v1");
+      );
+      expect((await error(id)).value).toEqual({
+        constructor: "undefined",
+        frozen: true,
+        getter: "TypeError",
+        kept: true,
+        inherited: true,
+        destructured: true,
       });
     });
   });
-}
+
+  describe("resource exhaustion", () => {
+    it("14. a synchronous infinite loop times out; the next request gets a fresh isolate", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx, args) => { if (args.loop) { for (;;) {} } return "fresh"; }`),
+      );
+      expect(await error(id, "query", "q", { loop: true })).toMatchObject({
+        status: 504,
+        error: { code: "timeout" },
+      });
+      await canaryAlive();
+      expect((await error(id)).value).toBe("fresh");
+    });
+
+    it("15. an infinite loop after an await is stopped by the CPU watchdog", async () => {
+      const id = await deployed(queryCapsule(`async (ctx) => { await ctx.db.items.count(); for (;;) {} }`));
+      expect(await error(id)).toMatchObject({ status: 504, error: { code: "timeout" } });
+      await canaryAlive();
+    });
+
+    it("16. a promise flood (endless microtasks) is stopped", async () => {
+      const id = await deployed(queryCapsule(`async () => { for (;;) { await Promise.resolve(); } }`));
+      expect((await error(id)).error?.code).toBe("timeout");
+      await canaryAlive();
+    });
+
+    it("17. deep recursion fails the handler only", async () => {
+      const id = await deployed(queryCapsule(`async () => { const f = (n) => f(n + 1) + 1; return f(0); }`));
+      expect((await error(id)).error).toMatchObject({
+        code: "handler_error",
+        message: expect.stringContaining("Maximum call stack size exceeded"),
+      });
+      await canaryAlive();
+    });
+
+    it("18. gradual heap growth hits the memory limit", async () => {
+      const id = await deployed(
+        queryCapsule(
+          `async () => { const keep = []; for (;;) keep.push(new Array(1000000).fill(Math.random())); }`,
+        ),
+        roomy,
+      );
+      expect((await error(id, "query", "q", {}, roomy)).error?.code).toBe("out_of_memory");
+      await canaryAlive();
+    });
+
+    it("20. a giant return value is refused", async () => {
+      // Building and copying 12 MiB takes longer than the main host's time limits on a busy machine.
+      const id = await deployed(queryCapsule(`async () => "x".repeat(12 * 1024 * 1024)`), roomy);
+      const refused = await error(id, "query", "q", {}, roomy);
+      expect(refused.status).toBe(413);
+      expect(refused.error).toMatchObject({
+        code: "too_large",
+        message: "The handler's result is larger than 8388608 bytes.",
+      });
+      await canaryAlive();
+    });
+
+    it("21. a huge argument is refused before it reaches the isolate", async () => {
+      const id = await deployed(queryCapsule(`async (ctx, args) => args.blob.length`));
+      const response = await host.call(id, "query", "q", { blob: "x".repeat(2 * 1024 * 1024) });
+      expect(response.status).toBe(413);
+      expect(response.json<{ error: { code: string } }>().error.code).toBe("too_large");
+      await canaryAlive();
+    });
+
+    it("22. a handler that never resolves hits the wall-clock limit", async () => {
+      const id = await deployed(queryCapsule(`async () => new Promise(() => {})`));
+      expect((await error(id)).error).toMatchObject({
+        code: "timeout",
+        message: "The handler did not finish within 2000 ms and was stopped.",
+      });
+      await canaryAlive();
+    });
+
+    it("23. Atomics.wait cannot block the host", async () => {
+      const id = await deployed(
+        queryCapsule(
+          `async () => { try { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return "returned"; } catch (e) { return e.name; } }`,
+        ),
+      );
+      const result = await error(id);
+      expect(result.value === "TypeError" || result.error?.code === "timeout").toBe(true);
+      await canaryAlive();
+    });
+
+    it("24. a toJSON that loops forever times out", async () => {
+      const id = await deployed(queryCapsule(`async () => ({ toJSON() { for (;;) {} } })`));
+      expect((await error(id)).error?.code).toBe("timeout");
+      await canaryAlive();
+    });
+  });
+
+  describe("fair sharing", () => {
+    it("24b. a flood of CPU-heavy requests on one deployment does not starve another", async () => {
+      const id = await deployed(
+        queryCapsule(
+          `async (ctx) => { await ctx.db.items.count(); let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x; }`,
+        ),
+      );
+      const flood = Array.from({ length: 80 }, () => host.call(id, "query", "q").catch(() => null));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = Date.now();
+      await canaryAlive();
+      const canaryMs = Date.now() - started;
+      const floodStarted = Date.now();
+      await Promise.all(flood);
+      const floodMs = Date.now() - floodStarted + 200;
+      expect(canaryMs).toBeLessThan(Math.max(1000, floodMs / 4));
+    });
+  });
+
+  describe("hostile deploys leave the previous version serving", () => {
+    it("25. a throw at top level fails the deploy", async () => {
+      const id = await deployed(queryCapsule(`async () => "v1"`));
+      const dir = join(scratch, id);
+      await writeFile(
+        join(dir, "server", "index.ts"),
+        `${HEADER}throw new Error("top level");\nexport default capsule({ schema: {} });`,
+      );
+      const response = await host.deployCode(id, (await bundleCapsule(dir)).code);
+      expect(response.status).toBe(400);
+      expect(response.json<{ error: { message: string } }>().error.message).toContain("top level");
+      expect((await error(id)).value).toBe("v1");
+    });
+
+    it("26. a syntax error, an infinite loop at load, and a forged declaration fail the deploy", async () => {
+      const id = await deployed(queryCapsule(`async () => "v1"`));
+      const syntax = await host.deployCode(id, "var __platform_capsule = {{{");
+      expect(syntax.status).toBe(400);
+      expect(syntax.json<{ error: { message: string } }>().error.message).toContain("does not compile");
+      const loop = await host.deployCode(id, "for (;;) {}");
+      expect(loop.status).toBe(400);
+      const forged = await host.deployCode(
+        id,
+        `var __platform_capsule = { default: { kind: "platform.capsule", definition: {}, declaration: { apiVersion: 1, schema: { tables: {} }, queries: [], mutations: [], endpoints: [{ name: "x", method: "GET", path: "/api/query/steal", readOnly: true }], auth: {} } } };`,
+      );
+      expect(forged.status).toBe(400);
+      expect(forged.json<{ error: { message: string } }>().error.message).toContain(
+        "reserved for the platform",
+      );
+      const noExport = await host.deployCode(id, "var nothing = 1;");
+      expect(noExport.json<{ error: { message: string } }>().error.message).toContain(
+        "export default capsule",
+      );
+      expect((await error(id)).value).toBe("v1");
+      await canaryAlive();
+    });
+
+    it("27. a schema migration that fails keeps the old version", async () => {
+      const id = await deployed(
+        `export default capsule({ schema: { items: table({ n: number() }) }, queries: { q: async () => "v1" }, mutations: { add: async (ctx) => ctx.db.items.insert({ n: 1 }) } });`,
+      );
+      await host.call(id, "mutation", "add");
+      const dir = join(scratch, id);
+      await writeFile(
+        join(dir, "server", "index.ts"),
+        `${HEADER}export default capsule({ schema: { items: table({ n: number(), required: string() }) }, queries: { q: async () => "v2" } });`,
+      );
+      const response = await host.deployCode(id, (await bundleCapsule(dir)).code);
+      expect(response.status).toBe(400);
+      expect(response.json<{ error: { message: string } }>().error.message).toBe(
+        "Deploy failed: Missing value for items.required",
+      );
+      expect((await error(id)).value).toBe("v1");
+    });
+  });
+});

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { describe, expect } from "vitest";
 import { bundleCapsule } from "../../cli/bundle.js";
 import { type HttpResponse, sendRequest } from "../../cli/http.js";
 import { type HostOptions, type PlatformHost, startHost } from "../../host/host.js";
+import { DEFAULT_INLINE_POLICY, type InlinePolicy } from "../../host/isolates/index.js";
 
 /** A host on a free port with a temporary data folder; `dispose()` stops it and removes the data. */
 export interface TestHost extends PlatformHost {
@@ -42,6 +43,18 @@ export async function sourceCode(source: string): Promise<string> {
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * Declares `suite` twice: with handlers inline on the host's main thread (the default) and with
+ * every handler on its isolate's own thread (where a demoted deployment runs). `inline` is the
+ * policy to start its host with.
+ */
+export function describeOnBothTransports(suite: (inline: InlinePolicy) => void): void {
+  for (const enabled of [true, false])
+    describe(enabled ? "inline on the host's main thread" : "on the isolate's own thread", () =>
+      suite({ ...DEFAULT_INLINE_POLICY, enabled }),
+    );
 }
 
 /** Starts a real host for a test. */
