@@ -39,8 +39,9 @@ const SAMPLES = 150;
  * The attack's p99 may be 10x the alone p99, but never has to beat a floor (ms): the machine has
  * 2 cores shared with other work, and an alone p99 of a few ms makes 10x a matter of one unlucky
  * descheduling. Figures seen on a 2-core machine (good tenant's p99, alone then under attack):
- * - quiet: flood 0.8-1.0 ms then 1.0-1.6 ms; 20 hostile tenants 0.8-1.0 ms then 4.0-6.7 ms;
- * - beside a CPU hog per core: flood 5.1-6.3 then 5.3-6.9 ms; hostile 5.1-6.3 then 9.4-9.9 ms.
+ * - quiet (22 runs): alone 0.8-1.5 ms; flood 1.1-4.7 ms; 20 hostile tenants 5.5-20.5 ms;
+ * - beside a CPU hog per core (full suite runs): alone 5.6-8.1 ms; flood 5.6-9.4 ms; hostile
+ *   8.9-29.3 ms.
  * Before breached deployments shared two slots, 20 hostile tenants gave 7-85 ms quiet and 38-131
  * ms beside the hogs (the main thread waited for the kernel's memory-map lock, held by preempted
  * low-priority isolate threads), and measuring while this process still read the flood's refusals
