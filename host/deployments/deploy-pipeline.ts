@@ -116,9 +116,20 @@ export async function deploy(
 function checkEnv(env: unknown): Record<string, string> {
   if (typeof env !== "object" || env === null || Array.isArray(env))
     throw new PlatformError("bad_request", "env must be an object of strings.");
-  for (const [key, value] of Object.entries(env)) {
+  const entries = Object.entries(env);
+  if (entries.length > LIMITS.envValues)
+    throw new PlatformError(
+      "bad_request",
+      `env has ${entries.length} values; at most ${LIMITS.envValues} are allowed. Keep fewer, or join related ones into one JSON value.`,
+    );
+  for (const [key, value] of entries) {
     if (typeof value !== "string")
-      throw new PlatformError("bad_request", `env value ${key} must be a string.`);
+      throw new PlatformError("bad_request", `env value ${key.slice(0, 64)} must be a string.`);
+    if (key.length > LIMITS.envValueChars || value.length > LIMITS.envValueChars)
+      throw new PlatformError(
+        "bad_request",
+        `env value ${key.slice(0, 64)} is longer than ${LIMITS.envValueChars} characters (its name or its value). Keep large data in a table or in storage.`,
+      );
   }
   return env as Record<string, string>;
 }

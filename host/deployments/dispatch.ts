@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
 import { type ErrorCode, PlatformError } from "../../sdk/values/index.js";
-import { type CallRecord, redactSecrets } from "./log-hub.js";
+import type { CallRecord } from "./log-hub.js";
+import { redactSecrets } from "./redact.js";
 
 let seedPool = randomBytes(4096);
 let seedAt = 0;
@@ -36,5 +37,8 @@ export function handlerError(
   error: { code: string; message: string },
   env: Record<string, string>,
 ): PlatformError {
-  return new PlatformError(error.code as ErrorCode, redactSecrets(error.message, env));
+  return new PlatformError(
+    error.code as ErrorCode,
+    redactSecrets(String(error.message), env, LIMITS.errorMessageChars),
+  );
 }

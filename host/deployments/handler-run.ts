@@ -1,10 +1,10 @@
-import type { CallUsage, DispatchRequest } from "../../sdk/protocol/index.js";
+import { type CallUsage, type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
 import type { BudgetUsage, Transaction } from "../db/index.js";
 import { type HandlerLogEntry, type IsolateKeeper, transactionSyscalls } from "../isolates/index.js";
 import { handlerError } from "./dispatch.js";
 import { isLegacyRequest, runLegacy } from "./legacy/index.js";
-import { redactSecrets } from "./log-hub.js";
 import type { DeploymentRecord } from "./records.js";
+import { redactSecrets } from "./redact.js";
 
 /** Usage before the transaction reported any (read only, never written). */
 const NO_USAGE: Readonly<BudgetUsage> = Object.freeze({
@@ -52,7 +52,7 @@ export class HandlerRun {
     this.cpuMs = response.cpuMs;
     if (!response.ok) {
       if (response.error.stack !== undefined)
-        this.stack = redactSecrets(response.error.stack, this.record.env);
+        this.stack = redactSecrets(String(response.error.stack), this.record.env, LIMITS.errorStackChars);
       throw handlerError(response.error, this.record.env);
     }
     return response.valueJson;

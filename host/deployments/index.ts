@@ -8,7 +8,7 @@ export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
 export { parseIdempotencyKey } from "./idempotency.js";
 export type { DeploymentImport, ImportedSettings, LoadedCode } from "./imported-deployment.js";
-export { LogHub, type LogLine, redactSecrets } from "./log-hub.js";
+export { LogHub, type LogLine } from "./log-hub.js";
 export { formatRequestId } from "./log-line.js";
 export { Quarantine, quarantine } from "./quarantine.js";
 export {
@@ -19,4 +19,5 @@ export {
   publicView,
   storageQuotaOwner,
 } from "./records.js";
+export { redactSecrets } from "./redact.js";
 export type { DeploymentScopedState } from "./removal.js";

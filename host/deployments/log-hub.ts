@@ -17,6 +17,7 @@ import {
   type LogLine,
 } from "./log-line.js";
 import { LogRing } from "./log-ring.js";
+import { redactSecrets } from "./redact.js";
 
 export type { CallFailure, CallRecord, LogLine } from "./log-line.js";
 
@@ -42,13 +43,6 @@ function isoNow(): string {
     isoText = new Date(now).toISOString();
   }
   return isoText;
-}
-
-/** Replaces every env value (of 4 characters or more) in `text` by `[redacted]`. */
-export function redactSecrets(text: string, env: Record<string, string>): string {
-  let out = text;
-  for (const secret of Object.values(env)) if (secret.length >= 4) out = out.split(secret).join("[redacted]");
-  return out;
 }
 
 /**
@@ -124,7 +118,7 @@ export class LogHub {
   private ring(deployment: string): LogRing {
     let ring = this.rings.get(deployment);
     if (!ring) {
-      ring = new LogRing(deployment, LIMITS.logLinesKept);
+      ring = new LogRing(deployment, LIMITS.logLinesKept, LIMITS.logCharsKept);
       this.rings.set(deployment, ring);
     }
     return ring;
@@ -200,7 +194,8 @@ export class LogHub {
   private failure(deployment: string, error: CallFailure): CallFailure {
     const mapper = this.stackMappers.get(deployment);
     const stack = error.stack === undefined || !mapper ? undefined : mapper(error.stack);
-    return stack === undefined ? { message: error.message } : { message: error.message, stack };
+    const message = error.message.slice(0, LIMITS.errorMessageChars);
+    return stack === undefined ? { message } : { message, stack };
   }
 
   /**
@@ -213,10 +208,9 @@ export class LogHub {
     request: RequestId | string,
     env: Record<string, string>,
   ): (entry: HandlerLogEntry) => void {
-    const scrub = (text: string) => redactSecrets(text, env);
     let requestId = typeof request === "string" ? request : "";
     let count = 0;
-    return (entry) => {
+    const write = (entry: HandlerLogEntry) => {
       count++;
       if (requestId === "" && typeof request !== "string")
         requestId = formatRequestId(request.startedMs, request.seq);
@@ -233,24 +227,55 @@ export class LogHub {
         }
         return;
       }
-      let fields: Record<string, unknown> | undefined;
-      if (entry.fields) {
-        const json = scrub(JSON.stringify(entry.fields));
-        fields =
-          json.length > LIMITS.logFieldsChars
-            ? { truncated: json.slice(0, LIMITS.logFieldsChars) }
-            : (JSON.parse(json) as Record<string, unknown>);
-      }
+      const fields = entry.fields ? loggedFields(entry.fields, env) : undefined;
       this.write({
         time: isoNow(),
         level: entry.level,
         deployment,
         handler,
         requestId,
-        message: scrub(entry.message).slice(0, LIMITS.logMessageChars),
+        message: redactSecrets(String(entry.message), env, LIMITS.logMessageChars),
         ...(fields ? { fields } : {}),
       });
     };
+    // A log line must never fail its call: the sink also runs after a mutation committed.
+    return (entry) => {
+      try {
+        write(entry);
+      } catch {
+        this.write({
+          time: isoNow(),
+          level: "warn",
+          deployment,
+          handler,
+          requestId,
+          message: "a log line of this call could not be recorded and was dropped",
+        });
+      }
+    };
+  }
+}
+
+/**
+ * A log line's fields as kept: env values redacted, and cut to `{ truncated }` text past
+ * {@link LIMITS.logFieldsChars} or when they cannot be written as JSON (nested too deep).
+ */
+function loggedFields(fields: Record<string, unknown>, env: Record<string, string>): Record<string, unknown> {
+  let json: string;
+  try {
+    json = JSON.stringify(fields);
+  } catch {
+    return { truncated: "[fields that cannot be written as JSON]" };
+  }
+  if (json.length > LIMITS.logFieldsChars)
+    return { truncated: redactSecrets(json, env, LIMITS.logFieldsChars) };
+  const redacted = redactSecrets(json, env);
+  if (redacted === json) return fields;
+  try {
+    return JSON.parse(redacted) as Record<string, unknown>;
+  } catch {
+    // An env value that spans JSON punctuation leaves text that no longer parses.
+    return { truncated: redacted };
   }
 }
 

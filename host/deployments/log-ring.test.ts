@@ -72,6 +72,31 @@ describe("LogRing", () => {
     }
   });
 
+  it("drops its oldest lines while their text is over its maximum, calls and lines alike", () => {
+    const ring = new LogRing("d1", 100, 10_000);
+    const big = (n: number): LogLine => ({ ...own(n), message: "m".repeat(3000), fields: {} });
+    ring.pushCall(call(0));
+    ring.push(big(1));
+    ring.push(big(2));
+    ring.push(big(3));
+    expect(ring.recent().map((line) => line.requestId)).toEqual([
+      formatRequestId(call(0).requestStartedMs, 0),
+      "r1",
+      "r2",
+      "r3",
+    ]);
+    ring.push(big(4)); // 12,000 characters: the oldest lines go until it fits
+    expect(ring.recent().map((line) => line.requestId)).toEqual(["r2", "r3", "r4"]);
+    // One line over the maximum alone is still kept (lines are cut to their own limits first).
+    ring.push({ ...own(5), message: "m".repeat(20_000), fields: {} });
+    expect(ring.recent().map((line) => line.requestId)).toEqual(["r5"]);
+    for (let n = 6; n < 200; n++) ring.pushCall(call(n));
+    expect(ring.length).toBe(100);
+    ring.push(big(300));
+    expect(ring.length).toBe(100);
+    expect(ring.recent().at(-1)?.requestId).toBe("r300");
+  });
+
   it("is empty until written", () => {
     expect(new LogRing("d1", 10).recent()).toEqual([]);
   });

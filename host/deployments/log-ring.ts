@@ -20,6 +20,8 @@ const FIRST_CAPACITY = 16;
 interface Slots {
   /** The line of each slot; `undefined` where the slot holds a call in the columns. */
   lines: Array<LogLine | undefined>;
+  /** The characters of tenants' text each line holds (see {@link textChars}); 0 for a call's line. */
+  chars: Float64Array;
   timeMs: Float64Array;
   requestStartedMs: Float64Array;
   requestSeq: Float64Array;
@@ -34,6 +36,7 @@ interface Slots {
 function emptySlots(capacity: number): Slots {
   return {
     lines: new Array<LogLine | undefined>(capacity),
+    chars: new Float64Array(capacity),
     timeMs: new Float64Array(capacity),
     requestStartedMs: new Float64Array(capacity),
     requestSeq: new Float64Array(capacity),
@@ -49,6 +52,7 @@ function emptySlots(capacity: number): Slots {
 function copySlot(source: Slots, from: number, target: Slots, to: number): void {
   const width = USAGE_FIELDS.length;
   target.lines[to] = source.lines[from];
+  target.chars[to] = source.chars[from] as number;
   target.timeMs[to] = source.timeMs[from] as number;
   target.requestStartedMs[to] = source.requestStartedMs[from] as number;
   target.requestSeq[to] = source.requestSeq[from] as number;
@@ -59,8 +63,19 @@ function copySlot(source: Slots, from: number, target: Slots, to: number): void 
   target.outcomes[to] = source.outcomes[from] as string;
 }
 
+/** The characters of text a line keeps alive: its message, fields and failure. */
+function textChars(line: LogLine): number {
+  let chars = line.message.length;
+  if (line.fields) chars += JSON.stringify(line.fields).length;
+  const error = line.call?.error;
+  if (error) chars += error.message.length + (error.stack?.length ?? 0);
+  return chars;
+}
+
 /**
- * The last `capacity` log lines of one deployment, oldest first. Nearly every line is a call's
+ * The last `capacity` log lines of one deployment, oldest first, and fewer while their text is
+ * over `maxChars` characters: lines are cut to limits one by one, but a thousand of them would still
+ * be megabytes per deployment of the host's memory. Nearly every line is a call's
  * budget line, one per request. Kept as objects, each would outlive several young-generation
  * collections and be copied by each (under bench/isolates' load, keeping no lines at all saved
  * about 7% of the host's CPU per request; this layout saved about 3.5%). So a call's line is kept
@@ -74,17 +89,42 @@ export class LogRing {
   /** Slot of the oldest line. */
   private head = 0;
   private size = 0;
+  /** The text characters the kept lines hold. */
+  private chars = 0;
 
   /** `deployment`: the id every line of this ring carries. */
   constructor(
     private readonly deployment: string,
     private readonly capacity: number,
+    private readonly maxChars = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Keeps a line as it is. */
+  /** Keeps a line as it is, dropping the oldest lines while the text kept is over its maximum. */
   push(line: LogLine): void {
+    const chars = textChars(line);
     const slot = this.nextSlot(); // first: it may re-lay the slots
     this.slots.lines[slot] = line;
+    this.slots.chars[slot] = chars;
+    this.chars += chars;
+    while (this.chars > this.maxChars && this.size > 1) this.dropOldest();
+  }
+
+  /** Lines kept now. */
+  get length(): number {
+    return this.size;
+  }
+
+  private dropOldest(): void {
+    this.forget(this.head);
+    this.head = (this.head + 1) % this.slots.lines.length;
+    this.size--;
+  }
+
+  /** Lets go of slot `slot`'s line and its text. */
+  private forget(slot: number): void {
+    this.chars -= this.slots.chars[slot] as number;
+    this.slots.chars[slot] = 0;
+    this.slots.lines[slot] = undefined;
   }
 
   /** Keeps a call's budget line in the columns. */
@@ -141,6 +181,7 @@ export class LogRing {
     const length = this.slots.lines.length;
     if (this.size < length) return (this.head + this.size++) % length;
     const slot = this.head;
+    this.forget(slot);
     this.head = (this.head + 1) % length;
     return slot;
   }

@@ -50,6 +50,17 @@ export const LIMITS = {
    * and `platform logs` (never sent to callers). Ours.
    */
   errorStackChars: 4096,
+  /**
+   * Characters kept of a failed handler's error message, for its caller and the logs (longer ones
+   * are cut). Ours: a message is read by people, and every kept or redacted character costs the
+   * host's main thread.
+   */
+  errorMessageChars: 4096,
+  /** Server-only env values of one deployment, and characters of one (name or value). Ours. */
+  envValues: 100,
+  envValueChars: 8192,
+  /** Characters of log text kept per deployment (messages, fields, failures), oldest lines first out. Ours. */
+  logCharsKept: 4 * 1024 * 1024,
   /** Log lines kept per deployment for `platform logs` and the log stream. Ours. */
   logLinesKept: 1000,
   /** How long an emailed sign-in code is valid, in ms. */
