@@ -105,13 +105,25 @@ function freezeDateTimeFormat(): void {
 }
 
 /**
+ * Globals a capsule never gets. Each would run its code, or hold memory, where no limit reaches:
+ * - `FinalizationRegistry` and `WeakRef`: a cleanup callback runs whenever V8 collects, after the
+ *   call that registered it answered, when no CPU limit watches the isolate (it could spin for
+ *   good); and when V8 collects is not deterministic.
+ * - `WebAssembly`: a `WebAssembly.Memory` lives outside the V8 heap, so the isolate's memory
+ *   limit does not count it (one deployment held 2 GiB), and an asynchronous compile resumes the
+ *   capsule after its call answered.
+ */
+const REMOVED_GLOBALS = ["FinalizationRegistry", "WeakRef", "WebAssembly"] as const;
+
+/**
  * Installs the deterministic `Math.random`, `Date` and `Intl.DateTimeFormat`, and removes
- * `Atomics.waitAsync`: it is a timer (the only one an isolate has), and its timeout aborts the
- * host process under isolated-vm.
+ * `Atomics.waitAsync` (a timer, the only one an isolate has, whose timeout aborts the host process
+ * under isolated-vm) and {@link REMOVED_GLOBALS}.
  */
 export function installDeterminism(): void {
   lock(Math, "random", sfc32);
   lock(globalThis, "Date", frozenDate());
   freezeDateTimeFormat();
   delete (Atomics as { waitAsync?: unknown }).waitAsync;
+  for (const name of REMOVED_GLOBALS) delete (globalThis as Record<string, unknown>)[name];
 }

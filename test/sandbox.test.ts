@@ -380,6 +380,31 @@ describeOnBothTransports((inline) => {
       await canaryAlive();
     });
 
+    it("23b. finds no FinalizationRegistry, WeakRef or WebAssembly, which run or hold memory where no limit reaches", async () => {
+      const id = await deployed(
+        queryCapsule(
+          `async () => [typeof FinalizationRegistry, typeof WeakRef, typeof WebAssembly, typeof globalThis.WebAssembly, Object.getOwnPropertyNames(globalThis).filter((name) => /^(FinalizationRegistry|WeakRef|WebAssembly)$/.test(name))]`,
+        ),
+      );
+      expect((await error(id)).value).toEqual(["undefined", "undefined", "undefined", "undefined", []]);
+      // The attacks: a cleanup callback spinning after the call answered, and 2 GiB of wasm memory.
+      const spinner = await deployed(
+        queryCapsule(
+          `async () => { new FinalizationRegistry(() => { for (;;) {} }).register({}, 1); return "registered"; }`,
+        ),
+      );
+      const refused = await error(spinner);
+      expect(refused.status).toBe(500);
+      expect(refused.error?.message).toContain("FinalizationRegistry is not defined");
+      const hoarder = await deployed(
+        queryCapsule(
+          `async () => { globalThis.kept = new WebAssembly.Memory({ initial: 8192 }); return "kept"; }`,
+        ),
+      );
+      expect((await error(hoarder)).error?.message).toContain("WebAssembly is not defined");
+      await canaryAlive();
+    });
+
     it("24. a toJSON that loops forever times out", async () => {
       const id = await deployed(queryCapsule(`async () => ({ toJSON() { for (;;) {} } })`));
       expect((await error(id)).error?.code).toBe("timeout");
