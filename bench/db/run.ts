@@ -132,6 +132,8 @@ async function main(): Promise<void> {
     rowsRead: Number.MAX_SAFE_INTEGER,
     rowsReturned: Number.MAX_SAFE_INTEGER,
     bytesRead: Number.MAX_SAFE_INTEGER,
+    rowsWritten: Number.MAX_SAFE_INTEGER,
+    bytesWritten: Number.MAX_SAFE_INTEGER,
   };
   const { value: oursGetInTx } = await deployment.query(
     (tx) => timeIt("get in tx", 5000, () => tx.get("items", ids[k++ % ids.length] as string)),

@@ -14,7 +14,13 @@ export type HostDeployments = PlatformHost["deployments"];
 export type DeploymentStore = Awaited<ReturnType<PlatformHost["database"]["deployment"]>>;
 
 /** The harness's own reads and writes (seeding, counting rows) ignore read budgets. */
-export const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15 };
+export const UNLIMITED = {
+  rowsReturned: 1e12,
+  rowsRead: 1e12,
+  bytesRead: 1e15,
+  rowsWritten: 1e12,
+  bytesWritten: 1e15,
+};
 /** Rows inserted per transaction. */
 const CHUNK = 1000;
 /** The most rows one call of the seed mutation is asked for. */

@@ -6,6 +6,8 @@ export interface BudgetLimits {
   rowsReturned: number;
   rowsRead: number;
   bytesRead: number;
+  rowsWritten: number;
+  bytesWritten: number;
 }
 
 /** The default per-handler limits of docs/limits.md. */
@@ -13,6 +15,8 @@ export const DEFAULT_BUDGET: BudgetLimits = {
   rowsReturned: LIMITS.rowsReturned,
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
+  rowsWritten: LIMITS.rowsWritten,
+  bytesWritten: LIMITS.bytesWritten,
 };
 
 /** What one handler used; reported with every execution. */
@@ -34,6 +38,8 @@ export class Budget {
   readonly usage: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
   /** The first limit error raised; the transaction fails with it even if the handler caught it. */
   failure: PlatformError | undefined;
+  /** Row bytes written so far (the call log counts the writes only). */
+  private bytesWritten = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
     this.limits = limits;
@@ -67,6 +73,18 @@ export class Budget {
       throw this.exceeded("rowsRead");
     }
     this.usage.rowsRead += n;
+  }
+
+  /**
+   * Counts one row written, of `bytes` bytes (0 for a delete). Every write is held in memory until
+   * the commit, and each costs the host's main thread its index entries' work, so a mutation's
+   * writes are bounded like its reads.
+   */
+  wrote(bytes: number): void {
+    if (this.usage.writes >= this.limits.rowsWritten) throw this.exceeded("rowsWritten");
+    if (this.bytesWritten + bytes > this.limits.bytesWritten) throw this.exceeded("bytesWritten");
+    this.usage.writes++;
+    this.bytesWritten += bytes;
   }
 
   /** Counts `n` rows handed to the handler. */

@@ -27,6 +27,8 @@ const BROWSE_BUDGET = {
   rowsReturned: LIMITS.dashboardPageRows,
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
+  rowsWritten: 0,
+  bytesWritten: 0,
 };
 
 type Row = Record<string, FieldValue>;

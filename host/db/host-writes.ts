@@ -42,7 +42,7 @@ export async function reassignUserId(
     },
   );
   // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
-  for (const before of rows) writeRow(tx, table, { ...before, [field]: to } as StoredRow, before);
+  for (const before of rows) writeRow(tx, table, { ...before, [field]: to } as StoredRow, before, false);
   return rows.length;
 }
 

@@ -1,3 +1,12 @@
+import { createRequire } from "node:module";
+
+/**
+ * The B+ tree class of `sorted-btree`, a CommonJS module whose class is its `default` export;
+ * required, so Node and the test runner's loader give the same object.
+ */
+const BTree = (createRequire(import.meta.url)("sorted-btree") as typeof import("sorted-btree")).default;
+type BTreeOf<K, V> = InstanceType<typeof BTree<K, V>>;
+
 /**
  * A transaction's pending writes, kept sorted by key so range reads can merge them with the
  * snapshot in order. `value === null` marks a delete.
@@ -8,11 +17,13 @@ export interface OverlayEntry {
 }
 
 /**
- * Sorted in-memory write buffer with binary-search insertion. It knows which of its entries were
- * written since it was created or forked: those are a transaction's own writes.
+ * Sorted in-memory write buffer (a B+ tree: a mutation writing thousands of rows, each with its
+ * index entries, once spent seconds of the host's main thread moving a sorted array's entries on
+ * every insert). It knows which of its entries were written since it was created or forked: those
+ * are a transaction's own writes.
  */
 export class WriteOverlay {
-  private readonly entries: OverlayEntry[] = [];
+  private entries: BTreeOf<Buffer, OverlayEntry> = new BTree<Buffer, OverlayEntry>(undefined, Buffer.compare);
   /** Entries written since creation or fork; made on the first write (most transactions read only). */
   private touched: Set<OverlayEntry> | undefined;
 
@@ -22,7 +33,8 @@ export class WriteOverlay {
    */
   fork(): WriteOverlay {
     const copy = new WriteOverlay();
-    for (const entry of this.entries) copy.entries.push({ key: entry.key, value: entry.value });
+    for (const entry of this.entries.valuesArray())
+      copy.entries.set(entry.key, { key: entry.key, value: entry.value });
     return copy;
   }
 
@@ -30,34 +42,21 @@ export class WriteOverlay {
   written(): Buffer[] {
     const keys: Buffer[] = [];
     const touched = this.touched;
-    if (touched) for (const entry of this.entries) if (touched.has(entry)) keys.push(entry.key);
+    if (touched) for (const entry of this.entries.valuesArray()) if (touched.has(entry)) keys.push(entry.key);
     return keys;
   }
 
   get size(): number {
-    return this.entries.length;
-  }
-
-  /** Index of the first entry whose key is >= `key`. */
-  private lowerBound(key: Buffer): number {
-    let lo = 0;
-    let hi = this.entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (Buffer.compare((this.entries[mid] as OverlayEntry).key, key) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return this.entries.size;
   }
 
   /** Records a put (`value` a string) or a delete (`null`), replacing an earlier write of the key. */
   set(key: Buffer, value: string | null): void {
-    const at = this.lowerBound(key);
-    let entry = this.entries[at];
-    if (entry?.key.equals(key)) entry.value = value;
+    let entry = this.entries.get(key);
+    if (entry) entry.value = value;
     else {
       entry = { key, value };
-      this.entries.splice(at, 0, entry);
+      this.entries.set(key, entry);
     }
     this.touched ??= new Set();
     this.touched.add(entry);
@@ -65,19 +64,17 @@ export class WriteOverlay {
 
   /** The pending write of `key`: a string, `null` for a delete, `undefined` when untouched. */
   get(key: Buffer): string | null | undefined {
-    const entry = this.entries[this.lowerBound(key)];
-    return entry?.key.equals(key) ? entry.value : undefined;
+    return this.entries.get(key)?.value;
   }
 
   /** Pending writes with `start <= key < end`, in key order. */
   range(start: Buffer, end: Buffer): OverlayEntry[] {
-    const from = this.lowerBound(start);
-    const to = this.lowerBound(end);
-    return from < to ? this.entries.slice(from, to) : [];
+    if (this.entries.size === 0 || Buffer.compare(start, end) >= 0) return [];
+    return this.entries.getRange(start, end, false).map(([, entry]) => entry);
   }
 
   /** Every pending write in key order. */
   all(): readonly OverlayEntry[] {
-    return this.entries;
+    return this.entries.valuesArray();
   }
 }

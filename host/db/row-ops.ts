@@ -76,19 +76,23 @@ export async function checkReferences(
 
 /**
  * Writes `row` and its index entries into `tx`'s overlay (replacing `previous`'s), and notes how
- * the counts of the entries that appear or go move (see stored-counts.ts).
+ * the counts of the entries that appear or go move (see stored-counts.ts). The write counts
+ * against the handler's write budget unless the host makes it on its own behalf (`budgeted`
+ * false: a guest upgrade's reassignment of the guest's rows).
  */
 export function writeRow(
   tx: TransactionView,
   table: CompiledTable,
   row: StoredRow,
   previous: StoredRow | null,
+  budgeted = true,
 ): void {
   const json = JSON.stringify(row);
+  if (budgeted) tx.budget.wrote(Buffer.byteLength(json));
+  else tx.budget.usage.writes++;
   const overlay = tx.overlay;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
   const next = indexEntries(table, row);
-  tx.budget.usage.writes++;
   if (!previous) {
     for (const entry of next) {
       overlay.set(entry.key, json);
@@ -114,10 +118,10 @@ export function writeRow(
 
 /** Removes `row` and its index entries from `tx`'s view, and notes them off their counts. */
 export function removeRow(tx: TransactionView, table: CompiledTable, row: StoredRow): void {
+  tx.budget.wrote(0);
   tx.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
   for (const entry of indexEntries(table, row)) {
     tx.overlay.set(entry.key, null);
     tx.noteCounts(entry, -1);
   }
-  tx.budget.usage.writes++;
 }

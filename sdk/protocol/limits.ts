@@ -9,6 +9,10 @@ export const LIMITS = {
   rowsRead: 5000,
   /** Row bytes read by one handler. */
   bytesRead: 4 * 1024 * 1024,
+  /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
+  rowsWritten: 8192,
+  /** Row bytes one mutation writes (each row's stored JSON as written). */
+  bytesWritten: 8 * 1024 * 1024,
   /** Largest `numItems` of one `paginate()` call (ours: it can never exceed rowsReturned). */
   paginateMaxItems: 1000,
   /** One uploaded file. */

@@ -4,6 +4,11 @@ import { isValidName, scalarProblem } from "./validate.js";
 
 const FIELD_KINDS = new Set(["string", "boolean", "number", "id", "userId"]);
 const MAX_INDEX_FIELDS = 16;
+/**
+ * Indexes of one table, `by_creation` aside: every write of a row writes each of them, on the
+ * host's main thread.
+ */
+const MAX_TABLE_INDEXES = 32;
 
 function fail(message: string): never {
   throw new PlatformError("bad_request", `Invalid schema: ${message}`);
@@ -57,6 +62,10 @@ export function checkSchemaSpec(spec: unknown): SchemaSpec {
     }
     for (const [fieldName, field] of Object.entries(table.fields))
       checkField(tableName, fieldName, field, names);
+    if (Object.keys(table.indexes).length > MAX_TABLE_INDEXES)
+      fail(
+        `table ${tableName} has ${Object.keys(table.indexes).length} indexes; at most ${MAX_TABLE_INDEXES} are allowed. Drop the ones no query uses.`,
+      );
     for (const [indexName, fields] of Object.entries(table.indexes)) {
       if (!isValidName(indexName))
         fail(
