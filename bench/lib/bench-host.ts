@@ -9,7 +9,13 @@ import type { SeedRow } from "../suite/peers.js";
 /** Lists and items per list every bench host is seeded with. */
 export const LISTS = 20;
 export const PER_LIST = 500;
-const UNLIMITED = { rowsReturned: 1e12, rowsRead: 1e12, bytesRead: 1e15, rowsWritten: 1e12, bytesWritten: 1e15 };
+const UNLIMITED = {
+  rowsReturned: 1e12,
+  rowsRead: 1e12,
+  bytesRead: 1e15,
+  rowsWritten: 1e12,
+  bytesWritten: 1e15,
+};
 
 export type BenchHost = Awaited<ReturnType<typeof startHost>>;
 
