@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { bundleCapsule } from "../cli/bundle.js";
 import { localhostLookup } from "../cli/http.js";
+import { SYNC_LIMITS } from "../host/http/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -72,6 +73,46 @@ it("pushes a subscription's value, and answers a mutation only after its effect 
   expect(messages.filter((m) => m.id === "s1")).toHaveLength(2);
   ws.close();
 });
+
+it("answers messages that are not objects with an error, and keeps serving everyone", async () => {
+  // Each of these once made the handler reject unheard, which ended (and hung) the host process.
+  const attacker = await connect();
+  for (const text of ["null", "5", '"text"', "[]", "true", '{"type":"subscribe"}']) attacker.ws.send(text);
+  attacker.ws.send(JSON.stringify({ type: "subscribe", id: "after", name: "byBucket", args: { bucket: 7 } }));
+  expect((await attacker.next((m) => m.id === "after")).type).toBe("value");
+  const errors = attacker.messages.filter((m) => m.type === "error");
+  expect(errors.length).toBeGreaterThanOrEqual(5);
+  expect((errors[0]?.error as { message: string }).message).toBe(
+    "Messages must be JSON objects with a type.",
+  );
+  attacker.ws.close();
+  const { ws, next } = await connect();
+  ws.send(JSON.stringify({ type: "subscribe", id: "ok", name: "byBucket", args: { bucket: 7 } }));
+  expect((await next((m) => m.id === "ok")).type).toBe("value");
+  ws.close();
+});
+
+it("bounds the arguments a connection's subscriptions keep", async () => {
+  const { ws, next } = await connect();
+  const big = "x".repeat(SYNC_LIMITS.subscriptionArgsBytes);
+  ws.send(JSON.stringify({ type: "subscribe", id: "huge", name: "byBucket", args: { bucket: 1, big } }));
+  const refused = await next((m) => m.id === "huge");
+  expect(refused.type).toBe("error");
+  expect((refused.error as { message: string }).message).toContain("arguments are too large");
+  // Just under the limit each: the connection's total runs out first.
+  const each = "y".repeat(SYNC_LIMITS.subscriptionArgsBytes - 100);
+  const fit = Math.floor(SYNC_LIMITS.subscriptionsArgsBytes / SYNC_LIMITS.subscriptionArgsBytes);
+  for (let i = 0; i <= fit; i++)
+    ws.send(JSON.stringify({ type: "subscribe", id: `s${i}`, name: "byBucket", args: { bucket: 1, each } }));
+  const last = await next((m) => m.id === `s${fit}`);
+  expect(last.type).toBe("error");
+  expect((await next((m) => m.id === "s0")).type).toBe("value");
+  // Unsubscribing gives the room back.
+  ws.send(JSON.stringify({ type: "unsubscribe", id: "s0" }));
+  ws.send(JSON.stringify({ type: "subscribe", id: "again", name: "byBucket", args: { bucket: 1, each } }));
+  expect((await next((m) => m.id === "again")).type).toBe("value");
+  ws.close();
+}, 60_000);
 
 it("refuses an invalid token at the upgrade", async () => {
   await expect(connect("?platform_token=nope")).rejects.toThrow(/401/);

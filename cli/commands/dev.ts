@@ -7,6 +7,7 @@ import { bundleCapsule } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
 import { type Colors, colorsFor, noColors } from "../colors.js";
 import { readServerEnv } from "../env-file.js";
+import { exitOnUnhandledErrors } from "../fatal-errors.js";
 import { parsePort } from "../flags.js";
 import { isListenError, listenFailure } from "../listen-failure.js";
 import { formatCallSummary, type LogLine } from "../log-format.js";
@@ -80,6 +81,7 @@ export function registerDev(program: Command): void {
         if (!keep) await rm(data, { recursive: true, force: true });
       };
       try {
+        exitOnUnhandledErrors("platform dev");
         const { startHost } = await import("../../host/index.js");
         const { randomBytes } = await import("node:crypto");
         const host = await startHost({

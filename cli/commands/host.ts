@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
+import { exitOnUnhandledErrors } from "../fatal-errors.js";
 import { parsePort } from "../flags.js";
 import { runAction } from "../output.js";
 import { registerHostBackup } from "./host-backup.js";
@@ -116,6 +117,7 @@ const CLOSE_BOUND_MS = 10_000;
  * ends when the supervisor does.
  */
 async function serve(flags: HostFlags): Promise<void> {
+  exitOnUnhandledErrors("platform host");
   const supervised = process.send !== undefined;
   const activation = new Promise<unknown>((resolve) => {
     if (supervised) process.once("message", resolve);

@@ -15,11 +15,17 @@ import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 
-/** Per connection: at most this many subscriptions, and this much unsent data before it is dropped. */
+/**
+ * Per connection: at most this many subscriptions, this much unsent data before it is dropped, and
+ * this much of subscriptions' arguments (each subscription keeps its arguments for its re-runs: a
+ * thousand of 1 MiB each kept 2 GiB of the host's memory for one anonymous socket).
+ */
 export const SYNC_LIMITS = {
   subscriptions: 1000,
   bufferedBytes: 4 * 1024 * 1024,
   messageBytes: 1024 * 1024,
+  subscriptionArgsBytes: 64 * 1024,
+  subscriptionsArgsBytes: 4 * 1024 * 1024,
 } as const;
 
 type ClientMessage =
@@ -205,7 +211,10 @@ export function attachSync(
         send({ type: "mutationResult", id, error: wireError(error) });
       }
     };
-    ws.on("message", async (data) => {
+    /** Bytes of arguments each subscription keeps, by id. */
+    const argsBytes = new Map<string, number>();
+    let keptArgsBytes = 0;
+    const receive = async (data: unknown) => {
       // Draining: whatever comes now is sent again to the host the client reconnects to.
       if (draining) return;
       let message: ClientMessage;
@@ -215,9 +224,31 @@ export function attachSync(
         send({ type: "error", error: { code: "bad_request", message: "Messages must be JSON." } });
         return;
       }
+      if (typeof message !== "object" || message === null || Array.isArray(message)) {
+        send({
+          type: "error",
+          error: { code: "bad_request", message: "Messages must be JSON objects with a type." },
+        });
+        return;
+      }
       const id = typeof message.id === "string" ? message.id : "";
       const argsJson = JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
       if (message.type === "subscribe") {
+        const bytes = Buffer.byteLength(argsJson);
+        if (
+          bytes > SYNC_LIMITS.subscriptionArgsBytes ||
+          keptArgsBytes + bytes > SYNC_LIMITS.subscriptionsArgsBytes
+        ) {
+          send({
+            type: "error",
+            id,
+            error: {
+              code: "bad_request",
+              message: `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each and ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection. Pass ids, not data.`,
+            },
+          });
+          return;
+        }
         if (subscriptions.has(id) || subscriptions.size >= SYNC_LIMITS.subscriptions) {
           send({
             type: "error",
@@ -229,17 +260,22 @@ export function attachSync(
           });
           return;
         }
-        subscriptions.set(
-          id,
-          live.subscribe(deployment, String(message.name), argsJson, identity, {
-            value: (valueJson) => deliver(id, valueText("value", id, valueJson)),
-            error: (error) => deliver(id, JSON.stringify({ type: "error", id, error })),
-          }),
-        );
+        argsBytes.set(id, bytes);
+        keptArgsBytes += bytes;
+        const subscribed = live.subscribe(deployment, String(message.name), argsJson, identity, {
+          value: (valueJson) => deliver(id, valueText("value", id, valueJson)),
+          error: (error) => deliver(id, JSON.stringify({ type: "error", id, error })),
+        });
+        // Awaited on unsubscribe or close; a failure until then must not go unheard.
+        subscribed.catch(() => {});
+        subscriptions.set(id, subscribed);
       } else if (message.type === "unsubscribe") {
-        (await subscriptions.get(id))?.();
+        const stop = subscriptions.get(id);
         subscriptions.delete(id);
         held.delete(id);
+        keptArgsBytes -= argsBytes.get(id) ?? 0;
+        argsBytes.delete(id);
+        (await stop)?.();
       } else if (message.type === "mutation") {
         const done = mutate(id, message, argsJson);
         mutations.add(done);
@@ -248,6 +284,12 @@ export function attachSync(
       } else {
         send({ type: "error", id, error: { code: "bad_request", message: "Unknown message type." } });
       }
+    };
+    // A message must never reject unheard: an unhandled rejection ends the host process.
+    ws.on("message", (data) => {
+      receive(data).catch(() => {
+        send({ type: "error", error: { code: "internal", message: "The message could not be handled." } });
+      });
     });
     ws.on("close", async () => {
       sockets.delete(ws);
@@ -255,8 +297,13 @@ export function attachSync(
       if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);
       clearTimeout(flushTimer);
       held.clear();
-      for (const stop of subscriptions.values()) (await stop)();
+      const stops = [...subscriptions.values()];
       subscriptions.clear();
+      for (const stop of stops)
+        await Promise.resolve(stop).then(
+          (unsubscribe) => unsubscribe(),
+          () => {},
+        );
     });
   };
   server.on("upgrade", onUpgrade);
