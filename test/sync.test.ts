@@ -82,7 +82,7 @@ it("answers messages that are not objects with an error, and keeps serving every
   expect((await attacker.next((m) => m.id === "after")).type).toBe("value");
   const errors = attacker.messages.filter((m) => m.type === "error");
   expect(errors.length).toBeGreaterThanOrEqual(5);
-  expect((errors[0]?.error as { message: string }).message).toBe(
+  expect((errors[0] as { error: { message: string } }).error.message).toBe(
     "Messages must be JSON objects with a type.",
   );
   attacker.ws.close();
