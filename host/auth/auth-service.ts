@@ -84,10 +84,13 @@ export class AuthService {
     kind: IdentityKind,
     userId: string,
     email?: string,
+    /** The incarnation the caller was allowed for (null: none); another one is refused. */
+    expected?: string | null,
   ): Promise<IssuedToken> {
     const now = Date.now();
     const incarnation = await this.incarnationOf(deployment);
-    if (incarnation === undefined) throw new PlatformError("not_found", `No deployment named ${deployment}.`);
+    if (incarnation === undefined || (expected !== undefined && incarnation !== expected))
+      throw new PlatformError("not_found", `No deployment named ${deployment}.`);
     const record: SessionRecord = {
       deployment,
       ...(incarnation === null ? {} : { incarnation }),
@@ -129,9 +132,15 @@ export class AuthService {
   }
 
   /** A session for a verified email (the caller verified it). */
-  signInAccount(deployment: string, email: string): Promise<IssuedToken> {
+  signInAccount(deployment: string, email: string, incarnation?: string | null): Promise<IssuedToken> {
     const normalised = normaliseEmail(email);
-    return this.startSession(deployment, "account", accountUserId(deployment, normalised), normalised);
+    return this.startSession(
+      deployment,
+      "account",
+      accountUserId(deployment, normalised),
+      normalised,
+      incarnation,
+    );
   }
 
   /**

@@ -21,6 +21,13 @@ export interface DeployInput {
   client?: ClientFileInput[];
 }
 
+/**
+ * Checked against the deployment as it is once the deploy holds the id's lock (undefined: none),
+ * before anything is done; throws to refuse. A caller decided what it may do before its body
+ * arrived, and the deployment may have been created, deleted or replaced since.
+ */
+export type DeployGuard = (previous: DeploymentRecord | undefined) => void;
+
 /** A deploy's outcome; `claimToken` only when an unclaimed deployment was just created. */
 export type DeployResult = DeploymentRecord & { claimToken?: string };
 
@@ -36,6 +43,7 @@ export async function deploy(
   id: string,
   input: DeployInput,
   onProgress?: (progress: MigrationProgress) => void,
+  guard: DeployGuard = () => {},
 ): Promise<DeployResult> {
   checkDeploymentId(id);
   if (typeof input?.code !== "string" || input.code.length === 0)
@@ -46,6 +54,7 @@ export async function deploy(
   const client = input.client === undefined ? undefined : await checkClientFiles(input.client);
   const { registry, pool, db, clientFiles } = parts;
   const previous = await registry.get(id);
+  guard(previous);
   // A redeploy without env keeps the deployment's current values; one with env replaces them.
   const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
   const hash = createHash("sha256").update(input.code).digest("hex");

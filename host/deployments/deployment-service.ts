@@ -4,7 +4,7 @@ import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
 import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
 import { ClientFileStore, type FoundClientFile } from "./client-files.js";
-import { type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
+import { type DeployGuard, type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import { DeploymentImport } from "./imported-deployment.js";
 import type { LogHub } from "./log-hub.js";
@@ -86,6 +86,7 @@ export class DeploymentService {
     id: string,
     input: DeployInput,
     onProgress?: (progress: MigrationProgress) => void,
+    guard?: DeployGuard,
   ): Promise<DeployResult> {
     // Under the id's lock: a deploy never races a delete of the same id, nor revives a half-removed one.
     return this.removals.whileLocked(id, () =>
@@ -94,6 +95,7 @@ export class DeploymentService {
         id,
         input,
         onProgress,
+        guard,
       ),
     );
   }

@@ -4,7 +4,7 @@ export type { ClientManifestEntry, FoundClientFile } from "./client-files.js";
 export { type ClientFileInput, checkClientPath } from "./client-input.js";
 export { type DataActor, DataConsole } from "./data-console.js";
 export { checkDeclaration } from "./declaration.js";
-export type { DeployInput, DeployResult } from "./deploy-pipeline.js";
+export type { DeployGuard, DeployInput, DeployResult } from "./deploy-pipeline.js";
 export { DeploymentService } from "./deployment-service.js";
 export { parseIdempotencyKey } from "./idempotency.js";
 export type { DeploymentImport, ImportedSettings, LoadedCode } from "./imported-deployment.js";

@@ -52,7 +52,8 @@ function isoNow(): string {
  */
 export class LogHub {
   private readonly rings = new Map<string, LogRing>();
-  private readonly listeners = new Map<string, Set<Listener>>();
+  /** Each deployment's followers, with what ends each one's stream. */
+  private readonly listeners = new Map<string, Map<Listener, () => void>>();
   private readonly stackMappers = new Map<string, StackMapper>();
   private readonly out: pino.Logger | undefined;
   /** Per-handler figures of the last hour (the dashboard's charts). */
@@ -112,7 +113,7 @@ export class LogHub {
   }
 
   private tell(line: LogLine): void {
-    for (const listener of this.listeners.get(line.deployment) ?? []) listener(line);
+    for (const listener of this.listeners.get(line.deployment)?.keys() ?? []) listener(line);
   }
 
   private ring(deployment: string): LogRing {
@@ -124,10 +125,17 @@ export class LogHub {
     return ring;
   }
 
-  /** Forgets a deleted deployment's lines and figures, so a new deployment of that id starts empty. */
+  /**
+   * Forgets a deleted deployment's lines and figures, so a new deployment of that id starts empty,
+   * and ends its followers' streams: they were allowed for the deleted deployment, and would
+   * otherwise go on receiving the lines of whoever deploys that id next.
+   */
   forget(deployment: string): void {
     this.rings.delete(deployment);
     this.stats.purgeDeployment(deployment);
+    const followers = this.listeners.get(deployment);
+    this.listeners.delete(deployment);
+    for (const end of followers?.values() ?? []) end();
   }
 
   /** The kept lines of a deployment, oldest first. */
@@ -135,15 +143,19 @@ export class LogHub {
     return this.rings.get(deployment)?.recent() ?? [];
   }
 
-  /** Calls `listener` for every new line of `deployment`; returns the unsubscribe function. */
-  follow(deployment: string, listener: Listener): () => void {
-    let set = this.listeners.get(deployment);
-    if (!set) {
-      set = new Set();
-      this.listeners.set(deployment, set);
+  /**
+   * Calls `listener` for every new line of `deployment` until the unsubscribe function it returns is
+   * called, or until the deployment is deleted, which calls `end` instead.
+   */
+  follow(deployment: string, listener: Listener, end: () => void = () => {}): () => void {
+    let followers = this.listeners.get(deployment);
+    if (!followers) {
+      followers = new Map();
+      this.listeners.set(deployment, followers);
     }
-    set.add(listener);
-    return () => set.delete(listener);
+    followers.set(listener, end);
+    const mine = followers;
+    return () => mine.delete(listener);
   }
 
   /**

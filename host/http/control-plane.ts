@@ -8,6 +8,7 @@ import {
   checkManage,
   checkOperator,
   mayManage,
+  type OperatorCaller,
   OWNER_DELETE,
   ownerOfNewDeployment,
   ownsDeployment,
@@ -17,6 +18,7 @@ import {
   type ClientFileInput,
   checkDeploymentId,
   type DataConsole,
+  type DeployGuard,
   type DeploymentRecord,
   type DeploymentService,
   publicView,
@@ -87,6 +89,32 @@ function deployInput(input: DeployBody, owner: string | undefined) {
     ...(input.env ? { env: input.env } : {}),
     ...(input.client === undefined ? {} : { client: input.client }),
     ...(owner ? { owner } : {}),
+  };
+}
+
+/** A deploy guard for creating `id`: refused when a deployment of that id exists by then. */
+function createsOnly(id: string): DeployGuard {
+  return (previous) => {
+    if (previous)
+      throw new PlatformError(
+        "conflict",
+        `Deployment ${id} was created by someone else while this deploy was on its way; choose another id.`,
+      );
+  };
+}
+
+/**
+ * A deploy guard for replacing `existing`, which `who` may manage: refused when by then that
+ * deployment was deleted (and perhaps created again by someone else under its id).
+ */
+function replacesOnly(who: OperatorCaller, existing: DeploymentRecord): DeployGuard {
+  return (previous) => {
+    if (!previous || previous.incarnation !== existing.incarnation)
+      throw new PlatformError(
+        "conflict",
+        `Deployment ${existing.id} was deleted while this deploy was on its way; deploy again to create it.`,
+      );
+    checkManage(who, previous);
   };
 }
 
@@ -165,7 +193,7 @@ export function controlPlaneRoutes(
     if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
       throw new PlatformError("bad_request", `No developer ${owner}.`);
     ctx.status = 201;
-    ctx.body = view(await deployments.deploy(id, deployInput(input, owner)));
+    ctx.body = view(await deployments.deploy(id, deployInput(input, owner), undefined, createsOnly(id)));
   });
   router.put("/deploys/:id", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);
@@ -175,6 +203,7 @@ export function controlPlaneRoutes(
     const who = principal(ctx);
     const owner = existing ? undefined : ownerOfNewDeployment(who, input.owner);
     const toDeploy = deployInput(input, owner);
+    const guard = existing ? replacesOnly(who, existing) : createsOnly(id);
     if (ctx.get("accept").includes("application/x-ndjson")) {
       // Streamed deploy: one line per backfill step, then the result (or the error).
       const stream = new PassThrough();
@@ -183,7 +212,7 @@ export function controlPlaneRoutes(
       ctx.type = "application/x-ndjson";
       ctx.body = stream;
       deployments
-        .deploy(id, toDeploy, (progress) => line({ progress }))
+        .deploy(id, toDeploy, (progress) => line({ progress }), guard)
         .then(
           (record) => line({ deploy: view(record) }),
           (error: unknown) =>
@@ -196,7 +225,7 @@ export function controlPlaneRoutes(
         .finally(() => stream.end());
       return;
     }
-    const record = await deployments.deploy(id, toDeploy);
+    const record = await deployments.deploy(id, toDeploy, undefined, guard);
     ctx.status = existing ? 200 : 201;
     ctx.body = view(record);
   });
@@ -218,7 +247,8 @@ export function controlPlaneRoutes(
     const record = await manageable(ctx, deployments, ctx.params.id);
     const input = await body(ctx);
     ctx.status = 201;
-    ctx.body = await auth.signInAccount(record.id, input.email as string);
+    // For the deployment the caller may manage, not for one created under its id since.
+    ctx.body = await auth.signInAccount(record.id, input.email as string, record.incarnation ?? null);
   });
   router.get("/deploys/:id/logs", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -6,7 +6,7 @@ import { checkDataWrite, mayWriteData } from "../access/index.js";
 import type { DataActor, DataConsole, DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import type { ObjectService } from "../storage/index.js";
 import { readJsonObject } from "./body.js";
-import { actorLabel, managedDeployment } from "./managed-deployment.js";
+import { actorLabel, checkStillSame, managedDeployment } from "./managed-deployment.js";
 import { type Principal, principalOf } from "./principal.js";
 
 const RANGE_OPS = new Set(["eq", "gt", "gte", "lt", "lte"]);
@@ -117,6 +117,7 @@ export function registerDataRoutes(
     checkDataWrite(principalOf(ctx), record);
     const table = tableOf(ctx, record);
     const input = await readJsonObject(ctx, LIMITS.requestBodyBytes);
+    await checkStillSame(deployments, record);
     ctx.status = 201;
     ctx.body = { row: await data.insert(record, table, input, actorOf(principalOf(ctx))) };
   });
@@ -125,6 +126,7 @@ export function registerDataRoutes(
     checkDataWrite(principalOf(ctx), record);
     const table = tableOf(ctx, record);
     const patch = await readJsonObject(ctx, LIMITS.requestBodyBytes);
+    await checkStillSame(deployments, record);
     ctx.body = {
       row: await data.update(record, table, ctx.params.row as string, patch, actorOf(principalOf(ctx))),
     };

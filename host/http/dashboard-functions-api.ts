@@ -12,7 +12,7 @@ import { checkFunctionRun, mayWriteData } from "../access/index.js";
 import type { AuthService } from "../auth/index.js";
 import { type DeploymentRecord, type DeploymentService, formatRequestId } from "../deployments/index.js";
 import { readJsonObject } from "./body.js";
-import { actorLabel, managedDeployment } from "./managed-deployment.js";
+import { actorLabel, checkStillSame, managedDeployment } from "./managed-deployment.js";
 import { principalOf } from "./principal.js";
 import { type ResolvedIdentity, runIdentity } from "./run-identity.js";
 
@@ -98,6 +98,7 @@ export function registerFunctionRoutes(
     const who = principalOf(ctx);
     checkFunctionRun(who, record);
     const input = await readJsonObject(ctx, RUN_BODY_BYTES);
+    await checkStillSame(deployments, record);
     const handler = handlerOf(record, input);
     const argsJson = argsJsonOf(input);
     const as = await runIdentity(auth, record.id, input.as);

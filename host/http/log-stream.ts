@@ -5,7 +5,8 @@ import type { LogHub } from "../deployments/index.js";
 
 /**
  * Answers with a deployment's kept log lines as NDJSON; with `?follow=1` the response stays open
- * and carries new lines as they are written, until the client goes away.
+ * and carries new lines as they are written, until the client goes away or the deployment is
+ * deleted.
  */
 export function streamLogs(ctx: Context, hub: LogHub, deployment: string): void {
   const stream = new PassThrough();
@@ -17,7 +18,11 @@ export function streamLogs(ctx: Context, hub: LogHub, deployment: string): void 
     stream.end();
     return;
   }
-  const stop = hub.follow(deployment, (line) => stream.write(`${JSON.stringify(line)}\n`));
+  const stop = hub.follow(
+    deployment,
+    (line) => stream.write(`${JSON.stringify(line)}\n`),
+    () => stream.end(),
+  );
   ctx.req.on("close", () => {
     stop();
     stream.end();
