@@ -6,6 +6,7 @@
  * a mutation that had committed. Real host, real isolates, over HTTP.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_INLINE_POLICY } from "../host/isolates/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -116,6 +117,41 @@ describe("text a tenant hands the host", () => {
     const lines = await logLines("texts");
     expect(lines.filter((line) => line.message === "after").length).toBe(7);
   }, 60_000);
+
+  it("refuses platform calls beyond the characters one isolate may have in flight, before they are copied out", async () => {
+    // On its own thread, isolated-vm copies each call's text into the host's memory the moment it
+    // is made: 400 calls of 7 MiB started without awaiting once grew the host by 3 GiB.
+    const threaded = await startTestHost({ pool: { inline: { ...DEFAULT_INLINE_POLICY, enabled: false } } });
+    try {
+      const code = await sourceCode(`import { capsule, table, number } from "platform/server";
+export default capsule({
+  schema: { rows: table({ n: number() }) },
+  queries: {
+    flood: async (ctx) => {
+      const big = "[" + "0,".repeat(3.5 * 1024 * 1024) + "0]";
+      const real = JSON.stringify;
+      JSON.stringify = (value) => (value && value.op ? big : real(value));
+      const calls = [];
+      for (let i = 0; i < 400; i++) calls.push(ctx.db.rows.count().then(() => "answered", (error) => error.code ?? error.message));
+      JSON.stringify = real;
+      const outcomes = await Promise.all(calls);
+      const counts = {};
+      for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+      return counts;
+    },
+  },
+});
+`);
+      expect((await threaded.deployCode("flood", code)).status).toBe(201);
+      const response = await threaded.call("flood", "query", "flood");
+      expect(response.status, response.text()).toBe(200);
+      const counts = response.json<{ value: Record<string, number> }>().value;
+      // 7 MiB each: two fit in the 16 Mi characters in flight; the other 398 never leave the isolate.
+      expect(counts.too_large).toBe(398);
+    } finally {
+      await threaded.dispose();
+    }
+  }, 120_000);
 
   it("refuses env beyond its limits with what to do", async () => {
     const code = await sourceCode(CAPSULE);

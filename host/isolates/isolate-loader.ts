@@ -1,6 +1,6 @@
 import { writeSync } from "node:fs";
 import ivm from "isolated-vm";
-import type { CrossingText } from "../../sdk/protocol/index.js";
+import { type CrossingText, LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { type CacheKeys, CodeCache } from "./code-cache.js";
 import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
@@ -111,6 +111,39 @@ export async function refreshRuntimeCache(isolate: ivm.Isolate, cache: CodeCache
   await cache.refresh(isolate, async () => runtime.code, key, RUNTIME_FILENAME);
 }
 
+/**
+ * The threaded bridge as the isolate gets it (`$0`: the host's Reference). isolated-vm copies a
+ * call's text off the isolate's heap the moment the call is made, before the host reads it: one
+ * handler that started 400 calls of 8 MiB without awaiting them grew the host by 3 GiB. So the
+ * bridge refuses, inside the isolate and before any copy, a call over `LIMITS.syscallBytes` or one
+ * that would put more than `LIMITS.syscallCharsInFlight` characters in flight at once. It runs
+ * before capsule code and keeps what it uses (`Promise.prototype.then`, `Reflect.apply`, the
+ * refusal's text), so patches by capsule code do not reach it.
+ */
+function threadedBridgeSource(): string {
+  const refused = JSON.stringify({
+    ok: false,
+    error: {
+      code: "too_large",
+      message: `Too much data in platform calls at once: each call at most ${LIMITS.syscallBytes} characters, and ${LIMITS.syscallCharsInFlight} in all while they are in flight. Await calls before starting more.`,
+    },
+  });
+  return `const then = Promise.prototype.then;
+    const apply = Reflect.apply;
+    const resolved = Promise.resolve.bind(Promise);
+    let inFlight = 0;
+    globalThis.__platform_bridge = (json) => {
+      const chars = typeof json === "string" ? json.length : 0;
+      if (chars === 0 || chars > ${LIMITS.syscallBytes} || inFlight + chars > ${LIMITS.syscallCharsInFlight}) return resolved(${JSON.stringify(refused)});
+      inFlight += chars;
+      const settle = () => { inFlight -= chars; };
+      return apply(then, $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } }), [
+        (answer) => { settle(); return answer; },
+        (error) => { settle(); throw error; },
+      ]);
+    };`;
+}
+
 /** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
 export async function createBlankIsolate(
   limits: IsolateLimits,
@@ -136,7 +169,7 @@ export async function createBlankIsolate(
       inlineEnd?.receiveResult(requestId, wire),
     );
     await context.evalClosure(
-      `globalThis.__platform_bridge = (json) => $0.apply(undefined, [json], { arguments: { copy: true }, result: { promise: true, copy: true } });
+      `${threadedBridgeSource()}
       globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
       globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
       [bridge, post, done],

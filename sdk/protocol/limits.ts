@@ -36,6 +36,11 @@ export const LIMITS = {
   /** Largest JSON argument of one syscall from an isolate. */
   syscallBytes: 8 * 1024 * 1024,
   /**
+   * Characters of platform calls one isolate may have in flight at once on its own thread (each is
+   * copied into the host's memory as it is made). Ours.
+   */
+  syscallCharsInFlight: 16 * 1024 * 1024,
+  /**
    * Requests one caller (an identity, else an IP address) may make to one deployment: a bucket of
    * `requestQuotaBurst` refilled at `requestQuotaPerSecond`. Every query, mutation and endpoint call
    * costs one, and so does every result pushed to every subscriber of a live query, shared or not
