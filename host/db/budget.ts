@@ -38,7 +38,7 @@ export class Budget {
   readonly usage: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
   /** The first limit error raised; the transaction fails with it even if the handler caught it. */
   failure: PlatformError | undefined;
-  /** Row bytes written so far (the call log counts the writes only). */
+  /** Bytes stored so far, rows and their index entries (the call log counts the writes only). */
   private bytesWritten = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
@@ -76,15 +76,27 @@ export class Budget {
   }
 
   /**
-   * Counts one row written, of `bytes` bytes (0 for a delete). Every write is held in memory until
+   * Counts one row written, storing `bytes` bytes with its index entries (0 for a delete). Every write is held in memory until
    * the commit, and each costs the host's main thread its index entries' work, so a mutation's
    * writes are bounded like its reads.
    */
   wrote(bytes: number): void {
-    if (this.usage.writes >= this.limits.rowsWritten) throw this.exceeded("rowsWritten");
-    if (this.bytesWritten + bytes > this.limits.bytesWritten) throw this.exceeded("bytesWritten");
+    this.mayWrite();
+    if (this.bytesWritten + bytes > this.limits.bytesWritten) {
+      this.bytesWritten = this.limits.bytesWritten;
+      throw this.exceeded("bytesWritten");
+    }
     this.usage.writes++;
     this.bytesWritten += bytes;
+  }
+
+  /**
+   * Throws when no further write fits: the write budget ran out already (a handler that started
+   * thousands of writes without awaiting them gets the rest refused before any is built).
+   */
+  mayWrite(): void {
+    if (this.usage.writes >= this.limits.rowsWritten) throw this.exceeded("rowsWritten");
+    if (this.bytesWritten >= this.limits.bytesWritten) throw this.exceeded("bytesWritten");
   }
 
   /** Counts `n` rows handed to the handler. */

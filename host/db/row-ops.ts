@@ -87,12 +87,14 @@ export function writeRow(
   previous: StoredRow | null,
   budgeted = true,
 ): void {
+  if (budgeted) tx.budget.mayWrite();
   const json = JSON.stringify(row);
-  if (budgeted) tx.budget.wrote(Buffer.byteLength(json));
+  const next = indexEntries(table, row);
+  // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
+  if (budgeted) tx.budget.wrote(Buffer.byteLength(json) * (1 + next.length));
   else tx.budget.usage.writes++;
   const overlay = tx.overlay;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
-  const next = indexEntries(table, row);
   if (!previous) {
     for (const entry of next) {
       overlay.set(entry.key, json);

@@ -11,8 +11,11 @@ export const LIMITS = {
   bytesRead: 4 * 1024 * 1024,
   /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
   rowsWritten: 8192,
-  /** Row bytes one mutation writes (each row's stored JSON as written). */
-  bytesWritten: 8 * 1024 * 1024,
+  /**
+   * Bytes one mutation stores: each written row's JSON, once for the row and once for each of its
+   * index entries (an entry holds a copy of its row, so scans read rows in one pass).
+   */
+  bytesWritten: 16 * 1024 * 1024,
   /** Largest `numItems` of one `paginate()` call (ours: it can never exceed rowsReturned). */
   paginateMaxItems: 1000,
   /** One uploaded file. */
