@@ -176,3 +176,41 @@ export default capsule({ schema: {}, queries: { hang: async () => new Promise(()
   expect(stuckRunEnded).toBe(false);
   ws.close();
 }, 60_000);
+
+it("charges each subscription to the caller's request quota", async () => {
+  // Subscribing runs the query at once: 37,000 subscribe/unsubscribe pairs in 10 s once ran 37,000
+  // queries for one anonymous caller whose quota allowed about 2,000.
+  const limited = await startTestHost({ requestQuota: { perSecond: 1, burst: 20 } });
+  try {
+    expect((await limited.deployFixture("sync", "live")).status).toBe(201);
+    const ws = new WebSocket(`${limited.deploymentUrl("sync").replace("http", "ws")}/api/sync`, {
+      lookup: localhostLookup,
+    } as WebSocket.ClientOptions);
+    const answers = new Map<string, Record<string, unknown>>();
+    ws.on("message", (data) => {
+      const message = JSON.parse(String(data)) as Record<string, unknown>;
+      if (typeof message.id === "string" && !answers.has(message.id)) answers.set(message.id, message);
+    });
+    await new Promise((resolve, reject) => {
+      ws.once("open", resolve);
+      ws.once("error", reject);
+    });
+    for (let i = 0; i < 40; i++) {
+      ws.send(JSON.stringify({ type: "subscribe", id: `s${i}`, name: "byBucket", args: { bucket: i } }));
+      ws.send(JSON.stringify({ type: "unsubscribe", id: `s${i}` }));
+    }
+    ws.send(JSON.stringify({ type: "subscribe", id: "last", name: "byBucket", args: { bucket: 1 } }));
+    await expect.poll(() => answers.get("last"), { timeout: 30_000 }).toBeDefined();
+    const refused = [...answers.values()].filter(
+      (m) => m.type === "error" && (m.error as { code: string }).code === "limit_exceeded",
+    );
+    // 20 at once, refilled at one a second: most of the 41 are refused, each saying when to retry.
+    expect(refused.length).toBeGreaterThanOrEqual(10);
+    expect((refused[0]?.error as { message: string } | undefined)?.message).toContain(
+      "Request quota exceeded",
+    );
+    ws.close();
+  } finally {
+    await limited.dispose();
+  }
+}, 60_000);

@@ -60,7 +60,7 @@ function wireError(error: unknown) {
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
  * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
- * Mutations and every pushed result count toward the caller's request quota. When the identity
+ * Subscriptions, mutations and every pushed result count toward the caller's request quota. When the identity
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
  * When the deployment is deleted (here or on another host) its sockets are closed with
@@ -247,6 +247,13 @@ export function attachSync(
               message: `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each and ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection. Pass ids, not data.`,
             },
           });
+          return;
+        }
+        // A subscription runs its query at once: it costs a request, as a call would.
+        try {
+          quota.charge(key);
+        } catch (error) {
+          send({ type: "error", id, error: wireError(error) });
           return;
         }
         if (subscriptions.has(id) || subscriptions.size >= SYNC_LIMITS.subscriptions) {
