@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { describeOnBothTransports, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -357,6 +358,31 @@ describeOnBothTransports((inline) => {
       const response = await host.call(id, "query", "q", { blob: "x".repeat(2 * 1024 * 1024) });
       expect(response.status).toBe(413);
       expect(response.json<{ error: { code: string } }>().error.code).toBe("too_large");
+      await canaryAlive();
+    });
+
+    it("21b. a platform call holding millions of objects is refused before the host parses it", async () => {
+      // 8 MiB of [{},{},...]: parsing it held the host's main thread about half a second per call.
+      const id = await deployed(
+        queryCapsule(
+          `async (ctx) => {
+            const many = new Array(2_000_000).fill({});
+            const under = new Array(${LIMITS.syscallContainers} - 100).fill(1);
+            const outcomes = [];
+            for (const call of [() => ctx.db.items.get(many), () => ctx.db.items.insert({ n: many })])
+              outcomes.push(await call().then(() => "ok", (error) => error.message));
+            const fine = await ctx.db.items.get(JSON.stringify(new Array(1000).fill({}))).then(() => "ok", (error) => error.message);
+            const nested = await ctx.db.items.insert({ n: under.map(() => []) }).then(() => "ok", (error) => error.message);
+            return [...outcomes, fine, nested];
+          }`,
+        ),
+        roomy,
+      );
+      const [get, insert, fine, nested] = (await error(id, "query", "q", {}, roomy)).value as string[];
+      for (const outcome of [get, insert])
+        expect(outcome).toContain(`holds more than ${LIMITS.syscallContainers} objects and arrays`);
+      // Under the limit the call is parsed and answered as usual (here: not an id, not a number).
+      for (const outcome of [fine, nested]) expect(outcome).not.toContain("objects and arrays");
       await canaryAlive();
     });
 

@@ -29,11 +29,35 @@ export interface ReadCall {
   execution: RunningExecution | undefined;
 }
 
-/** Reads a platform call's JSON and finds the execution it names; refuses oversized calls. */
+/**
+ * True when `json` opens more than `most` objects and arrays (`{` and `[`, in strings too, which
+ * only ever overcounts). Found with native searches, stopping at the limit: bounded work, however
+ * the text is made.
+ */
+function opensMoreThan(json: string, most: number): boolean {
+  let opened = 0;
+  for (const bracket of ["{", "["]) {
+    for (let at = json.indexOf(bracket); at !== -1; at = json.indexOf(bracket, at + 1))
+      if (++opened > most) return true;
+  }
+  return false;
+}
+
+/**
+ * Reads a platform call's JSON and finds the execution it names; refuses oversized calls, and
+ * calls holding more objects and arrays than {@link LIMITS.syscallContainers} before parsing
+ * them: parsing runs on the host's main thread, and 8 MiB of `[{},{},...]` (2.8 million objects)
+ * held it for about half a second per call.
+ */
 export function readCall(json: unknown, running: SlotTable<RunningExecution>): ReadCall {
   if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
     throw new PlatformError("bad_request", "A database call was too large.");
   }
+  if (opensMoreThan(json, LIMITS.syscallContainers))
+    throw new PlatformError(
+      "bad_request",
+      `A database call holds more than ${LIMITS.syscallContainers} objects and arrays ("{" and "[" characters, in strings too). Split it over several calls or rows.`,
+    );
   const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
   const execution = typeof call.requestId === "number" ? running.get(call.requestId) : undefined;
   return { requestId: call.requestId, op: call.op, args: call.args, execution };

@@ -39,6 +39,11 @@ export const LIMITS = {
   /** Largest JSON argument of one syscall from an isolate. */
   syscallBytes: 8 * 1024 * 1024,
   /**
+   * Objects and arrays (nested ones included) one syscall's JSON may open, counted as its `{` and
+   * `[` characters (those inside strings too). Ours: parsing is the host's main thread's work.
+   */
+  syscallContainers: 262_144,
+  /**
    * Characters of platform calls one isolate may have in flight at once on its own thread (each is
    * copied into the host's memory as it is made). Ours.
    */
