@@ -8,6 +8,7 @@ import {
 } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
 import { HandlerStats } from "./handler-stats.js";
+import { loggedFields } from "./log-fields.js";
 import {
   type CallFailure,
   type CallLine,
@@ -222,72 +223,39 @@ export class LogHub {
   ): (entry: HandlerLogEntry) => void {
     let requestId = typeof request === "string" ? request : "";
     let count = 0;
+    const line = (level: LogLine["level"], message: string, fields?: Record<string, unknown>) =>
+      this.write({
+        time: isoNow(),
+        level,
+        deployment,
+        handler,
+        requestId,
+        message,
+        ...(fields ? { fields } : {}),
+      });
     const write = (entry: HandlerLogEntry) => {
       count++;
       if (requestId === "" && typeof request !== "string")
         requestId = formatRequestId(request.startedMs, request.seq);
       if (count > LIMITS.logLinesPerHandler) {
-        if (count === LIMITS.logLinesPerHandler + 1) {
-          this.write({
-            time: isoNow(),
-            level: "warn",
-            deployment,
-            handler,
-            requestId,
-            message: `log limit reached: further lines of this call are dropped (${LIMITS.logLinesPerHandler} per call)`,
-          });
-        }
+        if (count === LIMITS.logLinesPerHandler + 1)
+          line(
+            "warn",
+            `log limit reached: further lines of this call are dropped (${LIMITS.logLinesPerHandler} per call)`,
+          );
         return;
       }
       const fields = entry.fields ? loggedFields(entry.fields, env) : undefined;
-      this.write({
-        time: isoNow(),
-        level: entry.level,
-        deployment,
-        handler,
-        requestId,
-        message: redactSecrets(String(entry.message), env, LIMITS.logMessageChars),
-        ...(fields ? { fields } : {}),
-      });
+      line(entry.level, redactSecrets(String(entry.message), env, LIMITS.logMessageChars), fields);
     };
     // A log line must never fail its call: the sink also runs after a mutation committed.
     return (entry) => {
       try {
         write(entry);
       } catch {
-        this.write({
-          time: isoNow(),
-          level: "warn",
-          deployment,
-          handler,
-          requestId,
-          message: "a log line of this call could not be recorded and was dropped",
-        });
+        line("warn", "a log line of this call could not be recorded and was dropped");
       }
     };
-  }
-}
-
-/**
- * A log line's fields as kept: env values redacted, and cut to `{ truncated }` text past
- * {@link LIMITS.logFieldsChars} or when they cannot be written as JSON (nested too deep).
- */
-function loggedFields(fields: Record<string, unknown>, env: Record<string, string>): Record<string, unknown> {
-  let json: string;
-  try {
-    json = JSON.stringify(fields);
-  } catch {
-    return { truncated: "[fields that cannot be written as JSON]" };
-  }
-  if (json.length > LIMITS.logFieldsChars)
-    return { truncated: redactSecrets(json, env, LIMITS.logFieldsChars) };
-  const redacted = redactSecrets(json, env);
-  if (redacted === json) return fields;
-  try {
-    return JSON.parse(redacted) as Record<string, unknown>;
-  } catch {
-    // An env value that spans JSON punctuation leaves text that no longer parses.
-    return { truncated: redacted };
   }
 }
 

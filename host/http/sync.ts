@@ -14,24 +14,9 @@ import { type CallResult, type DeploymentService, parseIdempotencyKey } from "..
 import type { LiveQueries } from "../live/index.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
+import { type ClientMessage, readClientMessage, SubscriptionArgs, SYNC_LIMITS } from "./sync-messages.js";
 
-/**
- * Per connection: at most this many subscriptions, this much unsent data before it is dropped, and
- * this much of subscriptions' arguments (each subscription keeps its arguments for its re-runs: a
- * thousand of 1 MiB each kept 2 GiB of the host's memory for one anonymous socket).
- */
-export const SYNC_LIMITS = {
-  subscriptions: 1000,
-  bufferedBytes: 4 * 1024 * 1024,
-  messageBytes: 1024 * 1024,
-  subscriptionArgsBytes: 64 * 1024,
-  subscriptionsArgsBytes: 4 * 1024 * 1024,
-} as const;
-
-type ClientMessage =
-  | { type: "subscribe"; id: string; name: string; args?: unknown }
-  | { type: "unsubscribe"; id: string }
-  | { type: "mutation"; id: string; name: string; args?: unknown; idempotencyKey?: unknown };
+export { SYNC_LIMITS } from "./sync-messages.js";
 
 /** The sync endpoint of a host: {@link SyncEndpoint.drain} for a graceful shutdown, then `stop`. */
 export interface SyncEndpoint {
@@ -211,51 +196,20 @@ export function attachSync(
         send({ type: "mutationResult", id, error: wireError(error) });
       }
     };
-    /** Bytes of arguments each subscription keeps, by id. */
-    const argsBytes = new Map<string, number>();
-    let keptArgsBytes = 0;
+    const keptArgs = new SubscriptionArgs();
     const receive = async (data: unknown) => {
       // Draining: whatever comes now is sent again to the host the client reconnects to.
       if (draining) return;
       let message: ClientMessage;
       try {
-        message = JSON.parse(String(data)) as ClientMessage;
-      } catch {
-        send({ type: "error", error: { code: "bad_request", message: "Messages must be JSON." } });
-        return;
-      }
-      if (typeof message !== "object" || message === null || Array.isArray(message)) {
-        send({
-          type: "error",
-          error: { code: "bad_request", message: "Messages must be JSON objects with a type." },
-        });
+        message = readClientMessage(data);
+      } catch (error) {
+        send({ type: "error", error: wireError(error) });
         return;
       }
       const id = typeof message.id === "string" ? message.id : "";
       const argsJson = JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
       if (message.type === "subscribe") {
-        const bytes = Buffer.byteLength(argsJson);
-        if (
-          bytes > SYNC_LIMITS.subscriptionArgsBytes ||
-          keptArgsBytes + bytes > SYNC_LIMITS.subscriptionsArgsBytes
-        ) {
-          send({
-            type: "error",
-            id,
-            error: {
-              code: "bad_request",
-              message: `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each and ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection. Pass ids, not data.`,
-            },
-          });
-          return;
-        }
-        // A subscription runs its query at once: it costs a request, as a call would.
-        try {
-          quota.charge(key);
-        } catch (error) {
-          send({ type: "error", id, error: wireError(error) });
-          return;
-        }
         if (subscriptions.has(id) || subscriptions.size >= SYNC_LIMITS.subscriptions) {
           send({
             type: "error",
@@ -267,8 +221,20 @@ export function attachSync(
           });
           return;
         }
-        argsBytes.set(id, bytes);
-        keptArgsBytes += bytes;
+        try {
+          keptArgs.keep(id, argsJson);
+        } catch (error) {
+          send({ type: "error", id, error: wireError(error) });
+          return;
+        }
+        // A subscription runs its query at once: it costs a request, as a call would.
+        try {
+          quota.charge(key);
+        } catch (error) {
+          keptArgs.release(id);
+          send({ type: "error", id, error: wireError(error) });
+          return;
+        }
         const subscribed = live.subscribe(deployment, String(message.name), argsJson, identity, {
           value: (valueJson) => deliver(id, valueText("value", id, valueJson)),
           error: (error) => deliver(id, JSON.stringify({ type: "error", id, error })),
@@ -280,8 +246,7 @@ export function attachSync(
         const stop = subscriptions.get(id);
         subscriptions.delete(id);
         held.delete(id);
-        keptArgsBytes -= argsBytes.get(id) ?? 0;
-        argsBytes.delete(id);
+        keptArgs.release(id);
         (await stop)?.();
       } else if (message.type === "mutation") {
         const done = mutate(id, message, argsJson);

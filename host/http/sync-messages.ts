@@ -1,0 +1,57 @@
+import { PlatformError } from "../../sdk/values/index.js";
+
+/**
+ * Per connection: at most this many subscriptions, this much unsent data before it is dropped, and
+ * this much of subscriptions' arguments (each subscription keeps its arguments for its re-runs: a
+ * thousand of 1 MiB each kept 2 GiB of the host's memory for one anonymous socket).
+ */
+export const SYNC_LIMITS = {
+  subscriptions: 1000,
+  bufferedBytes: 4 * 1024 * 1024,
+  messageBytes: 1024 * 1024,
+  subscriptionArgsBytes: 64 * 1024,
+  subscriptionsArgsBytes: 4 * 1024 * 1024,
+} as const;
+
+/** A message of the sync protocol's client, as read (its fields still to check). */
+export type ClientMessage =
+  | { type: "subscribe"; id: string; name: string; args?: unknown }
+  | { type: "unsubscribe"; id: string }
+  | { type: "mutation"; id: string; name: string; args?: unknown; idempotencyKey?: unknown };
+
+/** A client's message read from its text; `bad_request` when it is not a JSON object. */
+export function readClientMessage(data: unknown): ClientMessage {
+  let message: unknown;
+  try {
+    message = JSON.parse(String(data));
+  } catch {
+    throw new PlatformError("bad_request", "Messages must be JSON.");
+  }
+  if (typeof message !== "object" || message === null || Array.isArray(message))
+    throw new PlatformError("bad_request", "Messages must be JSON objects with a type.");
+  return message as ClientMessage;
+}
+
+/** The arguments one connection's subscriptions keep, bounded by {@link SYNC_LIMITS}. */
+export class SubscriptionArgs {
+  private readonly bytes = new Map<string, number>();
+  private total = 0;
+
+  /** Counts subscription `id`'s arguments, or refuses them (`bad_request`) when they do not fit. */
+  keep(id: string, argsJson: string): void {
+    const bytes = Buffer.byteLength(argsJson);
+    if (bytes > SYNC_LIMITS.subscriptionArgsBytes || this.total + bytes > SYNC_LIMITS.subscriptionsArgsBytes)
+      throw new PlatformError(
+        "bad_request",
+        `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each and ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection. Pass ids, not data.`,
+      );
+    this.bytes.set(id, bytes);
+    this.total += bytes;
+  }
+
+  /** Gives subscription `id`'s room back. */
+  release(id: string): void {
+    this.total -= this.bytes.get(id) ?? 0;
+    this.bytes.delete(id);
+  }
+}
