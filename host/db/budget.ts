@@ -76,9 +76,9 @@ export class Budget {
   }
 
   /**
-   * Counts one row written, storing `bytes` bytes with its index entries (0 for a delete). Every write is held in memory until
-   * the commit, and each costs the host's main thread its index entries' work, so a mutation's
-   * writes are bounded like its reads.
+   * Counts one row written, storing `bytes` bytes with its index entries (0 for a delete). Every
+   * write is held in memory until the commit, and each costs the host's main thread its index
+   * entries' work, so a mutation's writes are bounded like its reads.
    */
   wrote(bytes: number): void {
     this.mayWrite();
