@@ -23,7 +23,10 @@ export interface OverlayEntry {
  * are a transaction's own writes.
  */
 export class WriteOverlay {
-  private entries: BTreeOf<Buffer, OverlayEntry> = new BTree<Buffer, OverlayEntry>(undefined, Buffer.compare);
+  private readonly entries: BTreeOf<Buffer, OverlayEntry> = new BTree<Buffer, OverlayEntry>(
+    undefined,
+    Buffer.compare,
+  );
   /** Entries written since creation or fork; made on the first write (most transactions read only). */
   private touched: Set<OverlayEntry> | undefined;
 

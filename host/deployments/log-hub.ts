@@ -83,9 +83,9 @@ export class LogHub {
   }
 
   /** Records a line. */
-  write(line: LogLine): void {
+  write(line: LogLine, fieldsChars?: number): void {
     if (this.writeCalls || (!line.call && !line.warning)) this.print(line);
-    this.ring(line.deployment).push(line);
+    this.ring(line.deployment).push(line, fieldsChars);
     this.tell(line);
   }
 
@@ -223,16 +223,19 @@ export class LogHub {
   ): (entry: HandlerLogEntry) => void {
     let requestId = typeof request === "string" ? request : "";
     let count = 0;
-    const line = (level: LogLine["level"], message: string, fields?: Record<string, unknown>) =>
-      this.write({
-        time: isoNow(),
-        level,
-        deployment,
-        handler,
-        requestId,
-        message,
-        ...(fields ? { fields } : {}),
-      });
+    const line = (level: LogLine["level"], message: string, kept?: ReturnType<typeof loggedFields>) =>
+      this.write(
+        {
+          time: isoNow(),
+          level,
+          deployment,
+          handler,
+          requestId,
+          message,
+          ...(kept ? { fields: kept.fields } : {}),
+        },
+        kept?.chars,
+      );
     const write = (entry: HandlerLogEntry) => {
       count++;
       if (requestId === "" && typeof request !== "string")
@@ -245,8 +248,8 @@ export class LogHub {
           );
         return;
       }
-      const fields = entry.fields ? loggedFields(entry.fields, env) : undefined;
-      line(entry.level, redactSecrets(String(entry.message), env, LIMITS.logMessageChars), fields);
+      const kept = entry.fields ? loggedFields(entry.fields, env) : undefined;
+      line(entry.level, redactSecrets(String(entry.message), env, LIMITS.logMessageChars), kept);
     };
     // A log line must never fail its call: the sink also runs after a mutation committed.
     return (entry) => {

@@ -63,10 +63,13 @@ function copySlot(source: Slots, from: number, target: Slots, to: number): void 
   target.outcomes[to] = source.outcomes[from] as string;
 }
 
-/** The characters of text a line keeps alive: its message, fields and failure. */
-function textChars(line: LogLine): number {
+/**
+ * The characters of text a line keeps alive: its message, fields and failure. `fieldsChars`: its
+ * fields' JSON length when the writer measured it already.
+ */
+function textChars(line: LogLine, fieldsChars?: number): number {
   let chars = line.message.length;
-  if (line.fields) chars += JSON.stringify(line.fields).length;
+  if (line.fields) chars += fieldsChars ?? JSON.stringify(line.fields).length;
   const error = line.call?.error;
   if (error) chars += error.message.length + (error.stack?.length ?? 0);
   return chars;
@@ -99,9 +102,12 @@ export class LogRing {
     private readonly maxChars = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Keeps a line as it is, dropping the oldest lines while the text kept is over its maximum. */
-  push(line: LogLine): void {
-    const chars = textChars(line);
+  /**
+   * Keeps a line as it is, dropping the oldest lines while the text kept is over its maximum
+   * (`fieldsChars`: see {@link textChars}).
+   */
+  push(line: LogLine, fieldsChars?: number): void {
+    const chars = textChars(line, fieldsChars);
     const slot = this.nextSlot(); // first: it may re-lay the slots
     this.slots.lines[slot] = line;
     this.slots.chars[slot] = chars;

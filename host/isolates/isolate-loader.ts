@@ -144,6 +144,9 @@ function threadedBridgeSource(): string {
     };`;
 }
 
+/** {@link threadedBridgeSource}, made once (it depends on `LIMITS` only). */
+const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
+
 /** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
 export async function createBlankIsolate(
   limits: IsolateLimits,
@@ -169,7 +172,7 @@ export async function createBlankIsolate(
       inlineEnd?.receiveResult(requestId, wire),
     );
     await context.evalClosure(
-      `${threadedBridgeSource()}
+      `${THREADED_BRIDGE_SOURCE}
       globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
       globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
       [bridge, post, done],

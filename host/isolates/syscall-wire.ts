@@ -53,7 +53,8 @@ export function readCall(json: unknown, running: SlotTable<RunningExecution>): R
   if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
     throw new PlatformError("bad_request", "A database call was too large.");
   }
-  if (opensMoreThan(json, LIMITS.syscallContainers))
+  // A call shorter than the limit cannot open more containers than it has characters.
+  if (json.length > LIMITS.syscallContainers && opensMoreThan(json, LIMITS.syscallContainers))
     throw new PlatformError(
       "bad_request",
       `A database call holds more than ${LIMITS.syscallContainers} objects and arrays ("{" and "[" characters, in strings too). Split it over several calls or rows.`,
