@@ -10,7 +10,7 @@ import {
   OidcVerifier,
   type UnsentCode,
 } from "./auth/index.js";
-import { HostDatabase, PostgresKv } from "./db/index.js";
+import { type DatabaseQuota, HostDatabase, PostgresKv } from "./db/index.js";
 import { DeploymentService, LogHub, quarantine } from "./deployments/index.js";
 import {
   attachSync,
@@ -76,6 +76,8 @@ export interface HostOptions {
   storageLimits?: Partial<StorageLimits>;
   /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
   devClientDirs?: string[];
+  /** Row bytes per deployment (tests use small ones); the default is `LIMITS.rowBytesPerDeployment`. */
+  databaseQuota?: Partial<DatabaseQuota>;
   /**
    * Whether every call's budget line (and budget warnings) is written to the log destination too
    * (default true: an access log); they are kept for `platform logs` either way.
@@ -127,7 +129,7 @@ export interface PlatformHost {
  */
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
   await mkdir(options.data, { recursive: true });
-  const db = await HostDatabase.open(options.database ?? join(options.data, "db"));
+  const db = await HostDatabase.open(options.database ?? join(options.data, "db"), options.databaseQuota);
   const logs = new LogHub(options.logDestination, options.logCalls ?? true);
   const metrics = new HostMetrics({
     serverRestarts: options.serverRestarts,

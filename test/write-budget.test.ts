@@ -95,3 +95,41 @@ export default capsule({ schema: { t: table({ n: number() })${indexes} } });
     );
   }, 60_000);
 });
+
+describe("a deployment's row storage quota, over HTTP", () => {
+  it("refuses a mutation that would store past it with 413 quota_exceeded, and takes writes again after deletes", async () => {
+    const small = await startTestHost({ databaseQuota: { rowBytesPerDeployment: 64 * 1024 } });
+    try {
+      const source = `import { capsule, table, string } from "platform/server";
+export default capsule({
+  schema: { notes: table({ text: string() }) },
+  queries: { count: async (ctx) => ctx.db.notes.count() },
+  mutations: {
+    add: async (ctx, args) => ctx.db.notes.insert({ text: "n".repeat(args.size) }),
+    clear: async (ctx) => { for (const note of await ctx.db.notes.take(1000)) await ctx.db.notes.delete(note.id); return "cleared"; },
+  },
+});
+`;
+      expect((await small.deployCode("full", await sourceCode(source))).status).toBe(201);
+      let added = 0;
+      let refused: Awaited<ReturnType<TestHost["call"]>> | undefined;
+      while (!refused && added < 100) {
+        const response = await small.call("full", "mutation", "add", { size: 4096 });
+        if (response.status === 200) added++;
+        else if (response.status !== 413) throw new Error(response.text());
+        else refused = response;
+      }
+      expect(refused?.status, refused?.text()).toBe(413);
+      expect(refused?.json<{ error: { code: string } }>().error.code).toBe("quota_exceeded");
+      expect(added).toBeGreaterThan(0);
+      // Nothing of the refused mutation was written.
+      expect((await small.call("full", "query", "count")).json<{ value: number }>().value).toBe(added);
+      const cleared = await small.call("full", "mutation", "clear");
+      expect(cleared.status, cleared.text()).toBe(200);
+      const again = await small.call("full", "mutation", "add", { size: 4096 });
+      expect(again.status, again.text()).toBe(200);
+    } finally {
+      await small.dispose();
+    }
+  }, 60_000);
+});

@@ -1,8 +1,10 @@
 /**
  * Running a migration (docs/capsules.md "Deploys and schema changes"): the plan of migrate.ts carried out on
  * the store. New indexes are backfilled from the rows of a snapshot, with their counts; the new
- * schema is stored in one write; then dropped indexes are cleared. A build in progress is recorded
- * under the deployment's `building` key, so a crash halfway leaves entries that the next load clears.
+ * schema is stored in one write, with the row bytes (row-bytes.ts) its built and dropped entries
+ * move; then dropped indexes are cleared. A build in progress is recorded under the deployment's
+ * `building` key, so a crash halfway leaves entries that the next load clears. A migration is
+ * never refused for the row bytes limit: a deploy must always be able to ship code that deletes.
  */
 import { PlatformError } from "../../sdk/values/index.js";
 import { metaKey } from "./keys.js";
@@ -14,7 +16,8 @@ import {
   rowsOf,
   storedIndexRanges,
 } from "./migrate.js";
-import { hasLegacyCreatedAt, indexEntry, materialize, parseStoredRow } from "./rows.js";
+import { valueBytes } from "./row-bytes.js";
+import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
 import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
 
 /** An index whose build has begun and not ended. */
@@ -30,6 +33,12 @@ export interface MigrationTarget {
   readonly schema: StoredSchema;
   /** Serves `next` from now on (called once it is stored). */
   adoptSchema(next: StoredSchema): void;
+  /** The key of the deployment's row bytes. */
+  readonly rowBytesKey: Buffer;
+  /** The deployment's row bytes now (counted and stored first if not known). */
+  storedRowBytes(): Promise<number>;
+  /** Called once the row bytes `total` are stored. */
+  rowBytesStored(total: number): void;
 }
 
 /** Count puts written per batch after a backfill. */
@@ -56,7 +65,7 @@ export async function clearAbandonedBuilds(
   await store.batch([{ type: "del", key: metaKey(deployment, "building") }]);
 }
 
-/** Writes every entry of a new index from the table's rows, then its counts; returns the entries. */
+/** Writes every entry of a new index from the table's rows, then its counts; returns the entries and their bytes. */
 async function backfill(
   store: KvStore,
   snapshot: KvSnapshot,
@@ -64,19 +73,21 @@ async function backfill(
   index: string,
   stored: StoredIndex,
   onProgress?: (progress: MigrationProgress) => void,
-): Promise<number> {
+): Promise<{ entries: number; bytes: number }> {
   const compiledIndex = table.indexes.get(index)!;
   const counts = new Map<string, number>();
   let done = 0;
+  let bytes = 0;
   for await (const rows of rowsOf(snapshot, table.rowPrefix)) {
     const batch: KvOperation[] = [];
     for (const json of rows) {
       const row = parseStoredRow(json);
       if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
       // Rows stay as stored; an entry built from a legacy row carries its v1 form.
-      const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
+      const value = indexEntryValue(json);
       const entry = indexEntry(compiledIndex, materialize(table, { ...row }));
       batch.push({ type: "put", key: entry.key, value });
+      bytes += Buffer.byteLength(value);
       for (const name of entry.counts) counts.set(name, (counts.get(name) ?? 0) + 1);
     }
     await store.batch(batch);
@@ -90,7 +101,7 @@ async function backfill(
   }));
   for (let at = 0; at < countPuts.length; at += COUNT_BATCH)
     await store.batch(countPuts.slice(at, at + COUNT_BATCH));
-  return done;
+  return { entries: done, bytes };
 }
 
 /**
@@ -121,18 +132,29 @@ export async function runMigration(
     const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
     if (pending.length > 0)
       await store.batch([{ type: "put", key: building, value: JSON.stringify(pending) }]);
+    // Only entries of the stored schema's indexes count: what is built and dropped moves the row
+    // bytes in the batch that stores the schema.
+    let rowBytes = await target.storedRowBytes();
     const nextTables = compileSchema(id, plan.next);
     for (const { table, index, stored } of plan.build) {
       await clearIndex(store, id, table, stored);
-      const entries = await backfill(store, snapshot, nextTables.get(table)!, index, stored, onProgress);
-      report.built.push({ table, index, entries });
+      const built = await backfill(store, snapshot, nextTables.get(table)!, index, stored, onProgress);
+      report.built.push({ table, index, entries: built.entries });
+      rowBytes += built.bytes;
+    }
+    const currentTables = compileSchema(id, current);
+    for (const { table, index } of plan.drop) {
+      const dropped = currentTables.get(table)?.indexes.get(index);
+      if (dropped) rowBytes -= await valueBytes(snapshot, dropped.prefix, dropped.end);
     }
     await store.batch([
       { type: "put", key: metaKey(id, "schema"), value: JSON.stringify(plan.next) },
       { type: "del", key: building },
+      { type: "put", key: target.rowBytesKey, value: String(rowBytes) },
     ]);
     pending = [];
     target.adoptSchema(plan.next);
+    target.rowBytesStored(rowBytes);
     for (const { table, index, stored } of plan.drop) {
       await clearIndex(store, id, table, stored);
       report.dropped.push({ table, index });

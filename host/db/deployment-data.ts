@@ -8,7 +8,8 @@ import { afterPrefix } from "./codec.js";
 import { deploymentPrefixes, metaKey, rowKeyUnder, rowPrefix } from "./keys.js";
 import type { KvOperation, KvSnapshot } from "./kv/index.js";
 import { rowsOf } from "./migrate.js";
-import { hasLegacyCreatedAt, indexEntry, materialize, parseStoredRow } from "./rows.js";
+import { rowBytesKey } from "./row-bytes.js";
+import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
 import { compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 
 /**
@@ -101,11 +102,16 @@ export async function existingKeys(
 /**
  * Every key deployment `id` holds with `data`: each row, its entries in every index (a hidden
  * index with `notBefore` takes the rows a backfill takes, plus the early entries named), the
- * stored counts of those entries, the schema and the clock.
+ * stored counts of those entries, the row bytes of rows and entries (row-bytes.ts), the schema
+ * and the clock.
  */
-export function dataOperations(id: string, data: DeploymentData): KvOperation[] {
+export function dataOperations(
+  id: string,
+  data: DeploymentData,
+): { operations: KvOperation[]; rowBytes: number } {
   const operations: KvOperation[] = [];
   const counts = new Map<string, number>();
+  let rowBytes = 0;
   for (const [name, table] of compileSchema(id, data.schema)) {
     const stored = data.schema.tables[name]?.indexes ?? {};
     const early = data.earlyEntries[name] ?? {};
@@ -113,8 +119,10 @@ export function dataOperations(id: string, data: DeploymentData): KvOperation[] 
     for (const json of data.tables.get(name) ?? []) {
       const row = parseStoredRow(json);
       operations.push({ type: "put", key: rowKeyUnder(table.rowPrefix, row.id), value: json });
+      rowBytes += Buffer.byteLength(json);
       // As a backfill writes them: rows stay as stored, an entry of a legacy row carries its v1 form.
-      const value = hasLegacyCreatedAt(json) ? JSON.stringify(row) : json;
+      const value = indexEntryValue(json);
+      const valueBytes = Buffer.byteLength(value);
       const full = materialize(table, { ...row });
       for (const index of table.indexes.values()) {
         const notBefore = stored[index.name]?.notBefore;
@@ -122,6 +130,7 @@ export function dataOperations(id: string, data: DeploymentData): KvOperation[] 
           continue;
         const entry = indexEntry(index, full);
         operations.push({ type: "put", key: entry.key, value });
+        rowBytes += valueBytes;
         for (const count of entry.counts) counts.set(count, (counts.get(count) ?? 0) + 1);
       }
     }
@@ -131,7 +140,8 @@ export function dataOperations(id: string, data: DeploymentData): KvOperation[] 
   operations.push({ type: "put", key: metaKey(id, "schema"), value: JSON.stringify(data.schema) });
   if (data.clock !== null)
     operations.push({ type: "put", key: metaKey(id, "clock"), value: String(data.clock) });
-  return operations;
+  operations.push({ type: "put", key: rowBytesKey(id), value: String(rowBytes) });
+  return { operations, rowBytes };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { BudgetLimits, BudgetUsage } from "./budget.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
+import { rowQuotaExceeded } from "./row-bytes.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost, TransactionOptions } from "./transaction-view.js";
 
@@ -46,6 +47,15 @@ export interface GroupCommitHost extends TransactionHost {
   exclusive<T>(work: () => Promise<T>): Promise<T>;
   /** Commits `operations` on `snapshot` and tells listeners what was written. */
   commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void>;
+  /** The key of the deployment's row bytes, and the most it may store (see row-bytes.ts). */
+  readonly rowBytesKey: Buffer;
+  readonly rowBytesLimit: number;
+  /** The deployment's row bytes as stored, when known (under the write lock). */
+  readonly knownRowBytes: number | undefined;
+  /** Counts and stores the deployment's row bytes (called under the write lock when not known). */
+  recountRowBytes(): Promise<number>;
+  /** Called once a batch storing the row bytes `total` has landed. */
+  rowBytesStored(total: number): void;
 }
 
 /** Mutations committed together at most (a deployment has at most 64 handlers in flight). */
@@ -109,9 +119,10 @@ export class GroupCommit {
    */
   private async commitGroup(group: QueuedMutation[]): Promise<void> {
     const database = this.database;
+    const rowBytes = database.knownRowBytes ?? (await database.recountRowBytes());
     // Taken under the write lock, with the first read: no commit of this deployment can come between.
     const snapshot = await database.store.lazySnapshot();
-    const batch = new GroupBatch(database, snapshot);
+    const batch = new GroupBatch(database, snapshot, rowBytes);
     const started = performance.now();
     try {
       for (const [index, member] of group.entries()) {
@@ -157,18 +168,35 @@ class GroupBatch {
   /** Every write of the group's members that succeeded, for the next member to fork. */
   overlay: WriteOverlay | undefined;
   private inserted = false;
+  /** Whether a member moved the row bytes, which the batches then store. */
+  private rowBytesMoved = false;
   private waiting: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
   private tail: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | undefined;
 
+  /** `rowBytes`: the deployment's row bytes before the group; then with every member's writes added. */
   constructor(
     private readonly database: GroupCommitHost,
     private readonly snapshot: KvSnapshot,
+    private rowBytes: number,
   ) {}
 
-  /** Records a member that succeeded: its writes join the group's, its answer waits for them. */
+  /**
+   * Records a member that succeeded: its writes join the group's, its answer waits for them. A
+   * member whose writes would take the row bytes past the limit is refused (`quota_exceeded`)
+   * instead, and none of its writes join; one whose handler's writes free bytes or keep them is
+   * never refused (the host's own writes, a guest upgrade's, alone never are).
+   */
   add(member: QueuedMutation, value: unknown, tx: Transaction): void {
+    const moved = tx.rowBytesChange;
+    const limit = this.database.rowBytesLimit;
+    if (moved - tx.hostRowBytesChange > 0 && this.rowBytes + moved > limit)
+      throw rowQuotaExceeded(this.rowBytes, moved, limit);
     const sealed = tx.seal();
+    if (moved !== 0) {
+      this.rowBytes += moved;
+      this.rowBytesMoved = true;
+    }
     this.overlay = sealed.overlay;
     this.inserted ||= sealed.inserted;
     this.waiting.push({
@@ -196,6 +224,9 @@ class GroupBatch {
         key: this.database.clockKey,
         value: String(this.database.clockValue()),
       });
+    const rowBytes = this.rowBytesMoved ? this.rowBytes : undefined;
+    if (rowBytes !== undefined)
+      operations.push({ type: "put", key: this.database.rowBytesKey, value: String(rowBytes) });
     this.tail = this.tail.then(async () => {
       if (this.failure) {
         for (const { member } of members) member.reject(this.failure.error);
@@ -204,6 +235,7 @@ class GroupBatch {
       try {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
         if (written.length > 0) await this.database.commitWrites(this.snapshot, operations, written);
+        if (rowBytes !== undefined) this.database.rowBytesStored(rowBytes);
       } catch (error) {
         this.failure = { error };
         for (const { member } of members) member.reject(error);

@@ -4,6 +4,7 @@ import type { HostMessage } from "./host-message.js";
 import { hostKey } from "./keys.js";
 import { ClassicKv, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
+import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
 import { TenantDatabase } from "./tenant-database.js";
 import { WriteLock } from "./write-lock.js";
 
@@ -21,6 +22,7 @@ export class HostDatabase {
   private constructor(
     readonly store: KvStore,
     private readonly cursors: CursorCodec,
+    private readonly quota: DatabaseQuota,
   ) {
     store.bus.onBroadcast((text) => {
       let message: HostMessage;
@@ -35,17 +37,18 @@ export class HostDatabase {
 
   /**
    * Opens the database: a `postgres://` (or `postgresql://`) URL connects to PostgreSQL; anything
-   * else is a folder for the embedded classic-level store (created if needed).
+   * else is a folder for the embedded classic-level store (created if needed). `quota`: what each
+   * deployment may store (tests pass small limits); by default the documented ones.
    */
-  static async open(location: string): Promise<HostDatabase> {
+  static async open(location: string, quota?: Partial<DatabaseQuota>): Promise<HostDatabase> {
     const store = /^postgres(ql)?:\/\//.test(location)
       ? await PostgresKv.open(location)
       : await ClassicKv.open(location);
-    return HostDatabase.openStore(store);
+    return HostDatabase.openStore(store, quota);
   }
 
-  /** Opens the database on an already open store. */
-  static async openStore(store: KvStore): Promise<HostDatabase> {
+  /** Opens the database on an already open store (`quota`: see {@link open}). */
+  static async openStore(store: KvStore, quota?: Partial<DatabaseQuota>): Promise<HostDatabase> {
     const keyName = hostKey("cursorKey");
     let key = await store.get(keyName);
     if (!key) {
@@ -56,7 +59,9 @@ export class HostDatabase {
       });
       key = (await store.get(keyName)) as string;
     }
-    return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")));
+    return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")), {
+      rowBytesPerDeployment: quota?.rowBytesPerDeployment ?? DEFAULT_DATABASE_QUOTA.rowBytesPerDeployment,
+    });
   }
 
   /** True when other host processes share this database. */
@@ -109,7 +114,7 @@ export class HostDatabase {
   deployment(id: string): Promise<TenantDatabase> {
     let loading = this.deployments.get(id);
     if (!loading) {
-      loading = new TenantDatabase(this.store, id, this.cursors).load();
+      loading = new TenantDatabase(this.store, id, this.cursors, this.quota).load();
       loading.catch(() => this.deployments.delete(id));
       this.deployments.set(id, loading);
     }

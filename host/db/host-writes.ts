@@ -31,19 +31,29 @@ export async function reassignUserId(
   const index = table.indexes.get(userIndexName(field));
   if (!index) throw new PlatformError("internal", `${table.name}.${field} has no user index.`);
   const range = compileRange(table, index, [{ op: "eq", field, value: from }]);
-  const rows: StoredRow[] = [];
+  const ids: string[] = [];
   await scanRange(
     tx.snapshot,
     tx.overlay,
     { start: range.start, end: range.end, reverse: false, values: true, keys: false, hint: 256 },
     (_key, value) => {
-      rows.push(JSON.parse(value) as StoredRow);
+      ids.push((JSON.parse(value) as StoredRow).id);
       return true;
     },
   );
-  // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
-  for (const before of rows) writeRow(tx, table, { ...before, [field]: to } as StoredRow, before, false);
-  return rows.length;
+  for (const id of ids) {
+    // The row as stored (an entry of a legacy row holds its v1 form), for the bytes it holds.
+    const before = await existingRow(
+      tx,
+      table,
+      id,
+      await tx.readKey(rowKeyUnder(table.rowPrefix, id)),
+      "update",
+    );
+    // biome-ignore lint/plugin: a stored row's keys are not ours to trust (Object.assign would let a "__proto__" key set the prototype); rare (guest upgrade)
+    writeRow(tx, table, { ...before.row, [field]: to } as StoredRow, before, false);
+  }
+  return ids.length;
 }
 
 /**
@@ -98,9 +108,9 @@ export async function applyLegacyWrites(
       tx.insertRow(table, fields, id, true);
     } else if (write.op === "update") {
       const json = isRowIdShape(write.id) ? await tx.readKey(rowKeyUnder(table.rowPrefix, write.id)) : null;
-      const before = existingRow(tx, table, write.id, json, "update");
-      const after = applyPatch(table, before, write.patch);
-      await checkReferences(tx, changedIdFields(table, after, before), table.name);
+      const before = await existingRow(tx, table, write.id, json, "update");
+      const after = applyPatch(table, before.row, write.patch);
+      await checkReferences(tx, changedIdFields(table, after, before.row), table.name);
       writeRow(tx, table, after, before);
     } else if (write.op === "delete") {
       await tx.delete(table.name, write.id);

@@ -1,7 +1,8 @@
 /**
  * `host/db`: the document database over a key-value store (classic-level or PostgreSQL, see kv/):
  * per-deployment stores with group commit, transactions (with their one synchronous fast path),
- * query terminals and cursors, stored counts, budgets, schema migration and read/write sets.
+ * query terminals and cursors, stored counts, budgets, the row storage quota, schema migration and
+ * read/write sets.
  * No Koa, no isolates.
  */
 export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET } from "./budget.js";
@@ -36,6 +37,7 @@ export {
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
+export { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
 export { newRowId } from "./row-id.js";
 export type { StoredSchema } from "./stored-schema.js";
 export { type CommitListener, TenantDatabase } from "./tenant-database.js";

@@ -4,8 +4,9 @@
  * its index entries and count changes into the overlay.
  */
 import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
-import { NOT_READY } from "./fast-path.js";
+import { NOT_READY, type NotReady } from "./fast-path.js";
 import { rowKeyUnder } from "./keys.js";
+import { heldBytesOf, tryHeldBytesSync, writtenBytes } from "./row-bytes.js";
 import { indexEntries, materializeJson, parseStoredRow, type StoredRow } from "./rows.js";
 import type { CompiledTable } from "./stored-schema.js";
 import type { TransactionView } from "./transaction-view.js";
@@ -29,8 +30,14 @@ export function chargeRow(tx: TransactionView, table: CompiledTable, json: strin
 /** A row's `id()` field naming a row of another table: `[field, table, id]`. */
 type Reference = [field: string, table: string, id: string];
 
+/** A stored row about to be rewritten or removed, with the bytes it holds now (row-bytes.ts). */
+export interface ExistingRow {
+  row: StoredRow;
+  bytes: number;
+}
+
 /** The stored row `id` of `table` for `verb`, from its JSON; a missing row is `not_found`. */
-export function existingRow(
+function parseExisting(
   tx: TransactionView,
   table: CompiledTable,
   id: string,
@@ -41,6 +48,34 @@ export function existingRow(
     throw new PlatformError("not_found", `Cannot ${verb}: no row ${String(id)} in table ${table.name}.`);
   // A legacy deployment keeps rows as stored; v1 reads them (and so writes them back) in v1 form.
   return tx.host.legacy ? (JSON.parse(json) as StoredRow) : parseStoredRow(json);
+}
+
+/** {@link existingRow} at once, or NOT_READY when an index entry it may lack must be read. */
+export function tryExistingRowSync(
+  tx: TransactionView,
+  table: CompiledTable,
+  id: string,
+  json: string | null,
+  verb: string,
+): ExistingRow | NotReady {
+  const row = parseExisting(tx, table, id, json, verb);
+  const bytes = tryHeldBytesSync(tx, table, json as string, row);
+  return bytes === NOT_READY ? NOT_READY : { row, bytes };
+}
+
+/**
+ * The stored row `id` of `table` for `verb`, from its JSON (a missing row is `not_found`), with
+ * the bytes it holds.
+ */
+export async function existingRow(
+  tx: TransactionView,
+  table: CompiledTable,
+  id: string,
+  json: string | null,
+  verb: string,
+): Promise<ExistingRow> {
+  const row = parseExisting(tx, table, id, json, verb);
+  return { row, bytes: await heldBytesOf(tx, table, json as string, row) };
 }
 
 function referenced([field, target, id]: Reference, json: string | null, tableName: string): void {
@@ -75,25 +110,28 @@ export async function checkReferences(
 }
 
 /**
- * Writes `row` and its index entries into `tx`'s overlay (replacing `previous`'s), and notes how
- * the counts of the entries that appear or go move (see stored-counts.ts). The write counts
- * against the handler's write budget unless the host makes it on its own behalf (`budgeted`
- * false: a guest upgrade's reassignment of the guest's rows).
+ * Writes `row` and its index entries into `tx`'s overlay (replacing `existing`'s), and notes how
+ * the counts of the entries that appear or go move (see stored-counts.ts) and how the row bytes
+ * move (row-bytes.ts). The write counts against the handler's write budget unless the host makes
+ * it on its own behalf (`budgeted` false: a guest upgrade's reassignment of the guest's rows).
  */
 export function writeRow(
   tx: TransactionView,
   table: CompiledTable,
   row: StoredRow,
-  previous: StoredRow | null,
+  existing: ExistingRow | null,
   budgeted = true,
 ): void {
   if (budgeted) tx.budget.mayWrite();
   const json = JSON.stringify(row);
   const next = indexEntries(table, row);
   // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
-  if (budgeted) tx.budget.wrote(Buffer.byteLength(json) * (1 + next.length));
+  const bytes = writtenBytes(json, next.length);
+  if (budgeted) tx.budget.wrote(bytes);
   else tx.budget.usage.writes++;
+  tx.noteRowBytes(bytes - (existing?.bytes ?? 0), budgeted);
   const overlay = tx.overlay;
+  const previous = existing?.row;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
   if (!previous) {
     for (const entry of next) {
@@ -118,9 +156,11 @@ export function writeRow(
   });
 }
 
-/** Removes `row` and its index entries from `tx`'s view, and notes them off their counts. */
-export function removeRow(tx: TransactionView, table: CompiledTable, row: StoredRow): void {
+/** Removes `existing` and its index entries from `tx`'s view, and notes them off their counts and the row bytes. */
+export function removeRow(tx: TransactionView, table: CompiledTable, existing: ExistingRow): void {
   tx.budget.wrote(0);
+  tx.noteRowBytes(-existing.bytes);
+  const row = existing.row;
   tx.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
   for (const entry of indexEntries(table, row)) {
     tx.overlay.set(entry.key, null);

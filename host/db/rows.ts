@@ -106,6 +106,15 @@ export function parseStoredRow(json: string): StoredRow {
   return row;
 }
 
+/**
+ * What an index entry built from stored row JSON holds (backfills and imports build them so): the
+ * row as stored, or its v1 form when `createdAt` is legacy. Every write stores v1 rows, whose
+ * entries hold the same JSON as the row.
+ */
+export function indexEntryValue(json: string): string {
+  return hasLegacyCreatedAt(json) ? JSON.stringify(parseStoredRow(json)) : json;
+}
+
 /** Fills defaults added after this row was stored (a defaulted field always has a value). */
 export function materialize(table: CompiledTable, row: StoredRow): StoredRow {
   for (const [name, value] of table.lateDefaults) if (row[name] === undefined) row[name] = value;

@@ -87,6 +87,8 @@ export interface CompiledIndex {
    * size, which every other index shares: each row has an entry in each), 1 for the others.
    */
   countsFrom: number;
+  /** Rows created before this have an entry only once written again (see {@link StoredIndex}). */
+  notBefore: number | undefined;
 }
 
 /** A table ready for reads and writes. */
@@ -118,6 +120,7 @@ export function compileSchema(deployment: string, stored: StoredSchema): Map<str
         end: afterPrefix(prefix),
         counted: index.counted === true && !indexName.startsWith("$"),
         countsFrom: indexName === CREATION_INDEX ? 0 : 1,
+        notBefore: index.notBefore,
       });
     }
     tables.set(name, {

@@ -9,6 +9,14 @@ import { deploymentPrefixes, metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
+import {
+  countRowBytes,
+  type DatabaseQuota,
+  DEFAULT_DATABASE_QUOTA,
+  importQuotaExceeded,
+  parseRowBytes,
+  rowBytesKey,
+} from "./row-bytes.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost } from "./transaction-view.js";
@@ -34,6 +42,13 @@ const CLOCK_STEP = 1 / 1024;
 export class TenantDatabase implements TransactionHost {
   readonly lock = new WriteLock();
   readonly clockKey: Buffer;
+  readonly rowBytesKey: Buffer;
+  /**
+   * The row bytes stored under {@link rowBytesKey} (see row-bytes.ts), undefined until known: a
+   * deployment stored before the total existed has it counted under the write lock when first
+   * needed. Read and moved under the write lock only; other processes' commits are read with it.
+   */
+  private rowBytes: number | undefined;
   private stored: StoredSchema = emptySchema();
   /** {@link stored} as its metadata record holds it, to notice any change another host made. */
   private storedJson = JSON.stringify(this.stored);
@@ -48,8 +63,49 @@ export class TenantDatabase implements TransactionHost {
     readonly store: KvStore,
     readonly id: string,
     readonly cursors: CursorCodec,
+    private readonly quota: DatabaseQuota = DEFAULT_DATABASE_QUOTA,
   ) {
     this.clockKey = metaKey(id, "clock");
+    this.rowBytesKey = rowBytesKey(id);
+  }
+
+  /** The most row bytes this deployment may store. */
+  get rowBytesLimit(): number {
+    return this.quota.rowBytesPerDeployment;
+  }
+
+  /** The row bytes as stored, when known; {@link storedRowBytes} counts them when not. */
+  get knownRowBytes(): number | undefined {
+    return this.rowBytes;
+  }
+
+  /**
+   * The deployment's row bytes (rows and index entries), counted from what it holds and stored
+   * when not known yet (a deployment stored before the total existed). The caller holds the write
+   * lock, so no commit moves them meanwhile.
+   */
+  async storedRowBytes(): Promise<number> {
+    if (this.rowBytes !== undefined) return this.rowBytes;
+    return this.recountRowBytes();
+  }
+
+  /** Counts the row bytes from scratch and stores them (under the write lock). */
+  async recountRowBytes(): Promise<number> {
+    const snapshot = await this.store.snapshot();
+    let total: number;
+    try {
+      total = await countRowBytes(snapshot, this.compiled.values());
+    } finally {
+      await snapshot.close();
+    }
+    await this.store.batch([{ type: "put", key: this.rowBytesKey, value: String(total) }]);
+    this.rowBytes = total;
+    return total;
+  }
+
+  /** Called once a batch storing the row bytes `total` has landed. */
+  rowBytesStored(total: number): void {
+    this.rowBytes = total;
   }
 
   get syncReads(): boolean {
@@ -58,13 +114,15 @@ export class TenantDatabase implements TransactionHost {
 
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */
   async load(): Promise<this> {
-    const [schema, clock, pending] = await this.store.getMany([
+    const [schema, clock, rowBytes, pending] = await this.store.getMany([
       metaKey(this.id, "schema"),
       this.clockKey,
+      this.rowBytesKey,
       metaKey(this.id, "building"),
     ]);
     if (schema) this.adoptSchema(JSON.parse(schema) as StoredSchema);
     this.lastCreatedAt = clock ? Number(clock) : 0;
+    this.rowBytes = parseRowBytes(rowBytes);
     // A build in progress elsewhere (another host) is not ours to clear.
     if (pending && !this.store.supports.sharedAcrossProcesses)
       await clearAbandonedBuilds(this.store, this.id, pending);
@@ -74,10 +132,11 @@ export class TenantDatabase implements TransactionHost {
   /**
    * Re-reads the schema and the clock, which another process sharing the store may have moved
    * (called under the cross-process write lock, and when another host announces a migration).
-   * `read`: the values of {@link refreshKeys}, when already read.
+   * `read`: the values of {@link refreshKeys}, when already read. Returns the values read.
    */
-  async refresh(read?: Array<string | undefined>): Promise<void> {
-    const [schema, clock] = read ?? (await this.store.getMany(this.refreshKeys()));
+  async refresh(read?: Array<string | undefined>): Promise<Array<string | undefined>> {
+    const values = read ?? (await this.store.getMany(this.refreshKeys()));
+    const [schema, clock] = values;
     if (schema) {
       // An import may store the same schema under other index storage ids: compare all of it.
       if (schema !== this.storedJson) this.adoptSchema(JSON.parse(schema) as StoredSchema);
@@ -86,11 +145,12 @@ export class TenantDatabase implements TransactionHost {
       this.dropped = true;
     }
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
+    return values;
   }
 
-  /** The keys {@link refresh} reads: the schema and the clock. */
+  /** The keys {@link refresh} reads: the schema, the clock and the row bytes. */
   private refreshKeys(): Buffer[] {
-    return [metaKey(this.id, "schema"), this.clockKey];
+    return [metaKey(this.id, "schema"), this.clockKey, this.rowBytesKey];
   }
 
   /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
@@ -105,7 +165,9 @@ export class TenantDatabase implements TransactionHost {
       this.store.bus.lockAcrossProcesses(
         `deployment:${this.id}`,
         async (read) => {
-          if (shared) await this.refresh(read);
+          // Another process may have committed since: its row bytes are read with the lock, which
+          // no commit of theirs can pass now (outside the lock a read could be overtaken by ours).
+          if (shared) this.rowBytes = parseRowBytes((await this.refresh(read))[2]);
           if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
           return work();
         },
@@ -123,18 +185,22 @@ export class TenantDatabase implements TransactionHost {
   drop(): Promise<void> {
     return this.lock.run(() =>
       this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
+        // The row bytes are a metadata record: they go with the rest.
         for (const prefix of deploymentPrefixes(this.id))
           await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
         this.dropped = true;
+        this.rowBytes = undefined;
       }),
     );
   }
 
   /**
    * Replaces everything this deployment stores with `data` in ONE batch, holding the write lock
-   * (an import: see host/transfer). `alongside` runs under the lock, told whether rows exist now;
-   * it may refuse, and returns more operations for the same batch (object records, the
-   * deployment's record). Then listeners, and the other hosts, hear that everything changed.
+   * (an import: see host/transfer). Rows that would take more than the row bytes limit are
+   * refused (`quota_exceeded`), the total stored with them otherwise. `alongside` runs under the
+   * lock, told whether rows exist now; it may refuse, and returns more operations for the same
+   * batch (object records, the deployment's record). Then listeners, and the other hosts, hear
+   * that everything changed.
    */
   async replaceData(
     data: DeploymentData,
@@ -149,9 +215,12 @@ export class TenantDatabase implements TransactionHost {
         await snapshot.close();
       }
       const extra = await alongside(existing.hasRows);
-      await this.store.batch([...replacementBatch(existing.keys, dataOperations(this.id, data)), ...extra]);
+      const { operations, rowBytes } = dataOperations(this.id, data);
+      if (rowBytes > this.rowBytesLimit) throw importQuotaExceeded(rowBytes, this.rowBytesLimit);
+      await this.store.batch([...replacementBatch(existing.keys, operations), ...extra]);
       this.adoptSchema(data.schema);
       this.lastCreatedAt = data.clock ?? 0;
+      this.rowBytes = rowBytes;
     });
     this.emitCommit(undefined);
     if (this.store.supports.sharedAcrossProcesses) {

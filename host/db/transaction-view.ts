@@ -67,6 +67,7 @@ export interface TransactionView {
   readKey(key: Buffer): Promise<string | null>;
   pendingCountChange(name: string): number;
   noteCounts(entry: IndexEntry, delta: number): void;
+  noteRowBytes(delta: number, byHandler?: boolean): void;
   insertRow(table: CompiledTable, fields: Record<string, FieldValue>, id?: string, legacy?: boolean): string;
   delete(tableName: string, id: string): Promise<void>;
 }

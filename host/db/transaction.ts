@@ -16,6 +16,7 @@ import {
   pointKey,
   removeRow,
   tryCheckReferencesSync,
+  tryExistingRowSync,
   writeRow,
 } from "./row-ops.js";
 import { applyPatch, buildInsertFields, changedIdFields, type IndexEntry, type StoredRow } from "./rows.js";
@@ -47,6 +48,10 @@ export class Transaction implements TransactionView {
   private finished = false;
   /** Count changes noted by writes, not applied yet, by count name (see stored-counts.ts). */
   private countChanges: Map<string, number> | undefined;
+  /** How much this transaction's writes move the deployment's row bytes (see row-bytes.ts). */
+  private rowBytes = 0;
+  /** The part of {@link rowBytes} moved by writes the host makes on its own behalf. */
+  private hostRowBytes = 0;
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
 
@@ -174,6 +179,28 @@ export class Transaction implements TransactionView {
     for (const name of entry.counts) changes.set(name, (changes.get(name) ?? 0) + delta);
   }
 
+  /**
+   * Notes `delta` on the deployment's row bytes; the group commit checks and stores the sum.
+   * `byHandler` false: a write the host makes on its own behalf (see {@link hostRowBytesChange}).
+   */
+  noteRowBytes(delta: number, byHandler = true): void {
+    this.rowBytes += delta;
+    if (!byHandler) this.hostRowBytes += delta;
+  }
+
+  /** How much this transaction's writes move the deployment's row bytes (negative: they free some). */
+  get rowBytesChange(): number {
+    return this.rowBytes;
+  }
+
+  /**
+   * The part of {@link rowBytesChange} moved by the host's own writes (a guest upgrade's move of
+   * the guest's rows to the account), which alone never gets a mutation refused.
+   */
+  get hostRowBytesChange(): number {
+    return this.hostRowBytes;
+  }
+
   /** {@link insert} done at once, or NOT_READY. */
   tryInsertSync(tableName: string, input: unknown): string | NotReady {
     if (this.writing) return NOT_READY;
@@ -202,9 +229,10 @@ export class Transaction implements TransactionView {
     const table = this.table(tableName);
     const json = this.tryReadRowSync(table, id);
     if (json === NOT_READY) return false;
-    const before = existingRow(this, table, id, json, "update");
-    const after = applyPatch(table, before, patch);
-    if (!tryCheckReferencesSync(this, changedIdFields(table, after, before), table.name)) return false;
+    const before = tryExistingRowSync(this, table, id, json, "update");
+    if (before === NOT_READY) return false;
+    const after = applyPatch(table, before.row, patch);
+    if (!tryCheckReferencesSync(this, changedIdFields(table, after, before.row), table.name)) return false;
     writeRow(this, table, after, before);
     return true;
   }
@@ -214,9 +242,9 @@ export class Transaction implements TransactionView {
     return this.inTurn(async () => {
       this.requireWrite();
       const table = this.table(tableName);
-      const before = existingRow(this, table, id, await this.readRow(table, id), "update");
-      const after = applyPatch(table, before, patch);
-      await checkReferences(this, changedIdFields(table, after, before), table.name);
+      const before = await existingRow(this, table, id, await this.readRow(table, id), "update");
+      const after = applyPatch(table, before.row, patch);
+      await checkReferences(this, changedIdFields(table, after, before.row), table.name);
       writeRow(this, table, after, before);
     });
   }
@@ -228,7 +256,9 @@ export class Transaction implements TransactionView {
     const table = this.table(tableName);
     const json = this.tryReadRowSync(table, id);
     if (json === NOT_READY) return false;
-    removeRow(this, table, existingRow(this, table, id, json, "delete"));
+    const existing = tryExistingRowSync(this, table, id, json, "delete");
+    if (existing === NOT_READY) return false;
+    removeRow(this, table, existing);
     return true;
   }
 
@@ -237,7 +267,7 @@ export class Transaction implements TransactionView {
     return this.inTurn(async () => {
       this.requireWrite();
       const table = this.table(tableName);
-      removeRow(this, table, existingRow(this, table, id, await this.readRow(table, id), "delete"));
+      removeRow(this, table, await existingRow(this, table, id, await this.readRow(table, id), "delete"));
     });
   }
 

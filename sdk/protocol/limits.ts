@@ -16,6 +16,13 @@ export const LIMITS = {
    * index entries (an entry holds a copy of its row, so scans read rows in one pass).
    */
   bytesWritten: 16 * 1024 * 1024,
+  /**
+   * Row bytes one deployment may store, counted as {@link LIMITS.bytesWritten} counts them (each
+   * row's JSON once for the row and once per index entry); a mutation that would store more is
+   * refused with `413 quota_exceeded`, writes that free bytes always go through. Ours: free tiers
+   * of hosted document databases hold 0.5 to 1 GiB.
+   */
+  rowBytesPerDeployment: 1024 * 1024 * 1024,
   /** Largest `numItems` of one `paginate()` call (ours: it can never exceed rowsReturned). */
   paginateMaxItems: 1000,
   /** One uploaded file. */
