@@ -5,9 +5,14 @@ import { createInterface } from "node:readline";
 import { getSystemErrorName } from "node:util";
 // The supervisor loads only these two small modules of the host, never isolated-vm.
 import { nextQuarantine, type QuarantineEntry } from "../host/deployments/quarantine.js";
-import { parseSupervisorLine, SUPERVISOR_FD_ENV } from "../host/isolates/crash-record.js";
+import {
+  parseSupervisorLine,
+  SUPERVISOR_FD_ENV,
+  SUPERVISOR_HEARTBEAT_ENV,
+} from "../host/isolates/crash-record.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { listenFailure } from "./listen-failure.js";
+import { watchSilence } from "./server-silence.js";
 
 /** Where the supervisor listens, and what each server process gets in its environment. */
 export interface SupervisorOptions {
@@ -72,8 +77,10 @@ interface Server {
  * at once, and a new spare is started. A catastrophic V8 error in one isolate ends the server
  * process; the server reports the bundle that caused it (see host/isolates/crash-record.ts), and
  * the supervisor hands every server it starts the quarantined bundles, each for {@link
- * LIMITS.quarantineFirstMs} doubling on repeat. A server that exits before it listens counts as a
- * failed start: after {@link LIMITS.serverStartAttempts} in a row the supervisor stops.
+ * LIMITS.quarantineFirstMs} doubling on repeat. A server whose main thread is blocked (or that is
+ * stopped) sends no heartbeat: after {@link LIMITS.serverSilenceMs} the supervisor kills it, and
+ * replaces it as one that crashed (cli/server-silence.ts). A server that exits before it listens
+ * counts as a failed start: after {@link LIMITS.serverStartAttempts} in a row the supervisor stops.
  */
 export async function supervise(options: SupervisorOptions): Promise<void> {
   const socket = await bindSocket(options.hostname, options.port);
@@ -106,6 +113,15 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
     stopAll();
     process.exit(1);
   };
+  const silence = watchSilence(
+    () => [active, spare],
+    (server, limitMs) => {
+      process.stderr.write(
+        `platform host: server process ${server.process.pid} sent no heartbeat for ${limitMs / 1000} s (its main thread is blocked, or it is stopped); killing it\n`,
+      );
+      server.process.kill("SIGKILL");
+    },
+  );
   const stopAll = () => {
     for (const server of [active, spare])
       if (server && server.process.exitCode === null && server.process.signalCode === null)
@@ -124,6 +140,7 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
           PLATFORM_HOST_CHILD: "1",
           PLATFORM_LISTEN_FD: String(LISTEN_FD),
           [SUPERVISOR_FD_ENV]: String(CHANNEL_FD),
+          [SUPERVISOR_HEARTBEAT_ENV]: String(silence.heartbeatMs),
         },
       },
     );
@@ -137,6 +154,7 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
     const channel = child.stdio[CHANNEL_FD];
     if (channel && "on" in channel)
       createInterface({ input: channel as NodeJS.ReadableStream }).on("line", (line) => {
+        silence.heard(server);
         const message = parseSupervisorLine(line);
         if (message?.kind === "standby") {
           server.loaded = true;

@@ -3,15 +3,21 @@ import { writeSync } from "node:fs";
 /**
  * The line channel from a supervised server process to its supervisor (`platform host`): a pipe
  * whose descriptor the supervisor names in this environment variable. The server writes `standby`
- * once its modules are loaded, `ready` once it listens, and `crash <artifact>` when V8 gives up on
- * the isolate running that bundle,
+ * once its modules are loaded, then `alive` every {@link SUPERVISOR_HEARTBEAT_ENV} ms, `ready`
+ * once it listens, and `crash <artifact>` when V8 gives up on the isolate running that bundle,
  * just before the process ends. Writes are synchronous, so the line is in the pipe even when the
  * process is killed the next instant; without a supervisor nothing is written.
  */
 export const SUPERVISOR_FD_ENV = "PLATFORM_SUPERVISOR_FD";
 
+/**
+ * How often (ms) the server writes its `alive` heartbeat, as the supervisor asks in this
+ * environment variable; the supervisor kills a server that falls silent (cli/server-silence.ts).
+ */
+export const SUPERVISOR_HEARTBEAT_ENV = "PLATFORM_SUPERVISOR_HEARTBEAT_MS";
+
 /** What one line of the supervisor channel says. */
-export type SupervisorMessage = { kind: "standby" | "ready" } | { kind: "crash"; artifact: string };
+export type SupervisorMessage = { kind: "standby" | "alive" | "ready" } | { kind: "crash"; artifact: string };
 
 /** The supervisor channel's descriptor in this process, or -1 when nothing supervises it. */
 export function supervisorFd(): number {
@@ -29,9 +35,15 @@ function writeLine(line: string): void {
   }
 }
 
-/** Tells the supervisor the server's modules are loaded: it may be told to start. */
+/**
+ * Tells the supervisor the server's modules are loaded (it may be told to start), and from then on
+ * that its event loop turns: a timer on the main thread writes `alive`, so a main thread blocked
+ * for good (or a stopped process) falls silent. The timer does not keep the process alive.
+ */
 export function reportStandby(): void {
   writeLine("standby");
+  const everyMs = Number(process.env[SUPERVISOR_HEARTBEAT_ENV]);
+  if (supervisorFd() >= 0 && everyMs > 0) setInterval(writeLine, everyMs, "alive").unref();
 }
 
 /** Tells the supervisor the server listens (start-up succeeded). */
@@ -46,7 +58,7 @@ export function reportCrash(artifact: string): void {
 
 /** Reads one line of the channel; unknown lines are ignored (undefined). */
 export function parseSupervisorLine(line: string): SupervisorMessage | undefined {
-  if (line === "standby" || line === "ready") return { kind: line };
+  if (line === "standby" || line === "alive" || line === "ready") return { kind: line };
   const crash = /^crash ([\w-]+)$/.exec(line);
   return crash ? { kind: "crash", artifact: crash[1] as string } : undefined;
 }

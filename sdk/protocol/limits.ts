@@ -106,6 +106,13 @@ export const LIMITS = {
   /** Server processes in a row that may fail to start before `platform host` gives up. Ours. */
   serverStartAttempts: 5,
   /**
+   * How long a server process may send no heartbeat before the supervisor kills and replaces it:
+   * its main thread is blocked or the process stopped. It sends one every tenth of this from its
+   * event loop; while it opens the database (told to start, not yet listening) it may be silent
+   * six times as long. Ours: a turn of a healthy host's event loop takes milliseconds.
+   */
+  serverSilenceMs: 10_000,
+  /**
    * How long `GET /readyz` waits for the database and the blob store each before it answers
    * `503`: a load balancer's probe must get an answer, not hang with the backend. Ours.
    */
