@@ -35,7 +35,7 @@ export {
   PostgresKv,
 } from "./kv/index.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
-export { type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
+export { emptyReadSet, type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
 export { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
 export { newRowId } from "./row-id.js";

@@ -25,6 +25,7 @@ export class DeploymentService {
   private readonly removals: DeploymentRemovals;
   private readonly clientFiles: ClientFileStore;
   private readonly goneListeners = new Set<(id: string) => void>();
+  private readonly changedListeners = new Set<(id: string) => void>();
 
   constructor(
     readonly db: HostDatabase,
@@ -41,7 +42,10 @@ export class DeploymentService {
       logs.forget(id);
       for (const listener of this.goneListeners) listener(id);
     };
-    this.registry = new DeploymentRegistry(db, stop);
+    const changed = (id: string) => {
+      for (const listener of this.changedListeners) listener(id);
+    };
+    this.registry = new DeploymentRegistry(db, stop, changed);
     this.removals = new DeploymentRemovals(db, this.registry, stop);
     // Client files are part of what a deploy stores: removed with the deployment, first after its rows.
     this.clientFiles = new ClientFileStore(db);
@@ -64,6 +68,16 @@ export class DeploymentService {
   onGone(listener: (id: string) => void): () => void {
     this.goneListeners.add(listener);
     return () => this.goneListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` with the id of each deployment deployed again or whose settings changed from
+   * now on, here or on another host (when its announcement arrives), so results computed by its
+   * previous code can be computed again. Returns the unsubscribe.
+   */
+  onChanged(listener: (id: string) => void): () => void {
+    this.changedListeners.add(listener);
+    return () => this.changedListeners.delete(listener);
   }
 
   /** The deployment `id`, or undefined. */

@@ -18,7 +18,8 @@ const KEPT_CODE_CHARS = 32 * 1024 * 1024;
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
  * host sharing the database announces its changes; on another host's announcement the cached
  * record is dropped, and `onGone` runs when the deployment no longer exists (to stop its isolate
- * and forget its loaded state).
+ * and forget its loaded state), `onChanged` when it still does (deployed again, or its settings
+ * changed), as it also does after this host's own announcements.
  */
 export class DeploymentRegistry {
   private readonly records: RecordStore<DeploymentRecord>;
@@ -32,6 +33,7 @@ export class DeploymentRegistry {
   constructor(
     private readonly db: HostDatabase,
     onGone: (id: string) => void,
+    private readonly onChanged: (id: string) => void = () => {},
   ) {
     this.records = db.records<DeploymentRecord>("deployments");
     this.artifacts = db.records<ArtifactRecord>("artifacts");
@@ -40,7 +42,8 @@ export class DeploymentRegistry {
       if (message.type !== "deployment") return;
       this.cache.delete(message.id);
       void this.records.get(message.id).then((record) => {
-        if (!record) onGone(message.id);
+        if (record) onChanged(message.id);
+        else onGone(message.id);
       });
     });
   }
@@ -101,9 +104,10 @@ export class DeploymentRegistry {
     this.cache.set(record.id, record);
   }
 
-  /** Tells the other hosts that deployment `id` changed or was deleted. */
-  announce(id: string): Promise<void> {
-    return this.db.announce({ type: "deployment", id });
+  /** Tells the other hosts that deployment `id` changed or was deleted (and this host, if it changed). */
+  async announce(id: string): Promise<void> {
+    await this.db.announce({ type: "deployment", id });
+    if (this.cache.has(id)) this.onChanged(id);
   }
 
   /** Stores `record` and announces it. */

@@ -1,6 +1,6 @@
 import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
-import { type ReadSet, readSetOfFailure } from "../db/index.js";
+import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type Group, nextRunOf, type Subscriber, wakeWaiters } from "./group.js";
 import { ReadSetIndex } from "./read-set-index.js";
@@ -24,8 +24,11 @@ const IGNORE_LIVE: LiveObserver = { pushed() {} };
  * one execution. A shared subscription's state is its latest outcome, value or error: a
  * subscriber gets it once when it joins (after the run in progress, if any) and again whenever
  * it changes. A failed run keeps the read set of what it read, so it re-runs when that changes; a
- * run that failed before reading anything re-runs on every commit of its deployment. The clock
- * never invalidates anything. Read sets are indexed per deployment ({@link ReadSetIndex}), so a
+ * run refused before it could read for a reason of the moment (the deployment busy or paused, the
+ * caller over quota) re-runs on every commit of its deployment, and one refused for good (no such
+ * query) only when the deployment is deployed again. A redeploy (or a change of its settings),
+ * here or on another host, re-runs every subscription of the deployment. The clock never
+ * invalidates anything. Read sets are indexed per deployment ({@link ReadSetIndex}), so a
  * commit costs about its written keys x log(subscriptions) plus the subscriptions it touches, and
  * the runs it causes take turns in the deployment's {@link RerunQueue}.
  */
@@ -36,13 +39,16 @@ export class LiveQueries {
   private readonly queues = new Map<string, RerunQueue>();
   private readonly listening = new Map<string, () => void>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly stopWatchingDeploys: () => void;
   /** Query executions so far (tests count re-runs with it). */
   executions = 0;
 
   constructor(
     private readonly deployments: DeploymentService,
     private readonly observer: LiveObserver = IGNORE_LIVE,
-  ) {}
+  ) {
+    this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
+  }
 
   /** Subscribers by deployment (the host's metrics read it at each scrape). */
   subscriberCounts(): Array<[string, number]> {
@@ -154,6 +160,11 @@ export class LiveQueries {
     return index;
   }
 
+  /** Re-runs every subscription of `deployment` (its code or settings changed). */
+  private rerunAll(deployment: string): void {
+    for (const group of this.byDeployment.get(deployment) ?? []) void this.schedule(group).catch(() => {});
+  }
+
   /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
   private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
     for (const group of this.readSets.get(deployment)?.touched(writeSet) ?? []) void this.schedule(group);
@@ -241,7 +252,7 @@ export class LiveQueries {
       this.keepReadSet(group, result.readSet);
       if (last?.valueJson !== result.valueJson) group.outcome = { valueJson: result.valueJson };
     } catch (error) {
-      this.keepReadSet(group, readSetOfFailure(error));
+      this.keepReadSet(group, readSetOfFailure(error) ?? readSetOfRefusal(error));
       // As over HTTP: a server error's own message stays on the host.
       const failure =
         isPlatformError(error) && error.expose
@@ -270,6 +281,7 @@ export class LiveQueries {
 
   /** Stops listening to commits. */
   close(): void {
+    this.stopWatchingDeploys();
     for (const stop of this.listening.values()) stop();
     this.listening.clear();
     this.groups.clear();
@@ -277,4 +289,15 @@ export class LiveQueries {
     this.readSets.clear();
     this.queues.clear();
   }
+}
+
+/**
+ * What a run refused before it read anything depends on: nothing of the data when it was refused
+ * for good (a 4xx such as no such query, which only a redeploy changes), else everything (undefined:
+ * every commit re-runs it), since a busy or paused deployment or a spent quota passes.
+ */
+function readSetOfRefusal(error: unknown): ReadSet | undefined {
+  return isPlatformError(error) && error.status < 500 && error.code !== "limit_exceeded"
+    ? emptyReadSet()
+    : undefined;
 }
