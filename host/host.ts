@@ -37,6 +37,9 @@ import {
 } from "./storage/index.js";
 import { DeploymentTransfer } from "./transfer/index.js";
 
+/** How often a host deletes the records of guest sessions and email sign-in codes that ended. */
+const SWEEP_MS = 60 * 60_000;
+
 /** Options of {@link startHost}. */
 export interface HostOptions {
   /** Folder for the embedded database and blobs (created if missing). */
@@ -74,10 +77,10 @@ export interface HostOptions {
   oidcIssuers?: OidcIssuer[];
   /** Storage limits (tests use small ones); defaults are {@link DEFAULT_STORAGE_LIMITS}, read from LIMITS. */
   storageLimits?: Partial<StorageLimits>;
-  /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
-  devClientDirs?: string[];
   /** Row bytes per deployment (tests use small ones); the default is `LIMITS.rowBytesPerDeployment`. */
   databaseQuota?: Partial<DatabaseQuota>;
+  /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
+  devClientDirs?: string[];
   /**
    * Whether every call's budget line (and budget warnings) is written to the log destination too
    * (default true: an access log); they are kept for `platform logs` either way.
@@ -226,6 +229,13 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     throw error;
   }
   const live = new LiveQueries(deployments, metrics);
+  // Guests whose tokens can no longer be used, and email codes that ended, are deleted hourly, so
+  // their records do not pile up.
+  const sweep = () =>
+    void Promise.all([auth.sweepEndedGuests(), signIn.emailCodes.sweepEnded()]).catch((error: unknown) =>
+      console.error("Sweeping ended sessions and sign-in codes failed:", error),
+    );
+  const sweeps = setInterval(sweep, SWEEP_MS).unref();
   const store = db.store;
   metrics.watch({
     liveIsolates: () => deployments.pool.liveCount(),
@@ -268,6 +278,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       await logs.flush();
     },
     close: async () => {
+      clearInterval(sweeps);
       sync.stop();
       stopForgetting();
       live.close();

@@ -11,6 +11,7 @@ import {
   OpenSessions,
   type SessionGate,
 } from "./open-sessions.js";
+import { sweepEndedGuestSessions } from "./session-sweep.js";
 import {
   accountUserId,
   type IssuedToken,
@@ -169,6 +170,11 @@ export class AuthService {
       );
     }
     return claims;
+  }
+
+  /** Deletes the records of guest sessions no token can use any more (see {@link sweepEndedGuestSessions}). */
+  sweepEndedGuests(now?: number): Promise<number> {
+    return sweepEndedGuestSessions(this.sessions, now);
   }
 
   /**

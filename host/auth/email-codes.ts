@@ -165,4 +165,34 @@ export class EmailCodes {
       await this.codes.put(key, { sentAt: record.sentAt });
     });
   }
+
+  /**
+   * Deletes the records of addresses whose code is used or expired and whose requests all left the
+   * window: they hold nothing any more, and without this every address ever asked for is kept. Each
+   * is read again under its deployment's lock before it goes. Returns how many it deleted.
+   */
+  async sweepEnded(now = Date.now()): Promise<number> {
+    const ended = (record: AddressRecord | undefined) =>
+      record !== undefined &&
+      (!record.code || record.code.expiresAt < now) &&
+      record.sentAt.every((at) => at <= now - WINDOW_MS);
+    let deleted = 0;
+    for await (const page of this.codes.entryPages()) {
+      const byDeployment = new Map<string, string[]>();
+      for (const [id, record] of page) {
+        if (!ended(record)) continue;
+        const deployment = id.slice(0, id.indexOf("/"));
+        byDeployment.set(deployment, [...(byDeployment.get(deployment) ?? []), id]);
+      }
+      for (const [deployment, ids] of byDeployment) {
+        deleted += await this.locked(deployment, async () => {
+          const still: string[] = [];
+          for (const id of ids) if (ended(await this.codes.get(id))) still.push(id);
+          if (still.length > 0) await this.codes.batch(still.map((id) => ({ id, value: null })));
+          return still.length;
+        });
+      }
+    }
+    return deleted;
+  }
 }

@@ -130,6 +130,23 @@ export class RecordStore<T> {
     }
   }
 
+  /** Every record with its id, in id order, a page of at most `size` at a time (not one snapshot). */
+  async *entryPages(size = 500): AsyncGenerator<Array<[id: string, value: T]>> {
+    const iterator = this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) });
+    try {
+      for (;;) {
+        const entries = await iterator.next(size);
+        if (entries.length === 0) return;
+        yield entries.map(([key, json]) => [
+          decodeText(key, this.prefix.length).value,
+          JSON.parse(json) as T,
+        ]);
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
   /** Every record, in id order. */
   async list(): Promise<T[]> {
     const entries = await collect(this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) }));

@@ -59,13 +59,18 @@ const CODE_REQUESTS_PER_CLIENT = {
   perSecond: LIMITS.emailCodeRequestsPerClient / LIMITS.emailCodeWindowSeconds,
 };
 
+const GUEST_SIGN_INS_PER_CLIENT = {
+  burst: LIMITS.guestSignInsPerClient,
+  perSecond: LIMITS.guestSignInsPerClient / LIMITS.guestSignInWindowSeconds,
+};
+
 /**
  * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, email one-time
  * codes (`email/start` answers an attempt handle that `email/verify` needs with the code),
  * OpenID Connect ID-token exchange (`oidc`), and in `platform dev` only, instant account sign-in
  * (`dev-sign-in`). Every account sign-in presenting a guest token upgrades that guest. Every
  * route spends the caller's request quota (keyed by client address); code requests are limited
- * per address and per client address too. Unknown paths under `/__platform/auth/` are `404 not_found`.
+ * per address and per client address too, and so are new guests per client address (outside dev). Unknown paths under `/__platform/auth/` are `404 not_found`.
  */
 export function authRoutes(
   auth: AuthService,
@@ -76,6 +81,8 @@ export function authRoutes(
 ): RouterMiddleware {
   const router = new Router({ prefix: "/__platform/auth" });
   const codeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT);
+  // In platform dev the only client is the developer's (a test suite may make a guest per test).
+  const guestSignIns = new RequestQuota(dev ? false : GUEST_SIGN_INS_PER_CLIENT);
   router.use(async (ctx, next) => {
     await deployments.require(ctx.state.deployment as string);
     await next();
@@ -86,6 +93,15 @@ export function authRoutes(
     const body = ctx.state.json as Record<string, unknown>;
     if (body.name !== undefined && !dev)
       throw new PlatformError("bad_request", "Named guests are available in platform dev only.");
+    const client = quotaKey(ctx.state.deployment as string, null, ctx.ip);
+    if (!guestSignIns.tryTake(client)) {
+      const retryAfterSeconds = Math.ceil(guestSignIns.waitMs(client) / 1000);
+      throw new PlatformError(
+        "limit_exceeded",
+        `Too many guests were created from your address (${LIMITS.guestSignInsPerClient} an hour); keep the guest token you have, or retry in ${retryAfterSeconds} s.`,
+        { retryAfterSeconds },
+      );
+    }
     ctx.body = await auth.signInGuest(ctx.state.deployment as string, body.name as string | undefined);
   });
   router.post("/renew", async (ctx) => {

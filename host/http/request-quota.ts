@@ -2,6 +2,7 @@ import type { Middleware } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { clientAddressKey } from "./client-address.js";
 
 /** A caller's request budget: `burst` at once, refilled at `perSecond`. */
 export interface QuotaSettings {
@@ -18,9 +19,12 @@ export const DEFAULT_REQUEST_QUOTA: QuotaSettings = {
 /** Buckets kept before full (idle) ones are forgotten. */
 const PRUNE_AT = 10_000;
 
-/** The caller a request is charged to: its identity when it has one, else its IP address. */
+/**
+ * The caller a request is charged to: its identity when it has one, else its IP address (an IPv6
+ * one by its /64 network: {@link clientAddressKey}).
+ */
 export function quotaKey(deployment: string, identity: BridgeIdentity | null, ip: string): string {
-  return `${deployment}\u0000${identity ? identity.userId : `ip:${ip}`}`;
+  return `${deployment}\u0000${identity ? identity.userId : `ip:${clientAddressKey(ip)}`}`;
 }
 
 interface Bucket {

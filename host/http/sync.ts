@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
-import { type BridgeIdentity, SYNC_CLOSE } from "../../sdk/protocol/index.js";
+import { type BridgeIdentity, LIMITS, SYNC_CLOSE } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import {
   type AuthService,
@@ -12,6 +12,7 @@ import {
 } from "../auth/index.js";
 import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
+import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { type ClientMessage, readClientMessage, SubscriptionArgs, SYNC_LIMITS } from "./sync-messages.js";
@@ -49,7 +50,8 @@ function wireError(error: unknown) {
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
  * When the deployment is deleted (here or on another host) its sockets are closed with
- * {@link SYNC_CLOSE.deploymentGone}. A mutation may carry `idempotencyKey` (as the HTTP route's
+ * {@link SYNC_CLOSE.deploymentGone}. A client address may hold {@link LIMITS.syncSocketsPerClient}
+ * sockets open on the host; beyond them an upgrade is answered `429` with `Retry-After`. A mutation may carry `idempotencyKey` (as the HTTP route's
  * `Idempotency-Key`).
  */
 export function attachSync(
@@ -64,6 +66,7 @@ export function attachSync(
   const open = new Map<string, Set<WebSocket>>();
   /** Per socket, its mutations under way (a drain waits for them before closing it). */
   const running = new Map<WebSocket, Set<Promise<void>>>();
+  const perClient = new SocketsPerClient(LIMITS.syncSocketsPerClient);
   let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
@@ -74,6 +77,13 @@ export function attachSync(
     const deployment = resolveDeployment(req.headers.host ?? "");
     if (draining) {
       socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    // Counted before anything is awaited, so concurrent upgrades cannot all pass the check.
+    if (!perClient.admit(req.socket.remoteAddress, socket)) {
+      socket.end(
+        `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${LIMITS.busyRetryAfterSeconds}\r\nConnection: close\r\n\r\n`,
+      );
       return;
     }
     if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment))) {

@@ -98,6 +98,18 @@ export const LIMITS = {
   /** The window of the two code request limits above, in seconds. */
   emailCodeWindowSeconds: 15 * 60,
   /**
+   * Guests one client address may create per deployment per {@link LIMITS.guestSignInWindowSeconds}
+   * (not in `platform dev`). Ours: each guest has a request quota of its own, so unbounded guests
+   * would multiply a client's quota (Firebase allows 100 anonymous sign-ins an hour per address).
+   */
+  guestSignInsPerClient: 100,
+  guestSignInWindowSeconds: 60 * 60,
+  /**
+   * Sync WebSockets one client address may hold open on a host, all deployments together. Ours:
+   * each holds the host's memory; many users behind one address (an office's NAT) stay well inside.
+   */
+  syncSocketsPerClient: 1000,
+  /**
    * How long a bundle that crashed the host is refused (`503 unavailable`, `Retry-After`) the first
    * time; each crash within `quarantineMaxMs` of the last one doubles it, up to that. Ours.
    */
