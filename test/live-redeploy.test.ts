@@ -75,7 +75,7 @@ describe("live queries across a redeploy", () => {
     await host.live.settled();
     expect(host.live.executions - before).toBe(0);
 
-    const later = "later: async (ctx, args) => `later ${args.i}`,";
+    const later = 'later: async (ctx, args) => "later " + args.i,';
     expect((await host.deployCode("unknown", await sourceCode(version("v2", later)))).status).toBe(200);
     await host.live.settled();
     expect(host.live.executions - before).toBe(subscriptions);

@@ -8,7 +8,7 @@ import ipaddr from "ipaddr.js";
  */
 export function clientAddressKey(address: string | undefined): string {
   // The common case first: a plain IPv4 address needs no parsing (this runs on every request).
-  if (!address || !address.includes(":") || !ipaddr.isValid(address)) return address ?? "";
+  if (!address?.includes(":") || !ipaddr.isValid(address)) return address ?? "";
   const parsed = ipaddr.process(address);
   if (parsed.kind() === "ipv4") return parsed.toString();
   const network = (parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16));
