@@ -86,8 +86,16 @@ export interface HostOptions {
    * (default true: an access log); they are kept for `platform logs` either way.
    */
   logCalls?: boolean;
-  /** Per-caller request quota (default {@link DEFAULT_REQUEST_QUOTA}); `false` turns it off. */
+  /**
+   * Per-caller request quota (default {@link DEFAULT_REQUEST_QUOTA}); `false` turns it off, and the
+   * per-client limits on new guests and sync sockets with it (benchmarks, trusted setups).
+   */
   requestQuota?: QuotaSettings | false;
+  /**
+   * The host is reachable only through one reverse proxy: a client's address is the last entry of
+   * `X-Forwarded-For` (default false: the socket's peer, so every client behind a proxy is one).
+   */
+  trustProxy?: boolean;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
   /** Also serve `GET /metrics` without a token on this port of 127.0.0.1 (0 picks a free one). */
@@ -195,7 +203,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       message: `Cleaning up after an interrupted import is unfinished; the next start or import retries: ${String(error)}`,
     }),
   );
-  const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA);
+  const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA, options.trustProxy ?? false);
   let draining = false;
   const app = createHttpApp({
     draining: () => draining,

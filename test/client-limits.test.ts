@@ -4,6 +4,7 @@
  * and rotating through the 2^64 IPv6 addresses of the network it was given.
  */
 import { mkdtemp, rm } from "node:fs/promises";
+import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +13,7 @@ import { localhostLookup, sendRequest } from "../cli/http.js";
 import { EmailCodes, type UnsentCode } from "../host/auth/index.js";
 import { SESSION_USABLE_SECONDS } from "../host/auth/session-sweep.js";
 import { HostDatabase } from "../host/db/index.js";
-import { clientAddressKey } from "../host/http/client-address.js";
+import { clientAddressKey, clientAddressOf } from "../host/http/client-address.js";
 import { quotaKey } from "../host/http/request-quota.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
@@ -39,10 +40,13 @@ describe("client address keys", () => {
   });
 });
 
-const guest = (deployment: string) =>
-  sendRequest(`${host.deploymentUrl(deployment)}/__platform/auth/guest`, {
+const guest = (deployment: string, forwardedFor?: string, on = host) =>
+  sendRequest(`${on.deploymentUrl(deployment)}/__platform/auth/guest`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: {
+      "content-type": "application/json",
+      ...(forwardedFor ? { "x-forwarded-for": forwardedFor } : {}),
+    },
     body: "{}",
   });
 
@@ -57,7 +61,42 @@ describe("guest sign-ins per client address", () => {
     expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
     // Another app's guests are counted apart.
     expect((await guest("neighbour")).status).toBe(200);
+    // A host not told to trust a proxy ignores X-Forwarded-For: the client cannot pose as another.
+    expect((await guest("limits", "198.51.100.7")).status).toBe(429);
   }, 60_000);
+
+  it("behind a trusted proxy, count each client by the address the proxy appended", async () => {
+    const proxied = await startTestHost({ trustProxy: true });
+    try {
+      expect((await proxied.deployFixture("app", "live")).status).toBe(201);
+      const statuses: number[] = [];
+      for (let i = 0; i < LIMITS.guestSignInsPerClient; i++)
+        statuses.push((await guest("app", `203.0.113.${i}, 198.51.100.1`, proxied)).status);
+      expect(statuses.filter((status) => status !== 200)).toEqual([]);
+      // The entries before the proxy's are the client's own words: changing them changes nothing.
+      expect((await guest("app", "192.0.2.55, 198.51.100.1", proxied)).status).toBe(429);
+      expect((await guest("app", "198.51.100.2", proxied)).status).toBe(200);
+    } finally {
+      await proxied.dispose();
+    }
+  }, 60_000);
+});
+
+describe("the client address of a request", () => {
+  const request = (peer: string, forwardedFor?: string | string[]) =>
+    ({
+      socket: { remoteAddress: peer },
+      headers: forwardedFor === undefined ? {} : { "x-forwarded-for": forwardedFor },
+    }) as unknown as IncomingMessage;
+
+  it("is the socket's peer unless a proxy is trusted, then the last X-Forwarded-For entry", () => {
+    expect(clientAddressOf(request("10.0.0.2", "1.2.3.4"), false)).toBe("10.0.0.2");
+    expect(clientAddressOf(request("10.0.0.2", "1.2.3.4, 5.6.7.8"), true)).toBe("5.6.7.8");
+    expect(clientAddressOf(request("10.0.0.2", ["1.2.3.4", "2001:db8::1"]), true)).toBe("2001:db8::1");
+    expect(clientAddressOf(request("10.0.0.2"), true)).toBe("10.0.0.2");
+    // Whatever is not an address falls back to the peer.
+    expect(clientAddressOf(request("10.0.0.2", "1.2.3.4, not-an-address"), true)).toBe("10.0.0.2");
+  });
 });
 
 /** Opens a sync socket; resolves with it open, or with the status its upgrade was refused with. */

@@ -21,6 +21,7 @@ interface HostFlags {
   s3Region?: string;
   metricsPort?: number;
   isolateNice?: number;
+  trustProxy?: boolean;
 }
 
 /**
@@ -143,6 +144,7 @@ async function serve(flags: HostFlags): Promise<void> {
     hostname: flags.hostname,
     adminToken: token,
     ...(flags.requestQuota === undefined ? {} : { requestQuota: flags.requestQuota }),
+    ...(flags.trustProxy ? { trustProxy: true } : {}),
     ...backends(flags),
     ...signInSettings(),
     serverRestarts: restarts,
@@ -231,6 +233,10 @@ export function registerHost(program: Command): void {
         "--request-quota <n>",
         `requests per second per caller and deployment, bursts of ${BURST_PER_RATE}n (default ${LIMITS.requestQuotaPerSecond}; 0 turns quotas off)`,
       ).argParser(parseRequestQuota),
+    )
+    .option(
+      "--trust-proxy",
+      "the host is reachable only through one reverse proxy: a client's address (for per-client limits) is the last entry of X-Forwarded-For",
     )
     .addOption(
       new Option(

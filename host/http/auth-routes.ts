@@ -82,7 +82,7 @@ export function authRoutes(
   const router = new Router({ prefix: "/__platform/auth" });
   const codeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT);
   // In platform dev the only client is the developer's (a test suite may make a guest per test).
-  const guestSignIns = new RequestQuota(dev ? false : GUEST_SIGN_INS_PER_CLIENT);
+  const guestSignIns = new RequestQuota(dev || !quota.enabled ? false : GUEST_SIGN_INS_PER_CLIENT);
   router.use(async (ctx, next) => {
     await deployments.require(ctx.state.deployment as string);
     await next();
@@ -93,7 +93,7 @@ export function authRoutes(
     const body = ctx.state.json as Record<string, unknown>;
     if (body.name !== undefined && !dev)
       throw new PlatformError("bad_request", "Named guests are available in platform dev only.");
-    const client = quotaKey(ctx.state.deployment as string, null, ctx.ip);
+    const client = quotaKey(ctx.state.deployment as string, null, quota.clientAddress(ctx.req));
     if (!guestSignIns.tryTake(client)) {
       const retryAfterSeconds = Math.ceil(guestSignIns.waitMs(client) / 1000);
       throw new PlatformError(
@@ -113,7 +113,7 @@ export function authRoutes(
   router.post("/email/start", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
     const deployment = ctx.state.deployment as string;
-    const client = quotaKey(deployment, null, ctx.ip);
+    const client = quotaKey(deployment, null, quota.clientAddress(ctx.req));
     const request = await signIn.emailCodes.start(deployment, normaliseEmail(body.email), () =>
       codeRequests.tryTake(client) ? 0 : codeRequests.waitMs(client),
     );

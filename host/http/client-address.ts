@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import ipaddr from "ipaddr.js";
 
@@ -13,6 +14,30 @@ export function clientAddressKey(address: string | undefined): string {
   if (parsed.kind() === "ipv4") return parsed.toString();
   const network = (parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16));
   return `${network.join(":")}::/64`;
+}
+
+let warnedUntrusted = false;
+
+/**
+ * The address of the client that sent `req`: the peer of its socket, or with `trustProxy` (the host
+ * is reachable only through one reverse proxy, which appends the address it was reached from to
+ * `X-Forwarded-For`) the last address of that header. Only the last one: every earlier entry came
+ * from the client. Without `trustProxy` the header is ignored, and a host that sees it says once
+ * that every client behind the proxy shares one address's limits.
+ */
+export function clientAddressOf(req: IncomingMessage, trustProxy: boolean): string {
+  const forwarded = req.headers["x-forwarded-for"];
+  if (trustProxy && forwarded !== undefined) {
+    const header = Array.isArray(forwarded) ? forwarded.join(",") : forwarded;
+    const last = header.slice(header.lastIndexOf(",") + 1).trim();
+    if (ipaddr.isValid(last)) return last;
+  } else if (forwarded !== undefined && !warnedUntrusted) {
+    warnedUntrusted = true;
+    console.warn(
+      "platform host: requests carry X-Forwarded-For, which is ignored: every client behind that proxy shares one address's request quota, guest and socket limits. If the host is reachable only through the proxy, start it with --trust-proxy.",
+    );
+  }
+  return req.socket.remoteAddress ?? "";
 }
 
 /**

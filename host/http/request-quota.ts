@@ -1,8 +1,9 @@
+import type { IncomingMessage } from "node:http";
 import type { Middleware } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { clientAddressKey } from "./client-address.js";
+import { clientAddressKey, clientAddressOf } from "./client-address.js";
 
 /** A caller's request budget: `burst` at once, refilled at `perSecond`. */
 export interface QuotaSettings {
@@ -39,7 +40,21 @@ interface Bucket {
 export class RequestQuota {
   private readonly buckets = new Map<string, Bucket>();
 
-  constructor(private readonly settings: QuotaSettings | false = DEFAULT_REQUEST_QUOTA) {}
+  constructor(
+    private readonly settings: QuotaSettings | false = DEFAULT_REQUEST_QUOTA,
+    /** Whether the client address comes from the reverse proxy's `X-Forwarded-For` ({@link clientAddressOf}). */
+    private readonly trustProxy = false,
+  ) {}
+
+  /** False when quotas are off (then the other per-client limits are off too). */
+  get enabled(): boolean {
+    return this.settings !== false;
+  }
+
+  /** The address of the client that sent `req`, as every per-client limit keys it. */
+  clientAddress(req: IncomingMessage): string {
+    return clientAddressOf(req, this.trustProxy);
+  }
 
   private bucket(key: string, now: number): Bucket | undefined {
     if (!this.settings) return undefined;
@@ -112,7 +127,7 @@ export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
     const caller = quotaKey(
       ctx.state.deployment as string,
       ctx.state.identity as BridgeIdentity | null,
-      ctx.ip,
+      quota.clientAddress(ctx.req),
     );
     const key = scope === undefined ? caller : `${caller}\u0000${scope}`;
     quota.charge(key);

@@ -66,7 +66,9 @@ export function attachSync(
   const open = new Map<string, Set<WebSocket>>();
   /** Per socket, its mutations under way (a drain waits for them before closing it). */
   const running = new Map<WebSocket, Set<Promise<void>>>();
-  const perClient = new SocketsPerClient(LIMITS.syncSocketsPerClient);
+  const perClient = new SocketsPerClient(
+    quota.enabled ? LIMITS.syncSocketsPerClient : Number.POSITIVE_INFINITY,
+  );
   let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
@@ -80,7 +82,8 @@ export function attachSync(
       return;
     }
     // Counted before anything is awaited, so concurrent upgrades cannot all pass the check.
-    if (!perClient.admit(req.socket.remoteAddress, socket)) {
+    const client = quota.clientAddress(req);
+    if (!perClient.admit(client, socket)) {
       socket.end(
         `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${LIMITS.busyRetryAfterSeconds}\r\nConnection: close\r\n\r\n`,
       );
@@ -105,7 +108,7 @@ export function attachSync(
     if (held) socket.once("close", held.release);
     const identity = held ? held.identity : null;
     const session = held ? held.session : null;
-    const key = quotaKey(deployment, identity, req.socket.remoteAddress ?? "");
+    const key = quotaKey(deployment, identity, client);
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (!held) return serve(ws, deployment, null, null, key, null);
       const gate = held.gate;
