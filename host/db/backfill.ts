@@ -17,6 +17,7 @@ import {
   storedIndexRanges,
 } from "./migrate.js";
 import { valueBytes } from "./row-bytes.js";
+import type { RowBytesTotal } from "./row-bytes-total.js";
 import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
 import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
 
@@ -33,12 +34,10 @@ export interface MigrationTarget {
   readonly schema: StoredSchema;
   /** Serves `next` from now on (called once it is stored). */
   adoptSchema(next: StoredSchema): void;
-  /** The key of the deployment's row bytes. */
-  readonly rowBytesKey: Buffer;
+  /** The deployment's row bytes (row-bytes-total.ts). */
+  readonly rowBytes: RowBytesTotal;
   /** The deployment's row bytes now (counted and stored first if not known). */
   storedRowBytes(): Promise<number>;
-  /** Called once the row bytes `total` are stored. */
-  rowBytesStored(total: number): void;
 }
 
 /** Count puts written per batch after a backfill. */
@@ -150,11 +149,11 @@ export async function runMigration(
     await store.batch([
       { type: "put", key: metaKey(id, "schema"), value: JSON.stringify(plan.next) },
       { type: "del", key: building },
-      { type: "put", key: target.rowBytesKey, value: String(rowBytes) },
+      { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
     ]);
     pending = [];
     target.adoptSchema(plan.next);
-    target.rowBytesStored(rowBytes);
+    target.rowBytes.known = rowBytes;
     for (const { table, index, stored } of plan.drop) {
       await clearIndex(store, id, table, stored);
       report.dropped.push({ table, index });

@@ -3,6 +3,7 @@ import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
 import { rowQuotaExceeded } from "./row-bytes.js";
+import type { RowBytesTotal } from "./row-bytes-total.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost, TransactionOptions } from "./transaction-view.js";
 
@@ -47,15 +48,10 @@ export interface GroupCommitHost extends TransactionHost {
   exclusive<T>(work: () => Promise<T>): Promise<T>;
   /** Commits `operations` on `snapshot` and tells listeners what was written. */
   commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void>;
-  /** The key of the deployment's row bytes, and the most it may store (see row-bytes.ts). */
-  readonly rowBytesKey: Buffer;
-  readonly rowBytesLimit: number;
-  /** The deployment's row bytes as stored, when known (under the write lock). */
-  readonly knownRowBytes: number | undefined;
-  /** Counts and stores the deployment's row bytes (called under the write lock when not known). */
-  recountRowBytes(): Promise<number>;
-  /** Called once a batch storing the row bytes `total` has landed. */
-  rowBytesStored(total: number): void;
+  /** The deployment's row bytes and their limit (row-bytes-total.ts), under the write lock. */
+  readonly rowBytes: RowBytesTotal;
+  /** The row bytes, counted and stored first when not known. */
+  storedRowBytes(): Promise<number>;
 }
 
 /** Mutations committed together at most (a deployment has at most 64 handlers in flight). */
@@ -119,7 +115,7 @@ export class GroupCommit {
    */
   private async commitGroup(group: QueuedMutation[]): Promise<void> {
     const database = this.database;
-    const rowBytes = database.knownRowBytes ?? (await database.recountRowBytes());
+    const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes());
     // Taken under the write lock, with the first read: no commit of this deployment can come between.
     const snapshot = await database.store.lazySnapshot();
     const batch = new GroupBatch(database, snapshot, rowBytes);
@@ -188,9 +184,9 @@ class GroupBatch {
    * never refused (the host's own writes, a guest upgrade's, alone never are).
    */
   add(member: QueuedMutation, value: unknown, tx: Transaction): void {
-    const moved = tx.rowBytesChange;
-    const limit = this.database.rowBytesLimit;
-    if (moved - tx.hostRowBytesChange > 0 && this.rowBytes + moved > limit)
+    const moved = tx.rowBytes.total;
+    const limit = this.database.rowBytes.limit;
+    if (moved - tx.rowBytes.byHost > 0 && this.rowBytes + moved > limit)
       throw rowQuotaExceeded(this.rowBytes, moved, limit);
     const sealed = tx.seal();
     if (moved !== 0) {
@@ -226,7 +222,7 @@ class GroupBatch {
       });
     const rowBytes = this.rowBytesMoved ? this.rowBytes : undefined;
     if (rowBytes !== undefined)
-      operations.push({ type: "put", key: this.database.rowBytesKey, value: String(rowBytes) });
+      operations.push({ type: "put", key: this.database.rowBytes.key, value: String(rowBytes) });
     this.tail = this.tail.then(async () => {
       if (this.failure) {
         for (const { member } of members) member.reject(this.failure.error);
@@ -235,7 +231,7 @@ class GroupBatch {
       try {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
         if (written.length > 0) await this.database.commitWrites(this.snapshot, operations, written);
-        if (rowBytes !== undefined) this.database.rowBytesStored(rowBytes);
+        if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };
         for (const { member } of members) member.reject(error);

@@ -111,10 +111,10 @@ describe("row bytes", () => {
     await deployment.migrate(QUOTA_SCHEMA);
     for (let i = 0; i < 4; i++) await insertOne(deployment, "x".repeat(100), i);
     const used = await expectExact(deployment);
-    expect(deployment.knownRowBytes).toBe(used);
+    expect(deployment.rowBytes.known).toBe(used);
 
     const reopened = await (await env.reopen()).deployment("kept");
-    expect(reopened.knownRowBytes).toBe(used);
+    expect(reopened.rowBytes.known).toBe(used);
     // The limit still holds where it held before.
     let refused: unknown;
     for (let i = 0; i < 20 && refused === undefined; i++)
@@ -157,10 +157,10 @@ describe("row bytes", () => {
     // Without a stored total, the first mutation counts it from the store (and stores it) first.
     await forgetTotal(deployment);
     let reopened = await (await env.reopen()).deployment("old");
-    expect(reopened.knownRowBytes).toBeUndefined();
+    expect(reopened.rowBytes.known).toBeUndefined();
     await reopened.mutate(() => {});
     expect(await storedRowBytes(reopened)).toBe(kept);
-    expect(reopened.knownRowBytes).toBe(kept);
+    expect(reopened.rowBytes.known).toBe(kept);
     await insertOne(reopened, "after");
     await expectExact(reopened);
 
@@ -366,7 +366,7 @@ describe("row bytes", () => {
 
       await target.replaceData(await exportData(small), async () => []);
       expect(await expectExact(target)).toBe(await tallyRowBytes(small));
-      expect(target.knownRowBytes).toBe(await tallyRowBytes(small));
+      expect(target.rowBytes.known).toBe(await tallyRowBytes(small));
     } finally {
       await source.dispose();
     }

@@ -129,7 +129,7 @@ export function writeRow(
   const bytes = writtenBytes(json, next.length);
   if (budgeted) tx.budget.wrote(bytes);
   else tx.budget.usage.writes++;
-  tx.noteRowBytes(bytes - (existing?.bytes ?? 0), budgeted);
+  tx.rowBytes.note(bytes - (existing?.bytes ?? 0), budgeted);
   const overlay = tx.overlay;
   const previous = existing?.row;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
@@ -159,7 +159,7 @@ export function writeRow(
 /** Removes `existing` and its index entries from `tx`'s view, and notes them off their counts and the row bytes. */
 export function removeRow(tx: TransactionView, table: CompiledTable, existing: ExistingRow): void {
   tx.budget.wrote(0);
-  tx.noteRowBytes(-existing.bytes);
+  tx.rowBytes.note(-existing.bytes);
   const row = existing.row;
   tx.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
   for (const entry of indexEntries(table, row)) {

@@ -9,14 +9,8 @@ import { deploymentPrefixes, metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
-import {
-  countRowBytes,
-  type DatabaseQuota,
-  DEFAULT_DATABASE_QUOTA,
-  importQuotaExceeded,
-  parseRowBytes,
-  rowBytesKey,
-} from "./row-bytes.js";
+import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA, importQuotaExceeded } from "./row-bytes.js";
+import { RowBytesTotal } from "./row-bytes-total.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost } from "./transaction-view.js";
@@ -42,13 +36,8 @@ const CLOCK_STEP = 1 / 1024;
 export class TenantDatabase implements TransactionHost {
   readonly lock = new WriteLock();
   readonly clockKey: Buffer;
-  readonly rowBytesKey: Buffer;
-  /**
-   * The row bytes stored under {@link rowBytesKey} (see row-bytes.ts), undefined until known: a
-   * deployment stored before the total existed has it counted under the write lock when first
-   * needed. Read and moved under the write lock only; other processes' commits are read with it.
-   */
-  private rowBytes: number | undefined;
+  /** The row bytes this deployment stores, and the most it may (row-bytes-total.ts). */
+  readonly rowBytes: RowBytesTotal;
   private stored: StoredSchema = emptySchema();
   /** {@link stored} as its metadata record holds it, to notice any change another host made. */
   private storedJson = JSON.stringify(this.stored);
@@ -63,49 +52,18 @@ export class TenantDatabase implements TransactionHost {
     readonly store: KvStore,
     readonly id: string,
     readonly cursors: CursorCodec,
-    private readonly quota: DatabaseQuota = DEFAULT_DATABASE_QUOTA,
+    quota: DatabaseQuota = DEFAULT_DATABASE_QUOTA,
   ) {
     this.clockKey = metaKey(id, "clock");
-    this.rowBytesKey = rowBytesKey(id);
-  }
-
-  /** The most row bytes this deployment may store. */
-  get rowBytesLimit(): number {
-    return this.quota.rowBytesPerDeployment;
-  }
-
-  /** The row bytes as stored, when known; {@link storedRowBytes} counts them when not. */
-  get knownRowBytes(): number | undefined {
-    return this.rowBytes;
+    this.rowBytes = new RowBytesTotal(id, quota.rowBytesPerDeployment);
   }
 
   /**
    * The deployment's row bytes (rows and index entries), counted from what it holds and stored
-   * when not known yet (a deployment stored before the total existed). The caller holds the write
-   * lock, so no commit moves them meanwhile.
+   * first when not known yet. The caller holds the write lock.
    */
-  async storedRowBytes(): Promise<number> {
-    if (this.rowBytes !== undefined) return this.rowBytes;
-    return this.recountRowBytes();
-  }
-
-  /** Counts the row bytes from scratch and stores them (under the write lock). */
-  async recountRowBytes(): Promise<number> {
-    const snapshot = await this.store.snapshot();
-    let total: number;
-    try {
-      total = await countRowBytes(snapshot, this.compiled.values());
-    } finally {
-      await snapshot.close();
-    }
-    await this.store.batch([{ type: "put", key: this.rowBytesKey, value: String(total) }]);
-    this.rowBytes = total;
-    return total;
-  }
-
-  /** Called once a batch storing the row bytes `total` has landed. */
-  rowBytesStored(total: number): void {
-    this.rowBytes = total;
+  storedRowBytes(): Promise<number> {
+    return this.rowBytes.current(this.store, this.compiled.values());
   }
 
   get syncReads(): boolean {
@@ -117,12 +75,12 @@ export class TenantDatabase implements TransactionHost {
     const [schema, clock, rowBytes, pending] = await this.store.getMany([
       metaKey(this.id, "schema"),
       this.clockKey,
-      this.rowBytesKey,
+      this.rowBytes.key,
       metaKey(this.id, "building"),
     ]);
     if (schema) this.adoptSchema(JSON.parse(schema) as StoredSchema);
     this.lastCreatedAt = clock ? Number(clock) : 0;
-    this.rowBytes = parseRowBytes(rowBytes);
+    this.rowBytes.read(rowBytes);
     // A build in progress elsewhere (another host) is not ours to clear.
     if (pending && !this.store.supports.sharedAcrossProcesses)
       await clearAbandonedBuilds(this.store, this.id, pending);
@@ -150,7 +108,7 @@ export class TenantDatabase implements TransactionHost {
 
   /** The keys {@link refresh} reads: the schema, the clock and the row bytes. */
   private refreshKeys(): Buffer[] {
-    return [metaKey(this.id, "schema"), this.clockKey, this.rowBytesKey];
+    return [metaKey(this.id, "schema"), this.clockKey, this.rowBytes.key];
   }
 
   /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
@@ -167,7 +125,7 @@ export class TenantDatabase implements TransactionHost {
         async (read) => {
           // Another process may have committed since: its row bytes are read with the lock, which
           // no commit of theirs can pass now (outside the lock a read could be overtaken by ours).
-          if (shared) this.rowBytes = parseRowBytes((await this.refresh(read))[2]);
+          if (shared) this.rowBytes.read((await this.refresh(read))[2]);
           if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
           return work();
         },
@@ -189,7 +147,7 @@ export class TenantDatabase implements TransactionHost {
         for (const prefix of deploymentPrefixes(this.id))
           await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
         this.dropped = true;
-        this.rowBytes = undefined;
+        this.rowBytes.known = undefined;
       }),
     );
   }
@@ -216,11 +174,11 @@ export class TenantDatabase implements TransactionHost {
       }
       const extra = await alongside(existing.hasRows);
       const { operations, rowBytes } = dataOperations(this.id, data);
-      if (rowBytes > this.rowBytesLimit) throw importQuotaExceeded(rowBytes, this.rowBytesLimit);
+      if (rowBytes > this.rowBytes.limit) throw importQuotaExceeded(rowBytes, this.rowBytes.limit);
       await this.store.batch([...replacementBatch(existing.keys, operations), ...extra]);
       this.adoptSchema(data.schema);
       this.lastCreatedAt = data.clock ?? 0;
-      this.rowBytes = rowBytes;
+      this.rowBytes.known = rowBytes;
     });
     this.emitCommit(undefined);
     if (this.store.supports.sharedAcrossProcesses) {

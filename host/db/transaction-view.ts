@@ -5,6 +5,7 @@ import type { NotReady } from "./fast-path.js";
 import type { KvSnapshot } from "./kv/index.js";
 import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
+import type { RowBytesChange } from "./row-bytes-change.js";
 import type { IndexEntry } from "./rows.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 
@@ -67,7 +68,8 @@ export interface TransactionView {
   readKey(key: Buffer): Promise<string | null>;
   pendingCountChange(name: string): number;
   noteCounts(entry: IndexEntry, delta: number): void;
-  noteRowBytes(delta: number, byHandler?: boolean): void;
+  /** How the transaction's writes move the deployment's row bytes. */
+  readonly rowBytes: RowBytesChange;
   insertRow(table: CompiledTable, fields: Record<string, FieldValue>, id?: string, legacy?: boolean): string;
   delete(tableName: string, id: string): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { KvSnapshot } from "./kv/index.js";
 import { WriteOverlay } from "./overlay.js";
 import { runQuery } from "./query-terminals.js";
 import { emptyReadSet, type ReadSet } from "./read-write-sets.js";
+import { RowBytesChange } from "./row-bytes-change.js";
 import { newRowId } from "./row-id.js";
 import {
   chargeRow,
@@ -48,10 +49,8 @@ export class Transaction implements TransactionView {
   private finished = false;
   /** Count changes noted by writes, not applied yet, by count name (see stored-counts.ts). */
   private countChanges: Map<string, number> | undefined;
-  /** How much this transaction's writes move the deployment's row bytes (see row-bytes.ts). */
-  private rowBytes = 0;
-  /** The part of {@link rowBytes} moved by writes the host makes on its own behalf. */
-  private hostRowBytes = 0;
+  /** How this transaction's writes move the deployment's row bytes (see row-bytes.ts). */
+  readonly rowBytes = new RowBytesChange();
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
 
@@ -177,28 +176,6 @@ export class Transaction implements TransactionView {
     this.countChanges ??= new Map();
     const changes = this.countChanges;
     for (const name of entry.counts) changes.set(name, (changes.get(name) ?? 0) + delta);
-  }
-
-  /**
-   * Notes `delta` on the deployment's row bytes; the group commit checks and stores the sum.
-   * `byHandler` false: a write the host makes on its own behalf (see {@link hostRowBytesChange}).
-   */
-  noteRowBytes(delta: number, byHandler = true): void {
-    this.rowBytes += delta;
-    if (!byHandler) this.hostRowBytes += delta;
-  }
-
-  /** How much this transaction's writes move the deployment's row bytes (negative: they free some). */
-  get rowBytesChange(): number {
-    return this.rowBytes;
-  }
-
-  /**
-   * The part of {@link rowBytesChange} moved by the host's own writes (a guest upgrade's move of
-   * the guest's rows to the account), which alone never gets a mutation refused.
-   */
-  get hostRowBytesChange(): number {
-    return this.hostRowBytes;
   }
 
   /** {@link insert} done at once, or NOT_READY. */
