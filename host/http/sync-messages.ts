@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import { PlatformError } from "../../sdk/values/index.js";
 
 /**
@@ -54,4 +55,11 @@ export class SubscriptionArgs {
     this.total -= this.bytes.get(id) ?? 0;
     this.bytes.delete(id);
   }
+}
+
+/** Answers a WebSocket upgrade that is refused with `status` (and `Retry-After`, when given), and closes it. */
+export function refuseUpgrade(socket: Duplex, status: string, retryAfterSeconds?: number): void {
+  const retry =
+    retryAfterSeconds === undefined ? "" : `Retry-After: ${retryAfterSeconds}\r\nConnection: close\r\n`;
+  socket.end(`HTTP/1.1 ${status}\r\n${retry}\r\n`);
 }

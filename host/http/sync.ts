@@ -15,7 +15,13 @@ import type { LiveQueries } from "../live/index.js";
 import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
-import { type ClientMessage, readClientMessage, SubscriptionArgs, SYNC_LIMITS } from "./sync-messages.js";
+import {
+  type ClientMessage,
+  readClientMessage,
+  refuseUpgrade,
+  SubscriptionArgs,
+  SYNC_LIMITS,
+} from "./sync-messages.js";
 
 export { SYNC_LIMITS } from "./sync-messages.js";
 
@@ -77,22 +83,13 @@ export function attachSync(
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const deployment = resolveDeployment(req.headers.host ?? "");
-    if (draining) {
-      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nConnection: close\r\n\r\n");
-      return;
-    }
+    if (draining) return refuseUpgrade(socket, "503 Service Unavailable", 0);
     // Counted before anything is awaited, so concurrent upgrades cannot all pass the check.
     const client = quota.clientAddress(req);
-    if (!perClient.admit(client, socket)) {
-      socket.end(
-        `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${LIMITS.busyRetryAfterSeconds}\r\nConnection: close\r\n\r\n`,
-      );
-      return;
-    }
-    if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment))) {
-      socket.end("HTTP/1.1 404 Not Found\r\n\r\n");
-      return;
-    }
+    if (!perClient.admit(client, socket))
+      return refuseUpgrade(socket, "429 Too Many Requests", LIMITS.busyRetryAfterSeconds);
+    if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment)))
+      return refuseUpgrade(socket, "404 Not Found");
     let held: HeldIdentity | null = null;
     let endedBeforeOpen: string | undefined;
     let end = (reason: string) => {
@@ -102,8 +99,7 @@ export function attachSync(
     try {
       if (token) held = await auth.holdIdentity(deployment, token, (reason) => end(reason));
     } catch {
-      socket.end("HTTP/1.1 401 Unauthorized\r\n\r\n");
-      return;
+      return refuseUpgrade(socket, "401 Unauthorized");
     }
     if (held) socket.once("close", held.release);
     const identity = held ? held.identity : null;
