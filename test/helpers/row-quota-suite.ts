@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { afterPrefix } from "../../host/db/codec.js";
 import type { HostDatabase, TenantDatabase } from "../../host/db/index.js";
 import { deploymentPrefixes, metaKey } from "../../host/db/keys.js";
+import { valueBytes } from "../../host/db/row-bytes.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
 
 /** One table with a declared index: each row is stored three times (row, `by_creation`, `by_n`). */
@@ -36,15 +37,8 @@ export const WIDER_SCHEMA: SchemaSpec = {
  */
 export async function tallyRowBytes(deployment: TenantDatabase): Promise<number> {
   let total = 0;
-  for (const prefix of deploymentPrefixes(deployment.id).slice(0, 2)) {
-    const iterator = deployment.store.iterate({ gte: prefix, lt: afterPrefix(prefix), keys: false });
-    try {
-      for (let batch = await iterator.next(1000); batch.length > 0; batch = await iterator.next(1000))
-        for (const [, value] of batch) total += Buffer.byteLength(value);
-    } finally {
-      await iterator.close();
-    }
-  }
+  for (const prefix of deploymentPrefixes(deployment.id).slice(0, 2))
+    total += await valueBytes(deployment.store, prefix, afterPrefix(prefix));
   return total;
 }
 
