@@ -13,3 +13,4 @@ export type { Transaction } from "./db/index.js";
 export { Quarantine, quarantine } from "./deployments/index.js";
 export { type HostOptions, type PlatformHost, startHost } from "./host.js";
 export { reportReady, reportStandby } from "./isolates/crash-record.js";
+export { mainThreadRaise } from "./isolates/thread-priority.js";

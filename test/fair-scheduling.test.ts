@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { setPriority } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HttpResponse } from "../cli/http.js";
+import { mainThreadRaise } from "../host/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -38,18 +39,29 @@ const SAMPLES = 150;
 /**
  * The attack's p99 may be 10x the alone p99, but never has to beat a floor (ms): the machine has
  * 2 cores shared with other work, and an alone p99 of a few ms makes 10x a matter of one unlucky
- * descheduling. Figures seen on a 2-core machine (good tenant's p99, alone then under attack):
- * - quiet (22 runs): alone 0.8-1.5 ms; flood 1.1-4.7 ms; 20 hostile tenants 5.5-20.5 ms;
- * - beside a CPU hog per core (full suite runs): alone 5.6-8.1 ms; flood 5.6-9.4 ms; hostile
- *   8.9-29.3 ms.
- * Before breached deployments shared two slots, 20 hostile tenants gave 7-85 ms quiet and 38-131
- * ms beside the hogs (the main thread waited for the kernel's memory-map lock, held by preempted
- * low-priority isolate threads), and measuring while this process still read the flood's refusals
- * gave about 10x. 20 tenants churning memory under their limit, beside the hogs: 209 and 493 ms
- * with isolates' threads at nice 10 (the default before), 11-55 ms at the host's priority. At the
- * host's priority 20 hostile tenants give 13-88 ms beside the hogs (7.5-11.6 ms at nice 10).
+ * descheduling. The host raises its main thread above isolates' threads where the process may
+ * (host/isolates/thread-priority.ts; as root here). Figures seen on a 2-core machine (good
+ * tenant's p99, alone then under attack), raised:
+ * - quiet: alone 1.6-6.2 ms; flood 2.5-21.3 ms; 20 hostile tenants 7.0-12.1 ms;
+ * - beside a CPU hog per core: alone 5.9-6.3 ms; flood 6.5-9.6 ms; hostile 7.9-9.6 ms.
+ * Not raised, the main thread waited for a core behind the spinning tenants' threads several
+ * milliseconds at a time: quiet, hostile 5.5-38 ms (over 10x the alone p99 in about half the
+ * runs); beside the hogs 8.9-88 ms. Before breached deployments shared two slots, 20 hostile
+ * tenants gave 7-85 ms quiet and 38-131 ms beside the hogs (the main thread waited for the
+ * kernel's memory-map lock, held by preempted low-priority isolate threads), and measuring while
+ * this process still read the flood's refusals gave about 10x.
  */
-const FLOOR_MS = 250;
+const FLOOR_MS = 50;
+/** The floor where the process may not raise its main thread (ms). */
+const UNRAISED_FLOOR_MS = 250;
+/**
+ * The floor for tenants churning memory (ms): their threads and the main thread take the
+ * process's memory-map lock in turns, which raising the main thread does not shorten. Figures:
+ * quiet 4.5-17.9 ms raised; beside the hogs 22-66 ms raised, 55-124 ms in full suite runs not
+ * raised; 209 and 493 ms with isolates' threads at nice 10 (the default before), 11-55 ms at the
+ * host's priority.
+ */
+const CHURN_FLOOR_MS = 250;
 /**
  * The floor for tenants busy on their isolates' threads (ms). 20 busy tenants (a few ms per call
  * on their threads): quiet 6.8-16.4 ms; beside the hogs 9-905 ms before the run tokens
@@ -83,9 +95,14 @@ async function goodLatencies(): Promise<number[]> {
   return samples;
 }
 
-/** Prints the good tenant's p99 under `what` against its p99 alone, and checks it is under 10x that (or `floorMs`). */
-function expectBounded(aloneP99: number, what: string, underP99: number, floorMs = FLOOR_MS): void {
-  const bound = Math.max(10 * aloneP99, floorMs);
+/**
+ * Prints the good tenant's p99 under `what` against its p99 alone, and checks it is under 10x that
+ * or under `floorMs` (by default {@link FLOOR_MS}, or {@link UNRAISED_FLOOR_MS} where the main
+ * thread could not be raised).
+ */
+function expectBounded(aloneP99: number, what: string, underP99: number, floorMs?: number): void {
+  const floor = floorMs ?? (mainThreadRaise() > 0 ? FLOOR_MS : UNRAISED_FLOOR_MS);
+  const bound = Math.max(10 * aloneP99, floor);
   console.log(
     `good tenant p99: alone ${aloneP99.toFixed(1)} ms, ${what} ${underP99.toFixed(1)} ms (bound ${bound.toFixed(0)} ms)`,
   );
@@ -235,6 +252,6 @@ describe("fair scheduling between tenants", () => {
     // Each call maps and frees about 56 MiB of large objects on its isolate's thread: V8 maps and
     // unmaps each one, under the process's memory-map lock, which the main thread needs too.
     const underChurn = await p99WhileLooping("churner", "churn");
-    expectBounded(aloneP99, "with 20 tenants churning memory", underChurn);
+    expectBounded(aloneP99, "with 20 tenants churning memory", underChurn, CHURN_FLOOR_MS);
   }, 240_000);
 });

@@ -125,7 +125,7 @@ async function serve(flags: HostFlags): Promise<void> {
     else resolve({});
   });
   process.once("disconnect", () => process.exit(0));
-  const { startHost, quarantine, Quarantine, reportStandby, reportReady } = await import(
+  const { startHost, quarantine, Quarantine, reportStandby, reportReady, mainThreadRaise } = await import(
     "../../host/index.js"
   );
   reportStandby();
@@ -157,6 +157,10 @@ async function serve(flags: HostFlags): Promise<void> {
   );
   if (host.metricsPort !== undefined)
     process.stdout.write(`platform host metrics: http://127.0.0.1:${host.metricsPort}/metrics (no token)\n`);
+  if (process.platform === "linux" && mainThreadRaise() < LIMITS.mainThreadNiceRaise)
+    process.stderr.write(
+      `platform host: the main thread runs at ${mainThreadRaise()} of ${LIMITS.mainThreadNiceRaise} nice values above isolates' threads: give the process CAP_SYS_NICE (or RLIMIT_NICE, e.g. systemd LimitNICE=-${LIMITS.mainThreadNiceRaise}) so requests do not wait for a core behind tenants computing on their threads (docs/operators.md)\n`,
+    );
   reportReady();
   let stopping = false;
   // SIGTERM (and SIGINT) drain first: no new connections, calls in flight answered, sync sockets

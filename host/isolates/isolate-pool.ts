@@ -1,3 +1,4 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { CodeCache } from "./code-cache.js";
 import { CodeCacheFiles } from "./code-cache-files.js";
@@ -13,6 +14,7 @@ import {
   DEFAULT_ISOLATE_NICE,
   isolateThreadsTracked,
   lookForIsolateThreads,
+  raiseMainThread,
   trackIsolateThreadsFromNow,
 } from "./thread-priority.js";
 
@@ -41,6 +43,11 @@ export interface PoolOptions {
    */
   isolateThreadNice: number;
   /**
+   * How many nice values the host's main thread is raised above its other threads, as far as the
+   * process is allowed (Linux; 0: not raised). See thread-priority.ts.
+   */
+  mainThreadNiceRaise: number;
+  /**
    * Where the host keeps the V8 code caches its own compiles produced, so that cold starts after a
    * restart skip parsing (a directory of the host's data); null keeps them in memory only.
    */
@@ -61,6 +68,7 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   limits: DEFAULT_ISOLATE_LIMITS,
   inline: DEFAULT_INLINE_POLICY,
   isolateThreadNice: DEFAULT_ISOLATE_NICE,
+  mainThreadNiceRaise: LIMITS.mainThreadNiceRaise,
   codeCacheDir: null,
   spareIsolate: true,
 };
@@ -112,6 +120,7 @@ export class IsolatePool {
     // apart, it keeps the main thread's priority and measures the main thread's CPU in time.
     if (this.options.inline.enabled) InlineSentinel.shared();
     trackIsolateThreadsFromNow(this.options.isolateThreadNice);
+    raiseMainThread(this.options.mainThreadNiceRaise);
     if (isolateThreadsTracked()) {
       // Also samples the CPU clock, which sets isolates' threads' priority by how many are busy.
       this.threadLook = setInterval(() => {

@@ -185,6 +185,13 @@ export const LIMITS = {
    */
   inlineTurnMs: 4,
   /**
+   * Nice values the host raises its main thread above its other threads, where the process may
+   * (`CAP_SYS_NICE` or `RLIMIT_NICE`; host/isolates/thread-priority.ts). Ours: beside 20 tenants
+   * spinning on their threads, a good tenant's p99 was about 5 ms raised by 5, 11-20 ms not raised
+   * (alone: 1.5-3 ms); processes the host starts inherit it, so not more.
+   */
+  mainThreadNiceRaise: 5,
+  /**
    * Milliseconds of CPU an isolate may run on its own thread on one of the host's run tokens while
    * other deployments wait for one; past it, it runs on without (host/isolates/thread-tokens.ts).
    * Ours: longer than a heavy handler's run, short beside a CPU limit.
