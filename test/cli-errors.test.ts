@@ -142,6 +142,10 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
     [["host", "--request-quota", "lots"], "Write a number of requests per second (0 turns quotas off)."],
     [["host", "--database", "mysql://db/x"], "Write a postgres:// URL"],
     [["host", "--isolate-nice", "25"], "Write a whole number from 0 (off) to 19, e.g. 10."],
+    [
+      ["host", "--main-thread-raise", "-3"],
+      "Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. 5.",
+    ],
     [["host", "--s3-region", "eu-west-1"], "error: --s3-endpoint and --s3-region need --s3-bucket."],
   ])("platform %j", (args, message) => {
     const result = runCli(args, env());

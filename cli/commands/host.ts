@@ -21,6 +21,7 @@ interface HostFlags {
   s3Region?: string;
   metricsPort?: number;
   isolateNice?: number;
+  mainThreadRaise?: number;
   trustProxy?: boolean;
 }
 
@@ -63,6 +64,16 @@ function parseIsolateNice(flag: string): number {
   if (!Number.isInteger(nice) || nice < 0 || nice > 19)
     throw new InvalidArgumentError("Write a whole number from 0 (off) to 19, e.g. 10.");
   return nice;
+}
+
+/** `--main-thread-raise`: 0 (off) to 19. */
+function parseMainThreadRaise(flag: string): number {
+  const steps = flag.trim() === "" ? Number.NaN : Number(flag);
+  if (!Number.isInteger(steps) || steps < 0 || steps > 19)
+    throw new InvalidArgumentError(
+      `Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. ${LIMITS.mainThreadNiceRaise}.`,
+    );
+  return steps;
 }
 
 /** `--database`: a PostgreSQL URL (without the flag the database is embedded under --data). */
@@ -150,16 +161,20 @@ async function serve(flags: HostFlags): Promise<void> {
     serverRestarts: restarts,
     processMetrics: true,
     ...(flags.metricsPort === undefined ? {} : { metricsPort: flags.metricsPort }),
-    ...(flags.isolateNice === undefined ? {} : { pool: { isolateThreadNice: flags.isolateNice } }),
+    pool: {
+      ...(flags.isolateNice === undefined ? {} : { isolateThreadNice: flags.isolateNice }),
+      ...(flags.mainThreadRaise === undefined ? {} : { mainThreadNiceRaise: flags.mainThreadRaise }),
+    },
   });
   process.stdout.write(
     `platform host listening: control plane ${host.url}, deployments at http://<id>.${flags.domain}:${host.port}\n`,
   );
   if (host.metricsPort !== undefined)
     process.stdout.write(`platform host metrics: http://127.0.0.1:${host.metricsPort}/metrics (no token)\n`);
-  if (process.platform === "linux" && mainThreadRaise() < LIMITS.mainThreadNiceRaise)
+  const raiseWanted = flags.mainThreadRaise ?? LIMITS.mainThreadNiceRaise;
+  if (process.platform === "linux" && mainThreadRaise() < raiseWanted)
     process.stderr.write(
-      `platform host: the main thread runs at ${mainThreadRaise()} of ${LIMITS.mainThreadNiceRaise} nice values above isolates' threads: give the process CAP_SYS_NICE (or RLIMIT_NICE, e.g. systemd LimitNICE=-${LIMITS.mainThreadNiceRaise}) so requests do not wait for a core behind tenants computing on their threads (docs/operators.md)\n`,
+      `platform host: the main thread runs at ${mainThreadRaise()} of ${raiseWanted} nice values above isolates' threads: give the process CAP_SYS_NICE (or RLIMIT_NICE, e.g. systemd LimitNICE=-${raiseWanted}) so requests do not wait for a core behind tenants computing on their threads (docs/operators.md)\n`,
     );
   reportReady();
   let stopping = false;
@@ -253,6 +268,12 @@ export function registerHost(program: Command): void {
         "--isolate-nice <n>",
         "nice value of isolates' threads (Linux, 0-19; default 0, the host's priority): above 0, tenants computing on their own threads slow every other tenant less (lowered further while more than two are busy), but on a machine busy with other work tenants churning memory can stall the host for seconds (docs/security.md)",
       ).argParser(parseIsolateNice),
+    )
+    .addOption(
+      new Option(
+        "--main-thread-raise <n>",
+        `nice values the main thread (which reads and answers every request) runs above the threads of tenants' code (Linux, 0-19; default ${LIMITS.mainThreadNiceRaise}; needs CAP_SYS_NICE or RLIMIT_NICE): requests do not wait for a core behind tenants computing on their threads. 0 on a machine whose cores the host shares with its database, which the raised thread would otherwise be favoured over (docs/operators.md)`,
+      ).argParser(parseMainThreadRaise),
     )
     .addHelpText(
       "after",
