@@ -1,24 +1,8 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { getPriority } from "node:os";
-import ivm from "isolated-vm";
 import { describe, expect, it } from "vitest";
-import {
-  lookForIsolateThreads,
-  mainThreadRaise,
-  raiseMainThread,
-  trackIsolateThreadsFromNow,
-} from "./thread-priority.js";
-
-/** Each thread's nice value (field 19 of /proc/<pid>/task/<tid>/stat, after the command's parentheses). */
-function niceByThread(): Map<string, number> {
-  const nice = new Map<string, number>();
-  for (const id of readdirSync("/proc/self/task")) {
-    const stat = readFileSync(`/proc/self/task/${id}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    nice.set(id, Number(fields[16]));
-  }
-  return nice;
-}
+import { niceAfterAnIsolateRan, niceByThread } from "../../test/helpers/threads.js";
+import { mainThreadRaise, raiseMainThread, trackIsolateThreadsFromNow } from "./thread-priority.js";
 
 /** How far below its nice value this process may take a thread: `CAP_SYS_NICE` (bit 23 of CapEff) or `RLIMIT_NICE`. */
 function allowedRaise(base: number): number {
@@ -43,26 +27,13 @@ describe.runIf(process.platform === "linux")("the host's main thread's priority"
     expect(raiseMainThread(5)).toBe(0);
     expect(getPriority(0)).toBe(base - raised);
 
-    const isolate = new ivm.Isolate({ memoryLimit: 16 });
-    try {
-      const context = await isolate.createContext();
-      const running = context.eval("let x = 0; for (let i = 0; i < 3e7; i++) x += i; x", {
-        timeout: 60_000,
-        promise: false,
-      });
-      lookForIsolateThreads(true);
-      await running;
-      lookForIsolateThreads(true);
-      const after = niceByThread();
-      const born = [...after.keys()].filter((id) => !before.has(id));
-      expect(born.length, "running an isolate started no thread").toBeGreaterThan(0);
-      // Born with the raised main thread's value, they run tenants' code at the host's own.
-      for (const id of born) expect(after.get(id), `thread ${id}`).toBe(base);
-      // The host's other threads keep theirs.
-      for (const [id, nice] of before)
-        if (id !== String(process.pid) && after.has(id)) expect(after.get(id)).toBe(nice);
-    } finally {
-      isolate.dispose();
-    }
+    const after = await niceAfterAnIsolateRan();
+    const born = [...after.keys()].filter((id) => !before.has(id));
+    expect(born.length, "running an isolate started no thread").toBeGreaterThan(0);
+    // Born with the raised main thread's value, they run tenants' code at the host's own.
+    for (const id of born) expect(after.get(id), `thread ${id}`).toBe(base);
+    // The host's other threads keep theirs.
+    for (const [id, nice] of before)
+      if (id !== String(process.pid) && after.has(id)) expect(after.get(id)).toBe(nice);
   });
 });
