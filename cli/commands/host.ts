@@ -58,23 +58,22 @@ function parseRequestQuota(flag: string): HostOptions["requestQuota"] {
   return perSecond === 0 ? false : { perSecond, burst: perSecond * BURST_PER_RATE };
 }
 
-/** `--isolate-nice`: 0 (off) to 19. */
-function parseIsolateNice(flag: string): number {
-  const nice = flag.trim() === "" ? Number.NaN : Number(flag);
-  if (!Number.isInteger(nice) || nice < 0 || nice > 19)
-    throw new InvalidArgumentError("Write a whole number from 0 (off) to 19, e.g. 10.");
-  return nice;
+/** A parser of a flag taking a whole number from 0 to 19 (a nice value or steps of one), saying `hint` otherwise. */
+function niceSteps(hint: string): (flag: string) => number {
+  return (flag) => {
+    const steps = flag.trim() === "" ? Number.NaN : Number(flag);
+    if (!Number.isInteger(steps) || steps < 0 || steps > 19) throw new InvalidArgumentError(hint);
+    return steps;
+  };
 }
 
+/** `--isolate-nice`: 0 (off) to 19. */
+const parseIsolateNice = niceSteps("Write a whole number from 0 (off) to 19, e.g. 10.");
+
 /** `--main-thread-raise`: 0 (off) to 19. */
-function parseMainThreadRaise(flag: string): number {
-  const steps = flag.trim() === "" ? Number.NaN : Number(flag);
-  if (!Number.isInteger(steps) || steps < 0 || steps > 19)
-    throw new InvalidArgumentError(
-      `Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. ${LIMITS.mainThreadNiceRaise}.`,
-    );
-  return steps;
-}
+const parseMainThreadRaise = niceSteps(
+  `Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. ${LIMITS.mainThreadNiceRaise}.`,
+);
 
 /** `--database`: a PostgreSQL URL (without the flag the database is embedded under --data). */
 function parseDatabaseUrl(flag: string): string {
@@ -171,10 +170,10 @@ async function serve(flags: HostFlags): Promise<void> {
   );
   if (host.metricsPort !== undefined)
     process.stdout.write(`platform host metrics: http://127.0.0.1:${host.metricsPort}/metrics (no token)\n`);
-  const raiseWanted = flags.mainThreadRaise ?? LIMITS.mainThreadNiceRaise;
-  if (process.platform === "linux" && mainThreadRaise() < raiseWanted)
+  const { asked, raised } = mainThreadRaise();
+  if (raised < asked)
     process.stderr.write(
-      `platform host: the main thread runs at ${mainThreadRaise()} of ${raiseWanted} nice values above isolates' threads: give the process CAP_SYS_NICE (or RLIMIT_NICE, e.g. systemd LimitNICE=-${raiseWanted}) so requests do not wait for a core behind tenants computing on their threads (docs/operators.md)\n`,
+      `platform host: the main thread runs at ${raised} of ${asked} nice values above isolates' threads: give the process CAP_SYS_NICE (or RLIMIT_NICE, e.g. systemd LimitNICE=-${asked}) so requests do not wait for a core behind tenants computing on their threads (docs/operators.md)\n`,
     );
   reportReady();
   let stopping = false;

@@ -53,6 +53,8 @@ let isolateNice = 0;
 let baseNice = 0;
 /** How many steps the main thread was raised above {@link baseNice} (see {@link raiseMainThread}). */
 let mainRaise = 0;
+/** How many steps {@link raiseMainThread} was asked for (0 until a tracked host asked). */
+let mainRaiseAsked = 0;
 /** The nice value busy isolates' threads have now: {@link isolateNice}, or more while many are busy. */
 let busyNice = 0;
 /**
@@ -104,6 +106,7 @@ export function trackIsolateThreadsFromNow(nice: number): void {
  */
 export function raiseMainThread(steps: number): number {
   if (!hostThreads || mainRaise > 0) return 0;
+  mainRaiseAsked = steps;
   for (let raise = Math.min(steps, 20 + baseNice); raise > 0; raise--) {
     try {
       setPriority(0, baseNice - raise);
@@ -116,9 +119,12 @@ export function raiseMainThread(steps: number): number {
   return 0;
 }
 
-/** How many nice values the main thread was raised by {@link raiseMainThread}. */
-export function mainThreadRaise(): number {
-  return mainRaise;
+/**
+ * How many nice values the host asked {@link raiseMainThread} to raise the main thread by, and how
+ * many it was raised by: fewer where the process may not (both 0 where threads are not tracked).
+ */
+export function mainThreadRaise(): { asked: number; raised: number } {
+  return { asked: mainRaiseAsked, raised: mainRaise };
 }
 
 /** True once {@link trackIsolateThreadsFromNow} started in this process. */
@@ -204,9 +210,10 @@ export function lookForIsolateThreads(force = false): void {
   for (const id of ids) {
     if (hostThreads.has(id) || isolateThreads.has(id)) continue;
     // Born with the nice value of the thread that made it: the main thread's, when raised.
-    isolateThreads.set(id, baseNice - mainRaise);
+    const born = baseNice - mainRaise;
     const wanted = absolute(isolateNice);
-    if ((isolateNice !== 0 || mainRaise !== 0) && renice(id, wanted)) isolateThreads.set(id, wanted);
+    isolateThreads.set(id, born);
+    if (wanted !== born && renice(id, wanted)) isolateThreads.set(id, wanted);
   }
   if (isolateThreads.size > 2 * ids.length + 64) {
     const live = new Set(ids);
