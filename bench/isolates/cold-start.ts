@@ -1,13 +1,14 @@
 /**
  * bench/isolates, cold start: where an evicted deployment's cold start goes (per phase), the first
  * request to each deployment after a host restart with and without the host's code-cache files,
- * and host start-up with few against many deployments (it should not grow: nothing per deployment
- * loads at start).
+ * host start-up with few against many deployments (it should not grow: nothing per deployment
+ * loads at start), and what V8 alone needs for the same bundle (the floor under a cold start).
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import ivm from "isolated-vm";
 import { startHost } from "../../dist/host/host.js";
 import { traceColdStarts } from "../../dist/host/isolates/cold-start-trace.js";
 import { percentile } from "../lib/percentile.js";
@@ -127,4 +128,37 @@ export async function startupTimes(code: string, few: number, many: number, roun
     }
   await rm(dir, { recursive: true, force: true });
   return sizes.map((size) => ({ size, ms: percentile(times.get(size) ?? [], 50) }));
+}
+
+/**
+ * What V8 alone needs to bring `code` back in a fresh isolate, synchronously and with nothing of
+ * the platform around it (p50 of `rounds`, ms): deserializing a code cache made as the host makes
+ * a deployment's own (compiled, run, compiled again), then running the bundle's top level. A cold
+ * start cannot take less; the rest of it is the host's (thread hops, the first call, bookkeeping).
+ */
+export function v8Floor(code: string, rounds: number): { deserializeMs: number; runMs: number } {
+  const maker = new ivm.Isolate({ memoryLimit: 128 });
+  maker.compileScriptSync(code).runSync(maker.createContextSync());
+  const made = maker.compileScriptSync(code, { produceCachedData: true }) as ivm.Script &
+    ivm.CachedDataResult;
+  const cachedData = made.cachedData as ivm.ExternalCopy<ArrayBuffer>;
+  maker.dispose();
+  const deserialize: number[] = [];
+  const run: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const isolate = new ivm.Isolate({ memoryLimit: 128 });
+    const context = isolate.createContextSync();
+    let started = process.hrtime.bigint();
+    const script = isolate.compileScriptSync(code, { cachedData }) as ivm.Script & {
+      cachedDataRejected?: boolean;
+    };
+    deserialize.push(elapsedMs(started));
+    if (script.cachedDataRejected) throw new Error("V8 refused its own code cache");
+    started = process.hrtime.bigint();
+    script.runSync(context);
+    run.push(elapsedMs(started));
+    isolate.dispose();
+  }
+  cachedData.release();
+  return { deserializeMs: percentile(deserialize, 50), runMs: percentile(run, 50) };
 }
