@@ -23,30 +23,34 @@ export interface OverlayEntry {
  * are a transaction's own writes.
  */
 export class WriteOverlay {
-  private readonly entries: BTreeOf<Buffer, OverlayEntry> = new BTree<Buffer, OverlayEntry>(
-    undefined,
-    Buffer.compare,
-  );
   /** Entries written since creation or fork; made on the first write (most transactions read only). */
   private touched: Set<OverlayEntry> | undefined;
 
+  constructor(
+    private readonly entries: BTreeOf<Buffer, OverlayEntry> = new BTree<Buffer, OverlayEntry>(
+      undefined,
+      Buffer.compare,
+    ),
+  ) {}
+
   /**
    * A copy to write on top of: reads see every write of this one, and {@link written} lists only
-   * the copy's own. (A group of mutations committed together: each sees the ones before it.)
+   * the copy's own. (A group of mutations committed together: each sees the ones before it.) The
+   * copy shares this one's tree until either writes (copy-on-write), so forking costs the same
+   * however many writes the group holds; an entry the copy did not write is replaced, never
+   * changed in place, so the two never see each other's later writes.
    */
   fork(): WriteOverlay {
-    const copy = new WriteOverlay();
-    for (const entry of this.entries.valuesArray())
-      copy.entries.set(entry.key, { key: entry.key, value: entry.value });
-    return copy;
+    return new WriteOverlay(this.entries.clone());
   }
 
   /** The keys written since this overlay was created or forked, in key order. */
   written(): Buffer[] {
-    const keys: Buffer[] = [];
     const touched = this.touched;
-    if (touched) for (const entry of this.entries.valuesArray()) if (touched.has(entry)) keys.push(entry.key);
-    return keys;
+    if (!touched) return [];
+    const keys: Buffer[] = [];
+    for (const entry of touched) keys.push(entry.key);
+    return keys.sort(Buffer.compare);
   }
 
   get size(): number {
@@ -55,14 +59,16 @@ export class WriteOverlay {
 
   /** Records a put (`value` a string) or a delete (`null`), replacing an earlier write of the key. */
   set(key: Buffer, value: string | null): void {
-    let entry = this.entries.get(key);
-    if (entry) entry.value = value;
-    else {
-      entry = { key, value };
-      this.entries.set(key, entry);
+    const entry = this.entries.get(key);
+    if (entry !== undefined && this.touched?.has(entry)) {
+      entry.value = value;
+      return;
     }
+    // A new key, or one a forked-from overlay wrote (its entry is shared): a new entry of our own.
+    const own = { key, value };
+    this.entries.set(key, own);
     this.touched ??= new Set();
-    this.touched.add(entry);
+    this.touched.add(own);
   }
 
   /** The pending write of `key`: a string, `null` for a delete, `undefined` when untouched. */
