@@ -23,6 +23,15 @@ describe("WriteOverlay", () => {
     expect(overlay.get(key(9))).toBeUndefined();
   });
 
+  it("lists a large mutation's writes in key order, as many as it made", () => {
+    const overlay = new WriteOverlay().fork();
+    const order = Array.from({ length: 5000 }, (_, n) => (n * 7919) % 5000);
+    for (const n of order) overlay.set(key(n), String(n));
+    const written = overlay.written();
+    expect(written).toHaveLength(5000);
+    expect(text(written)).toEqual(Array.from({ length: 5000 }, (_, n) => key(n).toString()));
+  });
+
   it("a fork reads its base's writes and lists only its own", () => {
     const base = new WriteOverlay();
     for (let n = 0; n < 100; n++) base.set(key(n), `base ${n}`);

@@ -49,6 +49,12 @@ export class WriteOverlay {
     const touched = this.touched;
     if (!touched) return [];
     const keys: Buffer[] = [];
+    // Sorting its own writes costs k log k comparisons, walking the whole tree one step per entry:
+    // a group member's few writes on top of its group's are sorted, a large mutation's walked.
+    if (touched.size * Math.log2(touched.size + 1) >= this.entries.size) {
+      for (const entry of this.entries.valuesArray()) if (touched.has(entry)) keys.push(entry.key);
+      return keys;
+    }
     for (const entry of touched) keys.push(entry.key);
     return keys.sort(Buffer.compare);
   }
