@@ -58,6 +58,30 @@ export function kvConformance(
       expect(await store.getMany([])).toEqual([]);
     });
 
+    storeTest("stores values with quotes, backslashes and placeholders as written", async (store) => {
+      const values = [
+        `it's`,
+        "''",
+        "\\",
+        "a\\'b",
+        String.raw`{"text":"say \"hi\"\n\u0000 C:\\dir\\"}`,
+        " E'x' ",
+        "$1 $2::text[] $$ $",
+        "line\nbreak\ttab",
+        "",
+      ];
+      await store.batch(values.map((value, i) => put(b(0x09, i), value)));
+      expect(await store.getMany(values.map((_, i) => b(0x09, i)))).toEqual(values);
+      const snapshot = await store.snapshot();
+      await store.commit(
+        snapshot,
+        values.map((value, i) => put(b(0x0a, i), `${value}'\\`)),
+      );
+      expect(await store.getMany(values.map((_, i) => b(0x0a, i)))).toEqual(
+        values.map((value) => `${value}'\\`),
+      );
+    });
+
     storeTest("orders keys bytewise, including 0x00 and 0xff, and walks ranges both ways", async (store) => {
       const keys = [
         b(0x01),

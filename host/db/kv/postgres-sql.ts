@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import { type KvIterateOptions, type KvIterator, type KvOperation, NO_KEY } from "./kv.js";
 
 /** Runs one statement with `$n` parameters and returns its rows. */
@@ -16,10 +16,21 @@ export const CHANNEL = "platform";
 /** Largest statement (bytes of values) sent with its values written into its text: see {@link inline}. */
 const INLINE_BYTES = 1024 * 1024;
 
+/**
+ * `text` as an SQL string literal, as `pg.escapeLiteral` writes it (quotes doubled; with a
+ * backslash, an `E'...'` literal with backslashes doubled too) but with two native replaces instead
+ * of a loop that appends one character at a time: every value a group commit writes goes through
+ * it, and on a row of JSON the loop cost about ten times as much.
+ */
+export function quoteText(text: string): string {
+  const quoted = text.replace(/'/g, "''");
+  return text.includes("\\") ? ` E'${quoted.replace(/\\/g, "\\\\")}'` : `'${quoted}'`;
+}
+
 /** A parameter as SQL text: keys as hex (safe whatever the server's string settings), text escaped. */
 function literal(value: unknown): string {
   if (Buffer.isBuffer(value)) return `decode('${value.toString("hex")}','hex')`;
-  if (typeof value === "string") return pg.escapeLiteral(value);
+  if (typeof value === "string") return quoteText(value);
   if (Array.isArray(value)) {
     const type = Buffer.isBuffer(value[0]) ? "bytea" : "text";
     return `ARRAY[${value.map(literal).join(",")}]::${type}[]`;
