@@ -262,7 +262,7 @@ export function kvConformance(
     );
 
     storeTest(
-      "answers a snapshot's point reads at once exactly when it supports syncReads",
+      "answers a snapshot's point reads at once when it supports syncReads, and keys it has read always",
       async (store) => {
         await store.batch([put(text("p"), "1")]);
         const snapshot = await store.snapshot();
@@ -272,6 +272,11 @@ export function kvConformance(
             expect(snapshot.tryGetSync(text("q"))).toBeUndefined();
           } else expect(snapshot.tryGetSync(text("p"))).toBe(NOT_READY);
           expect(await snapshot.get(text("p"))).toBe("1");
+          expect(await snapshot.get(text("q"))).toBeUndefined();
+          // A key the snapshot has read is answered at once on every backend, as it read it.
+          await store.batch([put(text("p"), "2"), put(text("q"), "now here")]);
+          expect(snapshot.tryGetSync(text("p"))).toBe("1");
+          expect(snapshot.tryGetSync(text("q"))).toBeUndefined();
         } finally {
           await snapshot.close();
         }

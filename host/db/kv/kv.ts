@@ -44,7 +44,10 @@ export interface KvIterator {
 /** A consistent point-in-time view: later writes are not visible through it. */
 export interface KvSnapshot {
   get(key: Buffer): Promise<string | undefined>;
-  /** {@link get} answered at once when the backend can (`supports.syncReads`), else NOT_READY. */
+  /**
+   * {@link get} answered at once when the backend can: always where `supports.syncReads`,
+   * elsewhere for a key this snapshot has read before; else NOT_READY.
+   */
   tryGetSync(key: Buffer): string | undefined | NotReady;
   iterate(options: KvIterateOptions): KvIterator;
   /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */

@@ -34,8 +34,8 @@ export class SharedSnapshotLoan implements KvSnapshot {
     }
   }
 
-  tryGetSync(): NotReady {
-    return this.require().tryGetSync();
+  tryGetSync(key: Buffer): string | undefined | NotReady {
+    return this.require().tryGetSync(key);
   }
 
   iterate(options: KvIterateOptions): KvIterator {
