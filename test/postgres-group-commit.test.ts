@@ -1,0 +1,52 @@
+/**
+ * Group commit on PostgreSQL (a private server, as test/postgres.test.ts starts one): the shared
+ * suite, and two hosts writing one deployment at once. A host keeps the deployment's lock for
+ * several groups in a row; the other still gets it between, and reads every write before its own.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HostDatabase, PostgresKv } from "../host/db/index.js";
+import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { counted, groupCommitSuite, increment, withCounter } from "./helpers/group-commit-suite.js";
+
+const installed = postgresBinDir() !== undefined;
+if (!installed) console.warn("PostgreSQL group commit tests skipped: PostgreSQL is not installed.");
+
+let server: LocalPostgres;
+beforeAll(async () => {
+  if (installed) server = await startLocalPostgres();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const table = () => `kv_${randomBytes(6).toString("hex")}`;
+
+async function open(name = table()) {
+  const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }));
+  return { db, dispose: () => db.close() };
+}
+
+describe.skipIf(!installed)("PostgreSQL group commit", () => {
+  groupCommitSuite("PostgreSQL", () => open());
+
+  it("two hosts incrementing one counter at once lose no increment", async () => {
+    const name = table();
+    const first = await open(name);
+    const second = await open(name);
+    try {
+      const a = await first.db.deployment("shared");
+      const counter = await withCounter(a);
+      const b = await second.db.deployment("shared");
+      const seen = await Promise.all(
+        Array.from({ length: 300 }, (_, i) => increment(i % 2 === 0 ? a : b, counter)),
+      );
+      expect([...seen].sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+      expect(await counted(b, counter)).toEqual({ n: 300, items: 300 });
+      expect(await counted(a, counter)).toEqual({ n: 300, items: 300 });
+    } finally {
+      await first.dispose();
+      await second.dispose();
+    }
+  }, 60_000);
+});
