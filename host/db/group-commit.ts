@@ -46,6 +46,8 @@ export interface GroupCommitHost extends TransactionHost {
   clockValue(): number;
   /** Runs `work` holding the deployment's write lock in this process and across processes. */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /** True while other work of this process waits for the write lock (a drop, an import, a migration). */
+  readonly lockContended: boolean;
   /** Commits `operations` on `snapshot` and tells listeners what was written. */
   commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void>;
   /** The deployment's row bytes and their limit (row-bytes-total.ts), under the write lock. */
@@ -74,7 +76,8 @@ const EARLY_COMMIT_MS = 5;
  * Groups committed one after another under one taking of the write lock, at most, while more
  * mutations wait. Taking the lock across processes is a round trip that waits for the previous
  * holder's release to reach the server (on PostgreSQL about a fifth of a busy deployment's time
- * per group); the bound lets another process's writers and this one's other exclusive work in.
+ * per group). The bound lets another process's writers in; this process's other exclusive work
+ * (a drop, an import, a migration) goes first as soon as it asks.
  */
 const GROUPS_PER_LOCK = 4;
 
@@ -112,7 +115,9 @@ export class GroupCommit {
           .exclusive(async () => {
             for (let groups = 1; ; groups++) {
               await this.commitGroup(group);
-              if (this.queued.length === 0 || groups === GROUPS_PER_LOCK) return;
+              // Whoever asked for the lock meanwhile goes first (a drop refuses the groups after it).
+              if (this.queued.length === 0 || groups === GROUPS_PER_LOCK || this.database.lockContended)
+                return;
               group = this.queued.splice(0, MAX_GROUP);
             }
           })

@@ -4,6 +4,15 @@
  */
 export class WriteLock {
   private tail: Promise<void> = Promise.resolve();
+  private waiting = 0;
+
+  /**
+   * True while someone waits for the lock: a holder that could go on holding it (group commit's
+   * next group) lets them in first, so the lock stays first come, first served.
+   */
+  get contended(): boolean {
+    return this.waiting > 0;
+  }
 
   /** Runs `work` once every earlier holder has finished; releases the lock however it ends. */
   async run<T>(work: () => Promise<T>): Promise<T> {
@@ -12,7 +21,12 @@ export class WriteLock {
     this.tail = new Promise<void>((resolve) => {
       release = resolve;
     });
-    await previous;
+    this.waiting++;
+    try {
+      await previous;
+    } finally {
+      this.waiting--;
+    }
     try {
       return await work();
     } finally {
