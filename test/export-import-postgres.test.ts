@@ -3,25 +3,13 @@
  * scripts/local-postgres.ts): the shared round-trip suite, and an archive moving between backends
  * and hosts sharing the database.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { describe, expect, it } from "vitest";
 import { answer, dumpDeployment, exportZip, importZip } from "./helpers/export-import.js";
 import { exportImportSuite } from "./helpers/export-import-suite.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
-const installed = postgresBinDir() !== undefined;
-if (!installed)
-  console.warn(
-    "PostgreSQL tests skipped: PostgreSQL is not installed and could not be installed (apt-get install postgresql).",
-  );
-
-let server: LocalPostgres;
-beforeAll(async () => {
-  if (installed) server = await startLocalPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const server = postgresForThisFile("PostgreSQL tests");
 
 /**
  * `host`'s answer to query `name` of `id` once it is `expected`, or its last answer after 10 s:
@@ -36,7 +24,7 @@ async function answerOnceTaken(host: TestHost, id: string, name: string, expecte
   }
 }
 
-describe.skipIf(!installed)("PostgreSQL", () => {
+describe.skipIf(!postgresInstalled)("PostgreSQL", () => {
   exportImportSuite("PostgreSQL", () => startTestHost({ database: server.url }));
 
   it("moves a deployment between backends, and a host sharing the database serves the import", async () => {

@@ -3,31 +3,21 @@
  * suite, and two hosts writing one deployment at once. A host keeps the deployment's lock for
  * several groups in a row; the other still gets it between, and reads every write before its own.
  */
-import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
-import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { counted, groupCommitSuite, increment, withCounter } from "./helpers/group-commit-suite.js";
+import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
-const installed = postgresBinDir() !== undefined;
-if (!installed) console.warn("PostgreSQL group commit tests skipped: PostgreSQL is not installed.");
+const server = postgresForThisFile("PostgreSQL group commit tests");
 
-let server: LocalPostgres;
-beforeAll(async () => {
-  if (installed) server = await startLocalPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
-
-const table = () => `kv_${randomBytes(6).toString("hex")}`;
+const table = freshTable;
 
 async function open(name = table()) {
   const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }));
   return { db, dispose: () => db.close() };
 }
 
-describe.skipIf(!installed)("PostgreSQL group commit", () => {
+describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
   groupCommitSuite("PostgreSQL", () => open());
 
   it("two hosts incrementing one counter at once lose no increment", async () => {

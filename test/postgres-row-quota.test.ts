@@ -3,24 +3,14 @@
  * shared suite, and two hosts writing one deployment: each reads the other's total with the
  * deployment's lock, so together they never pass the limit and the total stays exact.
  */
-import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
-import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 import { expectExact, insertOne, QUOTA_SCHEMA, rowCount, rowQuotaSuite } from "./helpers/row-quota-suite.js";
 
-const installed = postgresBinDir() !== undefined;
-if (!installed) console.warn("PostgreSQL row quota tests skipped: PostgreSQL is not installed.");
+const server = postgresForThisFile("PostgreSQL row quota tests");
 
-let server: LocalPostgres;
-beforeAll(async () => {
-  if (installed) server = await startLocalPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
-
-const table = () => `kv_${randomBytes(6).toString("hex")}`;
+const table = freshTable;
 
 /** A database on a table of its own, whose deployments may store `limit` row bytes each. */
 async function open(limit: number, name = table()) {
@@ -30,7 +20,7 @@ async function open(limit: number, name = table()) {
   return { db, dispose: () => db.close() };
 }
 
-describe.skipIf(!installed)("PostgreSQL row storage quota", () => {
+describe.skipIf(!postgresInstalled)("PostgreSQL row storage quota", () => {
   rowQuotaSuite("PostgreSQL", open, 10);
 
   it("holds across two hosts writing one deployment", async () => {

@@ -3,9 +3,8 @@
  * privately by scripts/local-postgres.ts): the KV conformance suite, broadcasts and locks between
  * two connections as two hosts would hold them, and a whole host running on it.
  */
-import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { AuthService } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
@@ -13,25 +12,13 @@ import { kvConformance } from "../host/db/kv/conformance.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { collect, type KvIterator } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
-import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
+import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
-const installed = postgresBinDir() !== undefined;
-if (!installed)
-  console.warn(
-    "PostgreSQL tests skipped: PostgreSQL is not installed and could not be installed (apt-get install postgresql).",
-  );
+const server = postgresForThisFile("PostgreSQL tests");
 
-let server: LocalPostgres;
-beforeAll(async () => {
-  if (installed) server = await startLocalPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
-
-const table = () => `kv_${randomBytes(6).toString("hex")}`;
+const table = freshTable;
 
 /**
  * Records the text of every simple-protocol query any connection sends until `stop` is called
@@ -52,7 +39,7 @@ function recordQueries(): { sent: string[]; stop: () => void } {
   };
 }
 
-describe.skipIf(!installed)("PostgreSQL backend", () => {
+describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
     describe,
     it,
