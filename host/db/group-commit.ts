@@ -6,6 +6,7 @@ import { rowQuotaExceeded } from "./row-bytes.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost, TransactionOptions } from "./transaction-view.js";
+import type { WriteLock } from "./write-lock.js";
 
 /** The outcome of a handler run in a transaction. */
 export interface TransactionResult<T> {
@@ -46,8 +47,8 @@ export interface GroupCommitHost extends TransactionHost {
   clockValue(): number;
   /** Runs `work` holding the deployment's write lock in this process and across processes. */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
-  /** True while other work of this process waits for the write lock (a drop, an import, a migration). */
-  readonly lockContended: boolean;
+  /** The in-process write lock: contended while other work waits for it (a drop, an import, a migration). */
+  readonly lock: Pick<WriteLock, "contended">;
   /** Commits `operations` on `snapshot` and tells listeners what was written. */
   commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void>;
   /** The deployment's row bytes and their limit (row-bytes-total.ts), under the write lock. */
@@ -116,7 +117,7 @@ export class GroupCommit {
             for (let groups = 1; ; groups++) {
               await this.commitGroup(group);
               // Whoever asked for the lock meanwhile goes first (a drop refuses the groups after it).
-              if (this.queued.length === 0 || groups === GROUPS_PER_LOCK || this.database.lockContended)
+              if (this.queued.length === 0 || groups === GROUPS_PER_LOCK || this.database.lock.contended)
                 return;
               group = this.queued.splice(0, MAX_GROUP);
             }

@@ -70,10 +70,6 @@ export class TenantDatabase implements TransactionHost {
     return this.store.supports.syncReads;
   }
 
-  get lockContended(): boolean {
-    return this.lock.contended;
-  }
-
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */
   async load(): Promise<this> {
     const [schema, clock, rowBytes, pending] = await this.store.getMany([
