@@ -113,6 +113,7 @@ export function kvConformance(
       const keyless = await collect(store.iterate({ gte, lt, reverse: true, keys: false }));
       expect(keyless.map(([, value]) => value)).toEqual(withKeys.map(([, value]) => value));
       expect(keyless.map(([, value]) => value)).toEqual(["v3", "v2", "v1"]);
+      expect(keyless.every(([key]) => Buffer.isBuffer(key))).toBe(true);
       const counted = await collect(store.iterate({ gte, lt, keys: false, values: false }));
       expect(counted.map(([, value]) => value)).toEqual(["", "", ""]);
     });
