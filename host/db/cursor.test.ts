@@ -55,7 +55,7 @@ describe("pagination cursors", () => {
     expect(raw.includes(Buffer.from("hunter"))).toBe(false);
   });
 
-  it("never reuse an IV, across refills of the IV pool, and open only under their own binding", () => {
+  it("never reuse an IV for another position, across refills of the IV pool, and open only under their own binding", () => {
     const codec = new CursorCodec(randomBytes(32));
     const binding: CursorBinding = {
       deployment: "a",
@@ -68,16 +68,28 @@ describe("pagination cursors", () => {
       end: "/w==",
       order: "asc",
     };
-    const position = Buffer.from("same position every time");
-    const cursors = Array.from({ length: 1000 }, () => codec.encode(position, binding));
+    const positions = Array.from({ length: 1000 }, (_, i) => Buffer.from(`position ${i}`));
+    // Positions too long to keep are sealed afresh each time: the same one gets a new IV too.
+    const long = Buffer.alloc(600, 7);
+    const cursors = [
+      ...positions.map((position) => codec.encode(position, binding)),
+      codec.encode(long, binding),
+      codec.encode(long, binding),
+    ];
     const ivs = new Set(
       cursors.map((cursor) => Buffer.from(cursor, "base64url").subarray(0, 12).toString("hex")),
     );
     expect(ivs.size).toBe(cursors.length);
-    for (const cursor of cursors) expect(codec.decode(cursor, binding)).toEqual(position);
+    for (const [i, position] of positions.entries())
+      expect(codec.decode(cursors[i] as string, binding)).toEqual(position);
+    expect(codec.decode(cursors[1000] as string, binding)).toEqual(long);
     expect(() => codec.decode(cursors[0] as string, { ...binding, argsHash: "other" })).toThrow(
       /Invalid pagination cursor/,
     );
+    // The same page end for the same query again: the cursor made for it before.
+    const position = positions[999] as Buffer;
+    expect(codec.encode(position, binding)).toBe(cursors[999]);
+    expect(codec.encode(position, { ...binding, argsHash: "other" })).not.toBe(cursors[999]);
   });
 
   it("reject tampering", async () => {

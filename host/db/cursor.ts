@@ -20,6 +20,16 @@ const TAG_BYTES = 16;
 const IVS_PER_FILL = 256;
 /** Associated data kept per distinct binding; a page's binding repeats for every page of a query. */
 const AAD_CACHE_SIZE = 1024;
+/** Cursors kept for the page ends sealed last (a busy list's first page ends at the same row for every reader). */
+const SEALED_CACHE_SIZE = 1024;
+/** Positions longer than this (bytes) are sealed afresh every time rather than kept. */
+const SEALED_CACHE_MAX_POSITION = 512;
+
+/** Adds `key` to a map kept at most `size` entries long, dropping the oldest. */
+function remember<V>(map: Map<string, V>, key: string, value: V, size: number): void {
+  if (map.size >= size) map.delete(map.keys().next().value as string);
+  map.set(key, value);
+}
 
 /**
  * Fresh random IVs, drawn from a pool filled by the CSPRNG in one call. Every IV is used once:
@@ -60,30 +70,41 @@ export class CursorCodec {
   private readonly ivs = new IvPool();
   /** SHA-256 of each recent binding's JSON, oldest first (a Map keeps insertion order). */
   private readonly aads = new Map<string, Buffer>();
+  /**
+   * Recent cursors by binding and position. Sealing the same position for the same binding again
+   * would only differ in its IV; handing out the cursor made before saves a cipher per page.
+   */
+  private readonly sealed = new Map<string, string>();
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error("Cursor key must be 32 bytes");
     this.key = key;
   }
 
-  private aad(binding: CursorBinding): Buffer {
-    const json = JSON.stringify(binding);
+  /** The associated data of a binding, by its JSON. */
+  private aad(json: string): Buffer {
     let digest = this.aads.get(json);
     if (!digest) {
       digest = createHash("sha256").update(json).digest();
-      if (this.aads.size >= AAD_CACHE_SIZE) this.aads.delete(this.aads.keys().next().value as string);
-      this.aads.set(json, digest);
+      remember(this.aads, json, digest, AAD_CACHE_SIZE);
     }
     return digest;
   }
 
   /** Seals `position` (empty for "from the start") for `binding`. */
   encode(position: Buffer, binding: CursorBinding): string {
+    const json = JSON.stringify(binding);
+    const kept =
+      position.length <= SEALED_CACHE_MAX_POSITION ? `${json}\n${position.toString("latin1")}` : undefined;
+    const known = kept === undefined ? undefined : this.sealed.get(kept);
+    if (known !== undefined) return known;
     const iv = this.ivs.next();
     const cipher = createCipheriv("aes-256-gcm", this.key, iv);
-    cipher.setAAD(this.aad(binding));
+    cipher.setAAD(this.aad(json));
     const body = Buffer.concat([cipher.update(position), cipher.final()]);
-    return Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64url");
+    const cursor = Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64url");
+    if (kept !== undefined) remember(this.sealed, kept, cursor, SEALED_CACHE_SIZE);
+    return cursor;
   }
 
   /** Opens a cursor made by {@link encode} for the same binding, or throws `invalid_cursor`. */
@@ -93,7 +114,7 @@ export class CursorCodec {
     if (raw.length < IV_BYTES + TAG_BYTES) throw invalidCursor();
     try {
       const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, IV_BYTES));
-      decipher.setAAD(this.aad(binding));
+      decipher.setAAD(this.aad(JSON.stringify(binding)));
       decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
       return Buffer.concat([
         decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),

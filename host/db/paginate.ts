@@ -31,6 +31,28 @@ function argsWithoutPagination(argsJson: string): string {
   return JSON.stringify(kept);
 }
 
+/** Argument hashes kept, by deployment and arguments' JSON: every reader of a list's first page sends the same. */
+const ARGS_HASHES_KEPT = 1024;
+/** Arguments longer than this (characters) are hashed afresh every time rather than kept. */
+const ARGS_KEPT_MAX_LENGTH = 2048;
+const argsHashes = new Map<string, string>();
+
+/**
+ * The hash of a handler's arguments without their pagination options, kept for the arguments
+ * seen last. Kept per deployment, so one tenant's timing cannot tell which arguments another sent.
+ */
+function paginationArgsHash(deployment: string, argsJson: string): string {
+  if (argsJson.length > ARGS_KEPT_MAX_LENGTH) return hashArgs(argsWithoutPagination(argsJson));
+  const kept = `${deployment}\n${argsJson}`;
+  let hash = argsHashes.get(kept);
+  if (hash === undefined) {
+    hash = hashArgs(argsWithoutPagination(argsJson));
+    if (argsHashes.size >= ARGS_HASHES_KEPT) argsHashes.delete(argsHashes.keys().next().value as string);
+    argsHashes.set(kept, hash);
+  }
+  return hash;
+}
+
 function afterKey(key: Buffer): Buffer {
   return Buffer.concat([key, Buffer.from([0x00])]);
 }
@@ -59,7 +81,7 @@ export async function paginate(
     deployment: tx.host.id,
     schemaHash: tx.host.schemaHash,
     handler: tx.options.handler ?? "",
-    argsHash: hashArgs(argsWithoutPagination(tx.options.argsJson ?? "null")),
+    argsHash: paginationArgsHash(tx.host.id, tx.options.argsJson ?? "null"),
     table: table.name,
     index: index.name,
     start: range.start.toString("base64"),
