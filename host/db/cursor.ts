@@ -26,7 +26,7 @@ const SEALED_CACHE_SIZE = 1024;
 const SEALED_CACHE_MAX_POSITION = 512;
 
 /** Adds `key` to a map kept at most `size` entries long, dropping the oldest. */
-function remember<V>(map: Map<string, V>, key: string, value: V, size: number): void {
+export function remember<V>(map: Map<string, V>, key: string, value: V, size: number): void {
   if (map.size >= size) map.delete(map.keys().next().value as string);
   map.set(key, value);
 }

@@ -1,7 +1,7 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type CursorBinding, hashArgs } from "./cursor.js";
+import { type CursorBinding, hashArgs, remember } from "./cursor.js";
 import { NOT_READY } from "./fast-path.js";
 import { NO_KEY } from "./kv/index.js";
 import type { KeyRange } from "./range.js";
@@ -47,8 +47,7 @@ function paginationArgsHash(deployment: string, argsJson: string): string {
   let hash = argsHashes.get(kept);
   if (hash === undefined) {
     hash = hashArgs(argsWithoutPagination(argsJson));
-    if (argsHashes.size >= ARGS_HASHES_KEPT) argsHashes.delete(argsHashes.keys().next().value as string);
-    argsHashes.set(kept, hash);
+    remember(argsHashes, kept, hash, ARGS_HASHES_KEPT);
   }
   return hash;
 }
