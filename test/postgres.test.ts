@@ -10,6 +10,7 @@ import { AuthService } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
+import { scanConformance } from "../host/db/kv/conformance-scans.js";
 import { collect, type KvIterator } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
@@ -46,6 +47,11 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     expect,
   });
   lazySnapshotConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+    describe,
+    it,
+    expect,
+  });
+  scanConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
     describe,
     it,
     expect,

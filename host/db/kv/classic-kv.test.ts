@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { ClassicKv } from "./classic-kv.js";
 import { kvConformance } from "./conformance.js";
 import { lazySnapshotConformance } from "./conformance-lazy.js";
+import { scanConformance } from "./conformance-scans.js";
 
 const openClassic = async () => {
   const dir = await mkdtemp(join(tmpdir(), "platform-kv-"));
@@ -19,3 +20,4 @@ const openClassic = async () => {
 
 kvConformance("classic-level store", openClassic, { describe, it, expect });
 lazySnapshotConformance("classic-level store", openClassic, { describe, it, expect });
+scanConformance("classic-level store", openClassic, { describe, it, expect });

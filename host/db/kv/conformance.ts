@@ -9,11 +9,11 @@ export interface TestApi {
   expect: typeof Expect;
 }
 
-const b = (...bytes: number[]) => Buffer.from(bytes);
+export const b = (...bytes: number[]) => Buffer.from(bytes);
 export const text = (s: string) => Buffer.from(s, "latin1");
 export const put = (key: Buffer, value: string) => ({ type: "put" as const, key, value });
 const del = (key: Buffer) => ({ type: "del" as const, key });
-const keysOf = (entries: Array<[Buffer, string]>) => entries.map(([key]) => key.toString("hex"));
+export const keysOf = (entries: Array<[Buffer, string]>) => entries.map(([key]) => key.toString("hex"));
 const ALL = { gte: b(), lt: b(0xff, 0xff, 0xff) };
 
 /** A test on a freshly opened store, closed afterwards whatever happens. */
@@ -31,8 +31,9 @@ export function storeTestOn(open: () => Promise<KvStore>, it: typeof It) {
 
 /**
  * The conformance suite every key-value backend runs (STYLE.md: one suite, every backend): point
- * reads, bytewise order, ranges both ways, batches and their order, snapshots, commits, clears,
- * argument checks and locks; what a backend's `supports` manifest declares is checked as declared.
+ * reads, batches and their order, snapshots, commits, clears, argument checks and locks; what a
+ * backend's `supports` manifest declares is checked as declared. Scans have their own part
+ * (conformance-scans.ts), lazy snapshots theirs (conformance-lazy.ts).
  * `open` gives a fresh, empty store.
  */
 export function kvConformance(
@@ -80,77 +81,6 @@ export function kvConformance(
       expect(await store.getMany(values.map((_, i) => b(0x0a, i)))).toEqual(
         values.map((value) => `${value}'\\`),
       );
-    });
-
-    storeTest("orders keys bytewise, including 0x00 and 0xff, and walks ranges both ways", async (store) => {
-      const keys = [
-        b(0x01),
-        b(0x01, 0x00),
-        b(0x01, 0x00, 0x01),
-        b(0x01, 0x7f),
-        b(0x01, 0x80),
-        b(0x01, 0xff),
-        b(0x02),
-      ];
-      await store.batch([...keys].reverse().map((key, i) => put(key, `v${i}`)));
-      const forward = await collect(store.iterate({ gte: b(0x01), lt: b(0x02) }));
-      expect(keysOf(forward)).toEqual(["01", "0100", "010001", "017f", "0180", "01ff"]);
-      const backward = await collect(store.iterate({ gte: b(0x01, 0x00), lt: b(0x01, 0xff), reverse: true }));
-      expect(keysOf(backward)).toEqual(["0180", "017f", "010001", "0100"]);
-      const limited = await collect(store.iterate({ gte: b(0x01), lt: b(0x03), limit: 3, reverse: true }));
-      expect(keysOf(limited)).toEqual(["02", "01ff", "0180"]);
-      const keysOnly = await collect(store.iterate({ gte: b(0x01, 0x7f), lt: b(0x01, 0x81), values: false }));
-      expect(keysOnly.map(([key]) => key.toString("hex"))).toEqual(["017f", "0180"]);
-    });
-
-    storeTest("scans without keys over binary bounds: the same values, counts and order", async (store) => {
-      // Bounds and keys with bytes that are not UTF-8 on their own: the range must be exact.
-      const keys = [b(0x05, 0x7f), b(0x05, 0x80), b(0x05, 0xc3), b(0x05, 0xc3, 0xa9), b(0x05, 0xff), b(0x06)];
-      await store.batch(keys.map((key, i) => put(key, `v${i}`)));
-      const gte = b(0x05, 0x80);
-      const lt = b(0x05, 0xff);
-      const withKeys = await collect(store.iterate({ gte, lt, reverse: true }));
-      const keyless = await collect(store.iterate({ gte, lt, reverse: true, keys: false }));
-      expect(keyless.map(([, value]) => value)).toEqual(withKeys.map(([, value]) => value));
-      expect(keyless.map(([, value]) => value)).toEqual(["v3", "v2", "v1"]);
-      expect(keyless.every(([key]) => Buffer.isBuffer(key))).toBe(true);
-      const counted = await collect(store.iterate({ gte, lt, keys: false, values: false }));
-      expect(counted.map(([, value]) => value)).toEqual(["", "", ""]);
-    });
-
-    storeTest(
-      "scans without keys in batches, values with line breaks and empty ones included",
-      async (store) => {
-        const values = ["a", "line\nbreak", "", "\n", "z", '{"json":1}', "last"];
-        await store.batch(values.map((value, i) => put(b(0x07, i), value)));
-        for (const reverse of [false, true]) {
-          const iterator = store.iterate({ gte: b(0x07), lt: b(0x08), reverse, keys: false });
-          const seen: string[] = [];
-          for (let batch = await iterator.next(2); batch.length > 0; batch = await iterator.next(2))
-            seen.push(...batch.map(([, value]) => value));
-          await iterator.close();
-          expect(seen).toEqual(reverse ? [...values].reverse() : values);
-        }
-      },
-    );
-
-    storeTest("iterates in batches across many entries", async (store) => {
-      const many = Array.from({ length: 2500 }, (_, i) => put(b(0x05, i >> 8, i & 0xff), String(i)));
-      await store.batch(many);
-      const iterator = store.iterate({ gte: b(0x05), lt: b(0x06) });
-      const sizes: number[] = [];
-      const values: string[] = [];
-      for (;;) {
-        const entries = await iterator.next(1000);
-        if (entries.length === 0) break;
-        sizes.push(entries.length);
-        values.push(...entries.map(([, v]) => v));
-      }
-      await iterator.close();
-      expect(sizes).toEqual([1000, 1000, 500]);
-      expect(values).toEqual(many.map((op) => op.value));
-      const last = await store.iterate({ gte: b(0x05), lt: b(0x06), reverse: true }).next(2);
-      expect(last.map(([, v]) => v)).toEqual(["2499", "2498"]);
     });
 
     storeTest("applies a batch in order: a later operation on a key wins", async (store) => {
