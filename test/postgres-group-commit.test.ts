@@ -10,9 +10,7 @@ import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/po
 
 const server = postgresForThisFile("PostgreSQL group commit tests");
 
-const table = freshTable;
-
-async function open(name = table()) {
+async function open(name = freshTable()) {
   const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }));
   return { db, dispose: () => db.close() };
 }
@@ -21,7 +19,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
   groupCommitSuite("PostgreSQL", () => open());
 
   it("two hosts incrementing one counter at once lose no increment", async () => {
-    const name = table();
+    const name = freshTable();
     const first = await open(name);
     const second = await open(name);
     try {

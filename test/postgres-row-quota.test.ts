@@ -10,10 +10,8 @@ import { expectExact, insertOne, QUOTA_SCHEMA, rowCount, rowQuotaSuite } from ".
 
 const server = postgresForThisFile("PostgreSQL row quota tests");
 
-const table = freshTable;
-
 /** A database on a table of its own, whose deployments may store `limit` row bytes each. */
-async function open(limit: number, name = table()) {
+async function open(limit: number, name = freshTable()) {
   const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }), {
     rowBytesPerDeployment: limit,
   });
@@ -24,7 +22,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL row storage quota", () => {
   rowQuotaSuite("PostgreSQL", open, 10);
 
   it("holds across two hosts writing one deployment", async () => {
-    const name = table();
+    const name = freshTable();
     const first = await open(5000, name);
     const second = await open(5000, name);
     try {

@@ -19,8 +19,6 @@ import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/po
 
 const server = postgresForThisFile("PostgreSQL tests");
 
-const table = freshTable;
-
 /**
  * Records the text of every simple-protocol query any connection sends until `stop` is called
  * (the messages the driver puts on the wire).
@@ -41,17 +39,17 @@ function recordQueries(): { sent: string[]; stop: () => void } {
 }
 
 describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
-  kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+  kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
     describe,
     it,
     expect,
   });
-  lazySnapshotConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+  lazySnapshotConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
     describe,
     it,
     expect,
   });
-  scanConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: table() }), {
+  scanConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
     describe,
     it,
     expect,
@@ -59,7 +57,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   storedCountSuite(
     "PostgreSQL database",
     async () => {
-      const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: table() }));
+      const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: freshTable() }));
       return { db, dispose: () => db.close() };
     },
     15,
@@ -67,7 +65,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
 
   it("lets eight hosts open a new database at once: none fails creating its tables", async () => {
     for (let round = 0; round < 4; round++) {
-      const name = table();
+      const name = freshTable();
       const stores = await Promise.all(
         Array.from({ length: 8 }, () => PostgresKv.open(server.url, { table: name })),
       );
@@ -81,7 +79,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("gives two hosts opening a new database at once one token secret: each accepts the other's tokens", async () => {
-    const name = table();
+    const name = freshTable();
     const [first, second] = await Promise.all([
       PostgresKv.open(server.url, { table: name }).then((store) => HostDatabase.openStore(store)),
       PostgresKv.open(server.url, { table: name }).then((store) => HostDatabase.openStore(store)),
@@ -107,7 +105,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("delivers broadcasts to the other connections, not back to the sender", async () => {
-    const name = table();
+    const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });
     const b = await PostgresKv.open(server.url, { table: name });
     try {
@@ -126,7 +124,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("sends a commit's broadcast to the other connections with its write", async () => {
-    const name = table();
+    const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });
     const b = await PostgresKv.open(server.url, { table: name });
     try {
@@ -158,7 +156,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("ends a closed snapshot's transaction on the server soon after, reused or not", async () => {
-    const name = table();
+    const name = freshTable();
     const store = await PostgresKv.open(server.url, { table: name });
     const watcher = new pg.Client({ connectionString: server.url });
     await watcher.connect();
@@ -209,7 +207,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("sends the first reads of readers made together as one message, and later readers' apart", async () => {
-    const store = await PostgresKv.open(server.url, { table: table() });
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
     await store.batch(
       Array.from({ length: 10 }, (_, i) => ({
         type: "put" as const,
@@ -247,7 +245,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("refuses a read asked for just before its snapshot closed, and begins no transaction for it", async () => {
-    const store = await PostgresKv.open(server.url, { table: table() });
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
     try {
       await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
       for (const reader of [await store.lazySnapshot(), await store.readSnapshot()]) {
@@ -263,7 +261,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("shares one snapshot among 16 readers at most", async () => {
-    const store = await PostgresKv.open(server.url, { table: table() });
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
     await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
     const { sent, stop } = recordQueries();
     try {
@@ -279,7 +277,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("serves more snapshots at once than its pool holds, readers and committers mixed", async () => {
-    const store = await PostgresKv.open(server.url, { table: table() });
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
     try {
       await store.batch([{ type: "put", key: Buffer.from("shared"), value: "0" }]);
       const work = Array.from({ length: 90 }, async (_, i) => {
@@ -302,7 +300,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   });
 
   it("serializes work under one lock name across connections", async () => {
-    const name = table();
+    const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });
     const b = await PostgresKv.open(server.url, { table: name });
     try {
