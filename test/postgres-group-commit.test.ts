@@ -2,13 +2,45 @@
  * Group commit on PostgreSQL (a private server, as test/postgres.test.ts starts one): the shared
  * suite, and two hosts writing one deployment at once. A host keeps the deployment's lock for
  * several groups in a row; the other still gets it between, and reads every write before its own.
+ * A group reads the counts its members move once per batch, not once per member.
  */
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
+import { countKeyOf } from "../host/db/keys.js";
+import type { SchemaSpec } from "../sdk/values/index.js";
 import { counted, groupCommitSuite, increment, withCounter } from "./helpers/group-commit-suite.js";
-import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import {
+  freshTable,
+  postgresForThisFile,
+  postgresInstalled,
+  recordQueries,
+  type SentQuery,
+} from "./helpers/postgres.js";
 
 const server = postgresForThisFile("PostgreSQL group commit tests");
+
+/** Lists, and items each in a list (a reference, counted per list by `by_list`). */
+const LISTS: SchemaSpec = {
+  tables: {
+    lists: { fields: { name: { kind: "string", optional: false } }, indexes: {} },
+    items: {
+      fields: { list: { kind: "id", table: "lists", optional: false } },
+      indexes: { by_list: ["list"] },
+    },
+  },
+};
+
+/** Whether `query` reads a stored count (keys.ts: a count key's first byte), as a parameter or inline. */
+function readsCount(query: SentQuery): boolean {
+  if (query.text.includes("WITH put AS")) return false;
+  const count = countKeyOf(Buffer.from([0]))[0] as number;
+  const hex = count.toString(16).padStart(2, "0");
+  const values = (query.values ?? []).flat() as unknown[];
+  return (
+    query.text.includes(`decode('${hex}`) ||
+    values.some((value) => Buffer.isBuffer(value) && value[0] === count)
+  );
+}
 
 async function open(name = freshTable()) {
   const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }));
@@ -37,4 +69,67 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
       await second.dispose();
     }
   }, 60_000);
+
+  it("reads the counts a group's inserts move once per batch, not once per member", async () => {
+    const { db, dispose } = await open();
+    try {
+      const deployment = await db.deployment("lists");
+      await deployment.migrate(LISTS);
+      const { value: lists } = await deployment.mutate((tx) =>
+        Promise.all(Array.from({ length: 8 }, (_, i) => tx.insert("lists", { name: `list ${i}` }))),
+      );
+      // Holds the write lock until the inserts below have queued: they run as one group after it.
+      let release!: () => void;
+      let running!: () => void;
+      const started = new Promise<void>((resolve) => (running = resolve));
+      const blocker = deployment.mutate(() => {
+        running();
+        return new Promise<void>((resolve) => (release = resolve));
+      });
+      await started;
+      const { queries, stop } = recordQueries();
+      try {
+        const inserts = lists.map((list) => deployment.mutate((tx) => tx.insert("items", { list })));
+        release();
+        await blocker;
+        await Promise.all(inserts);
+      } finally {
+        stop();
+      }
+      // Each member still reads the list it refers to; the counts (each list's and the table's
+      // size) are read with each batch's commit. A slow machine may split the group: one each.
+      const commits = queries.filter((query) => query.text.includes("WITH put AS"));
+      const countReads = queries.filter(readsCount);
+      expect(commits.length).toBeGreaterThan(0);
+      expect(countReads.length).toBe(commits.length);
+      const { value: counts } = await deployment.query(async (tx) => {
+        const out: unknown[] = [];
+        for (const list of lists)
+          out.push(
+            await tx.query(
+              {
+                table: "items",
+                index: "by_list",
+                range: [{ op: "eq", field: "list", value: list }],
+                order: "asc",
+              },
+              { kind: "count" },
+            ),
+          );
+        out.push(
+          await tx.query(
+            { table: "items", index: "by_creation", range: [], order: "asc" },
+            { kind: "count" },
+          ),
+        );
+        return out;
+      });
+      expect(counts).toEqual([
+        ...lists.map(() => ({ kind: "count", count: 1 })),
+        { kind: "count", count: 8 },
+      ]);
+    } finally {
+      await dispose();
+    }
+  });
 });

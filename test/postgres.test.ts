@@ -15,28 +15,9 @@ import { collect, type KvIterator } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
-import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
 
 const server = postgresForThisFile("PostgreSQL tests");
-
-/**
- * Records the text of every simple-protocol query any connection sends until `stop` is called
- * (the messages the driver puts on the wire).
- */
-function recordQueries(): { sent: string[]; stop: () => void } {
-  const query = pg.Client.prototype.query;
-  const sent: string[] = [];
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    if (typeof args[0] === "string") sent.push(args[0]);
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
-  return {
-    sent,
-    stop: () => {
-      pg.Client.prototype.query = query;
-    },
-  };
-}
 
 describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {

@@ -4,6 +4,7 @@ import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
 import { rowQuotaExceeded } from "./row-bytes.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
+import { countWrites } from "./stored-counts.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost, TransactionOptions } from "./transaction-view.js";
 import type { WriteLock } from "./write-lock.js";
@@ -152,14 +153,14 @@ export class GroupCommit {
           break;
         }
         const { onUsage, ...rest } = member.options;
-        const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay);
+        const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay, batch.counts);
         const early = database.store.supports.commitKeepsSnapshot
           ? setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS)
           : undefined;
         try {
           const value = await member.work(tx);
           if (tx.budget.failure) throw tx.budget.failure;
-          if (!tx.tryFlushCountsSync()) await tx.flushCounts();
+          if (tx.writesPending) await tx.finishWrites();
           batch.add(member, value, tx);
         } catch (error) {
           tx.abort();
@@ -187,6 +188,8 @@ export class GroupCommit {
 class GroupBatch {
   /** Every write of the group's members that succeeded, for the next member to fork. */
   overlay: WriteOverlay | undefined;
+  /** How the members that succeeded moved counts, by count name: each batch stores the sums. */
+  readonly counts = new Map<string, number>();
   private inserted = false;
   /** Whether a member moved the row bytes, which the batches then store. */
   private rowBytesMoved = false;
@@ -218,6 +221,8 @@ class GroupBatch {
       this.rowBytesMoved = true;
     }
     this.overlay = sealed.overlay;
+    if (sealed.counts)
+      for (const [name, delta] of sealed.counts) this.counts.set(name, (this.counts.get(name) ?? 0) + delta);
     this.inserted ||= sealed.inserted;
     this.waiting.push({
       member,
@@ -247,6 +252,7 @@ class GroupBatch {
     const rowBytes = this.rowBytesMoved ? this.rowBytes : undefined;
     if (rowBytes !== undefined)
       operations.push({ type: "put", key: this.database.rowBytes.key, value: String(rowBytes) });
+    const countMoves = [...this.counts];
     this.tail = this.tail.then(async () => {
       if (this.failure) {
         for (const { member } of members) member.reject(this.failure.error);
@@ -254,7 +260,10 @@ class GroupBatch {
       }
       try {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
-        if (written.length > 0) await this.database.commitWrites(this.snapshot, operations, written);
+        if (written.length > 0) {
+          operations.push(...(await countWrites(this.snapshot, countMoves)));
+          await this.database.commitWrites(this.snapshot, operations, written);
+        }
         if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };

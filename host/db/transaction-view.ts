@@ -39,6 +39,8 @@ export interface SealedWrites {
   overlay: WriteOverlay;
   writeSet: Buffer[];
   inserted: boolean;
+  /** How the writes move counts, by count name; stored by the group commit (stored-counts.ts). */
+  counts: ReadonlyMap<string, number> | undefined;
 }
 
 /** The result of one query terminal, rows as JSON strings (they cross into the isolate as-is). */

@@ -3,7 +3,7 @@ import { type FieldValue, isRowIdShape, PlatformError } from "../../sdk/values/i
 import { Budget } from "./budget.js";
 import { NOT_READY, type NotReady } from "./fast-path.js";
 import { applyLegacyWrites, legacyTable, reassignUserId } from "./host-writes.js";
-import { isCountKey, rowKeyUnder } from "./keys.js";
+import { rowKeyUnder } from "./keys.js";
 import type { KvSnapshot } from "./kv/index.js";
 import { WriteOverlay } from "./overlay.js";
 import { runQuery } from "./query-terminals.js";
@@ -21,7 +21,6 @@ import {
   writeRow,
 } from "./row-ops.js";
 import { applyPatch, buildInsertFields, changedIdFields, type IndexEntry, type StoredRow } from "./rows.js";
-import { applyCountChanges, tryApplyCountChangesSync } from "./stored-counts.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 import type {
   QueryOutcome,
@@ -47,19 +46,23 @@ export class Transaction implements TransactionView {
   private readonly now: number;
   private inserted = false;
   private finished = false;
-  /** Count changes noted by writes, not applied yet, by count name (see stored-counts.ts). */
+  /** How this transaction's writes move counts, by count name (stored by its group commit: stored-counts.ts). */
   private countChanges: Map<string, number> | undefined;
   /** How this transaction's writes move the deployment's row bytes (see row-bytes.ts). */
   readonly rowBytes = new RowBytesChange();
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
 
-  /** `base`: writes of earlier mutations of its group commit, read as if in the snapshot. */
+  /**
+   * `base`: writes of earlier mutations of its group commit, read as if in the snapshot;
+   * `baseCounts`: how they moved counts (by count name), which the snapshot does not hold yet.
+   */
   constructor(
     readonly host: TransactionHost,
     readonly snapshot: KvSnapshot,
     readonly options: TransactionOptions,
     base?: WriteOverlay,
+    private readonly baseCounts?: ReadonlyMap<string, number>,
   ) {
     this.overlay = base ? base.fork() : new WriteOverlay();
     this.budget = new Budget(options.budget);
@@ -248,21 +251,19 @@ export class Transaction implements TransactionView {
     });
   }
 
-  /** How much this transaction's unapplied writes move the count `name`. */
+  /** How much the writes not stored yet (this transaction's and its base's) move the count `name`. */
   pendingCountChange(name: string): number {
-    return this.countChanges?.get(name) ?? 0;
+    return (this.countChanges?.get(name) ?? 0) + (this.baseCounts?.get(name) ?? 0);
   }
 
-  /** {@link flushCounts} done at once (true), or false when a count must be read from the store. */
-  tryFlushCountsSync(): boolean {
-    if (this.writing) return false;
-    return this.countChanges === undefined || tryApplyCountChangesSync(this, this.countChanges);
+  /** Whether a write the handler started has not finished (it did not await it). */
+  get writesPending(): boolean {
+    return this.writing !== undefined;
   }
 
-  /** Applies the count changes noted so far (due before {@link seal}), after pending writes. */
-  async flushCounts(): Promise<void> {
+  /** Waits for the writes the handler started; due before {@link seal}. */
+  async finishWrites(): Promise<void> {
     while (this.writing) await this.writing;
-    if (this.countChanges) await applyCountChanges(this, this.countChanges);
   }
 
   /** Host-internal (guest upgrade): see {@link reassignUserId}. */
@@ -288,16 +289,21 @@ export class Transaction implements TransactionView {
 
   /**
    * Ends a writing transaction that succeeded: its overlay (with its base) for the group, its own
-   * writes (the write set), and whether it inserted (the clock is stored with the commit).
+   * writes (the write set), how they move counts, and whether it inserted (the clock is stored
+   * with the commit).
    */
   seal(): SealedWrites {
     this.requireOpen();
-    if (this.countChanges?.size)
-      throw new PlatformError("internal", "A transaction was sealed before its counts were applied.");
+    if (this.writing)
+      throw new PlatformError("internal", "A transaction was sealed before its writes finished.");
     this.finished = true;
-    // Counts change only with index entries in the same ranges, which the write set names already.
-    const writeSet = this.overlay.written().filter((key) => !isCountKey(key));
-    return { overlay: this.overlay, writeSet, inserted: this.inserted };
+    // Counts are not in the overlay: they change with index entries, which the write set names.
+    return {
+      overlay: this.overlay,
+      writeSet: this.overlay.written(),
+      inserted: this.inserted,
+      counts: this.countChanges,
+    };
   }
 
   /** Drops every pending write. */

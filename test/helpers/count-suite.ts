@@ -152,20 +152,28 @@ export function storedCountSuite(
 ): void {
   describe(`${name}: stored counts`, () => {
     let run = 0;
-    it("match a brute-force model after random inserts, updates and deletes in concurrent mutations", async () => {
+    it("match a brute-force model after random inserts, updates and deletes in concurrent mutations, some failing", async () => {
       const { db, dispose } = await open();
       try {
         await fc.assert(
           fc.asyncProperty(
-            fc.array(fc.array(opArb, { minLength: 1, maxLength: 6 }), { maxLength: 8 }),
+            fc.array(
+              fc.record({
+                ops: fc.array(opArb, { minLength: 1, maxLength: 6 }),
+                fails: fc.boolean(),
+              }),
+              { maxLength: 8 },
+            ),
             async (groups) => {
               const deployment = await db.deployment(`counts${run++}`);
               await deployment.migrate(SCHEMA);
-              const model = new Map<string, Row>();
-              // Mutations queued together commit as one group, each reading the writes of those before.
-              await Promise.all(
-                groups.map((ops) =>
+              let model = new Map<string, Row>();
+              // Mutations queued together commit as one group, each reading the writes of those before;
+              // one that throws after its writes leaves the counts as if it never ran.
+              const settled = await Promise.allSettled(
+                groups.map(({ ops, fails }) =>
                   deployment.mutate(async (tx) => {
+                    const before = new Map([...model].map(([id, row]) => [id, { ...row }]));
                     for (const op of ops) {
                       const live = [...model.keys()];
                       if (op.kind === "insert") {
@@ -196,9 +204,16 @@ export function storedCountSuite(
                     );
                     const own = [...model.values()].filter((row) => row.c === true).length;
                     expect(outcome).toEqual({ kind: "count", count: own });
+                    if (fails) {
+                      model = before;
+                      throw new Error("fails after its writes");
+                    }
                   }),
                 ),
               );
+              for (const [i, outcome] of settled.entries())
+                if (groups[i]?.fails) expect(outcome).toMatchObject({ status: "rejected" });
+                else if (outcome.status === "rejected") throw outcome.reason;
               await checkCounts(deployment, model);
               const indexes = (await storedSchema(deployment)).tables.t!.indexes;
               for (const name of ["ab", "c", "by_creation"])

@@ -4,6 +4,7 @@
  * (`describe.skipIf(!postgresInstalled)`), with a warning saying so.
  */
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
 
@@ -43,4 +44,34 @@ export function postgresForThisFile(what: string): LocalPostgres {
 /** A table name no other store of the server uses: each test's store starts empty. */
 export function freshTable(): string {
   return `kv_${randomBytes(6).toString("hex")}`;
+}
+
+/** A statement a connection sent: its text and, when it has any, its parameters. */
+export interface SentQuery {
+  text: string;
+  values: unknown[] | undefined;
+}
+
+/**
+ * Records every statement any connection sends until `stop` is called: `sent` has the texts,
+ * `queries` the texts with their parameters (the messages the driver puts on the wire).
+ */
+export function recordQueries(): { sent: string[]; queries: SentQuery[]; stop: () => void } {
+  const query = pg.Client.prototype.query;
+  const sent: string[] = [];
+  const queries: SentQuery[] = [];
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    if (typeof args[0] === "string") {
+      sent.push(args[0]);
+      queries.push({ text: args[0], values: Array.isArray(args[1]) ? args[1] : undefined });
+    }
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  return {
+    sent,
+    queries,
+    stop: () => {
+      pg.Client.prototype.query = query;
+    },
+  };
 }
