@@ -17,7 +17,7 @@ export interface LoadResult {
 
 /**
  * Runs bench/lib/load.ts in a child process against `url`, cycling through `bodies`; `host`, when
- * given, is sent as the `Host` header.
+ * given, is sent as the `Host` header. With `spread`, each connection starts at a body of its own.
  */
 export async function runLoad(
   url: string,
@@ -26,6 +26,7 @@ export async function runLoad(
   seconds = 5,
   connections = 32,
   host?: string,
+  spread = false,
 ): Promise<LoadResult> {
   const file = join(dir, `bodies-${process.hrtime.bigint()}.json`);
   await writeFile(file, JSON.stringify(bodies));
@@ -42,6 +43,7 @@ export async function runLoad(
         String(connections),
         ...(host ? [host] : []),
       ],
+      { env: spread ? { ...process.env, LOAD_SPREAD: "1" } : process.env },
       (error, out) => (error ? reject(error) : resolve(out)),
     );
   });
