@@ -2,11 +2,14 @@
  * Group commit on PostgreSQL (a private server, as test/postgres.test.ts starts one): the shared
  * suite, and two hosts writing one deployment at once. A host keeps the deployment's lock for
  * several groups in a row; the other still gets it between, and reads every write before its own.
- * A group reads the counts its members move once per batch, not once per member.
+ * A group reads ahead what its members name (their sessions, the ids in their arguments), and the
+ * counts they move once per batch, not once per member.
  */
 import { describe, expect, it } from "vitest";
+import { NOT_READY } from "../host/db/fast-path.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
-import { countKeyOf } from "../host/db/keys.js";
+import { countKeyOf, rowKeyUnder } from "../host/db/keys.js";
+import type { CompiledTable } from "../host/db/stored-schema.js";
 import type { SchemaSpec } from "../sdk/values/index.js";
 import { counted, groupCommitSuite, increment, withCounter } from "./helpers/group-commit-suite.js";
 import {
@@ -70,7 +73,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
     }
   }, 60_000);
 
-  it("reads the counts a group's inserts move once per batch, not once per member", async () => {
+  it("reads the lists a group's inserts name ahead, and the counts they move once per batch", async () => {
     const { db, dispose } = await open();
     try {
       const deployment = await db.deployment("lists");
@@ -89,19 +92,23 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
       await started;
       const { queries, stop } = recordQueries();
       try {
-        const inserts = lists.map((list) => deployment.mutate((tx) => tx.insert("items", { list })));
+        const inserts = lists.map((list) =>
+          deployment.mutate((tx) => tx.insert("items", { list }), { argsJson: JSON.stringify({ list }) }),
+        );
         release();
         await blocker;
         await Promise.all(inserts);
       } finally {
         stop();
       }
-      // Each member still reads the list it refers to; the counts (each list's and the table's
-      // size) are read with each batch's commit. A slow machine may split the group: one each.
+      // Per group: the lists its members name, read ahead with its BEGIN (no member waits for its
+      // own), the counts they move (each list's and the table's size) with the commit, the
+      // commit. A slow machine may split the group in two: then twice that.
       const commits = queries.filter((query) => query.text.includes("WITH put AS"));
       const countReads = queries.filter(readsCount);
       expect(commits.length).toBeGreaterThan(0);
       expect(countReads.length).toBe(commits.length);
+      expect(queries.length).toBe(3 * commits.length);
       const { value: counts } = await deployment.query(async (tx) => {
         const out: unknown[] = [];
         for (const list of lists)
@@ -128,6 +135,22 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
         ...lists.map(() => ({ kind: "count", count: 1 })),
         { kind: "count", count: 8 },
       ]);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it("reads the keys a member names ahead: its handler finds them without a round trip", async () => {
+    const { db, dispose } = await open();
+    try {
+      const deployment = await db.deployment("named");
+      await deployment.migrate(LISTS);
+      const { value: list } = await deployment.mutate((tx) => tx.insert("lists", { name: "one" }));
+      const key = rowKeyUnder((deployment.tables.get("lists") as CompiledTable).rowPrefix, list);
+      const found = (reads?: Buffer[]) =>
+        deployment.mutate((tx) => tx.tryReadKeySync(key), reads ? { reads } : {}).then((r) => r.value);
+      expect(await found()).toBe(NOT_READY);
+      expect(JSON.parse((await found([key])) as string)).toMatchObject({ id: list, name: "one" });
     } finally {
       await dispose();
     }

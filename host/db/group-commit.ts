@@ -1,4 +1,5 @@
 import type { BudgetLimits, BudgetUsage } from "./budget.js";
+import { groupReadKeys, readAhead } from "./group-reads.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { WriteOverlay } from "./overlay.js";
 import type { ReadSet } from "./read-write-sets.js";
@@ -23,6 +24,8 @@ export type RunOptions = Omit<TransactionOptions, "mode"> & {
   budget?: BudgetLimits;
   /** Receives what the handler used, whether it succeeded or failed (logs, the budget harness). */
   onUsage?: (usage: BudgetUsage) => void;
+  /** Keys a mutation reads before its handler runs (its session): its group reads them ahead. */
+  reads?: readonly Buffer[] | undefined;
 };
 
 /** A run's transaction options (`Object.assign`: a spread-first literal is slow on V8). */
@@ -146,13 +149,21 @@ export class GroupCommit {
     const batch = new GroupBatch(database, snapshot, rowBytes);
     const started = performance.now();
     try {
+      if (!database.syncReads)
+        await readAhead(
+          snapshot,
+          groupReadKeys(
+            database.tables,
+            group.map((member) => member.options),
+          ),
+        );
       for (const [index, member] of group.entries()) {
         if (index > 0 && performance.now() - started > GROUP_WINDOW_MS) {
           // Commit what ran so far: the rest go first in the next group.
           this.queued.unshift(...group.slice(index));
           break;
         }
-        const { onUsage, ...rest } = member.options;
+        const { onUsage, reads: _reads, ...rest } = member.options;
         const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay, batch.counts);
         const early = database.store.supports.commitKeepsSnapshot
           ? setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS)

@@ -216,6 +216,7 @@ export class CallExecutor {
       argsJson,
       now: "now" in request ? request.now : Date.now(),
       onUsage: run.onUsage,
+      reads: session ? [session.key] : undefined,
     };
     const name = "name" in request ? request.name : handler;
     try {

@@ -15,16 +15,23 @@ export const COUNTER_SCHEMA: SchemaSpec = {
   },
 };
 
-/** Reads the counter, writes it back one higher and inserts an item holding the value it read. */
+/**
+ * Reads the counter, writes it back one higher and inserts an item holding the value it read. Its
+ * arguments name the counter, so a group on PostgreSQL reads the counter's row ahead (group-reads.ts):
+ * the first member finds it in the snapshot, the others the writes of those before them.
+ */
 export function increment(deployment: TenantDatabase, counter: string): Promise<number> {
   return deployment
-    .mutate(async (tx) => {
-      const row = await tx.get("counters", counter);
-      const n = (JSON.parse(row as string) as { n: number }).n;
-      await tx.update("counters", counter, { n: n + 1 });
-      await tx.insert("items", { n });
-      return n;
-    })
+    .mutate(
+      async (tx) => {
+        const row = await tx.get("counters", counter);
+        const n = (JSON.parse(row as string) as { n: number }).n;
+        await tx.update("counters", counter, { n: n + 1 });
+        await tx.insert("items", { n });
+        return n;
+      },
+      { handler: "increment", argsJson: JSON.stringify({ counter }) },
+    )
     .then((result) => result.value);
 }
 
