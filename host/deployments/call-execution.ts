@@ -216,7 +216,7 @@ export class CallExecutor {
       argsJson,
       now: "now" in request ? request.now : Date.now(),
       onUsage: run.onUsage,
-      reads: session ? [session.key] : undefined,
+      reads: session || idempotent ? readFirst(session, idempotent) : undefined,
     };
     const name = "name" in request ? request.name : handler;
     try {
@@ -248,4 +248,12 @@ export class CallExecutor {
       throw error;
     }
   }
+}
+
+/** The keys a mutation reads before its handler (its session, its idempotency records): its group reads them ahead. */
+function readFirst(
+  session: SessionProof | null | undefined,
+  idempotent: IdempotentMutation | undefined,
+): Buffer[] {
+  return [...(session ? [session.key] : []), ...(idempotent?.recordKeys() ?? [])];
 }

@@ -44,6 +44,23 @@ async function recordsOf(id: string): Promise<number> {
 }
 
 describe("idempotency records over time", () => {
+  it("names the records it reads before the handler runs: a group on PostgreSQL reads them ahead", async () => {
+    const mutation = new IdempotentMutation("app", "alice", "k9", "add", "{}", START);
+    const read: string[] = [];
+    await deployment.mutate(async (tx) => {
+      const readKey = tx.readKey.bind(tx);
+      tx.readKey = (key) => {
+        read.push(key.toString("hex"));
+        return readKey(key);
+      };
+      return mutation.run(tx, async () => {
+        expect(read).toEqual(mutation.recordKeys().map((key) => key.toString("hex")));
+        return "1";
+      });
+    });
+    expect(read).toHaveLength(2);
+  });
+
   it("answers a repeat for at least the remembered time, then runs the mutation again", async () => {
     expect(await send(START)).toEqual({ value: "1", ran: true });
     // The same window, the last moment of the next one: the first call's answer, no new run.

@@ -78,12 +78,15 @@ export class IdempotentMutation {
     return valueJson;
   }
 
+  /** The keys {@link run} reads first (the current and the previous window's record): its group reads them ahead. */
+  recordKeys(): [Buffer, Buffer] {
+    return [this.recordKey(this.window), this.recordKey(this.window - 1)];
+  }
+
   /** The value JSON recorded for this key in the current or the previous window. */
   private async recorded(tx: Transaction): Promise<string | undefined> {
-    const [current, previous] = await Promise.all([
-      tx.readKey(this.recordKey(this.window)),
-      tx.readKey(this.recordKey(this.window - 1)),
-    ]);
+    const [now, before] = this.recordKeys();
+    const [current, previous] = await Promise.all([tx.readKey(now), tx.readKey(before)]);
     const json = current ?? previous;
     if (json === null) return undefined;
     const stored = JSON.parse(json) as StoredOutcome;
