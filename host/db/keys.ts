@@ -58,11 +58,6 @@ export function countNameOf(indexKey: Buffer, end: number): string {
   return String.fromCharCode(COUNTS) + indexKey.toString("latin1", 1, end);
 }
 
-/** True for a count key: writes keep them, but they are not what readers subscribe to. */
-export function isCountKey(key: Buffer): boolean {
-  return key[0] === COUNTS;
-}
-
 /** Key of one deployment-level metadata record (schema, clock, ...). */
 export function metaKey(deployment: string, name: string): Buffer {
   return join([Buffer.from([META]), encodeText(deployment), encodeText(name)]);
