@@ -26,12 +26,16 @@ describe("a group's reads ahead", () => {
     expect(keys).toHaveLength(1 + 3 * tables.size);
   });
 
-  it("take nothing from arguments that are not JSON, and stop at 256 keys and 64 values a member", () => {
+  it("take nothing from arguments that are not JSON or are long, and stop at 256 keys and 64 values a member", () => {
     expect(groupReadKeys(tables, [{ argsJson: "{not json" }, { argsJson: "" }, {}])).toEqual([]);
     const many = Array.from({ length: 300 }, () => ({ argsJson: JSON.stringify({ id: newRowId() }) }));
     expect(groupReadKeys(tables, many)).toHaveLength(256);
-    // A member's large argument is walked only so far: its last ids are not looked at.
-    const wide = JSON.stringify({ ids: Array.from({ length: 1000 }, () => newRowId()) });
+    // A member's argument is walked only so far: its last ids are not looked at.
+    const wide = JSON.stringify({ ids: Array.from({ length: 100 }, () => newRowId()) });
+    expect(wide.length).toBeLessThan(4096);
     expect(groupReadKeys(tables, [{ argsJson: wide }]).length).toBeLessThan(64 * tables.size);
+    // Long arguments are not parsed on the host's main thread at all.
+    const long = JSON.stringify({ id: newRowId(), text: "x".repeat(5000) });
+    expect(groupReadKeys(tables, [{ argsJson: long }])).toEqual([]);
   });
 });

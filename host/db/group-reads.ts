@@ -1,7 +1,7 @@
 /**
  * What a group commit reads for its members before the first one runs, where every read is a round
- * trip (PostgreSQL): the keys each member names (its session record) and the row of every
- * id-shaped string in its arguments, under each table. They go in ONE message, with the snapshot's
+ * trip (PostgreSQL): the keys each member names (its session and idempotency records) and the row
+ * of every id-shaped string in its arguments (when they are short), under each table. They go in ONE message, with the snapshot's
  * BEGIN. The snapshot answers a key it has read before at once, so a member then finds its session,
  * the list it inserts into or the row it updates there, instead of waiting a round trip for each,
  * one member after another, under the write lock. A guess that names no row costs one key in that
@@ -15,8 +15,14 @@ import type { CompiledTable } from "./stored-schema.js";
 /** Keys read ahead for one group at most. */
 const GROUP_READS = 256;
 
-/** Values of one member's arguments looked at for ids, at most (large arguments are not walked). */
+/** Values of one member's arguments looked at for ids, at most. */
 const ARGUMENT_VALUES = 64;
+
+/**
+ * Longest arguments (JSON characters) looked at for ids. Parsing runs on the host's main thread,
+ * which every tenant shares: a tenant's large arguments are parsed once, in its own isolate.
+ */
+const ARGUMENTS_LENGTH = 4096;
 
 /** What a group member brings for its group's reads. */
 export interface MemberReads {
@@ -42,9 +48,12 @@ export function groupReadKeys(tables: ReadonlyMap<string, CompiledTable>, member
   return [...keys.values()];
 }
 
-/** The id-shaped strings of an argument JSON, from its first {@link ARGUMENT_VALUES} values. */
+/**
+ * The id-shaped strings of an argument JSON, from its first {@link ARGUMENT_VALUES} values; none
+ * from arguments longer than {@link ARGUMENTS_LENGTH}.
+ */
 function idsIn(argsJson: string | undefined): string[] {
-  if (argsJson === undefined || argsJson.length < 2) return [];
+  if (argsJson === undefined || argsJson.length < 2 || argsJson.length > ARGUMENTS_LENGTH) return [];
   let args: unknown;
   try {
     args = JSON.parse(argsJson);
