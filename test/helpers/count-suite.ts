@@ -212,7 +212,11 @@ export function storedCountSuite(
                 ),
               );
               for (const [i, outcome] of settled.entries())
-                if (groups[i]?.fails) expect(outcome).toMatchObject({ status: "rejected" });
+                if (groups[i]?.fails)
+                  expect(outcome).toMatchObject({
+                    status: "rejected",
+                    reason: { message: "fails after its writes" },
+                  });
                 else if (outcome.status === "rejected") throw outcome.reason;
               await checkCounts(deployment, model);
               const indexes = (await storedSchema(deployment)).tables.t!.indexes;
