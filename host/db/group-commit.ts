@@ -163,7 +163,7 @@ export class GroupCommit {
           this.queued.unshift(...group.slice(index));
           break;
         }
-        const { onUsage, reads: _reads, ...rest } = member.options;
+        const { onUsage, ...rest } = member.options;
         const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay, batch.counts);
         const early = database.store.supports.commitKeepsSnapshot
           ? setTimeout(() => batch.commitFinished(), EARLY_COMMIT_MS)

@@ -216,7 +216,7 @@ export class CallExecutor {
       argsJson,
       now: "now" in request ? request.now : Date.now(),
       onUsage: run.onUsage,
-      reads: session || idempotent ? readFirst(session, idempotent) : undefined,
+      reads: readFirst(session, idempotent),
     };
     const name = "name" in request ? request.name : handler;
     try {
@@ -254,6 +254,7 @@ export class CallExecutor {
 function readFirst(
   session: SessionProof | null | undefined,
   idempotent: IdempotentMutation | undefined,
-): Buffer[] {
-  return [...(session ? [session.key] : []), ...(idempotent?.recordKeys() ?? [])];
+): Buffer[] | undefined {
+  const keys = [...(session ? [session.key] : []), ...(idempotent?.recordKeys() ?? [])];
+  return keys.length > 0 ? keys : undefined;
 }
