@@ -9,6 +9,7 @@ import { sendRequest } from "../cli/http.js";
 import { AuthService } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { kvConformance } from "../host/db/kv/conformance.js";
+import { addConformance } from "../host/db/kv/conformance-adds.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { scanConformance } from "../host/db/kv/conformance-scans.js";
 import { collect, type KvIterator } from "../host/db/kv/kv.js";
@@ -31,6 +32,11 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     expect,
   });
   scanConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
+    describe,
+    it,
+    expect,
+  });
+  addConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
     describe,
     it,
     expect,

@@ -199,8 +199,10 @@ export class GroupCommit {
 class GroupBatch {
   /** Every write of the group's members that succeeded, for the next member to fork. */
   overlay: WriteOverlay | undefined;
-  /** How the members that succeeded moved counts, by count name: each batch stores the sums. */
+  /** How the members that succeeded moved counts, by count name (what a member counting now adds). */
   readonly counts = new Map<string, number>();
+  /** The part of {@link counts} no batch has stored yet: the next batch adds it. */
+  private countsToStore = new Map<string, number>();
   private inserted = false;
   /** Whether a member moved the row bytes, which the batches then store. */
   private rowBytesMoved = false;
@@ -233,7 +235,10 @@ class GroupBatch {
     }
     this.overlay = sealed.overlay;
     if (sealed.counts)
-      for (const [name, delta] of sealed.counts) this.counts.set(name, (this.counts.get(name) ?? 0) + delta);
+      for (const [name, delta] of sealed.counts) {
+        this.counts.set(name, (this.counts.get(name) ?? 0) + delta);
+        this.countsToStore.set(name, (this.countsToStore.get(name) ?? 0) + delta);
+      }
     this.inserted ||= sealed.inserted;
     this.waiting.push({
       member,
@@ -263,7 +268,9 @@ class GroupBatch {
     const rowBytes = this.rowBytesMoved ? this.rowBytes : undefined;
     if (rowBytes !== undefined)
       operations.push({ type: "put", key: this.database.rowBytes.key, value: String(rowBytes) });
-    const countMoves = [...this.counts];
+    // A batch rewrites every write of the group so far, but adds only what no batch added yet.
+    operations.push(...countWrites(this.countsToStore));
+    this.countsToStore = new Map();
     this.tail = this.tail.then(async () => {
       if (this.failure) {
         for (const { member } of members) member.reject(this.failure.error);
@@ -271,10 +278,7 @@ class GroupBatch {
       }
       try {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
-        if (written.length > 0) {
-          operations.push(...(await countWrites(this.snapshot, countMoves)));
-          await this.database.commitWrites(this.snapshot, operations, written);
-        }
+        if (written.length > 0) await this.database.commitWrites(this.snapshot, operations, written);
         if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ClassicKv } from "./classic-kv.js";
 import { kvConformance } from "./conformance.js";
+import { addConformance } from "./conformance-adds.js";
 import { lazySnapshotConformance } from "./conformance-lazy.js";
 import { scanConformance } from "./conformance-scans.js";
 
@@ -21,3 +22,4 @@ const openClassic = async () => {
 kvConformance("classic-level store", openClassic, { describe, it, expect });
 lazySnapshotConformance("classic-level store", openClassic, { describe, it, expect });
 scanConformance("classic-level store", openClassic, { describe, it, expect });
+addConformance("classic-level store", openClassic, { describe, it, expect });

@@ -1,5 +1,6 @@
 import { ClassicLevel } from "classic-level";
 import { LIMITS } from "../../../sdk/protocol/index.js";
+import { foldBatch, type SettledOperation } from "./batch-fold.js";
 import { LOCAL_BUS } from "./bus.js";
 import {
   type KvIterateOptions,
@@ -62,6 +63,15 @@ function iterate(level: Level, options: KvIterateOptions, snapshot?: LevelSnapsh
     },
     close: () => iterator.close(),
   };
+}
+
+/**
+ * `operations` as LevelDB takes them: an `add` becomes the put or del of its sum, read from the
+ * latest state (the caller holds the write lock, so no one else moves the count meanwhile).
+ */
+function settle(level: Level, operations: KvOperation[]): SettledOperation[] {
+  if (!operations.some((op) => op.type === "add")) return operations as SettledOperation[];
+  return foldBatch(operations, (key) => level.getSync(key));
 }
 
 /** One reader's view: a loan of the store's shared LevelDB snapshot (see snapshot-lender.ts). */
@@ -135,7 +145,7 @@ export class ClassicKv extends KvStoreBase {
   }
 
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    await this.snapshots.writing(() => this.level.batch(operations));
+    await this.snapshots.writing(() => this.level.batch(settle(this.level, operations)));
   }
 
   protected async _commit(_snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {

@@ -7,8 +7,17 @@
  */
 import type { NotReady } from "../fast-path.js";
 
-/** One write of an atomic batch. */
-export type KvOperation = { type: "put"; key: Buffer; value: string } | { type: "del"; key: Buffer };
+/**
+ * One write of an atomic batch. An `add` moves the count stored under its key (a decimal integer;
+ * none is 0) by `delta`, deleting the key when the sum is 0 or less: the store works the sum out
+ * where the write lands, so a writer holding the write lock need not read the count first (on a
+ * store that reads over the network, a round trip saved per batch). See batch-fold.ts for how a
+ * batch's operations on one key combine.
+ */
+export type KvOperation =
+  | { type: "put"; key: Buffer; value: string }
+  | { type: "del"; key: Buffer }
+  | { type: "add"; key: Buffer; delta: number };
 
 /** A key range `[gte, lt)`. */
 export interface KvRange {

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { foldBatch } from "./batch-fold.js";
 import { type KvIterateOptions, type KvIterator, type KvOperation, NO_KEY } from "./kv.js";
 
 /** Runs one statement with `$n` parameters and returns its rows. */
@@ -56,34 +57,45 @@ export function inline(statement: Statement): string | undefined {
 }
 
 /**
- * The ONE statement that writes `operations` (a batch's order kept: the last operation on a key
- * wins) and, when `notify` is given, sends that payload on {@link CHANNEL} when the write commits.
- * A single statement is atomic on its own; undefined when there is nothing to send.
+ * The ONE statement that writes `operations` (folded as batch-fold.ts says: one operation per key)
+ * and, when `notify` is given, sends that payload on {@link CHANNEL} when the write commits. An
+ * add reads its count in the statement itself: no round trip before it. A single statement is
+ * atomic on its own; undefined when there is nothing to send.
  */
 export function writeStatement(
   table: string,
   operations: KvOperation[],
   notify?: string,
 ): Statement | undefined {
-  const last = new Map<string, KvOperation>();
-  for (const op of operations) last.set(op.key.toString("hex"), op);
   const puts: Buffer[] = [];
   const values: string[] = [];
   const dels: Buffer[] = [];
-  for (const op of last.values()) {
+  const adds: Buffer[] = [];
+  const deltas: string[] = [];
+  for (const op of foldBatch(operations)) {
     if (op.type === "put") {
       puts.push(op.key);
       values.push(op.value);
+    } else if (op.type === "add") {
+      adds.push(op.key);
+      deltas.push(String(op.delta));
     } else dels.push(op.key);
   }
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
-  // Puts and deletes touch different keys, so their order within the statement does not matter.
+  // Each key has one operation, so the order of the parts within the statement does not matter
+  // (they all read the table as it was before the statement).
   const parts: string[] = [];
   if (dels.length > 0) parts.push(`gone AS (DELETE FROM ${table} WHERE key = ANY(${param(dels)}::bytea[]))`);
   if (puts.length > 0)
     parts.push(
       `put AS (INSERT INTO ${table} (key, value) SELECT * FROM unnest(${param(puts)}::bytea[], ${param(values)}::text[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value)`,
+    );
+  if (adds.length > 0)
+    parts.push(
+      `moved AS (SELECT m.key, COALESCE(t.value::bigint, 0) + m.delta::bigint AS n FROM unnest(${param(adds)}::bytea[], ${param(deltas)}::text[]) AS m(key, delta) LEFT JOIN ${table} t ON t.key = m.key)`,
+      `counted AS (INSERT INTO ${table} (key, value) SELECT key, n::text FROM moved WHERE n > 0 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value)`,
+      `uncounted AS (DELETE FROM ${table} WHERE key IN (SELECT key FROM moved WHERE n <= 0))`,
     );
   if (parts.length === 0 && notify === undefined) return undefined;
   const tail = notify === undefined ? "SELECT 1" : `SELECT pg_notify(${param(CHANNEL)}, ${param(notify)})`;

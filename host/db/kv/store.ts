@@ -28,8 +28,11 @@ function requireOperations(operations: KvOperation[]): void {
   if (!Array.isArray(operations)) throw misuse("a batch is an array of operations.");
   for (const op of operations) {
     requireKey(op?.key);
-    if (op.type === "put" ? typeof op.value !== "string" : op.type !== "del")
-      throw misuse("an operation is a put of a string value or a del.");
+    const valid =
+      op.type === "put"
+        ? typeof op.value === "string"
+        : op.type === "del" || (op.type === "add" && Number.isSafeInteger(op.delta));
+    if (!valid) throw misuse("an operation is a put of a string value, a del, or an add of a whole number.");
   }
 }
 
