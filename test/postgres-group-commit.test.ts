@@ -7,9 +7,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { NOT_READY } from "../host/db/fast-path.js";
-import { HostDatabase, PostgresKv } from "../host/db/index.js";
+import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
 import { countKeyOf, rowKeyUnder } from "../host/db/keys.js";
 import type { CompiledTable } from "../host/db/stored-schema.js";
+import type { QuerySpec } from "../sdk/protocol/index.js";
 import type { SchemaSpec } from "../sdk/values/index.js";
 import { counted, groupCommitSuite, increment, withCounter } from "./helpers/group-commit-suite.js";
 import {
@@ -50,6 +51,74 @@ function readsCount(query: SentQuery): boolean {
   );
 }
 
+/** The statements of data sent: not the write lock's, nor a bare COMMIT or ROLLBACK. */
+function ofData(queries: SentQuery[]): SentQuery[] {
+  return queries.filter(
+    (query) => !query.text.includes("_locks") && !/^(COMMIT|ROLLBACK)$/.test(query.text.trim()),
+  );
+}
+
+/** The commits that began the next group's snapshot, with its reads, in their message. */
+function continuing(commits: SentQuery[]): SentQuery[] {
+  return commits.filter((query) => query.text.includes("BEGIN ISOLATION LEVEL REPEATABLE READ"));
+}
+
+/** Migrates `deployment` to {@link LISTS} and inserts `n` lists; answers their ids. */
+async function listsIn(deployment: TenantDatabase, n: number): Promise<string[]> {
+  await deployment.migrate(LISTS);
+  const { value } = await deployment.mutate((tx) =>
+    Promise.all(Array.from({ length: n }, (_, i) => tx.insert("lists", { name: `list ${i}` }))),
+  );
+  return value;
+}
+
+/**
+ * Queues `count` inserts, the i-th into list i % lists.length, behind a mutation that holds the
+ * write lock until they all wait (so they run as groups after it); answers the statements sent.
+ */
+async function insertsQueued(
+  deployment: TenantDatabase,
+  lists: string[],
+  count: number,
+): Promise<SentQuery[]> {
+  let release!: () => void;
+  let running!: () => void;
+  const started = new Promise<void>((resolve) => (running = resolve));
+  const blocker = deployment.mutate(() => {
+    running();
+    return new Promise<void>((resolve) => (release = resolve));
+  });
+  await started;
+  const { queries, stop } = recordQueries();
+  try {
+    const inserts = Array.from({ length: count }, (_, i) => {
+      const list = lists[i % lists.length] as string;
+      return deployment.mutate((tx) => tx.insert("items", { list }), { argsJson: JSON.stringify({ list }) });
+    });
+    release();
+    await blocker;
+    await Promise.all(inserts);
+  } finally {
+    stop();
+  }
+  return queries;
+}
+
+/** Each list's count of items, then the table's. */
+async function countsOf(deployment: TenantDatabase, lists: string[]): Promise<number[]> {
+  const { value } = await deployment.query(async (tx) => {
+    const counts: number[] = [];
+    const count = async (index: string, range: QuerySpec["range"]) => {
+      const outcome = await tx.query({ table: "items", index, range, order: "asc" }, { kind: "count" });
+      counts.push(outcome.kind === "count" ? outcome.count : -1);
+    };
+    for (const list of lists) await count("by_list", [{ op: "eq", field: "list", value: list }]);
+    await count("by_creation", []);
+    return counts;
+  });
+  return value;
+}
+
 async function open(name = freshTable()) {
   const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }));
   return { db, dispose: () => db.close() };
@@ -82,67 +151,40 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
     const { db, dispose } = await open();
     try {
       const deployment = await db.deployment("lists");
-      await deployment.migrate(LISTS);
-      const { value: lists } = await deployment.mutate((tx) =>
-        Promise.all(Array.from({ length: 8 }, (_, i) => tx.insert("lists", { name: `list ${i}` }))),
-      );
-      // Holds the write lock until the inserts below have queued: they run as one group after it.
-      let release!: () => void;
-      let running!: () => void;
-      const started = new Promise<void>((resolve) => (running = resolve));
-      const blocker = deployment.mutate(() => {
-        running();
-        return new Promise<void>((resolve) => (release = resolve));
-      });
-      await started;
-      const { queries, stop } = recordQueries();
-      try {
-        const inserts = lists.map((list) =>
-          deployment.mutate((tx) => tx.insert("items", { list }), { argsJson: JSON.stringify({ list }) }),
-        );
-        release();
-        await blocker;
-        await Promise.all(inserts);
-      } finally {
-        stop();
-      }
+      const lists = await listsIn(deployment, 8);
+      const queries = await insertsQueued(deployment, lists, 8);
       // Per group: the lists its members name, read ahead with its BEGIN (no member waits for its
       // own), then the commit, which moves the counts (each list's and the table's size) where
-      // they are stored. A slow machine may split the group: then as many per group. The write
-      // lock's statements aside.
+      // they are stored. A slow machine may split the group: the next group then begins with the
+      // commit before it (see below).
       const commits = queries.filter(isCommit);
-      const ofData = queries.filter(
-        (query) => !query.text.includes("_locks") && !/^(COMMIT|ROLLBACK)$/.test(query.text.trim()),
-      );
       expect(commits.length).toBeGreaterThan(0);
       expect(queries.filter(readsCount)).toEqual([]);
       for (const commit of commits) expect(commit.text).toContain("moved AS");
-      expect(ofData.length).toBe(2 * commits.length);
-      const { value: counts } = await deployment.query(async (tx) => {
-        const out: unknown[] = [];
-        for (const list of lists)
-          out.push(
-            await tx.query(
-              {
-                table: "items",
-                index: "by_list",
-                range: [{ op: "eq", field: "list", value: list }],
-                order: "asc",
-              },
-              { kind: "count" },
-            ),
-          );
-        out.push(
-          await tx.query(
-            { table: "items", index: "by_creation", range: [], order: "asc" },
-            { kind: "count" },
-          ),
-        );
-        return out;
-      });
-      expect(counts).toEqual([
-        ...lists.map(() => ({ kind: "count", count: 1 })),
-        { kind: "count", count: 8 },
+      expect(ofData(queries).length).toBe(2 * commits.length - continuing(commits).length);
+      expect(await countsOf(deployment, lists)).toEqual([...lists.map(() => 1), 8]);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it("begins each next group under the lock with the commit before it: one message a group", async () => {
+    const { db, dispose } = await open();
+    try {
+      const deployment = await db.deployment("waves");
+      const lists = await listsIn(deployment, 8);
+      const queries = await insertsQueued(deployment, lists, 150);
+      const commits = queries.filter(isCommit);
+      // 150 inserts make 3 groups at least (64 at most each), up to 4 under one taking of the lock.
+      expect(commits.length).toBeGreaterThanOrEqual(3);
+      expect(continuing(commits).length).toBeGreaterThan(0);
+      // A group begun by the commit before it sends nothing else: its members found their lists
+      // in what that message read. Each of the others sends its read ahead first.
+      expect(ofData(queries).length).toBe(2 * commits.length - continuing(commits).length);
+      expect(queries.filter(readsCount)).toEqual([]);
+      expect(await countsOf(deployment, lists)).toEqual([
+        ...lists.map((_, i) => Array.from({ length: 150 }, (_, n) => n % 8).filter((n) => n === i).length),
+        150,
       ]);
     } finally {
       await dispose();

@@ -16,7 +16,7 @@ export {
   tableRows,
 } from "./deployment-data.js";
 export { isPending, NOT_READY, type NotReady } from "./fast-path.js";
-export type { RunOptions, TransactionResult } from "./group-commit.js";
+export type { RunOptions, TransactionResult } from "./group-commit-host.js";
 export { HostDatabase } from "./host-database.js";
 export type { HostMessage } from "./host-message.js";
 export { checkImportedRow, checkImportedSchema } from "./imported-data.js";

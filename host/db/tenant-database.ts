@@ -3,7 +3,8 @@ import { clearAbandonedBuilds, runMigration } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
-import { GroupCommit, type RunOptions, type TransactionResult, withMode } from "./group-commit.js";
+import { GroupCommit } from "./group-commit.js";
+import { type RunOptions, type TransactionResult, withMode } from "./group-commit-host.js";
 import type { HostMessage } from "./host-message.js";
 import { deploymentPrefixes, metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
@@ -280,12 +281,21 @@ export class TenantDatabase implements TransactionHost {
 
   /**
    * Commits `operations` on `snapshot` and tells listeners what was written; the other hosts hear
-   * it from the store, with the write.
+   * it from the store, with the write. With `thenRead`, answers the next snapshot, begun with the
+   * commit and having read those keys (see `KvStore.commitAndContinue`).
    */
-  async commitWrites(snapshot: KvSnapshot, operations: KvOperation[], written: Buffer[]): Promise<void> {
+  async commitWrites(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    written: Buffer[],
+    thenRead?: Buffer[],
+  ): Promise<KvSnapshot | undefined> {
     const announce = this.store.supports.sharedAcrossProcesses ? this.commitMessage(written) : undefined;
-    await this.store.commit(snapshot, operations, announce);
+    let next: KvSnapshot | undefined;
+    if (thenRead) next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead);
+    else await this.store.commit(snapshot, operations, announce);
     this.emitCommit(written);
+    return next;
   }
 
   /**

@@ -71,11 +71,17 @@ export function groupCommitSuite(
           locks++;
           return exclusive(work);
         };
+        // A group's snapshot is a lazy one, or the one the group before began with its commit.
         const store = deployment.store;
         const lazySnapshot = store.lazySnapshot.bind(store);
         store.lazySnapshot = () => {
           snapshots++;
           return lazySnapshot();
+        };
+        const commitAndContinue = store.commitAndContinue.bind(store);
+        store.commitAndContinue = (...args) => {
+          snapshots++;
+          return commitAndContinue(...args);
         };
         const seen = await Promise.all(Array.from({ length: 300 }, () => increment(deployment, counter)));
         // Every value from 0 to 299 read exactly once: no mutation missed one committed before it.

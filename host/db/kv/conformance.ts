@@ -232,6 +232,53 @@ export function kvConformance(
       },
     );
 
+    storeTest(
+      "continues a commit with a snapshot that sees it and has read the keys asked for",
+      async (store) => {
+        await store.batch([put(text("w1"), "old"), put(text("w2"), "kept")]);
+        const first = await store.lazySnapshot();
+        expect(await first.get(text("w1"))).toBe("old");
+        const next = await store.commitAndContinue(
+          first,
+          [put(text("w1"), "new"), put(text("w3"), "3")],
+          undefined,
+          [text("w1"), text("w3"), text("absent")],
+        );
+        await first.close();
+        try {
+          // Read with the commit: answered at once on every backend, as of after the commit.
+          expect(next.tryGetSync(text("w1"))).toBe("new");
+          expect(next.tryGetSync(text("w3"))).toBe("3");
+          expect(next.tryGetSync(text("absent"))).toBeUndefined();
+          await store.batch([put(text("w2"), "later")]);
+          expect(await next.get(text("w2"))).toBe("kept");
+          const last = await store.commitAndContinue(next, [del(text("w3"))], undefined, []);
+          await last.close();
+          expect(await store.getMany([text("w1"), text("w2"), text("w3")])).toEqual([
+            "new",
+            "later",
+            undefined,
+          ]);
+        } finally {
+          await next.close();
+        }
+        // A commit that fails leaves no snapshot open and writes nothing.
+        await store.batch([put(text("n"), "not a count")]);
+        const failing = await store.lazySnapshot();
+        expect(await failing.get(text("n"))).toBe("not a count");
+        await expect(
+          store.commitAndContinue(
+            failing,
+            [put(text("w4"), "x"), { type: "add", key: text("n"), delta: 1 }],
+            undefined,
+            [text("w4")],
+          ),
+        ).rejects.toThrow();
+        await failing.close();
+        expect(await store.get(text("w4"))).toBeUndefined();
+      },
+    );
+
     storeTest("refuses malformed arguments before they reach the backend", async (store) => {
       const internal = { code: "internal" };
       await expect(store.get("a" as unknown as Buffer)).rejects.toMatchObject(internal);

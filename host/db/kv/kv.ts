@@ -136,6 +136,18 @@ export interface KvStore {
    * backend that can, with the write itself: never when it fails).
    */
   commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void>;
+  /**
+   * {@link commit}, then a snapshot taken after the write landed that has read `read` (a writer
+   * that keeps the write lock for its next batch: the next group of a group commit). A backend
+   * whose reads are round trips begins it and reads in the commit's own round trip; its
+   * `tryGetSync` then answers those keys at once. If the commit fails, no snapshot is left open.
+   */
+  commitAndContinue(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce: string | undefined,
+    read: Buffer[],
+  ): Promise<KvSnapshot>;
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;
 }

@@ -160,6 +160,21 @@ export class PostgresKv extends KvStoreBase {
     await snapshot.commit(operations, announce === undefined ? undefined : this.bus.tagged(announce));
   }
 
+  /** The commit, the next snapshot's BEGIN and its reads: one message (see PostgresSnapshot). */
+  protected override async _commitAndContinue(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce: string | undefined,
+    read: Buffer[],
+  ): Promise<KvSnapshot> {
+    if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
+    return snapshot.commitAndContinue(
+      operations,
+      announce === undefined ? undefined : this.bus.tagged(announce),
+      read,
+    );
+  }
+
   protected async _clear(range: KvRange): Promise<void> {
     await this.pool.query(`DELETE FROM ${this.table} WHERE key >= $1 AND key < $2`, [range.gte, range.lt]);
   }

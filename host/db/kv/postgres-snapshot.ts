@@ -9,6 +9,8 @@ import {
   type Statement,
   selectValue,
   selectValues,
+  valuesInOrder,
+  valuesStatement,
   writeStatement,
 } from "./postgres-sql.js";
 
@@ -229,6 +231,47 @@ export class PostgresSnapshot implements KvSnapshot {
       throw error;
     }
     this.connections.giveBack(client);
+  }
+
+  /**
+   * {@link commit}, then a snapshot begun after the write on the same connection, which has read
+   * `read`: ONE message ends this transaction, writes in a transaction of its own (committed before
+   * the next begins, so the next sees it) and begins the next with its reads. Should the message
+   * fail after its write committed (a lost connection), the caller cannot tell, as with any commit
+   * whose answer is lost. Without a transaction begun, or with a write too large to send as text,
+   * the commit goes first and the snapshot is a lazy one that reads `read`.
+   */
+  async commitAndContinue(operations: KvOperation[], notify: string | undefined, read: Buffer[]) {
+    this.require();
+    const write = writeStatement(this.table, operations, notify);
+    const text = write === undefined ? "" : inline(write);
+    const reads = read.length > 0 ? inline(valuesStatement(this.table, read)) : "SELECT 1";
+    if (this.ready === undefined || text === undefined || reads === undefined) {
+      await this.commit(operations, notify);
+      const next = PostgresSnapshot.lazy(this.connections, this.table);
+      await Promise.all(read.map((key) => next.get(key))).catch(async (error: unknown) => {
+        await next.close();
+        throw error;
+      });
+      return next;
+    }
+    this.open = false;
+    const client = await this.ready;
+    const next = new PostgresSnapshot(this.connections, this.table);
+    try {
+      const written = text ? `BEGIN; ${text}; COMMIT; ` : "";
+      const results = (await client.query(
+        `COMMIT; ${written}${BEGIN}; ${reads}`,
+      )) as unknown as pg.QueryResult[];
+      const rows = (results.at(-1)?.rows ?? []) as Array<{ key: Buffer; value: string }>;
+      const values = read.length > 0 ? valuesInOrder(read, rows) : [];
+      for (const [i, key] of read.entries()) next.remember(key.toString("hex"), values[i]);
+    } catch (error) {
+      this.connections.destroy(client);
+      throw error;
+    }
+    next.ready = Promise.resolve(client);
+    return next;
   }
 
   /** Ends the transaction, on the server with the next use of its connection (see postgres-parking.ts). */

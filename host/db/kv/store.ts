@@ -118,6 +118,35 @@ export abstract class KvStoreBase implements KvStore {
     return this._commit(snapshot, operations, announce);
   }
 
+  commitAndContinue(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce: string | undefined,
+    read: Buffer[],
+  ): Promise<KvSnapshot> {
+    if (!Array.isArray(operations)) throw misuse("a commit takes an array of operations.");
+    for (const key of read) requireKey(key);
+    return this._commitAndContinue(snapshot, operations, announce, read);
+  }
+
+  /** By default: the commit, then a lazy snapshot that reads `read` (together, in one tick). */
+  protected async _commitAndContinue(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce: string | undefined,
+    read: Buffer[],
+  ): Promise<KvSnapshot> {
+    await this._commit(snapshot, operations, announce);
+    const next = await this._lazySnapshot();
+    try {
+      await Promise.all(read.map((key) => next.get(key)));
+    } catch (error) {
+      await next.close();
+      throw error;
+    }
+    return next;
+  }
+
   async clear(range: KvRange): Promise<void> {
     requireRange(range);
     await this._clear(range);

@@ -1,0 +1,124 @@
+import type { GroupCommitHost, QueuedMutation, TransactionResult } from "./group-commit-host.js";
+import type { KvOperation, KvSnapshot } from "./kv/index.js";
+import type { WriteOverlay } from "./overlay.js";
+import { rowQuotaExceeded } from "./row-bytes.js";
+import { countWrites } from "./stored-counts.js";
+import type { Transaction } from "./transaction.js";
+
+/**
+ * The writes of one group commit: the overlay of everything its members wrote so far (each new
+ * member reads through it), the members waiting for their writes to land, and the batches in
+ * flight. Batches land in order; each holds every write of the group so far (rewriting a key with
+ * the value an earlier batch already stored changes nothing: the group holds the write lock). If
+ * a batch fails, every member not yet answered fails with it and nothing more is written.
+ */
+export class GroupBatch {
+  /** Every write of the group's members that succeeded, for the next member to fork. */
+  overlay: WriteOverlay | undefined;
+  /** How the members that succeeded moved counts, by count name (what a member counting now adds). */
+  readonly counts = new Map<string, number>();
+  /** The part of {@link counts} no batch has stored yet: the next batch adds it. */
+  private countsToStore = new Map<string, number>();
+  private inserted = false;
+  /** Whether a member moved the row bytes, which the batches then store. */
+  private rowBytesMoved = false;
+  private waiting: Array<{ member: QueuedMutation; result: TransactionResult<unknown> }> = [];
+  private tail: Promise<void> = Promise.resolve();
+  /** The snapshot the last batch's commit began, for the next group. */
+  private continued: KvSnapshot | undefined;
+  private failure: { error: unknown } | undefined;
+
+  /** `rowBytes`: the deployment's row bytes before the group; then with every member's writes added. */
+  constructor(
+    private readonly database: GroupCommitHost,
+    private readonly snapshot: KvSnapshot,
+    private rowBytes: number,
+  ) {}
+
+  /**
+   * Records a member that succeeded: its writes join the group's, its answer waits for them. A
+   * member whose writes would take the row bytes past the limit is refused (`quota_exceeded`)
+   * instead, and none of its writes join; one whose handler's writes free bytes or keep them is
+   * never refused (the host's own writes, a guest upgrade's, alone never are).
+   */
+  add(member: QueuedMutation, value: unknown, tx: Transaction): void {
+    const moved = tx.rowBytes.total;
+    const limit = this.database.rowBytes.limit;
+    if (moved - tx.rowBytes.byHost > 0 && this.rowBytes + moved > limit)
+      throw rowQuotaExceeded(this.rowBytes, moved, limit);
+    const sealed = tx.seal();
+    if (moved !== 0) {
+      this.rowBytes += moved;
+      this.rowBytesMoved = true;
+    }
+    this.overlay = sealed.overlay;
+    if (sealed.counts)
+      for (const [name, delta] of sealed.counts) {
+        this.counts.set(name, (this.counts.get(name) ?? 0) + delta);
+        this.countsToStore.set(name, (this.countsToStore.get(name) ?? 0) + delta);
+      }
+    this.inserted ||= sealed.inserted;
+    this.waiting.push({
+      member,
+      result: { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: sealed.writeSet },
+    });
+  }
+
+  /**
+   * Starts a batch for the members waiting now (after the batches in flight). With `thenRead` (the
+   * group's last batch), its commit begins the next group's snapshot, reading those keys: see
+   * {@link landed}.
+   */
+  commitFinished(thenRead?: Buffer[]): void {
+    if (this.waiting.length === 0 || this.failure || !this.overlay) return;
+    const members = this.waiting;
+    this.waiting = [];
+    const written = members.flatMap(({ result }) => result.writeSet);
+    const operations: KvOperation[] = this.overlay
+      .all()
+      .map((entry) =>
+        entry.value === null
+          ? { type: "del", key: entry.key }
+          : { type: "put", key: entry.key, value: entry.value },
+      );
+    if (this.inserted)
+      operations.push({
+        type: "put",
+        key: this.database.clockKey,
+        value: String(this.database.clockValue()),
+      });
+    const rowBytes = this.rowBytesMoved ? this.rowBytes : undefined;
+    if (rowBytes !== undefined)
+      operations.push({ type: "put", key: this.database.rowBytes.key, value: String(rowBytes) });
+    // A batch rewrites every write of the group so far, but adds only what no batch added yet.
+    operations.push(...countWrites(this.countsToStore));
+    this.countsToStore = new Map();
+    this.tail = this.tail.then(async () => {
+      if (this.failure) {
+        for (const { member } of members) member.reject(this.failure.error);
+        return;
+      }
+      try {
+        // Members that wrote nothing still wait for the batches before them (they read those writes).
+        if (written.length > 0)
+          this.continued = await this.database.commitWrites(this.snapshot, operations, written, thenRead);
+        if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
+      } catch (error) {
+        this.failure = { error };
+        for (const { member } of members) member.reject(error);
+        return;
+      }
+      for (const { member, result } of members) member.resolve(result);
+    });
+  }
+
+  /**
+   * Waits until every batch started has landed or failed; members left waiting fail too. Answers
+   * the snapshot the last batch's commit began (see {@link commitFinished}), if it did.
+   */
+  async landed(): Promise<KvSnapshot | undefined> {
+    await this.tail;
+    if (this.failure) for (const { member } of this.waiting) member.reject(this.failure.error);
+    return this.continued;
+  }
+}
