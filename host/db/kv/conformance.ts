@@ -262,6 +262,12 @@ export function kvConformance(
         } finally {
           await next.close();
         }
+        // On a snapshot that has read nothing yet, as well.
+        const unread = await store.lazySnapshot();
+        const after = await store.commitAndContinue(unread, [put(text("w5"), "5")], undefined, [text("w5")]);
+        await unread.close();
+        expect(after.tryGetSync(text("w5"))).toBe("5");
+        await after.close();
         // A commit that fails leaves no snapshot open and writes nothing.
         await store.batch([put(text("n"), "not a count")]);
         const failing = await store.lazySnapshot();

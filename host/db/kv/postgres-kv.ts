@@ -160,7 +160,10 @@ export class PostgresKv extends KvStoreBase {
     await snapshot.commit(operations, announce === undefined ? undefined : this.bus.tagged(announce));
   }
 
-  /** The commit, the next snapshot's BEGIN and its reads: one message (see PostgresSnapshot). */
+  /**
+   * The commit, the next snapshot's BEGIN and its reads: one message (see PostgresSnapshot), or
+   * where that cannot be, the commit and then the reads.
+   */
   protected override async _commitAndContinue(
     snapshot: KvSnapshot,
     operations: KvOperation[],
@@ -168,11 +171,9 @@ export class PostgresKv extends KvStoreBase {
     read: Buffer[],
   ): Promise<KvSnapshot> {
     if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
-    return snapshot.commitAndContinue(
-      operations,
-      announce === undefined ? undefined : this.bus.tagged(announce),
-      read,
-    );
+    const notify = announce === undefined ? undefined : this.bus.tagged(announce);
+    const next = await snapshot.commitAndContinue(operations, notify, read);
+    return next ?? super._commitAndContinue(snapshot, operations, announce, read);
   }
 
   protected async _clear(range: KvRange): Promise<void> {

@@ -238,23 +238,19 @@ export class PostgresSnapshot implements KvSnapshot {
    * `read`: ONE message ends this transaction, writes in a transaction of its own (committed before
    * the next begins, so the next sees it) and begins the next with its reads. Should the message
    * fail after its write committed (a lost connection), the caller cannot tell, as with any commit
-   * whose answer is lost. Without a transaction begun, or with a write too large to send as text,
-   * the commit goes first and the snapshot is a lazy one that reads `read`.
+   * whose answer is lost. Undefined, with nothing done, when it cannot be one message: no
+   * transaction begun yet, or a write too large to send as text.
    */
-  async commitAndContinue(operations: KvOperation[], notify: string | undefined, read: Buffer[]) {
+  async commitAndContinue(
+    operations: KvOperation[],
+    notify: string | undefined,
+    read: Buffer[],
+  ): Promise<PostgresSnapshot | undefined> {
     this.require();
     const write = writeStatement(this.table, operations, notify);
     const text = write === undefined ? "" : inline(write);
     const reads = read.length > 0 ? inline(valuesStatement(this.table, read)) : "SELECT 1";
-    if (this.ready === undefined || text === undefined || reads === undefined) {
-      await this.commit(operations, notify);
-      const next = PostgresSnapshot.lazy(this.connections, this.table);
-      await Promise.all(read.map((key) => next.get(key))).catch(async (error: unknown) => {
-        await next.close();
-        throw error;
-      });
-      return next;
-    }
+    if (this.ready === undefined || text === undefined || reads === undefined) return undefined;
     this.open = false;
     const client = await this.ready;
     const next = new PostgresSnapshot(this.connections, this.table);
