@@ -5,7 +5,7 @@ import type { CursorCodec } from "./cursor.js";
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
 import { GroupCommit } from "./group-commit.js";
 import { type RunOptions, type TransactionResult, withMode } from "./group-commit-host.js";
-import type { HostMessage } from "./host-message.js";
+import { commitMessage, type HostMessage } from "./host-message.js";
 import { deploymentPrefixes, metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
@@ -22,9 +22,6 @@ import { WriteLock } from "./write-lock.js";
  * commit of another process was too large to describe, meaning "anything may have changed".
  */
 export type CommitListener = (writeSet: Buffer[] | undefined) => void;
-
-/** Largest write set sent to other processes key by key; larger ones say "everything". */
-const BROADCAST_KEYS_BYTES = 6000;
 
 /** 1/1024 ms: exactly representable at epoch-ms magnitudes, so successive createdAt stay distinct. */
 const CLOCK_STEP = 1 / 1024;
@@ -225,17 +222,6 @@ export class TenantDatabase implements TransactionHost {
     return this.lastCreatedAt;
   }
 
-  /** The message telling the other processes on the store which keys a commit wrote (or "everything"). */
-  private commitMessage(writeSet: Buffer[]): string {
-    let bytes = 0;
-    for (const key of writeSet) bytes += key.length * 2 + 3;
-    const message: HostMessage =
-      bytes <= BROADCAST_KEYS_BYTES
-        ? { type: "commit", deployment: this.id, keys: writeSet.map((key) => key.toString("hex")) }
-        : { type: "commit", deployment: this.id, all: true };
-    return JSON.stringify(message);
-  }
-
   /** Subscribes to commits; returns the unsubscribe function. */
   onCommit(listener: CommitListener): () => void {
     this.listeners.add(listener);
@@ -290,7 +276,7 @@ export class TenantDatabase implements TransactionHost {
     written: Buffer[],
     thenRead?: Buffer[],
   ): Promise<KvSnapshot | undefined> {
-    const announce = this.store.supports.sharedAcrossProcesses ? this.commitMessage(written) : undefined;
+    const announce = this.store.supports.sharedAcrossProcesses ? commitMessage(this.id, written) : undefined;
     let next: KvSnapshot | undefined;
     if (thenRead) next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead);
     else await this.store.commit(snapshot, operations, announce);
