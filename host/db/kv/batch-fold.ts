@@ -12,7 +12,7 @@ function countOf(value: string | undefined, key: Buffer): number {
 }
 
 /** A count as the operation that stores it: a put of the sum, or a del at 0 or less. */
-export function storedCount(key: Buffer, n: number): SettledOperation {
+function storedCount(key: Buffer, n: number): SettledOperation {
   return n > 0 ? { type: "put", key, value: String(n) } : { type: "del", key };
 }
 
