@@ -13,15 +13,26 @@ function countOf(value: string | undefined, key: Buffer): number {
 
 /** A count as the operation that stores it: a put of the sum, or a del at 0 or less. */
 function storedCount(key: Buffer, n: number): SettledOperation {
+  if (!Number.isSafeInteger(n))
+    throw new Error(`The count under key ${key.toString("hex")} would leave the safe integers.`);
   return n > 0 ? { type: "put", key, value: String(n) } : { type: "del", key };
+}
+
+/** One key's operations in a batch: the last put or del (none: the stored value), then the adds after it. */
+interface KeyFold {
+  key: Buffer;
+  set: SettledOperation | undefined;
+  added: number | undefined;
 }
 
 /**
  * A batch's operations, one per key (in the order keys first appear), as applying them in order
- * would leave the key: the last put or del wins, and an add moves what came before it in the
- * batch (a put's count; 0 after a del). An add that nothing in the batch came before is left to
- * the store, which moves its stored count, unless `stored` is given: it then reads the count
- * there (a store that reads in process, under its write lock) and the add becomes a put or a del.
+ * would leave the key: the last put or del wins, and the adds after it move the count it left (a
+ * put's count; 0 after a del) by their sum, 0 or less deleting the key. Adds that nothing in the
+ * batch came before are left to the store as one add of their sum, which moves its stored count,
+ * unless `stored` is given: it then reads the count there (a store that reads in process, under
+ * its write lock) and the add becomes a put or a del. Only the sum counts, never a step between
+ * (a batch is atomic: no one sees its steps), so every store folds a batch alike.
  */
 export function foldBatch(
   operations: readonly KvOperation[],
@@ -32,19 +43,29 @@ export function foldBatch(
   operations: readonly KvOperation[],
   stored?: (key: Buffer) => string | undefined,
 ): KvOperation[] {
-  const byKey = new Map<string, KvOperation>();
+  const byKey = new Map<string, KeyFold>();
   for (const op of operations) {
     const id = op.key.toString("latin1");
-    const before = byKey.get(id);
-    if (op.type !== "add") byKey.set(id, op);
-    else if (before === undefined) {
-      byKey.set(id, stored ? storedCount(op.key, countOf(stored(op.key), op.key) + op.delta) : op);
-    } else if (before.type === "add") {
-      byKey.set(id, { type: "add", key: op.key, delta: before.delta + op.delta });
-    } else {
-      const base = before.type === "put" ? countOf(before.value, op.key) : 0;
-      byKey.set(id, storedCount(op.key, base + op.delta));
+    if (op.type !== "add") {
+      byKey.set(id, { key: op.key, set: op, added: undefined });
+      continue;
     }
+    let fold = byKey.get(id);
+    if (fold === undefined) {
+      fold = { key: op.key, set: undefined, added: undefined };
+      byKey.set(id, fold);
+    }
+    fold.added = (fold.added ?? 0) + op.delta;
   }
-  return [...byKey.values()];
+  const folded: KvOperation[] = [];
+  for (const { key, set, added } of byKey.values()) {
+    if (added === undefined) folded.push(set as SettledOperation);
+    else if (set !== undefined)
+      folded.push(storedCount(key, (set.type === "put" ? countOf(set.value, key) : 0) + added));
+    else if (stored) folded.push(storedCount(key, countOf(stored(key), key) + added));
+    else if (!Number.isSafeInteger(added))
+      throw new Error(`The adds to key ${key.toString("hex")} sum past the safe integers.`);
+    else folded.push({ type: "add", key, delta: added });
+  }
+  return folded;
 }

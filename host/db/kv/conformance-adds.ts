@@ -50,6 +50,24 @@ export function addConformance(
       ]);
     });
 
+    storeTest("moves a count by the sum of the batch's adds, never by a step between", async (store) => {
+      await store.batch([put(text("s"), "5"), put(text("p"), "1")]);
+      // Each from the stored count (s, t), a put (p) or a del (q): 5 - 10 + 3 and 0 - 1 + 1 delete.
+      await store.batch([
+        add(text("s"), -10),
+        add(text("s"), 3),
+        add(text("t"), -1),
+        add(text("t"), 1),
+        put(text("p"), "5"),
+        add(text("p"), -10),
+        add(text("p"), 7),
+        del(text("q")),
+        add(text("q"), -1),
+        add(text("q"), 2),
+      ]);
+      expect(await store.getMany(["s", "t", "p", "q"].map(text))).toEqual([undefined, undefined, "2", "1"]);
+    });
+
     storeTest("moves counts in a commit, from the latest state, not the snapshot's", async (store) => {
       await store.batch([put(text("k"), "5")]);
       const snapshot = await store.lazySnapshot();
