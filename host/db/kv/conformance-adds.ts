@@ -88,5 +88,25 @@ export function addConformance(
       for (const delta of [0.5, Number.NaN, Number.POSITIVE_INFINITY, "1" as unknown as number])
         await expect(store.batch([add(text("x"), delta)])).rejects.toThrow(/whole number/);
     });
+
+    storeTest(
+      "refuses an add of anything but a whole number in a commit, writing none of it",
+      async (store) => {
+        for (const delta of [0.5, Number.NaN]) {
+          const snapshot = await store.lazySnapshot();
+          try {
+            await expect(
+              store.commit(snapshot, [put(text("y"), "1"), add(text("x"), delta)]),
+            ).rejects.toThrow(/whole number/);
+            await expect(
+              store.commitAndContinue(snapshot, [put(text("y"), "1"), add(text("x"), delta)], undefined, []),
+            ).rejects.toThrow(/whole number/);
+          } finally {
+            await snapshot.close();
+          }
+        }
+        expect(await store.getMany([text("x"), text("y")])).toEqual([undefined, undefined]);
+      },
+    );
   });
 }

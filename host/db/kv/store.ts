@@ -24,6 +24,8 @@ function requireRange(range: KvRange): void {
   requireKey(range.lt, "lt");
 }
 
+const BAD_OPERATION = "an operation is a put of a string value, a del, or an add of a whole number.";
+
 function requireOperations(operations: KvOperation[]): void {
   if (!Array.isArray(operations)) throw misuse("a batch is an array of operations.");
   for (const op of operations) {
@@ -32,8 +34,18 @@ function requireOperations(operations: KvOperation[]): void {
       op.type === "put"
         ? typeof op.value === "string"
         : op.type === "del" || (op.type === "add" && Number.isSafeInteger(op.delta));
-    if (!valid) throw misuse("an operation is a put of a string value, a del, or an add of a whole number.");
+    if (!valid) throw misuse(BAD_OPERATION);
   }
+}
+
+/**
+ * A commit's operations, checked lightly (every mutation's path): an array, and whole-number adds
+ * (a NaN or a fraction would otherwise be stored as a count that every later add refuses).
+ */
+function requireCommitOperations(operations: KvOperation[]): void {
+  if (!Array.isArray(operations)) throw misuse("a commit takes an array of operations.");
+  for (const op of operations)
+    if (op.type === "add" && !Number.isSafeInteger(op.delta)) throw misuse(BAD_OPERATION);
 }
 
 /**
@@ -113,38 +125,43 @@ export abstract class KvStoreBase implements KvStore {
   }
 
   /** A mutation's commit: checked lightly (it is on every mutation's path), then the backend's. */
-  commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void> {
-    if (!Array.isArray(operations)) throw misuse("a commit takes an array of operations.");
+  async commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void> {
+    requireCommitOperations(operations);
     return this._commit(snapshot, operations, announce);
   }
 
-  commitAndContinue(
+  async commitAndContinue(
     snapshot: KvSnapshot,
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
-  ): Promise<KvSnapshot> {
-    if (!Array.isArray(operations)) throw misuse("a commit takes an array of operations.");
+  ): Promise<KvSnapshot | undefined> {
+    requireCommitOperations(operations);
     for (const key of read) requireKey(key);
     return this._commitAndContinue(snapshot, operations, announce, read);
   }
 
-  /** By default: the commit, then a lazy snapshot that reads `read` (together, in one tick). */
+  /**
+   * By default: the commit, then a lazy snapshot that reads `read` (together, in one tick). Once
+   * the commit has landed, a failure to begin or read the next snapshot fails nothing: there is
+   * then none (the caller begins its own).
+   */
   protected async _commitAndContinue(
     snapshot: KvSnapshot,
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
-  ): Promise<KvSnapshot> {
+  ): Promise<KvSnapshot | undefined> {
     await this._commit(snapshot, operations, announce);
-    const next = await this._lazySnapshot();
+    let next: KvSnapshot | undefined;
     try {
-      await Promise.all(read.map((key) => next.get(key)));
-    } catch (error) {
-      await next.close();
-      throw error;
+      next = await this._lazySnapshot();
+      await Promise.all(read.map((key) => (next as KvSnapshot).get(key)));
+      return next;
+    } catch {
+      await next?.close().catch(() => {});
+      return undefined;
     }
-    return next;
   }
 
   async clear(range: KvRange): Promise<void> {
