@@ -286,6 +286,31 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("closes a snapshot whose commit cannot be written: more such commits than its pool holds", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const key = Buffer.from("k");
+    try {
+      for (let i = 0; i < 40; i++) {
+        const snapshot = await store.lazySnapshot();
+        expect(await snapshot.get(key)).toBeUndefined();
+        // An add to what the same batch made not a count: the write is refused before it is sent.
+        await expect(
+          store.commit(snapshot, [
+            { type: "put", key, value: "text" },
+            { type: "add", key, delta: 1 },
+          ]),
+        ).rejects.toThrow(/not a count/);
+        await snapshot.close();
+      }
+      const last = await store.lazySnapshot();
+      expect(await last.get(key)).toBeUndefined();
+      await last.close();
+      expect(store.poolUse().find((use) => use.pool === "snapshots")?.waiting).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("serializes work under one lock name across connections", async () => {
     const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });

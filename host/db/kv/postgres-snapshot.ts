@@ -218,8 +218,9 @@ export class PostgresSnapshot implements KvSnapshot {
    */
   async commit(operations: KvOperation[], notify?: string): Promise<void> {
     this.require();
-    this.open = false;
+    // Made first: should it throw (a batch that does not fold), the transaction is still this one's to close.
     const write = writeStatement(this.table, operations, notify);
+    this.open = false;
     // Nothing read: no transaction of its own to end, but maybe a parked one.
     const { client, end } = this.ready
       ? { client: await this.ready, end: "COMMIT" }
