@@ -5,6 +5,7 @@
  * A group reads ahead what its members name (their sessions, the ids in their arguments), and
  * moves the counts in its commit statement: it reads none of them first.
  */
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { NOT_READY } from "../host/db/fast-path.js";
 import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
@@ -188,6 +189,52 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
       ]);
     } finally {
       await dispose();
+    }
+  });
+
+  it("keeps a commit that landed when the snapshot that continues it cannot read: none, and no error", async () => {
+    // A role that may delete rows but not read their values: its writes land, its reads fail.
+    const table = freshTable();
+    const owner = await PostgresKv.open(server.url, { table });
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const role = `${table}_writer`;
+    await admin.query(
+      `CREATE ROLE ${role} LOGIN; GRANT CREATE, USAGE ON SCHEMA public TO ${role}; GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`,
+    );
+    const writer = await PostgresKv.open(server.url.replace("platform@", `${role}@`), { table });
+    const key = (name: string) => Buffer.from(name);
+    try {
+      await owner.batch(["a", "b", "c"].map((name) => ({ type: "put", key: key(name), value: name })));
+      const begun = await writer.lazySnapshot();
+      expect(await begun.get(key("a"))).toBe("a");
+      await admin.query(`REVOKE SELECT ON ${table} FROM ${role}; GRANT SELECT (key) ON ${table} TO ${role}`);
+      // In one message (the snapshot has begun its transaction), then by the store's own way
+      // (commit, then a snapshot that reads), which a snapshot that has read nothing takes.
+      const unread = await writer.lazySnapshot();
+      for (const [snapshot, gone] of [
+        [begun, "a"],
+        [unread, "b"],
+      ] as const) {
+        const next = await writer.commitAndContinue(snapshot, [{ type: "del", key: key(gone) }], undefined, [
+          key("c"),
+        ]);
+        expect(next).toBeUndefined();
+        await snapshot.close();
+      }
+      expect(await owner.getMany(["a", "b", "c"].map(key))).toEqual([undefined, undefined, "c"]);
+      // The write's own failure still fails the commit.
+      const denied = await writer.lazySnapshot();
+      await expect(
+        writer.commitAndContinue(denied, [{ type: "put", key: key("c"), value: "x" }], undefined, []),
+      ).rejects.toThrow(/permission denied/);
+      await denied.close();
+      expect(await owner.get(key("c"))).toBe("c");
+    } finally {
+      await writer.close();
+      await owner.close();
+      await admin.query(`DROP OWNED BY ${role}; DROP ROLE ${role}`);
+      await admin.end();
     }
   });
 

@@ -55,7 +55,8 @@ export interface GroupCommitHost extends TransactionHost {
   readonly lock: Pick<WriteLock, "contended">;
   /**
    * Commits `operations` on `snapshot` and tells listeners what was written; with `thenRead`,
-   * answers the next snapshot, begun with the commit and having read those keys.
+   * answers the next snapshot, begun with the commit and having read those keys (none when it
+   * could not begin: the next group then begins its own).
    */
   commitWrites(
     snapshot: KvSnapshot,

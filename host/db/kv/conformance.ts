@@ -1,6 +1,6 @@
 import type { describe as Describe, expect as Expect, it as It } from "vitest";
 import { NOT_READY } from "../fast-path.js";
-import { collect, type KvStore } from "./kv.js";
+import { collect, type KvSnapshot, type KvStore } from "./kv.js";
 
 /** The test functions the suite runs under (the caller's vitest; the suite does not import it). */
 export interface TestApi {
@@ -238,11 +238,17 @@ export function kvConformance(
         await store.batch([put(text("w1"), "old"), put(text("w2"), "kept")]);
         const first = await store.lazySnapshot();
         expect(await first.get(text("w1"))).toBe("old");
-        const next = await store.commitAndContinue(
-          first,
-          [put(text("w1"), "new"), put(text("w3"), "3")],
-          undefined,
-          [text("w1"), text("w3"), text("absent")],
+        // Nothing fails here: each commit continues with a snapshot.
+        const continued = (snapshot: KvSnapshot | undefined) => {
+          if (snapshot === undefined) throw new Error("The commit did not continue.");
+          return snapshot;
+        };
+        const next = continued(
+          await store.commitAndContinue(first, [put(text("w1"), "new"), put(text("w3"), "3")], undefined, [
+            text("w1"),
+            text("w3"),
+            text("absent"),
+          ]),
         );
         await first.close();
         try {
@@ -252,7 +258,7 @@ export function kvConformance(
           expect(next.tryGetSync(text("absent"))).toBeUndefined();
           await store.batch([put(text("w2"), "later")]);
           expect(await next.get(text("w2"))).toBe("kept");
-          const last = await store.commitAndContinue(next, [del(text("w3"))], undefined, []);
+          const last = continued(await store.commitAndContinue(next, [del(text("w3"))], undefined, []));
           await last.close();
           expect(await store.getMany([text("w1"), text("w2"), text("w3")])).toEqual([
             "new",
@@ -264,7 +270,9 @@ export function kvConformance(
         }
         // On a snapshot that has read nothing yet, as well.
         const unread = await store.lazySnapshot();
-        const after = await store.commitAndContinue(unread, [put(text("w5"), "5")], undefined, [text("w5")]);
+        const after = continued(
+          await store.commitAndContinue(unread, [put(text("w5"), "5")], undefined, [text("w5")]),
+        );
         await unread.close();
         expect(after.tryGetSync(text("w5"))).toBe("5");
         await after.close();

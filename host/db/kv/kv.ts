@@ -11,8 +11,9 @@ import type { NotReady } from "../fast-path.js";
  * One write of an atomic batch. An `add` moves the count stored under its key (a decimal integer;
  * none is 0) by `delta`, deleting the key when the sum is 0 or less: the store works the sum out
  * where the write lands, so a writer holding the write lock need not read the count first (on a
- * store that reads over the network, a round trip saved per batch). See batch-fold.ts for how a
- * batch's operations on one key combine.
+ * store that reads over the network, a round trip saved per batch). Two writers adding to one key
+ * at once may lose one's add: like every other write of a deployment, adds are made under its
+ * write lock. See batch-fold.ts for how a batch's operations on one key combine.
  */
 export type KvOperation =
   | { type: "put"; key: Buffer; value: string }
@@ -140,14 +141,16 @@ export interface KvStore {
    * {@link commit}, then a snapshot taken after the write landed that has read `read` (a writer
    * that keeps the write lock for its next batch: the next group of a group commit). A backend
    * whose reads are round trips begins it and reads in the commit's own round trip; its
-   * `tryGetSync` then answers those keys at once. If the commit fails, no snapshot is left open.
+   * `tryGetSync` then answers those keys at once. If the commit fails, no snapshot is left open;
+   * if it landed but the next snapshot could not be begun or read, it resolves with none (the
+   * caller begins its own): it rejects only when the write may not have landed.
    */
   commitAndContinue(
     snapshot: KvSnapshot,
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
-  ): Promise<KvSnapshot>;
+  ): Promise<KvSnapshot | undefined>;
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;
 }

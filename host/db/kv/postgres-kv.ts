@@ -169,11 +169,11 @@ export class PostgresKv extends KvStoreBase {
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
-  ): Promise<KvSnapshot> {
+  ): Promise<KvSnapshot | undefined> {
     if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
     const notify = announce === undefined ? undefined : this.bus.tagged(announce);
-    const next = await snapshot.commitAndContinue(operations, notify, read);
-    return next ?? super._commitAndContinue(snapshot, operations, announce, read);
+    const done = await snapshot.commitAndContinue(operations, notify, read);
+    return done ? done.next : super._commitAndContinue(snapshot, operations, announce, read);
   }
 
   protected async _clear(range: KvRange): Promise<void> {

@@ -237,16 +237,17 @@ export class PostgresSnapshot implements KvSnapshot {
   /**
    * {@link commit}, then a snapshot begun after the write on the same connection, which has read
    * `read`: ONE message ends this transaction, writes in a transaction of its own (committed before
-   * the next begins, so the next sees it) and begins the next with its reads. Should the message
-   * fail after its write committed (a lost connection), the caller cannot tell, as with any commit
-   * whose answer is lost. Undefined, with nothing done, when it cannot be one message: no
-   * transaction begun yet, or a write too large to send as text.
+   * the next begins, so the next sees it) and begins the next with its reads. Answers the next
+   * snapshot, or none when the message failed after its write committed (the server said so
+   * before the failure); rejects when the write did not commit, or when the connection was lost
+   * before the server said (as any commit whose answer is lost). Undefined, with nothing done,
+   * when it cannot be one message: no transaction begun yet, or a write too large to send as text.
    */
   async commitAndContinue(
     operations: KvOperation[],
     notify: string | undefined,
     read: Buffer[],
-  ): Promise<PostgresSnapshot | undefined> {
+  ): Promise<{ next: PostgresSnapshot | undefined } | undefined> {
     this.require();
     const write = writeStatement(this.table, operations, notify);
     const text = write === undefined ? "" : inline(write);
@@ -255,6 +256,10 @@ export class PostgresSnapshot implements KvSnapshot {
     this.open = false;
     const client = await this.ready;
     const next = new PostgresSnapshot(this.connections, this.table);
+    // The statements' command tags, as the server finishes each: the write's COMMIT is the 4th.
+    const done: string[] = [];
+    const finished = (message: { text?: unknown }) => done.push(String(message.text));
+    client.connection.on("commandComplete", finished);
     try {
       const written = text ? `BEGIN; ${text}; COMMIT; ` : "";
       const results = (await client.query(
@@ -265,10 +270,13 @@ export class PostgresSnapshot implements KvSnapshot {
       for (const [i, key] of read.entries()) next.remember(key.toString("hex"), values[i]);
     } catch (error) {
       this.connections.destroy(client);
+      if (text && done.length >= 4 && done[3] === "COMMIT") return { next: undefined };
       throw error;
+    } finally {
+      client.connection.off("commandComplete", finished);
     }
     next.ready = Promise.resolve(client);
-    return next;
+    return { next };
   }
 
   /** Ends the transaction, on the server with the next use of its connection (see postgres-parking.ts). */
