@@ -278,8 +278,16 @@ export class TenantDatabase implements TransactionHost {
   ): Promise<KvSnapshot | undefined> {
     const announce = this.store.supports.sharedAcrossProcesses ? commitMessage(this.id, written) : undefined;
     let next: KvSnapshot | undefined;
-    if (thenRead) next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead);
-    else await this.store.commit(snapshot, operations, announce);
+    try {
+      if (thenRead) next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead);
+      else await this.store.commit(snapshot, operations, announce);
+    } catch (error) {
+      // The write may have landed all the same (its answer lost with the connection): the row
+      // bytes are read again from the store, and listeners look at everything again.
+      this.rowBytes.known = undefined;
+      this.emitCommit(undefined);
+      throw error;
+    }
     this.emitCommit(written);
     return next;
   }

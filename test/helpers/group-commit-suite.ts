@@ -5,7 +5,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { HostDatabase, TenantDatabase } from "../../host/db/index.js";
+import { countKeyOf } from "../../host/db/keys.js";
+import type { CompiledIndex, CompiledTable } from "../../host/db/stored-schema.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
+import { CREATION_INDEX } from "../../sdk/values/index.js";
 
 /** A counter every mutation increments, and a table every mutation inserts into. */
 export const COUNTER_SCHEMA: SchemaSpec = {
@@ -115,6 +118,34 @@ export function groupCommitSuite(
         );
         const ok = 200 - failed.length;
         expect(await counted(deployment, counter)).toEqual({ n: ok, items: ok });
+      } finally {
+        await dispose();
+      }
+    });
+
+    it("fails the members of a group whose commit fails; then reads the row bytes again and tells listeners anything may have changed", async () => {
+      const { db, dispose } = await open();
+      try {
+        const deployment = await db.deployment("refused");
+        const counter = await withCounter(deployment);
+        const items = deployment.tables.get("items") as CompiledTable;
+        const size = countKeyOf((items.indexes.get(CREATION_INDEX) as CompiledIndex).prefix);
+        // The table's stored size made something no add can move: each commit moving it fails whole.
+        await deployment.store.batch([{ type: "put", key: size, value: "not a count" }]);
+        const heard: Array<Buffer[] | undefined> = [];
+        deployment.onCommit((writeSet) => heard.push(writeSet));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 5 }, () => increment(deployment, counter)),
+        );
+        expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(5).fill("rejected"));
+        // Its write might have landed (an answer lost with the connection): nothing is assumed.
+        expect(deployment.rowBytes.known).toBeUndefined();
+        expect(heard.length).toBeGreaterThan(0);
+        expect(heard.every((writeSet) => writeSet === undefined)).toBe(true);
+        await deployment.store.batch([{ type: "del", key: size }]);
+        expect(await increment(deployment, counter)).toBe(0);
+        expect(await counted(deployment, counter)).toEqual({ n: 1, items: 1 });
+        expect(String(deployment.rowBytes.known)).toBe(await deployment.store.get(deployment.rowBytes.key));
       } finally {
         await dispose();
       }
