@@ -311,6 +311,48 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("goes on when the server ends a connection a reader holds: that reader fails, the host stays up", async () => {
+    const table = freshTable();
+    const store = await PostgresKv.open(server.url, { table });
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const key = Buffer.from("k");
+    try {
+      await store.batch([{ type: "put", key, value: "1" }]);
+      const held = await store.readSnapshot();
+      expect(await held.get(key)).toBe("1");
+      // Idle in its transaction while its handler runs: ended as an administrator (or the
+      // server's idle_in_transaction_session_timeout) would. Before, the process crashed.
+      const { rows } = await admin.query(
+        "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
+        [`%${table}%`],
+      );
+      expect(rows).toEqual([{ ended: true }]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect(held.get(Buffer.from("other"))).rejects.toThrow();
+      await held.close();
+      for (let i = 0; i < 3; i++) {
+        const snapshot = await store.readSnapshot();
+        expect(await snapshot.get(key)).toBe("1");
+        await snapshot.close();
+      }
+      // A write lock's connection, likewise (idle in its transaction while the writers run).
+      const ran = await store.bus.lockAcrossProcesses("held", async () => {
+        const ended = await admin.query(
+          "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
+          [`%${table}_locks%`],
+        );
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return ended.rows;
+      });
+      expect(ran).toEqual([{ ended: true }]);
+      expect(await store.bus.lockAcrossProcesses("held", async () => "again")).toBe("again");
+    } finally {
+      await admin.end();
+      await store.close();
+    }
+  });
+
   it("serializes work under one lock name across connections", async () => {
     const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });

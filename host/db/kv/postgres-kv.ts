@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
-import { ConnectionParking } from "./postgres-parking.js";
+import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
 import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
@@ -75,8 +75,11 @@ export class PostgresKv extends KvStoreBase {
     const snapshots = new pg.Pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS });
     const locks = new pg.Pool({ connectionString: url, max: LOCK_CONNECTIONS });
     const outerLocks = new pg.Pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS });
-    // Idle clients can die when the server restarts; the pool replaces them.
-    for (const each of [pool, snapshots, locks, outerLocks]) each.on("error", () => {});
+    // Idle clients can die when the server restarts; the pool replaces them. Those out of it too.
+    for (const each of [pool, snapshots, locks, outerLocks]) {
+      each.on("error", () => {});
+      watchForLoss(each);
+    }
     await createTables(pool, table);
     const inFlight = new Set<Promise<void>>();
     const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));

@@ -9,9 +9,27 @@ const PARK_MS = 20;
 interface Parked {
   client: pg.PoolClient;
   since: number;
-  /** The connection failed while parked: it is destroyed, not used. */
-  broken: boolean;
-  onError: () => void;
+}
+
+/** Connections that failed (the server ended them, the network dropped): destroyed, never used again. */
+const lost = new WeakSet<pg.ClientBase>();
+
+/**
+ * Listens for the failure of every connection `pool` makes, for its whole life. pg emits a
+ * connection's failure as an `error` event on its client, which the pool listens for only while
+ * the client is idle in it: a client out of the pool (a snapshot's, a lock's) that the server
+ * ended (an administrator, a restart, `idle_in_transaction_session_timeout`) would otherwise
+ * crash the process with an unhandled error event, taking every tenant down with it.
+ */
+export function watchForLoss(pool: pg.Pool): void {
+  pool.on("connect", (client) => {
+    client.on("error", () => lost.add(client));
+  });
+}
+
+/** Whether `client`'s connection failed (see {@link watchForLoss}). */
+export function isLost(client: pg.ClientBase): boolean {
+  return lost.has(client);
 }
 
 /** A connection to run a snapshot on, and what must end on it first ("" or "ROLLBACK"). */
@@ -55,8 +73,7 @@ export class ConnectionParking {
    */
   async take(): Promise<TakenConnection> {
     for (let parked = this.parked.shift(); parked; parked = this.parked.shift()) {
-      parked.client.removeListener("error", parked.onError);
-      if (!parked.broken) return { client: parked.client, end: "ROLLBACK" };
+      if (!isLost(parked.client)) return { client: parked.client, end: "ROLLBACK" };
       this.destroy(parked.client);
     }
     const pool = this.pool;
@@ -67,6 +84,10 @@ export class ConnectionParking {
 
   /** Gives back `client`, with no transaction open: to a waiting taker, else to the pool. */
   giveBack(client: pg.PoolClient): void {
+    if (isLost(client)) {
+      this.destroy(client);
+      return;
+    }
     const waiter = this.waiters.shift();
     if (waiter) waiter.resolve({ client, end: "" });
     else client.release();
@@ -85,17 +106,16 @@ export class ConnectionParking {
 
   /** Parks `client`, whose read-only transaction is over (ended at once if the pool has waiters). */
   park(client: pg.PoolClient): void {
+    if (isLost(client)) {
+      this.destroy(client);
+      return;
+    }
     const waiter = this.waiters.shift();
     if (waiter) {
       waiter.resolve({ client, end: "ROLLBACK" });
       return;
     }
-    // Out of the pool, nobody else listens: a connection lost meanwhile must not crash the process.
-    const parked: Parked = { client, since: performance.now(), broken: false, onError: () => {} };
-    parked.onError = () => {
-      parked.broken = true;
-    };
-    client.on("error", parked.onError);
+    const parked: Parked = { client, since: performance.now() };
     if (this.pool.waitingCount > 0) {
       this.end(parked);
       return;
@@ -119,19 +139,11 @@ export class ConnectionParking {
     if (this.parked.length > 0) this.timer = setTimeout(() => this.sweep(), PARK_MS).unref();
   }
 
-  private end(parked: Parked): void {
-    const { client, onError } = parked;
+  private end({ client }: Parked): void {
     this.track(
       client.query("ROLLBACK").then(
-        () => {
-          client.removeListener("error", onError);
-          if (parked.broken) this.destroy(client);
-          else this.giveBack(client);
-        },
-        () => {
-          client.removeListener("error", onError);
-          this.destroy(client);
-        },
+        () => this.giveBack(client),
+        () => this.destroy(client),
       ),
     );
   }
