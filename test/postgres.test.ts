@@ -17,6 +17,7 @@ import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
+import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 
 const server = postgresForThisFile("PostgreSQL tests");
 
@@ -350,6 +351,15 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     } finally {
       await admin.end();
       await store.close();
+    }
+  });
+
+  it("runs a handler's scans in turn: 200 started at once fetch no more than the budget allows", async () => {
+    const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: freshTable() }));
+    try {
+      await concurrentScansStayInBudget(db);
+    } finally {
+      await db.close();
     }
   });
 

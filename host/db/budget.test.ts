@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capsule, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
+import { concurrentScansStayInBudget } from "../../test/helpers/scan-turns.js";
 import type { TenantDatabase } from "./index.js";
 
 const app = capsule({
@@ -84,6 +85,15 @@ describe("read budgets", () => {
     await expect(t.read((d) => d.blobs.take(5))).rejects.toMatchObject({ message: BYTES_READ });
     const { value } = await t.read((d) => d.blobs.take(3));
     expect(value).toHaveLength(3);
+  });
+
+  it("runs a handler's scans in turn: 200 started at once fetch no more than the budget allows", async () => {
+    const own = await tempDatabase();
+    try {
+      await concurrentScansStayInBudget(own.db);
+    } finally {
+      await own.dispose();
+    }
   });
 
   it("fails the handler even when it catches the limit error", async () => {

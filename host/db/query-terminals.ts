@@ -9,13 +9,40 @@ import { countKeyFor } from "./stored-counts.js";
 import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
 import type { QueryOutcome, TransactionView } from "./transaction-view.js";
 
-/** Runs a query terminal (`collect`, `take`, `first`, `count`, `paginate`) under `tx`'s budgets. */
-export async function runQuery(
+/** Each transaction's query under way (settled either way), while one is. */
+const running = new WeakMap<TransactionView, Promise<unknown>>();
+
+/**
+ * Runs a query terminal (`collect`, `take`, `first`, `count`, `paginate`) under `tx`'s budgets,
+ * after the queries `tx` started before it. Budgets are charged as rows arrive, so a handler that
+ * started 200 scans at once without awaiting them would have each fetch its first batch (up to
+ * 1,000 rows) before any was charged: 800 MB in the host for a 4 MB budget. In turn, each starts
+ * with what the others left, and none starts once a budget ran out.
+ */
+export function runQuery(
+  tx: TransactionView,
+  spec: QuerySpec,
+  terminal: QueryTerminal,
+): Promise<QueryOutcome> {
+  const before = running.get(tx);
+  const result = before
+    ? before.then(() => runQueryNow(tx, spec, terminal))
+    : runQueryNow(tx, spec, terminal);
+  const settled: Promise<unknown> = result.catch(() => {});
+  running.set(tx, settled);
+  void settled.then(() => {
+    if (running.get(tx) === settled) running.delete(tx);
+  });
+  return result;
+}
+
+async function runQueryNow(
   tx: TransactionView,
   spec: QuerySpec,
   terminal: QueryTerminal,
 ): Promise<QueryOutcome> {
   tx.requireOpen();
+  if (tx.budget.failure) throw tx.budget.failure;
   if (typeof spec !== "object" || spec === null)
     throw new PlatformError("bad_request", "A query needs a table and an index.");
   const table = tx.table(spec.table);
@@ -134,14 +161,16 @@ async function take(
 ): Promise<string[]> {
   const rows: string[] = [];
   if (n === 0) return rows;
+  // One more than may still be returned is enough to fail as the whole would.
+  const wanted = Math.min(n, tx.budget.remainingReturns + 1);
   await scanRange(
     tx.snapshot,
     tx.overlay,
-    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: n },
+    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: wanted },
     (_key, value) => {
       tx.budget.read(Buffer.byteLength(value));
       rows.push(value);
-      return rows.length < n;
+      return rows.length < wanted;
     },
   );
   tx.budget.returned(rows.length);
