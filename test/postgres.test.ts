@@ -363,6 +363,38 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("holds no connection for readers made long before they read (calls waiting for their turn)", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const key = Buffer.from("k");
+    try {
+      await store.batch([{ type: "put", key, value: "1" }]);
+      // One tenant's calls queued behind its busy isolate: each has its snapshot, none has read.
+      const waiting = await Promise.all(Array.from({ length: 100 }, () => store.readSnapshot()));
+      // Another tenant's readers, one after another, more than the pool holds: before, each joined
+      // a waiting call's snapshot and its connection stayed in use until that call ran.
+      for (let i = 0; i < 40; i++) {
+        const reader = await store.readSnapshot();
+        expect(await reader.get(key)).toBe("1");
+        await reader.close();
+      }
+      const snapshots = store.poolUse().find((use) => use.pool === "snapshots");
+      expect((snapshots?.total ?? 0) - (snapshots?.idle ?? 0)).toBe(0);
+      // Made before this write, read after it: a waiting call still sees it.
+      await store.batch([{ type: "put", key, value: "2" }]);
+      expect(await (waiting[0] as (typeof waiting)[number]).get(key)).toBe("2");
+      await Promise.all(waiting.map((snapshot) => snapshot.close()));
+      // A scan stops with its reader: an abandoned handler's scan reads no more on a shared snapshot.
+      const scanner = await store.readSnapshot();
+      const iterator = scanner.iterate({ gte: Buffer.from("a"), lt: Buffer.from("z") });
+      expect(await iterator.next(1)).toHaveLength(1);
+      await scanner.close();
+      await expect(iterator.next(1)).rejects.toThrow(/closed/);
+      await iterator.close();
+    } finally {
+      await store.close();
+    }
+  });
+
   it("serializes work under one lock name across connections", async () => {
     const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });

@@ -132,23 +132,31 @@ export class PostgresKv extends KvStoreBase {
   private readers: SharedSnapshot | undefined;
 
   /**
-   * Readers made before a lazy snapshot's first read share it (up to {@link SHARED_READERS}): their
-   * first reads of one tick go as one message (point reads as one query), on one connection instead
-   * of one each. A reader made after that read gets a new one, so each still sees every write that
-   * landed before it was made (on this host or another). Readers of any deployment share: every
-   * read is built by the host within its own deployment's keys.
+   * Readers whose first reads come before a lazy snapshot's first read share it (up to
+   * {@link SHARED_READERS}): their first reads of one tick go as one message (point reads as one
+   * query), on one connection instead of one each. A reader joins with its own first read (see
+   * postgres-shared-snapshot.ts), so each still sees every write that landed before it was made
+   * (on this host or another). Readers of any deployment share: every read is built by the host
+   * within its own deployment's keys.
    */
   protected override async _readSnapshot(): Promise<KvSnapshot> {
+    return new SharedSnapshotLoan(
+      () => this.joinReaders(),
+      (done) => {
+        if (this.readers === done) this.readers = undefined;
+      },
+    );
+  }
+
+  /** The readers' snapshot not begun yet, counting one more reader in (a new one when none may be joined). */
+  private joinReaders(): SharedSnapshot {
     let shared = this.readers;
     if (!shared || shared.snapshot.begun || shared.readers >= SHARED_READERS) {
-      const made: SharedSnapshot = { snapshot: PostgresSnapshot.lazy(this.parking, this.table), readers: 0 };
-      shared = made;
-      this.readers = made;
+      shared = { snapshot: PostgresSnapshot.lazy(this.parking, this.table), readers: 0 };
+      this.readers = shared;
     }
     shared.readers++;
-    return new SharedSnapshotLoan(shared, (done) => {
-      if (this.readers === done) this.readers = undefined;
-    });
+    return shared;
   }
 
   /** One statement, atomic on its own: one round trip. */
