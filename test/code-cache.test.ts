@@ -5,14 +5,18 @@
  * redeploy (new artifact) never meets the old artifact's cache; a deleted deployment's own caches
  * are deleted with it.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
 import { type PlatformHost, startHost } from "../host/host.js";
+import { CodeCache } from "../host/isolates/code-cache.js";
 import { CodeCacheFiles } from "../host/isolates/code-cache-files.js";
+import { loadIsolate } from "../host/isolates/isolate-loader.js";
+import { DEFAULT_ISOLATE_LIMITS } from "../host/isolates/limits.js";
+import { loadRuntimeScript } from "../host/isolates/runtime-script.js";
 
 let dir: string;
 
@@ -56,6 +60,11 @@ async function say(host: PlatformHost, id: string): Promise<unknown> {
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   expect(condition()).toBe(true);
+}
+
+/** The runtime script's content hash (part of every capsule cache's key). */
+async function runtimeHash(): Promise<string> {
+  return (await loadRuntimeScript()).hash;
 }
 
 const counts = (host: PlatformHost) => ({ ...host.deployments.pool.factory.codeCache.counts });
@@ -178,6 +187,47 @@ describe("code caches", () => {
     } finally {
       await host.close();
     }
+  });
+
+  it("keeps no cache larger than its share of memory, and compiles as before without it", async () => {
+    // A memory budget of 1 MiB: a cache over 256 KiB (the large capsule's, about 650 KB) is neither
+    // kept nor written. Before, keeping one evicted every other cache and released the copy its
+    // own compile was about to read.
+    const files = join(dir, "share");
+    const cache = new CodeCache(new CodeCacheFiles(files), 1024 * 1024);
+    const artifact = (code: string) => createHash("sha256").update(code).digest("hex");
+    const capsule = (body: string) =>
+      `var __platform_capsule = { kind: "platform.capsule", declaration: { schema: { tables: {} } }, definition: { queries: {} } };\n${body}`;
+    const small = capsule("var small = 1;");
+    const large = capsule(
+      Array.from(
+        { length: 3000 },
+        (_, i) => `(function f${i}() { return [${i}, "${"x".repeat(40)}"]; })();`,
+      ).join("\n"),
+    );
+    const loadWith = async (cache: CodeCache, code: string) =>
+      (await loadIsolate(code, artifact(code), DEFAULT_ISOLATE_LIMITS, cache)).isolate.dispose();
+    const load = async (code: string) =>
+      (await loadIsolate(code, artifact(code), DEFAULT_ISOLATE_LIMITS, cache)).isolate.dispose();
+    await load(small);
+    for (let i = 0; i < 3; i++) await load(large);
+    await load(small);
+    await cache.settled();
+    // The runtime's cache (about 20 KB) and the small capsule's were kept and used again; the
+    // large capsule compiled afresh each time.
+    expect(cache.counts).toEqual({ hit: 5, miss: 5, rejected: 0, discarded: 0, refreshed: 0 });
+    expect(await readdir(files)).not.toContain(
+      CodeCache.key({ kind: "capsule", hash: artifact(large) }, await runtimeHash()),
+    );
+    // A file written where the budget allowed it, read where it does not: its compile still uses
+    // it (before, keeping it evicted it at once and released the copy: the cold start failed).
+    const shared = join(dir, "share-files");
+    const roomy = new CodeCache(new CodeCacheFiles(shared), 8 * 1024 * 1024);
+    await loadWith(roomy, large);
+    await roomy.settled();
+    const tight = new CodeCache(new CodeCacheFiles(shared), 512 * 1024);
+    await loadWith(tight, large);
+    expect(tight.counts).toEqual({ hit: 2, miss: 0, rejected: 0, discarded: 0, refreshed: 0 });
   });
 
   it("never uses an old artifact's cache for a redeploy", async () => {

@@ -58,6 +58,13 @@ interface KeptCache {
 /** Caches kept in memory at most (bytes); the least recently used go first. */
 const DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The largest share of the memory budget one cache may take; a larger one is neither kept nor
+ * written. A bundle of tiny functions under the bundle limit makes a cache of 9 times its size:
+ * kept, it pushed every other tenant's caches out of memory at each of its cold starts.
+ */
+const MAX_SHARE_OF_MEMORY = 4;
+
 const IVM_VERSION = (createRequire(import.meta.url)("isolated-vm/package.json") as { version: string })
   .version;
 
@@ -181,9 +188,15 @@ export class CodeCache {
     void this.files?.remove(key);
   }
 
+  /**
+   * Keeps `bytes` under `key` in memory (and, with `write`, in the host's files), evicting the least
+   * recently used; a cache too large for its share of memory is only handed back, for the compile
+   * under way.
+   */
   private keep(key: string, bytes: ArrayBuffer, write: boolean): ivm.ExternalCopy<ArrayBuffer> {
     const data = new ivm.ExternalCopy(bytes);
     this.drop(key);
+    if (bytes.byteLength > this.maxMemoryBytes / MAX_SHARE_OF_MEMORY) return data;
     this.memory.set(key, { data, bytes: bytes.byteLength });
     this.memoryBytes += bytes.byteLength;
     for (const [oldest] of this.memory) {
@@ -213,11 +226,14 @@ export class CodeCache {
     while (this.writes.size > 0) await Promise.all(this.writes);
   }
 
+  /**
+   * Forgets the cache under `key`. Its copy is not released here: a compile may be reading it
+   * (handed out by {@link lookUp} before another cache evicted it); it goes with its last holder.
+   */
   private drop(key: string): void {
     const entry = this.memory.get(key);
     if (!entry) return;
     this.memory.delete(key);
     this.memoryBytes -= entry.bytes;
-    entry.data.release();
   }
 }
