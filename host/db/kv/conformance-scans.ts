@@ -84,5 +84,29 @@ export function scanConformance(
       const last = await store.iterate({ gte: b(0x05), lt: b(0x06), reverse: true }).next(2);
       expect(last.map(([, v]) => v)).toEqual(["2499", "2498"]);
     });
+
+    storeTest(
+      "ends a batch of values after about 4 MiB (one entry at least), not at its count",
+      async (store) => {
+        // A handler reads 4 MiB at most: a batch of 1,000 rows of 3 MiB would hold 3 GB in the host.
+        const big = (i: number) => `${i}`.padEnd(3 * 1024 * 1024, "x");
+        await store.batch(Array.from({ length: 5 }, (_, i) => put(b(0x07, i), big(i))));
+        for (const [reverse, keys] of [
+          [false, true],
+          [true, false],
+        ] as const) {
+          const iterator = store.iterate({ gte: b(0x07), lt: b(0x08), reverse, keys });
+          const sizes: number[] = [];
+          const firsts: string[] = [];
+          for (let batch = await iterator.next(1000); batch.length > 0; batch = await iterator.next(1000)) {
+            sizes.push(batch.length);
+            firsts.push(...batch.map(([, value]) => value.slice(0, 1)));
+          }
+          await iterator.close();
+          expect(Math.max(...sizes)).toBeLessThanOrEqual(2);
+          expect(firsts).toEqual(reverse ? ["4", "3", "2", "1", "0"] : ["0", "1", "2", "3", "4"]);
+        }
+      },
+    );
   });
 }

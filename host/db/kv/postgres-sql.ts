@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { LIMITS } from "../../../sdk/protocol/index.js";
 import { foldBatch } from "./batch-fold.js";
 import { type KvIterateOptions, type KvIterator, type KvOperation, NO_KEY } from "./kv.js";
 
@@ -13,6 +14,13 @@ export interface Statement {
 
 /** The channel of every broadcast (LISTEN/NOTIFY). */
 export const CHANNEL = "platform";
+
+/**
+ * The value bytes one scan batch brings at most (and at least one entry): a handler cannot read
+ * more than its bytesRead budget, and a batch of 1,000 rows of a few MB each would otherwise be
+ * held in the host whole (classic-level's batches stop at the same size).
+ */
+const BATCH_BYTES = LIMITS.bytesRead;
 
 /** Largest statement (bytes of values) sent with its values written into its text: see {@link inline}. */
 const INLINE_BYTES = 1024 * 1024;
@@ -119,14 +127,19 @@ const JOINER = "\n";
  */
 export function iterate(run: RunSql, table: string, options: KvIterateOptions): KvIterator {
   const reverse = options.reverse === true;
+  const order = reverse ? "DESC" : "ASC";
   const values = options.values !== false;
   const joined = values && options.keys === false;
   let last: Buffer | undefined;
   let left = options.limit ?? Number.POSITIVE_INFINITY;
   let done = false;
+  // The next `n` entries; with values, as far as their first BATCH_BYTES go (one entry at least).
   const batch = (n: number, columns: string) => {
     const bound = last === undefined ? "" : reverse ? " AND key < $3" : " AND key > $3";
-    const sql = `SELECT ${columns} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${reverse ? "DESC" : "ASC"} LIMIT ${n}`;
+    const limited = `SELECT ${columns} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${order} LIMIT ${n}`;
+    const sql = values
+      ? `SELECT ${columns} FROM (SELECT key, value, sum(octet_length(value)) OVER (ORDER BY key ${order} ROWS UNBOUNDED PRECEDING) - octet_length(value) AS before FROM (${limited}) AS limited) AS sized WHERE before < ${BATCH_BYTES} ORDER BY key ${order}`
+      : limited;
     const params: unknown[] = [options.gte, options.lt];
     if (last !== undefined) params.push(last);
     return { sql, params };
@@ -140,7 +153,6 @@ export function iterate(run: RunSql, table: string, options: KvIterateOptions): 
   };
   const inOneRow = async (n: number): Promise<Array<[Buffer, string]>> => {
     const { sql, params } = batch(n, "key, value");
-    const order = reverse ? "DESC" : "ASC";
     // The last key without sorting again: hex compared bytewise ("C") orders as the keys do.
     const [row] = await run<{ joined: string | null; n: number; last: string | null }>(
       `SELECT string_agg(value, E'\\n' ORDER BY key ${order}) AS joined, count(*)::int AS n, ${reverse ? "min" : "max"}(encode(key, 'hex') COLLATE "C") AS last FROM (${sql}) AS batch`,
@@ -157,7 +169,9 @@ export function iterate(run: RunSql, table: string, options: KvIterateOptions): 
       if (done || left <= 0) return [];
       const n = Math.min(max, left);
       const entries = await (joined ? inOneRow(n) : rowByRow(n));
-      if (entries.length < n) done = true;
+      // Fewer than asked: the range ended, unless the batch's bytes may have cut it short (a
+      // character is 3 UTF-8 bytes at most); then the next batch tells.
+      if (entries.length < n && (!values || 3 * textLength(entries) < BATCH_BYTES)) done = true;
       left -= entries.length;
       return entries;
     },
@@ -165,6 +179,13 @@ export function iterate(run: RunSql, table: string, options: KvIterateOptions): 
       done = true;
     },
   };
+}
+
+/** The characters of the entries' values together. */
+function textLength(entries: Array<[Buffer, string]>): number {
+  let length = 0;
+  for (const [, value] of entries) length += value.length;
+  return length;
 }
 
 /** The value of `key`, by one point query. */
