@@ -361,6 +361,19 @@ describeOnBothTransports((inline) => {
       await canaryAlive();
     });
 
+    it("21a. a platform call over the size limit is refused before the host copies it, on either transport", async () => {
+      const id = await deployed(
+        queryCapsule(`async (ctx) => { await ctx.db.items.get("x".repeat(9 * 1024 * 1024)); }`),
+        roomy,
+      );
+      const refused = await error(id, "query", "q", {}, roomy);
+      expect(refused.error).toMatchObject({
+        code: "too_large",
+        message: expect.stringContaining("each call at most"),
+      });
+      await canaryAlive();
+    });
+
     it("21b. a platform call holding millions of objects is refused before the host parses it", async () => {
       // 8 MiB of [{},{},...]: parsing it held the host's main thread about half a second per call.
       const id = await deployed(

@@ -111,6 +111,15 @@ export async function refreshRuntimeCache(isolate: ivm.Isolate, cache: CodeCache
   await cache.refresh(isolate, async () => runtime.code, key, RUNTIME_FILENAME);
 }
 
+/** A platform call refused inside the isolate, before its text is copied to the host. */
+const refused = JSON.stringify({
+  ok: false,
+  error: {
+    code: "too_large",
+    message: `Too much data in platform calls at once: each call at most ${LIMITS.syscallBytes} characters, and ${LIMITS.syscallCharsInFlight} in all while they are in flight. Await calls before starting more.`,
+  },
+});
+
 /**
  * The threaded bridge as the isolate gets it (`$0`: the host's Reference). isolated-vm copies a
  * call's text off the isolate's heap the moment the call is made, before the host reads it: one
@@ -121,13 +130,6 @@ export async function refreshRuntimeCache(isolate: ivm.Isolate, cache: CodeCache
  * refusal's text), so patches by capsule code do not reach it.
  */
 function threadedBridgeSource(): string {
-  const refused = JSON.stringify({
-    ok: false,
-    error: {
-      code: "too_large",
-      message: `Too much data in platform calls at once: each call at most ${LIMITS.syscallBytes} characters, and ${LIMITS.syscallCharsInFlight} in all while they are in flight. Await calls before starting more.`,
-    },
-  });
   return `const then = Promise.prototype.then;
     const apply = Reflect.apply;
     const resolved = Promise.resolve.bind(Promise);
@@ -146,6 +148,14 @@ function threadedBridgeSource(): string {
 
 /** {@link threadedBridgeSource}, made once (it depends on `LIMITS` only). */
 const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
+
+/**
+ * The inline bridge as the isolate gets it (`$1`, `$2`: the host's References). A call over
+ * `LIMITS.syscallBytes` is refused inside the isolate, as the threaded bridge does: isolated-vm
+ * copies its text onto the host's main thread before the host could look at its length.
+ */
+const INLINE_BRIDGE_SOURCE = `globalThis.__platform_inline_post = (requestId, callId, json) => typeof json === "string" && json.length > ${LIMITS.syscallBytes} ? ${JSON.stringify(refused)} : $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
+      globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`;
 
 /** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
 export async function createBlankIsolate(
@@ -173,8 +183,7 @@ export async function createBlankIsolate(
     );
     await context.evalClosure(
       `${THREADED_BRIDGE_SOURCE}
-      globalThis.__platform_inline_post = (requestId, callId, json) => $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
-      globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`,
+      ${INLINE_BRIDGE_SOURCE}`,
       [bridge, post, done],
     );
     const runtime = await loadRuntimeScript();
