@@ -120,6 +120,13 @@ export class IsolateKeeper {
         retryAfterSeconds: 1,
       });
     }
+    // Redeployed while it started: the old code serves no request (nor does it replace the new
+    // artifact's isolate the deploy installed meanwhile).
+    const now = this.current();
+    if (now || started.artifact !== this.artifact) {
+      if (now !== started) started.dispose();
+      return now ?? this.live();
+    }
     this.isolate = started;
     this.onLive();
     return started;
