@@ -12,7 +12,7 @@ import { kvConformance } from "../host/db/kv/conformance.js";
 import { addConformance } from "../host/db/kv/conformance-adds.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { scanConformance } from "../host/db/kv/conformance-scans.js";
-import { collect, type KvIterator } from "../host/db/kv/kv.js";
+import { collect, type KvIterator, RESYNC_MESSAGE } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
@@ -392,6 +392,37 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
       await iterator.close();
     } finally {
       await store.close();
+    }
+  });
+
+  it("listens again when the server ends its listener, then says anything may have changed", async () => {
+    const table = freshTable();
+    const sender = await PostgresKv.open(server.url, { table });
+    const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const until = async (condition: () => boolean) => {
+      for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(condition()).toBe(true);
+    };
+    try {
+      const heard: string[] = [];
+      db.store.bus.onBroadcast((message) => heard.push(message));
+      const deployment = await db.deployment("app");
+      const commits: Array<Buffer[] | undefined> = [];
+      deployment.onCommit((writeSet) => commits.push(writeSet));
+      await sender.bus.broadcast("before");
+      await until(() => heard.includes("before"));
+      // Lost (a restart, an administrator): before, this host heard no other host again.
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
+      await until(() => heard.includes(RESYNC_MESSAGE));
+      await until(() => commits.includes(undefined));
+      await sender.bus.broadcast("after");
+      await until(() => heard.includes("after"));
+    } finally {
+      await admin.end();
+      await db.close();
+      await sender.close();
     }
   });
 

@@ -70,7 +70,15 @@ export class HostDatabase {
   }
 
   private async receive(message: HostMessage): Promise<void> {
-    if (message.type === "commit" || message.type === "schema") {
+    if (message.type === "resync") {
+      // Commits, migrations and deletions may have gone unheard: every loaded deployment reads
+      // its schema again and its listeners look at everything again.
+      for (const loading of [...this.deployments.values()]) {
+        const deployment = await loading.catch(() => undefined);
+        await deployment?.refresh().catch(() => {});
+        deployment?.emitCommit(undefined);
+      }
+    } else if (message.type === "commit" || message.type === "schema") {
       const loading = this.deployments.get(message.deployment);
       if (!loading) return;
       const deployment = await loading.catch(() => undefined);

@@ -2,7 +2,9 @@
 export type HostMessage =
   | { type: "commit"; deployment: string; keys?: string[]; all?: boolean }
   | { type: "schema"; deployment: string }
-  | { type: "deployment"; id: string };
+  | { type: "deployment"; id: string }
+  /** Broadcasts may have been missed (kv.ts `RESYNC_MESSAGE`): anything may have changed. */
+  | { type: "resync" };
 
 /** Largest write set sent to other processes key by key; larger ones say "everything". */
 const BROADCAST_KEYS_BYTES = 6000;

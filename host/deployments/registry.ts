@@ -39,12 +39,20 @@ export class DeploymentRegistry {
     this.artifacts = db.records<ArtifactRecord>("artifacts");
     this.removals = db.records<RemovalRecord>("deployment-removals");
     db.onAnnouncement((message) => {
-      if (message.type !== "deployment") return;
-      this.cache.delete(message.id);
-      void this.records.get(message.id).then((record) => {
-        if (record) onChanged(message.id);
-        else onGone(message.id);
-      });
+      // After a resync, every record this host knows may have changed or gone.
+      const ids =
+        message.type === "deployment"
+          ? [message.id]
+          : message.type === "resync"
+            ? [...this.cache.keys()]
+            : [];
+      for (const id of ids) {
+        this.cache.delete(id);
+        void this.records.get(id).then((record) => {
+          if (record) onChanged(id);
+          else onGone(id);
+        });
+      }
     });
   }
 

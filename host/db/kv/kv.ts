@@ -91,6 +91,13 @@ export interface LockOptions {
 }
 
 /** Locks and messages among the processes that share a store (none for an embedded one). */
+/**
+ * What a bus delivers to its handlers when it may have missed broadcasts (it lost its listener
+ * and listens again): anything may have changed, for every deployment (a host message,
+ * host-message.ts).
+ */
+export const RESYNC_MESSAGE = '{"type":"resync"}';
+
 export interface HostBus {
   /**
    * Runs `work` holding the lock `name` against every other process on the store (the caller

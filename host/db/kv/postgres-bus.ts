@@ -1,8 +1,22 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import type { HostBus, LockOptions } from "./kv.js";
+import { type HostBus, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
 import type { Track } from "./postgres-parking.js";
 import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
+
+/** A connection listening on the broadcast channel. */
+async function listen(url: string): Promise<pg.Client> {
+  const listener = new pg.Client({ connectionString: url });
+  listener.on("error", () => {});
+  try {
+    await listener.connect();
+    await listener.query(`LISTEN ${CHANNEL}`);
+  } catch (error) {
+    await listener.end().catch(() => {});
+    throw error;
+  }
+  return listener;
+}
 
 /**
  * The hosts sharing one PostgreSQL store. Locks are row locks (`SELECT ... FOR UPDATE` on the lock's
@@ -13,27 +27,26 @@ import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.
  * Taking a lock is one round trip; releasing it does not hold up the caller (the server makes the
  * next holder wait until it is released). Broadcasts are LISTEN/NOTIFY on one channel, tagged with
  * this process's origin so it ignores its own; a commit sends its own with its write
- * ({@link PostgresBus.tagged}).
+ * ({@link PostgresBus.tagged}). A listener lost (a server restart) is replaced, and handlers are
+ * then told that anything may have changed.
  */
 export class PostgresBus implements HostBus {
   private readonly handlers = new Set<(message: string) => void>();
   private readonly origin = randomBytes(8).toString("hex");
+  private closed = false;
+  /** Attempts to listen again since the listener was lost (for the wait before the next). */
+  private retries = 0;
 
   private constructor(
+    private readonly url: string,
     private readonly locks: pg.Pool,
     private readonly outerLocks: pg.Pool,
     private readonly notify: pg.Pool,
-    private readonly listener: pg.Client,
+    private listener: pg.Client,
     private readonly table: string,
     private readonly track: Track,
   ) {
-    listener.on("notification", (notification) => {
-      const payload = notification.payload ?? "";
-      const split = payload.indexOf("|");
-      if (split < 0 || payload.slice(0, split) === this.origin) return;
-      const message = payload.slice(split + 1);
-      for (const handler of [...this.handlers]) handler(message);
-    });
+    this.watch(listener);
   }
 
   /** Listens on the channel; locks use `locks` (outer ones `outerLocks`), broadcasts go out through `notify`. */
@@ -43,11 +56,56 @@ export class PostgresBus implements HostBus {
     table: string,
     track: Track,
   ): Promise<PostgresBus> {
-    const listener = new pg.Client({ connectionString: url });
-    listener.on("error", () => {});
-    await listener.connect();
-    await listener.query(`LISTEN ${CHANNEL}`);
-    return new PostgresBus(pools.locks, pools.outerLocks, pools.notify, listener, table, track);
+    const listener = await listen(url);
+    return new PostgresBus(url, pools.locks, pools.outerLocks, pools.notify, listener, table, track);
+  }
+
+  /** Passes `listener`'s notifications on, and listens again once it is lost. */
+  private watch(listener: pg.Client): void {
+    listener.on("notification", (notification) => {
+      const payload = notification.payload ?? "";
+      const split = payload.indexOf("|");
+      if (split < 0 || payload.slice(0, split) === this.origin) return;
+      this.deliver(payload.slice(split + 1));
+    });
+    let lost = false;
+    const onLost = () => {
+      if (lost || this.closed) return;
+      lost = true;
+      void this.relisten();
+    };
+    listener.on("error", onLost);
+    listener.on("end", onLost);
+  }
+
+  private deliver(message: string): void {
+    for (const handler of [...this.handlers]) handler(message);
+  }
+
+  /**
+   * Listens again (the server restarted, or ended the connection), waiting longer after each
+   * failure; then tells the handlers that anything may have changed meanwhile
+   * ({@link RESYNC_MESSAGE}): broadcasts sent while nobody listened are gone.
+   */
+  private async relisten(): Promise<void> {
+    while (!this.closed) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 50 * 2 ** this.retries)).unref());
+      this.retries++;
+      try {
+        const listener = await listen(this.url);
+        if (this.closed) {
+          await listener.end().catch(() => {});
+          return;
+        }
+        this.listener = listener;
+        this.retries = 0;
+        this.watch(listener);
+        this.deliver(RESYNC_MESSAGE);
+        return;
+      } catch {
+        // The server is not back yet: try again.
+      }
+    }
   }
 
   async lockAcrossProcesses<T>(
@@ -99,6 +157,7 @@ export class PostgresBus implements HostBus {
 
   /** Stops listening (the pools are the store's to end). */
   async close(): Promise<void> {
+    this.closed = true;
     await this.listener.end().catch(() => {});
   }
 }
