@@ -1,0 +1,155 @@
+/**
+ * The PostgreSQL backend when a tenant or the server misbehaves (a private server, as
+ * test/postgres.test.ts starts one): connections the server ends, under a reader, a write lock or
+ * the listener; readers made long before they read; a handler's scans started at once; commits
+ * whose write cannot be made. One tenant's doing never takes the host down or holds up another's.
+ */
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { HostDatabase, PostgresKv } from "../host/db/index.js";
+import { RESYNC_MESSAGE } from "../host/db/kv/kv.js";
+import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
+
+const server = postgresForThisFile("PostgreSQL robustness tests");
+
+describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () => {
+  it("closes a snapshot whose commit cannot be written: more such commits than its pool holds", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const key = Buffer.from("k");
+    try {
+      for (let i = 0; i < 40; i++) {
+        const snapshot = await store.lazySnapshot();
+        expect(await snapshot.get(key)).toBeUndefined();
+        // An add to what the same batch made not a count: the write is refused before it is sent.
+        await expect(
+          store.commit(snapshot, [
+            { type: "put", key, value: "text" },
+            { type: "add", key, delta: 1 },
+          ]),
+        ).rejects.toThrow(/not a count/);
+        await snapshot.close();
+      }
+      const last = await store.lazySnapshot();
+      expect(await last.get(key)).toBeUndefined();
+      await last.close();
+      expect(store.poolUse().find((use) => use.pool === "snapshots")?.waiting).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("goes on when the server ends a connection a reader holds: that reader fails, the host stays up", async () => {
+    const table = freshTable();
+    const store = await PostgresKv.open(server.url, { table });
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const key = Buffer.from("k");
+    try {
+      await store.batch([{ type: "put", key, value: "1" }]);
+      const held = await store.readSnapshot();
+      expect(await held.get(key)).toBe("1");
+      // Idle in its transaction while its handler runs: ended as an administrator (or the
+      // server's idle_in_transaction_session_timeout) would. Before, the process crashed.
+      const { rows } = await admin.query(
+        "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
+        [`%${table}%`],
+      );
+      expect(rows).toEqual([{ ended: true }]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect(held.get(Buffer.from("other"))).rejects.toThrow();
+      await held.close();
+      for (let i = 0; i < 3; i++) {
+        const snapshot = await store.readSnapshot();
+        expect(await snapshot.get(key)).toBe("1");
+        await snapshot.close();
+      }
+      // A write lock's connection, likewise (idle in its transaction while the writers run).
+      const ran = await store.bus.lockAcrossProcesses("held", async () => {
+        const ended = await admin.query(
+          "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
+          [`%${table}_locks%`],
+        );
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return ended.rows;
+      });
+      expect(ran).toEqual([{ ended: true }]);
+      expect(await store.bus.lockAcrossProcesses("held", async () => "again")).toBe("again");
+    } finally {
+      await admin.end();
+      await store.close();
+    }
+  });
+
+  it("runs a handler's scans in turn: 200 started at once fetch no more than the budget allows", async () => {
+    const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: freshTable() }));
+    try {
+      await concurrentScansStayInBudget(db);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("holds no connection for readers made long before they read (calls waiting for their turn)", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const key = Buffer.from("k");
+    try {
+      await store.batch([{ type: "put", key, value: "1" }]);
+      // One tenant's calls queued behind its busy isolate: each has its snapshot, none has read.
+      const waiting = await Promise.all(Array.from({ length: 100 }, () => store.readSnapshot()));
+      // Another tenant's readers, one after another, more than the pool holds: before, each joined
+      // a waiting call's snapshot and its connection stayed in use until that call ran.
+      for (let i = 0; i < 40; i++) {
+        const reader = await store.readSnapshot();
+        expect(await reader.get(key)).toBe("1");
+        await reader.close();
+      }
+      const snapshots = store.poolUse().find((use) => use.pool === "snapshots");
+      expect((snapshots?.total ?? 0) - (snapshots?.idle ?? 0)).toBe(0);
+      // Made before this write, read after it: a waiting call still sees it.
+      await store.batch([{ type: "put", key, value: "2" }]);
+      expect(await (waiting[0] as (typeof waiting)[number]).get(key)).toBe("2");
+      await Promise.all(waiting.map((snapshot) => snapshot.close()));
+      // A scan stops with its reader: an abandoned handler's scan reads no more on a shared snapshot.
+      const scanner = await store.readSnapshot();
+      const iterator = scanner.iterate({ gte: Buffer.from("a"), lt: Buffer.from("z") });
+      expect(await iterator.next(1)).toHaveLength(1);
+      await scanner.close();
+      await expect(iterator.next(1)).rejects.toThrow(/closed/);
+      await iterator.close();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("listens again when the server ends its listener, then says anything may have changed", async () => {
+    const table = freshTable();
+    const sender = await PostgresKv.open(server.url, { table });
+    const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const until = async (condition: () => boolean) => {
+      for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(condition()).toBe(true);
+    };
+    try {
+      const heard: string[] = [];
+      db.store.bus.onBroadcast((message) => heard.push(message));
+      const deployment = await db.deployment("app");
+      const commits: Array<Buffer[] | undefined> = [];
+      deployment.onCommit((writeSet) => commits.push(writeSet));
+      await sender.bus.broadcast("before");
+      await until(() => heard.includes("before"));
+      // Lost (a restart, an administrator): before, this host heard no other host again.
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
+      await until(() => heard.includes(RESYNC_MESSAGE));
+      await until(() => commits.includes(undefined));
+      await sender.bus.broadcast("after");
+      await until(() => heard.includes("after"));
+    } finally {
+      await admin.end();
+      await db.close();
+      await sender.close();
+    }
+  });
+});
