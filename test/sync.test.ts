@@ -146,6 +146,21 @@ it("drops a consumer that stops reading once 4 MiB wait, and frees its subscript
   ws.close();
 }, 60_000);
 
+it("refuses a message nested past the limit before parsing it", async () => {
+  // 1 MB of nested arrays held the host's main thread about 175 ms per message.
+  const { ws, next } = await connect();
+  const deep = "[".repeat(SYNC_LIMITS.messageContainers + 1) + "]".repeat(SYNC_LIMITS.messageContainers + 1);
+  ws.send(`{"type":"unsubscribe","id":"deep","pad":${deep}}`);
+  const refused = await next((m) => m.type === "error");
+  expect(refused.error).toMatchObject({
+    code: "bad_request",
+    message: expect.stringContaining("objects and arrays"),
+  });
+  ws.send(JSON.stringify({ type: "subscribe", id: "after", name: "byBucket", args: { bucket: 5151 } }));
+  expect(await next((m) => m.id === "after")).toMatchObject({ type: "value" });
+  ws.close();
+});
+
 it("answers a mutation without waiting for another tenant's live queries", async () => {
   // Another deployment whose subscription's query hangs until the wall-clock limit.
   const scratch = await mkdtemp(join(tmpdir(), "platform-sync-"));
@@ -214,3 +229,17 @@ it("charges each subscription to the caller's request quota", async () => {
     await limited.dispose();
   }
 }, 60_000);
+
+// Last: the address's budget stays spent for a while after it.
+it("closes the sockets of a client address that sends more than its share of bytes", async () => {
+  // Messages no quota charges (unsubscribes, malformed ones) still cost the host their parsing:
+  // 240 KB unsubscribes at 157 a second held its main thread 98% busy.
+  const { ws } = await connect();
+  const closed = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+  const pad = "x".repeat(900 * 1024);
+  const burst = Math.ceil(SYNC_LIMITS.inboundBurstBytes / pad.length) + 2;
+  for (let i = 0; i < burst; i++) ws.send(JSON.stringify({ type: "unsubscribe", id: `u${i}`, pad }));
+  expect(await closed).toBe(1008);
+  // Calls over HTTP go on.
+  expect((await host.call("sync", "query", "byBucket", { bucket: 1 })).status).toBe(200);
+});

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { PlatformError } from "../../sdk/values/index.js";
+import { opensMoreThan } from "../isolates/syscall-wire.js";
 
 /**
  * Per connection: at most this many subscriptions, this much unsent data before it is dropped, and
@@ -12,6 +13,15 @@ export const SYNC_LIMITS = {
   messageBytes: 1024 * 1024,
   subscriptionArgsBytes: 64 * 1024,
   subscriptionsArgsBytes: 4 * 1024 * 1024,
+  /** Objects and arrays one message may hold ("{" and "[", in strings too): parsing deep nesting is slow. */
+  messageContainers: 65_536,
+  /** What one client address's messages may bring per second, each counting 1 KiB at least (sync-guards.ts). */
+  inboundBytesPerSecond: 1024 * 1024,
+  /** Twice a connection's subscriptions' arguments: a client subscribing to everything at once fits. */
+  inboundBurstBytes: 8 * 1024 * 1024,
+  inboundMessageBytes: 1024,
+  /** How long unsent data may stay above a quarter of `bufferedBytes` before the socket is dropped (ms). */
+  drainMs: 30_000,
 } as const;
 
 /** A message of the sync protocol's client, as read (its fields still to check). */
@@ -22,9 +32,15 @@ export type ClientMessage =
 
 /** A client's message read from its text; `bad_request` when it is not a JSON object. */
 export function readClientMessage(data: unknown): ClientMessage {
+  const text = String(data);
+  if (text.length > SYNC_LIMITS.messageContainers && opensMoreThan(text, SYNC_LIMITS.messageContainers))
+    throw new PlatformError(
+      "bad_request",
+      `A message holds more than ${SYNC_LIMITS.messageContainers} objects and arrays. Split it, or pass ids, not data.`,
+    );
   let message: unknown;
   try {
-    message = JSON.parse(String(data));
+    message = JSON.parse(text);
   } catch {
     throw new PlatformError("bad_request", "Messages must be JSON.");
   }

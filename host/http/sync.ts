@@ -15,6 +15,7 @@ import type { LiveQueries } from "../live/index.js";
 import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
+import { InboundBudgets, mayQueue, watchUnsent } from "./sync-guards.js";
 import {
   type ClientMessage,
   readClientMessage,
@@ -51,7 +52,8 @@ function wireError(error: unknown) {
  * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
- * comes as `?platform_token=`. A client that stops reading is dropped once 4 MiB are waiting.
+ * comes as `?platform_token=`. A client that stops reading is dropped (sync-guards.ts), and a
+ * client address that sends more than its share of bytes has its sockets closed.
  * Subscriptions, mutations and every pushed result count toward the caller's request quota. When the identity
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
@@ -75,6 +77,7 @@ export function attachSync(
   const perClient = new SocketsPerClient(
     quota.enabled ? LIMITS.syncSocketsPerClient : Number.POSITIVE_INFINITY,
   );
+  const inbound = new InboundBudgets(quota.enabled);
   let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
@@ -106,13 +109,13 @@ export function attachSync(
     const session = held ? held.session : null;
     const key = quotaKey(deployment, identity, client);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (!held) return serve(ws, deployment, null, null, key, null);
+      if (!held) return serve(ws, deployment, null, null, key, null, client);
       const gate = held.gate;
       const expiry = setTimeout(() => end(IDENTITY_ENDED.expired), Math.max(0, held.expiresAt - Date.now()));
       end = (reason) => ws.close(SYNC_CLOSE.identityEnded, reason);
       ws.once("close", () => clearTimeout(expiry));
       if (endedBeforeOpen !== undefined) end(endedBeforeOpen);
-      serve(ws, deployment, identity, session, key, gate);
+      serve(ws, deployment, identity, session, key, gate, client);
     });
   };
   const serve = (
@@ -122,6 +125,7 @@ export function attachSync(
     session: SessionProof | null,
     key: string,
     gate: SessionGate | null,
+    client: string,
   ) => {
     const sockets = open.get(deployment) ?? new Set<WebSocket>();
     open.set(deployment, sockets);
@@ -134,14 +138,15 @@ export function attachSync(
     /** Results (values or errors) held back while the caller is over its quota: the latest of each. */
     const held = new Map<string, string>();
     let flushTimer: NodeJS.Timeout | undefined;
+    const dropSlow = () => {
+      ws.close(1013, "slow consumer");
+      ws.terminate();
+    };
     const sendText = (text: string) => {
       if (ws.readyState !== ws.OPEN) return;
-      if (ws.bufferedAmount > SYNC_LIMITS.bufferedBytes) {
-        ws.close(1013, "slow consumer");
-        ws.terminate();
-        return;
-      }
+      if (!mayQueue(ws, text)) return dropSlow();
       ws.send(text);
+      watchUnsent(ws, dropSlow);
     };
     const send = (message: unknown) => sendText(JSON.stringify(message));
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
@@ -217,8 +222,10 @@ export function attachSync(
         return;
       }
       const id = typeof message.id === "string" ? message.id : "";
-      const argsJson = JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
+      const argsJson = () =>
+        JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
       if (message.type === "subscribe") {
+        const args = argsJson();
         if (subscriptions.has(id) || subscriptions.size >= SYNC_LIMITS.subscriptions) {
           send({
             type: "error",
@@ -231,7 +238,7 @@ export function attachSync(
           return;
         }
         try {
-          keptArgs.keep(id, argsJson);
+          keptArgs.keep(id, args);
         } catch (error) {
           send({ type: "error", id, error: wireError(error) });
           return;
@@ -244,7 +251,7 @@ export function attachSync(
           send({ type: "error", id, error: wireError(error) });
           return;
         }
-        const subscribed = live.subscribe(deployment, String(message.name), argsJson, identity, {
+        const subscribed = live.subscribe(deployment, String(message.name), args, identity, {
           value: (valueJson) => deliver(id, valueText("value", id, valueJson)),
           error: (error) => deliver(id, JSON.stringify({ type: "error", id, error })),
         });
@@ -258,7 +265,7 @@ export function attachSync(
         keptArgs.release(id);
         (await stop)?.();
       } else if (message.type === "mutation") {
-        const done = mutate(id, message, argsJson);
+        const done = mutate(id, message, argsJson());
         mutations.add(done);
         await done;
         mutations.delete(done);
@@ -267,12 +274,19 @@ export function attachSync(
       }
     };
     // A message must never reject unheard: an unhandled rejection ends the host process.
-    ws.on("message", (data) => {
+    const mayReceive = inbound.open(client);
+    ws.on("message", (data: Buffer) => {
+      if (!mayReceive(data.length)) {
+        ws.close(1008, "too many messages");
+        ws.terminate();
+        return;
+      }
       receive(data).catch(() => {
         send({ type: "error", error: { code: "internal", message: "The message could not be handled." } });
       });
     });
     ws.on("close", async () => {
+      inbound.close(client);
       sockets.delete(ws);
       running.delete(ws);
       if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);

@@ -34,7 +34,7 @@ export interface ReadCall {
  * only ever overcounts). Found with native searches, stopping at the limit: bounded work, however
  * the text is made.
  */
-function opensMoreThan(json: string, most: number): boolean {
+export function opensMoreThan(json: string, most: number): boolean {
   let opened = 0;
   for (const bracket of ["{", "["]) {
     for (let at = json.indexOf(bracket); at !== -1; at = json.indexOf(bracket, at + 1))

@@ -1,0 +1,100 @@
+import type WebSocket from "ws";
+import { SYNC_LIMITS } from "./sync-messages.js";
+
+/**
+ * What a client address's sync messages may bring: {@link SYNC_LIMITS.inboundBytesPerSecond},
+ * after a burst of {@link SYNC_LIMITS.inboundBurstBytes}, each message counting
+ * {@link SYNC_LIMITS.inboundMessageBytes} at least. Every message is parsed on the host's main
+ * thread, the ones no quota charges too (an unsubscribe, a malformed one): 240 KB unsubscribes
+ * at 157 a second from one socket held that thread 98% busy, and every tenant's calls with it.
+ */
+class InboundBudget {
+  private tokens: number = SYNC_LIMITS.inboundBurstBytes;
+  private at = performance.now();
+  sockets = 0;
+
+  /** Takes what a message of `bytes` costs; false when the address has spent its budget. */
+  take(bytes: number): boolean {
+    this.refill();
+    const cost = Math.max(bytes, SYNC_LIMITS.inboundMessageBytes);
+    if (cost > this.tokens) return false;
+    this.tokens -= cost;
+    return true;
+  }
+
+  /** True once the budget is whole again (nothing to remember of the address). */
+  full(): boolean {
+    this.refill();
+    return this.tokens >= SYNC_LIMITS.inboundBurstBytes;
+  }
+
+  private refill(): void {
+    const now = performance.now();
+    this.tokens = Math.min(
+      SYNC_LIMITS.inboundBurstBytes,
+      this.tokens + ((now - this.at) / 1000) * SYNC_LIMITS.inboundBytesPerSecond,
+    );
+    this.at = now;
+  }
+}
+
+/** Addresses remembered beyond which those with no socket and a whole budget are forgotten. */
+const REMEMBERED = 1024;
+
+/**
+ * Each client address's {@link InboundBudget}, shared by its sockets, and kept after they close
+ * until it is whole again: closing and opening sockets does not renew it.
+ */
+export class InboundBudgets {
+  private readonly byClient = new Map<string, InboundBudget>();
+
+  /** `enabled` false: no budget (a host without request quotas, such as a benchmark's). */
+  constructor(private readonly enabled: boolean) {}
+
+  /** A socket of `client` opened: how it takes what each of its messages costs. */
+  open(client: string): (bytes: number) => boolean {
+    if (!this.enabled) return () => true;
+    if (this.byClient.size > REMEMBERED)
+      for (const [address, kept] of this.byClient)
+        if (kept.sockets <= 0 && kept.full()) this.byClient.delete(address);
+    let budget = this.byClient.get(client);
+    if (!budget) {
+      budget = new InboundBudget();
+      this.byClient.set(client, budget);
+    }
+    budget.sockets++;
+    const taken = budget;
+    return (bytes) => taken.take(bytes);
+  }
+
+  /** A socket of `client` closed. */
+  close(client: string): void {
+    const budget = this.byClient.get(client);
+    if (budget && --budget.sockets <= 0 && budget.full()) this.byClient.delete(client);
+  }
+}
+
+/** Sockets with a check of their unsent data pending. */
+const watched = new WeakSet<WebSocket>();
+
+/**
+ * Whether `ws` may be sent `text` now: not when unsent data is waiting already and the two
+ * together would pass {@link SYNC_LIMITS.bufferedBytes} (one message larger than that still goes
+ * alone, to a socket that has taken everything before it). After a send, a socket whose unsent
+ * data stays above a quarter of the limit for {@link SYNC_LIMITS.drainMs} is dropped: a client
+ * that stopped reading after one large push would otherwise hold it in the host for good (120
+ * such sockets held 1.9 GB).
+ */
+export function mayQueue(ws: WebSocket, text: string): boolean {
+  return ws.bufferedAmount === 0 || ws.bufferedAmount + text.length <= SYNC_LIMITS.bufferedBytes;
+}
+
+/** Watches what `ws` has not taken after a send (see {@link mayQueue}); `drop` closes it. */
+export function watchUnsent(ws: WebSocket, drop: () => void): void {
+  if (ws.bufferedAmount <= SYNC_LIMITS.bufferedBytes / 4 || watched.has(ws)) return;
+  watched.add(ws);
+  setTimeout(() => {
+    watched.delete(ws);
+    if (ws.readyState === ws.OPEN && ws.bufferedAmount > SYNC_LIMITS.bufferedBytes / 4) drop();
+  }, SYNC_LIMITS.drainMs).unref();
+}
