@@ -230,6 +230,47 @@ it("charges each subscription to the caller's request quota", async () => {
   }
 }, 60_000);
 
+it("bounds the arguments all connections of one client address keep", async () => {
+  // Each connection may keep 4 MiB: 15 sockets of one address held 103 MB of arguments and groups.
+  const open = await startTestHost({ requestQuota: false });
+  try {
+    expect((await open.deployFixture("sync", "live")).status).toBe(201);
+    const each = "z".repeat(SYNC_LIMITS.subscriptionArgsBytes - 100);
+    const perSocket = Math.floor(SYNC_LIMITS.subscriptionsArgsBytes / SYNC_LIMITS.subscriptionArgsBytes) - 1;
+    const sockets = Math.ceil(SYNC_LIMITS.addressArgsBytes / (perSocket * each.length)) + 1;
+    const refusals: string[] = [];
+    for (let socket = 0; socket < sockets; socket++) {
+      const ws = new WebSocket(`${open.deploymentUrl("sync").replace("http", "ws")}/api/sync`, {
+        lookup: localhostLookup,
+      } as WebSocket.ClientOptions);
+      const answered = new Set<string>();
+      ws.on("message", (data) => {
+        const message = JSON.parse(String(data)) as {
+          id?: string;
+          type: string;
+          error?: { message: string };
+        };
+        if (!message.id || answered.has(message.id)) return;
+        answered.add(message.id);
+        if (message.type === "error") refusals.push(message.error?.message ?? "");
+      });
+      await new Promise((resolve, reject) => {
+        ws.once("open", resolve);
+        ws.once("error", reject);
+      });
+      for (let i = 0; i < perSocket; i++)
+        ws.send(
+          JSON.stringify({ type: "subscribe", id: `s${i}`, name: "byBucket", args: { bucket: 1, each } }),
+        );
+      await expect.poll(() => answered.size, { timeout: 30_000 }).toBe(perSocket);
+    }
+    expect(refusals.length).toBeGreaterThan(0);
+    expect(refusals[0]).toContain("for all connections of a client address");
+  } finally {
+    await open.dispose();
+  }
+}, 60_000);
+
 // Last: the address's budget stays spent for a while after it.
 it("closes the sockets of a client address that sends more than its share of bytes", async () => {
   // Messages no quota charges (unsubscribes, malformed ones) still cost the host their parsing:

@@ -13,6 +13,8 @@ export const SYNC_LIMITS = {
   messageBytes: 1024 * 1024,
   subscriptionArgsBytes: 64 * 1024,
   subscriptionsArgsBytes: 4 * 1024 * 1024,
+  /** Arguments kept by all connections of one client address together. */
+  addressArgsBytes: 16 * 1024 * 1024,
   /** Objects and arrays one message may hold ("{" and "[", in strings too): parsing deep nesting is slow. */
   messageContainers: 65_536,
   /** What one client address's messages may bring per second, each counting 1 KiB at least (sync-guards.ts). */
@@ -49,27 +51,67 @@ export function readClientMessage(data: unknown): ClientMessage {
   return message as ClientMessage;
 }
 
+/**
+ * The arguments the subscriptions of all connections of each client address keep: a client may
+ * open many sockets (each with its own {@link SubscriptionArgs}), 15 of them held 103 MB.
+ */
+export class ArgsPerAddress {
+  private readonly bytes = new Map<string, number>();
+
+  /** What the connections of `client` keep, and how one moves it. */
+  of(client: string): AddressArgs {
+    return {
+      kept: () => this.bytes.get(client) ?? 0,
+      move: (delta) => {
+        const now = (this.bytes.get(client) ?? 0) + delta;
+        if (now > 0) this.bytes.set(client, now);
+        else this.bytes.delete(client);
+      },
+    };
+  }
+}
+
+/** One client address's share in {@link ArgsPerAddress}. */
+export interface AddressArgs {
+  kept(): number;
+  move(delta: number): void;
+}
+
 /** The arguments one connection's subscriptions keep, bounded by {@link SYNC_LIMITS}. */
 export class SubscriptionArgs {
   private readonly bytes = new Map<string, number>();
   private total = 0;
 
+  constructor(private readonly address: AddressArgs = { kept: () => 0, move: () => {} }) {}
+
   /** Counts subscription `id`'s arguments, or refuses them (`bad_request`) when they do not fit. */
   keep(id: string, argsJson: string): void {
     const bytes = Buffer.byteLength(argsJson);
-    if (bytes > SYNC_LIMITS.subscriptionArgsBytes || this.total + bytes > SYNC_LIMITS.subscriptionsArgsBytes)
+    if (
+      bytes > SYNC_LIMITS.subscriptionArgsBytes ||
+      this.total + bytes > SYNC_LIMITS.subscriptionsArgsBytes ||
+      this.address.kept() + bytes > SYNC_LIMITS.addressArgsBytes
+    )
       throw new PlatformError(
         "bad_request",
-        `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each and ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection. Pass ids, not data.`,
+        `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address. Pass ids, not data.`,
       );
     this.bytes.set(id, bytes);
     this.total += bytes;
+    this.address.move(bytes);
   }
 
   /** Gives subscription `id`'s room back. */
   release(id: string): void {
-    this.total -= this.bytes.get(id) ?? 0;
+    const bytes = this.bytes.get(id) ?? 0;
+    this.total -= bytes;
+    this.address.move(-bytes);
     this.bytes.delete(id);
+  }
+
+  /** Gives every subscription's room back (the connection closed). */
+  releaseAll(): void {
+    for (const id of [...this.bytes.keys()]) this.release(id);
   }
 }
 

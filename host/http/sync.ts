@@ -17,6 +17,7 @@ import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { InboundBudgets, mayQueue, watchUnsent } from "./sync-guards.js";
 import {
+  ArgsPerAddress,
   type ClientMessage,
   readClientMessage,
   refuseUpgrade,
@@ -78,6 +79,7 @@ export function attachSync(
     quota.enabled ? LIMITS.syncSocketsPerClient : Number.POSITIVE_INFINITY,
   );
   const inbound = new InboundBudgets(quota.enabled);
+  const argsPerAddress = new ArgsPerAddress();
   let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
@@ -210,7 +212,7 @@ export function attachSync(
         send({ type: "mutationResult", id, error: wireError(error) });
       }
     };
-    const keptArgs = new SubscriptionArgs();
+    const keptArgs = new SubscriptionArgs(argsPerAddress.of(client));
     const receive = async (data: unknown) => {
       // Draining: whatever comes now is sent again to the host the client reconnects to.
       if (draining) return;
@@ -275,10 +277,14 @@ export function attachSync(
     };
     // A message must never reject unheard: an unhandled rejection ends the host process.
     const mayReceive = inbound.open(client);
+    let refusing = false;
     ws.on("message", (data: Buffer) => {
+      if (refusing) return;
       if (!mayReceive(data.length)) {
+        // Closed with its reason sent first; whatever it sends meanwhile is not read.
+        refusing = true;
         ws.close(1008, "too many messages");
-        ws.terminate();
+        setTimeout(() => ws.terminate(), 1000).unref();
         return;
       }
       receive(data).catch(() => {
@@ -287,6 +293,7 @@ export function attachSync(
     });
     ws.on("close", async () => {
       inbound.close(client);
+      keptArgs.releaseAll();
       sockets.delete(ws);
       running.delete(ws);
       if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
@@ -70,14 +71,19 @@ export class LiveQueries {
     subscriber: Subscriber,
   ): Promise<() => void> {
     await this.listen(deployment);
-    const key = JSON.stringify([
-      deployment,
-      name,
-      argsJson,
-      identity?.userId ?? null,
-      identity?.kind ?? null,
-      identity?.email ?? null,
-    ]);
+    // Hashed: the group keeps its arguments once; a key holding them escaped kept them twice.
+    const key = createHash("sha256")
+      .update(
+        JSON.stringify([
+          deployment,
+          name,
+          argsJson,
+          identity?.userId ?? null,
+          identity?.kind ?? null,
+          identity?.email ?? null,
+        ]),
+      )
+      .digest("base64");
     let group = this.groups.get(key);
     if (!group) {
       group = {
