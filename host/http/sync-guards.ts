@@ -74,27 +74,56 @@ export class InboundBudgets {
   }
 }
 
+/**
+ * Calls `handle` with each message of `ws` that `take` (its address's {@link InboundBudgets}
+ * share) allows. Past the share, `ws` is closed (1008) with its reason sent first, and nothing it
+ * sends meanwhile is read.
+ */
+export function onBudgetedMessage(
+  ws: WebSocket,
+  take: (bytes: number) => boolean,
+  handle: (data: Buffer) => void,
+): void {
+  let refusing = false;
+  ws.on("message", (data: Buffer) => {
+    if (refusing) return;
+    if (take(data.length)) {
+      handle(data);
+      return;
+    }
+    refusing = true;
+    ws.close(1008, "too many messages");
+    setTimeout(() => ws.terminate(), 1000).unref();
+  });
+}
+
 /** Sockets with a check of their unsent data pending. */
 const watched = new WeakSet<WebSocket>();
 
-/**
- * Whether `ws` may be sent `text` now: not when unsent data is waiting already and the two
- * together would pass {@link SYNC_LIMITS.bufferedBytes} (one message larger than that still goes
- * alone, to a socket that has taken everything before it). After a send, a socket whose unsent
- * data stays above a quarter of the limit for {@link SYNC_LIMITS.drainMs} is dropped: a client
- * that stopped reading after one large push would otherwise hold it in the host for good (120
- * such sockets held 1.9 GB).
- */
-export function mayQueue(ws: WebSocket, text: string): boolean {
-  return ws.bufferedAmount === 0 || ws.bufferedAmount + text.length <= SYNC_LIMITS.bufferedBytes;
+/** Closes `ws` as a slow consumer, at once. */
+function dropSlow(ws: WebSocket): void {
+  ws.close(1013, "slow consumer");
+  ws.terminate();
 }
 
-/** Watches what `ws` has not taken after a send (see {@link mayQueue}); `drop` closes it. */
-export function watchUnsent(ws: WebSocket, drop: () => void): void {
+/**
+ * Sends `text` on `ws` unless unsent data is waiting already and the two together would pass
+ * {@link SYNC_LIMITS.bufferedBytes} (one message larger than that still goes alone, to a socket
+ * that has taken everything before it): then `ws` is dropped as a slow consumer. So is a socket
+ * whose unsent data stays above a quarter of the limit for {@link SYNC_LIMITS.drainMs} after a
+ * send: a client that stopped reading after one large push would otherwise hold it in the host
+ * for good (120 such sockets held 1.9 GB).
+ */
+export function sendWithin(ws: WebSocket, text: string): void {
+  if (ws.bufferedAmount > 0 && ws.bufferedAmount + text.length > SYNC_LIMITS.bufferedBytes) {
+    dropSlow(ws);
+    return;
+  }
+  ws.send(text);
   if (ws.bufferedAmount <= SYNC_LIMITS.bufferedBytes / 4 || watched.has(ws)) return;
   watched.add(ws);
   setTimeout(() => {
     watched.delete(ws);
-    if (ws.readyState === ws.OPEN && ws.bufferedAmount > SYNC_LIMITS.bufferedBytes / 4) drop();
+    if (ws.readyState === ws.OPEN && ws.bufferedAmount > SYNC_LIMITS.bufferedBytes / 4) dropSlow(ws);
   }, SYNC_LIMITS.drainMs).unref();
 }

@@ -15,7 +15,7 @@ import type { LiveQueries } from "../live/index.js";
 import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
-import { InboundBudgets, mayQueue, watchUnsent } from "./sync-guards.js";
+import { InboundBudgets, onBudgetedMessage, sendWithin } from "./sync-guards.js";
 import {
   ArgsPerAddress,
   type ClientMessage,
@@ -140,15 +140,8 @@ export function attachSync(
     /** Results (values or errors) held back while the caller is over its quota: the latest of each. */
     const held = new Map<string, string>();
     let flushTimer: NodeJS.Timeout | undefined;
-    const dropSlow = () => {
-      ws.close(1013, "slow consumer");
-      ws.terminate();
-    };
     const sendText = (text: string) => {
-      if (ws.readyState !== ws.OPEN) return;
-      if (!mayQueue(ws, text)) return dropSlow();
-      ws.send(text);
-      watchUnsent(ws, dropSlow);
+      if (ws.readyState === ws.OPEN) sendWithin(ws, text);
     };
     const send = (message: unknown) => sendText(JSON.stringify(message));
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
@@ -276,17 +269,7 @@ export function attachSync(
       }
     };
     // A message must never reject unheard: an unhandled rejection ends the host process.
-    const mayReceive = inbound.open(client);
-    let refusing = false;
-    ws.on("message", (data: Buffer) => {
-      if (refusing) return;
-      if (!mayReceive(data.length)) {
-        // Closed with its reason sent first; whatever it sends meanwhile is not read.
-        refusing = true;
-        ws.close(1008, "too many messages");
-        setTimeout(() => ws.terminate(), 1000).unref();
-        return;
-      }
+    onBudgetedMessage(ws, inbound.open(client), (data) => {
       receive(data).catch(() => {
         send({ type: "error", error: { code: "internal", message: "The message could not be handled." } });
       });
