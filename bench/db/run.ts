@@ -10,7 +10,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
-import { HostDatabase } from "../../dist/host/db/index.js";
+import { HostDatabase, UNLIMITED_BUDGET } from "../../dist/host/db/index.js";
 import type { SchemaSpec } from "../../dist/sdk/values/index.js";
 
 const SCHEMA: SchemaSpec = {
@@ -128,16 +128,9 @@ async function main(): Promise<void> {
     await raw.get(rawKeys[rk++ % 1000] as Buffer, { snapshot });
     await snapshot.close();
   });
-  const unlimited = {
-    rowsRead: Number.MAX_SAFE_INTEGER,
-    rowsReturned: Number.MAX_SAFE_INTEGER,
-    bytesRead: Number.MAX_SAFE_INTEGER,
-    rowsWritten: Number.MAX_SAFE_INTEGER,
-    bytesWritten: Number.MAX_SAFE_INTEGER,
-  };
   const { value: oursGetInTx } = await deployment.query(
     (tx) => timeIt("get in tx", 5000, () => tx.get("items", ids[k++ % ids.length] as string)),
-    { budget: unlimited },
+    { budget: UNLIMITED_BUDGET },
   );
   const rawGetBare = await timeIt("raw get bare", 5000, () => raw.get(rawKeys[rk++ % 1000] as Buffer));
 

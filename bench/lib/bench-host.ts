@@ -3,19 +3,13 @@
  * workload: one embedded host serving the bench capsule, seeded with 10,000 items in 20 lists, and
  * the seeded rows read back so that every peer starts from the same ids.
  */
+import { UNLIMITED_BUDGET } from "../../dist/host/db/index.js";
 import { startHost } from "../../dist/host/host.js";
 import type { SeedRow } from "../suite/peers.js";
 
 /** Lists and items per list every bench host is seeded with. */
 export const LISTS = 20;
 export const PER_LIST = 500;
-const UNLIMITED = {
-  rowsReturned: 1e12,
-  rowsRead: 1e12,
-  bytesRead: 1e15,
-  rowsWritten: 1e12,
-  bytesWritten: 1e15,
-};
 
 export type BenchHost = Awaited<ReturnType<typeof startHost>>;
 
@@ -49,7 +43,7 @@ export async function seededRows(host: BenchHost): Promise<SeedRow[]> {
   const database = await host.deployments.db.deployment("bench");
   const all = await database.query(
     (tx) => tx.query({ table: "items", index: "by_creation", range: [], order: "asc" }, { kind: "collect" }),
-    { budget: UNLIMITED },
+    { budget: UNLIMITED_BUDGET },
   );
   return (all.value.kind === "rows" ? all.value.rows : []).map((json) => JSON.parse(json) as SeedRow);
 }

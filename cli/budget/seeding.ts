@@ -2,7 +2,7 @@
  * How `platform budget` grows a capsule's tables to each size: rows generated from the schema
  * (seed.ts makes each value), or the capsule's own seed mutation called until its tables grew.
  */
-import type { PlatformHost, Transaction } from "../../host/index.js";
+import { type PlatformHost, type Transaction, UNLIMITED_BUDGET } from "../../host/index.js";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
 import type { BudgetScenario } from "./scenario.js";
@@ -14,13 +14,7 @@ export type HostDeployments = PlatformHost["deployments"];
 export type DeploymentStore = Awaited<ReturnType<PlatformHost["database"]["deployment"]>>;
 
 /** The harness's own reads and writes (seeding, counting rows) ignore read budgets. */
-export const UNLIMITED = {
-  rowsReturned: 1e12,
-  rowsRead: 1e12,
-  bytesRead: 1e15,
-  rowsWritten: 1e12,
-  bytesWritten: 1e15,
-};
+export const UNLIMITED = UNLIMITED_BUDGET;
 /** Rows inserted per transaction. */
 const CHUNK = 1000;
 /** The most rows one call of the seed mutation is asked for. */

@@ -6,6 +6,7 @@ export interface BudgetLimits {
   rowsReturned: number;
   rowsRead: number;
   bytesRead: number;
+  rangesRead: number;
   rowsWritten: number;
   bytesWritten: number;
 }
@@ -15,8 +16,19 @@ export const DEFAULT_BUDGET: BudgetLimits = {
   rowsReturned: LIMITS.rowsReturned,
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
+  rangesRead: LIMITS.rangesRead,
   rowsWritten: LIMITS.rowsWritten,
   bytesWritten: LIMITS.bytesWritten,
+};
+
+/** No limit at all: the platform's own reads and writes (seeding a budget check, benchmarks). */
+export const UNLIMITED_BUDGET: BudgetLimits = {
+  rowsReturned: Number.MAX_SAFE_INTEGER,
+  rowsRead: Number.MAX_SAFE_INTEGER,
+  bytesRead: Number.MAX_SAFE_INTEGER,
+  rangesRead: Number.MAX_SAFE_INTEGER,
+  rowsWritten: Number.MAX_SAFE_INTEGER,
+  bytesWritten: Number.MAX_SAFE_INTEGER,
 };
 
 /** What one handler used; reported with every execution. */
@@ -40,6 +52,8 @@ export class Budget {
   failure: PlatformError | undefined;
   /** Bytes stored so far, rows and their index entries (the call log counts the writes only). */
   private bytesWritten = 0;
+  /** Gets and index scans so far: the keys and ranges the handler's read set holds. */
+  private rangesRead = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
     this.limits = limits;
@@ -53,6 +67,25 @@ export class Budget {
   /** Rows that may still be returned before the rowsReturned limit. */
   get remainingReturns(): number {
     return this.limits.rowsReturned - this.usage.rowsReturned;
+  }
+
+  /**
+   * Counts one index scan (a query terminal) before it reads: its range joins the read set, which
+   * a live query keeps and indexes whether or not the scan finds anything.
+   */
+  scanned(): void {
+    this.watch();
+    this.usage.indexScans++;
+  }
+
+  /** Counts one get by id before it reads: its key joins the read set, found or not (see {@link scanned}). */
+  lookedUp(): void {
+    this.watch();
+  }
+
+  private watch(): void {
+    if (this.rangesRead >= this.limits.rangesRead) throw this.exceeded("rangesRead");
+    this.rangesRead++;
   }
 
   /** Counts one scanned entry of `bytes` row bytes (0 for key-only scans). */

@@ -27,6 +27,7 @@ const BROWSE_BUDGET = {
   rowsReturned: LIMITS.dashboardPageRows,
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
+  rangesRead: LIMITS.rangesRead,
   rowsWritten: 0,
   bytesWritten: 0,
 };

@@ -55,7 +55,7 @@ async function runQueryNow(
   }
   const range = compileRange(table, index, spec.range);
   const reverse = spec.order === "desc";
-  tx.budget.usage.indexScans++;
+  tx.budget.scanned();
   switch (terminal.kind) {
     case "count":
       return { kind: "count", count: await count(tx, table, index, range) };

@@ -9,6 +9,12 @@ export const LIMITS = {
   rowsRead: 5000,
   /** Row bytes read by one handler. */
   bytesRead: 4 * 1024 * 1024,
+  /**
+   * Gets by id and index scans (query terminals) one handler makes, found or not. A live query
+   * keeps each as a key or range it watches and indexes them on the host's main thread, so they
+   * are bounded even when they find nothing (a missing get reads no row). Ours; Convex allows 4096.
+   */
+  rangesRead: 4096,
   /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
   rowsWritten: 8192,
   /**
@@ -152,6 +158,13 @@ export const LIMITS = {
    * other deployments. Ours.
    */
   liveRerunsInFlight: 16,
+  /**
+   * What one deployment's live queries may hold in the host's memory, all shared subscriptions
+   * together: each one's latest result (JSON characters) and the keys and ranges its run read. A
+   * run that would take its deployment past it gives its subscribers `limit_exceeded` instead and
+   * runs again on the deployment's next commit. Ours: as much as the deployment's isolate heap.
+   */
+  liveStateBytes: 128 * 1024 * 1024,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
   busyRetryAfterSeconds: 1,
   /**
