@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
-import { isPlatformError } from "../../sdk/values/index.js";
-import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
+import { type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
-import { type Group, nextRunOf, type Subscriber, wakeWaiters } from "./group.js";
+import { type Group, nextRunOf, type Outcome, type Subscriber, wakeWaiters } from "./group.js";
+import { HeldBytes, readSetBytes } from "./held-bytes.js";
+import { failureOf, liveStateExceeded, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
 import { ReadSetIndex } from "./read-set-index.js";
 import { RerunQueue } from "./rerun-queue.js";
 
@@ -31,7 +32,8 @@ const IGNORE_LIVE: LiveObserver = { pushed() {} };
  * here or on another host, re-runs every subscription of the deployment. The clock never
  * invalidates anything. Read sets are indexed per deployment ({@link ReadSetIndex}), so a
  * commit costs about its written keys x log(subscriptions) plus the subscriptions it touches, and
- * the runs it causes take turns in the deployment's {@link RerunQueue}.
+ * the runs it causes take turns in the deployment's {@link RerunQueue}. What the subscriptions of
+ * one deployment hold (outcomes, read sets) is bounded by {@link LIMITS.liveStateBytes}.
  */
 export class LiveQueries {
   private readonly groups = new Map<string, Group>();
@@ -40,6 +42,7 @@ export class LiveQueries {
   private readonly queues = new Map<string, RerunQueue>();
   private readonly listening = new Map<string, () => void>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly held: HeldBytes<Group>;
   private readonly stopWatchingDeploys: () => void;
   /** Query executions so far (tests count re-runs with it). */
   executions = 0;
@@ -47,7 +50,10 @@ export class LiveQueries {
   constructor(
     private readonly deployments: DeploymentService,
     private readonly observer: LiveObserver = IGNORE_LIVE,
+    /** What one deployment's subscriptions may hold (tests use a small figure). */
+    stateBytes: number = LIMITS.liveStateBytes,
   ) {
+    this.held = new HeldBytes(stateBytes);
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
   }
 
@@ -120,6 +126,7 @@ export class LiveQueries {
         this.groups.delete(key);
         this.byDeployment.get(deployment)?.delete(joined);
         this.readSets.get(deployment)?.delete(joined);
+        this.held.release(joined);
       }
     };
   }
@@ -173,7 +180,8 @@ export class LiveQueries {
 
   /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
   private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
-    for (const group of this.readSets.get(deployment)?.touched(writeSet) ?? []) void this.schedule(group);
+    for (const group of this.readSets.get(deployment)?.touched(writeSet) ?? [])
+      void this.schedule(group).catch(() => {});
   }
 
   /**
@@ -236,18 +244,14 @@ export class LiveQueries {
   }
 
   /**
-   * Indexes what the group's latest run read (undefined: it failed before reading), unless it was
-   * unsubscribed meanwhile.
+   * Runs the query once, keeps its outcome and what it read within the deployment's share of
+   * {@link LIMITS.liveStateBytes} (beyond it, subscribers get `limit_exceeded` and the run is due
+   * again at the next commit), and tells whoever has not seen the outcome.
    */
-  private keepReadSet(group: Group, readSet: ReadSet | undefined): void {
-    if (this.byDeployment.get(group.deployment)?.has(group))
-      this.readSetsOf(group.deployment).set(group, readSet);
-  }
-
-  /** Runs the query once, records its outcome and read set, and tells whoever has not seen it. */
   private async execute(group: Group): Promise<void> {
     this.executions++;
-    const last = group.outcome;
+    let outcome: Outcome;
+    let readSet: ReadSet | undefined;
     try {
       const result = await this.deployments.call(group.deployment, {
         kind: "query",
@@ -255,18 +259,21 @@ export class LiveQueries {
         argsJson: group.argsJson,
         identity: group.identity,
       });
-      this.keepReadSet(group, result.readSet);
-      if (last?.valueJson !== result.valueJson) group.outcome = { valueJson: result.valueJson };
+      outcome = { valueJson: result.valueJson };
+      readSet = result.readSet;
     } catch (error) {
-      this.keepReadSet(group, readSetOfFailure(error) ?? readSetOfRefusal(error));
-      // As over HTTP: a server error's own message stays on the host.
-      const failure =
-        isPlatformError(error) && error.expose
-          ? error.toJSON()
-          : { code: "internal", message: "Internal error." };
-      if (last?.error?.code !== failure.code || last.error.message !== failure.message)
-        group.outcome = { error: failure };
+      outcome = { error: failureOf(error) };
+      readSet = readSetOfFailure(error) ?? readSetOfRefusal(error);
     }
+    // Unsubscribed meanwhile: nothing to keep, nobody to tell.
+    if (!this.byDeployment.get(group.deployment)?.has(group)) return;
+    if (!this.held.hold(group.deployment, group, outcomeBytes(outcome) + readSetBytes(readSet))) {
+      outcome = { error: liveStateExceeded(this.held.limit) };
+      readSet = undefined;
+      this.held.hold(group.deployment, group, outcomeBytes(outcome), true);
+    }
+    this.readSetsOf(group.deployment).set(group, readSet);
+    if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     this.deliver(group);
   }
 
@@ -294,16 +301,6 @@ export class LiveQueries {
     this.byDeployment.clear();
     this.readSets.clear();
     this.queues.clear();
+    this.held.clear();
   }
-}
-
-/**
- * What a run refused before it read anything depends on: nothing of the data when it was refused
- * for good (a 4xx such as no such query, which only a redeploy changes), else everything (undefined:
- * every commit re-runs it), since a busy or paused deployment or a spent quota passes.
- */
-function readSetOfRefusal(error: unknown): ReadSet | undefined {
-  return isPlatformError(error) && error.status < 500 && error.code !== "limit_exceeded"
-    ? emptyReadSet()
-    : undefined;
 }

@@ -4,7 +4,7 @@
  * empty key, keys that are prefixes of others), replaced and removed at random, and random write
  * sets; every answer must equal the oracle's.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { type ReadSet, readSetIntersects } from "../db/index.js";
 import { RangeTree } from "./range-tree.js";
 import { ReadSetIndex } from "./read-set-index.js";
@@ -52,6 +52,14 @@ function randomReadSet(random: () => number, shared: ReadSet["ranges"]): ReadSet
   return readSet;
 }
 
+/** The same read set in new buffers. */
+function copyOf(readSet: ReadSet): ReadSet {
+  return {
+    ranges: readSet.ranges.map(({ start, end }) => ({ start: Buffer.from(start), end: Buffer.from(end) })),
+    keys: readSet.keys.map((key) => Buffer.from(key)),
+  };
+}
+
 describe("ReadSetIndex", () => {
   it("finds exactly the subscriptions readSetIntersects finds, through adds, replacements and removals", () => {
     for (let seed = 1; seed <= 40; seed++) {
@@ -62,7 +70,13 @@ describe("ReadSetIndex", () => {
       for (let step = 0; step < 300; step++) {
         const subscription = Math.floor(random() * 40);
         const action = random();
-        if (action < 0.6) {
+        const current = oracle.get(subscription);
+        if (action < 0.15 && current) {
+          // A re-run that read the same as the run before it, in fresh buffers.
+          const again = copyOf(current);
+          index.set(subscription, again);
+          oracle.set(subscription, again);
+        } else if (action < 0.6) {
           const readSet = random() < 0.1 ? undefined : randomReadSet(random, shared);
           index.set(subscription, readSet);
           oracle.set(subscription, readSet);
@@ -82,6 +96,34 @@ describe("ReadSetIndex", () => {
       expect([...index.touched(undefined)].sort((a, b) => a - b)).toEqual(
         [...oracle.keys()].sort((a, b) => a - b),
       );
+    }
+  });
+
+  it("leaves the index as it is when a re-run read what the run before it read", () => {
+    const index = new ReadSetIndex<string>();
+    const wide: ReadSet = {
+      ranges: Array.from({ length: 3000 }, (_, i) => ({
+        start: Buffer.from(`r${String(i).padStart(5, "0")}`),
+        end: Buffer.from(`r${String(i).padStart(5, "0")}\xff`),
+      })),
+      keys: [Buffer.from("k1"), Buffer.from("k2"), Buffer.from("k1")],
+    };
+    index.set("a", wide);
+    const inserts = vi.spyOn(RangeTree.prototype, "insert");
+    const removals = vi.spyOn(RangeTree.prototype, "remove");
+    try {
+      index.set("a", copyOf(wide));
+      expect(inserts).not.toHaveBeenCalled();
+      expect(removals).not.toHaveBeenCalled();
+      expect([...index.touched([Buffer.from("r01234")])]).toEqual(["a"]);
+      // One range fewer: the index follows.
+      index.set("a", { ranges: wide.ranges.slice(1), keys: wide.keys });
+      expect(inserts).toHaveBeenCalledTimes(2999);
+      expect([...index.touched([Buffer.from("r00000")])]).toEqual([]);
+      expect([...index.touched([Buffer.from("k2")])]).toEqual(["a"]);
+    } finally {
+      inserts.mockRestore();
+      removals.mockRestore();
     }
   });
 

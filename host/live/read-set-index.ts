@@ -1,10 +1,12 @@
 import type { ReadSet } from "../db/index.js";
 import { type RangeHandle, RangeTree } from "./range-tree.js";
 
-/** What one subscription put in the index, to take it out again. */
+/** What one subscription put in the index, to take it out again (or keep it: see {@link ReadSetIndex.set}). */
 interface Entry {
+  /** Its keys, each once. */
   keys: string[];
-  ranges: RangeHandle[];
+  /** Its non-empty ranges, each with its end. */
+  ranges: Array<{ handle: RangeHandle; end: string }>;
 }
 
 /** An encoded key as a string that orders like its bytes (one char per byte). */
@@ -32,32 +34,40 @@ export class ReadSetIndex<S> {
     return this.entries.size;
   }
 
-  /** Indexes `subscription` by `readSet` (undefined: touched by every commit), replacing its last one. */
+  /**
+   * Indexes `subscription` by `readSet` (undefined: touched by every commit), replacing its last
+   * one. A re-run mostly reads what the run before it read: then the index is left as it is, since
+   * taking thousands of ranges out and putting them back is the main thread's work for nothing.
+   */
   set(subscription: S, readSet: ReadSet | undefined): void {
-    this.delete(subscription);
     if (!readSet) {
+      this.delete(subscription);
       this.entries.set(subscription, null);
       this.withoutReadSet.add(subscription);
       return;
     }
-    const entry: Entry = { keys: [], ranges: [] };
-    for (const key of readSet.keys) {
-      const text = asText(key);
+    const keys = [...new Set(readSet.keys.map(asText))];
+    const ranges: Array<{ start: string; end: string }> = [];
+    for (const range of readSet.ranges) {
+      // An empty range contains no key: nothing to find it by.
+      if (Buffer.compare(range.start, range.end) < 0)
+        ranges.push({ start: asText(range.start), end: asText(range.end) });
+    }
+    const last = this.entries.get(subscription);
+    if (last && sameReads(last, keys, ranges)) return;
+    this.delete(subscription);
+    for (const text of keys) {
       let readers = this.keys.get(text);
       if (!readers) {
         readers = new Set();
         this.keys.set(text, readers);
       }
-      if (!readers.has(subscription)) {
-        readers.add(subscription);
-        entry.keys.push(text);
-      }
+      readers.add(subscription);
     }
-    for (const range of readSet.ranges) {
-      // An empty range contains no key: nothing to find it by.
-      if (Buffer.compare(range.start, range.end) >= 0) continue;
-      entry.ranges.push(this.ranges.insert(asText(range.start), asText(range.end), subscription));
-    }
+    const entry: Entry = {
+      keys,
+      ranges: ranges.map(({ start, end }) => ({ handle: this.ranges.insert(start, end, subscription), end })),
+    };
     this.entries.set(subscription, entry);
   }
 
@@ -75,7 +85,7 @@ export class ReadSetIndex<S> {
       readers?.delete(subscription);
       if (readers?.size === 0) this.keys.delete(text);
     }
-    for (const handle of entry.ranges) this.ranges.remove(handle);
+    for (const { handle } of entry.ranges) this.ranges.remove(handle);
   }
 
   /**
@@ -94,4 +104,16 @@ export class ReadSetIndex<S> {
     }
     return touched;
   }
+}
+
+/** True when `entry` holds exactly `keys` and `ranges`, in the same order. */
+function sameReads(entry: Entry, keys: string[], ranges: Array<{ start: string; end: string }>): boolean {
+  if (entry.keys.length !== keys.length || entry.ranges.length !== ranges.length) return false;
+  for (let i = 0; i < keys.length; i++) if (entry.keys[i] !== keys[i]) return false;
+  for (let i = 0; i < ranges.length; i++) {
+    const held = entry.ranges[i] as Entry["ranges"][number];
+    const range = ranges[i] as { start: string; end: string };
+    if (held.handle.start !== range.start || held.end !== range.end) return false;
+  }
+  return true;
 }

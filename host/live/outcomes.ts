@@ -1,0 +1,45 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isPlatformError } from "../../sdk/values/index.js";
+import { emptyReadSet, type ReadSet } from "../db/index.js";
+import type { Outcome, QueryFailure } from "./group.js";
+
+/** A failed run as its subscribers see it: as over HTTP, a server error's own message stays on the host. */
+export function failureOf(error: unknown): QueryFailure {
+  return isPlatformError(error) && error.expose
+    ? error.toJSON()
+    : { code: "internal", message: "Internal error." };
+}
+
+/**
+ * What a run refused before it read anything depends on: nothing of the data when it was refused
+ * for good (a 4xx such as no such query, which only a redeploy changes), else everything (undefined:
+ * every commit re-runs it), since a busy or paused deployment or a spent quota passes.
+ */
+export function readSetOfRefusal(error: unknown): ReadSet | undefined {
+  return isPlatformError(error) && error.status < 500 && error.code !== "limit_exceeded"
+    ? emptyReadSet()
+    : undefined;
+}
+
+/** True when subscribers who saw `last` need not be told `next`. */
+export function sameOutcome(last: Outcome | undefined, next: Outcome): boolean {
+  if (!last) return false;
+  if (next.error) return last.error?.code === next.error.code && last.error.message === next.error.message;
+  return last.valueJson === next.valueJson;
+}
+
+/** What an outcome holds in memory, counted in characters of its JSON. */
+export function outcomeBytes(outcome: Outcome): number {
+  return (
+    outcome.valueJson?.length ??
+    (outcome.error ? outcome.error.message.length + outcome.error.code.length : 0)
+  );
+}
+
+/** The failure of a run whose result and read set would take its deployment past `limit` ({@link LIMITS.liveStateBytes}). */
+export function liveStateExceeded(limit: number): QueryFailure {
+  return {
+    code: "limit_exceeded",
+    message: `This deployment's live queries hold more than ${limit} bytes of results and read sets, and this one would take them past it; it runs again on the next write. Subscribe to fewer or smaller queries (paginate, or pass ids rather than data).`,
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * What live queries hold is bounded, for one handler and for one deployment. A query's gets and
+ * scans are counted even when they find nothing (each is a key or range its subscription watches,
+ * indexed on the host's main thread), and the subscriptions of one deployment keep at most
+ * LIMITS.liveStateBytes of results and read sets: before, 100 subscriptions to an 8 MiB query held
+ * 633 MB of the host's memory, and a query reading 15,000 missing keys cost nothing. Real host,
+ * real isolates.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LiveQueries } from "../host/live/index.js";
+import { LIMITS } from "../sdk/protocol/index.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+const CAPSULE = `import { capsule, table, number } from "platform/server";
+export default capsule({
+  schema: { rows: table({ n: number() }).index("by_n", ["n"]) },
+  queries: {
+    big: async (ctx, args) => {
+      const row = await ctx.db.rows.withIndex("by_n", (q) => q.eq("n", args.n)).first();
+      return (row ? "found " : "") + "x".repeat(args.size);
+    },
+    misses: async (ctx, args) => {
+      for (let i = 0; i < args.gets; i++) await ctx.db.rows.get(String(i).padStart(22, "A"));
+      for (let i = 0; i < args.scans; i++) await ctx.db.rows.withIndex("by_n", (q) => q.eq("n", args.from + i)).first();
+      return args.gets + args.scans;
+    },
+  },
+  mutations: { add: async (ctx, args) => ctx.db.rows.insert({ n: args.n }) },
+});
+`;
+
+/** The live state limit of the LiveQueries under test: small, so a test fills it quickly. */
+const STATE_BYTES = 1024 * 1024;
+
+let host: TestHost;
+let live: LiveQueries;
+
+beforeAll(async () => {
+  host = await startTestHost();
+  expect((await host.deployCode("state", await sourceCode(CAPSULE))).status).toBe(201);
+  live = new LiveQueries(host.deployments, undefined, STATE_BYTES);
+}, 60_000);
+afterAll(async () => {
+  live.close();
+  await host.dispose();
+});
+
+/** Subscribes to `name` with `args`; the latest outcome is in the returned object. */
+async function subscribe(name: string, args: unknown) {
+  const seen: {
+    value?: string | undefined;
+    error?: { code: string; message: string } | undefined;
+    unsubscribe: () => void;
+  } = {
+    unsubscribe: () => {},
+  };
+  seen.unsubscribe = await live.subscribe("state", name, JSON.stringify(args), null, {
+    value: (json) => {
+      seen.value = JSON.parse(json) as string;
+      seen.error = undefined;
+    },
+    error: (error) => {
+      seen.error = error;
+      seen.value = undefined;
+    },
+  });
+  return seen;
+}
+
+describe("a handler's gets and scans", () => {
+  it("are counted when they find nothing: one more than LIMITS.rangesRead fails with 429", async () => {
+    const ok = await host.call("state", "query", "misses", {
+      gets: 2048,
+      scans: LIMITS.rangesRead - 2048,
+      from: 0,
+    });
+    expect(ok.status, ok.text()).toBe(200);
+    for (const [gets, scans] of [
+      [LIMITS.rangesRead + 1, 0],
+      [0, LIMITS.rangesRead + 1],
+      [2048, LIMITS.rangesRead - 2047],
+    ]) {
+      const over = await host.call("state", "query", "misses", { gets, scans, from: 0 });
+      expect(over.status, over.text()).toBe(429);
+      expect(over.json<{ error: { code: string; message: string } }>().error).toEqual({
+        code: "limit_exceeded",
+        message: `Database rangesRead limit exceeded (${LIMITS.rangesRead}).`,
+      });
+    }
+  }, 60_000);
+});
+
+describe("a deployment's live state", () => {
+  it("refuses a result that would take it past its limit, and takes it once room is freed", async () => {
+    const size = 400_000;
+    const first = await subscribe("big", { n: 1, size });
+    const second = await subscribe("big", { n: 2, size });
+    const third = await subscribe("big", { n: 3, size });
+    expect(first.value?.length).toBe(size);
+    expect(second.value?.length).toBe(size);
+    expect(third.value).toBeUndefined();
+    expect(third.error?.code).toBe("limit_exceeded");
+    expect(third.error?.message).toContain(`live queries hold more than ${STATE_BYTES} bytes`);
+
+    // The refused one runs again at the next write; with room freed, it gets its value.
+    first.unsubscribe();
+    await host.call("state", "mutation", "add", { n: 1000 });
+    await live.settled();
+    expect(third.value?.length).toBe(size);
+    expect(third.error).toBeUndefined();
+    // The others were not disturbed: the write touched neither's read set.
+    expect(second.value?.length).toBe(size);
+    second.unsubscribe();
+    third.unsubscribe();
+  }, 60_000);
+
+  it("counts read sets too: wide queries that find nothing fill it as results do", async () => {
+    const subscriptions = [];
+    for (let i = 0; i < 12; i++) {
+      subscriptions.push(
+        await subscribe("misses", { gets: 0, scans: LIMITS.rangesRead, from: i * LIMITS.rangesRead }),
+      );
+    }
+    const kept = subscriptions.filter((s) => s.value !== undefined).length;
+    const refused = subscriptions.filter((s) => s.error?.code === "limit_exceeded").length;
+    expect(kept + refused).toBe(12);
+    expect(kept).toBeGreaterThan(0);
+    // Each watched range counts at least its index entry (64 bytes).
+    expect(kept).toBeLessThanOrEqual(Math.floor(STATE_BYTES / (LIMITS.rangesRead * 64)));
+    for (const subscription of subscriptions) subscription.unsubscribe();
+    // All gone: a new one fits again.
+    const again = await subscribe("big", { n: 5, size: 400_000 });
+    expect(again.value?.length).toBe(400_000);
+    again.unsubscribe();
+  }, 120_000);
+});
