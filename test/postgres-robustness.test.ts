@@ -7,7 +7,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
-import { RESYNC_MESSAGE } from "../host/db/kv/kv.js";
+import { type KvSnapshot, RESYNC_MESSAGE } from "../host/db/kv/kv.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 
@@ -150,6 +150,54 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
       await admin.end();
       await db.close();
       await sender.close();
+    }
+  });
+
+  it("shares snapshot connections between tenants: one holding many leaves others room, and the waiter holding fewest goes first", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const key = Buffer.from("k");
+    const snapshots = () =>
+      store.poolUse().find((use) => use.pool === "snapshots") as { max: number; waiting: number };
+    const { max } = snapshots();
+    const share = Math.ceil(max / 4);
+    /** A snapshot of `owner`'s that has read (so holds a connection), like a handler still running. */
+    const reading = async (owner: string) => {
+      const snapshot = await store.lazySnapshot(owner);
+      await snapshot.get(key);
+      return snapshot;
+    };
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((resolve) => setTimeout(resolve, 10));
+    };
+    try {
+      // Tenant a starts more handlers than the pool holds: it gets all but a quarter, the rest wait.
+      const ofA = Array.from({ length: max + 4 }, () => reading("a"));
+      const begunA: KvSnapshot[] = [];
+      for (const each of ofA) void each.then((snapshot) => begunA.push(snapshot));
+      await until(() => begunA.length === max - share && snapshots().waiting === share + 4);
+      // Before, every other tenant waited behind a's handlers for as long as they ran.
+      const ofB = [await reading("b")];
+      const host = await reading("");
+      // b takes the rest of the pool; its next one waits like a's.
+      for (let i = 0; i < share - 2; i++) ofB.push(await reading("b"));
+      const waitingB = reading("b");
+      let bServed = false;
+      void waitingB.then(() => {
+        bServed = true;
+      });
+      await until(() => snapshots().waiting === share + 5);
+      // A connection a gives back goes to b, which holds fewer, though a's waiters came first.
+      await (begunA.pop() as KvSnapshot).close();
+      ofB.push(await waitingB);
+      expect(bServed).toBe(true);
+      expect(snapshots().waiting).toBe(share + 4);
+      expect(begunA.length).toBe(max - share - 1);
+      // Everything given back: a's waiters all get theirs.
+      for (const snapshot of [...ofB, host, ...begunA.splice(0)]) await snapshot.close();
+      for (const snapshot of await Promise.all(ofA)) await snapshot.close();
+      expect(snapshots().waiting).toBe(0);
+    } finally {
+      await store.close();
     }
   });
 });

@@ -28,12 +28,13 @@ export class RowBytesTotal {
   }
 
   /**
-   * The total, counted from the rows and index entries of `tables` in `store` and stored first when
-   * not known. The caller holds the write lock, so no commit moves it meanwhile.
+   * The total, counted from the rows and index entries of `tables` in `store` (on a snapshot of
+   * `owner`'s) and stored first when not known. The caller holds the write lock, so no commit moves
+   * it meanwhile.
    */
-  async current(store: KvStore, tables: Iterable<CompiledTable>): Promise<number> {
+  async current(store: KvStore, tables: Iterable<CompiledTable>, owner: string): Promise<number> {
     if (this.known !== undefined) return this.known;
-    const snapshot = await store.snapshot();
+    const snapshot = await store.snapshot(owner);
     let total: number;
     try {
       total = await countRowBytes(snapshot, tables);

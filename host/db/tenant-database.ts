@@ -61,7 +61,7 @@ export class TenantDatabase implements TransactionHost {
    * first when not known yet. The caller holds the write lock.
    */
   storedRowBytes(): Promise<number> {
-    return this.rowBytes.current(this.store, this.compiled.values());
+    return this.rowBytes.current(this.store, this.compiled.values(), this.id);
   }
 
   get syncReads(): boolean {
@@ -163,7 +163,7 @@ export class TenantDatabase implements TransactionHost {
     alongside: (hasRows: boolean) => Promise<KvOperation[]>,
   ): Promise<void> {
     await this.exclusive(async () => {
-      const snapshot = await this.store.snapshot();
+      const snapshot = await this.store.snapshot(this.id);
       let existing: Awaited<ReturnType<typeof existingKeys>>;
       try {
         existing = await existingKeys(snapshot, this.id);
@@ -235,7 +235,7 @@ export class TenantDatabase implements TransactionHost {
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
     // Its reads need to agree with each other only: the snapshot is taken with the first one.
-    const snapshot = await this.store.readSnapshot();
+    const snapshot = await this.store.readSnapshot(this.id);
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
     try {
       const value = await work(tx);
@@ -279,7 +279,8 @@ export class TenantDatabase implements TransactionHost {
     const announce = this.store.supports.sharedAcrossProcesses ? commitMessage(this.id, written) : undefined;
     let next: KvSnapshot | undefined;
     try {
-      if (thenRead) next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead);
+      if (thenRead)
+        next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead, this.id);
       else await this.store.commit(snapshot, operations, announce);
     } catch (error) {
       // The write may have landed all the same (its answer lost with the connection): the row

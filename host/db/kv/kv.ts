@@ -124,18 +124,22 @@ export interface KvStore {
   getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
   /** Walks the latest committed state. */
   iterate(options: KvIterateOptions): KvIterator;
-  snapshot(): Promise<KvSnapshot>;
+  /**
+   * A snapshot of the latest committed state. `owner` (a deployment's id; "" for the host's own
+   * work) says whose it is: a backend with few connections shares them fairly between owners.
+   */
+  snapshot(owner?: string): Promise<KvSnapshot>;
   /**
    * A snapshot whose point in time may be as late as its first read (never earlier than this
    * call): for a reader whose reads need to agree with each other, not with the moment it started
    * (a handler). A backend where taking a snapshot costs a round trip takes it with the first read.
    */
-  lazySnapshot(): Promise<KvSnapshot>;
+  lazySnapshot(owner?: string): Promise<KvSnapshot>;
   /**
    * A lazy snapshot for a reader that never commits on it (a query). Readers made before a
    * snapshot's first read may share it: each still sees every write that landed before it was made.
    */
-  readSnapshot(): Promise<KvSnapshot>;
+  readSnapshot(owner?: string): Promise<KvSnapshot>;
   /** Writes every operation, or none. */
   batch(operations: KvOperation[]): Promise<void>;
   /**
@@ -150,13 +154,15 @@ export interface KvStore {
    * whose reads are round trips begins it and reads in the commit's own round trip; its
    * `tryGetSync` then answers those keys at once. If the commit fails, no snapshot is left open;
    * if it landed but the next snapshot could not be begun or read, it resolves with none (the
-   * caller begins its own): it rejects only when the write may not have landed.
+   * caller begins its own): it rejects only when the write may not have landed. The next snapshot
+   * is `owner`'s (see {@link snapshot}).
    */
   commitAndContinue(
     snapshot: KvSnapshot,
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
+    owner?: string,
   ): Promise<KvSnapshot | undefined>;
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;

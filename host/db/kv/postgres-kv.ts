@@ -103,7 +103,7 @@ export class PostgresKv extends KvStoreBase {
       max: each.options.max,
       total: each.totalCount,
       idle: each.idleCount + (each === this.snapshots ? this.parking.size : 0),
-      waiting: each.waitingCount,
+      waiting: each.waitingCount + (each === this.snapshots ? this.parking.waiting : 0),
     }));
   }
 
@@ -119,41 +119,41 @@ export class PostgresKv extends KvStoreBase {
     return iterate(runOn(this.pool), this.table, options);
   }
 
-  protected _snapshot(): Promise<KvSnapshot> {
-    return PostgresSnapshot.begin(this.parking, this.table);
+  protected _snapshot(owner: string): Promise<KvSnapshot> {
+    return PostgresSnapshot.begin(this.parking, this.table, owner);
   }
 
   /** No connection until the first read, which begins the transaction in the same round trip. */
-  protected override async _lazySnapshot(): Promise<KvSnapshot> {
-    return PostgresSnapshot.lazy(this.parking, this.table);
+  protected override async _lazySnapshot(owner: string): Promise<KvSnapshot> {
+    return PostgresSnapshot.lazy(this.parking, this.table, owner);
   }
 
-  /** The readers' lazy snapshot that has not begun yet: readers made now join it. */
-  private readers: SharedSnapshot | undefined;
+  /** Each owner's readers' lazy snapshot that has not begun yet: its readers made now join it. */
+  private readonly readers = new Map<string, SharedSnapshot>();
 
   /**
    * Readers whose first reads come before a lazy snapshot's first read share it (up to
    * {@link SHARED_READERS}): their first reads of one tick go as one message (point reads as one
    * query), on one connection instead of one each. A reader joins with its own first read (see
    * postgres-shared-snapshot.ts), so each still sees every write that landed before it was made
-   * (on this host or another). Readers of any deployment share: every read is built by the host
-   * within its own deployment's keys.
+   * (on this host or another). Only readers of one owner share: the connection counts as that
+   * owner's in the fair sharing of connections (postgres-parking.ts).
    */
-  protected override async _readSnapshot(): Promise<KvSnapshot> {
+  protected override async _readSnapshot(owner: string): Promise<KvSnapshot> {
     return new SharedSnapshotLoan(
-      () => this.joinReaders(),
+      () => this.joinReaders(owner),
       (done) => {
-        if (this.readers === done) this.readers = undefined;
+        if (this.readers.get(owner) === done) this.readers.delete(owner);
       },
     );
   }
 
-  /** The readers' snapshot not begun yet, counting one more reader in (a new one when none may be joined). */
-  private joinReaders(): SharedSnapshot {
-    let shared = this.readers;
+  /** `owner`'s readers' snapshot not begun yet, counting one more reader in (a new one when none may be joined). */
+  private joinReaders(owner: string): SharedSnapshot {
+    let shared = this.readers.get(owner);
     if (!shared || shared.snapshot.begun || shared.readers >= SHARED_READERS) {
-      shared = { snapshot: PostgresSnapshot.lazy(this.parking, this.table), readers: 0 };
-      this.readers = shared;
+      shared = { snapshot: PostgresSnapshot.lazy(this.parking, this.table, owner), readers: 0 };
+      this.readers.set(owner, shared);
     }
     shared.readers++;
     return shared;
@@ -180,11 +180,12 @@ export class PostgresKv extends KvStoreBase {
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
+    owner: string,
   ): Promise<KvSnapshot | undefined> {
     if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
     const notify = announce === undefined ? undefined : this.bus.tagged(announce);
     const done = await snapshot.commitAndContinue(operations, notify, read);
-    return done ? done.next : super._commitAndContinue(snapshot, operations, announce, read);
+    return done ? done.next : super._commitAndContinue(snapshot, operations, announce, read, owner);
   }
 
   protected async _clear(range: KvRange): Promise<void> {

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { OwnerShares } from "./owner-shares.js";
 
 /** Keeps track of work left running after its caller moved on (the store waits for it on close). */
 export type Track = (work: Promise<void>) => void;
@@ -9,6 +10,12 @@ const PARK_MS = 20;
 interface Parked {
   client: pg.PoolClient;
   since: number;
+}
+
+interface Waiter {
+  owner: string;
+  resolve: (taken: TakenConnection) => void;
+  reject: (error: unknown) => void;
 }
 
 /** Connections that failed (the server ended them, the network dropped): destroyed, never used again. */
@@ -44,79 +51,104 @@ export interface TakenConnection {
  * the round trip that begins its own (a handler that reads once then costs one round trip). A
  * parked connection not taken within {@link PARK_MS} is ended and released, so an idle transaction
  * never holds back the server's cleanup for long; none is parked while someone waits for the pool.
+ *
+ * Connections are shared fairly between owners (deployments): a handler holds its snapshot's
+ * connection for as long as it runs, so one tenant with many slow handlers in flight would hold
+ * every connection and every other tenant's reads would wait behind them. An owner holding its
+ * share ({@link OwnerShares}) takes another only while more than a reserve are free, and a freed
+ * connection goes to the waiting owner that holds the fewest.
  */
 export class ConnectionParking {
   private readonly parked: Parked[] = [];
-  /** Takers waiting for a connection while every one of the pool is out (see {@link take}). */
-  private readonly waiters: Array<{
-    resolve: (taken: TakenConnection) => void;
-    reject: (error: unknown) => void;
-  }> = [];
+  /** Takers waiting for a connection (see {@link take}), in order of arrival. */
+  private readonly waiters: Waiter[] = [];
+  private readonly shares: OwnerShares;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly track: Track,
-  ) {}
+  ) {
+    this.shares = new OwnerShares(pool.options.max ?? 10);
+  }
 
   /** Connections parked now (the pool counts them as in use; they are as good as idle). */
   get size(): number {
     return this.parked.length;
   }
 
+  /** Takers waiting for a connection now. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
   /**
-   * The connection parked longest, or a connection of the pool; when every one is out, the next
-   * one parked (handed over as it is, its transaction ended with the taker's first round trip).
-   * Longest first keeps every parked connection in use under load: taking the most recent one left
-   * the rest parked past {@link PARK_MS}, each then ended by a round trip of its own (half a
-   * ROLLBACK per request of 32 concurrent get-by-id requests; a few per thousand this way).
+   * A connection for `owner`: the one parked longest, or a connection of the pool; when every one
+   * is out or `owner` has its share, the next one freed that it may have (handed over as it is,
+   * its transaction ended with the taker's first round trip). Longest first keeps every parked
+   * connection in use under load: taking the most recent one left the rest parked past
+   * {@link PARK_MS}, each then ended by a round trip of its own (half a ROLLBACK per request of 32
+   * concurrent get-by-id requests; a few per thousand this way).
    */
-  async take(): Promise<TakenConnection> {
+  async take(owner: string): Promise<TakenConnection> {
+    if (!this.shares.mayTake(owner))
+      return new Promise((resolve, reject) => this.waiters.push({ owner, resolve, reject }));
     for (let parked = this.parked.shift(); parked; parked = this.parked.shift()) {
-      if (!isLost(parked.client)) return { client: parked.client, end: "ROLLBACK" };
-      this.destroy(parked.client);
+      if (!isLost(parked.client)) return this.lend(owner, parked.client, "ROLLBACK");
+      parked.client.release(true);
     }
     const pool = this.pool;
-    if (pool.totalCount < (pool.options.max ?? 10) || pool.idleCount > 0)
-      return { client: await pool.connect(), end: "" };
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+    if (pool.totalCount < (pool.options.max ?? 10) || pool.idleCount > 0) {
+      this.shares.took(owner);
+      try {
+        const client = await pool.connect();
+        this.shares.holders.set(client, owner);
+        return { client, end: "" };
+      } catch (error) {
+        this.shares.gaveBack(owner);
+        this.serveWaiters();
+        throw error;
+      }
+    }
+    return new Promise((resolve, reject) => this.waiters.push({ owner, resolve, reject }));
   }
 
   /** Gives back `client`, with no transaction open: to a waiting taker, else to the pool. */
   giveBack(client: pg.PoolClient): void {
+    this.shares.released(client);
     if (isLost(client)) {
       this.destroy(client);
       return;
     }
-    const waiter = this.waiters.shift();
-    if (waiter) waiter.resolve({ client, end: "" });
-    else client.release();
+    const waiter = this.nextWaiter();
+    if (waiter) waiter.resolve(this.lend(waiter.owner, client, ""));
+    else {
+      client.release();
+      this.serveWaiters();
+    }
   }
 
   /** Destroys `client` (it failed); a waiting taker gets a new connection in its place. */
   destroy(client: pg.PoolClient): void {
+    this.shares.released(client);
     client.release(true);
-    const waiter = this.waiters.shift();
-    if (waiter)
-      this.pool.connect().then(
-        (fresh) => waiter.resolve({ client: fresh, end: "" }),
-        (error: unknown) => waiter.reject(error),
-      );
+    this.serveWaiters();
   }
 
   /** Parks `client`, whose read-only transaction is over (ended at once if the pool has waiters). */
   park(client: pg.PoolClient): void {
+    this.shares.released(client);
     if (isLost(client)) {
       this.destroy(client);
       return;
     }
-    const waiter = this.waiters.shift();
+    const waiter = this.nextWaiter();
     if (waiter) {
-      waiter.resolve({ client, end: "ROLLBACK" });
+      waiter.resolve(this.lend(waiter.owner, client, "ROLLBACK"));
       return;
     }
     const parked: Parked = { client, since: performance.now() };
-    if (this.pool.waitingCount > 0) {
+    if (this.waiters.length > 0 || this.pool.waitingCount > 0) {
       this.end(parked);
       return;
     }
@@ -137,6 +169,45 @@ export class ConnectionParking {
     while (this.parked.length > 0 && now - (this.parked[0]?.since ?? now) >= PARK_MS)
       this.end(this.parked.shift() as Parked);
     if (this.parked.length > 0) this.timer = setTimeout(() => this.sweep(), PARK_MS).unref();
+  }
+
+  /** `client`, held from now on by `owner`. */
+  private lend(owner: string, client: pg.PoolClient, end: string): TakenConnection {
+    this.shares.took(owner);
+    this.shares.holders.set(client, owner);
+    return { client, end };
+  }
+
+  /** Takes out the waiter to serve next: of those whose owner may take one, the owner holding fewest. */
+  private nextWaiter(): Waiter | undefined {
+    let best = -1;
+    for (let i = 0; i < this.waiters.length; i++) {
+      const owner = (this.waiters[i] as Waiter).owner;
+      if (!this.shares.mayTake(owner)) continue;
+      if (best < 0 || this.shares.of(owner) < this.shares.of((this.waiters[best] as Waiter).owner)) best = i;
+    }
+    return best < 0 ? undefined : this.waiters.splice(best, 1)[0];
+  }
+
+  /** Opens connections of the pool for waiters that may now take one (a connection was freed). */
+  private serveWaiters(): void {
+    const pool = this.pool;
+    const free = Math.max(0, (pool.options.max ?? 10) - pool.totalCount) + pool.idleCount;
+    for (let i = 0; i < free; i++) {
+      const waiter = this.nextWaiter();
+      if (!waiter) return;
+      this.shares.took(waiter.owner);
+      pool.connect().then(
+        (client) => {
+          this.shares.holders.set(client, waiter.owner);
+          waiter.resolve({ client, end: "" });
+        },
+        (error: unknown) => {
+          this.shares.gaveBack(waiter.owner);
+          waiter.reject(error);
+        },
+      );
+    }
   }
 
   private end({ client }: Parked): void {

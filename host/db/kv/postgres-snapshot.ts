@@ -50,19 +50,25 @@ export class PostgresSnapshot implements KvSnapshot {
   private constructor(
     private readonly connections: ConnectionParking,
     private readonly table: string,
+    /** Whose work it is: connections are shared fairly between owners (postgres-parking.ts). */
+    private readonly owner: string,
   ) {}
 
-  /** Starts a snapshot on a connection of `connections`: its point in time is now. */
-  static async begin(connections: ConnectionParking, table: string): Promise<PostgresSnapshot> {
-    const snapshot = new PostgresSnapshot(connections, table);
+  /** Starts a snapshot on a connection of `connections` for `owner`: its point in time is now. */
+  static async begin(
+    connections: ConnectionParking,
+    table: string,
+    owner: string,
+  ): Promise<PostgresSnapshot> {
+    const snapshot = new PostgresSnapshot(connections, table, owner);
     // The snapshot is taken by the first statement: take it now, not at the first read.
     await snapshot.start(["SELECT 1"]);
     return snapshot;
   }
 
   /** A snapshot whose point in time is its first read (no connection is held before it). */
-  static lazy(connections: ConnectionParking, table: string): PostgresSnapshot {
-    return new PostgresSnapshot(connections, table);
+  static lazy(connections: ConnectionParking, table: string, owner: string): PostgresSnapshot {
+    return new PostgresSnapshot(connections, table, owner);
   }
 
   /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
@@ -74,7 +80,7 @@ export class PostgresSnapshot implements KvSnapshot {
   private async start(first: string[]): Promise<pg.QueryResultRow[][]> {
     let rows: pg.QueryResultRow[][] = [];
     this.ready = (async () => {
-      const { client, end } = await this.connections.take();
+      const { client, end } = await this.connections.take(this.owner);
       try {
         const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first.join("; ")}`;
         const results = (await client.query(text)) as unknown as pg.QueryResult[];
@@ -224,7 +230,7 @@ export class PostgresSnapshot implements KvSnapshot {
     // Nothing read: no transaction of its own to end, but maybe a parked one.
     const { client, end } = this.ready
       ? { client: await this.ready, end: "COMMIT" }
-      : await this.connections.take();
+      : await this.connections.take(this.owner);
     try {
       await endAndWrite(client, end, write);
     } catch (error) {
@@ -255,7 +261,7 @@ export class PostgresSnapshot implements KvSnapshot {
     if (this.ready === undefined || text === undefined || reads === undefined) return undefined;
     this.open = false;
     const client = await this.ready;
-    const next = new PostgresSnapshot(this.connections, this.table);
+    const next = new PostgresSnapshot(this.connections, this.table, this.owner);
     // The statements' command tags, as the server finishes each: the write's COMMIT is the 4th.
     const done: string[] = [];
     const finished = (message: { text?: unknown }) => done.push(String(message.text));

@@ -63,7 +63,7 @@ export abstract class KvStoreBase implements KvStore {
   /** `keys` is never empty. */
   protected abstract _getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
   protected abstract _iterate(options: KvIterateOptions): KvIterator;
-  protected abstract _snapshot(): Promise<KvSnapshot>;
+  protected abstract _snapshot(owner: string): Promise<KvSnapshot>;
   /** `operations` is never empty. */
   protected abstract _batch(operations: KvOperation[]): Promise<void>;
   /**
@@ -97,26 +97,26 @@ export abstract class KvStoreBase implements KvStore {
     return this._iterate(options);
   }
 
-  snapshot(): Promise<KvSnapshot> {
-    return this._snapshot();
+  snapshot(owner = ""): Promise<KvSnapshot> {
+    return this._snapshot(owner);
   }
 
-  lazySnapshot(): Promise<KvSnapshot> {
-    return this._lazySnapshot();
+  lazySnapshot(owner = ""): Promise<KvSnapshot> {
+    return this._lazySnapshot(owner);
   }
 
   /** A backend whose snapshots cost nothing to take keeps this: a lazy one is a plain one. */
-  protected _lazySnapshot(): Promise<KvSnapshot> {
-    return this._snapshot();
+  protected _lazySnapshot(owner: string): Promise<KvSnapshot> {
+    return this._snapshot(owner);
   }
 
-  readSnapshot(): Promise<KvSnapshot> {
-    return this._readSnapshot();
+  readSnapshot(owner = ""): Promise<KvSnapshot> {
+    return this._readSnapshot(owner);
   }
 
   /** A backend that does not share readers' snapshots keeps this: a reader's is a lazy one. */
-  protected _readSnapshot(): Promise<KvSnapshot> {
-    return this._lazySnapshot();
+  protected _readSnapshot(owner: string): Promise<KvSnapshot> {
+    return this._lazySnapshot(owner);
   }
 
   async batch(operations: KvOperation[]): Promise<void> {
@@ -135,10 +135,11 @@ export abstract class KvStoreBase implements KvStore {
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
+    owner = "",
   ): Promise<KvSnapshot | undefined> {
     requireCommitOperations(operations);
     for (const key of read) requireKey(key);
-    return this._commitAndContinue(snapshot, operations, announce, read);
+    return this._commitAndContinue(snapshot, operations, announce, read, owner);
   }
 
   /**
@@ -151,11 +152,12 @@ export abstract class KvStoreBase implements KvStore {
     operations: KvOperation[],
     announce: string | undefined,
     read: Buffer[],
+    owner: string,
   ): Promise<KvSnapshot | undefined> {
     await this._commit(snapshot, operations, announce);
     let next: KvSnapshot | undefined;
     try {
-      next = await this._lazySnapshot();
+      next = await this._lazySnapshot(owner);
       await Promise.all(read.map((key) => (next as KvSnapshot).get(key)));
       return next;
     } catch {
