@@ -24,6 +24,11 @@ export const SYNC_LIMITS = {
   inboundMessageBytes: 1024,
   /** How long unsent data may stay above a quarter of `bufferedBytes` before the socket is dropped (ms). */
   drainMs: 30_000,
+  /**
+   * Every socket is pinged this often, and one that has not answered the ping before it is ended
+   * (ms): a client gone without a word is let go within one to two periods.
+   */
+  pingEveryMs: 30_000,
 } as const;
 
 /** A message of the sync protocol's client, as read (its fields still to check). */

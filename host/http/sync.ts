@@ -16,6 +16,7 @@ import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { InboundBudgets, onBudgetedMessage, sendWithin } from "./sync-guards.js";
+import { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   ArgsPerAddress,
   type ClientMessage,
@@ -53,8 +54,9 @@ function wireError(error: unknown) {
  * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
- * comes as `?platform_token=`. A client that stops reading is dropped (sync-guards.ts), and a
- * client address that sends more than its share of bytes has its sockets closed.
+ * comes as `?platform_token=`. A client that stops reading is dropped (sync-guards.ts), one that
+ * stops answering pings too (sync-heartbeat.ts), and a client address that sends more than its
+ * share of bytes has its sockets closed.
  * Subscriptions, mutations and every pushed result count toward the caller's request quota. When the identity
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
@@ -80,6 +82,7 @@ export function attachSync(
   );
   const inbound = new InboundBudgets(quota.enabled);
   const argsPerAddress = new ArgsPerAddress();
+  const heartbeat = new SyncHeartbeat();
   let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
@@ -132,6 +135,7 @@ export function attachSync(
     const sockets = open.get(deployment) ?? new Set<WebSocket>();
     open.set(deployment, sockets);
     sockets.add(ws);
+    heartbeat.watch(ws);
     const mutations = new Set<Promise<void>>();
     running.set(ws, mutations);
     // Deleted between the upgrade's check and now: the listener above has run already.
@@ -304,6 +308,7 @@ export function attachSync(
     },
     stop: () => {
       stopWatching();
+      heartbeat.stop();
       server.off("upgrade", onUpgrade);
       for (const client of wss.clients) client.terminate();
       wss.close();
