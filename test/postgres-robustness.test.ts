@@ -153,13 +153,18 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
     }
   });
 
-  it("shares snapshot connections between tenants: one holding many leaves others room, and the waiter holding fewest goes first", async () => {
+  it("shares snapshot connections between tenants: one holding many leaves others room, the waiter holding fewest goes first", async () => {
     const store = await PostgresKv.open(server.url, { table: freshTable() });
     const key = Buffer.from("k");
     const snapshots = () =>
-      store.poolUse().find((use) => use.pool === "snapshots") as { max: number; waiting: number };
+      store.poolUse().find((use) => use.pool === "snapshots") as {
+        max: number;
+        idle: number;
+        waiting: number;
+      };
     const { max } = snapshots();
     const share = Math.ceil(max / 4);
+    const spare = Math.ceil(max / 16);
     /** A snapshot of `owner`'s that has read (so holds a connection), like a handler still running. */
     const reading = async (owner: string) => {
       const snapshot = await store.lazySnapshot(owner);
@@ -169,32 +174,93 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
     const until = async (done: () => boolean) => {
       while (!done()) await new Promise((resolve) => setTimeout(resolve, 10));
     };
+    /** Whether `promise` has settled (after the turns it needs to). */
+    const served = async (promise: Promise<unknown>) => {
+      let settled = false;
+      void promise.then(() => {
+        settled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return settled;
+    };
     try {
-      // Tenant a starts more handlers than the pool holds: it gets all but a quarter, the rest wait.
+      // Tenant a starts more handlers than the pool holds: it gets three quarters, the rest wait.
       const ofA = Array.from({ length: max + 4 }, () => reading("a"));
       const begunA: KvSnapshot[] = [];
       for (const each of ofA) void each.then((snapshot) => begunA.push(snapshot));
       await until(() => begunA.length === max - share && snapshots().waiting === share + 4);
       // Before, every other tenant waited behind a's handlers for as long as they ran.
       const ofB = [await reading("b")];
-      const host = await reading("");
-      // b takes the rest of the pool; its next one waits like a's.
-      for (let i = 0; i < share - 2; i++) ofB.push(await reading("b"));
+      // b, holding some, takes more only while more than `spare` are free...
+      for (let i = 0; i < share - spare - 1; i++) ofB.push(await reading("b"));
       const waitingB = reading("b");
-      let bServed = false;
-      void waitingB.then(() => {
-        bServed = true;
-      });
-      await until(() => snapshots().waiting === share + 5);
-      // A connection a gives back goes to b, which holds fewer, though a's waiters came first.
+      // ...which stay for tenants holding none.
+      const others = [];
+      for (let i = 0; i < spare; i++) others.push(await reading(`other-${i}`));
+      const late = reading("late");
+      await until(() => snapshots().waiting === share + 6);
+      // A connection a gives back goes to the tenant holding none, though a's and b's came first.
       await (begunA.pop() as KvSnapshot).close();
+      others.push(await late);
+      expect(await served(waitingB)).toBe(false);
+      expect(snapshots().waiting).toBe(share + 5);
+      // Everything given back: every waiter gets its connection.
+      for (const snapshot of [...ofB, ...others, ...begunA.splice(0)]) await snapshot.close();
       ofB.push(await waitingB);
-      expect(bServed).toBe(true);
-      expect(snapshots().waiting).toBe(share + 4);
-      expect(begunA.length).toBe(max - share - 1);
-      // Everything given back: a's waiters all get theirs.
-      for (const snapshot of [...ofB, host, ...begunA.splice(0)]) await snapshot.close();
-      for (const snapshot of await Promise.all(ofA)) await snapshot.close();
+      for (const snapshot of [...ofB, ...(await Promise.all(ofA))]) await snapshot.close();
+      expect(snapshots().waiting).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("never asks the pool for more than it has: a burst of readers in one tick waits in turn, not behind later ones", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const key = Buffer.from("k");
+    const snapshots = () =>
+      store.poolUse().find((use) => use.pool === "snapshots") as {
+        max: number;
+        idle: number;
+        waiting: number;
+      };
+    const { max } = snapshots();
+    const reading = async (owner: string) => {
+      const snapshot = await store.lazySnapshot(owner);
+      await snapshot.get(key);
+      return snapshot;
+    };
+    try {
+      // Every connection opened, and idle in the pool: parked ones, still in their transactions,
+      // are ended and given back to it within moments.
+      const warm = await Promise.all(Array.from({ length: max }, (_, i) => reading(`warm-${i}`)));
+      for (const snapshot of warm) await snapshot.close();
+      const admin = new pg.Client({ connectionString: server.url });
+      await admin.connect();
+      const inTransaction = async () =>
+        Number(
+          (
+            await admin.query(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'idle in transaction'",
+            )
+          ).rows[0].n,
+        );
+      while ((await inTransaction()) > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await admin.end();
+      // Two more readers than connections, in one tick; then one more, later.
+      const burst = Array.from({ length: max + 2 }, (_, i) => reading(`burst-${i}`));
+      const held: KvSnapshot[] = [];
+      for (const each of burst) void each.then((snapshot) => held.push(snapshot));
+      while (held.length < max) await new Promise((resolve) => setTimeout(resolve, 10));
+      // Before, the two extra ones waited in the pool's own queue, unseen, behind every later reader.
+      expect(snapshots().waiting).toBe(2);
+      const later = reading("later");
+      while (snapshots().waiting < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+      await (held.shift() as KvSnapshot).close();
+      await (held.shift() as KvSnapshot).close();
+      const extra = await Promise.all(burst.slice(max));
+      expect(snapshots().waiting).toBe(1);
+      for (const snapshot of [...extra, ...held.splice(0)]) await snapshot.close();
+      await (await later).close();
       expect(snapshots().waiting).toBe(0);
     } finally {
       await store.close();

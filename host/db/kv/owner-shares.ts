@@ -1,11 +1,12 @@
 import type pg from "pg";
 
 /**
- * Who holds how many of a pool's connections, and whether an owner may take one more: below its
- * share always, at or above it only while more than a reserve are free (the reserve is the share:
- * a quarter of the pool). One busy owner alone still uses three quarters of the pool; another
- * owner arriving then finds a quarter free at once, and the owners that wait are served the
- * fewest-held first (postgres-parking.ts).
+ * Who holds how many of a pool's connections, and whether an owner may take one more: one holding
+ * none always may (when one is free); one holding fewer than its share (a quarter of the pool) only
+ * while more than a few ({@link OwnerShares.spare}) are free; one holding its share or more only
+ * while more than a share are free. One busy owner alone still uses three quarters of the pool, a
+ * second then most of the rest, and the last few connections are for owners holding none; the
+ * owners that wait are served the fewest-held first (postgres-parking.ts).
  */
 export class OwnerShares {
   /** Which owner holds each connection lent out. */
@@ -13,9 +14,12 @@ export class OwnerShares {
   private readonly held = new Map<string, number>();
   private total = 0;
   readonly share: number;
+  /** Connections kept for owners holding none, from owners holding fewer than a share. */
+  readonly spare: number;
 
   constructor(private readonly size: number) {
     this.share = Math.max(1, Math.ceil(size / 4));
+    this.spare = Math.max(1, Math.ceil(size / 16));
   }
 
   /** Connections `owner` holds now. */
@@ -25,7 +29,9 @@ export class OwnerShares {
 
   /** Whether `owner` may take one more connection now. */
   mayTake(owner: string): boolean {
-    return this.of(owner) < this.share || this.size - this.total > this.share;
+    const held = this.of(owner);
+    if (held === 0) return true;
+    return this.size - this.total > (held < this.share ? this.spare : this.share);
   }
 
   /** `owner` took a connection (its client is recorded in {@link holders} once it has one). */

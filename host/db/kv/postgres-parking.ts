@@ -50,12 +50,12 @@ export interface TakenConnection {
  * server: ending it is a round trip of its own, so the next snapshot on the connection ends it in
  * the round trip that begins its own (a handler that reads once then costs one round trip). A
  * parked connection not taken within {@link PARK_MS} is ended and released, so an idle transaction
- * never holds back the server's cleanup for long; none is parked while someone waits for the pool.
+ * never holds back the server's cleanup for long; none is parked while a taker that may have it waits.
  *
  * Connections are shared fairly between owners (deployments): a handler holds its snapshot's
  * connection for as long as it runs, so one tenant with many slow handlers in flight would hold
- * every connection and every other tenant's reads would wait behind them. An owner holding its
- * share ({@link OwnerShares}) takes another only while more than a reserve are free, and a freed
+ * every connection and every other tenant's reads would wait behind them. An owner holding some
+ * takes another only while more than a reserve are free ({@link OwnerShares}), and a freed
  * connection goes to the waiting owner that holds the fewest.
  */
 export class ConnectionParking {
@@ -63,13 +63,22 @@ export class ConnectionParking {
   /** Takers waiting for a connection (see {@link take}), in order of arrival. */
   private readonly waiters: Waiter[] = [];
   private readonly shares: OwnerShares;
+  private readonly max: number;
+  /**
+   * Connections out of the pool: lent, parked, being ended or being opened. The pool serves this
+   * class alone, so counting them here (rather than reading the pool's figures, which lag a tick
+   * behind `connect()`) means the pool is never asked for more than it has: a request it would
+   * queue could be overtaken by every later one.
+   */
+  private out = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly track: Track,
   ) {
-    this.shares = new OwnerShares(pool.options.max ?? 10);
+    this.max = pool.options.max ?? 10;
+    this.shares = new OwnerShares(this.max);
   }
 
   /** Connections parked now (the pool counts them as in use; they are as good as idle). */
@@ -83,32 +92,18 @@ export class ConnectionParking {
   }
 
   /**
-   * A connection for `owner`: the one parked longest, or a connection of the pool; when every one
-   * is out or `owner` has its share, the next one freed that it may have (handed over as it is,
-   * its transaction ended with the taker's first round trip). Longest first keeps every parked
-   * connection in use under load: taking the most recent one left the rest parked past
-   * {@link PARK_MS}, each then ended by a round trip of its own (half a ROLLBACK per request of 32
-   * concurrent get-by-id requests; a few per thousand this way).
+   * A connection for `owner`: the one parked longest, or a new one of the pool; when none is free
+   * or `owner` may not take one now ({@link OwnerShares}), the first freed that it may have (handed
+   * over as it is, its transaction ended with the taker's first round trip). Longest first keeps
+   * every parked connection in use under load: taking the most recent one left the rest parked
+   * past {@link PARK_MS}, each then ended by a round trip of its own (half a ROLLBACK per request
+   * of 32 concurrent get-by-id requests; a few per thousand this way).
    */
-  async take(owner: string): Promise<TakenConnection> {
-    if (!this.shares.mayTake(owner))
-      return new Promise((resolve, reject) => this.waiters.push({ owner, resolve, reject }));
-    for (let parked = this.parked.shift(); parked; parked = this.parked.shift()) {
-      if (!isLost(parked.client)) return this.lend(owner, parked.client, "ROLLBACK");
-      parked.client.release(true);
-    }
-    const pool = this.pool;
-    if (pool.totalCount < (pool.options.max ?? 10) || pool.idleCount > 0) {
-      this.shares.took(owner);
-      try {
-        const client = await pool.connect();
-        this.shares.holders.set(client, owner);
-        return { client, end: "" };
-      } catch (error) {
-        this.shares.gaveBack(owner);
-        this.serveWaiters();
-        throw error;
-      }
+  take(owner: string): Promise<TakenConnection> {
+    if (this.shares.mayTake(owner)) {
+      const client = this.unpark();
+      if (client) return Promise.resolve(this.lend(owner, client, "ROLLBACK"));
+      if (this.out < this.max) return this.open(owner);
     }
     return new Promise((resolve, reject) => this.waiters.push({ owner, resolve, reject }));
   }
@@ -122,20 +117,18 @@ export class ConnectionParking {
     }
     const waiter = this.nextWaiter();
     if (waiter) waiter.resolve(this.lend(waiter.owner, client, ""));
-    else {
-      client.release();
-      this.serveWaiters();
-    }
+    else this.toPool(client, false);
+    this.serveWaiters();
   }
 
   /** Destroys `client` (it failed); a waiting taker gets a new connection in its place. */
   destroy(client: pg.PoolClient): void {
     this.shares.released(client);
-    client.release(true);
+    this.toPool(client, true);
     this.serveWaiters();
   }
 
-  /** Parks `client`, whose read-only transaction is over (ended at once if the pool has waiters). */
+  /** Parks `client`, whose read-only transaction is over (handed to a waiting taker if there is one). */
   park(client: pg.PoolClient): void {
     this.shares.released(client);
     if (isLost(client)) {
@@ -143,17 +136,12 @@ export class ConnectionParking {
       return;
     }
     const waiter = this.nextWaiter();
-    if (waiter) {
-      waiter.resolve(this.lend(waiter.owner, client, "ROLLBACK"));
-      return;
+    if (waiter) waiter.resolve(this.lend(waiter.owner, client, "ROLLBACK"));
+    else {
+      this.parked.push({ client, since: performance.now() });
+      this.timer ??= setTimeout(() => this.sweep(), PARK_MS).unref();
     }
-    const parked: Parked = { client, since: performance.now() };
-    if (this.waiters.length > 0 || this.pool.waitingCount > 0) {
-      this.end(parked);
-      return;
-    }
-    this.parked.push(parked);
-    this.timer ??= setTimeout(() => this.sweep(), PARK_MS).unref();
+    this.serveWaiters();
   }
 
   /** Ends every parked connection (the store is closing). */
@@ -169,6 +157,39 @@ export class ConnectionParking {
     while (this.parked.length > 0 && now - (this.parked[0]?.since ?? now) >= PARK_MS)
       this.end(this.parked.shift() as Parked);
     if (this.parked.length > 0) this.timer = setTimeout(() => this.sweep(), PARK_MS).unref();
+  }
+
+  /** The connection parked longest that still works (the broken ones go back destroyed). */
+  private unpark(): pg.PoolClient | undefined {
+    for (let parked = this.parked.shift(); parked; parked = this.parked.shift()) {
+      if (!isLost(parked.client)) return parked.client;
+      this.toPool(parked.client, true);
+    }
+    return undefined;
+  }
+
+  /** A new connection of the pool for `owner`, counted as its from the start. */
+  private async open(owner: string): Promise<TakenConnection> {
+    this.shares.took(owner);
+    this.out++;
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      this.out--;
+      this.shares.gaveBack(owner);
+      // What it counted may have kept another waiter out.
+      this.serveWaiters();
+      throw error;
+    }
+    this.shares.holders.set(client, owner);
+    return { client, end: "" };
+  }
+
+  /** Returns `client` to the pool (destroyed when `broken`). */
+  private toPool(client: pg.PoolClient, broken: boolean): void {
+    this.out--;
+    client.release(broken);
   }
 
   /** `client`, held from now on by `owner`. */
@@ -189,24 +210,14 @@ export class ConnectionParking {
     return best < 0 ? undefined : this.waiters.splice(best, 1)[0];
   }
 
-  /** Opens connections of the pool for waiters that may now take one (a connection was freed). */
+  /** Serves the waiters that may take a connection, while one is parked or the pool has room. */
   private serveWaiters(): void {
-    const pool = this.pool;
-    const free = Math.max(0, (pool.options.max ?? 10) - pool.totalCount) + pool.idleCount;
-    for (let i = 0; i < free; i++) {
+    while (this.waiters.length > 0 && (this.parked.length > 0 || this.out < this.max)) {
       const waiter = this.nextWaiter();
       if (!waiter) return;
-      this.shares.took(waiter.owner);
-      pool.connect().then(
-        (client) => {
-          this.shares.holders.set(client, waiter.owner);
-          waiter.resolve({ client, end: "" });
-        },
-        (error: unknown) => {
-          this.shares.gaveBack(waiter.owner);
-          waiter.reject(error);
-        },
-      );
+      const client = this.unpark();
+      if (client) waiter.resolve(this.lend(waiter.owner, client, "ROLLBACK"));
+      else this.open(waiter.owner).then(waiter.resolve, waiter.reject);
     }
   }
 
