@@ -11,13 +11,20 @@ import { LiveQueries } from "../host/live/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
-const CAPSULE = `import { capsule, table, number } from "platform/server";
+const CAPSULE = `import { capsule, table, number, string } from "platform/server";
 export default capsule({
-  schema: { rows: table({ n: number() }).index("by_n", ["n"]) },
+  schema: {
+    rows: table({ n: number() }).index("by_n", ["n"]),
+    notes: table({ s: string() }).index("by_s", ["s"]),
+  },
   queries: {
     big: async (ctx, args) => {
       const row = await ctx.db.rows.withIndex("by_n", (q) => q.eq("n", args.n)).first();
       return (row ? "found " : "") + "x".repeat(args.size);
+    },
+    longKeys: async (ctx, args) => {
+      for (let i = 0; i < args.count; i++) await ctx.db.notes.withIndex("by_s", (q) => q.eq("s", "y".repeat(args.size) + i)).first();
+      return args.count;
     },
     misses: async (ctx, args) => {
       for (let i = 0; i < args.gets; i++) await ctx.db.rows.get(String(i).padStart(22, "A"));
@@ -88,6 +95,18 @@ describe("a handler's gets and scans", () => {
       });
     }
   }, 60_000);
+
+  it("are counted by the bytes of their bounds too: long compared values fail with 429", async () => {
+    const size = 1024 * 1024;
+    const ok = await host.call("state", "query", "longKeys", { count: 1, size });
+    expect(ok.status, ok.text()).toBe(200);
+    // Each range holds the value twice (start and end): the third passes 4 MiB.
+    const over = await host.call("state", "query", "longKeys", { count: 3, size });
+    expect(over.status, over.text()).toBe(429);
+    expect(over.json<{ error: { message: string } }>().error.message).toBe(
+      `Database rangeBytesRead limit exceeded (${LIMITS.rangeBytesRead}).`,
+    );
+  }, 60_000);
 });
 
 describe("a deployment's live state", () => {
@@ -102,10 +121,15 @@ describe("a deployment's live state", () => {
     expect(third.error?.code).toBe("limit_exceeded");
     expect(third.error?.message).toContain(`live queries hold more than ${STATE_BYTES} bytes`);
 
-    // The refused one runs again at the next write; with room freed, it gets its value.
-    first.unsubscribe();
+    // Refused, it keeps no read set: a write re-runs it no more than it re-runs the others here.
+    const runs = live.executions;
     await host.call("state", "mutation", "add", { n: 1000 });
     await live.settled();
+    expect(live.executions).toBe(runs);
+    // Room freed: it runs again at once, and gets its value.
+    first.unsubscribe();
+    await live.settled();
+    expect(live.executions).toBe(runs + 1);
     expect(third.value?.length).toBe(size);
     expect(third.error).toBeUndefined();
     // The others were not disturbed: the write touched neither's read set.
@@ -115,18 +139,17 @@ describe("a deployment's live state", () => {
   }, 60_000);
 
   it("counts read sets too: wide queries that find nothing fill it as results do", async () => {
+    const SCANS = 1024;
     const subscriptions = [];
     for (let i = 0; i < 12; i++) {
-      subscriptions.push(
-        await subscribe("misses", { gets: 0, scans: LIMITS.rangesRead, from: i * LIMITS.rangesRead }),
-      );
+      subscriptions.push(await subscribe("misses", { gets: 0, scans: SCANS, from: i * SCANS }));
     }
     const kept = subscriptions.filter((s) => s.value !== undefined).length;
     const refused = subscriptions.filter((s) => s.error?.code === "limit_exceeded").length;
     expect(kept + refused).toBe(12);
     expect(kept).toBeGreaterThan(0);
-    // Each watched range counts at least its index entry (64 bytes).
-    expect(kept).toBeLessThanOrEqual(Math.floor(STATE_BYTES / (LIMITS.rangesRead * 64)));
+    // Each watched range counts at least its index entry (224 bytes).
+    expect(kept).toBeLessThanOrEqual(Math.floor(STATE_BYTES / (SCANS * 224)));
     for (const subscription of subscriptions) subscription.unsubscribe();
     // All gone: a new one fits again.
     const again = await subscribe("big", { n: 5, size: 400_000 });

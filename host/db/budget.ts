@@ -7,6 +7,7 @@ export interface BudgetLimits {
   rowsRead: number;
   bytesRead: number;
   rangesRead: number;
+  rangeBytesRead: number;
   rowsWritten: number;
   bytesWritten: number;
 }
@@ -17,6 +18,7 @@ export const DEFAULT_BUDGET: BudgetLimits = {
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
   rangesRead: LIMITS.rangesRead,
+  rangeBytesRead: LIMITS.rangeBytesRead,
   rowsWritten: LIMITS.rowsWritten,
   bytesWritten: LIMITS.bytesWritten,
 };
@@ -27,6 +29,7 @@ export const UNLIMITED_BUDGET: BudgetLimits = {
   rowsRead: Number.MAX_SAFE_INTEGER,
   bytesRead: Number.MAX_SAFE_INTEGER,
   rangesRead: Number.MAX_SAFE_INTEGER,
+  rangeBytesRead: Number.MAX_SAFE_INTEGER,
   rowsWritten: Number.MAX_SAFE_INTEGER,
   bytesWritten: Number.MAX_SAFE_INTEGER,
 };
@@ -52,8 +55,9 @@ export class Budget {
   failure: PlatformError | undefined;
   /** Bytes stored so far, rows and their index entries (the call log counts the writes only). */
   private bytesWritten = 0;
-  /** Gets and index scans so far: the keys and ranges the handler's read set holds. */
+  /** Gets and index scans so far, and the bytes of their keys and bounds: the handler's read set. */
   private rangesRead = 0;
+  private rangeBytesRead = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
     this.limits = limits;
@@ -70,22 +74,25 @@ export class Budget {
   }
 
   /**
-   * Counts one index scan (a query terminal) before it reads: its range joins the read set, which
-   * a live query keeps and indexes whether or not the scan finds anything.
+   * Counts one index scan (a query terminal) of a range whose bounds take `bytes`, before it
+   * reads: the range joins the read set, which a live query keeps and indexes whether or not the
+   * scan finds anything.
    */
-  scanned(): void {
-    this.watch();
+  scanned(bytes: number): void {
+    this.watch(bytes);
     this.usage.indexScans++;
   }
 
-  /** Counts one get by id before it reads: its key joins the read set, found or not (see {@link scanned}). */
-  lookedUp(): void {
-    this.watch();
+  /** Counts one get by id of a key of `bytes` before it reads: the key joins the read set, found or not. */
+  lookedUp(bytes: number): void {
+    this.watch(bytes);
   }
 
-  private watch(): void {
+  private watch(bytes: number): void {
     if (this.rangesRead >= this.limits.rangesRead) throw this.exceeded("rangesRead");
+    if (this.rangeBytesRead + bytes > this.limits.rangeBytesRead) throw this.exceeded("rangeBytesRead");
     this.rangesRead++;
+    this.rangeBytesRead += bytes;
   }
 
   /** Counts one scanned entry of `bytes` row bytes (0 for key-only scans). */

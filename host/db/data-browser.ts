@@ -28,6 +28,7 @@ const BROWSE_BUDGET = {
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
   rangesRead: LIMITS.rangesRead,
+  rangeBytesRead: LIMITS.rangeBytesRead,
   rowsWritten: 0,
   bytesWritten: 0,
 };

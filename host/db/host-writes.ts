@@ -66,7 +66,7 @@ export async function legacyTable(tx: TransactionView, tableName: string): Promi
   const start = table.rowPrefix;
   const end = afterPrefix(start);
   const rows: string[] = [];
-  tx.budget.scanned();
+  tx.budget.scanned(start.length + end.length);
   tx.readSet.ranges.push({ start, end });
   await scanRange(
     tx.snapshot,

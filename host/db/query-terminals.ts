@@ -55,7 +55,7 @@ async function runQueryNow(
   }
   const range = compileRange(table, index, spec.range);
   const reverse = spec.order === "desc";
-  tx.budget.scanned();
+  tx.budget.scanned(range.start.length + range.end.length);
   switch (terminal.kind) {
     case "count":
       return { kind: "count", count: await count(tx, table, index, range) };

@@ -121,7 +121,7 @@ export class Transaction implements TransactionView {
     if (key === null) return null;
     const json = this.tryReadKeySync(key);
     if (json === NOT_READY) return NOT_READY;
-    this.budget.lookedUp();
+    this.budget.lookedUp(key.length);
     this.readSet.keys.push(key);
     return chargeRow(this, table, json);
   }
@@ -132,7 +132,7 @@ export class Transaction implements TransactionView {
     const table = this.table(tableName);
     const key = pointKey(table, id);
     if (key === null) return null;
-    this.budget.lookedUp();
+    this.budget.lookedUp(key.length);
     this.readSet.keys.push(key);
     return chargeRow(this, table, await this.readKey(key));
   }

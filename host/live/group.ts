@@ -46,6 +46,8 @@ export interface Group {
   finished: number;
   /** Callers waiting for the execution numbered `need` to finish (see {@link nextRunOf}). */
   waiters: Array<{ need: number; resolve: () => void }>;
+  /** Its last run did not fit in its deployment's live state: it runs again as room frees. */
+  awaitingRoom?: boolean;
 }
 
 /**

@@ -2,9 +2,10 @@ import type { ReadSet } from "../db/index.js";
 
 /**
  * What each key or range a live query watches costs beyond its bytes: its entries in the read-set
- * index (a map entry and a set, or a tree node with its strings' headers).
+ * index (a map entry and a set of its own, or a tree node, its handle and its strings' headers).
+ * Measured: 4096 keys or ranges of 24 bytes each grew the heap by 223-225 bytes each beyond them.
  */
-const WATCHED_ENTRY_BYTES = 64;
+const WATCHED_ENTRY_BYTES = 224;
 
 /** The memory a live query's read set takes once indexed, as {@link HeldBytes} counts it. */
 export function readSetBytes(readSet: ReadSet | undefined): number {
@@ -26,8 +27,13 @@ export class HeldBytes<G> {
 
   constructor(readonly limit: number) {}
 
+  /** What `group` holds now. */
+  of(group: G): number {
+    return this.byGroup.get(group)?.bytes ?? 0;
+  }
+
   /** What `deployment` holds now. */
-  of(deployment: string): number {
+  ofDeployment(deployment: string): number {
     return this.byDeployment.get(deployment) ?? 0;
   }
 
@@ -36,8 +42,8 @@ export class HeldBytes<G> {
    * the limit; `force` holds it anyway (an error outcome of a few hundred bytes must be kept).
    */
   hold(deployment: string, group: G, bytes: number, force = false): boolean {
-    const before = this.byGroup.get(group)?.bytes ?? 0;
-    const total = this.of(deployment) - before + bytes;
+    const before = this.of(group);
+    const total = this.ofDeployment(deployment) - before + bytes;
     if (!force && bytes > before && total > this.limit) return false;
     this.byGroup.set(group, { deployment, bytes });
     this.byDeployment.set(deployment, total);
@@ -49,7 +55,7 @@ export class HeldBytes<G> {
     const held = this.byGroup.get(group);
     if (!held) return;
     this.byGroup.delete(group);
-    const total = this.of(held.deployment) - held.bytes;
+    const total = this.ofDeployment(held.deployment) - held.bytes;
     if (total > 0) this.byDeployment.set(held.deployment, total);
     else this.byDeployment.delete(held.deployment);
   }

@@ -28,12 +28,13 @@ export function sameOutcome(last: Outcome | undefined, next: Outcome): boolean {
   return last.valueJson === next.valueJson;
 }
 
-/** What an outcome holds in memory, counted in characters of its JSON. */
+/** Anything beyond Latin-1: V8 then keeps the whole string at two bytes a character. */
+const WIDE_CHARACTER = /[\u0100-\uffff]/;
+
+/** What an outcome holds in memory: its JSON's characters, two bytes each when any needs them. */
 export function outcomeBytes(outcome: Outcome): number {
-  return (
-    outcome.valueJson?.length ??
-    (outcome.error ? outcome.error.message.length + outcome.error.code.length : 0)
-  );
+  const text = outcome.valueJson ?? (outcome.error ? outcome.error.message + outcome.error.code : "");
+  return WIDE_CHARACTER.test(text) ? 2 * text.length : text.length;
 }
 
 /** The failure of a run whose result and read set would take its deployment past `limit` ({@link LIMITS.liveStateBytes}). */

@@ -15,6 +15,11 @@ export const LIMITS = {
    * are bounded even when they find nothing (a missing get reads no row). Ours; Convex allows 4096.
    */
   rangesRead: 4096,
+  /**
+   * Bytes of the keys and range bounds of one handler's gets and index scans (the read set a live
+   * query keeps): a scan compared with a 1 MiB string holds it twice, found or not. Ours.
+   */
+  rangeBytesRead: 4 * 1024 * 1024,
   /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
   rowsWritten: 8192,
   /**
