@@ -25,6 +25,7 @@ import {
   SubscriptionArgs,
   SYNC_LIMITS,
 } from "./sync-messages.js";
+import { SocketPushes } from "./sync-pushes.js";
 
 export { SYNC_LIMITS } from "./sync-messages.js";
 
@@ -141,9 +142,6 @@ export function attachSync(
     // Deleted between the upgrade's check and now: the listener above has run already.
     void deployments.get(deployment).then((record) => record || closeGone(ws));
     const subscriptions = new Map<string, Promise<() => void>>();
-    /** Results (values or errors) held back while the caller is over its quota: the latest of each. */
-    const held = new Map<string, string>();
-    let flushTimer: NodeJS.Timeout | undefined;
     const sendText = (text: string) => {
       if (ws.readyState === ws.OPEN) sendWithin(ws, text);
     };
@@ -151,32 +149,14 @@ export function attachSync(
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
     const valueText = (type: "value" | "mutationResult", id: string, valueJson: string) =>
       `{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`;
-    // Every pushed result costs the subscriber one request, shared execution or not; over quota it
-    // waits, and only the latest result of each subscription is sent when the quota refills.
-    /** Sends held results, charging each unless `charge` is false; stops when the quota runs out. */
-    const sendHeld = (charge: boolean) => {
-      for (const [id, text] of held) {
-        if (charge && !quota.tryTake(key)) break;
-        held.delete(id);
-        if (subscriptions.has(id)) sendText(text);
-      }
-    };
-    const flush = () => {
-      flushTimer = undefined;
-      sendHeld(true);
-      if (held.size > 0 && ws.readyState === ws.OPEN)
-        flushTimer = setTimeout(flush, Math.max(10, quota.waitMs(key)));
-    };
-    // An error is a result too: it waits behind held values, and replaces the one of its subscription.
-    const deliver = (id: string, text: string) => {
-      if (held.size === 0 && quota.tryTake(key)) {
-        sendText(text);
-        return;
-      }
-      held.delete(id);
-      held.set(id, text);
-      flushTimer ??= setTimeout(flush, Math.max(10, quota.waitMs(key)));
-    };
+    // Every pushed result costs the subscriber one request, shared execution or not (sync-pushes.ts).
+    const pushes = new SocketPushes(
+      quota,
+      key,
+      sendText,
+      (id) => subscriptions.has(id),
+      () => ws.readyState === ws.OPEN,
+    );
     const mutate = async (id: string, message: ClientMessage & { type: "mutation" }, argsJson: string) => {
       try {
         const idempotencyKey = parseIdempotencyKey(message.idempotencyKey ?? undefined);
@@ -203,7 +183,7 @@ export function attachSync(
         }
         await live.settledFor(deployment);
         // Read-your-writes holds over quota too: results held back go out before the answer.
-        sendHeld(false);
+        pushes.sendHeld(false);
         sendText(valueText("mutationResult", id, result.valueJson));
       } catch (error) {
         send({ type: "mutationResult", id, error: wireError(error) });
@@ -251,8 +231,8 @@ export function attachSync(
           return;
         }
         const subscribed = live.subscribe(deployment, String(message.name), args, identity, {
-          value: (valueJson) => deliver(id, valueText("value", id, valueJson)),
-          error: (error) => deliver(id, JSON.stringify({ type: "error", id, error })),
+          value: (valueJson) => pushes.push(id, () => valueText("value", id, valueJson)),
+          error: (error) => pushes.push(id, () => JSON.stringify({ type: "error", id, error })),
         });
         // Awaited on unsubscribe or close; a failure until then must not go unheard.
         subscribed.catch(() => {});
@@ -260,7 +240,7 @@ export function attachSync(
       } else if (message.type === "unsubscribe") {
         const stop = subscriptions.get(id);
         subscriptions.delete(id);
-        held.delete(id);
+        pushes.forget(id);
         keptArgs.release(id);
         (await stop)?.();
       } else if (message.type === "mutation") {
@@ -284,8 +264,7 @@ export function attachSync(
       sockets.delete(ws);
       running.delete(ws);
       if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);
-      clearTimeout(flushTimer);
-      held.clear();
+      pushes.close();
       const stops = [...subscriptions.values()];
       subscriptions.clear();
       for (const stop of stops)
