@@ -97,33 +97,64 @@ export function onBudgetedMessage(
   });
 }
 
-/** Sockets with a check of their unsent data pending. */
-const watched = new WeakSet<WebSocket>();
-
 /** Closes `ws` as a slow consumer, at once. */
 function dropSlow(ws: WebSocket): void {
   ws.close(1013, "slow consumer");
   ws.terminate();
 }
 
+/** Unsent data above this is a socket's backlog: watched, and counted against the host's total. */
+const BACKLOG_BYTES = SYNC_LIMITS.bufferedBytes / 4;
+
 /**
- * Sends `text` on `ws` unless unsent data is waiting already and the two together would pass
- * {@link SYNC_LIMITS.bufferedBytes} (one message larger than that still goes alone, to a socket
- * that has taken everything before it): then `ws` is dropped as a slow consumer. So is a socket
- * whose unsent data stays above a quarter of the limit for {@link SYNC_LIMITS.drainMs} after a
- * send: a client that stopped reading after one large push would otherwise hold it in the host
- * for good (120 such sockets held 1.9 GB).
+ * Sends on a host's sync sockets within what each may leave unsent and what all may together.
+ * Unsent data is the host's memory: a socket whose client stopped reading after one large push
+ * holds it (120 such sockets held 1.9 GB), and a thousand sockets each pushed one 8 MiB result
+ * would hold 8 GB for as long as they are let be.
  */
-export function sendWithin(ws: WebSocket, text: string): void {
-  if (ws.bufferedAmount > 0 && ws.bufferedAmount + text.length > SYNC_LIMITS.bufferedBytes) {
-    dropSlow(ws);
-    return;
+export class SendLimits {
+  /** Sockets whose unsent data was above {@link BACKLOG_BYTES} at their last send. */
+  private readonly backlogged = new Set<WebSocket>();
+  /** Sockets with a check of their backlog pending. */
+  private readonly watched = new WeakSet<WebSocket>();
+
+  /** `hostBytes`: what all sockets' backlogs may hold together. */
+  constructor(private readonly hostBytes: number = SYNC_LIMITS.hostUnsentBytes) {}
+
+  /**
+   * Sends `text` on `ws` unless unsent data is waiting already and the two together would pass
+   * {@link SYNC_LIMITS.bufferedBytes} (one message larger than that still goes alone, to a socket
+   * that has taken everything before it), or it would leave a backlog while all sockets' backlogs
+   * would pass the host's bytes: then `ws` is dropped as a slow consumer (its client reconnects).
+   * So is a socket whose backlog stays for {@link SYNC_LIMITS.drainMs} after a send.
+   */
+  send(ws: WebSocket, text: string): void {
+    const waiting = ws.bufferedAmount;
+    const after = waiting + text.length;
+    const overOwn = waiting > 0 && after > SYNC_LIMITS.bufferedBytes;
+    if (overOwn || (after > BACKLOG_BYTES && this.backlogs() + text.length > this.hostBytes)) {
+      dropSlow(ws);
+      return;
+    }
+    ws.send(text);
+    if (ws.bufferedAmount <= BACKLOG_BYTES) return;
+    this.backlogged.add(ws);
+    if (this.watched.has(ws)) return;
+    this.watched.add(ws);
+    setTimeout(() => {
+      this.watched.delete(ws);
+      if (ws.readyState === ws.OPEN && ws.bufferedAmount > BACKLOG_BYTES) dropSlow(ws);
+    }, SYNC_LIMITS.drainMs).unref();
   }
-  ws.send(text);
-  if (ws.bufferedAmount <= SYNC_LIMITS.bufferedBytes / 4 || watched.has(ws)) return;
-  watched.add(ws);
-  setTimeout(() => {
-    watched.delete(ws);
-    if (ws.readyState === ws.OPEN && ws.bufferedAmount > SYNC_LIMITS.bufferedBytes / 4) dropSlow(ws);
-  }, SYNC_LIMITS.drainMs).unref();
+
+  /** What the sockets' backlogs hold now (those that sent theirs or closed are let go). */
+  private backlogs(): number {
+    let bytes = 0;
+    for (const ws of this.backlogged) {
+      const waiting = ws.readyState === ws.OPEN ? ws.bufferedAmount : 0;
+      if (waiting > BACKLOG_BYTES) bytes += waiting;
+      else this.backlogged.delete(ws);
+    }
+    return bytes;
+  }
 }

@@ -25,6 +25,11 @@ export const SYNC_LIMITS = {
   /** How long unsent data may stay above a quarter of `bufferedBytes` before the socket is dropped (ms). */
   drainMs: 30_000,
   /**
+   * Unsent data of all the host's sync sockets together, counting each socket's above a quarter of
+   * `bufferedBytes`: a push that would pass it drops its socket as a slow consumer (sync-guards.ts).
+   */
+  hostUnsentBytes: 256 * 1024 * 1024,
+  /**
    * Every socket is pinged this often, and one that has not answered the ping before it is ended
    * (ms): a client gone without a word is let go within one to two periods.
    */

@@ -15,7 +15,7 @@ import type { LiveQueries } from "../live/index.js";
 import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
-import { InboundBudgets, onBudgetedMessage, sendWithin } from "./sync-guards.js";
+import { InboundBudgets, onBudgetedMessage, SendLimits } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   ArgsPerAddress,
@@ -84,6 +84,7 @@ export function attachSync(
   const inbound = new InboundBudgets(quota.enabled);
   const argsPerAddress = new ArgsPerAddress();
   const heartbeat = new SyncHeartbeat();
+  const sends = new SendLimits();
   let draining = false;
   const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
@@ -143,7 +144,7 @@ export function attachSync(
     void deployments.get(deployment).then((record) => record || closeGone(ws));
     const subscriptions = new Map<string, Promise<() => void>>();
     const sendText = (text: string) => {
-      if (ws.readyState === ws.OPEN) sendWithin(ws, text);
+      if (ws.readyState === ws.OPEN) sends.send(ws, text);
     };
     const send = (message: unknown) => sendText(JSON.stringify(message));
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.

@@ -1,0 +1,60 @@
+/**
+ * What all of a host's sync sockets leave unsent together is bounded: clients that stop reading
+ * after one large push each would otherwise hold it in the host's memory (a thousand 8 MiB pushes,
+ * 8 GB). Real `ws` server and clients on loopback; the slow clients pause their sockets.
+ */
+import type { AddressInfo, Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { WebSocket, WebSocketServer } from "ws";
+import { SendLimits } from "./sync-guards.js";
+
+const MiB = 1024 * 1024;
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+describe("SendLimits", () => {
+  it("drops a socket whose push would take all backlogs past the host's bytes, and sends small pushes as before", async () => {
+    // A message larger than the kernel's buffers on both ends take: most of it stays unsent.
+    const big = "x".repeat(32 * MiB);
+    const limits = new SendLimits(40 * MiB);
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    cleanups.push(() => {
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+    });
+    const serverSockets: WebSocket[] = [];
+    wss.on("connection", (ws) => serverSockets.push(ws));
+    await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
+    const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+    const clients = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<WebSocket>((resolve) => {
+            const ws = new WebSocket(url);
+            ws.once("open", () => resolve(ws));
+          }),
+      ),
+    );
+    while (serverSockets.length < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+    const [slow, slower, reader] = clients as [WebSocket, WebSocket, WebSocket];
+    for (const client of [slow, slower]) (client as unknown as { _socket: Socket })._socket.pause();
+    const closed = (ws: WebSocket) =>
+      new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+    const [first, second, third] = serverSockets as [WebSocket, WebSocket, WebSocket];
+    const secondClosed = closed(second);
+
+    limits.send(first, big);
+    expect(first.bufferedAmount).toBeGreaterThan(8 * MiB);
+    // The second large push would hold more than 40 MiB unsent on the host: its socket is dropped.
+    limits.send(second, big);
+    expect(await secondClosed).toBe(1006);
+    expect(first.readyState).toBe(WebSocket.OPEN);
+    // Small pushes leave no backlog: they go out whatever the others hold.
+    const got = new Promise<string>((resolve) => reader.once("message", (data) => resolve(String(data))));
+    limits.send(third, "small");
+    expect(await got).toBe("small");
+    expect(third.readyState).toBe(WebSocket.OPEN);
+  }, 30_000);
+});
