@@ -144,6 +144,8 @@ export class SendLimits {
     setTimeout(() => {
       this.watched.delete(ws);
       if (ws.readyState === ws.OPEN && ws.bufferedAmount > BACKLOG_BYTES) dropSlow(ws);
+      // Still open, it is let go at the next count if its backlog is gone; closed, now.
+      if (ws.readyState !== ws.OPEN) this.backlogged.delete(ws);
     }, SYNC_LIMITS.drainMs).unref();
   }
 

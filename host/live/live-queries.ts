@@ -249,8 +249,8 @@ export class LiveQueries {
 
   /**
    * Runs the query once, keeps its outcome and what it read within the deployment's share of
-   * {@link LIMITS.liveStateBytes} (beyond it, subscribers get `limit_exceeded` and the run is due
-   * again at the next commit), and tells whoever has not seen the outcome.
+   * {@link LIMITS.liveStateBytes} (beyond it, subscribers get `limit_exceeded`, and the group runs
+   * again, oldest first, as room frees), and tells whoever has not seen the outcome.
    */
   private async execute(group: Group): Promise<void> {
     this.executions++;
