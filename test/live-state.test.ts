@@ -121,21 +121,42 @@ describe("a deployment's live state", () => {
     expect(third.error?.code).toBe("limit_exceeded");
     expect(third.error?.message).toContain(`live queries hold more than ${STATE_BYTES} bytes`);
 
-    // Refused, it keeps no read set: a write re-runs it no more than it re-runs the others here.
+    // A small subscription leaving frees too little: the refused one does not run for nothing.
+    const small = await subscribe("big", { n: 9, size: 10 });
     const runs = live.executions;
-    await host.call("state", "mutation", "add", { n: 1000 });
+    small.unsubscribe();
     await live.settled();
     expect(live.executions).toBe(runs);
+    // Refused, it keeps no read set; a write runs it once, in turn (what it reads may have shrunk),
+    // and nothing else here (the write touched no other read set).
+    await host.call("state", "mutation", "add", { n: 1000 });
+    await live.settled();
+    expect(live.executions).toBe(runs + 1);
+    expect(third.error?.code).toBe("limit_exceeded");
     // Room freed: it runs again at once, and gets its value.
     first.unsubscribe();
     await live.settled();
-    expect(live.executions).toBe(runs + 1);
+    expect(live.executions).toBe(runs + 2);
     expect(third.value?.length).toBe(size);
     expect(third.error).toBeUndefined();
     // The others were not disturbed: the write touched neither's read set.
     expect(second.value?.length).toBe(size);
     second.unsubscribe();
     third.unsubscribe();
+  }, 60_000);
+
+  it("runs every waiting subscription that fits in the room freed, not only the oldest", async () => {
+    const kept = await subscribe("big", { n: 11, size: 600_000 });
+    const leaving = await subscribe("big", { n: 12, size: 200_000 });
+    const large = await subscribe("big", { n: 13, size: 900_000 });
+    const medium = await subscribe("big", { n: 14, size: 300_000 });
+    expect([large.error?.code, medium.error?.code]).toEqual(["limit_exceeded", "limit_exceeded"]);
+    // 200,000 freed: the medium one fits beside the kept one, the large one (first in line) does not.
+    leaving.unsubscribe();
+    await live.settled();
+    expect(medium.value?.length).toBe(300_000);
+    expect(large.error?.code).toBe("limit_exceeded");
+    for (const each of [kept, large, medium]) each.unsubscribe();
   }, 60_000);
 
   it("counts read sets too: wide queries that find nothing fill it as results do", async () => {

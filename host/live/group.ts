@@ -46,8 +46,11 @@ export interface Group {
   finished: number;
   /** Callers waiting for the execution numbered `need` to finish (see {@link nextRunOf}). */
   waiters: Array<{ need: number; resolve: () => void }>;
-  /** Its last run did not fit in its deployment's live state: it runs again as room frees. */
-  awaitingRoom?: boolean;
+  /**
+   * Set when its last run did not fit in its deployment's live state: the bytes that run would
+   * have held. It runs again once that much room is free, or in turn as writes come.
+   */
+  roomNeeded?: number | undefined;
 }
 
 /**

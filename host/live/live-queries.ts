@@ -3,7 +3,8 @@ import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type Group, nextRunOf, type Outcome, type Subscriber, wakeWaiters } from "./group.js";
-import { HeldBytes, readSetBytes } from "./held-bytes.js";
+import { readSetBytes } from "./held-bytes.js";
+import { LiveState } from "./live-state.js";
 import { failureOf, liveStateExceeded, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
 import { ReadSetIndex } from "./read-set-index.js";
 import { RerunQueue } from "./rerun-queue.js";
@@ -42,9 +43,7 @@ export class LiveQueries {
   private readonly queues = new Map<string, RerunQueue>();
   private readonly listening = new Map<string, () => void>();
   private readonly pending = new Set<Promise<void>>();
-  private readonly held: HeldBytes<Group>;
-  /** Groups whose last run did not fit, by deployment, oldest first: each runs again as room frees. */
-  private readonly awaitingRoom = new Map<string, Set<Group>>();
+  private readonly state: LiveState;
   private readonly stopWatchingDeploys: () => void;
   /** Query executions so far (tests count re-runs with it). */
   executions = 0;
@@ -55,7 +54,7 @@ export class LiveQueries {
     /** What one deployment's subscriptions may hold (tests use a small figure). */
     stateBytes: number = LIMITS.liveStateBytes,
   ) {
-    this.held = new HeldBytes(stateBytes);
+    this.state = new LiveState(stateBytes, (group) => void this.schedule(group).catch(() => {}));
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
   }
 
@@ -119,7 +118,7 @@ export class LiveQueries {
     group.subscribers.set(subscriber, undefined);
     // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
     if (group.running) await group.running;
-    else if (group.outcome && !group.awaitingRoom) this.deliver(group);
+    else if (group.outcome && group.roomNeeded === undefined) this.deliver(group);
     else await this.schedule(group);
     const joined = group;
     return () => {
@@ -128,9 +127,7 @@ export class LiveQueries {
         this.groups.delete(key);
         this.byDeployment.get(deployment)?.delete(joined);
         this.readSets.get(deployment)?.delete(joined);
-        this.awaitingRoom.get(deployment)?.delete(joined);
-        this.held.release(joined);
-        this.roomFreed(deployment);
+        this.state.release(joined);
       }
     };
   }
@@ -186,6 +183,7 @@ export class LiveQueries {
   private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
     for (const group of this.readSets.get(deployment)?.touched(writeSet) ?? [])
       void this.schedule(group).catch(() => {});
+    this.state.written(deployment);
   }
 
   /**
@@ -271,38 +269,14 @@ export class LiveQueries {
     }
     // Unsubscribed meanwhile: nothing to keep, nobody to tell.
     if (!this.byDeployment.get(group.deployment)?.has(group)) return;
-    const before = this.held.of(group);
-    if (this.held.hold(group.deployment, group, outcomeBytes(outcome) + readSetBytes(readSet))) {
-      // It fits now (the next one waiting for room may too), or it holds less than before.
-      const fitsAgain = group.awaitingRoom === true;
-      group.awaitingRoom = false;
-      if (fitsAgain || this.held.of(group) < before) this.roomFreed(group.deployment);
-    } else {
-      // No commit re-runs it (it keeps no read set): the room freed later does, oldest first.
-      outcome = { error: liveStateExceeded(this.held.limit) };
+    const refusal: Outcome = { error: liveStateExceeded(this.state.limit) };
+    if (!this.state.keep(group, outcomeBytes(outcome) + readSetBytes(readSet), outcomeBytes(refusal))) {
+      outcome = refusal;
       readSet = emptyReadSet();
-      this.held.hold(group.deployment, group, outcomeBytes(outcome), true);
-      group.awaitingRoom = true;
-      const waiting = this.awaitingRoom.get(group.deployment) ?? new Set<Group>();
-      this.awaitingRoom.set(group.deployment, waiting);
-      waiting.delete(group);
-      waiting.add(group);
-      // What it held before is free now, for the others waiting.
-      if (this.held.of(group) < before) this.roomFreed(group.deployment, group);
     }
     this.readSetsOf(group.deployment).set(group, readSet);
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     this.deliver(group);
-  }
-
-  /** Runs the group of `deployment` that has waited longest for room in its live state, other than `except`. */
-  private roomFreed(deployment: string, except?: Group): void {
-    const waiting = this.awaitingRoom.get(deployment);
-    const oldest = waiting?.values().next().value;
-    if (!waiting || !oldest || oldest === except) return;
-    waiting.delete(oldest);
-    if (waiting.size === 0) this.awaitingRoom.delete(deployment);
-    void this.schedule(oldest).catch(() => {});
   }
 
   /** Gives the group's outcome to every subscriber that was not given it yet. */
@@ -329,7 +303,6 @@ export class LiveQueries {
     this.byDeployment.clear();
     this.readSets.clear();
     this.queues.clear();
-    this.held.clear();
-    this.awaitingRoom.clear();
+    this.state.clear();
   }
 }

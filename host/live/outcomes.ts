@@ -41,6 +41,6 @@ export function outcomeBytes(outcome: Outcome): number {
 export function liveStateExceeded(limit: number): QueryFailure {
   return {
     code: "limit_exceeded",
-    message: `This deployment's live queries hold more than ${limit} bytes of results and read sets, and this one would take them past it; it runs again on the next write. Subscribe to fewer or smaller queries (paginate, or pass ids rather than data).`,
+    message: `This deployment's live queries hold more than ${limit} bytes of results and read sets, and this one would take them past it; it runs again as room frees and as writes come. Subscribe to fewer or smaller queries (paginate, or pass ids rather than data).`,
   };
 }
