@@ -103,60 +103,83 @@ function dropSlow(ws: WebSocket): void {
   ws.terminate();
 }
 
-/** Unsent data above this is a socket's backlog: watched, and counted against the host's total. */
+/** Unsent data above this counts against the host's total (below, 1000 sockets of an address hold 64 MiB). */
+const COUNTED_BYTES = 64 * 1024;
+/** How long a count of all sockets' unsent data stands, sends since added to it (ms). */
+const RECOUNT_MS = 20;
+/** Unsent data above this is a socket's backlog: it must be gone within {@link SYNC_LIMITS.drainMs}. */
 const BACKLOG_BYTES = SYNC_LIMITS.bufferedBytes / 4;
 
 /**
- * Sends on a host's sync sockets within what each may leave unsent and what all may together.
- * Unsent data is the host's memory: a socket whose client stopped reading after one large push
- * holds it (120 such sockets held 1.9 GB), and a thousand sockets each pushed one 8 MiB result
- * would hold 8 GB for as long as they are let be.
+ * What a host's sync sockets may leave unsent, each and all together. Unsent data is the host's
+ * memory: a socket whose client stopped reading after one large push holds it (120 such sockets
+ * held 1.9 GB), and a thousand sockets each sent one 8 MiB result would hold 8 GB. Pushes that do
+ * not fit wait (sync-pushes.ts holds the latest of each subscription, as the shared text); a
+ * socket whose backlog stays for {@link SYNC_LIMITS.drainMs} is dropped as a slow consumer.
  */
 export class SendLimits {
-  /** Sockets whose unsent data was above {@link BACKLOG_BYTES} at their last send. */
-  private readonly backlogged = new Set<WebSocket>();
+  /** Sockets whose unsent data was above {@link COUNTED_BYTES} at their last send. */
+  private readonly counted = new Set<WebSocket>();
   /** Sockets with a check of their backlog pending. */
   private readonly watched = new WeakSet<WebSocket>();
+  /**
+   * What the counted sockets held unsent when last counted, and when (ms), plus what was sent since:
+   * a count walks every counted socket, so pushes waiting for room (retrying) share one for a while.
+   */
+  private count = { bytes: 0, at: Number.NEGATIVE_INFINITY };
 
-  /** `hostBytes`: what all sockets' backlogs may hold together. */
+  /** `hostBytes`: what all sockets' unsent data above {@link COUNTED_BYTES} may hold together. */
   constructor(private readonly hostBytes: number = SYNC_LIMITS.hostUnsentBytes) {}
 
   /**
-   * Sends `text` on `ws` unless unsent data is waiting already and the two together would pass
-   * {@link SYNC_LIMITS.bufferedBytes} (one message larger than that still goes alone, to a socket
-   * that has taken everything before it), or it would leave a backlog while all sockets' backlogs
-   * would pass the host's bytes: then `ws` is dropped as a slow consumer (its client reconnects).
-   * So is a socket whose backlog stays for {@link SYNC_LIMITS.drainMs} after a send.
+   * Whether `bytes` more may go on `ws` now: its unsent data stays within
+   * {@link SYNC_LIMITS.bufferedBytes} (one larger message still goes alone, to a socket that has
+   * sent everything before it), and the host's within its bytes.
+   */
+  fits(ws: WebSocket, bytes: number): boolean {
+    const waiting = ws.bufferedAmount;
+    if (waiting > 0 && waiting + bytes > SYNC_LIMITS.bufferedBytes) return false;
+    return waiting + bytes <= COUNTED_BYTES || this.unsent() + bytes <= this.hostBytes;
+  }
+
+  /**
+   * Sends `text` on `ws` when it {@link fits}, else drops `ws` as a slow consumer (what cannot
+   * wait: a mutation's answer, and the pushes that must go before it).
    */
   send(ws: WebSocket, text: string): void {
-    const waiting = ws.bufferedAmount;
-    const after = waiting + text.length;
-    const overOwn = waiting > 0 && after > SYNC_LIMITS.bufferedBytes;
-    if (overOwn || (after > BACKLOG_BYTES && this.backlogs() + text.length > this.hostBytes)) {
+    if (!this.fits(ws, text.length)) {
       dropSlow(ws);
       return;
     }
+    const before = ws.bufferedAmount;
     ws.send(text);
-    if (ws.bufferedAmount <= BACKLOG_BYTES) return;
-    this.backlogged.add(ws);
-    if (this.watched.has(ws)) return;
+    const waiting = ws.bufferedAmount;
+    if (waiting > COUNTED_BYTES) {
+      this.counted.add(ws);
+      // Sends of one tick (a result fanned out to many sockets) count before any could drain.
+      this.count.bytes += before > COUNTED_BYTES ? Math.max(0, waiting - before) : waiting;
+    }
+    if (waiting <= BACKLOG_BYTES || this.watched.has(ws)) return;
     this.watched.add(ws);
     setTimeout(() => {
       this.watched.delete(ws);
       if (ws.readyState === ws.OPEN && ws.bufferedAmount > BACKLOG_BYTES) dropSlow(ws);
-      // Still open, it is let go at the next count if its backlog is gone; closed, now.
-      if (ws.readyState !== ws.OPEN) this.backlogged.delete(ws);
+      // Still open, it is let go at the next count if its data went; closed, now.
+      if (ws.readyState !== ws.OPEN) this.counted.delete(ws);
     }, SYNC_LIMITS.drainMs).unref();
   }
 
-  /** What the sockets' backlogs hold now (those that sent theirs or closed are let go). */
-  private backlogs(): number {
+  /** What the counted sockets hold unsent (those that sent theirs or closed are let go). */
+  private unsent(): number {
+    const now = performance.now();
+    if (now - this.count.at < RECOUNT_MS) return this.count.bytes;
     let bytes = 0;
-    for (const ws of this.backlogged) {
+    for (const ws of this.counted) {
       const waiting = ws.readyState === ws.OPEN ? ws.bufferedAmount : 0;
-      if (waiting > BACKLOG_BYTES) bytes += waiting;
-      else this.backlogged.delete(ws);
+      if (waiting > COUNTED_BYTES) bytes += waiting;
+      else this.counted.delete(ws);
     }
+    this.count = { bytes, at: now };
     return bytes;
   }
 }

@@ -25,8 +25,8 @@ export const SYNC_LIMITS = {
   /** How long unsent data may stay above a quarter of `bufferedBytes` before the socket is dropped (ms). */
   drainMs: 30_000,
   /**
-   * Unsent data of all the host's sync sockets together, counting each socket's above a quarter of
-   * `bufferedBytes`: a push that would pass it drops its socket as a slow consumer (sync-guards.ts).
+   * Unsent data of all the host's sync sockets together, counting each socket's above 64 KiB: a
+   * push that would pass it waits until the data drains (sync-guards.ts, sync-pushes.ts).
    */
   hostUnsentBytes: 256 * 1024 * 1024,
   /**

@@ -6,12 +6,68 @@
 import type { AddressInfo, Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
+import { RequestQuota } from "./request-quota.js";
 import { SendLimits } from "./sync-guards.js";
+import { SocketPushes } from "./sync-pushes.js";
 
 const MiB = 1024 * 1024;
 const cleanups: Array<() => void> = [];
 afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+/** A loopback `ws` server and `count` clients; answers the clients and the server's sockets, in order. */
+async function connected(count: number): Promise<{ clients: WebSocket[]; sockets: WebSocket[] }> {
+  const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+  cleanups.push(() => {
+    for (const client of wss.clients) client.terminate();
+    wss.close();
+  });
+  await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
+  const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+  const clients: WebSocket[] = [];
+  const sockets: WebSocket[] = [];
+  for (let i = 0; i < count; i++) {
+    const accepted = new Promise<WebSocket>((resolve) => wss.once("connection", resolve));
+    const client = new WebSocket(url);
+    await new Promise((resolve) => client.once("open", resolve));
+    clients.push(client);
+    sockets.push(await accepted);
+  }
+  return { clients, sockets };
+}
+
+describe("SocketPushes within SendLimits", () => {
+  it("holds a push that does not fit until the data drains, instead of dropping the socket", async () => {
+    const limits = new SendLimits(40 * MiB);
+    const { clients, sockets } = await connected(2);
+    const [slow, other] = clients as [WebSocket, WebSocket];
+    const [first, second] = sockets as [WebSocket, WebSocket];
+    const paused = (slow as unknown as { _socket: Socket })._socket;
+    paused.pause();
+    const big = "x".repeat(32 * MiB);
+    limits.send(first, big);
+    // The host holds more than 8 MiB of it unsent: another large push waits, its socket stays.
+    const received: string[] = [];
+    other.on("message", (data) => received.push(String(data)));
+    const pushes = new SocketPushes(
+      new RequestQuota(false),
+      "caller",
+      (text) => limits.send(second, text),
+      (length) => limits.fits(second, length),
+      () => second.readyState === WebSocket.OPEN,
+    );
+    pushes.push("s1", { text: () => big, length: big.length, current: () => true });
+    // A small one for another subscription queues behind it, in order.
+    pushes.push("s2", { text: () => "small", length: 5, current: () => true });
+    expect(second.bufferedAmount).toBe(0);
+    expect(second.readyState).toBe(WebSocket.OPEN);
+    // The slow client reads again: the held push goes out.
+    paused.resume();
+    while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(received.map((text) => text.length)).toEqual([big.length, 5]);
+    expect(second.readyState).toBe(WebSocket.OPEN);
+  }, 30_000);
 });
 
 describe("SendLimits", () => {

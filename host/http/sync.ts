@@ -155,7 +155,7 @@ export function attachSync(
       quota,
       key,
       sendText,
-      (id) => subscriptions.has(id),
+      (length) => sends.fits(ws, length),
       () => ws.readyState === ws.OPEN,
     );
     const mutate = async (id: string, message: ClientMessage & { type: "mutation" }, argsJson: string) => {
@@ -184,7 +184,7 @@ export function attachSync(
         }
         await live.settledFor(deployment);
         // Read-your-writes holds over quota too: results held back go out before the answer.
-        pushes.sendHeld(false);
+        pushes.sendHeld(true);
         sendText(valueText("mutationResult", id, result.valueJson));
       } catch (error) {
         send({ type: "mutationResult", id, error: wireError(error) });
@@ -231,9 +231,19 @@ export function attachSync(
           send({ type: "error", id, error: wireError(error) });
           return;
         }
+        // Its pushes are its own while the id is: an id unsubscribed and used again is another's.
+        const current = () => subscriptions.get(id) === subscribed;
         const subscribed = live.subscribe(deployment, String(message.name), args, identity, {
-          value: (valueJson) => pushes.push(id, () => valueText("value", id, valueJson)),
-          error: (error) => pushes.push(id, () => JSON.stringify({ type: "error", id, error })),
+          value: (valueJson) =>
+            pushes.push(id, {
+              text: () => valueText("value", id, valueJson),
+              length: valueJson.length + id.length + 32,
+              current,
+            }),
+          error: (error) => {
+            const text = JSON.stringify({ type: "error", id, error });
+            pushes.push(id, { text: () => text, length: text.length, current });
+          },
         });
         // Awaited on unsubscribe or close; a failure until then must not go unheard.
         subscribed.catch(() => {});
