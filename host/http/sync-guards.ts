@@ -98,7 +98,7 @@ export function onBudgetedMessage(
 }
 
 /** Closes `ws` as a slow consumer, at once. */
-function dropSlow(ws: WebSocket): void {
+export function dropSlowConsumer(ws: WebSocket): void {
   ws.close(1013, "slow consumer");
   ws.terminate();
 }
@@ -148,7 +148,7 @@ export class SendLimits {
    */
   send(ws: WebSocket, text: string): void {
     if (!this.fits(ws, text.length)) {
-      dropSlow(ws);
+      dropSlowConsumer(ws);
       return;
     }
     const before = ws.bufferedAmount;
@@ -163,7 +163,7 @@ export class SendLimits {
     this.watched.add(ws);
     setTimeout(() => {
       this.watched.delete(ws);
-      if (ws.readyState === ws.OPEN && ws.bufferedAmount > BACKLOG_BYTES) dropSlow(ws);
+      if (ws.readyState === ws.OPEN && ws.bufferedAmount > BACKLOG_BYTES) dropSlowConsumer(ws);
       // Still open, it is let go at the next count if its data went; closed, now.
       if (ws.readyState !== ws.OPEN) this.counted.delete(ws);
     }, SYNC_LIMITS.drainMs).unref();

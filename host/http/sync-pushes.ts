@@ -1,4 +1,5 @@
 import type { RequestQuota } from "./request-quota.js";
+import { SYNC_LIMITS } from "./sync-messages.js";
 
 /** A result waiting to be pushed. */
 export interface Push {
@@ -10,19 +11,33 @@ export interface Push {
   current: () => boolean;
 }
 
+interface Held {
+  push: Push;
+  /** Whether it costs a request when it goes (not a mutation's answer, nor what must precede one). */
+  charged: boolean;
+  /** A mutation's answer. */
+  answer: boolean;
+}
+
 /** Pushes waiting for room on the socket, or on the host, try again after this, doubling to a second (ms). */
 const ROOM_RETRY_MS = 50;
 const ROOM_RETRY_MAX_MS = 1000;
 
+const always = () => true;
+
 /**
- * The results pushed to one sync socket, each costing its caller one request. One goes at once
- * while the quota allows and it fits in what the socket and the host may leave unsent
- * (`SendLimits`); else it waits, only the latest of each subscription, as the function that makes
- * its text (no copy per socket), and goes as the quota refills and the data drains. One whose
- * subscription ended is dropped.
+ * What goes out on one sync socket besides direct replies: pushed results, each costing its caller
+ * one request, and mutations' answers. One goes at once while the quota allows and it fits in
+ * what the socket and the host may leave unsent (`SendLimits`); else it waits, in order, a result
+ * only as the latest of its subscription and as the function that makes its text (no copy per
+ * socket), and goes as the quota refills and the data drains. A result whose subscription ended
+ * is dropped. A mutation's answer comes after every result held when it came (read-your-writes),
+ * which then go uncharged; answers may wait up to {@link SYNC_LIMITS.bufferedBytes} together, and
+ * a socket with more is dropped as a slow consumer.
  */
 export class SocketPushes {
-  private readonly held = new Map<string, Push>();
+  private readonly held = new Map<string | symbol, Held>();
+  private answerChars = 0;
   private timer: NodeJS.Timeout | undefined;
   /** The wait before the next try for room (see {@link ROOM_RETRY_MS}). */
   private roomRetry = ROOM_RETRY_MS;
@@ -37,6 +52,8 @@ export class SocketPushes {
     private readonly fits: (length: number) => boolean,
     /** Whether the socket is still open. */
     private readonly socketOpen: () => boolean,
+    /** Drops the socket as a slow consumer. */
+    private readonly drop: () => void,
   ) {}
 
   /** A result of subscription `id`; an error is one too, and replaces a value held for it. */
@@ -47,27 +64,29 @@ export class SocketPushes {
       return;
     }
     this.held.delete(id);
-    this.held.set(id, push);
-    this.timer ??= setTimeout(() => this.flush(), this.quotaWait());
+    this.held.set(id, { push, charged: true, answer: false });
+    this.schedule(this.quotaWait());
   }
 
-  /**
-   * Sends the held results in order. `forced` (before a mutation's answer, which must come after
-   * them): all of them, uncharged. Else while each fits and the quota allows; answers what it
-   * stopped for.
-   */
-  sendHeld(forced: boolean): "room" | "quota" | undefined {
-    for (const [id, push] of this.held) {
-      if (!push.current()) {
-        this.held.delete(id);
-        continue;
-      }
-      if (!forced && !this.fits(push.length)) return "room";
-      if (!forced && !this.quota.tryTake(this.key)) return "quota";
-      this.held.delete(id);
-      this.send(push.text());
+  /** A mutation's answer: after the results held now, which it pays for. */
+  answer(text: string): void {
+    if (this.held.size === 0 && this.fits(text.length)) {
+      this.send(text);
+      return;
     }
-    return undefined;
+    if (this.answerChars > 0 && this.answerChars + text.length > SYNC_LIMITS.bufferedBytes) {
+      this.close();
+      this.drop();
+      return;
+    }
+    for (const held of this.held.values()) held.charged = false;
+    this.answerChars += text.length;
+    this.held.set(Symbol("answer"), {
+      push: { text: () => text, length: text.length, current: always },
+      charged: false,
+      answer: true,
+    });
+    this.schedule(0);
   }
 
   /** Forgets what is held for subscription `id` (it ended). */
@@ -79,12 +98,33 @@ export class SocketPushes {
   close(): void {
     clearTimeout(this.timer);
     this.held.clear();
+    this.answerChars = 0;
+  }
+
+  /** Sends what is held, in order, while each fits and the quota allows; answers what it stopped for. */
+  private sendHeld(): "room" | "quota" | undefined {
+    for (const [key, { push, charged, answer }] of this.held) {
+      if (!push.current()) {
+        this.held.delete(key);
+        continue;
+      }
+      if (!this.fits(push.length)) return "room";
+      if (charged && !this.quota.tryTake(this.key)) return "quota";
+      this.held.delete(key);
+      if (answer) this.answerChars -= push.length;
+      this.send(push.text());
+    }
+    return undefined;
+  }
+
+  private schedule(wait: number): void {
+    this.timer ??= setTimeout(() => this.flush(), wait);
   }
 
   private flush(): void {
     this.timer = undefined;
     const before = this.held.size;
-    const stopped = this.sendHeld(false);
+    const stopped = this.sendHeld();
     if (this.held.size < before) this.roomRetry = ROOM_RETRY_MS;
     if (this.held.size === 0 || !this.socketOpen()) return;
     let wait = this.quotaWait();
@@ -92,7 +132,7 @@ export class SocketPushes {
       wait = this.roomRetry;
       this.roomRetry = Math.min(ROOM_RETRY_MAX_MS, this.roomRetry * 2);
     }
-    this.timer = setTimeout(() => this.flush(), wait);
+    this.schedule(wait);
   }
 
   private quotaWait(): number {

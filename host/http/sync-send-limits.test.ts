@@ -38,7 +38,7 @@ async function connected(count: number): Promise<{ clients: WebSocket[]; sockets
 }
 
 describe("SocketPushes within SendLimits", () => {
-  it("holds a push that does not fit until the data drains, instead of dropping the socket", async () => {
+  it("holds a push that does not fit until the data drains, instead of dropping the socket, and a mutation's answer behind it", async () => {
     const limits = new SendLimits(40 * MiB);
     const { clients, sockets } = await connected(2);
     const [slow, other] = clients as [WebSocket, WebSocket];
@@ -56,16 +56,23 @@ describe("SocketPushes within SendLimits", () => {
       (text) => limits.send(second, text),
       (length) => limits.fits(second, length),
       () => second.readyState === WebSocket.OPEN,
+      () => second.terminate(),
     );
     pushes.push("s1", { text: () => big, length: big.length, current: () => true });
     // A small one for another subscription queues behind it, in order.
     pushes.push("s2", { text: () => "small", length: 5, current: () => true });
+    // A mutation's answer comes after the results held when it came (read-your-writes).
+    pushes.answer("answer");
     expect(second.bufferedAmount).toBe(0);
     expect(second.readyState).toBe(WebSocket.OPEN);
     // The slow client reads again: the held push goes out.
     paused.resume();
-    while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(received.map((text) => text.length)).toEqual([big.length, 5]);
+    while (received.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(received.map((text) => (text.length > 100 ? text.length : text))).toEqual([
+      big.length,
+      "small",
+      "answer",
+    ]);
     expect(second.readyState).toBe(WebSocket.OPEN);
   }, 30_000);
 });

@@ -15,7 +15,7 @@ import type { LiveQueries } from "../live/index.js";
 import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
-import { InboundBudgets, onBudgetedMessage, SendLimits } from "./sync-guards.js";
+import { dropSlowConsumer, InboundBudgets, onBudgetedMessage, SendLimits } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   ArgsPerAddress,
@@ -157,6 +157,7 @@ export function attachSync(
       sendText,
       (length) => sends.fits(ws, length),
       () => ws.readyState === ws.OPEN,
+      () => dropSlowConsumer(ws),
     );
     const mutate = async (id: string, message: ClientMessage & { type: "mutation" }, argsJson: string) => {
       try {
@@ -184,10 +185,9 @@ export function attachSync(
         }
         await live.settledFor(deployment);
         // Read-your-writes holds over quota too: results held back go out before the answer.
-        pushes.sendHeld(true);
-        sendText(valueText("mutationResult", id, result.valueJson));
+        pushes.answer(valueText("mutationResult", id, result.valueJson));
       } catch (error) {
-        send({ type: "mutationResult", id, error: wireError(error) });
+        pushes.answer(JSON.stringify({ type: "mutationResult", id, error: wireError(error) }));
       }
     };
     const keptArgs = new SubscriptionArgs(argsPerAddress.of(client));
