@@ -115,11 +115,14 @@ const BACKLOG_BYTES = SYNC_LIMITS.bufferedBytes / 4;
  * memory: a socket whose client stopped reading after one large push holds it (120 such sockets
  * held 1.9 GB), and a thousand sockets each sent one 8 MiB result would hold 8 GB. Pushes that do
  * not fit wait (sync-pushes.ts holds the latest of each subscription, as the shared text); a
- * socket whose backlog stays for {@link SYNC_LIMITS.drainMs} is dropped as a slow consumer.
+ * socket that keeps a backlog and sends out less than that in {@link SYNC_LIMITS.drainMs} is
+ * dropped as a slow consumer.
  */
 export class SendLimits {
   /** Sockets whose unsent data was above {@link COUNTED_BYTES} at their last send. */
   private readonly counted = new Set<WebSocket>();
+  /** Each socket's characters sent so far, for its backlog checks. */
+  private readonly sent = new WeakMap<WebSocket, number>();
   /** Sockets with a check of their backlog pending. */
   private readonly watched = new WeakSet<WebSocket>();
   /**
@@ -153,19 +156,37 @@ export class SendLimits {
     }
     const before = ws.bufferedAmount;
     ws.send(text);
+    this.sent.set(ws, (this.sent.get(ws) ?? 0) + text.length);
     const waiting = ws.bufferedAmount;
     if (waiting > COUNTED_BYTES) {
       this.counted.add(ws);
       // Sends of one tick (a result fanned out to many sockets) count before any could drain.
       this.count.bytes += before > COUNTED_BYTES ? Math.max(0, waiting - before) : waiting;
     }
-    if (waiting <= BACKLOG_BYTES || this.watched.has(ws)) return;
+    if (waiting > BACKLOG_BYTES && !this.watched.has(ws)) this.watch(ws);
+  }
+
+  /**
+   * Checks `ws` {@link SYNC_LIMITS.drainMs} from now: it is dropped when it still has a backlog
+   * and less than a backlog's worth went out meanwhile (its client stopped reading, or reads a
+   * trickle); one still backlogged but reading is checked again later.
+   */
+  private watch(ws: WebSocket): void {
     this.watched.add(ws);
+    const waiting = ws.bufferedAmount;
+    const sent = this.sent.get(ws) ?? 0;
     setTimeout(() => {
       this.watched.delete(ws);
-      if (ws.readyState === ws.OPEN && ws.bufferedAmount > BACKLOG_BYTES) dropSlowConsumer(ws);
-      // Still open, it is let go at the next count if its data went; closed, now.
-      if (ws.readyState !== ws.OPEN) this.counted.delete(ws);
+      if (ws.readyState !== ws.OPEN) {
+        this.counted.delete(ws);
+        return;
+      }
+      const now = ws.bufferedAmount;
+      if (now <= BACKLOG_BYTES) return;
+      // Characters sent count as bytes: text beyond ASCII makes a client look slower than it is.
+      const wentOut = waiting + ((this.sent.get(ws) ?? 0) - sent) - now;
+      if (wentOut < BACKLOG_BYTES) dropSlowConsumer(ws);
+      else this.watch(ws);
     }, SYNC_LIMITS.drainMs).unref();
   }
 

@@ -15,8 +15,8 @@ interface Held {
   push: Push;
   /** Whether it costs a request when it goes (not a mutation's answer, nor what must precede one). */
   charged: boolean;
-  /** A mutation's answer. */
-  answer: boolean;
+  /** A reply (see {@link SocketPushes.reply}). */
+  reply: boolean;
 }
 
 /** Pushes waiting for room on the socket, or on the host, try again after this, doubling to a second (ms). */
@@ -26,18 +26,18 @@ const ROOM_RETRY_MAX_MS = 1000;
 const always = () => true;
 
 /**
- * What goes out on one sync socket besides direct replies: pushed results, each costing its caller
- * one request, and mutations' answers. One goes at once while the quota allows and it fits in
+ * What goes out on one sync socket: pushed results, each costing its caller one request, and
+ * replies (mutations' answers, errors). One goes at once while the quota allows and it fits in
  * what the socket and the host may leave unsent (`SendLimits`); else it waits, in order, a result
  * only as the latest of its subscription and as the function that makes its text (no copy per
  * socket), and goes as the quota refills and the data drains. A result whose subscription ended
- * is dropped. A mutation's answer comes after every result held when it came (read-your-writes),
- * which then go uncharged; answers may wait up to {@link SYNC_LIMITS.bufferedBytes} together, and
- * a socket with more is dropped as a slow consumer.
+ * is dropped. A reply comes after every result held when it came (read-your-writes), which then
+ * go uncharged; replies may wait up to {@link SYNC_LIMITS.bufferedBytes} together, and a socket
+ * with more is dropped as a slow consumer.
  */
 export class SocketPushes {
   private readonly held = new Map<string | symbol, Held>();
-  private answerChars = 0;
+  private replyChars = 0;
   private timer: NodeJS.Timeout | undefined;
   /** The wait before the next try for room (see {@link ROOM_RETRY_MS}). */
   private roomRetry = ROOM_RETRY_MS;
@@ -63,28 +63,38 @@ export class SocketPushes {
       this.send(push.text());
       return;
     }
-    this.held.delete(id);
-    this.held.set(id, { push, charged: true, answer: false });
+    // The latest replaces the one held in its place, so a reply held after it still follows it.
+    const held = this.held.get(id);
+    if (held) held.push = push;
+    else this.held.set(id, { push, charged: true, reply: false });
     this.schedule(this.quotaWait());
   }
 
-  /** A mutation's answer: after the results held now, which it pays for. */
-  answer(text: string): void {
+  /** Whether replies wait to be sent. */
+  get replying(): boolean {
+    return this.replyChars > 0;
+  }
+
+  /**
+   * A reply (a mutation's answer, an error): after the results held now, which it pays for, so
+   * the client sees a write's effects before its answer.
+   */
+  reply(text: string): void {
     if (this.held.size === 0 && this.fits(text.length)) {
       this.send(text);
       return;
     }
-    if (this.answerChars > 0 && this.answerChars + text.length > SYNC_LIMITS.bufferedBytes) {
+    if (this.replyChars > 0 && this.replyChars + text.length > SYNC_LIMITS.bufferedBytes) {
       this.close();
       this.drop();
       return;
     }
     for (const held of this.held.values()) held.charged = false;
-    this.answerChars += text.length;
-    this.held.set(Symbol("answer"), {
+    this.replyChars += text.length;
+    this.held.set(Symbol("reply"), {
       push: { text: () => text, length: text.length, current: always },
       charged: false,
-      answer: true,
+      reply: true,
     });
     this.schedule(0);
   }
@@ -98,12 +108,12 @@ export class SocketPushes {
   close(): void {
     clearTimeout(this.timer);
     this.held.clear();
-    this.answerChars = 0;
+    this.replyChars = 0;
   }
 
   /** Sends what is held, in order, while each fits and the quota allows; answers what it stopped for. */
   private sendHeld(): "room" | "quota" | undefined {
-    for (const [key, { push, charged, answer }] of this.held) {
+    for (const [key, { push, charged, reply }] of this.held) {
       if (!push.current()) {
         this.held.delete(key);
         continue;
@@ -111,7 +121,7 @@ export class SocketPushes {
       if (!this.fits(push.length)) return "room";
       if (charged && !this.quota.tryTake(this.key)) return "quota";
       this.held.delete(key);
-      if (answer) this.answerChars -= push.length;
+      if (reply) this.replyChars -= push.length;
       this.send(push.text());
     }
     return undefined;

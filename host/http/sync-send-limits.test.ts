@@ -61,15 +61,18 @@ describe("SocketPushes within SendLimits", () => {
     pushes.push("s1", { text: () => big, length: big.length, current: () => true });
     // A small one for another subscription queues behind it, in order.
     pushes.push("s2", { text: () => "small", length: 5, current: () => true });
-    // A mutation's answer comes after the results held when it came (read-your-writes).
-    pushes.answer("answer");
+    // A mutation's answer comes after the results held when it came (read-your-writes), even when
+    // one of them is replaced by a newer value meanwhile.
+    pushes.reply("answer");
+    const newer = "y".repeat(32 * MiB);
+    pushes.push("s1", { text: () => newer, length: newer.length, current: () => true });
     expect(second.bufferedAmount).toBe(0);
     expect(second.readyState).toBe(WebSocket.OPEN);
     // The slow client reads again: the held push goes out.
     paused.resume();
     while (received.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(received.map((text) => (text.length > 100 ? text.length : text))).toEqual([
-      big.length,
+    expect(received.map((text) => (text.length > 100 ? `${text[0]} x ${text.length}` : text))).toEqual([
+      `y x ${newer.length}`,
       "small",
       "answer",
     ]);

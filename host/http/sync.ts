@@ -76,8 +76,8 @@ export function attachSync(
 ): SyncEndpoint {
   const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
   const open = new Map<string, Set<WebSocket>>();
-  /** Per socket, its mutations under way (a drain waits for them before closing it). */
-  const running = new Map<WebSocket, Set<Promise<void>>>();
+  /** Per socket, its mutations under way and what it sends (a drain waits for their answers). */
+  const running = new Map<WebSocket, { mutations: Set<Promise<void>>; pushes: SocketPushes }>();
   const perClient = new SocketsPerClient(
     quota.enabled ? LIMITS.syncSocketsPerClient : Number.POSITIVE_INFINITY,
   );
@@ -139,14 +139,12 @@ export function attachSync(
     sockets.add(ws);
     heartbeat.watch(ws);
     const mutations = new Set<Promise<void>>();
-    running.set(ws, mutations);
     // Deleted between the upgrade's check and now: the listener above has run already.
     void deployments.get(deployment).then((record) => record || closeGone(ws));
     const subscriptions = new Map<string, Promise<() => void>>();
     const sendText = (text: string) => {
       if (ws.readyState === ws.OPEN) sends.send(ws, text);
     };
-    const send = (message: unknown) => sendText(JSON.stringify(message));
     // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
     const valueText = (type: "value" | "mutationResult", id: string, valueJson: string) =>
       `{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`;
@@ -159,6 +157,9 @@ export function attachSync(
       () => ws.readyState === ws.OPEN,
       () => dropSlowConsumer(ws),
     );
+    // Replies go in order behind the results held back, within what the socket may leave unsent.
+    const send = (message: unknown) => pushes.reply(JSON.stringify(message));
+    running.set(ws, { mutations, pushes });
     const mutate = async (id: string, message: ClientMessage & { type: "mutation" }, argsJson: string) => {
       try {
         const idempotencyKey = parseIdempotencyKey(message.idempotencyKey ?? undefined);
@@ -185,9 +186,9 @@ export function attachSync(
         }
         await live.settledFor(deployment);
         // Read-your-writes holds over quota too: results held back go out before the answer.
-        pushes.answer(valueText("mutationResult", id, result.valueJson));
+        pushes.reply(valueText("mutationResult", id, result.valueJson));
       } catch (error) {
-        pushes.answer(JSON.stringify({ type: "mutationResult", id, error: wireError(error) }));
+        send({ type: "mutationResult", id, error: wireError(error) });
       }
     };
     const keptArgs = new SubscriptionArgs(argsPerAddress.of(client));
@@ -233,11 +234,12 @@ export function attachSync(
         }
         // Its pushes are its own while the id is: an id unsubscribed and used again is another's.
         const current = () => subscriptions.get(id) === subscribed;
+        const frame = valueText("value", id, "").length;
         const subscribed = live.subscribe(deployment, String(message.name), args, identity, {
           value: (valueJson) =>
             pushes.push(id, {
               text: () => valueText("value", id, valueJson),
-              length: valueJson.length + id.length + 32,
+              length: frame + valueJson.length,
               current,
             }),
           error: (error) => {
@@ -290,8 +292,12 @@ export function attachSync(
     drain: async () => {
       draining = true;
       await Promise.all(
-        [...running].map(async ([ws, mutations]) => {
+        [...running].map(async ([ws, { mutations, pushes }]) => {
           while (mutations.size > 0) await Promise.allSettled([...mutations]);
+          // Their answers may wait for the socket's data to drain: a while, not for ever.
+          const until = performance.now() + LIMITS.drainGraceMs;
+          while (pushes.replying && ws.readyState === ws.OPEN && performance.now() < until)
+            await new Promise((resolve) => setTimeout(resolve, 20));
           ws.close(SYNC_CLOSE.hostRestarting, "host restarting");
         }),
       );
