@@ -13,6 +13,22 @@ import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 
 const server = postgresForThisFile("PostgreSQL robustness tests");
 
+/**
+ * A store on a fresh table; its snapshot pool's figures; and `reading(owner)`, a snapshot of
+ * `owner`'s that has read (so holds a connection), like a handler still running.
+ */
+async function snapshotPool() {
+  const store = await PostgresKv.open(server.url, { table: freshTable() });
+  const snapshots = () =>
+    store.poolUse().find((use) => use.pool === "snapshots") as { max: number; idle: number; waiting: number };
+  const reading = async (owner: string) => {
+    const snapshot = await store.lazySnapshot(owner);
+    await snapshot.get(Buffer.from("k"));
+    return snapshot;
+  };
+  return { store, snapshots, reading };
+}
+
 describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () => {
   it("closes a snapshot whose commit cannot be written: more such commits than its pool holds", async () => {
     const store = await PostgresKv.open(server.url, { table: freshTable() });
@@ -154,23 +170,10 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
   });
 
   it("shares snapshot connections between tenants: one holding many leaves others room, the waiter holding fewest goes first", async () => {
-    const store = await PostgresKv.open(server.url, { table: freshTable() });
-    const key = Buffer.from("k");
-    const snapshots = () =>
-      store.poolUse().find((use) => use.pool === "snapshots") as {
-        max: number;
-        idle: number;
-        waiting: number;
-      };
+    const { store, snapshots, reading } = await snapshotPool();
     const { max } = snapshots();
     const share = Math.ceil(max / 4);
     const spare = Math.ceil(max / 16);
-    /** A snapshot of `owner`'s that has read (so holds a connection), like a handler still running. */
-    const reading = async (owner: string) => {
-      const snapshot = await store.lazySnapshot(owner);
-      await snapshot.get(key);
-      return snapshot;
-    };
     const until = async (done: () => boolean) => {
       while (!done()) await new Promise((resolve) => setTimeout(resolve, 10));
     };
@@ -215,20 +218,8 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
   });
 
   it("never asks the pool for more than it has: a burst of readers in one tick waits in turn, not behind later ones", async () => {
-    const store = await PostgresKv.open(server.url, { table: freshTable() });
-    const key = Buffer.from("k");
-    const snapshots = () =>
-      store.poolUse().find((use) => use.pool === "snapshots") as {
-        max: number;
-        idle: number;
-        waiting: number;
-      };
+    const { store, snapshots, reading } = await snapshotPool();
     const { max } = snapshots();
-    const reading = async (owner: string) => {
-      const snapshot = await store.lazySnapshot(owner);
-      await snapshot.get(key);
-      return snapshot;
-    };
     try {
       // Every connection opened, and idle in the pool: parked ones, still in their transactions,
       // are ended and given back to it within moments.
