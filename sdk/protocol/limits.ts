@@ -164,6 +164,12 @@ export const LIMITS = {
    */
   liveRerunsInFlight: 16,
   /**
+   * Bytes the host's code-cache files may take on its disk, all deployments together; beyond them
+   * the least recently used are deleted (a tenant deploying thousands of versions would otherwise
+   * fill the disk every tenant's data is on). Ours.
+   */
+  codeCacheDiskBytes: 1024 * 1024 * 1024,
+  /**
    * What one deployment's live queries may hold in the host's memory, all shared subscriptions
    * together: each one's latest result (JSON characters) and the keys and ranges its run read. A
    * run that would take its deployment past it gives its subscribers `limit_exceeded` instead and
