@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type PlatformHost, startHost } from "../../host/index.js";
+import { type PlatformHost, startHost, UNLIMITED_BUDGET } from "../../host/index.js";
 import type { BridgeIdentity, CallUsage, QuerySpec } from "../../sdk/protocol/index.js";
 import { isPlatformError, type SchemaSpec } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
@@ -14,7 +14,7 @@ import { type HandlerVerdict, judge, type Measurement } from "./analyze.js";
 import { inferArgs } from "./infer-args.js";
 import { type BudgetScenario, fillArgs } from "./scenario.js";
 import { SEED_USERS } from "./seed.js";
-import { type HostDeployments, seedFromSchema, seedWithMutation, UNLIMITED } from "./seeding.js";
+import { type HostDeployments, seedFromSchema, seedWithMutation } from "./seeding.js";
 
 /**
  * Where a handler's arguments came from: budget.json's `calls.<name>.args`, its declared argument
@@ -115,7 +115,7 @@ export async function runBudget(
     const seededTables = new Set<string>();
     const count = (table: string) =>
       database
-        .query((tx) => tx.query(byCreation(table), { kind: "count" }), { budget: UNLIMITED })
+        .query((tx) => tx.query(byCreation(table), { kind: "count" }), { budget: UNLIMITED_BUDGET })
         .then((r) => (r.value.kind === "count" ? r.value.count : 0));
 
     for (const size of scenario.sizes) {
@@ -135,7 +135,7 @@ export async function runBudget(
       const firstIds = new Map<string, string>();
       for (const table of Object.keys(schema.tables)) {
         const first = await database.query((tx) => tx.query(byCreation(table), { kind: "first" }), {
-          budget: UNLIMITED,
+          budget: UNLIMITED_BUDGET,
         });
         if (first.value.kind === "row" && first.value.row)
           firstIds.set(table, (JSON.parse(first.value.row) as { id: string }).id);

@@ -13,8 +13,6 @@ export type HostDeployments = PlatformHost["deployments"];
 /** The throw-away deployment's database. */
 export type DeploymentStore = Awaited<ReturnType<PlatformHost["database"]["deployment"]>>;
 
-/** The harness's own reads and writes (seeding, counting rows) ignore read budgets. */
-export const UNLIMITED = UNLIMITED_BUDGET;
 /** Rows inserted per transaction. */
 const CHUNK = 1000;
 /** The most rows one call of the seed mutation is asked for. */
@@ -50,7 +48,7 @@ export async function seedFromSchema(
           }
           return out;
         },
-        { budget: UNLIMITED, handler: "budget.seed" },
+        { budget: UNLIMITED_BUDGET, handler: "budget.seed" },
       );
       const list = ids.get(table) ?? [];
       list.push(...made.value);

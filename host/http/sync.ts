@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type BridgeIdentity, LIMITS, SYNC_CLOSE } from "../../sdk/protocol/index.js";
-import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { callerError, PlatformError } from "../../sdk/values/index.js";
 import {
   type AuthService,
   type HeldIdentity,
@@ -43,12 +43,6 @@ export interface SyncEndpoint {
 
 const identityEnded = () =>
   new PlatformError("unauthorized", "This connection's identity ended; reconnect with a live token.");
-
-function wireError(error: unknown) {
-  return isPlatformError(error) && error.expose
-    ? error.toJSON()
-    : { code: "internal", message: "Internal error." };
-}
 
 /**
  * `GET /api/sync` (WebSocket, `ws`): subscriptions and mutations over one socket. Messages are
@@ -188,7 +182,7 @@ export function attachSync(
         // Read-your-writes holds over quota too: results held back go out before the answer.
         pushes.reply(valueText("mutationResult", id, result.valueJson));
       } catch (error) {
-        send({ type: "mutationResult", id, error: wireError(error) });
+        send({ type: "mutationResult", id, error: callerError(error) });
       }
     };
     const keptArgs = new SubscriptionArgs(argsPerAddress.of(client));
@@ -199,7 +193,7 @@ export function attachSync(
       try {
         message = readClientMessage(data);
       } catch (error) {
-        send({ type: "error", error: wireError(error) });
+        send({ type: "error", error: callerError(error) });
         return;
       }
       const id = typeof message.id === "string" ? message.id : "";
@@ -221,7 +215,7 @@ export function attachSync(
         try {
           keptArgs.keep(id, args);
         } catch (error) {
-          send({ type: "error", id, error: wireError(error) });
+          send({ type: "error", id, error: callerError(error) });
           return;
         }
         // A subscription runs its query at once: it costs a request, as a call would.
@@ -229,7 +223,7 @@ export function attachSync(
           quota.charge(key);
         } catch (error) {
           keptArgs.release(id);
-          send({ type: "error", id, error: wireError(error) });
+          send({ type: "error", id, error: callerError(error) });
           return;
         }
         // Its pushes are its own while the id is: an id unsubscribed and used again is another's.

@@ -49,8 +49,7 @@ export class CodeCacheFiles {
     const folder = this.deploymentDir(id);
     await rm(folder, { recursive: true, force: true });
     const files = await this.files;
-    for (const path of files?.keys() ?? [])
-      if (dirname(path) === folder) this.forget(files as Map<string, number>, path);
+    if (files) for (const path of files.keys()) if (dirname(path) === folder) this.forget(files, path);
   }
 
   /** The cache under `key`; undefined when there is none, "corrupt" when its check failed (deleted). */

@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
 import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
+import { callerError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type Group, nextRunOf, type Outcome, type Subscriber, wakeWaiters } from "./group.js";
 import { readSetBytes } from "./held-bytes.js";
 import { LiveState } from "./live-state.js";
-import { failureOf, liveStateExceeded, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
+import { liveStateExceeded, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
 import { ReadSetIndex } from "./read-set-index.js";
 import { RerunQueue } from "./rerun-queue.js";
 
@@ -264,7 +265,8 @@ export class LiveQueries {
       outcome = { valueJson: result.valueJson };
       readSet = result.readSet;
     } catch (error) {
-      outcome = { error: failureOf(error) };
+      // As over HTTP: a server error's own message stays on the host.
+      outcome = { error: callerError(error) };
       readSet = readSetOfFailure(error) ?? readSetOfRefusal(error);
     }
     // Unsubscribed meanwhile: nothing to keep, nobody to tell.

@@ -3,13 +3,6 @@ import { isPlatformError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet } from "../db/index.js";
 import type { Outcome, QueryFailure } from "./group.js";
 
-/** A failed run as its subscribers see it: as over HTTP, a server error's own message stays on the host. */
-export function failureOf(error: unknown): QueryFailure {
-  return isPlatformError(error) && error.expose
-    ? error.toJSON()
-    : { code: "internal", message: "Internal error." };
-}
-
 /**
  * What a run refused before it read anything depends on: nothing of the data when it was refused
  * for good (a 4xx such as no such query, which only a redeploy changes), else everything (undefined:

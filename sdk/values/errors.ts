@@ -60,6 +60,17 @@ export class PlatformError extends Error {
   }
 }
 
+/**
+ * What a caller is told of `error`: its code and message when it is a platform error meant for
+ * callers ({@link PlatformError.expose}), else only "Internal error.": a server error's own
+ * message stays on the host.
+ */
+export function callerError(error: unknown): { code: ErrorCode; message: string } {
+  return isPlatformError(error) && error.expose
+    ? error.toJSON()
+    : { code: "internal", message: "Internal error." };
+}
+
 /** True when `value` is a {@link PlatformError} with the given code (any code when omitted). */
 export function isPlatformError(value: unknown, code?: ErrorCode): value is PlatformError {
   return value instanceof PlatformError && (code === undefined || value.code === code);

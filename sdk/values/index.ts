@@ -1,5 +1,5 @@
 /** Value types, schema JSON and validation shared by every part of the platform (the leaf module). */
-export { ERROR_STATUS, type ErrorCode, isPlatformError, PlatformError } from "./errors.js";
+export { callerError, ERROR_STATUS, type ErrorCode, isPlatformError, PlatformError } from "./errors.js";
 export { editDistance, nearestName } from "./nearest-name.js";
 export { checkSchemaSpec } from "./schema-check.js";
 export {

@@ -100,11 +100,8 @@ export class ConnectionParking {
    * of 32 concurrent get-by-id requests; a few per thousand this way).
    */
   take(owner: string): Promise<TakenConnection> {
-    if (this.shares.mayTake(owner)) {
-      const client = this.unpark();
-      if (client) return Promise.resolve(this.lend(owner, client, "ROLLBACK"));
-      if (this.out < this.max) return this.open(owner);
-    }
+    const free = this.shares.mayTake(owner) ? this.free(owner) : undefined;
+    if (free) return free;
     return new Promise((resolve, reject) => this.waiters.push({ owner, resolve, reject }));
   }
 
@@ -170,6 +167,7 @@ export class ConnectionParking {
 
   /** A new connection of the pool for `owner`, counted as its from the start. */
   private async open(owner: string): Promise<TakenConnection> {
+    // Counted before it is opened, so takers meanwhile see it gone.
     this.shares.took(owner);
     this.out++;
     let client: pg.PoolClient;
@@ -215,10 +213,15 @@ export class ConnectionParking {
     while (this.waiters.length > 0 && (this.parked.length > 0 || this.out < this.max)) {
       const waiter = this.nextWaiter();
       if (!waiter) return;
-      const client = this.unpark();
-      if (client) waiter.resolve(this.lend(waiter.owner, client, "ROLLBACK"));
-      else this.open(waiter.owner).then(waiter.resolve, waiter.reject);
+      (this.free(waiter.owner) as Promise<TakenConnection>).then(waiter.resolve, waiter.reject);
     }
+  }
+
+  /** A free connection for `owner`: the one parked longest, else a new one; none when the pool is out. */
+  private free(owner: string): Promise<TakenConnection> | undefined {
+    const client = this.unpark();
+    if (client) return Promise.resolve(this.lend(owner, client, "ROLLBACK"));
+    return this.out < this.max ? this.open(owner) : undefined;
   }
 
   private end({ client }: Parked): void {
