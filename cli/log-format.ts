@@ -32,6 +32,7 @@ export function formatUsage(usage: CallUsage): string {
     `returned ${usage.rowsReturned} (${percent(shares.rowsReturned)})`,
     `read ${usage.rowsRead} (${percent(shares.rowsRead)})`,
     `${formatBytes(usage.bytesRead)} (${percent(shares.bytesRead)})`,
+    `ranges ${usage.rangesRead} (${percent(shares.rangesRead)})`,
     plural(usage.indexScans, "scan"),
     plural(usage.writes, "write"),
   ].join(" · ");

@@ -51,6 +51,7 @@ describe("a failed call's lines", () => {
     rowsReturned: 0,
     rowsRead: 1,
     bytesRead: 0,
+    rangesRead: 1,
     indexScans: 1,
     writes: 0,
     cpuMs: 1,

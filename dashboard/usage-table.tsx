@@ -8,6 +8,7 @@ const FIGURES: Array<{ key: keyof Usage; label: string; show: (n: number) => str
   { key: "rowsReturned", label: "Rows returned", show: (n) => n.toLocaleString("en") },
   { key: "rowsRead", label: "Rows read", show: (n) => n.toLocaleString("en") },
   { key: "bytesRead", label: "Bytes read", show: formatSize },
+  { key: "rangesRead", label: "Gets and scans", show: (n) => n.toLocaleString("en") },
   { key: "indexScans", label: "Index scans", show: (n) => n.toLocaleString("en") },
   { key: "writes", label: "Writes", show: (n) => n.toLocaleString("en") },
   { key: "cpuMs", label: "CPU time", show: (n) => `${n.toFixed(1)} ms` },

@@ -41,10 +41,11 @@ describe("platform budget", () => {
       rowsReturned: "constant",
       rowsRead: "constant",
       bytesRead: "constant",
+      rangesRead: "constant",
     });
     expect(recent.verdict.exceeds).toBeUndefined();
     expect(recent.verdict.predicted).toBeUndefined();
-    expect(recent.measurements.at(-1)?.usage.rowsReturned).toBe(20);
+    expect(recent.measurements.at(-1)?.usage).toMatchObject({ rowsReturned: 20, rangesRead: 1 });
 
     const total = handler(report, "total");
     expect(total.verdict.exceeds).toMatchObject({ budget: "rowsRead", size: 6000 });

@@ -53,11 +53,15 @@ it("runs a mutation and a query as a guest, with their value and usage against t
     rowsReturned: 1000,
     rowsRead: 5000,
     bytesRead: 4 * 1024 * 1024,
+    rangesRead: 4096,
     cpuMs: 1000,
     wallMs: 15_000,
   });
   const mine = await ran({ kind: "query", name: "mine", as: { kind: "guest", name: "tester" } });
   expect(mine.outcome).toBe("ok");
+  // Its index scan counts against rangesRead, shown with its limit.
+  expect(mine.usage?.rangesRead).toBe(mine.usage?.indexScans);
+  expect(mine.usage?.indexScans).toBeGreaterThanOrEqual(1);
   expect((mine.value as Array<{ body: string; author: string }>).map((m) => [m.body, m.author])).toEqual([
     ["hello", "guest:tester"],
   ]);

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LiveQueries } from "../host/live/index.js";
-import { LIMITS } from "../sdk/protocol/index.js";
+import { type CallUsage, LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number, string } from "platform/server";
@@ -94,7 +94,22 @@ describe("a handler's gets and scans", () => {
         message: `Database rangesRead limit exceeded (${LIMITS.rangesRead}).`,
       });
     }
+    // The call's figures say so: the log line of the last refused call shows the limit used in full.
+    const refused = host.logs
+      .map((line) => (line as { call?: { name: string; outcome: string; usage: CallUsage } }).call)
+      .filter((call) => call?.name === "misses" && call.outcome === "limit_exceeded");
+    expect(refused.at(-1)?.usage).toMatchObject({ rangesRead: LIMITS.rangesRead });
   }, 60_000);
+
+  it("are reported in the call's usage, gets and scans together", async () => {
+    const result = await host.deployments.call("state", {
+      kind: "query",
+      name: "misses",
+      argsJson: JSON.stringify({ gets: 3, scans: 2, from: 0 }),
+      identity: null,
+    });
+    expect(result.usage).toMatchObject({ rangesRead: 5, indexScans: 2, rowsRead: 0 });
+  });
 
   it("are counted by the bytes of their bounds too: long compared values fail with 429", async () => {
     const size = 1024 * 1024;

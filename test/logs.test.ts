@@ -97,6 +97,7 @@ describe("ctx.log on a hosted deployment", () => {
           rowsReturned: 0,
           rowsRead: 0,
           bytesRead: 0,
+          rangesRead: 0,
           indexScans: 0,
           writes: 1,
           cpuMs: expect.any(Number),
@@ -185,7 +186,7 @@ describe("platform logs against platform dev", () => {
     expect(human.stdout).toMatch(/INFO {2}hit \[[^\]]+\] hit \{"n":1\}/);
     // Every call's budget figures, with each budget's share.
     expect(human.stdout).toMatch(
-      /INFO {2}hit \[[^\]]+\] mutation hit ok · [\d.]+ ms wall, [\d.]+ ms cpu \(\d+%\) · returned 0 \(0%\) · read 0 \(0%\) · 0 B \(0%\) · 0 scans · 1 write/,
+      /INFO {2}hit \[[^\]]+\] mutation hit ok · [\d.]+ ms wall, [\d.]+ ms cpu \(\d+%\) · returned 0 \(0%\) · read 0 \(0%\) · 0 B \(0%\) · ranges 0 \(0%\) · 0 scans · 1 write/,
     );
     expect(human.stdout).not.toContain(SECRET);
     const json = runCli(["logs", "--port", String(port), "--json"]);

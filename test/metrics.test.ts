@@ -18,6 +18,7 @@ export default capsule({
   queries: {
     count: async (ctx) => ctx.db.items.count(),
     all: async (ctx) => ctx.db.items.collect(),
+    misses: async (ctx) => { for (let i = 0; i < 5000; i++) await ctx.db.items.get(String(i).padStart(22, "A")); },
     spin: async () => { for (;;) {} },
   },
   mutations: {
@@ -84,23 +85,27 @@ describe("GET /metrics", () => {
     for (let i = 0; i < 3; i++) expect((await host.call("m", "query", "count")).status).toBe(200);
     expect((await host.call("m", "mutation", "seed", { n: 1001 })).status).toBe(200);
     expect(errorCode(await host.call("m", "query", "all"))).toBe("limit_exceeded");
+    expect(errorCode(await host.call("m", "query", "misses"))).toBe("limit_exceeded");
     expect(errorCode(await host.call("m", "query", "nope"))).toBe("not_found");
     const text = await scrape();
     const calls = (kind: string, status: string) =>
       sample(text, "platform_calls_total", { deployment: "m", kind, status });
     expect(calls("query", "ok")).toBe(3);
     expect(calls("mutation", "ok")).toBe(1);
-    expect(calls("query", "limit_exceeded")).toBe(1);
+    expect(calls("query", "limit_exceeded")).toBe(2);
     expect(calls("query", "not_found")).toBe(1);
     // Refused calls are counted, not timed.
     const timed = { deployment: "m", kind: "query" };
-    expect(sample(text, "platform_call_duration_seconds_count", timed)).toBe(4);
-    expect(sample(text, "platform_call_duration_seconds_bucket", { ...timed, le: "+Inf" })).toBe(4);
+    expect(sample(text, "platform_call_duration_seconds_count", timed)).toBe(5);
+    expect(sample(text, "platform_call_duration_seconds_bucket", { ...timed, le: "+Inf" })).toBe(5);
     expect(sample(text, "platform_call_duration_seconds_count", { deployment: "m", kind: "mutation" })).toBe(
       1,
     );
     expect(
       sample(text, "platform_budget_limit_failures_total", { deployment: "m", budget: "rowsReturned" }),
+    ).toBe(1);
+    expect(
+      sample(text, "platform_budget_limit_failures_total", { deployment: "m", budget: "rangesRead" }),
     ).toBe(1);
   });
 

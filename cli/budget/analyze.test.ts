@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { Budget, DEFAULT_BUDGET } from "../../host/db/budget.js";
 import type { CallUsage } from "../../sdk/protocol/index.js";
 import { classifyGrowth, judge, limitOfMessage, type Measurement, roughly } from "./analyze.js";
 import { checkSizes, fillArgs } from "./scenario.js";
@@ -8,6 +9,7 @@ const usage = (rows: number, read = rows): CallUsage => ({
   rowsReturned: rows,
   rowsRead: read,
   bytesRead: rows * 100,
+  rangesRead: 1,
   indexScans: 1,
   writes: 0,
   cpuMs: 1,
@@ -39,6 +41,23 @@ describe("growth", () => {
     expect(limitOfMessage("Uncaught Error: nope")).toBeUndefined();
   });
 
+  it("names the limits on gets and scans, in the words the database throws them", () => {
+    const thrown = (limits: Partial<typeof DEFAULT_BUDGET>, bytes: number) => {
+      const budget = new Budget({ ...DEFAULT_BUDGET, ...limits });
+      try {
+        for (let i = 0; i < 10; i++) budget.lookedUp(bytes);
+      } catch (error) {
+        return { message: (error as Error).message, rangesRead: budget.usage.rangesRead };
+      }
+      throw new Error("no limit was crossed");
+    };
+    const ranges = thrown({ rangesRead: 3 }, 10);
+    expect(ranges).toEqual({ message: "Database rangesRead limit exceeded (3).", rangesRead: 3 });
+    expect(limitOfMessage(ranges.message)).toBe("rangesRead");
+    const bytes = thrown({ rangeBytesRead: 25 }, 10);
+    expect(limitOfMessage(bytes.message)).toBe("rangeBytesRead");
+  });
+
   it("flags the first size that crossed a limit, with advice", () => {
     const verdict = judge([
       ok(100, 100),
@@ -61,6 +80,32 @@ describe("growth", () => {
     expect(judge([ok(100, 10), ok(1000, 20), ok(6000, 20)]).predicted).toBeUndefined();
     expect(judge([ok(100, 1), ok(6000, 3)]).predicted).toBeUndefined();
     expect(roughly(12_345)).toBe(12_000);
+  });
+
+  it("predicts and flags the gets-and-scans limit, which no row count shows", () => {
+    // A get per listed row (N+1): few rows returned per call, one range per row of the table.
+    const lookups = (size: number): Measurement => ({
+      size,
+      ok: true,
+      usage: { ...usage(10), rangesRead: size / 2 },
+    });
+    const verdict = judge([lookups(100), lookups(1000), lookups(2000)]);
+    expect(verdict.growth).toMatchObject({ rowsReturned: "constant", rangesRead: "linear" });
+    expect(verdict.predicted).toEqual({ budget: "rangesRead", size: 8200 });
+    expect(verdict.advice).toContain("a get per row");
+    const crossed = judge([
+      ok(100, 1),
+      {
+        size: 1000,
+        ok: false,
+        usage: usage(0),
+        code: "limit_exceeded",
+        message: "Database rangeBytesRead limit exceeded (4194304).",
+      },
+    ]);
+    expect(crossed.exceeds).toMatchObject({ budget: "rangeBytesRead", size: 1000 });
+    expect(crossed.errors).toEqual([]);
+    expect(crossed.advice).toContain("shorter keys");
   });
 
   it("keeps other failures apart from limits", () => {

@@ -1,8 +1,18 @@
-import { BUDGETS, type CallUsage, LIMITS } from "../../sdk/protocol/index.js";
+import { type CallUsage, LIMITS } from "../../sdk/protocol/index.js";
 
 /** The read budgets the harness judges growth on (CPU is shown, but too noisy to extrapolate). */
-export const READ_BUDGETS = ["rowsReturned", "rowsRead", "bytesRead"] as const;
+export const READ_BUDGETS = ["rowsReturned", "rowsRead", "bytesRead", "rangesRead"] as const;
 export type ReadBudget = (typeof READ_BUDGETS)[number];
+/**
+ * A read limit a call can fail on: the budgets above, and the bytes of its keys and range bounds,
+ * which no usage figure shows (a call crosses it with a few huge bounds, not by growing).
+ */
+export type ReadLimit = ReadBudget | "rangeBytesRead";
+
+/** The per-call limit of a read limit. */
+export function limitOf(limit: ReadLimit): number {
+  return LIMITS[limit];
+}
 
 /** How a figure grows with table size. */
 export type Growth = "constant" | "sublinear" | "linear" | "superlinear";
@@ -18,7 +28,7 @@ export interface HandlerVerdict {
   /** The worst growth over the read budgets. */
   overall: Growth;
   /** The first size at which the handler failed on a read limit. */
-  exceeds?: { budget: ReadBudget; size: number; message: string };
+  exceeds?: { budget: ReadLimit; size: number; message: string };
   /** Where a growing figure would reach its limit, when it did not within the sizes run. */
   predicted?: { budget: ReadBudget; size: number };
   /** Failures other than read limits (bad arguments, thrown errors). */
@@ -32,10 +42,12 @@ const ORDER: Growth[] = ["constant", "sublinear", "linear", "superlinear"];
 const PREDICTION_HORIZON = 1000;
 
 /** Which read limit a `limit_exceeded` message names (docs/capsules.md "Errors"), if any. */
-export function limitOfMessage(message: string): ReadBudget | undefined {
+export function limitOfMessage(message: string): ReadLimit | undefined {
   if (/^collect\(\) exceeded the \d+ row return limit/.test(message)) return "rowsReturned";
-  const named = /^Database (rowsReturned|rowsRead|bytesRead) limit exceeded/.exec(message)?.[1];
-  return named as ReadBudget | undefined;
+  const named = /^Database (rowsReturned|rowsRead|bytesRead|rangesRead|rangeBytesRead) limit exceeded/.exec(
+    message,
+  )?.[1];
+  return named as ReadLimit | undefined;
 }
 
 /** The two largest sizes at which a figure is non-zero: where its growth shows. */
@@ -78,13 +90,17 @@ export function roughly(n: number): number {
   return Math.round(n / magnitude) * magnitude;
 }
 
-const ADVICE: Record<ReadBudget, string> = {
+const ADVICE: Record<ReadLimit, string> = {
   rowsReturned:
     "return fewer rows: take(n) for a bounded list, paginate() across calls for a growing one (collect() is for small, bounded sets)",
   rowsRead:
     "read fewer index entries: query an index with an equality prefix instead of a broad range, bound it with take(n) or paginate(), and for totals store counts (for example per UTC day) next to the rows, updated in the same mutation, instead of count()",
   bytesRead:
     "read fewer or smaller rows: take(n) or paginate(), and keep large values out of rows that are listed",
+  rangesRead:
+    "make fewer gets and index scans per call: read related rows with one indexed query instead of a get per row, and spread loops of lookups over calls with paginate()",
+  rangeBytesRead:
+    "use shorter keys and range bounds: compare index fields with short values (ids, numbers, short strings), not large text",
 };
 
 /** Judges one handler from its measurements, in increasing size order. */
@@ -103,7 +119,8 @@ export function judge(measurements: Measurement[]): HandlerVerdict {
     else if (!budget) errors.push({ size: m.size, code: m.code, message: m.message });
   }
   // A limit crossed at some size also means the figure grows at least linearly from there.
-  if (exceeds && growth[exceeds.budget] === "constant") growth[exceeds.budget] = "linear";
+  if (exceeds && exceeds.budget !== "rangeBytesRead" && growth[exceeds.budget] === "constant")
+    growth[exceeds.budget] = "linear";
   const overall = READ_BUDGETS.map((b) => growth[b]).reduce((worst, g) =>
     ORDER.indexOf(g) > ORDER.indexOf(worst) ? g : worst,
   );
@@ -121,7 +138,7 @@ export function judge(measurements: Measurement[]): HandlerVerdict {
     if (growth[budget] !== "linear" && growth[budget] !== "superlinear") continue;
     const at = extrapolate(
       ok.map((m) => ({ size: m.size, value: m.usage[budget] })),
-      budget === "rowsReturned" ? LIMITS.rowsReturned : BUDGETS[budget],
+      limitOf(budget),
     );
     if (at !== undefined && Number.isFinite(at) && at <= horizon && (!soonest || at < soonest.size))
       soonest = { budget, size: roughly(at) };

@@ -217,6 +217,7 @@ const ZERO: CallUsage = {
   rowsReturned: 0,
   rowsRead: 0,
   bytesRead: 0,
+  rangesRead: 0,
   indexScans: 0,
   writes: 0,
   cpuMs: 0,

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { BUDGETS, budgetShares } from "../../sdk/protocol/index.js";
-import { limitOfMessage, type Measurement } from "../budget/analyze.js";
+import { limitOf, limitOfMessage, type Measurement, READ_BUDGETS } from "../budget/analyze.js";
 import type { BudgetReport, HandlerReport } from "../budget/harness.js";
 import { checkSizes, loadScenario } from "../budget/scenario.js";
 import { type Colors, colorsFor, noColors } from "../colors.js";
@@ -68,7 +68,7 @@ export function formatHandler(report: HandlerReport, c: Colors = noColors): stri
       `${number(m.usage.rowsReturned)} (${share(s.rowsReturned)})`,
       `${number(m.usage.rowsRead)} (${share(s.rowsRead)})`,
       `${formatBytes(m.usage.bytesRead)} (${share(s.bytesRead)})`,
-      number(m.usage.indexScans),
+      `${number(m.usage.rangesRead)} (${share(s.rangesRead)})`,
       number(m.usage.writes),
       m.usage.cpuMs.toFixed(1),
       outcome(m, c),
@@ -76,7 +76,7 @@ export function formatHandler(report: HandlerReport, c: Colors = noColors): stri
   });
   lines.push(
     formatTable({
-      head: ["ROWS", "RETURNED", "READ", "BYTES READ", "SCANS", "WRITES", "CPU MS", "RESULT"].map((h) =>
+      head: ["ROWS", "RETURNED", "READ", "BYTES READ", "GETS+SCANS", "WRITES", "CPU MS", "RESULT"].map((h) =>
         c.dim(h),
       ),
       rows,
@@ -85,17 +85,15 @@ export function formatHandler(report: HandlerReport, c: Colors = noColors): stri
     }),
   );
   const v = report.verdict;
-  const growth = (["rowsReturned", "rowsRead", "bytesRead"] as const)
-    .map((b) => `${b} ${v.growth[b]}`)
-    .join(", ");
+  const growth = READ_BUDGETS.map((b) => `${b} ${v.growth[b]}`).join(", ");
   lines.push(`  growth: ${growth}`);
   if (v.exceeds)
     lines.push(
-      `  ${c.red("EXCEEDS")} ${v.exceeds.budget} (limit ${number(BUDGETS[v.exceeds.budget])}) at ${plural(v.exceeds.size, "row")} per table`,
+      `  ${c.red("EXCEEDS")} ${v.exceeds.budget} (limit ${number(limitOf(v.exceeds.budget))}) at ${plural(v.exceeds.size, "row")} per table`,
     );
   else if (v.predicted)
     lines.push(
-      `  ${c.yellow("will exceed")} ${v.predicted.budget} (limit ${number(BUDGETS[v.predicted.budget])}) at about ${plural(v.predicted.size, "row")} per table`,
+      `  ${c.yellow("will exceed")} ${v.predicted.budget} (limit ${number(limitOf(v.predicted.budget))}) at about ${plural(v.predicted.size, "row")} per table`,
     );
   lines.push(...failureLines(report, c));
   if (!v.exceeds && !v.predicted && v.errors.length === 0)
@@ -129,7 +127,7 @@ export function formatReport(report: BudgetReport, c: Colors = noColors): string
   return [
     `platform budget: ${report.dir}`,
     `sizes: ${report.sizes.map(number).join(", ")} rows per table (${seeded}); caller: ${report.caller}`,
-    `limits per call: ${plural(BUDGETS.rowsReturned, "row")} returned, ${plural(BUDGETS.rowsRead, "row")} read, ${formatBytes(BUDGETS.bytesRead)} read`,
+    `limits per call: ${plural(BUDGETS.rowsReturned, "row")} returned, ${plural(BUDGETS.rowsRead, "row")} read, ${formatBytes(BUDGETS.bytesRead)} read, ${number(BUDGETS.rangesRead)} gets and index scans`,
     "",
     ...report.handlers.map((h) => `${formatHandler(h, c)}\n`),
     ...summary(report, c),

@@ -39,6 +39,8 @@ export interface BudgetUsage {
   rowsReturned: number;
   rowsRead: number;
   bytesRead: number;
+  /** Gets and index scans so far: the entries of the handler's read set. */
+  rangesRead: number;
   indexScans: number;
   writes: number;
 }
@@ -50,13 +52,19 @@ export interface BudgetUsage {
  */
 export class Budget {
   readonly limits: BudgetLimits;
-  readonly usage: BudgetUsage = { rowsReturned: 0, rowsRead: 0, bytesRead: 0, indexScans: 0, writes: 0 };
+  readonly usage: BudgetUsage = {
+    rowsReturned: 0,
+    rowsRead: 0,
+    bytesRead: 0,
+    rangesRead: 0,
+    indexScans: 0,
+    writes: 0,
+  };
   /** The first limit error raised; the transaction fails with it even if the handler caught it. */
   failure: PlatformError | undefined;
   /** Bytes stored so far, rows and their index entries (the call log counts the writes only). */
   private bytesWritten = 0;
-  /** Gets and index scans so far, and the bytes of their keys and bounds: the handler's read set. */
-  private rangesRead = 0;
+  /** The bytes of the keys and bounds of the gets and index scans so far (see `usage.rangesRead`). */
   private rangeBytesRead = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
@@ -89,9 +97,9 @@ export class Budget {
   }
 
   private watch(bytes: number): void {
-    if (this.rangesRead >= this.limits.rangesRead) throw this.exceeded("rangesRead");
+    if (this.usage.rangesRead >= this.limits.rangesRead) throw this.exceeded("rangesRead");
     if (this.rangeBytesRead + bytes > this.limits.rangeBytesRead) throw this.exceeded("rangeBytesRead");
-    this.rangesRead++;
+    this.usage.rangesRead++;
     this.rangeBytesRead += bytes;
   }
 

@@ -11,6 +11,7 @@ const NO_USAGE: Readonly<BudgetUsage> = Object.freeze({
   rowsReturned: 0,
   rowsRead: 0,
   bytesRead: 0,
+  rangesRead: 0,
   indexScans: 0,
   writes: 0,
 });
@@ -74,6 +75,7 @@ export class HandlerRun {
       rowsReturned: budget.rowsReturned,
       rowsRead: budget.rowsRead,
       bytesRead: budget.bytesRead,
+      rangesRead: budget.rangesRead,
       indexScans: budget.indexScans,
       writes: budget.writes,
       cpuMs: this.cpuMs,

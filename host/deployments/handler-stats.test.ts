@@ -5,7 +5,16 @@ import { HandlerStats, largestShare } from "./handler-stats.js";
 const START = Date.UTC(2026, 10, 26, 10, 0, 0);
 
 function usage(wallMs: number, rowsRead = 0): CallUsage {
-  return { rowsReturned: 0, rowsRead, bytesRead: 0, indexScans: 0, writes: 0, cpuMs: 1, wallMs };
+  return {
+    rowsReturned: 0,
+    rowsRead,
+    bytesRead: 0,
+    rangesRead: 0,
+    indexScans: 0,
+    writes: 0,
+    cpuMs: 1,
+    wallMs,
+  };
 }
 
 describe("HandlerStats", () => {

@@ -277,6 +277,8 @@ const ADVICE: Record<BudgetKey, string> = {
   rowsRead:
     "read fewer index entries: an index with an equality prefix, take(n), paginate(), or counts stored next to the rows instead of count()",
   bytesRead: "read fewer or smaller rows: take(n), paginate(), or keep large values out of listed rows",
+  rangesRead:
+    "make fewer gets and scans: read related rows with one indexed query instead of a get per row, or spread the lookups over calls",
   cpuMs: "do less work per call: move heavy computation out of the handler or split it",
 };
 

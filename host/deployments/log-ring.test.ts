@@ -17,6 +17,7 @@ function call(n: number, outcome = "ok"): CallLine {
         rowsReturned: n,
         rowsRead: n * 2,
         bytesRead: n * 100,
+        rangesRead: 1,
         indexScans: 1,
         writes: n % 2,
         cpuMs: n / 8,

@@ -6,6 +6,7 @@ const USAGE_FIELDS = [
   "rowsReturned",
   "rowsRead",
   "bytesRead",
+  "rangesRead",
   "indexScans",
   "writes",
   "cpuMs",

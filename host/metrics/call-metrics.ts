@@ -22,7 +22,7 @@ const CALL_SECONDS_BUCKETS = [
 ];
 
 /** The read budgets a call can fail on with `limit_exceeded` (CPU time fails with `timeout`). */
-const READ_BUDGETS = ["rowsReturned", "rowsRead", "bytesRead"] as const;
+const READ_BUDGETS = ["rowsReturned", "rowsRead", "bytesRead", "rangesRead"] as const;
 
 /** One deployment's bound series for one kind of call. */
 interface KindSeries {
@@ -59,7 +59,7 @@ export class CallMetrics {
     });
     this.budgetFailures = new Counter({
       name: "platform_budget_limit_failures_total",
-      help: "Calls that failed by crossing a read budget (rowsReturned, rowsRead, bytesRead), or other for a handler's own limit_exceeded.",
+      help: "Calls that failed by crossing a read budget (rowsReturned, rowsRead, bytesRead, rangesRead), or other for any other limit_exceeded (write budgets, bytes of range bounds, the handler's own).",
       labelNames: ["deployment", "budget"],
       registers: [registry],
     });

@@ -281,4 +281,4 @@ export const LIMITS = {
 } as const;
 
 /** The names of the per-handler read budgets. */
-export type BudgetName = "rowsReturned" | "rowsRead" | "bytesRead";
+export type BudgetName = "rowsReturned" | "rowsRead" | "bytesRead" | "rangesRead" | "rangeBytesRead";

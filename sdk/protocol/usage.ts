@@ -5,6 +5,8 @@ export interface CallUsage {
   rowsReturned: number;
   rowsRead: number;
   bytesRead: number;
+  /** Gets by id and index scans, found or not: what the `rangesRead` limit counts. */
+  rangesRead: number;
   indexScans: number;
   writes: number;
   /** CPU time of the handler in its isolate. */
@@ -18,6 +20,7 @@ export const BUDGETS = {
   rowsReturned: LIMITS.rowsReturned,
   rowsRead: LIMITS.rowsRead,
   bytesRead: LIMITS.bytesRead,
+  rangesRead: LIMITS.rangesRead,
   cpuMs: LIMITS.handlerCpuMs,
 } as const;
 
