@@ -79,6 +79,8 @@ export interface HostOptions {
   storageLimits?: Partial<StorageLimits>;
   /** Row bytes per deployment (tests use small ones); the default is `LIMITS.rowBytesPerDeployment`. */
   databaseQuota?: Partial<DatabaseQuota>;
+  /** Deployments one developer may own (tests use few); the default is `LIMITS.deploymentsPerDeveloper`. */
+  deploymentsPerDeveloper?: number;
   /** `platform dev`: serve these folders (the client build, then `client/`) at the app origin. */
   devClientDirs?: string[];
   /**
@@ -148,7 +150,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   });
   // The host's own code caches live in its data directory, where no tenant input is written.
   const pool = { codeCacheDir: join(options.data, "code-cache"), ...options.pool };
-  const deployments = new DeploymentService(db, logs, pool, metrics);
+  const deployments = new DeploymentService(db, logs, pool, metrics, options.deploymentsPerDeveloper);
   const stopForgetting = deployments.onGone((id) => metrics.forget(id));
   const auth = await AuthService.open(db, (id) => deployments.incarnationOf(id));
   const developers = new Developers(db);

@@ -1,4 +1,4 @@
-import type { BridgeHttpRequest, BridgeIdentity } from "../../sdk/protocol/index.js";
+import { type BridgeHttpRequest, type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
@@ -8,6 +8,7 @@ import { type DeployGuard, type DeployInput, type DeployResult, deploy } from ".
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import { DeploymentImport } from "./imported-deployment.js";
 import type { LogHub } from "./log-hub.js";
+import { OwnerCap } from "./owner-cap.js";
 import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
 import { DeploymentRemovals, type DeploymentScopedState } from "./removal.js";
@@ -26,6 +27,8 @@ export class DeploymentService {
   private readonly clientFiles: ClientFileStore;
   private readonly goneListeners = new Set<(id: string) => void>();
   private readonly changedListeners = new Set<(id: string) => void>();
+  /** How many deployments one developer may own; callers add theirs through it (see owner-cap.ts). */
+  readonly owners: OwnerCap;
 
   constructor(
     readonly db: HostDatabase,
@@ -34,6 +37,7 @@ export class DeploymentService {
     poolOptions: Partial<PoolOptions> = {},
     /** The host's metrics: told of every call and of isolates started, evicted and stopped. */
     observer?: CallObserver & IsolateObserver,
+    deploymentsPerDeveloper: number = LIMITS.deploymentsPerDeveloper,
   ) {
     // A deployment is gone (deleted here or by another host): stop its isolate, forget its loaded state.
     const stop = (id: string) => {
@@ -46,6 +50,7 @@ export class DeploymentService {
       for (const listener of this.changedListeners) listener(id);
     };
     this.registry = new DeploymentRegistry(db, stop, changed);
+    this.owners = new OwnerCap(() => this.registry.list(), deploymentsPerDeveloper);
     this.removals = new DeploymentRemovals(db, this.registry, stop);
     // Client files are part of what a deploy stores: removed with the deployment, first after its rows.
     this.clientFiles = new ClientFileStore(db);

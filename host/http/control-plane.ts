@@ -14,6 +14,7 @@ import {
   ownsDeployment,
 } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
+import type { MigrationProgress } from "../db/index.js";
 import {
   type ClientFileInput,
   checkDeploymentId,
@@ -118,6 +119,14 @@ function replacesOnly(who: OperatorCaller, existing: DeploymentRecord): DeployGu
   };
 }
 
+/**
+ * Runs `work`, which creates a deployment for `who`, within the developer's deployment quota (see
+ * owner-cap.ts); the operator's creations are not counted.
+ */
+function addedBy<T>(who: OperatorCaller, deployments: DeploymentService, work: () => Promise<T>): Promise<T> {
+  return deployments.owners.adding(who.kind === "developer" ? who.developer.id : undefined, work);
+}
+
 function view(record: DeploymentRecord & { claimToken?: string }) {
   const shown = publicView(record);
   return record.claimToken ? Object.assign(shown, { claimToken: record.claimToken }) : shown;
@@ -192,8 +201,11 @@ export function controlPlaneRoutes(
     const owner = ownerOfNewDeployment(who, input.owner);
     if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
       throw new PlatformError("bad_request", `No developer ${owner}.`);
+    const created = await addedBy(who, deployments, () =>
+      deployments.deploy(id, deployInput(input, owner), undefined, createsOnly(id)),
+    );
     ctx.status = 201;
-    ctx.body = view(await deployments.deploy(id, deployInput(input, owner), undefined, createsOnly(id)));
+    ctx.body = view(created);
   });
   router.put("/deploys/:id", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);
@@ -204,6 +216,13 @@ export function controlPlaneRoutes(
     const owner = existing ? undefined : ownerOfNewDeployment(who, input.owner);
     const toDeploy = deployInput(input, owner);
     const guard = existing ? replacesOnly(who, existing) : createsOnly(id);
+    // A new deployment counts against its developer's quota; a redeploy does not.
+    const run = (onProgress?: (progress: MigrationProgress) => void) => {
+      const work = () => deployments.deploy(id, toDeploy, onProgress, guard);
+      return existing ? work() : addedBy(who, deployments, work);
+    };
+    // Refused before a stream begins when the quota is full already (checked again in turn).
+    if (!existing && who.kind === "developer") await deployments.owners.check(who.developer.id);
     if (ctx.get("accept").includes("application/x-ndjson")) {
       // Streamed deploy: one line per backfill step, then the result (or the error).
       const stream = new PassThrough();
@@ -211,8 +230,7 @@ export function controlPlaneRoutes(
       ctx.status = existing ? 200 : 201;
       ctx.type = "application/x-ndjson";
       ctx.body = stream;
-      deployments
-        .deploy(id, toDeploy, (progress) => line({ progress }), guard)
+      run((progress) => line({ progress }))
         .then(
           (record) => line({ deploy: view(record) }),
           (error: unknown) =>
@@ -225,7 +243,7 @@ export function controlPlaneRoutes(
         .finally(() => stream.end());
       return;
     }
-    const record = await deployments.deploy(id, toDeploy, undefined, guard);
+    const record = await run();
     ctx.status = existing ? 200 : 201;
     ctx.body = view(record);
   });
@@ -241,7 +259,10 @@ export function controlPlaneRoutes(
     const who = principal(ctx);
     checkClaimant(who);
     const id = checkDeploymentId(ctx.params.id);
-    ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
+    const claimToken = (await body(ctx)).claimToken;
+    ctx.body = publicView(
+      await addedBy(who, deployments, () => deployments.claim(id, who.developer.id, claimToken)),
+    );
   });
   router.post("/deploys/:id/sessions", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -137,8 +137,13 @@ export function registerTransferRoutes(
   router.post("/deploys/:id/import", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);
     // Checked before the upload is read, and again under the deployment's lock.
-    checkDataTransfer(callerOf(ctx), await deployments.get(id));
-    await receiveImport(ctx, transfer, id, callerOf(ctx));
+    const caller = callerOf(ctx);
+    const existing = await deployments.get(id);
+    checkDataTransfer(caller, existing);
+    // An import into a new id creates a deployment: it counts against the developer's quota.
+    const developer = !existing && caller.kind === "developer" ? caller.developer.id : undefined;
+    if (developer !== undefined) await deployments.owners.check(developer);
+    await deployments.owners.adding(developer, () => receiveImport(ctx, transfer, id, caller));
   });
 }
 

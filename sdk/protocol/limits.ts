@@ -34,6 +34,12 @@ export const LIMITS = {
    * of hosted document databases hold 0.5 to 1 GiB.
    */
   rowBytesPerDeployment: 1024 * 1024 * 1024,
+  /**
+   * Deployments one developer may own: each holds a database of its own (up to
+   * rowBytesPerDeployment), so without a bound one developer could fill the disk every tenant's
+   * data is on. The operator creates more for a developer past it. Ours.
+   */
+  deploymentsPerDeveloper: 100,
   /** Largest `numItems` of one `paginate()` call (ours: it can never exceed rowsReturned). */
   paginateMaxItems: 1000,
   /** One uploaded file. */

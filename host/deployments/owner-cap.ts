@@ -1,0 +1,53 @@
+import { PlatformError } from "../../sdk/values/index.js";
+import { WriteLock } from "../db/index.js";
+import type { DeploymentRecord } from "./records.js";
+
+/**
+ * How many deployments one developer may own (`LIMITS.deploymentsPerDeveloper` unless the host
+ * says otherwise). Every deployment holds a database of its own, up to its row-bytes quota, and
+ * the host's memory and connections for its isolate and reads: without a bound, one developer's
+ * token could create deployments until the disk every tenant's data is on is full.
+ *
+ * A developer's additions (a create, a claim, an import into a new id) run one at a time on a
+ * host, each after counting what the developer owns, so concurrent requests to one host cannot
+ * pass the bound together. Hosts sharing a database count alone: each may add one more at the
+ * same moment, so the bound holds to within the number of hosts. The operator adds deployments
+ * for a developer without this check.
+ */
+export class OwnerCap {
+  /** Each developer's additions in turn (a lock per developer that ever added one here). */
+  private readonly turns = new Map<string, WriteLock>();
+
+  constructor(
+    private readonly list: () => Promise<DeploymentRecord[]>,
+    readonly max: number,
+  ) {}
+
+  /**
+   * Runs `work`, which may give `owner` one more deployment, when `owner` owns fewer than
+   * {@link max}; `quota_exceeded` otherwise, naming what to do. Without an owner (the operator
+   * adds it), `work` runs at once.
+   */
+  adding<T>(owner: string | undefined, work: () => Promise<T>): Promise<T> {
+    if (owner === undefined) return work();
+    let turn = this.turns.get(owner);
+    if (!turn) {
+      turn = new WriteLock();
+      this.turns.set(owner, turn);
+    }
+    return turn.run(async () => {
+      await this.check(owner);
+      return work();
+    });
+  }
+
+  /** Throws `quota_exceeded` when `owner` owns {@link max} deployments or more now. */
+  async check(owner: string): Promise<void> {
+    const owned = (await this.list()).filter((record) => record.owner === owner).length;
+    if (owned >= this.max)
+      throw new PlatformError(
+        "quota_exceeded",
+        `Developer ${owner} owns ${owned} deployments, the most one developer may own (${this.max}). Delete one you no longer need (its Settings page in the dashboard, or DELETE /v1/deploys/<id>), or ask the operator to create this one for you.`,
+      );
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * A developer owns at most `deploymentsPerDeveloper` deployments (LIMITS.deploymentsPerDeveloper):
+ * each holds a database of its own, so a developer's token creating deployments without end could
+ * fill the disk every tenant's data is on. Every way a developer gains one counts (a create by
+ * POST or PUT, streamed or not, a claim, an import into a new id), concurrent creates cannot pass
+ * the bound together, a redeploy is never refused, and the operator creates past it. Real host
+ * over HTTP, with a quota of 3.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { exportZip, importZip } from "./helpers/export-import.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+const QUOTA = 3;
+
+interface Developer {
+  id: string;
+  token: string;
+}
+
+let host: TestHost;
+let code: string;
+
+function developer(name: string): Promise<Developer> {
+  return host.admin("/v1/developers", "POST", { name }).then((r) => r.json<Developer>());
+}
+
+function create(who: Developer, id: string, method = "PUT") {
+  return method === "POST"
+    ? host.admin("/v1/deploys", "POST", { id, code }, who.token)
+    : host.admin(`/v1/deploys/${id}`, "PUT", { code }, who.token);
+}
+
+function remove(who: Developer, id: string) {
+  return host.admin(`/v1/deploys/${id}`, "DELETE", undefined, who.token);
+}
+
+async function owned(who: Developer): Promise<string[]> {
+  return (await host.admin("/v1/me", "GET", undefined, who.token)).json<{ deploys: string[] }>().deploys;
+}
+
+/** Asserts `answer` is the quota refusal. */
+function expectRefused(answer: { status: number; text(): string }): void {
+  expect(answer.status, answer.text()).toBe(413);
+  const { error } = JSON.parse(answer.text()) as { error: { code: string; message: string } };
+  expect(error.code).toBe("quota_exceeded");
+  expect(error.message).toMatch(/owns 3 deployments, the most one developer may own \(3\)\. Delete one/);
+}
+
+beforeAll(async () => {
+  host = await startTestHost({ deploymentsPerDeveloper: QUOTA });
+  code = await fixtureCode("counter");
+}, 60_000);
+afterAll(() => host.dispose());
+
+describe("deployments per developer", () => {
+  it("refuses a create past the quota, by POST and by PUT, and redeploys still go through", async () => {
+    const ada = await developer("ada");
+    for (const id of ["ada-1", "ada-2"]) expect((await create(ada, id)).status).toBe(201);
+    expect((await create(ada, "ada-3", "POST")).status).toBe(201);
+    expectRefused(await create(ada, "ada-4"));
+    expectRefused(await create(ada, "ada-4", "POST"));
+    expect((await host.admin("/v1/deploys/ada-4", "GET")).status).toBe(404);
+    // Replacing a deployment adds none.
+    expect((await create(ada, "ada-2")).status).toBe(200);
+    // A deleted one frees its place.
+    expect((await remove(ada, "ada-1")).status).toBe(204);
+    expect((await create(ada, "ada-4")).status).toBe(201);
+    expect((await owned(ada)).sort()).toEqual(["ada-2", "ada-3", "ada-4"]);
+  }, 120_000);
+
+  it("refuses a streamed create with the status, before any progress line", async () => {
+    const bea = await developer("bea");
+    for (const id of ["bea-1", "bea-2", "bea-3"]) expect((await create(bea, id)).status).toBe(201);
+    const streamed = await sendRequest(`${host.url}/v1/deploys/bea-4`, {
+      method: "PUT",
+      headers: {
+        authorization: `Bearer ${bea.token}`,
+        "content-type": "application/json",
+        accept: "application/x-ndjson",
+      },
+      body: JSON.stringify({ code }),
+    });
+    expectRefused(streamed);
+  }, 120_000);
+
+  it("lets only the quota's worth of concurrent creates through", async () => {
+    const cy = await developer("cy");
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => create(cy, `cy-${i}`)));
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.filter((status) => status === 201)).toHaveLength(QUOTA);
+    expect(statuses.filter((status) => status === 413)).toHaveLength(12 - QUOTA);
+    expect(await owned(cy)).toHaveLength(QUOTA);
+  }, 120_000);
+
+  it("counts a claim, and the operator creates past the quota for a developer", async () => {
+    const dee = await developer("dee");
+    for (const id of ["dee-1", "dee-2", "dee-3"]) expect((await create(dee, id)).status).toBe(201);
+    const forDee = await host.admin("/v1/deploys", "POST", { id: "dee-4", code, owner: dee.id });
+    expect(forDee.status, forDee.text()).toBe(201);
+    const unclaimed = await host.admin("/v1/deploys", "POST", { id: "dee-5", code });
+    const { claimToken } = unclaimed.json<{ claimToken: string }>();
+    const claim = () => host.admin("/v1/deploys/dee-5/claim", "POST", { claimToken }, dee.token);
+    const refused = await claim();
+    expect(refused.status, refused.text()).toBe(413);
+    expect(refused.json<{ error: { message: string } }>().error.message).toContain("owns 4 deployments");
+    for (const id of ["dee-1", "dee-2"]) expect((await remove(dee, id)).status).toBe(204);
+    expect((await claim()).status).toBe(200);
+    expect((await owned(dee)).sort()).toEqual(["dee-3", "dee-4", "dee-5"]);
+  }, 120_000);
+
+  it("counts an import into a new id, not one into a deployment the developer has", async () => {
+    const eve = await developer("eve");
+    for (const id of ["eve-1", "eve-2", "eve-3"]) expect((await create(eve, id)).status).toBe(201);
+    const archive = await exportZip(host, "eve-1", "", eve.token);
+    expect(archive.status, archive.text()).toBe(200);
+    expectRefused(await importZip(host, "eve-4", archive.body, "", eve.token));
+    expect((await host.admin("/v1/deploys/eve-4", "GET")).status).toBe(404);
+    const into = await importZip(host, "eve-2", archive.body, "?replace=1", eve.token);
+    expect(into.status, into.text()).toBe(200);
+    expect((await remove(eve, "eve-3")).status).toBe(204);
+    const created = await importZip(host, "eve-4", archive.body, "", eve.token);
+    expect(created.status, created.text()).toBe(200);
+    expect((await owned(eve)).sort()).toEqual(["eve-1", "eve-2", "eve-4"]);
+  }, 120_000);
+});
