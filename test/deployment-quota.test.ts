@@ -6,6 +6,7 @@
  * the bound together, a redeploy is never refused, and the operator creates past it. Real host
  * over HTTP, with a quota of 3.
  */
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { exportZip, importZip } from "./helpers/export-import.js";
@@ -37,6 +38,39 @@ function remove(who: Developer, id: string) {
 
 async function owned(who: Developer): Promise<string[]> {
   return (await host.admin("/v1/me", "GET", undefined, who.token)).json<{ deploys: string[] }>().deploys;
+}
+
+/**
+ * Starts `POST path` with `body` as `token`, sending all but its last byte; resolves with a
+ * function that sends the rest and resolves with the answer's status and text.
+ */
+async function heldBack(path: string, token: string, body: Buffer, type: string) {
+  let finish = () => {};
+  const answer = new Promise<{ status: number; text: () => string }>((resolve, reject) => {
+    const req = request(
+      new URL(`${host.url}${path}`),
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": type, "content-length": body.length },
+      },
+      (res) => {
+        let received = "";
+        res.on("data", (chunk: Buffer) => {
+          received += chunk.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: () => received }));
+      },
+    );
+    req.on("error", reject);
+    req.write(body.subarray(0, body.length - 1));
+    finish = () => req.end(body.subarray(body.length - 1));
+  });
+  // Let the host read the headers and run its first checks before the race is set.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return () => {
+    finish();
+    return answer;
+  };
 }
 
 /** Asserts `answer` is the quota refusal. */
@@ -122,5 +156,36 @@ describe("deployments per developer", () => {
     const created = await importZip(host, "eve-4", archive.body, "", eve.token);
     expect(created.status, created.text()).toBe(200);
     expect((await owned(eve)).sort()).toEqual(["eve-1", "eve-2", "eve-4"]);
+  }, 120_000);
+
+  it("counts an import that creates its deployment because the one there was deleted during the upload", async () => {
+    const fay = await developer("fay");
+    for (const id of ["fay-1", "fay-2", "fay-3"]) expect((await create(fay, id)).status).toBe(201);
+    const archive = await exportZip(host, "fay-1", "", fay.token);
+    // Into fay-1, which exists as the upload starts: no deployment is added, so nothing is counted yet.
+    const send = await heldBack(
+      "/v1/deploys/fay-1/import?replace=1",
+      fay.token,
+      archive.body,
+      "application/zip",
+    );
+    expect((await remove(fay, "fay-1")).status).toBe(204);
+    expect((await create(fay, "fay-4")).status).toBe(201);
+    // Before, the import then created fay-1 again: four deployments, and as many more as imports.
+    expectRefused(await send());
+    expect((await owned(fay)).sort()).toEqual(["fay-2", "fay-3", "fay-4"]);
+  }, 120_000);
+
+  it("answers a claim by its own rules first: a developer at the quota is told the claim is wrong, not the quota", async () => {
+    const gil = await developer("gil");
+    for (const id of ["gil-1", "gil-2", "gil-3"]) expect((await create(gil, id)).status).toBe(201);
+    const unclaimed = await host.admin("/v1/deploys", "POST", { id: "gil-4", code });
+    const { claimToken } = unclaimed.json<{ claimToken: string }>();
+    const claim = (id: string, token: string) =>
+      host.admin(`/v1/deploys/${id}/claim`, "POST", { claimToken: token }, gil.token);
+    expect((await claim("gil-4", "pct_wrong")).status).toBe(403);
+    expect((await claim("nowhere", claimToken)).status).toBe(404);
+    expect((await claim("gil-1", claimToken)).status).toBe(409);
+    expectRefused(await claim("gil-4", claimToken));
   }, 120_000);
 });

@@ -156,7 +156,12 @@ export class DeploymentService {
 
   /** Claims an unclaimed deployment for `developer` with its claim token. */
   claim(id: string, developer: string, claimToken: unknown): Promise<DeploymentRecord> {
-    return this.removals.whileLocked(id, () => claimDeployment(this.registry, id, developer, claimToken));
+    // In the developer's turn, counted once the claim is known to be valid (see owner-cap.ts).
+    return this.owners.inTurn(developer, () =>
+      this.removals.whileLocked(id, () =>
+        claimDeployment(this.registry, id, developer, claimToken, () => this.owners.check(developer)),
+      ),
+    );
   }
 
   /** Changes access settings: `restricted` and the approved emails. */

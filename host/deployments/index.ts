@@ -10,6 +10,7 @@ export { parseIdempotencyKey } from "./idempotency.js";
 export type { DeploymentImport, ImportedSettings, LoadedCode } from "./imported-deployment.js";
 export { LogHub, type LogLine } from "./log-hub.js";
 export { formatRequestId } from "./log-line.js";
+export type { OwnerCap } from "./owner-cap.js";
 export { Quarantine, quarantine } from "./quarantine.js";
 export {
   type ArtifactRecord,

@@ -29,16 +29,25 @@ export class OwnerCap {
    * adds it), `work` runs at once.
    */
   adding<T>(owner: string | undefined, work: () => Promise<T>): Promise<T> {
+    return this.inTurn(owner, async () => {
+      if (owner !== undefined) await this.check(owner);
+      return work();
+    });
+  }
+
+  /**
+   * Runs `work` in `owner`'s turn on this host, for an addition that calls {@link check} itself
+   * where it learns that it adds one (under the deployment's lock: a claim, an import). Without an
+   * owner, at once.
+   */
+  inTurn<T>(owner: string | undefined, work: () => Promise<T>): Promise<T> {
     if (owner === undefined) return work();
     let turn = this.turns.get(owner);
     if (!turn) {
       turn = new WriteLock();
       this.turns.set(owner, turn);
     }
-    return turn.run(async () => {
-      await this.check(owner);
-      return work();
-    });
+    return turn.run(work);
   }
 
   /** Throws `quota_exceeded` when `owner` owns {@link max} deployments or more now. */

@@ -13,9 +13,11 @@ export async function claimDeployment(
   id: string,
   developer: string,
   claimToken: unknown,
+  mayOwnOneMore: () => Promise<void>,
 ): Promise<DeploymentRecord> {
   const record = await registry.require(id);
   authoriseClaim(record, claimToken);
+  await mayOwnOneMore();
   const { claimTokenHash: _used, ...rest } = record;
   return registry.save(Object.assign(rest, { owner: developer, updatedAt: Date.now() }));
 }

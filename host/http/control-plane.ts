@@ -259,10 +259,7 @@ export function controlPlaneRoutes(
     const who = principal(ctx);
     checkClaimant(who);
     const id = checkDeploymentId(ctx.params.id);
-    const claimToken = (await body(ctx)).claimToken;
-    ctx.body = publicView(
-      await addedBy(who, deployments, () => deployments.claim(id, who.developer.id, claimToken)),
-    );
+    ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
   });
   router.post("/deploys/:id/sessions", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -9,8 +9,13 @@ import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { checkDataTransfer, type OperatorCaller } from "../access/index.js";
-import { checkDeploymentId, type DeploymentService, publicView } from "../deployments/index.js";
-import type { DeploymentTransfer, ImportResult } from "../transfer/index.js";
+import {
+  checkDeploymentId,
+  type DeploymentService,
+  type OwnerCap,
+  publicView,
+} from "../deployments/index.js";
+import type { DeploymentTransfer, ImportProgress, ImportResult } from "../transfer/index.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 
 /** `?objects=0` leaves stored objects out of an export (or an import); anything else keeps them. */
@@ -82,16 +87,28 @@ async function receiveImport(
   transfer: DeploymentTransfer,
   id: string,
   caller: OperatorCaller,
+  owners?: OwnerCap,
 ): Promise<void> {
+  // An import that creates a deployment counts against its developer's quota: in the developer's
+  // turn, counted under the deployment's lock once the import is known to create it.
+  const developer = owners && caller.kind === "developer" ? caller.developer.id : undefined;
   const request = (archive: string) => ({
     id,
     archive,
     replace: ctx.query.replace === "1" || ctx.query.replace === "true",
     objects: withObjects(ctx),
-    authorise: (existing: Parameters<typeof checkDataTransfer>[1]) => checkDataTransfer(caller, existing),
+    authorise: async (existing: Parameters<typeof checkDataTransfer>[1]) => {
+      const owner = checkDataTransfer(caller, existing);
+      if (!existing && developer !== undefined) await owners?.check(developer);
+      return owner;
+    },
   });
+  const run = (archive: string, onProgress?: (progress: ImportProgress) => void) => {
+    const work = () => transfer.import(request(archive), onProgress);
+    return owners ? owners.inTurn(developer, work) : work();
+  };
   if (!ctx.get("accept").includes("application/x-ndjson")) {
-    const result = await withUploadedArchive(ctx, (archive) => transfer.import(request(archive)));
+    const result = await withUploadedArchive(ctx, (archive) => run(archive));
     ctx.status = 200;
     ctx.body = resultView(result);
     return;
@@ -104,8 +121,7 @@ async function receiveImport(
     ctx.body = stream;
     ctx.res.flushHeaders();
     line({ progress: { step: "received" } });
-    await transfer
-      .import(request(archive), (progress) => line({ progress }))
+    await run(archive, (progress) => line({ progress }))
       .then(
         (result) => line({ import: resultView(result) }),
         (error: unknown) =>
@@ -140,10 +156,10 @@ export function registerTransferRoutes(
     const caller = callerOf(ctx);
     const existing = await deployments.get(id);
     checkDataTransfer(caller, existing);
-    // An import into a new id creates a deployment: it counts against the developer's quota.
-    const developer = !existing && caller.kind === "developer" ? caller.developer.id : undefined;
-    if (developer !== undefined) await deployments.owners.check(developer);
-    await deployments.owners.adding(developer, () => receiveImport(ctx, transfer, id, caller));
+    // An import into a new id creates a deployment: refused before the upload when the
+    // developer's quota is full (and checked again as it creates it).
+    if (!existing && caller.kind === "developer") await deployments.owners.check(caller.developer.id);
+    await receiveImport(ctx, transfer, id, caller, deployments.owners);
   });
 }
 

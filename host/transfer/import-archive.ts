@@ -32,7 +32,7 @@ export interface ImportRequest {
    * The access rule, checked under the deployment's lock on the record found there (undefined: the
    * import creates it); returns the owner of a deployment it creates (undefined: unclaimed).
    */
-  authorise(existing: DeploymentRecord | undefined): string | undefined;
+  authorise(existing: DeploymentRecord | undefined): Promise<string | undefined>;
 }
 
 /** A step of an import, for progress output. */
@@ -78,7 +78,7 @@ export async function importArchive(
     return await parts.deployments.whileLocked(request.id, async () => {
       await parts.pending.finish(request.id);
       const existing = await parts.deployments.get(request.id);
-      const owner = request.authorise(existing);
+      const owner = await request.authorise(existing);
       if (existing && !request.replace && (await holdsData(parts, request.id))) throw notEmpty(request.id);
       const target = parts.deployments.importInto(request.id);
       try {

@@ -38,7 +38,7 @@ await new DeploymentTransfer(db, deployments, objects).import({
   id,
   archive: zip,
   replace: replace === "replace",
-  authorise: () => undefined,
+  authorise: async () => undefined,
 });
 process.stdout.write("finished\n");
 process.exit(0);
