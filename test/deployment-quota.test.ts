@@ -188,4 +188,17 @@ describe("deployments per developer", () => {
     expect((await claim("gil-1", claimToken)).status).toBe(409);
     expectRefused(await claim("gil-4", claimToken));
   }, 120_000);
+
+  it("has one developer's deployments read through one share of the database's connections", async () => {
+    const hal = await developer("hal");
+    for (const id of ["hal-1", "hal-2"]) expect((await create(hal, id)).status).toBe(201);
+    expect(host.deployments.db.shareOf("hal-1")).toBe(hal.id);
+    expect(host.deployments.db.shareOf("hal-2")).toBe(hal.id);
+    // Unclaimed, each is its own, until a developer claims it.
+    const unclaimed = await host.admin("/v1/deploys", "POST", { id: "hal-3", code });
+    expect(host.deployments.db.shareOf("hal-3")).toBe("dev:hal-3");
+    const { claimToken } = unclaimed.json<{ claimToken: string }>();
+    expect((await host.admin("/v1/deploys/hal-3/claim", "POST", { claimToken }, hal.token)).status).toBe(200);
+    expect(host.deployments.db.shareOf("hal-3")).toBe(hal.id);
+  }, 120_000);
 });

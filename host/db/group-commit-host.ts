@@ -47,6 +47,8 @@ export interface QueuedMutation {
 /** What a group commit needs of its deployment's database. */
 export interface GroupCommitHost extends TransactionHost {
   readonly store: KvStore;
+  /** Whose share of the store's connections the deployment's work uses (see `HostDatabase.shareOf`). */
+  share(): string;
   readonly clockKey: Buffer;
   clockValue(): number;
   /** Runs `work` holding the deployment's write lock in this process and across processes. */

@@ -107,7 +107,7 @@ export class GroupCommit {
     try {
       const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes());
       // Taken under the write lock, with the first read: no commit of this deployment can come between.
-      snapshot ??= await database.store.lazySnapshot(database.id);
+      snapshot ??= await database.store.lazySnapshot(database.share());
       const batch = new GroupBatch(database, snapshot, rowBytes);
       const readsAhead = !database.syncReads;
       if (readsAhead && !begun) await readAhead(snapshot, this.readKeys(group));

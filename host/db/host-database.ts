@@ -18,6 +18,12 @@ export class HostDatabase {
   private readonly deployments = new Map<string, Promise<TenantDatabase>>();
   private readonly locks = new Map<string, WriteLock>();
   private readonly messageHandlers = new Set<(message: HostMessage) => void>();
+  /**
+   * Whose share of the store's connections deployment `id`'s work uses (see `KvStore.snapshot`):
+   * the host's deployment layer names the developer owning it, so one developer's deployments
+   * together get one share however many they run; by default each deployment is its own.
+   */
+  shareOf: (id: string) => string = (id) => id;
 
   private constructor(
     readonly store: KvStore,
@@ -122,7 +128,7 @@ export class HostDatabase {
   deployment(id: string): Promise<TenantDatabase> {
     let loading = this.deployments.get(id);
     if (!loading) {
-      loading = new TenantDatabase(this.store, id, this.cursors, this.quota).load();
+      loading = new TenantDatabase(this.store, id, this.cursors, this.quota, () => this.shareOf(id)).load();
       loading.catch(() => this.deployments.delete(id));
       this.deployments.set(id, loading);
     }

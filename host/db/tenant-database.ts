@@ -51,6 +51,8 @@ export class TenantDatabase implements TransactionHost {
     readonly id: string,
     readonly cursors: CursorCodec,
     quota: DatabaseQuota = DEFAULT_DATABASE_QUOTA,
+    /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`); its id by default. */
+    readonly share: () => string = () => id,
   ) {
     this.clockKey = metaKey(id, "clock");
     this.rowBytes = new RowBytesTotal(id, quota.rowBytesPerDeployment);
@@ -61,7 +63,7 @@ export class TenantDatabase implements TransactionHost {
    * first when not known yet. The caller holds the write lock.
    */
   storedRowBytes(): Promise<number> {
-    return this.rowBytes.current(this.store, this.compiled.values(), this.id);
+    return this.rowBytes.current(this.store, this.compiled.values(), this.share());
   }
 
   get syncReads(): boolean {
@@ -163,7 +165,7 @@ export class TenantDatabase implements TransactionHost {
     alongside: (hasRows: boolean) => Promise<KvOperation[]>,
   ): Promise<void> {
     await this.exclusive(async () => {
-      const snapshot = await this.store.snapshot(this.id);
+      const snapshot = await this.store.snapshot(this.share());
       let existing: Awaited<ReturnType<typeof existingKeys>>;
       try {
         existing = await existingKeys(snapshot, this.id);
@@ -235,7 +237,7 @@ export class TenantDatabase implements TransactionHost {
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
     // Its reads need to agree with each other only: the snapshot is taken with the first one.
-    const snapshot = await this.store.readSnapshot(this.id);
+    const snapshot = await this.store.readSnapshot(this.share());
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
     try {
       const value = await work(tx);
@@ -280,7 +282,7 @@ export class TenantDatabase implements TransactionHost {
     let next: KvSnapshot | undefined;
     try {
       if (thenRead)
-        next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead, this.id);
+        next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead, this.share());
       else await this.store.commit(snapshot, operations, announce);
     } catch (error) {
       // The write may have landed all the same (its answer lost with the connection): the row

@@ -125,8 +125,9 @@ export interface KvStore {
   /** Walks the latest committed state. */
   iterate(options: KvIterateOptions): KvIterator;
   /**
-   * A snapshot of the latest committed state. `owner` (a deployment's id; "" for the host's own
-   * work) says whose it is: a backend with few connections shares them fairly between owners.
+   * A snapshot of the latest committed state. `owner` (whose work it is: the developer owning the
+   * deployment, see `HostDatabase.shareOf`; "" for the host's own work) says whose it is: a backend
+   * with few connections shares them fairly between owners.
    */
   snapshot(owner?: string): Promise<KvSnapshot>;
   /**

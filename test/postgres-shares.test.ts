@@ -1,0 +1,74 @@
+/**
+ * On PostgreSQL, readers hold connections of a small pool, shared fairly between owners
+ * (host/db/kv/owner-shares.ts). An owner is the developer, not the deployment: before, a developer
+ * running handlers in many deployments at once got a share for each, and together they held every
+ * connection while another developer's query waited. Real PostgreSQL, real deployments' queries.
+ */
+import { describe, expect, it } from "vitest";
+import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
+import { capsule, string, table } from "../sdk/server/index.js";
+import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+
+const server = postgresForThisFile("PostgreSQL share tests");
+
+const SCHEMA = capsule({ schema: { notes: table({ s: string() }) } }).declaration.schema;
+
+describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer", () => {
+  it("gives one developer's deployments together one share, so another developer's query still runs", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const db = await HostDatabase.openStore(store);
+    // As the deployment layer does: each deployment's work is its developer's.
+    db.shareOf = (id) => (id.startsWith("mallory-") ? "mallory" : id);
+    const snapshots = () =>
+      store.poolUse().find((use) => use.pool === "snapshots") as {
+        max: number;
+        idle: number;
+        waiting: number;
+      };
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    try {
+      const deployments: TenantDatabase[] = [];
+      for (let i = 0; i < 8; i++) {
+        const deployment = await db.deployment(`mallory-${i}`);
+        await deployment.migrate(SCHEMA);
+        deployments.push(deployment);
+      }
+      const victim = await db.deployment("victim");
+      await victim.migrate(SCHEMA);
+      const { max } = snapshots();
+      const share = Math.ceil(max / 4);
+      // Handlers that read, then keep their snapshot (slow handlers), started one after another
+      // (readers made together share one snapshot): more than the pool holds.
+      let holding = 0;
+      const slow: Array<Promise<unknown>> = [];
+      for (let i = 0; i < max + 4; i++) {
+        const waiting = snapshots().waiting;
+        const held = holding;
+        slow.push(
+          (deployments[i % deployments.length] as TenantDatabase).query(async (tx) => {
+            await tx.get("notes", "A".repeat(22));
+            holding++;
+            await gate;
+          }),
+        );
+        while (holding === held && snapshots().waiting === waiting)
+          await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      // One developer holds three quarters of the pool at most, however many deployments it runs.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(holding).toBe(max - share);
+      // Another developer's query runs now, not once mallory's handlers end.
+      const answer = await victim.query((tx) => tx.get("notes", "B".repeat(22)));
+      expect(answer.value).toBeNull();
+      open();
+      await Promise.all(slow);
+      expect(holding).toBe(slow.length);
+    } finally {
+      open();
+      await db.close();
+    }
+  }, 60_000);
+});
