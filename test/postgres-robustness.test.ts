@@ -14,19 +14,37 @@ import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 const server = postgresForThisFile("PostgreSQL robustness tests");
 
 /**
- * A store on a fresh table; its snapshot pool's figures; and `reading(owner)`, a snapshot of
- * `owner`'s that has read (so holds a connection), like a handler still running.
+ * A store on a fresh table; its snapshot pool's figures; `reading(owner)`, a query's snapshot of
+ * `owner`'s that has read (so holds a connection), like a handler still running; and
+ * `writing(owner)`, the same for a mutation's snapshot.
  */
 async function snapshotPool() {
   const store = await PostgresKv.open(server.url, { table: freshTable() });
   const snapshots = () =>
     store.poolUse().find((use) => use.pool === "snapshots") as { max: number; idle: number; waiting: number };
-  const reading = async (owner: string) => {
+  const key = Buffer.from("k");
+  // Readers made before a snapshot's first read share it: each reader is made once the one before
+  // has begun its read (a macrotask after asking), so each holds a connection of its own.
+  let turns: Promise<unknown> = Promise.resolve();
+  const reading = (owner: string) => {
+    const begun = turns.then(async () => {
+      const snapshot = await store.readSnapshot(owner);
+      const read = snapshot.get(key);
+      await new Promise((resolve) => setImmediate(resolve));
+      return { snapshot, read };
+    });
+    turns = begun.catch(() => {});
+    return begun.then(async ({ snapshot, read }) => {
+      await read;
+      return snapshot;
+    });
+  };
+  const writing = async (owner: string) => {
     const snapshot = await store.lazySnapshot(owner);
-    await snapshot.get(Buffer.from("k"));
+    await snapshot.get(key);
     return snapshot;
   };
-  return { store, snapshots, reading };
+  return { store, snapshots, reading, writing };
 }
 
 describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () => {
@@ -217,13 +235,13 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
     }
   });
 
-  it("never asks the pool for more than it has: a burst of readers in one tick waits in turn, not behind later ones", async () => {
-    const { store, snapshots, reading } = await snapshotPool();
+  it("never asks the pool for more than it has: a burst of snapshots in one tick waits in turn, not behind later ones", async () => {
+    const { store, snapshots, writing } = await snapshotPool();
     const { max } = snapshots();
     try {
       // Every connection opened, and idle in the pool: parked ones, still in their transactions,
       // are ended and given back to it within moments.
-      const warm = await Promise.all(Array.from({ length: max }, (_, i) => reading(`warm-${i}`)));
+      const warm = await Promise.all(Array.from({ length: max }, (_, i) => writing(`warm-${i}`)));
       for (const snapshot of warm) await snapshot.close();
       const admin = new pg.Client({ connectionString: server.url });
       await admin.connect();
@@ -237,14 +255,14 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
         );
       while ((await inTransaction()) > 0) await new Promise((resolve) => setTimeout(resolve, 10));
       await admin.end();
-      // Two more readers than connections, in one tick; then one more, later.
-      const burst = Array.from({ length: max + 2 }, (_, i) => reading(`burst-${i}`));
+      // Two more snapshots than connections, in one tick; then one more, later.
+      const burst = Array.from({ length: max + 2 }, (_, i) => writing(`burst-${i}`));
       const held: KvSnapshot[] = [];
       for (const each of burst) void each.then((snapshot) => held.push(snapshot));
       while (held.length < max) await new Promise((resolve) => setTimeout(resolve, 10));
-      // Before, the two extra ones waited in the pool's own queue, unseen, behind every later reader.
+      // Before, the two extra ones waited in the pool's own queue, unseen, behind every later one.
       expect(snapshots().waiting).toBe(2);
-      const later = reading("later");
+      const later = writing("later");
       while (snapshots().waiting < 3) await new Promise((resolve) => setTimeout(resolve, 10));
       await (held.shift() as KvSnapshot).close();
       await (held.shift() as KvSnapshot).close();

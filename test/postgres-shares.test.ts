@@ -2,7 +2,8 @@
  * On PostgreSQL, readers hold connections of a small pool, shared fairly between owners
  * (host/db/kv/owner-shares.ts). An owner is the developer, not the deployment: before, a developer
  * running handlers in many deployments at once got a share for each, and together they held every
- * connection while another developer's query waited. Real PostgreSQL, real deployments' queries.
+ * connection while another developer's query waited. A mutation's snapshot is not held to a share:
+ * it waits holding a write lock's connection. Real PostgreSQL, real deployments' queries.
  */
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
@@ -60,6 +61,9 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       // One developer holds three quarters of the pool at most, however many deployments it runs.
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(holding).toBe(max - share);
+      // A mutation of mallory's is not held to the share: it waits under its write lock, holding a
+      // lock connection, so mallory's deployments waiting to write would hold every one of the host's.
+      await (deployments[1] as TenantDatabase).mutate((tx) => tx.insert("notes", { s: "written" }));
       // Another developer's query runs now, not once mallory's handlers end.
       const answer = await victim.query((tx) => tx.get("notes", "B".repeat(22)));
       expect(answer.value).toBeNull();

@@ -180,11 +180,19 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     // until the sweep ended each by a round trip of its own: half a ROLLBACK per request.
     const pool = new pg.Pool({ connectionString: server.url, max: 3 });
     const parking = new ConnectionParking(pool, () => {});
-    const taken = [await parking.take("a"), await parking.take("b"), await parking.take("c")];
+    const taken = [
+      await parking.take("a", "read"),
+      await parking.take("b", "read"),
+      await parking.take("c", "read"),
+    ];
     try {
       for (const { end } of taken) expect(end).toBe("");
       for (const { client } of taken) parking.park(client);
-      const again = [await parking.take("a"), await parking.take("b"), await parking.take("c")];
+      const again = [
+        await parking.take("a", "read"),
+        await parking.take("b", "read"),
+        await parking.take("c", "read"),
+      ];
       expect(again.map(({ client }) => client)).toEqual(taken.map(({ client }) => client));
       for (const { end } of again) expect(end).toBe("ROLLBACK");
     } finally {

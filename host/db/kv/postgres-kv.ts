@@ -125,7 +125,7 @@ export class PostgresKv extends KvStoreBase {
 
   /** No connection until the first read, which begins the transaction in the same round trip. */
   protected override async _lazySnapshot(owner: string): Promise<KvSnapshot> {
-    return PostgresSnapshot.lazy(this.parking, this.table, owner);
+    return PostgresSnapshot.lazy(this.parking, this.table, owner, "write");
   }
 
   /** Each owner's readers' lazy snapshot that has not begun yet: its readers made now join it. */
@@ -152,7 +152,7 @@ export class PostgresKv extends KvStoreBase {
   private joinReaders(owner: string): SharedSnapshot {
     let shared = this.readers.get(owner);
     if (!shared || shared.snapshot.begun || shared.readers >= SHARED_READERS) {
-      shared = { snapshot: PostgresSnapshot.lazy(this.parking, this.table, owner), readers: 0 };
+      shared = { snapshot: PostgresSnapshot.lazy(this.parking, this.table, owner, "read"), readers: 0 };
       this.readers.set(owner, shared);
     }
     shared.readers++;

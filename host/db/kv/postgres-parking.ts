@@ -14,6 +14,7 @@ interface Parked {
 
 interface Waiter {
   owner: string;
+  use: SnapshotUse;
   resolve: (taken: TakenConnection) => void;
   reject: (error: unknown) => void;
 }
@@ -38,6 +39,14 @@ export function watchForLoss(pool: pg.Pool): void {
 export function isLost(client: pg.ClientBase): boolean {
   return lost.has(client);
 }
+
+/**
+ * What a snapshot is for. A `read` (a query's) is held to its owner's share; a `write` (a
+ * mutation's, a migration's: taken under a write lock, whose own connection it holds meanwhile) gets
+ * any free connection: refused for its owner's readers, it would keep a lock connection while it
+ * waits, and a developer's busy deployments could then hold every lock connection of the host.
+ */
+export type SnapshotUse = "read" | "write";
 
 /** A connection to run a snapshot on, and what must end on it first ("" or "ROLLBACK"). */
 export interface TakenConnection {
@@ -99,10 +108,14 @@ export class ConnectionParking {
    * past {@link PARK_MS}, each then ended by a round trip of its own (half a ROLLBACK per request
    * of 32 concurrent get-by-id requests; a few per thousand this way).
    */
-  take(owner: string): Promise<TakenConnection> {
-    const free = this.shares.mayTake(owner) ? this.free(owner) : undefined;
+  take(owner: string, use: SnapshotUse): Promise<TakenConnection> {
+    const free = this.mayTake(owner, use) ? this.free(owner) : undefined;
     if (free) return free;
-    return new Promise((resolve, reject) => this.waiters.push({ owner, resolve, reject }));
+    return new Promise((resolve, reject) => this.waiters.push({ owner, use, resolve, reject }));
+  }
+
+  private mayTake(owner: string, use: SnapshotUse): boolean {
+    return use === "write" || this.shares.mayTake(owner);
   }
 
   /** Gives back `client`, with no transaction open: to a waiting taker, else to the pool. */
@@ -197,8 +210,13 @@ export class ConnectionParking {
     return { client, end };
   }
 
-  /** Takes out the waiter to serve next: of those whose owner may take one, the owner holding fewest. */
+  /**
+   * Takes out the waiter to serve next: the first writer (it holds a lock meanwhile), else of the
+   * readers whose owner may take one, the owner holding fewest.
+   */
   private nextWaiter(): Waiter | undefined {
+    const writer = this.waiters.findIndex((waiter) => waiter.use === "write");
+    if (writer >= 0) return this.waiters.splice(writer, 1)[0];
     let best = -1;
     for (let i = 0; i < this.waiters.length; i++) {
       const owner = (this.waiters[i] as Waiter).owner;

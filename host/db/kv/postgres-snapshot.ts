@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot } from "./kv.js";
-import type { ConnectionParking } from "./postgres-parking.js";
+import type { ConnectionParking, SnapshotUse } from "./postgres-parking.js";
 import {
   inline,
   iterate,
@@ -52,6 +52,8 @@ export class PostgresSnapshot implements KvSnapshot {
     private readonly table: string,
     /** Whose work it is: connections are shared fairly between owners (postgres-parking.ts). */
     private readonly owner: string,
+    /** A reader's (held to its owner's share) or a writer's (see `SnapshotUse`). */
+    private readonly use: SnapshotUse,
   ) {}
 
   /** Starts a snapshot on a connection of `connections` for `owner`: its point in time is now. */
@@ -60,15 +62,20 @@ export class PostgresSnapshot implements KvSnapshot {
     table: string,
     owner: string,
   ): Promise<PostgresSnapshot> {
-    const snapshot = new PostgresSnapshot(connections, table, owner);
+    const snapshot = new PostgresSnapshot(connections, table, owner, "write");
     // The snapshot is taken by the first statement: take it now, not at the first read.
     await snapshot.start(["SELECT 1"]);
     return snapshot;
   }
 
   /** A snapshot whose point in time is its first read (no connection is held before it). */
-  static lazy(connections: ConnectionParking, table: string, owner: string): PostgresSnapshot {
-    return new PostgresSnapshot(connections, table, owner);
+  static lazy(
+    connections: ConnectionParking,
+    table: string,
+    owner: string,
+    use: SnapshotUse,
+  ): PostgresSnapshot {
+    return new PostgresSnapshot(connections, table, owner, use);
   }
 
   /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
@@ -80,7 +87,7 @@ export class PostgresSnapshot implements KvSnapshot {
   private async start(first: string[]): Promise<pg.QueryResultRow[][]> {
     let rows: pg.QueryResultRow[][] = [];
     this.ready = (async () => {
-      const { client, end } = await this.connections.take(this.owner);
+      const { client, end } = await this.connections.take(this.owner, this.use);
       try {
         const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first.join("; ")}`;
         const results = (await client.query(text)) as unknown as pg.QueryResult[];
@@ -230,7 +237,7 @@ export class PostgresSnapshot implements KvSnapshot {
     // Nothing read: no transaction of its own to end, but maybe a parked one.
     const { client, end } = this.ready
       ? { client: await this.ready, end: "COMMIT" }
-      : await this.connections.take(this.owner);
+      : await this.connections.take(this.owner, this.use);
     try {
       await endAndWrite(client, end, write);
     } catch (error) {
@@ -261,7 +268,7 @@ export class PostgresSnapshot implements KvSnapshot {
     if (this.ready === undefined || text === undefined || reads === undefined) return undefined;
     this.open = false;
     const client = await this.ready;
-    const next = new PostgresSnapshot(this.connections, this.table, this.owner);
+    const next = new PostgresSnapshot(this.connections, this.table, this.owner, this.use);
     // The statements' command tags, as the server finishes each: the write's COMMIT is the 4th.
     const done: string[] = [];
     const finished = (message: { text?: unknown }) => done.push(String(message.text));
