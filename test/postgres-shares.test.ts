@@ -64,12 +64,21 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       // A mutation of mallory's is not held to the share: it waits under its write lock, holding a
       // lock connection, so mallory's deployments waiting to write would hold every one of the host's.
       await (deployments[1] as TenantDatabase).mutate((tx) => tx.insert("notes", { s: "written" }));
+      // A long read of mallory's that is no handler's (an export) is held to the share all the same.
+      let exported = false;
+      const exporting = db.store.snapshot("mallory").then((snapshot) => {
+        exported = true;
+        return snapshot;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(exported).toBe(false);
       // Another developer's query runs now, not once mallory's handlers end.
       const answer = await victim.query((tx) => tx.get("notes", "B".repeat(22)));
       expect(answer.value).toBeNull();
       open();
       await Promise.all(slow);
       expect(holding).toBe(slow.length);
+      await (await exporting).close();
     } finally {
       open();
       await db.close();

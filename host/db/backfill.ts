@@ -115,7 +115,7 @@ export async function runMigration(
   options: { legacy?: boolean } = {},
 ): Promise<MigrationReport> {
   const { store, id } = target;
-  const snapshot = await store.snapshot(id);
+  const snapshot = await store.snapshot(id, "write");
   const building = metaKey(id, "building");
   let pending: PendingBuild[] = [];
   try {

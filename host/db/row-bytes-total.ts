@@ -34,7 +34,7 @@ export class RowBytesTotal {
    */
   async current(store: KvStore, tables: Iterable<CompiledTable>, owner: string): Promise<number> {
     if (this.known !== undefined) return this.known;
-    const snapshot = await store.snapshot(owner);
+    const snapshot = await store.snapshot(owner, "write");
     let total: number;
     try {
       total = await countRowBytes(snapshot, tables);

@@ -165,7 +165,7 @@ export class TenantDatabase implements TransactionHost {
     alongside: (hasRows: boolean) => Promise<KvOperation[]>,
   ): Promise<void> {
     await this.exclusive(async () => {
-      const snapshot = await this.store.snapshot(this.share());
+      const snapshot = await this.store.snapshot(this.share(), "write");
       let existing: Awaited<ReturnType<typeof existingKeys>>;
       try {
         existing = await existingKeys(snapshot, this.id);

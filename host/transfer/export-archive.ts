@@ -49,7 +49,8 @@ export async function startExport(
   const { snapshot, record } = await parts.deployments.whileLocked(id, async () => {
     const record = await parts.deployments.get(id);
     if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
-    return { snapshot: await parts.db.store.snapshot(), record };
+    // A long read, held to the developer's share of the database's connections.
+    return { snapshot: await parts.db.store.snapshot(parts.db.shareOf(id)), record };
   });
   const zip = new ZipFile();
   const controller = new AbortController();

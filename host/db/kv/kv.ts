@@ -20,6 +20,15 @@ export type KvOperation =
   | { type: "del"; key: Buffer }
   | { type: "add"; key: Buffer; delta: number };
 
+/**
+ * What a snapshot is for, on a backend with few connections (PostgreSQL). A `read` (a query's, an
+ * export's) is held to its owner's share of them; a `write` (a mutation's, a migration's, an
+ * import's: taken under the deployment's write lock, whose own connection it holds meanwhile) gets
+ * any free one: refused for its owner's readers, it would keep a lock connection while it waits,
+ * and a developer's busy deployments could then hold every lock connection of the host.
+ */
+export type SnapshotUse = "read" | "write";
+
 /** A key range `[gte, lt)`. */
 export interface KvRange {
   gte: Buffer;
@@ -129,7 +138,7 @@ export interface KvStore {
    * deployment, see `HostDatabase.shareOf`; "" for the host's own work) says whose it is: a backend
    * with few connections shares them fairly between owners.
    */
-  snapshot(owner?: string): Promise<KvSnapshot>;
+  snapshot(owner?: string, use?: SnapshotUse): Promise<KvSnapshot>;
   /**
    * A snapshot whose point in time may be as late as its first read (never earlier than this
    * call): for a reader whose reads need to agree with each other, not with the moment it started

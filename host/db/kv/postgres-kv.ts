@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot } from "./kv.js";
+import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
 import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
@@ -119,8 +119,8 @@ export class PostgresKv extends KvStoreBase {
     return iterate(runOn(this.pool), this.table, options);
   }
 
-  protected _snapshot(owner: string): Promise<KvSnapshot> {
-    return PostgresSnapshot.begin(this.parking, this.table, owner);
+  protected _snapshot(owner: string, use: SnapshotUse): Promise<KvSnapshot> {
+    return PostgresSnapshot.begin(this.parking, this.table, owner, use);
   }
 
   /** No connection until the first read, which begins the transaction in the same round trip. */

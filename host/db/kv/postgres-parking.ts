@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { SnapshotUse } from "./kv.js";
 import { OwnerShares } from "./owner-shares.js";
 
 /** Keeps track of work left running after its caller moved on (the store waits for it on close). */
@@ -39,14 +40,6 @@ export function watchForLoss(pool: pg.Pool): void {
 export function isLost(client: pg.ClientBase): boolean {
   return lost.has(client);
 }
-
-/**
- * What a snapshot is for. A `read` (a query's) is held to its owner's share; a `write` (a
- * mutation's, a migration's: taken under a write lock, whose own connection it holds meanwhile) gets
- * any free connection: refused for its owner's readers, it would keep a lock connection while it
- * waits, and a developer's busy deployments could then hold every lock connection of the host.
- */
-export type SnapshotUse = "read" | "write";
 
 /** A connection to run a snapshot on, and what must end on it first ("" or "ROLLBACK"). */
 export interface TakenConnection {

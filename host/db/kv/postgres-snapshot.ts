@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
-import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot } from "./kv.js";
-import type { ConnectionParking, SnapshotUse } from "./postgres-parking.js";
+import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
+import type { ConnectionParking } from "./postgres-parking.js";
 import {
   inline,
   iterate,
@@ -61,8 +61,9 @@ export class PostgresSnapshot implements KvSnapshot {
     connections: ConnectionParking,
     table: string,
     owner: string,
+    use: SnapshotUse,
   ): Promise<PostgresSnapshot> {
-    const snapshot = new PostgresSnapshot(connections, table, owner, "write");
+    const snapshot = new PostgresSnapshot(connections, table, owner, use);
     // The snapshot is taken by the first statement: take it now, not at the first read.
     await snapshot.start(["SELECT 1"]);
     return snapshot;

@@ -8,6 +8,7 @@ import type {
   KvSnapshot,
   KvStore,
   KvSupports,
+  SnapshotUse,
 } from "./kv.js";
 
 function misuse(message: string): PlatformError {
@@ -63,7 +64,7 @@ export abstract class KvStoreBase implements KvStore {
   /** `keys` is never empty. */
   protected abstract _getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
   protected abstract _iterate(options: KvIterateOptions): KvIterator;
-  protected abstract _snapshot(owner: string): Promise<KvSnapshot>;
+  protected abstract _snapshot(owner: string, use: SnapshotUse): Promise<KvSnapshot>;
   /** `operations` is never empty. */
   protected abstract _batch(operations: KvOperation[]): Promise<void>;
   /**
@@ -97,8 +98,8 @@ export abstract class KvStoreBase implements KvStore {
     return this._iterate(options);
   }
 
-  snapshot(owner = ""): Promise<KvSnapshot> {
-    return this._snapshot(owner);
+  snapshot(owner = "", use: SnapshotUse = "read"): Promise<KvSnapshot> {
+    return this._snapshot(owner, use);
   }
 
   lazySnapshot(owner = ""): Promise<KvSnapshot> {
@@ -107,7 +108,7 @@ export abstract class KvStoreBase implements KvStore {
 
   /** A backend whose snapshots cost nothing to take keeps this: a lazy one is a plain one. */
   protected _lazySnapshot(owner: string): Promise<KvSnapshot> {
-    return this._snapshot(owner);
+    return this._snapshot(owner, "write");
   }
 
   readSnapshot(owner = ""): Promise<KvSnapshot> {
