@@ -41,6 +41,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       await victim.migrate(SCHEMA);
       const { max } = snapshots();
       const share = Math.ceil(max / 4);
+      const spare = Math.ceil(max / 16);
       // Handlers that read, then keep their snapshot (slow handlers), started one after another
       // (readers made together share one snapshot): more than the pool holds.
       let holding = 0;
@@ -64,21 +65,35 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       // A mutation of mallory's is not held to the share: it waits under its write lock, holding a
       // lock connection, so mallory's deployments waiting to write would hold every one of the host's.
       await (deployments[1] as TenantDatabase).mutate((tx) => tx.insert("notes", { s: "written" }));
-      // A long read of mallory's that is no handler's (an export) is held to the share all the same.
-      let exported = false;
-      const exporting = db.store.snapshot("mallory").then((snapshot) => {
-        exported = true;
+      // Any other read of mallory's (an export, a backup of theirs) is held to the share all the same.
+      let readLater = false;
+      const reading = db.store.snapshot("mallory").then((snapshot) => {
+        readLater = true;
         return snapshot;
       });
+      // Mallory's mutations that keep their snapshot (slow ones) go past the share, but not into
+      // the connections kept for developers holding none.
+      let writing = 0;
+      const writes = deployments.slice(0, 7).map((deployment) =>
+        deployment.mutate(async (tx) => {
+          await tx.get("notes", "C".repeat(22));
+          writing++;
+          await gate;
+          await tx.insert("notes", { s: "late" });
+        }),
+      );
+      while (writing < share - spare || snapshots().waiting < 3)
+        await new Promise((resolve) => setTimeout(resolve, 10));
       await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(exported).toBe(false);
+      expect(writing).toBe(share - spare);
+      expect(readLater).toBe(false);
       // Another developer's query runs now, not once mallory's handlers end.
       const answer = await victim.query((tx) => tx.get("notes", "B".repeat(22)));
       expect(answer.value).toBeNull();
       open();
-      await Promise.all(slow);
-      expect(holding).toBe(slow.length);
-      await (await exporting).close();
+      await Promise.all([...slow, ...writes]);
+      expect([holding, writing]).toEqual([slow.length, writes.length]);
+      await (await reading).close();
     } finally {
       open();
       await db.close();

@@ -31,6 +31,8 @@ interface PendingBuild {
 export interface MigrationTarget {
   readonly store: KvStore;
   readonly id: string;
+  /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`). */
+  share(): string;
   readonly schema: StoredSchema;
   /** Serves `next` from now on (called once it is stored). */
   adoptSchema(next: StoredSchema): void;
@@ -115,7 +117,7 @@ export async function runMigration(
   options: { legacy?: boolean } = {},
 ): Promise<MigrationReport> {
   const { store, id } = target;
-  const snapshot = await store.snapshot(id, "write");
+  const snapshot = await store.snapshot(target.share(), "write");
   const building = metaKey(id, "building");
   let pending: PendingBuild[] = [];
   try {

@@ -49,8 +49,9 @@ export async function startExport(
   const { snapshot, record } = await parts.deployments.whileLocked(id, async () => {
     const record = await parts.deployments.get(id);
     if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
-    // A long read, held to the developer's share of the database's connections.
-    return { snapshot: await parts.db.store.snapshot(parts.db.shareOf(id)), record };
+    // The host's own read (not the developer's share): taken under the lifecycle lock, it must not
+    // wait there for the developer's busy app to give connections back.
+    return { snapshot: await parts.db.store.snapshot(), record };
   });
   const zip = new ZipFile();
   const controller = new AbortController();

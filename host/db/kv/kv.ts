@@ -21,11 +21,12 @@ export type KvOperation =
   | { type: "add"; key: Buffer; delta: number };
 
 /**
- * What a snapshot is for, on a backend with few connections (PostgreSQL). A `read` (a query's, an
- * export's) is held to its owner's share of them; a `write` (a mutation's, a migration's, an
- * import's: taken under the deployment's write lock, whose own connection it holds meanwhile) gets
- * any free one: refused for its owner's readers, it would keep a lock connection while it waits,
- * and a developer's busy deployments could then hold every lock connection of the host.
+ * What a snapshot is for, on a backend with few connections (PostgreSQL). A `read` (a query's, a
+ * backup's) is held to its owner's share of them; a `write` (a mutation's, a migration's, an
+ * import's: taken under the deployment's write lock, whose own connection it holds meanwhile) goes
+ * past the share, though not into the few kept for owners holding none: refused for its owner's
+ * readers, it would keep a lock connection while it waits, and a developer's busy deployments could
+ * then hold every lock connection of the host.
  */
 export type SnapshotUse = "read" | "write";
 

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { SnapshotUse } from "./kv.js";
 
 /**
  * Who holds how many of a pool's connections, and whether an owner may take one more: one holding
@@ -27,11 +28,16 @@ export class OwnerShares {
     return this.held.get(owner) ?? 0;
   }
 
-  /** Whether `owner` may take one more connection now. */
-  mayTake(owner: string): boolean {
+  /**
+   * Whether `owner` may take one more connection now, for a read or for a write. A write (see
+   * `SnapshotUse`) goes past its owner's share, but never into the few kept for owners holding none.
+   */
+  mayTake(owner: string, use: SnapshotUse = "read"): boolean {
     const held = this.of(owner);
     if (held === 0) return true;
-    return this.size - this.total > (held < this.share ? this.spare : this.share);
+    const free = this.size - this.total;
+    if (use === "write") return free > this.spare;
+    return free > (held < this.share ? this.spare : this.share);
   }
 
   /** `owner` took a connection (its client is recorded in {@link holders} once it has one). */

@@ -108,7 +108,7 @@ export class ConnectionParking {
   }
 
   private mayTake(owner: string, use: SnapshotUse): boolean {
-    return use === "write" || this.shares.mayTake(owner);
+    return this.shares.mayTake(owner, use);
   }
 
   /** Gives back `client`, with no transaction open: to a waiting taker, else to the pool. */
@@ -204,16 +204,18 @@ export class ConnectionParking {
   }
 
   /**
-   * Takes out the waiter to serve next: the first writer (it holds a lock meanwhile), else of the
-   * readers whose owner may take one, the owner holding fewest.
+   * Takes out the waiter to serve next: the first writer that may take one (it holds a lock
+   * meanwhile), else of the readers whose owner may take one, the owner holding fewest.
    */
   private nextWaiter(): Waiter | undefined {
-    const writer = this.waiters.findIndex((waiter) => waiter.use === "write");
+    const writer = this.waiters.findIndex(
+      (waiter) => waiter.use === "write" && this.mayTake(waiter.owner, "write"),
+    );
     if (writer >= 0) return this.waiters.splice(writer, 1)[0];
     let best = -1;
     for (let i = 0; i < this.waiters.length; i++) {
-      const owner = (this.waiters[i] as Waiter).owner;
-      if (!this.shares.mayTake(owner)) continue;
+      const { owner, use } = this.waiters[i] as Waiter;
+      if (use === "write" || !this.mayTake(owner, "read")) continue;
       if (best < 0 || this.shares.of(owner) < this.shares.of((this.waiters[best] as Waiter).owner)) best = i;
     }
     return best < 0 ? undefined : this.waiters.splice(best, 1)[0];
