@@ -13,6 +13,8 @@ import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/po
 const server = postgresForThisFile("PostgreSQL share tests");
 
 const SCHEMA = capsule({ schema: { notes: table({ s: string() }) } }).declaration.schema;
+const INDEXED = capsule({ schema: { notes: table({ s: string() }).index("by_s", ["s"]) } }).declaration
+  .schema;
 
 describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer", () => {
   it("gives one developer's deployments together one share, so another developer's query still runs", async () => {
@@ -94,6 +96,56 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       await Promise.all([...slow, ...writes]);
       expect([holding, writing]).toEqual([slow.length, writes.length]);
       await (await reading).close();
+    } finally {
+      open();
+      await db.close();
+    }
+  }, 60_000);
+
+  it("lets one developer's mutations hold at most three quarters of the lock connections, so another's writes go on", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const db = await HostDatabase.openStore(store);
+    db.shareOf = (id) => (id.startsWith("mallory-") ? "mallory" : id);
+    const locks = () => store.poolUse().find((use) => use.pool === "locks") as { max: number };
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    try {
+      const { max } = locks();
+      const deployments: TenantDatabase[] = [];
+      for (let i = 0; i < max; i++) {
+        const deployment = await db.deployment(`mallory-${i}`);
+        await deployment.migrate(SCHEMA);
+        deployments.push(deployment);
+      }
+      const victim = await db.deployment("victim");
+      await victim.migrate(SCHEMA);
+      // A slow mutation in each of mallory's deployments: each holds its write lock, and with it a
+      // lock connection, for as long as it runs. Before, they held every one of the host's.
+      let holding = 0;
+      const slow = deployments.map((deployment) =>
+        deployment.mutate(async (tx) => {
+          holding++;
+          await gate;
+          await tx.insert("notes", { s: "slow" });
+        }),
+      );
+      const most = Math.floor((max * 3) / 4);
+      while (holding < most) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(holding).toBe(most);
+      // Another developer's write goes on meanwhile.
+      const id = await victim.mutate((tx) => tx.insert("notes", { s: "mine" }));
+      expect(typeof id.value).toBe("string");
+      // A deploy of a deployment whose mutation waits its turn is not held up by it: the waiting
+      // mutation holds nothing, not even the deployment's lock in this process (a deploy holds an
+      // outer lock meanwhile, of which a host has 3).
+      const migration = await (deployments.at(-1) as TenantDatabase).migrate(INDEXED);
+      expect(migration.built).toEqual([{ table: "notes", index: "by_s", entries: 0 }]);
+      open();
+      await Promise.all(slow);
+      expect(holding).toBe(max);
     } finally {
       open();
       await db.close();

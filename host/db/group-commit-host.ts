@@ -51,8 +51,11 @@ export interface GroupCommitHost extends TransactionHost {
   share(): string;
   readonly clockKey: Buffer;
   clockValue(): number;
-  /** Runs `work` holding the deployment's write lock in this process and across processes. */
-  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` holding the deployment's write lock in this process and across processes;
+   * `mutations` when it runs mutations (see `LockOptions.owner`).
+   */
+  exclusive<T>(work: () => Promise<T>, mutations?: boolean): Promise<T>;
   /** The in-process write lock: contended while other work waits for it (a drop, an import, a migration). */
   readonly lock: Pick<WriteLock, "contended">;
   /**

@@ -68,7 +68,7 @@ export class GroupCommit {
               if (!next) return;
               ({ group, begun } = next);
             }
-          })
+          }, true)
           .catch((error: unknown) => {
             // Members put back for the next group still run; the others fail (a settled one ignores it).
             for (const member of group) if (!this.queued.includes(member)) member.reject(error);

@@ -117,7 +117,9 @@ export class TenantDatabase implements TransactionHost {
   }
 
   /** Runs `work` holding the deployment's write lock in this process and across processes. */
-  exclusive<T>(work: () => Promise<T>): Promise<T> {
+  exclusive<T>(work: () => Promise<T>, mutations = false): Promise<T> {
+    // Mutations' locks are taken in their developer's turn (`HostBus.inOwnerTurn`).
+    if (mutations) return this.store.bus.inOwnerTurn(this.share(), () => this.exclusive(work));
     const shared = this.store.supports.sharedAcrossProcesses;
     return this.lock.run(() =>
       this.store.bus.lockAcrossProcesses(

@@ -118,6 +118,15 @@ export interface HostBus {
     work: (read?: Array<string | undefined>) => Promise<T>,
     options?: LockOptions,
   ): Promise<T>;
+  /**
+   * Runs `work`, which takes a lock held for long (a deployment's write lock, held while its
+   * mutations run), in a turn of `owner`'s (a developer's: `HostDatabase.shareOf`). A backend
+   * whose locks each hold a connection of a small pool lets one owner's turns hold at most three
+   * quarters of them at once; the rest wait before taking anything, not even the lock in this
+   * process. Never around work that holds another lock meanwhile (a migration, an import: they
+   * hold an outer lock), nor nested.
+   */
+  inOwnerTurn<T>(owner: string, work: () => Promise<T>): Promise<T>;
   /** Sends a message to every other process on the store. */
   broadcast(message: string): Promise<void>;
   /** Receives other processes' broadcasts; returns the unsubscribe function. */

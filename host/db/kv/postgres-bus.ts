@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { type HostBus, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
+import { OwnerLimit } from "./owner-limit.js";
 import type { Track } from "./postgres-parking.js";
 import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
 
@@ -36,6 +37,8 @@ export class PostgresBus implements HostBus {
   private closed = false;
   /** Attempts to listen again since the listener was lost (for the wait before the next). */
   private retries = 0;
+  /** Each owner's turns (see {@link inOwnerTurn}): at most three quarters of the lock connections. */
+  private readonly owners: OwnerLimit;
 
   private constructor(
     private readonly url: string,
@@ -47,6 +50,7 @@ export class PostgresBus implements HostBus {
     private readonly track: Track,
   ) {
     this.watch(listener);
+    this.owners = new OwnerLimit(Math.max(1, Math.floor(((locks.options.max ?? 10) * 3) / 4)));
   }
 
   /** Listens on the channel; locks use `locks` (outer ones `outerLocks`), broadcasts go out through `notify`. */
@@ -106,6 +110,10 @@ export class PostgresBus implements HostBus {
         // The server is not back yet: try again.
       }
     }
+  }
+
+  inOwnerTurn<T>(owner: string, work: () => Promise<T>): Promise<T> {
+    return this.owners.run(owner, work);
   }
 
   async lockAcrossProcesses<T>(
