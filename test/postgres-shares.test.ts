@@ -136,16 +136,33 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(holding).toBe(most);
       // Another developer's write goes on meanwhile.
-      const id = await victim.mutate((tx) => tx.insert("notes", { s: "mine" }));
-      expect(typeof id.value).toBe("string");
+      const written = await victim.mutate((tx) => tx.insert("notes", { s: "mine" }));
+      expect(typeof written.value).toBe("string");
       // A deploy of a deployment whose mutation waits its turn is not held up by it: the waiting
       // mutation holds nothing, not even the deployment's lock in this process (a deploy holds an
       // outer lock meanwhile, of which a host has 3).
       const migration = await (deployments.at(-1) as TenantDatabase).migrate(INDEXED);
       expect(migration.built).toEqual([{ table: "notes", index: "by_s", entries: 0 }]);
+      // The deployment is deleted, and created anew under its id, while its mutation waits its turn:
+      // the mutation fails, and writes nothing into the new one.
+      const id = `mallory-${max - 1}`;
+      db.forget(id);
+      await db.dropDeployment(id);
+      const anew = await db.deployment(id);
+      await anew.migrate(SCHEMA);
       open();
-      await Promise.all(slow);
-      expect(holding).toBe(max);
+      const settled = await Promise.allSettled(slow);
+      expect(settled.at(-1)).toMatchObject({ status: "rejected", reason: { code: "not_found" } });
+      expect(settled.slice(0, -1).every((each) => each.status === "fulfilled")).toBe(true);
+      const rows = await anew.query(async (tx) => {
+        const outcome = await tx.query(
+          { table: "notes", index: "by_creation", range: [], order: "asc" },
+          { kind: "count" },
+        );
+        return outcome.kind === "count" ? outcome.count : -1;
+      });
+      expect(rows.value).toBe(0);
+      expect(holding).toBe(max - 1);
     } finally {
       open();
       await db.close();

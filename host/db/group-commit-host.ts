@@ -53,7 +53,7 @@ export interface GroupCommitHost extends TransactionHost {
   clockValue(): number;
   /**
    * Runs `work` holding the deployment's write lock in this process and across processes;
-   * `mutations` when it runs mutations (see `LockOptions.owner`).
+   * `mutations` when it runs mutations (see `HostBus.inOwnerTurn`).
    */
   exclusive<T>(work: () => Promise<T>, mutations?: boolean): Promise<T>;
   /** The in-process write lock: contended while other work waits for it (a drop, an import, a migration). */

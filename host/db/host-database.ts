@@ -146,9 +146,18 @@ export class HostDatabase {
     this.deployments.delete(id);
   }
 
-  /** Forgets the loaded state of a deployment (another host deleted or replaced it). */
+  /**
+   * Forgets the loaded state of a deployment that was deleted (here or by another host). Writes
+   * still queued on it fail with `not_found`: waiting for their turn, they could otherwise land in
+   * a deployment created anew under the same id.
+   */
   forget(id: string): void {
+    const loaded = this.deployments.get(id);
     this.deployments.delete(id);
+    loaded?.then(
+      (deployment) => deployment.deleted(),
+      () => {},
+    );
   }
 
   /** Closes the store; open transactions fail afterwards. */

@@ -192,6 +192,11 @@ export class TenantDatabase implements TransactionHost {
     }
   }
 
+  /** The deployment was deleted: writes still queued here fail with `not_found`. */
+  deleted(): void {
+    this.dropped = true;
+  }
+
   /** Serves `stored` from now on. */
   adoptSchema(stored: StoredSchema): void {
     this.stored = stored;

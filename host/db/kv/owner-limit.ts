@@ -2,8 +2,7 @@
  * At most `max` pieces of work at once per owner; the rest wait in arrival order, holding nothing.
  * The PostgreSQL bus runs a developer's mutations' write locks through one (`HostBus.inOwnerTurn`),
  * so that a developer's deployments mutating at once (each holding a lock connection for as long
- * as its mutations run) can never hold every lock connection of the host, and other developers'
- * writes always get one.
+ * as its mutations run) can never hold every lock connection of the host alone.
  */
 export class OwnerLimit {
   private readonly running = new Map<string, number>();
