@@ -54,11 +54,12 @@ export interface TakenConnection {
  * parked connection not taken within {@link PARK_MS} is ended and released, so an idle transaction
  * never holds back the server's cleanup for long; none is parked while a taker that may have it waits.
  *
- * Connections are shared fairly between owners (deployments): a handler holds its snapshot's
- * connection for as long as it runs, so one tenant with many slow handlers in flight would hold
- * every connection and every other tenant's reads would wait behind them. An owner holding some
- * takes another only while more than a reserve are free ({@link OwnerShares}), and a freed
- * connection goes to the waiting owner that holds the fewest.
+ * Connections are shared fairly between owners (developers: `HostDatabase.shareOf`): a handler
+ * holds its snapshot's connection for as long as it runs, so one tenant with many slow handlers in
+ * flight would hold every connection and every other tenant's reads would wait behind them. An
+ * owner holding some takes another only while more than a reserve are free ({@link OwnerShares}),
+ * and a freed connection goes to a waiting writer first (it holds a lock meanwhile), else to the
+ * waiting owner that holds the fewest.
  */
 export class ConnectionParking {
   private readonly parked: Parked[] = [];
@@ -102,13 +103,9 @@ export class ConnectionParking {
    * of 32 concurrent get-by-id requests; a few per thousand this way).
    */
   take(owner: string, use: SnapshotUse): Promise<TakenConnection> {
-    const free = this.mayTake(owner, use) ? this.free(owner) : undefined;
+    const free = this.shares.mayTake(owner, use) ? this.free(owner) : undefined;
     if (free) return free;
     return new Promise((resolve, reject) => this.waiters.push({ owner, use, resolve, reject }));
-  }
-
-  private mayTake(owner: string, use: SnapshotUse): boolean {
-    return this.shares.mayTake(owner, use);
   }
 
   /** Gives back `client`, with no transaction open: to a waiting taker, else to the pool. */
@@ -209,13 +206,13 @@ export class ConnectionParking {
    */
   private nextWaiter(): Waiter | undefined {
     const writer = this.waiters.findIndex(
-      (waiter) => waiter.use === "write" && this.mayTake(waiter.owner, "write"),
+      (waiter) => waiter.use === "write" && this.shares.mayTake(waiter.owner, "write"),
     );
     if (writer >= 0) return this.waiters.splice(writer, 1)[0];
     let best = -1;
     for (let i = 0; i < this.waiters.length; i++) {
       const { owner, use } = this.waiters[i] as Waiter;
-      if (use === "write" || !this.mayTake(owner, "read")) continue;
+      if (use === "write" || !this.shares.mayTake(owner, "read")) continue;
       if (best < 0 || this.shares.of(owner) < this.shares.of((this.waiters[best] as Waiter).owner)) best = i;
     }
     return best < 0 ? undefined : this.waiters.splice(best, 1)[0];
