@@ -9,7 +9,7 @@ export {
   type RestoreProgress,
   restoreBackup,
 } from "./backup/index.js";
-export { type Transaction, UNLIMITED_BUDGET } from "./db/index.js";
+export { noUsage, type Transaction, UNLIMITED_BUDGET } from "./db/index.js";
 export { Quarantine, quarantine } from "./deployments/index.js";
 export { type HostOptions, type PlatformHost, startHost } from "./host.js";
 export { reportReady, reportStandby } from "./isolates/crash-record.js";

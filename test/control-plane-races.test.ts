@@ -7,6 +7,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { heldBack } from "./helpers/held-back.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 interface Developer {
@@ -18,44 +19,9 @@ let host: TestHost;
 let alice: Developer;
 let bob: Developer;
 
-/**
- * Starts `method path` with `body` as `token`, sending all but its last byte; resolves with a
- * function that sends the rest and resolves with the answer's status and text.
- */
-async function heldBack(method: string, path: string, token: string, body: unknown) {
-  const text = Buffer.from(JSON.stringify(body));
-  const url = new URL(`${host.url}${path}`);
-  let finish = () => {};
-  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          "content-length": text.length,
-        },
-      },
-      (res) => {
-        let received = "";
-        res.on("data", (chunk: Buffer) => {
-          received += chunk.toString();
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: received }));
-      },
-    );
-    req.on("error", reject);
-    req.write(text.subarray(0, text.length - 1));
-    finish = () => req.end(text.subarray(text.length - 1));
-  });
-  // Let the host read the headers and run its checks before the race is set (on a machine too
-  // busy for that, the checks come after it and refuse the request outright: both are asserted).
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  return () => {
-    finish();
-    return answer;
-  };
+/** {@link heldBack} of `body` as JSON to `path` on the host. */
+function heldBackJson(method: string, path: string, token: string, body: unknown) {
+  return heldBack(method, `${host.url}${path}`, token, Buffer.from(JSON.stringify(body)));
 }
 
 function developer(name: string): Promise<Developer> {
@@ -81,7 +47,9 @@ afterAll(() => host.dispose());
 
 describe("control-plane requests racing a create or a delete", () => {
   it("a PUT that was to create an id never replaces the deployment someone else created meanwhile", async () => {
-    const send = await heldBack("PUT", "/v1/deploys/shop", alice.token, { code: await fixtureCode("todo") });
+    const send = await heldBackJson("PUT", "/v1/deploys/shop", alice.token, {
+      code: await fixtureCode("todo"),
+    });
     await createAs(bob, "shop");
     const answer = await send();
     // 409 when the host checked before bob's create (the race); 403 if the machine held it until after.
@@ -95,7 +63,9 @@ describe("control-plane requests racing a create or a delete", () => {
 
   it("a redeploy of a deployment deleted meanwhile replaces nothing, whoever took the id", async () => {
     await createAs(alice, "cafe");
-    const send = await heldBack("PUT", "/v1/deploys/cafe", alice.token, { code: await fixtureCode("todo") });
+    const send = await heldBackJson("PUT", "/v1/deploys/cafe", alice.token, {
+      code: await fixtureCode("todo"),
+    });
     expect((await host.admin("/v1/deploys/cafe", "DELETE", undefined, alice.token)).status).toBe(204);
     await createAs(bob, "cafe");
     const answer = await send();
@@ -106,7 +76,7 @@ describe("control-plane requests racing a create or a delete", () => {
 
   it("a sign-in issued for a deleted deployment is refused, not issued for the new one", async () => {
     await createAs(alice, "bank");
-    const send = await heldBack("POST", "/v1/deploys/bank/sessions", alice.token, {
+    const send = await heldBackJson("POST", "/v1/deploys/bank/sessions", alice.token, {
       email: "ceo@victim.example",
     });
     expect((await host.admin("/v1/deploys/bank", "DELETE", undefined, alice.token)).status).toBe(204);
@@ -119,7 +89,7 @@ describe("control-plane requests racing a create or a delete", () => {
   it("a data-browser insert into a deleted deployment writes nothing into the new one", async () => {
     await createAs(alice, "notes");
     const table = "visits"; // the access fixture's one table
-    const send = await heldBack("POST", `/v1/deploys/notes/tables/${table}/rows`, alice.token, {
+    const send = await heldBackJson("POST", `/v1/deploys/notes/tables/${table}/rows`, alice.token, {
       who: "alice",
     });
     expect((await host.admin("/v1/deploys/notes", "DELETE", undefined, alice.token)).status).toBe(204);

@@ -6,10 +6,10 @@
  * the bound together, a redeploy is never refused, and the operator creates past it. Real host
  * over HTTP, with a quota of 3.
  */
-import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { exportZip, importZip } from "./helpers/export-import.js";
+import { heldBack } from "./helpers/held-back.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const QUOTA = 3;
@@ -38,39 +38,6 @@ function remove(who: Developer, id: string) {
 
 async function owned(who: Developer): Promise<string[]> {
   return (await host.admin("/v1/me", "GET", undefined, who.token)).json<{ deploys: string[] }>().deploys;
-}
-
-/**
- * Starts `POST path` with `body` as `token`, sending all but its last byte; resolves with a
- * function that sends the rest and resolves with the answer's status and text.
- */
-async function heldBack(path: string, token: string, body: Buffer, type: string) {
-  let finish = () => {};
-  const answer = new Promise<{ status: number; text: () => string }>((resolve, reject) => {
-    const req = request(
-      new URL(`${host.url}${path}`),
-      {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": type, "content-length": body.length },
-      },
-      (res) => {
-        let received = "";
-        res.on("data", (chunk: Buffer) => {
-          received += chunk.toString();
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: () => received }));
-      },
-    );
-    req.on("error", reject);
-    req.write(body.subarray(0, body.length - 1));
-    finish = () => req.end(body.subarray(body.length - 1));
-  });
-  // Let the host read the headers and run its first checks before the race is set.
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  return () => {
-    finish();
-    return answer;
-  };
 }
 
 /** Asserts `answer` is the quota refusal. */
@@ -164,7 +131,8 @@ describe("deployments per developer", () => {
     const archive = await exportZip(host, "fay-1", "", fay.token);
     // Into fay-1, which exists as the upload starts: no deployment is added, so nothing is counted yet.
     const send = await heldBack(
-      "/v1/deploys/fay-1/import?replace=1",
+      "POST",
+      `${host.url}/v1/deploys/fay-1/import?replace=1`,
       fay.token,
       archive.body,
       "application/zip",
@@ -172,7 +140,8 @@ describe("deployments per developer", () => {
     expect((await remove(fay, "fay-1")).status).toBe(204);
     expect((await create(fay, "fay-4")).status).toBe(201);
     // Before, the import then created fay-1 again: four deployments, and as many more as imports.
-    expectRefused(await send());
+    const answer = await send();
+    expectRefused({ status: answer.status, text: () => answer.text });
     expect((await owned(fay)).sort()).toEqual(["fay-2", "fay-3", "fay-4"]);
   }, 120_000);
 

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type PlatformHost, startHost, UNLIMITED_BUDGET } from "../../host/index.js";
+import { noUsage, type PlatformHost, startHost, UNLIMITED_BUDGET } from "../../host/index.js";
 import type { BridgeIdentity, CallUsage, QuerySpec } from "../../sdk/protocol/index.js";
 import { isPlatformError, type SchemaSpec } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
@@ -213,16 +213,7 @@ function argsOf(
   return { args: {}, argsFrom: "none" };
 }
 
-const ZERO: CallUsage = {
-  rowsReturned: 0,
-  rowsRead: 0,
-  bytesRead: 0,
-  rangesRead: 0,
-  indexScans: 0,
-  writes: 0,
-  cpuMs: 0,
-  wallMs: 0,
-};
+const ZERO: CallUsage = { ...noUsage(), cpuMs: 0, wallMs: 0 };
 
 /** One call: its usage, or its failure with the usage up to the failure (from the call log). */
 async function measure(

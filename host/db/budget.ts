@@ -45,6 +45,11 @@ export interface BudgetUsage {
   writes: number;
 }
 
+/** Usage before anything was read or written (a fresh object each time). */
+export function noUsage(): BudgetUsage {
+  return { rowsReturned: 0, rowsRead: 0, bytesRead: 0, rangesRead: 0, indexScans: 0, writes: 0 };
+}
+
 /**
  * Per-handler read accounting on the host. Every scanned index entry is a row read, every row
  * handed to the handler a row returned; the messages are the documented ones (docs/capsules.md "Read budgets"). Once a limit is hit the
@@ -52,14 +57,7 @@ export interface BudgetUsage {
  */
 export class Budget {
   readonly limits: BudgetLimits;
-  readonly usage: BudgetUsage = {
-    rowsReturned: 0,
-    rowsRead: 0,
-    bytesRead: 0,
-    rangesRead: 0,
-    indexScans: 0,
-    writes: 0,
-  };
+  readonly usage: BudgetUsage = noUsage();
   /** The first limit error raised; the transaction fails with it even if the handler caught it. */
   failure: PlatformError | undefined;
   /** Bytes stored so far, rows and their index entries (the call log counts the writes only). */

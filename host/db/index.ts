@@ -5,7 +5,14 @@
  * read/write sets.
  * No Koa, no isolates.
  */
-export { Budget, type BudgetLimits, type BudgetUsage, DEFAULT_BUDGET, UNLIMITED_BUDGET } from "./budget.js";
+export {
+  Budget,
+  type BudgetLimits,
+  type BudgetUsage,
+  DEFAULT_BUDGET,
+  noUsage,
+  UNLIMITED_BUDGET,
+} from "./budget.js";
 export { browseRows, DASHBOARD_HANDLER, describeTables, readRow, totalRows } from "./data-browser.js";
 export {
   type DeploymentData,

@@ -1,5 +1,5 @@
 import { type CallUsage, type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
-import type { BudgetUsage, Transaction } from "../db/index.js";
+import { type BudgetUsage, noUsage, type Transaction } from "../db/index.js";
 import { type HandlerLogEntry, type IsolateKeeper, transactionSyscalls } from "../isolates/index.js";
 import { handlerError } from "./dispatch.js";
 import { isLegacyRequest, runLegacy } from "./legacy/index.js";
@@ -7,14 +7,7 @@ import type { DeploymentRecord } from "./records.js";
 import { redactSecrets } from "./redact.js";
 
 /** Usage before the transaction reported any (read only, never written). */
-const NO_USAGE: Readonly<BudgetUsage> = Object.freeze({
-  rowsReturned: 0,
-  rowsRead: 0,
-  bytesRead: 0,
-  rangesRead: 0,
-  indexScans: 0,
-  writes: 0,
-});
+const NO_USAGE: Readonly<BudgetUsage> = Object.freeze(noUsage());
 
 /**
  * One handler call in a deployment's isolate, and what it used: the isolate reports CPU time, the
