@@ -105,7 +105,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
   it("lets one developer's mutations hold at most three quarters of the lock connections, so another's writes go on", async () => {
     const store = await PostgresKv.open(server.url, { table: freshTable() });
     const db = await HostDatabase.openStore(store);
-    db.shareOf = (id) => (id.startsWith("mallory-") ? "mallory" : id);
+    db.shareOf = (id) => (id.startsWith("mallory-") ? "mallory" : id.startsWith("eve-") ? "eve" : id);
     const locks = () => store.poolUse().find((use) => use.pool === "locks") as { max: number };
     let open = () => {};
     const gate = new Promise<void>((resolve) => {
@@ -135,6 +135,23 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       while (holding < most) await new Promise((resolve) => setTimeout(resolve, 10));
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(holding).toBe(most);
+      // A second busy developer gets places too, but not the last 2, kept for developers holding none.
+      let eveHolding = 0;
+      const eves: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 3; i++) {
+        const deployment = await db.deployment(`eve-${i}`);
+        await deployment.migrate(SCHEMA);
+        eves.push(
+          deployment.mutate(async (tx) => {
+            eveHolding++;
+            await gate;
+            await tx.insert("notes", { s: "eve" });
+          }),
+        );
+      }
+      while (eveHolding < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(eveHolding).toBe(2);
       // Another developer's write goes on meanwhile.
       const written = await victim.mutate((tx) => tx.insert("notes", { s: "mine" }));
       expect(typeof written.value).toBe("string");
@@ -152,6 +169,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL connections shared by developer"
       await anew.migrate(SCHEMA);
       open();
       const settled = await Promise.allSettled(slow);
+      expect(await Promise.all(eves)).toHaveLength(3);
       expect(settled.at(-1)).toMatchObject({ status: "rejected", reason: { code: "not_found" } });
       expect(settled.slice(0, -1).every((each) => each.status === "fulfilled")).toBe(true);
       const rows = await anew.query(async (tx) => {

@@ -121,9 +121,9 @@ export interface HostBus {
   /**
    * Runs `work`, which takes a lock held for long (a deployment's write lock, held while its
    * mutations run), in a turn of `owner`'s (a developer's: `HostDatabase.shareOf`). A backend
-   * whose locks each hold a connection of a small pool lets one owner's turns hold at most three
-   * quarters of them at once; the rest wait before taking anything, not even the lock in this
-   * process. Never around work that holds another lock meanwhile (a migration, an import: they
+   * whose locks each hold a connection of a small pool shares them by turns as it shares snapshot
+   * connections (at most three quarters to one owner, the last few for owners holding none); the
+   * rest wait before taking anything, not even the lock in this process. Never around work that holds another lock meanwhile (a migration, an import: they
    * hold an outer lock), nor nested.
    */
   inOwnerTurn<T>(owner: string, work: () => Promise<T>): Promise<T>;

@@ -37,7 +37,7 @@ export class PostgresBus implements HostBus {
   private closed = false;
   /** Attempts to listen again since the listener was lost (for the wait before the next). */
   private retries = 0;
-  /** Each owner's turns (see {@link inOwnerTurn}): at most three quarters of the lock connections. */
+  /** Each owner's turns (see {@link inOwnerTurn}): shared as the lock connections they take. */
   private readonly owners: OwnerLimit;
 
   private constructor(
@@ -50,7 +50,14 @@ export class PostgresBus implements HostBus {
     private readonly track: Track,
   ) {
     this.watch(listener);
-    this.owners = new OwnerLimit(Math.max(1, Math.floor(((locks.options.max ?? 10) * 3) / 4)));
+    const places = locks.options.max ?? 10;
+    // As snapshot connections are shared (owner-shares.ts): three quarters for one owner at most,
+    // and a few kept for owners holding none.
+    this.owners = new OwnerLimit(
+      places,
+      Math.max(1, Math.floor((places * 3) / 4)),
+      Math.max(2, Math.ceil(places / 16)),
+    );
   }
 
   /** Listens on the channel; locks use `locks` (outer ones `outerLocks`), broadcasts go out through `notify`. */
