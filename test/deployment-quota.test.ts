@@ -26,6 +26,13 @@ function developer(name: string): Promise<Developer> {
   return host.admin("/v1/developers", "POST", { name }).then((r) => r.json<Developer>());
 }
 
+/** A new developer `name` owning deployments `<name>-1` to `<name>-<count>` (the quota by default). */
+async function developerOwning(name: string, count = QUOTA): Promise<Developer> {
+  const who = await developer(name);
+  for (let i = 1; i <= count; i++) expect((await create(who, `${name}-${i}`)).status).toBe(201);
+  return who;
+}
+
 function create(who: Developer, id: string, method = "PUT") {
   return method === "POST"
     ? host.admin("/v1/deploys", "POST", { id, code }, who.token)
@@ -71,8 +78,7 @@ describe("deployments per developer", () => {
   }, 120_000);
 
   it("refuses a streamed create with the status, before any progress line", async () => {
-    const bea = await developer("bea");
-    for (const id of ["bea-1", "bea-2", "bea-3"]) expect((await create(bea, id)).status).toBe(201);
+    const bea = await developerOwning("bea");
     const streamed = await sendRequest(`${host.url}/v1/deploys/bea-4`, {
       method: "PUT",
       headers: {
@@ -95,8 +101,7 @@ describe("deployments per developer", () => {
   }, 120_000);
 
   it("counts a claim, and the operator creates past the quota for a developer", async () => {
-    const dee = await developer("dee");
-    for (const id of ["dee-1", "dee-2", "dee-3"]) expect((await create(dee, id)).status).toBe(201);
+    const dee = await developerOwning("dee");
     const forDee = await host.admin("/v1/deploys", "POST", { id: "dee-4", code, owner: dee.id });
     expect(forDee.status, forDee.text()).toBe(201);
     const unclaimed = await host.admin("/v1/deploys", "POST", { id: "dee-5", code });
@@ -111,8 +116,7 @@ describe("deployments per developer", () => {
   }, 120_000);
 
   it("counts an import into a new id, not one into a deployment the developer has", async () => {
-    const eve = await developer("eve");
-    for (const id of ["eve-1", "eve-2", "eve-3"]) expect((await create(eve, id)).status).toBe(201);
+    const eve = await developerOwning("eve");
     const archive = await exportZip(host, "eve-1", "", eve.token);
     expect(archive.status, archive.text()).toBe(200);
     expectRefused(await importZip(host, "eve-4", archive.body, "", eve.token));
@@ -126,8 +130,7 @@ describe("deployments per developer", () => {
   }, 120_000);
 
   it("counts an import that creates its deployment because the one there was deleted during the upload", async () => {
-    const fay = await developer("fay");
-    for (const id of ["fay-1", "fay-2", "fay-3"]) expect((await create(fay, id)).status).toBe(201);
+    const fay = await developerOwning("fay");
     const archive = await exportZip(host, "fay-1", "", fay.token);
     // Into fay-1, which exists as the upload starts: no deployment is added, so nothing is counted yet.
     const send = await heldBack(
@@ -146,8 +149,7 @@ describe("deployments per developer", () => {
   }, 120_000);
 
   it("answers a claim by its own rules first: a developer at the quota is told the claim is wrong, not the quota", async () => {
-    const gil = await developer("gil");
-    for (const id of ["gil-1", "gil-2", "gil-3"]) expect((await create(gil, id)).status).toBe(201);
+    const gil = await developerOwning("gil");
     const unclaimed = await host.admin("/v1/deploys", "POST", { id: "gil-4", code });
     const { claimToken } = unclaimed.json<{ claimToken: string }>();
     const claim = (id: string, token: string) =>
@@ -159,8 +161,7 @@ describe("deployments per developer", () => {
   }, 120_000);
 
   it("has one developer's deployments read through one share of the database's connections", async () => {
-    const hal = await developer("hal");
-    for (const id of ["hal-1", "hal-2"]) expect((await create(hal, id)).status).toBe(201);
+    const hal = await developerOwning("hal", 2);
     expect(host.deployments.db.shareOf("hal-1")).toBe(hal.id);
     expect(host.deployments.db.shareOf("hal-2")).toBe(hal.id);
     // Unclaimed, each is its own, until a developer claims it.
