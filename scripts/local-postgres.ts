@@ -5,8 +5,8 @@
  * `postgres` user, since PostgreSQL refuses to run as root.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
-import { chown, mkdtemp, rm } from "node:fs/promises";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chown, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -23,6 +23,13 @@ export interface LocalPostgres {
   suspend(): Promise<void>;
   /** Starts the suspended server again on the same port with the same data. */
   resume(): Promise<void>;
+  /**
+   * Stops every process of the server (SIGSTOP) without closing a connection: clients see a
+   * database that no longer answers, as behind a network that drops everything, until {@link thaw}.
+   */
+  freeze(): Promise<void>;
+  /** Lets the frozen server go on (SIGCONT). */
+  thaw(): Promise<void>;
 }
 
 /** The folder of PostgreSQL's server programs (`initdb`, `pg_ctl`), or undefined when not installed. */
@@ -70,8 +77,20 @@ export async function startLocalPostgres(settings: string[] = []): Promise<Local
   ].join(" ");
   const start = () => as("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "start"]);
   await start();
+  let frozen: number[] = [];
   return {
     url: `postgres://platform@127.0.0.1:${port}/postgres`,
+    freeze: async () => {
+      const postmaster = Number((await readFile(join(data, "postmaster.pid"), "utf8")).split("\n")[0]);
+      // The postmaster first, so that it starts no process meanwhile.
+      process.kill(postmaster, "SIGSTOP");
+      frozen = [postmaster, ...childrenOf(postmaster)];
+      for (const pid of frozen) process.kill(pid, "SIGSTOP");
+    },
+    thaw: async () => {
+      for (const pid of frozen.reverse()) process.kill(pid, "SIGCONT");
+      frozen = [];
+    },
     suspend: async () => {
       await as("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
     },
@@ -83,4 +102,22 @@ export async function startLocalPostgres(settings: string[] = []): Promise<Local
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The processes whose parent is `parent` (Linux's /proc). */
+function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // The fields after the command name, which is in parentheses and may hold anything.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[1]) === parent) children.push(Number(entry));
+  }
+  return children;
 }

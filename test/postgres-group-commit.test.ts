@@ -8,7 +8,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { NOT_READY } from "../host/db/fast-path.js";
-import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
+import { type DatabaseQuota, HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
 import { countKeyOf, rowKeyUnder } from "../host/db/keys.js";
 import type { CompiledTable } from "../host/db/stored-schema.js";
 import type { QuerySpec } from "../sdk/protocol/index.js";
@@ -120,13 +120,13 @@ async function countsOf(deployment: TenantDatabase, lists: string[]): Promise<nu
   return value;
 }
 
-async function open(name = freshTable()) {
-  const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }));
+async function open(name = freshTable(), quota?: Partial<DatabaseQuota>) {
+  const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: name }), quota);
   return { db, dispose: () => db.close() };
 }
 
 describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
-  groupCommitSuite("PostgreSQL", () => open());
+  groupCommitSuite("PostgreSQL", (quota) => open(freshTable(), quota));
 
   it("two hosts incrementing one counter at once lose no increment", async () => {
     const name = freshTable();
@@ -147,6 +147,33 @@ describe.skipIf(!postgresInstalled)("PostgreSQL group commit", () => {
       await second.dispose();
     }
   }, 60_000);
+
+  it("answers a mutation whose commit the database does not confirm within its bound 503 unavailable, saying it may have been written; the commit lands once the database goes on", async () => {
+    const name = freshTable();
+    const { db, dispose } = await open(name, { mutationWaitMs: 500 });
+    const blocker = new pg.Client({ connectionString: server.url });
+    await blocker.connect();
+    try {
+      const deployment = await db.deployment("unconfirmed");
+      const counter = await withCounter(deployment);
+      // Another session's lock lets reads by and holds every write to the table (the deployment's
+      // write lock is a row of another table): the commit waits in the database.
+      await blocker.query(`BEGIN; LOCK TABLE ${name} IN SHARE ROW EXCLUSIVE MODE`);
+      const error = await increment(deployment, counter).then(
+        () => undefined,
+        (reason: unknown) => reason as Error,
+      );
+      expect(error).toMatchObject({ code: "unavailable", status: 503, retryAfterSeconds: 1 });
+      expect(error?.message).toContain("may or may not have been written");
+      // Once the lock goes, the commit lands: the next mutation reads its write.
+      await blocker.query("COMMIT");
+      expect(await increment(deployment, counter)).toBe(1);
+      expect(await counted(deployment, counter)).toEqual({ n: 2, items: 2 });
+    } finally {
+      await blocker.end();
+      await dispose();
+    }
+  });
 
   it("reads the lists a group's inserts name ahead, and moves their counts in its commit", async () => {
     const { db, dispose } = await open();

@@ -28,11 +28,15 @@ export class GroupBatch {
   private continued: KvSnapshot | undefined;
   private failure: { error: unknown } | undefined;
 
-  /** `rowBytes`: the deployment's row bytes before the group; then with every member's writes added. */
+  /**
+   * `rowBytes`: the deployment's row bytes before the group; then with every member's writes added.
+   * `sending` is told of each member whose writes go to the store now.
+   */
   constructor(
     private readonly database: GroupCommitHost,
     private readonly snapshot: KvSnapshot,
     private rowBytes: number,
+    private readonly sending: (member: QueuedMutation) => void = () => {},
   ) {}
 
   /**
@@ -100,8 +104,10 @@ export class GroupBatch {
       }
       try {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
-        if (written.length > 0)
+        if (written.length > 0) {
+          for (const { member } of members) this.sending(member);
           this.continued = await this.database.commitWrites(this.snapshot, operations, written, thenRead);
+        }
         if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };

@@ -2,6 +2,7 @@ import { GroupBatch } from "./group-batch.js";
 import { type GroupCommitHost, type QueuedMutation, withMode } from "./group-commit-host.js";
 import { groupReadKeys, readAhead } from "./group-reads.js";
 import type { KvSnapshot } from "./kv/index.js";
+import { MutationWaits } from "./mutation-waits.js";
 import { Transaction } from "./transaction.js";
 
 /** Mutations committed together at most (a deployment has at most 64 handlers in flight). */
@@ -36,17 +37,28 @@ const GROUPS_PER_LOCK = 4;
  * it (they are not in the snapshot yet), and their writes go to the store as ONE atomic batch. A
  * mutation that throws leaves the others' writes alone; each answers once its writes have landed.
  * Waiting for the store's write round trip once per group, not once per mutation, is what lets a
- * busy deployment take more than one write per round trip.
+ * busy deployment take more than one write per round trip. A mutation waits for the database for
+ * a bounded time only (see {@link MutationWaits}).
  */
 export class GroupCommit {
   private readonly queued: QueuedMutation[] = [];
   private draining = false;
+  private readonly waits: MutationWaits;
 
-  constructor(private readonly database: GroupCommitHost) {}
+  /** `waitMs`: how long a mutation waits for the database (`LIMITS.mutationWaitMs`). */
+  constructor(
+    private readonly database: GroupCommitHost,
+    waitMs: number,
+  ) {
+    this.waits = new MutationWaits(waitMs, (member) => {
+      const at = this.queued.indexOf(member);
+      if (at !== -1) this.queued.splice(at, 1);
+    });
+  }
 
   /** Queues a mutation; it runs with the next group. */
   enqueue(member: QueuedMutation): void {
-    this.queued.push(member);
+    this.queued.push(this.waits.bound(member));
     if (!this.draining) void this.drain();
   }
 
@@ -108,7 +120,7 @@ export class GroupCommit {
       const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes());
       // Taken under the write lock, with the first read: no commit of this deployment can come between.
       snapshot ??= await database.store.lazySnapshot(database.share());
-      const batch = new GroupBatch(database, snapshot, rowBytes);
+      const batch = new GroupBatch(database, snapshot, rowBytes, (member) => this.waits.committing(member));
       const readsAhead = !database.syncReads;
       if (readsAhead && !begun) await readAhead(snapshot, this.readKeys(group));
       await this.runMembers(group, snapshot, batch);
@@ -144,6 +156,8 @@ export class GroupCommit {
         this.queued.unshift(...group.slice(index));
         return;
       }
+      // Answered already for waiting too long: it never runs.
+      if (!this.waits.starts(member)) continue;
       const { onUsage, ...rest } = member.options;
       const tx = new Transaction(database, snapshot, withMode(rest, "write"), batch.overlay, batch.counts);
       const early = database.store.supports.commitKeepsSnapshot

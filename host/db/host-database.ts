@@ -67,6 +67,7 @@ export class HostDatabase {
     }
     return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")), {
       rowBytesPerDeployment: quota?.rowBytesPerDeployment ?? DEFAULT_DATABASE_QUOTA.rowBytesPerDeployment,
+      mutationWaitMs: quota?.mutationWaitMs ?? DEFAULT_DATABASE_QUOTA.mutationWaitMs,
     });
   }
 

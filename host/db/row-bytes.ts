@@ -17,13 +17,18 @@ import { indexEntryKey, indexEntryValue, materialize, type StoredRow } from "./r
 import type { CompiledTable } from "./stored-schema.js";
 import type { TransactionView } from "./transaction-view.js";
 
-/** The limits of what a deployment stores; tests pass smaller ones. */
+/** The limits of what a deployment stores, and of how long its mutations wait; tests pass smaller ones. */
 export interface DatabaseQuota {
   rowBytesPerDeployment: number;
+  /** See {@link LIMITS.mutationWaitMs}. */
+  mutationWaitMs: number;
 }
 
 /** The documented quota (docs/limits.md). */
-export const DEFAULT_DATABASE_QUOTA: DatabaseQuota = { rowBytesPerDeployment: LIMITS.rowBytesPerDeployment };
+export const DEFAULT_DATABASE_QUOTA: DatabaseQuota = {
+  rowBytesPerDeployment: LIMITS.rowBytesPerDeployment,
+  mutationWaitMs: LIMITS.mutationWaitMs,
+};
 
 /** The key of `deployment`'s row bytes (a decimal number). */
 export function rowBytesKey(deployment: string): Buffer {

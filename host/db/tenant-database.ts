@@ -42,7 +42,7 @@ export class TenantDatabase implements TransactionHost {
   private compiled = new Map<string, CompiledTable>();
   private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
-  private readonly groups = new GroupCommit(this);
+  private readonly groups: GroupCommit;
   /** Set once the deployment is deleted: a write still queued here must not recreate its keys. */
   private dropped = false;
 
@@ -56,6 +56,7 @@ export class TenantDatabase implements TransactionHost {
   ) {
     this.clockKey = metaKey(id, "clock");
     this.rowBytes = new RowBytesTotal(id, quota.rowBytesPerDeployment);
+    this.groups = new GroupCommit(this, quota.mutationWaitMs);
   }
 
   /**

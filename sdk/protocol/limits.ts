@@ -56,6 +56,13 @@ export const LIMITS = {
   handlerCpuMs: 1000,
   /** Wall time one handler may take, in ms, including database waits. */
   handlerWallMs: 15_000,
+  /**
+   * How long a mutation waits for the database, in ms: for its turn and the write lock before its
+   * handler runs, then for its commit to be confirmed. Past it the call is answered
+   * `503 unavailable` and the host goes on: a database that stopped answering never holds a
+   * caller for good. Ours.
+   */
+  mutationWaitMs: 15_000,
   /** Largest request body for queries, mutations and endpoints. */
   requestBodyBytes: 1024 * 1024,
   /** Largest JSON value a handler may return. */

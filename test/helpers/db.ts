@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  type DatabaseQuota,
   HostDatabase,
   type QueryOutcome,
   type RunOptions,
@@ -11,14 +12,14 @@ import {
 import { createDatabaseApi, type DatabaseExecutor } from "../../runtime/database.js";
 import type { Capsule, DatabaseReader, DatabaseWriter, SchemaDefinition } from "../../sdk/server/index.js";
 
-/** A temporary on-disk database, removed by `dispose()`. */
-export async function tempDatabase(): Promise<{
+/** A temporary on-disk database, removed by `dispose()`; `quota` as `HostDatabase.open` takes it. */
+export async function tempDatabase(quota?: Partial<DatabaseQuota>): Promise<{
   db: HostDatabase;
   dir: string;
   dispose: () => Promise<void>;
 }> {
   const dir = await mkdtemp(join(tmpdir(), "platform-db-"));
-  const db = await HostDatabase.open(dir);
+  const db = await HostDatabase.open(dir, quota);
   return {
     db,
     dir,

@@ -4,7 +4,7 @@
  * each mutation still reads every write committed before it. `open` gives a fresh database.
  */
 import { describe, expect, it } from "vitest";
-import type { HostDatabase, TenantDatabase } from "../../host/db/index.js";
+import type { DatabaseQuota, HostDatabase, TenantDatabase } from "../../host/db/index.js";
 import { countKeyOf } from "../../host/db/keys.js";
 import type { CompiledIndex, CompiledTable } from "../../host/db/stored-schema.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
@@ -57,9 +57,10 @@ export async function counted(deployment: TenantDatabase, counter: string) {
   return { n, items: items.kind === "count" ? items.count : -1 };
 }
 
+/** `open` gives a fresh database with the documented quota, or with `quota` where given. */
 export function groupCommitSuite(
   name: string,
-  open: () => Promise<{ db: HostDatabase; dispose: () => Promise<void> }>,
+  open: (quota?: Partial<DatabaseQuota>) => Promise<{ db: HostDatabase; dispose: () => Promise<void> }>,
 ): void {
   describe(`${name}: group commit`, () => {
     it("commits 300 read-modify-write mutations queued at once, each reading all before it, taking the lock once per 4 groups at most", async () => {
@@ -92,6 +93,51 @@ export function groupCommitSuite(
         expect(await counted(deployment, counter)).toEqual({ n: 300, items: 300 });
         expect(snapshots).toBeGreaterThanOrEqual(Math.ceil(300 / 64));
         expect(locks).toBeLessThanOrEqual(Math.ceil(snapshots / 4));
+      } finally {
+        await dispose();
+      }
+    });
+
+    it("answers mutations that wait for the write lock past their bound 503 unavailable: they never run, and the queue goes on", async () => {
+      const { db, dispose } = await open({ mutationWaitMs: 300 });
+      try {
+        const deployment = await db.deployment("held");
+        const counter = await withCounter(deployment);
+        // Other work holds the write lock (as a drop, an import or a migration would) until released.
+        let release = () => {};
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let taken = () => {};
+        const holding = new Promise<void>((resolve) => {
+          taken = resolve;
+        });
+        const holder = deployment.exclusive(async () => {
+          taken();
+          await released;
+        });
+        await holding;
+        let ran = 0;
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 3 }, () =>
+            deployment.mutate(async (tx) => {
+              ran++;
+              await tx.insert("items", { n: -1 });
+            }),
+          ),
+        );
+        for (const outcome of outcomes) {
+          expect(outcome.status).toBe("rejected");
+          const error = (outcome as PromiseRejectedResult).reason;
+          expect(error).toMatchObject({ code: "unavailable", status: 503, retryAfterSeconds: 1 });
+          expect(error.message).toContain("did not run: nothing was written");
+        }
+        release();
+        await holder;
+        // The queue goes on: the next mutation runs, and none of those answered ran meanwhile.
+        expect(await increment(deployment, counter)).toBe(0);
+        expect(ran).toBe(0);
+        expect(await counted(deployment, counter)).toEqual({ n: 1, items: 1 });
       } finally {
         await dispose();
       }

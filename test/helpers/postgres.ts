@@ -38,6 +38,8 @@ export function postgresForThisFile(what: string): LocalPostgres {
     stop: () => started().stop(),
     suspend: () => started().suspend(),
     resume: () => started().resume(),
+    freeze: () => started().freeze(),
+    thaw: () => started().thaw(),
   };
 }
 
