@@ -22,7 +22,13 @@ import {
 import { teardownGate } from "./teardown-gate.js";
 import { ThreadTokens } from "./thread-tokens.js";
 import { ThreadedTransport } from "./threaded-transport.js";
-import type { MeteredResponse, RunningExecution, SyscallHandler, Transport } from "./transport.js";
+import {
+  countingWaits,
+  type MeteredResponse,
+  type RunningExecution,
+  type SyscallHandler,
+  type Transport,
+} from "./transport.js";
 
 /** How often the watchdog checks the CPU and wall-clock limits of what runs (ms). */
 const WATCHDOG_TICK_MS = 5;
@@ -141,7 +147,9 @@ export class CapsuleIsolate implements InlineHost {
       cpuNs: 0n,
       deadline: Date.now() + this.limits.wallMs,
       handler,
+      waitingCalls: 0,
     };
+    execution.onSyscall = countingWaits(execution);
     this.running.set(requestId, execution);
     this.watchdog ??= setInterval(this.checkLimits, WATCHDOG_TICK_MS);
     let wire: unknown;
@@ -253,7 +261,7 @@ export class CapsuleIsolate implements InlineHost {
     this.running.forEach((execution) => {
       if (now > execution.deadline) {
         execution.deadline = Number.POSITIVE_INFINITY;
-        execution.fail(wallLimitError(this.limits));
+        execution.fail(wallLimitError(this.limits, execution.waitingCalls > 0));
       }
     });
     if (this.meter.overran(BigInt(this.limits.cpuMs) * 1_000_000n)) this.stop("cpu");

@@ -45,10 +45,15 @@ export function stopError(reason: StopReason, limits: IsolateLimits): PlatformEr
   }
 }
 
-/** The error of one execution that outlived the wall-clock limit (its isolate goes on). */
-export function wallLimitError(limits: IsolateLimits): PlatformError {
+/**
+ * The error of one execution that outlived the wall-clock limit (its isolate goes on); `waiting`
+ * when it was waiting for platform calls it made (the database or storage not answering).
+ */
+export function wallLimitError(limits: IsolateLimits, waiting = false): PlatformError {
   return new PlatformError(
     "timeout",
-    `The handler did not finish within ${limits.wallMs} ms and was stopped.`,
+    waiting
+      ? `The handler did not finish within ${limits.wallMs} ms and was stopped while it waited for the database or another platform call it made (busy, or not answering). Retry later.`
+      : `The handler did not finish within ${limits.wallMs} ms and was stopped.`,
   );
 }

@@ -1,4 +1,5 @@
 import type { DispatchResponse } from "../../sdk/protocol/index.js";
+import { isPending } from "../db/index.js";
 
 /**
  * Serves one syscall of the running handler; throws (or rejects) with a `PlatformError` to fail
@@ -25,6 +26,24 @@ export interface RunningExecution {
   deadline: number;
   /** The handler it runs (kind and name), as the inline standing keys it; none for the declaration. */
   handler: string | undefined;
+  /** Its platform calls not answered yet: one stopped at the wall-clock limit while waiting on them says so. */
+  waitingCalls: number;
+}
+
+/** `execution`'s own syscall handler, counting in its {@link RunningExecution.waitingCalls}. */
+export function countingWaits(execution: RunningExecution): SyscallHandler {
+  const onSyscall = execution.onSyscall;
+  const answered = () => {
+    execution.waitingCalls--;
+  };
+  return (op, args) => {
+    const value = onSyscall(op, args);
+    if (isPending(value)) {
+      execution.waitingCalls++;
+      value.then(answered, answered);
+    }
+    return value;
+  };
 }
 
 /**
