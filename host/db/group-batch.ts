@@ -1,5 +1,7 @@
+import { isPlatformError } from "../../sdk/values/index.js";
 import type { GroupCommitHost, QueuedMutation, TransactionResult } from "./group-commit-host.js";
 import type { KvOperation, KvSnapshot } from "./kv/index.js";
+import { notConfirmed } from "./mutation-waits.js";
 import type { WriteOverlay } from "./overlay.js";
 import { rowQuotaExceeded } from "./row-bytes.js";
 import { countWrites } from "./stored-counts.js";
@@ -30,13 +32,14 @@ export class GroupBatch {
 
   /**
    * `rowBytes`: the deployment's row bytes before the group; then with every member's writes added.
-   * `sending` is told of each member whose writes go to the store now.
+   * `committing` is told of each member whose answer now waits for a commit (see
+   * {@link commitFinished}).
    */
   constructor(
     private readonly database: GroupCommitHost,
     private readonly snapshot: KvSnapshot,
     private rowBytes: number,
-    private readonly sending: (member: QueuedMutation) => void = () => {},
+    private readonly committing: (member: QueuedMutation) => void = () => {},
   ) {}
 
   /**
@@ -77,6 +80,8 @@ export class GroupBatch {
     if (this.waiting.length === 0 || this.failure || !this.overlay) return;
     const members = this.waiting;
     this.waiting = [];
+    // From now on each waits for commits only: the batches before this one, then its own.
+    for (const { member } of members) this.committing(member);
     const written = members.flatMap(({ result }) => result.writeSet);
     const operations: KvOperation[] = this.overlay
       .all()
@@ -104,14 +109,17 @@ export class GroupBatch {
       }
       try {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
-        if (written.length > 0) {
-          for (const { member } of members) this.sending(member);
+        if (written.length > 0)
           this.continued = await this.database.commitWrites(this.snapshot, operations, written, thenRead);
-        }
         if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };
-        for (const { member } of members) member.reject(error);
+        // Unavailable: the connection was lost with the commit in flight, which may still land.
+        const answer =
+          isPlatformError(error) && error.code === "unavailable"
+            ? notConfirmed("(it stopped answering)", error)
+            : error;
+        for (const { member } of members) member.reject(answer);
         return;
       }
       for (const { member, result } of members) member.resolve(result);

@@ -4,11 +4,12 @@ import type { QueuedMutation } from "./group-commit-host.js";
 /**
  * How long each of a deployment's mutations waits for the database (`LIMITS.mutationWaitMs`):
  * first to start (queued, or in a group waiting for its developer's turn and the write lock), then,
- * once its writes are sent, for their commit to be confirmed. A database that stopped answering (a
- * frozen server, a network that drops everything) would otherwise hold every caller for as long as
- * it stays so. Past the bound the mutation is answered `503 unavailable`, saying whether it may
+ * once its writes are in a batch, for that batch's commit (and those before it) to be confirmed.
+ * A database that stopped answering (a frozen server, a network that drops everything) would
+ * otherwise hold every caller for as long as it stays so. Past the bound the mutation is answered `503 unavailable`, saying whether it may
  * have been written; the host goes on, and the work waiting on the database ends when it answers.
- * A running handler is bounded by its own limits, not by this.
+ * A running member is bounded by its handler's limits, and its round trips by the store's own (on
+ * PostgreSQL, kv/postgres-silence.ts), not by this.
  */
 export class MutationWaits {
   /** Each member's timer while it waits to start or for its commit. */
@@ -46,9 +47,11 @@ export class MutationWaits {
     return true;
   }
 
-  /** `member`'s writes are sent: it is answered `unavailable` unless they are confirmed within the bound. */
+  /** `member`'s batch is committing: it is answered `unavailable` unless the commit is confirmed within the bound. */
   committing(member: QueuedMutation): void {
-    this.wait(member, () => member.reject(notConfirmed(this.waitMs)));
+    this.wait(member, () =>
+      member.reject(notConfirmed(`within ${seconds(this.waitMs)} (busy, or not answering)`)),
+    );
   }
 
   private wait(member: QueuedMutation, expire: () => void): void {
@@ -76,10 +79,14 @@ function notStarted(waitMs: number): PlatformError {
   );
 }
 
-function notConfirmed(waitMs: number): PlatformError {
+/**
+ * What a mutation whose commit was sent but not confirmed gets (`why`: what happened instead); the
+ * commit may still land.
+ */
+export function notConfirmed(why: string, cause?: unknown): PlatformError {
   return new PlatformError(
     "unavailable",
-    `The database did not confirm this mutation's commit within ${seconds(waitMs)} (busy, or not answering): it may or may not have been written. Check before you retry it, or retry it with the same Idempotency-Key.`,
-    { retryAfterSeconds: 1 },
+    `The database did not confirm this mutation's commit ${why}: it may or may not have been written. Check before you retry it, or retry it with the same Idempotency-Key.`,
+    { retryAfterSeconds: 1, cause },
   );
 }
