@@ -48,7 +48,7 @@ export class HostDatabase {
    */
   static async open(location: string, quota?: Partial<DatabaseQuota>): Promise<HostDatabase> {
     const store = /^postgres(ql)?:\/\//.test(location)
-      ? await PostgresKv.open(location)
+      ? await PostgresKv.open(location, { silenceMs: quota?.silenceMs ?? DEFAULT_DATABASE_QUOTA.silenceMs })
       : await ClassicKv.open(location);
     return HostDatabase.openStore(store, quota);
   }
@@ -68,6 +68,7 @@ export class HostDatabase {
     return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")), {
       rowBytesPerDeployment: quota?.rowBytesPerDeployment ?? DEFAULT_DATABASE_QUOTA.rowBytesPerDeployment,
       mutationWaitMs: quota?.mutationWaitMs ?? DEFAULT_DATABASE_QUOTA.mutationWaitMs,
+      silenceMs: quota?.silenceMs ?? DEFAULT_DATABASE_QUOTA.silenceMs,
     });
   }
 

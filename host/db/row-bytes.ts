@@ -22,12 +22,15 @@ export interface DatabaseQuota {
   rowBytesPerDeployment: number;
   /** See {@link LIMITS.mutationWaitMs}. */
   mutationWaitMs: number;
+  /** On PostgreSQL: see {@link LIMITS.databaseSilenceMs}. */
+  silenceMs: number;
 }
 
 /** The documented quota (docs/limits.md). */
 export const DEFAULT_DATABASE_QUOTA: DatabaseQuota = {
   rowBytesPerDeployment: LIMITS.rowBytesPerDeployment,
   mutationWaitMs: LIMITS.mutationWaitMs,
+  silenceMs: LIMITS.databaseSilenceMs,
 };
 
 /** The key of `deployment`'s row bytes (a decimal number). */

@@ -63,6 +63,13 @@ export const LIMITS = {
    * caller for good. Ours.
    */
   mutationWaitMs: 15_000,
+  /**
+   * How long a PostgreSQL round trip may go unanswered before the host asks the server, on a new
+   * connection, whether it still answers; one that does not answer that within the same time is
+   * taken as gone: the connections waiting on it are ended and their callers answered
+   * `503 unavailable`, as are connections that cannot be made within it. Ours.
+   */
+  databaseSilenceMs: 10_000,
   /** Largest request body for queries, mutations and endpoints. */
   requestBodyBytes: 1024 * 1024,
   /** Largest JSON value a handler may return. */

@@ -1,8 +1,10 @@
 import pg from "pg";
+import { LIMITS } from "../../../sdk/protocol/index.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
 import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
+import { SilenceWatch } from "./postgres-silence.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
 import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
 import { KvStoreBase } from "./store.js";
@@ -63,28 +65,41 @@ export class PostgresKv extends KvStoreBase {
     private readonly inFlight: Set<Promise<void>>,
     /** Snapshots take their connections here: see postgres-parking.ts. */
     private readonly parking: ConnectionParking,
+    private readonly silence: SilenceWatch,
   ) {
     super();
   }
 
-  /** Connects to `url` (`postgres://...`), creating the table when missing. */
-  static async open(url: string, options: { table?: string } = {}): Promise<PostgresKv> {
+  /**
+   * Connects to `url` (`postgres://...`), creating the table when missing. `silenceMs`: how long a
+   * round trip may go unanswered before the server is asked whether it still answers (see
+   * {@link SilenceWatch}; `LIMITS.databaseSilenceMs` by default).
+   */
+  static async open(url: string, options: { table?: string; silenceMs?: number } = {}): Promise<PostgresKv> {
     const table = options.table ?? "platform_kv";
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new Error(`Invalid table name ${table}.`);
-    const pool = new pg.Pool({ connectionString: url, max: DIRECT_CONNECTIONS });
-    const snapshots = new pg.Pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS });
-    const locks = new pg.Pool({ connectionString: url, max: LOCK_CONNECTIONS });
-    const outerLocks = new pg.Pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS });
+    const silence = new SilenceWatch(url, options.silenceMs ?? LIMITS.databaseSilenceMs);
+    const Client = silence.clientClass();
+    const pool = new pg.Pool({ connectionString: url, max: DIRECT_CONNECTIONS, Client });
+    const snapshots = new pg.Pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS, Client });
+    const locks = new pg.Pool({ connectionString: url, max: LOCK_CONNECTIONS, Client });
+    const outerLocks = new pg.Pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS, Client });
     // Idle clients can die when the server restarts; the pool replaces them. Those out of it too.
     for (const each of [pool, snapshots, locks, outerLocks]) {
       each.on("error", () => {});
       watchForLoss(each);
     }
-    await createTables(pool, table);
+    try {
+      await createTables(pool, table);
+    } catch (error) {
+      silence.close();
+      await Promise.all([pool.end(), snapshots.end(), locks.end(), outerLocks.end()]);
+      throw error;
+    }
     const inFlight = new Set<Promise<void>>();
     const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));
     const parking = new ConnectionParking(snapshots, trackIn(inFlight));
-    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking);
+    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking, silence);
   }
 
   /**
@@ -196,6 +211,7 @@ export class PostgresKv extends KvStoreBase {
     this.parking.endAll();
     await Promise.all(this.inFlight);
     await this.bus.close();
+    this.silence.close();
     await Promise.all([this.pool.end(), this.snapshots.end(), this.locks.end(), this.outerLocks.end()]);
   }
 }
