@@ -2,10 +2,11 @@
  * A database that stops answering without closing a connection (a frozen server, a network that
  * drops everything): a whole host on a real PostgreSQL whose processes are stopped (SIGSTOP).
  * Mutations are answered `503 unavailable` once they have waited their bound (they never ran),
- * queries `504 timeout` at their wall-clock limit, saying they waited for the database; everything
- * else waiting on the database (a sign-in, a signed-in caller's session, a deploy, the dashboard's
- * rows) `503 unavailable` once the host has found the server silent. The readiness probe fails meanwhile, and everything goes
- * on once the database answers again.
+ * queries `504 timeout` at their wall-clock limit, saying they waited for the database; every read
+ * or lock waiting on the database (a signed-in caller's session, a deploy's lock, the dashboard's
+ * rows) `503 unavailable` once the host has found the server silent, and from then on every call
+ * that would send something (a sign-in) at once. The readiness probe fails meanwhile, and
+ * everything goes on once the database answers again.
  */
 import { describe, expect, it } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
@@ -56,10 +57,9 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
       expect((await signedIn()).status).toBe(200);
       await server.freeze();
       try {
-        const [adds, count, guest, redeploy, rows, signedInCount] = await Promise.all([
+        const [adds, count, redeploy, rows, signedInCount] = await Promise.all([
           Promise.all(["one", "two"].map((text) => host.call("frozen", "mutation", "add", { text }))),
           host.call("frozen", "query", "count"),
-          app("/__platform/auth/guest"),
           host.deployFixture("frozen", "todo"),
           host.admin("/v1/deploys/frozen/tables/todos/rows", "GET"),
           signedIn(),
@@ -79,7 +79,9 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
           message:
             "The handler did not finish within 1500 ms and was stopped while it waited for the database or another platform call it made (busy, or not answering). Retry later.",
         });
-        for (const response of [guest, redeploy, rows, signedInCount]) {
+        // Found silent now: a sign-in, which writes its session, sends nothing and is answered at once.
+        const guest = await app("/__platform/auth/guest");
+        for (const response of [redeploy, rows, signedInCount, guest]) {
           expect(response.headers["retry-after"]).toBe("1");
           expect(failure(response)).toEqual({
             status: 503,
@@ -92,7 +94,14 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
       } finally {
         await server.thaw();
       }
-      // No mutation ran, then or since; everything answers again (the pools make new connections).
+      // Once the host's next probe is answered (within a second or so), everything answers again.
+      let ready = await sendRequest(`${host.url}/readyz`);
+      for (let tries = 0; ready.status !== 200 && tries < 100; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        ready = await sendRequest(`${host.url}/readyz`);
+      }
+      expect(ready.status).toBe(200);
+      // No mutation ran, then or since.
       expect((await host.call("frozen", "query", "count")).json()).toEqual({ value: 1 });
       expect((await host.call("frozen", "mutation", "add", { text: "after" })).status).toBe(200);
       expect((await host.call("frozen", "query", "count")).json()).toEqual({ value: 2 });
@@ -100,16 +109,46 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
       expect((await host.deployFixture("frozen", "todo")).status).toBe(200);
       expect((await host.admin("/v1/deploys/frozen/tables/todos/rows", "GET")).status).toBe(200);
       expect((await signedIn()).status).toBe(200);
-      expect((await sendRequest(`${host.url}/readyz`)).status).toBe(200);
     } finally {
       await host.dispose();
     }
   }, 60_000);
 
+  it("ends a read waiting on a silent server, but leaves a write in flight to wait: it lands, and its caller learns so, once the server answers", async () => {
+    const kv = await PostgresKv.open(server.url, { table: freshTable(), silenceMs: 500 });
+    const key = Buffer.from("written");
+    try {
+      // Connections open already: the read below is sent, and waits, rather than waiting to connect.
+      await Promise.all(Array.from({ length: 4 }, () => kv.get(key)));
+      await server.freeze();
+      let thawed = false;
+      let write: Promise<string> | undefined;
+      try {
+        write = kv.batch([{ type: "put", key, value: "v" }]).then(
+          () => (thawed ? "landed after the thaw" : "answered while frozen"),
+          (error: Error) => `failed: ${error.message}`,
+        );
+        const read = await kv.get(Buffer.from("other")).catch((error: { code?: string }) => error.code);
+        expect(read).toBe("unavailable");
+        // Found silent: a new read is answered at once, having sent nothing.
+        expect(await kv.get(Buffer.from("other")).catch((error: { code?: string }) => error.code)).toBe(
+          "unavailable",
+        );
+      } finally {
+        thawed = true;
+        await server.thaw();
+      }
+      expect(await write).toBe("landed after the thaw");
+      expect(await kv.get(key)).toBe("v");
+    } finally {
+      await kv.close();
+    }
+  });
+
   it("leaves alone a round trip that waits for a lock another host holds while the server answers", async () => {
     const table = freshTable();
     const holder = await PostgresKv.open(server.url, { table });
-    const waiter = await PostgresKv.open(server.url, { table, silenceMs: 200 });
+    const waiter = await PostgresKv.open(server.url, { table, silenceMs: 1000 });
     try {
       let taken = () => {};
       const holding = new Promise<void>((resolve) => {
@@ -118,7 +157,7 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
       const held = holder.bus.lockAcrossProcesses("shared", async () => {
         taken();
         // Many silences long: the watch asks the server, which answers, several times meanwhile.
-        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await new Promise((resolve) => setTimeout(resolve, 3000));
       });
       await holding;
       const order: string[] = [];

@@ -66,6 +66,11 @@ export function recordQueries(): { sent: string[]; queries: SentQuery[]; stop: (
     if (typeof args[0] === "string") {
       sent.push(args[0]);
       queries.push({ text: args[0], values: Array.isArray(args[1]) ? args[1] : undefined });
+    } else if (typeof (args[0] as { text?: unknown } | undefined)?.text === "string") {
+      // A statement given as a config object (a read: see host/db/kv/postgres-silence.ts).
+      const config = args[0] as { text: string; values?: unknown[] };
+      sent.push(config.text);
+      queries.push({ text: config.text, values: config.values });
     }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;

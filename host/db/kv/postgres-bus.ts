@@ -3,6 +3,7 @@ import pg from "pg";
 import { type HostBus, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
 import { OwnerLimit } from "./owner-limit.js";
 import type { Track } from "./postgres-parking.js";
+import { readOnly } from "./postgres-silence.js";
 import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
 
 /** A connection listening on the broadcast channel. */
@@ -136,8 +137,11 @@ export class PostgresBus implements HostBus {
     let values: Array<string | undefined> | undefined;
     try {
       // Inserted in the same transaction: a new lock's row is held from its insert to the commit.
+      // Only a lock's taking (and reads): its caller does nothing until it is answered.
       const results = (await client.query(
-        `BEGIN; INSERT INTO ${this.table}_locks (name) VALUES (${row}) ON CONFLICT DO NOTHING; SELECT name FROM ${this.table}_locks WHERE name = ${row} FOR UPDATE${read ? `; ${read}` : ""}`,
+        readOnly(
+          `BEGIN; INSERT INTO ${this.table}_locks (name) VALUES (${row}) ON CONFLICT DO NOTHING; SELECT name FROM ${this.table}_locks WHERE name = ${row} FOR UPDATE${read ? `; ${read}` : ""}`,
+        ),
       )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
       if (read) values = valuesInOrder(keys, results.at(-1)?.rows ?? []);
     } catch (error) {

@@ -4,103 +4,167 @@ import { PlatformError } from "../../../sdk/values/index.js";
 /** How often the watch looks for round trips left unanswered (ms). */
 const LOOK_EVERY_MS = 1000;
 
-/**
- * A connection of a {@link SilenceWatch}: it notes when each of its round trips was sent, and
- * answers a round trip the watch ended with `unavailable` instead of the driver's own error.
- */
+/** Marks a statement that only reads: the watch may end its connection (see {@link SilenceWatch}). */
+const READ_ONLY = Symbol("read-only");
+
+/** `text` (and its `values`) as a statement that only reads (a lock's taking counts as one). */
+export function readOnly(text: string, values?: unknown[]): pg.QueryConfig {
+  return Object.assign(values === undefined ? { text } : { text, values }, { [READ_ONLY]: true });
+}
+
+/** One round trip a watched connection waits on. */
+interface RoundTrip {
+  /** When it was sent (ms). */
+  at: number;
+  /** True when it only reads: ending its connection cannot leave a write unknown. */
+  readOnly: boolean;
+}
+
+/** A connection of a {@link SilenceWatch}. */
 interface Watched {
-  /** When each round trip not answered yet was sent (ms), oldest first: answers come in order. */
-  readonly sent: number[];
+  /** Its round trips not answered yet, oldest first: answers come in order. */
+  readonly waiting: RoundTrip[];
   /** Set when the watch ended the connection for its server's silence. */
   silenced: boolean;
+  end(): void;
 }
 
 /**
- * Ends the connections of a PostgreSQL server that stopped answering without closing them (a
+ * Ends the reads of a PostgreSQL server that stopped answering without closing its connections (a
  * frozen server, a network that drops everything). The driver would wait on such a connection for
- * as long as the server stays so, and with it every caller: a sign-in, an upload, a deploy. When a
- * round trip has waited {@link silenceMs}, a new connection asks the server `SELECT 1`; a server
- * that does not answer that either within the same time is silent, and every connection with a
- * round trip waiting that long is ended. Their callers are answered `503 unavailable` at once, the
- * pools open new connections, and those fail (`connectionTimeoutMillis`) until the server answers
- * again. A round trip that waits for a lock another host holds is left alone while the server
- * answers the probe: waiting for a lock is not silence.
+ * as long as the server stays so, and with it every caller: a signed-in caller's session, a
+ * deploy's lock, the dashboard. When a round trip has waited {@link silenceMs}, a new connection
+ * asks the server `SELECT 1`. If that times out too, the server is silent:
+ *
+ * - each connection still waiting on the same round trip is ended, when what it waits on only
+ *   reads (or takes a lock): its caller is answered `503 unavailable`, and nothing is lost;
+ * - a connection with a write in flight is left to wait: only the server can say whether the write
+ *   landed (mutations are answered meanwhile by their own bound, saying so: see MutationWaits);
+ * - until the server answers a probe again, no statement is sent and no connection made: callers
+ *   are answered `unavailable` at once, having sent nothing.
+ *
+ * A round trip that waits for a lock another host holds is left alone while the server answers
+ * the probe. Only a timeout is taken as silence, not a refusal or a network error, and not while
+ * another connection gets an answer meanwhile.
  */
 export class SilenceWatch {
   private readonly connections = new Set<Watched>();
   private readonly timer: NodeJS.Timeout;
   private probing = false;
-  /** Connections ended for silence so far (the host's metrics may read it). */
-  ended = 0;
+  /** When the server last answered a probe (ms): it is not asked again for {@link silenceMs}. */
+  private answeredAt = Number.NEGATIVE_INFINITY;
+  /** True from a probe that timed out until the server answers one (or any round trip). */
+  private silent = false;
+  /** When a watched round trip was last answered (ms): an answer during a probe is a sign of life. */
+  private lastAnswer = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly url: string,
     readonly silenceMs: number,
   ) {
-    this.timer = setInterval(() => void this.look(), Math.min(LOOK_EVERY_MS, silenceMs)).unref();
+    this.timer = setInterval(
+      () => {
+        this.look().catch(() => {});
+      },
+      Math.min(LOOK_EVERY_MS, silenceMs),
+    ).unref();
   }
 
   /** The `Client` class for the pools (pg.Pool's `Client` option): its connections are watched. */
   clientClass(): typeof pg.Client {
     const watch = this;
     return class WatchedClient extends pg.Client implements Watched {
-      readonly sent: number[] = [];
+      readonly waiting: RoundTrip[] = [];
       silenced = false;
+      private connectTimedOut = false;
 
-      /** The pool's settings, and a connection that is not made within the silence fails. */
       constructor(config: pg.ClientConfig) {
-        super(Object.assign({}, config, { connectionTimeoutMillis: watch.silenceMs }));
+        super(config);
         watch.connections.add(this);
         this.once("end", () => watch.connections.delete(this));
       }
 
       // Those listening for the connection's failure (pg.Pool's query) hear it as its callers do.
       override emit(event: string | symbol, ...args: unknown[]): boolean {
-        if (event === "error" && this.silenced) args[0] = silentError(watch.silenceMs, args[0]);
+        if (event === "error" && (this.silenced || this.connectTimedOut))
+          args[0] = silentError(watch.silenceMs, args[0]);
         return super.emit(event, ...args);
       }
 
-      // biome-ignore lint/suspicious/noExplicitAny: as query's, below.
+      /** Fails at once while the server is silent, and when not made within the silence. */
+      // biome-ignore lint/suspicious/noExplicitAny: pg.Client's connect and query have many overloads; all pass through.
       override connect(...args: any[]): any {
-        const callback = args[0];
+        const callback = args[0] as ((error?: Error) => void) | undefined;
+        if (watch.silent) {
+          const error = silentError(watch.silenceMs);
+          if (callback) {
+            process.nextTick(callback, error);
+            return undefined;
+          }
+          return Promise.reject(error);
+        }
+        const timer = setTimeout(() => {
+          this.connectTimedOut = true;
+          watch.silent = true;
+          streamOf(this).destroy();
+        }, watch.silenceMs);
+        const settle = (error: unknown) => {
+          clearTimeout(timer);
+          return error && this.connectTimedOut ? silentError(watch.silenceMs, error) : error;
+        };
         if (typeof callback === "function")
-          return super.connect((error: Error | undefined) =>
-            callback(error ? silentError(watch.silenceMs, error) : error),
-          );
-        return super.connect().catch((error: unknown) => {
-          throw silentError(watch.silenceMs, error);
-        });
+          return super.connect((error: Error | undefined) => callback(settle(error) as Error | undefined));
+        return super.connect().then(
+          () => settle(undefined),
+          (error: unknown) => {
+            throw settle(error);
+          },
+        );
       }
 
-      // biome-ignore lint/suspicious/noExplicitAny: pg.Client's query has many overloads; all pass through.
+      // biome-ignore lint/suspicious/noExplicitAny: as connect's, above.
       override query(...args: any[]): any {
-        this.sent.push(performance.now());
-        const answered = () => {
-          this.sent.shift();
-        };
         const last = args.at(-1);
-        if (typeof last === "function") {
-          args[args.length - 1] = (error: unknown, ...rest: unknown[]) => {
-            answered();
-            last(this.silenced && error ? silentError(watch.silenceMs) : error, ...rest);
-          };
+        const callback =
+          typeof last === "function" ? (last as (error: unknown, ...rest: unknown[]) => void) : undefined;
+        if (watch.silent) {
+          const error = silentError(watch.silenceMs);
+          if (callback) {
+            process.nextTick(callback, error);
+            return undefined;
+          }
+          return Promise.reject(error);
+        }
+        const trip: RoundTrip = { at: performance.now(), readOnly: args[0]?.[READ_ONLY] === true };
+        this.waiting.push(trip);
+        const answered = (error: unknown) => {
+          const at = this.waiting.indexOf(trip);
+          if (at !== -1) this.waiting.splice(at, 1);
+          // An answer is a sign of life; a silenced connection's error is not one.
+          if (!error) {
+            watch.silent = false;
+            watch.lastAnswer = performance.now();
+          }
+          return this.silenced && error ? silentError(watch.silenceMs, error) : error;
+        };
+        if (callback) {
+          args[args.length - 1] = (error: unknown, ...rest: unknown[]) => callback(answered(error), ...rest);
           // biome-ignore lint/suspicious/noExplicitAny: as above.
           return (super.query as any)(...args);
         }
         // biome-ignore lint/suspicious/noExplicitAny: as above.
         const result = (super.query as any)(...args);
         if (!(result instanceof Promise)) {
-          answered();
+          answered(undefined);
           return result;
         }
         return result.then(
           (value) => {
-            answered();
+            answered(undefined);
             return value;
           },
           (error: unknown) => {
-            answered();
-            throw this.silenced ? silentError(watch.silenceMs) : error;
+            throw answered(error);
           },
         );
       }
@@ -112,54 +176,68 @@ export class SilenceWatch {
     clearInterval(this.timer);
   }
 
-  /** Ends the connections of a silent server (see the class comment). */
+  /** Ends the reads of a silent server; while it is silent, asks until it answers (see the class comment). */
   private async look(): Promise<void> {
     if (this.probing) return;
     const now = performance.now();
-    const waiting = [...this.connections].filter(
-      (connection) => !connection.silenced && (connection.sent[0] ?? now) <= now - this.silenceMs,
-    );
-    if (waiting.length === 0) return;
+    // The round trip each long-waiting connection waits on now: only the same one is ended.
+    const stalled = new Map<Watched, RoundTrip>();
+    for (const connection of this.connections) {
+      const oldest = connection.waiting[0];
+      if (!connection.silenced && oldest && oldest.at <= now - this.silenceMs)
+        stalled.set(connection, oldest);
+    }
+    if (!this.silent && (stalled.size === 0 || now - this.answeredAt < this.silenceMs)) return;
     this.probing = true;
+    const asked = performance.now();
     try {
-      if (await this.answers()) return;
-      for (const connection of waiting) {
+      if ((await this.answers()) || this.lastAnswer >= asked) {
+        this.answeredAt = performance.now();
+        this.silent = false;
+        return;
+      }
+      this.silent = true;
+      for (const [connection, trip] of stalled) {
+        if (connection.waiting[0] !== trip || connection.waiting.some((each) => !each.readOnly)) continue;
         connection.silenced = true;
-        this.ended++;
-        (
-          connection as unknown as { connection: { stream: { destroy(): void } } }
-        ).connection.stream.destroy();
+        streamOf(connection).destroy();
       }
     } finally {
       this.probing = false;
     }
   }
 
-  /** Whether the server answers `SELECT 1` (or refuses it) on a new connection within {@link silenceMs}. */
+  /**
+   * Whether the server answers `SELECT 1` on a new connection within {@link silenceMs}: only a
+   * timeout is taken as silence (a refusal or a network error is an answer of sorts).
+   */
   private async answers(): Promise<boolean> {
-    const probe = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.silenceMs });
+    const probe = new pg.Client({ connectionString: this.url });
     probe.on("error", () => {});
     let timer: NodeJS.Timeout | undefined;
     const silent = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), this.silenceMs);
     });
-    // A refusal the server sends (too many connections, starting up) is an answer; none at all is not.
     const answered = (async () => {
       await probe.connect();
       await probe.query("SELECT 1");
       return true;
-    })().catch((error: unknown) => error instanceof pg.DatabaseError);
+    })().catch(() => true);
     try {
       return await Promise.race([answered, silent]);
     } finally {
       clearTimeout(timer);
       // A silent server never answers the goodbye: the socket goes without it.
-      (probe as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      streamOf(probe).destroy();
     }
   }
 }
 
-/** What a caller whose round trip the watch ended, or whose connection could not be made, gets. */
+function streamOf(client: unknown): { destroy(): void } {
+  return (client as { connection: { stream: { destroy(): void } } }).connection.stream;
+}
+
+/** What a caller whose round trip the watch ended, or that could not be sent, gets. */
 export function silentError(silenceMs: number, cause?: unknown): PlatformError {
   return new PlatformError(
     "unavailable",

@@ -2,6 +2,7 @@ import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { ConnectionParking } from "./postgres-parking.js";
+import { readOnly } from "./postgres-silence.js";
 import {
   inline,
   iterate,
@@ -91,7 +92,7 @@ export class PostgresSnapshot implements KvSnapshot {
       const { client, end } = await this.connections.take(this.owner, this.use);
       try {
         const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first.join("; ")}`;
-        const results = (await client.query(text)) as unknown as pg.QueryResult[];
+        const results = (await client.query(readOnly(text))) as unknown as pg.QueryResult[];
         rows = results.slice(results.length - first.length).map((result) => result.rows);
       } catch (error) {
         this.connections.destroy(client);
@@ -140,7 +141,7 @@ export class PostgresSnapshot implements KvSnapshot {
       else if (inlined && batch.length > 1) {
         const client = await this.ready;
         this.require();
-        results = ((await client.query(inlined.join("; "))) as unknown as pg.QueryResult[]).map(
+        results = ((await client.query(readOnly(inlined.join("; ")))) as unknown as pg.QueryResult[]).map(
           (result) => result.rows,
         );
       }
@@ -152,7 +153,7 @@ export class PostgresSnapshot implements KvSnapshot {
       const client = await (this.ready as Promise<pg.PoolClient>);
       for (const entry of batch) {
         this.require();
-        entry.resolve((await client.query(entry.statement.text, entry.statement.values)).rows);
+        entry.resolve((await client.query(readOnly(entry.statement.text, entry.statement.values))).rows);
         answered++;
       }
     } catch (error) {

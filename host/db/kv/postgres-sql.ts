@@ -2,6 +2,7 @@ import type pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { foldBatch } from "./batch-fold.js";
 import { type KvIterateOptions, type KvIterator, type KvOperation, NO_KEY } from "./kv.js";
+import { readOnly } from "./postgres-silence.js";
 
 /** Runs one statement with `$n` parameters and returns its rows. */
 export type RunSql = <R extends pg.QueryResultRow>(sql: string, params: unknown[]) => Promise<R[]>;
@@ -112,7 +113,7 @@ export function writeStatement(
 
 /** Runs statements on a pool or a connection (for reads outside snapshots). */
 export function runOn(client: Pick<pg.Pool, "query">): RunSql {
-  return async (sql, params) => (await client.query(sql, params)).rows;
+  return async (sql, params) => (await client.query(readOnly(sql, params))).rows;
 }
 
 /** Joins a keyless batch's values in one text (see {@link iterate}); no stored row holds one raw. */
