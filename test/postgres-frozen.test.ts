@@ -145,6 +145,32 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
     }
   });
 
+  it("answers a caller queued for a connection behind writes in flight once the server is found silent", async () => {
+    const kv = await PostgresKv.open(server.url, { table: freshTable(), silenceMs: 500 });
+    try {
+      // The direct pool's 4 connections open, then each carries a write when the server freezes.
+      await Promise.all(Array.from({ length: 4 }, () => kv.get(Buffer.from("x"))));
+      await server.freeze();
+      let writes: Promise<unknown> | undefined;
+      try {
+        writes = Promise.all(
+          Array.from({ length: 4 }, (_, i) =>
+            kv.batch([{ type: "put", key: Buffer.from(`w${i}`), value: "v" }]),
+          ),
+        );
+        expect(await kv.get(Buffer.from("x")).catch((error: { code?: string }) => error.code)).toBe(
+          "unavailable",
+        );
+      } finally {
+        await server.thaw();
+      }
+      await writes;
+      expect(await kv.get(Buffer.from("w3"))).toBe("v");
+    } finally {
+      await kv.close();
+    }
+  });
+
   it("leaves alone a round trip that waits for a lock another host holds while the server answers", async () => {
     const table = freshTable();
     const holder = await PostgresKv.open(server.url, { table });

@@ -152,7 +152,8 @@ export class PostgresBus implements HostBus {
       return await work(values);
     } finally {
       this.track(
-        client.query("COMMIT").then(
+        // Only the lock's own row: ending it (a silent server) releases the lock as well.
+        client.query(readOnly("COMMIT")).then(
           () => client.release(),
           () => client.release(true),
         ),

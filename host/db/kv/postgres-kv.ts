@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
@@ -79,11 +79,10 @@ export class PostgresKv extends KvStoreBase {
     const table = options.table ?? "platform_kv";
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new Error(`Invalid table name ${table}.`);
     const silence = new SilenceWatch(url, options.silenceMs ?? LIMITS.databaseSilenceMs);
-    const Client = silence.clientClass();
-    const pool = new pg.Pool({ connectionString: url, max: DIRECT_CONNECTIONS, Client });
-    const snapshots = new pg.Pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS, Client });
-    const locks = new pg.Pool({ connectionString: url, max: LOCK_CONNECTIONS, Client });
-    const outerLocks = new pg.Pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS, Client });
+    const pool = silence.pool({ connectionString: url, max: DIRECT_CONNECTIONS });
+    const snapshots = silence.pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS });
+    const locks = silence.pool({ connectionString: url, max: LOCK_CONNECTIONS });
+    const outerLocks = silence.pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS });
     // Idle clients can die when the server restarts; the pool replaces them. Those out of it too.
     for (const each of [pool, snapshots, locks, outerLocks]) {
       each.on("error", () => {});

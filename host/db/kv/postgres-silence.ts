@@ -20,6 +20,11 @@ interface RoundTrip {
   readOnly: boolean;
 }
 
+/** A caller waiting for a pool's connection: failed at once when the server is found silent. */
+interface PoolWaiter {
+  fail(error: Error): void;
+}
+
 /** A connection of a {@link SilenceWatch}. */
 interface Watched {
   /** Its round trips not answered yet, oldest first: answers come in order. */
@@ -40,8 +45,11 @@ interface Watched {
  *   reads (or takes a lock): its caller is answered `503 unavailable`, and nothing is lost;
  * - a connection with a write in flight is left to wait: only the server can say whether the write
  *   landed (mutations are answered meanwhile by their own bound, saying so: see MutationWaits);
- * - until the server answers a probe again, no statement is sent and no connection made: callers
- *   are answered `unavailable` at once, having sent nothing.
+ * - until the server answers a probe again, no statement is sent and no connection made: callers,
+ *   those already waiting for a pool's connection included, are answered `unavailable` at once,
+ *   having sent nothing.
+ *
+ * A connection not made within {@link silenceMs} fails, and has the server asked at once.
  *
  * A round trip that waits for a lock another host holds is left alone while the server answers
  * the probe. Only a timeout is taken as silence, not a refusal or a network error, and not while
@@ -49,6 +57,7 @@ interface Watched {
  */
 export class SilenceWatch {
   private readonly connections = new Set<Watched>();
+  private readonly poolWaiters = new Set<PoolWaiter>();
   private readonly timer: NodeJS.Timeout;
   private probing = false;
   /** When the server last answered a probe (ms): it is not asked again for {@link silenceMs}. */
@@ -57,6 +66,8 @@ export class SilenceWatch {
   private silent = false;
   /** When a watched round trip was last answered (ms): an answer during a probe is a sign of life. */
   private lastAnswer = Number.NEGATIVE_INFINITY;
+  /** Set when a connection was not made within the silence: the next look asks the server. */
+  private connectStalled = false;
 
   constructor(
     private readonly url: string,
@@ -80,7 +91,6 @@ export class SilenceWatch {
 
       constructor(config: pg.ClientConfig) {
         super(config);
-        watch.connections.add(this);
         this.once("end", () => watch.connections.delete(this));
       }
 
@@ -103,14 +113,17 @@ export class SilenceWatch {
           }
           return Promise.reject(error);
         }
+        watch.connections.add(this);
         const timer = setTimeout(() => {
           this.connectTimedOut = true;
-          watch.silent = true;
+          watch.connectStalled = true;
           streamOf(this).destroy();
         }, watch.silenceMs);
         const settle = (error: unknown) => {
           clearTimeout(timer);
-          return error && this.connectTimedOut ? silentError(watch.silenceMs, error) : error;
+          if (!error) return error;
+          watch.connections.delete(this);
+          return this.connectTimedOut ? silentError(watch.silenceMs, error) : error;
         };
         if (typeof callback === "function")
           return super.connect((error: Error | undefined) => callback(settle(error) as Error | undefined));
@@ -171,6 +184,53 @@ export class SilenceWatch {
     } as unknown as typeof pg.Client;
   }
 
+  /**
+   * A pool of watched connections: while the server is silent a caller asking for a connection is
+   * answered at once, and callers waiting for one when it is found silent are answered then (one
+   * holding a connection gives it back, unused).
+   */
+  pool(config: Omit<pg.PoolConfig, "Client">): pg.Pool {
+    const watch = this;
+    class WatchedPool extends pg.Pool {
+      // biome-ignore lint/suspicious/noExplicitAny: pg.Pool's connect has a promise and a callback form.
+      override connect(...args: any[]): any {
+        const callback = args[0] as
+          | ((error: Error | undefined, client?: pg.PoolClient, done?: () => void) => void)
+          | undefined;
+        if (typeof callback !== "function")
+          return new Promise<pg.PoolClient>((resolve, reject) =>
+            this.connect((error: Error | undefined, client: pg.PoolClient) =>
+              error ? reject(error) : resolve(client),
+            ),
+          );
+        if (watch.silent) {
+          process.nextTick(callback, silentError(watch.silenceMs));
+          return undefined;
+        }
+        let answered = false;
+        const waiter: PoolWaiter = {
+          fail: (error) => {
+            if (answered) return;
+            answered = true;
+            callback(error);
+          },
+        };
+        watch.poolWaiters.add(waiter);
+        super.connect((error: Error | undefined, client?: pg.PoolClient, done?: () => void) => {
+          watch.poolWaiters.delete(waiter);
+          if (answered) {
+            client?.release();
+            return;
+          }
+          answered = true;
+          callback(error, client, done);
+        });
+        return undefined;
+      }
+    }
+    return new WatchedPool(Object.assign({}, config, { Client: this.clientClass() }));
+  }
+
   /** Stops watching (the pools are ending). */
   close(): void {
     clearInterval(this.timer);
@@ -187,7 +247,9 @@ export class SilenceWatch {
       if (!connection.silenced && oldest && oldest.at <= now - this.silenceMs)
         stalled.set(connection, oldest);
     }
-    if (!this.silent && (stalled.size === 0 || now - this.answeredAt < this.silenceMs)) return;
+    const stalledLong = stalled.size > 0 && now - this.answeredAt >= this.silenceMs;
+    if (!this.silent && !this.connectStalled && !stalledLong) return;
+    this.connectStalled = false;
     this.probing = true;
     const asked = performance.now();
     try {
@@ -197,6 +259,8 @@ export class SilenceWatch {
         return;
       }
       this.silent = true;
+      for (const waiter of this.poolWaiters) waiter.fail(silentError(this.silenceMs));
+      this.poolWaiters.clear();
       for (const [connection, trip] of stalled) {
         if (connection.waiting[0] !== trip || connection.waiting.some((each) => !each.readOnly)) continue;
         connection.silenced = true;
