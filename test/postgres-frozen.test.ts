@@ -10,8 +10,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
-import { PostgresKv } from "../host/db/index.js";
+import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
+import { counted, withCounter } from "./helpers/group-commit-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
@@ -142,6 +143,56 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
       expect(await kv.get(key)).toBe("v");
     } finally {
       await kv.close();
+    }
+  });
+
+  it("tells a mutation whose commit was refused unsent, the server found silent, that nothing was written", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable(), silenceMs: 500 });
+    const db = await HostDatabase.openStore(store, { mutationWaitMs: 60_000 });
+    try {
+      const deployment = await db.deployment("unsent");
+      const counter = await withCounter(deployment);
+      let go = () => {};
+      const gate = new Promise<void>((resolve) => {
+        go = resolve;
+      });
+      let read = () => {};
+      const hasRead = new Promise<void>((resolve) => {
+        read = resolve;
+      });
+      const mutation = deployment
+        .mutate(async (tx) => {
+          const row = JSON.parse((await tx.get("counters", counter)) as string) as { n: number };
+          read();
+          await gate;
+          await tx.update("counters", counter, { n: row.n + 1 });
+        })
+        .then(
+          () => "committed",
+          (error: Error) => error.message,
+        );
+      await hasRead;
+      await server.freeze();
+      try {
+        // A read on another connection waits until the server is found silent.
+        expect(await store.get(Buffer.from("other")).catch((error: { code?: string }) => error.code)).toBe(
+          "unavailable",
+        );
+        go();
+        expect(await mutation).toBe(
+          "The database did not answer within 0.5 s (busy, or not reachable). Retry later.",
+        );
+      } finally {
+        await server.thaw();
+      }
+      let count = await counted(deployment, counter).catch(() => undefined);
+      for (let tries = 0; count === undefined && tries < 50; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        count = await counted(deployment, counter).catch(() => undefined);
+      }
+      expect(count).toEqual({ n: 0, items: 0 });
+    } finally {
+      await db.close();
     }
   });
 

@@ -1,6 +1,6 @@
 import { isPlatformError } from "../../sdk/values/index.js";
 import type { GroupCommitHost, QueuedMutation, TransactionResult } from "./group-commit-host.js";
-import type { KvOperation, KvSnapshot } from "./kv/index.js";
+import { type KvOperation, type KvSnapshot, NOTHING_SENT } from "./kv/index.js";
 import { notConfirmed } from "./mutation-waits.js";
 import type { WriteOverlay } from "./overlay.js";
 import { rowQuotaExceeded } from "./row-bytes.js";
@@ -114,9 +114,10 @@ export class GroupBatch {
         if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };
-        // Unavailable: the connection was lost with the commit in flight, which may still land.
+        // Unavailable: the connection was lost with the commit in flight, which may still land
+        // (unless the store refused it before sending it).
         const answer =
-          isPlatformError(error) && error.code === "unavailable"
+          isPlatformError(error) && error.code === "unavailable" && error.cause !== NOTHING_SENT
             ? notConfirmed("(it stopped answering)", error)
             : error;
         for (const { member } of members) member.reject(answer);

@@ -15,6 +15,7 @@ export {
   type KvSupports,
   type LockOptions,
   NO_KEY,
+  NOTHING_SENT,
 } from "./kv.js";
 export { PostgresKv } from "./postgres-kv.js";
 export { KvStoreBase } from "./store.js";

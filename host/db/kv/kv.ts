@@ -108,6 +108,12 @@ export interface LockOptions {
  */
 export const RESYNC_MESSAGE = '{"type":"resync"}';
 
+/**
+ * The `cause` of a store's failure that sent nothing to the store (a PostgreSQL server found
+ * silent refuses calls before sending them): a commit that fails so wrote nothing.
+ */
+export const NOTHING_SENT: Error = Object.freeze(new Error("Nothing was sent to the database."));
+
 export interface HostBus {
   /**
    * Runs `work` holding the lock `name` against every other process on the store (the caller

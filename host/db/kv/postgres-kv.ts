@@ -7,6 +7,7 @@ import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snaps
 import { SilenceWatch } from "./postgres-silence.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
 import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
+import { watchedPool } from "./postgres-watched-pool.js";
 import { KvStoreBase } from "./store.js";
 
 /**
@@ -79,10 +80,10 @@ export class PostgresKv extends KvStoreBase {
     const table = options.table ?? "platform_kv";
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new Error(`Invalid table name ${table}.`);
     const silence = new SilenceWatch(url, options.silenceMs ?? LIMITS.databaseSilenceMs);
-    const pool = silence.pool({ connectionString: url, max: DIRECT_CONNECTIONS });
-    const snapshots = silence.pool({ connectionString: url, max: SNAPSHOT_CONNECTIONS });
-    const locks = silence.pool({ connectionString: url, max: LOCK_CONNECTIONS });
-    const outerLocks = silence.pool({ connectionString: url, max: OUTER_LOCK_CONNECTIONS });
+    const pool = watchedPool(silence, { connectionString: url, max: DIRECT_CONNECTIONS });
+    const snapshots = watchedPool(silence, { connectionString: url, max: SNAPSHOT_CONNECTIONS });
+    const locks = watchedPool(silence, { connectionString: url, max: LOCK_CONNECTIONS });
+    const outerLocks = watchedPool(silence, { connectionString: url, max: OUTER_LOCK_CONNECTIONS });
     // Idle clients can die when the server restarts; the pool replaces them. Those out of it too.
     for (const each of [pool, snapshots, locks, outerLocks]) {
       each.on("error", () => {});

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { PlatformError } from "../../../sdk/values/index.js";
+import { NOTHING_SENT } from "./kv.js";
 
 /** How often the watch looks for round trips left unanswered (ms). */
 const LOOK_EVERY_MS = 1000;
@@ -21,7 +22,7 @@ interface RoundTrip {
 }
 
 /** A caller waiting for a pool's connection: failed at once when the server is found silent. */
-interface PoolWaiter {
+export interface PoolWaiter {
   fail(error: Error): void;
 }
 
@@ -106,7 +107,7 @@ export class SilenceWatch {
       override connect(...args: any[]): any {
         const callback = args[0] as ((error?: Error) => void) | undefined;
         if (watch.silent) {
-          const error = silentError(watch.silenceMs);
+          const error = silentError(watch.silenceMs, NOTHING_SENT);
           if (callback) {
             process.nextTick(callback, error);
             return undefined;
@@ -141,7 +142,7 @@ export class SilenceWatch {
         const callback =
           typeof last === "function" ? (last as (error: unknown, ...rest: unknown[]) => void) : undefined;
         if (watch.silent) {
-          const error = silentError(watch.silenceMs);
+          const error = silentError(watch.silenceMs, NOTHING_SENT);
           if (callback) {
             process.nextTick(callback, error);
             return undefined;
@@ -184,51 +185,15 @@ export class SilenceWatch {
     } as unknown as typeof pg.Client;
   }
 
-  /**
-   * A pool of watched connections: while the server is silent a caller asking for a connection is
-   * answered at once, and callers waiting for one when it is found silent are answered then (one
-   * holding a connection gives it back, unused).
-   */
-  pool(config: Omit<pg.PoolConfig, "Client">): pg.Pool {
-    const watch = this;
-    class WatchedPool extends pg.Pool {
-      // biome-ignore lint/suspicious/noExplicitAny: pg.Pool's connect has a promise and a callback form.
-      override connect(...args: any[]): any {
-        const callback = args[0] as
-          | ((error: Error | undefined, client?: pg.PoolClient, done?: () => void) => void)
-          | undefined;
-        if (typeof callback !== "function")
-          return new Promise<pg.PoolClient>((resolve, reject) =>
-            this.connect((error: Error | undefined, client: pg.PoolClient) =>
-              error ? reject(error) : resolve(client),
-            ),
-          );
-        if (watch.silent) {
-          process.nextTick(callback, silentError(watch.silenceMs));
-          return undefined;
-        }
-        let answered = false;
-        const waiter: PoolWaiter = {
-          fail: (error) => {
-            if (answered) return;
-            answered = true;
-            callback(error);
-          },
-        };
-        watch.poolWaiters.add(waiter);
-        super.connect((error: Error | undefined, client?: pg.PoolClient, done?: () => void) => {
-          watch.poolWaiters.delete(waiter);
-          if (answered) {
-            client?.release();
-            return;
-          }
-          answered = true;
-          callback(error, client, done);
-        });
-        return undefined;
-      }
-    }
-    return new WatchedPool(Object.assign({}, config, { Client: this.clientClass() }));
+  /** True while the server is taken as silent: nothing is sent, no connection is made. */
+  get isSilent(): boolean {
+    return this.silent;
+  }
+
+  /** Counts `waiter` in until the returned function is called: it is failed if the server is found silent meanwhile. */
+  awaitConnection(waiter: PoolWaiter): () => void {
+    this.poolWaiters.add(waiter);
+    return () => this.poolWaiters.delete(waiter);
   }
 
   /** Stops watching (the pools are ending). */
@@ -259,7 +224,7 @@ export class SilenceWatch {
         return;
       }
       this.silent = true;
-      for (const waiter of this.poolWaiters) waiter.fail(silentError(this.silenceMs));
+      for (const waiter of this.poolWaiters) waiter.fail(silentError(this.silenceMs, NOTHING_SENT));
       this.poolWaiters.clear();
       for (const [connection, trip] of stalled) {
         if (connection.waiting[0] !== trip || connection.waiting.some((each) => !each.readOnly)) continue;
