@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
 import { type PlatformHost, startHost } from "../host/host.js";
 import type { CapsuleIsolate } from "../host/isolates/capsule-isolate.js";
+import { deferred } from "./helpers/deferred.js";
 
 let dir: string;
 
@@ -59,20 +60,17 @@ it("serves a request waiting for the old artifact's cold start with the new code
     // The old artifact's next isolate waits for the redeploy to land.
     const factory = host.deployments.pool.factory;
     const create = factory.create.bind(factory);
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const held = deferred();
     const made: CapsuleIsolate[] = [];
     factory.create = async (code, artifact, ...rest) => {
-      if (artifact === first) await held;
+      if (artifact === first) await held.promise;
       const isolate = await create(code, artifact, ...rest);
       made.push(isolate);
       return isolate;
     };
     const waiting = say(host);
     await host.deployments.deploy("app", { code: await bundle("two") });
-    release();
+    held.resolve();
     expect(await waiting).toBe("two");
     expect(await say(host)).toBe("two");
     const old = made.find((isolate) => isolate.artifact === first);

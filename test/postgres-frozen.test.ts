@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
+import { deferred } from "./helpers/deferred.js";
 import { counted, withCounter } from "./helpers/group-commit-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
@@ -152,33 +153,27 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
     try {
       const deployment = await db.deployment("unsent");
       const counter = await withCounter(deployment);
-      let go = () => {};
-      const gate = new Promise<void>((resolve) => {
-        go = resolve;
-      });
-      let read = () => {};
-      const hasRead = new Promise<void>((resolve) => {
-        read = resolve;
-      });
+      const gate = deferred();
+      const hasRead = deferred();
       const mutation = deployment
         .mutate(async (tx) => {
           const row = JSON.parse((await tx.get("counters", counter)) as string) as { n: number };
-          read();
-          await gate;
+          hasRead.resolve();
+          await gate.promise;
           await tx.update("counters", counter, { n: row.n + 1 });
         })
         .then(
           () => "committed",
           (error: Error) => error.message,
         );
-      await hasRead;
+      await hasRead.promise;
       await server.freeze();
       try {
         // A read on another connection waits until the server is found silent.
         expect(await store.get(Buffer.from("other")).catch((error: { code?: string }) => error.code)).toBe(
           "unavailable",
         );
-        go();
+        gate.resolve();
         expect(await mutation).toBe(
           "The database did not answer within 0.5 s (busy, or not reachable). Retry later.",
         );
@@ -227,16 +222,13 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
     const holder = await PostgresKv.open(server.url, { table });
     const waiter = await PostgresKv.open(server.url, { table, silenceMs: 1000 });
     try {
-      let taken = () => {};
-      const holding = new Promise<void>((resolve) => {
-        taken = resolve;
-      });
+      const holding = deferred();
       const held = holder.bus.lockAcrossProcesses("shared", async () => {
-        taken();
+        holding.resolve();
         // Many silences long: the watch asks the server, which answers, several times meanwhile.
         await new Promise((resolve) => setTimeout(resolve, 3000));
       });
-      await holding;
+      await holding.promise;
       const order: string[] = [];
       const waited = waiter.bus.lockAcrossProcesses("shared", async () => {
         order.push("waiter");

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { capsule, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
+import { deferred } from "../../test/helpers/deferred.js";
 import { afterPrefix } from "./codec.js";
 import { deploymentPrefixes } from "./keys.js";
 import { collect } from "./kv/index.js";
@@ -17,23 +18,17 @@ it("lets a write holding the lock finish, then refuses the writes queued behind 
   const deployment = await env.db.deployment("gone");
   await deployment.migrate(app.declaration.schema);
   const t = typedDb(deployment, app);
-  let release = () => {};
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let started = () => {};
-  const running = new Promise<void>((resolve) => {
-    started = resolve;
-  });
+  const gate = deferred();
+  const running = deferred();
   const first = t.write(async (db) => {
     await db.notes.insert({ text: "before" });
-    started();
-    await gate;
+    running.resolve();
+    await gate.promise;
   });
-  await running;
+  await running.promise;
   const dropped = env.db.dropDeployment("gone");
   const queued = t.write((db) => db.notes.insert({ text: "after" }));
-  release();
+  gate.resolve();
   await first;
   await dropped;
   await expect(queued).rejects.toMatchObject({ code: "not_found" });

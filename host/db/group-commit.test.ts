@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import { tempDatabase } from "../../test/helpers/db.js";
+import { deferred } from "../../test/helpers/deferred.js";
 import { groupCommitSuite, withCounter } from "../../test/helpers/group-commit-suite.js";
 
 groupCommitSuite("classic-level", async (quota) => {
@@ -14,13 +15,10 @@ it("answers each member of a group within its bound while a commit before its ow
     await withCounter(deployment);
     // The group's first commit does not come back until released (a disk that stalls).
     const commitWrites = deployment.commitWrites.bind(deployment);
-    let release = () => {};
-    const stalled = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const stalled = deferred();
     let commits = 0;
     deployment.commitWrites = async (...args) => {
-      if (++commits === 1) await stalled;
+      if (++commits === 1) await stalled.promise;
       return commitWrites(...args);
     };
     const early = deployment.mutate((tx) => tx.insert("items", { n: 1 }));
@@ -36,7 +34,7 @@ it("answers each member of a group within its bound while a commit before its ow
     }
     // Both land once the commit goes on, as the message warned they might: the next mutation,
     // which waits for the write lock their group holds, is the third.
-    release();
+    stalled.resolve();
     await deployment.mutate((tx) => tx.insert("items", { n: 3 }));
     const { value } = await deployment.query(async (tx) =>
       tx.query({ table: "items", index: "by_creation", range: [], order: "asc" }, { kind: "count" }),

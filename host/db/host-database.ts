@@ -4,7 +4,7 @@ import type { HostMessage } from "./host-message.js";
 import { hostKey } from "./keys.js";
 import { ClassicKv, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
-import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
+import { type DatabaseQuota, databaseQuota } from "./row-bytes.js";
 import { TenantDatabase } from "./tenant-database.js";
 import { WriteLock } from "./write-lock.js";
 
@@ -48,7 +48,7 @@ export class HostDatabase {
    */
   static async open(location: string, quota?: Partial<DatabaseQuota>): Promise<HostDatabase> {
     const store = /^postgres(ql)?:\/\//.test(location)
-      ? await PostgresKv.open(location, { silenceMs: quota?.silenceMs ?? DEFAULT_DATABASE_QUOTA.silenceMs })
+      ? await PostgresKv.open(location, { silenceMs: databaseQuota(quota).silenceMs })
       : await ClassicKv.open(location);
     return HostDatabase.openStore(store, quota);
   }
@@ -65,11 +65,7 @@ export class HostDatabase {
       });
       key = (await store.get(keyName)) as string;
     }
-    return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")), {
-      rowBytesPerDeployment: quota?.rowBytesPerDeployment ?? DEFAULT_DATABASE_QUOTA.rowBytesPerDeployment,
-      mutationWaitMs: quota?.mutationWaitMs ?? DEFAULT_DATABASE_QUOTA.mutationWaitMs,
-      silenceMs: quota?.silenceMs ?? DEFAULT_DATABASE_QUOTA.silenceMs,
-    });
+    return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")), databaseQuota(quota));
   }
 
   /** True when other host processes share this database. */

@@ -33,6 +33,15 @@ export const DEFAULT_DATABASE_QUOTA: DatabaseQuota = {
   silenceMs: LIMITS.databaseSilenceMs,
 };
 
+/** `quota`, its fields not given (or given as undefined) taken from {@link DEFAULT_DATABASE_QUOTA}. */
+export function databaseQuota(quota: Partial<DatabaseQuota> = {}): DatabaseQuota {
+  return {
+    rowBytesPerDeployment: quota.rowBytesPerDeployment ?? DEFAULT_DATABASE_QUOTA.rowBytesPerDeployment,
+    mutationWaitMs: quota.mutationWaitMs ?? DEFAULT_DATABASE_QUOTA.mutationWaitMs,
+    silenceMs: quota.silenceMs ?? DEFAULT_DATABASE_QUOTA.silenceMs,
+  };
+}
+
 /** The key of `deployment`'s row bytes (a decimal number). */
 export function rowBytesKey(deployment: string): Buffer {
   return metaKey(deployment, "rowBytes");

@@ -1,18 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
+import { deferred } from "../../test/helpers/deferred.js";
 import { type DeploymentLane, FairScheduler } from "./scheduler.js";
-
-/** A promise settled from outside. */
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 

@@ -9,6 +9,7 @@ import { countKeyOf } from "../../host/db/keys.js";
 import type { CompiledIndex, CompiledTable } from "../../host/db/stored-schema.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
 import { CREATION_INDEX } from "../../sdk/values/index.js";
+import { deferred } from "./deferred.js";
 
 /** A counter every mutation increments, and a table every mutation inserts into. */
 export const COUNTER_SCHEMA: SchemaSpec = {
@@ -104,19 +105,13 @@ export function groupCommitSuite(
         const deployment = await db.deployment("held");
         const counter = await withCounter(deployment);
         // Other work holds the write lock (as a drop, an import or a migration would) until released.
-        let release = () => {};
-        const released = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let taken = () => {};
-        const holding = new Promise<void>((resolve) => {
-          taken = resolve;
-        });
+        const released = deferred();
+        const holding = deferred();
         const holder = deployment.exclusive(async () => {
-          taken();
-          await released;
+          holding.resolve();
+          await released.promise;
         });
-        await holding;
+        await holding.promise;
         let ran = 0;
         const outcomes = await Promise.allSettled(
           Array.from({ length: 3 }, () =>
@@ -132,7 +127,7 @@ export function groupCommitSuite(
           expect(error).toMatchObject({ code: "unavailable", status: 503, retryAfterSeconds: 1 });
           expect(error.message).toContain("did not run: nothing was written");
         }
-        release();
+        released.resolve();
         await holder;
         // The queue goes on: the next mutation runs, and none of those answered ran meanwhile.
         expect(await increment(deployment, counter)).toBe(0);

@@ -32,7 +32,6 @@ interface Watched {
   readonly waiting: RoundTrip[];
   /** Set when the watch ended the connection for its server's silence. */
   silenced: boolean;
-  end(): void;
 }
 
 /**
@@ -106,14 +105,7 @@ export class SilenceWatch {
       // biome-ignore lint/suspicious/noExplicitAny: pg.Client's connect and query have many overloads; all pass through.
       override connect(...args: any[]): any {
         const callback = args[0] as ((error?: Error) => void) | undefined;
-        if (watch.silent) {
-          const error = silentError(watch.silenceMs, NOTHING_SENT);
-          if (callback) {
-            process.nextTick(callback, error);
-            return undefined;
-          }
-          return Promise.reject(error);
-        }
+        if (watch.silent) return refusedUnsent(watch.silenceMs, callback);
         watch.connections.add(this);
         const timer = setTimeout(() => {
           this.connectTimedOut = true;
@@ -141,14 +133,7 @@ export class SilenceWatch {
         const last = args.at(-1);
         const callback =
           typeof last === "function" ? (last as (error: unknown, ...rest: unknown[]) => void) : undefined;
-        if (watch.silent) {
-          const error = silentError(watch.silenceMs, NOTHING_SENT);
-          if (callback) {
-            process.nextTick(callback, error);
-            return undefined;
-          }
-          return Promise.reject(error);
-        }
+        if (watch.silent) return refusedUnsent(watch.silenceMs, callback);
         const trip: RoundTrip = { at: performance.now(), readOnly: args[0]?.[READ_ONLY] === true };
         this.waiting.push(trip);
         const answered = (error: unknown) => {
@@ -264,6 +249,20 @@ export class SilenceWatch {
 
 function streamOf(client: unknown): { destroy(): void } {
   return (client as { connection: { stream: { destroy(): void } } }).connection.stream;
+}
+
+/**
+ * Answers a call refused before anything was sent (the server is silent): through `callback` when
+ * given (undefined returned), else as the rejected promise returned.
+ */
+export function refusedUnsent(
+  silenceMs: number,
+  callback?: (error: PlatformError) => void,
+): Promise<never> | undefined {
+  const error = silentError(silenceMs, NOTHING_SENT);
+  if (!callback) return Promise.reject(error);
+  process.nextTick(callback, error);
+  return undefined;
 }
 
 /** What a caller whose round trip the watch ended, or that could not be sent, gets. */

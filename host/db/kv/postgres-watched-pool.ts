@@ -1,6 +1,5 @@
 import pg from "pg";
-import { NOTHING_SENT } from "./kv.js";
-import { type PoolWaiter, type SilenceWatch, silentError } from "./postgres-silence.js";
+import { type PoolWaiter, refusedUnsent, type SilenceWatch } from "./postgres-silence.js";
 
 /**
  * A pool of connections `watch` watches (see {@link SilenceWatch}): while the server is silent a
@@ -21,10 +20,7 @@ export function watchedPool(watch: SilenceWatch, config: Omit<pg.PoolConfig, "Cl
             error ? reject(error) : resolve(client),
           ),
         );
-      if (watch.isSilent) {
-        process.nextTick(callback, silentError(watch.silenceMs, NOTHING_SENT));
-        return undefined;
-      }
+      if (watch.isSilent) return refusedUnsent(watch.silenceMs, callback);
       let answered = false;
       const waiter: PoolWaiter = {
         fail: (error) => {
