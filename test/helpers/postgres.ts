@@ -52,6 +52,8 @@ export function freshTable(): string {
 export interface SentQuery {
   text: string;
   values: unknown[] | undefined;
+  /** The connection that sent it. */
+  client: pg.Client;
 }
 
 /**
@@ -65,12 +67,12 @@ export function recordQueries(): { sent: string[]; queries: SentQuery[]; stop: (
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     if (typeof args[0] === "string") {
       sent.push(args[0]);
-      queries.push({ text: args[0], values: Array.isArray(args[1]) ? args[1] : undefined });
+      queries.push({ text: args[0], values: Array.isArray(args[1]) ? args[1] : undefined, client: this });
     } else if (typeof (args[0] as { text?: unknown } | undefined)?.text === "string") {
       // A statement given as a config object (a read: see host/db/kv/postgres-silence.ts).
       const config = args[0] as { text: string; values?: unknown[] };
       sent.push(config.text);
-      queries.push({ text: config.text, values: config.values });
+      queries.push({ text: config.text, values: config.values, client: this });
     }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;

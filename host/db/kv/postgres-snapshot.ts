@@ -2,6 +2,7 @@ import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { ConnectionParking } from "./postgres-parking.js";
+import { runReads } from "./postgres-prepared.js";
 import { readOnly } from "./postgres-silence.js";
 import {
   inline,
@@ -16,6 +17,8 @@ import {
 } from "./postgres-sql.js";
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+/** A statement that only takes the transaction's snapshot (REPEATABLE READ takes it at the first one). */
+const TAKE_SNAPSHOT: Statement = { text: "SELECT 1", values: [] };
 
 /** Point reads a snapshot remembers at most. */
 const KNOWN_KEYS = 4096;
@@ -66,7 +69,7 @@ export class PostgresSnapshot implements KvSnapshot {
   ): Promise<PostgresSnapshot> {
     const snapshot = new PostgresSnapshot(connections, table, owner, use);
     // The snapshot is taken by the first statement: take it now, not at the first read.
-    await snapshot.start(["SELECT 1"]);
+    await snapshot.start([TAKE_SNAPSHOT]);
     return snapshot;
   }
 
@@ -85,15 +88,20 @@ export class PostgresSnapshot implements KvSnapshot {
     return this.ready !== undefined;
   }
 
-  /** Begins the transaction with `first` (SQL texts) in the same round trip; returns their rows. */
-  private async start(first: string[]): Promise<pg.QueryResultRow[][]> {
-    let rows: pg.QueryResultRow[][] = [];
+  /**
+   * Begins the transaction with `first` (reads) in the same round trip, and returns their rows;
+   * undefined when they cannot go as one message (see `preparedReads`): send them with parameters.
+   */
+  private async start(first: Statement[]): Promise<pg.QueryResultRow[][] | undefined> {
+    let rows: pg.QueryResultRow[][] | undefined;
     this.ready = (async () => {
       const { client, end } = await this.connections.take(this.owner, this.use);
+      const lead = [...(end ? [end] : []), BEGIN];
+      // A retry follows a BEGIN whose transaction the failure aborted.
+      const options = { retryLead: ["ROLLBACK", BEGIN] };
       try {
-        const text = `${end ? `${end}; ` : ""}${BEGIN}; ${first.join("; ")}`;
-        const results = (await client.query(readOnly(text))) as unknown as pg.QueryResult[];
-        rows = results.slice(results.length - first.length).map((result) => result.rows);
+        rows = await runReads(client, lead, first, options);
+        if (rows === undefined) await runReads(client, lead, [TAKE_SNAPSHOT], options);
       } catch (error) {
         this.connections.destroy(client);
         throw error;
@@ -134,18 +142,15 @@ export class PostgresSnapshot implements KvSnapshot {
     try {
       // Closed (or committed) since they were asked for: never begin a transaction nobody ends.
       this.require();
-      const texts = batch.map((entry) => inline(entry.statement));
-      const inlined = texts.every((text) => text !== undefined) ? (texts as string[]) : undefined;
+      const statements = batch.map((entry) => entry.statement);
       let results: pg.QueryResultRow[][] | undefined;
-      if (this.ready === undefined) results = await this.start(inlined ?? ["SELECT 1"]);
-      else if (inlined && batch.length > 1) {
+      if (this.ready === undefined) results = await this.start(statements);
+      else {
         const client = await this.ready;
         this.require();
-        results = ((await client.query(readOnly(inlined.join("; ")))) as unknown as pg.QueryResult[]).map(
-          (result) => result.rows,
-        );
+        results = await runReads(client, [], statements);
       }
-      if (inlined && results) {
+      if (results) {
         for (const [i, entry] of batch.entries()) entry.resolve(results[i] ?? []);
         answered = batch.length;
         return;
@@ -266,8 +271,8 @@ export class PostgresSnapshot implements KvSnapshot {
     this.require();
     const write = writeStatement(this.table, operations, notify);
     const text = write === undefined ? "" : inline(write);
-    const reads = read.length > 0 ? inline(valuesStatement(this.table, read)) : "SELECT 1";
-    if (this.ready === undefined || text === undefined || reads === undefined) return undefined;
+    const reads = read.length > 0 ? valuesStatement(this.table, read) : TAKE_SNAPSHOT;
+    if (this.ready === undefined || text === undefined || inline(reads) === undefined) return undefined;
     this.open = false;
     const client = await this.ready;
     const next = new PostgresSnapshot(this.connections, this.table, this.owner, this.use);
@@ -276,11 +281,10 @@ export class PostgresSnapshot implements KvSnapshot {
     const finished = (message: { text?: unknown }) => done.push(String(message.text));
     client.connection.on("commandComplete", finished);
     try {
-      const written = text ? `BEGIN; ${text}; COMMIT; ` : "";
-      const results = (await client.query(
-        `COMMIT; ${written}${BEGIN}; ${reads}`,
-      )) as unknown as pg.QueryResult[];
-      const rows = (results.at(-1)?.rows ?? []) as Array<{ key: Buffer; value: string }>;
+      // Its reads were written as text above: they go in this message.
+      const lead = ["COMMIT", ...(text ? ["BEGIN", text, "COMMIT"] : []), BEGIN];
+      const answered = await runReads(client, lead, [reads], { writes: true });
+      const rows = (answered?.[0] ?? []) as Array<{ key: Buffer; value: string }>;
       const values = read.length > 0 ? valuesInOrder(read, rows) : [];
       for (const [i, key] of read.entries()) next.remember(key.toString("hex"), values[i]);
     } catch (error) {

@@ -41,6 +41,7 @@ export function quoteText(text: string): string {
 function literal(value: unknown): string {
   if (Buffer.isBuffer(value)) return `decode('${value.toString("hex")}','hex')`;
   if (typeof value === "string") return quoteText(value);
+  if (typeof value === "number" && Number.isSafeInteger(value)) return String(value);
   if (Array.isArray(value)) {
     const type = Buffer.isBuffer(value[0]) ? "bytea" : "text";
     return `ARRAY[${value.map(literal).join(",")}]::${type}[]`;
@@ -135,13 +136,14 @@ export function iterate(run: RunSql, table: string, options: KvIterateOptions): 
   let left = options.limit ?? Number.POSITIVE_INFINITY;
   let done = false;
   // The next `n` entries; with values, as far as their first BATCH_BYTES go (one entry at least).
+  // The count is a parameter, so that a scan's statements are few texts (see postgres-prepared.ts).
   const batch = (n: number, columns: string) => {
-    const bound = last === undefined ? "" : reverse ? " AND key < $3" : " AND key > $3";
-    const limited = `SELECT ${columns} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${order} LIMIT ${n}`;
+    const bound = last === undefined ? "" : reverse ? " AND key < $4" : " AND key > $4";
+    const limited = `SELECT ${columns} FROM ${table} WHERE key >= $1 AND key < $2${bound} ORDER BY key ${order} LIMIT $3`;
     const sql = values
       ? `SELECT ${columns} FROM (SELECT key, value, sum(octet_length(value)) OVER (ORDER BY key ${order} ROWS UNBOUNDED PRECEDING) - octet_length(value) AS before FROM (${limited}) AS limited) AS sized WHERE before < ${BATCH_BYTES} ORDER BY key ${order}`
       : limited;
-    const params: unknown[] = [options.gte, options.lt];
+    const params: unknown[] = [options.gte, options.lt, n];
     if (last !== undefined) params.push(last);
     return { sql, params };
   };

@@ -1,0 +1,137 @@
+import { createHash } from "node:crypto";
+import type pg from "pg";
+import { readOnly } from "./postgres-silence.js";
+import { inline, type Statement } from "./postgres-sql.js";
+
+/**
+ * Statement texts given a name at most. A snapshot's reads have few texts (a scan's differ only by
+ * table, order, columns and whether it resumes: see `iterate`); past this, new ones go as text.
+ */
+const NAMED_TEXTS = 1024;
+
+/** Each statement text's name, by text. */
+const names = new Map<string, string>();
+/** What each connection has prepared, as far as its messages that succeeded tell. */
+const prepared = new WeakMap<pg.ClientBase, Set<string>>();
+
+/** One message of reads on a connection: see {@link preparedReads}. */
+export interface PreparedMessage {
+  /**
+   * Statements to run before the reads (forgetting and preparing names), after the transaction's
+   * BEGIN: a statement before it in the same message would fix the transaction's isolation level.
+   */
+  setup: string[];
+  /** The reads, in order, each as an `EXECUTE` of its name (or as text: see {@link preparedReads}). */
+  reads: string[];
+  /** Call with whether the message succeeded: what it prepared is only known when it did. */
+  settle(ok: boolean): void;
+}
+
+function nameOf(text: string): string | undefined {
+  let name = names.get(text);
+  if (name === undefined && names.size < NAMED_TEXTS) {
+    name = `platform_read_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * `statements` (reads) as ONE simple-protocol message on `client`, by name. PostgreSQL plans a
+ * statement sent as text every time, and for a page of 50 rows planning cost about as much as
+ * running it; the simple protocol, which lets a snapshot's BEGIN and its first read share a round
+ * trip, has no parameters. So a connection `PREPARE`s a read's text the first time a message of
+ * its carries it, and runs it by `EXECUTE` from then on, planned once per connection. A statement
+ * without parameters goes as it is. PREPAREs outlive a rollback, and those of a message that failed
+ * may or may not have run: that connection's next message forgets them all (`DEALLOCATE ALL`; no
+ * other code names statements) and prepares again what it uses. Undefined when a statement is too
+ * large to write as text (see `inline`): send it with parameters instead.
+ */
+export function preparedReads(client: pg.ClientBase, statements: Statement[]): PreparedMessage | undefined {
+  const known = prepared.get(client);
+  const setup: string[] = known ? [] : ["DEALLOCATE ALL"];
+  const adding = new Set<string>();
+  const reads: string[] = [];
+  for (const statement of statements) {
+    const name = named(statement) ? nameOf(statement.text) : undefined;
+    const text = inline(
+      name === undefined ? statement : { text: executeText(name, statement), values: statement.values },
+    );
+    if (text === undefined) return undefined;
+    if (name !== undefined && !known?.has(name) && !adding.has(name)) {
+      setup.push(`PREPARE ${name} AS ${statement.text}`);
+      adding.add(name);
+    }
+    reads.push(text);
+  }
+  return {
+    setup,
+    reads,
+    settle: (ok) => {
+      // A failure may be the server's not knowing a name (see runReads): forget them all.
+      if (!ok) prepared.delete(client);
+      else if (!known || adding.size > 0) prepared.set(client, new Set([...(known ?? []), ...adding]));
+    },
+  };
+}
+
+/**
+ * Whether `statement` runs by name: it has parameters, and no empty array among them (whose type
+ * its text would not tell: `ARRAY[]` is only a literal where a cast follows it in the text).
+ */
+function named(statement: Statement): boolean {
+  return (
+    statement.values.length > 0 &&
+    statement.values.every((value) => !Array.isArray(value) || value.length > 0)
+  );
+}
+
+/** `EXECUTE name($1, ..., $n)` for `statement`'s parameters. */
+function executeText(name: string, statement: Statement): string {
+  return `EXECUTE ${name}(${statement.values.map((_, i) => `$${i + 1}`).join(", ")})`;
+}
+
+/** PostgreSQL's code for an `EXECUTE` of a name the session does not know. */
+const UNKNOWN_STATEMENT = "26000";
+
+/** How {@link runReads} sends its message. */
+export interface ReadsMessage {
+  /** The message writes (a commit's): the silence watch must not end it (see postgres-silence.ts). */
+  writes?: boolean;
+  /**
+   * Where the server forgot a name the connection prepared (something reset its session), send
+   * the message once more, preparing again, with these statements first instead of the `lead`.
+   */
+  retryLead?: string[];
+}
+
+/**
+ * Runs `lead` (SQL texts: the end of the connection's last transaction, the next one's BEGIN),
+ * then `reads`, as ONE simple-protocol message on `client` (see {@link preparedReads}), and
+ * returns the reads' rows; undefined, with nothing sent, when a read is too large to write as text.
+ */
+export async function runReads(
+  client: pg.ClientBase,
+  lead: string[],
+  reads: Statement[],
+  options: ReadsMessage = {},
+): Promise<pg.QueryResultRow[][] | undefined> {
+  const message = preparedReads(client, reads);
+  if (!message) return undefined;
+  const text = [...lead, ...message.setup, ...message.reads].join("; ");
+  let answer: pg.QueryResult | pg.QueryResult[];
+  try {
+    answer = (await client.query(options.writes ? text : readOnly(text))) as unknown as
+      | pg.QueryResult
+      | pg.QueryResult[];
+  } catch (error) {
+    message.settle(false);
+    const retryLead = options.retryLead;
+    if (retryLead && (error as { code?: unknown }).code === UNKNOWN_STATEMENT)
+      return runReads(client, retryLead, reads, { writes: options.writes === true });
+    throw error;
+  }
+  message.settle(true);
+  const results = Array.isArray(answer) ? answer : [answer];
+  return results.slice(results.length - reads.length).map((result) => result.rows);
+}

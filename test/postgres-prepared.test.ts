@@ -1,0 +1,171 @@
+/**
+ * A snapshot's reads on PostgreSQL run by name (host/db/kv/postgres-prepared.ts): each connection
+ * prepares a read's statement once, in the first message that carries it, and executes it after;
+ * a message that failed leaves the connection's prepared statements unknown, and its next message
+ * forgets them and prepares again. Against a real PostgreSQL server on loopback.
+ */
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { PostgresKv } from "../host/db/index.js";
+import { collect, type KvIterator } from "../host/db/kv/kv.js";
+import { preparedReads } from "../host/db/kv/postgres-prepared.js";
+import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
+
+const server = postgresForThisFile("PostgreSQL prepared-read tests");
+
+const PREPARE = /PREPARE (platform_read_[0-9a-f]+) AS /g;
+
+describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
+  it("prepares a read's statement once per connection, then executes it by name with the same answers", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    await store.batch(
+      Array.from({ length: 30 }, (_, i) => ({
+        type: "put" as const,
+        key: Buffer.from(`k${String(i).padStart(2, "0")}`),
+        value: `it's "v${i}" \\ $1`,
+      })),
+    );
+    const { queries, stop } = recordQueries();
+    try {
+      for (let round = 0; round < 12; round++) {
+        // A scan both ways, a page after a key, and point reads, each on a snapshot of its own.
+        const reader = await store.lazySnapshot();
+        const start = round % 10;
+        const [down, page, one, many] = await Promise.all([
+          collect(
+            reader.iterate({
+              gte: Buffer.from("k"),
+              lt: Buffer.from("l"),
+              reverse: true,
+              limit: 3,
+            }) as KvIterator,
+          ),
+          collect(
+            reader.iterate({
+              gte: Buffer.from(`k${String(start).padStart(2, "0")}`),
+              lt: Buffer.from("l"),
+              limit: 2,
+              keys: false,
+            }) as KvIterator,
+          ),
+          reader.get(Buffer.from("k07")),
+          Promise.all([reader.get(Buffer.from("k01")), reader.get(Buffer.from("missing"))]),
+        ]);
+        expect(down.map(([key]) => key.toString())).toEqual(["k29", "k28", "k27"]);
+        expect(page.map(([, value]) => value)).toEqual([
+          `it's "v${start}" \\ $1`,
+          `it's "v${start + 1}" \\ $1`,
+        ]);
+        expect(one).toBe(`it's "v7" \\ $1`);
+        expect(many).toEqual([`it's "v1" \\ $1`, undefined]);
+        await reader.close();
+      }
+      const prepares = new Map<pg.Client, string[]>();
+      for (const { text, client } of queries)
+        for (const [, name] of text.matchAll(PREPARE))
+          prepares.set(client, [...(prepares.get(client) ?? []), name as string]);
+      // Each connection prepared each statement once; every read after went by name.
+      expect(prepares.size).toBeGreaterThan(0);
+      for (const names of prepares.values()) expect(new Set(names).size).toBe(names.length);
+      const reads = queries.filter(({ text }) => text.includes("BEGIN ISOLATION"));
+      expect(reads).toHaveLength(12);
+      for (const { text } of reads)
+        for (const statement of text.split("; ").filter((part) => !part.startsWith("PREPARE ")))
+          expect(statement).not.toMatch(/FROM kv_/);
+      expect(reads.at(-1)?.text).toMatch(/EXECUTE platform_read_/);
+    } finally {
+      stop();
+      await store.close();
+    }
+  });
+
+  it("forgets what a connection prepared once a message of its failed, and prepares again", async () => {
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      const read = { text: "SELECT $1::int + 1 AS n, $2::text AS said", values: [41, "it's $1"] };
+      const first = preparedReads(client, [read]);
+      expect(first?.setup).toEqual(["DEALLOCATE ALL", expect.stringMatching(/^PREPARE platform_read_/)]);
+      // The PREPARE runs, then the message fails: whether it ran is not known from the failure.
+      await expect(client.query([...(first?.setup ?? []), "SELECT 1/0"].join("; "))).rejects.toThrow(
+        /division by zero/,
+      );
+      first?.settle(false);
+      // Preparing the same name again as it is would fail: the connection still holds it.
+      const name = /PREPARE (\S+)/.exec(first?.setup[1] ?? "")?.[1];
+      await expect(client.query(`PREPARE ${name} AS SELECT 1`)).rejects.toMatchObject({ code: "42P05" });
+      const again = preparedReads(client, [read]);
+      expect(again?.setup[0]).toBe("DEALLOCATE ALL");
+      const answered = (await client.query(
+        [...(again?.setup ?? []), ...(again?.reads ?? [])].join("; "),
+      )) as unknown as pg.QueryResult[];
+      again?.settle(true);
+      expect(answered.at(-1)?.rows).toEqual([{ n: 42, said: "it's $1" }]);
+      // Known now: the next message executes it alone, with no setup.
+      const known = preparedReads(client, [read]);
+      expect(known?.setup).toEqual([]);
+      expect(known?.reads).toEqual([`EXECUTE ${name}(41, 'it''s $1')`]);
+      expect((await client.query(known?.reads[0] ?? "")).rows).toEqual([{ n: 42, said: "it's $1" }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("answers after the server forgot a connection's prepared statements: the read prepares them again", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    await store.batch([{ type: "put", key: Buffer.from("k"), value: "v" }]);
+    const { queries, stop } = recordQueries();
+    try {
+      const first = await store.lazySnapshot();
+      expect(await first.get(Buffer.from("k"))).toBe("v");
+      await first.close();
+      // Something else on the session dropped them, as a pooler's reset would.
+      const client = queries.find(({ text }) => text.includes("PREPARE platform_read_"))?.client as pg.Client;
+      await client.query("ROLLBACK; DEALLOCATE ALL");
+      for (let i = 0; i < 3; i++) {
+        const reader = await store.lazySnapshot();
+        expect(await reader.get(Buffer.from("k"))).toBe("v");
+        await reader.close();
+      }
+      // The read that found its name gone went once more on the same connection, preparing again.
+      const failed = queries.findIndex(
+        ({ text, client: by }, i) => i > 0 && by === client && text.includes("EXECUTE platform_read_"),
+      );
+      expect(queries[failed + 1]?.client).toBe(client);
+      expect(queries[failed + 1]?.text).toMatch(
+        /^ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; DEALLOCATE ALL; PREPARE /,
+      );
+    } finally {
+      stop();
+      await store.close();
+    }
+  });
+
+  it("sends a statement with an empty array, or too large to write as text, as it did before", () => {
+    const client = {} as pg.Client;
+    const empty = preparedReads(client, [
+      { text: "SELECT key FROM t WHERE key = ANY($1::bytea[])", values: [[]] },
+    ]);
+    expect(empty?.reads).toEqual(["SELECT key FROM t WHERE key = ANY(ARRAY[]::text[]::bytea[])"]);
+    expect(empty?.setup).toEqual(["DEALLOCATE ALL"]);
+    expect(
+      preparedReads(client, [{ text: "SELECT $1::text", values: ["x".repeat(2 * 1024 * 1024)] }]),
+    ).toBeUndefined();
+  });
+
+  // Last: it fills the names every test of this file shares.
+  it("names 1,024 statement texts at most: past them a new text goes as text, a named one keeps its name", () => {
+    const client = {} as pg.Client;
+    const read = (n: number) => ({ text: `SELECT $1::int + ${n} AS n`, values: [1] });
+    const kept = preparedReads(client, [read(0)])?.reads[0];
+    let firstAsText = -1;
+    for (let n = 1; n <= 1100 && firstAsText < 0; n++)
+      if (!preparedReads(client, [read(n)])?.reads[0]?.startsWith("EXECUTE ")) firstAsText = n;
+    expect(firstAsText).toBeGreaterThan(0);
+    expect(preparedReads(client, [read(firstAsText)])?.reads).toEqual([
+      `SELECT 1::int + ${firstAsText} AS n`,
+    ]);
+    expect(preparedReads(client, [read(2000)])?.reads).toEqual(["SELECT 1::int + 2000 AS n"]);
+    expect(preparedReads(client, [read(0)])?.reads).toEqual([kept]);
+  });
+});
