@@ -153,6 +153,79 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
     ).toBeUndefined();
   });
 
+  // Found by review: a message made while another was on its way prepared the same name again
+  // (42P05), or forgot what the other added, failing the other readers of a shared snapshot, or
+  // the next snapshot (another owner's) on that connection.
+  const range = { gte: Buffer.from("k"), lt: Buffer.from("l") };
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+  const keysOf = (entries: Array<[Buffer, string]>) => entries.map(([key]) => key.toString());
+  const threeRows = async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    await store.batch(
+      [1, 2, 3].map((i) => ({ type: "put" as const, key: Buffer.from(`k${i}`), value: `v${i}` })),
+    );
+    return store;
+  };
+
+  it("answers the readers of a shared snapshot whose new reads are on their way at once", async () => {
+    const store = await threeRows();
+    const [a, b, c] = await Promise.all([
+      store.readSnapshot("o"),
+      store.readSnapshot("o"),
+      store.readSnapshot("o"),
+    ]);
+    try {
+      await Promise.all([a?.get(Buffer.from("k1")), b?.get(Buffer.from("k2")), c?.get(Buffer.from("k3"))]);
+      const first = collect(b?.iterate(range) as KvIterator);
+      await nextTurn();
+      const second = collect(c?.iterate(range) as KvIterator);
+      expect(keysOf(await first)).toEqual(["k1", "k2", "k3"]);
+      expect(keysOf(await second)).toEqual(["k1", "k2", "k3"]);
+      expect(await a?.get(Buffer.from("k3"))).toBe("v3");
+    } finally {
+      await Promise.all([a?.close(), b?.close(), c?.close()]);
+      await store.close();
+    }
+  });
+
+  it("answers the next snapshot on a connection where two new reads were on their way at once", async () => {
+    const store = await threeRows();
+    try {
+      const a = await store.lazySnapshot("a");
+      await a.get(Buffer.from("k1"));
+      const up = collect(a.iterate(range));
+      await nextTurn();
+      const down = collect(a.iterate({ ...range, reverse: true }));
+      expect([keysOf(await up), keysOf(await down)]).toEqual([
+        ["k1", "k2", "k3"],
+        ["k3", "k2", "k1"],
+      ]);
+      await a.close();
+      const b = await store.lazySnapshot("b");
+      expect(keysOf(await collect(b.iterate(range)))).toEqual(["k1", "k2", "k3"]);
+      await b.close();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("answers a snapshot that takes a connection closed with a read still on its way", async () => {
+    const store = await threeRows();
+    try {
+      const a = await store.lazySnapshot("a");
+      await a.get(Buffer.from("k1"));
+      const abandoned = collect(a.iterate(range)).catch(() => []);
+      await nextTurn();
+      await a.close();
+      const b = await store.lazySnapshot("b");
+      expect(keysOf(await collect(b.iterate(range)))).toEqual(["k1", "k2", "k3"]);
+      await b.close();
+      await abandoned;
+    } finally {
+      await store.close();
+    }
+  });
+
   // Last: it fills the names every test of this file shares.
   it("names 1,024 statement texts at most: past them a new text goes as text, a named one keeps its name", () => {
     const client = {} as pg.Client;

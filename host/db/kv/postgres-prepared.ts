@@ -11,7 +11,12 @@ const NAMED_TEXTS = 1024;
 
 /** Each statement text's name, by text. */
 const names = new Map<string, string>();
-/** What each connection has prepared, as far as its messages that succeeded tell. */
+/**
+ * What each connection will have prepared once the messages sent on it so far have run, if they
+ * succeed; absent: not known. Written as each message is made, which is when it is sent (the
+ * driver runs a connection's messages in the order they were sent): a message made while another
+ * is on its way counts that one's PREPAREs as done, and never prepares a name twice.
+ */
 const prepared = new WeakMap<pg.ClientBase, Set<string>>();
 
 /** One message of reads on a connection: see {@link preparedReads}. */
@@ -23,7 +28,7 @@ export interface PreparedMessage {
   setup: string[];
   /** The reads, in order, each as an `EXECUTE` of its name (or as text: see {@link preparedReads}). */
   reads: string[];
-  /** Call with whether the message succeeded: what it prepared is only known when it did. */
+  /** Call with whether the message succeeded: when it did not, what the connection holds is unknown. */
   settle(ok: boolean): void;
 }
 
@@ -37,40 +42,47 @@ function nameOf(text: string): string | undefined {
 }
 
 /**
- * `statements` (reads) as ONE simple-protocol message on `client`, by name. PostgreSQL plans a
- * statement sent as text every time, and for a page of 50 rows planning cost about as much as
- * running it; the simple protocol, which lets a snapshot's BEGIN and its first read share a round
- * trip, has no parameters. So a connection `PREPARE`s a read's text the first time a message of
- * its carries it, and runs it by `EXECUTE` from then on, planned once per connection. A statement
- * without parameters goes as it is. PREPAREs outlive a rollback, and those of a message that failed
- * may or may not have run: that connection's next message forgets them all (`DEALLOCATE ALL`; no
- * other code names statements) and prepares again what it uses. Undefined when a statement is too
- * large to write as text (see `inline`): send it with parameters instead.
+ * `statements` (reads) as ONE simple-protocol message on `client`, by name; send it at once (see
+ * {@link prepared}). PostgreSQL plans a statement sent as text every time, and for a page of 50
+ * rows planning cost about as much as running it; the simple protocol, which lets a snapshot's
+ * BEGIN and its first read share a round trip, has no parameters. So a connection `PREPARE`s a
+ * read's text the first time a message of its carries it, and runs it by `EXECUTE` from then on,
+ * planned once per connection. A statement without parameters goes as it is. PREPAREs outlive a
+ * rollback, and those of a message that failed may or may not have run (or the failure may be the
+ * server's not knowing a name: see {@link runReads}): the connection's next message forgets them
+ * all (`DEALLOCATE ALL`; no other code names statements) and prepares again what it uses.
+ * Undefined, with nothing changed, when a statement is too large to write as text (see `inline`):
+ * send it with parameters instead.
  */
 export function preparedReads(client: pg.ClientBase, statements: Statement[]): PreparedMessage | undefined {
-  const known = prepared.get(client);
-  const setup: string[] = known ? [] : ["DEALLOCATE ALL"];
-  const adding = new Set<string>();
   const reads: string[] = [];
+  const readNames: Array<string | undefined> = [];
   for (const statement of statements) {
     const name = named(statement) ? nameOf(statement.text) : undefined;
     const text = inline(
       name === undefined ? statement : { text: executeText(name, statement), values: statement.values },
     );
     if (text === undefined) return undefined;
-    if (name !== undefined && !known?.has(name) && !adding.has(name)) {
-      setup.push(`PREPARE ${name} AS ${statement.text}`);
-      adding.add(name);
-    }
     reads.push(text);
+    readNames.push(name);
+  }
+  let names = prepared.get(client);
+  const setup: string[] = [];
+  if (!names) {
+    setup.push("DEALLOCATE ALL");
+    names = new Set();
+    prepared.set(client, names);
+  }
+  for (const [i, name] of readNames.entries()) {
+    if (name === undefined || names.has(name)) continue;
+    setup.push(`PREPARE ${name} AS ${(statements[i] as Statement).text}`);
+    names.add(name);
   }
   return {
     setup,
     reads,
     settle: (ok) => {
-      // A failure may be the server's not knowing a name (see runReads): forget them all.
       if (!ok) prepared.delete(client);
-      else if (!known || adding.size > 0) prepared.set(client, new Set([...(known ?? []), ...adding]));
     },
   };
 }

@@ -284,7 +284,8 @@ export class PostgresSnapshot implements KvSnapshot {
       // Its reads were written as text above: they go in this message.
       const lead = ["COMMIT", ...(text ? ["BEGIN", text, "COMMIT"] : []), BEGIN];
       const answered = await runReads(client, lead, [reads], { writes: true });
-      const rows = (answered?.[0] ?? []) as Array<{ key: Buffer; value: string }>;
+      if (!answered) throw new Error("A commit's reads that fit as text did not.");
+      const rows = (answered[0] ?? []) as Array<{ key: Buffer; value: string }>;
       const values = read.length > 0 ? valuesInOrder(read, rows) : [];
       for (const [i, key] of read.entries()) next.remember(key.toString("hex"), values[i]);
     } catch (error) {

@@ -37,3 +37,15 @@ describe("quoteText", () => {
     expect(text).toContain(String.raw` E'it''s \\ $3'`);
   });
 });
+
+describe("inline", () => {
+  it("writes whole numbers as they are, and counts them toward the size past which a statement keeps its parameters (found by review)", () => {
+    expect(inline({ text: "SELECT $1 LIMIT $2", values: [Buffer.from("k"), 21] })).toBe(
+      "SELECT decode('6b','hex') LIMIT 21",
+    );
+    // A scan's bounds near the limit, with its count beside them: too large to write as text.
+    const bound = Buffer.alloc(600 * 1024, 0xff);
+    expect(inline({ text: "SELECT $1, $2, $3", values: [bound, Buffer.from("a"), 50] })).toBeUndefined();
+    expect(() => inline({ text: "SELECT $1", values: [2.5] })).toThrow(/No SQL literal/);
+  });
+});

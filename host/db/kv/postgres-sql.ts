@@ -59,7 +59,9 @@ export function inline(statement: Statement): string | undefined {
   let bytes = 0;
   const count = (value: unknown): void => {
     if (Array.isArray(value)) for (const each of value) count(each);
-    else bytes += typeof value === "string" ? value.length : (value as Buffer).length * 2;
+    else if (typeof value === "string") bytes += value.length;
+    else if (typeof value === "number") bytes += String(value).length;
+    else bytes += (value as Buffer).length * 2;
   };
   for (const value of statement.values) count(value);
   if (bytes > INLINE_BYTES) return undefined;
