@@ -7,7 +7,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PostgresKv } from "../host/db/index.js";
-import { collect, type KvIterator } from "../host/db/kv/kv.js";
+import { collect, type KvIterator, type KvSnapshot } from "../host/db/kv/kv.js";
 import { preparedReads } from "../host/db/kv/postgres-prepared.js";
 import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
 
@@ -221,6 +221,93 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
       expect(keysOf(await collect(b.iterate(range)))).toEqual(["k1", "k2", "k3"]);
       await b.close();
       await abandoned;
+    } finally {
+      await store.close();
+    }
+  });
+
+  // Found by review: a read made after a failed one carried DEALLOCATE ALL, which the aborted
+  // transaction refused; the record claimed the reset, and the connection's next snapshot, another
+  // owner's, prepared a name the server still held (42P05).
+  it("answers the next owner on a connection where a reset was refused in an aborted transaction", async () => {
+    const table = freshTable();
+    const store = await PostgresKv.open(server.url, { table });
+    const admin = new pg.Client({ connectionString: server.url });
+    const locker = new pg.Client({ connectionString: server.url });
+    await Promise.all([admin.connect(), locker.connect()]);
+    try {
+      await store.batch(
+        [1, 2, 3].map((i) => ({ type: "put" as const, key: Buffer.from(`k${i}`), value: `v${i}` })),
+      );
+      const scan = (snapshot: KvSnapshot, reverse: boolean) =>
+        collect(snapshot.iterate({ ...range, reverse })).then((rows) => keysOf(rows));
+      // The connection prepares the point read and the reverse scan.
+      const warm = await store.snapshot("a");
+      await warm.get(Buffer.from("k1"));
+      await scan(warm, true);
+      await warm.close();
+      // Owner a's scan waits on a lock and is cancelled: its transaction is aborted.
+      const a = await store.snapshot("a");
+      await locker.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+      const blocked = scan(a, false).catch((error: { code?: string }) => error.code);
+      let pids: number[] = [];
+      for (let i = 0; i < 250 && pids.length === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        pids = (
+          await admin.query(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%platform_read_%'",
+          )
+        ).rows.map((row) => row.pid as number);
+      }
+      for (const pid of pids) await admin.query("SELECT pg_cancel_backend($1)", [pid]);
+      expect(await blocked).toBe("57014");
+      await locker.query("ROLLBACK");
+      // A read after the failure (refused), and while it is on its way a's snapshot closes and
+      // owner b's first read begins on the same connection.
+      const after = a.get(Buffer.from("k2")).catch((error: { code?: string }) => error.code);
+      for (let i = 0; i < 10; i++) await null;
+      await a.close();
+      const b = await store.lazySnapshot("b");
+      const first = scan(b, true).catch((error: { code?: string }) => error.code);
+      expect(await after).toBe("25P02");
+      expect(await first).toEqual(["k3", "k2", "k1"]);
+      await b.close();
+    } finally {
+      await Promise.all([admin.end(), locker.end()]);
+      await store.close();
+    }
+  });
+
+  // Found by review (older than reads by name): the commit counted the command tags of reads still
+  // on their way as its own, and could call a write that failed landed.
+  it("tells a group commit's failed write from a landed one while reads of its snapshot are on their way", async () => {
+    const store = await threeRows();
+    await store.batch([{ type: "put", key: Buffer.from("cnt"), value: "not a number" }]);
+    try {
+      const s = await store.lazySnapshot("o");
+      await s.get(Buffer.from("k1"));
+      const three = () =>
+        Promise.all([
+          collect(s.iterate(range)),
+          collect(s.iterate({ ...range, reverse: true })),
+          collect(s.iterate({ ...range, keys: false })),
+        ]);
+      await three();
+      // Three reads in one message, left unawaited as a handler may; their message is sent.
+      const dangling = three().then(
+        () => "answered",
+        () => "failed",
+      );
+      for (let i = 0; i < 10; i++) await null;
+      const failing = [
+        { type: "put" as const, key: Buffer.from("k9"), value: "v9" },
+        { type: "add" as const, key: Buffer.from("cnt"), delta: 1 },
+      ];
+      await expect(
+        store.commitAndContinue(s, failing, undefined, [Buffer.from("k1")], "o"),
+      ).rejects.toThrow();
+      expect(await dangling).toBe("answered");
+      expect(await store.get(Buffer.from("k9"))).toBeUndefined();
     } finally {
       await store.close();
     }

@@ -51,14 +51,23 @@ function nameOf(text: string): string | undefined {
  * rollback, and those of a message that failed may or may not have run (or the failure may be the
  * server's not knowing a name: see {@link runReads}): the connection's next message forgets them
  * all (`DEALLOCATE ALL`; no other code names statements) and prepares again what it uses.
- * Undefined, with nothing changed, when a statement is too large to write as text (see `inline`):
- * send it with parameters instead.
+ * Only a message that `begins` a transaction (its first statements end the one the connection was
+ * in) may forget them: in an aborted transaction a DEALLOCATE ALL is refused (25P02), and a record
+ * of a reset that never ran made the connection's next snapshot, another owner's, PREPARE a name
+ * the server still held (42P05). Any other message on a connection whose names are not known
+ * sends its reads as text. Undefined, with nothing changed, when a statement is too large to write
+ * as text (see `inline`): send it with parameters instead.
  */
-export function preparedReads(client: pg.ClientBase, statements: Statement[]): PreparedMessage | undefined {
+export function preparedReads(
+  client: pg.ClientBase,
+  statements: Statement[],
+  begins = true,
+): PreparedMessage | undefined {
+  const byName = begins || prepared.has(client);
   const reads: string[] = [];
   const readNames: Array<string | undefined> = [];
   for (const statement of statements) {
-    const name = named(statement) ? nameOf(statement.text) : undefined;
+    const name = byName && named(statement) ? nameOf(statement.text) : undefined;
     const text = inline(
       name === undefined ? statement : { text: executeText(name, statement), values: statement.values },
     );
@@ -66,6 +75,7 @@ export function preparedReads(client: pg.ClientBase, statements: Statement[]): P
     reads.push(text);
     readNames.push(name);
   }
+  if (!byName) return { setup: [], reads, settle: () => {} };
   let names = prepared.get(client);
   const setup: string[] = [];
   if (!names) {
@@ -103,16 +113,23 @@ function executeText(name: string, statement: Statement): string {
   return `EXECUTE ${name}(${statement.values.map((_, i) => `$${i + 1}`).join(", ")})`;
 }
 
-/** PostgreSQL's code for an `EXECUTE` of a name the session does not know. */
-const UNKNOWN_STATEMENT = "26000";
+/**
+ * PostgreSQL's codes for an `EXECUTE` of a name the session does not know, and a `PREPARE` of one
+ * it knows: what a connection holds is not what the host thought (see {@link ReadsMessage.retryLead}).
+ */
+const NAMES_UNLIKE_RECORD = new Set(["26000", "42P05"]);
 
 /** How {@link runReads} sends its message. */
 export interface ReadsMessage {
+  /** The `lead` ends the connection's transaction and begins one (see {@link preparedReads}). */
+  begins?: boolean;
   /** The message writes (a commit's): the silence watch must not end it (see postgres-silence.ts). */
   writes?: boolean;
   /**
-   * Where the server forgot a name the connection prepared (something reset its session), send
-   * the message once more, preparing again, with these statements first instead of the `lead`.
+   * Where the server's names are not what the host thought (something reset the session, or a
+   * message made while another was on its way counted on PREPAREs a failure skipped), send the
+   * message once more, forgetting them all and preparing again, with these statements first
+   * instead of the `lead` (which must begin a transaction too).
    */
   retryLead?: string[];
 }
@@ -128,7 +145,7 @@ export async function runReads(
   reads: Statement[],
   options: ReadsMessage = {},
 ): Promise<pg.QueryResultRow[][] | undefined> {
-  const message = preparedReads(client, reads);
+  const message = preparedReads(client, reads, options.begins === true);
   if (!message) return undefined;
   const text = [...lead, ...message.setup, ...message.reads].join("; ");
   let answer: pg.QueryResult | pg.QueryResult[];
@@ -139,8 +156,8 @@ export async function runReads(
   } catch (error) {
     message.settle(false);
     const retryLead = options.retryLead;
-    if (retryLead && (error as { code?: unknown }).code === UNKNOWN_STATEMENT)
-      return runReads(client, retryLead, reads, { writes: options.writes === true });
+    if (retryLead && NAMES_UNLIKE_RECORD.has(String((error as { code?: unknown }).code)))
+      return runReads(client, retryLead, reads, { begins: true, writes: options.writes === true });
     throw error;
   }
   message.settle(true);

@@ -98,7 +98,7 @@ export class PostgresSnapshot implements KvSnapshot {
       const { client, end } = await this.connections.take(this.owner, this.use);
       const lead = [...(end ? [end] : []), BEGIN];
       // A retry follows a BEGIN whose transaction the failure aborted.
-      const options = { retryLead: ["ROLLBACK", BEGIN] };
+      const options = { begins: true, retryLead: ["ROLLBACK", BEGIN] };
       try {
         rows = await runReads(client, lead, first, options);
         if (rows === undefined) await runReads(client, lead, [TAKE_SNAPSHOT], options);
@@ -117,6 +117,8 @@ export class PostgresSnapshot implements KvSnapshot {
   }
 
   private queued: QueuedStatement[] | undefined;
+  /** Reads begun and not yet answered (a handler may leave one unawaited): see {@link commitAndContinue}. */
+  private readonly flushing = new Set<Promise<void>>();
 
   /**
    * Runs a read in the transaction. Reads asked for in the same tick wait for its end (two
@@ -130,7 +132,13 @@ export class PostgresSnapshot implements KvSnapshot {
       if (this.queued) this.queued.push(entry);
       else {
         this.queued = [entry];
-        queueMicrotask(() => queueMicrotask(() => void this.flush()));
+        queueMicrotask(() =>
+          queueMicrotask(() => {
+            const flushed = this.flush();
+            this.flushing.add(flushed);
+            void flushed.finally(() => this.flushing.delete(flushed));
+          }),
+        );
       }
     });
   };
@@ -275,15 +283,17 @@ export class PostgresSnapshot implements KvSnapshot {
     if (this.ready === undefined || text === undefined || inline(reads) === undefined) return undefined;
     this.open = false;
     const client = await this.ready;
+    // The command tags below must be this message's: reads still on their way answer first.
+    while (this.flushing.size > 0) await Promise.all([...this.flushing]);
     const next = new PostgresSnapshot(this.connections, this.table, this.owner, this.use);
     // The statements' command tags, as the server finishes each: the write's COMMIT is the 4th.
     const done: string[] = [];
     const finished = (message: { text?: unknown }) => done.push(String(message.text));
     client.connection.on("commandComplete", finished);
     try {
-      // Its reads were written as text above: they go in this message.
+      // The reads fit as text (checked above): they go in this message, after the write.
       const lead = ["COMMIT", ...(text ? ["BEGIN", text, "COMMIT"] : []), BEGIN];
-      const answered = await runReads(client, lead, [reads], { writes: true });
+      const answered = await runReads(client, lead, [reads], { begins: true, writes: true });
       if (!answered) throw new Error("A commit's reads that fit as text did not.");
       const rows = (answered[0] ?? []) as Array<{ key: Buffer; value: string }>;
       const values = read.length > 0 ? valuesInOrder(read, rows) : [];
