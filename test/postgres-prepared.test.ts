@@ -84,7 +84,7 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
     await client.connect();
     try {
       const read = { text: "SELECT $1::int + 1 AS n, $2::text AS said", values: [41, "it's $1"] };
-      const first = preparedReads(client, [read]);
+      const first = preparedReads(client, [read], true);
       expect(first?.setup).toEqual(["DEALLOCATE ALL", expect.stringMatching(/^PREPARE platform_read_/)]);
       // The PREPARE runs, then the message fails: whether it ran is not known from the failure.
       await expect(client.query([...(first?.setup ?? []), "SELECT 1/0"].join("; "))).rejects.toThrow(
@@ -94,7 +94,7 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
       // Preparing the same name again as it is would fail: the connection still holds it.
       const name = /PREPARE (\S+)/.exec(first?.setup[1] ?? "")?.[1];
       await expect(client.query(`PREPARE ${name} AS SELECT 1`)).rejects.toMatchObject({ code: "42P05" });
-      const again = preparedReads(client, [read]);
+      const again = preparedReads(client, [read], true);
       expect(again?.setup[0]).toBe("DEALLOCATE ALL");
       const answered = (await client.query(
         [...(again?.setup ?? []), ...(again?.reads ?? [])].join("; "),
@@ -102,7 +102,7 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
       again?.settle(true);
       expect(answered.at(-1)?.rows).toEqual([{ n: 42, said: "it's $1" }]);
       // Known now: the next message executes it alone, with no setup.
-      const known = preparedReads(client, [read]);
+      const known = preparedReads(client, [read], true);
       expect(known?.setup).toEqual([]);
       expect(known?.reads).toEqual([`EXECUTE ${name}(41, 'it''s $1')`]);
       expect((await client.query(known?.reads[0] ?? "")).rows).toEqual([{ n: 42, said: "it's $1" }]);
@@ -143,14 +143,31 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
 
   it("sends a statement with an empty array, or too large to write as text, as it did before", () => {
     const client = {} as pg.Client;
-    const empty = preparedReads(client, [
-      { text: "SELECT key FROM t WHERE key = ANY($1::bytea[])", values: [[]] },
-    ]);
+    const empty = preparedReads(
+      client,
+      [{ text: "SELECT key FROM t WHERE key = ANY($1::bytea[])", values: [[]] }],
+      true,
+    );
     expect(empty?.reads).toEqual(["SELECT key FROM t WHERE key = ANY(ARRAY[]::text[]::bytea[])"]);
     expect(empty?.setup).toEqual(["DEALLOCATE ALL"]);
     expect(
-      preparedReads(client, [{ text: "SELECT $1::text", values: ["x".repeat(2 * 1024 * 1024)] }]),
+      preparedReads(client, [{ text: "SELECT $1::text", values: ["x".repeat(2 * 1024 * 1024)] }], true),
     ).toBeUndefined();
+  });
+
+  it("sends reads as text, and resets nothing, in a transaction on a connection whose names are not known", () => {
+    const client = {} as pg.Client;
+    const read = { text: "SELECT $1::int AS n", values: [7] };
+    const inside = preparedReads(client, [read], false);
+    expect(inside).toMatchObject({ setup: [], reads: ["SELECT 7::int AS n"] });
+    // Still not known: the next message that begins a transaction resets and prepares.
+    expect(preparedReads(client, [read], true)?.setup).toEqual([
+      "DEALLOCATE ALL",
+      expect.stringMatching(/^PREPARE platform_read_\w+ AS SELECT \$1::int AS n$/),
+    ]);
+    expect(preparedReads(client, [read], false)?.reads).toEqual([
+      expect.stringMatching(/^EXECUTE platform_read_\w+\(7\)$/),
+    ]);
   });
 
   // Found by review: a message made while another was on its way prepared the same name again
@@ -317,15 +334,15 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
   it("names 1,024 statement texts at most: past them a new text goes as text, a named one keeps its name", () => {
     const client = {} as pg.Client;
     const read = (n: number) => ({ text: `SELECT $1::int + ${n} AS n`, values: [1] });
-    const kept = preparedReads(client, [read(0)])?.reads[0];
+    const kept = preparedReads(client, [read(0)], true)?.reads[0];
     let firstAsText = -1;
     for (let n = 1; n <= 1100 && firstAsText < 0; n++)
-      if (!preparedReads(client, [read(n)])?.reads[0]?.startsWith("EXECUTE ")) firstAsText = n;
+      if (!preparedReads(client, [read(n)], true)?.reads[0]?.startsWith("EXECUTE ")) firstAsText = n;
     expect(firstAsText).toBeGreaterThan(0);
-    expect(preparedReads(client, [read(firstAsText)])?.reads).toEqual([
+    expect(preparedReads(client, [read(firstAsText)], true)?.reads).toEqual([
       `SELECT 1::int + ${firstAsText} AS n`,
     ]);
-    expect(preparedReads(client, [read(2000)])?.reads).toEqual(["SELECT 1::int + 2000 AS n"]);
-    expect(preparedReads(client, [read(0)])?.reads).toEqual([kept]);
+    expect(preparedReads(client, [read(2000)], true)?.reads).toEqual(["SELECT 1::int + 2000 AS n"]);
+    expect(preparedReads(client, [read(0)], true)?.reads).toEqual([kept]);
   });
 });

@@ -61,7 +61,7 @@ function nameOf(text: string): string | undefined {
 export function preparedReads(
   client: pg.ClientBase,
   statements: Statement[],
-  begins = true,
+  begins: boolean,
 ): PreparedMessage | undefined {
   const byName = begins || prepared.has(client);
   const reads: string[] = [];
