@@ -43,20 +43,16 @@ function nameOf(text: string): string | undefined {
 
 /**
  * `statements` (reads) as ONE simple-protocol message on `client`, by name; send it at once (see
- * {@link prepared}). PostgreSQL plans a statement sent as text every time, and for a page of 50
- * rows planning cost about as much as running it; the simple protocol, which lets a snapshot's
- * BEGIN and its first read share a round trip, has no parameters. So a connection `PREPARE`s a
- * read's text the first time a message of its carries it, and runs it by `EXECUTE` from then on,
- * planned once per connection. A statement without parameters goes as it is. PREPAREs outlive a
- * rollback, and those of a message that failed may or may not have run (or the failure may be the
- * server's not knowing a name: see {@link runReads}): the connection's next message forgets them
- * all (`DEALLOCATE ALL`; no other code names statements) and prepares again what it uses.
- * Only a message that `begins` a transaction (its first statements end the one the connection was
- * in) may forget them: in an aborted transaction a DEALLOCATE ALL is refused (25P02), and a record
- * of a reset that never ran made the connection's next snapshot, another owner's, PREPARE a name
- * the server still held (42P05). Any other message on a connection whose names are not known
- * sends its reads as text. Undefined, with nothing changed, when a statement is too large to write
- * as text (see `inline`): send it with parameters instead.
+ * {@link prepared}). PostgreSQL plans a statement sent as text every time (for a page of 50 rows,
+ * about as long as running it), and the simple protocol, which lets a snapshot's BEGIN and its
+ * first read share a round trip, has no parameters. So a connection `PREPARE`s a read's text the
+ * first time a message of its carries it, and `EXECUTE`s it from then on. A statement without
+ * parameters goes as it is. After a failed message (its PREPAREs may or may not have run, and
+ * outlive a rollback) the connection's next message that `begins` a transaction forgets them all
+ * (`DEALLOCATE ALL`; no other code names statements) and prepares again; only such a message may,
+ * since an aborted transaction refuses the reset. Any other message on a connection whose names
+ * are not known sends its reads as text. Undefined, with nothing changed, when a statement is too
+ * large to write as text (see `inline`): send it with parameters instead.
  */
 export function preparedReads(
   client: pg.ClientBase,
@@ -76,17 +72,17 @@ export function preparedReads(
     readNames.push(name);
   }
   if (!byName) return { setup: [], reads, settle: () => {} };
-  let names = prepared.get(client);
+  let held = prepared.get(client);
   const setup: string[] = [];
-  if (!names) {
+  if (!held) {
     setup.push("DEALLOCATE ALL");
-    names = new Set();
-    prepared.set(client, names);
+    held = new Set();
+    prepared.set(client, held);
   }
   for (const [i, name] of readNames.entries()) {
-    if (name === undefined || names.has(name)) continue;
+    if (name === undefined || held.has(name)) continue;
     setup.push(`PREPARE ${name} AS ${(statements[i] as Statement).text}`);
-    names.add(name);
+    held.add(name);
   }
   return {
     setup,
