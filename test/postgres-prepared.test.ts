@@ -176,12 +176,19 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
   const range = { gte: Buffer.from("k"), lt: Buffer.from("l") };
   const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
   const keysOf = (entries: Array<[Buffer, string]>) => entries.map(([key]) => key.toString());
-  const threeRows = async () => {
-    const store = await PostgresKv.open(server.url, { table: freshTable() });
+  const threeRows = async (table = freshTable()) => {
+    const store = await PostgresKv.open(server.url, { table });
     await store.batch(
       [1, 2, 3].map((i) => ({ type: "put" as const, key: Buffer.from(`k${i}`), value: `v${i}` })),
     );
     return store;
+  };
+  /** What another owner's first read, a scan, finds on the connection the last snapshot left. */
+  const nextOwnerScans = async (store: PostgresKv) => {
+    const b = await store.lazySnapshot("b");
+    const keys = keysOf(await collect(b.iterate(range)));
+    await b.close();
+    return keys;
   };
 
   it("answers the readers of a shared snapshot whose new reads are on their way at once", async () => {
@@ -218,9 +225,7 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
         ["k3", "k2", "k1"],
       ]);
       await a.close();
-      const b = await store.lazySnapshot("b");
-      expect(keysOf(await collect(b.iterate(range)))).toEqual(["k1", "k2", "k3"]);
-      await b.close();
+      expect(await nextOwnerScans(store)).toEqual(["k1", "k2", "k3"]);
     } finally {
       await store.close();
     }
@@ -234,9 +239,7 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
       const abandoned = collect(a.iterate(range)).catch(() => []);
       await nextTurn();
       await a.close();
-      const b = await store.lazySnapshot("b");
-      expect(keysOf(await collect(b.iterate(range)))).toEqual(["k1", "k2", "k3"]);
-      await b.close();
+      expect(await nextOwnerScans(store)).toEqual(["k1", "k2", "k3"]);
       await abandoned;
     } finally {
       await store.close();
@@ -248,14 +251,11 @@ describe.skipIf(!postgresInstalled)("reads by name on PostgreSQL", () => {
   // owner's, prepared a name the server still held (42P05).
   it("answers the next owner on a connection where a reset was refused in an aborted transaction", async () => {
     const table = freshTable();
-    const store = await PostgresKv.open(server.url, { table });
+    const store = await threeRows(table);
     const admin = new pg.Client({ connectionString: server.url });
     const locker = new pg.Client({ connectionString: server.url });
     await Promise.all([admin.connect(), locker.connect()]);
     try {
-      await store.batch(
-        [1, 2, 3].map((i) => ({ type: "put" as const, key: Buffer.from(`k${i}`), value: `v${i}` })),
-      );
       const scan = (snapshot: KvSnapshot, reverse: boolean) =>
         collect(snapshot.iterate({ ...range, reverse })).then((rows) => keysOf(rows));
       // The connection prepares the point read and the reverse scan.
