@@ -100,6 +100,44 @@ describe("HTTP routing where no route answers", () => {
     expect([missing.status, missing.body]).toEqual([404, notFound("No deployment named nope.")]);
   });
 
+  it("call routes: the kind in any case, one segment with or without a trailing slash", async () => {
+    const noQuery = (name: string) => `No query named ${JSON.stringify(name)} in deployment ep.`;
+    const cases: Array<[string, string, number, string]> = [
+      ["POST", "/api/query/count", 200, ""],
+      ["POST", "/api/query/count/", 200, ""],
+      ["POST", "/api/QUERY/count", 200, ""],
+      ["POST", "/api/Query/count?x=1", 200, ""],
+      ["POST", "/api/query/c%6Funt", 200, ""],
+      ["POST", "/api/query/a%2Fb", 404, noQuery("a/b")],
+      ["POST", "/api/query/count%3F", 404, `${noQuery("count?")} Did you mean "count"?`],
+      ["POST", "/api/query/count//", 404, "No route for POST /api/query/count//."],
+      ["POST", "/api/query/", 404, "No route for POST /api/query/."],
+      ["POST", "/api/query/a/b", 404, "No route for POST /api/query/a/b."],
+      ["POST", "/api//query/count", 404, "No route for POST /api//query/count."],
+      ["POST", "/api/queries/count", 404, "No route for POST /api/queries/count."],
+    ];
+    for (const [method, path, status, message] of cases) {
+      const answer = await send(
+        hosted,
+        "ep.localhost",
+        method,
+        path,
+        { "content-type": "application/json" },
+        "{}",
+      );
+      expect([path, answer.status]).toEqual([path, status]);
+      if (status === 200) expect(JSON.parse(answer.body)).toEqual({ value: 0 });
+      else expect(answer.body).toBe(notFound(message));
+    }
+    for (const [method, path] of [
+      ["PUT", "/api/query/count/"],
+      ["GET", "/api/MUTATION/count"],
+    ] as const) {
+      const answer = await send(hosted, "ep.localhost", method, path);
+      expect([answer.status, JSON.parse(answer.body).error.code]).toEqual([405, "method_not_allowed"]);
+    }
+  });
+
   it("storage owns /storage and the listing path, with its own 404s", async () => {
     const cases: Array<[string, string, string]> = [
       ["GET", "/storage/bad/x", "No such object."],
