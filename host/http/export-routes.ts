@@ -17,6 +17,7 @@ import {
 } from "../deployments/index.js";
 import type { DeploymentTransfer, ImportProgress, ImportResult } from "../transfer/index.js";
 import { sentFromThisOrigin } from "./form-origin.js";
+import { onlyUnder } from "./routing.js";
 
 /** `?objects=0` leaves stored objects out of an export (or an import); anything else keeps them. */
 function withObjects(ctx: Context): boolean {
@@ -185,5 +186,5 @@ export function devTransferRoutes(transfer: DeploymentTransfer): RouterMiddlewar
       );
     await receiveImport(ctx, transfer, ctx.state.deployment as string, local);
   });
-  return router.routes();
+  return onlyUnder("/__platform/", router.routes());
 }

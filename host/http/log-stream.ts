@@ -2,6 +2,7 @@ import { PassThrough } from "node:stream";
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import type { LogHub } from "../deployments/index.js";
+import { onlyUnder } from "./routing.js";
 
 /**
  * Answers with a deployment's kept log lines as NDJSON; with `?follow=1` the response stays open
@@ -40,5 +41,5 @@ export function devLogRoutes(hub: LogHub): RouterMiddleware {
     if (ctx.method !== "GET") return next();
     streamLogs(ctx, hub, ctx.state.deployment as string);
   });
-  return router.routes();
+  return onlyUnder("/__platform/", router.routes());
 }
