@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PlatformHost, startHost } from "../host/host.js";
 import { type ColdStartPhase, traceColdStarts } from "../host/isolates/cold-start-trace.js";
+import { InlineSentinel } from "../host/isolates/inline/index.js";
 import { isPlatformError } from "../sdk/values/index.js";
 import { fixtureCode } from "./helpers/host.js";
 
@@ -53,8 +54,26 @@ describe("the spare isolate", () => {
     for (let i = 0; i < 1000 && !factory.spareReady; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(factory.spareReady).toBe(true);
-    const phases = await coldStartPhases("todo");
+    // The spare is watched by the inline sentinel already: its registration for the cold start
+    // neither hands the sentinel a new registry nor waits for it to be taken.
+    const sentinel = InlineSentinel.shared();
+    for (let i = 0; i < 1000 && !sentinel.upToDate; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const watchedAtOnce: boolean[] = [];
+    const register = sentinel.register.bind(sentinel);
+    sentinel.register = (...args) => {
+      const slot = register(...args);
+      watchedAtOnce.push(sentinel.watches(slot));
+      return slot;
+    };
+    let phases: ColdStartPhase[];
+    try {
+      phases = await coldStartPhases("todo");
+    } finally {
+      sentinel.register = register;
+    }
     expect(phases).toEqual(["artifact", "compile", "run"]);
+    expect(watchedAtOnce).toEqual([true]);
     expect(factory.spareReady).toBe(false);
     for (let i = 0; i < 1000 && !factory.spareReady; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));

@@ -1,6 +1,11 @@
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import type { CodeCache } from "./code-cache.js";
-import { DEFAULT_INLINE_POLICY, type InlinePolicy, type InlineStanding } from "./inline/index.js";
+import {
+  DEFAULT_INLINE_POLICY,
+  type InlinePolicy,
+  InlineSentinel,
+  type InlineStanding,
+} from "./inline/index.js";
 import { type BlankIsolate, createBlankIsolate } from "./isolate-loader.js";
 import type { IsolateLimits } from "./limits.js";
 import { warmRuntimeCache } from "./runtime-warm-up.js";
@@ -50,6 +55,9 @@ export class IsolateFactory {
         ...(scope === undefined ? {} : { scope }),
       });
     } finally {
+      // Taken by the new isolate's inline transport, unless the capsule failed to load or the
+      // deployment's inline policy differs: then the sentinel stops watching it here.
+      if (blank) InlineSentinel.shared().releaseAhead(blank.isolate);
       // After this cold start's first request, not beside it: on a busy machine the spare's making
       // (an isolate thread and the main thread) slowed that request down by as much as it saved.
       setTimeout(() => this.refill(), SPARE_DELAY_MS).unref();
@@ -72,7 +80,12 @@ export class IsolateFactory {
       .then(() => (this.closed ? undefined : createBlankIsolate(this.limits, this.codeCache)))
       .then((blank) => {
         if (this.closed) blank?.isolate.dispose();
-        else if (blank) this.spare = blank;
+        else if (blank) {
+          // Watched from now on, off any request's path (see InlineSentinel.registerAhead).
+          if (this.inlinePolicy.enabled)
+            InlineSentinel.shared().registerAhead(blank.isolate, this.inlinePolicy.sliceMs);
+          this.spare = blank;
+        }
       })
       .catch(() => {})
       .finally(() => {
@@ -83,13 +96,18 @@ export class IsolateFactory {
   private take(): BlankIsolate | undefined {
     const spare = this.spare;
     this.spare = null;
-    return spare && !spare.isolate.isDisposed ? spare : undefined;
+    if (!spare?.isolate.isDisposed) return spare ?? undefined;
+    InlineSentinel.shared().releaseAhead(spare.isolate);
+    return undefined;
   }
 
   /** Frees the spare; makes no more. */
   close(): void {
     this.closed = true;
-    this.take()?.isolate.dispose();
+    const spare = this.take();
+    if (!spare) return;
+    InlineSentinel.shared().releaseAhead(spare.isolate);
+    spare.isolate.dispose();
   }
 
   /**

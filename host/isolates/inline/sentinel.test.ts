@@ -140,6 +140,46 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     expect(run.stopped).toBe(false);
   }, 120_000);
 
+  it("keeps the slot of an isolate registered ahead, watched before its first entry", async () => {
+    const sentinel = InlineSentinel.shared();
+    const isolate = new ivm.Isolate({ memoryLimit: 16 });
+    const slot = sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS);
+    made.push({ isolate, slot });
+    expect(sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
+    const since = Date.now();
+    while (!sentinel.watches(slot)) {
+      if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Taken with the same slice: the same slot, watched at once (a new one is not, until the
+    // sentinel's thread has taken the registry again).
+    expect(sentinel.register(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
+    expect(sentinel.watches(slot)).toBe(true);
+    // Taken: releasing it ahead no longer does anything.
+    sentinel.releaseAhead(isolate);
+    expect(sentinel.watches(slot)).toBe(true);
+  });
+
+  it("drops a slot registered ahead when released, or when taken with another slice", async () => {
+    const sentinel = InlineSentinel.shared();
+    const unused = new ivm.Isolate({ memoryLimit: 16 });
+    const unusedSlot = sentinel.registerAhead(unused, SLOW_MACHINE_SLICE_MS);
+    made.push({ isolate: unused, slot: unusedSlot });
+    sentinel.releaseAhead(unused);
+    expect(sentinel.watches(unusedSlot)).toBe(false);
+    const other = new ivm.Isolate({ memoryLimit: 16 });
+    const early = sentinel.registerAhead(other, SLOW_MACHINE_SLICE_MS);
+    const slot = sentinel.register(other, SLOW_MACHINE_SLICE_MS / 2);
+    made.push({ isolate: other, slot });
+    expect(slot).not.toBe(early);
+    const since = Date.now();
+    while (!sentinel.watches(slot)) {
+      if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(sentinel.watches(early)).toBe(false);
+  });
+
   it("stops an entry past five slices on the steady clock, whatever its CPU", async () => {
     // Stopped for 1.6 s inside a 300 ms slice, and still running 100 ms after.
     const run = await pausedEntry(300, 1600, 100, (r) => r.stopped);

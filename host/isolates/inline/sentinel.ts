@@ -85,6 +85,8 @@ export class InlineSentinel {
   private readonly state = new Int32Array(this.buffer);
   private readonly targets = new Map<number, { isolate: ivm.Isolate; sliceMs: number }>();
   private readonly watchRef: ivm.Reference<(...args: never[]) => void>;
+  /** Slots registered ahead for blank isolates (spares) that no transport has taken yet. */
+  private readonly ahead = new Map<ivm.Isolate, number>();
   private nextSlot = 1;
   private generation = 0;
   private running = false;
@@ -114,13 +116,50 @@ export class InlineSentinel {
     return InlineSentinel.instance;
   }
 
-  /** Watches `isolate`'s inline entries from now on, stopping one that uses over `sliceMs` of CPU. */
+  /**
+   * Watches `isolate`'s inline entries from now on, stopping one that uses over `sliceMs` of CPU.
+   * An isolate registered ahead with the same slice keeps its slot, which the sentinel already
+   * watches: it is only named now.
+   */
   register(isolate: ivm.Isolate, sliceMs: number): number {
+    const early = this.ahead.get(isolate);
+    if (early !== undefined) {
+      this.ahead.delete(isolate);
+      if (this.targets.get(early)?.sliceMs === sliceMs) {
+        nameInlineSlot(early, bundleOf(isolate));
+        return early;
+      }
+      this.unregister(early);
+    }
     const slot = this.nextSlot++;
     this.targets.set(slot, { isolate, sliceMs });
     nameInlineSlot(slot, bundleOf(isolate));
     this.changed();
     return slot;
+  }
+
+  /**
+   * Registers a blank isolate made ahead of a cold start (the isolate factory's spare), so that the
+   * cold start's {@link register} finds it watched already: handing the sentinel a new registry
+   * wakes its thread, which cost the first request about 0.1 ms, and the first entry would run
+   * under isolated-vm's `timeout` until the sentinel took it. Undone by {@link releaseAhead}.
+   */
+  registerAhead(isolate: ivm.Isolate, sliceMs: number): number {
+    const registered = this.ahead.get(isolate);
+    if (registered !== undefined) return registered;
+    const slot = this.nextSlot++;
+    this.targets.set(slot, { isolate, sliceMs });
+    this.ahead.set(isolate, slot);
+    this.changed();
+    return slot;
+  }
+
+  /** Stops watching `isolate` if it was registered ahead and nothing took it (a spare not used). */
+  releaseAhead(isolate: ivm.Isolate): void {
+    const slot = this.ahead.get(isolate);
+    if (slot === undefined) return;
+    this.ahead.delete(isolate);
+    this.unregister(slot);
   }
 
   /** Stops watching `slot` (its isolate is gone). */
@@ -130,9 +169,14 @@ export class InlineSentinel {
     this.changed();
   }
 
+  /** True when the sentinel has taken the registry as it is now: it watches every registered isolate. */
+  get upToDate(): boolean {
+    return Atomics.load(this.state, WATCHING) === this.generation;
+  }
+
   /** True when the sentinel watches `slot` now (it has taken the current registry). */
   watches(slot: number): boolean {
-    return Atomics.load(this.state, WATCHING) === this.generation && this.targets.has(slot);
+    return this.upToDate && this.targets.has(slot);
   }
 
   /**
