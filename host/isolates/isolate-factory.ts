@@ -96,7 +96,8 @@ export class IsolateFactory {
   private take(): BlankIsolate | undefined {
     const spare = this.spare;
     this.spare = null;
-    if (!spare?.isolate.isDisposed) return spare ?? undefined;
+    if (spare === null) return undefined;
+    if (!spare.isolate.isDisposed) return spare;
     InlineSentinel.shared().releaseAhead(spare.isolate);
     return undefined;
   }
