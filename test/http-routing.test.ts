@@ -6,6 +6,7 @@
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,6 +42,25 @@ function send(
     );
     req.on("error", reject);
     req.end(body);
+  });
+}
+
+/** Sends `head` as it is on a new connection; resolves to all the server wrote back. */
+function rawRequest(host: TestHost, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(host.port, "127.0.0.1", () => socket.write(head));
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      // One answer is all this asks for: close once its body is in.
+      const text = Buffer.concat(chunks).toString("utf8");
+      const length = /content-length: (\d+)/i.exec(text);
+      const bodyAt = text.indexOf("\r\n\r\n");
+      if (length && bodyAt >= 0 && Buffer.byteLength(text.slice(bodyAt + 4)) >= Number(length[1]))
+        socket.end();
+    });
+    socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    socket.on("error", reject);
   });
 }
 
@@ -136,6 +156,10 @@ describe("HTTP routing where no route answers", () => {
       const answer = await send(hosted, "ep.localhost", method, path);
       expect([answer.status, JSON.parse(answer.body).error.code]).toEqual([405, "method_not_allowed"]);
     }
+    // Node's parser passes RTSP's methods on an RTSP request line: not HTTP methods, so no 405.
+    const rtsp = await rawRequest(hosted, "DESCRIBE /api/query/count RTSP/1.0\r\nHost: ep.localhost\r\n\r\n");
+    expect(rtsp).toMatch(/^\S+ 404 /);
+    expect(rtsp).toContain(notFound("No route for DESCRIBE /api/query/count."));
   });
 
   it("storage owns /storage and the listing path, with its own 404s", async () => {

@@ -54,11 +54,26 @@ describe("the spare isolate", () => {
     for (let i = 0; i < 1000 && !factory.spareReady; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(factory.spareReady).toBe(true);
-    // The spare is watched by the inline sentinel already: its registration for the cold start
-    // neither hands the sentinel a new registry nor waits for it to be taken.
-    const sentinel = InlineSentinel.shared();
-    for (let i = 0; i < 1000 && !sentinel.upToDate; i++)
+    const phases = await coldStartPhases("todo");
+    expect(phases).toEqual(["artifact", "compile", "run"]);
+    expect(factory.spareReady).toBe(false);
+    for (let i = 0; i < 1000 && !factory.spareReady; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(factory.spareReady).toBe(true);
+  });
+
+  it("is watched by the inline sentinel already, so a cold start beside live isolates needs no new registry", async () => {
+    const factory = host.deployments.pool.factory;
+    const call = (id: string) =>
+      host.deployments.call(id, { kind: "query", name: "list", argsJson: "{}", identity: null });
+    // A live neighbour keeps the sentinel running (it sleeps while nothing may run entries).
+    await host.deployments.deploy("neighbour", { code: await fixtureCode("todo") });
+    await call("neighbour");
+    await host.deployments.pool.runner("todo", (await host.deployments.require("todo")).artifact).evict();
+    const sentinel = InlineSentinel.shared();
+    for (let i = 0; i < 1000 && !(factory.spareReady && sentinel.upToDate); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(factory.spareReady && sentinel.upToDate).toBe(true);
     const watchedAtOnce: boolean[] = [];
     const register = sentinel.register.bind(sentinel);
     sentinel.register = (...args) => {
@@ -66,18 +81,12 @@ describe("the spare isolate", () => {
       watchedAtOnce.push(sentinel.watches(slot));
       return slot;
     };
-    let phases: ColdStartPhase[];
     try {
-      phases = await coldStartPhases("todo");
+      await call("todo");
     } finally {
       sentinel.register = register;
     }
-    expect(phases).toEqual(["artifact", "compile", "run"]);
     expect(watchedAtOnce).toEqual([true]);
-    expect(factory.spareReady).toBe(false);
-    for (let i = 0; i < 1000 && !factory.spareReady; i++)
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(factory.spareReady).toBe(true);
   });
 
   it("frees the isolate of a cold start that ends after its deployment was stopped, failing its call", async () => {

@@ -1,3 +1,4 @@
+import { METHODS } from "node:http";
 import type { Middleware } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { AuthService } from "../auth/index.js";
@@ -16,6 +17,21 @@ type CallKind = "query" | "mutation";
  * trailing slash. The paths the routes matched when a general router served them.
  */
 const CALL_PATH = /^\/api\/(query|mutation)\/([^/]+)\/?$/i;
+
+/**
+ * The methods answered `405` on a call route. Node's parser also passes RTSP's methods (`DESCRIBE`,
+ * `PLAY`, ...) on an `RTSP/1.0` request line: those were never HTTP routes' to refuse, and end in 404.
+ */
+const HTTP_METHODS: ReadonlySet<string> = new Set(METHODS);
+
+/** A path segment decoded, or as it is when its escapes do not decode (as the router did). */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
 
 /**
  * Routes at a deployment's origin: `POST /api/query/<name>` and `POST /api/mutation/<name>`, JSON
@@ -70,8 +86,8 @@ export function appRoutes(
     // Any other path under /api/ ends here: the error sink answers 404.
     if (!match) return settled();
     const route = routes[(match[1] as string).toLowerCase() as CallKind];
-    // The path's escapes are well formed: a malformed one was refused before any route.
-    ctx.params = { name: decodeURIComponent(match[2] as string) };
-    return ctx.method === "POST" ? route.post(ctx, settled) : route.other(ctx, settled);
+    ctx.params = { name: decodedSegment(match[2] as string) };
+    if (ctx.method === "POST") return route.post(ctx, settled);
+    return HTTP_METHODS.has(ctx.method) ? route.other(ctx, settled) : settled();
   };
 }

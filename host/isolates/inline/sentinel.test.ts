@@ -142,6 +142,8 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
 
   it("keeps the slot of an isolate registered ahead, watched before its first entry", async () => {
     const sentinel = InlineSentinel.shared();
+    // Another isolate that may run entries keeps the sentinel running.
+    await watched(SLOW_MACHINE_SLICE_MS);
     const isolate = new ivm.Isolate({ memoryLimit: 16 });
     const slot = sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS);
     made.push({ isolate, slot });
@@ -158,6 +160,21 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     // Taken: releasing it ahead no longer does anything.
     sentinel.releaseAhead(isolate);
     expect(sentinel.watches(slot)).toBe(true);
+  });
+
+  it("does not run for isolates registered ahead alone; taking one starts it", async () => {
+    const sentinel = InlineSentinel.shared();
+    const isolate = new ivm.Isolate({ memoryLimit: 16 });
+    const slot = sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS);
+    made.push({ isolate, slot });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(sentinel.upToDate).toBe(false);
+    expect(sentinel.register(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
+    const since = Date.now();
+    while (!sentinel.watches(slot)) {
+      if (Date.now() - since > 2000) throw new Error("the sentinel never started");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   });
 
   it("drops a slot registered ahead when released, or when taken with another slice", async () => {

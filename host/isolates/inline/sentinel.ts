@@ -127,6 +127,8 @@ export class InlineSentinel {
       this.ahead.delete(isolate);
       if (this.targets.get(early)?.sliceMs === sliceMs) {
         nameInlineSlot(early, bundleOf(isolate));
+        // Watched already if the sentinel runs (it has other isolates to watch); else it starts now.
+        if (!this.running) this.changed();
         return early;
       }
       this.unregister(early);
@@ -142,7 +144,9 @@ export class InlineSentinel {
    * Registers a blank isolate made ahead of a cold start (the isolate factory's spare), so that the
    * cold start's {@link register} finds it watched already: handing the sentinel a new registry
    * wakes its thread, which cost the first request about 0.1 ms, and the first entry would run
-   * under isolated-vm's `timeout` until the sentinel took it. Undone by {@link releaseAhead}.
+   * under isolated-vm's `timeout` until the sentinel took it. Isolates registered ahead do not keep
+   * the sentinel running: on a host whose other isolates were all evicted it sleeps, and the cold
+   * start that takes the spare starts it as before. Undone by {@link releaseAhead}.
    */
   registerAhead(isolate: ivm.Isolate, sliceMs: number): number {
     const registered = this.ahead.get(isolate);
@@ -237,11 +241,12 @@ export class InlineSentinel {
     if (!this.running) void this.run();
   }
 
-  /** Hands the sentinel the registry again after every change, while anything is registered. */
+  /** Hands the sentinel the registry again after every change, while an isolate it watches may run entries. */
   private async run(): Promise<void> {
     this.running = true;
     try {
-      while (this.targets.size > 0) {
+      // Isolates registered ahead run no entries: alone, they are not worth a thread's wakes.
+      while (this.targets.size > this.ahead.size) {
         const entries = [...this.targets].map(([slot, target]) => [slot, target.isolate, target.sliceMs]);
         const tickMs = Math.max(1, Math.min(...[...this.targets.values()].map((t) => t.sliceMs)) / 2);
         await this.watchRef
