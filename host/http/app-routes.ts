@@ -8,7 +8,7 @@ import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
-import { series } from "./routing.js";
+import { series, settled } from "./routing.js";
 
 type CallKind = "query" | "mutation";
 
@@ -79,7 +79,6 @@ export function appRoutes(
       other: methodNotAllowed("POST", (params) => `mutation ${params.name}`),
     },
   };
-  const settled = () => Promise.resolve();
   return (ctx, next) => {
     if (!ctx.path.startsWith("/api/")) return next();
     const match = CALL_PATH.exec(ctx.path);

@@ -1,7 +1,8 @@
 import type { RouterMiddleware } from "@koa/router";
 import type { Middleware } from "koa";
 
-const settled = () => Promise.resolve();
+/** The `next` of a route that ends the request: nothing after it runs. */
+export const settled = (): Promise<void> => Promise.resolve();
 
 /**
  * Gives `handle` every request whose path `owns` accepts, and only those: a path it does not know

@@ -133,8 +133,7 @@ export class InlineSentinel {
       }
       this.unregister(early);
     }
-    const slot = this.nextSlot++;
-    this.targets.set(slot, { isolate, sliceMs });
+    const slot = this.watch(isolate, sliceMs);
     nameInlineSlot(slot, bundleOf(isolate));
     this.changed();
     return slot;
@@ -151,10 +150,16 @@ export class InlineSentinel {
   registerAhead(isolate: ivm.Isolate, sliceMs: number): number {
     const registered = this.ahead.get(isolate);
     if (registered !== undefined) return registered;
-    const slot = this.nextSlot++;
-    this.targets.set(slot, { isolate, sliceMs });
+    const slot = this.watch(isolate, sliceMs);
     this.ahead.set(isolate, slot);
     this.changed();
+    return slot;
+  }
+
+  /** A new slot for `isolate` in the registry (the sentinel takes it at the next change). */
+  private watch(isolate: ivm.Isolate, sliceMs: number): number {
+    const slot = this.nextSlot++;
+    this.targets.set(slot, { isolate, sliceMs });
     return slot;
   }
 
