@@ -38,20 +38,16 @@ delete global.__platform_inline_done;
 const waiting = new Map<number, (responseJson: string) => void>();
 let nextCallId = 1;
 
-/** What to do (once) when an inline execution first waits on the host, by request id. */
-const onWait = new Map<number, () => void>();
+/** What to do (once) when an inline execution next hands control back to the host, by request id. */
+const onHandBack = new Map<number, () => void>();
 
 /**
- * Runs `callback` (in a microtask, once the execution has suspended) when inline execution
- * `requestId` makes a call the host cannot answer at once. Replaces an earlier callback.
+ * Runs `callback` once inline execution `requestId` next hands control back to the host: when it
+ * makes a call the host cannot answer at once (in a microtask, once the execution has suspended),
+ * or when it hands over its response. Replaces an earlier callback.
  */
-export function whenWaiting(requestId: number, callback: () => void): void {
-  onWait.set(requestId, callback);
-}
-
-/** Drops the callback of {@link whenWaiting}. */
-export function forgetWaiting(requestId: number): void {
-  onWait.delete(requestId);
+export function whenHandedBack(requestId: number, callback: () => void): void {
+  onHandBack.set(requestId, callback);
 }
 
 function inlineCall(requestId: number, json: string): string | Promise<string> {
@@ -59,9 +55,9 @@ function inlineCall(requestId: number, json: string): string | Promise<string> {
   const callId = nextCallId++;
   const answer = post(requestId, callId, json);
   if (answer !== undefined) return unwrapText(answer);
-  const callback = onWait.get(requestId);
+  const callback = onHandBack.get(requestId);
   if (callback) {
-    onWait.delete(requestId);
+    onHandBack.delete(requestId);
     void Promise.resolve().then(callback);
   }
   return new Promise<string>((resolve) => waiting.set(callId, resolve));
@@ -77,6 +73,11 @@ export function resumeInline(callId: number, responseJson: string): void {
 /** Hands an inline execution's final response to the host. */
 export function finishInline(requestId: number, responseJson: string): void {
   done?.(requestId, responseJson);
+  const callback = onHandBack.get(requestId);
+  if (callback) {
+    onHandBack.delete(requestId);
+    callback();
+  }
 }
 
 /**

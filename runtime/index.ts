@@ -2,11 +2,12 @@
  * The isolate runtime: loaded as one script into every isolate before the capsule bundle. It locks
  * down code generation, installs determinism, captures the bridge, and exposes the entry points the
  * host takes references to (and then deletes from the global scope): the threaded dispatcher, the
- * inline dispatcher (one start, or several in a row), and the inline resume.
+ * inline dispatcher (one start, or several in a row), and the inline resume (one answer, or several
+ * in a row).
  */
 
 import { type CrossingText, unwrapText } from "../sdk/protocol/index.js";
-import { finishInline, forgetWaiting, resumeInline, whenWaiting } from "./bridge.js";
+import { finishInline, resumeInline, whenHandedBack } from "./bridge.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
 import { lockDownCodeGeneration } from "./lockdown.js";
@@ -16,7 +17,7 @@ installDeterminism();
 const global = globalThis as Record<string, unknown>;
 /**
  * Counts the host's entries into this isolate (every entry point below starts one). A run of
- * starts (`__platform_dispatch_inline_many`) goes on only within its own entry.
+ * starts or answers (see {@link inARow}) goes on only within its own entry.
  */
 let entries = 0;
 
@@ -26,12 +27,9 @@ global.__platform_dispatch = (requestId: number, requestJson: CrossingText): Pro
   return dispatch(requestId, unwrapText(requestJson), false);
 };
 
-/** Starts inline execution `requestId`; `then` runs once it has handed its response to the host. */
-function dispatchInline(requestId: number, requestJson: string, then?: () => void): void {
-  void dispatch(requestId, requestJson, true).then((responseJson) => {
-    finishInline(requestId, responseJson);
-    then?.();
-  });
+/** Starts inline execution `requestId`; it hands its response to the host when done. */
+function dispatchInline(requestId: number, requestJson: string): void {
+  void dispatch(requestId, requestJson, true).then((responseJson) => finishInline(requestId, responseJson));
 }
 
 global.__platform_dispatch_inline = (requestId: number, requestJson: CrossingText): void => {
@@ -40,31 +38,46 @@ global.__platform_dispatch_inline = (requestId: number, requestJson: CrossingTex
 };
 
 /**
- * Several inline starts in one entry, as (request id, request) pairs, run one after another: the
- * next starts once the one before has finished or waits on the host, so a handler runs alone from
- * its start until then, with its own clock and random state. A handler that does neither (it awaits
- * something that never settles) ends the run: the host sees which started and enters the others
- * again, and the run never resumes in a later entry (which would start them twice).
+ * Hands `count` inline executions (the `i`th is `requestOf(i)`) their next step, `begin(i)`, one
+ * after another within this entry: the next begins once the one before hands control back to the
+ * host (it waits on a call the host cannot answer at once, or has answered), so each runs alone
+ * until then, with its own clock and random state. One that does neither (it awaits something
+ * else) ends the run: the host sees which handed back and enters the others again, and the run
+ * never goes on in a later entry (which would hand them their step twice).
  */
-global.__platform_dispatch_inline_many = (...pairs: unknown[]): void => {
-  const entry = ++entries;
+function inARow(count: number, requestOf: (i: number) => number, begin: (i: number) => void): void {
+  const entry = entries;
   let next = 0;
-  const startNext = (): void => {
-    if (entry !== entries || next + 1 >= pairs.length) return;
-    const requestId = pairs[next] as number;
-    const requestJson = unwrapText(pairs[next + 1]);
-    next += 2;
-    let moved = false;
-    const moveOn = (): void => {
-      if (moved) return;
-      moved = true;
-      forgetWaiting(requestId);
-      startNext();
-    };
-    whenWaiting(requestId, moveOn);
-    dispatchInline(requestId, requestJson, moveOn);
+  const beginNext = (): void => {
+    if (entry !== entries || next >= count) return;
+    const i = next++;
+    whenHandedBack(requestOf(i), beginNext);
+    begin(i);
   };
-  startNext();
+  beginNext();
+}
+
+/** Several inline starts in one entry, as (request id, request) pairs, run in a row (see {@link inARow}). */
+global.__platform_dispatch_inline_many = (...pairs: unknown[]): void => {
+  entries++;
+  inARow(
+    Math.floor(pairs.length / 2),
+    (i) => pairs[2 * i] as number,
+    (i) => dispatchInline(pairs[2 * i] as number, unwrapText(pairs[2 * i + 1])),
+  );
+};
+
+/**
+ * Answers to several inline executions' calls in one entry, as (request id, call id, answer)
+ * triples, one execution each, handed over in a row (see {@link inARow}).
+ */
+global.__platform_resume_inline_many = (...triples: unknown[]): void => {
+  entries++;
+  inARow(
+    Math.floor(triples.length / 3),
+    (i) => triples[3 * i] as number,
+    (i) => resumeInline(triples[3 * i + 1] as number, unwrapText(triples[3 * i + 2])),
+  );
 };
 
 global.__platform_resume_inline = (callId: number, responseJson: CrossingText): void => {

@@ -1,7 +1,7 @@
 /**
  * Inline entries are gathered per turn of the event loop (host/isolates/inline/turn-queue.ts): calls
  * made in one turn enter the isolate once it ends, in the order they came, and light starts share
- * one entry, run one after another by the runtime.
+ * one entry, run one after another by the runtime; so do answers to different handlers' calls.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -26,6 +26,12 @@ export default capsule({
     echo: async (ctx, args) => { await ctx.db.items.get(args.id); return args.id; },
     spin: async (ctx, args) => { spin(args.ms); await ctx.db.items.get("x"); return args.ms; },
     stuck: async () => { await new Promise(() => {}); },
+    stuckAfter: async (ctx, args) => { await ctx.db.items.get(args.id); await new Promise(() => {}); },
+    spinAfter: async (ctx, args) => { await ctx.db.items.get("x"); spin(args.ms); return args.ms; },
+    both: async (ctx, args) => {
+      await Promise.all([ctx.db.items.get(args.id + "-1"), ctx.db.items.get(args.id + "-2")]);
+      return args.id;
+    },
     counted: async (ctx, args) => { starts++; await ctx.db.items.get(args.id); return args.id; },
     gated: async () => { await gate; return "released"; },
     open: async () => { release(); return "opened"; },
@@ -61,6 +67,15 @@ function call(name: string, args: unknown, now = 1_700_000_000_000, seed = 1): D
 }
 
 const echo = (id: string) => call("echo", { id });
+
+/**
+ * As {@link recordingReads}, but answered later, as a read from PostgreSQL or a scan is: the answer
+ * goes into the isolate in an entry of its own making.
+ */
+function laterReads(reads: string[] = []): SyscallHandler {
+  const now = recordingReads(reads);
+  return (op, args) => Promise.resolve(now(op, args));
+}
 
 /** Answers every point read with "no such row", recording the ids read. */
 function recordingReads(reads: string[] = []): SyscallHandler {
@@ -102,6 +117,13 @@ async function warmIsolate(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsol
   const isolate = await freshIsolate(limits);
   // The average start decays from the first, cold one: after 30 it is the warm cost.
   for (let i = 0; i < 30; i++) await isolate.execute(echo(`warm-${i}`), recordingReads());
+  return isolate;
+}
+
+/** A warm isolate whose answers to calls have been measured too, so the next turn's answers share entries. */
+async function warmAnswers(limits = DEFAULT_ISOLATE_LIMITS): Promise<CapsuleIsolate> {
+  const isolate = await warmIsolate(limits);
+  for (let i = 0; i < 30; i++) await isolate.execute(echo(`later-${i}`), laterReads());
   return isolate;
 }
 
@@ -177,6 +199,64 @@ describe("inline entries gathered per turn of the event loop", () => {
     const first = isolate.execute(echo("before"), recordingReads());
     const stuck = isolate.execute(call("stuck", {}), recordingReads());
     const after = ["after-1", "after-2", "after-3"].map((id) => isolate.execute(echo(id), recordingReads()));
+    expect(answerOf(await first)).toBe("before");
+    expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
+    const failure = await stuck.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isPlatformError(failure, "timeout")).toBe(true);
+    expect(isolate.mayRunInline()).toBe(true);
+  });
+
+  it("answers to several handlers' calls share one entry, each handler charged its own CPU", async () => {
+    const isolate = await warmAnswers();
+    const before = isolate.entries;
+    const reads: string[] = [];
+    const ids = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    const light = ids.map((id) => isolate.execute(echo(id), laterReads(reads)));
+    const heavy = isolate.execute(call("spinAfter", { ms: 5 }), laterReads(reads));
+    const [spun, ...echoed] = await Promise.all([heavy, ...light]);
+    expect(echoed.map(answerOf)).toEqual(ids);
+    expect(answerOf(spun as Awaited<typeof heavy>)).toBe(5);
+    expect(reads).toEqual([...ids, "x"]);
+    // Nine starts and nine answers, far fewer entries: one for the starts, few for the answers.
+    expect(isolate.entries - before).toBeLessThanOrEqual(4);
+    // The spin after the answer went to its handler, not to the echoes answered in its entry.
+    const heavyMs = spun?.cpuMs ?? 0;
+    const echoMs = echoed.map((response) => response.cpuMs).sort((x, y) => x - y);
+    expect(heavyMs).toBeGreaterThan(1);
+    expect(echoMs[Math.floor(echoMs.length / 2)]).toBeLessThan(heavyMs / 4);
+    expect(isolate.mayRunInline()).toBe(true);
+  });
+
+  it("handlers answered in one entry each keep their own clock and random state", async () => {
+    const isolate = await warmAnswers();
+    const requests = [1, 2, 3, 4, 5].map((n) => call("clock", { id: `c${n}` }, 1_700_000_000_000 + n, n));
+    const alone: unknown[] = [];
+    for (const request of requests) alone.push(answerOf(await isolate.execute(request, laterReads())));
+    const before = isolate.entries;
+    const together = (await Promise.all(requests.map((r) => isolate.execute(r, laterReads())))).map(answerOf);
+    // Five starts and five answers in fewer entries than handlers.
+    expect(isolate.entries - before).toBeLessThan(requests.length);
+    expect(together).toEqual(alone);
+  });
+
+  it("a handler waiting on two calls at once gets both answers, beside others answered together", async () => {
+    const isolate = await warmAnswers();
+    const reads: string[] = [];
+    const requests = [call("both", { id: "p" }), echo("a"), call("both", { id: "q" }), echo("b"), echo("c")];
+    const responses = await Promise.all(requests.map((r) => isolate.execute(r, laterReads(reads))));
+    expect(responses.map(answerOf)).toEqual(["p", "a", "q", "b", "c"]);
+    expect([...reads].sort()).toEqual(["a", "b", "c", "p-1", "p-2", "q-1", "q-2"]);
+    expect(isolate.mayRunInline()).toBe(true);
+  });
+
+  it("a handler that never settles after its answer does not hold back the answers after it", async () => {
+    const isolate = await warmAnswers({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 400 });
+    const first = isolate.execute(echo("before"), laterReads());
+    const stuck = isolate.execute(call("stuckAfter", { id: "s" }), laterReads());
+    const after = ["after-1", "after-2", "after-3"].map((id) => isolate.execute(echo(id), laterReads()));
     expect(answerOf(await first)).toBe("before");
     expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
     const failure = await stuck.then(

@@ -21,6 +21,7 @@ export interface RuntimeEntries {
   dispatchInline: InlineEntry;
   dispatchInlineMany: InlineEntry;
   resumeInline: InlineEntry;
+  resumeInlineMany: InlineEntry;
 }
 
 /** The host's end of the threaded bridge (see threaded-transport.ts). */
@@ -205,6 +206,7 @@ export async function createBlankIsolate(
       dispatchInline: (await entry("__platform_dispatch_inline")) as InlineEntry,
       dispatchInlineMany: (await entry("__platform_dispatch_inline_many")) as InlineEntry,
       resumeInline: (await entry("__platform_resume_inline")) as InlineEntry,
+      resumeInlineMany: (await entry("__platform_resume_inline_many")) as InlineEntry,
     };
     lap("entries");
     const connect = (threaded: ThreadedEnd, inline: InlineEnd | null) => {

@@ -11,7 +11,10 @@ import type { InlineStanding } from "./policy.js";
 import { InlineSentinel } from "./sentinel.js";
 import type { SlotTable } from "./slot-table.js";
 import { threadCpuNs, threadCpuSince } from "./thread-cpu.js";
-import { type QueuedStart, type TurnEntries, TurnQueue } from "./turn-queue.js";
+import { type QueuedAnswer, type QueuedStart, type TurnEntries, TurnQueue } from "./turn-queue.js";
+
+/** A queued entry, as a shared entry needs it. */
+type Queued = { readonly requestId: number };
 
 /** What the inline transport needs of its isolate. */
 export interface InlineHost {
@@ -44,8 +47,8 @@ export class InlineTransport implements Transport, TurnEntries {
   /** The isolate's slot with the inline sentinel. */
   private readonly slot: number;
   /**
-   * While one entry runs several starts: the executions that finished or wait on the host (the
-   * runtime starts each only after the one before did either).
+   * While one entry runs several starts or answers: the executions that finished or wait on the
+   * host (the runtime goes on to each only after the one before did either).
    */
   private group: Set<number> | null = null;
 
@@ -99,37 +102,55 @@ export class InlineTransport implements Transport, TurnEntries {
 
   /**
    * One entry for several starts, under one slice; the runtime runs them one after another (see
-   * `__platform_dispatch_inline_many`). Each crossing back to the host charges the CPU since the
-   * last one to the execution that crosses. The starts after the first that neither finished nor
-   * waited on the host (it awaits something that never settles) were never reached.
+   * `inARow` in runtime/index.ts). Each crossing back to the host charges the CPU since the last one
+   * to the execution that crosses. The starts after the first that neither finished nor waited on
+   * the host (it awaits something that never settles) were never reached.
    */
   enterGroup(group: QueuedStart[]): number {
-    if (this.host.isolate.isDisposed) return 0;
     const args: Array<number | CrossingText> = [];
     for (const { requestId, payload } of group) args.push(requestId, wrapText(payload));
+    return this.enterShared(group, this.runtime.dispatchInlineMany, args);
+  }
+
+  enterAnswer(requestId: number, callId: number, answer: string): boolean {
+    if (this.waits(requestId))
+      return this.enterFor(requestId, this.runtime.resumeInline, [callId, wrapText(answer)]);
+    this.answerStaleCall(callId, answer);
+    return false;
+  }
+
+  /**
+   * An answer may share an entry when its execution waits for it and has more than a slice of its
+   * CPU limit left: a shared entry runs under one slice, which then cannot take any execution in
+   * it past its limit.
+   */
+  mayShareAnswer(requestId: number): boolean {
+    const execution = this.host.running.get(requestId);
+    if (execution?.transport !== this) return false;
+    return this.host.limits.cpuMs - Number(execution.cpuNs) / 1e6 > this.standing.policy.sliceMs;
+  }
+
+  /** One entry for several answers, one execution each, handed over in a row as {@link enterGroup}'s starts. */
+  enterAnswers(group: QueuedAnswer[]): number {
+    const args: Array<number | CrossingText> = [];
+    for (const { requestId, callId, answer } of group) args.push(requestId, callId, wrapText(answer));
+    return this.enterShared(group, this.runtime.resumeInlineMany, args);
+  }
+
+  /** Enters `entry` for `group` under one slice; how many of the group the runtime reached (0: none). */
+  private enterShared(group: readonly Queued[], entry: InlineEntry, args: unknown[]): number {
+    if (this.host.isolate.isDisposed) return 0;
     const progressed = new Set<number>();
     this.group = progressed;
     let completed: boolean;
     try {
-      completed = this.enter(
-        group,
-        this.runtime.dispatchInlineMany,
-        args,
-        this.standing.policy.sliceMs,
-        false,
-      );
+      completed = this.enter(group, entry, args, this.standing.policy.sliceMs, false);
     } finally {
       this.group = null;
     }
     if (!completed) return 0;
     const stuck = group.findIndex(({ requestId }) => !progressed.has(requestId));
     return stuck === -1 ? group.length : stuck + 1;
-  }
-
-  enterAnswer(requestId: number, callId: number, answer: string): void {
-    if (this.waits(requestId))
-      this.enterFor(requestId, this.runtime.resumeInline, [callId, wrapText(answer)]);
-    else this.answerStaleCall(callId, answer);
   }
 
   abandon(requestId: number): void {
@@ -198,12 +219,12 @@ export class InlineTransport implements Transport, TurnEntries {
   }
 
   /**
-   * One synchronous entry for inline execution `who`, or for a group of starts (whose CPU the
-   * crossings charge). An entry that used more than its share of the main thread demotes the
+   * One synchronous entry for inline execution `who`, or for a group of starts or answers (whose
+   * CPU the crossings charge). An entry that used more than its share of the main thread demotes the
    * deployment. True when the entry completed; see {@link entryFailed} otherwise.
    */
   private enter(
-    who: number | readonly QueuedStart[],
+    who: number | readonly Queued[],
     entry: InlineEntry,
     args: unknown[],
     timeoutMs: number,
@@ -233,7 +254,7 @@ export class InlineTransport implements Transport, TurnEntries {
    * left than the slice, so it breached the handler's limit. A `timeout`, which counts wall time,
    * that stopped an entry using little CPU (the host was descheduled) abandons only its executions.
    */
-  private entryFailed(who: number | readonly QueuedStart[], breachesLimit: boolean, usedNs: bigint): void {
+  private entryFailed(who: number | readonly Queued[], breachesLimit: boolean, usedNs: bigint): void {
     if (this.stoppedBySentinel()) {
       if (!breachesLimit) this.demote();
       this.host.stop(breachesLimit ? "cpu" : "stopped");

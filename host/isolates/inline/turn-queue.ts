@@ -5,8 +5,11 @@ import type { InlinePolicy } from "./policy.js";
 /** A handler's start waiting for the end of the event loop's turn. */
 export type QueuedStart = { kind: "start"; requestId: number; payload: string };
 
+/** The answer to a handler's call waiting for the end of the event loop's turn. */
+export type QueuedAnswer = { kind: "answer"; requestId: number; callId: number; answer: string };
+
 /** An inline entry waiting for the end of the event loop's turn: a handler's start or a call's answer. */
-export type QueuedEntry = QueuedStart | { kind: "answer"; requestId: number; callId: number; answer: string };
+export type QueuedEntry = QueuedStart | QueuedAnswer;
 
 /** What the queue enters through: the inline transport (see transport.ts). */
 export interface TurnEntries {
@@ -23,8 +26,18 @@ export interface TurnEntries {
   enterGroup(group: QueuedStart[]): number;
   /** CPU (ns) the last completed entry used. */
   readonly lastEntryNs: bigint;
-  /** Hands call `callId` of inline execution `requestId` its answer (or a stale call's). */
-  enterAnswer(requestId: number, callId: number, answer: string): void;
+  /**
+   * Hands call `callId` of inline execution `requestId` its answer (or a stale call's); true when
+   * an entry for a waiting execution completed.
+   */
+  enterAnswer(requestId: number, callId: number, answer: string): boolean;
+  /** True when the answer to a call of `requestId` may share an entry with others (see {@link enterAnswers}). */
+  mayShareAnswer(requestId: number): boolean;
+  /**
+   * Enters several answers, one execution each, in one entry; how many of them the runtime reached
+   * (0: the entry did not complete, or the isolate is gone).
+   */
+  enterAnswers(group: QueuedAnswer[]): number;
   /** Fails a queued start that can no longer go in; its caller runs it again. */
   abandon(requestId: number): void;
   /** Inline CPU (ns) the deployment used recently (see the standing's `recentNs`, policy.ts). */
@@ -38,13 +51,15 @@ export interface TurnEntries {
  * arrive in one turn are all read first, their handlers then run back to back, and their responses
  * leave together: under load the host wakes its peers once per turn instead of once per response,
  * and each side's code stays in the CPU's caches. An idle host waits one turn. Light starts share
- * an entry: as many as the deployment's average start (learnt here) fits in
- * {@link InlinePolicy.groupSliceShare} of a slice.
+ * an entry, and so do answers to different executions' calls: as many as the deployment's average
+ * start, or answer (learnt here), fits in {@link InlinePolicy.groupSliceShare} of a slice.
  */
 export class TurnQueue implements TurnRunner {
   private queued: QueuedEntry[] = [];
   /** CPU of one inline start, a moving average in nanoseconds (0: none measured yet). */
   private startCostNs = 0;
+  /** CPU of one answer's entry (the handler's run up to its next call or its end), as {@link startCostNs}. */
+  private answerCostNs = 0;
   /** Main-thread time of one entry of this queue (starts or an answer), a moving average (ms; 0: none yet). */
   private entryMs = 0;
 
@@ -82,21 +97,19 @@ export class TurnQueue implements TurnRunner {
   }
 
   /**
-   * Enters for the entry at the head of the queue: an answer (it always goes in, a stale call's
-   * too if its execution ended, so the code awaiting it goes on), or the starts up to the next
-   * answer, several in one entry while their planned CPU fits the share of a slice. A start whose
-   * execution ended meanwhile (abandoned, or its isolate stopped) is not entered, nor one that can
-   * no longer go inline (it is abandoned); the starts the runtime never reached in a shared entry
+   * Enters for the entry at the head of the queue: answers (they always go in, a stale call's too
+   * if its execution ended, so the code awaiting it goes on), or the starts up to the next answer;
+   * several in one entry while their planned CPU fits the share of a slice. A start whose execution
+   * ended meanwhile (abandoned, or its isolate stopped) is not entered, nor one that can no longer
+   * go inline (it is abandoned); the starts or answers the runtime never reached in a shared entry
    * stay at the head. True when it entered the isolate.
    */
   private enterNext(): boolean {
-    const head = this.queued[0] as QueuedEntry;
-    if (head.kind === "answer") {
-      this.queued.shift();
-      this.entries.enterAnswer(head.requestId, head.callId, head.answer);
-      return true;
-    }
-    const size = this.groupSize();
+    return (this.queued[0] as QueuedEntry).kind === "answer" ? this.enterAnswers() : this.enterStarts();
+  }
+
+  private enterStarts(): boolean {
+    const size = this.groupSize(this.startCostNs);
     const group: QueuedStart[] = [];
     while (group.length < size && this.queued[0]?.kind === "start") {
       const start = this.queued.shift() as QueuedStart;
@@ -105,29 +118,55 @@ export class TurnQueue implements TurnRunner {
     }
     if (group.length === 0) return false;
     if (group.length === 1) {
-      if (this.entries.enterStart(group[0] as QueuedStart)) this.learnStartCost(this.entries.lastEntryNs, 1);
+      if (this.entries.enterStart(group[0] as QueuedStart))
+        this.startCostNs = this.learnt(this.startCostNs, 1);
       return true;
     }
     const reached = this.entries.enterGroup(group);
     if (reached > 0) {
-      this.learnStartCost(this.entries.lastEntryNs, reached);
+      this.startCostNs = this.learnt(this.startCostNs, reached);
       // Starts the share demotion abandoned are no longer waiting; the next entry skips them.
       this.queued.unshift(...group.slice(reached));
     }
     return true;
   }
 
-  /** How many inline starts the next entry takes. */
-  private groupSize(): number {
+  /** The answers at the head that share the next entry: one execution each, up to the planned size. */
+  private enterAnswers(): true {
+    const size = this.groupSize(this.answerCostNs);
+    const group: QueuedAnswer[] = [];
+    const executions = new Set<number>();
+    for (const queued of this.queued) {
+      if (group.length === size || queued.kind !== "answer" || executions.has(queued.requestId)) break;
+      if (!this.entries.mayShareAnswer(queued.requestId)) break;
+      executions.add(queued.requestId);
+      group.push(queued);
+    }
+    if (group.length <= 1) {
+      const head = this.queued.shift() as QueuedAnswer;
+      if (this.entries.enterAnswer(head.requestId, head.callId, head.answer))
+        this.answerCostNs = this.learnt(this.answerCostNs, 1);
+      return true;
+    }
+    this.queued.splice(0, group.length);
+    const reached = this.entries.enterAnswers(group);
+    if (reached > 0) {
+      this.answerCostNs = this.learnt(this.answerCostNs, reached);
+      this.queued.unshift(...group.slice(reached));
+    }
+    return true;
+  }
+
+  /** How many inline starts, or answers, of `costNs` each (0: not known yet) the next entry takes. */
+  private groupSize(costNs: number): number {
     const { sliceMs, groupSliceShare, maxGroup } = this.policy;
-    if (this.startCostNs <= 0 || this.cpuMs <= sliceMs) return 1;
-    const planned = Math.floor((sliceMs * 1e6 * groupSliceShare) / this.startCostNs);
+    if (costNs <= 0 || this.cpuMs <= sliceMs) return 1;
+    const planned = Math.floor((sliceMs * 1e6 * groupSliceShare) / costNs);
     return Math.max(1, Math.min(maxGroup, planned));
   }
 
-  /** Folds the CPU of an entry that ran `starts` starts into the moving average of one start. */
-  private learnStartCost(usedNs: bigint, starts: number): void {
-    const each = Number(usedNs) / Math.max(1, starts);
-    this.startCostNs = movingAverage(this.startCostNs, each);
+  /** `averageNs` with the last completed entry, which ran `count` starts or answers, folded in. */
+  private learnt(averageNs: number, count: number): number {
+    return movingAverage(averageNs, Number(this.entries.lastEntryNs) / Math.max(1, count));
   }
 }
