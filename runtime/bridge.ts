@@ -50,6 +50,14 @@ export function whenHandedBack(requestId: number, callback: () => void): void {
   onHandBack.set(requestId, callback);
 }
 
+/**
+ * Drops every {@link whenHandedBack} callback: each belongs to one entry's run, which never goes on
+ * in a later entry, and one for an execution that never handed back would keep its run's arguments.
+ */
+export function forgetHandBacks(): void {
+  onHandBack.clear();
+}
+
 function inlineCall(requestId: number, json: string): string | Promise<string> {
   if (!post) throw new PlatformError("internal", "The platform bridge is missing.");
   const callId = nextCallId++;

@@ -7,7 +7,7 @@
  */
 
 import { type CrossingText, unwrapText } from "../sdk/protocol/index.js";
-import { finishInline, resumeInline, whenHandedBack } from "./bridge.js";
+import { finishInline, forgetHandBacks, resumeInline, whenHandedBack } from "./bridge.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
 import { lockDownCodeGeneration } from "./lockdown.js";
@@ -21,9 +21,15 @@ const global = globalThis as Record<string, unknown>;
  */
 let entries = 0;
 
+/** Counts an entry; what a run of an earlier entry waited for is forgotten. */
+function enter(): void {
+  entries++;
+  forgetHandBacks();
+}
+
 // The host hands long strings in wrapped (sdk/protocol/crossing-text.ts).
 global.__platform_dispatch = (requestId: number, requestJson: CrossingText): Promise<string> => {
-  entries++;
+  enter();
   return dispatch(requestId, unwrapText(requestJson), false);
 };
 
@@ -33,7 +39,7 @@ function dispatchInline(requestId: number, requestJson: string): void {
 }
 
 global.__platform_dispatch_inline = (requestId: number, requestJson: CrossingText): void => {
-  entries++;
+  enter();
   dispatchInline(requestId, unwrapText(requestJson));
 };
 
@@ -59,7 +65,7 @@ function inARow(count: number, requestOf: (i: number) => number, begin: (i: numb
 
 /** Several inline starts in one entry, as (request id, request) pairs, run in a row (see {@link inARow}). */
 global.__platform_dispatch_inline_many = (...pairs: unknown[]): void => {
-  entries++;
+  enter();
   inARow(
     Math.floor(pairs.length / 2),
     (i) => pairs[2 * i] as number,
@@ -72,7 +78,7 @@ global.__platform_dispatch_inline_many = (...pairs: unknown[]): void => {
  * triples, one execution each, handed over in a row (see {@link inARow}).
  */
 global.__platform_resume_inline_many = (...triples: unknown[]): void => {
-  entries++;
+  enter();
   inARow(
     Math.floor(triples.length / 3),
     (i) => triples[3 * i] as number,
@@ -81,6 +87,6 @@ global.__platform_resume_inline_many = (...triples: unknown[]): void => {
 };
 
 global.__platform_resume_inline = (callId: number, responseJson: CrossingText): void => {
-  entries++;
+  enter();
   resumeInline(callId, unwrapText(responseJson));
 };

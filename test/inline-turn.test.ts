@@ -18,6 +18,8 @@ import { sourceCode } from "./helpers/host.js";
 const CAPSULE = `import { capsule, table, string } from "platform/server";
 const spin = (ms) => { let x = 0; for (let i = 0; i < ms * 200000; i++) x += i % 7; return x; };
 let starts = 0;
+let kept;
+let poke;
 let release;
 const gate = new Promise((resolve) => { release = resolve; });
 export default capsule({
@@ -28,6 +30,23 @@ export default capsule({
     stuck: async () => { await new Promise(() => {}); },
     stuckAfter: async (ctx, args) => { await ctx.db.items.get(args.id); await new Promise(() => {}); },
     spinAfter: async (ctx, args) => { await ctx.db.items.get("x"); spin(args.ms); return args.ms; },
+    spinThenGate: async (ctx, args) => { await ctx.db.items.get("x"); spin(args.ms); await gate; return args.ms; },
+    keep: async (ctx) => { kept = ctx; return "kept"; },
+    poker: async (ctx) => { await ctx.db.items.get("a"); poke?.(); return "poked"; },
+    sleeper: async (ctx) => {
+      poke = () => { ctx.db.items.get("poke").catch(() => {}); };
+      await ctx.db.items.get("b");
+      await gate;
+      return "slept";
+    },
+    spinMany: async (ctx, args) => {
+      for (let i = 0; i < args.n; i++) {
+        await ctx.db.items.get("s" + i);
+        spin(args.ms);
+        if (args.stale) await kept.db.items.get("z").catch(() => {});
+      }
+      return args.n;
+    },
     both: async (ctx, args) => {
       await Promise.all([ctx.db.items.get(args.id + "-1"), ctx.db.items.get(args.id + "-2")]);
       return args.id;
@@ -265,5 +284,55 @@ describe("inline entries gathered per turn of the event loop", () => {
     );
     expect(isPlatformError(failure, "timeout")).toBe(true);
     expect(isolate.mayRunInline()).toBe(true);
+  });
+
+  it("a handler that crosses for another one before its turn does not drop the answers after it", async () => {
+    const isolate = await warmAnswers({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 2000 });
+    // One entry answers all three: the poker makes a call for the sleeper (whose ctx it was handed)
+    // during its own turn; the sleeper then awaits a gate after its answer.
+    const poker = isolate.execute(call("poker", {}), laterReads());
+    const sleeper = isolate.execute(call("sleeper", {}), laterReads());
+    const after = isolate.execute(echo("after"), laterReads());
+    expect(answerOf(await poker)).toBe("poked");
+    expect(answerOf(await after)).toBe("after");
+    expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
+    expect(answerOf(await sleeper)).toBe("slept");
+  });
+});
+
+describe("CPU of inline entries", () => {
+  it("a handler is charged its own CPU when it spins after its answer and then awaits something else", async () => {
+    const isolate = await warmAnswers();
+    const echoed = isolate.execute(echo("first"), laterReads());
+    const spun = isolate.execute(call("spinThenGate", { ms: 80 }), laterReads());
+    const echoMs = (await echoed).cpuMs;
+    expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
+    const spunMs = (await spun).cpuMs;
+    expect(spunMs).toBeGreaterThan(4);
+    expect(echoMs).toBeLessThan(spunMs / 4);
+  });
+
+  it("a call made through an ended handler's ctx does not move a handler's CPU off it", async () => {
+    const isolate = await warmAnswers();
+    await isolate.execute(call("keep", {}), recordingReads());
+    const runs = [1, 2, 3].map(() =>
+      isolate.execute(call("spinMany", { n: 10, ms: 10, stale: true }), laterReads()),
+    );
+    for (const response of await Promise.all(runs)) {
+      expect(answerOf(response)).toBe(10);
+      // Ten spins of a few milliseconds each; charged to nobody, the run would show well under 1 ms.
+      expect(response.cpuMs).toBeGreaterThan(5);
+    }
+  });
+
+  it("a handler over its CPU limit in entries each shorter than a slice fails with timeout", async () => {
+    const isolate = await freshIsolate({ ...DEFAULT_ISOLATE_LIMITS, cpuMs: 100 });
+    const failure = await isolate
+      .execute(call("spinMany", { n: 100, ms: 20, stale: false }), laterReads())
+      .then(
+        (response) => response,
+        (error: unknown) => error,
+      );
+    expect(isPlatformError(failure, "timeout")).toBe(true);
   });
 });

@@ -56,16 +56,14 @@ describe("the CPU an inline entry is charged", () => {
     const { isolate, running, inlineExecution, execution, meter } = inlineMeter();
     const other = inlineExecution();
     running.set(2, other);
-    // One entry for a group of starts: execution 1 crossed back to the host after 30 ms (the host
-    // was held in that stretch), execution 2 after 8 ms more, and execution 2 ran on 2 ms; the
-    // main thread used 4 ms in all. Each is charged a tenth of its stretches' figures, so the
+    // One entry for a row of starts: execution 1 handed back to the host after 30 ms (the host
+    // was held in that stretch), execution 2 after 8 ms more, and ran on 2 ms to the entry's end;
+    // the main thread used 4 ms in all. Each is charged a tenth of its stretches' figures, so the
     // wait is not charged to whichever execution happened to run when the host was held.
-    const entryStart = meter.beginInlineEntry(null);
+    const entryStart = meter.beginInlineEntry(1);
     isolate.cpuTime += 30n * MS;
-    meter.crossing(1);
-    isolate.cpuTime += 8n * MS;
-    meter.crossing(2);
-    isolate.cpuTime += 2n * MS;
+    meter.boundary(2);
+    isolate.cpuTime += 10n * MS;
     expect(meter.endInlineEntry(entryStart, () => Number(4n * MS))).toBe(4n * MS);
     expect(execution.cpuNs).toBe(3n * MS);
     expect(other.cpuNs).toBe(1n * MS);

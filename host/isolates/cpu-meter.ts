@@ -105,15 +105,6 @@ export class CpuMeter {
     return used;
   }
 
-  /**
-   * A crossing in an entry that runs several inline starts: the CPU since the last boundary goes to
-   * execution `requestId`, the one crossing back to the host now, which runs on from here.
-   */
-  crossing(requestId: number): void {
-    this.runningNow = requestId;
-    this.boundary(requestId);
-  }
-
   /** True when the execution running now has used more than `limitNs`, its current stretch included. */
   overran(limitNs: bigint): boolean {
     let now: bigint;

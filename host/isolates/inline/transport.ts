@@ -8,13 +8,11 @@ import { callerOf, encodeSyscallResult, readCall, type SyscallResult, wireError 
 import type { RunningExecution, Transport } from "../transport.js";
 import { InlineAbandoned } from "./abandoned.js";
 import type { InlineStanding } from "./policy.js";
+import { InlineRow } from "./row.js";
 import { InlineSentinel } from "./sentinel.js";
 import type { SlotTable } from "./slot-table.js";
 import { threadCpuNs, threadCpuSince } from "./thread-cpu.js";
 import { type QueuedAnswer, type QueuedStart, type TurnEntries, TurnQueue } from "./turn-queue.js";
-
-/** A queued entry, as a shared entry needs it. */
-type Queued = { readonly requestId: number };
 
 /** What the inline transport needs of its isolate. */
 export interface InlineHost {
@@ -46,11 +44,8 @@ export class InlineTransport implements Transport, TurnEntries {
   private readonly queue: TurnQueue;
   /** The isolate's slot with the inline sentinel. */
   private readonly slot: number;
-  /**
-   * While one entry runs several starts or answers: the executions that finished or wait on the
-   * host (the runtime goes on to each only after the one before did either).
-   */
-  private group: Set<number> | null = null;
+  /** While one entry goes through several starts or answers: whose turn it is. */
+  private row: InlineRow | null = null;
 
   constructor(
     private readonly host: InlineHost,
@@ -102,8 +97,7 @@ export class InlineTransport implements Transport, TurnEntries {
 
   /**
    * One entry for several starts, under one slice; the runtime runs them one after another (see
-   * `inARow` in runtime/index.ts). Each crossing back to the host charges the CPU since the last one
-   * to the execution that crosses. The starts after the first that neither finished nor waited on
+   * `inARow` in runtime/index.ts). The starts after the first that neither finished nor waited on
    * the host (it awaits something that never settles) were never reached.
    */
   enterGroup(group: QueuedStart[]): number {
@@ -137,20 +131,30 @@ export class InlineTransport implements Transport, TurnEntries {
     return this.enterShared(group, this.runtime.resumeInlineMany, args);
   }
 
-  /** Enters `entry` for `group` under one slice; how many of the group the runtime reached (0: none). */
-  private enterShared(group: readonly Queued[], entry: InlineEntry, args: unknown[]): number {
+  /**
+   * Enters `entry` for `group` under one slice; how many of the group the runtime reached (0: the
+   * entry did not complete). Each execution is charged its turn (see row.ts): from the end of the
+   * turn before to its own hand-back, the last one's to the end of the entry.
+   */
+  private enterShared(group: readonly { requestId: number }[], entry: InlineEntry, args: unknown[]): number {
     if (this.host.isolate.isDisposed) return 0;
-    const progressed = new Set<number>();
-    this.group = progressed;
+    const row = new InlineRow(group.map(({ requestId }) => requestId));
+    this.row = row;
     let completed: boolean;
     try {
-      completed = this.enter(group, entry, args, this.standing.policy.sliceMs, false);
+      completed = this.enter(row.members, entry, args, this.standing.policy.sliceMs, false);
     } finally {
-      this.group = null;
+      this.row = null;
     }
-    if (!completed) return 0;
-    const stuck = group.findIndex(({ requestId }) => !progressed.has(requestId));
-    return stuck === -1 ? group.length : stuck + 1;
+    return completed ? row.reached : 0;
+  }
+
+  /** Execution `requestId` handed control back to the host: in a shared entry, the next one's turn may begin. */
+  private handedBack(requestId: number): void {
+    const row = this.row;
+    if (!row?.handedBack(requestId)) return;
+    const next = row.current;
+    if (next !== undefined) this.host.meter.boundary(next);
   }
 
   abandon(requestId: number): void {
@@ -169,10 +173,9 @@ export class InlineTransport implements Transport, TurnEntries {
    */
   receiveCall(requestId: unknown, callId: unknown, json: unknown): CrossingText | undefined {
     if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
-    if (this.group) this.host.meter.crossing(requestId);
     const result = this.serveCall(json);
     if (!isPending(result)) return wrapText(encodeSyscallResult(result));
-    this.group?.add(requestId);
+    this.handedBack(requestId);
     void result.then((settled) =>
       this.queue.push({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
     );
@@ -182,10 +185,7 @@ export class InlineTransport implements Transport, TurnEntries {
   /** An inline execution's final response, handed over synchronously from inside the isolate. */
   receiveResult(requestId: unknown, wire: unknown): void {
     if (typeof requestId !== "number" || typeof wire !== "string") return;
-    if (this.group) {
-      this.host.meter.crossing(requestId);
-      this.group.add(requestId);
-    }
+    this.handedBack(requestId);
     const execution = this.host.running.get(requestId);
     if (execution?.transport === this) execution.finish(wire);
   }
@@ -215,23 +215,28 @@ export class InlineTransport implements Transport, TurnEntries {
     if (execution?.transport !== this || this.host.isolate.isDisposed) return false;
     const sliceMs = this.standing.policy.sliceMs;
     const leftMs = this.host.limits.cpuMs - Number(execution.cpuNs) / 1e6;
+    if (leftMs <= 0) {
+      // Its last entry took it past its limit without overrunning the slice the sentinel watches.
+      this.host.stop("cpu");
+      return false;
+    }
     return this.enter(requestId, entry, args, Math.max(1, Math.min(sliceMs, leftMs)), leftMs <= sliceMs);
   }
 
   /**
-   * One synchronous entry for inline execution `who`, or for a group of starts or answers (whose
-   * CPU the crossings charge). An entry that used more than its share of the main thread demotes the
+   * One synchronous entry for inline execution `who`, or for a row of starts or answers (see
+   * {@link enterShared}). An entry that used more than its share of the main thread demotes the
    * deployment. True when the entry completed; see {@link entryFailed} otherwise.
    */
   private enter(
-    who: number | readonly Queued[],
+    who: number | readonly number[],
     entry: InlineEntry,
     args: unknown[],
     timeoutMs: number,
     breachesLimit: boolean,
   ): boolean {
     const meter = this.host.meter;
-    const before = meter.beginInlineEntry(typeof who === "number" ? who : null);
+    const before = meter.beginInlineEntry(typeof who === "number" ? who : (who[0] ?? null));
     const cpuBefore = threadCpuNs();
     const cpuSinceStart = () => threadCpuSince(cpuBefore);
     try {
@@ -254,7 +259,7 @@ export class InlineTransport implements Transport, TurnEntries {
    * left than the slice, so it breached the handler's limit. A `timeout`, which counts wall time,
    * that stopped an entry using little CPU (the host was descheduled) abandons only its executions.
    */
-  private entryFailed(who: number | readonly Queued[], breachesLimit: boolean, usedNs: bigint): void {
+  private entryFailed(who: number | readonly number[], breachesLimit: boolean, usedNs: bigint): void {
     if (this.stoppedBySentinel()) {
       if (!breachesLimit) this.demote();
       this.host.stop(breachesLimit ? "cpu" : "stopped");
@@ -269,7 +274,7 @@ export class InlineTransport implements Transport, TurnEntries {
     } else if (typeof who === "number") {
       this.abandon(who);
     } else {
-      for (const { requestId } of who) this.abandon(requestId);
+      for (const requestId of who) this.abandon(requestId);
     }
   }
 
