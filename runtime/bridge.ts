@@ -25,29 +25,41 @@ import { lazyRows } from "./lazy-rows.js";
 type RawBridge = (json: string) => Promise<CrossingText>;
 type InlinePost = (requestId: number, callId: number, json: string) => CrossingText | undefined;
 type InlineDone = (requestId: number, responseJson: string) => void;
+type InlineTurn = (requestId: number) => void;
 
 const global = globalThis as Record<string, unknown>;
 const raw = global.__platform_bridge as RawBridge | undefined;
 const post = global.__platform_inline_post as InlinePost | undefined;
 const done = global.__platform_inline_done as InlineDone | undefined;
+const turn = global.__platform_inline_turn as InlineTurn | undefined;
 delete global.__platform_bridge;
 delete global.__platform_inline_post;
 delete global.__platform_inline_done;
+delete global.__platform_inline_turn;
 
 /** Inline calls waiting for the host's answer, by call id. */
 const waiting = new Map<number, (responseJson: string) => void>();
 let nextCallId = 1;
 
 /** What to do (once) when an inline execution next hands control back to the host, by request id. */
-const onHandBack = new Map<number, () => void>();
+const onHandBack = new Map<number, (finished: boolean) => void>();
 
 /**
  * Runs `callback` once inline execution `requestId` next hands control back to the host: when it
  * makes a call the host cannot answer at once (in a microtask, once the execution has suspended),
- * or when it hands over its response. Replaces an earlier callback.
+ * or when it hands over its response (then at once, with `finished`). Replaces an earlier callback.
  */
-export function whenHandedBack(requestId: number, callback: () => void): void {
+export function whenHandedBack(requestId: number, callback: (finished: boolean) => void): void {
   onHandBack.set(requestId, callback);
+}
+
+/**
+ * Tells the host that inline execution `requestId`'s turn in a run of one entry begins (see `inARow`
+ * in index.ts): the CPU from here on is its own, and the host counts how far the run got. Not
+ * needed after the one before handed over its response: the host knows then.
+ */
+export function beginTurn(requestId: number): void {
+  turn?.(requestId);
 }
 
 /**
@@ -66,7 +78,7 @@ function inlineCall(requestId: number, json: string): string | Promise<string> {
   const callback = onHandBack.get(requestId);
   if (callback) {
     onHandBack.delete(requestId);
-    void Promise.resolve().then(callback);
+    void Promise.resolve().then(() => callback(false));
   }
   return new Promise<string>((resolve) => waiting.set(callId, resolve));
 }
@@ -84,7 +96,7 @@ export function finishInline(requestId: number, responseJson: string): void {
   const callback = onHandBack.get(requestId);
   if (callback) {
     onHandBack.delete(requestId);
-    callback();
+    callback(true);
   }
 }
 

@@ -7,7 +7,7 @@
  */
 
 import { type CrossingText, unwrapText } from "../sdk/protocol/index.js";
-import { finishInline, forgetHandBacks, resumeInline, whenHandedBack } from "./bridge.js";
+import { beginTurn, finishInline, forgetHandBacks, resumeInline, whenHandedBack } from "./bridge.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
 import { lockDownCodeGeneration } from "./lockdown.js";
@@ -45,22 +45,25 @@ global.__platform_dispatch_inline = (requestId: number, requestJson: CrossingTex
 
 /**
  * Hands `count` inline executions (the `i`th is `requestOf(i)`) their next step, `begin(i)`, one
- * after another within this entry: the next begins once the one before hands control back to the
- * host (it waits on a call the host cannot answer at once, or has answered), so each runs alone
- * until then, with its own clock and random state. One that does neither (it awaits something
+ * after another within this entry: the next begins (the host is told: {@link beginTurn}) once the
+ * one before hands control back to the host (it waits on a call the host cannot answer at once, or
+ * has answered), so each runs alone until then, with its own clock and random state. One that does neither (it awaits something
  * else) ends the run: the host sees which handed back and enters the others again, and the run
  * never goes on in a later entry (which would hand them their step twice).
  */
 function inARow(count: number, requestOf: (i: number) => number, begin: (i: number) => void): void {
   const entry = entries;
   let next = 0;
-  const beginNext = (): void => {
+  const beginNext = (afterResponse: boolean): void => {
     if (entry !== entries || next >= count) return;
     const i = next++;
-    whenHandedBack(requestOf(i), beginNext);
+    const requestId = requestOf(i);
+    // The entry began with the first one's turn; the host saw a response hand the turn on.
+    if (i > 0 && !afterResponse) beginTurn(requestId);
+    whenHandedBack(requestId, beginNext);
     begin(i);
   };
-  beginNext();
+  beginNext(false);
 }
 
 /** Several inline starts in one entry, as (request id, request) pairs, run in a row (see {@link inARow}). */

@@ -32,7 +32,20 @@ export default capsule({
     spinAfter: async (ctx, args) => { await ctx.db.items.get("x"); spin(args.ms); return args.ms; },
     spinThenGate: async (ctx, args) => { await ctx.db.items.get("x"); spin(args.ms); await gate; return args.ms; },
     keep: async (ctx) => { kept = ctx; return "kept"; },
-    poker: async (ctx) => { await ctx.db.items.get("a"); poke?.(); return "poked"; },
+    poker: async (ctx, args) => {
+      await ctx.db.items.get("a");
+      const read = args.unawaited ? ctx.db.items.get("a2") : null;
+      poke?.();
+      await read;
+      return "poked";
+    },
+    readThenSpin: async (ctx, args) => {
+      if (args.answered) await ctx.db.items.get("x");
+      const read = ctx.db.items.get("y");
+      spin(args.ms);
+      await read;
+      return args.ms;
+    },
     sleeper: async (ctx) => {
       poke = () => { ctx.db.items.get("poke").catch(() => {}); };
       await ctx.db.items.get("b");
@@ -287,16 +300,21 @@ describe("inline entries gathered per turn of the event loop", () => {
   });
 
   it("a handler that crosses for another one before its turn does not drop the answers after it", async () => {
-    const isolate = await warmAnswers({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 2000 });
     // One entry answers all three: the poker makes a call for the sleeper (whose ctx it was handed)
     // during its own turn; the sleeper then awaits a gate after its answer.
-    const poker = isolate.execute(call("poker", {}), laterReads());
-    const sleeper = isolate.execute(call("sleeper", {}), laterReads());
-    const after = isolate.execute(echo("after"), laterReads());
-    expect(answerOf(await poker)).toBe("poked");
-    expect(answerOf(await after)).toBe("after");
-    expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
-    expect(answerOf(await sleeper)).toBe("slept");
+    // With `unawaited`, the poker's call for the sleeper comes right after a call of its own that
+    // it has not awaited yet, before the runtime has begun the sleeper's turn.
+    for (const unawaited of [false, true]) {
+      // A fresh isolate each time: its gate is still shut.
+      const isolate = await warmAnswers({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 2000 });
+      const poker = isolate.execute(call("poker", { unawaited }), laterReads());
+      const sleeper = isolate.execute(call("sleeper", {}), laterReads());
+      const after = isolate.execute(echo("after"), laterReads());
+      expect(answerOf(await poker)).toBe("poked");
+      expect(answerOf(await after)).toBe("after");
+      expect(answerOf(await isolate.execute(call("open", {}), recordingReads()))).toBe("opened");
+      expect(answerOf(await sleeper)).toBe("slept");
+    }
   });
 });
 
@@ -310,6 +328,18 @@ describe("CPU of inline entries", () => {
     const spunMs = (await spun).cpuMs;
     expect(spunMs).toBeGreaterThan(4);
     expect(echoMs).toBeLessThan(spunMs / 4);
+  });
+
+  it("what a handler runs between a call and awaiting it is its own, not the next handler's", async () => {
+    for (const answered of [false, true]) {
+      // Without `answered` the two share an entry of starts, with it an entry of answers.
+      const isolate = await warmAnswers();
+      const spun = isolate.execute(call("readThenSpin", { ms: 80, answered }), laterReads());
+      const next = isolate.execute(echo("next"), laterReads());
+      const spunMs = (await spun).cpuMs;
+      expect(spunMs).toBeGreaterThan(4);
+      expect((await next).cpuMs).toBeLessThan(spunMs / 4);
+    }
   });
 
   it("a call made through an ended handler's ctx does not move a handler's CPU off it", async () => {

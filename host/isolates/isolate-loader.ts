@@ -36,6 +36,8 @@ export interface InlineEnd {
   receiveCall(requestId: unknown, callId: unknown, json: unknown): CrossingText | undefined;
   /** An inline execution's final response. */
   receiveResult(requestId: unknown, wire: unknown): void;
+  /** In an entry for several inline executions, the runtime begins `requestId`'s turn. */
+  receiveTurn(requestId: unknown): void;
 }
 
 /** A loaded isolate, its entries, and the call that connects the bridge's host ends (see runtime/bridge.ts). */
@@ -151,12 +153,13 @@ function threadedBridgeSource(): string {
 const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
 
 /**
- * The inline bridge as the isolate gets it (`$1`, `$2`: the host's References). A call over
+ * The inline bridge as the isolate gets it (`$1` to `$3`: the host's References). A call over
  * `LIMITS.syscallBytes` is refused inside the isolate, as the threaded bridge does: isolated-vm
  * copies its text onto the host's main thread before the host could look at its length.
  */
 const INLINE_BRIDGE_SOURCE = `globalThis.__platform_inline_post = (requestId, callId, json) => typeof json === "string" && json.length > ${LIMITS.syscallBytes} ? ${JSON.stringify(refused)} : $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
-      globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);`;
+      globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);
+      globalThis.__platform_inline_turn = (requestId) => $3.applySync(undefined, [requestId]);`;
 
 /** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
 export async function createBlankIsolate(
@@ -182,10 +185,11 @@ export async function createBlankIsolate(
     const done = new ivm.Reference((requestId: unknown, wire: unknown) =>
       inlineEnd?.receiveResult(requestId, wire),
     );
+    const turn = new ivm.Reference((requestId: unknown) => inlineEnd?.receiveTurn(requestId));
     await context.evalClosure(
       `${THREADED_BRIDGE_SOURCE}
       ${INLINE_BRIDGE_SOURCE}`,
-      [bridge, post, done],
+      [bridge, post, done, turn],
     );
     const runtime = await loadRuntimeScript();
     const compiled = await cache.compile(

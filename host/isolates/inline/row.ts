@@ -1,29 +1,36 @@
 /**
- * The executions one shared inline entry goes through (a row of starts or of answers: `inARow` in
- * runtime/index.ts), in the runtime's order, and whose turn it is. A turn ends only when the
- * execution whose turn it is hands control back to the host (a call the host cannot answer at once,
- * or its response), the points where the runtime moves on; a crossing by any other execution (a
- * handler may keep another's `ctx`) ends nothing and charges nothing.
+ * The executions one shared inline entry goes through (a run of starts or of answers: `inARow` in
+ * runtime/index.ts), in the runtime's order, and how far it got. The first one's turn begins with
+ * the entry; each next one's when the one before hands over its response, or else when the runtime
+ * says it begins it (after the one before waited on a call), so the code the one before ran until
+ * it suspended is the one before's.
  */
 export class InlineRow {
-  private turn = 0;
+  private begun = 1;
 
   constructor(readonly members: readonly number[]) {}
 
-  /** The execution whose turn it is; undefined once every one has handed back. */
-  get current(): number | undefined {
-    return this.members[this.turn];
-  }
-
-  /** Execution `requestId` handed control back; true when that ended its turn. */
-  handedBack(requestId: number): boolean {
-    if (this.members[this.turn] !== requestId) return false;
-    this.turn++;
+  /**
+   * The runtime begins `requestId`'s turn, the one before having waited on a call; true when that
+   * is the next one's (anything else is ignored).
+   */
+  began(requestId: number): boolean {
+    if (this.members[this.begun] !== requestId) return false;
+    this.begun++;
     return true;
   }
 
-  /** How many the runtime reached: those whose turn ended, and the one whose turn it is. */
+  /**
+   * `requestId` hands over its response: when its turn it is and another follows, the next one's
+   * turn begins (the runtime begins it at once); that one, else undefined.
+   */
+  answered(requestId: number): number | undefined {
+    if (this.members[this.begun - 1] !== requestId || this.begun >= this.members.length) return undefined;
+    return this.members[this.begun++];
+  }
+
+  /** How many of the members the runtime reached. */
   get reached(): number {
-    return Math.min(this.turn + 1, this.members.length);
+    return Math.min(this.begun, this.members.length);
   }
 }

@@ -133,8 +133,8 @@ export class InlineTransport implements Transport, TurnEntries {
 
   /**
    * Enters `entry` for `group` under one slice; how many of the group the runtime reached (0: the
-   * entry did not complete). Each execution is charged its turn (see row.ts): from the end of the
-   * turn before to its own hand-back, the last one's to the end of the entry.
+   * entry did not complete). Each execution is charged its turn (see row.ts): from when the runtime
+   * begins it to when the runtime begins the next, the last one's to the end of the entry.
    */
   private enterShared(group: readonly { requestId: number }[], entry: InlineEntry, args: unknown[]): number {
     if (this.host.isolate.isDisposed) return 0;
@@ -149,12 +149,9 @@ export class InlineTransport implements Transport, TurnEntries {
     return completed ? row.reached : 0;
   }
 
-  /** Execution `requestId` handed control back to the host: in a shared entry, the next one's turn may begin. */
-  private handedBack(requestId: number): void {
-    const row = this.row;
-    if (!row?.handedBack(requestId)) return;
-    const next = row.current;
-    if (next !== undefined) this.host.meter.boundary(next);
+  /** In a shared entry, the runtime begins `requestId`'s turn: the CPU from here on is its own. */
+  receiveTurn(requestId: unknown): void {
+    if (typeof requestId === "number" && this.row?.began(requestId)) this.host.meter.boundary(requestId);
   }
 
   abandon(requestId: number): void {
@@ -175,7 +172,6 @@ export class InlineTransport implements Transport, TurnEntries {
     if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
     const result = this.serveCall(json);
     if (!isPending(result)) return wrapText(encodeSyscallResult(result));
-    this.handedBack(requestId);
     void result.then((settled) =>
       this.queue.push({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
     );
@@ -185,7 +181,8 @@ export class InlineTransport implements Transport, TurnEntries {
   /** An inline execution's final response, handed over synchronously from inside the isolate. */
   receiveResult(requestId: unknown, wire: unknown): void {
     if (typeof requestId !== "number" || typeof wire !== "string") return;
-    this.handedBack(requestId);
+    const next = this.row?.answered(requestId);
+    if (next !== undefined) this.host.meter.boundary(next);
     const execution = this.host.running.get(requestId);
     if (execution?.transport === this) execution.finish(wire);
   }
@@ -281,7 +278,8 @@ export class InlineTransport implements Transport, TurnEntries {
   /**
    * Answers a call that no running inline execution made (a `ctx` kept from an execution that has
    * ended; the answer is an error), so the code awaiting it continues. On the main thread under a
-   * slice, unless executions are running on the isolate's thread: then through the thread.
+   * slice, as an entry of the deployment's, unless executions are running on the isolate's thread:
+   * then through the thread.
    */
   private answerStaleCall(callId: number, answer: string): void {
     if (this.host.isolate.isDisposed) return;
@@ -292,12 +290,8 @@ export class InlineTransport implements Transport, TurnEntries {
         .catch(() => {});
       return;
     }
-    try {
-      this.applyInline(this.runtime.resumeInline, args, this.standing.policy.sliceMs);
-    } catch {
-      this.demote();
-      if (this.stoppedBySentinel()) this.host.stop("stopped");
-    }
+    // No execution is charged; the deployment's share of the main thread is.
+    this.enter([], this.runtime.resumeInline, args, this.standing.policy.sliceMs, false);
   }
 
   /** One synchronous entry on the main thread, watched by the sentinel; throws as applySync. */
