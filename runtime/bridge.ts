@@ -37,9 +37,17 @@ delete global.__platform_inline_post;
 delete global.__platform_inline_done;
 delete global.__platform_inline_turn;
 
-/** Inline calls waiting for the host's answer, by call id. */
-const waiting = new Map<number, (responseJson: string) => void>();
+/** Inline calls waiting for the host's answer, by call id, with the execution each was made for. */
+const waiting = new Map<number, { requestId: number; resolve: (responseJson: string) => void }>();
+/** The ids in {@link waiting} of each inline execution's calls, by request id. */
+const waitingOf = new Map<number, Set<number>>();
 let nextCallId = 1;
+
+/** The answer to a call of an execution that has ended, as the host gives it to any such call. */
+const ENDED_CALL = JSON.stringify({
+  ok: false,
+  error: { code: "forbidden", message: "This call does not belong to a running handler." },
+});
 
 /** What to do (once) when an inline execution next hands control back to the host, by request id. */
 const onHandBack = new Map<number, (finished: boolean) => void>();
@@ -77,21 +85,48 @@ function inlineCall(requestId: number, json: string): string | Promise<string> {
   if (answer !== undefined) return unwrapText(answer);
   const callback = onHandBack.get(requestId);
   if (callback) {
-    onHandBack.delete(requestId);
-    void Promise.resolve().then(() => callback(false));
+    // Once the execution has suspended, unless its response handed the turn on meanwhile.
+    void Promise.resolve().then(() => {
+      if (onHandBack.get(requestId) !== callback) return;
+      onHandBack.delete(requestId);
+      callback(false);
+    });
   }
-  return new Promise<string>((resolve) => waiting.set(callId, resolve));
+  let calls = waitingOf.get(requestId);
+  if (!calls) {
+    calls = new Set();
+    waitingOf.set(requestId, calls);
+  }
+  calls.add(callId);
+  return new Promise<string>((resolve) => waiting.set(callId, { requestId, resolve }));
 }
 
 /** The host's answer to inline call `callId` (the host enters the isolate to deliver it). */
 export function resumeInline(callId: number, responseJson: string): void {
-  const resolve = waiting.get(callId);
+  const call = waiting.get(callId);
+  if (!call) return;
   waiting.delete(callId);
-  resolve?.(responseJson);
+  const calls = waitingOf.get(call.requestId);
+  calls?.delete(callId);
+  if (calls?.size === 0) waitingOf.delete(call.requestId);
+  call.resolve(responseJson);
 }
 
-/** Hands an inline execution's final response to the host. */
+/**
+ * Hands an inline execution's final response to the host. Its calls still in flight end with it,
+ * refused as any call of an ended execution is: code awaiting one (a handler may keep another's
+ * `ctx`) goes on now, in a turn the host charges, not when the host's answer comes.
+ */
 export function finishInline(requestId: number, responseJson: string): void {
+  const calls = waitingOf.get(requestId);
+  if (calls) {
+    waitingOf.delete(requestId);
+    for (const callId of calls) {
+      const call = waiting.get(callId);
+      waiting.delete(callId);
+      call?.resolve(ENDED_CALL);
+    }
+  }
   done?.(requestId, responseJson);
   const callback = onHandBack.get(requestId);
   if (callback) {

@@ -148,6 +148,7 @@ export class CapsuleIsolate implements InlineHost {
       deadline: Date.now() + this.limits.wallMs,
       handler,
       waitingCalls: 0,
+      answered: false,
     };
     execution.onSyscall = countingWaits(execution);
     this.running.set(requestId, execution);
@@ -155,7 +156,10 @@ export class CapsuleIsolate implements InlineHost {
     let wire: unknown;
     try {
       wire = await new Promise<unknown>((resolve, reject) => {
-        execution.finish = resolve;
+        execution.finish = (answer) => {
+          execution.answered = true;
+          resolve(answer);
+        };
         execution.fail = reject;
         transport.start(requestId, payload, execution);
       });

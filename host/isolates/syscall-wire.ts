@@ -66,11 +66,12 @@ export function readCall(json: unknown, running: SlotTable<RunningExecution>): R
 
 /**
  * The execution that made `call`, which must be running on `transport` (the one the call came
- * through): a call from an ended execution, or forged for another one, is refused.
+ * through) and not have answered yet: a call from an ended execution, or forged for another one,
+ * is refused.
  */
 export function callerOf(call: ReadCall, transport: Transport): RunningExecution {
   const execution = call.execution;
-  if (!execution || execution.transport !== transport)
+  if (!execution || execution.transport !== transport || execution.answered)
     throw new PlatformError("forbidden", "This call does not belong to a running handler.");
   if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
   return execution;

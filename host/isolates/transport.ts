@@ -28,6 +28,8 @@ export interface RunningExecution {
   handler: string | undefined;
   /** Its platform calls not answered yet: one stopped at the wall-clock limit while waiting on them says so. */
   waitingCalls: number;
+  /** True once it has handed over its response: a call made for it after that is refused. */
+  answered: boolean;
 }
 
 /** `execution`'s own syscall handler, counting in its {@link RunningExecution.waitingCalls}. */

@@ -131,7 +131,10 @@ export class TurnQueue implements TurnRunner {
     return true;
   }
 
-  /** The answers at the head that share the next entry: one execution each, up to the planned size. */
+  /**
+   * Enters the answers at the head: those of different executions that may share one entry, up to
+   * the planned size, together; else the first alone.
+   */
   private enterAnswers(): true {
     const size = this.groupSize(this.answerCostNs);
     const group: QueuedAnswer[] = [];
