@@ -16,14 +16,11 @@ lockDownCodeGeneration();
 installDeterminism();
 const global = globalThis as Record<string, unknown>;
 /**
- * Counts the host's entries into this isolate (every entry point below starts one). A run of
- * starts or answers (see {@link inARow}) goes on only within its own entry.
+ * Every entry point below starts an entry of the host's into this isolate: what a run of an earlier
+ * entry waited for is forgotten, so a run of starts or answers (see {@link inARow}) goes on only
+ * within its own entry.
  */
-let entries = 0;
-
-/** Counts an entry; what a run of an earlier entry waited for is forgotten. */
 function enter(): void {
-  entries++;
   forgetHandBacks();
 }
 
@@ -47,15 +44,15 @@ global.__platform_dispatch_inline = (requestId: number, requestJson: CrossingTex
  * Hands `count` inline executions (the `i`th is `requestOf(i)`) their next step, `begin(i)`, one
  * after another within this entry: the next begins (the host is told: {@link beginTurn}) once the
  * one before hands control back to the host (it waits on a call the host cannot answer at once, or
- * has answered), so each runs alone until then, with its own clock and random state. One that does neither (it awaits something
- * else) ends the run: the host sees which handed back and enters the others again, and the run
- * never goes on in a later entry (which would hand them their step twice).
+ * has answered), so each runs alone until then, with its own clock and random state. One that does
+ * neither (it awaits something else) ends the run: the host sees how far it got and enters the
+ * others again, and the run never goes on in a later entry (which would hand them their step
+ * twice: the next entry forgets its callback).
  */
 function inARow(count: number, requestOf: (i: number) => number, begin: (i: number) => void): void {
-  const entry = entries;
   let next = 0;
   const beginNext = (afterResponse: boolean): void => {
-    if (entry !== entries || next >= count) return;
+    if (next >= count) return;
     const i = next++;
     const requestId = requestOf(i);
     // The entry began with the first one's turn; the host saw a response hand the turn on.

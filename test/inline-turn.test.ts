@@ -231,20 +231,40 @@ describe("inline entries gathered per turn of the event loop", () => {
     expect(isolate.mayRunInline()).toBe(true);
   });
 
-  it("handlers sharing an entry each keep their own clock and random state across awaits", async () => {
-    const isolate = await warmIsolate();
+  it.each([
+    { what: "sharing an entry of starts", warm: warmIsolate, reads: recordingReads },
+    { what: "answered in one entry", warm: warmAnswers, reads: laterReads },
+  ])("handlers $what each keep their own clock and random state across awaits", async ({ warm, reads }) => {
+    const isolate = await warm();
     const requests = [1, 2, 3, 4, 5].map((n) => call("clock", { id: `c${n}` }, 1_700_000_000_000 + n, n));
     // Alone, one per turn.
     const alone: unknown[] = [];
-    for (const request of requests) alone.push(answerOf(await isolate.execute(request, recordingReads())));
+    for (const request of requests) alone.push(answerOf(await isolate.execute(request, reads())));
     const before = isolate.entries;
-    const together = (await Promise.all(requests.map((r) => isolate.execute(r, recordingReads())))).map(
-      answerOf,
-    );
+    const together = (await Promise.all(requests.map((r) => isolate.execute(r, reads())))).map(answerOf);
+    // Fewer entries than handlers.
     expect(isolate.entries - before).toBeLessThan(requests.length);
     expect(together).toEqual(alone);
     expect((alone[0] as number[])[0]).toBe(1_700_000_000_001);
     expect((alone[0] as number[])[2]).toBe(1_700_000_000_001);
+  });
+
+  it.each([
+    { what: "starts", warm: warmIsolate, reads: recordingReads, stuck: "stuck" },
+    { what: "answers", warm: warmAnswers, reads: laterReads, stuck: "stuckAfter" },
+  ])("a handler that never settles does not hold back the $what after it", async ({ warm, reads, stuck }) => {
+    const isolate = await warm({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 400 });
+    const first = isolate.execute(echo("before"), reads());
+    const never = isolate.execute(call(stuck, { id: "s" }), reads());
+    const after = ["after-1", "after-2", "after-3"].map((id) => isolate.execute(echo(id), reads()));
+    expect(answerOf(await first)).toBe("before");
+    expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
+    const failure = await never.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isPlatformError(failure, "timeout")).toBe(true);
+    expect(isolate.mayRunInline()).toBe(true);
   });
 
   it("a handler released in a later entry does not start the ones after it a second time", async () => {
@@ -260,33 +280,6 @@ describe("inline entries gathered per turn of the event loop", () => {
     expect(answerOf(await isolate.execute(call("starts", {}), recordingReads()))).toBe(3);
   });
 
-  it("a handler that never settles does not hold back the starts after it", async () => {
-    const isolate = await warmIsolate({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 400 });
-    const first = isolate.execute(echo("before"), recordingReads());
-    const stuck = isolate.execute(call("stuck", {}), recordingReads());
-    const after = ["after-1", "after-2", "after-3"].map((id) => isolate.execute(echo(id), recordingReads()));
-    expect(answerOf(await first)).toBe("before");
-    expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
-    const failure = await stuck.then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(isPlatformError(failure, "timeout")).toBe(true);
-    expect(isolate.mayRunInline()).toBe(true);
-  });
-
-  it("handlers answered in one entry each keep their own clock and random state", async () => {
-    const isolate = await warmAnswers();
-    const requests = [1, 2, 3, 4, 5].map((n) => call("clock", { id: `c${n}` }, 1_700_000_000_000 + n, n));
-    const alone: unknown[] = [];
-    for (const request of requests) alone.push(answerOf(await isolate.execute(request, laterReads())));
-    const before = isolate.entries;
-    const together = (await Promise.all(requests.map((r) => isolate.execute(r, laterReads())))).map(answerOf);
-    // Five starts and five answers in fewer entries than handlers.
-    expect(isolate.entries - before).toBeLessThan(requests.length);
-    expect(together).toEqual(alone);
-  });
-
   it("a handler waiting on two calls at once gets both answers, beside others answered together", async () => {
     const isolate = await warmAnswers();
     const reads: string[] = [];
@@ -294,21 +287,6 @@ describe("inline entries gathered per turn of the event loop", () => {
     const responses = await Promise.all(requests.map((r) => isolate.execute(r, laterReads(reads))));
     expect(responses.map(answerOf)).toEqual(["p", "a", "q", "b", "c"]);
     expect([...reads].sort()).toEqual(["a", "b", "c", "p-1", "p-2", "q-1", "q-2"]);
-    expect(isolate.mayRunInline()).toBe(true);
-  });
-
-  it("a handler that never settles after its answer does not hold back the answers after it", async () => {
-    const isolate = await warmAnswers({ ...DEFAULT_ISOLATE_LIMITS, wallMs: 400 });
-    const first = isolate.execute(echo("before"), laterReads());
-    const stuck = isolate.execute(call("stuckAfter", { id: "s" }), laterReads());
-    const after = ["after-1", "after-2", "after-3"].map((id) => isolate.execute(echo(id), laterReads()));
-    expect(answerOf(await first)).toBe("before");
-    expect((await Promise.all(after)).map(answerOf)).toEqual(["after-1", "after-2", "after-3"]);
-    const failure = await stuck.then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(isPlatformError(failure, "timeout")).toBe(true);
     expect(isolate.mayRunInline()).toBe(true);
   });
 

@@ -69,15 +69,13 @@ export function appRoutes(
       ctx.type = "application/json";
       ctx.body = `{"value":${result.valueJson}}`;
     };
-  const routes: Record<CallKind, { post: Middleware; other: Middleware }> = {
-    query: {
-      post: series([args, caller, charge, call("query")]),
-      other: methodNotAllowed("POST", (params) => `query ${params.name}`),
-    },
-    mutation: {
-      post: series([args, caller, charge, call("mutation")]),
-      other: methodNotAllowed("POST", (params) => `mutation ${params.name}`),
-    },
+  const route = (kind: CallKind) => ({
+    post: series([args, caller, charge, call(kind)]),
+    other: methodNotAllowed("POST", (params) => `${kind} ${params.name}`),
+  });
+  const routes: Record<CallKind, ReturnType<typeof route>> = {
+    query: route("query"),
+    mutation: route("mutation"),
   };
   return (ctx, next) => {
     if (!ctx.path.startsWith("/api/")) return next();

@@ -29,8 +29,8 @@ export class InlineRow {
     return this.members[this.begun++];
   }
 
-  /** How many of the members the runtime reached. */
+  /** How many of the members the runtime reached (`began` and `answered` never pass the last). */
   get reached(): number {
-    return Math.min(this.begun, this.members.length);
+    return this.begun;
   }
 }

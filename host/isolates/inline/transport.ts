@@ -121,7 +121,12 @@ export class InlineTransport implements Transport, TurnEntries {
   mayShareAnswer(requestId: number): boolean {
     const execution = this.host.running.get(requestId);
     if (execution?.transport !== this) return false;
-    return this.host.limits.cpuMs - Number(execution.cpuNs) / 1e6 > this.standing.policy.sliceMs;
+    return this.cpuLeftMs(execution) > this.standing.policy.sliceMs;
+  }
+
+  /** What is left of the handler's CPU limit to `execution` (ms; below 0 once past it). */
+  private cpuLeftMs(execution: RunningExecution): number {
+    return this.host.limits.cpuMs - Number(execution.cpuNs) / 1e6;
   }
 
   /** One entry for several answers, one execution each, handed over in a row as {@link enterGroup}'s starts. */
@@ -211,7 +216,7 @@ export class InlineTransport implements Transport, TurnEntries {
     const execution = this.host.running.get(requestId);
     if (execution?.transport !== this || this.host.isolate.isDisposed) return false;
     const sliceMs = this.standing.policy.sliceMs;
-    const leftMs = this.host.limits.cpuMs - Number(execution.cpuNs) / 1e6;
+    const leftMs = this.cpuLeftMs(execution);
     if (leftMs <= 0) {
       // Its last entry took it past its limit without overrunning the slice the sentinel watches.
       this.host.stop("cpu");
