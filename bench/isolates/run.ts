@@ -27,6 +27,7 @@ import { startHost } from "../../dist/host/host.js";
 import { readJsonText } from "../../dist/host/http/body.js";
 import { errorEnvelope } from "../../dist/host/http/errors.js";
 import { listen } from "../../dist/host/http/index.js";
+import { withGcTime } from "../lib/gc-time.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, runLoad } from "../lib/run-load.js";
 import { percent, targetLine } from "../lib/targets.js";
@@ -184,12 +185,18 @@ async function main(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 500));
   const rssAfter = process.memoryUsage().rss;
 
-  // Each load run also measures this process's CPU per request (user + system, all threads).
+  // Each load run also measures this process's CPU per request (user + system, all threads),
+  // and the main thread's collection pauses per request (bench/lib/gc-time.ts).
   const measured = async (port: number, path = "/api/query/get", sent = bodies) => {
     const before = process.cpuUsage();
-    const result = await runLoad(`http://127.0.0.1:${port}${path}`, sent, dir, SECONDS);
+    const result = await withGcTime(() => runLoad(`http://127.0.0.1:${port}${path}`, sent, dir, SECONDS));
     const used = process.cpuUsage(before);
-    return Object.assign(result, { cpuUs: (used.user + used.system) / Math.max(1, result.rps * SECONDS) });
+    const requests = Math.max(1, result.rps * SECONDS);
+    return Object.assign(result, {
+      cpuUs: (used.user + used.system) / requests,
+      minorGcUs: (result.gc.minorMs * 1000) / requests,
+      majorGcUs: (result.gc.majorMs * 1000) / requests,
+    });
   };
   const ports = { a: devHost.port, b: directServer.port, c: plainServer.port, d: barePort };
   for (const port of Object.values(ports))
@@ -222,6 +229,18 @@ async function main(): Promise<void> {
       `${name.padEnd(42)}${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.cpuUs.toFixed(0).padStart(8)}${r.non2xx || r.errors ? `  (errors ${r.errors}, non-2xx ${r.non2xx})` : ""}`,
     );
   }
+  console.log(
+    `main-thread GC pauses, µs per request (young generation + full): ${(
+      [
+        ["a", viaIsolate],
+        ["b", viaDb],
+        ["c", viaPlain],
+        ["d", viaBare],
+      ] as const
+    )
+      .map(([name, r]) => `(${name}) ${r.minorGcUs.toFixed(1)} + ${r.majorGcUs.toFixed(1)}`)
+      .join("   ")}`,
+  );
   console.log(
     `ratio (a)/(b): ${percent(viaIsolate.rps / viaDb.rps)}   (a)/(c): ${percent(viaIsolate.rps / viaPlain.rps)}   (a)/(d): ${percent(viaIsolate.rps / viaBare.rps)}`,
   );
