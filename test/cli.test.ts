@@ -16,7 +16,7 @@ describe("platform command", () => {
     );
   });
 
-  it("runs itself with --no-node-snapshot (isolated-vm needs it on Node 20) and --single-threaded-gc", () => {
+  it("runs itself with --no-node-snapshot (isolated-vm needs it on Node 20), --single-threaded-gc and --no-allocation-site-pretenuring", () => {
     const result = spawnSync(process.execPath, ["--import", "tsx", "test/helpers/print-node-flags.ts", "x"], {
       encoding: "utf8",
     });
@@ -24,6 +24,7 @@ describe("platform command", () => {
     const flags = JSON.parse(result.stdout) as string[];
     expect(flags).toContain("--no-node-snapshot");
     expect(flags).toContain("--single-threaded-gc");
+    expect(flags).toContain("--no-allocation-site-pretenuring");
   });
 
   it("exits 2 on unknown options, with help on stderr", () => {
