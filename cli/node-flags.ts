@@ -5,11 +5,10 @@ import { spawn } from "node:child_process";
  * V8 would otherwise run every isolate's garbage collection helpers on one pool of threads at the
  * host's priority, shared with the host's own heap, so a tenant allocating in a loop would slow
  * the host down (with it, an isolate collects on its own thread, at its priority: docs/security.md
- * "Scheduling"); and V8's allocation-site pretenuring, left on, takes the objects of a call that
- * were still in use at a few collections under load for long-lived ones and allocates them in the
- * old generation from then on, where, garbage a moment later, they keep what they point at alive
- * through every young collection until the next full one: about 2 KB per call copied and promoted,
- * 9 µs of the host's CPU per request (bench/README.md, "the host's own garbage").
+ * "Scheduling"); and V8's allocation-site pretenuring would take some of a call's short-lived
+ * objects for long-lived ones under load and allocate them in the old generation, where, as
+ * garbage, they keep what they point at alive through young collections (about 2 KB and 9 µs of
+ * host CPU per request: bench/README.md, "the host's own garbage").
  */
 export const REQUIRED_NODE_FLAGS = [
   "--no-node-snapshot",

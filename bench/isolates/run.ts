@@ -27,7 +27,7 @@ import { startHost } from "../../dist/host/host.js";
 import { readJsonText } from "../../dist/host/http/body.js";
 import { errorEnvelope } from "../../dist/host/http/errors.js";
 import { listen } from "../../dist/host/http/index.js";
-import { withGcTime } from "../lib/gc-time.js";
+import { gcPausesLine, withGcTime } from "../lib/gc-time.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, runLoad } from "../lib/run-load.js";
 import { percent, targetLine } from "../lib/targets.js";
@@ -229,18 +229,7 @@ async function main(): Promise<void> {
       `${name.padEnd(42)}${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.cpuUs.toFixed(0).padStart(8)}${r.non2xx || r.errors ? `  (errors ${r.errors}, non-2xx ${r.non2xx})` : ""}`,
     );
   }
-  console.log(
-    `main-thread GC pauses, µs per request (young generation + full): ${(
-      [
-        ["a", viaIsolate],
-        ["b", viaDb],
-        ["c", viaPlain],
-        ["d", viaBare],
-      ] as const
-    )
-      .map(([name, r]) => `(${name}) ${r.minorGcUs.toFixed(1)} + ${r.majorGcUs.toFixed(1)}`)
-      .join("   ")}`,
-  );
+  console.log(gcPausesLine(Object.entries({ a: viaIsolate, b: viaDb, c: viaPlain, d: viaBare })));
   console.log(
     `ratio (a)/(b): ${percent(viaIsolate.rps / viaDb.rps)}   (a)/(c): ${percent(viaIsolate.rps / viaPlain.rps)}   (a)/(d): ${percent(viaIsolate.rps / viaBare.rps)}`,
   );

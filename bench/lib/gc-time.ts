@@ -34,3 +34,11 @@ export async function withGcTime<T extends object>(work: () => Promise<T>): Prom
     observer.disconnect();
   }
 }
+
+/** One line of each server's pauses per request (µs, young generation + full), as `(a) 2.6 + 0.0`. */
+export function gcPausesLine(
+  servers: ReadonlyArray<readonly [string, { minorGcUs: number; majorGcUs: number }]>,
+): string {
+  const each = servers.map(([name, r]) => `(${name}) ${r.minorGcUs.toFixed(1)} + ${r.majorGcUs.toFixed(1)}`);
+  return `main-thread GC pauses, µs per request (young generation + full): ${each.join("   ")}`;
+}
