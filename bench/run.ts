@@ -7,7 +7,7 @@
  *   npm run bench            (BENCH_ONLY=suite,live runs a subset; knobs: docs/benchmarks.md)
  */
 import { spawn } from "node:child_process";
-import { REQUIRED_NODE_FLAGS } from "../dist/cli/node-flags.js";
+import { benchNodeArgs } from "./lib/bench-node.js";
 import { TARGET_PREFIX } from "./lib/targets.js";
 
 /** The benchmarks with targets, in the order they run, and the script each runs. */
@@ -21,7 +21,7 @@ const BENCHMARKS: Array<{ name: string; script: string }> = [
 
 /** Runs one benchmark, passing its output through; resolves with its target lines and exit code. */
 function run(script: string): Promise<{ targets: string[]; code: number | null }> {
-  const child = spawn(process.execPath, [...REQUIRED_NODE_FLAGS, "--expose-gc", "--import", "tsx", script], {
+  const child = spawn(process.execPath, benchNodeArgs(script), {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const targets: string[] = [];
