@@ -16,29 +16,21 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Router from "@koa/router";
-import { ClassicLevel } from "classic-level";
-import Koa from "koa";
 import { bundleCapsule } from "../../dist/cli/bundle.js";
 import { startHost } from "../../dist/host/host.js";
-import { readJsonText } from "../../dist/host/http/body.js";
-import { errorEnvelope } from "../../dist/host/http/errors.js";
-import { listen } from "../../dist/host/http/index.js";
 import { gcPausesLine, withGcTime } from "../lib/gc-time.js";
 import { percentile } from "../lib/percentile.js";
 import { interleaved, runLoad } from "../lib/run-load.js";
 import { percent, targetLine } from "../lib/targets.js";
 import { afterRestart, coldStarts, startupTimes, v8Floor } from "./cold-start.js";
+import { directPeer, LIST_PATH, plainPeers } from "./peers.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 /** Interleaved rounds of the three load targets; each target's median run is reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROWS = 1000;
-/** Where the plain servers (c) and (d) answer the 1,000 rows the platform's `list` query returns. */
-const LIST_PATH = "/list";
 /** Distinct ~500 KB deployments whose first request after a host restart is timed. */
 const RESTARTED = Number(process.env.BENCH_RESTARTED ?? 20);
 /** Deployments of the host whose start-up is timed against one with 10. */
@@ -105,82 +97,26 @@ async function main(): Promise<void> {
   const ids = JSON.parse(seeded.valueJson) as string[];
   const bodies = ids.slice(0, 200).map((id) => JSON.stringify({ id }));
 
-  // (b) the same route shape, calling host/db directly.
-  const database = await host.deployments.db.deployment("bench");
-  const direct = new Koa();
-  direct.use(errorEnvelope(() => {}));
-  const directRouter = new Router();
-  directRouter.post("/api/query/get", async (ctx) => {
-    const args = JSON.parse(await readJsonText(ctx, 1024 * 1024, "{}")) as { id: string };
-    const result = await database.query((tx) => tx.get("items", args.id), { handler: "get" });
-    ctx.type = "application/json";
-    ctx.body = `{"value":${result.value ?? "null"}}`;
-  });
-  direct.use(directRouter.routes());
-  const directServer = await listen(direct, 0);
+  // (b), (c) and (d): the same lookups without the isolate, or without the platform (peers.ts).
+  const direct = await directPeer(await host.deployments.db.deployment("bench"));
+  const plain = await plainPeers(dir, ids);
 
-  // (c) plain Koa + classic-level.
-  const plainDb = new ClassicLevel<string, string>(join(dir, "plain"), { valueEncoding: "utf8" });
-  await plainDb.open();
-  for (const id of ids)
-    await plainDb.put(id, JSON.stringify({ id, createdAt: Date.now(), title: "item lorem ipsum", n: 1 }));
-  const plain = new Koa();
-  // The 1,000 rows as one JSON answer, read as the platform reads them (values as text, in one scan).
-  const plainList = async () => `{"value":[${(await plainDb.values({ limit: ROWS }).all()).join(",")}]}`;
-  plain.use(async (ctx) => {
-    if (ctx.path === LIST_PATH) {
-      ctx.type = "application/json";
-      ctx.body = await plainList();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
-    const { id } = JSON.parse(Buffer.concat(chunks).toString()) as { id: string };
-    ctx.type = "application/json";
-    ctx.body = `{"value":${(await plainDb.get(id)) ?? "null"}}`;
-  });
-  const plainServer = await listen(plain, 0);
-
-  // (d) plain Node http + raw classic-level: no framework at all.
-  const bare = createServer((req, res) => {
-    if (req.url === LIST_PATH) {
-      req.resume();
-      void plainList().then((body) => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(body);
-      });
-      return;
-    }
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const { id } = JSON.parse(Buffer.concat(chunks).toString()) as { id: string };
-      plainDb.get(id).then((row) => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(`{"value":${row ?? "null"}}`);
-      });
-    });
-  });
-  await new Promise<void>((resolve) => bare.listen(0, "127.0.0.1", resolve));
-  const barePort = (bare.address() as { port: number }).port;
-
-  const devHost = host;
   // Cold start and memory first, on a settled process; the load runs come last.
   // Memory per idle live isolate: 50 deployments of the small capsule, each answered once.
   const smallCode = await writeCapsule(join(dir, "small"), CAPSULE);
   const N = 50;
-  for (let i = 0; i < N; i++) await devHost.deployments.deploy(`m${i}`, { code: smallCode });
+  for (let i = 0; i < N; i++) await host.deployments.deploy(`m${i}`, { code: smallCode });
   for (let i = 0; i < N; i++)
-    await devHost.deployments.call(`m${i}`, {
+    await host.deployments.call(`m${i}`, {
       kind: "query",
       name: "get",
       argsJson: '{"id":"x"}',
       identity: null,
     });
   let heap = 0;
-  for (let i = 0; i < N; i++) heap += devHost.deployments.pool.runner(`m${i}`, "").heapBytes();
+  for (let i = 0; i < N; i++) heap += host.deployments.pool.runner(`m${i}`, "").heapBytes();
   const rssBefore = process.memoryUsage().rss;
-  for (let i = 0; i < N; i++) devHost.deployments.pool.runner(`m${i}`, "").evict();
+  for (let i = 0; i < N; i++) host.deployments.pool.runner(`m${i}`, "").evict();
   global.gc?.();
   await new Promise((resolve) => setTimeout(resolve, 500));
   const rssAfter = process.memoryUsage().rss;
@@ -198,7 +134,7 @@ async function main(): Promise<void> {
       majorGcUs: (result.gc.majorMs * 1000) / requests,
     });
   };
-  const ports = { a: devHost.port, b: directServer.port, c: plainServer.port, d: barePort };
+  const ports = { a: host.port, b: direct.port, c: plain.koaPort, d: plain.barePort };
   for (const port of Object.values(ports))
     await runLoad(`http://127.0.0.1:${port}/api/query/get`, bodies, dir, 1); // warm-up
   const by = await interleaved(["a", "b", "c", "d"] as const, ROUNDS, (name) => measured(ports[name]));
@@ -252,11 +188,9 @@ async function main(): Promise<void> {
     `memory per idle live isolate: ${mb(heap / N)} MB V8 heap; ${mb((rssBefore - rssAfter) / N)} MB RSS freed per isolate on eviction`,
   );
 
-  await devHost.close();
-  await directServer.close();
-  await plainServer.close();
-  await new Promise((resolve) => bare.close(resolve));
-  await plainDb.close();
+  await host.close();
+  await direct.close();
+  await plain.close();
 
   const restarted = await afterRestart((i) => `${bigCode}\n// variant ${i}\n`, RESTARTED, 2);
   console.log(

@@ -2,6 +2,7 @@ import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { ConnectionParking } from "./postgres-parking.js";
+import { PointReads } from "./postgres-point-reads.js";
 import { runReads } from "./postgres-prepared.js";
 import { readOnly } from "./postgres-silence.js";
 import {
@@ -9,8 +10,6 @@ import {
   iterate,
   type RunSql,
   type Statement,
-  selectValue,
-  selectValues,
   valuesInOrder,
   valuesStatement,
   writeStatement,
@@ -20,20 +19,10 @@ const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /** A statement that only takes the transaction's snapshot (REPEATABLE READ takes it at the first one). */
 const TAKE_SNAPSHOT: Statement = { text: "SELECT 1", values: [] };
 
-/** Point reads a snapshot remembers at most. */
-const KNOWN_KEYS = 4096;
-
 /** A statement waiting to go to the server with the others asked for in the same tick. */
 interface QueuedStatement {
   statement: Statement;
   resolve: (rows: pg.QueryResultRow[]) => void;
-  reject: (error: unknown) => void;
-}
-
-interface PendingGet {
-  key: Buffer;
-  hex: string;
-  resolve: (value: string | undefined) => void;
   reject: (error: unknown) => void;
 }
 
@@ -58,7 +47,9 @@ export class PostgresSnapshot implements KvSnapshot {
     private readonly owner: string,
     /** A reader's (held to its owner's share) or a writer's (see `SnapshotUse`). */
     private readonly use: SnapshotUse,
-  ) {}
+  ) {
+    this.points = new PointReads(this.run, table);
+  }
 
   /** Starts a snapshot on a connection of `connections` for `owner`: its point in time is now. */
   static async begin(
@@ -174,54 +165,12 @@ export class PostgresSnapshot implements KvSnapshot {
     }
   }
 
-  /**
-   * Point reads asked for at once (in the same tick: a handler's `Promise.all`, the counts a
-   * mutation moves) go to the server as ONE query; a key read before is answered from memory (the
-   * snapshot's view never changes: the mutations of a group commit read the same rows again).
-   */
+  /** Point reads, merged per tick and remembered (postgres-point-reads.ts). */
+  private readonly points: PointReads;
+
   get(key: Buffer): Promise<string | undefined> {
-    const hex = key.toString("hex");
-    if (this.known.has(hex)) {
-      if (!this.open) return Promise.reject(new Error("This snapshot is closed."));
-      return Promise.resolve(this.known.get(hex));
-    }
-    return new Promise((resolve, reject) => {
-      const read = { key, hex, resolve, reject };
-      if (this.gets) this.gets.push(read);
-      else {
-        this.gets = [read];
-        queueMicrotask(() => this.readGets());
-      }
-    });
-  }
-
-  private gets: PendingGet[] | undefined;
-  /** Values read so far, by hex key (up to {@link KNOWN_KEYS}). */
-  private readonly known = new Map<string, string | undefined>();
-
-  private remember(hex: string, value: string | undefined): string | undefined {
-    if (this.known.size < KNOWN_KEYS) this.known.set(hex, value);
-    return value;
-  }
-
-  private async readGets(): Promise<void> {
-    const gets = this.gets ?? [];
-    this.gets = undefined;
-    try {
-      if (gets.length === 1) {
-        const only = gets[0] as PendingGet;
-        only.resolve(this.remember(only.hex, await selectValue(this.run, this.table, only.key)));
-        return;
-      }
-      const values = await selectValues(
-        this.run,
-        this.table,
-        gets.map((get) => get.key),
-      );
-      for (const [i, get] of gets.entries()) get.resolve(this.remember(get.hex, values[i]));
-    } catch (error) {
-      for (const get of gets) get.reject(error);
-    }
+    if (!this.open) return Promise.reject(new Error("This snapshot is closed."));
+    return this.points.get(key);
   }
 
   /**
@@ -231,9 +180,7 @@ export class PostgresSnapshot implements KvSnapshot {
    * without a second entry into its isolate.
    */
   tryGetSync(key: Buffer): string | undefined | NotReady {
-    if (!this.open || this.known.size === 0) return NOT_READY;
-    const hex = key.toString("hex");
-    return this.known.has(hex) ? this.known.get(hex) : NOT_READY;
+    return this.open ? this.points.tryGetSync(key) : NOT_READY;
   }
 
   iterate(options: KvIterateOptions): KvIterator {
@@ -297,7 +244,7 @@ export class PostgresSnapshot implements KvSnapshot {
       if (!answered) throw new Error("A commit's reads that fit as text did not.");
       const rows = (answered[0] ?? []) as Array<{ key: Buffer; value: string }>;
       const values = read.length > 0 ? valuesInOrder(read, rows) : [];
-      for (const [i, key] of read.entries()) next.remember(key.toString("hex"), values[i]);
+      for (const [i, key] of read.entries()) next.points.remember(key, values[i]);
     } catch (error) {
       this.connections.destroy(client);
       if (text && done.length >= 4 && done[3] === "COMMIT") return { next: undefined };
