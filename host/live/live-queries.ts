@@ -22,20 +22,12 @@ export interface LiveObserver {
 const IGNORE_LIVE: LiveObserver = { pushed() {} };
 
 /**
- * Live queries: a subscription runs its query, remembers the read set, and
- * after every commit on that deployment only the subscriptions whose read set intersects the
- * commit's write set run again. Identical subscriptions (same query, arguments and caller) share
- * one execution. A shared subscription's state is its latest outcome, value or error: a
- * subscriber gets it once when it joins (after the run in progress, if any) and again whenever
- * it changes. A failed run keeps the read set of what it read, so it re-runs when that changes; a
- * run refused before it could read for a reason of the moment (the deployment busy or paused, the
- * caller over quota) re-runs on every commit of its deployment, and one refused for good (no such
- * query) only when the deployment is deployed again. A redeploy (or a change of its settings),
- * here or on another host, re-runs every subscription of the deployment. The clock never
- * invalidates anything. Read sets are indexed per deployment ({@link ReadSetIndex}), so a
- * commit costs about its written keys x log(subscriptions) plus the subscriptions it touches, and
- * the runs it causes take turns in the deployment's {@link RerunQueue}. What the subscriptions of
- * one deployment hold (outcomes, read sets) is bounded by {@link LIMITS.liveStateBytes}.
+ * Live queries: a subscription runs its query and remembers its read set; after a commit, only
+ * the subscriptions whose read set the write set touches run again (found through a
+ * {@link ReadSetIndex}, taking turns in the deployment's {@link RerunQueue}). Identical
+ * subscriptions share one execution, and a subscriber is sent each outcome, value or error, that
+ * differs from the last. When refused or failed runs re-run, and what a deployment's
+ * subscriptions may hold: docs/architecture.md, "Live queries".
  */
 export class LiveQueries {
   private readonly groups = new Map<string, Group>();
