@@ -42,7 +42,7 @@ async function walkCount(tx: Transaction, start: Buffer, end: Buffer): Promise<R
   await scanRange(
     tx.snapshot,
     tx.overlay,
-    { start, end, reverse: false, values: false, keys: false, hint: 1000 },
+    { start, end, reverse: false, values: false, keys: false, hint: 1000, want: most + 1 },
     () => ++n <= most,
   );
   return n > most ? { atLeast: most } : { exact: n };
@@ -208,7 +208,7 @@ async function browseLegacyRows(
     await scanRange(
       tx.snapshot,
       tx.overlay,
-      { start, end, reverse, values: true, keys: true, hint: query.numItems + 1 },
+      { start, end, reverse, values: true, keys: true, hint: query.numItems + 1, want: query.numItems + 1 },
       (key, json) => {
         if (page.length === query.numItems) {
           more = true;

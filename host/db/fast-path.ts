@@ -16,3 +16,11 @@ export type NotReady = typeof NOT_READY;
 export function isPending<T>(value: T | Promise<T>): value is Promise<T> {
   return value instanceof Promise;
 }
+
+/**
+ * `then` for a value that may still be a promise: synchronous when it is not, so a path through the
+ * database stays synchronous as far as its store answers at once.
+ */
+export function after<T, U>(value: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return isPending(value) ? value.then(next) : next(value);
+}

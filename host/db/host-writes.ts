@@ -35,7 +35,15 @@ export async function reassignUserId(
   await scanRange(
     tx.snapshot,
     tx.overlay,
-    { start: range.start, end: range.end, reverse: false, values: true, keys: false, hint: 256 },
+    {
+      start: range.start,
+      end: range.end,
+      reverse: false,
+      values: true,
+      keys: false,
+      hint: 256,
+      want: Infinity,
+    },
     (_key, value) => {
       ids.push((JSON.parse(value) as StoredRow).id);
       return true;
@@ -71,7 +79,7 @@ export async function legacyTable(tx: TransactionView, tableName: string): Promi
   await scanRange(
     tx.snapshot,
     tx.overlay,
-    { start, end, reverse: false, values: true, keys: false, hint: 1000 },
+    { start, end, reverse: false, values: true, keys: false, hint: 1000, want: Infinity },
     (_key, value) => {
       tx.budget.read(Buffer.byteLength(value));
       rows.push(value);

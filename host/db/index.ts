@@ -42,6 +42,7 @@ export {
   PostgresKv,
 } from "./kv/index.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
+export { runQuery } from "./query-terminals.js";
 export { emptyReadSet, type ReadSet, readSetIntersects, readSetOfFailure } from "./read-write-sets.js";
 export { RecordStore } from "./records.js";
 export { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";

@@ -2,7 +2,7 @@ import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { type CursorBinding, hashArgs, remember } from "./cursor.js";
-import { NOT_READY } from "./fast-path.js";
+import { after, NOT_READY } from "./fast-path.js";
 import { NO_KEY } from "./kv/index.js";
 import type { KeyRange } from "./range.js";
 import { indexEntryKey, materialize, materializeAll, parseStoredRow } from "./rows.js";
@@ -61,14 +61,14 @@ function afterKey(key: Buffer): Buffer {
  * sealed and bound to the deployment, schema, handler, arguments (pagination options aside) and
  * range (cursor.ts), so it cannot be replayed elsewhere; the read set covers exactly the rows seen.
  */
-export async function paginate(
+export function paginate(
   tx: TransactionView,
   table: CompiledTable,
   index: CompiledIndex,
   spec: QuerySpec,
   range: KeyRange,
   terminal: Extract<QueryTerminal, { kind: "paginate" }>,
-): Promise<QueryOutcome> {
+): QueryOutcome | Promise<QueryOutcome> {
   const { numItems, cursor } = terminal;
   if (!Number.isSafeInteger(numItems) || numItems < 1 || numItems > LIMITS.paginateMaxItems) {
     throw new PlatformError(
@@ -101,10 +101,10 @@ export async function paginate(
   // Scanned without keys where point reads answer at once (a key buffer per row costs more than
   // the row): only the last row's key is needed, for the cursor, and it is found afterwards. Where
   // a read is a round trip (PostgreSQL), the keys come with the scan instead.
-  await scanRange(
+  const scan = scanRange(
     tx.snapshot,
     tx.overlay,
-    { start, end, reverse, values: true, keys: !tx.host.syncReads, hint: numItems + 1 },
+    { start, end, reverse, values: true, keys: !tx.host.syncReads, hint: numItems + 1, want: numItems + 1 },
     (key, value) => {
       if (rows.length === numItems) {
         more = true;
@@ -116,22 +116,26 @@ export async function paginate(
       return true;
     },
   );
-  tx.budget.returned(rows.length);
-  let last = lastKey as Buffer | null;
-  if (last !== null && last.length === 0)
-    last = await keyOfPageEnd(tx, table, index, rows.at(-1) as string, { start, end, reverse }, rows.length);
-  if (more && last) {
-    tx.readSet.ranges.push(reverse ? { start: last, end } : { start, end: afterKey(last) });
-  } else {
-    tx.readSet.ranges.push({ start, end });
-  }
-  const nextPosition = last ?? position;
-  return {
-    kind: "page",
-    page: materializeAll(table, rows),
-    isDone: !more,
-    continueCursor: tx.host.cursors.encode(nextPosition, binding),
-  };
+  const pageEnd = after(scan, () => {
+    tx.budget.returned(rows.length);
+    const last = lastKey as Buffer | null;
+    if (last === null || last.length > 0) return last;
+    return keyOfPageEnd(tx, table, index, rows.at(-1) as string, { start, end, reverse }, rows.length);
+  });
+  return after(pageEnd, (last): QueryOutcome => {
+    if (more && last) {
+      tx.readSet.ranges.push(reverse ? { start: last, end } : { start, end: afterKey(last) });
+    } else {
+      tx.readSet.ranges.push({ start, end });
+    }
+    const nextPosition = last ?? position;
+    return {
+      kind: "page",
+      page: materializeAll(table, rows),
+      isDone: !more,
+      continueCursor: tx.host.cursors.encode(nextPosition, binding),
+    };
+  });
 }
 
 /**
@@ -140,27 +144,37 @@ export async function paginate(
  * an index key ends with its row's id, so the same value stored under it proves it is the row's
  * entry. Failing that, the range is walked again with keys up to its `count`-th entry.
  */
-async function keyOfPageEnd(
+function keyOfPageEnd(
   tx: TransactionView,
   table: CompiledTable,
   index: CompiledIndex,
   value: string,
   range: { start: Buffer; end: Buffer; reverse: boolean },
   count: number,
-): Promise<Buffer> {
+): Buffer | Promise<Buffer> {
   const rebuilt = indexEntryKey(index, materialize(table, parseStoredRow(value)));
   const now = tx.snapshot.tryGetSync(rebuilt);
-  if ((now === NOT_READY ? await tx.snapshot.get(rebuilt) : now) === value) return rebuilt;
-  let seen = 0;
-  let key = NO_KEY;
-  await scanRange(
-    tx.snapshot,
-    tx.overlay,
-    { start: range.start, end: range.end, reverse: range.reverse, values: false, keys: true, hint: count },
-    (entryKey) => {
-      key = entryKey;
-      return ++seen < count;
-    },
-  );
-  return key;
+  return after(now === NOT_READY ? tx.snapshot.get(rebuilt) : now, (stored) => {
+    if (stored === value) return rebuilt;
+    let seen = 0;
+    let key = NO_KEY;
+    const scan = scanRange(
+      tx.snapshot,
+      tx.overlay,
+      {
+        start: range.start,
+        end: range.end,
+        reverse: range.reverse,
+        values: false,
+        keys: true,
+        hint: count,
+        want: count,
+      },
+      (entryKey) => {
+        key = entryKey;
+        return ++seen < count;
+      },
+    );
+    return after(scan, () => key);
+  });
 }

@@ -1,6 +1,6 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { NOT_READY } from "./fast-path.js";
+import { after, isPending, NOT_READY } from "./fast-path.js";
 import { paginate } from "./paginate.js";
 import { compileRange, type IndexRange, type KeyRange } from "./range.js";
 import { materializeAll } from "./rows.js";
@@ -17,17 +17,19 @@ const running = new WeakMap<TransactionView, Promise<unknown>>();
  * after the queries `tx` started before it. Budgets are charged as rows arrive, so a handler that
  * started 200 scans at once without awaiting them would have each fetch its first batch (up to
  * 1,000 rows) before any was charged: 800 MB in the host for a 4 MB budget. In turn, each starts
- * with what the others left, and none starts once a budget ran out.
+ * with what the others left, and none starts once a budget ran out. Answered at once (or thrown)
+ * when no query of `tx` is under way and the store can answer at once (see {@link scanRange}).
  */
 export function runQuery(
   tx: TransactionView,
   spec: QuerySpec,
   terminal: QueryTerminal,
-): Promise<QueryOutcome> {
+): QueryOutcome | Promise<QueryOutcome> {
   const before = running.get(tx);
   const result = before
     ? before.then(() => runQueryNow(tx, spec, terminal))
     : runQueryNow(tx, spec, terminal);
+  if (!isPending(result)) return result;
   const settled: Promise<unknown> = result.catch(() => {});
   running.set(tx, settled);
   void settled.then(() => {
@@ -36,11 +38,11 @@ export function runQuery(
   return result;
 }
 
-async function runQueryNow(
+function runQueryNow(
   tx: TransactionView,
   spec: QuerySpec,
   terminal: QueryTerminal,
-): Promise<QueryOutcome> {
+): QueryOutcome | Promise<QueryOutcome> {
   tx.requireOpen();
   if (tx.budget.failure) throw tx.budget.failure;
   if (typeof spec !== "object" || spec === null)
@@ -58,9 +60,9 @@ async function runQueryNow(
   tx.budget.scanned(range.start.length + range.end.length);
   switch (terminal.kind) {
     case "count":
-      return { kind: "count", count: await count(tx, table, index, range) };
+      return after(count(tx, table, index, range), (n): QueryOutcome => ({ kind: "count", count: n }));
     case "collect":
-      return { kind: "rows", rows: await collect(tx, table, range, reverse) };
+      return after(collect(tx, table, range, reverse), (rows): QueryOutcome => ({ kind: "rows", rows }));
     case "take": {
       if (!Number.isSafeInteger(terminal.n) || terminal.n < 0) {
         throw new PlatformError(
@@ -69,12 +71,17 @@ async function runQueryNow(
         );
       }
       tx.readSet.ranges.push(range);
-      return { kind: "rows", rows: await take(tx, table, range, reverse, terminal.n) };
+      return after(
+        take(tx, table, range, reverse, terminal.n),
+        (rows): QueryOutcome => ({ kind: "rows", rows }),
+      );
     }
     case "first": {
       tx.readSet.ranges.push(range);
-      const rows = await take(tx, table, range, reverse, 1);
-      return { kind: "row", row: rows[0] ?? null };
+      return after(
+        take(tx, table, range, reverse, 1),
+        (rows): QueryOutcome => ({ kind: "row", row: rows[0] ?? null }),
+      );
     }
     case "paginate":
       return paginate(tx, table, index, spec, range, terminal);
@@ -89,24 +96,25 @@ async function runQueryNow(
  * applied; any other range walks its entries. Either way each match is one row read, and a count
  * beyond the budget throws (docs/capsules.md "Read budgets").
  */
-async function count(
+function count(
   tx: TransactionView,
   table: CompiledTable,
   index: CompiledIndex,
   range: IndexRange,
-): Promise<number> {
+): number | Promise<number> {
   tx.readSet.ranges.push(range);
   const key = countKeyFor(table, index, range);
   if (key) {
     const now = tx.tryReadKeySync(key);
-    const stored = now === NOT_READY ? await tx.readKey(key) : now;
-    const n = (stored === null ? 0 : Number(stored)) + tx.pendingCountChange(key.toString("latin1"));
-    tx.budget.readKeys(n);
-    return n;
+    return after(now === NOT_READY ? tx.readKey(key) : now, (stored) => {
+      const n = (stored === null ? 0 : Number(stored)) + tx.pendingCountChange(key.toString("latin1"));
+      tx.budget.readKeys(n);
+      return n;
+    });
   }
   const allowed = tx.budget.remainingReads;
   let n = 0;
-  await scanRange(
+  const scan = scanRange(
     tx.snapshot,
     tx.overlay,
     {
@@ -116,27 +124,30 @@ async function count(
       values: false,
       keys: false,
       hint: Math.min(allowed + 1, 1000),
+      want: allowed + 1,
     },
     () => ++n <= allowed,
   );
-  tx.budget.readKeys(n);
-  return n;
+  return after(scan, () => {
+    tx.budget.readKeys(n);
+    return n;
+  });
 }
 
-async function collect(
+function collect(
   tx: TransactionView,
   table: CompiledTable,
   range: KeyRange,
   reverse: boolean,
-): Promise<string[]> {
+): string[] | Promise<string[]> {
   tx.readSet.ranges.push(range);
   const rows: string[] = [];
   const limit = tx.budget.limits.rowsReturned;
   let tooMany = false;
-  await scanRange(
+  const scan = scanRange(
     tx.snapshot,
     tx.overlay,
-    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: 128 },
+    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: 128, want: Infinity },
     (_key, value) => {
       tx.budget.read(Buffer.byteLength(value));
       if (rows.length === limit) {
@@ -147,32 +158,36 @@ async function collect(
       return true;
     },
   );
-  if (tooMany) throw tx.budget.collectTooLarge();
-  tx.budget.returned(rows.length);
-  return materializeAll(table, rows);
+  return after(scan, () => {
+    if (tooMany) throw tx.budget.collectTooLarge();
+    tx.budget.returned(rows.length);
+    return materializeAll(table, rows);
+  });
 }
 
-async function take(
+function take(
   tx: TransactionView,
   table: CompiledTable,
   range: KeyRange,
   reverse: boolean,
   n: number,
-): Promise<string[]> {
+): string[] | Promise<string[]> {
   const rows: string[] = [];
   if (n === 0) return rows;
   // One more than may still be returned is enough to fail as the whole would.
   const wanted = Math.min(n, tx.budget.remainingReturns + 1);
-  await scanRange(
+  const scan = scanRange(
     tx.snapshot,
     tx.overlay,
-    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: wanted },
+    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: wanted, want: wanted },
     (_key, value) => {
       tx.budget.read(Buffer.byteLength(value));
       rows.push(value);
       return rows.length < wanted;
     },
   );
-  tx.budget.returned(rows.length);
-  return materializeAll(table, rows);
+  return after(scan, () => {
+    tx.budget.returned(rows.length);
+    return materializeAll(table, rows);
+  });
 }

@@ -1,3 +1,4 @@
+import { NOT_READY } from "./fast-path.js";
 import type { KvSnapshot } from "./kv/index.js";
 import type { OverlayEntry, WriteOverlay } from "./overlay.js";
 
@@ -18,34 +19,60 @@ export interface ScanOptions {
   keys: boolean;
   /** Expected number of entries, to size the first native batch. */
   hint: number;
+  /**
+   * The most entries `visit` takes: it returns `false` at that one at the latest (Infinity when it
+   * may take the whole range). A snapshot that kept as many of this range answers at once.
+   */
+  want: number;
 }
 
 const MAX_BATCH = 1000;
 
 /**
- * Scans `[start, end)` of a snapshot merged with a transaction's pending writes, in order, in
- * batches so a page of rows costs one round trip to the store, not one per row. Pending writes
- * replace snapshot values; pending deletes hide them.
+ * Scans `[start, end)` of a snapshot merged with a transaction's pending writes, in order. Pending
+ * writes replace snapshot values; pending deletes hide them. Answered at once (undefined) when the
+ * snapshot kept this scan (`KvSnapshot.tryScanSync`) and the transaction wrote nothing in the
+ * range; otherwise in batches, so a page of rows costs one round trip to the store, not one per row.
  */
-export async function scanRange(
+export function scanRange(
   snapshot: KvSnapshot,
   overlay: WriteOverlay,
   options: ScanOptions,
   visit: Visit,
-): Promise<void> {
+): Promise<void> | undefined {
   const pending: OverlayEntry[] = overlay.size === 0 ? [] : overlay.range(options.start, options.end);
+  if (pending.length === 0 && snapshot.tryScanSync) {
+    const kept = snapshot.tryScanSync(iterateOptions(options, false), options.want);
+    if (kept !== NOT_READY) {
+      for (const [key, value] of kept) if (!visit(key, value)) break;
+      return undefined;
+    }
+  }
+  return scanInBatches(snapshot, pending, options, visit);
+}
+
+function iterateOptions(options: ScanOptions, pendingWrites: boolean) {
+  return {
+    gte: options.start,
+    lt: options.end,
+    reverse: options.reverse,
+    values: options.values,
+    keys: options.keys || pendingWrites,
+  };
+}
+
+async function scanInBatches(
+  snapshot: KvSnapshot,
+  pending: OverlayEntry[],
+  options: ScanOptions,
+  visit: Visit,
+): Promise<void> {
   if (options.reverse) pending.reverse();
   const before = options.reverse
     ? (a: Buffer, b: Buffer) => Buffer.compare(a, b) > 0
     : (a: Buffer, b: Buffer) => Buffer.compare(a, b) < 0;
   let next = 0;
-  const iterator = snapshot.iterate({
-    gte: options.start,
-    lt: options.end,
-    reverse: options.reverse,
-    values: options.values,
-    keys: options.keys || pending.length > 0,
-  });
+  const iterator = snapshot.iterate(iterateOptions(options, pending.length > 0));
   try {
     let size = Math.min(Math.max(options.hint, 1), MAX_BATCH);
     for (;;) {

@@ -137,8 +137,8 @@ export class Transaction implements TransactionView {
     return chargeRow(this, table, await this.readKey(key));
   }
 
-  /** Runs a query terminal under the handler's budgets. */
-  query(spec: QuerySpec, terminal: QueryTerminal): Promise<QueryOutcome> {
+  /** Runs a query terminal under the handler's budgets (`runQuery` answers at once where it can). */
+  async query(spec: QuerySpec, terminal: QueryTerminal): Promise<QueryOutcome> {
     return runQuery(this, spec, terminal);
   }
 

@@ -7,7 +7,7 @@ import {
   SYSCALL,
 } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { NOT_READY, type QueryOutcome, type Transaction } from "../db/index.js";
+import { isPending, NOT_READY, type QueryOutcome, runQuery, type Transaction } from "../db/index.js";
 import { EncodedAnswer } from "./encoded-answer.js";
 import type { SyscallHandler } from "./transport.js";
 
@@ -42,9 +42,9 @@ function toNull(): null {
 /**
  * The host end of the bridge for one handler execution: every op is checked here, whatever the
  * isolate sent, and answered from the handler's own transaction. Rows go back as raw JSON. Point
- * reads and writes try the transaction's synchronous fast path first (host/db/fast-path.ts), so
- * they and log lines answer at once when the store can (see {@link SyscallHandler}); scans always
- * answer with a promise.
+ * reads and writes, and queries, try the transaction's synchronous fast path first
+ * (host/db/fast-path.ts), so they and log lines answer at once when the store can (see
+ * {@link SyscallHandler}).
  */
 export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntry) => void): SyscallHandler {
   return (op, rawArgs) => {
@@ -56,13 +56,14 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
         const row = tx.tryGetSync(table, id);
         return row !== NOT_READY ? rawRow(row) : tx.get(table, id).then(rawRow);
       }
-      case SYSCALL.dbQuery:
-        return tx
-          .query(
-            object(args.spec, "query") as unknown as QuerySpec,
-            object(args.terminal, "terminal") as unknown as QueryTerminal,
-          )
-          .then(encodeOutcome);
+      case SYSCALL.dbQuery: {
+        const outcome = runQuery(
+          tx,
+          object(args.spec, "query") as unknown as QuerySpec,
+          object(args.terminal, "terminal") as unknown as QueryTerminal,
+        );
+        return isPending(outcome) ? outcome.then(encodeOutcome) : encodeOutcome(outcome);
+      }
       case SYSCALL.dbInsert: {
         const table = text(args.table, "table");
         const id = tx.tryInsertSync(table, args.row);

@@ -196,6 +196,12 @@ export const LIMITS = {
    * runs again on the deployment's next commit. Ours: as much as the deployment's isolate heap.
    */
   liveStateBytes: 128 * 1024 * 1024,
+  /**
+   * Keys and values of the scans the embedded store keeps per point-in-time view, so readers that
+   * start between the same two writes and scan the same range are answered at once
+   * (host/db/kv/scan-memo.ts). All deployments share it; a write starts a new view and memo. Ours.
+   */
+  scanMemoBytes: 1024 * 1024,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
   busyRetryAfterSeconds: 1,
   /**

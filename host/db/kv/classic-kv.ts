@@ -1,5 +1,6 @@
 import { ClassicLevel } from "classic-level";
 import { LIMITS } from "../../../sdk/protocol/index.js";
+import type { NotReady } from "../fast-path.js";
 import { foldBatch, type SettledOperation } from "./batch-fold.js";
 import { LOCAL_BUS } from "./bus.js";
 import {
@@ -95,8 +96,13 @@ class ClassicSnapshot implements KvSnapshot {
     return this.level.getSync(key, this.readOptions);
   }
 
+  /** Scans are kept in the view's memo, shared with the readers that share the view (scan-memo.ts). */
   iterate(options: KvIterateOptions): KvIterator {
-    return iterate(this.level, options, this.loan.snapshot);
+    return this.loan.memo.recording(options, iterate(this.level, options, this.loan.snapshot));
+  }
+
+  tryScanSync(options: KvIterateOptions, want: number): ReadonlyArray<[Buffer, string]> | NotReady {
+    return this.loan.memo.lookup(options, want);
   }
 
   close(): Promise<void> {

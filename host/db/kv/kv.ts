@@ -70,6 +70,12 @@ export interface KvSnapshot {
    */
   tryGetSync(key: Buffer): string | undefined | NotReady;
   iterate(options: KvIterateOptions): KvIterator;
+  /**
+   * The entries an {@link iterate} with `options` would return, at once, when this view kept an
+   * earlier scan of that range long enough for a reader taking at most `want` of them; else
+   * NOT_READY. A backend without such a memory leaves it out.
+   */
+  tryScanSync?(options: KvIterateOptions, want: number): ReadonlyArray<[Buffer, string]> | NotReady;
   /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */
   close(): Promise<void>;
 }

@@ -1,3 +1,6 @@
+import { LIMITS } from "../../../sdk/protocol/index.js";
+import { ScanMemo } from "./scan-memo.js";
+
 /** A store's point-in-time view, as the backend hands it out. */
 export interface Closable {
   close(): Promise<void>;
@@ -6,11 +9,14 @@ export interface Closable {
 /** One reader's use of a view: `release` once done (safe to call twice). */
 export interface SnapshotLoan<S extends Closable> {
   readonly snapshot: S;
+  /** The scans made through this view, shared by its readers (scan-memo.ts). */
+  readonly memo: ScanMemo;
   release(): Promise<void>;
 }
 
 interface LentView<S> {
   readonly snapshot: S;
+  readonly memo: ScanMemo;
   readers: number;
   /** A write began after it was taken: no new reader gets it; closed when its last reader is done. */
   retired: boolean;
@@ -28,20 +34,27 @@ export class SnapshotLender<S extends Closable> {
   private shared: LentView<S> | undefined;
   private writesInFlight = 0;
 
-  /** `take`: makes a new view of the latest committed state. */
-  constructor(private readonly take: () => S) {}
+  /** `take`: makes a new view of the latest committed state; `memoBytes`: what each view's scan memo may keep. */
+  constructor(
+    private readonly take: () => S,
+    private readonly memoBytes = LIMITS.scanMemoBytes,
+  ) {}
 
   /** A view of the latest committed state for one reader. */
   borrow(): SnapshotLoan<S> {
     // During a write, a view of the reader's own: retired from the start, closed on release.
-    if (this.writesInFlight > 0) return loanOf({ snapshot: this.take(), readers: 1, retired: true });
+    if (this.writesInFlight > 0) return loanOf(this.view(1, true));
     let view = this.shared;
     if (!view) {
-      view = { snapshot: this.take(), readers: 0, retired: false };
+      view = this.view(0, false);
       this.shared = view;
     }
     view.readers++;
     return loanOf(view);
+  }
+
+  private view(readers: number, retired: boolean): LentView<S> {
+    return { snapshot: this.take(), memo: new ScanMemo(this.memoBytes), readers, retired };
   }
 
   /** Runs `write`, which changes the store: readers from now on see its outcome, not an older view. */
@@ -70,6 +83,7 @@ function loanOf<S extends Closable>(view: LentView<S>): SnapshotLoan<S> {
   let released = false;
   return {
     snapshot: view.snapshot,
+    memo: view.memo,
     release: async () => {
       if (released) return;
       released = true;

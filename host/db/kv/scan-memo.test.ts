@@ -1,0 +1,142 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { NOT_READY } from "../fast-path.js";
+import { ClassicKv } from "./classic-kv.js";
+import type { KvIterateOptions, KvIterator, KvSnapshot } from "./kv.js";
+import { ScanMemo } from "./scan-memo.js";
+
+const text = (value: string) => Buffer.from(value);
+
+/** An iterator over `entries`, as a backend's would return them. */
+function arrayIterator(entries: Array<[Buffer, string]>): KvIterator {
+  let at = 0;
+  return {
+    next: async (max) => {
+      const batch = entries.slice(at, at + max);
+      at += batch.length;
+      return batch;
+    },
+    close: async () => {},
+  };
+}
+
+const ENTRIES: Array<[Buffer, string]> = ["a", "b", "c", "d"].map((k) => [text(k), `value ${k}`]);
+const RANGE: KvIterateOptions = { gte: text("a"), lt: text("z") };
+
+/** Scans `options` through `memo` taking `take` entries in batches of `batch`, then closes. */
+async function scanThrough(memo: ScanMemo, options: KvIterateOptions, take: number, batch = take) {
+  const iterator = memo.recording(options, arrayIterator(ENTRIES));
+  const seen: Array<[Buffer, string]> = [];
+  while (seen.length < take) {
+    const next = await iterator.next(batch);
+    if (next.length === 0) break;
+    seen.push(...next);
+  }
+  await iterator.close();
+  return seen;
+}
+
+describe("ScanMemo", () => {
+  it("answers a reader that takes no more than an earlier scan of the same range returned", async () => {
+    const memo = new ScanMemo(1 << 20);
+    expect(memo.lookup(RANGE, 1)).toBe(NOT_READY);
+    await scanThrough(memo, RANGE, 2);
+    expect(memo.lookup(RANGE, 2)).toEqual(ENTRIES.slice(0, 2));
+    expect(memo.lookup(RANGE, 1)).toEqual(ENTRIES.slice(0, 2));
+    // The scan stopped before the end of the range: a reader taking more must scan.
+    expect(memo.lookup(RANGE, 3)).toBe(NOT_READY);
+    expect(memo.lookup(RANGE, Infinity)).toBe(NOT_READY);
+  });
+
+  it("answers any reader once a scan reached the end of the range", async () => {
+    const memo = new ScanMemo(1 << 20);
+    await scanThrough(memo, RANGE, 10, 3);
+    expect(memo.lookup(RANGE, Infinity)).toEqual(ENTRIES);
+    expect(memo.lookup(RANGE, 100)).toEqual(ENTRIES);
+  });
+
+  it("keeps scans apart by range, direction and what they read, however the bounds' bytes line up", async () => {
+    const memo = new ScanMemo(1 << 20);
+    await scanThrough(memo, { gte: text("a\u0000"), lt: text("b") }, 10);
+    expect(memo.lookup({ gte: text("a"), lt: text("\u0000b") }, 1)).toBe(NOT_READY);
+    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b"), reverse: true }, 1)).toBe(NOT_READY);
+    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b"), keys: false }, 1)).toBe(NOT_READY);
+    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b"), values: false }, 1)).toBe(NOT_READY);
+    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b") }, 1)).toEqual(ENTRIES);
+  });
+
+  it("keeps no scan with a limit of its own, and none past its size", async () => {
+    const memo = new ScanMemo(200);
+    await scanThrough(memo, Object.assign({ limit: 4 }, RANGE), 4);
+    expect(memo.lookup(Object.assign({ limit: 4 }, RANGE), 1)).toBe(NOT_READY);
+    // Four entries and their overhead are more than 200 bytes.
+    await scanThrough(memo, RANGE, 10);
+    expect(memo.lookup(RANGE, 1)).toBe(NOT_READY);
+    // One entry fits.
+    await scanThrough(memo, RANGE, 1);
+    expect(memo.lookup(RANGE, 1)).toEqual(ENTRIES.slice(0, 1));
+  });
+});
+
+describe("scan memos of the embedded store", () => {
+  let dir: string;
+  let store: ClassicKv;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "platform-memo-"));
+    store = await ClassicKv.open(dir);
+    await store.batch(ENTRIES.map(([key, value]) => ({ type: "put", key, value })));
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const scanAll = async (snapshot: KvSnapshot) => {
+    const iterator = snapshot.iterate(RANGE);
+    const all: Array<[Buffer, string]> = [];
+    for (let batch = await iterator.next(10); batch.length > 0; batch = await iterator.next(10))
+      all.push(...batch);
+    await iterator.close();
+    return all;
+  };
+
+  it("answers a reader that starts before the next write with what an earlier reader's scan found", async () => {
+    const first = await store.readSnapshot();
+    expect(first.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    const found = await scanAll(first);
+    await first.close();
+    const second = await store.readSnapshot();
+    expect(second.tryScanSync?.(RANGE, Infinity)).toEqual(found);
+    await second.close();
+  });
+
+  it("never answers a reader that starts after a write from a scan made before it", async () => {
+    const before = await store.readSnapshot();
+    const old = await scanAll(before);
+    await store.batch([
+      { type: "put", key: text("bb"), value: "new" },
+      { type: "del", key: text("c") },
+    ]);
+    const after = await store.readSnapshot();
+    expect(after.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    const now = await scanAll(after);
+    expect(now.map(([key]) => key.toString())).toEqual(["a", "b", "bb", "d"]);
+    // The reader from before the write keeps its own view, memo included.
+    expect(before.tryScanSync?.(RANGE, Infinity)).toEqual(old);
+    expect(after.tryScanSync?.(RANGE, Infinity)).toEqual(now);
+    await before.close();
+    await after.close();
+  });
+
+  it("lends no memo across a write in flight: a reader starting during it scans its own view", async () => {
+    const reader = await store.readSnapshot();
+    await scanAll(reader);
+    const write = store.batch([{ type: "put", key: text("ab"), value: "during" }]);
+    const during = await store.readSnapshot();
+    expect(during.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    await write;
+    await Promise.all([reader.close(), during.close()]);
+  });
+});
