@@ -67,14 +67,26 @@ async function plainBroadcastServer(): Promise<{ url: string; close: () => Promi
 
 /**
  * `POST /singles {buckets}` runs `byBucket` for each bucket, one after the other, in this process
- * (the host's own call path, no HTTP), and answers the sum of their times.
+ * (the host's own call path, no HTTP), and answers the sum of their times. A write to another
+ * deployment first: the re-runs before read the same buckets through the snapshot the singles
+ * would share, and its scan memo (host/db/kv/scan-memo.ts) would answer them, as it never answers
+ * re-runs after a commit.
  */
+/** A deployment nobody subscribes to, written to before the singles (see {@link controlServer}). */
+const MEMO_BREAKER = "live-other";
+
 async function controlServer(host: PlatformHost): Promise<{ url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", async () => {
       const { buckets } = JSON.parse(Buffer.concat(chunks).toString()) as { buckets: number[] };
+      await host.deployments.call(MEMO_BREAKER, {
+        kind: "mutation",
+        name: "add",
+        argsJson: '{"bucket":-1,"text":"a write between the re-runs and the singles"}',
+        identity: null,
+      });
       let sumMs = 0;
       for (const bucket of buckets) {
         const start = performance.now();
@@ -110,7 +122,9 @@ async function main(): Promise<void> {
   const baseline = await plainBroadcastServer();
   const control = await controlServer(host);
   try {
-    await host.deployments.deploy("live", { code: (await bundleCapsule("fixtures/live")).code });
+    const code = (await bundleCapsule("fixtures/live")).code;
+    await host.deployments.deploy("live", { code });
+    await host.deployments.deploy(MEMO_BREAKER, { code });
     const config = {
       subscribers: SUBSCRIBERS,
       rounds: ROUNDS,
