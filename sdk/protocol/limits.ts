@@ -199,7 +199,8 @@ export const LIMITS = {
   /**
    * Keys and values of the scans the embedded store keeps per point-in-time view, so readers that
    * start between the same two writes and scan the same range are answered at once
-   * (host/db/kv/scan-memo.ts). All deployments share it; a write starts a new view and memo. Ours.
+   * (host/db/kv/scan-memo.ts). All deployments share it; the view after a write keeps the scans
+   * whose ranges the write left alone. Ours.
    */
   scanMemoBytes: 1024 * 1024,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */

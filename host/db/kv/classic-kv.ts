@@ -151,7 +151,10 @@ export class ClassicKv extends KvStoreBase {
   }
 
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    await this.snapshots.writing(() => this.level.batch(settle(this.level, operations)));
+    await this.snapshots.writing(
+      () => this.level.batch(settle(this.level, operations)),
+      (changed) => changed.wrote(operations.map((op) => op.key)),
+    );
   }
 
   protected async _commit(_snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
@@ -159,7 +162,10 @@ export class ClassicKv extends KvStoreBase {
   }
 
   protected async _clear(range: KvRange): Promise<void> {
-    await this.snapshots.writing(() => this.level.clear(range));
+    await this.snapshots.writing(
+      () => this.level.clear(range),
+      (changed) => changed.cleared(range),
+    );
   }
 
   protected async _close(): Promise<void> {

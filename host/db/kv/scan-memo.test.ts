@@ -130,6 +130,35 @@ describe("scan memos of the embedded store", () => {
     await after.close();
   });
 
+  it("passes on the scans of ranges the writes left alone to the next snapshot, and only those", async () => {
+    const other: KvIterateOptions = { gte: text("z0"), lt: text("z9") };
+    const before = await store.readSnapshot();
+    const found = await scanAll(before);
+    const iterator = before.iterate(other);
+    while ((await iterator.next(10)).length > 0);
+    await iterator.close();
+    await before.close();
+    // Two writes between the snapshots, neither in [a, z), the second in [z0, z9): the scan of
+    // the first range is passed on, the other's is not.
+    await store.batch([{ type: "put", key: text("zz"), value: "outside both" }]);
+    await store.batch([{ type: "put", key: text("z5"), value: "inside [z0, z9)" }]);
+    const after = await store.readSnapshot();
+    expect(after.tryScanSync?.(RANGE, Infinity)).toEqual(found);
+    expect(after.tryScanSync?.(other, 1)).toBe(NOT_READY);
+    await after.close();
+    // A clear over the range, then a delete in it: neither is answered from before.
+    await store.clear({ gte: text("d"), lt: text("e") });
+    const cleared = await store.readSnapshot();
+    expect(cleared.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect((await scanAll(cleared)).map(([key]) => key.toString())).toEqual(["a", "b", "c"]);
+    await cleared.close();
+    await store.batch([{ type: "del", key: text("a") }]);
+    const deleted = await store.readSnapshot();
+    expect(deleted.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect((await scanAll(deleted)).map(([key]) => key.toString())).toEqual(["b", "c"]);
+    await deleted.close();
+  });
+
   it("lends no memo across a write in flight: a reader starting during it scans its own view", async () => {
     const reader = await store.readSnapshot();
     await scanAll(reader);

@@ -1,27 +1,37 @@
 import { NOT_READY, type NotReady } from "../fast-path.js";
+import type { ChangedKeys } from "./changed-keys.js";
 import type { KvIterateOptions, KvIterator } from "./kv.js";
 
 /** What one scan of a range found: its first entries, in order, and whether they are all of it. */
 interface MemoEntry {
+  readonly gte: Buffer;
+  readonly lt: Buffer;
   readonly entries: ReadonlyArray<[Buffer, string]>;
   /** The scan reached the end of the range: no entry follows the last one. */
   readonly complete: boolean;
+  /** Bytes it is charged. */
+  readonly bytes: number;
 }
 
 /** Bytes a memo entry is charged beside its keys and values (the array, its tuples, the map entry). */
 const ENTRY_OVERHEAD = 64;
+/** A kept scan nobody read for this long (ms) is not passed on to the next snapshot's memo. */
+const KEEP_UNREAD_MS = 1000;
 
 /**
  * The scans made through one LevelDB snapshot, kept so the next scan of the same range through the
  * same snapshot is answered at once, inside the handler's entry into its isolate, instead of with a
  * native iterator and a turn of the event loop. A snapshot never changes, so a kept scan is exactly
  * what scanning again would find; the store lends one snapshot to every reader that starts between
- * two writes (snapshot-lender.ts), and a write retires it with its memo. Ranges are compiled under
- * a deployment's own key prefix, so one deployment's scans never answer another's. At most
- * `limitBytes` of keys and values are kept; scans past it are not.
+ * two writes (snapshot-lender.ts), and the snapshot after them keeps the scans whose range no write
+ * between them touched ({@link inherit}). Ranges are compiled under a deployment's own key prefix,
+ * so one deployment's scans never answer another's. At most `limitBytes` of keys and values are
+ * kept; scans past it are not.
  */
 export class ScanMemo {
   private readonly scans = new Map<string, MemoEntry>();
+  /** When each kept scan was made or last answered a reader (`performance.now()`). */
+  private readonly readAt = new Map<string, number>();
   private bytes = 0;
 
   constructor(private readonly limitBytes: number) {}
@@ -34,6 +44,7 @@ export class ScanMemo {
     const name = memoName(options);
     const kept = name === undefined ? undefined : this.scans.get(name);
     if (kept === undefined || !(kept.complete || kept.entries.length >= want)) return NOT_READY;
+    this.readAt.set(name as string, performance.now());
     return kept.entries;
   }
 
@@ -63,18 +74,38 @@ export class ScanMemo {
       },
       close: async () => {
         await iterator.close();
-        if (seen !== undefined) this.keep(name, seen, complete, bytes);
+        if (seen !== undefined)
+          this.keep(
+            name,
+            { gte: options.gte, lt: options.lt, entries: seen, complete, bytes },
+            performance.now(),
+          );
       },
     };
   }
 
-  private keep(name: string, entries: Array<[Buffer, string]>, complete: boolean, bytes: number): void {
+  /**
+   * Keeps the scans of `earlier` (the memo of the snapshot before this one) whose range nothing in
+   * `changed` touched and that were read lately: `changed` must hold every write between the two
+   * snapshots, so such a range holds the same entries in both. Scans nobody reads go, making room.
+   */
+  inherit(earlier: ScanMemo, changed: ChangedKeys): void {
+    const now = performance.now();
+    for (const [name, entry] of earlier.scans) {
+      const readAt = earlier.readAt.get(name) ?? 0;
+      if (now - readAt <= KEEP_UNREAD_MS && !changed.touches(entry.gte, entry.lt))
+        this.keep(name, entry, readAt);
+    }
+  }
+
+  private keep(name: string, entry: MemoEntry, readAt: number): void {
     const before = this.scans.get(name);
-    if (before !== undefined && (before.complete || before.entries.length >= entries.length)) return;
-    if (this.bytes + bytes > this.limitBytes) return;
-    // A shorter scan of the same range stays counted: the memo only grows until its snapshot goes.
-    this.scans.set(name, { entries, complete });
-    this.bytes += bytes;
+    if (before !== undefined && (before.complete || before.entries.length >= entry.entries.length)) return;
+    if (this.bytes + entry.bytes > this.limitBytes) return;
+    // A shorter scan of the same range stays counted: a memo only grows until its snapshot goes.
+    this.scans.set(name, entry);
+    this.readAt.set(name, readAt);
+    this.bytes += entry.bytes;
   }
 }
 

@@ -1,4 +1,5 @@
 import { LIMITS } from "../../../sdk/protocol/index.js";
+import { ChangedKeys } from "./changed-keys.js";
 import { ScanMemo } from "./scan-memo.js";
 
 /** A store's point-in-time view, as the backend hands it out. */
@@ -28,11 +29,14 @@ interface LentView<S> {
  * than the read (a native handle, a finalizer, and about 1.4 KB of promises and bookkeeping per
  * query under load). Every write must run through {@link SnapshotLender.writing}: it retires the
  * shared view before the write starts, so a reader that starts later gets a view taken after it,
- * and while a write is in flight each reader takes its own.
+ * and while a write is in flight each reader takes its own. The next shared view keeps the scans of
+ * the one before whose ranges the writes between them left alone (scan-memo.ts).
  */
 export class SnapshotLender<S extends Closable> {
   private shared: LentView<S> | undefined;
   private writesInFlight = 0;
+  /** The memo of the last shared view, and what every write since it began changed. */
+  private before: { memo: ScanMemo; changed: ChangedKeys } | undefined;
 
   /** `take`: makes a new view of the latest committed state; `memoBytes`: what each view's scan memo may keep. */
   constructor(
@@ -48,6 +52,9 @@ export class SnapshotLender<S extends Closable> {
     if (!view) {
       view = this.view(0, false);
       this.shared = view;
+      // No write is in flight: the view holds what the one before held, changed by those writes.
+      if (this.before) view.memo.inherit(this.before.memo, this.before.changed);
+      this.before = undefined;
     }
     view.readers++;
     return loanOf(view);
@@ -57,9 +64,17 @@ export class SnapshotLender<S extends Closable> {
     return { snapshot: this.take(), memo: new ScanMemo(this.memoBytes), readers, retired };
   }
 
-  /** Runs `write`, which changes the store: readers from now on see its outcome, not an older view. */
-  async writing<T>(write: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `write`, which changes the store: readers from now on see its outcome, not an older view.
+   * `change` notes what it may change (its keys, a cleared range); without it, anything.
+   */
+  async writing<T>(write: () => Promise<T>, change?: (changed: ChangedKeys) => void): Promise<T> {
     this.writesInFlight++;
+    if (this.shared) this.before = { memo: this.shared.memo, changed: new ChangedKeys() };
+    if (this.before) {
+      if (change) change(this.before.changed);
+      else this.before.changed.anything();
+    }
     this.retire();
     try {
       return await write();
