@@ -203,6 +203,11 @@ export const LIMITS = {
    * whose ranges the write left alone. Ours.
    */
   scanMemoBytes: 1024 * 1024,
+  /**
+   * Scans one such view keeps at most, however small: each one the next view may keep is checked
+   * against the writes between them on the host's main thread, once per view. Ours.
+   */
+  scanMemoScans: 256,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
   busyRetryAfterSeconds: 1,
   /**

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LIMITS } from "../../../sdk/protocol/index.js";
 import { NOT_READY } from "../fast-path.js";
 import { ClassicKv } from "./classic-kv.js";
 import type { KvIterateOptions, KvIterator, KvSnapshot } from "./kv.js";
@@ -78,6 +79,19 @@ describe("ScanMemo", () => {
     await scanThrough(memo, RANGE, 1);
     expect(memo.lookup(RANGE, 1)).toEqual(ENTRIES.slice(0, 1));
   });
+});
+
+it("keeps at most LIMITS.scanMemoScans scans, however small", async () => {
+  const memo = new ScanMemo(1 << 30);
+  const empty = () => arrayIterator([]);
+  for (let i = 0; i <= LIMITS.scanMemoScans; i++) {
+    const iterator = memo.recording({ gte: text(`k${i}`), lt: text(`k${i}~`) }, empty());
+    await iterator.next(1);
+    await iterator.close();
+  }
+  expect(memo.lookup({ gte: text("k0"), lt: text("k0~") }, 1)).toEqual([]);
+  const last = LIMITS.scanMemoScans;
+  expect(memo.lookup({ gte: text(`k${last}`), lt: text(`k${last}~`) }, 1)).toBe(NOT_READY);
 });
 
 describe("scan memos of the embedded store", () => {

@@ -1,3 +1,4 @@
+import { LIMITS } from "../../../sdk/protocol/index.js";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { ChangedKeys } from "./changed-keys.js";
 import type { KvIterateOptions, KvIterator } from "./kv.js";
@@ -25,8 +26,8 @@ const KEEP_UNREAD_MS = 1000;
  * what scanning again would find; the store lends one snapshot to every reader that starts between
  * two writes (snapshot-lender.ts), and the snapshot after them keeps the scans whose range no write
  * between them touched ({@link inherit}). Ranges are compiled under a deployment's own key prefix,
- * so one deployment's scans never answer another's. At most `limitBytes` of keys and values are
- * kept; scans past it are not.
+ * so one deployment's scans never answer another's. At most `limitBytes` of keys and values, and
+ * `LIMITS.scanMemoScans` scans, are kept; scans past them are not.
  */
 export class ScanMemo {
   private readonly scans = new Map<string, MemoEntry>();
@@ -102,6 +103,7 @@ export class ScanMemo {
     const before = this.scans.get(name);
     if (before !== undefined && (before.complete || before.entries.length >= entry.entries.length)) return;
     if (this.bytes + entry.bytes > this.limitBytes) return;
+    if (before === undefined && this.scans.size >= LIMITS.scanMemoScans) return;
     // A shorter scan of the same range stays counted: a memo only grows until its snapshot goes.
     this.scans.set(name, entry);
     this.readAt.set(name, readAt);
