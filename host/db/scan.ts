@@ -1,3 +1,4 @@
+import { PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY } from "./fast-path.js";
 import type { KvSnapshot } from "./kv/index.js";
 import type { OverlayEntry, WriteOverlay } from "./overlay.js";
@@ -44,7 +45,13 @@ export function scanRange(
   if (pending.length === 0 && snapshot.tryScanSync) {
     const kept = snapshot.tryScanSync(iterateOptions(options, false), options.want);
     if (kept !== NOT_READY) {
-      for (const [key, value] of kept) if (!visit(key, value)) break;
+      for (const [key, value] of kept.entries) if (!visit(key, value)) return undefined;
+      // A kept scan that stops before the range's end answers only a visitor that stops within it.
+      if (!kept.complete)
+        throw new PlatformError(
+          "internal",
+          `A scan took more entries than it said it would (${options.want}).`,
+        );
       return undefined;
     }
   }

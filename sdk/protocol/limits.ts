@@ -197,17 +197,21 @@ export const LIMITS = {
    */
   liveStateBytes: 128 * 1024 * 1024,
   /**
-   * Keys and values of the scans the embedded store keeps per point-in-time view, so readers that
-   * start between the same two writes and scan the same range are answered at once
-   * (host/db/kv/scan-memo.ts). All deployments share it; the view after a write keeps the scans
-   * whose ranges the write left alone. Ours.
+   * Bytes of the scans the embedded store keeps per point-in-time view for one developer (the
+   * owner of the deployments read), so readers that start between the same two writes and scan the
+   * same range are answered at once (host/db/kv/scan-memo.ts); the view after a write keeps the
+   * scans whose ranges the write left alone. Ours.
    */
   scanMemoBytes: 1024 * 1024,
+  /** Scans such a view keeps for one developer, however small. Ours. */
+  scanMemoScans: 64,
   /**
-   * Scans one such view keeps at most, however small: each one the next view may keep is checked
-   * against the writes between them on the host's main thread, once per view. Ours.
+   * Scans such a view keeps for all developers together: each one the next view may keep is
+   * checked against the writes between them on the host's main thread, once per view. Ours.
    */
-  scanMemoScans: 256,
+  scanMemoTotalScans: 512,
+  /** Bytes such a view keeps for all developers together. Ours. */
+  scanMemoTotalBytes: 16 * 1024 * 1024,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
   busyRetryAfterSeconds: 1,
   /**

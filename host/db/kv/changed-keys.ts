@@ -2,6 +2,8 @@ import type { KvRange } from "./kv.js";
 
 /** Keys one tracker follows one by one; past them it says that anything may have changed. */
 const MOST_KEYS = 4096;
+/** Cleared ranges it follows; past them, the same. */
+const MOST_RANGES = 64;
 
 /**
  * What the writes since a point in time changed: their keys and cleared ranges, so that the scans
@@ -12,14 +14,14 @@ const MOST_KEYS = 4096;
 export class ChangedKeys {
   private keys: Buffer[] = [];
   private sorted = true;
-  private readonly ranges: KvRange[] = [];
+  private ranges: KvRange[] = [];
   private everything = false;
 
   /** Notes a write of `keys`. */
   wrote(keys: Iterable<Buffer>): void {
     if (this.everything) return;
     for (const key of keys) {
-      if (this.keys.length === MOST_KEYS) {
+      if (this.keys.length === MOST_KEYS || !Buffer.isBuffer(key)) {
         this.anything();
         return;
       }
@@ -32,11 +34,15 @@ export class ChangedKeys {
   anything(): void {
     this.everything = true;
     this.keys = [];
+    this.ranges = [];
   }
 
   /** Notes that every key of `range` may have been deleted. */
   cleared(range: KvRange): void {
-    this.ranges.push(range);
+    if (this.everything) return;
+    if (this.ranges.length === MOST_RANGES || !Buffer.isBuffer(range.gte) || !Buffer.isBuffer(range.lt))
+      this.anything();
+    else this.ranges.push(range);
   }
 
   /** True when a change noted lies in `[gte, lt)`. */

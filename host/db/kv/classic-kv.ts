@@ -4,6 +4,7 @@ import type { NotReady } from "../fast-path.js";
 import { foldBatch, type SettledOperation } from "./batch-fold.js";
 import { LOCAL_BUS } from "./bus.js";
 import {
+  type KeptScan,
   type KvIterateOptions,
   type KvIterator,
   type KvOperation,
@@ -83,6 +84,8 @@ class ClassicSnapshot implements KvSnapshot {
   constructor(
     private readonly level: Level,
     private readonly loan: SnapshotLoan<LevelSnapshot>,
+    /** Whose share of the store the reader uses: its scans are kept apart (scan-memo.ts). */
+    private readonly owner: string,
   ) {
     this.readOptions = { keyEncoding: "buffer", valueEncoding: "utf8", snapshot: loan.snapshot } as const;
   }
@@ -96,13 +99,13 @@ class ClassicSnapshot implements KvSnapshot {
     return this.level.getSync(key, this.readOptions);
   }
 
-  /** Scans are kept in the view's memo, shared with the readers that share the view (scan-memo.ts). */
+  /** Scans are kept in the view's memo, for the readers of the same owner that share the view (scan-memo.ts). */
   iterate(options: KvIterateOptions): KvIterator {
-    return this.loan.memo.recording(options, iterate(this.level, options, this.loan.snapshot));
+    return this.loan.memo.recording(this.owner, options, iterate(this.level, options, this.loan.snapshot));
   }
 
-  tryScanSync(options: KvIterateOptions, want: number): ReadonlyArray<[Buffer, string]> | NotReady {
-    return this.loan.memo.lookup(options, want);
+  tryScanSync(options: KvIterateOptions, want: number): KeptScan | NotReady {
+    return this.loan.memo.lookup(this.owner, options, want);
   }
 
   close(): Promise<void> {
@@ -146,8 +149,8 @@ export class ClassicKv extends KvStoreBase {
     return iterate(this.level, options);
   }
 
-  protected async _snapshot(): Promise<KvSnapshot> {
-    return new ClassicSnapshot(this.level, this.snapshots.borrow());
+  protected async _snapshot(owner: string): Promise<KvSnapshot> {
+    return new ClassicSnapshot(this.level, this.snapshots.borrow(), owner);
   }
 
   protected async _batch(operations: KvOperation[]): Promise<void> {

@@ -61,6 +61,14 @@ export interface KvIterator {
   close(): Promise<void>;
 }
 
+/** A scan a view kept (scan-memo.ts): its first entries, in order, and whether they are all of it. */
+export interface KeptScan {
+  /** Shared by every reader it answers: read-only. */
+  readonly entries: ReadonlyArray<readonly [Buffer, string]>;
+  /** The scan reached the end of the range: no entry follows the last one. */
+  readonly complete: boolean;
+}
+
 /** A consistent point-in-time view: later writes are not visible through it. */
 export interface KvSnapshot {
   get(key: Buffer): Promise<string | undefined>;
@@ -73,9 +81,9 @@ export interface KvSnapshot {
   /**
    * The entries an {@link iterate} with `options` would return, at once, when this view kept an
    * earlier scan of that range long enough for a reader taking at most `want` of them; else
-   * NOT_READY. A backend without such a memory leaves it out.
+   * NOT_READY. Its entries are shared: read-only. A backend without such a memory leaves it out.
    */
-  tryScanSync?(options: KvIterateOptions, want: number): ReadonlyArray<[Buffer, string]> | NotReady;
+  tryScanSync?(options: KvIterateOptions, want: number): KeptScan | NotReady;
   /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */
   close(): Promise<void>;
 }

@@ -118,7 +118,7 @@ it("a snapshot's memo answers only with what the snapshot holds", async () => {
             const expected = modelScan(reader.state, step.from, step.to, step.reverse);
             const kept = reader.snapshot.tryScanSync?.(options, step.take);
             if (kept !== undefined && kept !== NOT_READY) {
-              const answered = kept.slice(0, step.take).map(([k, v]) => [k.toString(), v]);
+              const answered = kept.entries.slice(0, step.take).map(([k, v]) => [k.toString(), v]);
               expect(answered).toEqual(expected.slice(0, step.take));
             }
             expect(await scan(reader.snapshot, options, step.take)).toEqual(expected.slice(0, step.take));

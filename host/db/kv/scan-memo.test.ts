@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { NOT_READY } from "../fast-path.js";
 import { ClassicKv } from "./classic-kv.js";
-import type { KvIterateOptions, KvIterator, KvSnapshot } from "./kv.js";
+import type { KeptScan, KvIterateOptions, KvIterator, KvSnapshot } from "./kv.js";
 import { ScanMemo } from "./scan-memo.js";
 
 const text = (value: string) => Buffer.from(value);
@@ -23,12 +23,17 @@ function arrayIterator(entries: Array<[Buffer, string]>): KvIterator {
   };
 }
 
+/** A lookup's entries, or NOT_READY. */
+function entriesOf(kept: KeptScan | typeof NOT_READY | undefined) {
+  return kept === undefined || kept === NOT_READY ? NOT_READY : kept.entries;
+}
+
 const ENTRIES: Array<[Buffer, string]> = ["a", "b", "c", "d"].map((k) => [text(k), `value ${k}`]);
 const RANGE: KvIterateOptions = { gte: text("a"), lt: text("z") };
 
 /** Scans `options` through `memo` taking `take` entries in batches of `batch`, then closes. */
 async function scanThrough(memo: ScanMemo, options: KvIterateOptions, take: number, batch = take) {
-  const iterator = memo.recording(options, arrayIterator(ENTRIES));
+  const iterator = memo.recording("o", options, arrayIterator(ENTRIES));
   const seen: Array<[Buffer, string]> = [];
   while (seen.length < take) {
     const next = await iterator.next(batch);
@@ -42,56 +47,114 @@ async function scanThrough(memo: ScanMemo, options: KvIterateOptions, take: numb
 describe("ScanMemo", () => {
   it("answers a reader that takes no more than an earlier scan of the same range returned", async () => {
     const memo = new ScanMemo(1 << 20);
-    expect(memo.lookup(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(memo.lookup("o", RANGE, 1))).toBe(NOT_READY);
     await scanThrough(memo, RANGE, 2);
-    expect(memo.lookup(RANGE, 2)).toEqual(ENTRIES.slice(0, 2));
-    expect(memo.lookup(RANGE, 1)).toEqual(ENTRIES.slice(0, 2));
+    expect(entriesOf(memo.lookup("o", RANGE, 2))).toEqual(ENTRIES.slice(0, 2));
+    expect(entriesOf(memo.lookup("o", RANGE, 1))).toEqual(ENTRIES.slice(0, 2));
     // The scan stopped before the end of the range: a reader taking more must scan.
-    expect(memo.lookup(RANGE, 3)).toBe(NOT_READY);
-    expect(memo.lookup(RANGE, Infinity)).toBe(NOT_READY);
+    expect(entriesOf(memo.lookup("o", RANGE, 3))).toBe(NOT_READY);
+    expect(entriesOf(memo.lookup("o", RANGE, Infinity))).toBe(NOT_READY);
   });
 
   it("answers any reader once a scan reached the end of the range", async () => {
     const memo = new ScanMemo(1 << 20);
     await scanThrough(memo, RANGE, 10, 3);
-    expect(memo.lookup(RANGE, Infinity)).toEqual(ENTRIES);
-    expect(memo.lookup(RANGE, 100)).toEqual(ENTRIES);
+    expect(entriesOf(memo.lookup("o", RANGE, Infinity))).toEqual(ENTRIES);
+    expect(entriesOf(memo.lookup("o", RANGE, 100))).toEqual(ENTRIES);
   });
 
   it("keeps scans apart by range, direction and what they read, however the bounds' bytes line up", async () => {
     const memo = new ScanMemo(1 << 20);
     await scanThrough(memo, { gte: text("a\u0000"), lt: text("b") }, 10);
-    expect(memo.lookup({ gte: text("a"), lt: text("\u0000b") }, 1)).toBe(NOT_READY);
-    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b"), reverse: true }, 1)).toBe(NOT_READY);
-    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b"), keys: false }, 1)).toBe(NOT_READY);
-    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b"), values: false }, 1)).toBe(NOT_READY);
-    expect(memo.lookup({ gte: text("a\u0000"), lt: text("b") }, 1)).toEqual(ENTRIES);
+    expect(entriesOf(memo.lookup("o", { gte: text("a"), lt: text("\u0000b") }, 1))).toBe(NOT_READY);
+    expect(entriesOf(memo.lookup("o", { gte: text("a\u0000"), lt: text("b"), reverse: true }, 1))).toBe(
+      NOT_READY,
+    );
+    expect(entriesOf(memo.lookup("o", { gte: text("a\u0000"), lt: text("b"), keys: false }, 1))).toBe(
+      NOT_READY,
+    );
+    expect(entriesOf(memo.lookup("o", { gte: text("a\u0000"), lt: text("b"), values: false }, 1))).toBe(
+      NOT_READY,
+    );
+    expect(entriesOf(memo.lookup("o", { gte: text("a\u0000"), lt: text("b") }, 1))).toEqual(ENTRIES);
   });
 
   it("keeps no scan with a limit of its own, and none past its size", async () => {
-    const memo = new ScanMemo(200);
+    const memo = new ScanMemo(300);
     await scanThrough(memo, Object.assign({ limit: 4 }, RANGE), 4);
-    expect(memo.lookup(Object.assign({ limit: 4 }, RANGE), 1)).toBe(NOT_READY);
-    // Four entries and their overhead are more than 200 bytes.
+    expect(entriesOf(memo.lookup("o", Object.assign({ limit: 4 }, RANGE), 1))).toBe(NOT_READY);
+    // Four entries and their overhead are more than 300 bytes.
     await scanThrough(memo, RANGE, 10);
-    expect(memo.lookup(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(memo.lookup("o", RANGE, 1))).toBe(NOT_READY);
     // One entry fits.
     await scanThrough(memo, RANGE, 1);
-    expect(memo.lookup(RANGE, 1)).toEqual(ENTRIES.slice(0, 1));
+    expect(entriesOf(memo.lookup("o", RANGE, 1))).toEqual(ENTRIES.slice(0, 1));
   });
 });
 
-it("keeps at most LIMITS.scanMemoScans scans, however small", async () => {
+describe("ScanMemo's owners and bounds", () => {
+  it("answers an owner only from its own scans, and one owner's fill leaves another's room", async () => {
+    const memo = new ScanMemo(400);
+    await scanThrough(memo, RANGE, 1);
+    expect(entriesOf(memo.lookup("o", RANGE, 1))).toEqual(ENTRIES.slice(0, 1));
+    expect(entriesOf(memo.lookup("other", RANGE, 1))).toBe(NOT_READY);
+    const iterator = memo.recording("other", { gte: text("b"), lt: text("z") }, arrayIterator(ENTRIES));
+    await iterator.next(1);
+    await iterator.close();
+    expect(entriesOf(memo.lookup("other", { gte: text("b"), lt: text("z") }, 1))).toEqual(
+      ENTRIES.slice(0, 1),
+    );
+    expect(entriesOf(memo.lookup("o", { gte: text("b"), lt: text("z") }, 1))).toBe(NOT_READY);
+  });
+
+  it("charges a scan's bounds, and keeps none whose bounds are long", async () => {
+    // An equality on a 2 MB value that matches nothing: it used to be charged 64 bytes.
+    const long = { gte: Buffer.alloc(600, 1), lt: Buffer.alloc(600, 2) };
+    const memo = new ScanMemo(1 << 30);
+    const iterator = memo.recording("o", long, arrayIterator([]));
+    await iterator.next(1);
+    await iterator.close();
+    expect(entriesOf(memo.lookup("o", long, 1))).toBe(NOT_READY);
+    const small = new ScanMemo(64 + 2 * 500 - 1);
+    const bounds = { gte: Buffer.alloc(250, 1), lt: Buffer.alloc(250, 2) };
+    const kept = small.recording("o", bounds, arrayIterator([]));
+    await kept.next(1);
+    await kept.close();
+    expect(entriesOf(small.lookup("o", bounds, 1))).toBe(NOT_READY);
+  });
+
+  it("answers no one from a scan nobody read for a second", async () => {
+    const now = vi.spyOn(performance, "now");
+    try {
+      now.mockReturnValue(1000);
+      const memo = new ScanMemo(1 << 20);
+      await scanThrough(memo, RANGE, 10);
+      now.mockReturnValue(1900);
+      expect(entriesOf(memo.lookup("o", RANGE, 1))).toEqual(ENTRIES);
+      now.mockReturnValue(2800);
+      expect(entriesOf(memo.lookup("o", RANGE, 1))).toEqual(ENTRIES);
+      now.mockReturnValue(3801);
+      expect(entriesOf(memo.lookup("o", RANGE, 1))).toBe(NOT_READY);
+      // Forgotten, it makes room: the next scan of the range is kept again.
+      await scanThrough(memo, RANGE, 10);
+      expect(entriesOf(memo.lookup("o", RANGE, 1))).toEqual(ENTRIES);
+    } finally {
+      now.mockRestore();
+    }
+  });
+});
+
+it("keeps at most LIMITS.scanMemoScans scans of one owner, however small", async () => {
   const memo = new ScanMemo(1 << 30);
   const empty = () => arrayIterator([]);
   for (let i = 0; i <= LIMITS.scanMemoScans; i++) {
-    const iterator = memo.recording({ gte: text(`k${i}`), lt: text(`k${i}~`) }, empty());
+    const iterator = memo.recording("o", { gte: text(`k${i}`), lt: text(`k${i}~`) }, empty());
     await iterator.next(1);
     await iterator.close();
   }
-  expect(memo.lookup({ gte: text("k0"), lt: text("k0~") }, 1)).toEqual([]);
+  expect(entriesOf(memo.lookup("o", { gte: text("k0"), lt: text("k0~") }, 1))).toEqual([]);
   const last = LIMITS.scanMemoScans;
-  expect(memo.lookup({ gte: text(`k${last}`), lt: text(`k${last}~`) }, 1)).toBe(NOT_READY);
+  expect(entriesOf(memo.lookup("o", { gte: text(`k${last}`), lt: text(`k${last}~`) }, 1))).toBe(NOT_READY);
 });
 
 describe("scan memos of the embedded store", () => {
@@ -118,11 +181,11 @@ describe("scan memos of the embedded store", () => {
 
   it("answers a reader that starts before the next write with what an earlier reader's scan found", async () => {
     const first = await store.readSnapshot();
-    expect(first.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(first.tryScanSync?.(RANGE, 1))).toBe(NOT_READY);
     const found = await scanAll(first);
     await first.close();
     const second = await store.readSnapshot();
-    expect(second.tryScanSync?.(RANGE, Infinity)).toEqual(found);
+    expect(entriesOf(second.tryScanSync?.(RANGE, Infinity))).toEqual(found);
     await second.close();
   });
 
@@ -134,12 +197,12 @@ describe("scan memos of the embedded store", () => {
       { type: "del", key: text("c") },
     ]);
     const after = await store.readSnapshot();
-    expect(after.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(after.tryScanSync?.(RANGE, 1))).toBe(NOT_READY);
     const now = await scanAll(after);
     expect(now.map(([key]) => key.toString())).toEqual(["a", "b", "bb", "d"]);
     // The reader from before the write keeps its own view, memo included.
-    expect(before.tryScanSync?.(RANGE, Infinity)).toEqual(old);
-    expect(after.tryScanSync?.(RANGE, Infinity)).toEqual(now);
+    expect(entriesOf(before.tryScanSync?.(RANGE, Infinity))).toEqual(old);
+    expect(entriesOf(after.tryScanSync?.(RANGE, Infinity))).toEqual(now);
     await before.close();
     await after.close();
   });
@@ -157,18 +220,18 @@ describe("scan memos of the embedded store", () => {
     await store.batch([{ type: "put", key: text("zz"), value: "outside both" }]);
     await store.batch([{ type: "put", key: text("z5"), value: "inside [z0, z9)" }]);
     const after = await store.readSnapshot();
-    expect(after.tryScanSync?.(RANGE, Infinity)).toEqual(found);
-    expect(after.tryScanSync?.(other, 1)).toBe(NOT_READY);
+    expect(entriesOf(after.tryScanSync?.(RANGE, Infinity))).toEqual(found);
+    expect(entriesOf(after.tryScanSync?.(other, 1))).toBe(NOT_READY);
     await after.close();
     // A clear over the range, then a delete in it: neither is answered from before.
     await store.clear({ gte: text("d"), lt: text("e") });
     const cleared = await store.readSnapshot();
-    expect(cleared.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(cleared.tryScanSync?.(RANGE, 1))).toBe(NOT_READY);
     expect((await scanAll(cleared)).map(([key]) => key.toString())).toEqual(["a", "b", "c"]);
     await cleared.close();
     await store.batch([{ type: "del", key: text("a") }]);
     const deleted = await store.readSnapshot();
-    expect(deleted.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(deleted.tryScanSync?.(RANGE, 1))).toBe(NOT_READY);
     expect((await scanAll(deleted)).map(([key]) => key.toString())).toEqual(["b", "c"]);
     await deleted.close();
   });
@@ -178,7 +241,7 @@ describe("scan memos of the embedded store", () => {
     await scanAll(reader);
     const write = store.batch([{ type: "put", key: text("ab"), value: "during" }]);
     const during = await store.readSnapshot();
-    expect(during.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    expect(entriesOf(during.tryScanSync?.(RANGE, 1))).toBe(NOT_READY);
     await write;
     await Promise.all([reader.close(), during.close()]);
   });

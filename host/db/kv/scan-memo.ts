@@ -1,23 +1,30 @@
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import type { ChangedKeys } from "./changed-keys.js";
-import type { KvIterateOptions, KvIterator } from "./kv.js";
+import type { KeptScan, KvIterateOptions, KvIterator } from "./kv.js";
 
-/** What one scan of a range found: its first entries, in order, and whether they are all of it. */
-interface MemoEntry {
+interface MemoEntry extends KeptScan {
+  readonly owner: string;
   readonly gte: Buffer;
   readonly lt: Buffer;
-  readonly entries: ReadonlyArray<[Buffer, string]>;
-  /** The scan reached the end of the range: no entry follows the last one. */
-  readonly complete: boolean;
-  /** Bytes it is charged. */
+  /** Bytes it is charged to its owner. */
   readonly bytes: number;
 }
 
-/** Bytes a memo entry is charged beside its keys and values (the array, its tuples, the map entry). */
+/** Bytes a kept scan or entry is charged beside its keys and values (arrays, tuples, map entries). */
 const ENTRY_OVERHEAD = 64;
-/** A kept scan nobody read for this long (ms) is not passed on to the next snapshot's memo. */
+/** Bytes a key returned as a Buffer is charged beside its bytes (the Buffer object and its view). */
+const KEY_OVERHEAD = 96;
+/** Scans whose bounds take more bytes than this together are not kept (their name would hold them again). */
+const MOST_BOUND_BYTES = 1024;
+/** A kept scan nobody read for this long (ms) answers no one, and is not passed on to the next snapshot. */
 const KEEP_UNREAD_MS = 1000;
+
+/** What one owner's kept scans take. */
+interface Share {
+  bytes: number;
+  scans: number;
+}
 
 /**
  * The scans made through one LevelDB snapshot, kept so the next scan of the same range through the
@@ -25,42 +32,59 @@ const KEEP_UNREAD_MS = 1000;
  * native iterator and a turn of the event loop. A snapshot never changes, so a kept scan is exactly
  * what scanning again would find; the store lends one snapshot to every reader that starts between
  * two writes (snapshot-lender.ts), and the snapshot after them keeps the scans whose range no write
- * between them touched ({@link inherit}). Ranges are compiled under a deployment's own key prefix,
- * so one deployment's scans never answer another's. At most `limitBytes` of keys and values, and
- * `LIMITS.scanMemoScans` scans, are kept; scans past them are not.
+ * between them touched ({@link inherit}). Scans are kept per owner (the developer whose share of
+ * the store the reader uses) and by exact range, which is under one deployment's prefix: no one is
+ * answered from another owner's scans, and what one owner keeps (`LIMITS.scanMemoBytes`,
+ * `LIMITS.scanMemoScans`) neither makes room for nor takes it from another, below the totals of
+ * one snapshot (`LIMITS.scanMemoTotalScans`, `LIMITS.scanMemoTotalBytes`).
  */
 export class ScanMemo {
   private readonly scans = new Map<string, MemoEntry>();
   /** When each kept scan was made or last answered a reader (`performance.now()`). */
   private readonly readAt = new Map<string, number>();
-  private bytes = 0;
+  private readonly shares = new Map<string, Share>();
+  private totalBytes = 0;
 
-  constructor(private readonly limitBytes: number) {}
+  /** `ownerBytes`: what one owner's kept scans may take (tests use a small figure). */
+  constructor(private readonly ownerBytes: number = LIMITS.scanMemoBytes) {}
 
   /**
-   * The kept entries of a scan with `options` when they answer a reader that takes at most `want`
-   * of them (all of the range, or at least `want`); otherwise {@link NOT_READY}.
+   * `owner`'s kept scan with `options` when it answers a reader that takes at most `want` entries
+   * (all of the range, or at least `want`); otherwise {@link NOT_READY}.
    */
-  lookup(options: KvIterateOptions, want: number): ReadonlyArray<[Buffer, string]> | NotReady {
-    const name = memoName(options);
+  lookup(owner: string, options: KvIterateOptions, want: number): KeptScan | NotReady {
+    const name = memoName(owner, options);
     const kept = name === undefined ? undefined : this.scans.get(name);
-    if (kept === undefined || !(kept.complete || kept.entries.length >= want)) return NOT_READY;
-    this.readAt.set(name as string, performance.now());
-    return kept.entries;
+    if (kept === undefined || name === undefined) return NOT_READY;
+    const now = performance.now();
+    if (now - (this.readAt.get(name) ?? 0) > KEEP_UNREAD_MS) {
+      this.forget(name, kept);
+      return NOT_READY;
+    }
+    if (!(kept.complete || kept.entries.length >= want)) return NOT_READY;
+    this.readAt.set(name, now);
+    return kept;
   }
 
   /**
-   * `iterator` (a scan with `options` through this memo's snapshot), keeping what it returns when it
-   * closes, unless a longer scan of the same range is kept already or it does not fit.
+   * `iterator` (`owner`'s scan with `options` through this memo's snapshot), keeping what it
+   * returns when it closes, unless a longer scan of the same range is kept already or it does not
+   * fit in the owner's share.
    */
-  recording(options: KvIterateOptions, iterator: KvIterator): KvIterator {
-    const name = memoName(options);
+  recording(owner: string, options: KvIterateOptions, iterator: KvIterator): KvIterator {
+    const name = memoName(owner, options);
     if (name === undefined) return iterator;
-    // Undefined once the scan outgrew what the memo could keep: a long scan (an export, a
-    // backfill) is not held in memory for nothing.
+    const room = () =>
+      Math.min(
+        this.ownerBytes - (this.shares.get(owner)?.bytes ?? 0),
+        LIMITS.scanMemoTotalBytes - this.totalBytes,
+      );
+    // Undefined once the scan outgrew the owner's room: a long scan (an export, a backfill) is
+    // not held in memory for nothing.
     let seen: Array<[Buffer, string]> | undefined = [];
     let complete = false;
-    let bytes = ENTRY_OVERHEAD;
+    // The bounds are held twice: as Buffers and in the scan's name.
+    let bytes = ENTRY_OVERHEAD + 2 * (options.gte.length + options.lt.length);
     return {
       next: async (max) => {
         const batch = await iterator.next(max);
@@ -68,19 +92,16 @@ export class ScanMemo {
         if (seen === undefined) return batch;
         for (const entry of batch) {
           seen.push(entry);
-          bytes += entry[0].length + entry[1].length + ENTRY_OVERHEAD;
+          bytes += entryBytes(entry);
         }
-        if (bytes > this.limitBytes - this.bytes) seen = undefined;
+        if (bytes > room()) seen = undefined;
         return batch;
       },
       close: async () => {
         await iterator.close();
-        if (seen !== undefined)
-          this.keep(
-            name,
-            { gte: options.gte, lt: options.lt, entries: seen, complete, bytes },
-            performance.now(),
-          );
+        if (seen === undefined) return;
+        const entry = { owner, gte: options.gte, lt: options.lt, entries: seen, complete, bytes };
+        this.keep(name, entry, performance.now());
       },
     };
   }
@@ -102,18 +123,39 @@ export class ScanMemo {
   private keep(name: string, entry: MemoEntry, readAt: number): void {
     const before = this.scans.get(name);
     if (before !== undefined && (before.complete || before.entries.length >= entry.entries.length)) return;
-    if (this.bytes + entry.bytes > this.limitBytes) return;
-    if (before === undefined && this.scans.size >= LIMITS.scanMemoScans) return;
-    // A shorter scan of the same range stays counted: a memo only grows until its snapshot goes.
+    const share = this.shares.get(entry.owner) ?? { bytes: 0, scans: 0 };
+    const scans = share.scans + (before === undefined ? 1 : 0);
+    const bytes = share.bytes - (before?.bytes ?? 0) + entry.bytes;
+    if (bytes > this.ownerBytes || scans > LIMITS.scanMemoScans) return;
+    if (before === undefined && this.scans.size >= LIMITS.scanMemoTotalScans) return;
+    const totalBytes = this.totalBytes - (before?.bytes ?? 0) + entry.bytes;
+    if (totalBytes > LIMITS.scanMemoTotalBytes) return;
+    this.totalBytes = totalBytes;
+    this.shares.set(entry.owner, { bytes, scans });
     this.scans.set(name, entry);
     this.readAt.set(name, readAt);
-    this.bytes += entry.bytes;
+  }
+
+  private forget(name: string, entry: MemoEntry): void {
+    this.scans.delete(name);
+    this.readAt.delete(name);
+    this.totalBytes -= entry.bytes;
+    const share = this.shares.get(entry.owner);
+    if (share) this.shares.set(entry.owner, { bytes: share.bytes - entry.bytes, scans: share.scans - 1 });
   }
 }
 
-/** The memo's name for a scan; undefined for one it does not keep (a scan with a limit of its own). */
-function memoName(options: KvIterateOptions): string | undefined {
-  if (options.limit !== undefined) return undefined;
+function entryBytes([key, value]: readonly [Buffer, string]): number {
+  return ENTRY_OVERHEAD + (key.length > 0 ? KEY_OVERHEAD + key.length : 0) + value.length;
+}
+
+/**
+ * The memo's name for `owner`'s scan; undefined for one it does not keep (a scan with a limit of
+ * its own, or with long bounds).
+ */
+function memoName(owner: string, options: KvIterateOptions): string | undefined {
+  if (options.limit !== undefined || options.gte.length + options.lt.length > MOST_BOUND_BYTES)
+    return undefined;
   const flags = `${options.reverse === true ? "r" : "f"}${options.values === false ? "-" : "v"}${options.keys === false ? "-" : "k"}`;
-  return `${flags}${options.gte.length}:${options.gte.toString("latin1")}${options.lt.toString("latin1")}`;
+  return `${owner.length}:${owner}${flags}${options.gte.length}:${options.gte.toString("latin1")}${options.lt.toString("latin1")}`;
 }

@@ -70,13 +70,10 @@ export class SnapshotLender<S extends Closable> {
    */
   async writing<T>(write: () => Promise<T>, change?: (changed: ChangedKeys) => void): Promise<T> {
     this.writesInFlight++;
-    if (this.shared) this.before = { memo: this.shared.memo, changed: new ChangedKeys() };
-    if (this.before) {
-      if (change) change(this.before.changed);
-      else this.before.changed.anything();
-    }
-    this.retire();
     try {
+      if (this.shared) this.before = { memo: this.shared.memo, changed: new ChangedKeys() };
+      this.retire();
+      if (this.before) noteChange(this.before.changed, change);
       return await write();
     } finally {
       this.writesInFlight--;
@@ -90,6 +87,17 @@ export class SnapshotLender<S extends Closable> {
     this.shared = undefined;
     view.retired = true;
     if (view.readers === 0) closeQuietly(view.snapshot);
+  }
+}
+
+/** Notes what a write may change; anything, when it does not say or cannot. */
+function noteChange(changed: ChangedKeys, change: ((changed: ChangedKeys) => void) | undefined): void {
+  try {
+    if (change) change(changed);
+    else changed.anything();
+  } catch (error) {
+    changed.anything();
+    throw error;
   }
 }
 
