@@ -1,6 +1,6 @@
 import { ClassicLevel } from "classic-level";
 import { LIMITS } from "../../../sdk/protocol/index.js";
-import type { NotReady } from "../fast-path.js";
+import { NOT_READY, type NotReady } from "../fast-path.js";
 import { foldBatch, type SettledOperation } from "./batch-fold.js";
 import { LOCAL_BUS } from "./bus.js";
 import {
@@ -101,11 +101,12 @@ class ClassicSnapshot implements KvSnapshot {
 
   /** Scans are kept in the view's memo, for the readers of the same owner that share the view (scan-memo.ts). */
   iterate(options: KvIterateOptions): KvIterator {
-    return this.loan.memo.recording(this.owner, options, iterate(this.level, options, this.loan.snapshot));
+    const scan = iterate(this.level, options, this.loan.snapshot);
+    return this.loan.memo ? this.loan.memo.recording(this.owner, options, scan) : scan;
   }
 
   tryScanSync(options: KvIterateOptions, want: number): KeptScan | NotReady {
-    return this.loan.memo.lookup(this.owner, options, want);
+    return this.loan.memo ? this.loan.memo.lookup(this.owner, options, want) : NOT_READY;
   }
 
   close(): Promise<void> {

@@ -10,14 +10,14 @@ export interface Closable {
 /** One reader's use of a view: `release` once done (safe to call twice). */
 export interface SnapshotLoan<S extends Closable> {
   readonly snapshot: S;
-  /** The scans made through this view, shared by its readers (scan-memo.ts). */
-  readonly memo: ScanMemo;
+  /** The scans made through this view, shared by its readers (scan-memo.ts); none for a view of one reader's own. */
+  readonly memo: ScanMemo | undefined;
   release(): Promise<void>;
 }
 
 interface LentView<S> {
   readonly snapshot: S;
-  readonly memo: ScanMemo;
+  readonly memo: ScanMemo | undefined;
   readers: number;
   /** A write began after it was taken: no new reader gets it; closed when its last reader is done. */
   retired: boolean;
@@ -53,7 +53,7 @@ export class SnapshotLender<S extends Closable> {
       view = this.view(0, false);
       this.shared = view;
       // No write is in flight: the view holds what the one before held, changed by those writes.
-      if (this.before) view.memo.inherit(this.before.memo, this.before.changed);
+      if (this.before) view.memo?.inherit(this.before.memo, this.before.changed);
       this.before = undefined;
     }
     view.readers++;
@@ -61,7 +61,13 @@ export class SnapshotLender<S extends Closable> {
   }
 
   private view(readers: number, retired: boolean): LentView<S> {
-    return { snapshot: this.take(), memo: new ScanMemo(this.memoBytes), readers, retired };
+    // A view of one reader's own (taken during a write) is shared with no one: it keeps no scans.
+    return {
+      snapshot: this.take(),
+      memo: retired ? undefined : new ScanMemo(this.memoBytes),
+      readers,
+      retired,
+    };
   }
 
   /**
@@ -71,7 +77,8 @@ export class SnapshotLender<S extends Closable> {
   async writing<T>(write: () => Promise<T>, change?: (changed: ChangedKeys) => void): Promise<T> {
     this.writesInFlight++;
     try {
-      if (this.shared) this.before = { memo: this.shared.memo, changed: new ChangedKeys() };
+      const memo = this.shared?.memo;
+      if (memo) this.before = { memo, changed: new ChangedKeys() };
       this.retire();
       if (this.before) noteChange(this.before.changed, change);
       return await write();
