@@ -22,7 +22,7 @@ export {
   readDataHead,
   tableRows,
 } from "./deployment-data.js";
-export { isPending, NOT_READY, type NotReady } from "./fast-path.js";
+export { after, isPending, NOT_READY, type NotReady } from "./fast-path.js";
 export type { RunOptions, TransactionResult } from "./group-commit-host.js";
 export { HostDatabase } from "./host-database.js";
 export type { HostMessage } from "./host-message.js";

@@ -66,7 +66,8 @@ async function once(deployment: TenantDatabase, spec: QuerySpec, terminal: Query
 describe("query terminals answered from the scan memo", () => {
   for (const [name, spec, terminal] of TERMINALS) {
     it(`${name}: a second reader between the same two writes is answered at once, exactly as the first`, async () => {
-      // A write first, so both readers below share a view taken after it.
+      // A write elsewhere first: both readers below share the view taken after it, and no test
+      // before scanned this range.
       await typedDb(a, app).write((d) => d.items.insert({ n: -1, group: "z" }));
       const scanned = await once(a, spec, terminal);
       const kept = await once(a, spec, terminal);

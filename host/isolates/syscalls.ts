@@ -7,7 +7,7 @@ import {
   SYSCALL,
 } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { isPending, NOT_READY, type QueryOutcome, runQuery, type Transaction } from "../db/index.js";
+import { after, NOT_READY, type QueryOutcome, runQuery, type Transaction } from "../db/index.js";
 import { EncodedAnswer } from "./encoded-answer.js";
 import type { SyscallHandler } from "./transport.js";
 
@@ -62,7 +62,7 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
           object(args.spec, "query") as unknown as QuerySpec,
           object(args.terminal, "terminal") as unknown as QueryTerminal,
         );
-        return isPending(outcome) ? outcome.then(encodeOutcome) : encodeOutcome(outcome);
+        return after(outcome, encodeOutcome);
       }
       case SYSCALL.dbInsert: {
         const table = text(args.table, "table");

@@ -1,4 +1,3 @@
-import { LIMITS } from "../../../sdk/protocol/index.js";
 import { ChangedKeys } from "./changed-keys.js";
 import { ScanMemo } from "./scan-memo.js";
 
@@ -38,11 +37,8 @@ export class SnapshotLender<S extends Closable> {
   /** The memo of the last shared view, and what every write since it began changed. */
   private before: { memo: ScanMemo; changed: ChangedKeys } | undefined;
 
-  /** `take`: makes a new view of the latest committed state; `memoBytes`: what each view's scan memo may keep. */
-  constructor(
-    private readonly take: () => S,
-    private readonly memoBytes = LIMITS.scanMemoBytes,
-  ) {}
+  /** `take`: makes a new view of the latest committed state. */
+  constructor(private readonly take: () => S) {}
 
   /** A view of the latest committed state for one reader. */
   borrow(): SnapshotLoan<S> {
@@ -64,7 +60,7 @@ export class SnapshotLender<S extends Closable> {
     // A view of one reader's own (taken during a write) is shared with no one: it keeps no scans.
     return {
       snapshot: this.take(),
-      memo: retired ? undefined : new ScanMemo(this.memoBytes),
+      memo: retired ? undefined : new ScanMemo(),
       readers,
       retired,
     };
