@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
  * "Scheduling"); and V8's allocation-site pretenuring would take some of a call's short-lived
  * objects for long-lived ones under load and allocate them in the old generation, where, as
  * garbage, they keep what they point at alive through young collections (about 2 KB and 9 µs of
- * host CPU per request: bench/README.md, "the host's own garbage").
+ * host CPU per request: bench/HISTORY.md, "the host's own garbage").
  */
 export const REQUIRED_NODE_FLAGS = [
   "--no-node-snapshot",
