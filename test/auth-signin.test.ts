@@ -17,6 +17,8 @@ const inbox: ReceivedMail[] = [];
 let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
 const ISSUER = "https://idp.example";
 const AUDIENCE = "client-123";
+/** The client id of the second deployment's app, at the same identity provider. */
+const OTHER_AUDIENCE = "client-456";
 
 beforeAll(async () => {
   smtp = await startSmtpInbox(inbox);
@@ -34,9 +36,24 @@ beforeAll(async () => {
   host = await startTestHost({
     smtpUrl: smtp.url,
     emailFrom: "platform <signin@example.com>",
-    oidcIssuers: [{ issuer: ISSUER, jwksUri: `http://127.0.0.1:${jwksPort}/jwks`, audience: AUDIENCE }],
+    oidcIssuers: [
+      {
+        issuer: ISSUER,
+        jwksUri: `http://127.0.0.1:${jwksPort}/jwks`,
+        audience: AUDIENCE,
+        deployments: ["mail"],
+      },
+      {
+        issuer: ISSUER,
+        jwksUri: `http://127.0.0.1:${jwksPort}/jwks`,
+        audience: OTHER_AUDIENCE,
+        deployments: ["shop"],
+      },
+    ],
   });
   expect((await host.deployFixture("mail", "guest-upgrade")).status).toBe(201);
+  expect((await host.deployFixture("shop", "guest-upgrade")).status).toBe(201);
+  expect((await host.deployFixture("blog", "guest-upgrade")).status).toBe(201);
 });
 afterAll(async () => {
   await host.dispose();
@@ -44,8 +61,8 @@ afterAll(async () => {
   await new Promise<void>((resolve) => jwks.close(() => resolve()));
 });
 
-async function post(path: string, body: unknown, token?: string) {
-  const response = await sendRequest(`${host.deploymentUrl("mail")}${path}`, {
+async function post(path: string, body: unknown, token?: string, deployment = "mail") {
+  const response = await sendRequest(`${host.deploymentUrl(deployment)}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(body),
@@ -190,6 +207,29 @@ describe("OpenID Connect ID tokens", () => {
       .sign(other.privateKey);
     expect((await post("/__platform/auth/oidc", { idToken: forged })).status).toBe(401);
     expect((await post("/__platform/auth/oidc", { idToken: 42 })).status).toBe(400);
+  });
+
+  it("signs in only at the deployments its client serves: a tenant cannot replay its users' tokens at another", async () => {
+    // What a tenant's own page receives when its users sign in: a token for its client id.
+    const mailToken = await idToken({ email: "victim@example.com", email_verified: true });
+    const atShop = await post("/__platform/auth/oidc", { idToken: mailToken }, undefined, "shop");
+    expect(atShop.status).toBe(401);
+    expect(atShop.body.error?.code).toBe("unauthorized");
+    const atBlog = await post("/__platform/auth/oidc", { idToken: mailToken }, undefined, "blog");
+    expect(atBlog.status).toBe(401);
+    expect(atBlog.body.error?.message).toBe(
+      "Deployment blog accepts no ID tokens from that issuer: its operator lists the identity provider's clients each deployment accepts.",
+    );
+    // Each client's tokens work where it is listed, and only there.
+    const shopToken = await idToken(
+      { email: "victim@example.com", email_verified: true },
+      { audience: OTHER_AUDIENCE },
+    );
+    const signedIn = await post("/__platform/auth/oidc", { idToken: shopToken }, undefined, "shop");
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body).toMatchObject({ kind: "account", email: "victim@example.com" });
+    expect((await post("/__platform/auth/oidc", { idToken: shopToken })).status).toBe(401);
+    expect((await post("/__platform/auth/oidc", { idToken: mailToken })).status).toBe(200);
   });
 });
 

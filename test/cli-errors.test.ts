@@ -152,6 +152,28 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
     expect(result.status, result.stderr).toBe(2);
     expect(result.stderr).toContain(message);
   });
+
+  it.each([
+    ["not json", "PLATFORM_OIDC_ISSUERS must be JSON"],
+    [
+      JSON.stringify([
+        { issuer: "https://idp.example", jwksUri: "https://idp.example/jwks", audience: "app" },
+      ]),
+      'PLATFORM_OIDC_ISSUERS entry 0 needs "deployments": the ids of the deployments whose app uses client "app"',
+    ],
+    [
+      JSON.stringify([{ issuer: "https://idp.example", jwksUri: "jwks", audience: "app", deployments: "*" }]),
+      'PLATFORM_OIDC_ISSUERS entry 0 needs "jwksUri": the issuer\'s JWKS URL (http or https).',
+    ],
+  ])("platform host with PLATFORM_OIDC_ISSUERS=%s", (issuers, message) => {
+    const result = runCli(["host", "--data", join(dir, "never")], {
+      ...env(),
+      PLATFORM_ADMIN_TOKEN: "t",
+      PLATFORM_OIDC_ISSUERS: issuers,
+    });
+    expect(result.status, result.stderr).toBe(2);
+    expect(result.stderr).toContain(message);
+  });
 });
 
 describe("a busy port", () => {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { checkOidcIssuers } from "../../host/auth/oidc.js";
 import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { exitOnUnhandledErrors } from "../fatal-errors.js";
@@ -98,20 +99,26 @@ function adminToken(data: string): { token: string; generated: boolean } {
 
 /**
  * Sign-in settings from the environment: `PLATFORM_SMTP_URL` and `PLATFORM_EMAIL_FROM` for email
- * codes, `PLATFORM_OIDC_ISSUERS` as JSON `[{ "issuer", "jwksUri", "audience" }]`.
+ * codes, `PLATFORM_OIDC_ISSUERS` as JSON `[{ "issuer", "jwksUri", "audience", "deployments" }]`
+ * (checked here, so a wrong one is a usage error before anything starts).
  */
 function signInSettings(): Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssuers"> {
   const settings: Pick<HostOptions, "smtpUrl" | "emailFrom" | "oidcIssuers"> = {};
   if (process.env.PLATFORM_SMTP_URL) settings.smtpUrl = process.env.PLATFORM_SMTP_URL;
   if (process.env.PLATFORM_EMAIL_FROM) settings.emailFrom = process.env.PLATFORM_EMAIL_FROM;
   if (process.env.PLATFORM_OIDC_ISSUERS) {
+    let parsed: unknown;
     try {
-      settings.oidcIssuers = JSON.parse(process.env.PLATFORM_OIDC_ISSUERS) as HostOptions["oidcIssuers"] &
-        object;
+      parsed = JSON.parse(process.env.PLATFORM_OIDC_ISSUERS);
     } catch {
-      throw new Error(
-        'PLATFORM_OIDC_ISSUERS must be JSON: [{"issuer": ..., "jwksUri": ..., "audience": ...}]',
+      throw new InvalidArgumentError(
+        'PLATFORM_OIDC_ISSUERS must be JSON: [{"issuer": ..., "jwksUri": ..., "audience": ..., "deployments": [...] or "*"}]',
       );
+    }
+    try {
+      settings.oidcIssuers = checkOidcIssuers(parsed, "PLATFORM_OIDC_ISSUERS");
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
     }
   }
   return settings;
@@ -282,6 +289,7 @@ export function registerHost(program: Command): void {
       runAction(async () => {
         // Bad values are refused before the supervisor starts anything (exit 2, as commander's own).
         backends(flags);
+        signInSettings();
         if (process.env.PLATFORM_HOST_CHILD === "1") await serve(flags);
         else await superviseHost(flags);
       }),

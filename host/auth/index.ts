@@ -11,7 +11,7 @@ export {
   sameSecret,
 } from "./developers.js";
 export { type CodeRequest, EmailCodes, type EmailOptions, type UnsentCode } from "./email-codes.js";
-export { type OidcIssuer, OidcVerifier } from "./oidc.js";
+export { checkOidcIssuers, type OidcIssuer, OidcVerifier } from "./oidc.js";
 export {
   type EndHolder,
   type HeldIdentity,

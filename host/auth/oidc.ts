@@ -1,45 +1,107 @@
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from "jose";
 import { PlatformError } from "../../sdk/values/index.js";
 
-/** An OpenID Connect issuer whose ID tokens the host accepts. */
+/** An OpenID Connect client whose ID tokens sign accounts in to the deployments it names. */
 export interface OidcIssuer {
   issuer: string;
   jwksUri: string;
   /** The client id the ID tokens must be issued for (`aud`). */
   audience: string;
+  /**
+   * The deployments that accept these tokens, or `"*"` for every deployment of the host. An ID
+   * token carries no deployment: a client shared by several tenants lets any of them, which sees
+   * its users' tokens, sign those users in to all the others. So each app gets a client id of its
+   * own, and `"*"` is for a host whose deployments all belong to one party.
+   */
+  deployments: readonly string[] | "*";
+}
+
+/** How the shape of an issuer list is written, for error messages. */
+const SHAPE = '[{"issuer": ..., "jwksUri": ..., "audience": ..., "deployments": ["<id>", ...] or "*"}]';
+
+/**
+ * `value` as a list of {@link OidcIssuer}s, or throws `bad_request` saying which entry is wrong and
+ * how (`name` is what the operator set: an option or an environment variable).
+ */
+export function checkOidcIssuers(value: unknown, name: string): OidcIssuer[] {
+  if (!Array.isArray(value)) throw new PlatformError("bad_request", `${name} must be a JSON list: ${SHAPE}.`);
+  return value.map((entry: unknown, index) => {
+    const where = `${name} entry ${index}`;
+    if (typeof entry !== "object" || entry === null)
+      throw new PlatformError("bad_request", `${where} must be an object: ${SHAPE}.`);
+    const { issuer, jwksUri, audience, deployments } = entry as Record<string, unknown>;
+    for (const [field, text] of [
+      ["issuer", issuer],
+      ["audience", audience],
+    ] as const) {
+      if (typeof text !== "string" || text === "")
+        throw new PlatformError("bad_request", `${where} needs "${field}" (a non-empty string).`);
+    }
+    if (typeof jwksUri !== "string" || !/^https?:\/\//.test(jwksUri) || !URL.canParse(jwksUri))
+      throw new PlatformError(
+        "bad_request",
+        `${where} needs "jwksUri": the issuer's JWKS URL (http or https).`,
+      );
+    const listed =
+      Array.isArray(deployments) &&
+      deployments.length > 0 &&
+      deployments.every((id) => typeof id === "string" && id !== "");
+    if (deployments !== "*" && !listed)
+      throw new PlatformError(
+        "bad_request",
+        `${where} needs "deployments": the ids of the deployments whose app uses client "${String(audience)}" (give each app a client id of its own), or "*" when every deployment on this host is yours.`,
+      );
+    return {
+      issuer: issuer as string,
+      jwksUri,
+      audience: audience as string,
+      deployments: deployments === "*" ? "*" : [...(deployments as string[])],
+    };
+  });
 }
 
 /**
- * Verifies OpenID Connect ID tokens from configured issuers against each issuer's JWKS (fetched
- * and cached by jose), requiring a verified email.
+ * Verifies OpenID Connect ID tokens for one deployment against the clients configured for it
+ * (issuer, audience, each issuer's JWKS, fetched and cached by jose), requiring a verified email.
  */
 export class OidcVerifier {
   private readonly keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+  private readonly issuers: OidcIssuer[];
 
-  constructor(private readonly issuers: OidcIssuer[]) {}
+  constructor(issuers: readonly OidcIssuer[]) {
+    this.issuers = checkOidcIssuers(issuers, "oidcIssuers");
+  }
 
-  /** The verified email of `idToken`, or throws `unauthorized`. */
-  async verifiedEmail(idToken: unknown): Promise<string> {
+  /** The verified email of `idToken` for deployment `deployment`, or throws `unauthorized`. */
+  async verifiedEmail(deployment: string, idToken: unknown): Promise<string> {
     if (typeof idToken !== "string")
       throw new PlatformError("bad_request", "Send { idToken } from your identity provider.");
-    let claimedIssuer: unknown;
+    let claims: { iss?: unknown; aud?: unknown };
     try {
-      claimedIssuer = decodeJwt(idToken).iss;
+      claims = decodeJwt(idToken);
     } catch {
       throw new PlatformError("unauthorized", "The ID token is not valid.");
     }
-    const issuer = this.issuers.find((candidate) => candidate.issuer === claimedIssuer);
-    if (!issuer) throw new PlatformError("unauthorized", "ID tokens from that issuer are not accepted here.");
-    let keySet = this.keySets.get(issuer.issuer);
-    if (!keySet) {
-      keySet = createRemoteJWKSet(new URL(issuer.jwksUri));
-      this.keySets.set(issuer.issuer, keySet);
-    }
+    const ofIssuer = this.issuers.filter((candidate) => candidate.issuer === claims.iss);
+    if (ofIssuer.length === 0)
+      throw new PlatformError("unauthorized", "ID tokens from that issuer are not accepted here.");
+    const forDeployment = ofIssuer.filter(
+      (candidate) => candidate.deployments === "*" || candidate.deployments.includes(deployment),
+    );
+    if (forDeployment.length === 0)
+      throw new PlatformError(
+        "unauthorized",
+        `Deployment ${deployment} accepts no ID tokens from that issuer: its operator lists the identity provider's clients each deployment accepts.`,
+      );
+    const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+    // A token for a client of another deployment matches none and fails verification below.
+    const client =
+      forDeployment.find((candidate) => audiences.includes(candidate.audience)) ?? forDeployment[0];
     let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(idToken, keySet, {
-        issuer: issuer.issuer,
-        audience: issuer.audience,
+      ({ payload } = await jwtVerify(idToken, this.keySet(client as OidcIssuer), {
+        issuer: (client as OidcIssuer).issuer,
+        audience: (client as OidcIssuer).audience,
         algorithms: ["RS256", "ES256", "EdDSA"],
       }));
     } catch {
@@ -52,5 +114,15 @@ export class OidcVerifier {
       throw new PlatformError("forbidden", "The identity provider has not verified this email address.");
     }
     return payload.email;
+  }
+
+  /** The key set of `client`'s JWKS, one per URL (an issuer may be listed once per client). */
+  private keySet(client: OidcIssuer): ReturnType<typeof createRemoteJWKSet> {
+    let keySet = this.keySets.get(client.jwksUri);
+    if (!keySet) {
+      keySet = createRemoteJWKSet(new URL(client.jwksUri));
+      this.keySets.set(client.jwksUri, keySet);
+    }
+    return keySet;
   }
 }

@@ -134,7 +134,8 @@ export function authRoutes(
   });
   router.post("/oidc", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
-    await signInAccount(ctx, auth, deployments, await signIn.oidc.verifiedEmail(body.idToken));
+    const email = await signIn.oidc.verifiedEmail(ctx.state.deployment as string, body.idToken);
+    await signInAccount(ctx, auth, deployments, email);
   });
   if (dev) {
     router.post("/dev-sign-in", json, async (ctx) => {
