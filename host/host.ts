@@ -14,6 +14,8 @@ import { type DatabaseQuota, HostDatabase, PostgresKv } from "./db/index.js";
 import { DeploymentService, LogHub, quarantine } from "./deployments/index.js";
 import {
   attachSync,
+  type BodyArrivalLimits,
+  BodyArrivals,
   createHttpApp,
   DEFAULT_REQUEST_QUOTA,
   destinationOfHost,
@@ -98,6 +100,8 @@ export interface HostOptions {
    * `X-Forwarded-For` (default false: the socket's peer, so every client behind a proxy is one).
    */
   trustProxy?: boolean;
+  /** Bytes of request bodies the host receives at once (tests use small ones); defaults from LIMITS. */
+  bodyArrivalLimits?: Partial<BodyArrivalLimits>;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
   /** Also serve `GET /metrics` without a token on this port of 127.0.0.1 (0 picks a free one). */
@@ -206,11 +210,13 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     }),
   );
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA, options.trustProxy ?? false);
+  const bodyArrivals = BodyArrivals.forHost(quota, options.bodyArrivalLimits);
   let draining = false;
   const app = createHttpApp({
     draining: () => draining,
     quota,
     metrics,
+    bodyArrivals,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
     objects,
     transfer,
@@ -254,6 +260,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     breachedDeployments: () => deployments.pool.breachedDeployments(),
     liveSubscriptions: () => live.subscriberCounts(),
     quarantinedBundles: () => quarantine.activeCount(),
+    requestBodyBytesArriving: () => bodyArrivals.arriving,
     codeCache: () => ({ ...deployments.pool.factory.codeCache.counts }),
     storageBytes: (limit) => objects.usageByOwner(limit),
     ...(store instanceof PostgresKv ? { postgresPools: () => store.poolUse() } : {}),

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
+import { bodyArrival } from "./body-arrivals.js";
 
 /** Largest body of the small JSON and form requests: sign-in, the operator API, dashboard forms. */
 export const SMALL_BODY_BYTES = 16 * 1024;
@@ -11,12 +12,14 @@ function tooLarge(limit: number): PlatformError {
 /**
  * Reads the request body while it streams, keeping at most `limit + 1` bytes: a declared
  * Content-Length over the limit is refused before reading, and a body that grows past the limit
- * stops being read at once (`413 too_large`).
+ * stops being read at once (`413 too_large`). Its bytes count against the host's body arrivals
+ * while it arrives (body-arrivals.ts): past those, it stops being read too.
  */
 export function readBody(ctx: Context, limit: number): Promise<Buffer> {
   const declared = Number(ctx.get("content-length") || 0);
   if (declared > limit) return Promise.reject(tooLarge(limit));
   const req = ctx.req;
+  const arrival = bodyArrival(ctx);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -24,22 +27,29 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
+      req.off("close", onError);
+      arrival.end();
+    };
+    // Discards the rest without keeping it, so the client can still read the answer.
+    const stop = (error: PlatformError) => {
+      cleanup();
+      req.resume();
+      reject(error);
     };
     const onData = (chunk: Buffer) => {
       const room = limit + 1 - size;
-      chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-      size += Math.min(chunk.length, room);
-      if (size > limit) {
-        cleanup();
-        // Discard the rest without keeping it, so the client can still read the 413.
-        req.resume();
-        reject(tooLarge(limit));
-      }
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      const refused = arrival.take(kept.length);
+      if (refused) return stop(refused);
+      chunks.push(kept);
+      size += kept.length;
+      if (size > limit) stop(tooLarge(limit));
     };
     const onEnd = () => {
       cleanup();
       resolve(Buffer.concat(chunks, size));
     };
+    // An error, or the connection closing before the body ended.
     const onError = () => {
       cleanup();
       reject(new PlatformError("bad_request", "The request body could not be read."));
@@ -47,6 +57,7 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onError);
+    req.on("close", onError);
   });
 }
 

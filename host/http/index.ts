@@ -4,6 +4,7 @@
  * WebSocket sync protocol; `RequestQuota` is the per-caller budget both share.
  */
 
+export { type BodyArrivalLimits, BodyArrivals } from "./body-arrivals.js";
 export { drainServer } from "./drain.js";
 export { listenForMetrics } from "./metrics-port.js";
 export { DEFAULT_REQUEST_QUOTA, type QuotaSettings, quotaKey, RequestQuota } from "./request-quota.js";

@@ -9,6 +9,7 @@ import type { DeploymentTransfer } from "../transfer/index.js";
 import { appRoutes } from "./app-routes.js";
 import { authRoutes, type SignInMethods } from "./auth-routes.js";
 import { backupRoutes } from "./backup-routes.js";
+import { BodyArrivals, countBodyArrivals } from "./body-arrivals.js";
 import { reportStreamErrors } from "./client-gone.js";
 import { clientRoutes } from "./client-routes.js";
 import { controlPlaneCompression } from "./compression.js";
@@ -29,6 +30,8 @@ import { atOrigin, resolveTenant } from "./tenant.js";
 
 /** How the HTTP server routes requests. */
 export interface HttpOptions {
+  /** Bytes of request bodies arriving at once (default: LIMITS' for `quota`). */
+  bodyArrivals?: BodyArrivals;
   deployments: DeploymentService;
   auth: AuthService;
   developers: Developers;
@@ -78,6 +81,7 @@ export function createHttpApp(options: HttpOptions): Koa {
   reportStreamErrors(app, options.onInternalError ?? ((error) => console.error(error)));
   const dev = options.devDeployment !== undefined;
   const { deployments, auth, developers, objects, quota } = options;
+  countBodyArrivals(app.context, options.bodyArrivals ?? BodyArrivals.forHost(quota));
   const draining = options.draining ?? (() => false);
   const deploymentRoutes = [
     authRoutes(auth, deployments, dev, options.signIn, quota),

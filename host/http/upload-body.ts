@@ -3,6 +3,7 @@ import type { Context } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
 import { fileTooLarge } from "../storage/index.js";
 import { readBody } from "./body.js";
+import { bodyArrival } from "./body-arrivals.js";
 
 /** One uploaded file: its bytes and the type its sender declared. */
 export interface UploadedFile {
@@ -20,7 +21,8 @@ export async function uploadBody(ctx: Context, limit: number): Promise<UploadedF
   if (!declared.toLowerCase().startsWith("multipart/form-data")) {
     return { bytes: await readBody(ctx, limit), contentType: declared };
   }
-  return new Promise((resolve, reject) => {
+  const arrival = bodyArrival(ctx);
+  return new Promise<UploadedFile>((resolve, reject) => {
     let parser: ReturnType<typeof Busboy>;
     try {
       parser = Busboy({ headers: ctx.req.headers, limits: { files: 2, fileSize: limit + 1, fields: 20 } });
@@ -28,6 +30,21 @@ export async function uploadBody(ctx: Context, limit: number): Promise<UploadedF
       reject(new PlatformError("invalid_request", "Malformed multipart body."));
       return;
     }
+    // The form's bytes count against the host's body arrivals as they come (body-arrivals.ts).
+    const count = (chunk: Buffer) => {
+      const refused = arrival.take(chunk.length);
+      if (!refused) return;
+      ctx.req.off("data", count);
+      ctx.req.unpipe(parser);
+      ctx.req.resume();
+      arrival.end();
+      reject(refused);
+    };
+    ctx.req.on("data", count);
+    // A connection that closes before the form ended settles the upload (and frees its count).
+    ctx.req.once("close", () => {
+      if (!ctx.req.complete) reject(new PlatformError("bad_request", "The request body could not be read."));
+    });
     const files: UploadedFile[] = [];
     let tooLarge = false;
     parser.on("file", (_name, stream, info) => {
@@ -51,5 +68,5 @@ export async function uploadBody(ctx: Context, limit: number): Promise<UploadedF
       else resolve(files[0] as UploadedFile);
     });
     ctx.req.pipe(parser);
-  });
+  }).finally(() => arrival.end());
 }

@@ -27,6 +27,8 @@ export interface MetricSources {
   liveSubscriptions(): Iterable<[deployment: string, subscribers: number]>;
   /** Bundles this server process refuses now because they crashed an earlier one. */
   quarantinedBundles(): number;
+  /** Bytes of request bodies arriving now (held in memory until each body ended). */
+  requestBodyBytesArriving(): number;
   /** Stored bytes by quota owner, at most `limit` owners. */
   storageBytes(limit: number): Promise<Iterable<[owner: string, bytes: number]>>;
   /** The PostgreSQL pools, when the database is PostgreSQL. */
@@ -115,6 +117,14 @@ export function watchSources(registry: Registry, sources: MetricSources): void {
     registers,
     collect() {
       this.set(sources.quarantinedBundles());
+    },
+  });
+  new Gauge({
+    name: "platform_request_body_bytes_arriving",
+    help: `Bytes of request bodies arriving now, held in memory until each body ended (at most ${LIMITS.requestBodyBytesArrivingPerClient} per client address, ${LIMITS.requestBodyBytesArriving} in all).`,
+    registers,
+    collect() {
+      this.set(sources.requestBodyBytesArriving());
     },
   });
   new Gauge({

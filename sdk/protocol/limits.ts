@@ -72,6 +72,14 @@ export const LIMITS = {
   databaseSilenceMs: 10_000,
   /** Largest request body for queries, mutations and endpoints. */
   requestBodyBytes: 1024 * 1024,
+  /**
+   * Bytes of request bodies one client address may have arriving at once, all its requests
+   * together (`429` beyond, while quotas are on), and the host in all (`503` beyond). A body is
+   * kept in memory while it arrives, and a client may send one slowly: without these, one address
+   * holding a thousand connections, each a byte short of its body, held a gigabyte. Ours.
+   */
+  requestBodyBytesArrivingPerClient: 64 * 1024 * 1024,
+  requestBodyBytesArriving: 512 * 1024 * 1024,
   /** Largest JSON value a handler may return. */
   resultBytes: 8 * 1024 * 1024,
   /** Largest JSON argument of one syscall from an isolate. */

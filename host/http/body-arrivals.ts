@@ -1,0 +1,118 @@
+import type { IncomingMessage } from "node:http";
+import type { Context } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import { clientAddressKey } from "./client-address.js";
+import type { RequestQuota } from "./request-quota.js";
+
+/** The most bytes of request bodies the host receives at once: from one client address, and in all. */
+export interface BodyArrivalLimits {
+  perClient: number;
+  total: number;
+}
+
+export const DEFAULT_BODY_ARRIVAL_LIMITS: BodyArrivalLimits = {
+  perClient: LIMITS.requestBodyBytesArrivingPerClient,
+  total: LIMITS.requestBodyBytesArriving,
+};
+
+/** One body's share of the host's {@link BodyArrivals}: bytes taken as they arrive, all given back at its end. */
+export interface BodyArrival {
+  /** Counts `bytes` more of the body; the error to answer with instead when that would pass a limit. */
+  take(bytes: number): PlatformError | undefined;
+  /** The body arrived, failed or was refused: its bytes no longer count. Safe to call twice. */
+  end(): void;
+}
+
+const UNCOUNTED: BodyArrival = { take: () => undefined, end: () => {} };
+
+/**
+ * Bytes of request bodies arriving at once, per client address and in all. A body is held in
+ * memory while it arrives, and its sender sets the pace: an address that opens many requests and
+ * sends each body all but its last byte would otherwise hold as much of the host's memory as it
+ * has connections. Kept on the Koa app's context (see {@link bodyArrival}), so every route that
+ * reads a body counts it.
+ */
+export class BodyArrivals {
+  private total = 0;
+  private readonly byClient = new Map<string, number>();
+
+  constructor(
+    private readonly limits: BodyArrivalLimits,
+    /** The client address of a request, as the host's other per-client limits key it. */
+    private readonly clientOf: (req: IncomingMessage) => string,
+  ) {}
+
+  /**
+   * The arrivals of a host whose per-client limits are `quota`'s: per client only while quotas are
+   * on, as the host's other per-client limits; `limits` default to LIMITS'.
+   */
+  static forHost(
+    quota: Pick<RequestQuota, "enabled" | "clientAddress">,
+    limits: Partial<BodyArrivalLimits> = {},
+  ): BodyArrivals {
+    const perClient = limits.perClient ?? DEFAULT_BODY_ARRIVAL_LIMITS.perClient;
+    return new BodyArrivals(
+      {
+        perClient: quota.enabled ? perClient : Number.POSITIVE_INFINITY,
+        total: limits.total ?? DEFAULT_BODY_ARRIVAL_LIMITS.total,
+      },
+      (req) => quota.clientAddress(req),
+    );
+  }
+
+  /** Starts counting the body of `req`. */
+  begin(req: IncomingMessage): BodyArrival {
+    const key = clientAddressKey(this.clientOf(req));
+    let held = 0;
+    return {
+      take: (bytes) => {
+        const client = this.byClient.get(key) ?? 0;
+        if (client + bytes > this.limits.perClient)
+          return new PlatformError(
+            "limit_exceeded",
+            `Request bodies arriving from your address at once passed ${this.limits.perClient} bytes; retry once those have arrived.`,
+            { retryAfterSeconds: 1 },
+          );
+        if (this.total + bytes > this.limits.total)
+          return new PlatformError(
+            "unavailable",
+            "The host is receiving as many request bodies as it holds at once; retry in 1 s.",
+            { retryAfterSeconds: 1 },
+          );
+        this.byClient.set(key, client + bytes);
+        this.total += bytes;
+        held += bytes;
+        return undefined;
+      },
+      end: () => {
+        if (held === 0) return;
+        const left = (this.byClient.get(key) ?? held) - held;
+        if (left > 0) this.byClient.set(key, left);
+        else this.byClient.delete(key);
+        this.total -= held;
+        held = 0;
+      },
+    };
+  }
+
+  /** Bytes of request bodies arriving now, in all (a metric). */
+  get arriving(): number {
+    return this.total;
+  }
+}
+
+/** Where {@link BodyArrivals} lives on the app's context. */
+interface WithArrivals {
+  bodyArrivals?: BodyArrivals;
+}
+
+/** Makes every request of `context` (a Koa app's `app.context`) count its body against `arrivals`. */
+export function countBodyArrivals(context: object, arrivals: BodyArrivals): void {
+  (context as WithArrivals).bodyArrivals = arrivals;
+}
+
+/** The share of the host's body arrivals of the request of `ctx` (none counted outside an app that counts). */
+export function bodyArrival(ctx: Context): BodyArrival {
+  return (ctx as WithArrivals).bodyArrivals?.begin(ctx.req) ?? UNCOUNTED;
+}

@@ -1,0 +1,134 @@
+/**
+ * The attack: a client opens requests and sends each body all but its last bytes, so the host holds
+ * every body in memory for as long as the client likes. Bodies arriving at once are held to a
+ * budget per client address and in all (host/http/body-arrivals.ts): past them a request is
+ * refused at once, and a body whose connection closes gives its bytes back. A real host on
+ * loopback, raw sockets, `GET /metrics` for the bytes arriving.
+ */
+import { connect, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+const KIB = 1024;
+let host: TestHost;
+const sockets: Socket[] = [];
+
+beforeAll(async () => {
+  host = await startTestHost({
+    // Clients are told apart by X-Forwarded-For, so that one test host has several.
+    trustProxy: true,
+    bodyArrivalLimits: { perClient: 256 * KIB, total: 512 * KIB },
+  });
+  expect((await host.deployFixture("notes", "todo")).status).toBe(201);
+});
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
+  await host.dispose();
+});
+
+/** Bytes of request bodies arriving at the host now, as `/metrics` says. */
+async function arriving(): Promise<number> {
+  const metrics = await host.admin("/metrics", "GET");
+  const line = metrics
+    .text()
+    .split("\n")
+    .find((l) => l.startsWith("platform_request_body_bytes_arriving "));
+  return Number(line?.split(" ")[1]);
+}
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error("the host never got there");
+}
+
+/**
+ * A query whose body of `declared` bytes arrives only up to `sent` bytes, from `client`; resolves
+ * to the response's head and body once the host answers (a held body gets no answer).
+ */
+function partialBody(client: string, declared: number, sent: number): { answer: Promise<string> } {
+  const port = new URL(host.url).port;
+  const socket = connect(Number(port), "127.0.0.1");
+  sockets.push(socket);
+  let text = "";
+  const answer = new Promise<string>((resolve) => {
+    socket.on("data", (chunk) => {
+      text += chunk.toString("utf8");
+      if (text.includes("\r\n\r\n") && text.endsWith("}")) resolve(text);
+    });
+    socket.on("error", () => resolve(text));
+  });
+  socket.write(
+    `POST /api/query/list HTTP/1.1\r\nHost: notes.localhost:${port}\r\nX-Forwarded-For: ${client}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+  );
+  socket.write(`{"pad":"${"x".repeat(sent - 8)}`);
+  return { answer };
+}
+
+describe("request bodies arriving at once", () => {
+  it("are held to a budget per client address and in all, and given back when their connections close", async () => {
+    // One client holds 200 KiB of a body; its next body passes its 256 KiB: 429 at once.
+    partialBody("10.0.0.1", 300 * KIB, 200 * KIB);
+    await until(async () => (await arriving()) >= 200 * KIB);
+    const second = await partialBody("10.0.0.1", 300 * KIB, 100 * KIB).answer;
+    expect(second).toMatch(/^HTTP\/1\.1 429 /);
+    expect(second).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(second).toContain('"code":"limit_exceeded"');
+    expect(second).toContain("Request bodies arriving from your address at once passed 262144 bytes");
+    // Another client holds 200 KiB too; a third client's body passes the host's 512 KiB: 503.
+    partialBody("10.0.0.2", 300 * KIB, 200 * KIB);
+    await until(async () => (await arriving()) >= 400 * KIB);
+    const third = await partialBody("10.0.0.3", 300 * KIB, 150 * KIB).answer;
+    expect(third).toMatch(/^HTTP\/1\.1 503 /);
+    expect(third).toContain('"code":"unavailable"');
+    // Closing the held connections gives their bytes back: nothing stays counted.
+    for (const socket of sockets) socket.destroy();
+    await until(async () => (await arriving()) === 0);
+    // And a whole body from the first client is read and answered as before.
+    const whole = await sendRequest(`${host.deploymentUrl("notes")}/api/query/list`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": "10.0.0.1" },
+      body: JSON.stringify({ pad: "x".repeat(200 * KIB) }),
+    });
+    expect(whole.status).toBe(200);
+    expect(await arriving()).toBe(0);
+  });
+
+  it("count a multipart upload as it arrives too", async () => {
+    // Uploads need an account of a claimed deployment.
+    const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{ id: string }>();
+    const created = await host.admin("/v1/deploys", "POST", {
+      id: "files",
+      code: await fixtureCode("access"),
+      owner: owner.id,
+    });
+    expect(created.status).toBe(201);
+    const session = await host.admin("/v1/deploys/files/sessions", "POST", { email: "member@example.com" });
+    const token = session.json<{ token: string }>().token;
+    partialBody("10.0.0.4", 300 * KIB, 200 * KIB);
+    await until(async () => (await arriving()) >= 200 * KIB);
+    const port = new URL(host.url).port;
+    const socket = connect(Number(port), "127.0.0.1");
+    sockets.push(socket);
+    let text = "";
+    const answer = new Promise<string>((resolve) => {
+      socket.on("data", (chunk) => {
+        text += chunk.toString("utf8");
+        if (text.includes("\r\n\r\n") && text.endsWith("}")) resolve(text);
+      });
+    });
+    const head =
+      '--b\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n';
+    socket.write(
+      `POST /storage HTTP/1.1\r\nHost: files.localhost:${port}\r\nX-Forwarded-For: 10.0.0.4\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${300 * KIB}\r\n\r\n`,
+    );
+    socket.write(head + "y".repeat(100 * KIB));
+    const refused = await answer;
+    expect(refused).toMatch(/^HTTP\/1\.1 429 /);
+    for (const held of sockets) held.destroy();
+    await until(async () => (await arriving()) === 0);
+  });
+});
