@@ -275,6 +275,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     auth,
     live,
     quota,
+    options.devDeployment !== undefined,
   );
   return {
     port: running.port,

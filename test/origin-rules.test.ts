@@ -2,7 +2,8 @@
  * The browser rules the control plane and `platform dev` hold, tried over plain HTTP: dashboard
  * forms refuse other origins (login CSRF), sign-in redirects stay on this site, a capsule's endpoint
  * cannot set cookies for other origins or under the control plane's names, `platform dev` answers
- * only loopback Host names (DNS rebinding), and malformed percent-escapes are `400`, never `500`.
+ * only loopback Host names (DNS rebinding) and pages of this machine (any site's page could open
+ * its socket), and malformed percent-escapes are `400`, never `500`.
  * Real browsers try the form and redirect cases in dashboard-origin.browser.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -235,6 +236,70 @@ describe("platform dev answers loopback Host names only", () => {
       });
     expect(await open("evil.example")).toMatch(/^refused 4\d\d$/);
     expect(await open(`localhost:${dev.port}`)).toBe("open");
+  });
+});
+
+describe("platform dev answers pages of this machine only", () => {
+  // A page of any site the developer visits can open ws://localhost:<port> or post to it; its
+  // browser sends the page's origin, and the request goes to a loopback Host all the same.
+  const open = (origin: string | undefined) =>
+    new Promise<string>((resolve) => {
+      const ws = new WebSocket(`${dev.url.replace("http", "ws")}/api/sync`, {
+        headers: { host: `localhost:${dev.port}`, ...(origin ? { origin } : {}) },
+      });
+      ws.on("open", () => {
+        ws.close();
+        resolve("open");
+      });
+      ws.on("unexpected-response", (_req, res) => {
+        resolve(`refused ${res.statusCode}`);
+        ws.terminate();
+      });
+      ws.on("error", (error) => resolve(`error ${error.message}`));
+    });
+  const post = (origin: string | undefined, type = "application/json") =>
+    sendRequest(`${dev.url}/api/mutation/add`, {
+      method: "POST",
+      headers: { host: `localhost:${dev.port}`, "content-type": type, ...(origin ? { origin } : {}) },
+      body: JSON.stringify({ text: "from a page" }),
+    });
+  const OTHER_SITES = [
+    "https://evil.example",
+    "http://localhost.evil.example",
+    "null",
+    "file://",
+    "http://10.0.0.1:3000",
+  ];
+
+  it("refuses sockets and calls from pages of other sites with 403, writing nothing", async () => {
+    for (const origin of OTHER_SITES) {
+      expect(await open(origin), origin).toBe("refused 403");
+      const response = await post(origin, "text/plain");
+      expect(response.status, origin).toBe(403);
+      const error = response.json<{ error: { code: string; message: string } }>().error;
+      expect(error.code).toBe("forbidden");
+      expect(error.message).toContain(JSON.stringify(origin));
+    }
+    const count = await sendRequest(`${dev.url}/api/query/count`, {
+      method: "POST",
+      headers: { host: `localhost:${dev.port}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(count.json()).toEqual({ value: 0 });
+  });
+
+  it("answers pages of localhost, *.localhost and 127.0.0.0/8 on any port, and scripts that send no Origin", async () => {
+    for (const origin of [
+      undefined,
+      `http://localhost:${dev.port}`,
+      "http://localhost:5173",
+      "http://dashboard.localhost:3000",
+      "https://127.0.0.1:8443",
+      "http://[::1]:3000",
+    ]) {
+      expect(await open(origin), String(origin)).toBe("open");
+      expect((await post(origin)).status, String(origin)).toBe(200);
+    }
   });
 });
 

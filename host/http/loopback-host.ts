@@ -1,3 +1,5 @@
+import { PlatformError } from "../../sdk/values/index.js";
+
 /** Host names that can only reach this machine: `localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`. */
 const LOOPBACK_NAME = /^(?:(?:[a-z0-9-]+\.)*localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])(?::\d{1,5})?$/;
 
@@ -21,4 +23,24 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   const v4 = address.startsWith("::ffff:") ? address.slice(7) : address;
   return address === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+/**
+ * Whether an `Origin` header names a page of this machine (http or https at a loopback host name).
+ * `platform dev` answers nothing else: any site the developer visits may otherwise open
+ * `ws://localhost:3000/api/sync`, or post to it, and a browser sends such a page's own origin.
+ */
+export function isLoopbackOrigin(origin: string): boolean {
+  if (!URL.canParse(origin)) return false;
+  const url = new URL(origin);
+  return (url.protocol === "http:" || url.protocol === "https:") && isLoopbackHost(url.host);
+}
+
+/** In `platform dev`, the error for a request that came from a page of another site, or null when it did not. */
+export function crossSiteInDev(origin: string | undefined): PlatformError | null {
+  if (origin === undefined || origin === "" || isLoopbackOrigin(origin)) return null;
+  return new PlatformError(
+    "forbidden",
+    `platform dev answers only pages served from this machine, and this request comes from a page of ${JSON.stringify(origin)}. Serve your page from localhost, or call the app from a script (which sends no Origin).`,
+  );
 }

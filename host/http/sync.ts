@@ -14,6 +14,7 @@ import { type CallResult, type DeploymentService, parseIdempotencyKey } from "..
 import type { LiveQueries } from "../live/index.js";
 import { SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
+import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { dropSlowConsumer, InboundBudgets, onBudgetedMessage, SendLimits } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
@@ -67,6 +68,8 @@ export function attachSync(
   auth: AuthService,
   live: LiveQueries,
   quota: RequestQuota,
+  /** `platform dev`: sockets opened by pages of other sites are refused (see `crossSiteInDev`). */
+  dev = false,
 ): SyncEndpoint {
   const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
   const open = new Map<string, Set<WebSocket>>();
@@ -88,6 +91,7 @@ export function attachSync(
     const url = new URL(req.url ?? "/", "http://localhost");
     const deployment = resolveDeployment(req.headers.host ?? "");
     if (draining) return refuseUpgrade(socket, "503 Service Unavailable", 0);
+    if (dev && crossSiteInDev(req.headers.origin)) return refuseUpgrade(socket, "403 Forbidden");
     // Counted before anything is awaited, so concurrent upgrades cannot all pass the check.
     const client = quota.clientAddress(req);
     if (!perClient.admit(client, socket))

@@ -1,7 +1,7 @@
 import type { RouterMiddleware } from "@koa/router";
 import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
-import { isLoopbackHost } from "./loopback-host.js";
+import { crossSiteInDev, isLoopbackHost } from "./loopback-host.js";
 import { checkPathEscapes } from "./path-escapes.js";
 
 /** Where a request is going: the control plane, one deployment, or nowhere we know. */
@@ -53,10 +53,15 @@ export interface TenantOptions {
  * Tenant resolution as middleware: `ctx.state.origin` becomes `"control"` or `"deployment"` (then
  * `ctx.state.deployment` is its id) before any route runs; a host name we do not serve is
  * `404 not_found` at once (`403 forbidden` in `platform dev`), and so is a path no route could
- * decode (`400`, see {@link checkPathEscapes}).
+ * decode (`400`, see {@link checkPathEscapes}). In `platform dev`, a request from a page of
+ * another site (its `Origin`) is `403 forbidden` too.
  */
 export function resolveTenant(options: TenantOptions): Middleware {
   return (ctx, next) => {
+    if (options.devDeployment) {
+      const crossSite = crossSiteInDev(ctx.get("origin") || undefined);
+      if (crossSite) throw crossSite;
+    }
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
     if (destination.kind !== "unknown") checkPathEscapes(ctx.path);
     if (destination.kind === "deployment") {
