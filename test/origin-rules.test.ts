@@ -21,6 +21,8 @@ export default capsule({
   endpoints: {
     cookie: endpoint({ method: "GET", path: "/cookie", readOnly: true }, async (_ctx, req) =>
       text("ok", { headers: { "set-cookie": req.query.get("value") ?? "" } })),
+    header: endpoint({ method: "GET", path: "/header", readOnly: true }, async (_ctx, req) =>
+      text("ok", { headers: { [req.query.get("name") ?? "x"]: req.query.get("value") ?? "" } })),
   },
 });
 `;
@@ -166,6 +168,50 @@ describe("custom endpoints set cookies for their own origin only", () => {
         message: expect.stringContaining("Set-Cookie"),
       });
     }
+  });
+});
+
+describe("custom endpoints set headers that reach no further than their own answer", () => {
+  const answer = (name: string, value: string) =>
+    sendRequest(
+      `${host.deploymentUrl("cookies")}/header?name=${encodeURIComponent(name)}&value=${encodeURIComponent(value)}`,
+    );
+
+  it("drops headers that clear other sites' cookies, redirect inside the proxy, or are the platform's framing", async () => {
+    for (const [name, value] of [
+      ["Clear-Site-Data", '"cookies", "storage"'],
+      ["X-Accel-Redirect", "/internal/secret"],
+      ["x-accel-buffering", "no"],
+      ["X-Sendfile", "/etc/passwd"],
+      ["X-Lighttpd-Send-File", "/etc/passwd"],
+      ["Proxy-Connection", "keep-alive"],
+      ["TE", "trailers"],
+      ["Trailer", "Expires"],
+      ["Content-Encoding", "gzip"],
+      ["Alt-Svc", 'h2="evil.example:443"'],
+    ] as const) {
+      const response = await answer(name, value);
+      expect(response.status, name).toBe(200);
+      expect(response.text(), name).toBe("ok");
+      expect(response.headers[name.toLowerCase()], name).toBeUndefined();
+    }
+    const dated = await answer("Date", "Thu, 01 Jan 1970 00:00:00 GMT");
+    expect(dated.headers.date).not.toBe("Thu, 01 Jan 1970 00:00:00 GMT");
+    expect((await answer("X-Frame-Kind", "mine")).headers["x-frame-kind"]).toBe("mine");
+  });
+
+  it("fails the call naming a header HTTP does not allow, instead of an internal error", async () => {
+    for (const name of ["bad name", "x\u0000y", "colon:name", ""]) {
+      const response = await answer(name, "v");
+      expect(response.status, name).toBe(500);
+      expect(response.json<{ error: { code: string; message: string } }>().error, name).toMatchObject({
+        code: "handler_error",
+        message: expect.stringContaining(JSON.stringify(name)),
+      });
+    }
+    const response = await answer("X-Ok", "bell\u0007");
+    expect(response.status).toBe(500);
+    expect(response.json<{ error: { code: string } }>().error.code).toBe("handler_error");
   });
 });
 

@@ -6,20 +6,10 @@ import type { AuthService } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { rawBody } from "./body.js";
 import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
-import { ownOriginCookie } from "./endpoint-cookies.js";
+import { endpointHeaders } from "./endpoint-headers.js";
 import { identify } from "./identity.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { series } from "./routing.js";
-
-/** Response headers a capsule may not set: the platform owns framing and security headers. */
-const RESERVED_HEADERS = new Set([
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "host",
-]);
 
 interface EndpointResponseJson {
   kind?: unknown;
@@ -62,13 +52,7 @@ function callEndpoint(deployments: DeploymentService): Middleware {
         `Endpoint ${endpoint.name} returned an invalid status ${JSON.stringify(status)}.`,
       );
     }
-    const allowed = Object.entries((response.headers ?? {}) as Record<string, unknown>).flatMap(
-      ([name, value]): [string, string][] => {
-        const lower = name.toLowerCase();
-        if (typeof value !== "string" || RESERVED_HEADERS.has(lower) || /[\r\n]/.test(value)) return [];
-        return [[name, lower === "set-cookie" ? ownOriginCookie(value, endpoint.name) : value]];
-      },
-    );
+    const allowed = endpointHeaders(response.headers, endpoint.name);
     ctx.status = status;
     for (const [name, value] of allowed) ctx.set(name, value);
     ctx.body = typeof response.body === "string" ? response.body : "";
