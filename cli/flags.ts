@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "commander";
+import { checkDeploymentId } from "../host/deployments/records.js";
 
 /**
  * Parsers for flag values, given to commander's `Option.argParser`: a bad value is refused while
@@ -35,4 +36,28 @@ export function parseHostUrl(value: string): string {
 /** `value` with `http://` in front when it names no scheme (`localhost:8080`, `todo.localhost:8080`). */
 export function withScheme(value: string): string {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+}
+
+/**
+ * Refuses `--host` without a deployment id (a usage error): without an id the command talks to the
+ * dev server, and `--host` would otherwise be ignored without a word.
+ */
+export function requireIdWithHost(
+  deployId: string | undefined,
+  host: string | undefined,
+  usage: string,
+): void {
+  if (host !== undefined && !deployId)
+    throw new InvalidArgumentError(
+      `--host needs the deployment's id: ${usage} (without an id, the command talks to the dev server).`,
+    );
+}
+
+/** `--name <id>` (or another deployment id flag): a valid deployment id, or a usage error saying what one is. */
+export function parseDeploymentId(flag: string): string {
+  try {
+    return checkDeploymentId(flag);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }

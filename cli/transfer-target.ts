@@ -1,7 +1,7 @@
 import { type Command, Option } from "commander";
 import { PlatformError } from "../sdk/values/index.js";
 import { ownerToken } from "./config.js";
-import { parseHostUrl, parsePort } from "./flags.js";
+import { parseHostUrl, parsePort, requireIdWithHost } from "./flags.js";
 
 /** The flags `platform export` and `platform import` share to find their deployment. */
 export interface TransferFlags {
@@ -40,6 +40,7 @@ export function transferUrl(
 ): { url: URL; headers: Record<string, string>; label: string } {
   let url: URL;
   const headers: Record<string, string> = {};
+  requireIdWithHost(deployId, flags.host, `platform ${action} <deploy_id> --host <url>`);
   if (deployId) {
     if (!flags.host)
       throw new PlatformError("bad_request", "A hosted deployment needs --host <control plane URL>.");

@@ -147,6 +147,18 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
       "Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. 5.",
     ],
     [["host", "--s3-region", "eu-west-1"], "error: --s3-endpoint and --s3-region need --s3-bucket."],
+    [
+      ["deploy", "fixtures/todo", "--host", "localhost:8080", "--name", "Bad_Name"],
+      "'--name <id>' argument 'Bad_Name' is invalid. A deployment id is 1-63 lowercase letters",
+    ],
+    [
+      ["logs", "--host", "localhost:8080"],
+      "--host needs the deployment's id: platform logs <deploy_id> --host <url> (without an id, the command talks to the dev server).",
+    ],
+    [
+      ["export", "--host", "localhost:8080", "--out", "x.zip"],
+      "--host needs the deployment's id: platform export <deploy_id>",
+    ],
   ])("platform %j", (args, message) => {
     const result = runCli(args, env());
     expect(result.status, result.stderr).toBe(2);

@@ -8,7 +8,7 @@ import { bundleCapsule } from "../bundle.js";
 import { type ClientUpload, collectClientFiles } from "../client-files.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
-import { parseHostUrl } from "../flags.js";
+import { parseDeploymentId, parseHostUrl } from "../flags.js";
 import { localhostLookup, onLines, writeBody } from "../http.js";
 import { plural, printWarning, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
@@ -126,7 +126,9 @@ export function registerDeploy(program: Command): void {
         .makeOptionMandatory()
         .argParser(parseHostUrl),
     )
-    .option("--name <id>", "deployment id (default: the folder name)")
+    .addOption(
+      new Option("--name <id>", "deployment id (default: the folder name)").argParser(parseDeploymentId),
+    )
     .option(
       "--token <token>",
       "developer or operator token (default: $PLATFORM_TOKEN, then `platform login`, then $PLATFORM_ADMIN_TOKEN)",

@@ -3,7 +3,7 @@ import { type Command, Option } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { colorsFor } from "../colors.js";
 import { ownerToken } from "../config.js";
-import { parseHostUrl, parsePort } from "../flags.js";
+import { parseHostUrl, parsePort, requireIdWithHost } from "../flags.js";
 import { localhostLookup, onLines } from "../http.js";
 import { formatLogLine, type LogLine } from "../log-format.js";
 import { runAction } from "../output.js";
@@ -40,6 +40,7 @@ export function registerLogs(program: Command): void {
         runAction(async () => {
           let url: URL;
           const headers: Record<string, string> = {};
+          requireIdWithHost(deployId, flags.host, "platform logs <deploy_id> --host <url>");
           if (deployId) {
             if (!flags.host)
               throw new PlatformError("bad_request", "A hosted deployment needs --host <control plane URL>.");
