@@ -296,6 +296,10 @@ describe("owner routes (operator API)", () => {
       "forbidden: Deployment app belongs to another developer.",
     );
     expect(outcome(() => checkManage(owner, STATES.unrestricted))).toBe("ok");
+    // An unclaimed one belongs to nobody yet: the refusal says how to take it over.
+    expect(outcome(() => checkManage(owner, STATES.unclaimed))).toBe(
+      'forbidden: Deployment app is unclaimed: claim it first with the claim token its deploy printed (POST /v1/deploys/app/claim with {"claimToken": ...}), or ask the host\'s operator.',
+    );
   });
   it("a developer owns what they create; the operator names an owner or none", () => {
     expect(ownerOfNewDeployment(owner, "dev_other")).toBe("dev_owner");

@@ -184,8 +184,13 @@ export function checkManage(
   who: OperatorCaller,
   deployment: { readonly id: string; readonly owner: string | null },
 ): void {
-  if (!mayManage(who, deployment))
-    throw new PlatformError("forbidden", `Deployment ${deployment.id} belongs to another developer.`);
+  if (mayManage(who, deployment)) return;
+  if (deployment.owner === null)
+    throw new PlatformError(
+      "forbidden",
+      `Deployment ${deployment.id} is unclaimed: claim it first with the claim token its deploy printed (POST /v1/deploys/${deployment.id}/claim with {"claimToken": ...}), or ask the host's operator.`,
+    );
+  throw new PlatformError("forbidden", `Deployment ${deployment.id} belongs to another developer.`);
 }
 
 /**
