@@ -67,6 +67,15 @@ it("pushes a subscription's value, and answers a mutation only after its effect 
   expect(pushIndex).toBeLessThan(resultIndex);
   ws.send(JSON.stringify({ type: "subscribe", id: "bad", name: "nope" }));
   expect(await next((m) => m.id === "bad")).toMatchObject({ type: "error", error: { code: "not_found" } });
+  ws.send(JSON.stringify({ type: "bogus", id: "t1" }));
+  expect(await next((m) => m.id === "t1")).toEqual({
+    type: "error",
+    id: "t1",
+    error: {
+      code: "bad_request",
+      message: 'Unknown message type "bogus": send subscribe, unsubscribe or mutation.',
+    },
+  });
   ws.send(JSON.stringify({ type: "unsubscribe", id: "s1" }));
   ws.send(JSON.stringify({ type: "mutation", id: "m2", name: "add", args: { bucket: 7, text: "again" } }));
   await next((m) => m.id === "m2");

@@ -50,6 +50,25 @@ describe("pagination cursors", () => {
     expect(value.page.map((r) => r.n)).toEqual([7, 8, 9, 10, 11]);
   });
 
+  it("need numItems as a whole number, and say what was given", async () => {
+    for (const [numItems, given] of [
+      ["5", '"5"'],
+      [0, "0"],
+      [2.5, "2.5"],
+      [1001, "1001"],
+    ] as const) {
+      await expect(
+        t.read(
+          (d) =>
+            d.items
+              .withIndex("by_n", (q) => q.gte("n", 2))
+              .paginate({ cursor: null, numItems: numItems as number }),
+          context,
+        ),
+      ).rejects.toThrow(`paginate() needs numItems between 1 and 1000, got ${given}.`);
+    }
+  });
+
   it("leak no row values", async () => {
     const raw = Buffer.from(await firstCursor(), "base64url");
     expect(raw.includes(Buffer.from("hunter"))).toBe(false);

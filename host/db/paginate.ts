@@ -73,7 +73,7 @@ export function paginate(
   if (!Number.isSafeInteger(numItems) || numItems < 1 || numItems > LIMITS.paginateMaxItems) {
     throw new PlatformError(
       "bad_request",
-      `paginate() needs numItems between 1 and ${LIMITS.paginateMaxItems}, got ${String(numItems)}.`,
+      `paginate() needs numItems between 1 and ${LIMITS.paginateMaxItems}, got ${JSON.stringify(numItems) ?? String(numItems)}.`,
     );
   }
   const binding: CursorBinding = {

@@ -260,7 +260,9 @@ export function attachSync(
         await done;
         mutations.delete(done);
       } else {
-        send({ type: "error", id, error: { code: "bad_request", message: "Unknown message type." } });
+        const type = JSON.stringify((message as { type?: unknown }).type)?.slice(0, 64) ?? "none";
+        const unknown = `Unknown message type ${type}: send subscribe, unsubscribe or mutation.`;
+        send({ type: "error", id, error: { code: "bad_request", message: unknown } });
       }
     };
     // A message must never reject unheard: an unhandled rejection ends the host process.
