@@ -82,10 +82,18 @@ afterAll(async () => {
 
 describe("HTTP routing where no route answers", () => {
   it("control plane: /v1 and the dashboard end in 404 no route; unknown hosts are refused", async () => {
-    for (const path of ["/v1", "/v1/nope", "/dashboard/nope", "/api/query/count"]) {
+    for (const path of ["/v1", "/v1/nope", "/dashboard/nope"]) {
       const answer = await send(hosted, "localhost", "GET", path);
       expect([answer.status, answer.body]).toEqual([404, notFound(`No route for GET ${path}.`)]);
     }
+    // An app's route asked of the control plane says where apps answer.
+    const app = await send(hosted, "localhost", "POST", "/api/query/count");
+    expect([app.status, app.body]).toEqual([
+      404,
+      notFound(
+        `No route for POST /api/query/count: this is the host's control plane; each app answers at its own host name, http://<deployment id>.localhost/api/query/count.`,
+      ),
+    ]);
     const unknown = await send(hosted, "a.b.localhost", "GET", "/");
     expect([unknown.status, unknown.body]).toEqual([
       404,
@@ -116,6 +124,14 @@ describe("HTTP routing where no route answers", () => {
       const answer = await send(hosted, `${id}.localhost`, "GET", path);
       expect([answer.status, answer.body]).toEqual([404, notFound(`No route for GET ${path}.`)]);
     }
+    // The live-query socket's path asked without a WebSocket says what it is.
+    const sync = await send(hosted, "ep.localhost", "GET", "/api/sync");
+    expect(sync.status).toBe(400);
+    expect(JSON.parse(sync.body).error).toEqual({
+      code: "bad_request",
+      message:
+        "/api/sync is the WebSocket of live queries: open it with a WebSocket (platform/client does), not a plain HTTP request.",
+    });
     const missing = await send(hosted, "nope.localhost", "GET", "/x");
     expect([missing.status, missing.body]).toEqual([404, notFound("No deployment named nope.")]);
   });

@@ -1,6 +1,7 @@
 import { METHODS } from "node:http";
 import type { Middleware } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import { type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import { jsonTextBody } from "./body.js";
@@ -31,6 +32,14 @@ function decodedSegment(segment: string): string {
   } catch {
     return segment;
   }
+}
+
+/** A plain HTTP request to the live-query socket's path (sync.ts answers its WebSocket upgrades). */
+function notASocket(): PlatformError {
+  return new PlatformError(
+    "bad_request",
+    "/api/sync is the WebSocket of live queries: open it with a WebSocket (platform/client does), not a plain HTTP request.",
+  );
 }
 
 /**
@@ -81,6 +90,7 @@ export function appRoutes(
   return (ctx, next) => {
     if (!ctx.path.startsWith("/api/")) return next();
     const match = CALL_PATH.exec(ctx.path);
+    if (!match && ctx.path === "/api/sync") throw notASocket();
     // Any other path under /api/ ends here: the error sink answers 404.
     if (!match) return settled();
     const route = routes[(match[1] as string).toLowerCase() as CallKind];

@@ -14,6 +14,17 @@ export function sendError(
 }
 
 /**
+ * The 404 of a request no route answered; an app's path asked of the control plane says where apps
+ * answer (each at its own host name).
+ */
+function noRoute(ctx: Parameters<Middleware>[0]): string {
+  const route = `No route for ${ctx.method} ${ctx.path}`;
+  if (ctx.state.origin === "control" && /^\/(?:api|__platform)\//.test(ctx.path))
+    return `${route}: this is the host's control plane; each app answers at its own host name, ${ctx.protocol}://<deployment id>.${ctx.host}${ctx.path}.`;
+  return `${route}.`;
+}
+
+/**
  * The one error sink: platform errors become the envelope with their status; anything else is a
  * 500 `internal` whose details go to the host log, never to the caller.
  */
@@ -21,8 +32,7 @@ export function errorEnvelope(onInternal: (error: unknown) => void): Middleware 
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined)
-        sendError(ctx, 404, "not_found", `No route for ${ctx.method} ${ctx.path}.`);
+      if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, 404, "not_found", noRoute(ctx));
     } catch (error) {
       if (isPlatformError(error)) {
         sendError(ctx, error.status, error.code, error.expose ? error.message : "Internal error.");
