@@ -41,6 +41,8 @@ const CLIENT = `<!doctype html>
   <form id="add"><input id="text" placeholder="Write a note" required> <button>Add</button></form>
   <ul id="notes"></ul>
   <script type="module">
+    // A guest token lasts an hour: renew it (same guest, same notes) when the host refuses it, and
+    // start a new guest only when its session can no longer be renewed (after 30 days).
     async function token() {
       let saved = localStorage.getItem("platform_token");
       if (!saved) {
@@ -49,12 +51,25 @@ const CLIENT = `<!doctype html>
       }
       return saved;
     }
+    async function renew() {
+      const old = localStorage.getItem("platform_token");
+      localStorage.removeItem("platform_token");
+      if (!old) return;
+      const renewed = await fetch("/__platform/auth/renew", { method: "POST", headers: { authorization: \`Bearer \${old}\` } });
+      if (renewed.ok) localStorage.setItem("platform_token", (await renewed.json()).token);
+    }
     async function call(kind, name, args = {}) {
-      const response = await fetch(\`/api/\${kind}/\${name}\`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: \`Bearer \${await token()}\` },
-        body: JSON.stringify(args),
-      });
+      const send = async () =>
+        fetch(\`/api/\${kind}/\${name}\`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: \`Bearer \${await token()}\` },
+          body: JSON.stringify(args),
+        });
+      let response = await send();
+      if (response.status === 401) {
+        await renew();
+        response = await send();
+      }
       const body = await response.json();
       if (body.error) throw new Error(body.error.message);
       return body.value;
