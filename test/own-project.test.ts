@@ -149,8 +149,8 @@ it("an app made with platform init outside the checkout installs from the tarbal
   expect(commands[0]).toMatch(/^git clone .* platform && \(cd platform && npm install\)$/);
   expect(commands.slice(1)).toEqual([
     "npx ./platform init myapp",
-    "cd myapp && npm install && npm run dev",
-    "npm run typecheck",
+    "cd myapp && npm install && npm run typecheck",
+    "npm run dev",
   ]);
 
   // The clone is this checkout (built by npm test's pretest), under the README's folder name.

@@ -5,10 +5,11 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { runAction } from "../output.js";
 import { type OwnManifest, ownManifest, packOwnPackage } from "../own-package.js";
 
-const SERVER = `import { capsule, endpoint, string, table, text } from "platform/server";
+const SERVER = `import { capsule, endpoint, string, table, text, userId } from "platform/server";
 
 const schema = {
-  notes: table({ text: string(), author: string() }),
+  // userId(): a guest's notes move to the account it signs in to.
+  notes: table({ text: string(), author: userId() }),
 };
 
 export default capsule({
@@ -97,8 +98,8 @@ A capsule for the platform.
 
 \`\`\`sh
 npm install          # the platform package, from the tarball in vendor/
-npm run dev          # http://localhost:3000: the page in client/, the API at /api/*
 npm run typecheck    # tsc over server/ and client/
+npm run dev          # http://localhost:3000: the page in client/, the API at /api/*
 npm run deploy -- --host <url>
 \`\`\`
 
