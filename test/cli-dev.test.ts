@@ -37,7 +37,7 @@ it("redeploys on change, keeping data; a broken edit keeps the last good version
   await dev.waitFor(/deployed[\s\S]*deployed/);
   expect((await call("query", "count")).json()).toEqual({ value: 1001 });
   await writeFile(file, `${source}\nthis is not typescript`);
-  await dev.waitFor(/error: bad_request: Build failed/);
+  await dev.waitFor(/error: bad_request: Build failed[\s\S]*still serving the last version that deployed/);
   expect((await call("query", "count")).json()).toEqual({ value: 1001 });
   expect(((await call("query", "list")).json() as { value: Array<{ text: string }> }).value[0]?.text).toBe(
     "survives",

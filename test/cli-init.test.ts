@@ -56,13 +56,13 @@ it("scaffolds a capsule, refuses a non-empty folder, and the result runs with pl
     await tab.waitForSelector("li");
     expect(await tab.locator("li").allTextContents()).toEqual(["first note"]);
     // A token the host refuses (an hour-old guest's, or any other) is renewed or replaced, not kept.
-    await tab.evaluate(() => localStorage.setItem("platform_token", "no-longer-valid"));
+    await tab.evaluate('localStorage.setItem("platform_token", "no-longer-valid")');
     await tab.reload();
     await tab.fill("#text", "second note");
     await tab.click("button");
-    await tab.waitForFunction(() => document.querySelectorAll("li").length === 2);
+    await tab.waitForFunction('document.querySelectorAll("li").length === 2');
     expect((await tab.locator("li").allTextContents()).sort()).toEqual(["first note", "second note"]);
-    expect(await tab.evaluate(() => localStorage.getItem("platform_token"))).not.toBe("no-longer-valid");
+    expect(await tab.evaluate('localStorage.getItem("platform_token")')).not.toBe("no-longer-valid");
   } finally {
     await browser.close();
   }

@@ -134,6 +134,8 @@ export function registerDev(program: Command): void {
                   () => {},
                   (error: unknown) => {
                     reportError(error);
+                    if (rebuild === deploy)
+                      process.stdout.write("platform dev: still serving the last version that deployed\n");
                   },
                 ),
               );
