@@ -32,6 +32,17 @@ function checkFinite(table: string, values: unknown, where = ""): void {
   }
 }
 
+/**
+ * Refuses a row id that is not a string, naming the table, the method and what was given: a
+ * missing argument (`get(args.notebook)` without `notebook`) would otherwise reach the host as a
+ * malformed call that names neither.
+ */
+function idProblem(table: string, method: string, id: unknown): PlatformError | undefined {
+  if (typeof id === "string") return undefined;
+  const given = id === undefined ? "undefined" : (JSON.stringify(id)?.slice(0, 64) ?? String(id));
+  return new PlatformError("bad_request", `${table}.${method}() needs a row id (a string), got ${given}.`);
+}
+
 class RangeRecorder {
   readonly ops: RangeOp[] = [];
   readonly __range = true;
@@ -92,7 +103,8 @@ class TableApi extends QueryBuilder {
   }
 
   get(id: string): Promise<unknown> {
-    return this.executor.get(this.table, id);
+    const problem = idProblem(this.table, "get", id);
+    return problem ? Promise.reject(problem) : this.executor.get(this.table, id);
   }
   withIndex(index: string, range?: (q: RangeRecorder) => unknown): QueryBuilder {
     const recorder = new RangeRecorder();
@@ -105,11 +117,14 @@ class TableApi extends QueryBuilder {
     return this.executor.insert(this.table, row);
   }
   async update(id: string, patch: unknown): Promise<void> {
+    const problem = idProblem(this.table, "update", id);
+    if (problem) throw problem;
     checkFinite(this.table, patch);
     return this.executor.update(this.table, id, patch);
   }
   delete(id: string): Promise<void> {
-    return this.executor.delete(this.table, id);
+    const problem = idProblem(this.table, "delete", id);
+    return problem ? Promise.reject(problem) : this.executor.delete(this.table, id);
   }
 }
 

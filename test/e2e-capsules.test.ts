@@ -173,6 +173,23 @@ describe("every ctx.db operation through the isolate", () => {
     });
   });
 
+  it("names the table, the method and what was given for a row id that is not a string", async () => {
+    for (const [kind, name, args, message] of [
+      ["query", "get", {}, "items.get() needs a row id (a string), got undefined."],
+      ["query", "get", { id: 42 }, "items.get() needs a row id (a string), got 42."],
+      [
+        "mutation",
+        "remove",
+        { id: { id: "x" } },
+        'items.delete() needs a row id (a string), got {"id":"x"}.',
+      ],
+    ] as const) {
+      const refused = await host.call("sink", kind, name, args);
+      expect(refused.status, name).toBe(400);
+      expect(refused.json(), name).toEqual({ error: { code: "bad_request", message } });
+    }
+  });
+
   it("freezes the clock and seeds Math.random per execution", async () => {
     const a = (await value(host.call("sink", "query", "clock"))) as {
       now: number;
