@@ -46,12 +46,11 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 }
 
 /**
- * A query whose body of `declared` bytes arrives only up to `sent` bytes, from `client`; resolves
- * to the response's head and body once the host answers (a held body gets no answer).
+ * Sends `head` and then `body` on a raw connection (the body may stop short of its Content-Length);
+ * resolves to the response's head and body once the host answers (a held body gets no answer).
  */
-function partialBody(client: string, declared: number, sent: number): { answer: Promise<string> } {
-  const port = new URL(host.url).port;
-  const socket = connect(Number(port), "127.0.0.1");
+function rawRequest(head: string, body: string): { answer: Promise<string> } {
+  const socket = connect(Number(new URL(host.url).port), "127.0.0.1");
   sockets.push(socket);
   let text = "";
   const answer = new Promise<string>((resolve) => {
@@ -61,11 +60,18 @@ function partialBody(client: string, declared: number, sent: number): { answer: 
     });
     socket.on("error", () => resolve(text));
   });
-  socket.write(
-    `POST /api/query/list HTTP/1.1\r\nHost: notes.localhost:${port}\r\nX-Forwarded-For: ${client}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
-  );
-  socket.write(`{"pad":"${"x".repeat(sent - 8)}`);
+  socket.write(head);
+  socket.write(body);
   return { answer };
+}
+
+/** A query from `client` whose body of `declared` bytes arrives only up to `sent` bytes. */
+function partialBody(client: string, declared: number, sent: number): { answer: Promise<string> } {
+  const port = new URL(host.url).port;
+  return rawRequest(
+    `POST /api/query/list HTTP/1.1\r\nHost: notes.localhost:${port}\r\nX-Forwarded-For: ${client}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+    `{"pad":"${"x".repeat(sent - 8)}`,
+  );
 }
 
 describe("request bodies arriving at once", () => {
@@ -111,21 +117,12 @@ describe("request bodies arriving at once", () => {
     partialBody("10.0.0.4", 300 * KIB, 200 * KIB);
     await until(async () => (await arriving()) >= 200 * KIB);
     const port = new URL(host.url).port;
-    const socket = connect(Number(port), "127.0.0.1");
-    sockets.push(socket);
-    let text = "";
-    const answer = new Promise<string>((resolve) => {
-      socket.on("data", (chunk) => {
-        text += chunk.toString("utf8");
-        if (text.includes("\r\n\r\n") && text.endsWith("}")) resolve(text);
-      });
-    });
-    const head =
+    const form =
       '--b\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n';
-    socket.write(
+    const { answer } = rawRequest(
       `POST /storage HTTP/1.1\r\nHost: files.localhost:${port}\r\nX-Forwarded-For: 10.0.0.4\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${300 * KIB}\r\n\r\n`,
+      form + "y".repeat(100 * KIB),
     );
-    socket.write(head + "y".repeat(100 * KIB));
     const refused = await answer;
     expect(refused).toMatch(/^HTTP\/1\.1 429 /);
     for (const held of sockets) held.destroy();

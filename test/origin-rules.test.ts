@@ -215,6 +215,22 @@ describe("custom endpoints set headers that reach no further than their own answ
   });
 });
 
+/** Opens the dev host's sync socket with `headers`: "open", or "refused <status>" at the upgrade. */
+function openDevSocket(headers: Record<string, string>): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const ws = new WebSocket(`${dev.url.replace("http", "ws")}/api/sync`, { headers });
+    ws.on("open", () => {
+      ws.close();
+      resolve("open");
+    });
+    ws.on("unexpected-response", (_req, res) => {
+      resolve(`refused ${res.statusCode}`);
+      ws.terminate();
+    });
+    ws.on("error", (error) => resolve(`error ${error.message}`));
+  });
+}
+
 describe("platform dev answers loopback Host names only", () => {
   const ask = (hostHeader: string) =>
     sendRequest(`${dev.url}/api/query/count`, {
@@ -265,21 +281,7 @@ describe("platform dev answers loopback Host names only", () => {
   });
 
   it("refuses a WebSocket whose Host is not loopback", async () => {
-    const open = (hostHeader: string) =>
-      new Promise<string>((resolve) => {
-        const ws = new WebSocket(`${dev.url.replace("http", "ws")}/api/sync`, {
-          headers: { host: hostHeader },
-        });
-        ws.on("open", () => {
-          ws.close();
-          resolve("open");
-        });
-        ws.on("unexpected-response", (_req, res) => {
-          resolve(`refused ${res.statusCode}`);
-          ws.terminate();
-        });
-        ws.on("error", (error) => resolve(`error ${error.message}`));
-      });
+    const open = (hostHeader: string) => openDevSocket({ host: hostHeader });
     expect(await open("evil.example")).toMatch(/^refused 4\d\d$/);
     expect(await open(`localhost:${dev.port}`)).toBe("open");
   });
@@ -289,20 +291,7 @@ describe("platform dev answers pages of this machine only", () => {
   // A page of any site the developer visits can open ws://localhost:<port> or post to it; its
   // browser sends the page's origin, and the request goes to a loopback Host all the same.
   const open = (origin: string | undefined) =>
-    new Promise<string>((resolve) => {
-      const ws = new WebSocket(`${dev.url.replace("http", "ws")}/api/sync`, {
-        headers: { host: `localhost:${dev.port}`, ...(origin ? { origin } : {}) },
-      });
-      ws.on("open", () => {
-        ws.close();
-        resolve("open");
-      });
-      ws.on("unexpected-response", (_req, res) => {
-        resolve(`refused ${res.statusCode}`);
-        ws.terminate();
-      });
-      ws.on("error", (error) => resolve(`error ${error.message}`));
-    });
+    openDevSocket({ host: `localhost:${dev.port}`, ...(origin ? { origin } : {}) });
   const post = (origin: string | undefined, type = "application/json") =>
     sendRequest(`${dev.url}/api/mutation/add`, {
       method: "POST",

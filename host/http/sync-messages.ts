@@ -61,6 +61,12 @@ export function readClientMessage(data: unknown): ClientMessage {
   return message as ClientMessage;
 }
 
+/** What a client is told of a message whose type the protocol has not got (naming that type). */
+export function unknownMessageType(message: ClientMessage): string {
+  const type = JSON.stringify((message as { type?: unknown }).type)?.slice(0, 64) ?? "none";
+  return `Unknown message type ${type}: send subscribe, unsubscribe or mutation.`;
+}
+
 /**
  * The arguments the subscriptions of all connections of each client address keep: a client may
  * open many sockets (each with its own {@link SubscriptionArgs}), 15 of them held 103 MB.

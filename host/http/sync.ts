@@ -25,6 +25,7 @@ import {
   refuseUpgrade,
   SubscriptionArgs,
   SYNC_LIMITS,
+  unknownMessageType,
 } from "./sync-messages.js";
 import { SocketPushes } from "./sync-pushes.js";
 
@@ -260,9 +261,7 @@ export function attachSync(
         await done;
         mutations.delete(done);
       } else {
-        const type = JSON.stringify((message as { type?: unknown }).type)?.slice(0, 64) ?? "none";
-        const unknown = `Unknown message type ${type}: send subscribe, unsubscribe or mutation.`;
-        send({ type: "error", id, error: { code: "bad_request", message: unknown } });
+        send({ type: "error", id, error: { code: "bad_request", message: unknownMessageType(message) } });
       }
     };
     // A message must never reject unheard: an unhandled rejection ends the host process.
