@@ -39,7 +39,14 @@ function checkFinite(table: string, values: unknown, where = ""): void {
  */
 function idProblem(table: string, method: string, id: unknown): PlatformError | undefined {
   if (typeof id === "string") return undefined;
-  const given = id === undefined ? "undefined" : (JSON.stringify(id)?.slice(0, 64) ?? String(id));
+  // Described, not serialised: the value may hold millions of objects.
+  const given = Array.isArray(id)
+    ? "an array"
+    : typeof id === "object" && id !== null
+      ? "an object"
+      : typeof id === "number" || typeof id === "boolean" || id === null
+        ? String(id)
+        : typeof id;
   return new PlatformError("bad_request", `${table}.${method}() needs a row id (a string), got ${given}.`);
 }
 

@@ -177,12 +177,7 @@ describe("every ctx.db operation through the isolate", () => {
     for (const [kind, name, args, message] of [
       ["query", "get", {}, "items.get() needs a row id (a string), got undefined."],
       ["query", "get", { id: 42 }, "items.get() needs a row id (a string), got 42."],
-      [
-        "mutation",
-        "remove",
-        { id: { id: "x" } },
-        'items.delete() needs a row id (a string), got {"id":"x"}.',
-      ],
+      ["mutation", "remove", { id: { id: "x" } }, "items.delete() needs a row id (a string), got an object."],
     ] as const) {
       const refused = await host.call("sink", kind, name, args);
       expect(refused.status, name).toBe(400);
