@@ -39,15 +39,18 @@ function checkFinite(table: string, values: unknown, where = ""): void {
  */
 function idProblem(table: string, method: string, id: unknown): PlatformError | undefined {
   if (typeof id === "string") return undefined;
-  // Described, not serialised: the value may hold millions of objects.
-  const given = Array.isArray(id)
-    ? "an array"
-    : typeof id === "object" && id !== null
-      ? "an object"
-      : typeof id === "number" || typeof id === "boolean" || id === null
-        ? String(id)
-        : typeof id;
-  return new PlatformError("bad_request", `${table}.${method}() needs a row id (a string), got ${given}.`);
+  return new PlatformError(
+    "bad_request",
+    `${table}.${method}() needs a row id (a string), got ${described(id)}.`,
+  );
+}
+
+/** A value as an error message names it: described, never serialised (it may hold millions of objects). */
+function described(value: unknown): string {
+  if (Array.isArray(value)) return "an array";
+  if (value !== null && typeof value === "object") return "an object";
+  if (value === null || typeof value === "number" || typeof value === "boolean") return String(value);
+  return typeof value;
 }
 
 class RangeRecorder {

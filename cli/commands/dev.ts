@@ -125,7 +125,7 @@ export function registerDev(program: Command): void {
           : async () => {};
         // Rebuilds run one after another, each once its folder has been quiet for a moment.
         let running = Promise.resolve();
-        const rebuildOnChange = (folder: string, rebuild: () => Promise<unknown>) =>
+        const rebuildOnChange = (folder: string, rebuild: () => Promise<unknown>, afterFailure = "") =>
           watchFolder(
             folder,
             () => {
@@ -134,15 +134,20 @@ export function registerDev(program: Command): void {
                   () => {},
                   (error: unknown) => {
                     reportError(error);
-                    if (rebuild === deploy)
-                      process.stdout.write("platform dev: still serving the last version that deployed\n");
+                    process.stdout.write(afterFailure);
                   },
                 ),
               );
             },
             (error) => reportError(error),
           );
-        const watching = [await rebuildOnChange(join(dir, "server"), deploy)];
+        const watching = [
+          await rebuildOnChange(
+            join(dir, "server"),
+            deploy,
+            "platform dev: still serving the last version that deployed\n",
+          ),
+        ];
         if (existsSync(join(dir, "client")))
           watching.push(await rebuildOnChange(join(dir, "client"), buildClient));
         const colors = colorsFor(process.stdout);

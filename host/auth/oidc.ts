@@ -95,13 +95,13 @@ export class OidcVerifier {
       );
     const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
     // A token for a client of another deployment matches none and fails verification below.
-    const client =
-      forDeployment.find((candidate) => audiences.includes(candidate.audience)) ?? forDeployment[0];
+    const client = (forDeployment.find((candidate) => audiences.includes(candidate.audience)) ??
+      forDeployment[0]) as OidcIssuer;
     let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(idToken, this.keySet(client as OidcIssuer), {
-        issuer: (client as OidcIssuer).issuer,
-        audience: (client as OidcIssuer).audience,
+      ({ payload } = await jwtVerify(idToken, this.keySet(client), {
+        issuer: client.issuer,
+        audience: client.audience,
         algorithms: ["RS256", "ES256", "EdDSA"],
       }));
     } catch {

@@ -63,10 +63,12 @@ export class BodyArrivals {
 
   /** Starts counting the body of `req`. */
   begin(req: IncomingMessage): BodyArrival {
-    const key = clientAddressKey(this.clientOf(req));
+    // Found at the first bytes: a request without a body never looks its client up.
+    let key: string | undefined;
     let held = 0;
     return {
       take: (bytes) => {
+        key ??= clientAddressKey(this.clientOf(req));
         const client = this.byClient.get(key) ?? 0;
         if (client + bytes > this.limits.perClient)
           return new PlatformError(
@@ -86,7 +88,7 @@ export class BodyArrivals {
         return undefined;
       },
       end: () => {
-        if (held === 0) return;
+        if (held === 0 || key === undefined) return;
         const left = (this.byClient.get(key) ?? held) - held;
         if (left > 0) this.byClient.set(key, left);
         else this.byClient.delete(key);

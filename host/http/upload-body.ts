@@ -37,7 +37,6 @@ export async function uploadBody(ctx: Context, limit: number): Promise<UploadedF
       ctx.req.off("data", count);
       ctx.req.unpipe(parser);
       ctx.req.resume();
-      arrival.end();
       reject(refused);
     };
     ctx.req.on("data", count);
