@@ -220,6 +220,16 @@ export const LIMITS = {
   scanMemoTotalScans: 512,
   /** Bytes such a view keeps for all developers together. Ours. */
   scanMemoTotalBytes: 16 * 1024 * 1024,
+  /**
+   * Point reads (a row by id, a stored count) a PostgreSQL view keeps for one developer, beside
+   * its scans, so a reader of the same view reads them at once
+   * (host/db/kv/postgres-scan-memos.ts): keys, and their bytes (as a scan's). Ours.
+   */
+  pointMemoKeys: 1024,
+  pointMemoBytes: 512 * 1024,
+  /** Point reads such a view keeps for all developers together, and their bytes. Ours. */
+  pointMemoTotalKeys: 8192,
+  pointMemoTotalBytes: 4 * 1024 * 1024,
   /** Seconds a call refused because its deployment is busy is told to wait (`Retry-After`). Ours. */
   busyRetryAfterSeconds: 1,
   /**

@@ -3,6 +3,7 @@ import { LIMITS } from "../../../sdk/protocol/index.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
 import { PostgresBus } from "./postgres-bus.js";
 import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
+import { PostgresScanMemos } from "./postgres-scan-memos.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
 import { SilenceWatch } from "./postgres-silence.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
@@ -145,6 +146,8 @@ export class PostgresKv extends KvStoreBase {
 
   /** Each owner's readers' lazy snapshot that has not begun yet: its readers made now join it. */
   private readonly readers = new Map<string, SharedSnapshot>();
+  /** Scans kept for the latest view readers had, by its name (postgres-scan-memos.ts). */
+  private readonly memos = new PostgresScanMemos();
 
   /**
    * Readers whose first reads come before a lazy snapshot's first read share it (up to
@@ -152,22 +155,28 @@ export class PostgresKv extends KvStoreBase {
    * query), on one connection instead of one each. A reader joins with its own first read (see
    * postgres-shared-snapshot.ts), so each still sees every write that landed before it was made
    * (on this host or another). Only readers of one owner share: the connection counts as that
-   * owner's in the fair sharing of connections (postgres-parking.ts).
+   * owner's in the fair sharing of connections (postgres-parking.ts). While an owner's readers are
+   * answered from kept scans, a reader's snapshot begins before it is handed over, so its handler
+   * finds them at once (postgres-scan-memos.ts).
    */
   protected override async _readSnapshot(owner: string): Promise<KvSnapshot> {
-    return new SharedSnapshotLoan(
+    const loan = new SharedSnapshotLoan(
       () => this.joinReaders(owner),
       (done) => {
         if (this.readers.get(owner) === done) this.readers.delete(owner);
       },
+      (atOnce) => this.memos.scored(owner, atOnce),
     );
+    if (this.memos.beginEarly(owner)) await loan.beginEarly();
+    return loan;
   }
 
   /** `owner`'s readers' snapshot not begun yet, counting one more reader in (a new one when none may be joined). */
   private joinReaders(owner: string): SharedSnapshot {
     let shared = this.readers.get(owner);
     if (!shared || shared.snapshot.begun || shared.readers >= SHARED_READERS) {
-      shared = { snapshot: PostgresSnapshot.lazy(this.parking, this.table, owner, "read"), readers: 0 };
+      const snapshot = PostgresSnapshot.lazy(this.parking, this.table, owner, "read", this.memos);
+      shared = { snapshot, readers: 0 };
       this.readers.set(owner, shared);
     }
     shared.readers++;

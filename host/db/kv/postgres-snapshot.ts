@@ -1,9 +1,10 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
-import type { KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
+import type { KeptScan, KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { ConnectionParking } from "./postgres-parking.js";
 import { PointReads } from "./postgres-point-reads.js";
 import { runReads } from "./postgres-prepared.js";
+import { type PostgresScanMemos, pointRange, SNAPSHOT_NAME, type ViewMemo } from "./postgres-scan-memos.js";
 import { readOnly } from "./postgres-silence.js";
 import {
   inline,
@@ -14,6 +15,7 @@ import {
   valuesStatement,
   writeStatement,
 } from "./postgres-sql.js";
+import { recordScan } from "./scan-memo.js";
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /** A statement that only takes the transaction's snapshot (REPEATABLE READ takes it at the first one). */
@@ -39,6 +41,8 @@ export class PostgresSnapshot implements KvSnapshot {
   private open = true;
   /** The connection, once the transaction has begun (a lazy snapshot begins at its first read). */
   private ready: Promise<pg.PoolClient> | undefined;
+  /** What readers keep for this view, once it is named (only with `memos`: postgres-scan-memos.ts). */
+  private memo: ViewMemo | undefined;
 
   private constructor(
     private readonly connections: ConnectionParking,
@@ -47,6 +51,8 @@ export class PostgresSnapshot implements KvSnapshot {
     private readonly owner: string,
     /** A reader's (held to its owner's share) or a writer's (see `SnapshotUse`). */
     private readonly use: SnapshotUse,
+    /** Where a reader's view finds the scans kept for it, and keeps its own; none for a writer. */
+    private readonly memos?: PostgresScanMemos,
   ) {
     this.points = new PointReads(this.run, table);
   }
@@ -64,14 +70,29 @@ export class PostgresSnapshot implements KvSnapshot {
     return snapshot;
   }
 
-  /** A snapshot whose point in time is its first read (no connection is held before it). */
+  /**
+   * A snapshot whose point in time is its first read (no connection is held before it). With
+   * `memos`, it names its view in the same round trip and keeps its scans there.
+   */
   static lazy(
     connections: ConnectionParking,
     table: string,
     owner: string,
     use: SnapshotUse,
+    memos?: PostgresScanMemos,
   ): PostgresSnapshot {
-    return new PostgresSnapshot(connections, table, owner, use);
+    return new PostgresSnapshot(connections, table, owner, use, memos);
+  }
+
+  /**
+   * Begins the transaction once the event loop has handled what arrived with this turn (the
+   * requests read in one poll share it: each was made before it begins), so that kept scans may
+   * answer at once (see {@link tryScanSync}). Never rejects: a failure is the next read's.
+   */
+  async beginSoon(): Promise<void> {
+    if (this.ready === undefined) await new Promise((resolve) => setImmediate(resolve));
+    if (this.ready === undefined) await this.run(TAKE_SNAPSHOT.text, []).catch(() => {});
+    else await this.ready.catch(() => {});
   }
 
   /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
@@ -85,14 +106,18 @@ export class PostgresSnapshot implements KvSnapshot {
    */
   private async start(first: Statement[]): Promise<pg.QueryResultRow[][] | undefined> {
     let rows: pg.QueryResultRow[][] | undefined;
+    const named = this.memos !== undefined;
     this.ready = (async () => {
       const { client, end } = await this.connections.take(this.owner, this.use);
       const lead = [...(end ? [end] : []), BEGIN];
       // A retry follows a BEGIN whose transaction the failure aborted.
       const options = { begins: true, retryLead: ["ROLLBACK", BEGIN] };
       try {
-        rows = await runReads(client, lead, first, options);
-        if (rows === undefined) await runReads(client, lead, [TAKE_SNAPSHOT], options);
+        rows = await runReads(client, lead, named ? [SNAPSHOT_NAME, ...first] : first, options);
+        if (rows === undefined) {
+          const taken = await runReads(client, lead, [named ? SNAPSHOT_NAME : TAKE_SNAPSHOT], options);
+          if (named) this.named(taken?.[0]);
+        } else if (named) this.named(rows.shift());
       } catch (error) {
         this.connections.destroy(client);
         throw error;
@@ -105,6 +130,12 @@ export class PostgresSnapshot implements KvSnapshot {
 
   private require(): void {
     if (!this.open) throw new Error("This snapshot is closed.");
+  }
+
+  /** Takes the view's name from {@link SNAPSHOT_NAME}'s rows: its kept scans are now known. */
+  private named(rows: pg.QueryResultRow[] | undefined): void {
+    const name = rows?.[0]?.name;
+    if (typeof name === "string") this.memo = this.memos?.memoOf(name);
   }
 
   private queued: QueuedStatement[] | undefined;
@@ -180,11 +211,46 @@ export class PostgresSnapshot implements KvSnapshot {
    * without a second entry into its isolate.
    */
   tryGetSync(key: Buffer): string | undefined | NotReady {
-    return this.open ? this.points.tryGetSync(key) : NOT_READY;
+    if (!this.open) return NOT_READY;
+    const known = this.points.tryGetSync(key);
+    if (known !== NOT_READY || this.memo === undefined) return known;
+    const kept = this.memo.points.lookup(this.owner, pointRange(key), 1);
+    return kept === NOT_READY ? NOT_READY : kept.entries[0]?.[1];
   }
 
+  /**
+   * A reader's {@link get}, kept for the readers after it with the same view; `kept` when it was
+   * kept already (a reader begun early would have been answered at once).
+   */
+  async readPoint(key: Buffer): Promise<{ value: string | undefined; kept: boolean }> {
+    const value = await this.get(key);
+    const memo = this.memo?.points;
+    if (memo === undefined) return { value, kept: false };
+    const range = pointRange(key);
+    const kept = memo.keeps(this.owner, range);
+    if (!kept)
+      memo.keepScan(this.owner, range, {
+        entries: value === undefined ? [] : [[key, value]],
+        complete: true,
+      });
+    return { value, kept };
+  }
+
+  /** A scan; a reader's is kept for the readers after it that have the same view (postgres-scan-memos.ts). */
   iterate(options: KvIterateOptions): KvIterator {
-    return iterate(this.run, this.table, options);
+    const scan = iterate(this.run, this.table, options);
+    return this.memos ? recordScan(() => this.memo?.scans, this.owner, options, scan) : scan;
+  }
+
+  /** A scan kept for this view (by any reader with the same, on this host), at once; else NOT_READY. */
+  tryScanSync(options: KvIterateOptions, want: number): KeptScan | NotReady {
+    if (!this.open || this.memo === undefined) return NOT_READY;
+    return this.memo.scans.lookup(this.owner, options, want);
+  }
+
+  /** Whether a scan with `options` was kept for this view before (a reader begun late could have been answered at once). */
+  keeps(options: KvIterateOptions): boolean {
+    return this.memo?.scans.keeps(this.owner, options) ?? false;
   }
 
   /**

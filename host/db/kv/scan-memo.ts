@@ -20,6 +20,19 @@ const MOST_BOUND_BYTES = 1024;
 /** A kept scan nobody read for this long (ms) answers no one, and is not passed on to the next snapshot. */
 const KEEP_UNREAD_MS = 1000;
 
+/** How many scans a memo keeps for one owner and for all, and their bytes for all. */
+export interface MemoBounds {
+  readonly ownerScans: number;
+  readonly totalScans: number;
+  readonly totalBytes: number;
+}
+
+const SCAN_BOUNDS: MemoBounds = {
+  ownerScans: LIMITS.scanMemoScans,
+  totalScans: LIMITS.scanMemoTotalScans,
+  totalBytes: LIMITS.scanMemoTotalBytes,
+};
+
 /** What one owner's kept scans take. */
 interface Share {
   bytes: number;
@@ -45,8 +58,14 @@ export class ScanMemo {
   private readonly shares = new Map<string, Share>();
   private totalBytes = 0;
 
-  /** `ownerBytes`: what one owner's kept scans may take (tests use a small figure). */
-  constructor(private readonly ownerBytes: number = LIMITS.scanMemoBytes) {}
+  /**
+   * `ownerBytes`: what one owner's kept scans may take (tests use a small figure); `bounds`: the
+   * other limits (a memo of point reads has its own: postgres-scan-memos.ts).
+   */
+  constructor(
+    private readonly ownerBytes: number = LIMITS.scanMemoBytes,
+    private readonly bounds: MemoBounds = SCAN_BOUNDS,
+  ) {}
 
   /**
    * `owner`'s kept scan with `options` when it answers a reader that takes at most `want` entries
@@ -72,38 +91,43 @@ export class ScanMemo {
    * fit in the owner's share.
    */
   recording(owner: string, options: KvIterateOptions, iterator: KvIterator): KvIterator {
+    return recordScan(() => this, owner, options, iterator);
+  }
+
+  /** Whether a scan of `owner` with `options` is kept here, however long (nothing else changes). */
+  keeps(owner: string, options: KvIterateOptions): boolean {
     const name = memoName(owner, options);
-    if (name === undefined) return iterator;
-    const room = () =>
-      Math.min(
-        this.ownerBytes - (this.shares.get(owner)?.bytes ?? 0),
-        LIMITS.scanMemoTotalBytes - this.totalBytes,
-      );
-    // Undefined once the scan outgrew the owner's room: a long scan (an export, a backfill) is
-    // not held in memory for nothing.
-    let seen: Array<[Buffer, string]> | undefined = [];
-    let complete = false;
-    // The bounds are held twice: as Buffers and in the scan's name.
-    let bytes = ENTRY_OVERHEAD + 2 * (options.gte.length + options.lt.length);
-    return {
-      next: async (max) => {
-        const batch = await iterator.next(max);
-        if (batch.length === 0) complete = true;
-        if (seen === undefined) return batch;
-        for (const entry of batch) {
-          seen.push(entry);
-          bytes += entryBytes(entry);
-        }
-        if (bytes > room()) seen = undefined;
-        return batch;
-      },
-      close: async () => {
-        await iterator.close();
-        if (seen === undefined) return;
-        const entry = { owner, gte: options.gte, lt: options.lt, entries: seen, complete, bytes };
-        this.keep(name, entry, performance.now());
-      },
+    return name !== undefined && this.scans.has(name);
+  }
+
+  /** Whether any scan of `owner` is kept here. */
+  holdsAny(owner: string): boolean {
+    return (this.shares.get(owner)?.scans ?? 0) > 0;
+  }
+
+  /** Bytes `owner` may still keep here. */
+  room(owner: string): number {
+    return Math.min(
+      this.ownerBytes - (this.shares.get(owner)?.bytes ?? 0),
+      this.bounds.totalBytes - this.totalBytes,
+    );
+  }
+
+  /** Keeps a finished scan of `owner` with `options` (see {@link recordScan}). */
+  keepScan(owner: string, options: KvIterateOptions, scan: KeptScan): void {
+    const name = memoName(owner, options);
+    if (name === undefined) return;
+    let bytes = boundsBytes(options);
+    for (const entry of scan.entries) bytes += entryBytes(entry);
+    const entry = {
+      owner,
+      gte: options.gte,
+      lt: options.lt,
+      entries: scan.entries,
+      complete: scan.complete,
+      bytes,
     };
+    this.keep(name, entry, performance.now());
   }
 
   /**
@@ -126,10 +150,10 @@ export class ScanMemo {
     const share = this.shares.get(entry.owner) ?? { bytes: 0, scans: 0 };
     const scans = share.scans + (before === undefined ? 1 : 0);
     const bytes = share.bytes - (before?.bytes ?? 0) + entry.bytes;
-    if (bytes > this.ownerBytes || scans > LIMITS.scanMemoScans) return;
-    if (before === undefined && this.scans.size >= LIMITS.scanMemoTotalScans) return;
+    if (bytes > this.ownerBytes || scans > this.bounds.ownerScans) return;
+    if (before === undefined && this.scans.size >= this.bounds.totalScans) return;
     const totalBytes = this.totalBytes - (before?.bytes ?? 0) + entry.bytes;
-    if (totalBytes > LIMITS.scanMemoTotalBytes) return;
+    if (totalBytes > this.bounds.totalBytes) return;
     this.totalBytes = totalBytes;
     this.shares.set(entry.owner, { bytes, scans });
     this.scans.set(name, entry);
@@ -145,6 +169,11 @@ export class ScanMemo {
   }
 }
 
+/** Bytes a kept scan is charged beside its entries: the bounds are held twice, as Buffers and in its name. */
+function boundsBytes(options: KvIterateOptions): number {
+  return ENTRY_OVERHEAD + 2 * (options.gte.length + options.lt.length);
+}
+
 function entryBytes([key, value]: readonly [Buffer, string]): number {
   return ENTRY_OVERHEAD + (key.length > 0 ? KEY_OVERHEAD + key.length : 0) + value.length;
 }
@@ -158,4 +187,42 @@ function memoName(owner: string, options: KvIterateOptions): string | undefined 
     return undefined;
   const flags = `${options.reverse === true ? "r" : "f"}${options.values === false ? "-" : "v"}${options.keys === false ? "-" : "k"}`;
   return `${owner.length}:${owner}${flags}${options.gte.length}:${options.gte.toString("latin1")}${options.lt.toString("latin1")}`;
+}
+
+/**
+ * `iterator` (`owner`'s scan with `options`), keeping what it returns when it closes in the memo
+ * `memo` answers then (none: nothing is kept). A store whose view is known only once its first read
+ * is answered (PostgreSQL: postgres-scan-memos.ts) picks the memo late; until then the scan is held
+ * to one owner's share.
+ */
+export function recordScan(
+  memo: () => ScanMemo | undefined,
+  owner: string,
+  options: KvIterateOptions,
+  iterator: KvIterator,
+): KvIterator {
+  if (memoName(owner, options) === undefined) return iterator;
+  const room = () => memo()?.room(owner) ?? LIMITS.scanMemoBytes;
+  // Undefined once the scan outgrew the owner's room: a long scan (an export, a backfill) is
+  // not held in memory for nothing.
+  let seen: Array<[Buffer, string]> | undefined = [];
+  let complete = false;
+  let bytes = boundsBytes(options);
+  return {
+    next: async (max) => {
+      const batch = await iterator.next(max);
+      if (batch.length === 0) complete = true;
+      if (seen === undefined) return batch;
+      for (const entry of batch) {
+        seen.push(entry);
+        bytes += entryBytes(entry);
+      }
+      if (bytes > room()) seen = undefined;
+      return batch;
+    },
+    close: async () => {
+      await iterator.close();
+      if (seen !== undefined) memo()?.keepScan(owner, options, { entries: seen, complete });
+    },
+  };
 }
