@@ -42,7 +42,9 @@ export class HandlerRun {
       this.cpuMs = legacy.cpuMs;
       return legacy.valueJson;
     }
-    const response = await this.runner.run(this.request, transactionSyscalls(tx, log));
+    const response = await this.runner.run(this.request, transactionSyscalls(tx, log), () =>
+      tx.snapshot.prepare?.(),
+    );
     this.cpuMs = response.cpuMs;
     if (!response.ok) {
       if (response.error.stack !== undefined)

@@ -145,8 +145,14 @@ export class IsolateKeeper {
    * execution slot; refused with `503 unavailable` when too many of its calls already wait, or
    * while the deployment is paused for stopping again and again (see {@link BreachPause}); a paused
    * deployment's calls are refused before they wait for a slot, and again when they get one.
+   * `beforeExecute` runs once the call has its slot, beside the isolate's start if it needs one
+   * (a reader's database snapshot may begin then: `KvSnapshot.prepare`).
    */
-  run(request: DispatchRequest, onSyscall: SyscallHandler): Promise<MeteredResponse> {
+  run(
+    request: DispatchRequest,
+    onSyscall: SyscallHandler,
+    beforeExecute?: () => Promise<void> | undefined,
+  ): Promise<MeteredResponse> {
     try {
       this.pause.check();
     } catch (error) {
@@ -157,7 +163,9 @@ export class IsolateKeeper {
       this.inFlight++;
       let isolate: CapsuleIsolate | null = null;
       try {
+        const prepared = beforeExecute?.();
         isolate = this.current() ?? (await this.live());
+        await prepared;
         this.lastUsed = Date.now();
         const response = await isolate.execute(request, onSyscall);
         this.answeredSinceStop++;

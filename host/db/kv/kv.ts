@@ -84,6 +84,12 @@ export interface KvSnapshot {
    * NOT_READY. Its entries are shared: read-only. A backend without such a memory leaves it out.
    */
   tryScanSync?(options: KvIterateOptions, want: number): KeptScan | NotReady;
+  /**
+   * Called as the reader's handler is about to run (it had its turn): a backend whose view is known
+   * only after a round trip may begin it now, so that {@link tryScanSync} and {@link tryGetSync}
+   * answer at once. Never rejects (a failure is the next read's).
+   */
+  prepare?(): Promise<void>;
   /** Releases the view (safe to call twice, and after {@link KvStore.commit}). */
   close(): Promise<void>;
 }

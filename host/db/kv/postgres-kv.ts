@@ -68,6 +68,8 @@ export class PostgresKv extends KvStoreBase {
     /** Snapshots take their connections here: see postgres-parking.ts. */
     private readonly parking: ConnectionParking,
     private readonly silence: SilenceWatch,
+    /** Reads kept for the latest view readers had, by its name (postgres-scan-memos.ts); none when the server cannot name views. */
+    private readonly memos: PostgresScanMemos | undefined,
   ) {
     super();
   }
@@ -90,8 +92,15 @@ export class PostgresKv extends KvStoreBase {
       each.on("error", () => {});
       watchForLoss(each);
     }
+    // A lost connection may be a crashed server, which may give transaction ids out again: views
+    // named before it are forgotten (postgres-scan-memos.ts).
+    let memos: PostgresScanMemos | undefined;
+    const forgetViews = () => memos?.forget();
+    for (const each of [pool, snapshots, locks, outerLocks])
+      each.on("connect", (client) => client.on("error", forgetViews));
     try {
       await createTables(pool, table);
+      memos = (await PostgresScanMemos.supported(pool)) ? new PostgresScanMemos() : undefined;
     } catch (error) {
       silence.close();
       await Promise.all([pool.end(), snapshots.end(), locks.end(), outerLocks.end()]);
@@ -100,7 +109,7 @@ export class PostgresKv extends KvStoreBase {
     const inFlight = new Set<Promise<void>>();
     const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));
     const parking = new ConnectionParking(snapshots, trackIn(inFlight));
-    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking, silence);
+    return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking, silence, memos);
   }
 
   /**
@@ -146,8 +155,6 @@ export class PostgresKv extends KvStoreBase {
 
   /** Each owner's readers' lazy snapshot that has not begun yet: its readers made now join it. */
   private readonly readers = new Map<string, SharedSnapshot>();
-  /** Scans kept for the latest view readers had, by its name (postgres-scan-memos.ts). */
-  private readonly memos = new PostgresScanMemos();
 
   /**
    * Readers whose first reads come before a lazy snapshot's first read share it (up to
@@ -160,15 +167,17 @@ export class PostgresKv extends KvStoreBase {
    * finds them at once (postgres-scan-memos.ts).
    */
   protected override async _readSnapshot(owner: string): Promise<KvSnapshot> {
-    const loan = new SharedSnapshotLoan(
+    const memos = this.memos;
+    return new SharedSnapshotLoan(
       () => this.joinReaders(owner),
       (done) => {
         if (this.readers.get(owner) === done) this.readers.delete(owner);
       },
-      (atOnce) => this.memos.scored(owner, atOnce),
+      memos && {
+        shouldBegin: () => memos.beginEarly(owner),
+        done: (atOnce) => memos.scored(owner, atOnce),
+      },
     );
-    if (this.memos.beginEarly(owner)) await loan.beginEarly();
-    return loan;
   }
 
   /** `owner`'s readers' snapshot not begun yet, counting one more reader in (a new one when none may be joined). */

@@ -3,6 +3,15 @@ import { NOT_READY } from "../fast-path.js";
 import type { KeptScan, KvIterateOptions, KvIterator, KvSnapshot } from "./kv.js";
 import type { PostgresSnapshot } from "./postgres-snapshot.js";
 
+/**
+ * Whether a reader should begin its snapshot before its handler runs, and what it tells when done
+ * (postgres-scan-memos.ts): whether kept reads answered, or could have answered, all it read.
+ */
+export interface EarlyBegins {
+  shouldBegin(): boolean;
+  done(atOnce: boolean): void;
+}
+
 /** A lazy snapshot lent to several readers (see `PostgresKv.readSnapshot`), and how many hold it. */
 export interface SharedSnapshot {
   readonly snapshot: PostgresSnapshot;
@@ -20,23 +29,28 @@ export interface SharedSnapshot {
 export class SharedSnapshotLoan implements KvSnapshot {
   private closed = false;
   private shared: SharedSnapshot | undefined;
-  /** Reads made, and those that went to the server while no kept scan could have answered them. */
+  /** Reads made, and those that went to the server while no kept read could have answered them. */
   private reads = 0;
   private missed = 0;
+  /** Set when {@link prepare} began the snapshot for this reader. */
+  private begunEarly = false;
 
-  /**
-   * `onLastClose` runs once no reader holds the joined snapshot, before it closes; `onDone` when
-   * this reader closes having read, with whether kept scans answered (or could have) all of it.
-   */
+  /** `onLastClose` runs once no reader holds the joined snapshot, before it closes. */
   constructor(
     private readonly join: () => SharedSnapshot,
     private readonly onLastClose: (shared: SharedSnapshot) => void,
-    private readonly onDone: (atOnce: boolean) => void = () => {},
+    private readonly early?: EarlyBegins,
   ) {}
 
-  /** Joins now and begins the shared snapshot with this tick's end, so kept scans can answer at once. */
-  async beginEarly(): Promise<void> {
-    if (!this.closed) await this.require().beginSoon();
+  /**
+   * The reader's handler is about to run: while its owner's readers are answered from kept reads,
+   * join now and begin the shared snapshot with the end of this turn of the event loop, so they
+   * answer at once. Before its turn, a reader holds no connection.
+   */
+  async prepare(): Promise<void> {
+    if (this.closed || this.shared !== undefined || !this.early?.shouldBegin()) return;
+    this.begunEarly = true;
+    await this.require().beginSoon();
   }
 
   private require(): PostgresSnapshot {
@@ -76,25 +90,29 @@ export class SharedSnapshotLoan implements KvSnapshot {
     const snapshot = this.require();
     const iterator = snapshot.iterate(options);
     this.reads++;
-    let first = true;
+    let taken = 0;
+    let closed = false;
     return {
       next: async (max) => {
         if (this.closed) throw new Error("This snapshot is closed.");
         const entries = await iterator.next(max);
-        if (first) {
-          first = false;
-          if (!snapshot.keeps(options)) this.missed++;
-        }
+        taken += entries.length;
         return entries;
       },
-      close: () => iterator.close(),
+      close: () => {
+        // Asked before the scan itself is kept, as it is when it closes.
+        if (!closed && !snapshot.keeps(options, taken)) this.missed++;
+        closed = true;
+        return iterator.close();
+      },
     };
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.reads > 0) this.onDone(this.missed === 0);
+    // A reader begun early that read nothing paid a round trip for nothing.
+    if (this.reads > 0 || this.begunEarly) this.early?.done(this.reads > 0 && this.missed === 0);
     const shared = this.shared;
     if (shared === undefined || --shared.readers > 0) return;
     this.onLastClose(shared);

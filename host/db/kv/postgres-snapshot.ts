@@ -90,9 +90,12 @@ export class PostgresSnapshot implements KvSnapshot {
    * answer at once (see {@link tryScanSync}). Never rejects: a failure is the next read's.
    */
   async beginSoon(): Promise<void> {
-    if (this.ready === undefined) await new Promise((resolve) => setImmediate(resolve));
-    if (this.ready === undefined) await this.run(TAKE_SNAPSHOT.text, []).catch(() => {});
-    else await this.ready.catch(() => {});
+    try {
+      if (this.ready === undefined) await new Promise((resolve) => setImmediate(resolve));
+      await (this.ready ?? this.run(TAKE_SNAPSHOT.text, []));
+    } catch {
+      // The next read fails the same way, and says so.
+    }
   }
 
   /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
@@ -227,7 +230,7 @@ export class PostgresSnapshot implements KvSnapshot {
     const memo = this.memo?.points;
     if (memo === undefined) return { value, kept: false };
     const range = pointRange(key);
-    const kept = memo.keeps(this.owner, range);
+    const kept = memo.keeps(this.owner, range, 1);
     if (!kept)
       memo.keepScan(this.owner, range, {
         entries: value === undefined ? [] : [[key, value]],
@@ -248,9 +251,12 @@ export class PostgresSnapshot implements KvSnapshot {
     return this.memo.scans.lookup(this.owner, options, want);
   }
 
-  /** Whether a scan with `options` was kept for this view before (a reader begun late could have been answered at once). */
-  keeps(options: KvIterateOptions): boolean {
-    return this.memo?.scans.keeps(this.owner, options) ?? false;
+  /**
+   * Whether a scan with `options` that took `entries` entries is kept for this view (a reader
+   * begun late could have been answered at once).
+   */
+  keeps(options: KvIterateOptions, entries: number): boolean {
+    return this.memo?.scans.keeps(this.owner, options, entries) ?? false;
   }
 
   /**

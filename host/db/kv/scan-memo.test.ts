@@ -157,6 +157,50 @@ it("keeps at most LIMITS.scanMemoScans scans of one owner, however small", async
   expect(entriesOf(memo.lookup("o", { gte: text(`k${last}`), lt: text(`k${last}~`) }, 1))).toBe(NOT_READY);
 });
 
+it("makes room for a new scan by forgetting the ones nobody read for a second, whoever kept them", async () => {
+  const now = vi.spyOn(performance, "now");
+  try {
+    now.mockReturnValue(1000);
+    const memo = new ScanMemo(1 << 30, { ownerScans: 4, totalScans: 8, totalBytes: 1 << 30 });
+    const keep = async (owner: string, i: number) => {
+      const iterator = memo.recording(owner, { gte: text(`k${i}`), lt: text(`k${i}~`) }, arrayIterator([]));
+      await iterator.next(1);
+      await iterator.close();
+    };
+    const kept = (owner: string, i: number) =>
+      entriesOf(memo.lookup(owner, { gte: text(`k${i}`), lt: text(`k${i}~`) }, 1)) !== NOT_READY;
+    // Two owners fill the memo and leave it unread.
+    for (let i = 0; i < 4; i++) await keep("filler-1", i);
+    for (let i = 4; i < 8; i++) await keep("filler-2", i);
+    await keep("reader", 8);
+    expect(kept("reader", 8)).toBe(false);
+    // A second on, what they kept answers no one, and goes to make room.
+    now.mockReturnValue(2001);
+    await keep("reader", 8);
+    expect(kept("reader", 8)).toBe(true);
+    expect(kept("filler-1", 0)).toBe(false);
+    // What is read stays.
+    now.mockReturnValue(2500);
+    expect(kept("reader", 8)).toBe(true);
+    expect(memo.keeps("reader", { gte: text("k8"), lt: text("k8~") }, 0)).toBe(true);
+    expect(memo.keeps("reader", { gte: text("k8"), lt: text("k8~") }, 5)).toBe(true);
+  } finally {
+    now.mockRestore();
+  }
+});
+
+it("keeps nothing once retired, and answers no one", async () => {
+  const memo = new ScanMemo(1 << 20);
+  await scanThrough(memo, RANGE, 2);
+  expect(memo.keeps("o", RANGE, 2)).toBe(true);
+  expect(memo.keeps("o", RANGE, 3)).toBe(false);
+  memo.retire();
+  expect(entriesOf(memo.lookup("o", RANGE, 1))).toBe(NOT_READY);
+  await scanThrough(memo, RANGE, 10);
+  expect(entriesOf(memo.lookup("o", RANGE, 1))).toBe(NOT_READY);
+  expect(memo.holdsAny("o")).toBe(false);
+});
+
 describe("scan memos of the embedded store", () => {
   let dir: string;
   let store: ClassicKv;

@@ -57,6 +57,10 @@ export class ScanMemo {
   private readonly readAt = new Map<string, number>();
   private readonly shares = new Map<string, Share>();
   private totalBytes = 0;
+  /** Set by {@link retire}: nothing is kept from then on. */
+  private retired = false;
+  /** When unread scans were last swept out (see {@link sweepUnread}). */
+  private sweptAt = Number.NEGATIVE_INFINITY;
 
   /**
    * `ownerBytes`: what one owner's kept scans may take (tests use a small figure); `bounds`: the
@@ -94,10 +98,16 @@ export class ScanMemo {
     return recordScan(() => this, owner, options, iterator);
   }
 
-  /** Whether a scan of `owner` with `options` is kept here, however long (nothing else changes). */
-  keeps(owner: string, options: KvIterateOptions): boolean {
+  /**
+   * Whether {@link lookup} would answer a reader of `owner`'s scan with `options` that took
+   * `entries` entries, without counting it as read (nothing changes).
+   */
+  keeps(owner: string, options: KvIterateOptions, entries: number): boolean {
     const name = memoName(owner, options);
-    return name !== undefined && this.scans.has(name);
+    const kept = name === undefined ? undefined : this.scans.get(name);
+    if (kept === undefined || name === undefined) return false;
+    if (performance.now() - (this.readAt.get(name) ?? 0) > KEEP_UNREAD_MS) return false;
+    return kept.complete || kept.entries.length >= entries;
   }
 
   /** Whether any scan of `owner` is kept here. */
@@ -144,20 +154,59 @@ export class ScanMemo {
     }
   }
 
+  /**
+   * Empties the memo for good: it keeps nothing more (its view was replaced by a later one, and
+   * readers still on it would only fill memory nobody reads).
+   */
+  retire(): void {
+    this.retired = true;
+    this.scans.clear();
+    this.readAt.clear();
+    this.shares.clear();
+    this.totalBytes = 0;
+  }
+
   private keep(name: string, entry: MemoEntry, readAt: number): void {
+    if (this.retired) return;
     const before = this.scans.get(name);
     if (before !== undefined && (before.complete || before.entries.length >= entry.entries.length)) return;
+    if (!this.fits(entry, before) && !(this.sweepUnread() && this.fits(entry, before))) return;
+    const share = this.shares.get(entry.owner) ?? { bytes: 0, scans: 0 };
+    this.totalBytes += entry.bytes - (before?.bytes ?? 0);
+    this.shares.set(entry.owner, {
+      bytes: share.bytes - (before?.bytes ?? 0) + entry.bytes,
+      scans: share.scans + (before === undefined ? 1 : 0),
+    });
+    this.scans.set(name, entry);
+    this.readAt.set(name, readAt);
+  }
+
+  /** Whether `entry` (in place of `before`) fits its owner's share and the totals. */
+  private fits(entry: MemoEntry, before: MemoEntry | undefined): boolean {
     const share = this.shares.get(entry.owner) ?? { bytes: 0, scans: 0 };
     const scans = share.scans + (before === undefined ? 1 : 0);
     const bytes = share.bytes - (before?.bytes ?? 0) + entry.bytes;
-    if (bytes > this.ownerBytes || scans > this.bounds.ownerScans) return;
-    if (before === undefined && this.scans.size >= this.bounds.totalScans) return;
-    const totalBytes = this.totalBytes - (before?.bytes ?? 0) + entry.bytes;
-    if (totalBytes > this.bounds.totalBytes) return;
-    this.totalBytes = totalBytes;
-    this.shares.set(entry.owner, { bytes, scans });
-    this.scans.set(name, entry);
-    this.readAt.set(name, readAt);
+    if (bytes > this.ownerBytes || scans > this.bounds.ownerScans) return false;
+    if (before === undefined && this.scans.size >= this.bounds.totalScans) return false;
+    return this.totalBytes - (before?.bytes ?? 0) + entry.bytes <= this.bounds.totalBytes;
+  }
+
+  /**
+   * Forgets every scan nobody read for {@link KEEP_UNREAD_MS} (they answer no one), so scans kept
+   * and left unread, by one owner or many, never hold the room readers need; at most every quarter
+   * of that time, so a full memo costs a walk over it rarely. True when it forgot any.
+   */
+  private sweepUnread(): boolean {
+    const now = performance.now();
+    if (now - this.sweptAt < KEEP_UNREAD_MS / 4) return false;
+    this.sweptAt = now;
+    let forgot = false;
+    for (const [name, entry] of this.scans)
+      if (now - (this.readAt.get(name) ?? 0) > KEEP_UNREAD_MS) {
+        this.forget(name, entry);
+        forgot = true;
+      }
+    return forgot;
   }
 
   private forget(name: string, entry: MemoEntry): void {
