@@ -184,7 +184,8 @@ export class PostgresKv extends KvStoreBase {
   private joinReaders(owner: string): SharedSnapshot {
     let shared = this.readers.get(owner);
     if (!shared || shared.snapshot.begun || shared.readers >= SHARED_READERS) {
-      const snapshot = PostgresSnapshot.lazy(this.parking, this.table, owner, "read", this.memos);
+      const memos = this.memos?.keepsFor(owner) ? this.memos : undefined;
+      const snapshot = PostgresSnapshot.lazy(this.parking, this.table, owner, "read", memos);
       shared = { snapshot, readers: 0 };
       this.readers.set(owner, shared);
     }

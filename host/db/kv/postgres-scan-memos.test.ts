@@ -52,6 +52,16 @@ describe("PostgresScanMemos", () => {
     expect(keptIn(memos, "100/10:12:")).toBe(false);
   });
 
+  it("has an owner's snapshots keep reads by sample while few of its reads were kept ones", () => {
+    const memos = new PostgresScanMemos();
+    const keeping = () => Array.from({ length: 80 }, () => memos.keepsFor("owner")).filter(Boolean).length;
+    expect(keeping()).toBe(10);
+    for (let i = 0; i < 10; i++) memos.scored("owner", true);
+    expect(keeping()).toBe(80);
+    for (let i = 0; i < 30; i++) memos.scored("owner", false);
+    expect(keeping()).toBe(10);
+  });
+
   it("begins an owner's readers early only while kept reads answer most of them", () => {
     const memos = new PostgresScanMemos();
     keepIn(memos, "1/5:5:", "busy");

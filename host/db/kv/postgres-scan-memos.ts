@@ -27,6 +27,13 @@ const SCORE_WEIGHT = 0.1;
 const BEGIN_EARLY_SCORE = 0.75;
 /** Scores below this are forgotten (the owner starts from nothing again). */
 const FORGET_SCORE = 0.01;
+/**
+ * Below this score, only one snapshot in {@link SAMPLE_EVERY} of the owner's readers names its view
+ * and keeps what it read (the others read as if nothing were kept): where writes name new views
+ * faster than reads repeat, that work pays for nothing, but a sample still tells when it would.
+ */
+const SAMPLE_BELOW_SCORE = 0.25;
+const SAMPLE_EVERY = 8;
 
 /**
  * What readers of one view keep: their scans, and apart from them their point reads (each kept as
@@ -86,6 +93,8 @@ function isLater(order: NameOrder, than: NameOrder): boolean {
 export class PostgresScanMemos {
   private latest: (NameOrder & { name: string; memo: ViewMemo }) | undefined;
   private readonly scores = new Map<string, number>();
+  /** Snapshots made for owners read by sample (see {@link keepsFor}). */
+  private sampled = 0;
 
   /**
    * Whether the server can name views (PostgreSQL 13 or later: `pg_current_snapshot`). A server
@@ -124,6 +133,16 @@ export class PostgresScanMemos {
     this.latest?.memo.scans.retire();
     this.latest?.memo.points.retire();
     this.latest = undefined;
+  }
+
+  /**
+   * Whether `owner`'s next readers' snapshot should name its view and keep what they read: always
+   * while their reads are often kept ones, else one snapshot in {@link SAMPLE_EVERY}.
+   */
+  keepsFor(owner: string): boolean {
+    if ((this.scores.get(owner) ?? 0) >= SAMPLE_BELOW_SCORE) return true;
+    this.sampled = (this.sampled + 1) % SAMPLE_EVERY;
+    return this.sampled === 0;
   }
 
   /** Whether `owner`'s next reader should begin its snapshot before its handler runs. */

@@ -49,8 +49,11 @@ export class SharedSnapshotLoan implements KvSnapshot {
    */
   async prepare(): Promise<void> {
     if (this.closed || this.shared !== undefined || !this.early?.shouldBegin()) return;
+    const snapshot = this.require();
+    // Joined a snapshot that keeps nothing (made while its owner's readers were sampled): no use.
+    if (!snapshot.keepsReads) return;
     this.begunEarly = true;
-    await this.require().beginSoon();
+    await snapshot.beginSoon();
   }
 
   private require(): PostgresSnapshot {
@@ -111,8 +114,10 @@ export class SharedSnapshotLoan implements KvSnapshot {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // A reader begun early that read nothing paid a round trip for nothing.
-    if (this.reads > 0 || this.begunEarly) this.early?.done(this.reads > 0 && this.missed === 0);
+    // A reader begun early that read nothing paid a round trip for nothing. One whose snapshot kept
+    // nothing (its owner's readers are sampled) tells nothing.
+    const told = this.begunEarly || (this.reads > 0 && this.shared?.snapshot.keepsReads === true);
+    if (told) this.early?.done(this.reads > 0 && this.missed === 0);
     const shared = this.shared;
     if (shared === undefined || --shared.readers > 0) return;
     this.onLastClose(shared);

@@ -98,6 +98,11 @@ export class PostgresSnapshot implements KvSnapshot {
     }
   }
 
+  /** Whether this snapshot names its view and keeps what its readers read (postgres-scan-memos.ts). */
+  get keepsReads(): boolean {
+    return this.memos !== undefined;
+  }
+
   /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
   get begun(): boolean {
     return this.ready !== undefined;
