@@ -163,8 +163,8 @@ export class PostgresKv extends KvStoreBase {
    * postgres-shared-snapshot.ts), so each still sees every write that landed before it was made
    * (on this host or another). Only readers of one owner share: the connection counts as that
    * owner's in the fair sharing of connections (postgres-parking.ts). While an owner's readers are
-   * answered from kept scans, a reader's snapshot begins before it is handed over, so its handler
-   * finds them at once (postgres-scan-memos.ts).
+   * answered from kept reads, a reader's snapshot begins as its handler is about to run
+   * (`prepare`), so the handler finds them at once (postgres-scan-memos.ts).
    */
   protected override async _readSnapshot(owner: string): Promise<KvSnapshot> {
     const memos = this.memos;

@@ -87,7 +87,7 @@ export class SharedSnapshotLoan implements KvSnapshot {
 
   /**
    * A scan that stops with the loan: an abandoned reader's scan no longer reads on the others'
-   * snapshot. Once its first entries are in, the view is named: was the scan kept for it already?
+   * snapshot. When it closes, the view is named: was the scan kept for it already (it is kept then)?
    */
   iterate(options: KvIterateOptions): KvIterator {
     const snapshot = this.require();
