@@ -4,7 +4,7 @@ import type { KeptScan, KvIterateOptions, KvIterator, KvOperation, KvSnapshot, S
 import type { ConnectionParking } from "./postgres-parking.js";
 import { PointReads } from "./postgres-point-reads.js";
 import { runReads } from "./postgres-prepared.js";
-import { type PostgresScanMemos, pointRange, SNAPSHOT_NAME, type ViewMemo } from "./postgres-scan-memos.js";
+import { type PostgresScanMemos, SNAPSHOT_NAME } from "./postgres-scan-memos.js";
 import { readOnly } from "./postgres-silence.js";
 import {
   inline,
@@ -15,7 +15,7 @@ import {
   valuesStatement,
   writeStatement,
 } from "./postgres-sql.js";
-import { recordScan } from "./scan-memo.js";
+import { ViewReads } from "./postgres-view-reads.js";
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /** A statement that only takes the transaction's snapshot (REPEATABLE READ takes it at the first one). */
@@ -41,8 +41,8 @@ export class PostgresSnapshot implements KvSnapshot {
   private open = true;
   /** The connection, once the transaction has begun (a lazy snapshot begins at its first read). */
   private ready: Promise<pg.PoolClient> | undefined;
-  /** What readers keep for this view, once it is named (only with `memos`: postgres-scan-memos.ts). */
-  private memo: ViewMemo | undefined;
+  /** What readers keep for this view (only with `memos`: postgres-view-reads.ts). */
+  private readonly view: ViewReads | undefined;
 
   private constructor(
     private readonly connections: ConnectionParking,
@@ -52,9 +52,10 @@ export class PostgresSnapshot implements KvSnapshot {
     /** A reader's (held to its owner's share) or a writer's (see `SnapshotUse`). */
     private readonly use: SnapshotUse,
     /** Where a reader's view finds the scans kept for it, and keeps its own; none for a writer. */
-    private readonly memos?: PostgresScanMemos,
+    memos?: PostgresScanMemos,
   ) {
     this.points = new PointReads(this.run, table);
+    this.view = memos && new ViewReads(memos, owner);
   }
 
   /** Starts a snapshot on a connection of `connections` for `owner`: its point in time is now. */
@@ -100,7 +101,7 @@ export class PostgresSnapshot implements KvSnapshot {
 
   /** Whether this snapshot names its view and keeps what its readers read (postgres-scan-memos.ts). */
   get keepsReads(): boolean {
-    return this.memos !== undefined;
+    return this.view !== undefined;
   }
 
   /** True once the transaction has begun (its first statement is on its way): its point in time is set. */
@@ -114,18 +115,18 @@ export class PostgresSnapshot implements KvSnapshot {
    */
   private async start(first: Statement[]): Promise<pg.QueryResultRow[][] | undefined> {
     let rows: pg.QueryResultRow[][] | undefined;
-    const named = this.memos !== undefined;
+    const view = this.view;
     this.ready = (async () => {
       const { client, end } = await this.connections.take(this.owner, this.use);
       const lead = [...(end ? [end] : []), BEGIN];
       // A retry follows a BEGIN whose transaction the failure aborted.
       const options = { begins: true, retryLead: ["ROLLBACK", BEGIN] };
       try {
-        rows = await runReads(client, lead, named ? [SNAPSHOT_NAME, ...first] : first, options);
+        rows = await runReads(client, lead, view ? [SNAPSHOT_NAME, ...first] : first, options);
         if (rows === undefined) {
-          const taken = await runReads(client, lead, [named ? SNAPSHOT_NAME : TAKE_SNAPSHOT], options);
-          if (named) this.named(taken?.[0]);
-        } else if (named) this.named(rows.shift());
+          const taken = await runReads(client, lead, [view ? SNAPSHOT_NAME : TAKE_SNAPSHOT], options);
+          view?.named(taken?.[0]);
+        } else if (view) view.named(rows.shift());
       } catch (error) {
         this.connections.destroy(client);
         throw error;
@@ -138,12 +139,6 @@ export class PostgresSnapshot implements KvSnapshot {
 
   private require(): void {
     if (!this.open) throw new Error("This snapshot is closed.");
-  }
-
-  /** Takes the view's name from {@link SNAPSHOT_NAME}'s rows: its kept scans are now known. */
-  private named(rows: pg.QueryResultRow[] | undefined): void {
-    const name = rows?.[0]?.name;
-    if (typeof name === "string") this.memo = this.memos?.memoOf(name);
   }
 
   private queued: QueuedStatement[] | undefined;
@@ -221,9 +216,8 @@ export class PostgresSnapshot implements KvSnapshot {
   tryGetSync(key: Buffer): string | undefined | NotReady {
     if (!this.open) return NOT_READY;
     const known = this.points.tryGetSync(key);
-    if (known !== NOT_READY || this.memo === undefined) return known;
-    const kept = this.memo.points.lookup(this.owner, pointRange(key), 1);
-    return kept === NOT_READY ? NOT_READY : kept.entries[0]?.[1];
+    if (known !== NOT_READY || this.view === undefined) return known;
+    return this.view.tryGet(key);
   }
 
   /**
@@ -232,28 +226,19 @@ export class PostgresSnapshot implements KvSnapshot {
    */
   async readPoint(key: Buffer): Promise<{ value: string | undefined; kept: boolean }> {
     const value = await this.get(key);
-    const memo = this.memo?.points;
-    if (memo === undefined) return { value, kept: false };
-    const range = pointRange(key);
-    const kept = memo.keeps(this.owner, range, 1);
-    if (!kept)
-      memo.keepScan(this.owner, range, {
-        entries: value === undefined ? [] : [[key, value]],
-        complete: true,
-      });
-    return { value, kept };
+    return { value, kept: this.view?.keepPoint(key, value) ?? false };
   }
 
   /** A scan; a reader's is kept for the readers after it that have the same view (postgres-scan-memos.ts). */
   iterate(options: KvIterateOptions): KvIterator {
     const scan = iterate(this.run, this.table, options);
-    return this.memos ? recordScan(() => this.memo?.scans, this.owner, options, scan) : scan;
+    return this.view ? this.view.recording(options, scan) : scan;
   }
 
   /** A scan kept for this view (by any reader with the same, on this host), at once; else NOT_READY. */
   tryScanSync(options: KvIterateOptions, want: number): KeptScan | NotReady {
-    if (!this.open || this.memo === undefined) return NOT_READY;
-    return this.memo.scans.lookup(this.owner, options, want);
+    if (!this.open || this.view === undefined) return NOT_READY;
+    return this.view.tryScan(options, want);
   }
 
   /**
@@ -261,7 +246,7 @@ export class PostgresSnapshot implements KvSnapshot {
    * begun late could have been answered at once).
    */
   keeps(options: KvIterateOptions, entries: number): boolean {
-    return this.memo?.scans.keeps(this.owner, options, entries) ?? false;
+    return this.view?.keeps(options, entries) ?? false;
   }
 
   /**
