@@ -9,7 +9,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_READY } from "../host/db/index.js";
-import { collect, type KvIterateOptions, type KvStore } from "../host/db/kv/kv.js";
+import { collect, type KvIterateOptions, type KvSnapshot, type KvStore } from "../host/db/kv/kv.js";
 import { PostgresKv } from "../host/db/kv/postgres-kv.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
@@ -33,6 +33,18 @@ async function readOnce(store: KvStore, owner = "dev"): Promise<{ atOnce: boolea
     return { atOnce: false, values: values(await collect(reader.iterate(RANGE))) };
   } finally {
     await reader.close();
+  }
+}
+
+/** A reader of "dev" whose snapshot is not begun as its handler runs: kept scans do not answer it; `then` reads on. */
+async function expectBegunLate(store: KvStore, then?: (reader: KvSnapshot) => Promise<void>): Promise<void> {
+  const late = await store.readSnapshot("dev");
+  try {
+    await late.prepare?.();
+    expect(late.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    await then?.(late);
+  } finally {
+    await late.close();
   }
 }
 
@@ -123,14 +135,9 @@ describe.skipIf(!postgresInstalled)("scans kept by PostgreSQL view", () => {
       await reader.close();
     }
     // The scan is still kept for the view, but a reader is no longer begun before it is handed over.
-    const late = await hostA.readSnapshot("dev");
-    try {
-      await late.prepare?.();
-      expect(late.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
+    await expectBegunLate(hostA, async (late) => {
       expect(values(await collect(late.iterate(RANGE)))).toHaveLength(7);
-    } finally {
-      await late.close();
-    }
+    });
   });
 
   it("stops beginning early for an owner whose readers begun early read nothing", async () => {
@@ -140,13 +147,7 @@ describe.skipIf(!postgresInstalled)("scans kept by PostgreSQL view", () => {
       await idle.prepare?.();
       await idle.close();
     }
-    const late = await hostA.readSnapshot("dev");
-    try {
-      await late.prepare?.();
-      expect(late.tryScanSync?.(RANGE, 1)).toBe(NOT_READY);
-    } finally {
-      await late.close();
-    }
+    await expectBegunLate(hostA);
   });
 
   it("answers a point read at once for the same view only: a row the other host changed is read anew", async () => {

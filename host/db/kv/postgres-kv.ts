@@ -88,16 +88,13 @@ export class PostgresKv extends KvStoreBase {
     const locks = watchedPool(silence, { connectionString: url, max: LOCK_CONNECTIONS });
     const outerLocks = watchedPool(silence, { connectionString: url, max: OUTER_LOCK_CONNECTIONS });
     // Idle clients can die when the server restarts; the pool replaces them. Those out of it too.
-    for (const each of [pool, snapshots, locks, outerLocks]) {
-      each.on("error", () => {});
-      watchForLoss(each);
-    }
     // A lost connection may be a crashed server, which may give transaction ids out again: views
     // named before it are forgotten (postgres-scan-memos.ts).
     let memos: PostgresScanMemos | undefined;
-    const forgetViews = () => memos?.forget();
-    for (const each of [pool, snapshots, locks, outerLocks])
-      each.on("connect", (client) => client.on("error", forgetViews));
+    for (const each of [pool, snapshots, locks, outerLocks]) {
+      each.on("error", () => {});
+      watchForLoss(each, () => memos?.forget());
+    }
     try {
       await createTables(pool, table);
       memos = (await PostgresScanMemos.supported(pool)) ? new PostgresScanMemos() : undefined;

@@ -30,9 +30,12 @@ const lost = new WeakSet<pg.ClientBase>();
  * ended (an administrator, a restart, `idle_in_transaction_session_timeout`) would otherwise
  * crash the process with an unhandled error event, taking every tenant down with it.
  */
-export function watchForLoss(pool: pg.Pool): void {
+export function watchForLoss(pool: pg.Pool, onLoss?: () => void): void {
   pool.on("connect", (client) => {
-    client.on("error", () => lost.add(client));
+    client.on("error", () => {
+      lost.add(client);
+      onLoss?.();
+    });
   });
 }
 
