@@ -5,28 +5,20 @@ import type { ConnectionParking } from "./postgres-parking.js";
 import { PointReads } from "./postgres-point-reads.js";
 import { runReads } from "./postgres-prepared.js";
 import { type PostgresScanMemos, SNAPSHOT_NAME } from "./postgres-scan-memos.js";
-import { readOnly } from "./postgres-silence.js";
 import {
   inline,
   iterate,
-  type RunSql,
   type Statement,
   valuesInOrder,
   valuesStatement,
   writeStatement,
 } from "./postgres-sql.js";
+import { TickReads } from "./postgres-tick-reads.js";
 import { ViewReads } from "./postgres-view-reads.js";
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /** A statement that only takes the transaction's snapshot (REPEATABLE READ takes it at the first one). */
 const TAKE_SNAPSHOT: Statement = { text: "SELECT 1", values: [] };
-
-/** A statement waiting to go to the server with the others asked for in the same tick. */
-interface QueuedStatement {
-  statement: Statement;
-  resolve: (rows: pg.QueryResultRow[]) => void;
-  reject: (error: unknown) => void;
-}
 
 /**
  * One `REPEATABLE READ READ ONLY` transaction on its own connection. A mutation's commit ends it
@@ -34,7 +26,7 @@ interface QueuedStatement {
  * and its commit. Round trips are what a PostgreSQL handler waits for, so: a snapshot begins and
  * takes its point in time in one round trip, a lazy one ({@link PostgresSnapshot.lazy}) with its
  * first read; statements asked for in the same tick (by one handler, or by the handlers that share
- * a lazy snapshot: postgres-kv.ts) go as one message; a commit ends it and writes in one; and
+ * a lazy snapshot: postgres-kv.ts) go as one message (postgres-tick-reads.ts); a commit ends it and writes in one; and
  * closing leaves the end of the transaction to the connection's next use.
  */
 export class PostgresSnapshot implements KvSnapshot {
@@ -43,6 +35,10 @@ export class PostgresSnapshot implements KvSnapshot {
   private ready: Promise<pg.PoolClient> | undefined;
   /** What readers keep for this view (only with `memos`: postgres-view-reads.ts). */
   private readonly view: ViewReads | undefined;
+  /** Reads asked for in one tick, sent as one message (postgres-tick-reads.ts). */
+  private readonly reads: TickReads;
+  /** Point reads, merged per tick and remembered (postgres-point-reads.ts). */
+  private readonly points: PointReads;
 
   private constructor(
     private readonly connections: ConnectionParking,
@@ -54,7 +50,12 @@ export class PostgresSnapshot implements KvSnapshot {
     /** Where a reader's view finds the scans kept for it, and keeps its own; none for a writer. */
     memos?: PostgresScanMemos,
   ) {
-    this.points = new PointReads(this.run, table);
+    this.reads = new TickReads({
+      require: () => this.require(),
+      connection: () => this.ready,
+      start: (first) => this.start(first),
+    });
+    this.points = new PointReads(this.reads.run, table);
     this.view = memos && new ViewReads(memos, owner);
   }
 
@@ -93,7 +94,7 @@ export class PostgresSnapshot implements KvSnapshot {
   async beginSoon(): Promise<void> {
     try {
       if (this.ready === undefined) await new Promise((resolve) => setImmediate(resolve));
-      await (this.ready ?? this.run(TAKE_SNAPSHOT.text, []));
+      await (this.ready ?? this.reads.run(TAKE_SNAPSHOT.text, []));
     } catch {
       // The next read fails the same way, and says so.
     }
@@ -141,67 +142,6 @@ export class PostgresSnapshot implements KvSnapshot {
     if (!this.open) throw new Error("This snapshot is closed.");
   }
 
-  private queued: QueuedStatement[] | undefined;
-  /** Reads begun and not yet answered (a handler may leave one unawaited): see {@link commitAndContinue}. */
-  private readonly flushing = new Set<Promise<void>>();
-
-  /**
-   * Runs a read in the transaction. Reads asked for in the same tick wait for its end (two
-   * microtasks, so point reads merged by {@link get} join them) and go as one message, with the
-   * transaction's BEGIN when it has not begun.
-   */
-  private readonly run: RunSql = <R extends pg.QueryResultRow>(sql: string, params: unknown[]) => {
-    this.require();
-    return new Promise<R[]>((resolve, reject) => {
-      const entry = { statement: { text: sql, values: params }, resolve, reject } as QueuedStatement;
-      if (this.queued) this.queued.push(entry);
-      else {
-        this.queued = [entry];
-        queueMicrotask(() =>
-          queueMicrotask(() => {
-            const flushed = this.flush();
-            this.flushing.add(flushed);
-            void flushed.finally(() => this.flushing.delete(flushed));
-          }),
-        );
-      }
-    });
-  };
-
-  private async flush(): Promise<void> {
-    const batch = this.queued ?? [];
-    this.queued = undefined;
-    let answered = 0;
-    try {
-      // Closed (or committed) since they were asked for: never begin a transaction nobody ends.
-      this.require();
-      const statements = batch.map((entry) => entry.statement);
-      let results: pg.QueryResultRow[][] | undefined;
-      if (this.ready === undefined) results = await this.start(statements);
-      else {
-        const client = await this.ready;
-        this.require();
-        results = await runReads(client, [], statements);
-      }
-      if (results) {
-        for (const [i, entry] of batch.entries()) entry.resolve(results[i] ?? []);
-        answered = batch.length;
-        return;
-      }
-      const client = await (this.ready as Promise<pg.PoolClient>);
-      for (const entry of batch) {
-        this.require();
-        entry.resolve((await client.query(readOnly(entry.statement.text, entry.statement.values))).rows);
-        answered++;
-      }
-    } catch (error) {
-      for (const entry of batch.slice(answered)) entry.reject(error);
-    }
-  }
-
-  /** Point reads, merged per tick and remembered (postgres-point-reads.ts). */
-  private readonly points: PointReads;
-
   get(key: Buffer): Promise<string | undefined> {
     if (!this.open) return Promise.reject(new Error("This snapshot is closed."));
     return this.points.get(key);
@@ -231,7 +171,7 @@ export class PostgresSnapshot implements KvSnapshot {
 
   /** A scan; a reader's is kept for the readers after it that have the same view (postgres-scan-memos.ts). */
   iterate(options: KvIterateOptions): KvIterator {
-    const scan = iterate(this.run, this.table, options);
+    const scan = iterate(this.reads.run, this.table, options);
     return this.view ? this.view.recording(options, scan) : scan;
   }
 
@@ -293,7 +233,7 @@ export class PostgresSnapshot implements KvSnapshot {
     this.open = false;
     const client = await this.ready;
     // The command tags below must be this message's: reads still on their way answer first.
-    while (this.flushing.size > 0) await Promise.all([...this.flushing]);
+    await this.reads.settled();
     const next = new PostgresSnapshot(this.connections, this.table, this.owner, this.use);
     // The statements' command tags, as the server finishes each: the write's COMMIT is the 4th.
     const done: string[] = [];
