@@ -97,7 +97,8 @@ export interface HostOptions {
   requestQuota?: QuotaSettings | false;
   /**
    * The host is reachable only through one reverse proxy: a client's address is the last entry of
-   * `X-Forwarded-For` (default false: the socket's peer, so every client behind a proxy is one).
+   * `X-Forwarded-For` (default false: the socket's peer, so every client behind a proxy is one),
+   * and the last entry of `X-Forwarded-Proto` says whether it came over HTTPS.
    */
   trustProxy?: boolean;
   /** Bytes of request bodies the host receives at once (tests use small ones); defaults from LIMITS. */
@@ -215,6 +216,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const app = createHttpApp({
     draining: () => draining,
     quota,
+    trustProxy: options.trustProxy ?? false,
     metrics,
     bodyArrivals,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),

@@ -3,7 +3,8 @@
  * sees every deployment (a developer's, an unclaimed one; the app shell lists them through the
  * operator API with the session's CSRF token) and may open and delete any one's files;
  * a developer sees only their own. Sign-in keeps the form-origin rule and the session cookie's
- * attributes, and an operator session ends when the host's operator token changes.
+ * attributes (Secure only over HTTPS as a trusted proxy reports it), and an operator session ends
+ * when the host's operator token changes.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -154,5 +155,62 @@ it("ends operator sessions when the host's operator token changes", async () => 
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+it("marks the session cookie Secure only when the trusted proxy says the client came over HTTPS", async () => {
+  const secure = (cookie: string | undefined) => /;\s*secure(;|$)/i.test(cookie ?? "");
+  // Without --trust-proxy the header is the client's word: a plain-HTTP host keeps a cookie its
+  // clients can send back.
+  const untrusted = await signIn(host, host.adminToken, { "x-forwarded-proto": "https" });
+  expect(untrusted.response.status).toBe(302);
+  expect(secure(untrusted.cookie)).toBe(false);
+
+  const proxied = await startTestHost({ trustProxy: true });
+  try {
+    const overTls = await signIn(proxied, proxied.adminToken, { "x-forwarded-proto": "https" });
+    expect(overTls.cookie).toMatch(/^platform_session=[A-Za-z0-9_-]{43}; /);
+    expect(secure(overTls.cookie)).toBe(true);
+    expect(overTls.cookie).toMatch(/; httponly/i);
+    expect(overTls.cookie).toMatch(/; samesite=strict/i);
+    // The proxy wrote the last entry: a client's own "https" before the proxy's "http" is not believed.
+    const forged = await signIn(proxied, proxied.adminToken, { "x-forwarded-proto": "https, http" });
+    expect(forged.response.status).toBe(302);
+    expect(secure(forged.cookie)).toBe(false);
+    expect(
+      secure((await signIn(proxied, proxied.adminToken, { "x-forwarded-proto": "http, HTTPS" })).cookie),
+    ).toBe(true);
+    const plain = await signIn(proxied, proxied.adminToken);
+    expect(secure(plain.cookie)).toBe(false);
+    expect(
+      (await sendRequest(`${proxied.url}/dashboard`, { headers: { cookie: plain.pair as string } })).status,
+    ).toBe(200);
+
+    // The session works as any other, and signing out over HTTPS clears it with the same attributes.
+    const shell = await sendRequest(`${proxied.url}/dashboard`, {
+      headers: { cookie: overTls.pair as string, "x-forwarded-proto": "https" },
+    });
+    expect(shell.status).toBe(200);
+    const csrf = /data-csrf="([^"]+)"/.exec(shell.text())?.[1] as string;
+    const signedOut = await sendRequest(`${proxied.url}/dashboard/logout`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "sec-fetch-site": "same-origin",
+        origin: proxied.url,
+        "x-forwarded-proto": "https",
+        cookie: overTls.pair as string,
+      },
+      body: `csrf=${encodeURIComponent(csrf)}`,
+    });
+    expect(signedOut.status).toBe(302);
+    const cleared = [signedOut.headers["set-cookie"] ?? []].flat()[0];
+    expect(cleared).toMatch(/^platform_session=;/);
+    expect(secure(cleared)).toBe(true);
+    expect(
+      (await sendRequest(`${proxied.url}/dashboard`, { headers: { cookie: overTls.pair as string } })).status,
+    ).toBe(302);
+  } finally {
+    await proxied.close();
   }
 });

@@ -261,7 +261,7 @@ export function registerHost(program: Command): void {
     )
     .option(
       "--trust-proxy",
-      "the host is reachable only through one reverse proxy: a client's address (for per-client limits) is the last entry of X-Forwarded-For",
+      "the host is reachable only through one reverse proxy: a client's address (for per-client limits) is the last entry of X-Forwarded-For, and the dashboard's cookie is Secure when the last entry of X-Forwarded-Proto is https",
     )
     .addOption(
       new Option(

@@ -42,6 +42,23 @@ export function clientAddressKey(address: string | undefined): string {
 
 let warnedUntrusted = false;
 
+/** The last comma-separated entry of a header, the one the proxy in front of the host wrote. */
+function lastEntry(value: string | string[]): string {
+  const header = Array.isArray(value) ? value.join(",") : value;
+  return header.slice(header.lastIndexOf(",") + 1).trim();
+}
+
+/**
+ * Whether the client reached the host over HTTPS: with `trustProxy`, when the last entry of
+ * `X-Forwarded-Proto` (the one the proxy wrote) is `https`; without it, never (the host itself
+ * speaks plain HTTP, and a client could send the header). A client that forges it behind a
+ * trusted proxy only gets cookies its own plain-HTTP requests will not carry back.
+ */
+export function reachedOverTls(req: IncomingMessage, trustProxy: boolean): boolean {
+  const proto = req.headers["x-forwarded-proto"];
+  return trustProxy && proto !== undefined && lastEntry(proto).toLowerCase() === "https";
+}
+
 /**
  * The address of the client that sent `req`: the peer of its socket, or with `trustProxy` (the host
  * is reachable only through one reverse proxy, which appends the address it was reached from to
@@ -52,8 +69,7 @@ let warnedUntrusted = false;
 export function clientAddressOf(req: IncomingMessage, trustProxy: boolean): string {
   const forwarded = req.headers["x-forwarded-for"];
   if (trustProxy && forwarded !== undefined) {
-    const header = Array.isArray(forwarded) ? forwarded.join(",") : forwarded;
-    const last = header.slice(header.lastIndexOf(",") + 1).trim();
+    const last = lastEntry(forwarded);
     if (isIP(last) !== 0) return last;
   } else if (forwarded !== undefined && !warnedUntrusted) {
     warnedUntrusted = true;

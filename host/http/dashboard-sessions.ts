@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Context } from "koa";
 import { type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
+import { reachedOverTls } from "./client-address.js";
 import type { Principal, SessionLookup } from "./principal.js";
 
 /**
@@ -46,6 +47,8 @@ export class DashboardSessions implements SessionLookup {
     db: HostDatabase,
     private readonly developers: Developers,
     private readonly adminToken: string,
+    /** The host is reachable only through one reverse proxy, whose `X-Forwarded-Proto` says HTTPS. */
+    private readonly trustProxy = false,
   ) {
     this.sessions = db.records<DashboardSession>("dashboard-sessions");
   }
@@ -78,13 +81,20 @@ export class DashboardSessions implements SessionLookup {
     if (developer) session.developer = developer;
     else session.operator = hashSecret(this.adminToken);
     await this.sessions.put(id, session);
-    ctx.cookies.set(SESSION_COOKIE, id, {
-      httpOnly: true,
-      sameSite: "strict",
-      maxAge: SESSION_MS,
-      overwrite: true,
-    });
+    ctx.cookies.set(SESSION_COOKIE, id, this.cookieAttributes(ctx, SESSION_MS));
     return session.csrf;
+  }
+
+  /**
+   * The session cookie's attributes for `maxAge` ms (0 clears it): HttpOnly, SameSite=Strict, and
+   * Secure when the client reached the host over HTTPS through its proxy, so that the browser never
+   * sends the session over plain HTTP.
+   */
+  private cookieAttributes(ctx: Context, maxAge: number) {
+    const secure = reachedOverTls(ctx.req, this.trustProxy);
+    // `cookies` refuses a Secure cookie on a connection it believes is plain; the proxy said it is not.
+    if (secure) ctx.cookies.secure = true;
+    return { httpOnly: true, sameSite: "strict" as const, secure, maxAge, overwrite: true };
   }
 
   /** Whether the request carries a session cookie at all, valid or not. */
@@ -96,7 +106,7 @@ export class DashboardSessions implements SessionLookup {
   async signOut(ctx: Context): Promise<void> {
     const id = sessionIdOf(ctx);
     if (id) await this.sessions.delete(id);
-    ctx.cookies.set(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", maxAge: 0, overwrite: true });
+    ctx.cookies.set(SESSION_COOKIE, "", this.cookieAttributes(ctx, 0));
   }
 
   /** Who the request's session cookie signs in, or undefined. */

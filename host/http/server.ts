@@ -49,6 +49,8 @@ export interface HttpOptions {
   adminToken?: string;
   /** Per-caller request quotas. */
   quota: RequestQuota;
+  /** The host is reachable only through one reverse proxy (`platform host --trust-proxy`). */
+  trustProxy?: boolean;
   /** The host's metrics, served to the operator at the control plane's `GET /metrics`. */
   metrics: HostMetrics;
   /** Where internal errors are reported. */
@@ -98,7 +100,7 @@ export function createHttpApp(options: HttpOptions): Koa {
     options.devDeployment ? devLanding(deployments, options.devDeployment) : undefined,
   ];
   const sessions = options.adminToken
-    ? new DashboardSessions(deployments.db, developers, options.adminToken)
+    ? new DashboardSessions(deployments.db, developers, options.adminToken, options.trustProxy)
     : undefined;
   const controlRoutes =
     options.adminToken && sessions
