@@ -6,61 +6,27 @@
  * a refused run leaves no row and no `dashboard` log line behind, an allowed one leaves both.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type HttpResponse, sendRequest } from "../cli/http.js";
-import { type DashboardSession, dashboardSignIn, sessionRequest } from "./helpers/dashboard.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import {
+  type DashboardMatrix,
+  MATRIX_CALLERS,
+  outcomeOf,
+  MATRIX_STATES as STATES,
+  type MatrixState as State,
+  sendAs,
+  startDashboardMatrix,
+  type MatrixCaller as Who,
+} from "./helpers/dashboard-matrix.js";
 
-const STATES = ["claimed", "unclaimed"] as const;
 const ROUTES = ["functions", "stats", "logs", "run query", "run mutation"] as const;
-const WHO = [
-  "operator",
-  "owner developer",
-  "other developer",
-  "claim token",
-  "account",
-  "guest",
-  "anonymous",
-  "operator session",
-  "owner session",
-  "owner session without CSRF",
-  "owner session from the app's page",
-] as const;
-type State = (typeof STATES)[number];
+const WHO = MATRIX_CALLERS;
 type RouteName = (typeof ROUTES)[number];
-type Who = (typeof WHO)[number];
 
-let host: TestHost;
-const tokens = new Map<string, string>();
-let ownerSession: DashboardSession;
-let operatorSession: DashboardSession;
+let matrix: DashboardMatrix;
 
 beforeAll(async () => {
-  host = await startTestHost();
-  const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{
-    id: string;
-    token: string;
-  }>();
-  const other = (await host.admin("/v1/developers", "POST", { name: "other" })).json<{ token: string }>();
-  tokens.set("owner", owner.token);
-  tokens.set("other", other.token);
-  const code = await fixtureCode("dashboard");
-  expect((await host.admin("/v1/deploys", "POST", { id: "claimed", code, owner: owner.id })).status).toBe(
-    201,
-  );
-  const unclaimed = await host.admin("/v1/deploys", "POST", { id: "unclaimed", code });
-  tokens.set("claim", unclaimed.json<{ claimToken: string }>().claimToken);
-  for (const state of STATES) {
-    const guest = await sendRequest(`${host.deploymentUrl(state)}/__platform/auth/guest`, { method: "POST" });
-    tokens.set(`${state}/guest`, guest.json<{ token: string }>().token);
-    const account = await host.admin(`/v1/deploys/${state}/sessions`, "POST", {
-      email: "member@example.com",
-    });
-    tokens.set(`${state}/account`, account.json<{ token: string }>().token);
-  }
-  ownerSession = await dashboardSignIn(host, owner.token);
-  operatorSession = await dashboardSignIn(host, host.adminToken);
+  matrix = await startDashboardMatrix();
 });
-afterAll(() => host.dispose());
+afterAll(() => matrix.host.dispose());
 
 let runs = 0;
 
@@ -90,41 +56,6 @@ function request(state: State, route: RouteName): [string, string, unknown] {
   }
 }
 
-async function send(
-  who: Who,
-  state: State,
-  method: string,
-  path: string,
-  body: unknown,
-): Promise<HttpResponse> {
-  if (who === "owner session" || who === "operator session")
-    return sessionRequest(host, who === "owner session" ? ownerSession : operatorSession, path, method, body);
-  if (who === "owner session without CSRF")
-    return sessionRequest(host, ownerSession, path, method, body, { "x-platform-csrf": "" });
-  if (who === "owner session from the app's page")
-    return sessionRequest(host, ownerSession, path, method, body, {
-      "sec-fetch-site": "same-site",
-      origin: host.deploymentUrl(state),
-    });
-  const token = {
-    operator: host.adminToken,
-    "owner developer": tokens.get("owner"),
-    "other developer": tokens.get("other"),
-    "claim token": tokens.get("claim"),
-    account: tokens.get(`${state}/account`),
-    guest: tokens.get(`${state}/guest`),
-    anonymous: undefined,
-  }[who];
-  return sendRequest(`${host.url}${path}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
-
 /** The expected outcome of one cell: 200, or [status, code]. */
 function expected(who: Who, state: State, route: RouteName): number | [number, string] {
   if (who === "anonymous") return [401, "unauthorized"];
@@ -141,8 +72,8 @@ function expected(who: Who, state: State, route: RouteName): number | [number, s
 
 /** Rows of a deployment's messages and its `dashboard` run lines, as the operator sees them. */
 async function effects(state: State): Promise<[number, number]> {
-  const totals = (await host.admin(`/v1/deploys/${state}/totals`, "GET")).json<{ rows: number }>();
-  const log = (await host.admin(`/v1/deploys/${state}/logs`, "GET")).text();
+  const totals = (await matrix.host.admin(`/v1/deploys/${state}/totals`, "GET")).json<{ rows: number }>();
+  const log = (await matrix.host.admin(`/v1/deploys/${state}/logs`, "GET")).text();
   const ran = log
     .split("\n")
     .filter((line) => line.includes('"handler":"dashboard"') && line.includes(" ran ")).length;
@@ -159,11 +90,8 @@ it("answers every cell of {caller} x {deployment state} x {functions and logs ro
         const want = expected(who, state, route);
         const [method, path, body] = request(state, route);
         const before = await effects(state);
-        const response = await send(who, state, method, path, body);
-        const got =
-          response.status < 300
-            ? response.status
-            : [response.status, response.json<{ error?: { code: string } }>().error?.code];
+        const response = await sendAs(matrix, who, state, method, path, body);
+        const got = outcomeOf(response);
         if (JSON.stringify(got) !== JSON.stringify(want))
           failures.push(
             `${who} / ${state} / ${route}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`,

@@ -7,66 +7,34 @@
  * what a download carries: the same sandboxing headers as an app download.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type HttpResponse, sendRequest } from "../cli/http.js";
-import { type DashboardSession, dashboardSignIn, sessionRequest } from "./helpers/dashboard.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { sendRequest } from "../cli/http.js";
+import { sessionRequest } from "./helpers/dashboard.js";
+import {
+  type DashboardMatrix,
+  MATRIX_CALLERS,
+  outcomeOf,
+  MATRIX_STATES as STATES,
+  type MatrixState as State,
+  sendAs,
+  startDashboardMatrix,
+  type MatrixCaller as Who,
+} from "./helpers/dashboard-matrix.js";
+import type { TestHost } from "./helpers/host.js";
 
-const STATES = ["claimed", "unclaimed"] as const;
 const ROUTES = ["files", "download", "settings", "change", "delete file", "delete deployment"] as const;
-const WHO = [
-  "operator",
-  "owner developer",
-  "other developer",
-  "claim token",
-  "account",
-  "guest",
-  "anonymous",
-  "operator session",
-  "owner session",
-  "owner session without CSRF",
-  "owner session from the app's page",
-] as const;
-type State = (typeof STATES)[number];
+const WHO = MATRIX_CALLERS;
 type RouteName = (typeof ROUTES)[number];
-type Who = (typeof WHO)[number];
 
 /** A well-formed object id that names no file. */
 const NO_FILE = "private/AAAAAAAAAAAAAAAAAAAAAA";
 
+let matrix: DashboardMatrix;
 let host: TestHost;
-let code: string;
-let ownerId: string;
-const tokens = new Map<string, string>();
-let ownerSession: DashboardSession;
-let operatorSession: DashboardSession;
 let doomed = 0;
 
 beforeAll(async () => {
-  host = await startTestHost();
-  const owner = (await host.admin("/v1/developers", "POST", { name: "owner" })).json<{
-    id: string;
-    token: string;
-  }>();
-  ownerId = owner.id;
-  const other = (await host.admin("/v1/developers", "POST", { name: "other" })).json<{ token: string }>();
-  tokens.set("owner", owner.token);
-  tokens.set("other", other.token);
-  code = await fixtureCode("dashboard");
-  expect((await host.admin("/v1/deploys", "POST", { id: "claimed", code, owner: owner.id })).status).toBe(
-    201,
-  );
-  const unclaimed = await host.admin("/v1/deploys", "POST", { id: "unclaimed", code });
-  tokens.set("claim", unclaimed.json<{ claimToken: string }>().claimToken);
-  for (const state of STATES) {
-    const guest = await sendRequest(`${host.deploymentUrl(state)}/__platform/auth/guest`, { method: "POST" });
-    tokens.set(`${state}/guest`, guest.json<{ token: string }>().token);
-    const account = await host.admin(`/v1/deploys/${state}/sessions`, "POST", {
-      email: "member@example.com",
-    });
-    tokens.set(`${state}/account`, account.json<{ token: string }>().token);
-  }
-  ownerSession = await dashboardSignIn(host, owner.token);
-  operatorSession = await dashboardSignIn(host, host.adminToken);
+  matrix = await startDashboardMatrix();
+  host = matrix.host;
 });
 afterAll(() => host.dispose());
 
@@ -74,7 +42,7 @@ afterAll(() => host.dispose());
 async function upload(body: string | Buffer, contentType: string): Promise<string> {
   const stored = await sendRequest(`${host.deploymentUrl("claimed")}/storage`, {
     method: "POST",
-    headers: { authorization: `Bearer ${tokens.get("claimed/account")}`, "content-type": contentType },
+    headers: { authorization: `Bearer ${matrix.tokens.get("claimed/account")}`, "content-type": contentType },
     body,
   });
   expect(stored.status, stored.text()).toBe(201);
@@ -91,8 +59,8 @@ async function freshDeployment(state: State): Promise<string> {
   const id = `doomed-${++doomed}`;
   const made = await host.admin("/v1/deploys", "POST", {
     id,
-    code,
-    ...(state === "claimed" ? { owner: ownerId } : {}),
+    code: matrix.code,
+    ...(state === "claimed" ? { owner: matrix.ownerId } : {}),
   });
   expect(made.status, made.text()).toBe(201);
   return id;
@@ -126,41 +94,6 @@ async function request(
   }
 }
 
-async function send(
-  who: Who,
-  state: State,
-  method: string,
-  path: string,
-  body: unknown,
-): Promise<HttpResponse> {
-  if (who === "owner session" || who === "operator session")
-    return sessionRequest(host, who === "owner session" ? ownerSession : operatorSession, path, method, body);
-  if (who === "owner session without CSRF")
-    return sessionRequest(host, ownerSession, path, method, body, { "x-platform-csrf": "" });
-  if (who === "owner session from the app's page")
-    return sessionRequest(host, ownerSession, path, method, body, {
-      "sec-fetch-site": "same-site",
-      origin: host.deploymentUrl(state),
-    });
-  const token = {
-    operator: host.adminToken,
-    "owner developer": tokens.get("owner"),
-    "other developer": tokens.get("other"),
-    "claim token": tokens.get("claim"),
-    account: tokens.get(`${state}/account`),
-    guest: tokens.get(`${state}/guest`),
-    anonymous: undefined,
-  }[who];
-  return sendRequest(`${host.url}${path}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
-
 /** The expected outcome of one cell: the success status, or [status, code]. */
 function expected(who: Who, state: State, route: RouteName): number | [number, string] {
   const success = route.startsWith("delete") ? 204 : 200;
@@ -184,11 +117,8 @@ it("answers every cell of {caller} x {deployment state} x {storage and settings 
         cells++;
         const want = expected(who, state, route);
         const [method, path, body, exists] = await request(state, route);
-        const response = await send(who, state, method, path, body);
-        const got =
-          response.status < 300
-            ? response.status
-            : [response.status, response.json<{ error?: { code: string } }>().error?.code];
+        const response = await sendAs(matrix, who, state, method, path, body);
+        const got = outcomeOf(response);
         if (JSON.stringify(got) !== JSON.stringify(want))
           failures.push(
             `${who} / ${state} / ${route}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`,
@@ -211,38 +141,40 @@ it("serves a file to its owner with an app download's headers: sandboxed, never 
     "base64",
   );
   const image = await upload(png, "image/png");
-  const html = await sessionRequest(host, ownerSession, `/v1/deploys/claimed/storage/${page}`);
+  const html = await sessionRequest(host, matrix.ownerSession, `/v1/deploys/claimed/storage/${page}`);
   expect(html.status).toBe(200);
   expect(html.headers["content-disposition"]).toMatch(/^attachment/);
   expect(html.headers["content-type"]).toBe("application/octet-stream");
   expect(html.headers["content-security-policy"]).toContain("sandbox");
   expect(html.headers["x-content-type-options"]).toBe("nosniff");
   expect(html.headers["cache-control"]).toBe("private, no-store");
-  const shown = await sessionRequest(host, ownerSession, `/v1/deploys/claimed/storage/${image}`);
+  const shown = await sessionRequest(host, matrix.ownerSession, `/v1/deploys/claimed/storage/${image}`);
   expect(shown.status).toBe(200);
   expect(shown.headers["content-type"]).toBe("image/png");
   expect(shown.headers["content-disposition"]).toBeUndefined();
   expect(Buffer.from(shown.body).equals(png)).toBe(true);
 
-  const listed = await sessionRequest(host, ownerSession, "/v1/deploys/claimed/storage");
+  const listed = await sessionRequest(host, matrix.ownerSession, "/v1/deploys/claimed/storage");
   const keys = listed.json<{ objects: Array<{ key: string; uploaderEmail: string }> }>().objects;
   expect(keys.slice(0, 2).map((o) => o.key)).toEqual([image, page]);
   expect(keys[0]?.uploaderEmail).toBe("member@example.com");
   // A malformed key or visibility is a 404, never a path into another deployment's files.
   for (const bad of ["public/..%2F..", "secret/AAAAAAAAAAAAAAAAAAAAAA", `public/${image.split("/")[1]}`])
-    expect((await sessionRequest(host, ownerSession, `/v1/deploys/claimed/storage/${bad}`)).status).toBe(404);
+    expect(
+      (await sessionRequest(host, matrix.ownerSession, `/v1/deploys/claimed/storage/${bad}`)).status,
+    ).toBe(404);
   expect((await host.admin(`/v1/deploys/unclaimed/storage/${image}`, "GET")).status).toBe(404);
 }, 60_000);
 
 it("shows env variable names, never their values", async () => {
   const made = await host.admin("/v1/deploys", "POST", {
     id: "with-env",
-    code,
-    owner: ownerId,
+    code: matrix.code,
+    owner: matrix.ownerId,
     env: { STRIPE_KEY: "sk_live_value", API_URL: "https://example.com/hidden" },
   });
   expect(made.status, made.text()).toBe(201);
-  const shown = await sessionRequest(host, ownerSession, "/v1/deploys/with-env");
+  const shown = await sessionRequest(host, matrix.ownerSession, "/v1/deploys/with-env");
   expect(shown.json()).toMatchObject({ envKeys: 2, envNames: ["API_URL", "STRIPE_KEY"] });
   expect(shown.text()).not.toContain("sk_live_value");
   expect(shown.text()).not.toContain("example.com/hidden");
