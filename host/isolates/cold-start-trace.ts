@@ -1,4 +1,9 @@
-/** The steps of a cold start, in order (the benchmark prints how long each takes). */
+/**
+ * The steps of a cold start, in the order they end (the benchmark prints how long each takes):
+ * `artifact`; without a spare isolate, `isolate`, `context` (with the runtime's compile, queued
+ * beside it), `runtime` (the bridge and the runtime's top level) and `entries`; then the
+ * capsule's `compile` and `run`.
+ */
 export type ColdStartPhase = "artifact" | "isolate" | "context" | "runtime" | "entries" | "compile" | "run";
 
 type Listener = (phase: ColdStartPhase, ms: number) => void;
