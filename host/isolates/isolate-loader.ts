@@ -177,7 +177,7 @@ export async function createBlankIsolate(
     // The runtime's compile does not need the context: queued beside its creation, the isolate's
     // thread does both in a row instead of handing back to this thread in between. Both are
     // awaited before any synchronous use of the isolate below, which would otherwise wait on this
-    // thread for the isolate's to finish them.
+    // thread for the isolate's thread to finish them.
     const runtime = await loadRuntimeScript();
     const [context, compiled] = await Promise.all([
       isolate.createContext(),
