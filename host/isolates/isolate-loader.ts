@@ -174,10 +174,10 @@ export async function createBlankIsolate(
   });
   lap("isolate");
   try {
-    // The runtime's compile does not need the context: queued beside its creation, the isolate's
-    // thread does both in a row instead of handing back to this thread in between. Both are
-    // awaited before any synchronous use of the isolate below, which would otherwise wait on this
-    // thread for the isolate's thread to finish them.
+    // The runtime's compile does not need the context: queued beside its creation (at once when
+    // its cache is in memory, after the file's read otherwise), it need not wait for this thread
+    // to take the context back first. Both are awaited before any synchronous use of the isolate
+    // below, which would otherwise wait on this thread for the isolate's thread to finish them.
     const runtime = await loadRuntimeScript();
     const [context, compiled] = await Promise.all([
       isolate.createContext(),
