@@ -8,10 +8,10 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { HttpResponse } from "../cli/http.js";
 import {
+  type CellOutcome,
   type DashboardMatrix,
-  MATRIX_CALLERS,
-  outcomeOf,
-  MATRIX_STATES as STATES,
+  expectEveryCell,
+  MATRIX_STATES,
   type MatrixState as State,
   sendAs,
   startDashboardMatrix,
@@ -19,7 +19,6 @@ import {
 } from "./helpers/dashboard-matrix.js";
 
 const ROUTES = ["totals", "tables", "rows", "row", "insert", "edit", "delete"] as const;
-const WHO = MATRIX_CALLERS;
 type RouteName = (typeof ROUTES)[number];
 
 let matrix: DashboardMatrix;
@@ -28,7 +27,7 @@ let channel: Record<State, string>;
 beforeAll(async () => {
   matrix = await startDashboardMatrix();
   channel = { claimed: "", unclaimed: "" };
-  for (const state of STATES) {
+  for (const state of MATRIX_STATES) {
     const seeded = await matrix.host.call(state, "mutation", "seed", {
       channels: ["general"],
       perChannel: 3,
@@ -80,7 +79,7 @@ async function attempt(who: Who, state: State, route: RouteName): Promise<HttpRe
 const WRITES: RouteName[] = ["insert", "edit", "delete"];
 
 /** The expected outcome of one cell: the success status, or [status, code]. */
-function expected(who: Who, state: State, route: RouteName): number | [number, string] {
+function expected(who: Who, state: State, route: RouteName): CellOutcome {
   const success = route === "insert" ? 201 : route === "delete" ? 204 : 200;
   if (who === "anonymous") return [401, "unauthorized"];
   if (["claim token", "account", "guest"].includes(who)) return [403, "forbidden"];
@@ -97,22 +96,5 @@ function expected(who: Who, state: State, route: RouteName): number | [number, s
 }
 
 it("answers every cell of {caller} x {deployment state} x {data route} exactly", async () => {
-  const failures: string[] = [];
-  let cells = 0;
-  for (const who of WHO) {
-    for (const state of STATES) {
-      for (const route of ROUTES) {
-        cells++;
-        const want = expected(who, state, route);
-        const response = await attempt(who, state, route);
-        const got = outcomeOf(response);
-        if (JSON.stringify(got) !== JSON.stringify(want))
-          failures.push(
-            `${who} / ${state} / ${route}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`,
-          );
-      }
-    }
-  }
-  expect(failures).toEqual([]);
-  expect(cells).toBe(WHO.length * STATES.length * ROUTES.length);
+  await expectEveryCell(ROUTES, expected, attempt);
 }, 120_000);

@@ -7,10 +7,9 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
+  type CellOutcome,
   type DashboardMatrix,
-  MATRIX_CALLERS,
-  outcomeOf,
-  MATRIX_STATES as STATES,
+  expectEveryCell,
   type MatrixState as State,
   sendAs,
   startDashboardMatrix,
@@ -18,7 +17,6 @@ import {
 } from "./helpers/dashboard-matrix.js";
 
 const ROUTES = ["functions", "stats", "logs", "run query", "run mutation"] as const;
-const WHO = MATRIX_CALLERS;
 type RouteName = (typeof ROUTES)[number];
 
 let matrix: DashboardMatrix;
@@ -57,7 +55,7 @@ function request(state: State, route: RouteName): [string, string, unknown] {
 }
 
 /** The expected outcome of one cell: 200, or [status, code]. */
-function expected(who: Who, state: State, route: RouteName): number | [number, string] {
+function expected(who: Who, state: State, route: RouteName): CellOutcome {
   if (who === "anonymous") return [401, "unauthorized"];
   if (["claim token", "account", "guest", "other developer"].includes(who)) return [403, "forbidden"];
   if (who === "owner session without CSRF" || who === "owner session from the app's page")
@@ -81,34 +79,19 @@ async function effects(state: State): Promise<[number, number]> {
 }
 
 it("answers every cell of {caller} x {deployment state} x {functions and logs route} exactly", async () => {
-  const failures: string[] = [];
-  let cells = 0;
-  for (const who of WHO) {
-    for (const state of STATES) {
-      for (const route of ROUTES) {
-        cells++;
-        const want = expected(who, state, route);
-        const [method, path, body] = request(state, route);
-        const before = await effects(state);
-        const response = await sendAs(matrix, who, state, method, path, body);
-        const got = outcomeOf(response);
-        if (JSON.stringify(got) !== JSON.stringify(want))
-          failures.push(
-            `${who} / ${state} / ${route}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`,
-          );
-        if (route === "run query" && want === 200)
-          expect(response.json<{ outcome: string }>().outcome, response.text()).toBe("ok");
-        // A run is logged (and a mutation writes: a channel and a message) exactly when allowed.
-        if (route.startsWith("run")) {
-          const after = await effects(state);
-          const rows = route === "run mutation" && want === 200 ? 2 : 0;
-          const wanted = [before[0] + rows, before[1] + (want === 200 ? 1 : 0)];
-          if (JSON.stringify(after) !== JSON.stringify(wanted))
-            failures.push(`${who} / ${state} / ${route}: effects ${after}, expected ${wanted}`);
-        }
-      }
+  await expectEveryCell(ROUTES, expected, async (who, state, route, want, fail) => {
+    const [method, path, body] = request(state, route);
+    const before = await effects(state);
+    const response = await sendAs(matrix, who, state, method, path, body);
+    if (route === "run query" && want === 200)
+      expect(response.json<{ outcome: string }>().outcome, response.text()).toBe("ok");
+    // A run is logged (and a mutation writes: a channel and a message) exactly when allowed.
+    if (route.startsWith("run")) {
+      const after = await effects(state);
+      const rows = route === "run mutation" && want === 200 ? 2 : 0;
+      const wanted = [before[0] + rows, before[1] + (want === 200 ? 1 : 0)];
+      if (JSON.stringify(after) !== JSON.stringify(wanted)) fail(`effects ${after}, expected ${wanted}`);
     }
-  }
-  expect(failures).toEqual([]);
-  expect(cells).toBe(WHO.length * STATES.length * ROUTES.length);
+    return response;
+  });
 }, 300_000);

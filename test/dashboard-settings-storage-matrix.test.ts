@@ -10,10 +10,9 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { sessionRequest } from "./helpers/dashboard.js";
 import {
+  type CellOutcome,
   type DashboardMatrix,
-  MATRIX_CALLERS,
-  outcomeOf,
-  MATRIX_STATES as STATES,
+  expectEveryCell,
   type MatrixState as State,
   sendAs,
   startDashboardMatrix,
@@ -22,7 +21,6 @@ import {
 import type { TestHost } from "./helpers/host.js";
 
 const ROUTES = ["files", "download", "settings", "change", "delete file", "delete deployment"] as const;
-const WHO = MATRIX_CALLERS;
 type RouteName = (typeof ROUTES)[number];
 
 /** A well-formed object id that names no file. */
@@ -95,7 +93,7 @@ async function request(
 }
 
 /** The expected outcome of one cell: the success status, or [status, code]. */
-function expected(who: Who, state: State, route: RouteName): number | [number, string] {
+function expected(who: Who, state: State, route: RouteName): CellOutcome {
   const success = route.startsWith("delete") ? 204 : 200;
   if (who === "anonymous") return [401, "unauthorized"];
   if (["claim token", "account", "guest", "other developer"].includes(who)) return [403, "forbidden"];
@@ -109,29 +107,15 @@ function expected(who: Who, state: State, route: RouteName): number | [number, s
 }
 
 it("answers every cell of {caller} x {deployment state} x {storage and settings route} exactly", async () => {
-  const failures: string[] = [];
-  let cells = 0;
-  for (const who of WHO) {
-    for (const state of STATES) {
-      for (const route of ROUTES) {
-        cells++;
-        const want = expected(who, state, route);
-        const [method, path, body, exists] = await request(state, route);
-        const response = await sendAs(matrix, who, state, method, path, body);
-        const got = outcomeOf(response);
-        if (JSON.stringify(got) !== JSON.stringify(want))
-          failures.push(
-            `${who} / ${state} / ${route}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`,
-          );
-        // A delete happened exactly when it was allowed (an unknown file was never there).
-        const real = route === "delete deployment" || state === "claimed";
-        if (exists && real && (await exists()) !== (typeof want !== "number"))
-          failures.push(`${who} / ${state} / ${route}: the delete's effect does not match its answer`);
-      }
-    }
-  }
-  expect(failures).toEqual([]);
-  expect(cells).toBe(WHO.length * STATES.length * ROUTES.length);
+  await expectEveryCell(ROUTES, expected, async (who, state, route, want, fail) => {
+    const [method, path, body, exists] = await request(state, route);
+    const response = await sendAs(matrix, who, state, method, path, body);
+    // A delete happened exactly when it was allowed (an unknown file was never there).
+    const real = route === "delete deployment" || state === "claimed";
+    if (exists && real && (await exists()) !== (typeof want !== "number"))
+      fail("the delete's effect does not match its answer");
+    return response;
+  });
 }, 300_000);
 
 it("serves a file to its owner with an app download's headers: sandboxed, never cached, other types as attachments", async () => {

@@ -108,9 +108,47 @@ export function sendAs(
   });
 }
 
+/** What a cell expects: the success status, or [status, code]. */
+export type CellOutcome = number | [number, string];
+
 /** A cell's outcome as the matrices state what they expect: the success status, or [status, code]. */
-export function outcomeOf(response: HttpResponse): number | [number, string | undefined] {
+function outcomeOf(response: HttpResponse): number | [number, string | undefined] {
   return response.status < 300
     ? response.status
     : [response.status, response.json<{ error?: { code: string } }>().error?.code];
+}
+
+/**
+ * Tries every cell of {caller} x {deployment state} x `routes`: `send` makes the cell's request
+ * (and may report more of what the cell did wrong through `fail`), and its answer must be the
+ * cell's `expected` outcome exactly. Fails with every cell that did not, after trying them all.
+ */
+export async function expectEveryCell<Route extends string>(
+  routes: readonly Route[],
+  expected: (who: MatrixCaller, state: MatrixState, route: Route) => CellOutcome,
+  send: (
+    who: MatrixCaller,
+    state: MatrixState,
+    route: Route,
+    want: CellOutcome,
+    fail: (problem: string) => void,
+  ) => Promise<HttpResponse>,
+): Promise<void> {
+  const failures: string[] = [];
+  let cells = 0;
+  for (const who of MATRIX_CALLERS) {
+    for (const state of MATRIX_STATES) {
+      for (const route of routes) {
+        cells++;
+        const want = expected(who, state, route);
+        const fail = (problem: string) => failures.push(`${who} / ${state} / ${route}: ${problem}`);
+        const response = await send(who, state, route, want, fail);
+        const got = outcomeOf(response);
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          fail(`expected ${JSON.stringify(want)}, got ${JSON.stringify(got)} ${response.text()}`);
+      }
+    }
+  }
+  expect(failures).toEqual([]);
+  expect(cells).toBe(MATRIX_CALLERS.length * MATRIX_STATES.length * routes.length);
 }
