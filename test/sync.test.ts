@@ -244,6 +244,50 @@ it("charges each subscription to the caller's request quota", async () => {
   }
 }, 60_000);
 
+it("keeps no arguments for a message without a string name, however often it comes", async () => {
+  // Such a subscription once kept its arguments before its name failed, and was never recorded:
+  // sent again under the same id, it added them up until every socket of the address was refused.
+  const open = await startTestHost({ requestQuota: false });
+  try {
+    expect((await open.deployFixture("sync", "live")).status).toBe(201);
+    const url = `${open.deploymentUrl("sync").replace("http", "ws")}/api/sync`;
+    const ws = new WebSocket(url, { lookup: localhostLookup } as WebSocket.ClientOptions);
+    const messages: Array<{ type: string; id?: string; error?: { code: string; message: string } }> = [];
+    ws.on("message", (data) => messages.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => {
+      ws.once("open", resolve);
+      ws.once("error", reject);
+    });
+    const each = "n".repeat(SYNC_LIMITS.subscriptionArgsBytes - 100);
+    const times = Math.ceil(SYNC_LIMITS.subscriptionsArgsBytes / each.length) + 2;
+    for (let i = 0; i < times; i++)
+      ws.send(
+        JSON.stringify({ type: "subscribe", id: "x", name: { toString: 1 }, args: { bucket: 1, each } }),
+      );
+    ws.send(JSON.stringify({ type: "mutation", id: "m", name: 7, args: {} }));
+    ws.send(JSON.stringify({ type: "subscribe", id: "ok", name: "byBucket", args: { bucket: 1, each } }));
+    await expect.poll(() => messages.find((m) => m.id === "ok"), { timeout: 30_000 }).toBeDefined();
+    expect(messages.find((m) => m.id === "ok")?.type).toBe("value");
+    const refused = messages.filter((m) => m.id === "x");
+    expect(refused).toHaveLength(times);
+    expect(refused[0]?.error).toEqual({
+      code: "bad_request",
+      message: 'A subscribe message needs "name": the name of a query of the capsule, as a string.',
+    });
+    expect(messages.find((m) => m.id === "m")).toEqual({
+      type: "mutationResult",
+      id: "m",
+      error: {
+        code: "bad_request",
+        message: 'A mutation message needs "name": the name of a mutation of the capsule, as a string.',
+      },
+    });
+    ws.close();
+  } finally {
+    await open.dispose();
+  }
+}, 60_000);
+
 it("bounds the arguments all connections of one client address keep", async () => {
   // Each connection may keep 4 MiB: 15 sockets of one address held 103 MB of arguments and groups.
   const open = await startTestHost({ requestQuota: false });

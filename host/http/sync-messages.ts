@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { opensMoreThan } from "../isolates/syscall-wire.js";
 
@@ -10,7 +11,8 @@ import { opensMoreThan } from "../isolates/syscall-wire.js";
 export const SYNC_LIMITS = {
   subscriptions: 1000,
   bufferedBytes: 4 * 1024 * 1024,
-  messageBytes: 1024 * 1024,
+  /** As a request body: platform/client refuses a larger message before sending it. */
+  messageBytes: LIMITS.requestBodyBytes,
   subscriptionArgsBytes: 64 * 1024,
   subscriptionsArgsBytes: 4 * 1024 * 1024,
   /** Arguments kept by all connections of one client address together. */
@@ -67,6 +69,12 @@ export function unknownMessageType(message: ClientMessage): string {
   return `Unknown message type ${type}: send subscribe, unsubscribe or mutation.`;
 }
 
+/** What a client is told of a subscribe or mutation message whose `name` is not a string. */
+export function nameMissing(type: "subscribe" | "mutation"): string {
+  const handler = type === "subscribe" ? "query" : "mutation";
+  return `A ${type} message needs "name": the name of a ${handler} of the capsule, as a string.`;
+}
+
 /**
  * The arguments the subscriptions of all connections of each client address keep: a client may
  * open many sockets (each with its own {@link SubscriptionArgs}), 15 of them held 103 MB.
@@ -100,8 +108,12 @@ export class SubscriptionArgs {
 
   constructor(private readonly address: AddressArgs = { kept: () => 0, move: () => {} }) {}
 
-  /** Counts subscription `id`'s arguments, or refuses them (`bad_request`) when they do not fit. */
+  /**
+   * Counts subscription `id`'s arguments, or refuses them (`bad_request`) when they do not fit. An
+   * id kept already gives its room back first: it counts once, as its release gives back once.
+   */
   keep(id: string, argsJson: string): void {
+    this.release(id);
     const bytes = Buffer.byteLength(argsJson);
     if (
       bytes > SYNC_LIMITS.subscriptionArgsBytes ||

@@ -21,6 +21,7 @@ import { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   ArgsPerAddress,
   type ClientMessage,
+  nameMissing,
   readClientMessage,
   refuseUpgrade,
   SubscriptionArgs,
@@ -89,7 +90,13 @@ export function attachSync(
     for (const ws of open.get(id) ?? []) closeGone(ws);
   });
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    // Node hands any request-target on: one `URL` cannot parse (`//[`) is the client's mistake.
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://localhost");
+    } catch {
+      return refuseUpgrade(socket, "400 Bad Request");
+    }
     const deployment = resolveDeployment(req.headers.host ?? "");
     if (draining) return refuseUpgrade(socket, "503 Service Unavailable", 0);
     if (dev && crossSiteInDev(req.headers.origin)) return refuseUpgrade(socket, "403 Forbidden");
@@ -137,6 +144,9 @@ export function attachSync(
     open.set(deployment, sockets);
     sockets.add(ws);
     heartbeat.watch(ws);
+    // A frame the protocol refuses (not UTF-8, over the size limit, a reserved bit): `ws` closes
+    // the socket with the matching code, then emits the error, which unheard would end the host.
+    ws.on("error", () => {});
     const mutations = new Set<Promise<void>>();
     // Deleted between the upgrade's check and now: the listener above has run already.
     void deployments.get(deployment).then((record) => record || closeGone(ws));
@@ -174,7 +184,7 @@ export function attachSync(
         try {
           result = await deployments.call(deployment, {
             kind: "mutation",
-            name: String(message.name),
+            name: message.name,
             argsJson,
             identity,
             session,
@@ -202,6 +212,13 @@ export function attachSync(
         return;
       }
       const id = typeof message.id === "string" ? message.id : "";
+      if ((message.type === "subscribe" || message.type === "mutation") && typeof message.name !== "string") {
+        const error = { code: "bad_request", message: nameMissing(message.type) };
+        send(
+          message.type === "mutation" ? { type: "mutationResult", id, error } : { type: "error", id, error },
+        );
+        return;
+      }
       const argsJson = () =>
         JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
       if (message.type === "subscribe") {
@@ -234,7 +251,7 @@ export function attachSync(
         // Its pushes are its own while the id is: an id unsubscribed and used again is another's.
         const current = () => subscriptions.get(id) === subscribed;
         const frame = valueText("value", id, "").length;
-        const subscribed = live.subscribe(deployment, String(message.name), args, identity, {
+        const subscribed = live.subscribe(deployment, message.name, args, identity, {
           value: (valueJson) =>
             pushes.push(id, {
               text: () => valueText("value", id, valueJson),
@@ -286,7 +303,11 @@ export function attachSync(
         );
     });
   };
-  server.on("upgrade", onUpgrade);
+  // An upgrade must never reject unheard: an unhandled rejection ends the host process.
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    onUpgrade(req, socket, head).catch(() => socket.destroy());
+  };
+  server.on("upgrade", upgrade);
   return {
     drain: async () => {
       draining = true;
@@ -304,7 +325,7 @@ export function attachSync(
     stop: () => {
       stopWatching();
       heartbeat.stop();
-      server.off("upgrade", onUpgrade);
+      server.off("upgrade", upgrade);
       for (const client of wss.clients) client.terminate();
       wss.close();
     },
