@@ -85,6 +85,36 @@ describe("platform/client in Node", () => {
     stop();
   });
 
+  it("refuses a mutation or subscription too large for one socket message before sending it", async () => {
+    // Sent, it closed the socket (1009), and sent again on each new socket it closed that one too.
+    const c = client();
+    await until<unknown>(
+      (f) => c.subscribe("mine", undefined, f),
+      () => true,
+    );
+    const states: string[] = [];
+    c.onConnectionStateChange((state) => states.push(state));
+    const huge = "h".repeat(1024 * 1024);
+    const tooLarge = {
+      name: "PlatformError",
+      code: "bad_request",
+      message:
+        "The mutation's arguments are too large to send: a message to the host holds at most 1048576 bytes. Pass ids, not data.",
+    };
+    await expect(c.mutation("add", { text: huge })).rejects.toMatchObject(tooLarge);
+    // Multi-byte text is counted in UTF-8 bytes: under the limit in characters, over it in bytes.
+    await expect(c.mutation("add", { text: "é".repeat(600_000) })).rejects.toMatchObject(tooLarge);
+    const refused = await new Promise<unknown>((resolve) =>
+      c.subscribe("mine", { text: huge } as never, () => {}, resolve),
+    );
+    expect(refused).toMatchObject({
+      code: "bad_request",
+      message: tooLarge.message.replace("mutation", "subscription"),
+    });
+    expect(typeof (await c.mutation("add", { text: "after the refusals" }))).toBe("string");
+    expect(states).toEqual([]);
+  });
+
   it("starts a guest, signs in by email code, and keeps the guest's items", async () => {
     const c = client();
     await c.auth.ready();

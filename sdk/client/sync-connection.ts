@@ -16,6 +16,8 @@ interface Subscription {
   name: string;
   argsJson: string;
   listeners: Set<SubscriptionListener>;
+  /** Set when its message is too large to send: it has this error for good, and is never sent. */
+  refused?: boolean;
   result?: QueryResult;
   resultJson?: string | undefined;
   /** Set while the last listener is gone but the server subscription is kept briefly. */
@@ -38,6 +40,24 @@ const BACKOFF = { firstMs: 100, maxMs: 10_000 } as const;
 /** How long a subscription outlives its last listener (a re-render re-subscribes in between). */
 const DROP_GRACE_MS = 50;
 const OPEN = 1;
+
+/**
+ * True when `text` is over what the host takes in one message (its UTF-8 bytes): it would close
+ * the socket (1009), and the message, sent again on the next socket, would close that one too.
+ */
+function overMessageLimit(text: string): boolean {
+  // A UTF-16 unit takes at most 3 bytes in UTF-8: most messages are settled by their length.
+  if (text.length * 3 <= LIMITS.requestBodyBytes) return false;
+  return new TextEncoder().encode(text).length > LIMITS.requestBodyBytes;
+}
+
+/** Why a message over {@link overMessageLimit} is not sent. */
+function tooLarge(what: string): PlatformError {
+  return new PlatformError(
+    "bad_request",
+    `The ${what}'s arguments are too large to send: a message to the host holds at most ${LIMITS.requestBodyBytes} bytes. Pass ids, not data.`,
+  );
+}
 
 /** Connection state, for status displays and tests. */
 export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
@@ -110,6 +130,8 @@ export class SyncConnection {
     let subscription = this.subscriptions.get(key);
     if (!subscription) {
       subscription = { id: `s${this.nextId++}`, name, argsJson, listeners: new Set() };
+      if (overMessageLimit(this.subscribeMessage(subscription)))
+        Object.assign(subscription, { refused: true, result: { error: tooLarge("subscription") } });
       this.subscriptions.set(key, subscription);
       this.byId.set(subscription.id, subscription);
       this.sendSubscribe(subscription);
@@ -138,6 +160,7 @@ export class SyncConnection {
     const id = `m${this.nextId++}`;
     return new Promise((resolve, reject) => {
       const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson},"idempotencyKey":"${newIdempotencyKey()}"}`;
+      if (overMessageLimit(message)) return reject(tooLarge("mutation"));
       const pending: PendingMutation = { message, resolve, reject, sent: false, firstSentMs: 0 };
       this.mutations.set(id, pending);
       if (this.socket?.readyState === OPEN) this.sendMutation(this.socket, pending);
@@ -156,12 +179,14 @@ export class SyncConnection {
     return this.subscriptions.size > 0 || this.mutations.size > 0;
   }
 
+  private subscribeMessage(subscription: Subscription): string {
+    return `{"type":"subscribe","id":${JSON.stringify(subscription.id)},"name":${JSON.stringify(subscription.name)},"args":${subscription.argsJson}}`;
+  }
+
   private sendSubscribe(subscription: Subscription): void {
-    if (this.socket?.readyState === OPEN) {
-      this.socket.send(
-        `{"type":"subscribe","id":${JSON.stringify(subscription.id)},"name":${JSON.stringify(subscription.name)},"args":${subscription.argsJson}}`,
-      );
-    } else this.ensureConnected();
+    if (subscription.refused) return;
+    if (this.socket?.readyState === OPEN) this.socket.send(this.subscribeMessage(subscription));
+    else this.ensureConnected();
   }
 
   private sendNow(message: unknown): void {
