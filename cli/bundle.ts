@@ -82,15 +82,20 @@ export interface CapsuleBundle {
   sourceMap: string;
 }
 
+/** The capsule's entry file in `dir` (`server/index.ts`, or `.js`, `.mts`), or undefined when it has none. */
+export function capsuleEntry(dir: string): string | undefined {
+  return ["index.ts", "index.js", "index.mts"]
+    .map((name) => join(resolve(dir), "server", name))
+    .find((path) => existsSync(path));
+}
+
 /**
  * Bundles `<dir>/server/index.ts` (with `platform/server`) into one script that defines the global
  * `__platform_capsule`, which the isolate runtime reads. Build errors come back as one clear message.
  */
 export async function bundleCapsule(dir: string): Promise<CapsuleBundle> {
   const capsuleDir = resolve(dir);
-  const entry = ["index.ts", "index.js", "index.mts"]
-    .map((name) => join(capsuleDir, "server", name))
-    .find((path) => existsSync(path));
+  const entry = capsuleEntry(capsuleDir);
   if (!entry)
     throw new PlatformError(
       "bad_request",

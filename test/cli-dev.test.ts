@@ -44,6 +44,29 @@ it("redeploys on change, keeping data; a broken edit keeps the last good version
   );
 }, 60_000);
 
+it("keeps watching a capsule that does not deploy at start, and deploys it once a save fixes it", async () => {
+  const broken = await mkdtemp(join(tmpdir(), "platform-dev-broken-"));
+  await cp("fixtures/todo", broken, { recursive: true });
+  const file = join(broken, "server", "index.ts");
+  const source = await readFile(file, "utf8");
+  await writeFile(file, `${source}\nthis is not typescript`);
+  const started = await startDev(broken, ["--no-typecheck"]);
+  try {
+    expect(started.dev.output()).toMatch(
+      /error: bad_request: Build failed[\s\S]*the capsule did not deploy; nothing is served until a save fixes it/,
+    );
+    const list = () =>
+      sendRequest(`http://localhost:${started.port}/api/query/list`, { method: "POST", body: "{}" });
+    expect((await list()).status).toBe(404);
+    await writeFile(file, source);
+    await started.dev.waitFor(/deployed /);
+    expect((await list()).json()).toEqual({ value: [] });
+  } finally {
+    await started.dev.stop();
+    await rm(broken, { recursive: true, force: true });
+  }
+}, 60_000);
+
 it("exits 1 with a clear message when the folder has no capsule", () => {
   const result = runCli(["deploy", tmpdir(), "--host", "http://localhost:1", "--token", "x"]);
   expect(result.status).toBe(1);

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Command, Option } from "commander";
-import { bundleCapsule } from "../bundle.js";
+import { bundleCapsule, capsuleEntry } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
 import { type Colors, colorsFor, noColors } from "../colors.js";
 import { readServerEnv } from "../env-file.js";
@@ -80,6 +80,8 @@ export function registerDev(program: Command): void {
         await rm(clientOut, { recursive: true, force: true });
         if (!keep) await rm(data, { recursive: true, force: true });
       };
+      /** The host once started, for the failure path to close. */
+      let started: { close(): Promise<void> } | undefined;
       try {
         exitOnUnhandledErrors("platform dev");
         const { startHost } = await import("../../host/index.js");
@@ -95,6 +97,7 @@ export function registerDev(program: Command): void {
           onUnsentCode: (unsent) =>
             process.stdout.write(`${formatSignInCode(unsent, colorsFor(process.stdout))}\n`),
         });
+        started = host;
         // Every call gets a line here; one above half of any budget also gets a warning, with
         // what to do about it.
         host.deployments.logs.follow(DEV_DEPLOYMENT, (line) => {
@@ -119,7 +122,18 @@ export function registerDev(program: Command): void {
           process.stdout.write(`deployed ${dir} in ${Date.now() - started} ms\n`);
           return entry;
         };
-        const entry = await deploy();
+        const entry = await deploy().catch(async (error: unknown) => {
+          // A capsule that does not build or deploy yet is the developer's to fix while dev
+          // watches; only a folder with no capsule at all ends dev.
+          const found = capsuleEntry(dir);
+          if (!found) throw error;
+          reportError(error);
+          const before = (await host.deployments.get(DEV_DEPLOYMENT)) !== undefined;
+          process.stdout.write(
+            `platform dev: the capsule did not deploy; ${before ? "serving the version deployed before (kept in --data)" : "nothing is served"} until a save fixes it\n`,
+          );
+          return found;
+        });
         const stopChecking = flags.typecheck
           ? startTypeCheck(dir, entry, typeCheckPrinter(), (error) => reportError(error))
           : async () => {};
@@ -164,6 +178,8 @@ export function registerDev(program: Command): void {
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       } catch (error) {
+        // Closed before its folders go: its code-cache writes would race their removal.
+        await started?.close().catch(() => {});
         await discard();
         process.exit(
           reportError(isListenError(error) ? listenFailure("127.0.0.1", flags.port, error.code) : error),
