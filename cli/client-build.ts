@@ -41,7 +41,7 @@ function clientResolvePlugin(capsuleDir: string): Plugin {
  * Builds a capsule's browser client (`client/main.tsx` and what it imports, React included) into
  * `<outDir>/main.js`, which `platform dev` serves next to the files of `client/`. Returns the entry
  * built, or undefined when the capsule has no client entry. `production` (what `platform deploy`
- * uploads) minifies and builds React's production mode.
+ * uploads) minifies, builds React's production mode and writes no source map.
  */
 export async function buildClientApp(
   capsuleDir: string,
@@ -61,7 +61,8 @@ export async function buildClientApp(
       platform: "browser",
       target: "es2022",
       jsx: "automatic",
-      sourcemap: "linked",
+      // Not in production: a map would publish the app's sources, comments included.
+      sourcemap: mode === "production" ? false : "linked",
       minify: mode === "production",
       define: { "process.env.NODE_ENV": JSON.stringify(mode) },
       logLevel: "silent",

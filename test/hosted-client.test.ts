@@ -72,8 +72,11 @@ describe("platform deploy of an app with client/", () => {
     expect(script.status).toBe(200);
     expect(script.headers["content-type"]).toMatch(/^(text|application)\/javascript; charset=utf-8$/);
     expect(script.headers["cache-control"]).toBe("no-cache");
-    // The production build: minified, React in production mode.
+    // The production build: minified, React in production mode, and no source map: the app's
+    // sources are not published with it.
     expect(script.text()).not.toContain("react.development");
+    expect(script.text()).not.toContain("sourceMappingURL");
+    expect((await get(host, "board", "/main.js.map")).status).toBe(404);
     const etag = script.headers.etag as string;
     expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
     const again = await get(host, "board", "/main.js", { "if-none-match": etag });
