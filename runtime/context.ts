@@ -56,22 +56,37 @@ function auth(identity: BridgeIdentity | null) {
   });
 }
 
-function logger(requestId: number, execution: ExecutionState) {
-  const write = (level: "info" | "warn" | "error") => (message: unknown, fields?: unknown) => {
-    let safeFields: Record<string, unknown> | undefined;
-    try {
-      safeFields =
-        fields === undefined ? undefined : (JSON.parse(JSON.stringify(fields)) as Record<string, unknown>);
-    } catch {
-      safeFields = { unserializable: true };
-    }
-    const call = syscall(execution, requestId, SYSCALL.log, {
-      level,
-      message: String(message),
-      ...(safeFields ? { fields: safeFields } : {}),
-    }).catch(() => {});
-    trackLogCall(requestId, call);
-  };
+/** A log level of `ctx.log` (and of `console`, whose `log`, `info` and `debug` are `info`). */
+export type LogLevel = "info" | "warn" | "error";
+
+/**
+ * Writes one log line for `execution`: its fields as JSON (`{ unserializable: true }` when they are
+ * not), never failing the handler. The handler's answer waits for its lines (see trackLogCall).
+ */
+export function writeLog(
+  execution: ExecutionState,
+  level: LogLevel,
+  message: string,
+  fields?: unknown,
+): void {
+  let safeFields: Record<string, unknown> | undefined;
+  try {
+    safeFields =
+      fields === undefined ? undefined : (JSON.parse(JSON.stringify(fields)) as Record<string, unknown>);
+  } catch {
+    safeFields = { unserializable: true };
+  }
+  const call = syscall(execution, execution.requestId, SYSCALL.log, {
+    level,
+    message,
+    ...(safeFields ? { fields: safeFields } : {}),
+  }).catch(() => {});
+  trackLogCall(execution.requestId, call);
+}
+
+function logger(execution: ExecutionState) {
+  const write = (level: LogLevel) => (message: unknown, fields?: unknown) =>
+    writeLog(execution, level, String(message), fields);
   return Object.freeze({ info: write("info"), warn: write("warn"), error: write("error") });
 }
 
@@ -111,7 +126,7 @@ class HandlerContext {
   }
 
   get log(): unknown {
-    this.#log ??= logger(this.#info.requestId, this.#info.execution);
+    this.#log ??= logger(this.#info.execution);
     return this.#log;
   }
 }

@@ -10,13 +10,15 @@
 
 /** One execution's clock and random state, and how it reaches the host. */
 export interface ExecutionState {
+  /** The host's number of the execution (its syscalls carry it); 0 before any began. */
+  requestId: number;
   now: number;
   random: [number, number, number, number];
   /** True when the host runs this execution inline on its main thread (see bridge.ts). */
   inline: boolean;
 }
 
-let current: ExecutionState = { now: 0, random: [1, 2, 3, 4], inline: false };
+let current: ExecutionState = { requestId: 0, now: 0, random: [1, 2, 3, 4], inline: false };
 
 function sfc32(): number {
   const state = current.random;
@@ -38,10 +40,28 @@ function sfc32(): number {
   return (t >>> 0) / 4294967296;
 }
 
-/** Creates the state of a new execution and makes it current. */
-export function beginExecution(now: number, seed: number, inline: boolean): ExecutionState {
-  current = { now, random: [seed >>> 0, 0x9e3779b9, 0x243f6a88, (seed ^ 0x85a308d3) >>> 0], inline };
+/** Creates the state of execution `requestId` and makes it current. */
+export function beginExecution(
+  requestId: number,
+  now: number,
+  seed: number,
+  inline: boolean,
+): ExecutionState {
+  current = {
+    requestId,
+    now,
+    random: [seed >>> 0, 0x9e3779b9, 0x243f6a88, (seed ^ 0x85a308d3) >>> 0],
+    inline,
+  };
   for (let i = 0; i < 12; i++) sfc32();
+  return current;
+}
+
+/**
+ * The execution whose code runs now (the last one begun or resumed): what `console` writes for. A
+ * continuation of an execution that has answered still runs as it (its calls are then refused).
+ */
+export function currentExecution(): ExecutionState {
   return current;
 }
 

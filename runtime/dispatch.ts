@@ -120,7 +120,7 @@ function runLegacy(
     throw new PlatformError("internal", "This deployment's capsule is not a legacy capsule.");
   const tables = Object.keys(app.declaration.schema.tables);
   const snapshot = new LegacySnapshot(request.tablesJson, request.ids, tables, request.now);
-  const execution = beginExecution(request.now, request.seed, inline);
+  const execution = beginExecution(request.requestId, request.now, request.seed, inline);
   const ctx = createContext({
     requestId: request.requestId,
     execution,
@@ -163,7 +163,7 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
     return runLegacy(app, request, inline);
   if (app.kind === "platform.legacy")
     throw new PlatformError("internal", "A legacy capsule runs on the snapshot runtime only.");
-  const execution = beginExecution(request.now, request.seed, inline);
+  const execution = beginExecution(request.requestId, request.now, request.seed, inline);
   const ctx = createContext({
     requestId: request.requestId,
     execution,

@@ -8,12 +8,14 @@
 
 import { type CrossingText, unwrapText } from "../sdk/protocol/index.js";
 import { beginTurn, finishInline, forgetHandBacks, resumeInline, whenHandedBack } from "./bridge.js";
+import { installConsole } from "./console.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
 import { lockDownCodeGeneration } from "./lockdown.js";
 
 lockDownCodeGeneration();
 installDeterminism();
+installConsole();
 const global = globalThis as Record<string, unknown>;
 /**
  * Every entry point below starts an entry of the host's into this isolate: what a run of an earlier

@@ -111,6 +111,20 @@ describe("ctx.log on a hosted deployment", () => {
     expect(printed).not.toContain(SECRET);
   });
 
+  it("writes console.log, debug, info, warn and error as lines of the call", async () => {
+    expect((await host.call("logs", "mutation", "viaConsole")).json()).toEqual({ value: 4 });
+    const { lines } = await hostedLogs(owner.token);
+    const mine = lines.filter((l) => l.handler === "viaConsole" && !l.call);
+    expect(mine.map((l) => [l.level, l.message])).toEqual([
+      ["info", 'plain {"a":1} 2'],
+      ["info", "debugging"],
+      ["warn", "careful: Error: why"],
+      ["error", "failed null"],
+    ]);
+    const call = lines.find((l) => l.handler === "viaConsole" && l.call);
+    expect(call?.requestId).toBe(mine[0]?.requestId);
+  });
+
   it("bounds the lines of one call", async () => {
     await host.call("logs", "mutation", "chatty");
     const { lines } = await hostedLogs(owner.token);
