@@ -2,7 +2,7 @@
  * `platform init` scaffolds a capsule that `platform dev` runs at once, page included, even before
  * `npm install` (test/own-project.test.ts installs one and runs it through npm).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,7 +27,14 @@ it("scaffolds a capsule, refuses a non-empty folder, and the result runs with pl
   const created = runCli(["init", app]);
   expect(created.status, created.stderr).toBe(0);
   expect(created.stdout).toContain(`next: cd ${app} && npm install && npm run dev`);
-  for (const file of ["server/index.ts", "client/index.html", "README.md", ".gitignore", "tsconfig.json"])
+  for (const file of [
+    "server/index.ts",
+    "client/index.html",
+    "README.md",
+    ".gitignore",
+    "tsconfig.json",
+    "client/tsconfig.json",
+  ])
     expect(existsSync(join(app, file)), file).toBe(true);
   const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8"));
   expect(existsSync(join(app, manifest.dependencies.platform.slice("file:".length))), "the tarball").toBe(
@@ -66,4 +73,17 @@ it("scaffolds a capsule, refuses a non-empty folder, and the result runs with pl
   } finally {
     await browser.close();
   }
+
+  // server/ is checked as its isolate runs it: console is there (it writes to the log), timers
+  // and the DOM are not.
+  await started.dev.waitFor(/type check: no errors/);
+  const server = join(app, "server", "index.ts");
+  writeFileSync(
+    server,
+    `${readFileSync(server, "utf8")}\nconsole.log("loaded");\nexport const later = () => setTimeout(() => {}, 1);\n`,
+  );
+  await started.dev.waitFor(/type check: 1 error/);
+  expect(started.dev.output()).toMatch(
+    /server\/index\.ts:\d+:\d+ - error TS2304: Cannot find name 'setTimeout'/,
+  );
 }, 90_000);

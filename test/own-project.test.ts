@@ -158,7 +158,11 @@ it("an app made with platform init outside the checkout installs from the tarbal
   const app = join(work, "myapp");
   sh("npx ./platform init myapp", work);
   const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8"));
-  expect(manifest.scripts).toEqual({ dev: "platform dev", deploy: "platform deploy", typecheck: "tsc -p ." });
+  expect(manifest.scripts).toEqual({
+    dev: "platform dev",
+    deploy: "platform deploy",
+    typecheck: "tsc -p . && tsc -p client",
+  });
   const dependency: string = manifest.dependencies.platform;
   expect(dependency).toMatch(/^file:vendor\/platform-.*\.tgz$/);
   const packed = sh(`tar -tzf ${dependency.slice("file:".length)}`, app).split("\n");
@@ -183,10 +187,11 @@ it("an app made with platform init outside the checkout installs from the tarbal
 
   // The typed client file makes the check prove that platform/client's types resolve (an `any`
   // would leave the @ts-expect-error unused), and --skipLibCheck false that they need neither
-  // @types/react nor @types/node.
+  // @types/react nor @types/node, and platform/server's not even the DOM.
   writeFileSync(join(app, "client", "call.ts"), TYPED_CLIENT);
   sh("npm run typecheck", app);
   sh("npx tsc -p . --skipLibCheck false", app);
+  sh("npx tsc -p client --skipLibCheck false", app);
 
   const port = await freePort();
   const started = Date.now();

@@ -98,7 +98,7 @@ A capsule for the platform.
 
 \`\`\`sh
 npm install          # the platform package, from the tarball in vendor/
-npm run typecheck    # tsc over server/ and client/
+npm run typecheck    # tsc over server/ (as the isolate runs it) and client/ (for the browser)
 npm run dev          # http://localhost:3000: the page in client/, the API at /api/*
 npm run deploy -- --host <url>
 \`\`\`
@@ -120,7 +120,7 @@ function packageJson(name: string, tarball: string, own: OwnManifest): string {
     version: "0.1.0",
     private: true,
     type: "module",
-    scripts: { dev: "platform dev", deploy: "platform deploy", typecheck: "tsc -p ." },
+    scripts: { dev: "platform dev", deploy: "platform deploy", typecheck: "tsc -p . && tsc -p client" },
     dependencies: { platform: `file:vendor/${tarball}` },
     devDependencies: { typescript: own.typescript },
     allowScripts: own.allowScripts,
@@ -128,27 +128,32 @@ function packageJson(name: string, tarball: string, own: OwnManifest): string {
   return `${JSON.stringify(manifest, null, 2)}\n`;
 }
 
+/** Compiler options both checks share: strict, `platform/*` resolved through the package's exports as esbuild does. */
+const COMPILER_OPTIONS = {
+  target: "ES2022",
+  module: "ESNext",
+  moduleResolution: "Bundler",
+  strict: true,
+  noEmit: true,
+  isolatedModules: true,
+  skipLibCheck: true,
+  types: [],
+};
+
 /**
- * Strict TypeScript over server/ and client/, resolving \`platform/*\` through the package's
- * exports as esbuild does. The DOM library is there for client code; no Node types, since capsules
- * run without Node APIs.
+ * server/ checked as its isolate runs it: the language alone, no DOM and no Node types (no
+ * `setTimeout`, `fetch` or `process` there), with `console` from platform/server. Also what
+ * `platform dev`'s background check uses.
  */
 const TSCONFIG = `${JSON.stringify(
-  {
-    compilerOptions: {
-      target: "ES2022",
-      lib: ["ES2022", "DOM"],
-      module: "ESNext",
-      moduleResolution: "Bundler",
-      jsx: "react-jsx",
-      strict: true,
-      noEmit: true,
-      isolatedModules: true,
-      skipLibCheck: true,
-      types: [],
-    },
-    include: ["server", "client"],
-  },
+  { compilerOptions: { ...COMPILER_OPTIONS, lib: ["ES2022"] }, include: ["server"] },
+  null,
+  2,
+)}\n`;
+
+/** client/ checked for the browser: the DOM library and React's JSX (the server's types reach it through its imports). */
+const CLIENT_TSCONFIG = `${JSON.stringify(
+  { compilerOptions: { ...COMPILER_OPTIONS, lib: ["ES2022", "DOM"], jsx: "react-jsx" }, include: ["."] },
   null,
   2,
 )}\n`;
@@ -198,6 +203,7 @@ export function registerInit(program: Command): void {
           packageJson(packageName(basename(dir)), tarball, ownManifest()),
         );
         writeFileSync(join(dir, "tsconfig.json"), TSCONFIG);
+        writeFileSync(join(dir, "client", "tsconfig.json"), CLIENT_TSCONFIG);
         const enter = dirArg === "." ? "" : `cd ${dirArg} && `;
         process.stdout.write(`created a capsule in ${dir}\nnext: ${enter}npm install && npm run dev\n`);
       }),

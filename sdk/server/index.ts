@@ -2,6 +2,8 @@
  * `platform/server`: what capsule authors import to declare a schema, handlers, endpoints and auth.
  */
 
+import "./isolate-globals.js";
+
 export { PlatformError } from "../values/index.js";
 export {
   type AuthSettings,
