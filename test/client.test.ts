@@ -85,6 +85,17 @@ describe("platform/client in Node", () => {
     stop();
   });
 
+  it("says at creation that it needs the deployment's origin", () => {
+    for (const [url, shown] of [
+      [undefined, "nothing (outside a page there is no location to take it from)"],
+      ["", '"" (outside a page there is no location to take it from)'],
+      ["localhost:3000", '"localhost:3000"'],
+    ] as const)
+      expect(() => createClient(url as unknown as string)).toThrow(
+        `createClient needs the deployment's http(s) origin, as createClient("http://localhost:3000"), not ${shown}.`,
+      );
+  });
+
   it("refuses a mutation or subscription too large for one socket message before sending it", async () => {
     // Sent, it closed the socket (1009), and sent again on each new socket it closed that one too.
     const c = client();

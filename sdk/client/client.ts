@@ -93,9 +93,14 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
   react: ReactModuleRef | null,
   options: ClientOptions = {},
 ): PlatformClient<App> {
-  const base = new URL(url);
-  if (base.protocol !== "http:" && base.protocol !== "https:")
-    throw new TypeError(`createClient needs an http(s) URL, not ${url}.`);
+  let base: URL | undefined;
+  try {
+    base = new URL(String(url));
+  } catch {}
+  if (base?.protocol !== "http:" && base?.protocol !== "https:")
+    throw new TypeError(
+      `createClient needs the deployment's http(s) origin, as createClient("http://localhost:3000"), not ${JSON.stringify(url) ?? "nothing"}${url ? "" : " (outside a page there is no location to take it from)"}.`,
+    );
   const baseUrl = base.origin;
   const session = new AuthSession(baseUrl, transport.fetch, transport.store, {
     guest: options.guest ?? true,
