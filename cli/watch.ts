@@ -24,8 +24,18 @@ export async function watchFolder(
   folder: string,
   onChange: () => void,
   onError: (error: unknown) => void,
+  /** Only the folder's own file of this name (created, changed or removed), nothing below it. */
+  onlyFile?: string,
 ): Promise<() => Promise<void>> {
-  const watcher = watch(folder, { ignoreInitial: true, atomic: true, ignored: isEditorScratch });
+  const ignored = onlyFile
+    ? (path: string) => path !== folder && basename(path) !== onlyFile
+    : isEditorScratch;
+  const watcher = watch(folder, {
+    ignoreInitial: true,
+    atomic: true,
+    ignored,
+    ...(onlyFile ? { depth: 0 } : {}),
+  });
   let timer: NodeJS.Timeout | undefined;
   watcher.on("all", () => {
     clearTimeout(timer);

@@ -67,6 +67,28 @@ it("keeps watching a capsule that does not deploy at start, and deploys it once 
   }
 }, 60_000);
 
+it("deploys again when .env.platform.server changes", async () => {
+  const app = await mkdtemp(join(tmpdir(), "platform-dev-env-"));
+  await cp("fixtures/logs", app, { recursive: true });
+  const started = await startDev(app, ["--no-typecheck"]);
+  try {
+    const keys = async () =>
+      (
+        await sendRequest(`http://localhost:${started.port}/api/mutation/echoEnv`, {
+          method: "POST",
+          body: "{}",
+        })
+      ).json();
+    expect(await keys()).toEqual({ value: [] });
+    await writeFile(join(app, ".env.platform.server"), "NEWVAR=hello\n");
+    await started.dev.waitFor(/deployed [\s\S]*deployed /);
+    expect(await keys()).toEqual({ value: ["NEWVAR"] });
+  } finally {
+    await started.dev.stop();
+    await rm(app, { recursive: true, force: true });
+  }
+}, 60_000);
+
 it("exits 1 with a clear message when the folder has no capsule", () => {
   const result = runCli(["deploy", tmpdir(), "--host", "http://localhost:1", "--token", "x"]);
   expect(result.status).toBe(1);

@@ -6,7 +6,7 @@ import { type Command, Option } from "commander";
 import { bundleCapsule, capsuleEntry } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
 import { type Colors, colorsFor, noColors } from "../colors.js";
-import { readServerEnv } from "../env-file.js";
+import { readServerEnv, SERVER_ENV_FILE } from "../env-file.js";
 import { exitOnUnhandledErrors } from "../fatal-errors.js";
 import { parsePort } from "../flags.js";
 import { isListenError, listenFailure } from "../listen-failure.js";
@@ -139,7 +139,12 @@ export function registerDev(program: Command): void {
           : async () => {};
         // Rebuilds run one after another, each once its folder has been quiet for a moment.
         let running = Promise.resolve();
-        const rebuildOnChange = (folder: string, rebuild: () => Promise<unknown>, afterFailure = "") =>
+        const rebuildOnChange = (
+          folder: string,
+          rebuild: () => Promise<unknown>,
+          afterFailure = "",
+          onlyFile?: string,
+        ) =>
           watchFolder(
             folder,
             () => {
@@ -154,14 +159,12 @@ export function registerDev(program: Command): void {
               );
             },
             (error) => reportError(error),
+            onlyFile,
           );
-        const watching = [
-          await rebuildOnChange(
-            join(dir, "server"),
-            deploy,
-            "platform dev: still serving the last version that deployed\n",
-          ),
-        ];
+        const stillServing = "platform dev: still serving the last version that deployed\n";
+        const watching = [await rebuildOnChange(join(dir, "server"), deploy, stillServing)];
+        // The server-only env ships with each deploy: a change to it deploys again.
+        watching.push(await rebuildOnChange(dir, deploy, stillServing, SERVER_ENV_FILE));
         if (existsSync(join(dir, "client")))
           watching.push(await rebuildOnChange(join(dir, "client"), buildClient));
         const colors = colorsFor(process.stdout);
