@@ -516,6 +516,32 @@ describeOnBothTransports((inline) => {
       await canaryAlive();
     });
 
+    it("26b. a capsule() without a schema, or with a table that is not one, fails the deploy saying so", async () => {
+      const id = await deployed(queryCapsule(`async () => "v1"`));
+      const dir = join(scratch, id);
+      for (const [definition, message] of [
+        [
+          `{ queries: { q: async () => "v2" } }`,
+          "capsule({ schema }) needs a schema: an object of tables, as { todos: table({ text: string() }) }, or {} for none.",
+        ],
+        [
+          `{ schema: { items: { n: 1 } } }`,
+          "schema.items must be a table: table({ ... }) from platform/server.",
+        ],
+      ]) {
+        await writeFile(
+          join(dir, "server", "index.ts"),
+          `${HEADER}export default capsule(${definition} as never);`,
+        );
+        const response = await host.deployCode(id, (await bundleCapsule(dir)).code);
+        expect(response.status).toBe(400);
+        expect(response.json<{ error: { message: string } }>().error.message).toBe(
+          `Deploy failed: The capsule threw while loading: ${message}`,
+        );
+      }
+      expect((await error(id)).value).toBe("v1");
+    });
+
     it("27. a schema migration that fails keeps the old version", async () => {
       const id = await deployed(
         `export default capsule({ schema: { items: table({ n: number() }) }, queries: { q: async () => "v1" }, mutations: { add: async (ctx) => ctx.db.items.insert({ n: 1 }) } });`,

@@ -68,8 +68,20 @@ export interface Capsule<
 }
 
 function schemaToSpec(schema: SchemaDefinition): SchemaSpec {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema))
+    throw new PlatformError(
+      "bad_request",
+      "capsule({ schema }) needs a schema: an object of tables, as { todos: table({ text: string() }) }, or {} for none.",
+    );
   const tables: SchemaSpec["tables"] = {};
-  for (const [name, definition] of Object.entries(schema)) tables[name] = definition.toSpec();
+  for (const [name, definition] of Object.entries(schema)) {
+    if (typeof (definition as { toSpec?: unknown } | null)?.toSpec !== "function")
+      throw new PlatformError(
+        "bad_request",
+        `schema.${name} must be a table: table({ ... }) from platform/server.`,
+      );
+    tables[name] = definition.toSpec();
+  }
   return checkSchemaSpec({ tables });
 }
 
@@ -96,6 +108,11 @@ function handlerNames(kind: string, handlers: Record<string, unknown> | undefine
 export function capsule<S extends SchemaDefinition, Q extends QueryMap<S>, M extends MutationMap<S>>(
   definition: CapsuleDefinition<S, Q, M>,
 ): Capsule<S, Q, M> {
+  if (typeof definition !== "object" || definition === null)
+    throw new PlatformError(
+      "bad_request",
+      "capsule() takes an object: capsule({ schema, queries, mutations, endpoints, auth }).",
+    );
   const endpoints = Object.entries(definition.endpoints ?? {}).map(([name, value]) => {
     if (value?.kind !== "platform.endpoint") {
       throw new PlatformError(
