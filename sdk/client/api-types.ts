@@ -40,8 +40,36 @@ export type ArgsOf<H> = H extends (ctx: never, args: infer A) => unknown
     ? Record<string, unknown> | undefined
     : A
   : never;
-/** What a handler's promise resolves to. */
-export type ResultOf<H> = H extends (...args: never[]) => infer R ? Awaited<R> : never;
+/** A value no JSON holds: dropped from an object, `null` in an array or as a whole answer. */
+type Unencodable = undefined | symbol | ((...args: never[]) => unknown);
+
+/**
+ * What a value becomes on its way to a client, as `JSON.stringify` then `JSON.parse` make it: a
+ * `Date` (anything with `toJSON`) its JSON, a `Map` or `Set` an empty object, `undefined` and
+ * functions gone from objects and `null` in arrays. So a query answering `new Date()` types as the
+ * string that arrives, not as a `Date` whose methods would fail at run time.
+ */
+export type Jsonified<T> = 0 extends 1 & T
+  ? T
+  : unknown extends T
+    ? T
+    : T extends { toJSON(): infer J }
+      ? Jsonified<J>
+      : T extends string | number | boolean | null
+        ? T
+        : T extends ReadonlyMap<unknown, unknown> | ReadonlySet<unknown>
+          ? Record<string, never>
+          : T extends readonly unknown[]
+            ? { -readonly [K in keyof T]: Answer<T[K]> }
+            : T extends object
+              ? { -readonly [K in keyof T as T[K] extends Unencodable ? never : K]: Jsonified<T[K]> }
+              : T;
+
+/** A whole answer as it arrives: what JSON cannot hold is `null`, the rest {@link Jsonified}. */
+type Answer<T> = T extends Unencodable ? null : Jsonified<T>;
+
+/** What a handler's promise resolves to, as the client receives it. */
+export type ResultOf<H> = H extends (...args: never[]) => infer R ? Answer<Awaited<R>> : never;
 
 /** Arguments of query `N`. */
 export type QueryArgs<App extends CapsuleApi, N extends QueryName<App>> = ArgsOf<Queries<App>[N]>;
