@@ -67,6 +67,24 @@ it("keeps watching a capsule that does not deploy at start, and deploys it once 
   }
 }, 60_000);
 
+it("shows where in the source a capsule threw while loading", async () => {
+  const app = await mkdtemp(join(tmpdir(), "platform-dev-throws-"));
+  await mkdir(join(app, "server"), { recursive: true });
+  await writeFile(
+    join(app, "server", "index.ts"),
+    'import { capsule } from "platform/server";\nconst ready = false;\nif (!ready) throw new Error("boom at load");\nexport default capsule({ schema: {} });\n',
+  );
+  const started = await startDev(app, ["--no-typecheck"]);
+  try {
+    expect(started.dev.output()).toMatch(
+      /error: bad_request: Deploy failed: The capsule threw while loading: boom at load\n\s+at server\/index\.ts:3:\d+/,
+    );
+  } finally {
+    await started.dev.stop();
+    await rm(app, { recursive: true, force: true });
+  }
+}, 60_000);
+
 it("deploys again when .env.platform.server changes", async () => {
   const app = await mkdtemp(join(tmpdir(), "platform-dev-env-"));
   await cp("fixtures/logs", app, { recursive: true });

@@ -57,6 +57,22 @@ function typeCheckPrinter(): (result: TypeCheckResult) => void {
 }
 
 /** `platform dev [dir]`: one capsule, a throw-away database, redeployed when server/ changes. */
+/**
+ * A failed deploy's error with where in the capsule's source it failed, when the capsule's code
+ * threw (at its top level): the frames of the isolate's error, kept as a cause, mapped through the
+ * bundle's source map and added to the message (`at server/index.ts:3:7`).
+ */
+function withSourceFrames(error: unknown, map: (stack: string) => string | undefined): unknown {
+  for (let cause = (error as Error)?.cause; cause instanceof Error; cause = cause.cause) {
+    const frames = typeof cause.stack === "string" ? map(cause.stack) : undefined;
+    if (frames && error instanceof Error) {
+      error.message = `${error.message}\n${frames}`;
+      return error;
+    }
+  }
+  return error;
+}
+
 export function registerDev(program: Command): void {
   program
     .command("dev")
@@ -115,9 +131,13 @@ export function registerDev(program: Command): void {
         const deploy = async () => {
           const started = Date.now();
           const { code, entry, sourceMap } = await bundleCapsule(dir);
-          await host.deployments.deploy(DEV_DEPLOYMENT, { code, env: readServerEnv(dir) }, (p) =>
-            process.stdout.write(`  backfilling ${p.table}.${p.index}: ${plural(p.done, "row")}\n`),
-          );
+          await host.deployments
+            .deploy(DEV_DEPLOYMENT, { code, env: readServerEnv(dir) }, (p) =>
+              process.stdout.write(`  backfilling ${p.table}.${p.index}: ${plural(p.done, "row")}\n`),
+            )
+            .catch((error: unknown) => {
+              throw withSourceFrames(error, sourceStackMapper(sourceMap));
+            });
           host.deployments.logs.mapStacks(DEV_DEPLOYMENT, sourceStackMapper(sourceMap));
           process.stdout.write(`deployed ${dir} in ${Date.now() - started} ms\n`);
           return entry;

@@ -271,9 +271,12 @@ export async function loadIsolate(
   try {
     await capsule.run(context, { timeout: STARTUP_TIMEOUT_MS });
   } catch (error) {
+    // The isolate's error stays as the cause: its stack (bundle positions) is the developer's to
+    // map, as platform dev does; the message alone is what callers get.
     const failure = new PlatformError(
       "bad_request",
       `The capsule threw while loading: ${(error as Error).message}`,
+      { cause: error },
     );
     throw loadFailure(isolate, failure);
   }
