@@ -28,6 +28,9 @@ interface LoadedCapsule {
   };
 }
 
+/** Taken before the capsule's code runs, which may replace `Object.hasOwn` (the host checks codes again). */
+const hasOwn = Object.hasOwn;
+
 let loaded: LoadedCapsule | undefined;
 /** The loaded capsule's table names, listed once. */
 let tableNames: readonly string[] = [];
@@ -75,7 +78,7 @@ function toError(error: unknown): DispatchError {
     stack === undefined ? failure : Object.assign(failure, { stack });
   if (error && typeof error === "object" && (error as Error).name === "PlatformError") {
     const { code, message } = error as PlatformError;
-    if (typeof code === "string" && Object.hasOwn(ERROR_STATUS, code))
+    if (typeof code === "string" && hasOwn(ERROR_STATUS, code))
       return withStack({ code, message: String(message) });
   }
   if (error instanceof Error)
@@ -90,7 +93,7 @@ function toError(error: unknown): DispatchError {
 }
 
 function lookup<T>(map: Record<string, T> | undefined, name: string, what: string): T {
-  const handler = map && Object.hasOwn(map, name) ? map[name] : undefined;
+  const handler = map && hasOwn(map, name) ? map[name] : undefined;
   if (handler === undefined)
     throw new PlatformError("not_found", `No ${what} named ${JSON.stringify(name)}.`);
   return handler;

@@ -165,6 +165,29 @@ describeOnBothTransports((inline) => {
   });
 
   describe("forged calls and foreign data", () => {
+    it("6b. an error code of the capsule's making is handler_error, in its envelope, and no metrics series", async () => {
+      // Replacing Object.hasOwn once let the runtime relay any string as the code: each distinct
+      // one (1 MiB each) became a metrics series and two log fields, and __proto__ a bare 500.
+      const id = await deployed(
+        queryCapsule(
+          `async (ctx, args) => { throw { name: "PlatformError", code: args.code, message: "forged" }; }`,
+          `Object.hasOwn = () => true;\n`,
+        ),
+      );
+      for (const code of ["zz-made-up-code", "__proto__", "toString", "x".repeat(100_000)]) {
+        const response = await host.call(id, "query", "q", { code });
+        expect(response.status).toBe(500);
+        const { error } = response.json<{ error: { code: string; message: string } }>();
+        expect(error.code).toBe("handler_error");
+        expect(error.message).toMatch(/^Uncaught \{"name":"PlatformError"/);
+      }
+      const metrics = (await host.admin("/metrics", "GET")).text();
+      expect(metrics).toContain(
+        `platform_calls_total{deployment="${id}",kind="query",status="handler_error"} 4`,
+      );
+      expect(metrics).not.toContain("zz-made-up-code");
+    });
+
     it("7. forged syscall arguments through ctx.db get clear errors", async () => {
       const id = await deployed(
         queryCapsule(`async (ctx) => {

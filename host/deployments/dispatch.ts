@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
-import { type ErrorCode, PlatformError } from "../../sdk/values/index.js";
+import { ERROR_STATUS, type ErrorCode, PlatformError } from "../../sdk/values/index.js";
 import type { CallRecord } from "./log-hub.js";
 import { redactSecrets } from "./redact.js";
 
@@ -30,15 +30,26 @@ export const CALL_KINDS = {
 } as const satisfies Record<DispatchRequest["kind"], CallRecord["kind"]>;
 
 /**
- * A handler's failure as the caller sees it: the code the runtime chose, and the message without
- * any of the deployment's env values (a handler may have put a secret into it).
+ * A handler's failure as the caller sees it: the code the runtime chose (a platform code: see
+ * {@link capsuleErrorCode}), and the message cut and without any of the deployment's env values (a
+ * handler may have put a secret into it).
  */
 export function handlerError(
   error: { code: string; message: string },
   env: Record<string, string>,
 ): PlatformError {
   return new PlatformError(
-    error.code as ErrorCode,
+    capsuleErrorCode(error.code),
     redactSecrets(String(error.message), env, LIMITS.errorMessageChars),
   );
+}
+
+/**
+ * The code of an error an isolate answered, as the host takes it: one of the platform's codes, or
+ * else `handler_error`. The runtime sends only those, but the isolate runs the capsule's code,
+ * which can change what the runtime calls: a code of its own making would become a metrics series
+ * and a log field per distinct value (a million of 1 MiB each), or an answer without its envelope.
+ */
+export function capsuleErrorCode(code: unknown): ErrorCode {
+  return typeof code === "string" && Object.hasOwn(ERROR_STATUS, code) ? (code as ErrorCode) : "handler_error";
 }

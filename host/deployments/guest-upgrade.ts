@@ -1,5 +1,5 @@
 import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
-import { type ErrorCode, PlatformError } from "../../sdk/values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, Transaction } from "../db/index.js";
 import {
   type HandlerLogEntry,
@@ -7,7 +7,7 @@ import {
   retryAbandoned,
   transactionSyscalls,
 } from "../isolates/index.js";
-import { nextSeed } from "./dispatch.js";
+import { handlerError, nextSeed } from "./dispatch.js";
 import type { LogHub } from "./log-hub.js";
 import type { DeploymentRecord } from "./records.js";
 
@@ -69,11 +69,10 @@ export async function upgradeGuest(
             seed: nextSeed(),
           };
           const response = await runner.run(request, transactionSyscalls(tx, log));
-          if (!response.ok)
-            throw new PlatformError(
-              response.error.code as ErrorCode,
-              `Guest upgrade failed: ${response.error.message}`,
-            );
+          if (!response.ok) {
+            const failed = handlerError(response.error, record.env);
+            throw new PlatformError(failed.code, `Guest upgrade failed: ${failed.message}`);
+          }
         }
         tx.writeRecord(retirement.record.key, retirement.record.value);
         return { upgraded: true, moved };
