@@ -100,28 +100,45 @@ export class ArchiveReader {
     }
   }
 
-  /** The non-empty lines of `name` (UTF-8), with their 1-based line numbers, as they inflate. */
+  /**
+   * The non-empty lines of `name` (UTF-8), with their 1-based line numbers, as they inflate. Each
+   * chunk is scanned once (a line longer than a chunk is kept in pieces, joined when it ends): a
+   * line split and rescanned whole at every chunk cost its length squared, 20 s of the host's main
+   * thread for one 24 MiB line of a 30 KB archive.
+   */
   async *lines(name: string, limit: number): AsyncGenerator<[line: string, number: number]> {
     const decoder = new StringDecoder("utf8");
-    let pending = "";
+    const pieces: string[] = [];
     let number = 0;
+    const keep = (piece: string) => {
+      if (piece.length > 0) pieces.push(piece);
+    };
+    const take = () => {
+      const line = pieces.length === 1 ? (pieces[0] as string) : pieces.join("");
+      pieces.length = 0;
+      return line;
+    };
     try {
       for await (const chunk of await this.open(name, limit)) {
-        pending += decoder.write(chunk as Buffer);
-        const lines = pending.split("\n");
-        pending = lines.pop() ?? "";
-        for (const line of lines) {
+        const text = decoder.write(chunk as Buffer);
+        let start = 0;
+        for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
+          keep(text.slice(start, end));
+          start = end + 1;
+          const line = take();
           number++;
           if (line.length > 0) yield [line, number];
         }
+        if (start < text.length) keep(text.slice(start));
       }
+      keep(decoder.end());
     } catch (error) {
       throw error instanceof PlatformError
         ? error
         : invalid(`${name} is corrupt (${(error as Error).message}).`);
     }
-    pending += decoder.end();
-    if (pending.length > 0) yield [pending, number + 1];
+    const last = take();
+    if (last.length > 0) yield [last, number + 1];
   }
 
   close(): void {
