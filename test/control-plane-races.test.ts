@@ -86,6 +86,21 @@ describe("control-plane requests racing a create or a delete", () => {
     expect(answer.text).not.toContain("token");
   }, 60_000);
 
+  it("a settings change for a deleted deployment changes nothing of the new one", async () => {
+    await createAs(alice, "club");
+    const send = await heldBackJson("PATCH", "/v1/deploys/club", alice.token, {
+      restricted: true,
+      approved: ["mallory@evil.example"],
+    });
+    expect((await host.admin("/v1/deploys/club", "DELETE", undefined, alice.token)).status).toBe(204);
+    await createAs(bob, "club");
+    const answer = await send();
+    expect([404, 403], answer.text).toContain(answer.status);
+    expect(answer.text).not.toContain(bob.id);
+    const club = await host.admin("/v1/deploys/club", "GET", undefined, bob.token);
+    expect(club.json()).toMatchObject({ owner: bob.id, restricted: false, approved: [] });
+  }, 60_000);
+
   it("a data-browser insert into a deleted deployment writes nothing into the new one", async () => {
     await createAs(alice, "notes");
     const table = "visits"; // the access fixture's one table

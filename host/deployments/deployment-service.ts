@@ -169,12 +169,15 @@ export class DeploymentService {
     );
   }
 
-  /** Changes access settings: `restricted` and the approved emails. */
+  /**
+   * Changes access settings (`restricted` and the approved emails) of deployment `record`, as the
+   * caller read it and checked the right to: not of one created under its id since.
+   */
   updateSettings(
-    id: string,
+    record: DeploymentRecord,
     settings: { restricted?: unknown; approved?: unknown },
   ): Promise<DeploymentRecord> {
-    return this.removals.whileLocked(id, () => updateSettings(this.registry, id, settings));
+    return this.removals.whileLocked(record.id, () => updateSettings(this.registry, record, settings));
   }
 
   /**

@@ -22,13 +22,20 @@ export async function claimDeployment(
   return registry.save(Object.assign(rest, { owner: developer, updatedAt: Date.now() }));
 }
 
-/** Changes access settings: `restricted` and the approved emails (stored lower case, once each). */
+/**
+ * Changes access settings: `restricted` and the approved emails (stored lower case, once each), of
+ * deployment `checked` as its caller read it and checked the right to change it: a deployment
+ * created under its id since (the caller's was deleted while its request arrived) is another's,
+ * and answers `not_found`.
+ */
 export async function updateSettings(
   registry: DeploymentRegistry,
-  id: string,
+  checked: DeploymentRecord,
   settings: { restricted?: unknown; approved?: unknown },
 ): Promise<DeploymentRecord> {
-  const record = await registry.require(id);
+  const record = await registry.require(checked.id);
+  if (record.incarnation !== checked.incarnation)
+    throw new PlatformError("not_found", `Deployment ${checked.id} was deleted.`);
   const next = Object.assign({}, record, { updatedAt: Date.now() });
   if (settings.restricted !== undefined) {
     if (typeof settings.restricted !== "boolean")

@@ -253,7 +253,7 @@ export function controlPlaneRoutes(
   });
   router.patch("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
-    ctx.body = publicView(await deployments.updateSettings(record.id, await body(ctx)));
+    ctx.body = publicView(await deployments.updateSettings(record, await body(ctx)));
   });
   router.post("/deploys/:id/claim", async (ctx) => {
     const who = principal(ctx);
