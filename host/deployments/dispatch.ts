@@ -51,5 +51,7 @@ export function handlerError(
  * and a log field per distinct value (a million of 1 MiB each), or an answer without its envelope.
  */
 export function capsuleErrorCode(code: unknown): ErrorCode {
-  return typeof code === "string" && Object.hasOwn(ERROR_STATUS, code) ? (code as ErrorCode) : "handler_error";
+  return typeof code === "string" && Object.hasOwn(ERROR_STATUS, code)
+    ? (code as ErrorCode)
+    : "handler_error";
 }
