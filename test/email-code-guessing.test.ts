@@ -108,6 +108,21 @@ describe("guessing codes", () => {
     ).toBe(401);
   });
 
+  it("leaves a code working when others request codes for the same address", async () => {
+    // Each request once replaced the address's one code: four anonymous requests voided the code
+    // its owner was typing, and the fifth left the owner no request for 15 minutes.
+    const victim = await start("typing@example.com");
+    for (let i = 1; i < LIMITS.emailCodeRequestsPerAddress; i++) await start("typing@example.com");
+    const more = await post(host, "/__platform/auth/email/start", { email: "typing@example.com" });
+    expect(more.status).toBe(429);
+    const signedIn = await post(host, "/__platform/auth/email/verify", {
+      email: "typing@example.com",
+      code: victim.code,
+      attempt: victim.attempt,
+    });
+    expect(signedIn.status, JSON.stringify(signedIn.body)).toBe(200);
+  });
+
   it("binds a code to the sign-in that asked for it", async () => {
     const { attempt, code } = await start("bound@example.com");
     const other = await post(host, "/__platform/auth/email/verify", {

@@ -32,10 +32,22 @@ interface PendingCode {
   wrongGuesses: number;
 }
 
-/** What is kept per deployment and address: the live code, and when codes were sent (the window). */
+/**
+ * What is kept per deployment and address: the codes not used yet (one per request in the window,
+ * each bound to its own sign-in, so a request from elsewhere never voids the code someone is
+ * typing), and when codes were sent (the window). `code`: the one live code of records written
+ * before several were kept.
+ */
 interface AddressRecord {
+  codes?: PendingCode[];
   code?: PendingCode;
   sentAt: number[];
+}
+
+/** The codes of `record` that may still be entered at `now`. */
+function liveCodes(record: AddressRecord | undefined, now: number): PendingCode[] {
+  const codes = record?.codes ?? (record?.code ? [record.code] : []);
+  return codes.filter((code) => code.expiresAt >= now && code.wrongGuesses < LIMITS.emailCodeAttempts);
 }
 
 /** The outcome of a code request: the attempt handle, or how long to wait before asking again. */
@@ -49,7 +61,8 @@ const refused = () =>
 /**
  * One-time sign-in codes sent by email. Only hashes are stored; a code works once, for one
  * deployment and one address, and only together with the attempt handle its request answered
- * (so a code is bound to the sign-in that asked for it). Guesses are read and counted under one
+ * (so a code is bound to the sign-in that asked for it, and a later request, from anyone, leaves
+ * it working). Guesses are read and counted under one
  * lock per deployment that holds across every host of the store, so concurrent wrong guesses all
  * count and the code dies after {@link LIMITS.emailCodeAttempts}. Requests are limited per
  * address here (stored, so every host sees them); the caller adds its per-client limit.
@@ -82,7 +95,8 @@ export class EmailCodes {
     const refusal = await this.locked(deployment, async () => {
       const now = Date.now();
       const key = `${deployment}/${email}`;
-      const sentAt = ((await this.codes.get(key))?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
+      const record = await this.codes.get(key);
+      const sentAt = (record?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
       if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
         return {
           retryAfterSeconds: Math.ceil(((sentAt[0] ?? now) + WINDOW_MS - now) / 1000),
@@ -92,15 +106,13 @@ export class EmailCodes {
       if (clientWait > 0)
         return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
       sentAt.push(now);
-      await this.codes.put(key, {
-        code: {
-          codeHash: hashSecret(`${deployment}/${email}/${code}`),
-          attemptHash: hashSecret(attempt),
-          expiresAt: now + LIMITS.emailCodeLifetimeMs,
-          wrongGuesses: 0,
-        },
-        sentAt,
-      });
+      const fresh: PendingCode = {
+        codeHash: hashSecret(`${deployment}/${email}/${code}`),
+        attemptHash: hashSecret(attempt),
+        expiresAt: now + LIMITS.emailCodeLifetimeMs,
+        wrongGuesses: 0,
+      };
+      await this.codes.put(key, { codes: [...liveCodes(record, now), fresh], sentAt });
       return undefined;
     });
     if (refusal) return refusal;
@@ -140,28 +152,25 @@ export class EmailCodes {
     const key = `${deployment}/${email}`;
     await this.locked(deployment, async () => {
       const record = await this.codes.get(key);
-      const pending = record?.code;
-      if (
-        !record ||
-        !pending ||
-        pending.expiresAt < Date.now() ||
-        pending.wrongGuesses >= LIMITS.emailCodeAttempts
-      )
-        throw refused();
-      if (!matchesHash(attempt, pending.attemptHash))
+      const codes = liveCodes(record, Date.now());
+      const pending = codes.find((each) => matchesHash(attempt, each.attemptHash));
+      if (!record || !pending) {
+        if (codes.length === 0) throw refused();
         throw new PlatformError(
           "unauthorized",
           "This code was requested by another sign-in; enter it where it was requested, or start again here.",
         );
+      }
       if (
         typeof code !== "string" ||
         !/^\d{6}$/.test(code) ||
         !matchesHash(`${deployment}/${email}/${code}`, pending.codeHash)
       ) {
         pending.wrongGuesses++;
-        await this.codes.put(key, record);
+        await this.codes.put(key, { codes, sentAt: record.sentAt });
         throw refused();
       }
+      // Signed in: every code of the address is spent.
       await this.codes.put(key, { sentAt: record.sentAt });
     });
   }
@@ -174,7 +183,7 @@ export class EmailCodes {
   async sweepEnded(now = Date.now()): Promise<number> {
     const ended = (record: AddressRecord | undefined) =>
       record !== undefined &&
-      (!record.code || record.code.expiresAt < now) &&
+      liveCodes(record, now).length === 0 &&
       record.sentAt.every((at) => at <= now - WINDOW_MS);
     let deleted = 0;
     for await (const page of this.codes.entryPages()) {
