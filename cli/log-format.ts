@@ -38,9 +38,24 @@ export function formatUsage(usage: CallUsage): string {
   ].join(" · ");
 }
 
+/**
+ * Control characters, and the Unicode marks that reorder or hide text, that a line of a log may
+ * not show as they are. A message is the capsule's (and often its users' input, as in
+ * `hello ${name}`): a newline in it forged a whole line of `platform logs`, and escape sequences
+ * reached the developer's terminal (colours, its title).
+ */
+const UNPRINTABLE = /[\p{Cc}\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+/** `text` with every {@link UNPRINTABLE} character shown as its escape (`\n`, `\u001b`). */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (char) =>
+    char === "\n" ? "\\n" : `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 /** The stack of a failure on the lines after its line, as a terminal shows a Node stack. */
 function stackLines(error: CallFailure | undefined): string {
-  return error?.stack ? `\n${error.stack}` : "";
+  return error?.stack ? `\n${error.stack.split("\n").map(printable).join("\n")}` : "";
 }
 
 /**
@@ -51,12 +66,12 @@ function stackLines(error: CallFailure | undefined): string {
 export function formatLogLine(line: LogLine, c: Colors = noColors): string {
   const time = line.time.slice(11, 23);
   const error = line.call?.error;
-  const failure = error ? `: ${error.message}` : "";
-  const fields = line.fields ? ` ${JSON.stringify(line.fields)}` : "";
+  const failure = error ? `: ${printable(error.message)}` : "";
+  const fields = line.fields ? ` ${printable(JSON.stringify(line.fields))}` : "";
   const usage = line.call ? ` · ${formatUsage(line.call.usage)}` : "";
   const level = line.level.toUpperCase().padEnd(5);
   const shown = line.level === "error" ? c.red(level) : line.level === "warn" ? c.yellow(level) : level;
-  return `${c.dim(time)} ${shown} ${line.handler} ${c.dim(`[${line.requestId}]`)} ${line.message}${failure}${fields}${usage}${stackLines(error)}`;
+  return `${c.dim(time)} ${shown} ${printable(line.handler)} ${c.dim(`[${printable(line.requestId)}]`)} ${printable(line.message)}${failure}${fields}${usage}${stackLines(error)}`;
 }
 
 /**
@@ -71,6 +86,6 @@ export function formatCallSummary(
 ): string {
   const failed = call.outcome !== "ok";
   const outcome = failed ? c.red(call.outcome) : c.green(call.outcome);
-  const failure = call.error ? `: ${call.error.message}` : "";
-  return `${c.dim(time.slice(11, 23))} ${call.kind} ${call.name} ${outcome} ${call.usage.wallMs.toFixed(1)} ms${failure}${stackLines(call.error)}`;
+  const failure = call.error ? `: ${printable(call.error.message)}` : "";
+  return `${c.dim(time.slice(11, 23))} ${call.kind} ${printable(call.name)} ${outcome} ${call.usage.wallMs.toFixed(1)} ms${failure}${stackLines(call.error)}`;
 }

@@ -92,6 +92,48 @@ describe("a failed call's lines", () => {
   });
 });
 
+describe("text of the capsule's in a log line", () => {
+  it("cannot start a line of its own or reach the terminal as control codes", () => {
+    // A handler logging `hello ${name}` with a name an app user chose forged a whole line, in colour.
+    const forged =
+      "bob\n09:00:00.000 ERROR admin [mx1] credentials rotated\u001b[31m RED\u001b]0;title\u0007\u202e";
+    const line = formatLogLine({
+      time: "2026-01-02T03:04:05.678Z",
+      level: "info",
+      handler: "greet",
+      requestId: "r1",
+      message: `hello ${forged}`,
+      fields: { name: forged },
+    });
+    expect(line.split("\n")).toHaveLength(1);
+    expect(line).not.toMatch(/[\p{Cc}\u202e]/u);
+    expect(line).toContain(
+      "hello bob\\n09:00:00.000 ERROR admin [mx1] credentials rotated\\u001b[31m RED\\u001b]0;title\\u0007\\u202e",
+    );
+    const summary = formatCallSummary("2026-01-02T03:04:05.678Z", {
+      kind: "mutation",
+      name: "fail",
+      outcome: "handler_error",
+      usage: {
+        rowsReturned: 0,
+        rowsRead: 0,
+        bytesRead: 0,
+        rangesRead: 0,
+        indexScans: 0,
+        writes: 0,
+        cpuMs: 1,
+        wallMs: 1,
+      },
+      error: { message: `Uncaught Error: no user ${forged}`, stack: "    at fail (server/index.ts:3:9)" },
+    });
+    expect(summary.split("\n")).toEqual([
+      expect.stringContaining("no user bob\\n09:00"),
+      "    at fail (server/index.ts:3:9)",
+    ]);
+    expect(summary).not.toContain("\u001b");
+  });
+});
+
 describe("platform dev's sign-in code line", () => {
   it("names the address, the code and how long it lasts", () => {
     const now = 1_000_000;
