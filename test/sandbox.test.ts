@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
+import { sendRequest } from "../cli/http.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { describeOnBothTransports, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -420,6 +421,62 @@ describeOnBothTransports((inline) => {
       expect(insert).toContain(`holds more than ${LIMITS.syscallContainers} objects and arrays`);
       // Under the limit the call is parsed and answered as usual (here: not an id, not a number).
       for (const outcome of [fine, nested]) expect(outcome).not.toContain("objects and arrays");
+      await canaryAlive();
+    });
+
+    it("21c. JSON with more object members than the host parses is refused before it parses it", async () => {
+      // One flat object of 600,000 keys (7 MB) held the host's main thread 0.6 s per platform call,
+      // whoever sent it: a capsule's call, a caller's arguments, an endpoint's answer.
+      const id = await deployed(
+        queryCapsule(
+          `async (ctx) => {
+            const wide = {};
+            for (let i = 0; i < ${LIMITS.jsonMembers} + 10; i++) wide["k" + i] = 1;
+            return ctx.db.items.insert({ n: wide }).then(() => "ok", (error) => error.message);
+          }`,
+          `import { endpoint, text } from "platform/server";`,
+        ).replace(
+          "queries: {",
+          `endpoints: {
+            headers: endpoint({ method: "GET", path: "/headers", readOnly: true }, async () => {
+              const headers = {};
+              for (let i = 0; i < ${LIMITS.endpointResponseHeaders} + 1; i++) headers["x-h" + i] = "v";
+              return text("ok", { headers });
+            }),
+          }, queries: {`,
+        ),
+        roomy,
+      );
+      expect((await error(id, "query", "q", {}, roomy)).value).toBe(
+        `A database call holds more than ${LIMITS.jsonMembers} object members. Split it, or keep large maps as arrays or text.`,
+      );
+      const wideArgs = JSON.stringify(
+        Object.fromEntries(Array.from({ length: LIMITS.jsonMembers + 1 }, (_, i) => [`a${i}`, 1])),
+      );
+      const called = await sendRequest(`${roomy.deploymentUrl(id)}/api/query/q`, {
+        method: "POST",
+        body: wideArgs,
+      });
+      expect([called.status, called.json()]).toEqual([
+        400,
+        {
+          error: {
+            code: "bad_request",
+            message: `The request body holds more than ${LIMITS.jsonMembers} object members. Split it, or keep large maps as arrays or text.`,
+          },
+        },
+      ]);
+      // Its own headers and the Content-Type text() adds.
+      const headers = await sendRequest(`${roomy.deploymentUrl(id)}/headers`);
+      expect([headers.status, headers.json()]).toEqual([
+        500,
+        {
+          error: {
+            code: "handler_error",
+            message: `Endpoint headers returned ${LIMITS.endpointResponseHeaders + 2} headers; an answer has at most ${LIMITS.endpointResponseHeaders}.`,
+          },
+        },
+      ]);
       await canaryAlive();
     });
 

@@ -1,5 +1,7 @@
 import type { Context, Middleware } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { checkJsonShape } from "../json-shape.js";
 import { bodyArrival } from "./body-arrivals.js";
 
 /** Largest body of the small JSON and form requests: sign-in, the operator API, dashboard forms. */
@@ -66,6 +68,7 @@ export async function readJsonText(ctx: Context, limit: number, fallback: string
   const body = await readBody(ctx, limit);
   if (body.length === 0) return fallback;
   const text = body.toString("utf8");
+  checkJsonShape(text, "The request body", LIMITS.jsonMembers, LIMITS.jsonMembers);
   try {
     JSON.parse(text);
   } catch {

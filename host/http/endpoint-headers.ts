@@ -1,4 +1,5 @@
 import { validateHeaderName, validateHeaderValue } from "node:http";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { ownOriginCookie } from "./endpoint-cookies.js";
 
@@ -44,20 +45,25 @@ export function isReservedHeader(lower: string): boolean {
  * error, naming the header, instead of failing inside the HTTP server.
  */
 export function endpointHeaders(headers: unknown, endpoint: string): Array<[string, string]> {
-  return Object.entries((headers ?? {}) as Record<string, unknown>).flatMap(
-    ([name, value]): [string, string][] => {
-      const lower = name.toLowerCase();
-      if (typeof value !== "string" || isReservedHeader(lower) || /[\r\n]/.test(value)) return [];
-      try {
-        validateHeaderName(name);
-        validateHeaderValue(name, value);
-      } catch {
-        throw new PlatformError(
-          "handler_error",
-          `Endpoint ${endpoint} returned a header HTTP does not allow: ${JSON.stringify(name)}. Names are letters, digits and !#$%&'*+-.^_\`|~; values are text without control characters.`,
-        );
-      }
-      return [[name, lower === "set-cookie" ? ownOriginCookie(value, endpoint) : value]];
-    },
-  );
+  const entries = Object.entries((headers ?? {}) as Record<string, unknown>);
+  // Each header costs the host's main thread to check, set and write; proxies refuse far fewer.
+  if (entries.length > LIMITS.endpointResponseHeaders)
+    throw new PlatformError(
+      "handler_error",
+      `Endpoint ${endpoint} returned ${entries.length} headers; an answer has at most ${LIMITS.endpointResponseHeaders}.`,
+    );
+  return entries.flatMap(([name, value]): [string, string][] => {
+    const lower = name.toLowerCase();
+    if (typeof value !== "string" || isReservedHeader(lower) || /[\r\n]/.test(value)) return [];
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    } catch {
+      throw new PlatformError(
+        "handler_error",
+        `Endpoint ${endpoint} returned a header HTTP does not allow: ${JSON.stringify(name)}. Names are letters, digits and !#$%&'*+-.^_\`|~; values are text without control characters.`,
+      );
+    }
+    return [[name, lower === "set-cookie" ? ownOriginCookie(value, endpoint) : value]];
+  });
 }

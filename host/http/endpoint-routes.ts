@@ -4,6 +4,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
+import { checkJsonShape } from "../json-shape.js";
 import { rawBody } from "./body.js";
 import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
 import { endpointHeaders } from "./endpoint-headers.js";
@@ -44,6 +45,8 @@ function callEndpoint(deployments: DeploymentService): Middleware {
       ctx.state.identity,
       ctx.state.session,
     );
+    const what = `Endpoint ${endpoint.name}'s answer`;
+    checkJsonShape(result.valueJson, what, LIMITS.syscallContainers, LIMITS.jsonMembers, "handler_error");
     const response = JSON.parse(result.valueJson) as EndpointResponseJson;
     const status = response.status;
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {

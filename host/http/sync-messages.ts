@@ -1,7 +1,7 @@
 import type { Duplex } from "node:stream";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { opensMoreThan } from "../isolates/syscall-wire.js";
+import { membersMoreThan, opensMoreThan } from "../json-shape.js";
 
 /**
  * Per connection: at most this many subscriptions, this much unsent data before it is dropped, and
@@ -51,6 +51,11 @@ export function readClientMessage(data: unknown): ClientMessage {
     throw new PlatformError(
       "bad_request",
       `A message holds more than ${SYNC_LIMITS.messageContainers} objects and arrays. Split it, or pass ids, not data.`,
+    );
+  if (text.length > LIMITS.jsonMembers && membersMoreThan(text, LIMITS.jsonMembers))
+    throw new PlatformError(
+      "bad_request",
+      `A message holds more than ${LIMITS.jsonMembers} object members. Split it, or pass ids, not data.`,
     );
   let message: unknown;
   try {

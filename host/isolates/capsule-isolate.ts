@@ -2,6 +2,7 @@ import type ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/index.js";
 import { decodeDispatchResponse } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { membersMoreThan, opensMoreThan } from "../json-shape.js";
 import type { CodeCache } from "./code-cache.js";
 import { CpuMeter } from "./cpu-meter.js";
 import {
@@ -205,6 +206,18 @@ export class CapsuleIsolate implements InlineHost {
       };
     }
     let response: MeteredResponse;
+    // An error is three short fields; more shape than that was made by the capsule's code (which
+    // can change what the runtime calls), and parsing it would be the host's main thread's work.
+    if (wire.startsWith("!") && (opensMoreThan(wire, 8) || membersMoreThan(wire, 8)))
+      return {
+        ok: false,
+        error: {
+          code: "handler_error",
+          message: "The handler failed with an error the platform cannot read.",
+        },
+        cpuMs,
+        onOwnThread,
+      };
     try {
       response = decodeDispatchResponse(wire) as MeteredResponse;
     } catch {

@@ -1,5 +1,6 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { checkJsonShape } from "../json-shape.js";
 import { EncodedAnswer } from "./encoded-answer.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import type { RunningExecution, Transport } from "./transport.js";
@@ -30,35 +31,17 @@ export interface ReadCall {
 }
 
 /**
- * True when `json` opens more than `most` objects and arrays (`{` and `[`, in strings too, which
- * only ever overcounts). Found with native searches, stopping at the limit: bounded work, however
- * the text is made.
- */
-export function opensMoreThan(json: string, most: number): boolean {
-  let opened = 0;
-  for (const bracket of ["{", "["]) {
-    for (let at = json.indexOf(bracket); at !== -1; at = json.indexOf(bracket, at + 1))
-      if (++opened > most) return true;
-  }
-  return false;
-}
-
-/**
  * Reads a platform call's JSON and finds the execution it names; refuses oversized calls, and
- * calls holding more objects and arrays than {@link LIMITS.syscallContainers} before parsing
- * them: parsing runs on the host's main thread, and 8 MiB of `[{},{},...]` (2.8 million objects)
- * held it for about half a second per call.
+ * calls holding more objects and arrays than {@link LIMITS.syscallContainers}, or object members
+ * than {@link LIMITS.jsonMembers}, before parsing them: parsing runs on the host's main thread, and
+ * 8 MiB of `[{},{},...]` (2.8 million objects) held it for about half a second per call, 7 MB of
+ * one object's 600,000 keys for 0.6 s.
  */
 export function readCall(json: unknown, running: SlotTable<RunningExecution>): ReadCall {
   if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
     throw new PlatformError("bad_request", "A database call was too large.");
   }
-  // A call shorter than the limit cannot open more containers than it has characters.
-  if (json.length > LIMITS.syscallContainers && opensMoreThan(json, LIMITS.syscallContainers))
-    throw new PlatformError(
-      "bad_request",
-      `A database call holds more than ${LIMITS.syscallContainers} objects and arrays ("{" and "[" characters, in strings too). Split it over several calls or rows.`,
-    );
+  checkJsonShape(json, "A database call", LIMITS.syscallContainers, LIMITS.jsonMembers);
   const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
   const execution = typeof call.requestId === "number" ? running.get(call.requestId) : undefined;
   return { requestId: call.requestId, op: call.op, args: call.args, execution };
