@@ -56,7 +56,6 @@ function typeCheckPrinter(): (result: TypeCheckResult) => void {
   };
 }
 
-/** `platform dev [dir]`: one capsule, a throw-away database, redeployed when server/ changes. */
 /**
  * A failed deploy's error with where in the capsule's source it failed, when the capsule's code
  * threw (at its top level): the frames of the isolate's error, kept as a cause, mapped through the
@@ -73,6 +72,7 @@ function withSourceFrames(error: unknown, map: (stack: string) => string | undef
   return error;
 }
 
+/** `platform dev [dir]`: one capsule, a throw-away database, redeployed when server/ changes. */
 export function registerDev(program: Command): void {
   program
     .command("dev")
