@@ -3,6 +3,7 @@ import { SYNC_CLOSE } from "../protocol/sync-close.js";
 import { PlatformError } from "../values/index.js";
 import { errorFromWire } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
+import { overMessageLimit, tooLarge } from "./message-size.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
 
 /** The latest outcome of a subscription: a value or an error (replaced, never mutated). */
@@ -40,24 +41,6 @@ const BACKOFF = { firstMs: 100, maxMs: 10_000 } as const;
 /** How long a subscription outlives its last listener (a re-render re-subscribes in between). */
 const DROP_GRACE_MS = 50;
 const OPEN = 1;
-
-/**
- * True when `text` is over what the host takes in one message (its UTF-8 bytes): it would close
- * the socket (1009), and the message, sent again on the next socket, would close that one too.
- */
-function overMessageLimit(text: string): boolean {
-  // A UTF-16 unit takes at most 3 bytes in UTF-8: most messages are settled by their length.
-  if (text.length * 3 <= LIMITS.requestBodyBytes) return false;
-  return new TextEncoder().encode(text).length > LIMITS.requestBodyBytes;
-}
-
-/** Why a message over {@link overMessageLimit} is not sent. */
-function tooLarge(what: string): PlatformError {
-  return new PlatformError(
-    "bad_request",
-    `The ${what}'s arguments are too large to send: a message to the host holds at most ${LIMITS.requestBodyBytes} bytes. Pass ids, not data.`,
-  );
-}
 
 /** Connection state, for status displays and tests. */
 export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
