@@ -46,17 +46,19 @@ describe("colour", () => {
   });
 });
 
+/** A call's budget figures, for the lines below. */
+const usage = {
+  rowsReturned: 0,
+  rowsRead: 1,
+  bytesRead: 0,
+  rangesRead: 1,
+  indexScans: 1,
+  writes: 0,
+  cpuMs: 1,
+  wallMs: 3.04,
+};
+
 describe("a failed call's lines", () => {
-  const usage = {
-    rowsReturned: 0,
-    rowsRead: 1,
-    bytesRead: 0,
-    rangesRead: 1,
-    indexScans: 1,
-    writes: 0,
-    cpuMs: 1,
-    wallMs: 3.04,
-  };
   const call = {
     kind: "mutation",
     name: "toggle",
@@ -114,16 +116,7 @@ describe("text of the capsule's in a log line", () => {
       kind: "mutation",
       name: "fail",
       outcome: "handler_error",
-      usage: {
-        rowsReturned: 0,
-        rowsRead: 0,
-        bytesRead: 0,
-        rangesRead: 0,
-        indexScans: 0,
-        writes: 0,
-        cpuMs: 1,
-        wallMs: 1,
-      },
+      usage,
       error: { message: `Uncaught Error: no user ${forged}`, stack: "    at fail (server/index.ts:3:9)" },
     });
     expect(summary.split("\n")).toEqual([

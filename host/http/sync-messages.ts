@@ -74,10 +74,19 @@ export function unknownMessageType(message: ClientMessage): string {
   return `Unknown message type ${type}: send subscribe, unsubscribe or mutation.`;
 }
 
-/** What a client is told of a subscribe or mutation message whose `name` is not a string. */
-export function nameMissing(type: "subscribe" | "mutation"): string {
-  const handler = type === "subscribe" ? "query" : "mutation";
-  return `A ${type} message needs "name": the name of a ${handler} of the capsule, as a string.`;
+/**
+ * The reply to a subscribe or mutation message whose `name` is not a string (as its `error`, or its
+ * `mutationResult`), or undefined for any other message.
+ */
+export function nameMissing(message: ClientMessage, id: string): object | undefined {
+  if ((message.type !== "subscribe" && message.type !== "mutation") || typeof message.name === "string")
+    return undefined;
+  const handler = message.type === "subscribe" ? "query" : "mutation";
+  const error = {
+    code: "bad_request",
+    message: `A ${message.type} message needs "name": the name of a ${handler} of the capsule, as a string.`,
+  };
+  return { type: message.type === "mutation" ? "mutationResult" : "error", id, error };
 }
 
 /**

@@ -212,13 +212,8 @@ export function attachSync(
         return;
       }
       const id = typeof message.id === "string" ? message.id : "";
-      if ((message.type === "subscribe" || message.type === "mutation") && typeof message.name !== "string") {
-        const error = { code: "bad_request", message: nameMissing(message.type) };
-        send(
-          message.type === "mutation" ? { type: "mutationResult", id, error } : { type: "error", id, error },
-        );
-        return;
-      }
+      const refusal = nameMissing(message, id);
+      if (refusal) return send(refusal);
       const argsJson = () =>
         JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
       if (message.type === "subscribe") {
