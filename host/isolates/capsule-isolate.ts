@@ -1,8 +1,6 @@
 import type ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/index.js";
-import { decodeDispatchResponse } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { membersMoreThan, opensMoreThan } from "../json-shape.js";
 import type { CodeCache } from "./code-cache.js";
 import { CpuMeter } from "./cpu-meter.js";
 import {
@@ -20,6 +18,7 @@ import {
   stopError,
   wallLimitError,
 } from "./limits.js";
+import { readRuntimeAnswer } from "./runtime-answer.js";
 import { teardownGate } from "./teardown-gate.js";
 import { ThreadTokens } from "./thread-tokens.js";
 import { ThreadedTransport } from "./threaded-transport.js";
@@ -191,39 +190,9 @@ export class CapsuleIsolate implements InlineHost {
 
   /** The runtime's answer as a response; an answer the runtime could not have given stops the isolate. */
   private response(wire: unknown, cpuNs: bigint, onOwnThread: boolean): MeteredResponse {
-    const cpuMs = Number(cpuNs) / 1e6;
-    if (typeof wire !== "string") throw this.stop("failed");
-    if (wire.length > this.limits.resultBytes + 1) {
-      return {
-        ok: false,
-        // 413 like every other "too big" (a body, a file, a bundle); 429 would say "retry later".
-        error: {
-          code: "too_large",
-          message: `The handler's result is larger than ${this.limits.resultBytes} bytes.`,
-        },
-        cpuMs,
-        onOwnThread,
-      };
-    }
-    let response: MeteredResponse;
-    // An error is three short fields; more shape than that was made by the capsule's code (which
-    // can change what the runtime calls), and parsing it would be the host's main thread's work.
-    if (wire.startsWith("!") && (opensMoreThan(wire, 8) || membersMoreThan(wire, 8)))
-      return {
-        ok: false,
-        error: {
-          code: "handler_error",
-          message: "The handler failed with an error the platform cannot read.",
-        },
-        cpuMs,
-        onOwnThread,
-      };
-    try {
-      response = decodeDispatchResponse(wire) as MeteredResponse;
-    } catch {
-      throw this.stop("failed");
-    }
-    response.cpuMs = cpuMs;
+    const response = readRuntimeAnswer(wire, this.limits.resultBytes) as MeteredResponse | undefined;
+    if (response === undefined) throw this.stop("failed");
+    response.cpuMs = Number(cpuNs) / 1e6;
     response.onOwnThread = onOwnThread;
     return response;
   }

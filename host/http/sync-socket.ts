@@ -1,0 +1,224 @@
+import type { WebSocket } from "ws";
+import type { BridgeIdentity } from "../../sdk/protocol/index.js";
+import { callerError, PlatformError } from "../../sdk/values/index.js";
+import type { SessionGate, SessionProof } from "../auth/index.js";
+import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
+import type { LiveQueries } from "../live/index.js";
+import type { RequestQuota } from "./request-quota.js";
+import { dropSlowConsumer, type InboundBudgets, onBudgetedMessage, type SendLimits } from "./sync-guards.js";
+import type { SyncHeartbeat } from "./sync-heartbeat.js";
+import {
+  type ArgsPerAddress,
+  type ClientMessage,
+  nameMissing,
+  readClientMessage,
+  SubscriptionArgs,
+  SYNC_LIMITS,
+  unknownMessageType,
+} from "./sync-messages.js";
+import { SocketPushes } from "./sync-pushes.js";
+
+/** A socket's work a drain waits for: its mutations under way and the answers it still sends. */
+export interface SocketWork {
+  mutations: Set<Promise<void>>;
+  pushes: SocketPushes;
+}
+
+/** What every socket of one host's sync endpoint shares (built once by `attachSync`). */
+export interface SyncShared {
+  deployments: DeploymentService;
+  live: LiveQueries;
+  quota: RequestQuota;
+  heartbeat: SyncHeartbeat;
+  sends: SendLimits;
+  inbound: InboundBudgets;
+  argsPerAddress: ArgsPerAddress;
+  /** The open sockets per deployment, closed when it is deleted. */
+  open: Map<string, Set<WebSocket>>;
+  running: Map<WebSocket, SocketWork>;
+  draining: () => boolean;
+  closeGone: (ws: WebSocket) => void;
+}
+
+/** Who is on one socket, as its upgrade settled it. */
+export interface SyncCaller {
+  deployment: string;
+  identity: BridgeIdentity | null;
+  session: SessionProof | null;
+  /** The request-quota key the socket's calls and pushes are charged to. */
+  key: string;
+  /** Set for a held identity: no write runs while it ends (see OpenSessions). */
+  gate: SessionGate | null;
+  client: string;
+}
+
+const identityEnded = () =>
+  new PlatformError("unauthorized", "This connection's identity ended; reconnect with a live token.");
+
+/**
+ * Serves one accepted sync socket: its subscriptions, unsubscribes and mutations, with their
+ * replies and pushes in order, until it closes. Everything a socket holds (argument bytes, inbound
+ * budget, subscriptions, its place in `open` and `running`) is given back on close.
+ */
+export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncShared): void {
+  const { deployments, live, quota, heartbeat, sends, inbound, argsPerAddress, open, running, closeGone } =
+    shared;
+  const { deployment, identity, session, key, gate, client } = caller;
+  const sockets = open.get(deployment) ?? new Set<WebSocket>();
+  open.set(deployment, sockets);
+  sockets.add(ws);
+  heartbeat.watch(ws);
+  // A frame the protocol refuses (not UTF-8, over the size limit, a reserved bit): `ws` closes
+  // the socket with the matching code, then emits the error, which unheard would end the host.
+  ws.on("error", () => {});
+  const mutations = new Set<Promise<void>>();
+  // Deleted between the upgrade's check and now: the listener above has run already.
+  void deployments.get(deployment).then((record) => record || closeGone(ws));
+  const subscriptions = new Map<string, Promise<() => void>>();
+  const sendText = (text: string) => {
+    if (ws.readyState === ws.OPEN) sends.send(ws, text);
+  };
+  // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
+  const valueText = (type: "value" | "mutationResult", id: string, valueJson: string) =>
+    `{"type":"${type}","id":${JSON.stringify(id)},"value":${valueJson}}`;
+  // Every pushed result costs the subscriber one request, shared execution or not (sync-pushes.ts).
+  const pushes = new SocketPushes(
+    quota,
+    key,
+    sendText,
+    (length) => sends.fits(ws, length),
+    () => ws.readyState === ws.OPEN,
+    () => dropSlowConsumer(ws),
+  );
+  // Replies go in order behind the results held back, within what the socket may leave unsent.
+  const send = (message: unknown) => pushes.reply(JSON.stringify(message));
+  running.set(ws, { mutations, pushes });
+  const mutate = async (id: string, message: ClientMessage & { type: "mutation" }, argsJson: string) => {
+    try {
+      const idempotencyKey = parseIdempotencyKey(message.idempotencyKey ?? undefined);
+      quota.charge(key);
+      // No write as an ended identity: wait out a retirement in progress, then count this
+      // write so the next one waits for it (see OpenSessions).
+      if (gate) {
+        while (gate.settling) await gate.settling;
+        if (gate.ended || ws.readyState !== ws.OPEN) throw identityEnded();
+        gate.writing++;
+      }
+      let result: CallResult;
+      try {
+        result = await deployments.call(deployment, {
+          kind: "mutation",
+          name: message.name,
+          argsJson,
+          identity,
+          session,
+          idempotencyKey,
+        });
+      } finally {
+        gate?.endWrite();
+      }
+      await live.settledFor(deployment);
+      // Read-your-writes holds over quota too: results held back go out before the answer.
+      pushes.reply(valueText("mutationResult", id, result.valueJson));
+    } catch (error) {
+      send({ type: "mutationResult", id, error: callerError(error) });
+    }
+  };
+  const keptArgs = new SubscriptionArgs(argsPerAddress.of(client));
+  const receive = async (data: unknown) => {
+    // Draining: whatever comes now is sent again to the host the client reconnects to.
+    if (shared.draining()) return;
+    let message: ClientMessage;
+    try {
+      message = readClientMessage(data);
+    } catch (error) {
+      send({ type: "error", error: callerError(error) });
+      return;
+    }
+    const id = typeof message.id === "string" ? message.id : "";
+    const refusal = nameMissing(message, id);
+    if (refusal) return send(refusal);
+    const argsJson = () =>
+      JSON.stringify("args" in message && message.args !== undefined ? message.args : {});
+    if (message.type === "subscribe") {
+      const args = argsJson();
+      if (subscriptions.has(id) || subscriptions.size >= SYNC_LIMITS.subscriptions) {
+        send({
+          type: "error",
+          id,
+          error: {
+            code: "bad_request",
+            message: `Subscription ${id} exists, or the ${SYNC_LIMITS.subscriptions}-subscription limit is reached.`,
+          },
+        });
+        return;
+      }
+      try {
+        keptArgs.keep(id, args);
+      } catch (error) {
+        send({ type: "error", id, error: callerError(error) });
+        return;
+      }
+      // A subscription runs its query at once: it costs a request, as a call would.
+      try {
+        quota.charge(key);
+      } catch (error) {
+        keptArgs.release(id);
+        send({ type: "error", id, error: callerError(error) });
+        return;
+      }
+      // Its pushes are its own while the id is: an id unsubscribed and used again is another's.
+      const current = () => subscriptions.get(id) === subscribed;
+      const frame = valueText("value", id, "").length;
+      const subscribed = live.subscribe(deployment, message.name, args, identity, {
+        value: (valueJson) =>
+          pushes.push(id, {
+            text: () => valueText("value", id, valueJson),
+            length: frame + valueJson.length,
+            current,
+          }),
+        error: (error) => {
+          const text = JSON.stringify({ type: "error", id, error });
+          pushes.push(id, { text: () => text, length: text.length, current });
+        },
+      });
+      // Awaited on unsubscribe or close; a failure until then must not go unheard.
+      subscribed.catch(() => {});
+      subscriptions.set(id, subscribed);
+    } else if (message.type === "unsubscribe") {
+      const stop = subscriptions.get(id);
+      subscriptions.delete(id);
+      pushes.forget(id);
+      keptArgs.release(id);
+      (await stop)?.();
+    } else if (message.type === "mutation") {
+      const done = mutate(id, message, argsJson());
+      mutations.add(done);
+      await done;
+      mutations.delete(done);
+    } else {
+      send({ type: "error", id, error: { code: "bad_request", message: unknownMessageType(message) } });
+    }
+  };
+  // A message must never reject unheard: an unhandled rejection ends the host process.
+  onBudgetedMessage(ws, inbound.open(client), (data) => {
+    receive(data).catch(() => {
+      send({ type: "error", error: { code: "internal", message: "The message could not be handled." } });
+    });
+  });
+  ws.on("close", async () => {
+    inbound.close(client);
+    keptArgs.releaseAll();
+    sockets.delete(ws);
+    running.delete(ws);
+    if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);
+    pushes.close();
+    const stops = [...subscriptions.values()];
+    subscriptions.clear();
+    for (const stop of stops)
+      await Promise.resolve(stop).then(
+        (unsubscribe) => unsubscribe(),
+        () => {},
+      );
+  });
+}
