@@ -272,6 +272,36 @@ describe("guest upgrade", () => {
     ]);
   });
 
+  it("a guest owning more rows than one transaction may write is not upgraded: nothing moves, and the error says why", async () => {
+    // The upgrade moves the guest's rows in one transaction: unbounded, one sign-in of a guest
+    // that wrote a few hundred MB over many mutations held gigabytes of host memory.
+    const big = await startTestHost({ devDeployment: "big" });
+    try {
+      await big.deployments.deploy("big", { code: await fixtureCode("guest-upgrade") });
+      const g = await post(big, "big", "/__platform/auth/guest", { body: { name: "hoarder" } });
+      const guestToken = g.body.token as string;
+      for (const count of [4100, 4093])
+        expect((await call(big, "big", "mutation", "addNotes", guestToken, { count })).status).toBe(200);
+      const refused = await post(big, "big", "/__platform/auth/dev-sign-in", {
+        token: guestToken,
+        body: { email: "hoarder@example.com" },
+      });
+      expect(refused.status).toBe(429);
+      expect(refused.body.error?.code).toBe("limit_exceeded");
+      expect(refused.body.error?.message).toMatch(
+        /^Guest upgrade failed: the guest's rows are more than one transaction may write \(Database rowsWritten limit exceeded \(8192\)\.\)\. Nothing moved/,
+      );
+      expect((await call(big, "big", "query", "ownsNotes", guestToken)).body.value).toBe(true);
+      const asAccount = await post(big, "big", "/__platform/auth/dev-sign-in", {
+        body: { email: "hoarder@example.com" },
+      });
+      const accountToken = asAccount.body.token as string;
+      expect((await call(big, "big", "query", "ownsNotes", accountToken)).body.value).toBe(false);
+    } finally {
+      await big.dispose();
+    }
+  });
+
   it("two concurrent sign-ins of one guest upgrade it once", async () => {
     const g = await post(dev, "dev", "/__platform/auth/guest", { body: { name: "twice" } });
     const guestToken = g.body.token as string;

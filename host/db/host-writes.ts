@@ -16,7 +16,9 @@ import type { TransactionView } from "./transaction-view.js";
 
 /**
  * Every row of `table` whose `userId()` field `field` equals `from` gets `to` instead. Found through
- * the field's hidden index, never a table scan; does not count against the handler's budgets.
+ * the field's hidden index, never a table scan. The moves count against the transaction's write
+ * budget (they are held in memory until the commit, as a mutation's writes are): when there are
+ * more rows than it has room for, nothing is read further and the budget's error is thrown.
  * Returns how many rows moved.
  */
 export async function reassignUserId(
@@ -31,6 +33,7 @@ export async function reassignUserId(
   const index = table.indexes.get(userIndexName(field));
   if (!index) throw new PlatformError("internal", `${table.name}.${field} has no user index.`);
   const range = compileRange(table, index, [{ op: "eq", field, value: from }]);
+  const room = tx.budget.limits.rowsWritten - tx.budget.usage.writes;
   const ids: string[] = [];
   await scanRange(
     tx.snapshot,
@@ -42,13 +45,14 @@ export async function reassignUserId(
       values: true,
       keys: false,
       hint: 256,
-      want: Infinity,
+      want: room + 1,
     },
     (_key, value) => {
       ids.push((JSON.parse(value) as StoredRow).id);
       return true;
     },
   );
+  if (ids.length > room) throw tx.budget.exceeded("rowsWritten");
   for (const id of ids) {
     // The row as stored (an entry of a legacy row holds its v1 form), for the bytes it holds.
     const before = await existingRow(

@@ -112,24 +112,24 @@ export async function checkReferences(
 /**
  * Writes `row` and its index entries into `tx`'s overlay (replacing `existing`'s), and notes how
  * the counts of the entries that appear or go move (see stored-counts.ts) and how the row bytes
- * move (row-bytes.ts). The write counts against the handler's write budget unless the host makes
- * it on its own behalf (`budgeted` false: a guest upgrade's reassignment of the guest's rows).
+ * move (row-bytes.ts). Every write counts against the transaction's write budget, which bounds
+ * the memory it holds until the commit; one the host makes on its own behalf (`byHandler` false:
+ * a guest upgrade's reassignment of the guest's rows) never gets it refused for the row quota.
  */
 export function writeRow(
   tx: TransactionView,
   table: CompiledTable,
   row: StoredRow,
   existing: ExistingRow | null,
-  budgeted = true,
+  byHandler = true,
 ): void {
-  if (budgeted) tx.budget.mayWrite();
+  tx.budget.mayWrite();
   const json = JSON.stringify(row);
   const next = indexEntries(table, row);
   // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
   const bytes = writtenBytes(json, next.length);
-  if (budgeted) tx.budget.wrote(bytes);
-  else tx.budget.usage.writes++;
-  tx.rowBytes.note(bytes - (existing?.bytes ?? 0), budgeted);
+  tx.budget.wrote(bytes);
+  tx.rowBytes.note(bytes - (existing?.bytes ?? 0), byHandler);
   const overlay = tx.overlay;
   const previous = existing?.row;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);

@@ -1,5 +1,5 @@
 import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
-import { PlatformError } from "../../sdk/values/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, Transaction } from "../db/index.js";
 import {
   type HandlerLogEntry,
@@ -17,7 +17,10 @@ export interface GuestRetirement {
   isRetired: () => Promise<boolean>;
 }
 
-/** Moves every `userId()` field equal to the guest's id (found by index) to the account. */
+/**
+ * Moves every `userId()` field equal to the guest's id (found by index) to the account, within
+ * one mutation's write budget (see reassignUserId); beyond it the upgrade fails and says why.
+ */
 async function moveUserIds(
   tx: Transaction,
   record: DeploymentRecord,
@@ -25,11 +28,20 @@ async function moveUserIds(
   accountUserId: string,
 ): Promise<number> {
   let moved = 0;
-  for (const [table, spec] of Object.entries(record.declaration.schema.tables)) {
-    for (const [field, fieldSpec] of Object.entries(spec.fields)) {
-      if (fieldSpec.kind === "userId")
-        moved += await tx.reassignUserId(table, field, guestUserId, accountUserId);
+  try {
+    for (const [table, spec] of Object.entries(record.declaration.schema.tables)) {
+      for (const [field, fieldSpec] of Object.entries(spec.fields)) {
+        if (fieldSpec.kind === "userId")
+          moved += await tx.reassignUserId(table, field, guestUserId, accountUserId);
+      }
     }
+  } catch (error) {
+    if (!isPlatformError(error) || error.code !== "limit_exceeded") throw error;
+    throw new PlatformError(
+      "limit_exceeded",
+      `Guest upgrade failed: the guest's rows are more than one transaction may write (${error.message}). ` +
+        "Nothing moved and the guest keeps its rows: delete some of them as the guest, then sign in again.",
+    );
   }
   return moved;
 }
