@@ -20,6 +20,7 @@ const RUNS_IN_CHROMIUM: Array<[string, string]> = [
   ["svg-onload-newlines.svg", "image/svg+xml"],
   ["svg-comment-led.svg", "image/svg+xml"],
   ["svg-entity.svg", "image/svg+xml"],
+  ["svg-attlist-default.svg", "image/svg+xml"],
   ["svg-foreignobject.svg", "image/svg+xml"],
   ["svg-iso-2022-jp.svg", "image/svg+xml"],
   ["svg-utf16le-bom.svg", "image/svg+xml"],

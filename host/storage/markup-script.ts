@@ -93,6 +93,9 @@ function scriptIn(text: string): string | undefined {
   if (element) return `a <${element[1]}> element`;
   if (ACTIVE_NAMESPACE.test(text)) return "XHTML or XML Events markup";
   if (/<!entity/i.test(text)) return "an entity declaration";
+  // An internal subset's `<!ATTLIST svg onload CDATA "...">` gives elements default attributes
+  // that no start tag shows; a file needs no DOCTYPE subset to be a picture.
+  if (/<!doctype[^>[]*\[|<!attlist/i.test(text)) return "a DOCTYPE with an internal subset";
   if (/<\?xml-stylesheet/i.test(text)) return "an xml-stylesheet instruction, which can apply XSLT";
   for (const tag of startTags(text)) {
     const reason = activeAttribute(tag);
@@ -127,7 +130,7 @@ function withoutZerosAndEscapes(bytes: Uint8Array): string {
  * and once more as raw bytes without zero bytes and escape sequences, so that no encoding hides
  * `<script>`, an `on...=` handler, a `javascript:` URL (character references decoded),
  * `<foreignObject>`, `<iframe>`, `<embed>`, `<object>`, a `<use>` of another document, an
- * `<!ENTITY>` or an XSLT instruction.
+ * `<!ENTITY>`, a DOCTYPE's internal subset (`<!ATTLIST>` defaults) or an XSLT instruction.
  */
 export function markupScriptReason(bytes: Uint8Array): string | undefined {
   const encoding = textEncodingOf(bytes);
