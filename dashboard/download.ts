@@ -1,7 +1,8 @@
 /**
  * A stored file's bytes through the operator API (`GET /v1/deploys/<id>/storage/<key>`), which a
  * dashboard session reaches only with its CSRF header: so an `<img>` or a plain link cannot load
- * it, and previews and downloads go through `fetch` and a `blob:` URL instead.
+ * it, and previews and downloads go through `fetch` instead (previews as `data:` URLs, downloads as
+ * `blob:` URLs re-typed so that they never render).
  */
 import { ApiError, csrf, deployPath } from "./api.js";
 
@@ -45,6 +46,16 @@ export async function fetchObject(deployment: string, key: string): Promise<Blob
     );
   }
   return response.blob();
+}
+
+/** `blob` as a `data:` URL (of the type it was served with). */
+export function dataUrlOf(blob: Blob): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result as string);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(blob);
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { ApiError, api, deployPath } from "./api.js";
-import { fetchObject, previewable, saveObject } from "./download.js";
+import { dataUrlOf, fetchObject, previewable, saveObject } from "./download.js";
 import { formatAge, formatSize, formatTime, plural } from "./format.js";
 import { useLoad } from "./load.js";
 
@@ -26,24 +26,24 @@ function message(error: unknown): string {
   return error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
 }
 
-/** A small preview of an image file, loaded through the operator API as a `blob:` URL. */
+/**
+ * A small preview of an image file, loaded through the operator API and shown from a `data:` URL:
+ * one opened on its own ("Open image in new tab") has an opaque origin, where an SVG's script
+ * could not reach the dashboard's cookies or CSRF token as it could from a same-origin `blob:`.
+ */
 function Preview({ deployment, file }: { deployment: string; file: StoredFile }) {
   const [url, setUrl] = useState<string>();
   const [failed, setFailed] = useState(false);
   useEffect(() => {
-    let current: string | undefined;
     let live = true;
-    fetchObject(deployment, file.key).then(
-      (blob) => {
-        if (!live) return;
-        current = URL.createObjectURL(blob);
-        setUrl(current);
-      },
-      () => live && setFailed(true),
-    );
+    fetchObject(deployment, file.key)
+      .then(dataUrlOf)
+      .then(
+        (data) => live && setUrl(data),
+        () => live && setFailed(true),
+      );
     return () => {
       live = false;
-      if (current) URL.revokeObjectURL(current);
     };
   }, [deployment, file.key]);
   if (failed) return <span className="muted">no preview</span>;

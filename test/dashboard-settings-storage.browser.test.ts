@@ -129,6 +129,8 @@ it("lists files in the app's navigation with image previews, downloads one and d
     )
     .toBe(48);
   expect(await table.getByRole("img").count()).toBe(1);
+  // Not a same-origin blob: URL, where an SVG opened on its own would run as the dashboard.
+  expect(await preview.getAttribute("src")).toMatch(/^data:image\/png;base64,/);
   const cells = await table.locator("tr", { hasText: notes }).locator("td").allTextContents();
   expect(cells.slice(1, 6)).toEqual([notes, "private", "14 B", "text/plain", "ada@example.com"]);
   await page.screenshot({ path: join(IMAGES, "dashboard-storage.png") });
