@@ -169,7 +169,7 @@ it("marks the session cookie Secure only when the trusted proxy says the client 
   const proxied = await startTestHost({ trustProxy: true });
   try {
     const overTls = await signIn(proxied, proxied.adminToken, { "x-forwarded-proto": "https" });
-    expect(overTls.cookie).toMatch(/^platform_session=[A-Za-z0-9_-]{43}; /);
+    expect(overTls.cookie).toMatch(/^__Host-platform_session=[A-Za-z0-9_-]{43}; /);
     expect(secure(overTls.cookie)).toBe(true);
     expect(overTls.cookie).toMatch(/; httponly/i);
     expect(overTls.cookie).toMatch(/; samesite=strict/i);
@@ -205,7 +205,7 @@ it("marks the session cookie Secure only when the trusted proxy says the client 
     });
     expect(signedOut.status).toBe(302);
     const cleared = [signedOut.headers["set-cookie"] ?? []].flat()[0];
-    expect(cleared).toMatch(/^platform_session=;/);
+    expect(cleared).toMatch(/^__Host-platform_session=;/);
     expect(secure(cleared)).toBe(true);
     expect(
       (await sendRequest(`${proxied.url}/dashboard`, { headers: { cookie: overTls.pair as string } })).status,

@@ -26,17 +26,27 @@ export interface SignedIn {
 
 /** The dashboard's session cookie: no capsule endpoint may set a cookie of this name. */
 export const SESSION_COOKIE = "platform_session";
+/**
+ * Its name over HTTPS. A browser takes a `__Host-` cookie only from the very host it is for,
+ * never with a `Domain`: a tenant's page at `<id>.<domain>` cannot plant one on the control plane.
+ */
+const HOST_ONLY_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 const SESSION_MS = 12 * 60 * 60 * 1000;
 
-/** The session id of the request's cookie when it has the shape of one, else undefined. */
-function sessionIdOf(ctx: Context): string | undefined {
-  const id = ctx.cookies.get(SESSION_COOKIE);
-  return id && /^[A-Za-z0-9_-]{43}$/.test(id) ? id : undefined;
+/** Every value of cookie `name` in a `Cookie` header, in order (a parser keeping one would hide a second). */
+function cookieValues(header: string, name: string): string[] {
+  const values: string[] = [];
+  for (const pair of header.split(";")) {
+    const equals = pair.indexOf("=");
+    if (equals >= 0 && pair.slice(0, equals).trim() === name) values.push(pair.slice(equals + 1).trim());
+  }
+  return values;
 }
 
 /**
  * The dashboard's sessions, kept in the database (so every host on it knows them): a random
- * 256-bit id in an HttpOnly, SameSite=Strict cookie for 12 hours. The operator token and developer
+ * 256-bit id in an HttpOnly, SameSite=Strict cookie for 12 hours, `__Host-` over HTTPS; a request
+ * carrying the cookie twice is signed in as no one. The operator token and developer
  * tokens both sign in; a session speaks for the operator only while the host's token is the one
  * it was made with, and for a developer only while the developer exists.
  */
@@ -71,6 +81,30 @@ export class DashboardSessions implements SessionLookup {
     return { who: { kind: "admin" }, name: "the operator", csrf };
   }
 
+  /** The session cookie's name for this request: host-only (`__Host-`) when it came over HTTPS. */
+  private cookieName(ctx: Context): string {
+    return reachedOverTls(ctx.req, this.trustProxy) ? HOST_ONLY_SESSION_COOKIE : SESSION_COOKIE;
+  }
+
+  /** The values the request carries of the session cookie (one, normally). */
+  private sessionCookies(ctx: Context): string[] {
+    return cookieValues(ctx.get("cookie"), this.cookieName(ctx));
+  }
+
+  /** The session id of the request's one session cookie when it has the shape of one, else undefined. */
+  private sessionIdOf(ctx: Context): string | undefined {
+    const [id, ...more] = this.sessionCookies(ctx);
+    return id && more.length === 0 && /^[A-Za-z0-9_-]{43}$/.test(id) ? id : undefined;
+  }
+
+  /**
+   * Whether the request carries the session cookie more than once: one was planted by a page of
+   * another host under the domain, so neither speaks for anyone (see `TWO_SESSION_COOKIES`).
+   */
+  twoCookies(ctx: Context): boolean {
+    return this.sessionCookies(ctx).length > 1;
+  }
+
   /** Stores a new session (a developer's, else the operator's), sets its cookie, returns its CSRF token. */
   private async start(ctx: Context, developer: string | undefined): Promise<string> {
     const id = randomBytes(32).toString("base64url");
@@ -81,7 +115,7 @@ export class DashboardSessions implements SessionLookup {
     if (developer) session.developer = developer;
     else session.operator = hashSecret(this.adminToken);
     await this.sessions.put(id, session);
-    ctx.cookies.set(SESSION_COOKIE, id, this.cookieAttributes(ctx, SESSION_MS));
+    ctx.cookies.set(this.cookieName(ctx), id, this.cookieAttributes(ctx, SESSION_MS));
     return session.csrf;
   }
 
@@ -99,19 +133,19 @@ export class DashboardSessions implements SessionLookup {
 
   /** Whether the request carries a session cookie at all, valid or not. */
   presented(ctx: Context): boolean {
-    return ctx.cookies.get(SESSION_COOKIE) !== undefined;
+    return this.sessionCookies(ctx).length > 0;
   }
 
   /** Ends the request's session (its record is deleted, so a copied cookie is dead too) and clears the cookie. */
   async signOut(ctx: Context): Promise<void> {
-    const id = sessionIdOf(ctx);
+    const id = this.sessionIdOf(ctx);
     if (id) await this.sessions.delete(id);
-    ctx.cookies.set(SESSION_COOKIE, "", this.cookieAttributes(ctx, 0));
+    ctx.cookies.set(this.cookieName(ctx), "", this.cookieAttributes(ctx, 0));
   }
 
   /** Who the request's session cookie signs in, or undefined. */
   async current(ctx: Context): Promise<SignedIn | undefined> {
-    const id = sessionIdOf(ctx);
+    const id = this.sessionIdOf(ctx);
     if (!id) return undefined;
     const found = await this.sessions.get(id);
     if (!found || found.expiresAt < Date.now()) return undefined;

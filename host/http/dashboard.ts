@@ -11,6 +11,7 @@ import type { DashboardSessions, SignedIn } from "./dashboard-sessions.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { escapeHtml, page } from "./html-page.js";
 import { isLoopbackAddress, isLoopbackHost } from "./loopback-host.js";
+import { TWO_SESSION_COOKIES } from "./principal.js";
 import { sameSitePath } from "./redirect-target.js";
 
 /** The server-rendered pages (sign-in, storage): their own inline styles, no script at all. */
@@ -39,6 +40,8 @@ export function dashboardRoutes(
   async function signedInOrAuto(ctx: Context): Promise<SignedIn | undefined> {
     const signedIn = await sessions.current(ctx);
     if (signedIn) return signedIn;
+    // A new session's cookie would come after the planted one: the sign-in page says what to do.
+    if (sessions.twoCookies(ctx)) return undefined;
     const auto = mayAutoSignIn(
       dev,
       isLoopbackHost(ctx.get("host")),
@@ -67,7 +70,11 @@ export function dashboardRoutes(
       ctx.redirect(next);
       return;
     }
-    const failed = ctx.query.failed === "1" ? `<p class="notice">That token was not accepted.</p>` : "";
+    const failed = sessions.twoCookies(ctx)
+      ? `<p class="notice">${escapeHtml(TWO_SESSION_COOKIES)}</p>`
+      : ctx.query.failed === "1"
+        ? `<p class="notice">That token was not accepted.</p>`
+        : "";
     setPageHeaders(ctx, STORAGE_PAGE_CSP);
     ctx.type = "html";
     ctx.body = page(
@@ -81,6 +88,10 @@ export function dashboardRoutes(
     const fields = await form(ctx);
     if (!fields) return;
     const next = sameSitePath(fields.get("next"));
+    if (sessions.twoCookies(ctx)) {
+      ctx.redirect(`/dashboard/login?next=${encodeURIComponent(next)}`);
+      return;
+    }
     if (!(await sessions.signIn(ctx, fields.get("token") ?? ""))) {
       ctx.redirect(`/dashboard/login?failed=1&next=${encodeURIComponent(next)}`);
       return;

@@ -16,7 +16,17 @@ export interface SessionLookup {
   current(ctx: Context): Promise<{ who: Principal; csrf: string } | undefined>;
   /** Whether the request carries a session cookie at all (valid or not). */
   presented(ctx: Context): boolean;
+  /** Whether it carries two: another host under the domain planted one (see DashboardSessions). */
+  twoCookies(ctx: Context): boolean;
 }
+
+/**
+ * What the dashboard says when the browser sends its session cookie twice: a page of another host
+ * under the domain set one (`Domain=<domain>`, "cookie tossing"), and neither can be trusted.
+ */
+export const TWO_SESSION_COOKIES =
+  "Your browser sent two dashboard session cookies: a page of another site under this domain (an app at a subdomain) set one. " +
+  "Clear this site's cookies, then sign in again. Operators: docs/operators.md says how to keep apps from doing this.";
 
 /**
  * Resolves the operator-API caller: `Authorization: Bearer` with the operator token
@@ -30,7 +40,10 @@ export function resolvePrincipal(adminToken: string, developers: Developers, ses
     if (token === undefined && sessions?.presented(ctx)) {
       const signedIn = await sessions.current(ctx);
       if (!signedIn)
-        throw new PlatformError("unauthorized", "Your dashboard session has ended: sign in again.");
+        throw new PlatformError(
+          "unauthorized",
+          sessions.twoCookies(ctx) ? TWO_SESSION_COOKIES : "Your dashboard session has ended: sign in again.",
+        );
       authoriseSessionRequest(signedIn.csrf, ctx.get(CSRF_HEADER), sentFromThisOrigin(ctx));
       ctx.state.principal = signedIn.who;
       ctx.set("Cache-Control", "no-store");
