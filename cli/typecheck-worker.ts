@@ -13,13 +13,22 @@ import type { TypeCheckResult, TypeCheckSetup } from "./typecheck.js";
 
 const setup = workerData as TypeCheckSetup;
 
-/** The capsule's own TypeScript when it installs one (its version is the one its editor uses), else ours. */
+/**
+ * The capsule's own TypeScript when it installs one (its version is the one its editor uses), else
+ * ours. Only from exactly `<dir>/node_modules/typescript`: Node's lookup would also search every
+ * parent folder, and a package another user planted there (`/tmp/node_modules` above a project in
+ * `/tmp`) would run as the developer.
+ */
 function loadTypeScript(dir: string): typeof TypeScript {
+  const require = createRequire(import.meta.url);
+  const own = join(dir, "node_modules", "typescript");
   try {
-    return createRequire(join(dir, "package.json"))("typescript") as typeof TypeScript;
+    // An absolute path is loaded from that folder alone, never searched for.
+    if (existsSync(join(own, "package.json"))) return require(own) as typeof TypeScript;
   } catch {
-    return createRequire(import.meta.url)("typescript") as typeof TypeScript;
+    // A broken install: check with ours rather than not at all.
   }
+  return require("typescript") as typeof TypeScript;
 }
 
 const ts = loadTypeScript(setup.dir);
