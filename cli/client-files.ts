@@ -1,9 +1,11 @@
-import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdtemp, open, readdir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative, sep } from "node:path";
+import { join, sep } from "node:path";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { buildClientApp } from "./client-build.js";
+import { printWarning } from "./output.js";
 
 /** One file `platform deploy` uploads for the deployment's web client. */
 export interface ClientUpload {
@@ -23,29 +25,85 @@ function uploaded(path: string): boolean {
   return !/\.(tsx?|jsx|mts|cts)$/.test(file) && !/^tsconfig.*\.json$/.test(file);
 }
 
-/** Every file under `root` as `/`-separated relative paths; none when it does not exist. */
-async function filesUnder(root: string): Promise<string[]> {
-  const names = await readdir(root, { recursive: true }).catch(() => [] as string[]);
-  const files: string[] = [];
-  for (const name of names)
-    if ((await stat(join(root, name))).isFile())
-      files.push(relative(root, join(root, name)).split(sep).join("/"));
+/**
+ * Every file under `root`, by its `/`-separated path relative to `root`, with the real path its
+ * bytes are read from; none when `root` does not exist. A symbolic link is followed only when its
+ * real path stays inside `root` (an alias among the app's own files); one that leaves it
+ * (`logo.png -> ~/.ssh/id_ed25519`, or a folder link) would publish whatever it leads to, so it is
+ * left out and passed to `skip` with the reason, as is one that leads nowhere or to a folder that
+ * holds it (a loop).
+ */
+async function filesUnder(
+  root: string,
+  skip: (path: string, reason: string) => void,
+): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const top = await realpath(root).catch(() => undefined);
+  if (top === undefined || !(await stat(top)).isDirectory()) return files;
+  const walk = async (dir: string, prefix: string, holders: readonly string[]): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = `${prefix}${entry.name}`;
+      let real = join(dir, entry.name);
+      if (entry.isSymbolicLink()) {
+        const target = await realpath(real).catch(() => undefined);
+        if (target === undefined) {
+          skip(path, "it is a symbolic link that leads nowhere");
+          continue;
+        }
+        if (target !== top && !target.startsWith(top + sep)) {
+          skip(path, `it is a symbolic link to ${target}, outside client/`);
+          continue;
+        }
+        if (holders.includes(target)) {
+          skip(path, "it is a symbolic link to a folder that holds it");
+          continue;
+        }
+        real = target;
+      }
+      // `real` holds no link now (a real path, or a name readdir saw as no link), so stat is lstat.
+      const stats = await stat(real);
+      if (stats.isDirectory()) await walk(real, `${path}/`, [...holders, real]);
+      else if (stats.isFile()) files.set(path, real);
+    }
+  };
+  await walk(top, "", [top]);
   return files;
+}
+
+/**
+ * The bytes of `file`, refusing to follow a link put in its place since it was listed: what is
+ * published is what {@link filesUnder} checked.
+ */
+async function readListedFile(file: string): Promise<Buffer> {
+  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  try {
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
  * The web client `platform deploy` sends, as `platform dev` serves it: the files of `client/` and
  * its production build (`main.js`, which wins over a file of the same name). Refused here, before
- * anything is uploaded, when it exceeds the host's limits (the host checks them again).
+ * anything is uploaded, when it exceeds the host's limits (the host checks them again). A symbolic
+ * link that leaves `client/` is never published: `warn` (a `warning:` line on stderr) names each
+ * one left out and says why.
  */
-export async function collectClientFiles(capsuleDir: string): Promise<ClientUpload[]> {
+export async function collectClientFiles(
+  capsuleDir: string,
+  { warn = printWarning }: { warn?: (message: string) => void } = {},
+): Promise<ClientUpload[]> {
   const out = await mkdtemp(join(tmpdir(), "platform-deploy-client-"));
   try {
     await buildClientApp(capsuleDir, out, { production: true });
     const files = new Map<string, string>();
-    const folder = join(capsuleDir, "client");
-    for (const path of await filesUnder(folder)) if (uploaded(path)) files.set(path, join(folder, path));
-    for (const path of await filesUnder(out)) files.set(path, join(out, path));
+    const skipped = (path: string, reason: string) => {
+      if (uploaded(path)) warn(`client/${path} is not published: ${reason}.`);
+    };
+    for (const [path, file] of await filesUnder(join(capsuleDir, "client"), skipped))
+      if (uploaded(path)) files.set(path, file);
+    for (const [path, file] of await filesUnder(out, skipped)) files.set(path, file);
     if (files.size > LIMITS.clientFiles)
       throw new PlatformError(
         "too_large",
@@ -54,7 +112,7 @@ export async function collectClientFiles(capsuleDir: string): Promise<ClientUplo
     const uploads: ClientUpload[] = [];
     let total = 0;
     for (const [path, file] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const bytes = await readFile(file);
+      const bytes = await readListedFile(file);
       if (bytes.length > LIMITS.clientFileBytes)
         throw new PlatformError(
           "too_large",

@@ -1,25 +1,36 @@
 import { createHash } from "node:crypto";
-import { readFile, stat } from "node:fs/promises";
+import { readFile, realpath, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
 import { sendClientFile } from "./client-file-response.js";
 
+const inside = (base: string, path: string) => path === base || path.startsWith(base + sep);
+const realOrNone = (path: string) => realpath(path).catch(() => undefined);
+
+/**
+ * The file `relative` names under `base` (a folder's `index.html`), or undefined when there is none
+ * or its real path leaves `base`: a symbolic link out of `client/` (`logo.png -> ~/.ssh/id_ed25519`)
+ * is not served, as `platform deploy` does not publish it. One that stays inside is served.
+ */
 async function readUnder(
   base: string,
   relative: string,
 ): Promise<{ file: string; body: Buffer } | undefined> {
   const path = resolve(base, relative === "" ? "index.html" : relative);
-  if (path !== base && !path.startsWith(base + sep)) return undefined;
+  if (!inside(base, path)) return undefined;
   const file = (await stat(path).catch(() => undefined))?.isDirectory() ? join(path, "index.html") : path;
-  const body = await readFile(file).catch(() => undefined);
+  const [realBase, realFile] = await Promise.all([realOrNone(base), realOrNone(file)]);
+  if (realBase === undefined || realFile === undefined || !inside(realBase, realFile)) return undefined;
+  // Read by the real path, which holds no link; the type still comes from the name asked for.
+  const body = await readFile(realFile).catch(() => undefined);
   return body ? { file, body } : undefined;
 }
 
 /**
  * Serves a capsule's client at the app origin in `platform dev`: the first of `roots` holding the
  * path wins (the client build, then the `client/` folder). GET and HEAD only; `/` is `index.html`;
- * paths that would leave a folder are not found. Headers as for hosted client files
- * ({@link sendClientFile}): type by extension, `nosniff`, an ETag, `no-cache`.
+ * paths that would leave a folder, by `..` or by a symbolic link, are not found. Headers as for
+ * hosted client files ({@link sendClientFile}): type by extension, `nosniff`, an ETag, `no-cache`.
  */
 export function staticFiles(roots: readonly string[]) {
   const bases = roots.map((root) => resolve(root));

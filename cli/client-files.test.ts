@@ -1,0 +1,75 @@
+/**
+ * What `platform deploy` publishes of `client/` when it holds symbolic links: a link whose real
+ * path stays inside `client/` is published as the file or folder it leads to; one that leaves the
+ * folder (`client/logo.png -> ~/.ssh/id_ed25519`, a folder link) or leads nowhere is not, with a
+ * warning naming it and saying why.
+ */
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { collectClientFiles } from "./client-files.js";
+
+let root: string;
+let capsule: string;
+let client: string;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "platform-client-files-"));
+  capsule = join(root, "app");
+  client = join(capsule, "client");
+  await mkdir(join(client, "img"), { recursive: true });
+  await writeFile(join(client, "index.html"), "<!doctype html>");
+  await writeFile(join(client, "img", "logo.svg"), "<svg/>");
+});
+afterEach(() => rm(root, { recursive: true, force: true }));
+
+/** The capsule's client as `platform deploy` would send it, as `[path, text]`, and its warnings. */
+async function collect(): Promise<{ files: string[][]; warnings: string[] }> {
+  const warnings: string[] = [];
+  const uploads = await collectClientFiles(capsule, { warn: (message) => warnings.push(message) });
+  return { files: uploads.map((file) => [file.path, file.bytes.toString()]), warnings: warnings.sort() };
+}
+
+it("never publishes what a link outside client/ leads to, and says so", async () => {
+  const ssh = join(root, "home", ".ssh");
+  await mkdir(ssh, { recursive: true });
+  await writeFile(join(ssh, "id_ed25519"), "PRIVATE KEY");
+  await symlink(join(ssh, "id_ed25519"), join(client, "logo.png"));
+  await symlink(ssh, join(client, "keys"));
+  await symlink(join("..", "..", "..", "home", ".ssh", "id_ed25519"), join(client, "img", "relative.png"));
+  const { files, warnings } = await collect();
+  expect(files).toEqual([
+    ["img/logo.svg", "<svg/>"],
+    ["index.html", "<!doctype html>"],
+  ]);
+  expect(warnings).toEqual([
+    `client/img/relative.png is not published: it is a symbolic link to ${join(ssh, "id_ed25519")}, outside client/.`,
+    `client/keys is not published: it is a symbolic link to ${ssh}, outside client/.`,
+    `client/logo.png is not published: it is a symbolic link to ${join(ssh, "id_ed25519")}, outside client/.`,
+  ]);
+});
+
+it("skips a link that leads nowhere with a warning, instead of failing the deploy", async () => {
+  await symlink(join(client, "missing.txt"), join(client, "broken.txt"));
+  const { files, warnings } = await collect();
+  expect(files.map(([path]) => path)).toEqual(["img/logo.svg", "index.html"]);
+  expect(warnings).toEqual(["client/broken.txt is not published: it is a symbolic link that leads nowhere."]);
+});
+
+it("publishes links inside client/ as what they lead to, and walks a loop once", async () => {
+  await symlink(join("img", "logo.svg"), join(client, "favicon.svg"));
+  await symlink("img", join(client, "images"));
+  await symlink("..", join(client, "img", "up"));
+  const { files, warnings } = await collect();
+  expect(files).toEqual([
+    ["favicon.svg", "<svg/>"],
+    ["images/logo.svg", "<svg/>"],
+    ["img/logo.svg", "<svg/>"],
+    ["index.html", "<!doctype html>"],
+  ]);
+  expect(warnings).toEqual([
+    "client/images/up is not published: it is a symbolic link to a folder that holds it.",
+    "client/img/up is not published: it is a symbolic link to a folder that holds it.",
+  ]);
+}, 20_000);

@@ -1,0 +1,65 @@
+/**
+ * `platform dev` serves only files whose real path is inside the folder it serves: a symbolic link
+ * in `client/` to a file or folder elsewhere (`client/logo.png -> ~/.ssh/id_ed25519`) is not
+ * found, while one that stays inside is served as the file it leads to.
+ */
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Koa from "koa";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../../cli/http.js";
+import { staticFiles } from "./static-files.js";
+
+let root: string;
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "platform-static-files-"));
+  const client = join(root, "client");
+  const ssh = join(root, "home", ".ssh");
+  await mkdir(join(client, "img"), { recursive: true });
+  await mkdir(join(client, "docs"), { recursive: true });
+  await mkdir(ssh, { recursive: true });
+  await writeFile(join(ssh, "id_ed25519"), "PRIVATE KEY");
+  await writeFile(join(ssh, "index.html"), "PRIVATE PAGE");
+  await writeFile(join(client, "index.html"), "<!doctype html>");
+  await writeFile(join(client, "img", "logo.svg"), "<svg/>");
+  await symlink(join(ssh, "id_ed25519"), join(client, "logo.png"));
+  await symlink(ssh, join(client, "keys"));
+  await symlink(join(ssh, "index.html"), join(client, "docs", "index.html"));
+  await symlink(join("img", "logo.svg"), join(client, "favicon.svg"));
+  await symlink("img", join(client, "images"));
+  const app = new Koa();
+  app.use(staticFiles([client]));
+  server = app.listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  base = `http://127.0.0.1:${address.port}`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  await rm(root, { recursive: true, force: true });
+});
+
+const get = async (path: string) => {
+  const response = await sendRequest(`${base}${path}`);
+  return [response.status, response.status === 200 ? response.text() : ""];
+};
+
+it("does not serve what a symbolic link outside the folder leads to", async () => {
+  expect(await get("/logo.png")).toEqual([404, ""]);
+  expect(await get("/keys/id_ed25519")).toEqual([404, ""]);
+  expect(await get("/keys/")).toEqual([404, ""]);
+  expect(await get("/docs/")).toEqual([404, ""]);
+});
+
+it("serves files, and links that stay inside the folder as what they lead to", async () => {
+  expect(await get("/")).toEqual([200, "<!doctype html>"]);
+  expect(await get("/img/logo.svg")).toEqual([200, "<svg/>"]);
+  expect(await get("/favicon.svg")).toEqual([200, "<svg/>"]);
+  expect(await get("/images/logo.svg")).toEqual([200, "<svg/>"]);
+});
