@@ -1,6 +1,20 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { PlatformError } from "../sdk/values/index.js";
 
 /** The CLI's small config file: stored logins per host, and the local guest name. */
 export interface CliConfig {
@@ -20,18 +34,59 @@ function configFile(): string {
   return join(configDir(), "config.json");
 }
 
-/** Reads the config (empty when missing). */
+/**
+ * Reads the config (empty when missing). A file that is not a JSON object (edited by hand, or cut
+ * short by a crash of an older CLI) is refused with its path and what to do, not JSON.parse's bare
+ * "Unexpected end of JSON input".
+ */
 export function readConfig(): CliConfig {
   const file = configFile();
   if (!existsSync(file)) return { logins: {} };
-  const parsed = JSON.parse(readFileSync(file, "utf8")) as Partial<CliConfig>;
+  let parsed: Partial<CliConfig> | null;
+  try {
+    parsed = JSON.parse(readFileSync(file, "utf8")) as Partial<CliConfig> | null;
+  } catch (error) {
+    throw unreadable(file, error);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw unreadable(file);
   return { logins: parsed.logins ?? {}, ...(parsed.guestName ? { guestName: parsed.guestName } : {}) };
 }
 
-/** Writes the config, readable by the user only (it holds tokens). */
+/** What {@link readConfig} throws for a file it cannot use: which file, and how to get going again. */
+function unreadable(file: string, cause?: unknown): PlatformError {
+  return new PlatformError(
+    "bad_request",
+    `The CLI's config file ${file} is not a JSON object (damaged or cut short). Fix it, or delete it and run platform login again.`,
+    { cause },
+  );
+}
+
+/**
+ * Writes the config, readable by the user only (it holds tokens): into a new file of the same
+ * folder, created 0600 (so an older file's wider mode is not kept) and synced, then renamed over
+ * `config.json`, so a crash leaves the old file or the new one, never half of one, and a symbolic
+ * link at that name is replaced rather than written through. The folder is made 0700 too.
+ */
 export function writeConfig(config: CliConfig): void {
-  mkdirSync(configDir(), { recursive: true, mode: 0o700 });
-  writeFileSync(configFile(), `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  const dir = configDir();
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const temporary = join(dir, `.config.json.${randomBytes(6).toString("hex")}.tmp`);
+  // "wx": created here or not at all, never an existing file or a link planted at the name.
+  const fd = openSync(temporary, "wx", 0o600);
+  try {
+    try {
+      fchmodSync(fd, 0o600); // whatever the umask
+      writeFileSync(fd, `${JSON.stringify(config, null, 2)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temporary, configFile());
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
 }
 
 /** The normalised key of a host URL (`http://localhost:8080`). */
