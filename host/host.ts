@@ -146,7 +146,8 @@ export interface PlatformHost {
  * and the tests all build a host through it.
  */
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
-  await mkdir(options.data, { recursive: true });
+  // Every tenant's rows, files and sessions: no other user of the machine may read them.
+  await mkdir(options.data, { recursive: true, mode: 0o700 });
   const db = await HostDatabase.open(options.database ?? join(options.data, "db"), options.databaseQuota);
   const logs = new LogHub(options.logDestination, options.logCalls ?? true);
   const metrics = new HostMetrics({

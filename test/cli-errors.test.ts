@@ -5,6 +5,7 @@
  * busy port names the port and `--port`. (`platform host` stopping after repeated start-up
  * failures is in supervisor.test.ts.)
  */
+import { chmodSync, mkdirSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -211,5 +212,18 @@ describe("a busy port", () => {
       PLATFORM_ADMIN_TOKEN: "t",
     });
     expect([hosted.status, hosted.stderr.trim()]).toEqual([1, inUse()]);
+  }, 60_000);
+
+  it("platform host warns when other users may open its data folder", async () => {
+    const shared = join(dir, "shared-data");
+    mkdirSync(shared);
+    chmodSync(shared, 0o755);
+    const hosted = await platform(["host", "--port", String(port), "--data", shared], {
+      PLATFORM_ADMIN_TOKEN: "t",
+    });
+    expect(hosted.stderr).toContain(
+      `warning: the data folder ${shared} can be opened by other users of this machine (mode 755); it holds every tenant's data: run chmod 700 ${shared}`,
+    );
+    expect(hosted.stderr.trim().endsWith(inUse())).toBe(true);
   }, 60_000);
 });

@@ -6,11 +6,12 @@
  * attributes (Secure only over HTTPS as a trusted proxy reports it), and an operator session ends
  * when the host's operator token changes.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { hashSecret } from "../host/auth/index.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -47,8 +48,8 @@ async function signIn(target: TestHost, token: string, headers: Record<string, s
   return { response, cookie, pair: cookie?.split(";")[0] };
 }
 
-function page(path: string, cookie: string | undefined) {
-  return sendRequest(`${host.url}${path}`, { headers: cookie ? { cookie } : {} });
+function page(path: string, cookie: string | undefined, target: TestHost = host) {
+  return sendRequest(`${target.url}${path}`, { headers: cookie ? { cookie } : {} });
 }
 
 it("signs the operator in and lists every deployment; a developer sees only their own", async () => {
@@ -132,6 +133,26 @@ it("lets the operator delete any deployment's file, with the session's CSRF toke
   expect((await page("/deploys/danas/storage", operator.pair)).text()).toContain(key);
   expect((await remove(csrf)).status).toBe(302);
   expect((await page("/deploys/danas/storage", operator.pair)).text()).toContain("No files yet.");
+});
+
+it("keeps sessions under a hash of their id, in a data folder only its user may open", async () => {
+  const dir = join(await mkdtemp(join(tmpdir(), "platform-dashboard-data-")), "data");
+  try {
+    const fresh = await startTestHost({ data: dir });
+    try {
+      expect((await stat(dir)).mode & 0o777).toBe(0o700);
+      const session = await signIn(fresh, fresh.adminToken);
+      const id = (session.pair as string).split("=")[1] as string;
+      const stored = fresh.deployments.db.records("dashboard-sessions");
+      expect(await stored.get(id)).toBeUndefined();
+      expect(await stored.get(hashSecret(id))).toMatchObject({ csrf: expect.any(String) });
+      expect((await page("/dashboard", session.pair, fresh)).status).toBe(200);
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await rm(dirname(dir), { recursive: true, force: true });
+  }
 });
 
 it("ends operator sessions when the host's operator token changes", async () => {

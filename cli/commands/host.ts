@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { checkOidcIssuers } from "../../host/auth/oidc.js";
@@ -7,7 +7,7 @@ import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { exitOnUnhandledErrors } from "../fatal-errors.js";
 import { parsePort } from "../flags.js";
-import { runAction } from "../output.js";
+import { printWarning, runAction } from "../output.js";
 import { registerHostBackup } from "./host-backup.js";
 
 interface HostFlags {
@@ -91,7 +91,7 @@ function adminToken(data: string): { token: string; generated: boolean } {
   if (fromEnv) return { token: fromEnv, generated: false };
   const file = join(data, "admin-token");
   if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), generated: false };
-  mkdirSync(data, { recursive: true });
+  mkdirSync(data, { recursive: true, mode: 0o700 });
   const token = randomBytes(24).toString("base64url");
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   return { token, generated: true };
@@ -215,10 +215,25 @@ async function serve(flags: HostFlags): Promise<void> {
         );
 }
 
+/**
+ * Warns when other users of the machine may open the data folder (one made before the host
+ * created it 0700): it holds every tenant's rows and files, and the dashboard's sessions.
+ */
+function warnIfShared(data: string): void {
+  const stats = statSync(data, { throwIfNoEntry: false });
+  if (!stats) return;
+  const mode = stats.mode & 0o777;
+  if ((mode & 0o077) !== 0)
+    printWarning(
+      `the data folder ${data} can be opened by other users of this machine (mode ${mode.toString(8)}); it holds every tenant's data: run chmod 700 ${data}`,
+    );
+}
+
 /** Starts the supervisor, which runs the server in child processes (see cli/supervisor.ts). */
 async function superviseHost(flags: HostFlags): Promise<void> {
   const data = resolve(flags.data);
   const { token, generated } = adminToken(data);
+  warnIfShared(data);
   if (generated)
     process.stdout.write(`Generated an operator token (kept in ${join(data, "admin-token")}):\n  ${token}\n`);
   const { supervise } = await import("../supervisor.js");

@@ -44,7 +44,8 @@ function cookieValues(header: string, name: string): string[] {
 }
 
 /**
- * The dashboard's sessions, kept in the database (so every host on it knows them): a random
+ * The dashboard's sessions, kept in the database (so every host on it knows them) under the
+ * SHA-256 of their id (a copy of the data folder or a backup holds no usable session): a random
  * 256-bit id in an HttpOnly, SameSite=Strict cookie for 12 hours, `__Host-` over HTTPS; a request
  * carrying the cookie twice is signed in as no one. The operator token and developer
  * tokens both sign in; a session speaks for the operator only while the host's token is the one
@@ -114,7 +115,7 @@ export class DashboardSessions implements SessionLookup {
     };
     if (developer) session.developer = developer;
     else session.operator = hashSecret(this.adminToken);
-    await this.sessions.put(id, session);
+    await this.sessions.put(hashSecret(id), session);
     ctx.cookies.set(this.cookieName(ctx), id, this.cookieAttributes(ctx, SESSION_MS));
     return session.csrf;
   }
@@ -139,7 +140,7 @@ export class DashboardSessions implements SessionLookup {
   /** Ends the request's session (its record is deleted, so a copied cookie is dead too) and clears the cookie. */
   async signOut(ctx: Context): Promise<void> {
     const id = this.sessionIdOf(ctx);
-    if (id) await this.sessions.delete(id);
+    if (id) await this.sessions.delete(hashSecret(id));
     ctx.cookies.set(this.cookieName(ctx), "", this.cookieAttributes(ctx, 0));
   }
 
@@ -147,7 +148,7 @@ export class DashboardSessions implements SessionLookup {
   async current(ctx: Context): Promise<SignedIn | undefined> {
     const id = this.sessionIdOf(ctx);
     if (!id) return undefined;
-    const found = await this.sessions.get(id);
+    const found = await this.sessions.get(hashSecret(id));
     if (!found || found.expiresAt < Date.now()) return undefined;
     if (found.operator !== undefined)
       return matchesHash(this.adminToken, found.operator)
