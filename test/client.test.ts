@@ -153,6 +153,28 @@ describe("platform/client in Node", () => {
     expect(who).toMatchObject({ kind: "account", email: "keeper@example.com" });
   });
 
+  it("two clients of one store (two tabs): the other takes a sign-in's account, never overwriting it with a new guest", async () => {
+    const store = memoryStore();
+    const first = client({ transport: { store } });
+    await first.auth.ready();
+    const second = client({ transport: { store } });
+    await second.auth.ready();
+    expect(second.auth.getState().identity?.userId).toBe(first.auth.getState().identity?.userId);
+    await first.auth.startEmailSignIn("tabs@example.com");
+    await first.auth.verifyEmailCode("tabs@example.com", await emailCode(host, "tabs@example.com"));
+    // The second still holds the guest's token, which the sign-in retired: its socket is refused.
+    const who = await until(
+      (f) => second.subscribe("whoami", undefined, f),
+      (w) => w !== null,
+    );
+    expect(who).toMatchObject({ kind: "account", email: "tabs@example.com" });
+    expect(second.auth.getState().isSignedIn).toBe(true);
+    // The store (what a reload or a new tab reads) still holds the account.
+    const reloaded = client({ transport: { store } });
+    await reloaded.auth.ready();
+    expect(reloaded.auth.getState().identity).toMatchObject({ kind: "account", email: "tabs@example.com" });
+  });
+
   it("keeps a pending upgrade's guest token when sign-in fails, and retryAuth() runs the step again", async () => {
     const c = client();
     await c.auth.ready();

@@ -85,6 +85,23 @@ export class AuthSession {
     return this.stored.current?.token ?? null;
   }
 
+  /**
+   * Takes the store's token when another client of the same store (another tab) replaced the one
+   * this client holds, which it is about to renew or replace (`replacing`): a sign-in there retires
+   * this tab's guest, and a new guest made here must not overwrite that account in the store.
+   * True when it took one.
+   */
+  private adoptStored(replacing: string): boolean {
+    const stored = this.tokens.read();
+    const token = stored.current?.token;
+    if (!token || token === replacing || token === this.current()) return false;
+    this.stored = stored;
+    this.scheduleRenewal();
+    this.publish();
+    for (const listener of [...this.tokenListeners]) listener();
+    return true;
+  }
+
   /** Loads the session once: renews a stored token that is about to expire, or starts a guest. */
   ready(): Promise<void> {
     this.loading ??= this.attempt(async () => {
@@ -115,7 +132,8 @@ export class AuthSession {
     // A sign-in retires the guest (closing its sockets) before its answer arrives: wait for it, or
     // the refused guest token would be renewed into a new guest that replaces the account.
     await this.signingIn?.catch(() => undefined);
-    if (refused === null || refused !== this.current()) return this.current() !== refused;
+    if (refused === null || refused !== this.current() || this.adoptStored(refused))
+      return this.current() !== refused;
     await this.renew().catch(() => undefined);
     return this.current() !== refused;
   }
@@ -164,16 +182,23 @@ export class AuthSession {
   private renew(): Promise<void> {
     this.renewing ??= (async () => {
       const current = this.stored.current;
-      if (!current) return;
+      if (!current || this.adoptStored(current.token)) return;
       try {
         const issued = (await this.post("renew", {}, current.token)) as IssuedToken;
         this.save({ ...this.stored, current: issued });
       } catch (error) {
         if (!isPlatformError(error, "unauthorized")) throw error;
-        // The session is over (too old, or a guest that was upgraded elsewhere).
-        this.save({ ...this.stored, current: null });
-        if (this.options.guest) await this.signInAsGuest();
-        else throw error;
+        // The session is over (too old, or a guest that was upgraded elsewhere, maybe by a
+        // sign-in in another tab, whose account then wins over a new guest).
+        if (this.adoptStored(current.token)) return;
+        if (!this.options.guest) {
+          this.save({ ...this.stored, current: null });
+          throw error;
+        }
+        const guest = (await this.post("guest", {})) as IssuedToken;
+        if (this.adoptStored(current.token)) return;
+        this.save({ ...this.stored, current: guest });
+        this.publish();
       }
     })().finally(() => {
       this.renewing = null;

@@ -5,6 +5,7 @@ import { errorFromWire } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
+import { UpgradeRefusal } from "./upgrade-refusal.js";
 
 /** The latest outcome of a subscription: a value or an error (replaced, never mutated). */
 export type QueryResult = { value: unknown } | { error: PlatformError };
@@ -67,6 +68,8 @@ export class SyncConnection {
   private nextId = 1;
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A check of the token over HTTP gave a new one since a socket last opened (see upgrade-refusal.ts). */
+  private tokenChecked = false;
   private closed = false;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
 
@@ -194,21 +197,19 @@ export class SyncConnection {
       return;
     }
     this.socket = socket;
-    let refused = false;
+    const refusal = new UpgradeRefusal();
     socket.onopen = () => {
+      refusal.opened();
+      this.tokenChecked = false;
       this.attempts = 0;
       this.setState("open");
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
       for (const pending of this.mutations.values()) if (!pending.sent) this.sendMutation(socket, pending);
     };
     socket.onmessage = (event) => this.receive(String(event.data));
-    socket.onerror = (event) => {
-      // ws (Node) reports the refused upgrade's status; browsers only report a closed socket.
-      if (/\b401\b/.test(String((event as { message?: unknown })?.message ?? ""))) refused = true;
-    };
+    socket.onerror = (event) => refusal.error(event);
     socket.onclose = (event) => {
-      // The identity ended while connected (guest upgraded, session retired, token expired).
-      if (event?.code === SYNC_CLOSE.identityEnded) refused = true;
+      refusal.closed(event?.code);
       if (this.socket !== socket) return;
       this.socket = null;
       // Unanswered mutations go again on the next socket, with their keys, while there is time.
@@ -232,11 +233,16 @@ export class SyncConnection {
         else if (event?.code === SYNC_CLOSE.hostRestarting) void this.connect();
         else this.scheduleReconnect();
       };
-      if (refused) {
+      const check = token !== null && !this.tokenChecked && refusal.unexplained;
+      if (refusal.refused || check) {
         // Not "connecting" any more (a refused upgrade never opened): the session's token listener
         // reconnects with a new token, and if none came, the retry below does.
         this.setState("waiting");
-        void this.onRefused(token).finally(() => !this.socket && this.stateValue !== "connecting" && retry());
+        void this.onRefused(token)
+          .then((replaced) => {
+            if (check && replaced) this.tokenChecked = true;
+          })
+          .finally(() => !this.socket && this.stateValue !== "connecting" && retry());
       } else retry();
     };
   }
