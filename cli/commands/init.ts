@@ -5,7 +5,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { runAction } from "../output.js";
 import { type OwnManifest, ownManifest, packOwnPackage } from "../own-package.js";
 
-const SERVER = `import { capsule, endpoint, string, table, text, userId } from "platform/server";
+const SERVER = `import { capsule, endpoint, PlatformError, string, table, text, userId } from "platform/server";
 
 const schema = {
   // userId(): a guest's notes move to the account it signs in to.
@@ -20,7 +20,8 @@ export default capsule({
   mutations: {
     add: async (ctx, args: { text: string }) => {
       const me = ctx.auth.requireIdentity();
-      if (typeof args.text !== "string" || args.text.trim() === "") throw new Error("text is required");
+      if (typeof args.text !== "string" || args.text.trim() === "")
+        throw new PlatformError("bad_request", "Write some text first.");
       return ctx.db.notes.insert({ text: args.text.trim(), author: me.userId });
     },
   },
@@ -30,66 +31,61 @@ export default capsule({
 });
 `;
 
-const CLIENT = `<!doctype html>
+const CLIENT_PAGE = `<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
   <title>Notes</title>
-  <style>body{font:16px system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem}li{margin:.3rem 0}</style>
+  <style>body{font:16px system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem}li{margin:.3rem 0}#error{color:#b00020}</style>
 </head>
 <body>
   <h1>Notes</h1>
   <form id="add"><input id="text" placeholder="Write a note" required> <button>Add</button></form>
+  <p id="error" role="alert"></p>
   <ul id="notes"></ul>
-  <script type="module">
-    // A guest token lasts an hour: renew it (same guest, same notes) when the host refuses it, and
-    // start a new guest only when its session can no longer be renewed (after 30 days).
-    async function token() {
-      let saved = localStorage.getItem("platform_token");
-      if (!saved) {
-        saved = (await (await fetch("/__platform/auth/guest", { method: "POST" })).json()).token;
-        localStorage.setItem("platform_token", saved);
-      }
-      return saved;
-    }
-    async function renew() {
-      const old = localStorage.getItem("platform_token");
-      localStorage.removeItem("platform_token");
-      if (!old) return;
-      const renewed = await fetch("/__platform/auth/renew", { method: "POST", headers: { authorization: \`Bearer \${old}\` } });
-      if (renewed.ok) localStorage.setItem("platform_token", (await renewed.json()).token);
-    }
-    async function call(kind, name, args = {}) {
-      const send = async () =>
-        fetch(\`/api/\${kind}/\${name}\`, {
-          method: "POST",
-          headers: { "content-type": "application/json", authorization: \`Bearer \${await token()}\` },
-          body: JSON.stringify(args),
-        });
-      let response = await send();
-      if (response.status === 401) {
-        await renew();
-        response = await send();
-      }
-      const body = await response.json();
-      if (body.error) throw new Error(body.error.message);
-      return body.value;
-    }
-    async function refresh() {
-      const list = document.getElementById("notes");
-      list.replaceChildren(...(await call("query", "list")).map((note) => Object.assign(document.createElement("li"), { textContent: note.text })));
-    }
-    document.getElementById("add").addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const input = document.getElementById("text");
-      await call("mutation", "add", { text: input.value });
-      input.value = "";
-      await refresh();
-    });
-    refresh();
-  </script>
+  <script type="module" src="/main.js"></script>
 </body>
 </html>
+`;
+
+/**
+ * The page's script, built to /main.js by \`platform dev\` and \`platform deploy\`: platform/client
+ * signs in as a guest, keeps the token, and the list is a live subscription (every tab sees a new
+ * note at once). React apps use the hooks the same way (docs/client.md).
+ */
+const CLIENT_SCRIPT = `import { createClient } from "platform/client";
+import type app from "../server/index";
+
+const client = createClient<typeof app>();
+const form = document.querySelector<HTMLFormElement>("#add");
+const input = document.querySelector<HTMLInputElement>("#text");
+const list = document.querySelector<HTMLUListElement>("#notes");
+const error = document.querySelector<HTMLParagraphElement>("#error");
+if (!form || !input || !list || !error) throw new Error("index.html is missing #add, #text, #notes or #error.");
+
+client.subscribe(
+  "list",
+  {},
+  (notes) => {
+    error.textContent = "";
+    const items = notes.map((note) => Object.assign(document.createElement("li"), { textContent: note.text }));
+    list.replaceChildren(...items);
+  },
+  (failed) => {
+    error.textContent = failed.message;
+  },
+);
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  try {
+    await client.mutation("add", { text: input.value });
+    input.value = "";
+    error.textContent = "";
+  } catch (failed) {
+    error.textContent = failed instanceof Error ? failed.message : String(failed);
+  }
+});
 `;
 
 const readme = (name: string) => `# ${name}
@@ -104,7 +100,8 @@ npm run deploy -- --host <url>
 \`\`\`
 
 - \`server/index.ts\`: the schema, queries, mutations and endpoints.
-- \`client/index.html\`: a page that signs in as a guest and lists and adds notes.
+- \`client/index.html\` and \`client/main.ts\` (built to \`/main.js\`): a page that signs in as a
+  guest with \`platform/client\`, and lists notes live and adds them.
 - \`vendor/\`: the platform package this app was created with (\`npm pack\` of it); keep it.
 - \`.env.platform.server\`: server-only values for \`ctx.env\` (keep it out of version control).
 `;
@@ -177,7 +174,7 @@ export function registerInit(program: Command): void {
     .command("init")
     .argument("[dir]", "folder to create the capsule in (must be empty or missing)", ".")
     .description(
-      "scaffold an app: server/index.ts, client/index.html, package.json (with this platform packed into vendor/), tsconfig.json, README.md, .gitignore",
+      "scaffold an app: server/index.ts, client/index.html and main.ts, package.json (with this platform packed into vendor/), tsconfig.json, README.md, .gitignore",
     )
     .addHelpText("after", "\nExamples:\n  platform init my-app && cd my-app && npm install && npm run dev")
     .action((dirArg: string) =>
@@ -192,7 +189,8 @@ export function registerInit(program: Command): void {
         mkdirSync(join(dir, "server"), { recursive: true });
         mkdirSync(join(dir, "client"), { recursive: true });
         writeFileSync(join(dir, "server", "index.ts"), SERVER);
-        writeFileSync(join(dir, "client", "index.html"), CLIENT);
+        writeFileSync(join(dir, "client", "index.html"), CLIENT_PAGE);
+        writeFileSync(join(dir, "client", "main.ts"), CLIENT_SCRIPT);
         writeFileSync(join(dir, "README.md"), readme(basename(dir)));
         writeFileSync(join(dir, ".gitignore"), ".env.platform.server\nnode_modules/\n");
         mkdirSync(join(dir, "vendor"));
