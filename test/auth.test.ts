@@ -5,7 +5,8 @@
  */
 import { UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendRequest } from "../cli/http.js";
+import { WebSocket } from "ws";
+import { localhostLookup, sendRequest } from "../cli/http.js";
 import { TokenService } from "../host/auth/index.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -169,6 +170,44 @@ describe("tokens", () => {
     expect((await post(dev, "dev", "/__platform/auth/dev-sign-in", { body: { email: "nope" } })).status).toBe(
       400,
     );
+  });
+});
+
+describe("sign-out", () => {
+  it("ends the session for good: the token, a copy and its renewal are refused, on HTTP and on a socket", async () => {
+    const signedIn = await account("ga", "leaving@example.com");
+    expect((await call(host, "ga", "query", "whoami", signedIn.token)).status).toBe(200);
+    const socket = new WebSocket(
+      `${host.deploymentUrl("ga").replace("http", "ws")}/api/sync?platform_token=${signedIn.token}`,
+      { lookup: localhostLookup } as WebSocket.ClientOptions,
+    );
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = reject;
+    });
+    const closed = new Promise<number>((resolve) => {
+      socket.onclose = (event) => resolve(event.code);
+    });
+    const out = await post(host, "ga", "/__platform/auth/sign-out", { token: signedIn.token });
+    expect(out).toEqual({ status: 200, body: { signedOut: true } });
+    expect(await closed).toBe(4001);
+    expect(await call(host, "ga", "query", "whoami", signedIn.token)).toMatchObject({
+      status: 401,
+      body: { error: { code: "unauthorized" } },
+    });
+    expect((await post(host, "ga", "/__platform/auth/renew", { token: signedIn.token })).status).toBe(401);
+    // Signing out again changes nothing; without a token it says what to send.
+    expect((await post(host, "ga", "/__platform/auth/sign-out", { token: signedIn.token })).status).toBe(200);
+    expect((await post(host, "ga", "/__platform/auth/sign-out")).body.error).toEqual({
+      code: "unauthorized",
+      message: "Send the token to sign out as Authorization: Bearer <token>.",
+    });
+    // Another deployment's token signs nothing out here.
+    const elsewhere = await account("gb", "leaving@example.com");
+    expect((await post(host, "ga", "/__platform/auth/sign-out", { token: elsewhere.token })).status).toBe(
+      401,
+    );
+    expect((await call(host, "gb", "query", "whoami", elsewhere.token)).status).toBe(200);
   });
 });
 

@@ -5,6 +5,7 @@
  * the server restarts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
 import type app from "../fixtures/live-app/server/index.js";
 import { createClient, type PlatformClient } from "../sdk/client/node.js";
 import { memoryStore } from "../sdk/client/transport.js";
@@ -173,6 +174,21 @@ describe("platform/client in Node", () => {
     const reloaded = client({ transport: { store } });
     await reloaded.auth.ready();
     expect(reloaded.auth.getState().identity).toMatchObject({ kind: "account", email: "tabs@example.com" });
+  });
+
+  it("signOut() ends the session on the host: a copy of the old token is refused", async () => {
+    const c = client();
+    await c.auth.ready();
+    const old = await c.auth.token();
+    await c.auth.signOut();
+    const copy = await sendRequest(`${host.deploymentUrl("board")}/api/query/count`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${old}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(copy.status).toBe(401);
+    expect(c.auth.getState().identity?.kind).toBe("guest");
+    expect(await c.auth.token()).not.toBe(old);
   });
 
   it("keeps a pending upgrade's guest token when sign-in fails, and retryAuth() runs the step again", async () => {

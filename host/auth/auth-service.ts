@@ -271,6 +271,24 @@ export class AuthService {
     );
   }
 
+  /**
+   * Signs `token`'s session out: its record is deleted, so neither the token nor any renewal of it
+   * works again, on any host; once the session's writes in flight are done, the sockets holding it
+   * are closed (4001). An expired token within the renewal window may sign out too.
+   */
+  async signOut(deployment: string, token: string): Promise<void> {
+    refuseDeveloperToken(token);
+    const claims = await this.verify(token, deployment, true);
+    const id = this.sessionId(deployment, claims.session);
+    await this.open.retire(
+      deployment,
+      claims.session,
+      IDENTITY_ENDED.retired,
+      () => this.sessions.delete(id),
+      () => true,
+    );
+  }
+
   /** A fresh token for the same session (also for an expired token within the renewal window). */
   async renew(deployment: string, token: string): Promise<IssuedToken> {
     const claims = await this.verify(token, deployment, true);

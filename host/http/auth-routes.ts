@@ -65,7 +65,8 @@ const GUEST_SIGN_INS_PER_CLIENT = {
 };
 
 /**
- * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, email one-time
+ * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, sign-out (the
+ * session ends for good), email one-time
  * codes (`email/start` answers an attempt handle that `email/verify` needs with the code),
  * OpenID Connect ID-token exchange (`oidc`), and in `platform dev` only, instant account sign-in
  * (`dev-sign-in`). Every account sign-in presenting a guest token upgrades that guest. Every
@@ -109,6 +110,13 @@ export function authRoutes(
     if (!token)
       throw new PlatformError("unauthorized", "Send the token to renew as Authorization: Bearer <token>.");
     ctx.body = await auth.renew(ctx.state.deployment as string, token);
+  });
+  router.post("/sign-out", async (ctx) => {
+    const token = bearerToken(ctx);
+    if (!token)
+      throw new PlatformError("unauthorized", "Send the token to sign out as Authorization: Bearer <token>.");
+    await auth.signOut(ctx.state.deployment as string, token);
+    ctx.body = { signedOut: true };
   });
   router.post("/email/start", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;

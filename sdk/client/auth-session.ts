@@ -285,10 +285,15 @@ export class AuthSession {
     return this.attempt(() => this.signInAccount("dev-sign-in", { email })) as Promise<ClientIdentity>;
   }
 
-  /** Forgets the identity; with guests enabled a new guest session starts. */
+  /**
+   * Ends the session on the host (its token and renewals stop working, copies included) and
+   * forgets it; with guests enabled a new guest session starts. Offline, it is forgotten here only.
+   */
   async signOut(): Promise<void> {
+    const token = this.current();
     this.save({ current: null });
     this.publish();
+    if (token) await this.post("sign-out", {}, token).catch(() => undefined);
     if (this.options.guest) await this.attempt(() => this.signInAsGuest());
   }
 
