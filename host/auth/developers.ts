@@ -50,6 +50,10 @@ export function newClaimToken(): { token: string; hash: string } {
   return { token, hash: hashSecret(token) };
 }
 
+function newDeveloperToken(): string {
+  return `${DEVELOPER_TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
+}
+
 /** Developer accounts of a host. */
 export class Developers {
   private readonly byId: RecordStore<DeveloperRecord>;
@@ -74,7 +78,7 @@ export class Developers {
         );
       }
     }
-    const token = `${DEVELOPER_TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
+    const token = newDeveloperToken();
     const developer: DeveloperRecord = {
       id: `dev_${randomBytes(9).toString("base64url")}`,
       tokenHash: hashSecret(token),
@@ -87,11 +91,32 @@ export class Developers {
     return { developer, token };
   }
 
-  /** The developer a token belongs to, or undefined. */
+  /**
+   * The developer a token belongs to, or undefined. The developer's record must name the token
+   * too: a link a rotation left behind (two at once, or a crash between its writes) proves nothing.
+   */
   async authenticate(token: string): Promise<DeveloperRecord | undefined> {
     if (!token.startsWith(DEVELOPER_TOKEN_PREFIX)) return undefined;
-    const link = await this.byToken.get(hashSecret(token));
-    return link ? this.byId.get(link.id) : undefined;
+    const hash = hashSecret(token);
+    const link = await this.byToken.get(hash);
+    const developer = link ? await this.byId.get(link.id) : undefined;
+    return developer && sameSecret(developer.tokenHash, hash) ? developer : undefined;
+  }
+
+  /**
+   * Gives developer `id` a new token, returned once: the old one stops working at once, and so do
+   * the dashboard sessions it signed in (see DashboardSessions). Undefined when there is no such
+   * developer.
+   */
+  async rotateToken(id: string): Promise<string | undefined> {
+    const developer = await this.byId.get(id);
+    if (!developer) return undefined;
+    const token = newDeveloperToken();
+    const tokenHash = hashSecret(token);
+    await this.byToken.put(tokenHash, { id });
+    await this.byId.put(id, Object.assign({}, developer, { tokenHash }));
+    await this.byToken.delete(developer.tokenHash);
+    return token;
   }
 
   /** The developer `id`, or undefined. */

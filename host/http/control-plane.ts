@@ -6,12 +6,10 @@ import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import {
   checkClaimant,
   checkManage,
-  checkOperator,
   mayManage,
   type OperatorCaller,
   OWNER_DELETE,
   ownerOfNewDeployment,
-  ownsDeployment,
 } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { MigrationProgress } from "../db/index.js";
@@ -30,6 +28,7 @@ import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { registerDataRoutes } from "./dashboard-api.js";
 import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
+import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
 import { withOwners } from "./owner-view.js";
@@ -37,10 +36,6 @@ import { principalOf, resolvePrincipal, type SessionLookup } from "./principal.j
 import { ownPaths } from "./routing.js";
 
 const principal = principalOf;
-
-function requireAdmin(ctx: Context): void {
-  checkOperator(principal(ctx));
-}
 
 /** The operator may manage any deployment; a developer only the ones they own. */
 async function manageable(
@@ -155,29 +150,7 @@ export function controlPlaneRoutes(
   registerStorageRoutes(router, deployments, objects);
   registerFunctionRoutes(router, deployments, auth);
 
-  router.post("/developers", async (ctx) => {
-    requireAdmin(ctx);
-    const { developer, token } = await developers.create(await body(ctx));
-    ctx.status = 201;
-    ctx.body = { id: developer.id, name: developer.name ?? null, email: developer.email ?? null, token };
-  });
-  router.get("/me", async (ctx) => {
-    const who = principal(ctx);
-    if (who.kind === "admin") {
-      ctx.body = { kind: "admin" };
-      return;
-    }
-    const owned = (await deployments.list())
-      .filter((d) => ownsDeployment(who.developer.id, d))
-      .map((d) => d.id);
-    ctx.body = {
-      kind: "developer",
-      id: who.developer.id,
-      name: who.developer.name ?? null,
-      email: who.developer.email ?? null,
-      deploys: owned,
-    };
-  });
+  registerDeveloperRoutes(router, deployments, developers);
 
   router.get("/deploys", async (ctx) => {
     const who = principal(ctx);

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Context } from "koa";
-import { type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
+import { type DeveloperRecord, type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { reachedOverTls } from "./client-address.js";
 import type { Principal, SessionLookup } from "./principal.js";
@@ -12,6 +12,8 @@ import type { Principal, SessionLookup } from "./principal.js";
  */
 interface DashboardSession {
   developer?: string;
+  /** The developer's token hash at sign-in: a rotated token ends the sessions it opened. */
+  developerToken?: string;
   operator?: string;
   csrf: string;
   expiresAt: number;
@@ -49,7 +51,7 @@ function cookieValues(header: string, name: string): string[] {
  * 256-bit id in an HttpOnly, SameSite=Strict cookie for 12 hours, `__Host-` over HTTPS; a request
  * carrying the cookie twice is signed in as no one. The operator token and developer
  * tokens both sign in; a session speaks for the operator only while the host's token is the one
- * it was made with, and for a developer only while the developer exists.
+ * it was made with, and for a developer only while the developer exists with the same token.
  */
 export class DashboardSessions implements SessionLookup {
   private readonly sessions: RecordStore<DashboardSession>;
@@ -69,7 +71,7 @@ export class DashboardSessions implements SessionLookup {
     const operator = token.length > 0 && sameSecret(token, this.adminToken);
     const developer = operator ? undefined : await this.developers.authenticate(token);
     if (!operator && !developer) return false;
-    await this.start(ctx, developer?.id);
+    await this.start(ctx, developer);
     return true;
   }
 
@@ -107,14 +109,16 @@ export class DashboardSessions implements SessionLookup {
   }
 
   /** Stores a new session (a developer's, else the operator's), sets its cookie, returns its CSRF token. */
-  private async start(ctx: Context, developer: string | undefined): Promise<string> {
+  private async start(ctx: Context, developer: DeveloperRecord | undefined): Promise<string> {
     const id = randomBytes(32).toString("base64url");
     const session: DashboardSession = {
       csrf: randomBytes(24).toString("base64url"),
       expiresAt: Date.now() + SESSION_MS,
     };
-    if (developer) session.developer = developer;
-    else session.operator = hashSecret(this.adminToken);
+    if (developer) {
+      session.developer = developer.id;
+      session.developerToken = developer.tokenHash;
+    } else session.operator = hashSecret(this.adminToken);
     await this.sessions.put(hashSecret(id), session);
     ctx.cookies.set(this.cookieName(ctx), id, this.cookieAttributes(ctx, SESSION_MS));
     return session.csrf;
@@ -155,7 +159,7 @@ export class DashboardSessions implements SessionLookup {
         ? { who: { kind: "admin" }, name: "the operator", csrf: found.csrf }
         : undefined;
     const developer = found.developer ? await this.developers.get(found.developer) : undefined;
-    return developer
+    return developer && found.developerToken === developer.tokenHash
       ? { who: { kind: "developer", developer }, name: developer.name ?? developer.id, csrf: found.csrf }
       : undefined;
   }

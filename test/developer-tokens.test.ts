@@ -1,0 +1,87 @@
+/**
+ * A developer token can be replaced, by its developer or by the operator: the old one stops
+ * working at once, for the operator API and for the dashboard sessions it signed in, so a leaked
+ * token is not valid for good. Only the operator replaces another developer's token.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+
+let host: TestHost;
+
+beforeAll(async () => {
+  host = await startTestHost();
+});
+afterAll(() => host.dispose());
+
+const api = (path: string, token: string, method = "GET") =>
+  sendRequest(`${host.url}/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(method === "POST" ? { body: "{}" } : {}),
+  });
+
+async function dashboardCookie(token: string): Promise<string> {
+  const response = await sendRequest(`${host.url}/dashboard/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      origin: host.url,
+    },
+    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
+  });
+  return ([response.headers["set-cookie"] ?? []].flat()[0] as string).split(";")[0] as string;
+}
+
+const shellStatus = async (cookie: string) =>
+  (await sendRequest(`${host.url}/dashboard`, { headers: { cookie } })).status;
+
+it("a developer replaces their token: the old one and its dashboard sessions stop working", async () => {
+  const created = (await host.admin("/v1/developers", "POST", { name: "Leaky" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const cookie = await dashboardCookie(created.token);
+  expect(await shellStatus(cookie)).toBe(200);
+
+  const rotated = await api("/me/token", created.token, "POST");
+  expect(rotated.status).toBe(200);
+  const fresh = rotated.json<{ id: string; token: string }>();
+  expect(fresh.id).toBe(created.id);
+  expect(fresh.token).toMatch(/^pdt_/);
+  expect(fresh.token).not.toBe(created.token);
+
+  expect((await api("/me", created.token)).json()).toEqual({
+    error: { code: "forbidden", message: "That token is not valid for this host." },
+  });
+  expect((await api("/me", fresh.token)).json()).toMatchObject({ kind: "developer", id: created.id });
+  expect(await shellStatus(cookie)).toBe(302);
+  expect(await shellStatus(await dashboardCookie(fresh.token))).toBe(200);
+});
+
+it("the operator replaces any developer's token; a developer cannot replace another's", async () => {
+  const one = (await host.admin("/v1/developers", "POST", { name: "One" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const two = (await host.admin("/v1/developers", "POST", { name: "Two" })).json<{
+    id: string;
+    token: string;
+  }>();
+  expect((await api(`/developers/${two.id}/token`, one.token, "POST")).status).toBe(403);
+  expect((await api("/me", two.token)).status).toBe(200);
+
+  const replaced = await host.admin(`/v1/developers/${two.id}/token`, "POST", {});
+  expect(replaced.status).toBe(200);
+  const next = replaced.json<{ id: string; token: string }>();
+  expect(next.id).toBe(two.id);
+  expect((await api("/me", two.token)).status).toBe(403);
+  expect((await api("/me", next.token)).json()).toMatchObject({ kind: "developer", id: two.id });
+
+  expect((await host.admin("/v1/developers/dev_nobody/token", "POST", {})).json()).toEqual({
+    error: { code: "not_found", message: "No developer named dev_nobody." },
+  });
+  const operatorOwn = await host.admin("/v1/me/token", "POST", {});
+  expect(operatorOwn.status).toBe(400);
+});
