@@ -82,6 +82,14 @@ export type MutationResultOf<App extends CapsuleApi, N extends MutationName<App>
   Mutations<App>[N]
 >;
 
+/**
+ * The names of the capsule's queries that answer a page (`ctx.db.<table>...paginate(...)`), the
+ * only ones `usePaginatedQuery` and `paginatedQuery` take. Untyped clients take any name.
+ */
+export type PaginatedQueryName<App extends CapsuleApi> = {
+  [N in QueryName<App>]: QueryResultOf<App, N> extends PaginationResult<unknown> ? N : never;
+}[QueryName<App>];
+
 /** A paginated query's own arguments, without the `paginationOpts` the client supplies. */
 export type PaginatedArgs<App extends CapsuleApi, N extends QueryName<App>> = Omit<
   NonNullable<QueryArgs<App, N>>,

@@ -7,6 +7,7 @@ import type {
   MutationResultOf,
   PaginatedArgs,
   PaginatedItem,
+  PaginatedQueryName,
   QueryArgs,
   QueryName,
   QueryResultOf,
@@ -63,7 +64,7 @@ export interface PlatformClient<App extends CapsuleApi = AnyCapsuleApi> extends 
     onError?: (error: PlatformError) => void,
   ): () => void;
   /** A paginated subscription (what `usePaginatedQuery` runs), for use outside React. */
-  paginatedQuery<N extends QueryName<App>>(
+  paginatedQuery<N extends PaginatedQueryName<App>>(
     name: N,
     args: PaginatedArgs<App, N>,
     options: { initialNumItems: number },

@@ -42,3 +42,22 @@ it("shows a page's error until that page answers again, whatever the other pages
   });
   expect(query.resets).toBe(0);
 });
+
+it("a query that does not answer a page gives the list an error saying so, and nothing throws", () => {
+  const { connection, listeners } = standIn();
+  const query = new PaginatedQuery<string>(connection, "stats", {}, 2);
+  query.subscribe(() => {});
+  for (const value of [{ total: 3 }, null, [1, 2], { page: "no", isDone: false, continueCursor: "c" }])
+    expect(() => listeners[0]?.({ value })).not.toThrow();
+  expect(query.getSnapshot()).toMatchObject({
+    results: [],
+    status: "LoadingFirstPage",
+    error: {
+      code: "bad_request",
+      message:
+        "Query stats does not answer a page ({ page, isDone, continueCursor }): a paginated query returns ctx.db.<table>...paginate(args.paginationOpts).",
+    },
+  });
+  listeners[0]?.(page(["a"], true, "c1"));
+  expect(query.getSnapshot()).toMatchObject({ results: ["a"], status: "Exhausted", error: null });
+});

@@ -1,5 +1,5 @@
 import type { PaginationResult } from "../protocol/index.js";
-import type { PlatformError } from "../values/index.js";
+import { PlatformError } from "../values/index.js";
 import type { QueryResult, SyncConnection } from "./sync-connection.js";
 
 /** Where a paginated list stands. */
@@ -28,6 +28,18 @@ interface Page {
   valueJson?: string;
   /** Set while the page's query fails. */
   error?: PlatformError | undefined;
+}
+
+/** Whether a query's answer has the shape of a page (another shape would break the list's build). */
+function isPage(value: unknown): value is PaginationResult<unknown> {
+  const page = value as Partial<PaginationResult<unknown>> | null;
+  return (
+    typeof page === "object" &&
+    page !== null &&
+    Array.isArray(page.page) &&
+    typeof page.isDone === "boolean" &&
+    typeof page.continueCursor === "string"
+  );
 }
 
 /**
@@ -90,6 +102,14 @@ export class PaginatedQuery<Item = unknown> {
     if (!this.pages.includes(page)) return;
     if ("error" in result) {
       page.error = result.error;
+      this.publish();
+      return;
+    }
+    if (!isPage(result.value)) {
+      page.error = new PlatformError(
+        "bad_request",
+        `Query ${this.name} does not answer a page ({ page, isDone, continueCursor }): a paginated query returns ctx.db.<table>...paginate(args.paginationOpts).`,
+      );
       this.publish();
       return;
     }

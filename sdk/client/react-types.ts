@@ -11,6 +11,7 @@ import type {
   MutationResultOf,
   PaginatedArgs,
   PaginatedItem,
+  PaginatedQueryName,
   QueryArgs,
   QueryName,
   QueryResultOf,
@@ -68,7 +69,7 @@ export interface ReactHooks<App extends CapsuleApi = AnyCapsuleApi> {
    * `useQuery`; a boundary that resets shows the pages again once they answer.
    * `client.paginatedQuery` gives the same state, `error` included, without throwing.
    */
-  usePaginatedQuery<N extends QueryName<App>>(
+  usePaginatedQuery<N extends PaginatedQueryName<App>>(
     name: N,
     args: PaginatedArgs<App, N>,
     options: { initialNumItems: number },
