@@ -189,6 +189,19 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
   });
 });
 
+describe("a damaged config file", () => {
+  it("platform auth as names the file and what to do, as other commands do", async () => {
+    const config = join(dir, "damaged-config");
+    mkdirSync(config);
+    await writeFile(join(config, "config.json"), '{"logins":');
+    const result = runCli(["auth", "as", "alice"], { PLATFORM_CONFIG_DIR: config });
+    expect([result.status, result.stderr.trim()]).toEqual([
+      1,
+      `error: bad_request: The CLI's config file ${join(config, "config.json")} is not a JSON object (damaged or cut short). Fix it, or delete it and run platform login again.`,
+    ]);
+  });
+});
+
 describe("a busy port", () => {
   let busy: Server;
   let port: number;

@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { readConfig, writeConfig } from "../config.js";
-import { reportError } from "../output.js";
+import { reportError, runAction } from "../output.js";
 
 /** `platform auth as <name>`: the local guest identity for local commands. */
 export function registerAuth(program: Command): void {
@@ -17,9 +17,12 @@ export function registerAuth(program: Command): void {
             new InvalidArgumentError("a guest name is 1-63 lowercase letters, digits, '_' or '-'."),
           ),
         );
-      const config = readConfig();
-      config.guestName = name;
-      writeConfig(config);
-      process.stdout.write(`local commands now act as guest:${name}\n`);
+      // A damaged config file is reported as every command reports an error, not as a stack trace.
+      return runAction(async () => {
+        const config = readConfig();
+        config.guestName = name;
+        writeConfig(config);
+        process.stdout.write(`local commands now act as guest:${name}\n`);
+      });
     });
 }
