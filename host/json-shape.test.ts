@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { membersMoreThan } from "./json-shape.js";
+import { containersMoreThan, membersMoreThan } from "./json-shape.js";
 
 describe("counting the members of JSON before parsing it", () => {
   it("counts the colons between keys and values, not those in strings", () => {
@@ -16,5 +16,14 @@ describe("counting the members of JSON before parsing it", () => {
     expect(membersMoreThan(`{${Array.from({ length: 10 }, (_, i) => `"k${i}":1`).join(",")}}`, 9)).toBe(true);
     expect(membersMoreThan('{"open": "never closed', 5)).toBe(false);
     expect(membersMoreThan("", 0)).toBe(false);
+  });
+});
+
+describe("counting the objects and arrays of JSON outside its strings", () => {
+  it("counts brackets that open a container, not those in strings", () => {
+    expect(containersMoreThan(JSON.stringify({ text: "[{[{]}]}", "{": "[" }), 1)).toBe(false);
+    expect(containersMoreThan('{"a":[1]}', 1)).toBe(true);
+    expect(containersMoreThan(`[${"{},".repeat(1000)}{}]`, 1)).toBe(true);
+    expect(containersMoreThan(JSON.stringify({ q: 'a\\"{' }), 1)).toBe(false);
   });
 });

@@ -10,6 +10,7 @@ import {
   type SchemaSpec,
   type TableSpec,
 } from "../../sdk/values/index.js";
+import { containersMoreThan } from "../json-shape.js";
 import { schemaHash, storedRowProblem } from "./migrate.js";
 import { parseStoredRow } from "./rows.js";
 import {
@@ -125,6 +126,10 @@ export function checkImportedRow(
   line: string,
   where: string,
 ): { json: string; id: string; createdAt: number } {
+  // A row is one flat object of scalars: refused before the host's main thread parses anything
+  // else (one 128 MiB line of `[{},{},...]` would hold it for minutes).
+  if (containersMoreThan(line, 1))
+    throw invalid(`${where} is not a row object (it nests objects or arrays).`);
   let value: unknown;
   try {
     value = JSON.parse(line);

@@ -2,9 +2,17 @@ import { StringDecoder } from "node:string_decoder";
 import yauzl from "yauzl";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { membersMoreThan, opensMoreThan } from "../json-shape.js";
 
 function invalid(message: string): PlatformError {
   return new PlatformError("bad_request", `Invalid archive: ${message}`);
+}
+
+function tooLarge(name: string, size: number, limit: number): PlatformError {
+  return new PlatformError(
+    "too_large",
+    `Invalid archive: ${name} is ${size} bytes uncompressed; an import reads at most ${limit} bytes (${(limit / 1024 / 1024).toFixed(2)} MiB) of it.`,
+  );
 }
 
 /**
@@ -65,7 +73,7 @@ export class ArchiveReader {
 
   private async open(name: string, limit: number): Promise<NodeJS.ReadableStream> {
     const entry = this.require(name);
-    if (entry.uncompressedSize > limit) throw invalid(`${name} is larger than ${limit} bytes.`);
+    if (entry.uncompressedSize > limit) throw tooLarge(name, entry.uncompressedSize, limit);
     try {
       return await this.zip.openReadStreamPromise(entry);
     } catch (error) {
@@ -73,7 +81,7 @@ export class ArchiveReader {
     }
   }
 
-  /** The bytes of `name`, refused when its declared size is over `limit`. */
+  /** The bytes of `name`, refused (`413 too_large`) when its declared size is over `limit`. */
   async read(name: string, limit: number): Promise<Buffer> {
     const chunks: Buffer[] = [];
     try {
@@ -91,10 +99,21 @@ export class ArchiveReader {
     return (await this.read(name, limit)).toString("utf8");
   }
 
-  /** `name` parsed as JSON. */
-  async json(name: string, limit = 64 * 1024 * 1024): Promise<unknown> {
+  /**
+   * `name` parsed as JSON, within `limit` bytes and `most` objects, arrays and object members,
+   * both checked before the host's main thread parses it: the time and memory a parse takes grow
+   * with the objects it builds, and 70 KB of zip inflating to 64 MiB of `{},` held the host for two
+   * minutes and 1.5 GB of heap.
+   */
+  async json(name: string, limit: number, most: number = LIMITS.jsonMembers): Promise<unknown> {
+    const text = await this.text(name, limit);
+    // Text shorter than a limit cannot pass it.
+    if (text.length > most && opensMoreThan(text, most))
+      throw invalid(`${name} holds more than ${most} objects and arrays ("{" and "[", in strings too).`);
+    if (text.length > most && membersMoreThan(text, most))
+      throw invalid(`${name} holds more than ${most} object members.`);
     try {
-      return JSON.parse(await this.text(name, limit));
+      return JSON.parse(text);
     } catch (error) {
       throw error instanceof PlatformError ? error : invalid(`${name} is not JSON.`);
     }

@@ -6,6 +6,7 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { checkImportedRow, type DeploymentData, type EarlyEntries, type StoredSchema } from "../db/index.js";
+import { membersMoreThan, opensMoreThan } from "../json-shape.js";
 import { type ArchivedObject, checkArchivedObject, type ObjectTransfer } from "../storage/index.js";
 import {
   ARCHIVE_FORMAT,
@@ -21,6 +22,12 @@ import {
   tableEntry,
 } from "./archive-format.js";
 import type { ArchiveReader } from "./archive-reader.js";
+
+/**
+ * Objects, arrays and members one line of `objects.jsonl` may hold: a record is one object of six
+ * members, with room for braces inside its strings (which the count does not tell apart).
+ */
+const RECORD_SHAPE = 64;
 
 function invalid(message: string): PlatformError {
   return new PlatformError("bad_request", `Invalid archive: ${message}`);
@@ -52,7 +59,7 @@ export async function readArchiveHead(reader: ArchiveReader): Promise<ArchiveHea
     throw invalid(`${MANIFEST_ENTRY} has no table counts.`);
   if (manifest.clock !== null && !Number.isFinite(manifest.clock))
     throw invalid(`${MANIFEST_ENTRY} has an invalid clock.`);
-  const deployment = await reader.json(DEPLOYMENT_ENTRY, 16 * 1024 * 1024);
+  const deployment = await reader.json(DEPLOYMENT_ENTRY, LIMITS.importDeploymentBytes);
   const settings = isObject(deployment) ? deployment.settings : undefined;
   if (
     !isObject(settings) ||
@@ -68,8 +75,26 @@ export async function readArchiveHead(reader: ArchiveReader): Promise<ArchiveHea
       approved: [...new Set((settings.approved as string[]).map((email) => email.toLowerCase()))],
     },
     code: await reader.text(CODE_ENTRY, LIMITS.bundleBytes),
-    schema: await reader.json(SCHEMA_ENTRY),
+    schema: await reader.json(SCHEMA_ENTRY, LIMITS.importSchemaBytes),
   };
+}
+
+/**
+ * The most bytes `early-entries.json` can hold for `schema` and the rows read (`ids`): an export
+ * writes it without spaces, naming each row (a quoted 22-character id and a comma) at most once
+ * per index that keeps early entries, so anything larger is not an export's (and is refused
+ * before the host's main thread parses it).
+ */
+function earlyEntriesBytes(schema: StoredSchema, ids: Map<string, Set<string>>): number {
+  let bytes = 2;
+  for (const [table, stored] of Object.entries(schema.tables)) {
+    const keeping = Object.entries(stored.indexes).filter(([, index]) => index.notBefore !== undefined);
+    if (keeping.length === 0) continue;
+    bytes += JSON.stringify(table).length + 4;
+    for (const [index] of keeping)
+      bytes += JSON.stringify(index).length + 4 + 25 * (ids.get(table)?.size ?? 0);
+  }
+  return bytes;
 }
 
 function checkEarlyEntries(
@@ -135,7 +160,8 @@ export async function readArchiveData(
     ids.set(table, seen);
   }
   onRows?.(done);
-  const earlyEntries = checkEarlyEntries(await reader.json(EARLY_ENTRIES_ENTRY), schema, ids);
+  const early = await reader.json(EARLY_ENTRIES_ENTRY, earlyEntriesBytes(schema, ids));
+  const earlyEntries = checkEarlyEntries(early, schema, ids);
   return { schema, clock, earlyEntries, tables };
 }
 
@@ -156,6 +182,10 @@ export async function readArchiveObjects(
   if (reader.has(OBJECTS_ENTRY)) {
     for await (const [line, number] of reader.lines(OBJECTS_ENTRY, 64 * 1024 * 1024)) {
       const where = `${OBJECTS_ENTRY} line ${number}`;
+      // A record is one object of six members: anything with far more shape is refused before
+      // the host's main thread parses it (one line of `[{},{},...]` costs as schema.json's would).
+      if (opensMoreThan(line, RECORD_SHAPE) || membersMoreThan(line, RECORD_SHAPE))
+        throw invalid(`${where} holds more objects, arrays or members than an object record.`);
       let value: unknown;
       try {
         value = JSON.parse(line);
@@ -177,7 +207,11 @@ export async function readArchiveObjects(
   if (!reader.has(OBJECTS_ENTRY) || !include) return null;
   if (head.manifest.objects?.count !== objects.length)
     throw invalid(`${OBJECTS_ENTRY} lists ${objects.length} objects; the manifest says otherwise.`);
-  for (const object of objects)
+  for (const object of objects) {
+    // A file of other size than its record says is a broken archive, not a large one.
+    if (reader.size(objectEntry(object.key)) !== object.size)
+      throw invalid(`the bytes of ${object.key} are not the ${object.size} its record says.`);
     await transfer.checkBytes(object, await reader.read(objectEntry(object.key), object.size));
+  }
   return objects;
 }
