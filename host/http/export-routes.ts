@@ -80,8 +80,10 @@ function resultView(result: ImportResult) {
 
 /**
  * Runs an import of the uploaded archive into `id`, checking `caller` (the access rule) again on
- * the record found under the deployment's lock. With `Accept: application/x-ndjson` the answer is
- * one progress line per step, then `{ import }` or `{ error }`; else the result as JSON.
+ * the record found under the deployment's lock; a developer's second import while one of theirs
+ * runs on this host is refused before its upload is read (`409 conflict`). With
+ * `Accept: application/x-ndjson` the answer is one progress line per step, then `{ import }` or
+ * `{ error }`; else the result as JSON.
  */
 async function receiveImport(
   ctx: Context,
@@ -108,30 +110,38 @@ async function receiveImport(
     const work = () => transfer.import(request(archive), onProgress);
     return owners ? owners.inTurn(developer, work) : work();
   };
+  // The developer's one import at a time is taken before a byte of the upload is written.
+  const importer = caller.kind === "developer" ? caller.developer.id : undefined;
   if (!ctx.get("accept").includes("application/x-ndjson")) {
-    const result = await withUploadedArchive(ctx, (archive) => run(archive));
+    const result = await transfer.importTurn(importer, () =>
+      withUploadedArchive(ctx, (archive) => run(archive)),
+    );
     ctx.status = 200;
     ctx.body = resultView(result);
     return;
   }
-  await withUploadedArchive(ctx, async (archive) => {
-    const stream = new PassThrough();
-    const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
-    ctx.status = 200;
-    ctx.type = "application/x-ndjson";
-    ctx.body = stream;
-    ctx.res.flushHeaders();
-    line({ progress: { step: "received" } });
-    await run(archive, (progress) => line({ progress }))
-      .then(
-        (result) => line({ import: resultView(result) }),
-        (error: unknown) =>
-          line({
-            error: isPlatformError(error) ? error.toJSON() : { code: "internal", message: "Internal error." },
-          }),
-      )
-      .finally(() => stream.end());
-  });
+  await transfer.importTurn(importer, () =>
+    withUploadedArchive(ctx, async (archive) => {
+      const stream = new PassThrough();
+      const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
+      ctx.status = 200;
+      ctx.type = "application/x-ndjson";
+      ctx.body = stream;
+      ctx.res.flushHeaders();
+      line({ progress: { step: "received" } });
+      await run(archive, (progress) => line({ progress }))
+        .then(
+          (result) => line({ import: resultView(result) }),
+          (error: unknown) =>
+            line({
+              error: isPlatformError(error)
+                ? error.toJSON()
+                : { code: "internal", message: "Internal error." },
+            }),
+        )
+        .finally(() => stream.end());
+    }),
+  );
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   type ImportResult,
   importArchive,
 } from "./import-archive.js";
+import { ImportTurns } from "./import-turns.js";
 import { PendingImports } from "./pending-imports.js";
 
 export type { ArchiveManifest } from "./archive-format.js";
@@ -22,6 +23,7 @@ export type { ImportProgress, ImportRequest, ImportResult, RunningExport };
 export class DeploymentTransfer {
   private readonly objects: ObjectTransfer;
   private readonly pending: PendingImports;
+  private readonly turns = new ImportTurns();
 
   constructor(
     private readonly db: HostDatabase,
@@ -44,6 +46,14 @@ export class DeploymentTransfer {
       request,
       onProgress,
     );
+  }
+
+  /**
+   * Runs `work` (receiving an archive, then importing it) as `developer`'s one import on this
+   * host, refused at once while another of theirs runs (see {@link ImportTurns}).
+   */
+  importTurn<T>(developer: string | undefined, work: () => Promise<T>): Promise<T> {
+    return this.turns.run(developer, work);
   }
 
   /**
