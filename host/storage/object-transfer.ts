@@ -102,18 +102,34 @@ export class ObjectTransfer {
   }
 
   /**
-   * Writes `bytes` as object `key` of `deployment` unless the store holds exactly these bytes
-   * there already (the same object, kept by a `--replace`); returns whether it wrote. Other bytes
-   * under a key the deployment uses are refused: overwriting them would change a stored object.
+   * Writes `bytes` as object `key` of `deployment` unless it is a stored object (a record names
+   * it) with exactly these bytes, which a `--replace` keeps; returns whether it wrote. A kept
+   * object is not locked: {@link keptObjectsGone} checks under the quota locks that it is still
+   * there. Other bytes of a stored object are refused: overwriting them would change it.
    */
   async stage(deployment: string, key: string, bytes: Buffer): Promise<boolean> {
     const blobKey = `${deployment}/${key}`;
     const present = await this.objects.blobs.get(blobKey);
-    if (present?.equals(bytes)) return false;
-    if (present && (await this.records.get(blobKey)))
+    if (present && (await this.records.get(blobKey))) {
+      if (present.equals(bytes)) return false;
       throw new PlatformError("conflict", `Object ${key} exists in ${deployment} with other bytes.`);
+    }
     await this.objects.blobs.put(blobKey, bytes);
     return true;
+  }
+
+  /**
+   * Of `kept` (keys whose staging {@link stage} skipped), those whose record is not among
+   * `existing` (the records read under the quota locks) or whose bytes are gone: deleted since
+   * they were staged. Their bytes may still be on their way out (a delete removes them after
+   * its lock), so writing them again cannot be trusted; the import must not commit their records.
+   */
+  async keptObjectsGone(deployment: string, kept: string[], existing: ObjectRecord[]): Promise<string[]> {
+    const recorded = new Set(existing.map((record) => record.key));
+    const gone: string[] = [];
+    for (const key of kept)
+      if (!recorded.has(key) || !(await this.objects.blobs.get(`${deployment}/${key}`))) gone.push(key);
+    return gone;
   }
 
   /** Removes staged or replaced bytes under `blobKeys` that no record names (idempotent). */

@@ -59,6 +59,18 @@ function notEmpty(id: string): PlatformError {
 }
 
 /**
+ * A `--replace` kept stored objects with the archive's bytes as they were, and `gone` of them
+ * were deleted before it committed: their records would name no bytes.
+ */
+function deletedMeanwhile(id: string, gone: string[]): PlatformError {
+  const named = gone.length === 1 ? `Object ${gone[0]} was` : `${gone.length} objects (${gone[0]}, ...) were`;
+  return new PlatformError(
+    "conflict",
+    `${named} deleted from ${id} while the import ran; nothing was imported. Retry the import to restore it with the archive's bytes.`,
+  );
+}
+
+/**
  * Imports an export archive into deployment `request.id`, new or empty (or any, with `replace`),
  * all or nothing. Everything is read and checked first: the code is loaded as a deploy loads it,
  * the archive's schema must be exactly the one that code declares, every row must fit it and every
@@ -115,11 +127,13 @@ async function load(
   const incoming =
     (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true)) ?? [];
   const { record, write, claimToken } = await target.record(code, head.settings, owner);
-  await stageObjects(parts, id, reader, incoming, onProgress);
+  const kept = await stageObjects(parts, id, reader, incoming, onProgress);
   onProgress({ step: "committing" });
   const quotaOwner = storageQuotaOwner(record);
   const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing) => {
     if (existing.length > 0 && !request.replace) throw notEmpty(id);
+    const gone = await parts.objects.keptObjectsGone(id, kept, existing);
+    if (gone.length > 0) throw deletedMeanwhile(id, gone);
     const objectWrites = await parts.objects.replacement(id, quotaOwner, existing, incoming);
     const replacedBlobs = existing.map((object) => `${id}/${object.key}`);
     const database = await parts.db.deployment(id);
@@ -140,23 +154,29 @@ async function load(
   };
 }
 
-/** Writes the objects' bytes, after a marker naming all of them (see {@link PendingImports}). */
+/**
+ * Writes the objects' bytes, after a marker naming all of them (see {@link PendingImports});
+ * returns the keys of stored objects with the same bytes, kept as they are (a `--replace`).
+ */
 async function stageObjects(
   parts: ImportParts,
   id: string,
   reader: ArchiveReader,
   incoming: ArchivedObject[],
   onProgress: (progress: ImportProgress) => void,
-): Promise<void> {
-  if (incoming.length === 0) return;
+): Promise<string[]> {
+  if (incoming.length === 0) return [];
   await parts.pending.begin(
     id,
     incoming.map((object) => `${id}/${object.key}`),
   );
+  const kept: string[] = [];
   let done = 0;
   for (const object of incoming) {
-    await parts.objects.stage(id, object.key, await reader.read(objectEntry(object.key), object.size));
+    const bytes = await reader.read(objectEntry(object.key), object.size);
+    if (!(await parts.objects.stage(id, object.key, bytes))) kept.push(object.key);
     if (++done % 100 === 0 || done === incoming.length)
       onProgress({ step: "objects", done, total: incoming.length });
   }
+  return kept;
 }

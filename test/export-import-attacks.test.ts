@@ -1,0 +1,293 @@
+/**
+ * Imports that attack the host rather than the target: a small archive whose JSON files inflate
+ * into work for the host's main thread, one developer's concurrent uploads filling the disk, and a
+ * `--replace` racing a delete of an object it keeps. Real host, real HTTP on loopback, real disk.
+ */
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
+import { ObjectTransfer } from "../host/storage/index.js";
+import { LIMITS } from "../sdk/protocol/index.js";
+import { dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./helpers/export-import.js";
+import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+type ErrorBody = { error: { code: string; message: string } };
+
+let host: TestHost;
+let ownerToken = "";
+let sessionToken = "";
+let publicKey = "";
+const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), Buffer.alloc(3000, 7)]);
+// Upload archives land in this process's own temporary folder, so the test can count them.
+let scratch = "";
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), "platform-import-attacks-"));
+  process.env.TMPDIR = scratch;
+  host = await startTestHost();
+  const developer = (await host.admin("/v1/developers", "POST", { name: "ada" })).json<{
+    token: string;
+    id: string;
+  }>();
+  ownerToken = developer.token;
+  const created = await host.admin("/v1/deploys", "POST", {
+    id: "shop",
+    code: await fixtureCode("transfer"),
+    owner: developer.id,
+  });
+  expect(created.status, created.text()).toBe(201);
+  const owner = (await host.call("shop", "mutation", "addOwner", { name: "Ada", account: "acct:ada" })).json<{
+    value: string;
+  }>().value;
+  expect((await host.call("shop", "mutation", "seed", { owner, from: 0, count: 20 })).status).toBe(200);
+  sessionToken = (await host.admin("/v1/deploys/shop/sessions", "POST", { email: "u@example.com" })).json<{
+    token: string;
+  }>().token;
+  const uploaded = await sendRequest(`${host.deploymentUrl("shop")}/storage?public=true`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${sessionToken}`, "content-type": "image/png" },
+    body: png,
+  });
+  expect(uploaded.status, uploaded.text()).toBe(201);
+  publicKey = uploaded.json<{ key: string }>().key;
+}, 120_000);
+
+afterAll(async () => {
+  await host?.dispose();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+function errorOf(response: HttpResponse): ErrorBody["error"] {
+  return response.json<ErrorBody>().error;
+}
+
+describe("JSON files of an import archive", () => {
+  it("refuses a schema.json over its limit before parsing it, naming the file and the limit", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    // The attack's shape: every three bytes one more object for JSON.parse to build.
+    const count = Math.ceil(LIMITS.importSchemaBytes / 3);
+    const bomb = await rewriteZip(exported, (files) =>
+      files.set("schema.json", Buffer.from(`[${"{},".repeat(count)}{}]`)),
+    );
+    const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(413);
+    expect(errorOf(refused).code).toBe("too_large");
+    expect(errorOf(refused).message).toContain("schema.json");
+    expect(errorOf(refused).message).toContain(String(LIMITS.importSchemaBytes));
+    expect((await host.admin("/v1/deploys/bomb-target", "GET")).status).toBe(404);
+  });
+
+  it("refuses a schema.json within its bytes that opens too many objects, before parsing it", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    const count = LIMITS.jsonMembers + 1;
+    const bomb = await rewriteZip(exported, (files) =>
+      files.set("schema.json", Buffer.from(`[${"{},".repeat(count)}{}]`)),
+    );
+    const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(400);
+    expect(errorOf(refused).message).toMatch(
+      new RegExp(`^Invalid archive: schema\\.json holds more than ${LIMITS.jsonMembers} objects and arrays`),
+    );
+  });
+
+  it("refuses an objects.jsonl line with more shape than an object record, before parsing it", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    const bomb = await rewriteZip(exported, (files) =>
+      files.set("objects.jsonl", Buffer.from(`{"key":[${"{},".repeat(100_000)}{}]}\n`)),
+    );
+    const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(400);
+    expect(errorOf(refused).message).toBe(
+      "Invalid archive: objects.jsonl line 1 holds more objects, arrays or members than an object record.",
+    );
+  });
+
+  it("refuses a table row that nests objects or arrays, before parsing it", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    // A row is one flat object of scalars; brackets inside its strings are its own business.
+    const bomb = await rewriteZip(exported, (files) =>
+      files.set("tables/owners.jsonl", Buffer.from(`[${"{},".repeat(100_000)}{}]\n`)),
+    );
+    const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(400);
+    expect(errorOf(refused).message).toBe(
+      "Invalid archive: tables/owners.jsonl line 1 is not a row object (it nests objects or arrays).",
+    );
+    expect((await host.admin("/v1/deploys/bomb-target", "GET")).status).toBe(404);
+  });
+
+  it("refuses a deployment.json over its limit, naming the file and the limit", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    const bomb = await rewriteZip(exported, (files) =>
+      files.set("deployment.json", Buffer.alloc(LIMITS.importDeploymentBytes + 1, " ")),
+    );
+    const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(413);
+    expect(errorOf(refused).message).toContain("deployment.json");
+    expect(errorOf(refused).message).toContain(String(LIMITS.importDeploymentBytes));
+  });
+
+  it("refuses an early-entries.json larger than the rows it may name could need", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    // No index of the fixture keeps early entries: `{}` is all an export writes.
+    const padded = await rewriteZip(exported, (files) =>
+      files.set("early-entries.json", Buffer.from(`{}${" ".repeat(100_000)}`)),
+    );
+    const refused = await importZip(host, "bomb-target", padded, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(413);
+    expect(errorOf(refused).message).toContain("early-entries.json");
+    expect((await host.admin("/v1/deploys/bomb-target", "GET")).status).toBe(404);
+  });
+});
+
+/** A capsule whose `notes.owner` is a `kind` field; `touch` writes every row again. */
+function notesCapsule(kind: "string" | "userId"): Promise<string> {
+  return sourceCode(`import { capsule, number, table, ${kind} } from "platform/server";
+export default capsule({
+  schema: { notes: table({ owner: ${kind}(), n: number() }) },
+  queries: {},
+  mutations: {
+    add: async (ctx, args) => {
+      for (let i = 0; i < args.count; i++) await ctx.db.notes.insert({ owner: "acct:" + i, n: i });
+      return args.count;
+    },
+    touch: async (ctx) => {
+      for (const row of await ctx.db.notes.collect()) await ctx.db.notes.update(row.id, { n: row.n + 1 });
+    },
+  },
+});
+`);
+}
+
+describe("early-entries.json within what its rows allow", () => {
+  it("imports the early entries of every row, exactly", async () => {
+    expect((await host.deployCode("early", await notesCapsule("string"))).status).toBe(201);
+    expect((await host.call("early", "mutation", "add", { count: 30 })).status).toBe(200);
+    // The field becomes userId() with rows in the table: rows written again since are the early
+    // entries of its hidden index, every row once.
+    expect((await host.deployCode("early", await notesCapsule("userId"))).status).toBe(200);
+    expect((await host.call("early", "mutation", "touch", {})).status).toBe(200);
+    const exported = (await exportZip(host, "early")).body;
+    const files = await unzipAll(exported);
+    const entries = JSON.parse(files.get("early-entries.json")!.toString()) as Record<
+      string,
+      Record<string, string[]>
+    >;
+    expect(Object.values(entries.notes ?? {}).map((ids) => ids.length)).toEqual([30]);
+    const imported = await importZip(host, "early-copy", exported);
+    expect(imported.status, imported.text()).toBe(200);
+    // Compared as values: the imported schema record lists an index's `notBefore` and `counted`
+    // in another order than a migration writes them (host/db/imported-data.ts).
+    const parsed = async (id: string) =>
+      Object.fromEntries(
+        Object.entries(await dumpDeployment(host.database, id)).map(([key, value]) => {
+          try {
+            return [key, JSON.parse(value) as unknown];
+          } catch {
+            return [key, value];
+          }
+        }),
+      );
+    expect(await parsed("early-copy")).toEqual(await parsed("early"));
+  });
+});
+
+/** An import whose body is sent piece by piece; the answer once the host gives one. */
+function openImport(id: string, token: string) {
+  const req = request(`${host.url}/v1/deploys/${id}/import?replace=1`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/zip" },
+    lookup: localhostLookup,
+  });
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+  });
+  return { req, answer };
+}
+
+/** Upload folders of imports in this process's temporary folder now. */
+async function uploadFolders(): Promise<string[]> {
+  return (await readdir(scratch)).filter((name) => name.startsWith("platform-import-"));
+}
+
+describe("concurrent imports of one developer", () => {
+  it("refuses a second import while the first is received, before reading its body", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    const first = openImport("shop", ownerToken);
+    first.req.write(exported.subarray(0, 1000));
+    while ((await uploadFolders()).length === 0) await sleep(10);
+
+    // A whole (small) body: refused as busy, not read as an archive.
+    const second = await importZip(host, "shop", Buffer.from("not a zip"), "?replace=1", ownerToken);
+    expect(second.status, second.text()).toBe(409);
+    expect(errorOf(second).message).toMatch(/already importing/);
+    // A body that never ends: answered all the same, so nothing of it was waited for.
+    const third = openImport("shop", ownerToken);
+    third.req.write(Buffer.alloc(64 * 1024, 1));
+    const thirdAnswer = await third.answer;
+    expect(thirdAnswer.status, thirdAnswer.text).toBe(409);
+    third.req.destroy();
+    expect(await uploadFolders()).toHaveLength(1);
+
+    first.req.end(exported.subarray(1000));
+    const firstAnswer = await first.answer;
+    expect(firstAnswer.status, firstAnswer.text).toBe(200);
+    // The turn is given back, after a success and after a failure.
+    const broken = await importZip(host, "shop", Buffer.from("not a zip"), "?replace=1", ownerToken);
+    expect(errorOf(broken).message).toMatch(/not a zip file/);
+    expect((await importZip(host, "shop", exported, "?replace=1", ownerToken)).status).toBe(200);
+    expect(await uploadFolders()).toEqual([]);
+  });
+});
+
+describe("a --replace racing a delete of an object it keeps", () => {
+  it("refuses the import and changes nothing when the object is deleted before the commit", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    const download = () => sendRequest(`${host.deploymentUrl("shop")}/storage/${publicKey}`);
+    expect((await download()).status).toBe(200);
+    let before: Record<string, string> = {};
+    // The window: the archive's bytes are staged (the kept object's skipped, being identical),
+    // the quota locks not yet taken; the object's uploader deletes it now.
+    const underQuotaLocks = ObjectTransfer.prototype.underQuotaLocks;
+    const spy = vi.spyOn(ObjectTransfer.prototype, "underQuotaLocks").mockImplementationOnce(async function (
+      this: ObjectTransfer,
+      ...args
+    ) {
+      const deleted = await sendRequest(`${host.deploymentUrl("shop")}/storage/${publicKey}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${sessionToken}` },
+      });
+      expect(deleted.status, deleted.text()).toBe(204);
+      before = await dumpDeployment(host.database, "shop");
+      return underQuotaLocks.apply(this, args) as never;
+    });
+    try {
+      const refused = await importZip(host, "shop", exported, "?replace=1", ownerToken);
+      expect(refused.status, refused.text()).toBe(409);
+      expect(errorOf(refused).message).toMatch(
+        /was deleted from shop while the import ran; nothing was imported\. Retry/,
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await dumpDeployment(host.database, "shop")).toEqual(before);
+    expect((await download()).status).toBe(404);
+
+    // Retried, the import brings the object back with its bytes.
+    const retried = await importZip(host, "shop", exported, "?replace=1", ownerToken);
+    expect(retried.status, retried.text()).toBe(200);
+    const restored = await download();
+    expect(restored.status).toBe(200);
+    expect(restored.body.equals(png)).toBe(true);
+  });
+});
