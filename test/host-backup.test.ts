@@ -463,6 +463,12 @@ describe("the backup route", () => {
     // The snapshot is taken: the delete is acknowledged, yet its bytes stay while the backup runs.
     await remove(last);
     expect(existsSync(blobPath(last))).toBe(true);
+    // A file uploaded after the snapshot is in no backup: deleting it frees its bytes at once, so
+    // an upload-and-delete loop cannot fill the disk while the quota shows nothing.
+    const later = await upload(randomBytes(1024));
+    expect(existsSync(blobPath(later))).toBe(true);
+    await remove(later);
+    expect(existsSync(blobPath(later))).toBe(false);
     // A second backup waits its turn.
     const second = await sendRequest(`${host.url}/v1/backup`, {
       headers: { authorization: `Bearer ${host.adminToken}` },

@@ -162,19 +162,20 @@ async function* backupLines(
  * serving. Writes acknowledged before the snapshot are in it; none made after is.
  */
 export async function startBackup(source: BackupSource): Promise<RunningBackup> {
-  const releaseDeletions = source.objects.holdDeletions();
+  const held = source.objects.holdDeletions();
   let snapshot: KvSnapshot | undefined;
   let closed: Promise<void> | undefined;
   const close = () => {
     closed ??= (async () => {
       await snapshot?.close().catch(() => {});
       // The held removals run after the response, not before its end.
-      void releaseDeletions();
+      void held.release();
     })();
     return closed;
   };
   try {
     snapshot = await takeSnapshot(source);
+    held.snapshotTaken();
     const takenAt = new Date().toISOString();
     const counted = await countSnapshot(source, snapshot);
     const head: BackupHead = {

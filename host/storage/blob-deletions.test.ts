@@ -23,10 +23,10 @@ describe("BlobDeletions", () => {
     await deletions.delete("d/public/a");
     await deletions.delete("d/public/b");
     expect(deletions.waiting).toBe(2);
-    await first();
-    await first(); // a second call of one release changes nothing
+    await first.release();
+    await first.release(); // a second call of one release changes nothing
     expect((await blobs.list("d/")).length).toBe(2);
-    await second();
+    await second.release();
     expect(await blobs.list("d/")).toEqual([]);
     expect(deletions.waiting).toBe(0);
   });
@@ -35,7 +35,7 @@ describe("BlobDeletions", () => {
     const blobs = await storeWith("d/public/kept", "d/public/gone");
     const referenced = new Set<string>();
     const deletions = new BlobDeletions(blobs, async (key) => referenced.has(key));
-    const release = deletions.hold();
+    const { release } = deletions.hold();
     await deletions.delete("d/public/kept");
     await deletions.delete("d/public/gone");
     // An import put a record with the same key (and the same bytes) back meanwhile.
@@ -49,9 +49,34 @@ describe("BlobDeletions", () => {
     const deletions = new BlobDeletions(blobs, async () => {
       throw new Error("database down");
     });
-    const release = deletions.hold();
+    const { release } = deletions.hold();
     await deletions.delete("d/public/a");
     await release();
     expect(await blobs.list("d/")).toEqual(["d/public/a"]);
+  });
+
+  it("removes at once bytes written after every open hold's snapshot, which no backup names", async () => {
+    const blobs = await storeWith("d/public/old", "d/public/between");
+    const deletions = new BlobDeletions(blobs, async () => false);
+    const hold = deletions.hold();
+    // Written before the snapshot: the snapshot may name it.
+    deletions.written("d/public/between");
+    hold.snapshotTaken();
+    await blobs.put("d/public/new", Buffer.from("new"));
+    deletions.written("d/public/new");
+    for (const key of ["d/public/old", "d/public/between", "d/public/new"]) await deletions.delete(key);
+    expect(await blobs.list("d/")).toEqual(["d/public/between", "d/public/old"]);
+    expect(deletions.waiting).toBe(2);
+
+    // A second backup's snapshot may name anything written before it began.
+    await blobs.put("d/public/again", Buffer.from("again"));
+    deletions.written("d/public/again");
+    const second = deletions.hold();
+    second.snapshotTaken();
+    await deletions.delete("d/public/again");
+    expect(await blobs.list("d/")).toContain("d/public/again");
+    await hold.release();
+    await second.release();
+    expect(await blobs.list("d/")).toEqual([]);
   });
 });

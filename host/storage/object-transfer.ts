@@ -115,6 +115,7 @@ export class ObjectTransfer {
       throw new PlatformError("conflict", `Object ${key} exists in ${deployment} with other bytes.`);
     }
     await this.objects.blobs.put(blobKey, bytes);
+    this.objects.bytesWritten(blobKey);
     return true;
   }
 

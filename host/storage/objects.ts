@@ -3,7 +3,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
-import { BlobDeletions } from "./blob-deletions.js";
+import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
@@ -51,11 +51,16 @@ export class ObjectService {
   }
 
   /**
-   * Holds every removal of object bytes until the returned function is called: a host backup
-   * copies the bytes of every record in its snapshot, including objects deleted since.
+   * Holds removals of object bytes until released: a host backup copies the bytes of every record
+   * in its snapshot, including objects deleted since (see blob-deletions.ts).
    */
-  holdDeletions(): () => Promise<void> {
+  holdDeletions(): BlobHold {
     return this.deletions.hold();
+  }
+
+  /** Notes bytes just written under blob key `key`, for the holds of running backups. */
+  bytesWritten(key: string): void {
+    this.deletions.written(key);
   }
 
   /** Removes the bytes under blob key `key` (now, or after the running backups; see {@link holdDeletions}). */
@@ -110,6 +115,7 @@ export class ObjectService {
     const blobKey = `${record.deployment}/${record.key}`;
     try {
       await this.blobs.put(blobKey, input.bytes);
+      this.deletions.written(blobKey);
     } catch (error) {
       throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
         cause: error,
