@@ -137,6 +137,7 @@ export default capsule({
         /FAILED at 10 and 20 rows per table: handler_error: .*boom: the handler threw/,
       );
       expect(human.stdout).toContain("2 handlers failed: boom, untyped");
+      expect(human.stdout).toContain('give it arguments in budget.json ("calls"');
 
       await writeFile(
         join(dir, "budget.json"),

@@ -113,8 +113,13 @@ function summary(report: BudgetReport, c: Colors): string[] {
         `${plural(over.length, "handler")} ${over.length === 1 ? "exceeds" : "exceed"} a limit within these sizes: ${over.join(", ")}`,
       ),
     );
-  if (report.failed.length > 0)
+  if (report.failed.length > 0) {
     out.push(c.red(`${plural(report.failed.length, "handler")} failed: ${report.failed.join(", ")}`));
+    // A handler that refuses the arguments made for it (another user's row, say) is correct code.
+    out.push(
+      `  a failed handler says nothing about its budgets: give it arguments in budget.json ("calls": { "<name>": { "args": ... } }, with "$id:<table>", "$user"...), or skip it ("skip": true); see docs/capsules.md, "Before production"`,
+    );
+  }
   if (over.length === 0 && report.failed.length === 0)
     out.push(c.green("no handler exceeds a limit within these sizes"));
   return out;
