@@ -39,6 +39,10 @@ it("redeploys on change, keeping data; a broken edit keeps the last good version
   await writeFile(file, `${source}\nthis is not typescript`);
   await dev.waitFor(/error: bad_request: Build failed[\s\S]*still serving the last version that deployed/);
   expect((await call("query", "count")).json()).toEqual({ value: 1001 });
+  // The same failure again (a save that changes nothing the build sees) is noted, not repeated.
+  await writeFile(file, `${source}\nthis is not typescript\n`);
+  await dev.waitFor(/the same error as above/);
+  expect(dev.output().match(/Build failed/g)).toHaveLength(1);
   expect(((await call("query", "list")).json() as { value: Array<{ text: string }> }).value[0]?.text).toBe(
     "survives",
   );

@@ -157,8 +157,11 @@ export function registerDev(program: Command): void {
         const stopChecking = flags.typecheck
           ? startTypeCheck(dir, entry, typeCheckPrinter(), (error) => reportError(error))
           : async () => {};
-        // Rebuilds run one after another, each once its folder has been quiet for a moment.
+        // Rebuilds run one after another, each once its folder has been quiet for a moment. A
+        // failure just like the last one (an editor's save seen twice, a save changing nothing
+        // the build sees) is not printed again, only noted.
         let running = Promise.resolve();
+        let lastFailure: unknown;
         const rebuildOnChange = (
           folder: string,
           rebuild: () => Promise<unknown>,
@@ -170,8 +173,16 @@ export function registerDev(program: Command): void {
             () => {
               running = running.then(() =>
                 rebuild().then(
-                  () => {},
+                  () => {
+                    lastFailure = undefined;
+                  },
                   (error: unknown) => {
+                    const text = String((error as Error)?.message ?? error);
+                    if (text === lastFailure) {
+                      process.stdout.write("platform dev: the same error as above\n");
+                      return;
+                    }
+                    lastFailure = text;
                     reportError(error);
                     process.stdout.write(afterFailure);
                   },
