@@ -36,6 +36,7 @@ const CLIENT_PAGE = `<!doctype html>
 <head>
   <meta charset="utf-8">
   <title>Notes</title>
+  <link rel="icon" href="data:,">
   <style>body{font:16px system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem}li{margin:.3rem 0}#error{color:#b00020}</style>
 </head>
 <body>
