@@ -83,8 +83,7 @@ export class BlobDeletions {
             this.deferred.add(key);
             continue;
           }
-          if (!(await this.isReferenced(key).catch(() => true)))
-            await this.blobs.delete(key).catch(() => {});
+          if (!(await this.isReferenced(key).catch(() => true))) await this.blobs.delete(key).catch(() => {});
         }
       },
     };
