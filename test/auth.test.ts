@@ -193,8 +193,10 @@ describe("sign-out", () => {
     expect(await closed).toBe(4001);
     expect(await call(host, "ga", "query", "whoami", signedIn.token)).toMatchObject({
       status: 401,
-      body: { error: { code: "unauthorized" } },
+      body: { error: { code: "unauthorized", message: "This session was signed out; sign in again." } },
     });
+    // The account stays an account of the deployment (the dashboard runs functions as it).
+    expect(await host.auth.accountExists("ga", "leaving@example.com")).toBe(true);
     expect((await post(host, "ga", "/__platform/auth/renew", { token: signedIn.token })).status).toBe(401);
     // Signing out again changes nothing; without a token it says what to send.
     expect((await post(host, "ga", "/__platform/auth/sign-out", { token: signedIn.token })).status).toBe(200);
@@ -360,6 +362,24 @@ describe("guest upgrade", () => {
     const merges = ((await call(dev, "dev", "query", "everything")).body.value as { merges: string[][] })
       .merges;
     expect(merges.filter(([from]) => from === "guest:twice")).toHaveLength(1);
+  });
+});
+
+describe("sign-out of a guest", () => {
+  it("a signed-out guest's token moves nothing at the next sign-in", async () => {
+    const g = await post(dev, "dev", "/__platform/auth/guest", { body: { name: "quitter" } });
+    const guestToken = g.body.token as string;
+    await call(dev, "dev", "mutation", "addNote", guestToken, { text: "left behind" });
+    expect((await post(dev, "dev", "/__platform/auth/sign-out", { token: guestToken })).status).toBe(200);
+    const signedIn = await post(dev, "dev", "/__platform/auth/dev-sign-in", {
+      token: guestToken,
+      body: { email: "quitter@example.com" },
+    });
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body.upgradedFrom).toBeUndefined();
+    expect((await call(dev, "dev", "query", "ownsNotes", signedIn.body.token as string)).body.value).toBe(
+      false,
+    );
   });
 });
 

@@ -31,6 +31,12 @@ import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnat
 export type IncarnationLookup = (id: string) => Promise<string | null | undefined>;
 
 /**
+ * Rewrites host record `key` of a deployment in a transaction of the deployment's own: `rewrite`
+ * gets the stored value and answers the new one (null: leave it). The deployment service runs it.
+ */
+export type RecordCommit = (key: Buffer, rewrite: (stored: string | null) => string | null) => Promise<void>;
+
+/**
  * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
  * the retirement of upgraded guests, told to the open connections that hold them. Tokens are
  * scoped to one deployment.
@@ -64,7 +70,7 @@ export class AuthService {
   private async endIfRetired(gate: SessionGate): Promise<void> {
     if (gate.ended) return;
     const record = await this.sessions.get(gate.sessionId).catch(() => undefined);
-    if (!record) gate.end(IDENTITY_ENDED.retired);
+    if (!record || record.signedOutAt !== undefined) gate.end(IDENTITY_ENDED.retired);
     else if (record.retiredAt !== undefined) gate.end(IDENTITY_ENDED.upgraded);
   }
 
@@ -272,19 +278,27 @@ export class AuthService {
   }
 
   /**
-   * Signs `token`'s session out: its record is deleted, so neither the token nor any renewal of it
-   * works again, on any host; once the session's writes in flight are done, the sockets holding it
-   * are closed (4001). An expired token within the renewal window may sign out too.
+   * Signs `token`'s session out: `commit` rewrites its record (marked signed out) in a transaction
+   * of the deployment, ordered with the mutations that check the session (see SessionProof) and
+   * announced by its commit to the other hosts, which close their sockets holding it. Once the
+   * session's socket writes in flight here are done, this host's sockets holding it close (4001).
+   * Neither the token nor any renewal of it works again; the account stays. An expired token
+   * within the renewal window may sign out too; signing out twice changes nothing.
    */
-  async signOut(deployment: string, token: string): Promise<void> {
+  async signOut(deployment: string, token: string, commit: RecordCommit): Promise<void> {
     refuseDeveloperToken(token);
     const claims = await this.verify(token, deployment, true);
-    const id = this.sessionId(deployment, claims.session);
+    const key = this.sessions.key(this.sessionId(deployment, claims.session));
+    const signedOut = (stored: string | null) => {
+      const record = stored === null ? undefined : (JSON.parse(stored) as SessionRecord);
+      if (!record || record.signedOutAt !== undefined) return null;
+      return JSON.stringify(Object.assign({}, record, { signedOutAt: Date.now() }));
+    };
     await this.open.retire(
       deployment,
       claims.session,
       IDENTITY_ENDED.retired,
-      () => this.sessions.delete(id),
+      () => commit(key, signedOut),
       () => true,
     );
   }
@@ -313,7 +327,7 @@ export class AuthService {
     if (claims.kind !== "guest") return null;
     const id = this.sessionId(deployment, claims.session);
     const record = await this.sessions.get(id);
-    if (!record || record.retiredAt !== undefined) return null;
+    if (!record || record.retiredAt !== undefined || record.signedOutAt !== undefined) return null;
     return {
       userId: claims.userId,
       session: claims.session,
@@ -323,7 +337,10 @@ export class AuthService {
           Object.assign({}, record, { retiredAt: Date.now(), upgradedTo: accountUserId }),
         ),
       }),
-      isRetired: async () => (await this.sessions.get(id))?.retiredAt !== undefined,
+      isRetired: async () => {
+        const now = await this.sessions.get(id);
+        return !now || now.retiredAt !== undefined || now.signedOutAt !== undefined;
+      },
     };
   }
 }

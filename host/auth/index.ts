@@ -1,5 +1,5 @@
 /** `host/auth`: tokens, sessions and identities of app users; developers and claim tokens. */
-export { AuthService } from "./auth-service.js";
+export { AuthService, type RecordCommit } from "./auth-service.js";
 export {
   CLAIM_TOKEN_PREFIX,
   DEVELOPER_TOKEN_PREFIX,

@@ -19,11 +19,15 @@ export interface SessionRecord {
   /** Set when a guest session was upgraded: its tokens are refused from then on. */
   retiredAt?: number;
   upgradedTo?: string;
+  /** Set when the session signed out: its tokens are refused from then on (the account stays). */
+  signedOutAt?: number;
 }
 
 /** `record` if it is a live session; else `unauthorized`, saying why. */
 export function requireLiveSession(record: SessionRecord | undefined): SessionRecord {
   if (!record) throw new PlatformError("unauthorized", "This session no longer exists; sign in again.");
+  if (record.signedOutAt !== undefined)
+    throw new PlatformError("unauthorized", "This session was signed out; sign in again.");
   if (record.retiredAt !== undefined) {
     throw new PlatformError(
       "unauthorized",

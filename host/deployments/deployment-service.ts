@@ -244,6 +244,26 @@ export class DeploymentService {
     return this.calls.callEndpoint(await this.registry.require(id), name, request, identity, session);
   }
 
+  /**
+   * Rewrites host record `key` in a transaction of deployment `id` (a session's sign-out), under
+   * its write lock: ordered with its mutations, and announced to the other hosts by the commit.
+   */
+  async rewriteRecord(
+    id: string,
+    key: Buffer,
+    rewrite: (stored: string | null) => string | null,
+  ): Promise<void> {
+    await this.registry.require(id);
+    const database = await this.db.deployment(id);
+    await database.mutate(
+      async (tx) => {
+        const next = rewrite(await tx.readKey(key));
+        if (next !== null) tx.writeRecord(key, next);
+      },
+      { handler: "auth.signOut", now: Date.now() },
+    );
+  }
+
   /** Upgrades a guest of deployment `id` to `account` in one transaction (see {@link upgradeGuest}). */
   async upgradeGuest(
     id: string,

@@ -115,7 +115,8 @@ export function authRoutes(
     const token = bearerToken(ctx);
     if (!token)
       throw new PlatformError("unauthorized", "Send the token to sign out as Authorization: Bearer <token>.");
-    await auth.signOut(ctx.state.deployment as string, token);
+    const deployment = ctx.state.deployment as string;
+    await auth.signOut(deployment, token, (key, rewrite) => deployments.rewriteRecord(deployment, key, rewrite));
     ctx.body = { signedOut: true };
   });
   router.post("/email/start", json, async (ctx) => {

@@ -1,0 +1,62 @@
+/**
+ * Sessions across two hosts on one PostgreSQL database: a sign-out on host A ends the session on
+ * host B too, its HTTP calls, its renewals and its open sockets (closed with 4001, as on one host),
+ * because the sign-out commits in the deployment's own transaction, which every host hears of.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { localhostLookup, sendRequest } from "../cli/http.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+
+const server = postgresForThisFile("Sessions across hosts");
+let a: TestHost;
+let b: TestHost;
+
+beforeAll(async () => {
+  if (!postgresInstalled) return;
+  a = await startTestHost({ database: server.url, requestQuota: false });
+  b = await startTestHost({ database: server.url, requestQuota: false });
+  const deployed = await a.deployFixture("notes", "guest-upgrade");
+  expect(deployed.status, deployed.text()).toBe(201);
+}, 120_000);
+afterAll(async () => {
+  await a?.dispose();
+  await b?.dispose();
+});
+
+async function post(host: TestHost, path: string, token?: string) {
+  const response = await sendRequest(`${host.deploymentUrl("notes")}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: "{}",
+  });
+  return { status: response.status, body: response.json<Record<string, unknown>>() };
+}
+
+describe.skipIf(!postgresInstalled)("sessions on two hosts", () => {
+  it("a sign-out on host A ends the session on host B: HTTP, renewal and its open socket", async () => {
+    const guest = await post(a, "/__platform/auth/guest");
+    const token = guest.body.token as string;
+    const url = `${b.deploymentUrl("notes").replace("http", "ws")}/api/sync?platform_token=${token}`;
+    const socket = new WebSocket(url, { lookup: localhostLookup } as WebSocket.ClientOptions);
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.once("close", (code, reason) => resolve({ code, reason: String(reason) })),
+    );
+    await new Promise((resolve, reject) => {
+      socket.once("open", resolve);
+      socket.once("error", reject);
+    });
+    expect((await post(b, "/api/query/mustBeSomeone", token)).status).toBe(200);
+
+    expect(await post(a, "/__platform/auth/sign-out", token)).toEqual({
+      status: 200,
+      body: { signedOut: true },
+    });
+    expect(await closed).toEqual({ code: 4001, reason: "session ended: sign in again" });
+    expect((await post(b, "/api/query/mustBeSomeone", token)).body).toEqual({
+      error: { code: "unauthorized", message: "This session was signed out; sign in again." },
+    });
+    expect((await post(b, "/__platform/auth/renew", token)).status).toBe(401);
+  }, 60_000);
+});
