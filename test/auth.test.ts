@@ -197,6 +197,18 @@ describe("sign-out", () => {
     });
     // The account stays an account of the deployment (the dashboard runs functions as it).
     expect(await host.auth.accountExists("ga", "leaving@example.com")).toBe(true);
+    // A session of an earlier deployment of this id (a sign-in that raced its deletion) is not.
+    const sessions = host.deployments.db.records<Record<string, unknown>>("sessions");
+    await sessions.put("ga/stale-session", {
+      deployment: "ga",
+      session: "stale-session",
+      userId: "user:ghost",
+      kind: "account",
+      email: "ghost@example.com",
+      incarnation: "an-earlier-one",
+      createdAt: Date.now(),
+    });
+    expect(await host.auth.accountExists("ga", "ghost@example.com")).toBe(false);
     expect((await post(host, "ga", "/__platform/auth/renew", { token: signedIn.token })).status).toBe(401);
     // Signing out again changes nothing; without a token it says what to send.
     expect((await post(host, "ga", "/__platform/auth/sign-out", { token: signedIn.token })).status).toBe(200);

@@ -151,14 +151,21 @@ export class AuthService {
   }
 
   /**
-   * Whether `email` (checked: `bad_request` when invalid) is an account of `deployment`: it
-   * signed in there at least once. Reads the deployment's sessions until the first match.
+   * Whether `email` (checked: `bad_request` when invalid) is an account of `deployment` as it is
+   * now: it signed in there at least once. Reads the deployment's sessions until the first match.
    */
-  accountExists(deployment: string, email: string): Promise<boolean> {
+  async accountExists(deployment: string, email: string): Promise<boolean> {
     const normalised = normaliseEmail(email);
+    const incarnation = await this.incarnationOf(deployment);
+    if (incarnation === undefined) return false;
+    // A session a sign-in racing the deletion of an earlier deployment of this id left behind is
+    // not of this one.
     return this.sessions.someInPrefix(
       `${deployment}/`,
-      (session) => session.kind === "account" && session.email === normalised,
+      (session) =>
+        session.kind === "account" &&
+        session.email === normalised &&
+        (session.incarnation ?? null) === incarnation,
     );
   }
 
