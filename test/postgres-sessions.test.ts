@@ -35,6 +35,25 @@ async function post(host: TestHost, path: string, token?: string) {
 }
 
 describe.skipIf(!postgresInstalled)("sessions on two hosts", () => {
+  it("ends a socket on host B that made no call, before B loaded the deployment", async () => {
+    const c = await startTestHost({ database: server.url, requestQuota: false });
+    try {
+      const guest = await post(a, "/__platform/auth/guest");
+      const token = guest.body.token as string;
+      const url = `${c.deploymentUrl("notes").replace("http", "ws")}/api/sync?platform_token=${token}`;
+      const socket = new WebSocket(url, { lookup: localhostLookup } as WebSocket.ClientOptions);
+      const closed = new Promise<number>((resolve) => socket.once("close", (code) => resolve(code)));
+      await new Promise((resolve, reject) => {
+        socket.once("open", resolve);
+        socket.once("error", reject);
+      });
+      expect((await post(a, "/__platform/auth/sign-out", token)).status).toBe(200);
+      expect(await closed).toBe(4001);
+    } finally {
+      await c.dispose();
+    }
+  }, 60_000);
+
   it("a sign-out on host A ends the session on host B: HTTP, renewal and its open socket", async () => {
     const guest = await post(a, "/__platform/auth/guest");
     const token = guest.body.token as string;

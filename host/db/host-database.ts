@@ -83,16 +83,15 @@ export class HostDatabase {
         deployment?.emitCommit(undefined);
       }
     } else if (message.type === "commit" || message.type === "schema") {
-      const loading = this.deployments.get(message.deployment);
-      if (!loading) return;
-      const deployment = await loading.catch(() => undefined);
-      if (!deployment) return;
-      if (message.type === "schema") await deployment.refresh();
+      const deployment = await this.deployments.get(message.deployment)?.catch(() => undefined);
+      if (message.type === "schema") await deployment?.refresh();
       else
-        deployment.emitCommit(
+        deployment?.emitCommit(
           message.all ? undefined : (message.keys ?? []).map((hex) => Buffer.from(hex, "hex")),
         );
     }
+    // Also for a deployment this host has not loaded: a socket may hold one of its sessions here
+    // before any call loaded it (a sign-out or a guest upgrade elsewhere ends that session).
     for (const handler of [...this.messageHandlers]) handler(message);
   }
 
