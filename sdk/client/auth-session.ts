@@ -28,6 +28,8 @@ export class AuthSession {
   private readonly emailAttempts = new Map<string, string>();
   private closed = false;
   private readonly tokens: TokenStore;
+  /** The token the store held when this client last read or wrote it (see {@link adoptStored}). */
+  private inStore: string | null;
 
   constructor(
     private readonly baseUrl: string,
@@ -37,6 +39,7 @@ export class AuthSession {
   ) {
     this.tokens = new TokenStore(store, baseUrl);
     this.stored = this.tokens.read();
+    this.inStore = this.current();
     this.state = this.stateOf(this.stored.current, true, null);
   }
 
@@ -59,7 +62,7 @@ export class AuthSession {
   private save(next: StoredAuth): void {
     const tokenChanged = next.current?.token !== this.stored.current?.token;
     this.stored = next;
-    this.tokens.write(next);
+    if (this.tokens.write(next)) this.inStore = this.current();
     this.scheduleRenewal();
     if (tokenChanged) for (const listener of [...this.tokenListeners]) listener();
   }
@@ -86,15 +89,17 @@ export class AuthSession {
   }
 
   /**
-   * Takes the store's token when another client of the same store (another tab) replaced the one
-   * this client holds, which it is about to renew or replace (`replacing`): a sign-in there retires
-   * this tab's guest, and a new guest made here must not overwrite that account in the store.
-   * True when it took one.
+   * Takes the store's token when another client of the same store (another tab) wrote it since
+   * this one last read or wrote the store, as this client is about to renew or replace its own
+   * (`replacing`): a sign-in there retires this tab's guest, and a new guest made here must not
+   * overwrite that account in the store. True when it took one.
    */
   private adoptStored(replacing: string): boolean {
     const stored = this.tokens.read();
     const token = stored.current?.token;
-    if (!token || token === replacing || token === this.current()) return false;
+    // Unchanged since this client last saw it (a store refusing writes still holds an old token).
+    if (!token || token === this.inStore || token === replacing || token === this.current()) return false;
+    this.inStore = token;
     this.stored = stored;
     this.scheduleRenewal();
     this.publish();

@@ -45,12 +45,14 @@ export class TokenStore {
     return { current: null };
   }
 
-  /** Keeps `next` as the stored session (best effort). */
-  write(next: StoredAuth): void {
+  /** Keeps `next` as the stored session (best effort); false when the store refused it. */
+  write(next: StoredAuth): boolean {
     try {
       this.store.set(this.key, JSON.stringify(next));
+      return true;
     } catch {
       // Storage may be full or disabled (private browsing): the session still works in memory.
+      return false;
     }
   }
 }
