@@ -79,4 +79,19 @@ describe("BlobDeletions", () => {
     await second.release();
     expect(await blobs.list("d/")).toEqual([]);
   });
+
+  it("keeps held the bytes of a key written again after its removal was held", async () => {
+    const blobs = await storeWith("d/public/k");
+    const deletions = new BlobDeletions(blobs, async () => false);
+    const hold = deletions.hold();
+    hold.snapshotTaken();
+    // The snapshot names k; it is deleted, then an import stages the same key again and fails.
+    await deletions.delete("d/public/k");
+    await blobs.put("d/public/k", Buffer.from("d/public/k"));
+    deletions.written("d/public/k");
+    await deletions.delete("d/public/k");
+    expect(await blobs.list("d/")).toEqual(["d/public/k"]);
+    await hold.release();
+    expect(await blobs.list("d/")).toEqual([]);
+  });
 });

@@ -37,12 +37,14 @@ export class BlobDeletions {
 
   /** Notes that bytes were just written under `key` (an upload, an import's staging). */
   written(key: string): void {
-    if (this.holds > 0 && this.snapshotsPending === 0) this.fresh.add(key);
+    // Bytes written again under a key whose removal is held (an import restaging it) may be the
+    // ones a snapshot names: they stay held.
+    if (this.holds > 0 && this.snapshotsPending === 0 && !this.deferred.has(key)) this.fresh.add(key);
   }
 
   /** Removes the bytes under `key` now, or once every hold is released. */
   async delete(key: string): Promise<void> {
-    if (this.holds > 0 && !this.fresh.has(key)) this.deferred.add(key);
+    if (this.holds > 0 && (!this.fresh.has(key) || this.deferred.has(key))) this.deferred.add(key);
     else {
       this.fresh.delete(key);
       await this.blobs.delete(key);
