@@ -1,5 +1,5 @@
 import { type DispatchResponse, decodeDispatchResponse } from "../../sdk/protocol/index.js";
-import { membersMoreThan, opensMoreThan } from "../json-shape.js";
+import { containersMoreThan, membersMoreThan } from "../json-shape.js";
 
 /**
  * Reads the runtime's answer to one dispatch (`=` and a value's JSON, or `!` and an error's).
@@ -17,7 +17,7 @@ export function readRuntimeAnswer(wire: unknown, resultBytes: number): DispatchR
       error: { code: "too_large", message: `The handler's result is larger than ${resultBytes} bytes.` },
     };
   }
-  if (wire.startsWith("!") && (opensMoreThan(wire, 8) || membersMoreThan(wire, 8)))
+  if (wire.startsWith("!") && (containersMoreThan(wire, 8) || membersMoreThan(wire, 8)))
     return {
       ok: false,
       error: { code: "handler_error", message: "The handler failed with an error the platform cannot read." },

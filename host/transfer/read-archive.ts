@@ -6,7 +6,7 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { checkImportedRow, type DeploymentData, type EarlyEntries, type StoredSchema } from "../db/index.js";
-import { membersMoreThan, opensMoreThan } from "../json-shape.js";
+import { containersMoreThan, membersMoreThan } from "../json-shape.js";
 import { type ArchivedObject, checkArchivedObject, type ObjectTransfer } from "../storage/index.js";
 import {
   ARCHIVE_FORMAT,
@@ -23,10 +23,7 @@ import {
 } from "./archive-format.js";
 import type { ArchiveReader } from "./archive-reader.js";
 
-/**
- * Objects, arrays and members one line of `objects.jsonl` may hold: a record is one object of six
- * members, with room for braces inside its strings (which the count does not tell apart).
- */
+/** Members one line of `objects.jsonl` may hold: a record is one flat object of a few members. */
 const RECORD_SHAPE = 64;
 
 function invalid(message: string): PlatformError {
@@ -184,7 +181,7 @@ export async function readArchiveObjects(
       const where = `${OBJECTS_ENTRY} line ${number}`;
       // A record is one object of six members: anything with far more shape is refused before
       // the host's main thread parses it (one line of `[{},{},...]` costs as schema.json's would).
-      if (opensMoreThan(line, RECORD_SHAPE) || membersMoreThan(line, RECORD_SHAPE))
+      if (containersMoreThan(line, 1) || membersMoreThan(line, RECORD_SHAPE))
         throw invalid(`${where} holds more objects, arrays or members than an object record.`);
       let value: unknown;
       try {
