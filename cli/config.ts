@@ -70,7 +70,10 @@ function unreadable(file: string, cause?: unknown): PlatformError {
 export function writeConfig(config: CliConfig): void {
   const dir = configDir();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
+  // Best effort: a PLATFORM_CONFIG_DIR of another owner keeps its mode (the file is 0600 anyway).
+  try {
+    chmodSync(dir, 0o700);
+  } catch {}
   const temporary = join(dir, `.config.json.${randomBytes(6).toString("hex")}.tmp`);
   // "wx": created here or not at all, never an existing file or a link planted at the name.
   const fd = openSync(temporary, "wx", 0o600);

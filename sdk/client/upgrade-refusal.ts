@@ -15,16 +15,19 @@ export class UpgradeRefusal {
   /** The host refused the socket's token, or ended its identity while it was open (close 4001). */
   refused = false;
 
+  /** The socket opened: whatever ends it later is not a refused upgrade. */
   opened(): void {
     this.wasOpen = true;
   }
 
+  /** The socket's error event: `ws` names a refused upgrade's status in its message. */
   error(event: unknown): void {
     const message = String((event as { message?: unknown } | undefined)?.message ?? "");
     if (message !== "") this.told = true;
     if (/\b401\b/.test(message)) this.refused = true;
   }
 
+  /** The socket closed with `code`: 4001 is the host ending its identity. */
   closed(code: number | undefined): void {
     if (code === SYNC_CLOSE.identityEnded) this.refused = true;
   }
