@@ -3,9 +3,10 @@
  * working at once, for the operator API and for the dashboard sessions it signed in, so a leaked
  * token is not valid for good. Only the operator replaces another developer's token.
  */
+import { get } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 
@@ -59,6 +60,31 @@ it("a developer replaces their token: the old one and its dashboard sessions sto
   expect(await shellStatus(cookie)).toBe(302);
   expect(await shellStatus(await dashboardCookie(fresh.token))).toBe(200);
 });
+
+it("a log stream the replaced token opened ends", async () => {
+  const created = (await host.admin("/v1/developers", "POST", { name: "Follower" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const code = await fixtureCode("todo");
+  expect((await host.admin("/v1/deploys", "POST", { id: "followed", code, owner: created.id })).status).toBe(
+    201,
+  );
+  const ended = new Promise<number>((resolve, reject) => {
+    const req = get(
+      `${host.url}/v1/deploys/followed/logs?follow=1`,
+      { headers: { authorization: `Bearer ${created.token}` } },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on("error", reject);
+  });
+  expect((await api("/me/token", created.token, "POST")).status).toBe(200);
+  // Ends within LIMITS.logFollowRecheckMs of the replacement; no time is asserted.
+  expect(await ended).toBe(200);
+}, 60_000);
 
 it("the operator replaces any developer's token; a developer cannot replace another's", async () => {
   const one = (await host.admin("/v1/developers", "POST", { name: "One" })).json<{

@@ -32,7 +32,7 @@ import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
 import { withOwners } from "./owner-view.js";
-import { principalOf, resolvePrincipal, type SessionLookup } from "./principal.js";
+import { principalOf, principalStillLive, resolvePrincipal, type SessionLookup } from "./principal.js";
 import { ownPaths } from "./routing.js";
 
 const principal = principalOf;
@@ -243,7 +243,7 @@ export function controlPlaneRoutes(
   });
   router.get("/deploys/:id/logs", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
-    streamLogs(ctx, deployments.logs, record.id);
+    streamLogs(ctx, deployments.logs, record.id, () => principalStillLive(ctx));
   });
   router.delete("/me/deploys/:id/storage/:visibility/:object", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -1,15 +1,22 @@
 import { PassThrough } from "node:stream";
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { LogHub } from "../deployments/index.js";
 import { onlyUnder } from "./routing.js";
 
 /**
  * Answers with a deployment's kept log lines as NDJSON; with `?follow=1` the response stays open
- * and carries new lines as they are written, until the client goes away or the deployment is
- * deleted.
+ * and carries new lines as they are written, until the client goes away, the deployment is
+ * deleted, or `stillAllowed` (asked every {@link LIMITS.logFollowRecheckMs}) says the caller's
+ * credential ended (a replaced token, a signed-out session).
  */
-export function streamLogs(ctx: Context, hub: LogHub, deployment: string): void {
+export function streamLogs(
+  ctx: Context,
+  hub: LogHub,
+  deployment: string,
+  stillAllowed: () => Promise<boolean> = async () => true,
+): void {
   const stream = new PassThrough();
   ctx.type = "application/x-ndjson";
   ctx.set("Cache-Control", "no-store");
@@ -24,10 +31,22 @@ export function streamLogs(ctx: Context, hub: LogHub, deployment: string): void 
     (line) => stream.write(`${JSON.stringify(line)}\n`),
     () => stream.end(),
   );
-  ctx.req.on("close", () => {
+  const recheck = setInterval(() => {
+    stillAllowed().then(
+      (allowed) => allowed || end(),
+      () => {},
+    );
+  }, LIMITS.logFollowRecheckMs);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(recheck);
     stop();
     stream.end();
-  });
+  };
+  ctx.req.on("close", end);
+  stream.on("close", end);
 }
 
 /**

@@ -46,6 +46,7 @@ export function resolvePrincipal(adminToken: string, developers: Developers, ses
         );
       authoriseSessionRequest(signedIn.csrf, ctx.get(CSRF_HEADER), sentFromThisOrigin(ctx));
       ctx.state.principal = signedIn.who;
+      ctx.state.principalLive = async () => (await sessions.current(ctx)) !== undefined;
       ctx.set("Cache-Control", "no-store");
       await next();
       return;
@@ -61,9 +62,20 @@ export function resolvePrincipal(adminToken: string, developers: Developers, ses
       const developer = await developers.authenticate(token);
       if (!developer) throw new PlatformError("forbidden", "That token is not valid for this host.");
       ctx.state.principal = { kind: "developer", developer } satisfies Principal;
+      ctx.state.principalLive = async () => (await developers.authenticate(token)) !== undefined;
     }
     await next();
   };
+}
+
+/**
+ * Whether the credential {@link resolvePrincipal} accepted still speaks for its caller (a long
+ * response asks again: a developer token replaced or a dashboard session ended since). The
+ * operator's token lasts as long as the host's.
+ */
+export function principalStillLive(ctx: Context): Promise<boolean> {
+  const live = ctx.state.principalLive as (() => Promise<boolean>) | undefined;
+  return live ? live() : Promise.resolve(true);
 }
 
 /** The caller {@link resolvePrincipal} found. */

@@ -346,6 +346,12 @@ export const LIMITS = {
    * handler (`handlerWallMs`) before it closes the remaining connections. Ours.
    */
   drainGraceMs: 5000,
+  /**
+   * How often a followed log stream (`GET /v1/deploys/<id>/logs?follow=1`) checks that the token
+   * or dashboard session that opened it still speaks for someone: a replaced developer token or a
+   * signed-out session ends its streams within this time. Ours.
+   */
+  logFollowRecheckMs: 5000,
   /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
   dashboardPageRows: 100,
   /**
