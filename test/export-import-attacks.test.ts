@@ -83,14 +83,16 @@ describe("JSON files of an import archive", () => {
 
   it("refuses a schema.json within its bytes that opens too many objects, before parsing it", async () => {
     const exported = (await exportZip(host, "shop")).body;
-    const count = LIMITS.jsonMembers + 1;
+    const count = LIMITS.importSchemaMembers + 1;
     const bomb = await rewriteZip(exported, (files) =>
       files.set("schema.json", Buffer.from(`[${"{},".repeat(count)}{}]`)),
     );
     const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
     expect(refused.status, refused.text()).toBe(400);
     expect(errorOf(refused).message).toMatch(
-      new RegExp(`^Invalid archive: schema\\.json holds more than ${LIMITS.jsonMembers} objects and arrays`),
+      new RegExp(
+        `^Invalid archive: schema\\.json holds more than ${LIMITS.importSchemaMembers} objects and arrays`,
+      ),
     );
   });
 

@@ -72,7 +72,7 @@ export async function readArchiveHead(reader: ArchiveReader): Promise<ArchiveHea
       approved: [...new Set((settings.approved as string[]).map((email) => email.toLowerCase()))],
     },
     code: await reader.text(CODE_ENTRY, LIMITS.bundleBytes),
-    schema: await reader.json(SCHEMA_ENTRY, LIMITS.importSchemaBytes),
+    schema: await reader.json(SCHEMA_ENTRY, LIMITS.importSchemaBytes, LIMITS.importSchemaMembers),
   };
 }
 

@@ -316,15 +316,22 @@ export const LIMITS = {
   importArchiveEntries: 200_000,
   /**
    * Uncompressed bytes of an import archive's `schema.json` and `deployment.json`, each checked
-   * (with {@link LIMITS.jsonMembers} objects, arrays and members) before the host's main thread
-   * parses it: 70 KB of zip inflating to 64 MiB of `{},` held it for two minutes. Ours: a stored
-   * schema is its declared tables with one short record per index, about 5 KiB for a table of 30
-   * fields and 10 indexes, so 4 MiB holds some 800 such tables (deploys bound a schema only by the
-   * declaration's {@link LIMITS.resultBytes}); `deployment.json` repeats the declaration beside the
-   * approved emails (one settings request, {@link LIMITS.requestBodyBytes}) and the names of at
-   * most {@link LIMITS.envValues} env values (0.8 MiB).
+   * (with {@link LIMITS.jsonMembers} objects, arrays and members, `schema.json` with
+   * {@link LIMITS.importSchemaMembers}) before the host's main thread parses it: 70 KB of zip
+   * inflating to 64 MiB of `{},` held it for two minutes. Ours: a stored schema is its declared
+   * tables with one short record per field and index, about 2.6 KiB and 150 members for a table
+   * of 30 fields and 10 indexes, so 4 MiB holds some 1,500 such tables (deploys bound a schema only
+   * by the declaration's {@link LIMITS.resultBytes}); `deployment.json` repeats the declaration
+   * beside the approved emails (one settings request, {@link LIMITS.requestBodyBytes}) and the
+   * names of at most {@link LIMITS.envValues} env values (0.8 MiB).
    */
   importSchemaBytes: 4 * 1024 * 1024,
+  /**
+   * Objects, arrays and members of an import's `schema.json`: room for the 4 MiB above filled with
+   * real tables (a parse of this many costs the main thread a few hundred milliseconds, once per
+   * import, and a developer imports one archive at a time). Ours.
+   */
+  importSchemaMembers: 1024 * 1024,
   importDeploymentBytes: 4 * 1024 * 1024,
   /**
    * How long a host remembers a mutation's idempotency key (the client's `Idempotency-Key`), at
