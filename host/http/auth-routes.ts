@@ -116,7 +116,9 @@ export function authRoutes(
     if (!token)
       throw new PlatformError("unauthorized", "Send the token to sign out as Authorization: Bearer <token>.");
     const deployment = ctx.state.deployment as string;
-    await auth.signOut(deployment, token, (key, rewrite) => deployments.rewriteRecord(deployment, key, rewrite));
+    await auth.signOut(deployment, token, (key, rewrite) =>
+      deployments.rewriteRecord(deployment, key, rewrite),
+    );
     ctx.body = { signedOut: true };
   });
   router.post("/email/start", json, async (ctx) => {
