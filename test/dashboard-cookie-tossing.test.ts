@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { TWO_SESSION_COOKIES } from "../host/http/principal.js";
+import { postSignIn } from "./helpers/dashboard.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -29,20 +30,7 @@ afterAll(async () => {
   await proxied.dispose();
 });
 
-async function signIn(target: TestHost, token: string, headers: Record<string, string> = {}) {
-  const response = await sendRequest(`${target.url}/dashboard/login`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "sec-fetch-site": "same-origin",
-      origin: target.url,
-      ...headers,
-    },
-    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
-  });
-  const cookie = [response.headers["set-cookie"] ?? []].flat()[0];
-  return { response, cookie, pair: cookie?.split(";")[0] as string };
-}
+const signIn = postSignIn;
 
 async function csrfOf(target: TestHost, cookie: string, headers: Record<string, string> = {}) {
   const shell = await sendRequest(`${target.url}/dashboard`, { headers: { cookie, ...headers } });

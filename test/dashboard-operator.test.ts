@@ -12,6 +12,7 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { hashSecret } from "../host/auth/index.js";
+import { postSignIn } from "./helpers/dashboard.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -33,20 +34,7 @@ beforeAll(async () => {
 afterAll(() => host.dispose());
 
 /** Signs in with `token` as a same-origin form post would; the session cookie, or undefined. */
-async function signIn(target: TestHost, token: string, headers: Record<string, string> = {}) {
-  const response = await sendRequest(`${target.url}/dashboard/login`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "sec-fetch-site": "same-origin",
-      origin: target.url,
-      ...headers,
-    },
-    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
-  });
-  const cookie = [response.headers["set-cookie"] ?? []].flat()[0];
-  return { response, cookie, pair: cookie?.split(";")[0] };
-}
+const signIn = postSignIn;
 
 function page(path: string, cookie: string | undefined, target: TestHost = host) {
   return sendRequest(`${target.url}${path}`, { headers: cookie ? { cookie } : {} });

@@ -6,6 +6,7 @@
 import { get } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { dashboardSignIn } from "./helpers/dashboard.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -22,18 +23,7 @@ const api = (path: string, token: string, method = "GET") =>
     ...(method === "POST" ? { body: "{}" } : {}),
   });
 
-async function dashboardCookie(token: string): Promise<string> {
-  const response = await sendRequest(`${host.url}/dashboard/login`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "sec-fetch-site": "same-origin",
-      origin: host.url,
-    },
-    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
-  });
-  return ([response.headers["set-cookie"] ?? []].flat()[0] as string).split(";")[0] as string;
-}
+const dashboardCookie = async (token: string) => (await dashboardSignIn(host, token)).cookie;
 
 const shellStatus = async (cookie: string) =>
   (await sendRequest(`${host.url}/dashboard`, { headers: { cookie } })).status;

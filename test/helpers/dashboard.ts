@@ -8,6 +8,26 @@ export interface DashboardSession {
   csrf: string;
 }
 
+/**
+ * Posts the dashboard's sign-in form to `target` with `token` (and `headers` over the browser's
+ * same-origin ones), whatever the answer: the response, the session cookie set (if any) and its
+ * `name=value` pair.
+ */
+export async function postSignIn(target: TestHost, token: string, headers: Record<string, string> = {}) {
+  const response = await sendRequest(`${target.url}/dashboard/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      origin: target.url,
+      ...headers,
+    },
+    body: `token=${encodeURIComponent(token)}&next=%2Fdashboard`,
+  });
+  const cookie = [response.headers["set-cookie"] ?? []].flat()[0];
+  return { response, cookie, pair: cookie?.split(";")[0] as string };
+}
+
 /** Signs in to `host`'s dashboard with `token` as its own sign-in form would. */
 export async function dashboardSignIn(host: TestHost, token: string): Promise<DashboardSession> {
   const response = await sendRequest(`${host.url}/dashboard/login`, {
