@@ -220,7 +220,12 @@ async function serve(flags: HostFlags): Promise<void> {
  * created it 0700): it holds every tenant's rows and files, and the dashboard's sessions.
  */
 function warnIfShared(data: string): void {
-  const stats = statSync(data, { throwIfNoEntry: false });
+  let stats: ReturnType<typeof statSync>;
+  try {
+    stats = statSync(data, { throwIfNoEntry: false });
+  } catch {
+    return; // Not a folder (a file on its path): starting the host says so.
+  }
   if (!stats) return;
   const mode = stats.mode & 0o777;
   if ((mode & 0o077) !== 0)
