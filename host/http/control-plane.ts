@@ -1,8 +1,7 @@
-import { PassThrough } from "node:stream";
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import {
   checkClaimant,
   checkManage,
@@ -31,6 +30,7 @@ import { registerStorageRoutes } from "./dashboard-storage-api.js";
 import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
+import { streamOutcome } from "./ndjson-outcome.js";
 import { withOwners } from "./owner-view.js";
 import { principalOf, principalStillLive, resolvePrincipal, type SessionLookup } from "./principal.js";
 import { ownPaths } from "./routing.js";
@@ -198,22 +198,12 @@ export function controlPlaneRoutes(
     if (!existing && who.kind === "developer") await deployments.owners.check(who.developer.id);
     if (ctx.get("accept").includes("application/x-ndjson")) {
       // Streamed deploy: one line per backfill step, then the result (or the error).
-      const stream = new PassThrough();
-      const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
-      ctx.status = existing ? 200 : 201;
-      ctx.type = "application/x-ndjson";
-      ctx.body = stream;
-      run((progress) => line({ progress }))
-        .then(
-          (record) => line({ deploy: view(record) }),
-          (error: unknown) =>
-            line({
-              error: isPlatformError(error)
-                ? error.toJSON()
-                : { code: "internal", message: "Internal error." },
-            }),
-        )
-        .finally(() => stream.end());
+      void streamOutcome(
+        ctx,
+        existing ? 200 : 201,
+        (line) => run((progress) => line({ progress })),
+        (record) => ({ deploy: view(record) }),
+      );
       return;
     }
     const record = await run();

@@ -7,7 +7,7 @@ import { pipeline } from "node:stream/promises";
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { checkDataTransfer, type OperatorCaller } from "../access/index.js";
 import {
   checkDeploymentId,
@@ -17,6 +17,7 @@ import {
 } from "../deployments/index.js";
 import type { DeploymentTransfer, ImportProgress, ImportResult } from "../transfer/index.js";
 import { sentFromThisOrigin } from "./form-origin.js";
+import { streamOutcome } from "./ndjson-outcome.js";
 import { onlyUnder } from "./routing.js";
 
 /** `?objects=0` leaves stored objects out of an export (or an import); anything else keeps them. */
@@ -121,26 +122,18 @@ async function receiveImport(
     return;
   }
   await transfer.importTurn(importer, () =>
-    withUploadedArchive(ctx, async (archive) => {
-      const stream = new PassThrough();
-      const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
-      ctx.status = 200;
-      ctx.type = "application/x-ndjson";
-      ctx.body = stream;
-      ctx.res.flushHeaders();
-      line({ progress: { step: "received" } });
-      await run(archive, (progress) => line({ progress }))
-        .then(
-          (result) => line({ import: resultView(result) }),
-          (error: unknown) =>
-            line({
-              error: isPlatformError(error)
-                ? error.toJSON()
-                : { code: "internal", message: "Internal error." },
-            }),
-        )
-        .finally(() => stream.end());
-    }),
+    withUploadedArchive(ctx, (archive) =>
+      streamOutcome(
+        ctx,
+        200,
+        (line) => {
+          line({ progress: { step: "received" } });
+          return run(archive, (progress) => line({ progress }));
+        },
+        (result) => ({ import: resultView(result) }),
+        true,
+      ),
+    ),
   );
 }
 
