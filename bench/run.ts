@@ -17,6 +17,7 @@ const BENCHMARKS: Array<{ name: string; script: string }> = [
   { name: "live", script: "bench/live/run.ts" },
   { name: "peers", script: "bench/peers/run.ts" },
   { name: "hosts", script: "bench/hosts/run.ts" },
+  { name: "fairness", script: "bench/fairness/run.ts" },
 ];
 
 /** Runs one benchmark, passing its output through; resolves with its target lines and exit code. */

@@ -7,7 +7,9 @@
  * Writes `started` as it starts sending, and `ready` once every loop had an answer and every flood
  * had a call refused (its queue is full); runs until killed, or until its standard input closes: the test process holds the other
  * end, so an attacker never outlives a test process that died (it would go on calling refused
- * ports as fast as it can, slowing every later test on the machine).
+ * ports as fast as it can, slowing every later test on the machine). A line `count` on its
+ * standard input makes it write `answered <json>`: how many of each target's calls have been
+ * answered so far, by status (0 for a call that failed without an answer).
  */
 import { sendRequest } from "../../cli/http.js";
 
@@ -23,12 +25,21 @@ const { urls, targets } = JSON.parse(process.argv[2] as string) as {
   targets: Target[];
 };
 
-const call = (target: Target) =>
-  sendRequest(`${urls[target.id]}/api/query/${target.name}`, {
+/** Answers so far, by target id, then by status. */
+const answered: Record<string, Record<number, number>> = {};
+
+const call = async (target: Target) => {
+  const response = await sendRequest(`${urls[target.id]}/api/query/${target.name}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: "{}",
   }).catch(() => null);
+  const byStatus = answered[target.id] ?? {};
+  const status = response?.status ?? 0;
+  byStatus[status] = (byStatus[status] ?? 0) + 1;
+  answered[target.id] = byStatus;
+  return response;
+};
 
 function attack(target: Target): Promise<unknown> {
   if (target.mode === "flood") {
@@ -53,6 +64,9 @@ function attack(target: Target): Promise<unknown> {
 }
 
 process.stdin.on("end", () => process.exit(0));
-process.stdin.resume();
+process.stdin.on("data", (chunk: Buffer) => {
+  for (const line of chunk.toString().split("\n"))
+    if (line === "count") process.stdout.write(`answered ${JSON.stringify(answered)}\n`);
+});
 process.stdout.write("started\n");
 void Promise.all(targets.map(attack)).then(() => process.stdout.write("ready\n"));
