@@ -76,6 +76,24 @@ it("a log stream the replaced token opened ends", async () => {
   expect(await ended).toBe(200);
 }, 60_000);
 
+it("of several replacements with one token at once, one answers with a working token and the others are refused", async () => {
+  const created = (await host.admin("/v1/developers", "POST", { name: "Hasty" })).json<{ token: string }>();
+  const answers = await Promise.all(Array.from({ length: 5 }, () => api("/me/token", created.token, "POST")));
+  const issued = answers.filter((answer) => answer.status === 200);
+  expect(issued).toHaveLength(1);
+  for (const refused of answers.filter((answer) => answer.status !== 200))
+    expect(refused.json()).toEqual({
+      error: {
+        code: "forbidden",
+        message: expect.stringMatching(
+          /^That token (is not valid for this host|was replaced while this request ran; use the newest token)\.$/,
+        ),
+      },
+    });
+  const token = (issued[0] as (typeof issued)[number]).json<{ token: string }>().token;
+  expect((await api("/me", token)).status).toBe(200);
+});
+
 it("the operator replaces any developer's token; a developer cannot replace another's", async () => {
   const one = (await host.admin("/v1/developers", "POST", { name: "One" })).json<{
     id: string;

@@ -58,6 +58,8 @@ function newDeveloperToken(): string {
 export class Developers {
   private readonly byId: RecordStore<DeveloperRecord>;
   private readonly byToken: RecordStore<{ id: string }>;
+  /** Each developer's last rotation in this process, for the next to wait for. */
+  private readonly rotations = new Map<string, Promise<void>>();
 
   constructor(db: HostDatabase) {
     this.byId = db.records<DeveloperRecord>("developers");
@@ -106,11 +108,32 @@ export class Developers {
   /**
    * Gives developer `id` a new token, returned once: the old one stops working at once, and so do
    * the dashboard sessions it signed in (see DashboardSessions). Undefined when there is no such
-   * developer.
+   * developer. `replacing`, the hash of the token the caller proved, must still be the developer's
+   * when the new one is written: of two rotations with one token at once, the second is refused
+   * instead of answering with a token the first made dead. Rotations of one developer take turns
+   * in this process.
    */
-  async rotateToken(id: string): Promise<string | undefined> {
+  rotateToken(id: string, replacing?: string): Promise<string | undefined> {
+    const turn = (this.rotations.get(id) ?? Promise.resolve()).then(() => this.rotateNow(id, replacing));
+    const settled = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.rotations.set(id, settled);
+    void settled.then(() => {
+      if (this.rotations.get(id) === settled) this.rotations.delete(id);
+    });
+    return turn;
+  }
+
+  private async rotateNow(id: string, replacing: string | undefined): Promise<string | undefined> {
     const developer = await this.byId.get(id);
     if (!developer) return undefined;
+    if (replacing !== undefined && !sameSecret(developer.tokenHash, replacing))
+      throw new PlatformError(
+        "forbidden",
+        "That token was replaced while this request ran; use the newest token.",
+      );
     const token = newDeveloperToken();
     const tokenHash = hashSecret(token);
     await this.byToken.put(tokenHash, { id });

@@ -54,6 +54,9 @@ export function registerDeveloperRoutes(
         "bad_request",
         "The operator's token is PLATFORM_ADMIN_TOKEN: change it where the host starts. A developer's: POST /v1/developers/<id>/token.",
       );
-    ctx.body = { id: who.developer.id, token: await developers.rotateToken(who.developer.id) };
+    ctx.body = {
+      id: who.developer.id,
+      token: await developers.rotateToken(who.developer.id, who.developer.tokenHash),
+    };
   });
 }
