@@ -11,13 +11,12 @@ import {
   OpenSessions,
   type SessionGate,
 } from "./open-sessions.js";
-import { sweepEndedGuestSessions } from "./session-sweep.js";
+import { type GuestToUpgrade, SessionStore, signedOutRecord } from "./session-store.js";
 import {
   accountUserId,
   type IssuedToken,
   namedGuestUserId,
   normaliseEmail,
-  requireLiveSession,
   type SessionProof,
   type SessionRecord,
 } from "./sessions.js";
@@ -42,10 +41,9 @@ export type RecordCommit = (key: Buffer, rewrite: (stored: string | null) => str
  * scoped to one deployment.
  */
 export class AuthService {
-  private readonly sessions: RecordStore<SessionRecord>;
+  private readonly sessions: SessionStore;
   private readonly tokens: TokenService;
   private readonly open: OpenSessions;
-
   private readonly emailCodes: RecordStore<unknown>;
 
   private constructor(
@@ -53,11 +51,11 @@ export class AuthService {
     secret: Uint8Array,
     private readonly incarnationOf: IncarnationLookup,
   ) {
-    this.sessions = db.records<SessionRecord>("sessions");
+    this.sessions = new SessionStore(db);
     this.emailCodes = db.records<unknown>("email-codes");
     this.tokens = new TokenService(secret);
     this.open = new OpenSessions((deployment, session) =>
-      this.sessions.key(this.sessionId(deployment, session)).toString("hex"),
+      this.sessions.key(deployment, session).toString("hex"),
     );
     // A guest upgraded on another host: its commit wrote the session record.
     db.onAnnouncement((message) => {
@@ -69,7 +67,7 @@ export class AuthService {
 
   private async endIfRetired(gate: SessionGate): Promise<void> {
     if (gate.ended) return;
-    const record = await this.sessions.get(gate.sessionId).catch(() => undefined);
+    const record = await this.sessions.byId(gate.sessionId).catch(() => undefined);
     if (!record || record.signedOutAt !== undefined) gate.end(IDENTITY_ENDED.retired);
     else if (record.retiredAt !== undefined) gate.end(IDENTITY_ENDED.upgraded);
   }
@@ -80,10 +78,6 @@ export class AuthService {
    */
   static async open(db: HostDatabase, incarnationOf: IncarnationLookup): Promise<AuthService> {
     return new AuthService(db, await loadTokenSecret(db), incarnationOf);
-  }
-
-  private sessionId(deployment: string, session: string): string {
-    return `${deployment}/${session}`;
   }
 
   private async startSession(
@@ -107,7 +101,7 @@ export class AuthService {
       createdAt: now,
       ...(email ? { email } : {}),
     };
-    await this.sessions.put(this.sessionId(deployment, record.session), record);
+    await this.sessions.add(record);
     return this.issue(record, Math.floor(now / 1000));
   }
 
@@ -157,16 +151,7 @@ export class AuthService {
   async accountExists(deployment: string, email: string): Promise<boolean> {
     const normalised = normaliseEmail(email);
     const incarnation = await this.incarnationOf(deployment);
-    if (incarnation === undefined) return false;
-    // A session a sign-in racing the deletion of an earlier deployment of this id left behind is
-    // not of this one.
-    return this.sessions.someInPrefix(
-      `${deployment}/`,
-      (session) =>
-        session.kind === "account" &&
-        session.email === normalised &&
-        (session.incarnation ?? null) === incarnation,
-    );
+    return incarnation !== undefined && this.sessions.hasAccount(deployment, normalised, incarnation);
   }
 
   /**
@@ -185,9 +170,9 @@ export class AuthService {
     return claims;
   }
 
-  /** Deletes the records of guest sessions no token can use any more (see {@link sweepEndedGuestSessions}). */
+  /** Deletes the records of guest sessions no token can use any more (see SessionStore). */
   sweepEndedGuests(now?: number): Promise<number> {
-    return sweepEndedGuestSessions(this.sessions, now);
+    return this.sessions.sweepEndedGuests(now);
   }
 
   /**
@@ -195,22 +180,16 @@ export class AuthService {
    * of its sessions are refused anyway: a new deployment with the same id has another incarnation.
    */
   async purgeDeployment(id: string): Promise<void> {
-    await this.sessions.deletePrefix(`${id}/`);
+    await this.sessions.purge(id);
     await this.emailCodes.deletePrefix(`${id}/`);
   }
 
-  private async liveSession(claims: TokenClaims): Promise<SessionRecord> {
-    return requireLiveSession(await this.sessions.get(this.sessionId(claims.deployment, claims.session)));
+  private liveSession(claims: TokenClaims): Promise<SessionRecord> {
+    return this.sessions.live(claims.deployment, claims.session);
   }
 
-  /** What a mutation checks again in its transaction: the session is still live (see {@link SessionProof}). */
   private sessionProof(claims: TokenClaims): SessionProof {
-    return {
-      key: this.sessions.key(this.sessionId(claims.deployment, claims.session)),
-      check: (stored) => {
-        requireLiveSession(stored === null ? undefined : (JSON.parse(stored) as SessionRecord));
-      },
-    };
+    return this.sessions.proof(claims.deployment, claims.session);
   }
 
   /** The identity a request's bearer token proves, or throws `unauthorized`. */
@@ -295,17 +274,12 @@ export class AuthService {
   async signOut(deployment: string, token: string, commit: RecordCommit): Promise<void> {
     refuseDeveloperToken(token);
     const claims = await this.verify(token, deployment, true);
-    const key = this.sessions.key(this.sessionId(deployment, claims.session));
-    const signedOut = (stored: string | null) => {
-      const record = stored === null ? undefined : (JSON.parse(stored) as SessionRecord);
-      if (!record || record.signedOutAt !== undefined) return null;
-      return JSON.stringify(Object.assign({}, record, { signedOutAt: Date.now() }));
-    };
+    const key = this.sessions.key(deployment, claims.session);
     await this.open.retire(
       deployment,
       claims.session,
       IDENTITY_ENDED.retired,
-      () => commit(key, signedOut),
+      () => commit(key, signedOutRecord),
       () => true,
     );
   }
@@ -321,33 +295,9 @@ export class AuthService {
    * window, so a pending upgrade can be finished later), or null when the token is not a guest's
    * or the guest was already upgraded.
    */
-  async guestToUpgrade(
-    deployment: string,
-    token: string,
-  ): Promise<{
-    userId: string;
-    session: string;
-    retire: (accountUserId: string) => { key: Buffer; value: string };
-    isRetired: () => Promise<boolean>;
-  } | null> {
+  async guestToUpgrade(deployment: string, token: string): Promise<GuestToUpgrade | null> {
     const claims = await this.verify(token, deployment, true);
     if (claims.kind !== "guest") return null;
-    const id = this.sessionId(deployment, claims.session);
-    const record = await this.sessions.get(id);
-    if (!record || record.retiredAt !== undefined || record.signedOutAt !== undefined) return null;
-    return {
-      userId: claims.userId,
-      session: claims.session,
-      retire: (accountUserId) => ({
-        key: this.sessions.key(id),
-        value: JSON.stringify(
-          Object.assign({}, record, { retiredAt: Date.now(), upgradedTo: accountUserId }),
-        ),
-      }),
-      isRetired: async () => {
-        const now = await this.sessions.get(id);
-        return !now || now.retiredAt !== undefined || now.signedOutAt !== undefined;
-      },
-    };
+    return this.sessions.upgradable(deployment, claims.session, claims.userId);
   }
 }

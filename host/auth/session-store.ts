@@ -1,0 +1,109 @@
+import type { HostDatabase, RecordStore } from "../db/index.js";
+import { sweepEndedGuestSessions } from "./session-sweep.js";
+import { requireLiveSession, type SessionProof, type SessionRecord } from "./sessions.js";
+
+/** What a sign-in that upgrades a guest needs of the guest's session (see {@link SessionStore.upgradable}). */
+export interface GuestToUpgrade {
+  userId: string;
+  session: string;
+  /** The session's record, retired into account `accountUserId`, for the upgrade's transaction to write. */
+  retire: (accountUserId: string) => { key: Buffer; value: string };
+  /** True once the session was retired or signed out (by another sign-in, here or on another host). */
+  isRetired: () => Promise<boolean>;
+}
+
+/** True when a session can no longer be upgraded or used: gone, retired or signed out. */
+const ended = (record: SessionRecord | undefined): boolean =>
+  !record || record.retiredAt !== undefined || record.signedOutAt !== undefined;
+
+/**
+ * App users' session records of one host, each `<deployment>/<session>`: what AuthService reads
+ * and writes of them, kept apart from tokens and open connections.
+ */
+export class SessionStore {
+  private readonly records: RecordStore<SessionRecord>;
+
+  constructor(db: HostDatabase) {
+    this.records = db.records<SessionRecord>("sessions");
+  }
+
+  /** The storage key of session `session` of `deployment` (commits name keys so). */
+  key(deployment: string, session: string): Buffer {
+    return this.records.key(`${deployment}/${session}`);
+  }
+
+  /** The record whose id is `<deployment>/<session>` (a gate's session id), or undefined. */
+  byId(sessionId: string): Promise<SessionRecord | undefined> {
+    return this.records.get(sessionId);
+  }
+
+  /** Writes a new session's record. */
+  add(record: SessionRecord): Promise<void> {
+    return this.records.put(`${record.deployment}/${record.session}`, record);
+  }
+
+  /** The session's record if it may still be used; throws `unauthorized` otherwise. */
+  async live(deployment: string, session: string): Promise<SessionRecord> {
+    return requireLiveSession(await this.records.get(`${deployment}/${session}`));
+  }
+
+  /** What a mutation checks again in its transaction: the session is still live (see {@link SessionProof}). */
+  proof(deployment: string, session: string): SessionProof {
+    return {
+      key: this.key(deployment, session),
+      check: (stored) => {
+        requireLiveSession(stored === null ? undefined : (JSON.parse(stored) as SessionRecord));
+      },
+    };
+  }
+
+  /**
+   * Whether `email` (normalised) signed in to `deployment`'s incarnation `incarnation` at least
+   * once: a session a sign-in racing the deletion of an earlier deployment of this id left behind is
+   * not of this one. Reads the deployment's sessions until the first match.
+   */
+  hasAccount(deployment: string, email: string, incarnation: string | null): Promise<boolean> {
+    return this.records.someInPrefix(
+      `${deployment}/`,
+      (session) =>
+        session.kind === "account" &&
+        session.email === email &&
+        (session.incarnation ?? null) === incarnation,
+    );
+  }
+
+  /** Deletes the records of guest sessions no token can use any more (see {@link sweepEndedGuestSessions}). */
+  sweepEndedGuests(now?: number): Promise<number> {
+    return sweepEndedGuestSessions(this.records, now);
+  }
+
+  /** Removes every session of deployment `id`. */
+  purge(id: string): Promise<void> {
+    return this.records.deletePrefix(`${id}/`);
+  }
+
+  /** Session `session` of `deployment` as a guest a sign-in may upgrade, or null when it ended. */
+  async upgradable(deployment: string, session: string, userId: string): Promise<GuestToUpgrade | null> {
+    const id = `${deployment}/${session}`;
+    const record = await this.records.get(id);
+    if (!record || ended(record)) return null;
+    return {
+      userId,
+      session,
+      retire: (accountUserId) => ({
+        key: this.records.key(id),
+        value: JSON.stringify(
+          Object.assign({}, record, { retiredAt: Date.now(), upgradedTo: accountUserId }),
+        ),
+      }),
+      isRetired: async () => ended(await this.records.get(id)),
+    };
+  }
+}
+
+/** A stored session record marked signed out now, or null to leave it (gone, or signed out already). */
+export function signedOutRecord(stored: string | null): string | null {
+  const record = stored === null ? undefined : (JSON.parse(stored) as SessionRecord);
+  if (!record || record.signedOutAt !== undefined) return null;
+  return JSON.stringify(Object.assign({}, record, { signedOutAt: Date.now() }));
+}
