@@ -11,7 +11,7 @@ function delay(ms: number): Promise<void> {
 /**
  * A graceful stop of the HTTP server: it stops listening at once (a balancer's next connection
  * goes to another host), closes idle kept-alive connections, lets requests in flight finish (each
- * response closes its connection: see `closeWhileDraining`), answers the mutations taken on each
+ * response closes its connection: see `closeWhen` in server.ts), answers the mutations taken on each
  * sync socket and closes it for a reconnect elsewhere. After `boundMs` whatever is left is closed
  * as it is.
  */

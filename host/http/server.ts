@@ -122,7 +122,7 @@ export function createHttpApp(options: HttpOptions): Koa {
           controlPlaneLanding(),
         ]
       : [];
-  app.use(closeWhileDraining(draining));
+  app.use(closeWhen(draining));
   app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
   app.use(
     resolveTenant({
@@ -137,13 +137,17 @@ export function createHttpApp(options: HttpOptions): Koa {
   return app;
 }
 
-/** Answers with `Connection: close` while the host drains (see {@link HttpOptions.draining}). */
-function closeWhileDraining(draining: () => boolean): Koa.Middleware {
+/**
+ * Answers with `Connection: close` while the host drains (see {@link HttpOptions.draining}), and
+ * when the answer comes before the request's body was received (a refusal of a large upload):
+ * kept alive, the connection would go on receiving and discarding whatever the client still sends.
+ */
+function closeWhen(draining: () => boolean): Koa.Middleware {
   return async (ctx, next) => {
     try {
       await next();
     } finally {
-      if (draining()) ctx.set("Connection", "close");
+      if (draining() || !ctx.req.complete) ctx.set("Connection", "close");
     }
   };
 }
