@@ -107,7 +107,7 @@ it("bounds the arguments a connection's subscriptions keep", async () => {
   ws.send(JSON.stringify({ type: "subscribe", id: "huge", name: "byBucket", args: { bucket: 1, big } }));
   const refused = await next((m) => m.id === "huge");
   expect(refused.type).toBe("error");
-  expect((refused.error as { message: string }).message).toContain("arguments are too large");
+  expect((refused.error as { message: string }).message).toContain("are too large");
   // Just under the limit each: the connection's total runs out first.
   const each = "y".repeat(SYNC_LIMITS.subscriptionArgsBytes - 100);
   const fit = Math.floor(SYNC_LIMITS.subscriptionsArgsBytes / SYNC_LIMITS.subscriptionArgsBytes);
@@ -120,6 +120,38 @@ it("bounds the arguments a connection's subscriptions keep", async () => {
   ws.send(JSON.stringify({ type: "unsubscribe", id: "s0" }));
   ws.send(JSON.stringify({ type: "subscribe", id: "again", name: "byBucket", args: { bucket: 1, each } }));
   expect((await next((m) => m.id === "again")).type).toBe("value");
+  ws.close();
+}, 60_000);
+
+it("counts a subscription's id and query name with its arguments, and refuses overlong ids and names unechoed", async () => {
+  const { ws, next } = await connect();
+  ws.send(JSON.stringify({ type: "subscribe", id: "i".repeat(1e6), name: "byBucket", args: { bucket: 1 } }));
+  expect(await next((m) => m.type === "error" && m.id === undefined)).toEqual({
+    type: "error",
+    error: { code: "bad_request", message: `A message id is at most ${SYNC_LIMITS.idChars} characters.` },
+  });
+  ws.send(JSON.stringify({ type: "subscribe", id: "long-name", name: "n".repeat(1e6), args: {} }));
+  expect(
+    await next(
+      (m) =>
+        m.type === "error" && String((m.error as { message: string }).message).includes("name is at most"),
+    ),
+  ).toEqual({
+    type: "error",
+    error: {
+      code: "bad_request",
+      message: `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters.`,
+    },
+  });
+  // Arguments that fit alone, with an id at its limit that makes them not fit.
+  const id = "d".repeat(SYNC_LIMITS.idChars);
+  const padding = "p".repeat(SYNC_LIMITS.subscriptionArgsBytes - 100);
+  ws.send(JSON.stringify({ type: "subscribe", id, name: "byBucket", args: { bucket: 1, padding } }));
+  const refused = await next((m) => m.id === id);
+  expect(refused.type).toBe("error");
+  expect((refused.error as { message: string }).message).toContain("are too large");
+  ws.send(JSON.stringify({ type: "subscribe", id: "short", name: "byBucket", args: { bucket: 1, padding } }));
+  expect((await next((m) => m.id === "short")).type).toBe("value");
   ws.close();
 }, 60_000);
 

@@ -13,7 +13,12 @@ export const SYNC_LIMITS = {
   bufferedBytes: 4 * 1024 * 1024,
   /** As a request body: platform/client refuses a larger message before sending it. */
   messageBytes: LIMITS.requestBodyBytes,
+  /** What one subscription keeps: its id, query name and arguments (bytes). */
   subscriptionArgsBytes: 64 * 1024,
+  /** Characters of a message's id (the client's own, echoed in every answer to it). */
+  idChars: 256,
+  /** Characters of a subscribe or mutation message's `name`. */
+  nameChars: 1024,
   subscriptionsArgsBytes: 4 * 1024 * 1024,
   /** Arguments kept by all connections of one client address together. */
   addressArgsBytes: 16 * 1024 * 1024,
@@ -75,6 +80,23 @@ export function unknownMessageType(message: ClientMessage): string {
 }
 
 /**
+ * The reply to a message whose id or name is longer than {@link SYNC_LIMITS} allows (neither is
+ * echoed), or undefined when both fit.
+ */
+export function overlong(message: ClientMessage): object | undefined {
+  const { id, name } = message as { id?: unknown; name?: unknown };
+  const what =
+    typeof id === "string" && id.length > SYNC_LIMITS.idChars
+      ? `A message id is at most ${SYNC_LIMITS.idChars} characters`
+      : typeof name === "string" && name.length > SYNC_LIMITS.nameChars
+        ? `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters`
+        : undefined;
+  return what === undefined
+    ? undefined
+    : { type: "error", error: { code: "bad_request", message: `${what}.` } };
+}
+
+/**
  * The reply to a subscribe or mutation message whose `name` is not a string (as its `error`, or its
  * `mutationResult`), or undefined for any other message.
  */
@@ -123,12 +145,13 @@ export class SubscriptionArgs {
   constructor(private readonly address: AddressArgs = { kept: () => 0, move: () => {} }) {}
 
   /**
-   * Counts subscription `id`'s arguments, or refuses them (`bad_request`) when they do not fit. An
-   * id kept already gives its room back first: it counts once, as its release gives back once.
+   * Counts subscription `id` with its query `name` and arguments, or refuses it (`bad_request`)
+   * when it does not fit. An id kept already gives its room back first: it counts once, as its
+   * release gives back once.
    */
-  keep(id: string, argsJson: string): void {
+  keep(id: string, name: string, argsJson: string): void {
     this.release(id);
-    const bytes = Buffer.byteLength(argsJson);
+    const bytes = Buffer.byteLength(id) + Buffer.byteLength(name) + Buffer.byteLength(argsJson);
     if (
       bytes > SYNC_LIMITS.subscriptionArgsBytes ||
       this.total + bytes > SYNC_LIMITS.subscriptionsArgsBytes ||
@@ -136,7 +159,7 @@ export class SubscriptionArgs {
     )
       throw new PlatformError(
         "bad_request",
-        `Subscription ${id}'s arguments are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address. Pass ids, not data.`,
+        `Subscription ${id}'s arguments (with its id and query name) are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address. Pass ids, not data.`,
       );
     this.bytes.set(id, bytes);
     this.total += bytes;

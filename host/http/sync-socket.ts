@@ -11,6 +11,7 @@ import {
   type ArgsPerAddress,
   type ClientMessage,
   nameMissing,
+  overlong,
   readClientMessage,
   SubscriptionArgs,
   SYNC_LIMITS,
@@ -135,6 +136,8 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       send({ type: "error", error: callerError(error) });
       return;
     }
+    const tooLong = overlong(message);
+    if (tooLong) return send(tooLong);
     const id = typeof message.id === "string" ? message.id : "";
     const refusal = nameMissing(message, id);
     if (refusal) return send(refusal);
@@ -154,7 +157,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
         return;
       }
       try {
-        keptArgs.keep(id, args);
+        keptArgs.keep(id, message.name, args);
       } catch (error) {
         send({ type: "error", id, error: callerError(error) });
         return;
