@@ -89,6 +89,21 @@ describe("live queries across a redeploy", () => {
     await host.live.settled();
     expect(count.values).toEqual([0, 1]);
   }, 60_000);
+
+  it("hear the commits of a deployment deleted and created again under its id", async () => {
+    expect((await host.deployCode("reborn", await sourceCode(version("first")))).status).toBe(201);
+    const before = await subscribe("reborn", "count");
+    await add("reborn", "old");
+    await host.live.settled();
+    expect(before.values).toEqual([0, 1]);
+
+    expect((await host.admin("/v1/deploys/reborn", "DELETE")).status).toBe(204);
+    expect((await host.deployCode("reborn", await sourceCode(version("second")))).status).toBe(201);
+    const after = await subscribe("reborn", "count");
+    await add("reborn", "new");
+    await host.live.settled();
+    expect(after.values).toEqual([0, 1]);
+  }, 60_000);
 });
 
 describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two hosts", () => {

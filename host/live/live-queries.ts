@@ -34,10 +34,15 @@ export class LiveQueries {
   private readonly byDeployment = new Map<string, Set<Group>>();
   private readonly readSets = new Map<string, ReadSetIndex<Group>>();
   private readonly queues = new Map<string, RerunQueue>();
-  private readonly listening = new Map<string, () => void>();
+  /**
+   * The database each deployment's commits are heard from, and how to stop hearing them. A
+   * deployment deleted and created again under its id has another database.
+   */
+  private readonly listening = new Map<string, { database: object; stop: () => void }>();
   private readonly pending = new Set<Promise<void>>();
   private readonly state: LiveState;
   private readonly stopWatchingDeploys: () => void;
+  private readonly stopWatchingGone: () => void;
   /** Query executions so far (tests count re-runs with it). */
   executions = 0;
 
@@ -49,6 +54,7 @@ export class LiveQueries {
   ) {
     this.state = new LiveState(stateBytes, (group) => void this.schedule(group).catch(() => {}));
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
+    this.stopWatchingGone = deployments.onGone((id) => this.forget(id));
   }
 
   /** Subscribers by deployment (the host's metrics read it at each scrape). */
@@ -149,13 +155,32 @@ export class LiveQueries {
   }
 
   private async listen(deployment: string): Promise<void> {
-    if (this.listening.has(deployment)) return;
     const database = await this.deployments.db.deployment(deployment);
-    if (this.listening.has(deployment)) return;
-    this.listening.set(
-      deployment,
-      database.onCommit((writeSet) => this.invalidate(deployment, writeSet)),
-    );
+    if (this.listening.get(deployment)?.database === database) return;
+    this.stopListening(deployment);
+    const stop = database.onCommit((writeSet) => this.invalidate(deployment, writeSet));
+    this.listening.set(deployment, { database, stop });
+  }
+
+  private stopListening(deployment: string): void {
+    this.listening.get(deployment)?.stop();
+    this.listening.delete(deployment);
+  }
+
+  /**
+   * Forgets deleted deployment `deployment`: its commits are no longer heard and its subscriptions'
+   * groups are dropped (their sockets are being closed), so that a deployment created again under
+   * the id starts afresh instead of joining results of the old one.
+   */
+  private forget(deployment: string): void {
+    this.stopListening(deployment);
+    for (const [key, group] of this.groups) {
+      if (group.deployment !== deployment) continue;
+      this.groups.delete(key);
+      this.state.release(group);
+    }
+    this.byDeployment.delete(deployment);
+    this.readSets.delete(deployment);
   }
 
   private readSetsOf(deployment: string): ReadSetIndex<Group> {
@@ -291,7 +316,8 @@ export class LiveQueries {
   /** Stops listening to commits. */
   close(): void {
     this.stopWatchingDeploys();
-    for (const stop of this.listening.values()) stop();
+    this.stopWatchingGone();
+    for (const { stop } of this.listening.values()) stop();
     this.listening.clear();
     this.groups.clear();
     this.byDeployment.clear();
