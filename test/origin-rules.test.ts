@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -20,7 +21,9 @@ export default capsule({
   schema: { items: table({ n: number() }) },
   endpoints: {
     cookie: endpoint({ method: "GET", path: "/cookie", readOnly: true }, async (_ctx, req) =>
-      text("ok", { headers: { "set-cookie": req.query.get("value") ?? "" } })),
+      text("ok", { headers: { "set-cookie": (req.query.get("value") ?? "") + ";".repeat(Number(req.query.get("semicolons") ?? 0)) } })),
+    untyped: endpoint({ method: "GET", path: "/untyped", readOnly: true }, async () =>
+      ({ kind: "platform.response", status: 200, headers: { "content-type": null }, body: "<script>alert(1)</script>" })),
     header: endpoint({ method: "GET", path: "/header", readOnly: true }, async (_ctx, req) =>
       text("ok", { headers: { [req.query.get("name") ?? "x"]: req.query.get("value") ?? "" } })),
   },
@@ -177,7 +180,7 @@ describe("custom endpoints set headers that reach no further than their own answ
       `${host.deploymentUrl("cookies")}/header?name=${encodeURIComponent(name)}&value=${encodeURIComponent(value)}`,
     );
 
-  it("drops headers that clear other sites' cookies, redirect inside the proxy, or are the platform's framing", async () => {
+  it("drops headers that clear other sites' cookies, redirect inside or signal the proxy, or are the platform's framing", async () => {
     for (const [name, value] of [
       ["Clear-Site-Data", '"cookies", "storage"'],
       ["X-Accel-Redirect", "/internal/secret"],
@@ -189,15 +192,40 @@ describe("custom endpoints set headers that reach no further than their own answ
       ["Trailer", "Expires"],
       ["Content-Encoding", "gzip"],
       ["Alt-Svc", 'h2="evil.example:443"'],
+      ["X-Envoy-Immediate-Health-Check-Fail", "true"],
+      ["x-envoy-degraded", "1"],
     ] as const) {
       const response = await answer(name, value);
       expect(response.status, name).toBe(200);
       expect(response.text(), name).toBe("ok");
       expect(response.headers[name.toLowerCase()], name).toBeUndefined();
     }
+    // Without a type of its own, an answer is text, never sniffed, whatever it starts with.
+    const untyped = await sendRequest(`${host.deploymentUrl("cookies")}/untyped`);
+    expect([
+      untyped.text(),
+      untyped.headers["content-type"],
+      untyped.headers["x-content-type-options"],
+    ]).toEqual(["<script>alert(1)</script>", "text/plain; charset=utf-8", "nosniff"]);
     const dated = await answer("Date", "Thu, 01 Jan 1970 00:00:00 GMT");
     expect(dated.headers.date).not.toBe("Thu, 01 Jan 1970 00:00:00 GMT");
     expect((await answer("X-Frame-Kind", "mine")).headers["x-frame-kind"]).toBe("mine");
+  });
+
+  it("fails the call whose headers pass 64 KiB before reading them (8 MB of Set-Cookie attributes held the host)", async () => {
+    const response = await sendRequest(
+      `${host.deploymentUrl("cookies")}/cookie?value=a%3Db&semicolons=8000000`,
+    );
+    expect([response.status, response.headers["set-cookie"], response.json()]).toEqual([
+      500,
+      undefined,
+      {
+        error: {
+          code: "handler_error",
+          message: `Endpoint cookie returned 8000050 characters of headers; an answer has at most ${LIMITS.endpointResponseHeaderChars}, names and values together.`, // text()'s Content-Type included
+        },
+      },
+    ]);
   });
 
   it("fails the call naming a header HTTP does not allow, instead of an internal error", async () => {

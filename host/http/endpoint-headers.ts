@@ -30,8 +30,12 @@ const RESERVED = new Set([
   "x-lighttpd-sendfile",
 ]);
 
-/** Prefixes of reserved header names: the proxy's own (`proxy-connection`, `proxy-authenticate`, nginx's `x-accel-*`). */
-const RESERVED_PREFIXES = ["proxy-", "x-accel-"];
+/**
+ * Prefixes of reserved header names: the proxy's own (`proxy-connection`, `proxy-authenticate`,
+ * nginx's `x-accel-*`, Envoy's `x-envoy-*`, whose `x-envoy-immediate-health-check-fail` would
+ * take the whole host out of an Envoy's rotation).
+ */
+const RESERVED_PREFIXES = ["proxy-", "x-accel-", "x-envoy-"];
 
 /** Whether a capsule's endpoint may set response header `lower` (a lower-case name). */
 export function isReservedHeader(lower: string): boolean {
@@ -51,6 +55,13 @@ export function endpointHeaders(headers: unknown, endpoint: string): Array<[stri
     throw new PlatformError(
       "handler_error",
       `Endpoint ${endpoint} returned ${entries.length} headers; an answer has at most ${LIMITS.endpointResponseHeaders}.`,
+    );
+  let chars = 0;
+  for (const [name, value] of entries) chars += name.length + (typeof value === "string" ? value.length : 0);
+  if (chars > LIMITS.endpointResponseHeaderChars)
+    throw new PlatformError(
+      "handler_error",
+      `Endpoint ${endpoint} returned ${chars} characters of headers; an answer has at most ${LIMITS.endpointResponseHeaderChars}, names and values together.`,
     );
   return entries.flatMap(([name, value]): [string, string][] => {
     const lower = name.toLowerCase();

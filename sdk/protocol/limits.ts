@@ -103,6 +103,12 @@ export const LIMITS = {
    */
   endpointResponseHeaders: 100,
   /**
+   * Characters of one custom endpoint's answer's headers, names and values together. Ours: the
+   * host's main thread reads each `Set-Cookie` attribute by attribute (8 MB of `;` held it for most
+   * of a second), and a proxy or browser refuses far less (nginx 4-8 KiB, Node's client 16 KiB).
+   */
+  endpointResponseHeaderChars: 64 * 1024,
+  /**
    * Characters of platform calls one isolate may have in flight at once on its own thread (each is
    * copied into the host's memory as it is made). Ours.
    */
