@@ -60,7 +60,7 @@ function callEndpoint(deployments: DeploymentService): Middleware {
     // Never sniffed, and never guessed: Koa would serve a body starting with "<" as HTML.
     ctx.set("X-Content-Type-Options", "nosniff");
     for (const [name, value] of allowed) ctx.set(name, value);
-    if (!ctx.response.has("Content-Type")) ctx.type = "text/plain; charset=utf-8";
+    if (!ctx.response.get("Content-Type")) ctx.type = "text/plain; charset=utf-8";
     ctx.body = typeof response.body === "string" ? response.body : "";
   };
 }
