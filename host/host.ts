@@ -24,6 +24,8 @@ import {
   listenForMetrics,
   type QuotaSettings,
   RequestQuota,
+  type UnsentAnswerLimits,
+  UnsentAnswers,
 } from "./http/index.js";
 import type { PoolOptions } from "./isolates/index.js";
 import { LiveQueries } from "./live/index.js";
@@ -103,6 +105,8 @@ export interface HostOptions {
   trustProxy?: boolean;
   /** Bytes of request bodies the host receives at once (tests use small ones); defaults from LIMITS. */
   bodyArrivalLimits?: Partial<BodyArrivalLimits>;
+  /** Bytes of answers waiting to be read, and for how long (tests use small figures). */
+  unsentAnswerLimits?: Partial<UnsentAnswerLimits>;
   /** Where log lines are written as JSON (default: stdout; `false`: nowhere, only kept). */
   logDestination?: DestinationStream | false;
   /** Also serve `GET /metrics` without a token on this port of 127.0.0.1 (0 picks a free one). */
@@ -213,6 +217,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   );
   const quota = new RequestQuota(options.requestQuota ?? DEFAULT_REQUEST_QUOTA, options.trustProxy ?? false);
   const bodyArrivals = BodyArrivals.forHost(quota, options.bodyArrivalLimits);
+  const unsentAnswers = UnsentAnswers.forHost(quota, options.unsentAnswerLimits);
   let draining = false;
   const app = createHttpApp({
     draining: () => draining,
@@ -220,6 +225,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     trustProxy: options.trustProxy ?? false,
     metrics,
     bodyArrivals,
+    unsentAnswers,
     ...(options.devClientDirs ? { devClientDirs: options.devClientDirs } : {}),
     objects,
     transfer,

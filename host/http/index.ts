@@ -11,3 +11,4 @@ export { DEFAULT_REQUEST_QUOTA, type QuotaSettings, quotaKey, RequestQuota } fro
 export { createHttpApp, type HttpOptions, listen, type RunningServer } from "./server.js";
 export { attachSync, SYNC_LIMITS, type SyncEndpoint } from "./sync.js";
 export { destinationOfHost } from "./tenant.js";
+export { type UnsentAnswerLimits, UnsentAnswers } from "./unsent-answers.js";

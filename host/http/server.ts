@@ -27,11 +27,14 @@ import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
 import { storageRoutes } from "./storage-routes.js";
 import { atOrigin, resolveTenant } from "./tenant.js";
+import { UnsentAnswers } from "./unsent-answers.js";
 
 /** How the HTTP server routes requests. */
 export interface HttpOptions {
   /** Bytes of request bodies arriving at once (default: LIMITS' for `quota`). */
   bodyArrivals?: BodyArrivals;
+  /** Bytes of answers waiting to be read (default: LIMITS' for `quota`). */
+  unsentAnswers?: UnsentAnswers;
   deployments: DeploymentService;
   auth: AuthService;
   developers: Developers;
@@ -124,6 +127,7 @@ export function createHttpApp(options: HttpOptions): Koa {
       : [];
   app.use(closeWhen(draining));
   app.use(errorEnvelope(options.onInternalError ?? ((error) => console.error(error))));
+  app.use((options.unsentAnswers ?? UnsentAnswers.forHost(quota)).middleware());
   app.use(
     resolveTenant({
       domain: options.domain,

@@ -80,6 +80,16 @@ export const LIMITS = {
    */
   requestBodyBytesArrivingPerClient: 64 * 1024 * 1024,
   requestBodyBytesArriving: 512 * 1024 * 1024,
+  /**
+   * Bytes of answers waiting to be read by one client address, all its connections together
+   * (`429` to its next requests, while quotas are on), and by everyone (`503`). An answer is held
+   * in memory until the client reads it: 60 connections that never read an 8 MB answer held
+   * 1.5 GB. Ours.
+   */
+  answerBytesUnsentPerClient: 64 * 1024 * 1024,
+  answerBytesUnsent: 512 * 1024 * 1024,
+  /** How long an answer may wait to be read before its connection is closed (ms). Ours. */
+  answerUnsentMs: 120_000,
   /** Largest JSON value a handler may return. */
   resultBytes: 8 * 1024 * 1024,
   /** Largest JSON argument of one syscall from an isolate. */

@@ -1,0 +1,100 @@
+import type { ServerResponse } from "node:http";
+import type Koa from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
+import { clientAddressKey } from "./client-address.js";
+import type { RequestQuota } from "./request-quota.js";
+
+/** The most bytes of answers waiting to be read: by one client address, and in all; and for how long. */
+export interface UnsentAnswerLimits {
+  perClient: number;
+  total: number;
+  /** How long (ms) one answer may wait before its connection is closed. */
+  waitMs: number;
+}
+
+const DEFAULT_UNSENT_ANSWER_LIMITS: UnsentAnswerLimits = {
+  perClient: LIMITS.answerBytesUnsentPerClient,
+  total: LIMITS.answerBytesUnsent,
+  waitMs: LIMITS.answerUnsentMs,
+};
+
+/** The bytes of a body Koa will write at once (a stream paces itself and is not counted). */
+function bodyBytes(body: unknown): number {
+  if (typeof body === "string") return Buffer.byteLength(body);
+  if (Buffer.isBuffer(body)) return body.length;
+  return 0;
+}
+
+/**
+ * Bytes of answers (whole bodies, as queries and endpoints answer) handed to the server and not yet
+ * read by their clients, per client address and in all. An answer stays in memory until its client
+ * reads it, and a client that never reads would otherwise hold as much of the host's memory as it
+ * makes requests; an address past its share is refused further requests until its answers drain,
+ * and a connection whose answer waited {@link UnsentAnswerLimits.waitMs} is closed.
+ */
+export class UnsentAnswers {
+  private total = 0;
+  private readonly byClient = new Map<string, number>();
+
+  constructor(
+    private readonly limits: UnsentAnswerLimits,
+    private readonly quota: Pick<RequestQuota, "clientAddress">,
+  ) {}
+
+  /** The answers of a host whose per-client limits are `quota`'s: per client only while quotas are on. */
+  static forHost(
+    quota: Pick<RequestQuota, "enabled" | "clientAddress">,
+    limits: Partial<UnsentAnswerLimits> = {},
+  ): UnsentAnswers {
+    const merged = Object.assign({}, DEFAULT_UNSENT_ANSWER_LIMITS, limits);
+    if (!quota.enabled) merged.perClient = Number.POSITIVE_INFINITY;
+    return new UnsentAnswers(merged, quota);
+  }
+
+  /** Bytes of answers waiting to be read now, in all (a metric). */
+  get unsent(): number {
+    return this.total;
+  }
+
+  /** Refuses requests while their address's (or everyone's) answers wait; counts each answer until it is read. */
+  middleware(): Koa.Middleware {
+    return async (ctx, next) => {
+      const key = clientAddressKey(this.quota.clientAddress(ctx.req));
+      if ((this.byClient.get(key) ?? 0) > this.limits.perClient)
+        throw new PlatformError(
+          "limit_exceeded",
+          `Answers to your address waiting to be read passed ${this.limits.perClient} bytes; read them, then retry.`,
+          { retryAfterSeconds: 1 },
+        );
+      if (this.total > this.limits.total)
+        throw new PlatformError(
+          "unavailable",
+          "The host holds as many answers waiting to be read as it can; retry in 1 s.",
+          { retryAfterSeconds: 1 },
+        );
+      await next();
+      const bytes = bodyBytes(ctx.body);
+      if (bytes > 0) this.hold(key, bytes, ctx.res);
+    };
+  }
+
+  private hold(key: string, bytes: number, res: ServerResponse): void {
+    this.byClient.set(key, (this.byClient.get(key) ?? 0) + bytes);
+    this.total += bytes;
+    const deadline = setTimeout(() => res.destroy(), this.limits.waitMs);
+    deadline.unref();
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      clearTimeout(deadline);
+      const left = (this.byClient.get(key) ?? bytes) - bytes;
+      if (left > 0) this.byClient.set(key, left);
+      else this.byClient.delete(key);
+      this.total -= bytes;
+    };
+    res.once("finish", release);
+    res.once("close", release);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Answers a client does not read: counted per client address until they are, refused beyond the
+ * address's share, and their connection closed once one waited too long. 60 connections that
+ * never read an 8 MB answer held 1.5 GB of the host before.
+ */
+import { connect, type Socket } from "node:net";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+
+const CAPSULE = `import { capsule, endpoint, text } from "platform/server";
+export default capsule({
+  schema: {},
+  endpoints: {
+    big: endpoint({ method: "GET", path: "/big", readOnly: true }, async () => text("x".repeat(6_000_000))),
+    small: endpoint({ method: "GET", path: "/small", readOnly: true }, async () => text("ok")),
+  },
+});
+`;
+
+let host: TestHost;
+
+beforeAll(async () => {
+  host = await startTestHost({ unsentAnswerLimits: { perClient: 4 * 1024 * 1024, waitMs: 3000 } });
+  expect((await host.deployCode("app", await sourceCode(CAPSULE))).status).toBe(201);
+});
+afterAll(() => host.dispose());
+
+/** Asks for `/big` and stops reading after the first bytes; resolves once those came. */
+function unreadAnswer(): Promise<Socket> {
+  const { port } = new URL(host.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), "127.0.0.1", () =>
+      socket.write(`GET /big HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`),
+    );
+    socket.once("data", (chunk: Buffer) => {
+      socket.pause();
+      expect(chunk.toString("latin1")).toMatch(/^HTTP\/1\.1 200 /);
+      resolve(socket);
+    });
+    socket.on("error", reject);
+  });
+}
+
+it("refuses an address whose answers wait unread past its share, and closes a connection whose answer waited too long", async () => {
+  const small = () => sendRequest(`${host.deploymentUrl("app")}/small`);
+  expect((await small()).status).toBe(200);
+
+  const unread = await unreadAnswer();
+  const refused = await small();
+  expect([refused.status, refused.json(), Number(refused.headers["retry-after"])]).toEqual([
+    429,
+    {
+      error: {
+        code: "limit_exceeded",
+        message: `Answers to your address waiting to be read passed ${4 * 1024 * 1024} bytes; read them, then retry.`,
+      },
+    },
+    1,
+  ]);
+
+  // The host closes the connection that does not read (after 3 s here), and the room comes back.
+  await vi.waitFor(async () => expect((await small()).status).toBe(200), { timeout: 30_000, interval: 250 });
+  let received = 0;
+  unread.on("data", (chunk: Buffer) => {
+    received += chunk.length;
+  });
+  unread.on("error", () => {});
+  await new Promise<void>((resolve) => unread.once("close", () => resolve()).resume());
+  expect(received).toBeLessThan(6_000_000);
+}, 60_000);
