@@ -86,7 +86,7 @@ it("of several replacements with one token at once, one answers with a working t
       error: {
         code: "forbidden",
         message: expect.stringMatching(
-          /^That token (is not valid for this host|was replaced while this request ran; use the newest token)\.$/,
+          /^That token (is not valid for this host|was replaced by another request at the same moment; .*)\.$/,
         ),
       },
     });

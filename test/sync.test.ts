@@ -138,6 +138,7 @@ it("counts a subscription's id and query name with its arguments, and refuses ov
     ),
   ).toEqual({
     type: "error",
+    id: "long-name",
     error: {
       code: "bad_request",
       message: `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters.`,

@@ -3,9 +3,12 @@
  * address's share, and their connection closed once one waited too long. 60 connections that
  * never read an 8 MB answer held 1.5 GB of the host before.
  */
-import { connect, type Socket } from "node:net";
+import { createServer } from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
+import Koa from "koa";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { UnsentAnswers } from "../host/http/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, endpoint, text } from "platform/server";
@@ -26,8 +29,8 @@ beforeAll(async () => {
 });
 afterAll(() => host.dispose());
 
-/** Asks for `/big` and stops reading after the first bytes; resolves once those came. */
-function unreadAnswer(): Promise<Socket> {
+/** Asks for `/big` and stops reading after the first bytes; resolves with the socket and those bytes. */
+function unreadAnswer(): Promise<{ socket: Socket; first: Buffer }> {
   const { port } = new URL(host.url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), "127.0.0.1", () =>
@@ -36,7 +39,7 @@ function unreadAnswer(): Promise<Socket> {
     socket.once("data", (chunk: Buffer) => {
       socket.pause();
       expect(chunk.toString("latin1")).toMatch(/^HTTP\/1\.1 200 /);
-      resolve(socket);
+      resolve({ socket, first: chunk });
     });
     socket.on("error", reject);
   });
@@ -46,14 +49,14 @@ it("refuses an address whose answers wait unread past its share, and closes a co
   const small = () => sendRequest(`${host.deploymentUrl("app")}/small`);
   expect((await small()).status).toBe(200);
 
-  const unread = await unreadAnswer();
+  const { socket: unread, first } = await unreadAnswer();
   const refused = await small();
   expect([refused.status, refused.json(), Number(refused.headers["retry-after"])]).toEqual([
     429,
     {
       error: {
         code: "limit_exceeded",
-        message: `Answers to your address waiting to be read passed ${4 * 1024 * 1024} bytes; read them, then retry.`,
+        message: `Answers to your address not yet read passed ${4 * 1024 * 1024} bytes; retry in a moment (a client that stops reading its answers holds them).`,
       },
     },
     1,
@@ -61,11 +64,44 @@ it("refuses an address whose answers wait unread past its share, and closes a co
 
   // The host closes the connection that does not read (after 3 s here), and the room comes back.
   await vi.waitFor(async () => expect((await small()).status).toBe(200), { timeout: 30_000, interval: 250 });
-  let received = 0;
+  let received = first.length;
   unread.on("data", (chunk: Buffer) => {
     received += chunk.length;
   });
   unread.on("error", () => {});
   await new Promise<void>((resolve) => unread.once("close", () => resolve()).resume());
+  // Cut short: the headers and all 6,000,000 characters would be more.
   expect(received).toBeLessThan(6_000_000);
+  expect(received).toBeGreaterThan(0);
 }, 60_000);
+
+it("counts nothing for an answer whose client left before it was made", async () => {
+  const answers = UnsentAnswers.forHost(
+    { enabled: true, clientAddress: (req) => req.socket.remoteAddress ?? "" },
+    { perClient: 1024 },
+  );
+  let made: () => void = () => {};
+  const answered = new Promise<void>((resolve) => {
+    made = resolve;
+  });
+  const app = new Koa();
+  app.use(answers.middleware());
+  app.use(async (ctx) => {
+    // Answers only once its client has gone.
+    if (!ctx.req.socket.destroyed) await new Promise((resolve) => ctx.req.socket.once("close", resolve));
+    ctx.body = "x".repeat(1_000_000);
+    made();
+  });
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const client = connect((server.address() as AddressInfo).port, "127.0.0.1", () => {
+      client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n", () => client.destroy());
+    });
+    await answered;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answers.unsent).toBe(0);
+  } finally {
+    server.close();
+  }
+});

@@ -58,10 +58,8 @@ function newDeveloperToken(): string {
 export class Developers {
   private readonly byId: RecordStore<DeveloperRecord>;
   private readonly byToken: RecordStore<{ id: string }>;
-  /** Each developer's last rotation in this process, for the next to wait for. */
-  private readonly rotations = new Map<string, Promise<void>>();
 
-  constructor(db: HostDatabase) {
+  constructor(private readonly db: HostDatabase) {
     this.byId = db.records<DeveloperRecord>("developers");
     this.byToken = db.records<{ id: string }>("developer-tokens");
   }
@@ -110,20 +108,11 @@ export class Developers {
    * the dashboard sessions it signed in (see DashboardSessions). Undefined when there is no such
    * developer. `replacing`, the hash of the token the caller proved, must still be the developer's
    * when the new one is written: of two rotations with one token at once, the second is refused
-   * instead of answering with a token the first made dead. Rotations of one developer take turns
-   * in this process.
+   * instead of answering with a token the first made dead. Rotations of one developer take turns,
+   * on every host of the database.
    */
   rotateToken(id: string, replacing?: string): Promise<string | undefined> {
-    const turn = (this.rotations.get(id) ?? Promise.resolve()).then(() => this.rotateNow(id, replacing));
-    const settled = turn.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.rotations.set(id, settled);
-    void settled.then(() => {
-      if (this.rotations.get(id) === settled) this.rotations.delete(id);
-    });
-    return turn;
+    return this.db.exclusive(`developer-token:${id}`, () => this.rotateNow(id, replacing));
   }
 
   private async rotateNow(id: string, replacing: string | undefined): Promise<string | undefined> {
@@ -132,7 +121,7 @@ export class Developers {
     if (replacing !== undefined && !sameSecret(developer.tokenHash, replacing))
       throw new PlatformError(
         "forbidden",
-        "That token was replaced while this request ran; use the newest token.",
+        "That token was replaced by another request at the same moment; use the token that request answered, or ask the operator for a new one (POST /v1/developers/<id>/token).",
       );
     const token = newDeveloperToken();
     const tokenHash = hashSecret(token);

@@ -12,6 +12,9 @@ export interface GuestToUpgrade {
   isRetired: () => Promise<boolean>;
 }
 
+/** The id of a session's record: `<deployment>/<session>`. */
+const recordId = (deployment: string, session: string): string => `${deployment}/${session}`;
+
 /** True when a session can no longer be upgraded or used: gone, retired or signed out. */
 const ended = (record: SessionRecord | undefined): boolean =>
   !record || record.retiredAt !== undefined || record.signedOutAt !== undefined;
@@ -29,7 +32,7 @@ export class SessionStore {
 
   /** The storage key of session `session` of `deployment` (commits name keys so). */
   key(deployment: string, session: string): Buffer {
-    return this.records.key(`${deployment}/${session}`);
+    return this.records.key(recordId(deployment, session));
   }
 
   /** The record whose id is `<deployment>/<session>` (a gate's session id), or undefined. */
@@ -39,12 +42,12 @@ export class SessionStore {
 
   /** Writes a new session's record. */
   add(record: SessionRecord): Promise<void> {
-    return this.records.put(`${record.deployment}/${record.session}`, record);
+    return this.records.put(recordId(record.deployment, record.session), record);
   }
 
   /** The session's record if it may still be used; throws `unauthorized` otherwise. */
   async live(deployment: string, session: string): Promise<SessionRecord> {
-    return requireLiveSession(await this.records.get(`${deployment}/${session}`));
+    return requireLiveSession(await this.records.get(recordId(deployment, session)));
   }
 
   /** What a mutation checks again in its transaction: the session is still live (see {@link SessionProof}). */
@@ -84,9 +87,9 @@ export class SessionStore {
 
   /** Session `session` of `deployment` as a guest a sign-in may upgrade, or null when it ended. */
   async upgradable(deployment: string, session: string, userId: string): Promise<GuestToUpgrade | null> {
-    const id = `${deployment}/${session}`;
+    const id = recordId(deployment, session);
     const record = await this.records.get(id);
-    if (!record || ended(record)) return null;
+    if (ended(record)) return null;
     return {
       userId,
       session,

@@ -57,9 +57,9 @@ function callEndpoint(deployments: DeploymentService): Middleware {
     }
     const allowed = endpointHeaders(response.headers, endpoint.name);
     ctx.status = status;
+    for (const [name, value] of allowed) ctx.set(name, value);
     // Never sniffed, and never guessed: Koa would serve a body starting with "<" as HTML.
     ctx.set("X-Content-Type-Options", "nosniff");
-    for (const [name, value] of allowed) ctx.set(name, value);
     if (!ctx.response.get("Content-Type")) ctx.type = "text/plain; charset=utf-8";
     ctx.body = typeof response.body === "string" ? response.body : "";
   };

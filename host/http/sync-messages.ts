@@ -85,15 +85,21 @@ export function unknownMessageType(message: ClientMessage): string {
  */
 export function overlong(message: ClientMessage): object | undefined {
   const { id, name } = message as { id?: unknown; name?: unknown };
-  const what =
-    typeof id === "string" && id.length > SYNC_LIMITS.idChars
-      ? `A message id is at most ${SYNC_LIMITS.idChars} characters`
-      : typeof name === "string" && name.length > SYNC_LIMITS.nameChars
-        ? `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters`
-        : undefined;
-  return what === undefined
-    ? undefined
-    : { type: "error", error: { code: "bad_request", message: `${what}.` } };
+  if (typeof id === "string" && id.length > SYNC_LIMITS.idChars)
+    return {
+      type: "error",
+      error: { code: "bad_request", message: `A message id is at most ${SYNC_LIMITS.idChars} characters.` },
+    };
+  if (typeof name !== "string" || name.length <= SYNC_LIMITS.nameChars) return undefined;
+  // Answered to its id, as the client waits for: a mutation's result, a subscription's error.
+  return {
+    type: message.type === "mutation" ? "mutationResult" : "error",
+    id,
+    error: {
+      code: "bad_request",
+      message: `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters.`,
+    },
+  };
 }
 
 /**

@@ -9,7 +9,7 @@ import type { RequestQuota } from "./request-quota.js";
 export interface UnsentAnswerLimits {
   perClient: number;
   total: number;
-  /** How long (ms) one answer may wait before its connection is closed. */
+  /** How long (ms) an answer may go without a byte of it sent before its connection is closed. */
   waitMs: number;
 }
 
@@ -30,8 +30,9 @@ function bodyBytes(body: unknown): number {
  * Bytes of answers (whole bodies, as queries and endpoints answer) handed to the server and not yet
  * read by their clients, per client address and in all. An answer stays in memory until its client
  * reads it, and a client that never reads would otherwise hold as much of the host's memory as it
- * makes requests; an address past its share is refused further requests until its answers drain,
- * and a connection whose answer waited {@link UnsentAnswerLimits.waitMs} is closed.
+ * makes requests. An address past its share is refused further requests until its answers drain,
+ * and a connection whose answer made no progress for {@link UnsentAnswerLimits.waitMs} is closed.
+ * Checked as a request arrives: requests in flight at once may pass the share by their answers.
  */
 export class UnsentAnswers {
   private total = 0;
@@ -52,7 +53,7 @@ export class UnsentAnswers {
     return new UnsentAnswers(merged, quota);
   }
 
-  /** Bytes of answers waiting to be read now, in all (a metric). */
+  /** Bytes of answers not yet read, in all (tests read it). */
   get unsent(): number {
     return this.total;
   }
@@ -64,7 +65,7 @@ export class UnsentAnswers {
       if ((this.byClient.get(key) ?? 0) > this.limits.perClient)
         throw new PlatformError(
           "limit_exceeded",
-          `Answers to your address waiting to be read passed ${this.limits.perClient} bytes; read them, then retry.`,
+          `Answers to your address not yet read passed ${this.limits.perClient} bytes; retry in a moment (a client that stops reading its answers holds them).`,
           { retryAfterSeconds: 1 },
         );
       if (this.total > this.limits.total)
@@ -80,9 +81,24 @@ export class UnsentAnswers {
   }
 
   private hold(key: string, bytes: number, res: ServerResponse): void {
+    // The client left while the answer was made: nothing will be written, and no event comes.
+    if (res.destroyed || res.writableFinished) return;
     this.byClient.set(key, (this.byClient.get(key) ?? 0) + bytes);
     this.total += bytes;
-    const deadline = setTimeout(() => res.destroy(), this.limits.waitMs);
+    // Bytes the socket handed to the system (`bytesWritten` counts those still queued too).
+    const dispatched = () => (res.socket ? res.socket.bytesWritten - res.socket.writableLength : 0);
+    let sent = 0;
+    // Read once Koa has written the answer (after this middleware returns): what the system took at once.
+    setImmediate(() => {
+      sent = dispatched();
+    });
+    const stalled = () => {
+      const now = dispatched();
+      if (now === sent) return res.destroy();
+      sent = now;
+      deadline.refresh();
+    };
+    const deadline = setTimeout(stalled, this.limits.waitMs);
     deadline.unref();
     let released = false;
     const release = () => {

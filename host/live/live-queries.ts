@@ -174,11 +174,8 @@ export class LiveQueries {
    */
   private forget(deployment: string): void {
     this.stopListening(deployment);
-    for (const [key, group] of this.groups) {
-      if (group.deployment !== deployment) continue;
-      this.groups.delete(key);
-      this.state.release(group);
-    }
+    for (const [key, group] of this.groups) if (group.deployment === deployment) this.groups.delete(key);
+    this.state.forget(deployment, this.byDeployment.get(deployment) ?? []);
     this.byDeployment.delete(deployment);
     this.readSets.delete(deployment);
   }

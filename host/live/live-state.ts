@@ -67,6 +67,12 @@ export class LiveState {
     this.run(oldest);
   }
 
+  /** Forgets deleted deployment `deployment`'s groups, `groups`, running none of those waiting. */
+  forget(deployment: string, groups: Iterable<Group>): void {
+    this.waiting.delete(deployment);
+    for (const group of groups) this.held.release(group);
+  }
+
   clear(): void {
     this.held.clear();
     this.waiting.clear();
