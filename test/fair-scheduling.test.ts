@@ -134,11 +134,17 @@ function othersPerGoodCall(what: string, latencies: number[], others: Record<str
 
 /**
  * Keeps four calls of query `name` in flight for each of the 20 tenants `<prefix>0` to
- * `<prefix>19` (see {@link startAttacker}) while the good tenant makes its calls.
+ * `<prefix>19` (see {@link attack}) while the good tenant makes its calls, and checks that every
+ * one of their calls answered since the attack started (at least one each: see `startAttacker`)
+ * succeeded: beside CPU hogs, none may end while the good tenant's calls run.
  */
-async function whileLooping(prefix: string, name: string) {
+async function expectAllAnsweredWhileLooping(prefix: string, name: string, what: string): Promise<void> {
   await attack(loopingTargets(prefix, name));
-  return goodCallsUnderAttack();
+  const { latencies, answered, all } = await goodCallsUnderAttack();
+  othersPerGoodCall(`20 ${name} tenants`, latencies, answersOf(answered, prefix));
+  const theirs = answersOf(all, prefix);
+  expect(Object.keys(theirs), what).toEqual(["200"]);
+  expect(theirs["200"]).toBeGreaterThanOrEqual(20);
 }
 
 describe("fair scheduling between tenants", () => {
@@ -197,12 +203,7 @@ describe("fair scheduling between tenants", () => {
     // thread for their own threads is test/inline.test.ts's, what it costs the good tenant
     // bench/fairness's (counting answers cannot tell: beside CPU hogs, 0.03-0.59 of theirs per good
     // call on their threads, about 1 with every handler forced inline).
-    const { latencies, answered, all } = await whileLooping("busy", "busy");
-    othersPerGoodCall("20 busy tenants", latencies, answersOf(answered, "busy"));
-    // Since the attack started (beside CPU hogs, none may end while the good tenant's calls run).
-    const busy = answersOf(all, "busy");
-    expect(Object.keys(busy), "every busy call within its limits succeeds").toEqual(["200"]);
-    expect(busy["200"]).toBeGreaterThanOrEqual(20);
+    await expectAllAnsweredWhileLooping("busy", "busy", "every busy call within its limits succeeds");
   }, 240_000);
 
   it("20 tenants churning memory just under their limit are all answered beside a good tenant", async () => {
@@ -210,10 +211,10 @@ describe("fair scheduling between tenants", () => {
     // unmaps each one, under the process's memory-map lock, which the main thread needs too. How
     // long the main thread waits for that lock depends on the machine's load (beside CPU hogs the
     // good tenant's p99 reached 1.6 s once): bench/fairness measures it.
-    const { latencies, answered, all } = await whileLooping("churner", "churn");
-    othersPerGoodCall("20 churning tenants", latencies, answersOf(answered, "churner"));
-    const churned = answersOf(all, "churner");
-    expect(Object.keys(churned), "every churning call stays under its memory limit").toEqual(["200"]);
-    expect(churned["200"]).toBeGreaterThanOrEqual(20);
+    await expectAllAnsweredWhileLooping(
+      "churner",
+      "churn",
+      "every churning call stays under its memory limit",
+    );
   }, 240_000);
 });

@@ -3,6 +3,7 @@ import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clientAddressKey } from "./client-address.js";
+import { ClientBytes } from "./client-bytes.js";
 import type { RequestQuota } from "./request-quota.js";
 
 /** The most bytes of request bodies the host receives at once: from one client address, and in all. */
@@ -34,8 +35,7 @@ const UNCOUNTED: BodyArrival = { take: () => undefined, end: () => {} };
  * reads a body counts it.
  */
 export class BodyArrivals {
-  private total = 0;
-  private readonly byClient = new Map<string, number>();
+  private readonly held = new ClientBytes();
 
   constructor(
     private readonly limits: BodyArrivalLimits,
@@ -69,30 +69,25 @@ export class BodyArrivals {
     return {
       take: (bytes) => {
         key ??= clientAddressKey(this.clientOf(req));
-        const client = this.byClient.get(key) ?? 0;
-        if (client + bytes > this.limits.perClient)
+        if (this.held.of(key) + bytes > this.limits.perClient)
           return new PlatformError(
             "limit_exceeded",
             `Request bodies arriving from your address at once passed ${this.limits.perClient} bytes; retry once those have arrived.`,
             { retryAfterSeconds: 1 },
           );
-        if (this.total + bytes > this.limits.total)
+        if (this.held.total + bytes > this.limits.total)
           return new PlatformError(
             "unavailable",
             "The host is receiving as many request bodies as it holds at once; retry in 1 s.",
             { retryAfterSeconds: 1 },
           );
-        this.byClient.set(key, client + bytes);
-        this.total += bytes;
+        this.held.add(key, bytes);
         held += bytes;
         return undefined;
       },
       end: () => {
         if (held === 0 || key === undefined) return;
-        const left = (this.byClient.get(key) ?? held) - held;
-        if (left > 0) this.byClient.set(key, left);
-        else this.byClient.delete(key);
-        this.total -= held;
+        this.held.remove(key, held);
         held = 0;
       },
     };
@@ -100,7 +95,7 @@ export class BodyArrivals {
 
   /** Bytes of request bodies arriving now, in all (a metric). */
   get arriving(): number {
-    return this.total;
+    return this.held.total;
   }
 }
 

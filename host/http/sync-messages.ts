@@ -80,8 +80,17 @@ export function unknownMessageType(message: ClientMessage): string {
 }
 
 /**
- * The reply to a message whose id or name is longer than {@link SYNC_LIMITS} allows (neither is
- * echoed), or undefined when both fit.
+ * A refusal of `message` answered to its id the way the client waits for it: a mutation's result,
+ * or an error for any other message.
+ */
+function refusal(message: ClientMessage, id: unknown, text: string): object {
+  const error = { code: "bad_request", message: text };
+  return { type: message.type === "mutation" ? "mutationResult" : "error", id, error };
+}
+
+/**
+ * The reply to a message whose id or name is longer than {@link SYNC_LIMITS} allows (an overlong id
+ * is not echoed), or undefined when both fit.
  */
 export function overlong(message: ClientMessage): object | undefined {
   const { id, name } = message as { id?: unknown; name?: unknown };
@@ -91,15 +100,7 @@ export function overlong(message: ClientMessage): object | undefined {
       error: { code: "bad_request", message: `A message id is at most ${SYNC_LIMITS.idChars} characters.` },
     };
   if (typeof name !== "string" || name.length <= SYNC_LIMITS.nameChars) return undefined;
-  // Answered to its id, as the client waits for: a mutation's result, a subscription's error.
-  return {
-    type: message.type === "mutation" ? "mutationResult" : "error",
-    id,
-    error: {
-      code: "bad_request",
-      message: `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters.`,
-    },
-  };
+  return refusal(message, id, `A query or mutation name is at most ${SYNC_LIMITS.nameChars} characters.`);
 }
 
 /**
@@ -110,11 +111,11 @@ export function nameMissing(message: ClientMessage, id: string): object | undefi
   if ((message.type !== "subscribe" && message.type !== "mutation") || typeof message.name === "string")
     return undefined;
   const handler = message.type === "subscribe" ? "query" : "mutation";
-  const error = {
-    code: "bad_request",
-    message: `A ${message.type} message needs "name": the name of a ${handler} of the capsule, as a string.`,
-  };
-  return { type: message.type === "mutation" ? "mutationResult" : "error", id, error };
+  return refusal(
+    message,
+    id,
+    `A ${message.type} message needs "name": the name of a ${handler} of the capsule, as a string.`,
+  );
 }
 
 /**

@@ -3,6 +3,7 @@ import type Koa from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clientAddressKey } from "./client-address.js";
+import { ClientBytes } from "./client-bytes.js";
 import type { RequestQuota } from "./request-quota.js";
 
 /** The most bytes of answers waiting to be read: by one client address, and in all; and for how long. */
@@ -35,8 +36,7 @@ function bodyBytes(body: unknown): number {
  * Checked as a request arrives: requests in flight at once may pass the share by their answers.
  */
 export class UnsentAnswers {
-  private total = 0;
-  private readonly byClient = new Map<string, number>();
+  private readonly held = new ClientBytes();
 
   constructor(
     private readonly limits: UnsentAnswerLimits,
@@ -55,20 +55,20 @@ export class UnsentAnswers {
 
   /** Bytes of answers not yet read, in all (tests read it). */
   get unsent(): number {
-    return this.total;
+    return this.held.total;
   }
 
   /** Refuses requests while their address's (or everyone's) answers wait; counts each answer until it is read. */
   middleware(): Koa.Middleware {
     return async (ctx, next) => {
       const key = clientAddressKey(this.quota.clientAddress(ctx.req));
-      if ((this.byClient.get(key) ?? 0) > this.limits.perClient)
+      if (this.held.of(key) > this.limits.perClient)
         throw new PlatformError(
           "limit_exceeded",
           `Answers to your address not yet read passed ${this.limits.perClient} bytes; retry in a moment (a client that stops reading its answers holds them).`,
           { retryAfterSeconds: 1 },
         );
-      if (this.total > this.limits.total)
+      if (this.held.total > this.limits.total)
         throw new PlatformError(
           "unavailable",
           "The host holds as many answers waiting to be read as it can; retry in 1 s.",
@@ -83,8 +83,7 @@ export class UnsentAnswers {
   private hold(key: string, bytes: number, res: ServerResponse): void {
     // The client left while the answer was made: nothing will be written, and no event comes.
     if (res.destroyed || res.writableFinished) return;
-    this.byClient.set(key, (this.byClient.get(key) ?? 0) + bytes);
-    this.total += bytes;
+    this.held.add(key, bytes);
     // Bytes the socket handed to the system (`bytesWritten` counts those still queued too).
     const dispatched = () => (res.socket ? res.socket.bytesWritten - res.socket.writableLength : 0);
     let sent = 0;
@@ -105,10 +104,7 @@ export class UnsentAnswers {
       if (released) return;
       released = true;
       clearTimeout(deadline);
-      const left = (this.byClient.get(key) ?? bytes) - bytes;
-      if (left > 0) this.byClient.set(key, left);
-      else this.byClient.delete(key);
-      this.total -= bytes;
+      this.held.remove(key, bytes);
     };
     res.once("finish", release);
     res.once("close", release);
