@@ -44,16 +44,24 @@ let live: LiveQueries;
 
 beforeAll(async () => {
   host = await startTestHost();
-  expect((await host.deployCode("state", await sourceCode(CAPSULE))).status).toBe(201);
-  live = new LiveQueries(host.deployments, undefined, STATE_BYTES);
+  const code = await sourceCode(CAPSULE);
+  expect((await host.deployCode("state", code)).status).toBe(201);
+  expect((await host.deployCode("neighbour", code)).status).toBe(201);
+  live = new LiveQueries(host.deployments, undefined, { deployment: STATE_BYTES });
 }, 60_000);
 afterAll(async () => {
   live.close();
   await host.dispose();
 });
 
-/** Subscribes to `name` with `args`; the latest outcome is in the returned object. */
-async function subscribe(name: string, args: unknown) {
+/** Subscribes on `on` to `name` of `deployment` with `args`; the latest outcome is in the returned object. */
+async function subscribeOn(
+  on: LiveQueries,
+  deployment: string,
+  name: string,
+  args: unknown,
+  caller?: string,
+) {
   const seen: {
     value?: string | undefined;
     error?: { code: string; message: string } | undefined;
@@ -61,7 +69,7 @@ async function subscribe(name: string, args: unknown) {
   } = {
     unsubscribe: () => {},
   };
-  seen.unsubscribe = await live.subscribe("state", name, JSON.stringify(args), null, {
+  seen.unsubscribe = await on.subscribe(deployment, name, JSON.stringify(args), null, {
     value: (json) => {
       seen.value = JSON.parse(json) as string;
       seen.error = undefined;
@@ -70,9 +78,13 @@ async function subscribe(name: string, args: unknown) {
       seen.error = error;
       seen.value = undefined;
     },
+    ...(caller === undefined ? {} : { caller }),
   });
   return seen;
 }
+
+/** Subscribes to `name` of the test's deployment with `args`, on the test's live queries. */
+const subscribe = (name: string, args: unknown) => subscribeOn(live, "state", name, args);
 
 describe("a handler's gets and scans", () => {
   it("are counted when they find nothing: one more than LIMITS.rangesRead fails with 429", async () => {
@@ -192,4 +204,90 @@ describe("a deployment's live state", () => {
     expect(again.value?.length).toBe(400_000);
     again.unsubscribe();
   }, 120_000);
+});
+
+describe("a client's share of a deployment's live state", () => {
+  const SHARE = 450_000;
+  const SIZE = 200_000;
+
+  it("refuses one client's subscriptions past its share, not another client's", async () => {
+    const shared = new LiveQueries(host.deployments, undefined, { deployment: STATE_BYTES, caller: SHARE });
+    const on = (args: { n: number; size: number }, caller: string) =>
+      subscribeOn(shared, "state", "big", args, caller);
+    try {
+      // Ever new arguments: two fit in the attacker's share, the others are refused.
+      const attacker = [];
+      for (let i = 0; i < 5; i++) attacker.push(await on({ n: 100 + i, size: SIZE }, "attacker"));
+      expect(attacker.map((each) => each.value?.length ?? each.error?.code)).toEqual([
+        SIZE,
+        SIZE,
+        "limit_exceeded",
+        "limit_exceeded",
+        "limit_exceeded",
+      ]);
+      expect(attacker[2]?.error?.message).toContain(
+        `The live queries this client subscribed to hold more than ${SHARE} bytes`,
+      );
+      // Another client's own subscription and one it shares with the attacker are answered.
+      const own = await on({ n: 200, size: SIZE }, "victim");
+      const joined = await on({ n: 100, size: SIZE }, "victim");
+      expect([own.value?.length, joined.value?.length]).toEqual([SIZE, SIZE]);
+      // Room freed in the deployment but not in the attacker's share runs none of its waiting ones.
+      const small = await on({ n: 201, size: 10 }, "victim");
+      const runs = shared.executions;
+      small.unsubscribe();
+      await shared.settled();
+      expect(shared.executions).toBe(runs);
+
+      // The attacker leaves: the subscription it shared counts for the victim from now on...
+      for (const each of attacker) each.unsubscribe();
+      await shared.settled();
+      expect(joined.value?.length).toBe(SIZE);
+      const again = [
+        await on({ n: 110, size: SIZE }, "attacker"),
+        await on({ n: 111, size: SIZE }, "attacker"),
+      ];
+      expect(again.map((each) => each.value?.length)).toEqual([SIZE, SIZE]);
+      // ... so the victim's share holds two: a third is refused, with room left in the deployment.
+      const third = await on({ n: 202, size: SIZE }, "victim");
+      expect(third.error?.code).toBe("limit_exceeded");
+      // Once the shared one goes, the victim's waiting subscription runs and fits.
+      joined.unsubscribe();
+      await shared.settled();
+      expect(third.value?.length).toBe(SIZE);
+    } finally {
+      shared.close();
+    }
+  }, 60_000);
+});
+
+describe("the host's live state", () => {
+  it("past its limit, lets each deployment grow to its even share of it, no further", async () => {
+    const HOST = 700_000;
+    const SIZE = 200_000;
+    const hosted = new LiveQueries(host.deployments, undefined, {
+      deployment: STATE_BYTES,
+      caller: STATE_BYTES,
+      host: HOST,
+    });
+    const on = (deployment: string, n: number, size = SIZE) =>
+      subscribeOn(hosted, deployment, "big", { n: 300 + n, size });
+    try {
+      // Alone, a deployment may take the host's whole figure.
+      const first = [await on("state", 1), await on("state", 2), await on("state", 3)];
+      expect(first.map((each) => each.value?.length)).toEqual([SIZE, SIZE, SIZE]);
+      // Past it, another may still grow to its even share (350,000 of two)...
+      const neighbour = await on("neighbour", 4);
+      expect(neighbour.value?.length).toBe(SIZE);
+      const past = await on("neighbour", 5);
+      expect(past.error?.code).toBe("limit_exceeded");
+      expect(past.error?.message).toContain(`This host's live queries hold more than ${HOST} bytes`);
+      // ... and the one past its share may not grow at all.
+      const more = await on("state", 6, 1000);
+      expect(more.error?.code).toBe("limit_exceeded");
+      for (const each of [...first, neighbour, past, more]) each.unsubscribe();
+    } finally {
+      hosted.close();
+    }
+  }, 60_000);
 });

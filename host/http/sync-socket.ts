@@ -4,6 +4,7 @@ import { callerError, PlatformError } from "../../sdk/values/index.js";
 import type { SessionGate, SessionProof } from "../auth/index.js";
 import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
+import { clientAddressKey } from "./client-address.js";
 import type { RequestQuota } from "./request-quota.js";
 import { dropSlowConsumer, type InboundBudgets, onBudgetedMessage, type SendLimits } from "./sync-guards.js";
 import type { SyncHeartbeat } from "./sync-heartbeat.js";
@@ -125,7 +126,10 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       send({ type: "mutationResult", id, error: callerError(error) });
     }
   };
-  const keptArgs = new SubscriptionArgs(argsPerAddress.of(client));
+  // Its address's shares (arguments kept, messages read, live state held), keyed as every
+  // per-address limit is: an IPv6 client rotating through its /64 is one client.
+  const address = clientAddressKey(client);
+  const keptArgs = new SubscriptionArgs(argsPerAddress.of(address));
   const receive = async (data: unknown) => {
     // Draining: whatever comes now is sent again to the host the client reconnects to.
     if (shared.draining()) return;
@@ -174,6 +178,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       const current = () => subscriptions.get(id) === subscribed;
       const frame = valueText("value", id, "").length;
       const subscribed = live.subscribe(deployment, message.name, args, identity, {
+        caller: address,
         value: (valueJson) =>
           pushes.push(id, {
             text: () => valueText("value", id, valueJson),
@@ -204,13 +209,13 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
     }
   };
   // A message must never reject unheard: an unhandled rejection ends the host process.
-  onBudgetedMessage(ws, inbound.open(client), (data) => {
+  onBudgetedMessage(ws, inbound.open(address), (data) => {
     receive(data).catch(() => {
       send({ type: "error", error: { code: "internal", message: "The message could not be handled." } });
     });
   });
   ws.on("close", async () => {
-    inbound.close(client);
+    inbound.close(address);
     keptArgs.releaseAll();
     sockets.delete(ws);
     running.delete(ws);

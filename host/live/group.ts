@@ -15,6 +15,12 @@ export interface Subscriber {
   value(valueJson: string): void;
   /** The query now fails; it runs again when what it read changes. */
   error(error: QueryFailure): void;
+  /**
+   * Who subscribed (the client's address): a shared subscription's bytes count against the share
+   * of the caller that started it, or of one still subscribed once that caller left. Unset: one
+   * caller for all.
+   */
+  readonly caller?: string;
 }
 
 /** The latest outcome of a shared subscription: exactly one of the two is set. Never mutated. */
@@ -32,6 +38,8 @@ export interface Group {
   name: string;
   argsJson: string;
   identity: BridgeIdentity | null;
+  /** Whose share what it holds counts against (see {@link Subscriber.caller}). */
+  caller: string;
   outcome?: Outcome;
   /** Each subscriber with the outcome it was last given (undefined: nothing yet). */
   subscribers: Map<Subscriber, Outcome | undefined>;

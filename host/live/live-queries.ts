@@ -4,7 +4,7 @@ import { callerError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type Group, nextRunOf, type Outcome, type Subscriber, wakeWaiters } from "./group.js";
-import { readSetBytes } from "./held-bytes.js";
+import { type HeldLimits, readSetBytes } from "./held-bytes.js";
 import { LiveState } from "./live-state.js";
 import { liveStateExceeded, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
 import { ReadSetIndex } from "./read-set-index.js";
@@ -41,6 +41,9 @@ export class LiveQueries {
   private readonly listening = new Map<string, { database: object; stop: () => void }>();
   private readonly pending = new Set<Promise<void>>();
   private readonly state: LiveState;
+  /** The refusal for passing each limit, and the most any of them holds. */
+  private readonly refusals: Record<keyof HeldLimits, Outcome>;
+  private readonly refusalBytes: number;
   private readonly stopWatchingDeploys: () => void;
   private readonly stopWatchingGone: () => void;
   /** Query executions so far (tests count re-runs with it). */
@@ -49,10 +52,21 @@ export class LiveQueries {
   constructor(
     private readonly deployments: DeploymentService,
     private readonly observer: LiveObserver = IGNORE_LIVE,
-    /** What one deployment's subscriptions may hold (tests use a small figure). */
-    stateBytes: number = LIMITS.liveStateBytes,
+    /** What subscriptions may hold, by deployment, caller and host (tests use small figures). */
+    limits: Partial<HeldLimits> = {},
   ) {
-    this.state = new LiveState(stateBytes, (group) => void this.schedule(group).catch(() => {}));
+    const held: HeldLimits = {
+      deployment: limits.deployment ?? LIMITS.liveStateBytes,
+      caller: limits.caller ?? LIMITS.liveStateBytesPerClient,
+      host: limits.host ?? LIMITS.liveStateHostBytes,
+    };
+    this.state = new LiveState(held, (group) => void this.schedule(group).catch(() => {}));
+    this.refusals = {
+      deployment: { error: liveStateExceeded("deployment", held) },
+      caller: { error: liveStateExceeded("caller", held) },
+      host: { error: liveStateExceeded("host", held) },
+    };
+    this.refusalBytes = Math.max(...Object.values(this.refusals).map(outcomeBytes));
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
     this.stopWatchingGone = deployments.onGone((id) => this.forget(id));
   }
@@ -97,6 +111,7 @@ export class LiveQueries {
         name,
         argsJson,
         identity,
+        caller: subscriber.caller ?? "",
         subscribers: new Map(),
         executing: false,
         dirty: false,
@@ -122,12 +137,13 @@ export class LiveQueries {
     const joined = group;
     return () => {
       joined.subscribers.delete(subscriber);
-      if (joined.subscribers.size === 0 && this.groups.get(key) === joined) {
+      if (this.groups.get(key) !== joined) return;
+      if (joined.subscribers.size === 0) {
         this.groups.delete(key);
         this.byDeployment.get(deployment)?.delete(joined);
         this.readSets.get(deployment)?.delete(joined);
         this.state.release(joined);
-      }
+      } else this.state.chargeTo(joined, callerStaying(joined));
     };
   }
 
@@ -261,8 +277,8 @@ export class LiveQueries {
   }
 
   /**
-   * Runs the query once, keeps its outcome and what it read within the deployment's share of
-   * {@link LIMITS.liveStateBytes} (beyond it, subscribers get `limit_exceeded`, and the group runs
+   * Runs the query once, keeps its outcome and what it read within {@link LIMITS.liveStateBytes}
+   * and the limits beside it (beyond them, subscribers get `limit_exceeded`, and the group runs
    * again, oldest first, as room frees), and tells whoever has not seen the outcome.
    */
   private async execute(group: Group): Promise<void> {
@@ -285,9 +301,9 @@ export class LiveQueries {
     }
     // Unsubscribed meanwhile: nothing to keep, nobody to tell.
     if (!this.byDeployment.get(group.deployment)?.has(group)) return;
-    const refusal: Outcome = { error: liveStateExceeded(this.state.limit) };
-    if (!this.state.keep(group, outcomeBytes(outcome) + readSetBytes(readSet), outcomeBytes(refusal))) {
-      outcome = refusal;
+    const passed = this.state.keep(group, outcomeBytes(outcome) + readSetBytes(readSet), this.refusalBytes);
+    if (passed) {
+      outcome = this.refusals[passed];
       readSet = emptyReadSet();
     }
     this.readSetsOf(group.deployment).set(group, readSet);
@@ -322,4 +338,18 @@ export class LiveQueries {
     this.queues.clear();
     this.state.clear();
   }
+}
+
+/**
+ * Whose share `group` counts against now that a subscriber left: its caller while any of its
+ * subscribers remains, else the caller of the oldest one remaining.
+ */
+function callerStaying(group: Group): string {
+  let oldest: string | undefined;
+  for (const subscriber of group.subscribers.keys()) {
+    const caller = subscriber.caller ?? "";
+    if (caller === group.caller) return caller;
+    oldest ??= caller;
+  }
+  return oldest ?? group.caller;
 }

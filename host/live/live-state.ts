@@ -1,12 +1,13 @@
 import type { Group } from "./group.js";
-import { HeldBytes } from "./held-bytes.js";
+import { HeldBytes, type HeldLimits } from "./held-bytes.js";
 
 /**
- * What the shared subscriptions of each deployment hold ({@link HeldBytes}), and those whose last
- * run did not fit. Such a group keeps no read set, so writes do not re-run it; it runs again
- * (through `run`) once the room its run needed is free, oldest first, or in turn as writes come,
- * one per write, since what it reads may have shrunk. Never more: an unsubscribe freeing a few
- * bytes runs none of them.
+ * What the shared subscriptions hold ({@link HeldBytes}), and those whose last run did not fit.
+ * Such a group keeps no read set, so writes do not re-run it; it runs again (through `run`) once
+ * the room its run needed is free in its deployment and its caller's share, oldest first, or in
+ * turn as writes come, one per write, since what it reads may have shrunk (room freed by another
+ * deployment, under the host's limit, reaches it that way). Never more: an unsubscribe freeing a
+ * few bytes runs none of them.
  */
 export class LiveState {
   private readonly held: HeldBytes<Group>;
@@ -14,32 +15,34 @@ export class LiveState {
   private readonly waiting = new Map<string, Set<Group>>();
 
   constructor(
-    limit: number,
+    limits: HeldLimits,
     private readonly run: (group: Group) => void,
   ) {
-    this.held = new HeldBytes(limit);
+    this.held = new HeldBytes(limits);
   }
 
-  get limit(): number {
-    return this.held.limit;
+  get limits(): HeldLimits {
+    return this.held.limits;
   }
 
   /**
-   * After a run of `group` whose outcome and read set take `bytes`: holds them and answers true
-   * when they fit, else holds `refusedBytes` (its refusal), puts it in line and answers false.
+   * After a run of `group` whose outcome and read set take `bytes`: holds them and answers
+   * undefined when they fit, else holds `refusedBytes` (its refusal), puts it in line and answers
+   * which limit they would pass.
    */
-  keep(group: Group, bytes: number, refusedBytes: number): boolean {
+  keep(group: Group, bytes: number, refusedBytes: number): keyof HeldLimits | undefined {
     const deployment = group.deployment;
     const before = this.held.of(group);
-    if (this.held.hold(deployment, group, bytes)) {
+    const passed = this.held.hold(deployment, group.caller, group, bytes);
+    if (!passed) {
       // It fits now (others waiting may too), or it holds less than before.
       const waited = group.roomNeeded !== undefined;
       group.roomNeeded = undefined;
       this.waiting.get(deployment)?.delete(group);
       if (waited || this.held.of(group) < before) this.roomFreed(deployment);
-      return true;
+      return undefined;
     }
-    this.held.hold(deployment, group, refusedBytes, true);
+    this.held.hold(deployment, group.caller, group, refusedBytes, true);
     group.roomNeeded = bytes;
     const line = this.waiting.get(deployment) ?? new Set<Group>();
     this.waiting.set(deployment, line);
@@ -47,7 +50,18 @@ export class LiveState {
     line.add(group);
     // What it held before is free now, for the others waiting.
     if (this.held.of(group) < before) this.roomFreed(deployment, group);
-    return false;
+    return passed;
+  }
+
+  /**
+   * `group`'s bytes are charged to `caller` from now on (the subscribers of the caller it was
+   * charged to left; others remain). The old caller's share has room again.
+   */
+  chargeTo(group: Group, caller: string): void {
+    if (group.caller === caller) return;
+    group.caller = caller;
+    this.held.chargeTo(group, caller);
+    this.roomFreed(group.deployment);
   }
 
   /** `group` ended (its last subscriber left). */
@@ -78,15 +92,24 @@ export class LiveState {
     this.waiting.clear();
   }
 
-  /** Runs, oldest first, the groups of `deployment` waiting (but `except`) whose need fits now. */
+  /**
+   * Runs, oldest first, the groups of `deployment` waiting (but `except`) whose need fits now,
+   * beside the room promised to those run before them.
+   */
   private roomFreed(deployment: string, except?: Group): void {
     const line = this.waiting.get(deployment);
     if (!line) return;
-    let room = this.held.limit - this.held.ofDeployment(deployment);
+    let promised = 0;
+    const promisedTo = new Map<string, number>();
     for (const group of line) {
-      const need = (group.roomNeeded ?? 0) - this.held.of(group);
-      if (group === except || need > room) continue;
-      room -= need;
+      if (group === except) continue;
+      const need = group.roomNeeded ?? 0;
+      const toCaller = promisedTo.get(group.caller) ?? 0;
+      if (this.held.passed(deployment, group.caller, group, need, { deployment: promised, caller: toCaller }))
+        continue;
+      const grows = need - this.held.of(group);
+      promised += grows;
+      promisedTo.set(group.caller, toCaller + grows);
       line.delete(group);
       this.run(group);
     }

@@ -2,6 +2,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet } from "../db/index.js";
 import type { Outcome, QueryFailure } from "./group.js";
+import type { HeldLimits } from "./held-bytes.js";
 
 /**
  * What a run refused before it read anything depends on: nothing of the data when it was refused
@@ -30,10 +31,18 @@ export function outcomeBytes(outcome: Outcome): number {
   return WIDE_CHARACTER.test(text) ? 2 * text.length : text.length;
 }
 
-/** The failure of a run whose result and read set would take its deployment past `limit` ({@link LIMITS.liveStateBytes}). */
-export function liveStateExceeded(limit: number): QueryFailure {
+/**
+ * The failure of a run whose result and read set would pass `passed`, one of `limits`
+ * ({@link LIMITS.liveStateBytes} and the two beside it): what is wrong and what to do.
+ */
+export function liveStateExceeded(passed: keyof HeldLimits, limits: HeldLimits): QueryFailure {
+  const whose = {
+    deployment: `This deployment's live queries hold more than ${limits.deployment} bytes of results and read sets`,
+    caller: `The live queries this client subscribed to hold more than ${limits.caller} bytes of results and read sets (its share of this deployment's)`,
+    host: `This host's live queries hold more than ${limits.host} bytes of results and read sets, and this deployment's more than its even share`,
+  }[passed];
   return {
     code: "limit_exceeded",
-    message: `This deployment's live queries hold more than ${limit} bytes of results and read sets, and this one would take them past it; it runs again as room frees and as writes come. Subscribe to fewer or smaller queries (paginate, or pass ids rather than data).`,
+    message: `${whose}, and this one would take them past it; it runs again as room frees and as writes come. Subscribe to fewer or smaller queries (paginate, or pass ids rather than data).`,
   };
 }

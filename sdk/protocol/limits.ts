@@ -230,9 +230,23 @@ export const LIMITS = {
    * What one deployment's live queries may hold in the host's memory, all shared subscriptions
    * together: each one's latest result (JSON characters) and the keys and ranges its run read. A
    * run that would take its deployment past it gives its subscribers `limit_exceeded` instead and
-   * runs again on the deployment's next commit. Ours: as much as the deployment's isolate heap.
+   * runs again as room frees or on the deployment's next commit. Ours: as much as the deployment's isolate heap.
    */
   liveStateBytes: 128 * 1024 * 1024,
+  /**
+   * What the subscriptions one client address started on a deployment may hold of its
+   * `liveStateBytes`: a client subscribing with ever new arguments fills its quarter, not the
+   * deployment's whole share (40 subscriptions of about 2 KB filled it and refused every other
+   * user's). A subscription shared with others counts for the client that started it while it
+   * stays. Ours.
+   */
+  liveStateBytesPerClient: 32 * 1024 * 1024,
+  /**
+   * What every deployment's live queries may hold together before a deployment may grow only to
+   * its even share (this divided among the deployments holding any): the host holds at most twice
+   * this, however many tenants fill theirs. Ours.
+   */
+  liveStateHostBytes: 2 * 1024 * 1024 * 1024,
   /**
    * Bytes of the scans the embedded store keeps per point-in-time view for one developer (the
    * owner of the deployments read), so readers that start between the same two writes and scan the

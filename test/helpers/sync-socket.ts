@@ -21,10 +21,17 @@ export interface SyncSocket {
   mutation(id: string, name: string, args: unknown): Promise<SyncMessage>;
 }
 
-/** Opens a WebSocket to `deploymentUrl`'s `GET /api/sync`. */
-export function connectSync(deploymentUrl: string): Promise<SyncSocket> {
+/**
+ * Opens a WebSocket to `deploymentUrl`'s `GET /api/sync`, with `headers` on its upgrade (an
+ * `X-Forwarded-For` poses as another client to a host that trusts a proxy).
+ */
+export function connectSync(
+  deploymentUrl: string,
+  headers: Record<string, string> = {},
+): Promise<SyncSocket> {
   const ws = new WebSocket(`${deploymentUrl.replace("http", "ws")}/api/sync`, {
     lookup: localhostLookup,
+    headers,
   } as WebSocket.ClientOptions);
   const messages: SyncMessage[] = [];
   const waiters: Array<{ predicate: (m: SyncMessage) => boolean; resolve: (m: SyncMessage) => void }> = [];
