@@ -2,11 +2,14 @@
  * What one client address may take of a deployment's shared resources over sync sockets, tried as
  * an attacker would: subscribing to a large public query with ever new arguments (before, 40 such
  * subscriptions filled the deployment's whole live state and every other user got
- * `limit_exceeded`), and spreading its messages over the addresses of its IPv6 /64 (each counted
- * apart before, so each brought a budget of its own). Real host behind a trusted proxy (each
+ * `limit_exceeded`), spreading its messages over the addresses of its IPv6 /64 (each counted
+ * apart before, so each brought a budget of its own), and opening sockets as fast as it can (their
+ * token checks cost nothing of its request quota before). Real host behind a trusted proxy (each
  * client posing as the address the proxy appended), real sockets, real isolates.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { localhostLookup } from "../cli/http.js";
 import { SYNC_LIMITS } from "../host/http/sync-messages.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -100,5 +103,49 @@ describe("a client's inbound budget", () => {
     for (let sent = 0; sent < share; sent += message.length) other.ws.send(message);
     other.subscribe("after", "big", { n: 1, size: 10 });
     expect((await outcomeOf(other, "after")).type).toBe("value");
+  }, 60_000);
+});
+
+/**
+ * Upgrades to `url`'s sync endpoint as the client at `address`: the open socket (closed at once),
+ * or the refusal's status and `Retry-After`.
+ */
+function upgradeAs(url: string, address: string): Promise<{ status: number; retryAfter?: string }> {
+  const ws = new WebSocket(url, {
+    lookup: localhostLookup,
+    headers: { "x-forwarded-for": address },
+  } as WebSocket.ClientOptions);
+  return new Promise((resolve, reject) => {
+    ws.once("open", () => {
+      resolve({ status: 101 });
+      ws.terminate();
+    });
+    ws.once("unexpected-response", (_request, response) => {
+      resolve({ status: response.statusCode ?? 0, retryAfter: response.headers["retry-after"] });
+      ws.terminate();
+    });
+    ws.once("error", reject);
+  });
+}
+
+describe("a client's upgrades", () => {
+  it("cost it a request each, before the token is checked; another client's are not refused", async () => {
+    const limited = await startTestHost({ trustProxy: true, requestQuota: { perSecond: 0.01, burst: 3 } });
+    try {
+      expect((await limited.deployCode("shares", await sourceCode(CAPSULE))).status).toBe(201);
+      const url = `${limited.deploymentUrl("shares").replace("http", "ws")}/api/sync`;
+      const opened = [];
+      for (let i = 0; i < 3; i++) opened.push((await upgradeAs(url, "203.0.113.20")).status);
+      expect(opened).toEqual([101, 101, 101]);
+      // A forged token is refused before it is checked: the check would cost the host's time.
+      const refused = await upgradeAs(`${url}?platform_token=forged`, "203.0.113.20");
+      expect(refused.status).toBe(429);
+      expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      expect((await upgradeAs(url, "203.0.113.20")).status).toBe(429);
+      expect((await upgradeAs(url, "203.0.113.21")).status).toBe(101);
+      expect((await upgradeAs(`${url}?platform_token=forged`, "203.0.113.22")).status).toBe(401);
+    } finally {
+      await limited.dispose();
+    }
   }, 60_000);
 });

@@ -101,7 +101,7 @@ export class RequestQuota {
   }
 
   /** Whole seconds until `key` may make a request again (at least 1), for `Retry-After`. */
-  private retryAfterSeconds(key: string): number {
+  retryAfterSeconds(key: string): number {
     return Math.max(1, Math.ceil(this.waitMs(key) / 1000));
   }
 
