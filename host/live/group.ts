@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 
 /** A failed run as subscribers see it. */
@@ -77,4 +78,65 @@ export function wakeWaiters(group: Group, all: boolean): void {
   const due = all ? group.waiters : group.waiters.filter((waiter) => waiter.need <= group.finished);
   group.waiters = all ? [] : group.waiters.filter((waiter) => waiter.need > group.finished);
   for (const waiter of due) waiter.resolve();
+}
+
+/**
+ * The key of the group of `name` with `argsJson` as `identity` on `deployment`. Hashed: the group
+ * keeps its arguments once; a key holding them escaped kept them twice.
+ */
+export function groupKey(
+  deployment: string,
+  name: string,
+  argsJson: string,
+  identity: BridgeIdentity | null,
+): string {
+  return createHash("sha256")
+    .update(
+      JSON.stringify([
+        deployment,
+        name,
+        argsJson,
+        identity?.userId ?? null,
+        identity?.kind ?? null,
+        identity?.email ?? null,
+      ]),
+    )
+    .digest("base64");
+}
+
+/** A group nobody has run yet, charged to `caller`. */
+export function newGroup(
+  deployment: string,
+  name: string,
+  argsJson: string,
+  identity: BridgeIdentity | null,
+  caller: string,
+): Group {
+  return {
+    deployment,
+    name,
+    argsJson,
+    identity,
+    caller,
+    subscribers: new Map(),
+    executing: false,
+    dirty: false,
+    started: 0,
+    finished: 0,
+    waiters: [],
+  };
+}
+
+/**
+ * Whose share `group` counts against now that a subscriber left: its caller while any of its
+ * subscribers remains, else the caller of the oldest one remaining.
+ */
+export function callerStaying(group: Group): string {
+  let oldest: string | undefined;
+  for (const subscriber of group.subscribers.keys()) {
+    const caller = subscriber.caller ?? "";
+    if (caller === group.caller) return caller;
+    oldest ??= caller;
+  }
+  return oldest ?? group.caller;
 }

@@ -1,12 +1,20 @@
-import { createHash } from "node:crypto";
 import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { callerError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
-import { type Group, nextRunOf, type Outcome, type Subscriber, wakeWaiters } from "./group.js";
+import {
+  callerStaying,
+  type Group,
+  groupKey,
+  newGroup,
+  nextRunOf,
+  type Outcome,
+  type Subscriber,
+  wakeWaiters,
+} from "./group.js";
 import { type HeldLimits, readSetBytes } from "./held-bytes.js";
 import { LiveState } from "./live-state.js";
-import { liveStateExceeded, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
+import { liveStateRefusals, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
 import { ReadSetIndex } from "./read-set-index.js";
 import { RerunQueue } from "./rerun-queue.js";
 
@@ -61,11 +69,7 @@ export class LiveQueries {
       host: limits.host ?? LIMITS.liveStateHostBytes,
     };
     this.state = new LiveState(held, (group) => void this.schedule(group).catch(() => {}));
-    this.refusals = {
-      deployment: { error: liveStateExceeded("deployment", held) },
-      caller: { error: liveStateExceeded("caller", held) },
-      host: { error: liveStateExceeded("host", held) },
-    };
+    this.refusals = liveStateRefusals(held);
     this.refusalBytes = Math.max(...Object.values(this.refusals).map(outcomeBytes));
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
     this.stopWatchingGone = deployments.onGone((id) => this.forget(id));
@@ -91,34 +95,10 @@ export class LiveQueries {
     subscriber: Subscriber,
   ): Promise<() => void> {
     await this.listen(deployment);
-    // Hashed: the group keeps its arguments once; a key holding them escaped kept them twice.
-    const key = createHash("sha256")
-      .update(
-        JSON.stringify([
-          deployment,
-          name,
-          argsJson,
-          identity?.userId ?? null,
-          identity?.kind ?? null,
-          identity?.email ?? null,
-        ]),
-      )
-      .digest("base64");
+    const key = groupKey(deployment, name, argsJson, identity);
     let group = this.groups.get(key);
     if (!group) {
-      group = {
-        deployment,
-        name,
-        argsJson,
-        identity,
-        caller: subscriber.caller ?? "",
-        subscribers: new Map(),
-        executing: false,
-        dirty: false,
-        started: 0,
-        finished: 0,
-        waiters: [],
-      };
+      group = newGroup(deployment, name, argsJson, identity, subscriber.caller ?? "");
       this.groups.set(key, group);
       let set = this.byDeployment.get(deployment);
       if (!set) {
@@ -338,18 +318,4 @@ export class LiveQueries {
     this.queues.clear();
     this.state.clear();
   }
-}
-
-/**
- * Whose share `group` counts against now that a subscriber left: its caller while any of its
- * subscribers remains, else the caller of the oldest one remaining.
- */
-function callerStaying(group: Group): string {
-  let oldest: string | undefined;
-  for (const subscriber of group.subscribers.keys()) {
-    const caller = subscriber.caller ?? "";
-    if (caller === group.caller) return caller;
-    oldest ??= caller;
-  }
-  return oldest ?? group.caller;
 }

@@ -46,3 +46,12 @@ export function liveStateExceeded(passed: keyof HeldLimits, limits: HeldLimits):
     message: `${whose}, and this one would take them past it; it runs again as room frees and as writes come. Subscribe to fewer or smaller queries (paginate, or pass ids rather than data).`,
   };
 }
+
+/** The refusal for passing each of `limits`. */
+export function liveStateRefusals(limits: HeldLimits): Record<keyof HeldLimits, Outcome> {
+  return {
+    deployment: { error: liveStateExceeded("deployment", limits) },
+    caller: { error: liveStateExceeded("caller", limits) },
+    host: { error: liveStateExceeded("host", limits) },
+  };
+}
