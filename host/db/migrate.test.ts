@@ -174,6 +174,46 @@ describe("schema migration", () => {
     expect(JSON.parse((value.oldest as { row: string }).row)).toMatchObject({ text: "t0", score: 1 });
   });
 
+  it("refuses changing or removing a default rows stored before it read, until each holds a value", async () => {
+    const scored = (score: Record<string, unknown>) => withTodos({ score: { kind: "number", ...score } });
+    await deployment.migrate(scored({ optional: true, default: 1 }));
+    const added = await deployment.mutate((tx) => tx.insert("todos", { text: "new", owner: "guest:a" }));
+    // The 50 rows stored before the default hold no score and read 1; the new one holds 1.
+    for (const change of [
+      { optional: true, default: 2 },
+      { optional: true },
+      { optional: false, default: 0 },
+    ]) {
+      await expect(deployment.migrate(scored(change))).rejects.toMatchObject({
+        code: "bad_request",
+        message: expect.stringMatching(
+          /^Cannot change or remove the default of todos\.score: row \S+ was stored before the default 1 was added, holds no value and reads it\. Keep the default, or first write the value into such rows/,
+        ),
+      });
+    }
+    const read = async () =>
+      (await deployment.query((tx) => tx.get("todos", added.value))).value as string | null;
+    expect(JSON.parse((await read()) as string)).toMatchObject({ score: 1 });
+    // Once every row holds a value, the default may change: no row reads it any more.
+    const { value: rows } = await deployment.query((tx) =>
+      tx.query({ table: "todos", index: "by_creation", range: [], order: "asc" }, { kind: "take", n: 100 }),
+    );
+    await deployment.mutate(async (tx) => {
+      for (const row of (rows as { rows: string[] }).rows) {
+        const { id, score } = JSON.parse(row) as { id: string; score?: number };
+        if (score === 1) await tx.update("todos", id, { score: 1 });
+      }
+    });
+    await deployment.migrate(scored({ optional: true, default: 2 }));
+    const { value: ones } = await deployment.query((tx) =>
+      tx.query({ table: "todos", index: "by_creation", range: [], order: "asc" }, { kind: "take", n: 100 }),
+    );
+    expect(
+      (ones as { rows: string[] }).rows.map((row) => (JSON.parse(row) as { score: number }).score),
+    ).toEqual(Array(51).fill(1));
+    expect(deployment.schema.tables.todos?.lateDefaults).toEqual([]);
+  });
+
   it("survives reopening: schema, data and the createdAt clock", async () => {
     const last = (
       await deployment.query((tx) =>

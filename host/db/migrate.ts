@@ -110,17 +110,56 @@ function fieldsChanged(before: TableSpec | undefined, after: TableSpec): boolean
   return JSON.stringify(before.fields) !== JSON.stringify(after.fields);
 }
 
-function lateDefaults(before: StoredTable | undefined, after: TableSpec, rowsExist: boolean): string[] {
+/**
+ * The fields of `after` whose default rows may lack and read: added with a default while rows
+ * existed, or given one then. `filled`: late fields every row now holds a value of.
+ */
+function lateDefaults(
+  before: StoredTable | undefined,
+  after: TableSpec,
+  rowsExist: boolean,
+  filled: ReadonlySet<string>,
+): string[] {
   if (!rowsExist) return [];
   const out: string[] = [];
   for (const [name, field] of Object.entries(after.fields)) {
     if (field.default === undefined) continue;
     const old: FieldSpec | undefined = before?.spec.fields[name];
     const someRowsLackIt =
-      !old || before?.lateDefaults.includes(name) || (old.optional && old.default === undefined);
+      !old ||
+      (before?.lateDefaults.includes(name) && !filled.has(name)) ||
+      (old.optional && old.default === undefined);
     if (someRowsLackIt) out.push(name);
   }
   return out;
+}
+
+/**
+ * The late-default fields of `before` (see {@link lateDefaults}) whose default `after` changes or
+ * removes: the rows stored before the default came hold no value and read it, so a change would
+ * change what they hold (and leave their index entries behind). Each row is checked for them.
+ */
+function lateDefaultsChanged(before: StoredTable | undefined, after: TableSpec): Map<string, unknown> {
+  const changed = new Map<string, unknown>();
+  for (const name of before?.lateDefaults ?? []) {
+    const field = after.fields[name];
+    const old = before?.spec.fields[name]?.default;
+    if (field && JSON.stringify(field.default) !== JSON.stringify(old)) changed.set(name, old);
+  }
+  return changed;
+}
+
+/** Why `row` forbids changing the late defaults `changed` (field to old default), or undefined. */
+function lateDefaultProblem(
+  table: string,
+  changed: Map<string, unknown>,
+  row: StoredRow,
+): string | undefined {
+  for (const [name, old] of changed) {
+    if (row[name] !== undefined) continue;
+    return `Cannot change or remove the default of ${table}.${name}: row ${row.id} was stored before the default ${JSON.stringify(old)} was added, holds no value and reads it. Keep the default, or first write the value into such rows (update them with ${name} set), then deploy again.`;
+  }
+  return undefined;
 }
 
 /**
@@ -157,10 +196,12 @@ export async function planMigration(
     const before = current.tables[name];
     const prefix = rowPrefix(deployment, name);
     const rowsExist = await hasRows(snapshot, prefix);
+    const lateChanged = lateDefaultsChanged(before, table);
     if (rowsExist && fieldsChanged(before?.spec, table)) {
       for await (const batch of rowsOf(snapshot, prefix)) {
         for (const json of batch) {
-          const problem = storedRowProblem(name, table, parseStoredRow(json));
+          const row = parseStoredRow(json);
+          const problem = lateDefaultProblem(name, lateChanged, row) ?? storedRowProblem(name, table, row);
           if (problem) throw deployError(problem);
           plan.checkedRows++;
         }
@@ -191,7 +232,11 @@ export async function planMigration(
     for (const [index, stored] of Object.entries(before?.indexes ?? {})) {
       if (indexes[index] !== stored) plan.drop.push({ table: name, index, stored });
     }
-    plan.next.tables[name] = { spec: table, indexes, lateDefaults: lateDefaults(before, table, rowsExist) };
+    plan.next.tables[name] = {
+      spec: table,
+      indexes,
+      lateDefaults: lateDefaults(before, table, rowsExist, new Set(lateChanged.keys())),
+    };
   }
   return plan;
 }
