@@ -96,8 +96,26 @@ export default capsule({ schema: { t: table({ n: number() })${indexes} } });
     const response = await host.deployCode("many-indexes", code);
     expect(response.status).toBe(400);
     expect(response.json<{ error: { message: string } }>().error.message).toContain(
-      "table t has 33 indexes; at most 32 are allowed",
+      "table t has 33 indexes and 0 userId() fields, each of which keeps an index of its own; at most 32 are allowed together",
     );
+  }, 60_000);
+
+  it("counts the hidden index of each userId() field: 200 of them would write 200 copies of each row", async () => {
+    const owners = Array.from({ length: 200 }, (_, i) => `o${i}: userId().optional()`).join(", ");
+    const code = await sourceCode(`import { capsule, table, number, userId } from "platform/server";
+export default capsule({ schema: { t: table({ n: number(), ${owners} }).index("by_n", ["n"]) } });
+`);
+    const response = await host.deployCode("many-owners", code);
+    expect(response.status).toBe(400);
+    expect(response.json<{ error: { message: string } }>().error.message).toContain(
+      "Invalid schema: table t has 1 indexes and 200 userId() fields, each of which keeps an index of its own; at most 32 are allowed together. Drop the indexes no query uses, or keep user ids in fewer fields.",
+    );
+    // 31 of them and one index fit.
+    const fits = Array.from({ length: 31 }, (_, i) => `o${i}: userId().optional()`).join(", ");
+    const fitting = await sourceCode(`import { capsule, table, number, userId } from "platform/server";
+export default capsule({ schema: { t: table({ n: number(), ${fits} }).index("by_n", ["n"]) } });
+`);
+    expect((await host.deployCode("many-owners", fitting)).status).toBe(201);
   }, 60_000);
 });
 
