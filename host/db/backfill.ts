@@ -2,7 +2,7 @@
  * Running a migration (docs/capsules.md "Deploys and schema changes"): the plan of migrate.ts carried out on
  * the store. New indexes are backfilled from the rows of a snapshot, with their counts; the new
  * schema is stored in one write, with the row bytes (row-bytes.ts) its built and dropped entries
- * move; then dropped indexes are cleared. A build in progress is recorded under the deployment's
+ * move; then dropped indexes are cleared, once the queries begun before the switch ended. A build in progress is recorded under the deployment's
  * `building` key, so a crash halfway leaves entries that the next load clears. A migration is
  * never refused for the row bytes limit: a deploy must always be able to ship code that deletes.
  */
@@ -36,6 +36,10 @@ export interface MigrationTarget {
   readonly schema: StoredSchema;
   /** Serves `next` from now on (called once it is stored). */
   adoptSchema(next: StoredSchema): void;
+  /** The schema served now, compiled. */
+  readonly tables: ReadonlyMap<string, CompiledTable>;
+  /** Resolves once the queries that began on the schema served as `tables` have ended. */
+  readersEnded(tables: ReadonlyMap<string, CompiledTable>): Promise<void>;
   /** The deployment's row bytes (row-bytes-total.ts). */
   readonly rowBytes: RowBytesTotal;
   /** The deployment's row bytes now (counted and stored first if not known). */
@@ -154,8 +158,11 @@ export async function runMigration(
       { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
     ]);
     pending = [];
+    const before = target.tables;
     target.adoptSchema(plan.next);
     target.rowBytes.known = rowBytes;
+    // Queries begun before the switch read the dropped indexes until they end.
+    if (plan.drop.length > 0) await target.readersEnded(before);
     for (const { table, index, stored } of plan.drop) {
       await clearIndex(store, id, table, stored);
       report.dropped.push({ table, index });

@@ -214,6 +214,45 @@ describe("schema migration", () => {
     expect(deployment.schema.tables.todos?.lateDefaults).toEqual([]);
   });
 
+  it("keeps a query that began before a switch on the indexes it began with, whole", async () => {
+    await deployment.migrate(withTodos({}, { by_text: ["text"] }));
+    const count = (tx: Parameters<Parameters<TenantDatabase["query"]>[0]>[0]) =>
+      tx.query({ table: "todos", index: "by_text", range: [], order: "asc" }, { kind: "count" });
+    let resume = () => {};
+    const paused = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    let began = () => {};
+    const read = new Promise<void>((resolve) => {
+      began = resolve;
+    });
+    // Its snapshot is taken by its first read, before the new by_text is built.
+    const spanning = deployment.query(async (tx) => {
+      const first = await count(tx);
+      began();
+      await paused;
+      return [first, await count(tx)];
+    });
+    await read;
+    const hash = deployment.schemaHash;
+    const migrated = deployment.migrate(withTodos({}, { by_text: ["text", "owner"] }));
+    await expect.poll(() => deployment.schemaHash).not.toBe(hash);
+    // Switched: the old by_text is kept for the query, which still reads it whole.
+    let cleared = false;
+    void migrated.then(() => {
+      cleared = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(cleared).toBe(false);
+    resume();
+    expect((await spanning).value).toEqual([
+      { kind: "count", count: 50 },
+      { kind: "count", count: 50 },
+    ]);
+    expect((await migrated).dropped).toEqual([{ table: "todos", index: "by_text" }]);
+    expect((await deployment.query(count)).value).toEqual({ kind: "count", count: 50 });
+  });
+
   it("survives reopening: schema, data and the createdAt clock", async () => {
     const last = (
       await deployment.query((tx) =>

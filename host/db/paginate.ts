@@ -78,7 +78,7 @@ export function paginate(
   }
   const binding: CursorBinding = {
     deployment: tx.host.id,
-    schemaHash: tx.host.schemaHash,
+    schemaHash: tx.schemaHash,
     handler: tx.options.handler ?? "",
     argsHash: paginationArgsHash(tx.host.id, tx.options.argsJson ?? "null"),
     table: table.name,

@@ -1,3 +1,4 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clearAbandonedBuilds, runMigration } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
@@ -12,6 +13,7 @@ import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
 import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA, importQuotaExceeded } from "./row-bytes.js";
 import { RowBytesTotal } from "./row-bytes-total.js";
+import { SchemaReaders } from "./schema-readers.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost } from "./transaction-view.js";
@@ -40,6 +42,8 @@ export class TenantDatabase implements TransactionHost {
   /** {@link stored} as its metadata record holds it, to notice any change another host made. */
   private storedJson = JSON.stringify(this.stored);
   private compiled = new Map<string, CompiledTable>();
+  /** The queries open on each schema served (a migration clears what it dropped once they end). */
+  private readonly readers = new SchemaReaders<ReadonlyMap<string, CompiledTable>>();
   private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
   private readonly groups: GroupCommit;
@@ -244,9 +248,19 @@ export class TenantDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    // Its reads need to agree with each other only: the snapshot is taken with the first one.
-    const snapshot = await this.store.readSnapshot(this.share());
+    // Its reads need to agree with each other only: the snapshot is taken with the first one, at
+    // the earliest when asked for. Asked for on the schema served then, it holds that schema's
+    // indexes whole (a switch while it was asked for: asked again).
+    let snapshot: KvSnapshot;
+    let tables: ReadonlyMap<string, CompiledTable>;
+    for (;;) {
+      tables = this.compiled;
+      snapshot = await this.store.readSnapshot(this.share());
+      if (tables === this.compiled) break;
+      await snapshot.close();
+    }
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
+    this.readers.enter(tables);
     try {
       const value = await work(tx);
       if (tx.budget.failure) throw tx.budget.failure;
@@ -257,8 +271,17 @@ export class TenantDatabase implements TransactionHost {
     } finally {
       onUsage?.({ ...tx.budget.usage });
       tx.abort();
+      this.readers.leave(tables);
       await snapshot.close();
     }
+  }
+
+  /**
+   * Resolves once the queries that began on the schema served as `tables` have ended (within a
+   * handler's wall time): a migration clears the indexes it dropped after that.
+   */
+  readersEnded(tables: ReadonlyMap<string, CompiledTable>): Promise<void> {
+    return this.readers.ended(tables, LIMITS.handlerWallMs);
   }
 
   /**

@@ -62,6 +62,8 @@ export interface TransactionView {
   readonly budget: Budget;
   readonly readSet: ReadSet;
   readonly overlay: WriteOverlay;
+  /** The hash of the schema it reads through (the one its host served when it began). */
+  readonly schemaHash: string;
   table(name: string): CompiledTable;
   index(table: CompiledTable, name: string): CompiledIndex;
   requireOpen(): void;

@@ -52,6 +52,13 @@ export class Transaction implements TransactionView {
   readonly rowBytes = new RowBytesChange();
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
+  /**
+   * The schema it reads through, as its host served it when it began: a migration switching
+   * meanwhile must not point its later reads at indexes its snapshot holds half-built.
+   */
+  private readonly tables: ReadonlyMap<string, CompiledTable>;
+  /** The hash of that schema (pagination cursors are bound to it). */
+  readonly schemaHash: string;
 
   /**
    * `base`: writes of earlier mutations of its group commit, read as if in the snapshot;
@@ -65,13 +72,15 @@ export class Transaction implements TransactionView {
     private readonly baseCounts?: ReadonlyMap<string, number>,
   ) {
     this.overlay = base ? base.fork() : new WriteOverlay();
+    this.tables = host.tables;
+    this.schemaHash = host.schemaHash;
     this.budget = new Budget(options.budget);
     this.now = options.now ?? Date.now();
   }
 
   /** The compiled table `name`; an unknown one is the caller's error. */
   table(name: string): CompiledTable {
-    const table = typeof name === "string" ? this.host.tables.get(name) : undefined;
+    const table = typeof name === "string" ? this.tables.get(name) : undefined;
     if (!table) throw new PlatformError("bad_request", `Unknown table ${JSON.stringify(name)}.`);
     return table;
   }
