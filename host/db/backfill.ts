@@ -46,6 +46,16 @@ export interface MigrationTarget {
   storedRowBytes(): Promise<number>;
 }
 
+/**
+ * What switches with the schema: `operations` are written in the batch that stores it (a
+ * deployment's record naming the code that reads it), and `switched` runs at once after (the code
+ * starts serving), so neither serves without the other, before or after a crash.
+ */
+export interface SchemaSwitch {
+  operations: KvOperation[];
+  switched(): void;
+}
+
 /** Count puts written per batch after a backfill. */
 const COUNT_BATCH = 1000;
 
@@ -118,7 +128,7 @@ export async function runMigration(
   target: MigrationTarget,
   spec: unknown,
   onProgress?: (progress: MigrationProgress) => void,
-  options: { legacy?: boolean } = {},
+  options: { legacy?: boolean; switching?: SchemaSwitch } = {},
 ): Promise<MigrationReport> {
   const { store, id } = target;
   const snapshot = await store.snapshot(target.share(), "write");
@@ -156,11 +166,13 @@ export async function runMigration(
       { type: "put", key: metaKey(id, "schema"), value: JSON.stringify(plan.next) },
       { type: "del", key: building },
       { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
+      ...(options.switching?.operations ?? []),
     ]);
     pending = [];
     const before = target.tables;
     target.adoptSchema(plan.next);
     target.rowBytes.known = rowBytes;
+    options.switching?.switched();
     // Queries begun before the switch read the dropped indexes until they end.
     if (plan.drop.length > 0) await target.readersEnded(before);
     for (const { table, index, stored } of plan.drop) {

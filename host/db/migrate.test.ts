@@ -4,8 +4,8 @@ import type { SchemaSpec } from "../../sdk/values/index.js";
 import { tempDatabase, transactionExecutor } from "../../test/helpers/db.js";
 import { afterPrefix } from "./codec.js";
 import { HostDatabase, type TenantDatabase } from "./index.js";
-import { indexPrefix, rowPrefix } from "./keys.js";
-import { collect } from "./kv/index.js";
+import { indexPrefix, metaKey, rowPrefix } from "./keys.js";
+import { collect, type KvOperation } from "./kv/index.js";
 
 const v1 = capsule({ schema: { todos: table({ text: string(), owner: userId() }) } }).declaration.schema;
 
@@ -251,6 +251,45 @@ describe("schema migration", () => {
     ]);
     expect((await migrated).dropped).toEqual([{ table: "todos", index: "by_text" }]);
     expect((await deployment.query(count)).value).toEqual({ kind: "count", count: 50 });
+  });
+
+  it("writes what switches with the schema in the batch that stores it, and nothing when refused", async () => {
+    const store = env.db.store;
+    const batches: KvOperation[][] = [];
+    const batch = store.batch.bind(store);
+    store.batch = (operations) => {
+      batches.push(operations);
+      return batch(operations);
+    };
+    const record = Buffer.from("switch-test-record");
+    const switchedAt: string[] = [];
+    const switching = (value: string) => ({
+      operations: [{ type: "put" as const, key: record, value }],
+      switched: () => switchedAt.push(deployment.schemaHash),
+    });
+    try {
+      await expect(
+        deployment.migrate(withTodos({ done: { kind: "boolean", optional: false } }), undefined, {
+          switching: switching("refused"),
+        }),
+      ).rejects.toMatchObject({ message: "Missing value for todos.done" });
+      expect(await store.get(record)).toBeUndefined();
+      expect(switchedAt).toEqual([]);
+
+      await deployment.migrate(withTodos({}, { by_text: ["text"] }), undefined, {
+        switching: switching("v2"),
+      });
+      const schemaKey = metaKey("m", "schema");
+      const together = batches.filter((operations) => operations.some((op) => op.key.equals(schemaKey)));
+      expect(together).toHaveLength(1);
+      expect(together[0]?.some((op) => op.key.equals(record) && op.type === "put" && op.value === "v2")).toBe(
+        true,
+      );
+      // Called once the schema serves, before anything else of the migration is awaited.
+      expect(switchedAt).toEqual([deployment.schemaHash]);
+    } finally {
+      store.batch = batch;
+    }
   });
 
   it("survives reopening: schema, data and the createdAt clock", async () => {

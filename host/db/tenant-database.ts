@@ -1,6 +1,6 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { clearAbandonedBuilds, runMigration } from "./backfill.js";
+import { clearAbandonedBuilds, runMigration, type SchemaSwitch } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
@@ -333,7 +333,7 @@ export class TenantDatabase implements TransactionHost {
   async migrate(
     spec: unknown,
     onProgress?: (progress: MigrationProgress) => void,
-    options: { legacy?: boolean } = {},
+    options: { legacy?: boolean; switching?: SchemaSwitch } = {},
   ): Promise<MigrationReport> {
     const report = await this.exclusive(() => runMigration(this, spec, onProgress, options));
     if (this.store.supports.sharedAcrossProcesses) {

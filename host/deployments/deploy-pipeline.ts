@@ -35,7 +35,7 @@ export type DeployResult = DeploymentRecord & { claimToken?: string };
  * Deploys `input` as deployment `id` (creating it or replacing its version): compiles the bundle
  * in a fresh isolate, reads and checks its declaration, stores the artifact and the web client,
  * migrates the schema, and only then switches the deployment (code and client in one record
- * write). Any failure leaves the previous version serving, code and client. A new deployment
+ * write, stored in the batch that stores the schema). Any failure leaves the previous version serving, code and client. A new deployment
  * without an owner is unclaimed; its claim token is in the result, once.
  */
 export async function deploy(
@@ -81,9 +81,6 @@ export async function deploy(
     if (client) staged = await clientFiles.stage(id, client, previous?.client);
     const served = staged ? staged.ref : previous?.client;
     const database = await db.deployment(id);
-    await database
-      .migrate(declaration.schema, onProgress, { legacy: declaration.apiVersion === 0 })
-      .catch((error: unknown) => Promise.reject(deployError(error)));
     const now = Date.now();
     const claim = previous || input.owner ? undefined : newClaimToken();
     const record: DeploymentRecord = {
@@ -107,16 +104,29 @@ export async function deploy(
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
     };
-    await registry.store(record);
-    switched = true;
-    pool.runner(id, hash).adopt(probe);
+    // The record is stored with the schema, and the code adopted at once: the old code never
+    // serves the new schema, not even after a crash between the two.
+    await database
+      .migrate(declaration.schema, onProgress, {
+        legacy: declaration.apiVersion === 0,
+        switching: {
+          operations: [registry.writeOf(record)],
+          switched: () => {
+            registry.remember(record);
+            switched = true;
+            pool.runner(id, hash).adopt(probe);
+          },
+        },
+      })
+      .catch((error: unknown) => Promise.reject(switched ? error : deployError(error)));
     await registry.announce(id);
     // The replaced client's files go once nothing names them; if that fails they stay, unserved,
     // until the next deploy replaces this version or the deployment is deleted.
     await clientFiles.retire(id, previous?.client, served).catch(() => {});
     return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
   } catch (error) {
-    probe.dispose();
+    // Once switched, the isolate serves the deployment: a later failure leaves it serving.
+    if (!switched) probe.dispose();
     if (staged && !switched) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
     throw error;
   }
