@@ -66,6 +66,25 @@ describe("live queries", () => {
     expect([first.values.at(-1), second.values.at(-1)]).toEqual([["shared"], ["shared"]]);
   });
 
+  it("hands every subscriber of a result the same encoded bytes, made once", async () => {
+    const encodings: Buffer[] = [];
+    const subscriber = {
+      value: (json: string, encoded: () => Buffer) => {
+        encodings.push(encoded());
+        expect(encoded().toString()).toBe(json);
+      },
+      error: () => {},
+    };
+    const args = JSON.stringify({ bucket: 10 });
+    await live.subscribe("live", "byBucket", args, null, subscriber);
+    await live.subscribe("live", "byBucket", args, null, { ...subscriber });
+    encodings.length = 0;
+    await mutate("add", { bucket: 10, text: "once, for both: é ✓" });
+    await live.settled();
+    expect(encodings).toHaveLength(2);
+    expect(encodings[0]).toBe(encodings[1]);
+  });
+
   it("is never invalidated by the clock alone", async () => {
     const clock = collector();
     await live.subscribe("live", "clock", "{}", null, clock.subscriber);

@@ -1,10 +1,11 @@
 import type { RequestQuota } from "./request-quota.js";
+import type { Outgoing } from "./sync-guards.js";
 import { SYNC_LIMITS } from "./sync-messages.js";
 
 /** A result waiting to be pushed. */
 export interface Push {
-  /** Makes its text (a value's is the shared subscription's text spliced in, made only when sent). */
-  text: () => string;
+  /** Makes its message (a value's splices in the shared subscription's bytes, made only when sent). */
+  message: () => Outgoing;
   /** About how long the text is. */
   length: number;
   /** Whether the subscription it is for is still the one of its id (an id may be used again). */
@@ -46,8 +47,8 @@ export class SocketPushes {
     private readonly quota: RequestQuota,
     /** The caller's quota key. */
     private readonly key: string,
-    /** Sends a text on the socket (nothing once it is closed). */
-    private readonly send: (text: string) => void,
+    /** Sends a message on the socket (nothing once it is closed). */
+    private readonly send: (message: Outgoing) => void,
     /** Whether `length` more may go on the socket now. */
     private readonly fits: (length: number) => boolean,
     /** Whether the socket is still open. */
@@ -60,7 +61,7 @@ export class SocketPushes {
   push(id: string, push: Push): void {
     if (!push.current()) return;
     if (this.held.size === 0 && this.fits(push.length) && this.quota.tryTake(this.key)) {
-      this.send(push.text());
+      this.send(push.message());
       return;
     }
     // The latest replaces the one held in its place, so a reply held after it still follows it.
@@ -92,7 +93,7 @@ export class SocketPushes {
     for (const held of this.held.values()) held.charged = false;
     this.replyChars += text.length;
     this.held.set(Symbol("reply"), {
-      push: { text: () => text, length: text.length, current: always },
+      push: { message: () => text, length: text.length, current: always },
       charged: false,
       reply: true,
     });
@@ -122,7 +123,7 @@ export class SocketPushes {
       if (charged && !this.quota.tryTake(this.key)) return "quota";
       this.held.delete(key);
       if (reply) this.replyChars -= push.length;
-      this.send(push.text());
+      this.send(push.message());
     }
     return undefined;
   }

@@ -37,6 +37,29 @@ async function connected(count: number): Promise<{ clients: WebSocket[]; sockets
   return { clients, sockets };
 }
 
+describe("SendLimits.send", () => {
+  it("sends a value spliced between its framing as one text message, its bytes shared by every socket", async () => {
+    const limits = new SendLimits(40 * MiB);
+    const { clients, sockets } = await connected(3);
+    const value = JSON.stringify({ text: "é ✓ 𝄞".repeat(100_000) });
+    const shared = Buffer.from(value);
+    const received = clients.map(
+      (client) =>
+        new Promise<{ text: string; binary: boolean }>((resolve) =>
+          client.once("message", (data, binary) => resolve({ text: String(data), binary })),
+        ),
+    );
+    sockets.forEach((socket, i) => {
+      limits.send(socket, { before: `{"type":"value","id":"s${i}","value":`, shared, after: "}" });
+    });
+    const messages = await Promise.all(received);
+    messages.forEach((message, i) => {
+      expect(message.binary).toBe(false);
+      expect(JSON.parse(message.text)).toEqual({ type: "value", id: `s${i}`, value: JSON.parse(value) });
+    });
+  });
+});
+
 describe("SocketPushes within SendLimits", () => {
   it("holds a push that does not fit until the data drains, instead of dropping the socket, and a mutation's answer behind it", async () => {
     const limits = new SendLimits(40 * MiB);
@@ -58,14 +81,14 @@ describe("SocketPushes within SendLimits", () => {
       () => second.readyState === WebSocket.OPEN,
       () => second.terminate(),
     );
-    pushes.push("s1", { text: () => big, length: big.length, current: () => true });
+    pushes.push("s1", { message: () => big, length: big.length, current: () => true });
     // A small one for another subscription queues behind it, in order.
-    pushes.push("s2", { text: () => "small", length: 5, current: () => true });
+    pushes.push("s2", { message: () => "small", length: 5, current: () => true });
     // A mutation's answer comes after the results held when it came (read-your-writes), even when
     // one of them is replaced by a newer value meanwhile.
     pushes.reply("answer");
     const newer = "y".repeat(32 * MiB);
-    pushes.push("s1", { text: () => newer, length: newer.length, current: () => true });
+    pushes.push("s1", { message: () => newer, length: newer.length, current: () => true });
     expect(second.bufferedAmount).toBe(0);
     expect(second.readyState).toBe(WebSocket.OPEN);
     // The slow client reads again: the held push goes out.

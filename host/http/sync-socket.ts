@@ -6,7 +6,13 @@ import { type CallResult, type DeploymentService, parseIdempotencyKey } from "..
 import type { LiveQueries } from "../live/index.js";
 import { clientAddressKey } from "./client-address.js";
 import type { RequestQuota } from "./request-quota.js";
-import { dropSlowConsumer, type InboundBudgets, onBudgetedMessage, type SendLimits } from "./sync-guards.js";
+import {
+  dropSlowConsumer,
+  type InboundBudgets,
+  type Outgoing,
+  onBudgetedMessage,
+  type SendLimits,
+} from "./sync-guards.js";
 import type { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   type ArgsPerAddress,
@@ -77,8 +83,8 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   // Deleted between the upgrade's check and now: the listener above has run already.
   void deployments.get(deployment).then((record) => record || closeGone(ws));
   const subscriptions = new Map<string, Promise<() => void>>();
-  const sendText = (text: string) => {
-    if (ws.readyState === ws.OPEN) sends.send(ws, text);
+  const sendMessage = (message: Outgoing) => {
+    if (ws.readyState === ws.OPEN) sends.send(ws, message);
   };
   // Values are JSON already: they are spliced in, never parsed and encoded again per subscriber.
   const valueText = (type: "value" | "mutationResult", id: string, valueJson: string) =>
@@ -87,7 +93,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   const pushes = new SocketPushes(
     quota,
     key,
-    sendText,
+    sendMessage,
     (length) => sends.fits(ws, length),
     () => ws.readyState === ws.OPEN,
     () => dropSlowConsumer(ws),
@@ -176,18 +182,18 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       }
       // Its pushes are its own while the id is: an id unsubscribed and used again is another's.
       const current = () => subscriptions.get(id) === subscribed;
-      const frame = valueText("value", id, "").length;
+      const before = valueText("value", id, "").slice(0, -1);
       const subscribed = live.subscribe(deployment, message.name, args, identity, {
         caller: address,
-        value: (valueJson) =>
+        value: (valueJson, encoded) =>
           pushes.push(id, {
-            text: () => valueText("value", id, valueJson),
-            length: frame + valueJson.length,
+            message: () => ({ before, shared: encoded(), after: "}" }),
+            length: before.length + valueJson.length + 1,
             current,
           }),
         error: (error) => {
           const text = JSON.stringify({ type: "error", id, error });
-          pushes.push(id, { text: () => text, length: text.length, current });
+          pushes.push(id, { message: () => text, length: text.length, current });
         },
       });
       // Awaited on unsubscribe or close; a failure until then must not go unheard.

@@ -12,8 +12,11 @@ export interface QueryFailure {
  * An error is an outcome like a value: a later success replaces it (even with the old value).
  */
 export interface Subscriber {
-  /** The query's result (JSON) is now this. */
-  value(valueJson: string): void;
+  /**
+   * The query's result (JSON) is now this; `encoded` gives it as UTF-8 bytes, encoded once for
+   * every subscriber it is handed to.
+   */
+  value(valueJson: string, encoded: () => Buffer): void;
   /** The query now fails; it runs again when what it read changes. */
   error(error: QueryFailure): void;
   /**

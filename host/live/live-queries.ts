@@ -296,12 +296,17 @@ export class LiveQueries {
     const outcome = group.outcome;
     if (!outcome) return;
     let pushed = 0;
+    let bytes: Buffer | undefined;
+    const encoded = () => {
+      bytes ??= Buffer.from(outcome.valueJson ?? "");
+      return bytes;
+    };
     for (const [subscriber, seen] of group.subscribers) {
       if (seen === outcome) continue;
       group.subscribers.set(subscriber, outcome);
       pushed++;
       if (outcome.error) subscriber.error(outcome.error);
-      else subscriber.value(outcome.valueJson as string);
+      else subscriber.value(outcome.valueJson as string, encoded);
     }
     if (pushed > 0) this.observer.pushed(group.deployment, pushed);
   }
