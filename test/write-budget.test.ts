@@ -119,6 +119,39 @@ export default capsule({ schema: { t: table({ n: number(), ${fits} }).index("by_
   }, 60_000);
 });
 
+describe("the references a mutation's writes check", () => {
+  it(`are counted: past ${LIMITS.referencesChecked} the mutation fails with 429 and writes nothing`, async () => {
+    const FIELDS = 20;
+    const refs = Array.from({ length: FIELDS }, (_, i) => `r${i}: id("targets")`).join(", ");
+    const code = await sourceCode(`import { capsule, table, id, number } from "platform/server";
+export default capsule({
+  schema: { targets: table({ n: number() }), links: table({ ${refs} }) },
+  queries: { links: async (ctx) => ctx.db.links.count() },
+  mutations: {
+    link: async (ctx, args) => {
+      const target = await ctx.db.targets.insert({ n: 1 });
+      const row = {};
+      for (let i = 0; i < ${FIELDS}; i++) row["r" + i] = target;
+      for (let i = 0; i < args.rows; i++) await ctx.db.links.insert(row);
+      return args.rows;
+    },
+  },
+});
+`);
+    expect((await host.deployCode("references", code)).status).toBe(201);
+    const fits = Math.floor(LIMITS.referencesChecked / FIELDS);
+    const over = await host.call("references", "mutation", "link", { rows: fits + 1 });
+    expect(over.status).toBe(429);
+    expect(over.json<{ error: { message: string } }>().error.message).toBe(
+      `Database referencesChecked limit exceeded (${LIMITS.referencesChecked}).`,
+    );
+    expect((await host.call("references", "query", "links")).json()).toEqual({ value: 0 });
+    const ok = await host.call("references", "mutation", "link", { rows: fits });
+    expect(ok.status, ok.text()).toBe(200);
+    expect((await host.call("references", "query", "links")).json()).toEqual({ value: fits });
+  }, 120_000);
+});
+
 describe("a deployment's row storage quota, over HTTP", () => {
   it("refuses a mutation that would store past it with 413 quota_exceeded, and takes writes again after deletes", async () => {
     const small = await startTestHost({ databaseQuota: { rowBytesPerDeployment: 64 * 1024 } });

@@ -10,6 +10,7 @@ export interface BudgetLimits {
   rangeBytesRead: number;
   rowsWritten: number;
   bytesWritten: number;
+  referencesChecked: number;
 }
 
 /** The default per-handler limits of docs/limits.md. */
@@ -21,6 +22,7 @@ export const DEFAULT_BUDGET: BudgetLimits = {
   rangeBytesRead: LIMITS.rangeBytesRead,
   rowsWritten: LIMITS.rowsWritten,
   bytesWritten: LIMITS.bytesWritten,
+  referencesChecked: LIMITS.referencesChecked,
 };
 
 /** No limit at all: the platform's own reads and writes (seeding a budget check, benchmarks). */
@@ -32,6 +34,7 @@ export const UNLIMITED_BUDGET: BudgetLimits = {
   rangeBytesRead: Number.MAX_SAFE_INTEGER,
   rowsWritten: Number.MAX_SAFE_INTEGER,
   bytesWritten: Number.MAX_SAFE_INTEGER,
+  referencesChecked: Number.MAX_SAFE_INTEGER,
 };
 
 /** What one handler used; reported with every execution. */
@@ -64,6 +67,8 @@ export class Budget {
   private bytesWritten = 0;
   /** The bytes of the keys and bounds of the gets and index scans so far (see `usage.rangesRead`). */
   private rangeBytesRead = 0;
+  /** `id()` values its writes checked exist so far. */
+  private referencesChecked = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
     this.limits = limits;
@@ -99,6 +104,18 @@ export class Budget {
     if (this.rangeBytesRead + bytes > this.limits.rangeBytesRead) throw this.exceeded("rangeBytesRead");
     this.usage.rangesRead++;
     this.rangeBytesRead += bytes;
+  }
+
+  /**
+   * Counts `n` references a write is about to check (`count` false: only fails when they would
+   * not fit, for a check that may have to start again), failing when they would pass the limit.
+   */
+  checksReferences(n: number, count = true): void {
+    if (this.referencesChecked + n > this.limits.referencesChecked) {
+      this.referencesChecked = this.limits.referencesChecked;
+      throw this.exceeded("referencesChecked");
+    }
+    if (count) this.referencesChecked += n;
   }
 
   /** Counts one scanned entry of `bytes` row bytes (0 for key-only scans). */

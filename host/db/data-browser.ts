@@ -31,6 +31,7 @@ const BROWSE_BUDGET = {
   rangeBytesRead: LIMITS.rangeBytesRead,
   rowsWritten: 0,
   bytesWritten: 0,
+  referencesChecked: 0,
 };
 
 type Row = Record<string, FieldValue>;

@@ -92,11 +92,14 @@ function referenceKey(tx: TransactionView, [, target, id]: Reference): Buffer {
 
 /** Checks at once that every referenced row exists; false when a read must wait. */
 export function tryCheckReferencesSync(tx: TransactionView, refs: Reference[], tableName: string): boolean {
+  // Counted only once all are answered at once; else checkReferences counts them.
+  tx.budget.checksReferences(refs.length, false);
   for (const ref of refs) {
     const json = tx.tryReadKeySync(referenceKey(tx, ref));
     if (json === NOT_READY) return false;
     referenced(ref, json, tableName);
   }
+  tx.budget.checksReferences(refs.length);
   return true;
 }
 
@@ -106,6 +109,7 @@ export async function checkReferences(
   refs: Reference[],
   tableName: string,
 ): Promise<void> {
+  tx.budget.checksReferences(refs.length);
   for (const ref of refs) referenced(ref, await tx.readKey(referenceKey(tx, ref)), tableName);
 }
 

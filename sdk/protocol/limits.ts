@@ -23,6 +23,12 @@ export const LIMITS = {
   /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
   rowsWritten: 8192,
   /**
+   * `id()` values one mutation's writes check exist (each a read on the host's main thread,
+   * outside the handler's CPU time): two per row written at most. Without it, rows of many `id()`
+   * fields made one mutation check 258,000 references. Ours.
+   */
+  referencesChecked: 16_384,
+  /**
    * Bytes one mutation stores: each written row's JSON, once for the row and once for each of its
    * index entries (an entry holds a copy of its row, so scans read rows in one pass).
    */
