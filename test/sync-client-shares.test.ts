@@ -110,7 +110,10 @@ describe("a client's inbound budget", () => {
  * Upgrades to `url`'s sync endpoint as the client at `address`: the open socket (closed at once),
  * or the refusal's status and `Retry-After`.
  */
-function upgradeAs(url: string, address: string): Promise<{ status: number; retryAfter?: string | undefined }> {
+function upgradeAs(
+  url: string,
+  address: string,
+): Promise<{ status: number; retryAfter?: string | undefined }> {
   const ws = new WebSocket(url, {
     lookup: localhostLookup,
     headers: { "x-forwarded-for": address },
