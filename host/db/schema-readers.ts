@@ -1,3 +1,5 @@
+import type { KvSnapshot, KvStore } from "./kv/index.js";
+
 /**
  * The queries open on each generation of a deployment's compiled schema. A query reads the
  * indexes of the schema it began with (a snapshot taken before a migration's switch holds a
@@ -36,5 +38,24 @@ export class SchemaReaders<G extends object> {
         resolve();
       });
     });
+  }
+}
+
+/**
+ * A reader's snapshot (taken with its first read: its reads need to agree with each other only)
+ * and the schema it reads through, `served()` when the snapshot was asked for: the snapshot is no
+ * earlier than that, so it holds that schema's indexes whole. A switch while it was asked for:
+ * asked again.
+ */
+export async function readSnapshotOnSchema<G>(
+  store: KvStore,
+  share: string,
+  served: () => G,
+): Promise<{ snapshot: KvSnapshot; tables: G }> {
+  for (;;) {
+    const tables = served();
+    const snapshot = await store.readSnapshot(share);
+    if (tables === served()) return { snapshot, tables };
+    await snapshot.close();
   }
 }

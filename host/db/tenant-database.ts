@@ -13,7 +13,7 @@ import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
 import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA, importQuotaExceeded } from "./row-bytes.js";
 import { RowBytesTotal } from "./row-bytes-total.js";
-import { SchemaReaders } from "./schema-readers.js";
+import { readSnapshotOnSchema, SchemaReaders } from "./schema-readers.js";
 import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost } from "./transaction-view.js";
@@ -248,17 +248,7 @@ export class TenantDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    // Its reads need to agree with each other only: the snapshot is taken with the first one, at
-    // the earliest when asked for. Asked for on the schema served then, it holds that schema's
-    // indexes whole (a switch while it was asked for: asked again).
-    let snapshot: KvSnapshot;
-    let tables: ReadonlyMap<string, CompiledTable>;
-    for (;;) {
-      tables = this.compiled;
-      snapshot = await this.store.readSnapshot(this.share());
-      if (tables === this.compiled) break;
-      await snapshot.close();
-    }
+    const { snapshot, tables } = await readSnapshotOnSchema(this.store, this.share(), () => this.compiled);
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
     this.readers.enter(tables);
     try {
