@@ -226,7 +226,7 @@ describe("a client's share of a deployment's live state", () => {
         "limit_exceeded",
       ]);
       expect(attacker[2]?.error?.message).toContain(
-        `The live queries this client subscribed to hold more than ${SHARE} bytes`,
+        `The live queries each client subscribed to this one started hold more than ${SHARE} bytes`,
       );
       // Another client's own subscription and one it shares with the attacker are answered.
       const own = await on({ n: 200, size: SIZE }, "victim");
@@ -255,6 +255,33 @@ describe("a client's share of a deployment's live state", () => {
       joined.unsubscribe();
       await shared.settled();
       expect(third.value?.length).toBe(SIZE);
+      for (const each of [own, third, ...again]) each.unsubscribe();
+    } finally {
+      shared.close();
+    }
+  }, 60_000);
+
+  it("lets another client take on a shared query its starter has no room for", async () => {
+    const shared = new LiveQueries(host.deployments, undefined, { deployment: STATE_BYTES, caller: SHARE });
+    const on = (args: { n: number; size: number }, caller: string) =>
+      subscribeOn(shared, "state", "big", args, caller);
+    try {
+      // The attacker fills its share, then starts the queries others will subscribe to.
+      const filled = [
+        await on({ n: 400, size: SIZE }, "attacker"),
+        await on({ n: 401, size: SIZE }, "attacker"),
+      ];
+      expect(filled.map((each) => each.value?.length)).toEqual([SIZE, SIZE]);
+      const squatted = await on({ n: 402, size: SIZE }, "attacker");
+      expect(squatted.error?.code).toBe("limit_exceeded");
+      // A client with room joining it takes it on: both get the value.
+      const victim = await on({ n: 402, size: SIZE }, "victim");
+      expect(victim.value?.length).toBe(SIZE);
+      expect(squatted.value?.length).toBe(SIZE);
+      // The victim's share holds it now: two more of its own fit only one.
+      const more = [await on({ n: 403, size: SIZE }, "victim"), await on({ n: 404, size: SIZE }, "victim")];
+      expect(more.map((each) => each.value?.length ?? each.error?.code)).toEqual([SIZE, "limit_exceeded"]);
+      for (const each of [...filled, squatted, victim, ...more]) each.unsubscribe();
     } finally {
       shared.close();
     }

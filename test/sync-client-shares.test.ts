@@ -69,7 +69,9 @@ describe("a client's share of the deployment's live state", () => {
     for (const message of refused)
       expect(message.error).toMatchObject({
         code: "limit_exceeded",
-        message: expect.stringContaining("The live queries this client subscribed to hold more than"),
+        message: expect.stringContaining(
+          "The live queries each client subscribed to this one started hold more than",
+        ),
       });
 
     // Another client subscribing to large results of its own is answered, as before the attack.
@@ -132,7 +134,7 @@ function upgradeAs(
 }
 
 describe("a client's upgrades", () => {
-  it("cost it a request each, before the token is checked; another client's are not refused", async () => {
+  it("cost it a request each, all deployments together, before anything is looked up; another client's are not refused", async () => {
     const limited = await startTestHost({ trustProxy: true, requestQuota: { perSecond: 0.01, burst: 3 } });
     try {
       expect((await limited.deployCode("shares", await sourceCode(CAPSULE))).status).toBe(201);
@@ -145,6 +147,12 @@ describe("a client's upgrades", () => {
       expect(refused.status).toBe(429);
       expect(Number(refused.retryAfter)).toBeGreaterThan(0);
       expect((await upgradeAs(url, "203.0.113.20")).status).toBe(429);
+      // One bucket for every deployment, looked up or not: naming others does not renew it.
+      expect((await limited.deployCode("other", await sourceCode(CAPSULE))).status).toBe(201);
+      for (const name of ["other", "nothing-here"]) {
+        const elsewhere = `${limited.deploymentUrl(name).replace("http", "ws")}/api/sync`;
+        expect((await upgradeAs(elsewhere, "203.0.113.20")).status).toBe(429);
+      }
       expect((await upgradeAs(url, "203.0.113.21")).status).toBe(101);
       expect((await upgradeAs(`${url}?platform_token=forged`, "203.0.113.22")).status).toBe(401);
     } finally {

@@ -185,10 +185,11 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       const before = valueText("value", id, "").slice(0, -1);
       const subscribed = live.subscribe(deployment, message.name, args, identity, {
         caller: address,
-        value: (valueJson, encoded) =>
+        value: (_valueJson, encoded) =>
           pushes.push(id, {
             message: () => ({ before, shared: encoded(), after: "}" }),
-            length: before.length + valueJson.length + 1,
+            // Its bytes, as sending counts them: text beyond ASCII takes more than its characters.
+            length: before.length + encoded().length + 1,
             current,
           }),
         error: (error) => {

@@ -5,7 +5,7 @@ import { LIMITS, SYNC_CLOSE } from "../../sdk/protocol/index.js";
 import { type AuthService, type HeldIdentity, IDENTITY_ENDED } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
-import { SocketsPerClient } from "./client-address.js";
+import { clientAddressKey, SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
@@ -99,14 +99,15 @@ export function attachSync(
     const client = quota.clientAddress(req);
     if (!perClient.admit(client, socket))
       return refuseUpgrade(socket, "429 Too Many Requests", LIMITS.busyRetryAfterSeconds);
-    if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment)))
-      return refuseUpgrade(socket, "404 Not Found");
-    // An upgrade costs its address a request, as a call would, before its token is checked: the
-    // check and the opening take the host's main thread (2,000 upgrades took 4.4 s of it). In a
-    // bucket of their own: a client's upgrades and calls do not eat into each other.
-    const addressKey = `${quotaKey(deployment, null, client)}\u0000upgrade`;
+    // An upgrade costs its address a request, as a call would, before the deployment is looked up
+    // and its token checked: those take the host's main thread (2,000 upgrades took 4.4 s of it).
+    // In a bucket of their own, one for all deployments: a client's upgrades and calls do not eat
+    // into each other, and naming many deployments does not multiply it.
+    const addressKey = `upgrade\u0000${clientAddressKey(client)}`;
     if (!quota.tryTake(addressKey))
       return refuseUpgrade(socket, "429 Too Many Requests", quota.retryAfterSeconds(addressKey));
+    if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment)))
+      return refuseUpgrade(socket, "404 Not Found");
     let held: HeldIdentity | null = null;
     let endedBeforeOpen: string | undefined;
     let end = (reason: string) => {

@@ -130,16 +130,9 @@ export function newGroup(
   };
 }
 
-/**
- * Whose share `group` counts against now that a subscriber left: its caller while any of its
- * subscribers remains, else the caller of the oldest one remaining.
- */
-export function callerStaying(group: Group): string {
-  let oldest: string | undefined;
-  for (const subscriber of group.subscribers.keys()) {
-    const caller = subscriber.caller ?? "";
-    if (caller === group.caller) return caller;
-    oldest ??= caller;
-  }
-  return oldest ?? group.caller;
+/** The clients subscribed to `group` (see {@link Subscriber.caller}), each once, oldest first. */
+export function subscribingCallers(group: Group): string[] {
+  const callers = new Set<string>();
+  for (const subscriber of group.subscribers.keys()) callers.add(subscriber.caller ?? "");
+  return [...callers];
 }

@@ -47,7 +47,7 @@ const NOTHING_PROMISED: Promised = { deployment: 0, caller: 0 };
  * per caller of a deployment, so one client subscribing with ever new arguments cannot fill its
  * deployment's share and refuse everyone else's; and per host, where a deployment past the host's
  * figure may still grow to its even share of it (the host's figure divided among the deployments
- * holding anything), so the host holds at most twice it and no tenant's use starves another.
+ * holding anything), and all together never past twice it: no tenant's use starves another.
  */
 export class HeldBytes<G> {
   private readonly byDeployment = new Map<string, number>();
@@ -92,9 +92,11 @@ export class HeldBytes<G> {
     const ofCaller =
       (this.byCaller.get(callerKey(deployment, caller)) ?? 0) - sameCaller + bytes + promised.caller;
     if (ofCaller > this.limits.caller) return "caller";
-    if (this.total - before + bytes + promised.deployment <= this.limits.host) return undefined;
+    const total = this.total - before + bytes + promised.deployment;
+    if (total <= this.limits.host) return undefined;
+    // Past it, each deployment grows to its even share of it, and all together never past twice it.
     const holding = this.byDeployment.size + (this.byDeployment.has(deployment) ? 0 : 1);
-    return ofDeployment <= this.limits.host / holding ? undefined : "host";
+    return ofDeployment <= this.limits.host / holding && total <= 2 * this.limits.host ? undefined : "host";
   }
 
   /**

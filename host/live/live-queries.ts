@@ -3,13 +3,13 @@ import { callerError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import {
-  callerStaying,
   type Group,
   groupKey,
   newGroup,
   nextRunOf,
   type Outcome,
   type Subscriber,
+  subscribingCallers,
   wakeWaiters,
 } from "./group.js";
 import { type HeldLimits, readSetBytes } from "./held-bytes.js";
@@ -68,7 +68,11 @@ export class LiveQueries {
       caller: limits.caller ?? LIMITS.liveStateBytesPerClient,
       host: limits.host ?? LIMITS.liveStateHostBytes,
     };
-    this.state = new LiveState(held, (group) => void this.schedule(group).catch(() => {}));
+    this.state = new LiveState(
+      held,
+      (group) => void this.schedule(group).catch(() => {}),
+      subscribingCallers,
+    );
     this.refusals = liveStateRefusals(held);
     this.refusalBytes = Math.max(...Object.values(this.refusals).map(outcomeBytes));
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
@@ -123,7 +127,7 @@ export class LiveQueries {
         this.byDeployment.get(deployment)?.delete(joined);
         this.readSets.get(deployment)?.delete(joined);
         this.state.release(joined);
-      } else this.state.chargeTo(joined, callerStaying(joined));
+      } else this.state.subscriberLeft(joined);
     };
   }
 

@@ -17,6 +17,8 @@ export class LiveState {
   constructor(
     limits: HeldLimits,
     private readonly run: (group: Group) => void,
+    /** The clients subscribed to a group, oldest first (any of them may take it on). */
+    private readonly callersOf: (group: Group) => string[],
   ) {
     this.held = new HeldBytes(limits);
   }
@@ -28,18 +30,30 @@ export class LiveState {
   /**
    * After a run of `group` whose outcome and read set take `bytes`: holds them and answers
    * undefined when they fit, else holds `refusedBytes` (its refusal), puts it in line and answers
-   * which limit they would pass.
+   * which limit they would pass. Past the share of the client it is charged to, another client
+   * subscribed to it with room takes it on, the oldest first: a client that filled its share
+   * cannot refuse a query others share by having started it.
    */
   keep(group: Group, bytes: number, refusedBytes: number): keyof HeldLimits | undefined {
     const deployment = group.deployment;
     const before = this.held.of(group);
-    const passed = this.held.hold(deployment, group.caller, group, bytes);
+    const charged = group.caller;
+    let passed = this.held.hold(deployment, group.caller, group, bytes);
+    if (passed === "caller") {
+      const roomy = this.callersOf(group).find(
+        (caller) => caller !== charged && !this.held.passed(deployment, caller, group, bytes),
+      );
+      if (roomy !== undefined) {
+        group.caller = roomy;
+        passed = this.held.hold(deployment, roomy, group, bytes);
+      }
+    }
     if (!passed) {
-      // It fits now (others waiting may too), or it holds less than before.
+      // It fits now (others waiting may too), or it holds less than before, or its old caller has room.
       const waited = group.roomNeeded !== undefined;
       group.roomNeeded = undefined;
       this.waiting.get(deployment)?.delete(group);
-      if (waited || this.held.of(group) < before) this.roomFreed(deployment);
+      if (waited || this.held.of(group) < before || group.caller !== charged) this.roomFreed(deployment);
       return undefined;
     }
     this.held.hold(deployment, group.caller, group, refusedBytes, true);
@@ -54,13 +68,20 @@ export class LiveState {
   }
 
   /**
-   * `group`'s bytes are charged to `caller` from now on (the subscribers of the caller it was
-   * charged to left; others remain). The old caller's share has room again.
+   * A subscriber of `group` left, others remain. While a subscriber of the client it is charged
+   * to remains, nothing changes; else what it holds is charged from now on to the oldest client
+   * with room for it, or the oldest one (who uses it, and would have been charged had it
+   * subscribed first). The old client's share has room again.
    */
-  chargeTo(group: Group, caller: string): void {
-    if (group.caller === caller) return;
-    group.caller = caller;
-    this.held.chargeTo(group, caller);
+  subscriberLeft(group: Group): void {
+    const callers = this.callersOf(group);
+    if (callers.length === 0 || callers.includes(group.caller)) return;
+    const bytes = this.held.of(group);
+    const next =
+      callers.find((caller) => !this.held.passed(group.deployment, caller, group, bytes)) ??
+      (callers[0] as string);
+    group.caller = next;
+    this.held.chargeTo(group, next);
     this.roomFreed(group.deployment);
   }
 
@@ -104,12 +125,16 @@ export class LiveState {
     for (const group of line) {
       if (group === except) continue;
       const need = group.roomNeeded ?? 0;
-      const toCaller = promisedTo.get(group.caller) ?? 0;
-      if (this.held.passed(deployment, group.caller, group, need, { deployment: promised, caller: toCaller }))
-        continue;
+      const fits = (caller: string) =>
+        !this.held.passed(deployment, caller, group, need, {
+          deployment: promised,
+          caller: promisedTo.get(caller) ?? 0,
+        });
+      const taker = fits(group.caller) ? group.caller : this.callersOf(group).find(fits);
+      if (taker === undefined) continue;
       const grows = need - this.held.of(group);
       promised += grows;
-      promisedTo.set(group.caller, toCaller + grows);
+      promisedTo.set(taker, (promisedTo.get(taker) ?? 0) + grows);
       line.delete(group);
       this.run(group);
     }

@@ -38,7 +38,7 @@ export function outcomeBytes(outcome: Outcome): number {
 export function liveStateExceeded(passed: keyof HeldLimits, limits: HeldLimits): QueryFailure {
   const whose = {
     deployment: `This deployment's live queries hold more than ${limits.deployment} bytes of results and read sets`,
-    caller: `The live queries this client subscribed to hold more than ${limits.caller} bytes of results and read sets (its share of this deployment's)`,
+    caller: `The live queries each client subscribed to this one started hold more than ${limits.caller} bytes of results and read sets (a client's share of this deployment's)`,
     host: `This host's live queries hold more than ${limits.host} bytes of results and read sets, and this deployment's more than its even share`,
   }[passed];
   return {

@@ -244,12 +244,12 @@ export const LIMITS = {
    * `liveStateBytes`: a client subscribing with ever new arguments fills its quarter, not the
    * deployment's whole share (40 subscriptions of about 2 KB filled it and refused every other
    * user's). A subscription shared with others counts for the client that started it while it
-   * stays. Ours.
+   * stays and has room, else for another subscribed client with room (host/live/live-state.ts). Ours.
    */
   liveStateBytesPerClient: 32 * 1024 * 1024,
   /**
    * What every deployment's live queries may hold together before a deployment may grow only to
-   * its even share (this divided among the deployments holding any): the host holds at most twice
+   * its even share (this divided among the deployments holding any), and all never past twice
    * this, however many tenants fill theirs. Ours.
    */
   liveStateHostBytes: 2 * 1024 * 1024 * 1024,
