@@ -2,7 +2,8 @@
  * Running a migration (docs/capsules.md "Deploys and schema changes"): the plan of migrate.ts carried out on
  * the store. New indexes are backfilled from the rows of a snapshot, with their counts; the new
  * schema is stored in one write, with the row bytes (row-bytes.ts) its built and dropped entries
- * move; then dropped indexes are cleared, once the queries begun before the switch ended. A build in progress is recorded under the deployment's
+ * move; then dropped indexes are cleared, without the lock, once the queries begun before the
+ * switch ended (the switch records them under `building`, as a build in progress is). A build in progress is recorded under the deployment's
  * `building` key, so a crash halfway leaves entries that the next load clears. A migration is
  * never refused for the row bytes limit: a deploy must always be able to ship code that deletes.
  */
@@ -40,6 +41,8 @@ export interface MigrationTarget {
   readonly tables: ReadonlyMap<string, CompiledTable>;
   /** Resolves once the queries that began on the schema served as `tables` have ended. */
   readersEnded(tables: ReadonlyMap<string, CompiledTable>): Promise<void>;
+  /** The schema served as `tables` is gone: a query still reading through it fails, to retry. */
+  retire(tables: ReadonlyMap<string, CompiledTable>): void;
   /** The deployment's row bytes (row-bytes-total.ts). */
   readonly rowBytes: RowBytesTotal;
   /** The deployment's row bytes now (counted and stored first if not known). */
@@ -119,6 +122,18 @@ async function backfill(
   return { entries: done, bytes };
 }
 
+/** A migration switched, and what is left of it: clearing the indexes it dropped. */
+export interface Migrated {
+  report: MigrationReport;
+  /**
+   * Clears the dropped indexes once the queries begun before the switch have ended (or their
+   * handlers' wall time passed: those still reading are failed, to retry). Needs no lock: nothing
+   * writes to a dropped index. The switch recorded them under `building`, so a crash before the
+   * end leaves them for the next load to clear.
+   */
+  clearDropped(): Promise<void>;
+}
+
 /**
  * Moves `target` to the schema `spec`; the caller holds the deployment's write lock, so no write
  * slips past a backfill. Reads keep being served from the old schema until the new one is stored in
@@ -129,7 +144,7 @@ export async function runMigration(
   spec: unknown,
   onProgress?: (progress: MigrationProgress) => void,
   options: { legacy?: boolean; switching?: SchemaSwitch } = {},
-): Promise<MigrationReport> {
+): Promise<Migrated> {
   const { store, id } = target;
   const snapshot = await store.snapshot(target.share(), "write");
   const building = metaKey(id, "building");
@@ -162,9 +177,12 @@ export async function runMigration(
       const dropped = currentTables.get(table)?.indexes.get(index);
       if (dropped) rowBytes -= await valueBytes(snapshot, dropped.prefix, dropped.end);
     }
+    const dropping: PendingBuild[] = plan.drop.map(({ table, stored }) => ({ table, stored }));
     await store.batch([
       { type: "put", key: metaKey(id, "schema"), value: JSON.stringify(plan.next) },
-      { type: "del", key: building },
+      dropping.length > 0
+        ? { type: "put", key: building, value: JSON.stringify(dropping) }
+        : { type: "del", key: building },
       { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
       ...(options.switching?.operations ?? []),
     ]);
@@ -173,13 +191,15 @@ export async function runMigration(
     target.adoptSchema(plan.next);
     target.rowBytes.known = rowBytes;
     options.switching?.switched();
-    // Queries begun before the switch read the dropped indexes until they end.
-    if (plan.drop.length > 0) await target.readersEnded(before);
-    for (const { table, index, stored } of plan.drop) {
-      await clearIndex(store, id, table, stored);
-      report.dropped.push({ table, index });
-    }
-    return report;
+    report.dropped = plan.drop.map(({ table, index }) => ({ table, index }));
+    const clearDropped = async () => {
+      if (dropping.length === 0) return;
+      // Queries begun before the switch read the dropped indexes until they end.
+      await target.readersEnded(before);
+      target.retire(before);
+      await clearAbandonedBuilds(store, id, JSON.stringify(dropping));
+    };
+    return { report, clearDropped };
   } finally {
     for (const { table, stored } of pending) await clearIndex(store, id, table, stored);
     if (pending.length > 0) await store.batch([{ type: "del", key: building }]);

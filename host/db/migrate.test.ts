@@ -244,13 +244,39 @@ describe("schema migration", () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(cleared).toBe(false);
+    // Recorded with the switch: a crash now leaves it for the next load to clear.
+    const building = metaKey("m", "building");
+    expect(await env.db.store.get(building)).toContain('"fields":["text"]');
     resume();
     expect((await spanning).value).toEqual([
       { kind: "count", count: 50 },
       { kind: "count", count: 50 },
     ]);
     expect((await migrated).dropped).toEqual([{ table: "todos", index: "by_text" }]);
+    expect(await env.db.store.get(building)).toBeUndefined();
     expect((await deployment.query(count)).value).toEqual({ kind: "count", count: 50 });
+  });
+
+  it("fails a query still reading through a schema whose dropped indexes are cleared, to retry", async () => {
+    await deployment.migrate(withTodos({}, { by_text: ["text"] }));
+    const old = deployment.tables;
+    let resume = () => {};
+    const paused = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    const spanning = deployment.query(async (tx) => {
+      await tx.get("todos", "AAAAAAAAAAAAAAAAAAAAAA");
+      await paused;
+      return tx.query({ table: "todos", index: "by_text", range: [], order: "asc" }, { kind: "count" });
+    });
+    const migrated = deployment.migrate(withTodos({}, {}));
+    await expect.poll(() => deployment.tables).not.toBe(old);
+    // As when its handler's wall time passed: the migration stops waiting and clears.
+    deployment.retire(old);
+    resume();
+    await expect(spanning).rejects.toMatchObject({ code: "unavailable" });
+    expect((await migrated).dropped).toEqual([{ table: "todos", index: "by_text" }]);
+    expect(await indexEntries("by_text")).toBe(-1);
   });
 
   it("writes what switches with the schema in the batch that stores it, and nothing when refused", async () => {

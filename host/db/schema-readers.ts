@@ -8,6 +8,17 @@ import type { KvSnapshot, KvStore } from "./kv/index.js";
  */
 export class SchemaReaders<G extends object> {
   private readonly open = new Map<G, { count: number; idle: Array<() => void> }>();
+  private readonly retired = new WeakSet<G>();
+
+  /** `generation` is gone: what it named may be cleared. */
+  retire(generation: G): void {
+    this.retired.add(generation);
+  }
+
+  /** Whether `generation` is gone: a query still reading through it must start again. */
+  isRetired(generation: G): boolean {
+    return this.retired.has(generation);
+  }
 
   /** A query began on `generation`. */
   enter(generation: G): void {

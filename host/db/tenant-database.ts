@@ -44,6 +44,8 @@ export class TenantDatabase implements TransactionHost {
   private compiled = new Map<string, CompiledTable>();
   /** The queries open on each schema served (a migration clears what it dropped once they end). */
   private readonly readers = new SchemaReaders<ReadonlyMap<string, CompiledTable>>();
+  /** The last migration's clearing of the indexes it dropped. */
+  private clearing: Promise<void> = Promise.resolve();
   private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
   private readonly groups: GroupCommit;
@@ -274,6 +276,15 @@ export class TenantDatabase implements TransactionHost {
     return this.readers.ended(tables, LIMITS.handlerWallMs);
   }
 
+  /** The schema served as `tables` is gone (its dropped indexes are being cleared). */
+  retire(tables: ReadonlyMap<string, CompiledTable>): void {
+    this.readers.retire(tables);
+  }
+
+  isRetired(tables: ReadonlyMap<string, CompiledTable>): boolean {
+    return this.readers.isRetired(tables);
+  }
+
   /**
    * Runs a writing handler: waits for the write lock, reads a snapshot taken after every earlier
    * commit, and commits its writes as one batch, together with the mutations queued beside it
@@ -325,11 +336,19 @@ export class TenantDatabase implements TransactionHost {
     onProgress?: (progress: MigrationProgress) => void,
     options: { legacy?: boolean; switching?: SchemaSwitch } = {},
   ): Promise<MigrationReport> {
-    const report = await this.exclusive(() => runMigration(this, spec, onProgress, options));
+    // One migration's dropped indexes are cleared before the next begins (both record theirs).
+    await this.clearing;
+    const { report, clearDropped } = await this.exclusive(() =>
+      runMigration(this, spec, onProgress, options),
+    );
+    // Outside the lock: waiting for queries begun before the switch holds no writer back. A
+    // failure leaves them recorded, for the next load.
+    this.clearing = clearDropped().catch(() => {});
     if (this.store.supports.sharedAcrossProcesses) {
       const message: HostMessage = { type: "schema", deployment: this.id };
       await this.store.bus.broadcast(JSON.stringify(message));
     }
+    await this.clearing;
     return report;
   }
 }

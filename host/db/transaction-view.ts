@@ -14,6 +14,11 @@ export interface TransactionHost {
   readonly id: string;
   readonly schemaHash: string;
   readonly tables: ReadonlyMap<string, CompiledTable>;
+  /**
+   * Whether the schema served as `tables` is gone: a migration cleared what it dropped, and a
+   * reader still reading through it (past its handler's wall time) must start again.
+   */
+  isRetired(tables: ReadonlyMap<string, CompiledTable>): boolean;
   readonly cursors: CursorCodec;
   /** The next `createdAt`: at least `now`, strictly above every earlier one of the deployment. */
   nextCreatedAt(now: number): number;

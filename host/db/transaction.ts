@@ -80,6 +80,11 @@ export class Transaction implements TransactionView {
 
   /** The compiled table `name`; an unknown one is the caller's error. */
   table(name: string): CompiledTable {
+    if (this.host.isRetired(this.tables))
+      throw new PlatformError(
+        "unavailable",
+        "This deployment's schema changed while the call ran; retry it.",
+      );
     const table = typeof name === "string" ? this.tables.get(name) : undefined;
     if (!table) throw new PlatformError("bad_request", `Unknown table ${JSON.stringify(name)}.`);
     return table;

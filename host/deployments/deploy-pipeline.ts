@@ -125,8 +125,10 @@ export async function deploy(
     await clientFiles.retire(id, previous?.client, served).catch(() => {});
     return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
   } catch (error) {
-    // Once switched, the isolate serves the deployment: a later failure leaves it serving.
-    if (!switched) probe.dispose();
+    // Once switched, the isolate serves the deployment: a later failure leaves it serving, and
+    // the other hosts are still told.
+    if (switched) await registry.announce(id).catch(() => {});
+    else probe.dispose();
     if (staged && !switched) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
     throw error;
   }
