@@ -67,11 +67,6 @@ export class HeldBytes<G> {
     return this.byDeployment.get(deployment) ?? 0;
   }
 
-  /** Who `group` is charged to, once it holds anything. */
-  callerOf(group: G): string | undefined {
-    return this.byGroup.get(group)?.caller;
-  }
-
   /**
    * Which limit `group`, charged to `caller` of `deployment`, would pass by holding `bytes`
    * instead of what it holds, beside what is `promised` to others of the same deployment and

@@ -127,7 +127,7 @@ export class LiveQueries {
         this.byDeployment.get(deployment)?.delete(joined);
         this.readSets.get(deployment)?.delete(joined);
         this.state.release(joined);
-      } else this.state.subscriberLeft(joined);
+      } else this.state.subscriberLeft(joined, subscriber.caller ?? "");
     };
   }
 

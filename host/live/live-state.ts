@@ -68,14 +68,16 @@ export class LiveState {
   }
 
   /**
-   * A subscriber of `group` left, others remain. While a subscriber of the client it is charged
-   * to remains, nothing changes; else what it holds is charged from now on to the oldest client
-   * with room for it, or the oldest one (who uses it, and would have been charged had it
-   * subscribed first). The old client's share has room again.
+   * A subscriber of `group` from client `left` left, others remain. While a subscriber of the
+   * client it is charged to remains, nothing changes; else what it holds is charged from now on to
+   * the oldest client with room for it, or the oldest one (who uses it, and would have been
+   * charged had it subscribed first). The old client's share has room again.
    */
-  subscriberLeft(group: Group): void {
+  subscriberLeft(group: Group, left: string): void {
+    if (left !== group.caller) return;
+    for (const subscriber of group.subscribers.keys()) if ((subscriber.caller ?? "") === group.caller) return;
     const callers = this.callersOf(group);
-    if (callers.length === 0 || callers.includes(group.caller)) return;
+    if (callers.length === 0) return;
     const bytes = this.held.of(group);
     const next =
       callers.find((caller) => !this.held.passed(group.deployment, caller, group, bytes)) ??
