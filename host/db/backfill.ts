@@ -3,9 +3,10 @@
  * the store. New indexes are backfilled from the rows of a snapshot, with their counts; the new
  * schema is stored in one write, with the row bytes (row-bytes.ts) its built and dropped entries
  * move; then dropped indexes are cleared, without the lock, once the queries begun before the
- * switch ended (the switch records them under `building`, as a build in progress is). A build in progress is recorded under the deployment's
- * `building` key, so a crash halfway leaves entries that the next load clears. A migration is
- * never refused for the row bytes limit: a deploy must always be able to ship code that deletes.
+ * switch ended. A build in progress, and the dropped indexes from the switch on, are recorded
+ * under the deployment's `building` key, so a crash halfway leaves entries that the next load
+ * clears. A migration is never refused for the row bytes limit: a deploy must always be able to
+ * ship code that deletes.
  */
 import { PlatformError } from "../../sdk/values/index.js";
 import { metaKey } from "./keys.js";
