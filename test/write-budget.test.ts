@@ -100,6 +100,22 @@ export default capsule({ schema: { t: table({ n: number() })${indexes} } });
     );
   }, 60_000);
 
+  it("refuses a schema of more than 1000 tables, or a table of more than 1024 fields, saying what to do", async () => {
+    const tables = Array.from({ length: 1001 }, (_, i) => `t${i}: table({ n: number() })`).join(", ");
+    const wide = Array.from({ length: 1025 }, (_, i) => `f${i}: number().optional()`).join(", ");
+    for (const [schema, message] of [
+      [tables, "the schema has 1001 tables; at most 1000 are allowed. Keep related data in one table"],
+      [`t: table({ ${wide} })`, "table t has 1025 fields; at most 1024 are allowed. Split it into tables"],
+    ]) {
+      const code = await sourceCode(`import { capsule, table, number } from "platform/server";
+export default capsule({ schema: { ${schema} } });
+`);
+      const response = await host.deployCode("too-big", code);
+      expect(response.status).toBe(400);
+      expect(response.json<{ error: { message: string } }>().error.message).toContain(message);
+    }
+  }, 60_000);
+
   it("counts the hidden index of each userId() field: 200 of them would write 200 copies of each row", async () => {
     const owners = Array.from({ length: 200 }, (_, i) => `o${i}: userId().optional()`).join(", ");
     const code = await sourceCode(`import { capsule, table, number, userId } from "platform/server";

@@ -34,6 +34,23 @@ describe("a group's reads ahead", () => {
     const wide = JSON.stringify({ ids: Array.from({ length: 100 }, () => newRowId()) });
     expect(wide.length).toBeLessThan(4096);
     expect(groupReadKeys(tables, [{ argsJson: wide }]).length).toBeLessThan(64 * tables.size);
+    // Under many tables, no key is made past the 256th (20,000 tables made 1.28 million for 64 ids).
+    let made = 0;
+    const manyTables = new Map(
+      Array.from({ length: 20_000 }, (_, i) => {
+        const prefix = rowPrefix("d", `t${i}`);
+        const table = {
+          get rowPrefix() {
+            made++;
+            return prefix;
+          },
+        } as CompiledTable;
+        return [`t${i}`, table];
+      }),
+    );
+    const ids = JSON.stringify(Array.from({ length: 64 }, () => newRowId()));
+    expect(groupReadKeys(manyTables, [{ argsJson: ids }]).length).toBeLessThanOrEqual(256);
+    expect(made).toBeLessThanOrEqual(256);
     // Long arguments are not parsed on the host's main thread at all.
     const long = JSON.stringify({ id: newRowId(), text: "x".repeat(5000) });
     expect(groupReadKeys(tables, [{ argsJson: long }])).toEqual([]);

@@ -50,8 +50,13 @@ function resolveField(
 export function buildInsertFields(table: CompiledTable, input: unknown): Record<string, FieldValue> {
   const row = asObject(table.name, input, "An inserted row");
   rejectUnknownFields(table, row);
+  // The fields it names and those filled without it, in schema order (the first problem in that
+  // order is the one reported).
+  const names = new Set(table.filledFields);
+  for (const key of Object.keys(row)) names.add(key);
+  const ordered = [...names].sort((a, b) => (table.position.get(a) ?? 0) - (table.position.get(b) ?? 0));
   const out: Record<string, FieldValue> = {};
-  for (const name of table.fieldNames) {
+  for (const name of ordered) {
     const value = resolveField(table, name, table.spec.fields[name] as FieldSpec, row[name]);
     if (value !== undefined) out[name] = value;
   }
@@ -79,10 +84,10 @@ export function changedIdFields(
   before?: StoredRow,
 ): Array<[string, string, string]> {
   const out: Array<[string, string, string]> = [];
-  for (const name of table.fieldNames) {
+  for (const name of table.idFields) {
     const spec = table.spec.fields[name] as FieldSpec;
     const value = row[name];
-    if (spec.kind === "id" && typeof value === "string" && before?.[name] !== value) {
+    if (typeof value === "string" && before?.[name] !== value) {
       out.push([name, spec.table as string, value]);
     }
   }

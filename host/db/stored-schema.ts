@@ -96,6 +96,15 @@ export interface CompiledTable {
   name: string;
   spec: TableSpec;
   fieldNames: string[];
+  /** Each field's place in {@link fieldNames}. */
+  position: Map<string, number>;
+  /**
+   * The fields an insert that omits them still sets or refuses (a default, or required), and the
+   * `id()` fields, in schema order: a write loops over these and its own keys, never over every
+   * field (a table of 20,000 optional fields held the main thread 9 ms an insert).
+   */
+  filledFields: string[];
+  idFields: string[];
   rowPrefix: Buffer;
   indexes: Map<string, CompiledIndex>;
   lateDefaults: Array<[string, FieldValue]>;
@@ -127,6 +136,13 @@ export function compileSchema(deployment: string, stored: StoredSchema): Map<str
       name,
       spec: table.spec,
       fieldNames: Object.keys(table.spec.fields),
+      position: new Map(Object.keys(table.spec.fields).map((field, at) => [field, at])),
+      filledFields: Object.entries(table.spec.fields)
+        .filter(([, field]) => field.default !== undefined || !field.optional)
+        .map(([field]) => field),
+      idFields: Object.entries(table.spec.fields)
+        .filter(([, field]) => field.kind === "id")
+        .map(([field]) => field),
       rowPrefix: rowPrefix(deployment, name),
       indexes,
       lateDefaults: table.lateDefaults.map((field) => [
