@@ -133,6 +133,30 @@ export default capsule({ schema: { t: table({ n: number(), ${fits} }).index("by_
 `);
     expect((await host.deployCode("many-owners", fitting)).status).toBe(201);
   }, 60_000);
+
+  it("refuses more than 256 userId() fields in one schema: a guest's sign-in searches each one", async () => {
+    // 500 tables of 31 such fields made each sign-in of a guest run 15,500 index searches under the
+    // deployment's write lock (28-38 s).
+    const tables = (count: number) =>
+      Array.from(
+        { length: count },
+        (_, t) =>
+          `t${t}: table({ ${Array.from({ length: 16 }, (_, f) => `o${f}: userId().optional()`).join(", ")} })`,
+      ).join(", ");
+    const deploy = async (count: number) =>
+      host.deployCode(
+        "many-owner-tables",
+        await sourceCode(`import { capsule, table, userId } from "platform/server";
+export default capsule({ schema: { ${tables(count)} } });
+`),
+      );
+    const refused = await deploy(17);
+    expect(refused.status).toBe(400);
+    expect(refused.json<{ error: { message: string } }>().error.message).toContain(
+      "Invalid schema: the schema has more than 256 userId() fields (t16 passes it); at most 256 are allowed, all tables together. Signing a guest in searches each of them for the guest's rows: keep user ids in fewer fields.",
+    );
+    expect((await deploy(16)).status).toBe(201);
+  }, 60_000);
 });
 
 describe("the references a mutation's writes check", () => {

@@ -5,7 +5,7 @@
  */
 import type { LegacyWrite } from "../../sdk/protocol/index.js";
 import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
-import { afterPrefix } from "./codec.js";
+import { afterPrefix, decodeText, encodeNumber } from "./codec.js";
 import { rowKeyUnder } from "./keys.js";
 import { compileRange } from "./range.js";
 import { checkReferences, existingRow, writeRow } from "./row-ops.js";
@@ -14,12 +14,16 @@ import { scanRange } from "./scan.js";
 import { userIndexName } from "./stored-schema.js";
 import type { TransactionView } from "./transaction-view.js";
 
+/** The bytes of an encoded number: an index key's `createdAt`. */
+const CREATED_AT_BYTES = encodeNumber(0).length;
+
 /**
  * Every row of `table` whose `userId()` field `field` equals `from` gets `to` instead. Found through
- * the field's hidden index, never a table scan. The moves count against the transaction's write
- * budget (they are held in memory until the commit, as a mutation's writes are): when there are
- * more rows than it has room for, nothing is read further and the budget's error is thrown.
- * Returns how many rows moved.
+ * the field's hidden index, never a table scan, and counted as one index scan of the handler's
+ * budget. The ids come from the index keys alone, so no row is read before it is moved: the moves
+ * count against the transaction's write budget (they are held in memory until the commit, as a
+ * mutation's writes are), which stops the upgrade at its first row past the budget's rows or
+ * bytes. Returns how many rows moved.
  */
 export async function reassignUserId(
   tx: TransactionView,
@@ -33,7 +37,10 @@ export async function reassignUserId(
   const index = table.indexes.get(userIndexName(field));
   if (!index) throw new PlatformError("internal", `${table.name}.${field} has no user index.`);
   const range = compileRange(table, index, [{ op: "eq", field, value: from }]);
+  tx.budget.scanned(range.start.length + range.end.length);
   const room = tx.budget.limits.rowsWritten - tx.budget.usage.writes;
+  // An entry's key is the range's prefix (the index and the value), `createdAt`, then the id.
+  const idAt = range.start.length + CREATED_AT_BYTES;
   const ids: string[] = [];
   await scanRange(
     tx.snapshot,
@@ -42,14 +49,14 @@ export async function reassignUserId(
       start: range.start,
       end: range.end,
       reverse: false,
-      values: true,
-      keys: false,
+      values: false,
+      keys: true,
       hint: 256,
       want: room + 1,
     },
-    (_key, value) => {
-      ids.push((JSON.parse(value) as StoredRow).id);
-      return true;
+    (key) => {
+      ids.push(decodeText(key, idAt).value);
+      return ids.length <= room;
     },
   );
   if (ids.length > room) throw tx.budget.exceeded("rowsWritten");
