@@ -127,6 +127,45 @@ describe("schema migration", () => {
     });
   });
 
+  it("checks that every value of a field turned into id(t) names a row of t", async () => {
+    // Before, a string() or id("a") field became id("b") whatever it held; b.get(value) then
+    // answered null for values the schema called ids of b.
+    const twoTables = (ref: Record<string, unknown>): SchemaSpec => ({
+      tables: {
+        lists: { fields: { name: { kind: "string", optional: false } }, indexes: {} },
+        tags: { fields: { name: { kind: "string", optional: false } }, indexes: {} },
+        todos: { fields: { ...v1.tables.todos!.fields, ref } as never, indexes: {} },
+      },
+    });
+    await deployment.migrate(twoTables({ kind: "string", optional: true }));
+    const { value: ids } = await deployment.mutate(async (tx) => ({
+      list: await tx.insert("lists", { name: "l" }),
+      tag: await tx.insert("tags", { name: "t" }),
+    }));
+    const todoId = (JSON.parse((await rawRows())[0] as string) as { id: string }).id;
+    await deployment.mutate((tx) => tx.update("todos", todoId, { ref: ids.tag }));
+    const toLists = twoTables({ kind: "id", table: "lists", optional: true });
+    const refusal = {
+      code: "bad_request",
+      message: `Cannot make todos.ref an id("lists") field: row ${todoId} holds ${JSON.stringify(ids.tag)}, which names no row of lists. Point such rows at rows of lists, or clear the field in them (make it optional first), then deploy again.`,
+    };
+    await expect(deployment.migrate(toLists)).rejects.toMatchObject(refusal);
+    expect(deployment.schema.tables.todos?.spec.fields.ref?.kind).toBe("string");
+    // Pointing at a row of lists, it goes through; and id("lists") -> id("tags") is checked again.
+    await deployment.mutate((tx) => tx.update("todos", todoId, { ref: ids.list }));
+    await deployment.migrate(toLists);
+    await expect(
+      deployment.migrate(twoTables({ kind: "id", table: "tags", optional: true })),
+    ).rejects.toMatchObject({
+      message: expect.stringContaining(`Cannot make todos.ref an id("tags") field: row ${todoId}`),
+    });
+    // A field that stays id("lists") is not checked again: a row deleted later does not block deploys.
+    await deployment.mutate((tx) => tx.delete("lists", ids.list));
+    const withDone = twoTables({ kind: "id", table: "lists", optional: true });
+    (withDone.tables.todos!.fields as Record<string, unknown>).done = { kind: "boolean", optional: true };
+    await deployment.migrate(withDone);
+  });
+
   it("refuses to drop a table that has rows", async () => {
     await expect(deployment.migrate({ tables: {} })).rejects.toMatchObject({
       message: "Table todos still has rows; delete them before removing the table from the schema.",

@@ -10,6 +10,7 @@ import {
 import { afterPrefix } from "./codec.js";
 import { countKeyOf, indexPrefix, rowPrefix } from "./keys.js";
 import type { KvSnapshot } from "./kv/index.js";
+import { missingTargetProblem, retargetedIdFields } from "./retargeted-ids.js";
 import { parseStoredRow, type StoredRow } from "./rows.js";
 import {
   indexSignature,
@@ -198,13 +199,19 @@ export async function planMigration(
     const rowsExist = await hasRows(snapshot, prefix);
     const lateChanged = lateDefaultsChanged(before, table);
     if (rowsExist && fieldsChanged(before?.spec, table)) {
+      const retargeted = retargetedIdFields(before?.spec, table);
       for await (const batch of rowsOf(snapshot, prefix)) {
+        const rows: StoredRow[] = [];
         for (const json of batch) {
           const row = parseStoredRow(json);
           const problem = lateDefaultProblem(name, lateChanged, row) ?? storedRowProblem(name, table, row);
           if (problem) throw deployError(problem);
+          if (retargeted.length > 0) rows.push(row);
           plan.checkedRows++;
         }
+        const missing =
+          rows.length > 0 && (await missingTargetProblem(snapshot, deployment, name, retargeted, rows));
+        if (missing) throw deployError(missing);
       }
     }
     const indexes: Record<string, StoredIndex> = {};
