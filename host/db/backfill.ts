@@ -21,6 +21,7 @@ import {
 import { valueBytes } from "./row-bytes.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
+import { schemaWrites } from "./served-schema.js";
 import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
 
 /** An index whose build has begun and not ended. */
@@ -36,8 +37,8 @@ export interface MigrationTarget {
   /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`). */
   share(): string;
   readonly schema: StoredSchema;
-  /** Serves `next` from now on (called once it is stored). */
-  adoptSchema(next: StoredSchema): void;
+  /** Serves `next` from now on (called once it is stored with `tag`). */
+  adoptSchema(next: StoredSchema, tag: string): void;
   /** The schema served now, compiled. */
   readonly tables: ReadonlyMap<string, CompiledTable>;
   /** Resolves once the queries that began on the schema served as `tables` have ended. */
@@ -179,8 +180,9 @@ export async function runMigration(
       if (dropped) rowBytes -= await valueBytes(snapshot, dropped.prefix, dropped.end);
     }
     const dropping: PendingBuild[] = plan.drop.map(({ table, stored }) => ({ table, stored }));
+    const schema = schemaWrites(id, plan.next);
     await store.batch([
-      { type: "put", key: metaKey(id, "schema"), value: JSON.stringify(plan.next) },
+      ...schema.operations,
       dropping.length > 0
         ? { type: "put", key: building, value: JSON.stringify(dropping) }
         : { type: "del", key: building },
@@ -189,7 +191,7 @@ export async function runMigration(
     ]);
     pending = [];
     const before = target.tables;
-    target.adoptSchema(plan.next);
+    target.adoptSchema(plan.next, schema.tag);
     target.rowBytes.known = rowBytes;
     options.switching?.switched();
     report.dropped = plan.drop.map(({ table, index }) => ({ table, index }));

@@ -10,6 +10,7 @@ import type { KvOperation, KvSnapshot } from "./kv/index.js";
 import { rowsOf } from "./migrate.js";
 import { rowBytesKey } from "./row-bytes.js";
 import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
+import { schemaWrites } from "./served-schema.js";
 import { compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 
 /**
@@ -108,7 +109,7 @@ export async function existingKeys(
 export function dataOperations(
   id: string,
   data: DeploymentData,
-): { operations: KvOperation[]; rowBytes: number } {
+): { operations: KvOperation[]; rowBytes: number; schemaTag: string } {
   const operations: KvOperation[] = [];
   const counts = new Map<string, number>();
   let rowBytes = 0;
@@ -137,11 +138,12 @@ export function dataOperations(
   }
   for (const [name, n] of counts)
     operations.push({ type: "put", key: Buffer.from(name, "latin1"), value: String(n) });
-  operations.push({ type: "put", key: metaKey(id, "schema"), value: JSON.stringify(data.schema) });
+  const schema = schemaWrites(id, data.schema);
+  operations.push(...schema.operations);
   if (data.clock !== null)
     operations.push({ type: "put", key: metaKey(id, "clock"), value: String(data.clock) });
   operations.push({ type: "put", key: rowBytesKey(id), value: String(rowBytes) });
-  return { operations, rowBytes };
+  return { operations, rowBytes, schemaTag: schema.tag };
 }
 
 /**

@@ -79,12 +79,13 @@ export class HostDatabase {
       // its schema again and its listeners look at everything again.
       for (const loading of [...this.deployments.values()]) {
         const deployment = await loading.catch(() => undefined);
-        await deployment?.refresh().catch(() => {});
+        await deployment?.refresh(deployment.refreshKeys(true)).catch(() => {});
         deployment?.emitCommit(undefined);
       }
     } else if (message.type === "commit" || message.type === "schema") {
       const deployment = await this.deployments.get(message.deployment)?.catch(() => undefined);
-      if (message.type === "schema") await deployment?.refresh();
+      // Read whole: a host of an older version stores a schema without changing its tag.
+      if (message.type === "schema") await deployment?.refresh(deployment.refreshKeys(true));
       else
         deployment?.emitCommit(
           message.all ? undefined : (message.keys ?? []).map((hex) => Buffer.from(hex, "hex")),

@@ -1,4 +1,3 @@
-import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clearAbandonedBuilds, runMigration, type SchemaSwitch } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
@@ -13,8 +12,9 @@ import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
 import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA, importQuotaExceeded } from "./row-bytes.js";
 import { RowBytesTotal } from "./row-bytes-total.js";
-import { readSnapshotOnSchema, SchemaReaders } from "./schema-readers.js";
-import { type CompiledTable, compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
+import { readSnapshotOnSchema } from "./schema-readers.js";
+import { ServedSchema } from "./served-schema.js";
+import type { CompiledTable, StoredSchema } from "./stored-schema.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost } from "./transaction-view.js";
 import { WriteLock } from "./write-lock.js";
@@ -38,12 +38,8 @@ export class TenantDatabase implements TransactionHost {
   readonly clockKey: Buffer;
   /** The row bytes this deployment stores, and the most it may (row-bytes-total.ts). */
   readonly rowBytes: RowBytesTotal;
-  private stored: StoredSchema = emptySchema();
-  /** {@link stored} as its metadata record holds it, to notice any change another host made. */
-  private storedJson = JSON.stringify(this.stored);
-  private compiled = new Map<string, CompiledTable>();
-  /** The queries open on each schema served (a migration clears what it dropped once they end). */
-  private readonly readers = new SchemaReaders<ReadonlyMap<string, CompiledTable>>();
+  /** The schema served, and the queries open on each (a migration clears what it dropped once they end). */
+  private readonly served: ServedSchema;
   /** The last migration's clearing of the indexes it dropped. */
   private clearing: Promise<void> = Promise.resolve();
   private lastCreatedAt = 0;
@@ -61,6 +57,7 @@ export class TenantDatabase implements TransactionHost {
     readonly share: () => string = () => id,
   ) {
     this.clockKey = metaKey(id, "clock");
+    this.served = new ServedSchema(id);
     this.rowBytes = new RowBytesTotal(id, quota.rowBytesPerDeployment);
     this.groups = new GroupCommit(this, quota.mutationWaitMs);
   }
@@ -70,7 +67,7 @@ export class TenantDatabase implements TransactionHost {
    * first when not known yet. The caller holds the write lock.
    */
   storedRowBytes(): Promise<number> {
-    return this.rowBytes.current(this.store, this.compiled.values(), this.share());
+    return this.rowBytes.current(this.store, this.served.tables.values(), this.share());
   }
 
   get syncReads(): boolean {
@@ -79,13 +76,13 @@ export class TenantDatabase implements TransactionHost {
 
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */
   async load(): Promise<this> {
-    const [schema, clock, rowBytes, pending] = await this.store.getMany([
-      metaKey(this.id, "schema"),
+    const [clock, rowBytes, pending, tag, schema] = await this.store.getMany([
       this.clockKey,
       this.rowBytes.key,
       metaKey(this.id, "building"),
+      ...this.served.keys(true),
     ]);
-    if (schema) this.adoptSchema(JSON.parse(schema) as StoredSchema);
+    if (schema) this.served.adoptRecord(schema, tag);
     this.lastCreatedAt = clock ? Number(clock) : 0;
     this.rowBytes.read(rowBytes);
     // A build in progress elsewhere (another host) is not ours to clear.
@@ -96,26 +93,27 @@ export class TenantDatabase implements TransactionHost {
 
   /**
    * Re-reads the schema and the clock, which another process sharing the store may have moved
-   * (called under the cross-process write lock, and when another host announces a migration).
-   * `read`: the values of {@link refreshKeys}, when already read. Returns the values read.
+   * (called under the cross-process write lock, and, with `keys` naming the schema, when another
+   * host announces a migration). `values`: the values of `keys` (from {@link refreshKeys}), when
+   * already read. Returns the row bytes record.
    */
-  async refresh(read?: Array<string | undefined>): Promise<Array<string | undefined>> {
-    const values = read ?? (await this.store.getMany(this.refreshKeys()));
-    const [schema, clock] = values;
-    if (schema) {
-      // An import may store the same schema under other index storage ids: compare all of it.
-      if (schema !== this.storedJson) this.adoptSchema(JSON.parse(schema) as StoredSchema);
-    } else if (this.stored.hash !== "") {
-      // It had a schema and has none now: another host deleted the deployment.
-      this.dropped = true;
-    }
+  async refresh(keys = this.refreshKeys(), values?: Array<string | undefined>): Promise<string | undefined> {
+    const read = values ?? (await this.store.getMany(keys));
+    const [clock, rowBytes, ...schema] = read;
+    // The clock, the row bytes and the tag; and the schema when read whole.
+    const whole = keys.length > 3;
+    // It had a schema and has none now: another host deleted the deployment.
+    if (!(await this.served.update(this.store, whole, schema))) this.dropped = true;
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
-    return values;
+    return rowBytes;
   }
 
-  /** The keys {@link refresh} reads: the schema, the clock and the row bytes. */
-  private refreshKeys(): Buffer[] {
-    return [metaKey(this.id, "schema"), this.clockKey, this.rowBytes.key];
+  /**
+   * The keys {@link refresh} reads: the clock, the row bytes, then the schema's tag, and the schema
+   * itself when `whole` or while its tag is not known.
+   */
+  refreshKeys(whole = false): Buffer[] {
+    return [this.clockKey, this.rowBytes.key, ...this.served.keys(whole)];
   }
 
   /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
@@ -128,20 +126,21 @@ export class TenantDatabase implements TransactionHost {
     // Mutations' locks are taken in their developer's turn (`HostBus.inOwnerTurn`).
     if (mutations) return this.store.bus.inOwnerTurn(this.share(), () => this.exclusive(work));
     const shared = this.store.supports.sharedAcrossProcesses;
-    return this.lock.run(() =>
-      this.store.bus.lockAcrossProcesses(
+    return this.lock.run(() => {
+      const keys = shared ? this.refreshKeys() : [];
+      return this.store.bus.lockAcrossProcesses(
         `deployment:${this.id}`,
         async (read) => {
           // Another process may have committed since: its row bytes are read with the lock, which
           // no commit of theirs can pass now (outside the lock a read could be overtaken by ours).
-          if (shared) this.rowBytes.read((await this.refresh(read))[2]);
+          if (shared) this.rowBytes.read(await this.refresh(keys, read));
           if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
           return work();
         },
         // The bus reads them with the lock, in the same round trip, where it can.
-        shared ? { read: this.refreshKeys() } : undefined,
-      ),
-    );
+        shared ? { read: keys } : undefined,
+      );
+    });
   }
 
   /**
@@ -182,10 +181,10 @@ export class TenantDatabase implements TransactionHost {
         await snapshot.close();
       }
       const extra = await alongside(existing.hasRows);
-      const { operations, rowBytes } = dataOperations(this.id, data);
+      const { operations, rowBytes, schemaTag } = dataOperations(this.id, data);
       if (rowBytes > this.rowBytes.limit) throw importQuotaExceeded(rowBytes, this.rowBytes.limit);
       await this.store.batch([...replacementBatch(existing.keys, operations), ...extra]);
-      this.adoptSchema(data.schema);
+      this.adoptSchema(data.schema, schemaTag);
       this.lastCreatedAt = data.clock ?? 0;
       this.rowBytes.known = rowBytes;
     });
@@ -204,29 +203,27 @@ export class TenantDatabase implements TransactionHost {
     this.dropped = true;
   }
 
-  /** Serves `stored` from now on. */
-  adoptSchema(stored: StoredSchema): void {
-    this.stored = stored;
-    this.storedJson = JSON.stringify(stored);
-    this.compiled = compileSchema(this.id, stored);
+  /** Serves `stored` from now on; `tag`: the one it was stored with (see served-schema.ts). */
+  adoptSchema(stored: StoredSchema, tag: string): void {
+    this.served.adopt(stored, tag);
   }
 
   get schemaHash(): string {
-    return this.stored.hash;
+    return this.served.schema.hash;
   }
 
   get tables(): ReadonlyMap<string, CompiledTable> {
-    return this.compiled;
+    return this.served.tables;
   }
 
   /** The schema this deployment serves. */
   get schema(): StoredSchema {
-    return this.stored;
+    return this.served.schema;
   }
 
   /** True while the deployment serves a legacy (database API v0) schema. */
   get legacy(): boolean {
-    return this.stored.legacy === true;
+    return this.served.schema.legacy === true;
   }
 
   nextCreatedAt(now: number): number {
@@ -250,9 +247,13 @@ export class TenantDatabase implements TransactionHost {
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
     const { onUsage, ...rest } = options;
-    const { snapshot, tables } = await readSnapshotOnSchema(this.store, this.share(), () => this.compiled);
+    const { snapshot, tables } = await readSnapshotOnSchema(
+      this.store,
+      this.share(),
+      () => this.served.tables,
+    );
     const tx = new Transaction(this, snapshot, withMode(rest, "read"));
-    this.readers.enter(tables);
+    this.served.enter(tables);
     try {
       const value = await work(tx);
       if (tx.budget.failure) throw tx.budget.failure;
@@ -263,26 +264,23 @@ export class TenantDatabase implements TransactionHost {
     } finally {
       onUsage?.({ ...tx.budget.usage });
       tx.abort();
-      this.readers.leave(tables);
+      this.served.leave(tables);
       await snapshot.close();
     }
   }
 
-  /**
-   * Resolves once the queries that began on the schema served as `tables` have ended (within a
-   * handler's wall time): a migration clears the indexes it dropped after that.
-   */
+  /** See {@link ServedSchema.readersEnded}. */
   readersEnded(tables: ReadonlyMap<string, CompiledTable>): Promise<void> {
-    return this.readers.ended(tables, LIMITS.handlerWallMs);
+    return this.served.readersEnded(tables);
   }
 
-  /** The schema served as `tables` is gone (its dropped indexes are being cleared). */
+  /** See {@link ServedSchema.retire}. */
   retire(tables: ReadonlyMap<string, CompiledTable>): void {
-    this.readers.retire(tables);
+    this.served.retire(tables);
   }
 
   isRetired(tables: ReadonlyMap<string, CompiledTable>): boolean {
-    return this.readers.isRetired(tables);
+    return this.served.isRetired(tables);
   }
 
   /**
