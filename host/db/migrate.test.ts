@@ -1,4 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ClassicLevel } from "classic-level";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { boolean, capsule, string, table, userId } from "../../sdk/server/index.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
 import { tempDatabase, transactionExecutor } from "../../test/helpers/db.js";
@@ -6,6 +8,7 @@ import { afterPrefix } from "./codec.js";
 import { HostDatabase, type TenantDatabase } from "./index.js";
 import { indexPrefix, metaKey, rowPrefix } from "./keys.js";
 import { collect, type KvOperation } from "./kv/index.js";
+import { DeployReferenceChecks } from "./retargeted-ids.js";
 
 const v1 = capsule({ schema: { todos: table({ text: string(), owner: userId() }) } }).declaration.schema;
 
@@ -164,6 +167,43 @@ describe("schema migration", () => {
     const withDone = twoTables({ kind: "id", table: "lists", optional: true });
     (withDone.tables.todos!.fields as Record<string, unknown>).done = { kind: "boolean", optional: true };
     await deployment.migrate(withDone);
+  });
+
+  it("checks each value named by a field turned into id(t) by its key alone, and at most so many a deploy", async () => {
+    // Before, each check read the target row whole, synchronously on classic-level: rows of many
+    // fields naming one row of megabytes held the host's main thread for seconds.
+    const spec = (ref: Record<string, unknown>): SchemaSpec => ({
+      tables: {
+        ...v1.tables,
+        big: { fields: { blob: { kind: "string", optional: false } }, indexes: {} },
+        refs: {
+          fields: Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`r${i}`, ref])) as never,
+          indexes: {},
+        },
+      },
+    });
+    await deployment.migrate(spec({ kind: "string", optional: true }));
+    const { value: target } = await deployment.mutate((tx) =>
+      tx.insert("big", { blob: "x".repeat(1_000_000) }),
+    );
+    await deployment.mutate(async (tx) => {
+      for (let i = 0; i < 300; i++)
+        await tx.insert("refs", Object.fromEntries(Array.from({ length: 8 }, (_, f) => [`r${f}`, target])));
+    });
+    const reads = [vi.spyOn(ClassicLevel.prototype, "getSync"), vi.spyOn(ClassicLevel.prototype, "get")];
+    try {
+      await deployment.migrate(spec({ kind: "id", table: "big", optional: true }));
+      for (const read of reads) expect(read).not.toHaveBeenCalled();
+    } finally {
+      for (const read of reads) read.mockRestore();
+    }
+    expect(deployment.schema.tables.refs?.spec.fields.r0?.kind).toBe("id");
+    const checks = new DeployReferenceChecks();
+    const fields = [{ field: "r0", target: "big" }];
+    checks.count(LIMITS.referencesCheckedPerDeploy, "refs", fields);
+    expect(() => checks.count(1, "refs", fields)).toThrow(
+      `This deploy turns refs.r0 (id("big")) into id() fields, and each value they hold must be checked: more than ${LIMITS.referencesCheckedPerDeploy} values.`,
+    );
   });
 
   it("refuses to drop a table that has rows", async () => {

@@ -10,7 +10,7 @@ import {
 import { afterPrefix } from "./codec.js";
 import { countKeyOf, indexPrefix, rowPrefix } from "./keys.js";
 import type { KvSnapshot } from "./kv/index.js";
-import { missingTargetProblem, retargetedIdFields } from "./retargeted-ids.js";
+import { DeployReferenceChecks, missingTargetProblem, retargetedIdFields } from "./retargeted-ids.js";
 import { parseStoredRow, type StoredRow } from "./rows.js";
 import {
   indexSignature,
@@ -183,6 +183,7 @@ export async function planMigration(
     drop: [],
     checkedRows: 0,
   };
+  const referenceChecks = new DeployReferenceChecks();
   for (const [name, table] of Object.entries(current.tables)) {
     if (Object.hasOwn(spec.tables, name)) continue;
     if (await hasRows(snapshot, rowPrefix(deployment, name))) {
@@ -210,7 +211,8 @@ export async function planMigration(
           plan.checkedRows++;
         }
         const missing =
-          rows.length > 0 && (await missingTargetProblem(snapshot, deployment, name, retargeted, rows));
+          rows.length > 0 &&
+          (await missingTargetProblem(snapshot, deployment, name, retargeted, rows, referenceChecks));
         if (missing) throw deployError(missing);
       }
     }

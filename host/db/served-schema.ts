@@ -56,8 +56,9 @@ export class ServedSchema {
 
   /**
    * Serves what the store holds, given the values of {@link keys} (`whole`: they include the
-   * schema). When only the tag was read and it changed, the tag and schema are read again
-   * together. False when the store holds no schema for a deployment that had one: it was deleted.
+   * schema). When only the tag was read and it is not the one served, the tag and schema are read
+   * again together. False when a read of the schema finds none for a deployment that had one: it
+   * was deleted.
    */
   async update(
     store: KvStore,
@@ -66,8 +67,8 @@ export class ServedSchema {
   ): Promise<boolean> {
     let tag = readTag;
     let json = readSchema;
-    if (!whole && this.tag !== undefined) {
-      if (tag === this.tag) return true;
+    if (!whole) {
+      if (tag !== undefined && tag === this.tag) return true;
       [tag, json] = await store.getMany(this.keys(true));
     }
     if (json) this.adoptRecord(json, tag);

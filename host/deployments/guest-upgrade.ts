@@ -37,6 +37,12 @@ async function moveUserIds(
     }
   } catch (error) {
     if (!isPlatformError(error) || error.code !== "limit_exceeded") throw error;
+    // Out of index scans: only a schema stored before the cap on userId() fields gets here.
+    if (tx.budget.usage.rangesRead >= tx.budget.limits.rangesRead)
+      throw new PlatformError(
+        "limit_exceeded",
+        `Guest upgrade failed: the schema has more userId() fields than one transaction may search (${error.message}). Nothing moved: deploy a schema with at most 256 userId() fields, then sign in again.`,
+      );
     throw new PlatformError(
       "limit_exceeded",
       `Guest upgrade failed: the guest's rows are more than one transaction may write (${error.message}). ` +

@@ -29,6 +29,12 @@ export const LIMITS = {
    */
   referencesChecked: 16_384,
   /**
+   * Distinct values one deploy checks name a row, when it turns fields into `id("<t>")` fields
+   * (each a key-only read). Ours: such a change to a table of millions of rows is refused and
+   * done through a new field instead.
+   */
+  referencesCheckedPerDeploy: 1_000_000,
+  /**
    * Bytes one mutation stores: each written row's JSON, once for the row and once for each of its
    * index entries (an entry holds a copy of its row, so scans read rows in one pass).
    */
