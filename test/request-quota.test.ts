@@ -13,6 +13,7 @@ let host: TestHost;
 beforeAll(async () => {
   host = await startTestHost({ requestQuota: { perSecond: 2, burst: 3 } });
   expect((await host.deployFixture("quota", "live")).status).toBe(201);
+  expect((await host.deployFixture("files", "live")).status).toBe(201);
 });
 afterAll(() => host.dispose());
 
@@ -84,4 +85,19 @@ it("charges every subscriber of a shared query for each push; held pushes arrive
   expect(last - wrote).toBeGreaterThanOrEqual(200);
   a.ws.close();
   b.ws.close();
+});
+
+it("charges uploads and downloads too, in a bucket of their own per client address", async () => {
+  // Storage routes took no request quota: one client stored 3,000 empty files in 3.2 s, and each
+  // download of a stored file was free to repeat.
+  const missing = () => sendRequest(`${host.deploymentUrl("files")}/storage/public/${"a".repeat(22)}`);
+  for (let i = 0; i < 3; i++) expect((await missing()).status).toBe(404);
+  const refused = await missing();
+  expect(refused.status).toBe(429);
+  expect(refused.json<{ error: { code: string } }>().error.code).toBe("limit_exceeded");
+  // The client's data calls have a bucket of their own.
+  expect(
+    (await sendRequest(`${host.deploymentUrl("files")}/api/query/clock`, { method: "POST", body: "{}" }))
+      .status,
+  ).toBe(200);
 });

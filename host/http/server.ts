@@ -93,7 +93,7 @@ export function createHttpApp(options: HttpOptions): Koa {
     options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
     options.devDeployment ? devTransferRoutes(options.transfer) : undefined,
     appRoutes(deployments, auth, quota),
-    storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev),
+    storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev, quota),
     endpointRoutes(deployments, auth, quota),
     options.devDeployment
       ? options.devClientDirs

@@ -8,6 +8,7 @@ import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import { downloadType, type ObjectRecord, type ObjectService, type Visibility } from "../storage/index.js";
 import { storageToken } from "./credentials.js";
+import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 import { uploadBody } from "./upload-body.js";
 
@@ -94,6 +95,7 @@ export function storageRoutes(
   developers: Developers,
   adminToken: string,
   dev: boolean,
+  quota: RequestQuota,
 ): RouterMiddleware {
   const router = new Router({ sensitive: true, strict: true });
   router.get(LISTING, async (ctx, next) => {
@@ -155,7 +157,11 @@ export function storageRoutes(
   });
 
   const routes = router.routes();
+  // Charged to the client's address (no identity is read yet), in a bucket of their own: a page of
+  // pictures does not eat into its data calls, and no upload or download is free of the quota.
+  const charge = chargeRequest(quota, "storage");
   return ownPaths(isStoragePath, async (ctx, next) => {
+    await charge(ctx, async () => {});
     ctx.state.record = await deployments.require(ctx.state.deployment as string);
     return routes(ctx, () => notStored(ctx, next));
   });
