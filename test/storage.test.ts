@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
+import { MARKUP_RULES_VERSION } from "../host/storage/markup-script.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -167,9 +168,14 @@ describe("uploads", () => {
       "blocked_type",
     ]);
     const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>');
-    expect((await upload("open", svg, { token: tokens.open?.account, type: "image/svg+xml" })).status).toBe(
-      201,
-    );
+    const stored = await upload("open", svg, { token: tokens.open?.account, type: "image/svg+xml" });
+    expect(stored.status).toBe(201);
+    // The record keeps the rules the bytes passed: a download serves it without checking again
+    // (a check of a 5 MB file takes the main thread up to 200 ms).
+    const record = await host.database
+      .records<{ markupRules?: number }>("objects")
+      .get(`open/${stored.json<{ key: string }>().key}`);
+    expect(record?.markupRules).toBe(MARKUP_RULES_VERSION);
   });
 
   it("accepts a multipart form with one file part, and refuses two", async () => {

@@ -33,7 +33,7 @@ export function registerStorageRoutes(
     const object = await objects.record(record.id, visibility, checkObjectId(ctx.params.object as string));
     if (!object) throw new PlatformError("not_found", "No such object.");
     const bytes = await objects.bytes(object);
-    const served = downloadType(object.contentType, bytes);
+    const served = downloadType(object.contentType, bytes, object.markupRules);
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
     ctx.set("Cache-Control", "private, no-store");

@@ -150,7 +150,7 @@ export function storageRoutes(
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
     ctx.set("Cache-Control", cache === "public" ? PUBLIC_CACHE : "private, no-store");
-    const served = downloadType(object.contentType, bytes);
+    const served = downloadType(object.contentType, bytes, object.markupRules);
     if (served.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
     ctx.set("Content-Type", served.contentType);
     ctx.body = bytes;

@@ -1,5 +1,5 @@
 import { parseDeclaredType } from "./content-type-header.js";
-import { markupScriptReason } from "./markup-script.js";
+import { MARKUP_RULES_VERSION, markupScriptReason } from "./markup-script.js";
 
 /**
  * Types a browser may show inline: they cannot run script in the download's origin. Everything else
@@ -74,12 +74,18 @@ const ATTACHMENT: DownloadType = { contentType: "application/octet-stream", atta
 
 /**
  * How to serve an object: inline with its normalised type when that type is safe, and for SVG only
- * while its bytes still pass the script check (objects stored before a rule was added are checked
- * again); otherwise as an `application/octet-stream` attachment.
+ * while its bytes pass the script check (`checkedUnder`: the rules version they passed when
+ * stored; objects checked under other rules are checked again); otherwise as an
+ * `application/octet-stream` attachment.
  */
-export function downloadType(contentType: string, bytes: Uint8Array): DownloadType {
+export function downloadType(
+  contentType: string,
+  bytes: Uint8Array,
+  checkedUnder: number | undefined,
+): DownloadType {
   const inline = inlineContentType(contentType);
   if (inline === undefined) return ATTACHMENT;
-  if (inline === "image/svg+xml" && markupScriptReason(bytes)) return ATTACHMENT;
+  if (inline === "image/svg+xml" && checkedUnder !== MARKUP_RULES_VERSION && markupScriptReason(bytes))
+    return ATTACHMENT;
   return { contentType: inline, attachment: false };
 }

@@ -18,6 +18,11 @@ export interface ObjectRecord {
   uploadedAt: number;
   /** Whose storage quota (`LIMITS.storagePerDeveloper`) the object counts against (the deployment owner). */
   quotaOwner: string;
+  /**
+   * The `MARKUP_RULES_VERSION` whose script check the bytes passed when stored (absent: stored
+   * before versions were kept; a download of such an SVG checks it again).
+   */
+  markupRules?: number;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/index.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import type { ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
@@ -200,6 +201,8 @@ export class ObjectTransfer {
         uploaderEmail: object.uploaderEmail,
         uploadedAt: object.uploadedAt,
         quotaOwner: owner,
+        // checkBytes checked it with today's rules.
+        markupRules: MARKUP_RULES_VERSION,
       };
       bytes += object.size;
       operations.push({

@@ -6,6 +6,7 @@ import type { HostDatabase, RecordStore } from "../db/index.js";
 import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
   checkObjectId,
@@ -111,6 +112,7 @@ export class ObjectService {
       uploaderEmail: input.uploaderEmail,
       uploadedAt: Date.now(),
       quotaOwner: input.quotaOwner,
+      markupRules: MARKUP_RULES_VERSION,
     };
     const blobKey = `${record.deployment}/${record.key}`;
     try {
