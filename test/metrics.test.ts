@@ -10,6 +10,7 @@ import WebSocket from "ws";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { quarantine } from "../host/deployments/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, table, number } from "platform/server";
@@ -193,7 +194,10 @@ describe("GET /metrics", () => {
       body: Buffer.from("hello"),
     });
     expect(upload.status, upload.text()).toBe(201);
-    expect(sample(await scrape(), "platform_storage_bytes", { owner: owner.id })).toBe(5);
+    // 5 bytes, counted as a file's least (LIMITS.storageBytesPerFile).
+    expect(sample(await scrape(), "platform_storage_bytes", { owner: owner.id })).toBe(
+      LIMITS.storageBytesPerFile,
+    );
   });
 });
 

@@ -330,6 +330,20 @@ describe("quota", () => {
       });
       expect((await put()).status).toBe(201);
       expect(code(await put())).toEqual([413, "quota_exceeded"]);
+      // Empty files count 4 KiB each: one client stored 3,000 of them in 3 s, counted as nothing.
+      // 6 files of 15,000 bytes leave 10,000 bytes: two empty files fit, the third does not.
+      const empty = () =>
+        sendRequest(`${small.deploymentUrl("q")}/storage`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+          body: Buffer.alloc(0),
+        });
+      for (let i = 0; i < 2; i++) expect((await empty()).status).toBe(201);
+      const full = await empty();
+      expect(code(full)).toEqual([413, "quota_exceeded"]);
+      expect(full.json<{ error: { message: string } }>().error.message).toContain(
+        "each file counts 4096 bytes at least",
+      );
     } finally {
       await small.dispose();
     }

@@ -1,3 +1,5 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+
 /**
  * Where object storage keeps its records in the host's database, shared by the object service and
  * export/import (object-transfer.ts), so both write the same keys under the same lock.
@@ -12,6 +14,11 @@ export const OBJECT_NAMESPACES = {
 } as const;
 
 const NEWEST_FIRST = 9_999_999_999_999;
+
+/** What an object of `size` bytes counts against its owner's quota (`LIMITS.storageBytesPerFile` at least). */
+export function chargedBytes(size: number): number {
+  return Math.max(size, LIMITS.storageBytesPerFile);
+}
 
 /** The listing id of an object: newest first within its deployment. */
 export function listingId(record: { deployment: string; uploadedAt: number; id: string }): string {

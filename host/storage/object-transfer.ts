@@ -1,8 +1,9 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/index.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
-import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
+import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import type { ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
 
@@ -182,11 +183,15 @@ export class ObjectTransfer {
     const operations: KvOperation[] = [];
     const byTime = this.db.records<{ key: string }>(OBJECT_NAMESPACES.byTime);
     for (const record of existing) {
-      usage.set(record.quotaOwner, Math.max(0, (usage.get(record.quotaOwner) ?? 0) - record.size));
+      usage.set(
+        record.quotaOwner,
+        Math.max(0, (usage.get(record.quotaOwner) ?? 0) - chargedBytes(record.size)),
+      );
       operations.push({ type: "del", key: this.records.key(`${deployment}/${record.key}`) });
       operations.push({ type: "del", key: byTime.key(listingId(record)) });
     }
     let bytes = 0;
+    let charged = 0;
     for (const object of incoming) {
       const [visibility, id] = object.key.split("/") as ["public" | "private", string];
       // Fields in the order an upload writes them: an imported record is byte for byte the original.
@@ -205,6 +210,7 @@ export class ObjectTransfer {
         markupRules: MARKUP_RULES_VERSION,
       };
       bytes += object.size;
+      charged += chargedBytes(object.size);
       operations.push({
         type: "put",
         key: this.records.key(`${deployment}/${object.key}`),
@@ -216,11 +222,11 @@ export class ObjectTransfer {
         value: JSON.stringify({ key: record.key }),
       });
     }
-    const used = (usage.get(owner) ?? 0) + bytes;
+    const used = (usage.get(owner) ?? 0) + charged;
     if (used > this.objects.limits.perDeveloper)
       throw new PlatformError(
         "quota_exceeded",
-        `The archive's objects (${bytes} bytes) do not fit the owner's storage (${this.objects.limits.perDeveloper} bytes, ${used - this.objects.limits.perDeveloper} over); delete files or import without objects.`,
+        `The archive's objects (${bytes} bytes, counted as ${charged}: each file ${LIMITS.storageBytesPerFile} at least) do not fit the owner's storage (${this.objects.limits.perDeveloper} bytes, ${used - this.objects.limits.perDeveloper} over); delete files or import without objects.`,
       );
     usage.set(owner, used);
     for (const [name, n] of usage)

@@ -7,7 +7,7 @@ import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
-import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
+import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
   checkObjectId,
   DEFAULT_STORAGE_LIMITS,
@@ -128,10 +128,11 @@ export class ObjectService {
         if ((await this.quotaOwnerOf(record.deployment)) !== input.quotaOwner)
           throw new PlatformError("not_found", `Deployment ${record.deployment} was deleted.`);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
-        if (used + record.size > this.limits.perDeveloper) {
+        const charged = chargedBytes(record.size);
+        if (used + charged > this.limits.perDeveloper) {
           throw new PlatformError(
             "quota_exceeded",
-            `The developer's storage is full (${this.limits.perDeveloper} bytes, ${inMebibytes(LIMITS.storagePerDeveloper)}); delete files to free space.`,
+            `The developer's storage is full (${this.limits.perDeveloper} bytes, ${inMebibytes(LIMITS.storagePerDeveloper)}; each file counts ${LIMITS.storageBytesPerFile} bytes at least); delete files to free space.`,
           );
         }
         const totals = (await this.totals.get(record.deployment)) ?? { count: 0, bytes: 0 };
@@ -139,7 +140,7 @@ export class ObjectService {
           [{ id: `${record.deployment}/${record.key}`, value: record }],
           [
             { key: this.byTime.key(this.timeId(record)), value: JSON.stringify({ key: record.key }) },
-            { key: this.usage.key(input.quotaOwner), value: JSON.stringify({ bytes: used + record.size }) },
+            { key: this.usage.key(input.quotaOwner), value: JSON.stringify({ bytes: used + charged }) },
             {
               key: this.totals.key(record.deployment),
               value: JSON.stringify({ count: totals.count + 1, bytes: totals.bytes + record.size }),
@@ -195,7 +196,7 @@ export class ObjectService {
           { key: this.byTime.key(this.timeId(record)), value: null },
           {
             key: this.usage.key(record.quotaOwner),
-            value: JSON.stringify({ bytes: Math.max(0, used - record.size) }),
+            value: JSON.stringify({ bytes: Math.max(0, used - chargedBytes(record.size)) }),
           },
           {
             key: this.totals.key(deployment),
@@ -258,7 +259,7 @@ export class ObjectService {
       if (await this.records.get(`${deployment}/${record.key}`)) present.push(record);
     }
     if (present.length === 0) return;
-    const freed = present.reduce((sum, record) => sum + record.size, 0);
+    const freed = present.reduce((sum, record) => sum + chargedBytes(record.size), 0);
     const used = (await this.usage.get(owner))?.bytes ?? 0;
     await this.records.batch(
       present.map((record) => ({ id: `${deployment}/${record.key}`, value: null })),

@@ -6,6 +6,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpResponse, localhostLookup, sendRequest } from "../../cli/http.js";
+import { chargedBytes } from "../../host/storage/object-keys.js";
 import { answer, dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./export-import.js";
 import { fixtureCode, type TestHost } from "./host.js";
 
@@ -157,7 +158,7 @@ export function exportImportSuite(label: string, start: () => Promise<TestHost>)
         expect(download.body.equals(bytes!)).toBe(true);
       }
       const usage = await host.database.records<{ bytes: number }>("storage-usage").get("dev:shop-copy");
-      expect(usage?.bytes).toBe(files.png!.length + files.txt!.length);
+      expect(usage?.bytes).toBe(chargedBytes(files.png!.length) + chargedBytes(files.txt!.length));
       // New writes on the copy sort after every imported row.
       const added = await mutate(host, "shop-copy", "addItem", { title: "new", score: 0, owner: owners[0] });
       expect(JSON.parse((await answer(host, "shop-copy", "latest")).slice(4)).value.id).toBe(added);
@@ -175,7 +176,7 @@ export function exportImportSuite(label: string, start: () => Promise<TestHost>)
       );
       // Usage counts the objects once, not twice.
       const usage = await host.database.records<{ bytes: number }>("storage-usage").get("dev:shop-copy");
-      expect(usage?.bytes).toBe(files.png!.length + files.txt!.length);
+      expect(usage?.bytes).toBe(chargedBytes(files.png!.length) + chargedBytes(files.txt!.length));
     });
 
     it("leaves objects out when asked, on export or import", async () => {
