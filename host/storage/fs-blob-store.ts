@@ -5,6 +5,10 @@ import { type BlobStore, checkBlobKey } from "./blob-store.js";
 
 const TEMP_DIR = ".tmp";
 
+function readdirEntries(path: string) {
+  return readdir(path, { recursive: true, withFileTypes: true });
+}
+
 async function fsyncDir(path: string): Promise<void> {
   const handle = await open(path, "r");
   try {
@@ -62,8 +66,18 @@ export class FsBlobStore implements BlobStore {
     await rm(this.path(key), { force: true });
   }
 
+  /** Walks only the folder the prefix names up to its last `/` (a deployment's), not every tenant's files. */
   async list(prefix: string): Promise<string[]> {
-    const entries = await readdir(this.root, { recursive: true, withFileTypes: true });
+    const folders = prefix.split("/").slice(0, -1);
+    if (folders.some((name) => name === "" || name === "." || name === ".."))
+      throw new Error(`Invalid blob prefix ${JSON.stringify(prefix)}.`);
+    let entries: Awaited<ReturnType<typeof readdirEntries>>;
+    try {
+      entries = await readdirEntries(join(this.root, ...folders));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
     return entries
       .filter((entry) => entry.isFile())
       .map((entry) => relative(this.root, join(entry.parentPath, entry.name)).split(sep).join("/"))

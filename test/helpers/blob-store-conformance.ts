@@ -34,6 +34,10 @@ export function blobStoreConformance(
         expect((await store.get("a/public/one"))?.length).toBe(0);
         expect(await store.list("a/")).toEqual(["a/private/two", "a/public/one"]);
         expect(await store.list("")).toHaveLength(3);
+        // A prefix that ends inside a name, and one naming nothing stored.
+        expect(await store.list("a/pub")).toEqual(["a/public/one"]);
+        expect(await store.list("c/")).toEqual([]);
+        expect(await store.list("a/public/")).toEqual(["a/public/one"]);
       } finally {
         await dispose();
       }
