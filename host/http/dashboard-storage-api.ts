@@ -1,9 +1,9 @@
 import type Router from "@koa/router";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { DeploymentService } from "../deployments/index.js";
-import { checkObjectId, downloadType, type ObjectService, type Visibility } from "../storage/index.js";
+import { checkObjectId, type ObjectService, type Visibility } from "../storage/index.js";
 import { managedDeployment } from "./managed-deployment.js";
-import { DOWNLOAD_CSP, listingJson } from "./storage-routes.js";
+import { listingJson, sendObject } from "./storage-routes.js";
 
 function visibilityOf(value: unknown): Visibility {
   if (value === "public" || value === "private") return value;
@@ -32,15 +32,6 @@ export function registerStorageRoutes(
     const visibility = visibilityOf(ctx.params.visibility);
     const object = await objects.record(record.id, visibility, checkObjectId(ctx.params.object as string));
     if (!object) throw new PlatformError("not_found", "No such object.");
-    const bytes = await objects.bytes(object);
-    const served = downloadType(object.contentType, bytes, object.markupRules);
-    ctx.set("X-Content-Type-Options", "nosniff");
-    ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
-    ctx.set("Cache-Control", "private, no-store");
-    // Sent as stored: images and archives are compressed already, and the length stays exact.
-    ctx.compress = false;
-    if (served.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
-    ctx.set("Content-Type", served.contentType);
-    ctx.body = bytes;
+    await sendObject(ctx, objects, object, "private, no-store");
   });
 }

@@ -6,7 +6,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
-import { downloadType, type ObjectRecord, type ObjectService, type Visibility } from "../storage/index.js";
+import type { ObjectRecord, ObjectService, Visibility } from "../storage/index.js";
 import { storageToken } from "./credentials.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
@@ -14,6 +14,28 @@ import { uploadBody } from "./upload-body.js";
 
 /** The sandboxing policy every download carries: nothing runs, nothing loads. */
 export const DOWNLOAD_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox";
+
+/**
+ * Answers with the object `object`, as stored (no compression: images and archives are compressed
+ * already, and the length stays exact), with the download headers: `nosniff`, the sandboxing CSP,
+ * `cacheControl`, and its served type (an attachment unless safe inline).
+ */
+export async function sendObject(
+  ctx: Context,
+  objects: ObjectService,
+  object: ObjectRecord,
+  cacheControl: string,
+): Promise<void> {
+  const { body, type } = await objects.download(object);
+  ctx.set("X-Content-Type-Options", "nosniff");
+  ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
+  ctx.set("Cache-Control", cacheControl);
+  ctx.compress = false;
+  if (type.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
+  ctx.set("Content-Type", type.contentType);
+  ctx.body = body;
+  ctx.length = object.size;
+}
 
 /** Public downloads on open apps may be cached by anyone for `LIMITS.publicCacheSeconds`. */
 const PUBLIC_CACHE = `public, max-age=${LIMITS.publicCacheSeconds}`;
@@ -146,14 +168,7 @@ export function storageRoutes(
     const cache = checkStorageReader(record, await identityOf(ctx, auth, id), visibility, dev);
     const object = await objects.record(id, visibility, objectId);
     if (!object) throw new PlatformError("not_found", "No such object.");
-    const bytes = await objects.bytes(object);
-    ctx.set("X-Content-Type-Options", "nosniff");
-    ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
-    ctx.set("Cache-Control", cache === "public" ? PUBLIC_CACHE : "private, no-store");
-    const served = downloadType(object.contentType, bytes, object.markupRules);
-    if (served.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
-    ctx.set("Content-Type", served.contentType);
-    ctx.body = bytes;
+    await sendObject(ctx, objects, object, cache === "public" ? PUBLIC_CACHE : "private, no-store");
   });
 
   const routes = router.routes();

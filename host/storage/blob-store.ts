@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import { PlatformError } from "../../sdk/values/index.js";
 
 /**
@@ -10,6 +11,11 @@ export interface BlobStore {
   put(key: string, data: Uint8Array): Promise<void>;
   /** The bytes under `key`, or undefined. */
   get(key: string): Promise<Buffer | undefined>;
+  /**
+   * The bytes under `key` as a stream, or undefined: a download sends them as its client reads
+   * them, holding a buffer's worth at a time however large the object or slow the client.
+   */
+  stream(key: string): Promise<Readable | undefined>;
   /** Removes `key`; removing a missing key is fine (deletes are idempotent). */
   delete(key: string): Promise<void>;
   /** Every key under `prefix` (for repair and tests). */

@@ -73,19 +73,27 @@ export interface DownloadType {
 const ATTACHMENT: DownloadType = { contentType: "application/octet-stream", attachment: true };
 
 /**
+ * Whether serving an object stored as `contentType` inline needs its bytes checked again: an SVG
+ * whose bytes passed the script check under other rules than today's (`checkedUnder`).
+ */
+export function markupCheckDue(contentType: string, checkedUnder: number | undefined): boolean {
+  return inlineContentType(contentType) === "image/svg+xml" && checkedUnder !== MARKUP_RULES_VERSION;
+}
+
+/**
  * How to serve an object: inline with its normalised type when that type is safe, and for SVG only
  * while its bytes pass the script check (`checkedUnder`: the rules version they passed when
- * stored; objects checked under other rules are checked again); otherwise as an
- * `application/octet-stream` attachment.
+ * stored; objects checked under other rules are checked again, from `bytes`: without them, an
+ * attachment); otherwise as an `application/octet-stream` attachment.
  */
 export function downloadType(
   contentType: string,
-  bytes: Uint8Array,
+  bytes: Uint8Array | undefined,
   checkedUnder: number | undefined,
 ): DownloadType {
   const inline = inlineContentType(contentType);
   if (inline === undefined) return ATTACHMENT;
-  if (inline === "image/svg+xml" && checkedUnder !== MARKUP_RULES_VERSION && markupScriptReason(bytes))
+  if (markupCheckDue(contentType, checkedUnder) && (bytes === undefined || markupScriptReason(bytes)))
     return ATTACHMENT;
   return { contentType: inline, attachment: false };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
+import type { Readable } from "node:stream";
 import { type BlobStore, checkBlobKey } from "./blob-store.js";
 
 const TEMP_DIR = ".tmp";
@@ -56,6 +57,16 @@ export class FsBlobStore implements BlobStore {
   async get(key: string): Promise<Buffer | undefined> {
     try {
       return await readFile(this.path(key));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  async stream(key: string): Promise<Readable | undefined> {
+    try {
+      // The open file is read to its end even if the blob is deleted meanwhile; the stream closes it.
+      return (await open(this.path(key), "r")).createReadStream();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;

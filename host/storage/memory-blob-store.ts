@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { type BlobStore, checkBlobKey } from "./blob-store.js";
 
 /** Blobs in memory, for `platform dev`: gone when the process ends. */
@@ -11,6 +12,11 @@ export class MemoryBlobStore implements BlobStore {
   async get(key: string): Promise<Buffer | undefined> {
     const blob = this.blobs.get(checkBlobKey(key));
     return blob ? Buffer.from(blob) : undefined;
+  }
+
+  async stream(key: string): Promise<Readable | undefined> {
+    const blob = await this.get(key);
+    return blob ? Readable.from([blob]) : undefined;
   }
 
   async delete(key: string): Promise<void> {

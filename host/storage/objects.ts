@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
@@ -6,6 +7,7 @@ import type { HostDatabase, RecordStore } from "../db/index.js";
 import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { type DownloadType, downloadType, markupCheckDue } from "./download-type.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
@@ -161,6 +163,25 @@ export class ObjectService {
   }
 
   /** The bytes of a recorded object. */
+  /**
+   * What a download of `record` sends, and how: a stream of its bytes (a download holds a buffer's
+   * worth however many are in flight or however slowly their clients read), or its bytes whole
+   * when an SVG must be checked again before it may be shown inline.
+   */
+  async download(record: ObjectRecord): Promise<{ body: Buffer | Readable; type: DownloadType }> {
+    if (markupCheckDue(record.contentType, record.markupRules)) {
+      const bytes = await this.bytes(record);
+      return { body: bytes, type: downloadType(record.contentType, bytes, record.markupRules) };
+    }
+    const stream = await this.blobs.stream(`${record.deployment}/${record.key}`).catch((error: unknown) => {
+      throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
+        cause: error,
+      });
+    });
+    if (!stream) throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
+    return { body: stream, type: downloadType(record.contentType, undefined, record.markupRules) };
+  }
+
   async bytes(record: ObjectRecord): Promise<Buffer> {
     const bytes = await this.blobs.get(`${record.deployment}/${record.key}`).catch((error: unknown) => {
       throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {

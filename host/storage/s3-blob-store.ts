@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -75,6 +76,19 @@ export class S3BlobStore implements BlobStore {
         new GetObjectCommand({ Bucket: this.bucket, Key: checkBlobKey(key) }),
       );
       return Buffer.from((await object.Body?.transformToByteArray()) ?? new Uint8Array());
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async stream(key: string): Promise<Readable | undefined> {
+    try {
+      const object = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: checkBlobKey(key) }),
+      );
+      // In Node the SDK's body is the response's stream (an IncomingMessage).
+      return (object.Body as Readable | undefined) ?? Readable.from([]);
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;

@@ -43,6 +43,21 @@ export function blobStoreConformance(
       }
     });
 
+    it("streams a blob's bytes, and answers undefined for a missing one", async () => {
+      const { store, dispose } = await open();
+      try {
+        const bytes = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251));
+        await store.put("a/public/big", bytes);
+        const stream = await store.stream("a/public/big");
+        const chunks: Buffer[] = [];
+        for await (const chunk of stream ?? []) chunks.push(Buffer.from(chunk as Uint8Array));
+        expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+        expect(await store.stream("a/public/missing")).toBeUndefined();
+      } finally {
+        await dispose();
+      }
+    });
+
     it("refuses keys that could escape the store", async () => {
       const { store, dispose } = await open();
       try {
