@@ -2,6 +2,7 @@ import { type BridgeHttpRequest, type BridgeIdentity, LIMITS } from "../../sdk/p
 import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
+import type { StorageHolder } from "../storage/index.js";
 import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
 import { ClientFileStore, type FoundClientFile } from "./client-files.js";
 import { type DeployGuard, type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
@@ -210,11 +211,14 @@ export class DeploymentService {
 
   /**
    * Whose storage quota deployment `id`'s uploads count against, read from the store (a cached
-   * record may be stale): its owner, `dev:<id>` while unclaimed; undefined once it is deleted.
+   * record may be stale): its owner, `dev:<id>` while unclaimed, and which incarnation of the id
+   * it is; undefined once it is deleted.
    */
-  async quotaOwnerOf(id: string): Promise<string | undefined> {
+  async quotaOwnerOf(id: string): Promise<StorageHolder | undefined> {
     const record = await this.registry.stored(id);
-    return record ? storageQuotaOwner(record) : undefined;
+    return record
+      ? { quotaOwner: storageQuotaOwner(record), incarnation: record.incarnation ?? null }
+      : undefined;
   }
 
   /**

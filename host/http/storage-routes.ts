@@ -137,6 +137,7 @@ export function storageRoutes(
     const stored = await objects.upload({
       deployment: id,
       quotaOwner: record.owner ?? `dev:${id}`,
+      incarnation: record.incarnation ?? null,
       visibility: ctx.query.public === "true" ? "public" : "private",
       contentType,
       bytes,

@@ -10,7 +10,13 @@ export {
   fileTooLarge,
   type StorageLimits,
 } from "./object-limits.js";
-export { blobKeyOf, type ObjectRecord, objectRecordPages, type Visibility } from "./object-records.js";
+export {
+  blobKeyOf,
+  type ObjectRecord,
+  objectRecordPages,
+  type StorageHolder,
+  type Visibility,
+} from "./object-records.js";
 export {
   type ArchivedObject,
   archivedObject,

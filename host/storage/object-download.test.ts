@@ -14,7 +14,10 @@ let env: Awaited<ReturnType<typeof tempDatabase>>;
 let objects: ObjectService;
 beforeEach(async () => {
   env = await tempDatabase();
-  objects = new ObjectService(env.db, new MemoryBlobStore(), async () => "dev-1");
+  objects = new ObjectService(env.db, new MemoryBlobStore(), async () => ({
+    quotaOwner: "dev-1",
+    incarnation: null,
+  }));
 });
 afterEach(() => env.dispose());
 
@@ -22,6 +25,7 @@ const upload = (contentType: string, bytes: Buffer) =>
   objects.upload({
     deployment: "d",
     quotaOwner: "dev-1",
+    incarnation: null,
     visibility: "public",
     contentType,
     bytes,

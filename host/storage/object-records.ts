@@ -5,6 +5,12 @@ import { OBJECT_NAMESPACES } from "./object-keys.js";
 export type Visibility = "public" | "private";
 
 /** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
+/** Whose quota a deployment's uploads are charged to now, and which incarnation of its id it is. */
+export interface StorageHolder {
+  quotaOwner: string;
+  incarnation: string | null;
+}
+
 export interface ObjectRecord {
   deployment: string;
   /** `public/<id>` or `private/<id>`. */

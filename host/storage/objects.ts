@@ -17,7 +17,7 @@ import {
   inMebibytes,
   type StorageLimits,
 } from "./object-limits.js";
-import type { ObjectRecord, Visibility } from "./object-records.js";
+import type { ObjectRecord, StorageHolder, Visibility } from "./object-records.js";
 
 /** Object records removed per batch when a deployment is deleted. */
 const PURGE_BATCH = 500;
@@ -39,11 +39,12 @@ export class ObjectService {
     private readonly db: HostDatabase,
     readonly blobs: BlobStore,
     /**
-     * Whose quota deployment `id` charges now, read from the store (undefined: deleted). An upload
-     * checks it under the quota lock, so one authorised before a deletion cannot store a record
-     * after the deletion purged the deployment's objects, nor into a new deployment with its id.
+     * Whose quota deployment `id` charges now, and its incarnation, read from the store (undefined:
+     * deleted). An upload checks both under the quota lock, so one authorised before a deletion
+     * cannot store a record after the deletion purged the deployment's objects, nor into a new
+     * deployment with its id (the same developer's included).
      */
-    private readonly quotaOwnerOf: (id: string) => Promise<string | undefined>,
+    private readonly quotaOwnerOf: (id: string) => Promise<StorageHolder | undefined>,
     readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
   ) {
     this.records = db.records<ObjectRecord>(OBJECT_NAMESPACES.records);
@@ -87,6 +88,8 @@ export class ObjectService {
   async upload(input: {
     deployment: string;
     quotaOwner: string;
+    /** The incarnation of the deployment the upload was authorised for (`DeploymentRecord.incarnation`). */
+    incarnation: string | null;
     visibility: Visibility;
     contentType: string;
     bytes: Buffer;
@@ -127,7 +130,8 @@ export class ObjectService {
     }
     try {
       await this.lock(input.quotaOwner).run(async () => {
-        if ((await this.quotaOwnerOf(record.deployment)) !== input.quotaOwner)
+        const holder = await this.quotaOwnerOf(record.deployment);
+        if (holder?.quotaOwner !== input.quotaOwner || holder.incarnation !== input.incarnation)
           throw new PlatformError("not_found", `Deployment ${record.deployment} was deleted.`);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
         const charged = chargedBytes(record.size);

@@ -35,6 +35,7 @@ const upload = (objects: ObjectService, size: number) =>
   objects.upload({
     deployment: "gone",
     quotaOwner: "dev-1",
+    incarnation: null,
     visibility: "public",
     contentType: "application/octet-stream",
     bytes: Buffer.alloc(size, 7),
@@ -45,7 +46,10 @@ const upload = (objects: ObjectService, size: number) =>
 it("purges a deleted deployment's objects and usage, and refuses an upload that raced the deletion", async () => {
   const live = new Map([["gone", "dev-1"]]);
   const blobs = new SlowBlobStore();
-  const objects = new ObjectService(env.db, blobs, async (id) => live.get(id));
+  const objects = new ObjectService(env.db, blobs, async (id) => {
+    const owner = live.get(id);
+    return owner === undefined ? undefined : { quotaOwner: owner, incarnation: null };
+  });
   await upload(objects, 1000);
   await upload(objects, 500);
   // Each file counts 4 KiB at least (LIMITS.storageBytesPerFile).
@@ -66,4 +70,29 @@ it("purges a deleted deployment's objects and usage, and refuses an upload that 
     truncated: false,
   });
   expect(await blobs.list("gone/")).toEqual([]);
+});
+
+it("refuses an upload authorised before a deletion once its owner created the id again", async () => {
+  // Before, only the quota owner was compared: the same developer's new deployment got the upload.
+  let holder = { quotaOwner: "dev-1", incarnation: "first" as string | null };
+  const blobs = new SlowBlobStore();
+  const objects = new ObjectService(env.db, blobs, async () => holder);
+  blobs.hold();
+  const racing = objects.upload({
+    deployment: "gone",
+    quotaOwner: "dev-1",
+    incarnation: "first",
+    visibility: "public",
+    contentType: "application/octet-stream",
+    bytes: Buffer.alloc(10, 7),
+    uploaderId: "user:1",
+    uploaderEmail: null,
+  });
+  await blobs.reached;
+  await objects.purgeDeployment("gone", "dev-1");
+  holder = { quotaOwner: "dev-1", incarnation: "second" };
+  blobs.release();
+  await expect(racing).rejects.toMatchObject({ code: "not_found" });
+  expect((await objects.list("gone")).objects).toEqual([]);
+  expect(await objects.used("dev-1")).toBe(0);
 });
