@@ -1,7 +1,7 @@
 import { fileTypeFromBuffer } from "file-type";
 import { isMarkdownType } from "./blocked-declared-types.js";
 import { leadingMarkup, opensAsXml, sniffsAsHtml } from "./html-sniffing.js";
-import { markupScriptReason } from "./markup-script.js";
+import { markupChecker } from "./markup-checker.js";
 import { textEncodingOf } from "./text-encoding.js";
 
 /** The declared-type check, next to the content check it comes before. */
@@ -63,7 +63,7 @@ export async function executableReason(bytes: Uint8Array): Promise<string | unde
  * Why markup must not be stored: an HTML page as a browser would sniff it, or SVG/XML that can run
  * script. Markdown may open with HTML fragments (it is served as Markdown, never sniffed).
  */
-function markupReason(bytes: Uint8Array, markdown: boolean): string | undefined {
+async function markupReason(bytes: Uint8Array, markdown: boolean): Promise<string | undefined> {
   const encoding = textEncodingOf(bytes);
   // Without an encoding the file is XML declaring one that cannot be read: the markup check says so.
   if (encoding) {
@@ -74,7 +74,7 @@ function markupReason(bytes: Uint8Array, markdown: boolean): string | undefined 
     }
     if (!start.rest.startsWith("<") || (markdown && !opensAsXml(start))) return undefined;
   }
-  const script = markupScriptReason(bytes);
+  const script = await markupChecker.scriptReason(bytes);
   return script && `the SVG or XML document can run script (${script}); remove it, or upload a PNG instead`;
 }
 
@@ -89,7 +89,7 @@ export async function blockedContentReason(
   declaredType = "application/octet-stream",
 ): Promise<string | undefined> {
   for (const [what, magic] of MAGIC) if (startsWith(bytes, magic)) return `the file is ${what}`;
-  const markup = markupReason(bytes, isMarkdownType(declaredType));
+  const markup = await markupReason(bytes, isMarkdownType(declaredType));
   if (markup) return markup;
   // file-type throws on truncated or odd containers; what it cannot parse it did not detect.
   const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);

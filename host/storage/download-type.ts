@@ -1,5 +1,5 @@
 import { parseDeclaredType } from "./content-type-header.js";
-import { MARKUP_RULES_VERSION, markupScriptReason } from "./markup-script.js";
+import { MARKUP_RULES_VERSION } from "./markup-script.js";
 
 /**
  * Types a browser may show inline: they cannot run script in the download's origin. Everything else
@@ -82,18 +82,11 @@ export function markupCheckDue(contentType: string, checkedUnder: number | undef
 
 /**
  * How to serve an object: inline with its normalised type when that type is safe, and for SVG only
- * while its bytes pass the script check (`checkedUnder`: the rules version they passed when
- * stored; objects checked under other rules are checked again, from `bytes`: without them, an
- * attachment); otherwise as an `application/octet-stream` attachment.
+ * when its bytes passed the script check under today's rules (`checkedUnder`: the version they
+ * passed; see {@link markupCheckDue}); otherwise as an `application/octet-stream` attachment.
  */
-export function downloadType(
-  contentType: string,
-  bytes: Uint8Array | undefined,
-  checkedUnder: number | undefined,
-): DownloadType {
+export function downloadType(contentType: string, checkedUnder: number | undefined): DownloadType {
   const inline = inlineContentType(contentType);
-  if (inline === undefined) return ATTACHMENT;
-  if (markupCheckDue(contentType, checkedUnder) && (bytes === undefined || markupScriptReason(bytes)))
-    return ATTACHMENT;
+  if (inline === undefined || markupCheckDue(contentType, checkedUnder)) return ATTACHMENT;
   return { contentType: inline, attachment: false };
 }

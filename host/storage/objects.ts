@@ -8,6 +8,7 @@ import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { type DownloadType, downloadType, markupCheckDue } from "./download-type.js";
+import { markupChecker } from "./markup-checker.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
@@ -175,7 +176,11 @@ export class ObjectService {
   async download(record: ObjectRecord): Promise<{ body: Buffer | Readable; type: DownloadType }> {
     if (markupCheckDue(record.contentType, record.markupRules)) {
       const bytes = await this.bytes(record);
-      return { body: bytes, type: downloadType(record.contentType, bytes, record.markupRules) };
+      const passed = (await markupChecker.scriptReason(bytes)) === undefined;
+      return {
+        body: bytes,
+        type: downloadType(record.contentType, passed ? MARKUP_RULES_VERSION : record.markupRules),
+      };
     }
     const stream = await this.blobs.stream(`${record.deployment}/${record.key}`).catch((error: unknown) => {
       throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
@@ -183,7 +188,7 @@ export class ObjectService {
       });
     });
     if (!stream) throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
-    return { body: stream, type: downloadType(record.contentType, undefined, record.markupRules) };
+    return { body: stream, type: downloadType(record.contentType, record.markupRules) };
   }
 
   async bytes(record: ObjectRecord): Promise<Buffer> {

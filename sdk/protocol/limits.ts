@@ -64,6 +64,12 @@ export const LIMITS = {
    * client stored 3,000 empty files in 3 s, counted as nothing.
    */
   storageBytesPerFile: 4096,
+  /**
+   * How long the script check of one SVG or XML file may take on its own thread (linear, about
+   * 40 ms a MB), and the bytes of files that may wait for it: beyond either, `503 unavailable`. Ours.
+   */
+  markupCheckMs: 30_000,
+  markupCheckQueueBytes: 64 * 1024 * 1024,
   /** Newest files shown by the inspect route and `platform storage list`. */
   listingSize: 500,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
