@@ -3,6 +3,7 @@ import { promisify } from "node:util";
 import ivm from "isolated-vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { InlineSentinel } from "./sentinel.js";
+import { threadCpuNs } from "./thread-cpu.js";
 
 const made: Array<{ isolate: ivm.Isolate; slot: number }> = [];
 
@@ -83,6 +84,33 @@ describe("the inline sentinel", () => {
       expect(enter(0, 100)).toBe(100);
       expect(isolate.isDisposed).toBe(false);
       expect(sentinel.stopped(slot)).toBe(false);
+    },
+  );
+
+  it.runIf(process.platform === "linux")(
+    "stops an entry whose host calls use the main thread past the slice, the isolate's own CPU aside",
+    async () => {
+      // The host answers some platform calls inside the entry (gets, writes, kept scans): their
+      // work is on the main thread and off the isolate's clock. Before, an entry calling the host
+      // for 200 ms of CPU (ten slices) ran to its end.
+      const { sentinel, isolate, slot } = await watched(20);
+      const context = isolate.createContextSync();
+      const host = new ivm.Reference(() => {
+        const start = threadCpuNs() as number;
+        while ((threadCpuNs() as number) - start < 200e6) {}
+      });
+      context.global.setSync("host", host);
+      const entry = context.evalSync("(function () { host.applySync(undefined, []); return 1; })", {
+        reference: true,
+      }) as ivm.Reference<() => number>;
+      sentinel.open(slot);
+      try {
+        expect(() => entry.applySync(undefined, [])).toThrow(/disposed/);
+      } finally {
+        sentinel.close();
+      }
+      expect(isolate.isDisposed).toBe(true);
+      expect(sentinel.stopped(slot)).toBe(true);
     },
   );
 
