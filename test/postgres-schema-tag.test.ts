@@ -51,34 +51,38 @@ function deaf(db: HostDatabase): HostDatabase {
   return db;
 }
 
+/** Runs `work` with two hosts on table `name`, the first deaf to the second's announcements. */
+async function twoHosts(name: string, work: (first: HostDatabase, second: HostDatabase) => Promise<void>) {
+  const first = deaf(await open(name));
+  const second = await open(name);
+  try {
+    await work(first, second);
+  } finally {
+    await first.close();
+    await second.close();
+  }
+}
+
+/** Which of the schema's keys one mutation inserting `row` into `table` read. */
+const insertReads = (deployment: TenantDatabase, table: string, row: Record<string, string>) =>
+  keysRead(deployment, () => deployment.mutate((tx) => tx.insert(table, row)));
+
+const TAG_ONLY = { schema: false, tag: true };
+const SCHEMA_TOO = { schema: true, tag: true };
+
 describe.skipIf(!postgresInstalled)("the schema's tag on PostgreSQL", () => {
   it("a mutation reads the tag, not the schema, and sees another host's migration by it", async () => {
-    const name = freshTable();
-    const first = deaf(await open(name));
-    const second = await open(name);
-    try {
+    await twoHosts(freshTable(), async (first, second) => {
       const a = await first.deployment("tagged");
       await a.migrate(NOTES);
       await a.mutate((tx) => tx.insert("notes", { text: "one" }));
-      expect(await keysRead(a, () => a.mutate((tx) => tx.insert("notes", { text: "two" })))).toEqual({
-        schema: false,
-        tag: true,
-      });
+      expect(await insertReads(a, "notes", { text: "two" })).toEqual(TAG_ONLY);
       // Another host migrates; this one never hears of it, and reads the schema under its lock.
       await (await second.deployment("tagged")).migrate(WITH_TAGS);
-      expect(await keysRead(a, () => a.mutate((tx) => tx.insert("tags", { name: "new table" })))).toEqual({
-        schema: true,
-        tag: true,
-      });
+      expect(await insertReads(a, "tags", { name: "new table" })).toEqual(SCHEMA_TOO);
       expect(a.schema.hash).toBe((await second.deployment("tagged")).schema.hash);
-      expect(await keysRead(a, () => a.mutate((tx) => tx.insert("tags", { name: "again" })))).toEqual({
-        schema: false,
-        tag: true,
-      });
-    } finally {
-      await first.close();
-      await second.close();
-    }
+      expect(await insertReads(a, "tags", { name: "again" })).toEqual(TAG_ONLY);
+    });
   });
 
   it("a schema stored without a tag is read whole, until a migration stores one", async () => {
@@ -87,32 +91,17 @@ describe.skipIf(!postgresInstalled)("the schema's tag on PostgreSQL", () => {
     await (await setup.deployment("old")).migrate(NOTES);
     await setup.store.batch([{ type: "del", key: schemaTagKey("old") }]);
     await setup.close();
-    const first = deaf(await open(name));
-    const second = await open(name);
-    try {
+    await twoHosts(name, async (first, second) => {
       const a = await first.deployment("old");
-      for (let i = 0; i < 2; i++)
-        expect(await keysRead(a, () => a.mutate((tx) => tx.insert("notes", { text: `${i}` })))).toEqual({
-          schema: true,
-          tag: true,
-        });
+      for (let i = 0; i < 2; i++) expect(await insertReads(a, "notes", { text: `${i}` })).toEqual(SCHEMA_TOO);
       await (await second.deployment("old")).migrate(WITH_TAGS);
       await a.mutate((tx) => tx.insert("tags", { name: "seen" }));
-      expect(await keysRead(a, () => a.mutate((tx) => tx.insert("tags", { name: "again" })))).toEqual({
-        schema: false,
-        tag: true,
-      });
-    } finally {
-      await first.close();
-      await second.close();
-    }
+      expect(await insertReads(a, "tags", { name: "again" })).toEqual(TAG_ONLY);
+    });
   });
 
   it("a deployment another host deleted fails this host's next mutation with not_found", async () => {
-    const name = freshTable();
-    const first = deaf(await open(name));
-    const second = await open(name);
-    try {
+    await twoHosts(freshTable(), async (first, second) => {
       const a = await first.deployment("gone");
       await a.migrate(NOTES);
       await a.mutate((tx) => tx.insert("notes", { text: "one" }));
@@ -120,9 +109,6 @@ describe.skipIf(!postgresInstalled)("the schema's tag on PostgreSQL", () => {
       await expect(a.mutate((tx) => tx.insert("notes", { text: "two" }))).rejects.toMatchObject({
         code: "not_found",
       });
-    } finally {
-      await first.close();
-      await second.close();
-    }
+    });
   });
 });
