@@ -87,7 +87,7 @@ it("charges every subscriber of a shared query for each push; held pushes arrive
   b.ws.close();
 });
 
-it("charges uploads and downloads too, in a bucket of their own per client address", async () => {
+it("charges uploads and downloads too, in one bucket of their own per client address", async () => {
   // Storage routes took no request quota: one client stored 3,000 empty files in 3.2 s, and each
   // download of a stored file was free to repeat.
   const missing = () => sendRequest(`${host.deploymentUrl("files")}/storage/public/${"a".repeat(22)}`);
@@ -95,6 +95,11 @@ it("charges uploads and downloads too, in a bucket of their own per client addre
   const refused = await missing();
   expect(refused.status).toBe(429);
   expect(refused.json<{ error: { code: string } }>().error.code).toBe("limit_exceeded");
+  // One bucket for every deployment (and names of none): each lookup reads the database.
+  for (const id of ["quota", "nowhere"])
+    expect((await sendRequest(`${host.deploymentUrl(id)}/storage/public/${"a".repeat(22)}`)).status).toBe(
+      429,
+    );
   // The client's data calls have a bucket of their own.
   expect(
     (await sendRequest(`${host.deploymentUrl("files")}/api/query/clock`, { method: "POST", body: "{}" }))

@@ -9,7 +9,7 @@ import Koa from "koa";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { UnsentAnswers } from "../host/http/index.js";
-import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, endpoint, text } from "platform/server";
 export default capsule({
@@ -29,12 +29,12 @@ beforeAll(async () => {
 });
 afterAll(() => host.dispose());
 
-/** Asks for `/big` and stops reading after the first bytes; resolves with the socket and those bytes. */
-function unreadAnswer(): Promise<{ socket: Socket; first: Buffer }> {
+/** Asks for `path` and stops reading after the first bytes; resolves with the socket and those bytes. */
+function unreadAnswer(path = "/big"): Promise<{ socket: Socket; first: Buffer }> {
   const { port } = new URL(host.url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), "127.0.0.1", () =>
-      socket.write(`GET /big HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`),
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`),
     );
     socket.once("data", (chunk: Buffer) => {
       socket.pause();
@@ -73,6 +73,50 @@ it("refuses an address whose answers wait unread past its share, and closes a co
   // Cut short: the headers and all 6,000,000 characters would be more.
   expect(received).toBeLessThan(6_000_000);
   expect(received).toBeGreaterThan(0);
+}, 60_000);
+
+it("counts a streamed download by its length, and closes it when it is not read", async () => {
+  // Downloads are streamed from the blob store; counted as nothing, 600 unread ones from one
+  // address held their files open (or, on S3, every socket of the bucket's client) for ever.
+  const admin = { authorization: `Bearer ${host.adminToken}` };
+  const dev = (
+    await sendRequest(`${host.url}/v1/developers`, { method: "POST", headers: admin, body: "{}" })
+  ).json<{ id: string }>();
+  await sendRequest(`${host.url}/v1/deploys`, {
+    method: "POST",
+    headers: admin,
+    body: JSON.stringify({ id: "files", code: await fixtureCode("access"), owner: dev.id }),
+  });
+  const token = (
+    await sendRequest(`${host.url}/v1/deploys/files/sessions`, {
+      method: "POST",
+      headers: admin,
+      body: '{"email":"f@example.com"}',
+    })
+  ).json<{ token: string }>().token;
+  const stored = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+    body: Buffer.alloc(4_500_000, 7),
+  });
+  expect(stored.status).toBe(201);
+  const path = `/storage/${stored.json<{ key: string }>().key}`;
+  const { port } = new URL(host.url);
+  const socket = await new Promise<Socket>((resolve, reject) => {
+    const opened = connect(Number(port), "127.0.0.1", () =>
+      opened.write(`GET ${path} HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("files")).host}\r\n\r\n`),
+    );
+    opened.once("data", () => {
+      opened.pause();
+      resolve(opened);
+    });
+    opened.on("error", reject);
+  });
+  const small = () => sendRequest(`${host.deploymentUrl("files")}/storage/public/${"a".repeat(22)}`);
+  expect((await small()).status).toBe(429);
+  socket.on("error", () => {});
+  await new Promise<void>((resolve) => socket.once("close", () => resolve()).resume());
+  await vi.waitFor(async () => expect((await small()).status).toBe(404), { timeout: 30_000, interval: 250 });
 }, 60_000);
 
 it("counts nothing for an answer whose client left before it was made", async () => {

@@ -7,8 +7,9 @@ import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from 
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import type { ObjectRecord, ObjectService, Visibility } from "../storage/index.js";
+import { clientAddressKey } from "./client-address.js";
 import { storageToken } from "./credentials.js";
-import { chargeRequest, type RequestQuota } from "./request-quota.js";
+import type { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 import { uploadBody } from "./upload-body.js";
 
@@ -35,6 +36,8 @@ export async function sendObject(
   ctx.set("Content-Type", type.contentType);
   ctx.body = body;
   ctx.length = object.size;
+  // A blob of another length than its record says fails the answer instead of desyncing the connection.
+  ctx.res.strictContentLength = true;
 }
 
 /** Public downloads on open apps may be cached by anyone for `LIMITS.publicCacheSeconds`. */
@@ -173,11 +176,12 @@ export function storageRoutes(
   });
 
   const routes = router.routes();
-  // Charged to the client's address (no identity is read yet), in a bucket of their own: a page of
-  // pictures does not eat into its data calls, and no upload or download is free of the quota.
-  const charge = chargeRequest(quota, "storage");
+  // Charged to the client's address before the deployment is looked up (no identity is read yet),
+  // in a bucket of their own, one for all deployments: a page of pictures does not eat into its
+  // data calls, no upload or download is free of the quota, and naming many deployments (each
+  // lookup a read of the database) does not multiply it.
   return ownPaths(isStoragePath, async (ctx, next) => {
-    await charge(ctx, async () => {});
+    quota.charge(`storage\u0000${clientAddressKey(quota.clientAddress(ctx.req))}`);
     ctx.state.record = await deployments.require(ctx.state.deployment as string);
     return routes(ctx, () => notStored(ctx, next));
   });

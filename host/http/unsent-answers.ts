@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { Readable } from "node:stream";
 import type Koa from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
@@ -20,10 +21,15 @@ const DEFAULT_UNSENT_ANSWER_LIMITS: UnsentAnswerLimits = {
   waitMs: LIMITS.answerUnsentMs,
 };
 
-/** The bytes of a body Koa will write at once (a stream paces itself and is not counted). */
-function bodyBytes(body: unknown): number {
+/**
+ * The bytes of an answer: a body Koa writes at once, or a stream of known length (a download: its
+ * file stays open, or its bytes in memory, until its client reads them). Other streams pace
+ * themselves and are not counted.
+ */
+function bodyBytes(body: unknown, length: number | undefined): number {
   if (typeof body === "string") return Buffer.byteLength(body);
   if (Buffer.isBuffer(body)) return body.length;
+  if (body instanceof Readable) return length ?? 0;
   return 0;
 }
 
@@ -75,7 +81,7 @@ export class UnsentAnswers {
           { retryAfterSeconds: 1 },
         );
       await next();
-      const bytes = bodyBytes(ctx.body);
+      const bytes = bodyBytes(ctx.body, ctx.length);
       if (bytes > 0) this.hold(key, bytes, ctx.res);
     };
   }

@@ -1,5 +1,6 @@
 import { fileTypeFromBuffer } from "file-type";
 import { isMarkdownType } from "./blocked-declared-types.js";
+import { inlineContentType } from "./download-type.js";
 import { leadingMarkup, opensAsXml, sniffsAsHtml } from "./html-sniffing.js";
 import { markupChecker } from "./markup-checker.js";
 import { textEncodingOf } from "./text-encoding.js";
@@ -61,9 +62,16 @@ export async function executableReason(bytes: Uint8Array): Promise<string | unde
 
 /**
  * Why markup must not be stored: an HTML page as a browser would sniff it, or SVG/XML that can run
- * script. Markdown may open with HTML fragments (it is served as Markdown, never sniffed).
+ * script. Markdown may open with HTML fragments (it is served as Markdown, never sniffed). A file
+ * that will be served inline as SVG (`servedAsSvg`) is checked for script however it begins: XML
+ * may put any amount of whitespace before its root element, past what the sniffing reads.
  */
-async function markupReason(bytes: Uint8Array, markdown: boolean): Promise<string | undefined> {
+async function markupReason(
+  bytes: Uint8Array,
+  markdown: boolean,
+  servedAsSvg: boolean,
+  queue: string,
+): Promise<string | undefined> {
   const encoding = textEncodingOf(bytes);
   // Without an encoding the file is XML declaring one that cannot be read: the markup check says so.
   if (encoding) {
@@ -72,9 +80,9 @@ async function markupReason(bytes: Uint8Array, markdown: boolean): Promise<strin
     if (sniffsAsHtml(bytes, start, markdown)) {
       return "the file is an HTML document (a browser would open it as a page); upload it inside a .zip archive instead";
     }
-    if (!start.rest.startsWith("<") || (markdown && !opensAsXml(start))) return undefined;
+    if (!servedAsSvg && (!start.rest.startsWith("<") || (markdown && !opensAsXml(start)))) return undefined;
   }
-  const script = await markupChecker.scriptReason(bytes);
+  const script = await markupChecker.scriptReason(bytes, queue);
   return script && `the SVG or XML document can run script (${script}); remove it, or upload a PNG instead`;
 }
 
@@ -82,14 +90,18 @@ async function markupReason(bytes: Uint8Array, markdown: boolean): Promise<strin
  * Why these bytes must not be stored, or undefined when they may. Looks at the leading bytes with
  * file-type and with our own checks for what it does not detect (shebang scripts, HTML as browsers
  * sniff it, thin and fat Mach-O, Java class files) and at SVG or XML that could run script, whatever
- * the declared type (`declaredType` only lets Markdown open with HTML fragments).
+ * the declared type (`declaredType` lets Markdown open with HTML fragments, and has a file served
+ * as SVG checked for script however it begins). `queue`: whose turn the script check takes (the
+ * deployment's: see markup-checker.ts).
  */
 export async function blockedContentReason(
   bytes: Uint8Array,
   declaredType = "application/octet-stream",
+  queue = "",
 ): Promise<string | undefined> {
   for (const [what, magic] of MAGIC) if (startsWith(bytes, magic)) return `the file is ${what}`;
-  const markup = await markupReason(bytes, isMarkdownType(declaredType));
+  const servedAsSvg = inlineContentType(declaredType) === "image/svg+xml";
+  const markup = await markupReason(bytes, isMarkdownType(declaredType), servedAsSvg, queue);
   if (markup) return markup;
   // file-type throws on truncated or odd containers; what it cannot parse it did not detect.
   const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);

@@ -5,10 +5,27 @@ import { PlatformError } from "../../sdk/values/index.js";
 /** One check waiting for the thread, or on it. */
 interface Job {
   id: number;
+  queue: string;
   bytes: Uint8Array;
   resolve: (reason: string | undefined) => void;
   reject: (error: unknown) => void;
 }
+
+/** How much the checker takes on. */
+export interface MarkupCheckLimits {
+  /** How long one check may run before its thread is ended. */
+  checkMs: number;
+  /** Bytes of files waiting or being checked, all queues together. */
+  queueBytes: number;
+  /** Bytes of files waiting or being checked, one queue (a deployment's). */
+  queueBytesEach: number;
+}
+
+const DEFAULT_LIMITS: MarkupCheckLimits = {
+  checkMs: LIMITS.markupCheckMs,
+  queueBytes: LIMITS.markupCheckQueueBytes,
+  queueBytesEach: LIMITS.markupCheckQueueBytesEach,
+};
 
 /**
  * The worker's module: the built `.js` beside this file, or, when the host runs from its
@@ -29,50 +46,76 @@ const unavailable = (message: string) => new PlatformError("unavailable", messag
 /**
  * Runs the SVG and XML script check (markup-script.ts) on a thread of its own, one file at a
  * time: on the main thread a 250 KB file held every tenant's requests 5 s while the check was
- * quadratic, and a linear check still takes it up to 200 ms for 5 MB. Files wait in turn, at most
- * {@link LIMITS.markupCheckQueueBytes} of them (beyond, `503 unavailable`); a check that runs past
- * {@link LIMITS.markupCheckMs} ends the thread (a new one takes the next file) and fails its file
- * with `503`.
+ * quadratic, and a linear check still takes it up to 200 ms for 5 MB. Files wait in queues (one
+ * per deployment) that take turns, so one tenant's files delay another's by at most one file each;
+ * a queue holds at most {@link MarkupCheckLimits.queueBytesEach}, all of them
+ * {@link MarkupCheckLimits.queueBytes} (beyond, `503 unavailable`). A check that runs past
+ * {@link MarkupCheckLimits.checkMs} ends the thread (a new one takes the next file) and fails its
+ * file with `503`.
  */
 export class MarkupChecker {
   private worker: Worker | undefined;
-  private readonly queue: Job[] = [];
-  private running: { job: Job; timer: NodeJS.Timeout } | undefined;
+  /** Waiting files by queue, in the order the queues take turns. */
+  private readonly queues = new Map<string, Job[]>();
+  private readonly bytesByQueue = new Map<string, number>();
+  private running: { job: Job; worker: Worker; timer: NodeJS.Timeout } | undefined;
   private queuedBytes = 0;
   private nextId = 1;
 
-  constructor(
-    private readonly limits: { checkMs: number; queueBytes: number } = {
-      checkMs: LIMITS.markupCheckMs,
-      queueBytes: LIMITS.markupCheckQueueBytes,
-    },
-  ) {}
+  constructor(private readonly limits: MarkupCheckLimits = DEFAULT_LIMITS) {}
 
-  /** Why `bytes` (markup) can run script in a browser, or undefined (see `markupScriptReason`). */
-  scriptReason(bytes: Uint8Array): Promise<string | undefined> {
-    if (this.queuedBytes + bytes.length > this.limits.queueBytes)
+  /** Whether a file of `size` bytes would be taken into `queue` now. */
+  hasRoom(size: number, queue = ""): boolean {
+    return (
+      this.queuedBytes + size <= this.limits.queueBytes &&
+      (this.bytesByQueue.get(queue) ?? 0) + size <= this.limits.queueBytesEach
+    );
+  }
+
+  /**
+   * Why `bytes` (markup) can run script in a browser, or undefined (see `markupScriptReason`),
+   * checked in `queue`'s turn.
+   */
+  scriptReason(bytes: Uint8Array, queue = ""): Promise<string | undefined> {
+    if (!this.hasRoom(bytes.length, queue))
       return Promise.reject(
         unavailable("Too many files are waiting for their content check; retry in a moment."),
       );
     return new Promise((resolve, reject) => {
       this.queuedBytes += bytes.length;
-      this.queue.push({ id: this.nextId++, bytes, resolve, reject });
+      this.bytesByQueue.set(queue, (this.bytesByQueue.get(queue) ?? 0) + bytes.length);
+      const waiting = this.queues.get(queue);
+      const job = { id: this.nextId++, queue, bytes, resolve, reject };
+      if (waiting) waiting.push(job);
+      else this.queues.set(queue, [job]);
       this.startNext();
     });
   }
 
+  /** The next file: the first of the queue whose turn it is (that queue then goes last). */
+  private takeNext(): Job | undefined {
+    for (const [queue, jobs] of this.queues) {
+      this.queues.delete(queue);
+      const job = jobs.shift();
+      if (jobs.length > 0) this.queues.set(queue, jobs);
+      if (job) return job;
+    }
+    return undefined;
+  }
+
   private startNext(): void {
-    if (this.running || this.queue.length === 0) return;
-    const job = this.queue.shift() as Job;
+    if (this.running) return;
+    const job = this.takeNext();
+    if (!job) return;
     const worker = this.ensureWorker();
     const timer = setTimeout(() => {
       // The thread is stuck on this file: end it, fail the file, and go on with a new thread.
-      this.worker = undefined;
+      if (this.worker === worker) this.worker = undefined;
       void worker.terminate();
       this.finish(job.id, () => {}, unavailable("The file's content check took too long; retry later."));
     }, this.limits.checkMs);
     timer.unref();
-    this.running = { job, timer };
+    this.running = { job, worker, timer };
     // A check under way keeps the process alive; an idle thread does not (see finish).
     worker.ref();
     worker.postMessage({ id: job.id, bytes: job.bytes });
@@ -84,9 +127,11 @@ export class MarkupChecker {
     worker.on("message", ({ id, reason }: { id: number; reason: string | undefined }) =>
       this.finish(id, (job) => job.resolve(reason)),
     );
-    worker.on("error", () => {
+    worker.on("error", (error) => {
+      console.error("platform: the content check's thread failed:", error);
       if (this.worker === worker) this.worker = undefined;
-      if (this.running)
+      // Only the file this thread was checking fails; one that an older thread failed on is settled.
+      if (this.running?.worker === worker)
         this.finish(
           this.running.job.id,
           () => {},
@@ -106,9 +151,13 @@ export class MarkupChecker {
     if (!running || running.job.id !== id) return;
     clearTimeout(running.timer);
     this.running = undefined;
-    this.queuedBytes -= running.job.bytes.length;
-    if (error === undefined) settle(running.job);
-    else running.job.reject(error);
+    const { job } = running;
+    this.queuedBytes -= job.bytes.length;
+    const left = (this.bytesByQueue.get(job.queue) ?? 0) - job.bytes.length;
+    if (left > 0) this.bytesByQueue.set(job.queue, left);
+    else this.bytesByQueue.delete(job.queue);
+    if (error === undefined) settle(job);
+    else job.reject(error);
     this.startNext();
     if (!this.running) this.worker?.unref();
   }

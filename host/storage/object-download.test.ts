@@ -6,6 +6,7 @@
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { tempDatabase } from "../../test/helpers/db.js";
+import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { MemoryBlobStore } from "./memory-blob-store.js";
 import type { ObjectRecord } from "./object-records.js";
 import { ObjectService } from "./objects.js";
@@ -40,7 +41,8 @@ async function read(body: Buffer | Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>');
+const svg = (body: string) => Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg">${body}</svg>`);
+const SVG = svg('<rect width="1" height="1"/>');
 
 it("streams an object, and an SVG checked under today's rules", async () => {
   const bytes = Buffer.alloc(300_000, 9);
@@ -63,4 +65,15 @@ it("reads an SVG stored before its record kept the rules whole, and checks it ag
   const { body, type } = await objects.download(older);
   expect(Buffer.isBuffer(body)).toBe(true);
   expect(type).toEqual({ contentType: "image/svg+xml", attachment: false });
+  // Marked as checked: the next download streams it, unchecked.
+  const marked = (await records.get(`d/${stored.key}`)) as ObjectRecord;
+  expect(marked.markupRules).toBe(MARKUP_RULES_VERSION);
+  expect((await objects.download(marked)).body).toBeInstanceOf(Readable);
+});
+
+it("refuses an SVG whose script follows more whitespace than the sniffing reads", async () => {
+  // XML may put any whitespace before its root element; the upload looked at the first 4 KB only,
+  // took the file for something other than markup, and did not check it for script.
+  const padded = Buffer.concat([Buffer.alloc(5000, 0x20), svg("<script>alert(1)</script>")]);
+  await expect(upload("image/svg+xml", padded)).rejects.toMatchObject({ code: "blocked_type" });
 });

@@ -29,6 +29,16 @@ export interface ObjectRecord {
    * before versions were kept; a download of such an SVG checks it again).
    */
   markupRules?: number;
+  /**
+   * What the object counts against its owner's quota (`chargedBytes` of its size); absent: stored
+   * before files counted 4 KiB at least, when it counted its size.
+   */
+  charged?: number;
+}
+
+/** What `record` counts against its owner's quota: as it was charged when stored. */
+export function chargeOf(record: ObjectRecord): number {
+  return record.charged ?? record.size;
 }
 
 /**

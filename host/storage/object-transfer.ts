@@ -4,7 +4,7 @@ import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/i
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
-import type { ObjectRecord } from "./object-records.js";
+import { chargeOf, type ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
 
 /** A stored object as an archive carries it: its record without deployment and quota owner. */
@@ -99,7 +99,8 @@ export class ObjectTransfer {
   async checkBytes(object: ArchivedObject, bytes: Buffer): Promise<void> {
     if (bytes.length !== object.size)
       throw invalid(`the bytes of ${object.key} are not the ${object.size} its record says.`);
-    const reason = await blockedContentReason(bytes, object.contentType);
+    // Imports take their turns at the script check together (markup-checker.ts).
+    const reason = await blockedContentReason(bytes, object.contentType, "import");
     if (reason) throw new PlatformError("blocked_type", `Object ${object.key} cannot be stored: ${reason}.`);
   }
 
@@ -183,10 +184,7 @@ export class ObjectTransfer {
     const operations: KvOperation[] = [];
     const byTime = this.db.records<{ key: string }>(OBJECT_NAMESPACES.byTime);
     for (const record of existing) {
-      usage.set(
-        record.quotaOwner,
-        Math.max(0, (usage.get(record.quotaOwner) ?? 0) - chargedBytes(record.size)),
-      );
+      usage.set(record.quotaOwner, Math.max(0, (usage.get(record.quotaOwner) ?? 0) - chargeOf(record)));
       operations.push({ type: "del", key: this.records.key(`${deployment}/${record.key}`) });
       operations.push({ type: "del", key: byTime.key(listingId(record)) });
     }
@@ -208,6 +206,7 @@ export class ObjectTransfer {
         quotaOwner: owner,
         // checkBytes checked it with today's rules.
         markupRules: MARKUP_RULES_VERSION,
+        charged: chargedBytes(object.size),
       };
       bytes += object.size;
       charged += chargedBytes(object.size);

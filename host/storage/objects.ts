@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import type { Readable } from "node:stream";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
@@ -7,9 +6,8 @@ import type { HostDatabase, RecordStore } from "../db/index.js";
 import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
-import { type DownloadType, downloadType, markupCheckDue } from "./download-type.js";
-import { markupChecker } from "./markup-checker.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
+import { type ObjectDownload, objectDownload } from "./object-downloads.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
   checkObjectId,
@@ -18,7 +16,7 @@ import {
   inMebibytes,
   type StorageLimits,
 } from "./object-limits.js";
-import type { ObjectRecord, StorageHolder, Visibility } from "./object-records.js";
+import { chargeOf, type ObjectRecord, type StorageHolder, type Visibility } from "./object-records.js";
 
 /** Object records removed per batch when a deployment is deleted. */
 const PURGE_BATCH = 500;
@@ -104,7 +102,7 @@ export class ObjectService {
         `Files of type ${input.contentType} cannot be stored (executables, installers, scripts, HTML and JavaScript are blocked).`,
       );
     }
-    const reason = await blockedContentReason(input.bytes, input.contentType);
+    const reason = await blockedContentReason(input.bytes, input.contentType, input.deployment);
     if (reason) throw new PlatformError("blocked_type", `This file cannot be stored: ${reason}.`);
     const id = randomBytes(16).toString("base64url");
     const record: ObjectRecord = {
@@ -119,6 +117,7 @@ export class ObjectService {
       uploadedAt: Date.now(),
       quotaOwner: input.quotaOwner,
       markupRules: MARKUP_RULES_VERSION,
+      charged: chargedBytes(input.bytes.length),
     };
     const blobKey = `${record.deployment}/${record.key}`;
     try {
@@ -135,7 +134,7 @@ export class ObjectService {
         if (holder?.quotaOwner !== input.quotaOwner || holder.incarnation !== input.incarnation)
           throw new PlatformError("not_found", `Deployment ${record.deployment} was deleted.`);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
-        const charged = chargedBytes(record.size);
+        const charged = chargeOf(record);
         if (used + charged > this.limits.perDeveloper) {
           throw new PlatformError(
             "quota_exceeded",
@@ -167,30 +166,25 @@ export class ObjectService {
     return this.records.get(`${deployment}/${visibility}/${checkObjectId(id)}`);
   }
 
-  /** The bytes of a recorded object. */
-  /**
-   * What a download of `record` sends, and how: a stream of its bytes (a download holds a buffer's
-   * worth however many are in flight or however slowly their clients read), or its bytes whole
-   * when an SVG must be checked again before it may be shown inline.
-   */
-  async download(record: ObjectRecord): Promise<{ body: Buffer | Readable; type: DownloadType }> {
-    if (markupCheckDue(record.contentType, record.markupRules)) {
-      const bytes = await this.bytes(record);
-      const passed = (await markupChecker.scriptReason(bytes)) === undefined;
-      return {
-        body: bytes,
-        type: downloadType(record.contentType, passed ? MARKUP_RULES_VERSION : record.markupRules),
-      };
-    }
-    const stream = await this.blobs.stream(`${record.deployment}/${record.key}`).catch((error: unknown) => {
-      throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
-        cause: error,
-      });
-    });
-    if (!stream) throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
-    return { body: stream, type: downloadType(record.contentType, record.markupRules) };
+  /** What a download of `record` sends, and how (see object-downloads.ts). */
+  download(record: ObjectRecord): Promise<ObjectDownload> {
+    return objectDownload(this, record);
   }
 
+  /**
+   * Notes in `record` that its bytes passed today's script check (an object stored before the
+   * rules' version was kept), under its owner's quota lock: a deleted object is not written back.
+   */
+  async markChecked(record: ObjectRecord): Promise<void> {
+    await this.lock(record.quotaOwner).run(async () => {
+      const id = `${record.deployment}/${record.key}`;
+      const current = await this.records.get(id);
+      if (!current || current.markupRules === MARKUP_RULES_VERSION) return;
+      await this.records.put(id, Object.assign(current, { markupRules: MARKUP_RULES_VERSION }));
+    });
+  }
+
+  /** The bytes of a recorded object. */
   async bytes(record: ObjectRecord): Promise<Buffer> {
     const bytes = await this.blobs.get(`${record.deployment}/${record.key}`).catch((error: unknown) => {
       throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
@@ -226,7 +220,7 @@ export class ObjectService {
           { key: this.byTime.key(this.timeId(record)), value: null },
           {
             key: this.usage.key(record.quotaOwner),
-            value: JSON.stringify({ bytes: Math.max(0, used - chargedBytes(record.size)) }),
+            value: JSON.stringify({ bytes: Math.max(0, used - chargeOf(record)) }),
           },
           {
             key: this.totals.key(deployment),
@@ -289,7 +283,7 @@ export class ObjectService {
       if (await this.records.get(`${deployment}/${record.key}`)) present.push(record);
     }
     if (present.length === 0) return;
-    const freed = present.reduce((sum, record) => sum + chargedBytes(record.size), 0);
+    const freed = present.reduce((sum, record) => sum + chargeOf(record), 0);
     const used = (await this.usage.get(owner))?.bytes ?? 0;
     await this.records.batch(
       present.map((record) => ({ id: `${deployment}/${record.key}`, value: null })),

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { tempDatabase } from "../../test/helpers/db.js";
 import { MemoryBlobStore } from "./memory-blob-store.js";
 import { chargedBytes } from "./object-keys.js";
+import type { ObjectRecord } from "./object-records.js";
 import { ObjectService } from "./objects.js";
 
 /** A blob store whose puts wait until `release()`: an upload caught between its check and its record. */
@@ -95,4 +96,21 @@ it("refuses an upload authorised before a deletion once its owner created the id
   await expect(racing).rejects.toMatchObject({ code: "not_found" });
   expect((await objects.list("gone")).objects).toEqual([]);
   expect(await objects.used("dev-1")).toBe(0);
+});
+
+it("frees what a file stored before the 4 KiB rule was charged: its size", async () => {
+  // Before, removing an old empty file freed 4 KiB it had never been charged: 20 of them let a
+  // developer store 80 KiB more than the limit.
+  const objects = new ObjectService(env.db, new MemoryBlobStore(), async () => ({
+    quotaOwner: "dev-1",
+    incarnation: null,
+  }));
+  const old = await upload(objects, 100);
+  await upload(objects, 10);
+  const records = env.db.records<ObjectRecord>("objects");
+  const { charged: _charged, ...stored } = old;
+  await records.put(`gone/${old.key}`, stored);
+  await env.db.records<{ bytes: number }>("storage-usage").put("dev-1", { bytes: 100 + chargedBytes(10) });
+  await objects.remove("gone", "public", old.id, { kind: "owner" });
+  expect(await objects.used("dev-1")).toBe(chargedBytes(10));
 });

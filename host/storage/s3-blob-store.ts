@@ -82,17 +82,14 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  /**
+   * Read whole first: a stream left unread by a slow client would hold one of the client's 50
+   * sockets, and 50 such downloads would stall every other operation on the bucket. Its bytes are
+   * counted with the answers not yet read (host/http/unsent-answers.ts).
+   */
   async stream(key: string): Promise<Readable | undefined> {
-    try {
-      const object = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: checkBlobKey(key) }),
-      );
-      // In Node the SDK's body is the response's stream (an IncomingMessage).
-      return (object.Body as Readable | undefined) ?? Readable.from([]);
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
+    const bytes = await this.get(key);
+    return bytes ? Readable.from([bytes]) : undefined;
   }
 
   async delete(key: string): Promise<void> {

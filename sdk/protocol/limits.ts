@@ -66,10 +66,13 @@ export const LIMITS = {
   storageBytesPerFile: 4096,
   /**
    * How long the script check of one SVG or XML file may take on its own thread (linear, about
-   * 40 ms a MB), and the bytes of files that may wait for it: beyond either, `503 unavailable`. Ours.
+   * 40 ms a MB), and the bytes of files that may wait for it, all deployments together and one
+   * deployment's: beyond any, `503 unavailable` (a download of an SVG stored before the check's
+   * version was kept is served as an attachment instead). Ours.
    */
   markupCheckMs: 30_000,
   markupCheckQueueBytes: 64 * 1024 * 1024,
+  markupCheckQueueBytesEach: 16 * 1024 * 1024,
   /** Newest files shown by the inspect route and `platform storage list`. */
   listingSize: 500,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
