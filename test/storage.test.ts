@@ -3,8 +3,10 @@
  * the download headers, multipart uploads, idempotent deletes, owner and inspect routes, the
  * newest-N listing window and the per-developer quota under concurrency.
  */
+
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HttpResponse, sendRequest } from "../cli/http.js";
+import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { MARKUP_RULES_VERSION } from "../host/storage/markup-script.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -100,6 +102,29 @@ describe("uploads", () => {
       "content-type": "image/png",
     });
     expect(fetched.headers["content-security-policy"]).toContain("sandbox");
+    // A HEAD is answered from the record, with the same headers and no body.
+    const head = await new Promise<{ status: number; headers: Record<string, unknown>; bytes: number }>(
+      (resolve, reject) => {
+        const sent = request(record.url, { method: "HEAD", lookup: localhostLookup }, (res) => {
+          let bytes = 0;
+          res.on("data", (chunk: Buffer) => {
+            bytes += chunk.length;
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes }));
+        });
+        sent.on("error", reject);
+        sent.end();
+      },
+    );
+    expect(head).toMatchObject({
+      status: 200,
+      bytes: 0,
+      headers: {
+        "content-length": String(PNG.length),
+        "content-type": "image/png",
+        "x-content-type-options": "nosniff",
+      },
+    });
   });
 
   it("keeps files private by default: a signed-in account of the same deployment only", async () => {

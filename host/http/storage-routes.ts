@@ -6,7 +6,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
-import type { ObjectRecord, ObjectService, Visibility } from "../storage/index.js";
+import { downloadType, type ObjectRecord, type ObjectService, type Visibility } from "../storage/index.js";
 import { clientAddressKey } from "./client-address.js";
 import { storageToken } from "./credentials.js";
 import type { RequestQuota } from "./request-quota.js";
@@ -27,14 +27,20 @@ export async function sendObject(
   object: ObjectRecord,
   cacheControl: string,
 ): Promise<void> {
-  const { body, type } = await objects.download(object);
+  // A HEAD is answered from the record: no blob is opened, no SVG checked again (one not marked
+  // checked yet is announced as the attachment it is until its next GET).
+  const { body, type } =
+    ctx.method === "HEAD"
+      ? { body: null, type: downloadType(object.contentType, object.markupRules) }
+      : await objects.download(object);
   ctx.set("X-Content-Type-Options", "nosniff");
   ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
   ctx.set("Cache-Control", cacheControl);
   ctx.compress = false;
   if (type.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
   ctx.set("Content-Type", type.contentType);
-  ctx.body = body;
+  if (body) ctx.body = body;
+  else ctx.status = 200;
   ctx.length = object.size;
   // A blob of another length than its record says fails the answer instead of desyncing the connection.
   ctx.res.strictContentLength = true;
