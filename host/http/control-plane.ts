@@ -233,7 +233,14 @@ export function controlPlaneRoutes(
   });
   router.get("/deploys/:id/logs", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
-    streamLogs(ctx, deployments.logs, record.id, () => principalStillLive(ctx));
+    const who = principal(ctx);
+    streamLogs(
+      ctx,
+      deployments.logs,
+      record.id,
+      () => principalStillLive(ctx),
+      who.kind === "developer" ? `developer:${who.developer.id}` : "operator",
+    );
   });
   router.delete("/me/deploys/:id/storage/:visibility/:object", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -416,6 +416,12 @@ export const LIMITS = {
    * signed-out session ends its streams within this time. Ours.
    */
   logFollowRecheckMs: 5000,
+  /**
+   * Bytes of new lines a followed log stream may have unread before it is ended (its client
+   * reads too slowly), and log streams one developer (or the operator) may have open at once. Ours.
+   */
+  logFollowUnreadBytes: 1024 * 1024,
+  logStreamsPerCaller: 8,
   /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
   dashboardPageRows: 100,
   /**
