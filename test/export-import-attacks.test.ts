@@ -293,3 +293,75 @@ describe("a --replace racing a delete of an object it keeps", () => {
     expect(restored.body.equals(png)).toBe(true);
   });
 });
+
+describe("exports a developer leaves unread", () => {
+  it("refuses a developer's second export while one is unread, and stops one its client stopped reading", async () => {
+    // Each export holds a read snapshot (on PostgreSQL a connection in an open transaction) until
+    // it is read: 21 unread exports took every snapshot connection of the host's own share.
+    const eve = (await host.admin("/v1/developers", "POST", { name: "eve" })).json<{
+      token: string;
+      id: string;
+    }>();
+    const created = await host.admin("/v1/deploys", "POST", {
+      id: "bigexport",
+      code: await fixtureCode("transfer"),
+      owner: eve.id,
+    });
+    expect(created.status, created.text()).toBe(201);
+    const token = (
+      await host.admin("/v1/deploys/bigexport/sessions", "POST", { email: "e@example.com" })
+    ).json<{
+      token: string;
+    }>().token;
+    // Files that do not compress: far more than loopback's socket buffers take of an unread answer.
+    for (let i = 0; i < 6; i++) {
+      const bytes = (await import("node:crypto")).randomBytes(5_000_000);
+      bytes.fill(0, 0, 16);
+      const stored = await sendRequest(`${host.deploymentUrl("bigexport")}/storage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+        body: bytes,
+      });
+      expect(stored.status, stored.text()).toBe(201);
+    }
+    const limits = LIMITS as { exportStalledMs: number };
+    const stalledMs = limits.exportStalledMs;
+    // Long enough that the second export below arrives while the first is held, on a busy machine too.
+    limits.exportStalledMs = 3000;
+    try {
+      const unread = await new Promise<import("node:http").IncomingMessage>((resolve, reject) => {
+        const sent = request(
+          `${host.url}/v1/deploys/bigexport/export`,
+          { headers: { authorization: `Bearer ${eve.token}` }, lookup: localhostLookup },
+          (res) => {
+            res.pause();
+            resolve(res);
+          },
+        );
+        sent.on("error", reject);
+        sent.end();
+      });
+      expect(unread.statusCode).toBe(200);
+      const second = await exportZip(host, "bigexport", "", eve.token);
+      expect(second.status, second.body.toString()).toBe(409);
+      expect(JSON.parse(second.body.toString()).error.message).toMatch(/already exporting/);
+      // The operator's exports are not limited.
+      expect((await exportZip(host, "bigexport")).status).toBe(200);
+      // Unread for the stall time: stopped, and the developer's turn given back.
+      await vi.waitFor(
+        async () => expect((await exportZip(host, "bigexport", "", eve.token)).status).toBe(200),
+        { timeout: 30_000, interval: 250 },
+      );
+      // Read now, the stopped export ends short of the whole archive.
+      let received = 0;
+      unread.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+      });
+      await new Promise((resolve) => unread.once("close", resolve).once("error", resolve).resume());
+      expect(received).toBeLessThan(30_000_000);
+      expect(unread.complete).toBe(false);
+    } finally {
+      limits.exportStalledMs = stalledMs;
+    }
+  }, 120_000);
+});

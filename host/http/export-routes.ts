@@ -2,7 +2,7 @@ import { createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough, Transform } from "node:stream";
+import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
@@ -26,16 +26,45 @@ function withObjects(ctx: Context): boolean {
   return !(value === "0" || value === "false");
 }
 
-/** Streams the export of deployment `id` as the response (a zip file). */
-async function sendExport(ctx: Context, transfer: DeploymentTransfer, id: string): Promise<void> {
-  const running = await transfer.export(id, { objects: withObjects(ctx) });
-  ctx.res.on("close", () => running.abort());
+/**
+ * Streams the export of deployment `id` as the response (a zip file), as `developer`'s one export
+ * on this host; stopped when its client reads nothing for {@link LIMITS.exportStalledMs}.
+ */
+async function sendExport(
+  ctx: Context,
+  transfer: DeploymentTransfer,
+  id: string,
+  developer?: string,
+): Promise<void> {
+  const running = await transfer.export(id, { objects: withObjects(ctx) }, developer);
   ctx.type = "application/zip";
   ctx.attachment(`${id}.zip`);
   ctx.set("cache-control", "no-store");
   // pipeline, not pipe: the zip stream fails when the client goes away, and an error on a stream
   // nobody listens to would end the host.
-  const body = new PassThrough();
+  let moved = 0;
+  const body = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      moved += chunk.length;
+      done(null, chunk);
+    },
+  });
+  let seen = -1;
+  const stalled = setInterval(() => {
+    if (moved !== seen) {
+      seen = moved;
+      return;
+    }
+    running.abort();
+    body.destroy();
+  }, LIMITS.exportStalledMs);
+  stalled.unref();
+  const stop = () => {
+    clearInterval(stalled);
+    running.abort();
+  };
+  ctx.res.on("close", stop);
+  void running.done.finally(() => clearInterval(stalled));
   pipeline(running.stream, body).catch(() => {});
   ctx.body = body;
 }
@@ -151,8 +180,9 @@ export function registerTransferRoutes(
   const callerOf = (ctx: Context) => ctx.state.principal as OperatorCaller;
   router.get("/deploys/:id/export", async (ctx) => {
     const record = await deployments.require(checkDeploymentId(ctx.params.id));
-    checkDataTransfer(callerOf(ctx), record);
-    await sendExport(ctx, transfer, record.id);
+    const caller = callerOf(ctx);
+    checkDataTransfer(caller, record);
+    await sendExport(ctx, transfer, record.id, caller.kind === "developer" ? caller.developer.id : undefined);
   });
   router.post("/deploys/:id/import", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);

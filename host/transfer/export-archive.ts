@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { ZipFile } from "yazl";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { type HostDatabase, type KvSnapshot, readDataHead, tableRows } from "../db/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
@@ -50,8 +51,9 @@ export async function startExport(
     const record = await parts.deployments.get(id);
     if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
     // The host's own read (not the developer's share): taken under the lifecycle lock, it must not
-    // wait there for the developer's busy app to give connections back.
-    return { snapshot: await parts.db.store.snapshot(), record };
+    // wait there for the developer's busy app to give connections back; nor for long for the
+    // host's, which other exports may hold (the lock would hold every deploy of this id meanwhile).
+    return { snapshot: await snapshotWithin(parts.db, LIMITS.exportSnapshotWaitMs), record };
   });
   const zip = new ZipFile();
   const controller = new AbortController();
@@ -67,6 +69,34 @@ export async function startExport(
     })
     .finally(() => snapshot.close());
   return { stream: zip.outputStream, abort: () => controller.abort(), done };
+}
+
+/**
+ * A read snapshot of the host's own share, or `503 unavailable` when none is free within `ms`
+ * (a snapshot taken later is closed at once).
+ */
+async function snapshotWithin(db: HostDatabase, ms: number): Promise<KvSnapshot> {
+  const taking = db.store.snapshot();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void taking.then((snapshot) => snapshot.close()).catch(() => {});
+      reject(
+        new PlatformError(
+          "unavailable",
+          "The host's database is busy with other exports; retry in a moment.",
+          {
+            retryAfterSeconds: 5,
+          },
+        ),
+      );
+    }, ms);
+  });
+  try {
+    return await Promise.race([taking, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Adds one entry from `source` and waits until the zip has read all of it (or the export stops). */

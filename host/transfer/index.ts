@@ -13,8 +13,8 @@ import {
   type ImportResult,
   importArchive,
 } from "./import-archive.js";
-import { ImportTurns } from "./import-turns.js";
 import { PendingImports } from "./pending-imports.js";
+import { TransferTurns } from "./transfer-turns.js";
 
 export type { ArchiveManifest } from "./archive-format.js";
 export type { ImportProgress, ImportRequest, ImportResult, RunningExport };
@@ -23,7 +23,12 @@ export type { ImportProgress, ImportRequest, ImportResult, RunningExport };
 export class DeploymentTransfer {
   private readonly objects: ObjectTransfer;
   private readonly pending: PendingImports;
-  private readonly turns = new ImportTurns();
+  private readonly turns = new TransferTurns(
+    "You are already importing an archive on this host, and a developer imports one at a time; retry once that import has finished.",
+  );
+  private readonly exportTurns = new TransferTurns(
+    "You are already exporting a deployment on this host, and a developer exports one at a time; retry once that export has been read.",
+  );
 
   constructor(
     private readonly db: HostDatabase,
@@ -34,9 +39,24 @@ export class DeploymentTransfer {
     this.pending = new PendingImports(db, this.objects);
   }
 
-  /** Starts streaming the archive of deployment `id` (objects too when `objects`). */
-  export(id: string, options: { objects: boolean }): Promise<RunningExport> {
-    return startExport({ db: this.db, deployments: this.deployments, objects: this.objects }, id, options);
+  /**
+   * Starts streaming the archive of deployment `id` (objects too when `objects`), as `developer`'s
+   * one export on this host until it is written or stopped (see {@link TransferTurns}).
+   */
+  async export(id: string, options: { objects: boolean }, developer?: string): Promise<RunningExport> {
+    const release = this.exportTurns.take(developer);
+    try {
+      const running = await startExport(
+        { db: this.db, deployments: this.deployments, objects: this.objects },
+        id,
+        options,
+      );
+      void running.done.finally(release);
+      return running;
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   /** Imports an archive on disk (see {@link importArchive}). */
@@ -50,7 +70,7 @@ export class DeploymentTransfer {
 
   /**
    * Runs `work` (receiving an archive, then importing it) as `developer`'s one import on this
-   * host, refused at once while another of theirs runs (see {@link ImportTurns}).
+   * host, refused at once while another of theirs runs (see {@link TransferTurns}).
    */
   importTurn<T>(developer: string | undefined, work: () => Promise<T>): Promise<T> {
     return this.turns.run(developer, work);

@@ -422,6 +422,14 @@ export const LIMITS = {
    */
   logFollowUnreadBytes: 1024 * 1024,
   logStreamsPerCaller: 8,
+  /**
+   * How long an export waits for a read snapshot of the host's own share, holding its
+   * deployment's lifecycle lock (`503 unavailable` after), and how long its client may go without
+   * reading before the export is stopped: each export holds a snapshot (on PostgreSQL a connection
+   * in an open transaction) until it is read. Ours.
+   */
+  exportSnapshotWaitMs: 5000,
+  exportStalledMs: 120_000,
   /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
   dashboardPageRows: 100,
   /**
