@@ -28,7 +28,8 @@ function withObjects(ctx: Context): boolean {
 
 /**
  * Streams the export of deployment `id` as the response (a zip file), as `developer`'s one export
- * on this host; stopped when its client reads nothing for {@link LIMITS.exportStalledMs}.
+ * on this host; stopped when its client reads less than {@link LIMITS.exportProgressBytes} in
+ * {@link LIMITS.exportStalledMs}, or goes away (also before the export began).
  */
 async function sendExport(
   ctx: Context,
@@ -43,30 +44,35 @@ async function sendExport(
   // pipeline, not pipe: the zip stream fails when the client goes away, and an error on a stream
   // nobody listens to would end the host.
   let moved = 0;
+  let progressAt = Date.now();
+  let progressFrom = 0;
   const body = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       moved += chunk.length;
+      if (moved - progressFrom >= LIMITS.exportProgressBytes) {
+        progressFrom = moved;
+        progressAt = Date.now();
+      }
       done(null, chunk);
     },
   });
-  let seen = -1;
   const stalled = setInterval(() => {
-    if (moved !== seen) {
-      seen = moved;
-      return;
-    }
+    if (Date.now() - progressAt <= LIMITS.exportStalledMs) return;
     running.abort();
     body.destroy();
-  }, LIMITS.exportStalledMs);
+  }, LIMITS.exportStalledMs / 4);
   stalled.unref();
   const stop = () => {
     clearInterval(stalled);
     running.abort();
   };
-  ctx.res.on("close", stop);
+  ctx.res.once("close", stop);
+  body.once("close", stop);
   void running.done.finally(() => clearInterval(stalled));
-  pipeline(running.stream, body).catch(() => {});
+  pipeline(running.stream, body).catch(stop);
   ctx.body = body;
+  // The client left while the export waited for its turn at the database: nothing will read it.
+  if (ctx.res.destroyed || ctx.req.destroyed) stop();
 }
 
 /**

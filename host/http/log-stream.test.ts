@@ -76,12 +76,11 @@ it("writes the kept lines as its client reads them, not all into its own buffer"
   expect(body.readableLength + (body.writableLength ?? 0)).toBeLessThan(256 * 1024);
 });
 
-it("ends a follower whose new lines wait unread past its share", async () => {
+it("ends a follower whose new lines stay unread past its share, saying why in a last line", async () => {
   hub.write(line("first"));
-  await unread();
+  const socket = await unread();
   await vi.waitFor(() => expect(bodies).toHaveLength(1));
   const body = bodies[0] as Readable;
-  const ended = new Promise((resolve) => body.once("end", resolve).once("close", resolve));
   // The socket's buffers take some; past them and the unread share, the stream stops following.
   let written = 0;
   while (body.readableLength <= LIMITS.logFollowUnreadBytes && written < 64 * 1024 * 1024) {
@@ -89,10 +88,39 @@ it("ends a follower whose new lines wait unread past its share", async () => {
     written += 4000;
     await new Promise((resolve) => setImmediate(resolve));
   }
-  hub.write(line("one more"));
-  expect(body.readableLength).toBeLessThanOrEqual(LIMITS.logFollowUnreadBytes + 8 * 1024);
-  for (const socket of sockets) socket.resume();
+  // Still past it at the next look: ended, the lines it took still sent, then the notice.
+  const ended = new Promise((resolve) => body.once("end", resolve));
+  const received: Buffer[] = [];
+  await new Promise((resolve) => setTimeout(resolve, 3 * LIMITS.logFollowLookMs));
+  hub.write(line("after the end"));
+  socket.on("data", (chunk: Buffer) => received.push(chunk));
+  socket.resume();
   await ended;
+  await vi.waitFor(() => expect(Buffer.concat(received).toString()).toContain("stopped following"));
+  expect(Buffer.concat(received).toString()).not.toContain("after the end");
+});
+
+it("keeps following a client that reads, through one call's burst of lines past the share", async () => {
+  hub.write(line("first"));
+  const port = (server.address() as AddressInfo).port;
+  const response = await fetch(`http://127.0.0.1:${port}/?follow=1`);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  let text = "";
+  const reading = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      text += Buffer.from(value).toString();
+    }
+  })();
+  // 100 lines of 20 KB at once, as one call's logs arrive: past the 1 MiB share for a moment.
+  for (let i = 0; i < 100; i++) hub.write(line("z".repeat(20_000)));
+  await new Promise((resolve) => setTimeout(resolve, 3 * LIMITS.logFollowLookMs));
+  hub.write(line("still followed"));
+  await vi.waitFor(() => expect(text).toContain("still followed"));
+  expect(text).not.toContain("stopped following");
+  await reader.cancel();
+  await reading.catch(() => {});
 });
 
 it(`refuses a caller's stream past ${LIMITS.logStreamsPerCaller} open at once, and takes one again once one closed`, async () => {

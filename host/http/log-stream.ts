@@ -3,7 +3,7 @@ import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { LogHub } from "../deployments/index.js";
+import type { LogHub, LogLine } from "../deployments/index.js";
 import { onlyUnder } from "./routing.js";
 
 /** Log streams open now, by whose they are (see {@link streamLogs}). */
@@ -17,7 +17,8 @@ const openStreams = new Map<string, number>();
  *
  * Paced by its client: the kept lines are written as it reads them, never copied whole into a
  * buffer of the stream's own, and a follower whose unread lines pass
- * {@link LIMITS.logFollowUnreadBytes} is ended after them (100 unread streams of a deployment
+ * {@link LIMITS.logFollowUnreadBytes} at two looks in a row (or 16 times that at once) is ended after
+ * them, with a last line saying why (100 unread streams of a deployment
  * whose log held 24 MB of escaped JSON took the host from 0.3 to 3.4 GB). `owner` (a developer's
  * id) may have {@link LIMITS.logStreamsPerCaller} streams open at once; more are refused.
  */
@@ -41,7 +42,7 @@ export function streamLogs(
   let dumped = false;
   /** Lines written while the kept ones are still being read. */
   const arrived: string[] = [];
-  let arrivedChars = 0;
+  let arrivedBytes = 0;
   let ended = false;
   const stream = new Readable({
     read() {
@@ -50,7 +51,7 @@ export function streamLogs(
           if (!this.push(`${JSON.stringify(next.value)}\n`)) return;
         dumped = true;
         for (const line of arrived.splice(0)) this.push(line);
-        arrivedChars = 0;
+        arrivedBytes = 0;
         if (!follow || ended) this.push(null);
       }
     },
@@ -66,13 +67,16 @@ export function streamLogs(
           if (dumped) stream.push(text);
           else {
             arrived.push(text);
-            arrivedChars += text.length;
+            arrivedBytes += Buffer.byteLength(text);
           }
-          if (stream.readableLength + arrivedChars > LIMITS.logFollowUnreadBytes) end();
+          // Far past the share at once: ended now; past it, only if still past it a look later
+          // (one call's lines come in one burst, which a client reading at once takes in turns).
+          if (unread() > LIMITS.logFollowUnreadBytes * 16) slow();
         },
         () => end(),
       )
     : () => {};
+  const unread = () => stream.readableLength + arrivedBytes;
   const recheck = follow
     ? setInterval(() => {
         stillAllowed().then(
@@ -81,11 +85,36 @@ export function streamLogs(
         );
       }, LIMITS.logFollowRecheckMs)
     : undefined;
+  let pastShare = false;
+  const look = follow
+    ? setInterval(() => {
+        const over = unread() > LIMITS.logFollowUnreadBytes;
+        if (over && pastShare) slow();
+        pastShare = over;
+      }, LIMITS.logFollowLookMs)
+    : undefined;
+  /** Ends a follower that reads too slowly, saying so in a last line (`platform logs` prints it). */
+  function slow(): void {
+    if (ended) return;
+    const notice: LogLine = {
+      time: new Date().toISOString(),
+      level: "warn",
+      deployment,
+      handler: "platform",
+      requestId: "",
+      message:
+        "The host stopped following these logs: new lines waited unread past their share (this client read too slowly). Follow again to go on.",
+    };
+    if (dumped) stream.push(`${JSON.stringify(notice)}\n`);
+    else arrived.push(`${JSON.stringify(notice)}\n`);
+    end();
+  }
   /** Stops following; the lines already taken are still sent. */
   function end(): void {
     if (ended) return;
     ended = true;
     clearInterval(recheck);
+    clearInterval(look);
     stopFollowing();
     if (dumped) stream.push(null);
   }

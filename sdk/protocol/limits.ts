@@ -421,6 +421,8 @@ export const LIMITS = {
    * reads too slowly), and log streams one developer (or the operator) may have open at once. Ours.
    */
   logFollowUnreadBytes: 1024 * 1024,
+  /** How often a followed log stream's unread lines are looked at (see logFollowUnreadBytes). Ours. */
+  logFollowLookMs: 1000,
   logStreamsPerCaller: 8,
   /**
    * How long an export waits for a read snapshot of the host's own share, holding its
@@ -430,6 +432,8 @@ export const LIMITS = {
    */
   exportSnapshotWaitMs: 5000,
   exportStalledMs: 120_000,
+  /** What an export's client must read in {@link LIMITS.exportStalledMs} to keep it going. Ours. */
+  exportProgressBytes: 64 * 1024,
   /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
   dashboardPageRows: 100,
   /**

@@ -65,7 +65,9 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
     // The main thread's CPU in the entry: the isolate's, and the host's for the calls it answers at once.
     const mainOver = measured === seq && BigInt(Atomics.load(state, ${CPU_US})) * 1000n >= target.cpuNs;
     if (cpu - since < target.cpuNs) {
-      if (!mainOver) continue;
+      // Alone it stops an entry only when the host read the CPU the entry began at (else the
+      // watchdog counts the time since its last look, before the entry, as the entry's).
+      if (!mainOver || Atomics.load(state, ${START_CPU_US}) < 0) continue;
     } else if (measured !== ${CPU_UNMEASURED} && cpu - since < target.cpuNs * ${STEADY_CAP_SLICES}n) {
       if (!mainOver) continue;
     }
