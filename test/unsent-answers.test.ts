@@ -9,7 +9,7 @@ import Koa from "koa";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { UnsentAnswers } from "../host/http/index.js";
-import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { deployOwnedWithSession, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, endpoint, text } from "platform/server";
 export default capsule({
@@ -78,22 +78,7 @@ it("refuses an address whose answers wait unread past its share, and closes a co
 it("counts a streamed download by its length, and closes it when it is not read", async () => {
   // Downloads are streamed from the blob store; counted as nothing, 600 unread ones from one
   // address held their files open (or, on S3, every socket of the bucket's client) for ever.
-  const admin = { authorization: `Bearer ${host.adminToken}` };
-  const dev = (
-    await sendRequest(`${host.url}/v1/developers`, { method: "POST", headers: admin, body: "{}" })
-  ).json<{ id: string }>();
-  await sendRequest(`${host.url}/v1/deploys`, {
-    method: "POST",
-    headers: admin,
-    body: JSON.stringify({ id: "files", code: await fixtureCode("access"), owner: dev.id }),
-  });
-  const token = (
-    await sendRequest(`${host.url}/v1/deploys/files/sessions`, {
-      method: "POST",
-      headers: admin,
-      body: '{"email":"f@example.com"}',
-    })
-  ).json<{ token: string }>().token;
+  const token = await deployOwnedWithSession(host, "files", "access", "f@example.com");
   const stored = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
