@@ -6,11 +6,11 @@
  */
 import { afterPrefix } from "./codec.js";
 import { deploymentPrefixes, metaKey, rowKeyUnder, rowPrefix } from "./keys.js";
-import type { KvOperation, KvSnapshot } from "./kv/index.js";
+import { hasKeyUnder, type KvOperation, type KvSnapshot } from "./kv/index.js";
 import { rowsOf } from "./migrate.js";
 import { rowBytesKey } from "./row-bytes.js";
 import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
-import { schemaWrites } from "./served-schema.js";
+import { schemaKey, schemaWrites } from "./served-schema.js";
 import { compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 
 /**
@@ -36,7 +36,7 @@ export interface DeploymentData extends DeploymentDataHead {
 
 /** Reads the schema, the clock and the early hidden-index entries of deployment `id` from `snapshot`. */
 export async function readDataHead(snapshot: KvSnapshot, id: string): Promise<DeploymentDataHead> {
-  const schemaJson = await snapshot.get(metaKey(id, "schema"));
+  const schemaJson = await snapshot.get(schemaKey(id));
   const clock = await snapshot.get(metaKey(id, "clock"));
   const schema = schemaJson ? (JSON.parse(schemaJson) as StoredSchema) : emptySchema();
   const earlyEntries: EarlyEntries = {};
@@ -69,13 +69,7 @@ export function tableRows(snapshot: KvSnapshot, id: string, table: string): Asyn
 
 /** Whether deployment `id` has any row, read from `view` (a snapshot, or the store's latest state). */
 export async function deploymentHasRows(view: Pick<KvSnapshot, "iterate">, id: string): Promise<boolean> {
-  const rows = deploymentPrefixes(id)[0] as Buffer;
-  const iterator = view.iterate({ gte: rows, lt: afterPrefix(rows), values: false, limit: 1 });
-  try {
-    return (await iterator.next(1)).length > 0;
-  } finally {
-    await iterator.close();
-  }
+  return hasKeyUnder(view, deploymentPrefixes(id)[0] as Buffer);
 }
 
 /** Every key deployment `id` holds in its database (rows, index entries, counts, metadata), and whether it has rows. */

@@ -9,7 +9,7 @@ import {
 } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
 import { countKeyOf, indexPrefix, rowPrefix } from "./keys.js";
-import type { KvSnapshot } from "./kv/index.js";
+import { hasKeyUnder, type KvSnapshot } from "./kv/index.js";
 import { DeployReferenceChecks, missingTargetProblem, retargetedIdFields } from "./retargeted-ids.js";
 import { parseStoredRow, type StoredRow } from "./rows.js";
 import {
@@ -78,15 +78,6 @@ async function* rowsOf(snapshot: KvSnapshot, prefix: Buffer): AsyncGenerator<str
       if (batch.length === 0) return;
       yield batch.map(([, value]) => value);
     }
-  } finally {
-    await iterator.close();
-  }
-}
-
-async function hasRows(snapshot: KvSnapshot, prefix: Buffer): Promise<boolean> {
-  const iterator = snapshot.iterate({ gte: prefix, lt: afterPrefix(prefix), values: false, limit: 1 });
-  try {
-    return (await iterator.next(1)).length > 0;
   } finally {
     await iterator.close();
   }
@@ -186,7 +177,7 @@ export async function planMigration(
   const referenceChecks = new DeployReferenceChecks();
   for (const [name, table] of Object.entries(current.tables)) {
     if (Object.hasOwn(spec.tables, name)) continue;
-    if (await hasRows(snapshot, rowPrefix(deployment, name))) {
+    if (await hasKeyUnder(snapshot, rowPrefix(deployment, name))) {
       throw deployError(
         `Table ${name} still has rows; delete them before removing the table from the schema.`,
       );
@@ -197,7 +188,7 @@ export async function planMigration(
   for (const [name, table] of Object.entries(spec.tables)) {
     const before = current.tables[name];
     const prefix = rowPrefix(deployment, name);
-    const rowsExist = await hasRows(snapshot, prefix);
+    const rowsExist = await hasKeyUnder(snapshot, prefix);
     const lateChanged = lateDefaultsChanged(before, table);
     if (rowsExist && fieldsChanged(before?.spec, table)) {
       const retargeted = retargetedIdFields(before?.spec, table);

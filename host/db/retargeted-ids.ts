@@ -5,9 +5,8 @@
  */
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError, type TableSpec } from "../../sdk/values/index.js";
-import { afterPrefix } from "./codec.js";
 import { rowKeyUnder, rowPrefix } from "./keys.js";
-import type { KvSnapshot } from "./kv/index.js";
+import { hasKeyUnder, type KvSnapshot } from "./kv/index.js";
 import type { StoredRow } from "./rows.js";
 
 /** A field that becomes `id(target)`. */
@@ -27,18 +26,8 @@ export function retargetedIdFields(before: TableSpec | undefined, after: TableSp
   return out;
 }
 
-/** Existence checks in flight at once, each a key-only read of one key. */
+/** Existence checks in flight at once, each a key-only read of one key (keys are prefix-free). */
 const CHECKS_AT_ONCE = 64;
-
-/** Whether `key` exists at `snapshot`, read without its value (a row may take megabytes). */
-async function exists(snapshot: KvSnapshot, key: Buffer): Promise<boolean> {
-  const iterator = snapshot.iterate({ gte: key, lt: afterPrefix(key), values: false, keys: false, limit: 1 });
-  try {
-    return (await iterator.next(1)).length > 0;
-  } finally {
-    await iterator.close();
-  }
-}
 
 /** Counts the references one deploy checks, refusing past {@link LIMITS.referencesCheckedPerDeploy}. */
 export class DeployReferenceChecks {
@@ -86,7 +75,7 @@ export async function missingTargetProblem(
   const pending = [...named.values()];
   for (let at = 0; at < pending.length; at += CHECKS_AT_ONCE) {
     const chunk = pending.slice(at, at + CHECKS_AT_ONCE);
-    const found = await Promise.all(chunk.map(({ key }) => exists(snapshot, key)));
+    const found = await Promise.all(chunk.map(({ key }) => hasKeyUnder(snapshot, key)));
     const missing = found.indexOf(false);
     if (missing < 0) continue;
     const { row, field } = chunk[missing] as (typeof chunk)[number];

@@ -19,10 +19,10 @@ describe("a served schema", () => {
     await env.db.store.batch(first.operations);
     served.adopt(schema("one"), first.tag);
     expect(served.keys(false)).toEqual([schemaTagKey("d")]);
-    expect(await served.update(env.db.store, false, [first.tag])).toBe(true);
+    expect(await served.update(env.db.store, [first.tag])).toBe(true);
     const second = schemaWrites("d", schema("two"));
     await env.db.store.batch(second.operations);
-    expect(await served.update(env.db.store, false, [second.tag])).toBe(true);
+    expect(await served.update(env.db.store, [second.tag])).toBe(true);
     expect([served.schema.hash, served.tag]).toEqual(["two", second.tag]);
   });
 
@@ -35,10 +35,10 @@ describe("a served schema", () => {
     const untagged: StoredSchema = schema("two");
     await env.db.store.batch([{ type: "put", key: schemaKey("d"), value: JSON.stringify(untagged) }]);
     served.adoptRecord(JSON.stringify(untagged), undefined);
-    expect(await served.update(env.db.store, false, [undefined])).toBe(true);
+    expect(await served.update(env.db.store, [undefined])).toBe(true);
     expect(served.schema.hash).toBe("two");
     // Deleted: no tag and no schema.
     await env.db.store.batch([{ type: "del", key: schemaKey("d") }]);
-    expect(await served.update(env.db.store, false, [undefined])).toBe(false);
+    expect(await served.update(env.db.store, [undefined])).toBe(false);
   });
 });

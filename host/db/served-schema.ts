@@ -55,19 +55,14 @@ export class ServedSchema {
   }
 
   /**
-   * Serves what the store holds, given the values of {@link keys} (`whole`: they include the
-   * schema). When only the tag was read and it is not the one served, the tag and schema are read
-   * again together. False when a read of the schema finds none for a deployment that had one: it
-   * was deleted.
+   * Serves what the store holds, given the values of {@link keys} (the tag, and the schema when it
+   * was among them). When only the tag was read and it is not the one served, the tag and schema
+   * are read again together. False when a read of the schema finds none for a deployment that had
+   * one: it was deleted.
    */
-  async update(
-    store: KvStore,
-    whole: boolean,
-    [readTag, readSchema]: Array<string | undefined>,
-  ): Promise<boolean> {
-    let tag = readTag;
-    let json = readSchema;
-    if (!whole) {
+  async update(store: KvStore, values: Array<string | undefined>): Promise<boolean> {
+    let [tag, json] = values;
+    if (values.length < 2) {
       if (tag !== undefined && tag === this.tag) return true;
       [tag, json] = await store.getMany(this.keys(true));
     }

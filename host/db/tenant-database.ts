@@ -100,10 +100,8 @@ export class TenantDatabase implements TransactionHost {
   async refresh(keys = this.refreshKeys(), values?: Array<string | undefined>): Promise<string | undefined> {
     const read = values ?? (await this.store.getMany(keys));
     const [clock, rowBytes, ...schema] = read;
-    // The clock, the row bytes and the tag; and the schema when read whole.
-    const whole = keys.length > 3;
     // It had a schema and has none now: another host deleted the deployment.
-    if (!(await this.served.update(this.store, whole, schema))) this.dropped = true;
+    if (!(await this.served.update(this.store, schema))) this.dropped = true;
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
     return rowBytes;
   }

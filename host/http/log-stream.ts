@@ -6,6 +6,9 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { LogHub, LogLine } from "../deployments/index.js";
 import { onlyUnder } from "./routing.js";
 
+/** One line of a log stream (NDJSON). */
+const ndjson = (line: LogLine) => `${JSON.stringify(line)}\n`;
+
 /** Log streams open now, by whose they are (see {@link streamLogs}). */
 const openStreams = new Map<string, number>();
 
@@ -48,7 +51,7 @@ export function streamLogs(
     read() {
       if (!dumped) {
         for (let next = kept.next(); !next.done; next = kept.next())
-          if (!this.push(`${JSON.stringify(next.value)}\n`)) return;
+          if (!this.push(ndjson(next.value))) return;
         dumped = true;
         for (const line of arrived.splice(0)) this.push(line);
         arrivedBytes = 0;
@@ -59,16 +62,19 @@ export function streamLogs(
   ctx.type = "application/x-ndjson";
   ctx.set("Cache-Control", "no-store");
   ctx.body = stream;
+  /** Sends `text` after the kept lines: now when they are all taken, else once they are. */
+  const send = (text: string) => {
+    if (dumped) stream.push(text);
+    else {
+      arrived.push(text);
+      arrivedBytes += Buffer.byteLength(text);
+    }
+  };
   const stopFollowing = follow
     ? hub.follow(
         deployment,
         (line) => {
-          const text = `${JSON.stringify(line)}\n`;
-          if (dumped) stream.push(text);
-          else {
-            arrived.push(text);
-            arrivedBytes += Buffer.byteLength(text);
-          }
+          send(ndjson(line));
           // Far past the share at once: ended now; past it, only if still past it a look later
           // (one call's lines come in one burst, which a client reading at once takes in turns).
           if (unread() > LIMITS.logFollowUnreadBytes * 16) slow();
@@ -105,8 +111,7 @@ export function streamLogs(
       message:
         "The host stopped following these logs: new lines waited unread past their share (this client read too slowly). Follow again to go on.",
     };
-    if (dumped) stream.push(`${JSON.stringify(notice)}\n`);
-    else arrived.push(`${JSON.stringify(notice)}\n`);
+    send(ndjson(notice));
     end();
   }
   /** Stops following; the lines already taken are still sent. */

@@ -6,10 +6,6 @@ import { type BlobStore, checkBlobKey } from "./blob-store.js";
 
 const TEMP_DIR = ".tmp";
 
-function readdirEntries(path: string) {
-  return readdir(path, { recursive: true, withFileTypes: true });
-}
-
 async function fsyncDir(path: string): Promise<void> {
   const handle = await open(path, "r");
   try {
@@ -82,13 +78,13 @@ export class FsBlobStore implements BlobStore {
     const folders = prefix.split("/").slice(0, -1);
     if (folders.some((name) => name === "" || name === "." || name === ".."))
       throw new Error(`Invalid blob prefix ${JSON.stringify(prefix)}.`);
-    let entries: Awaited<ReturnType<typeof readdirEntries>>;
-    try {
-      entries = await readdirEntries(join(this.root, ...folders));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    const entries = await readdir(join(this.root, ...folders), {
+      recursive: true,
+      withFileTypes: true,
+    }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return [];
       throw error;
-    }
+    });
     return entries
       .filter((entry) => entry.isFile())
       .map((entry) => relative(this.root, join(entry.parentPath, entry.name)).split(sep).join("/"))

@@ -112,7 +112,9 @@ export class MarkupChecker {
       // The thread is stuck on this file: end it, fail the file, and go on with a new thread.
       if (this.worker === worker) this.worker = undefined;
       void worker.terminate();
-      this.finish(job.id, () => {}, unavailable("The file's content check took too long; retry later."));
+      this.finish(job.id, (stuck) =>
+        stuck.reject(unavailable("The file's content check took too long; retry later.")),
+      );
     }, this.limits.checkMs);
     timer.unref();
     this.running = { job, worker, timer };
@@ -132,10 +134,8 @@ export class MarkupChecker {
       if (this.worker === worker) this.worker = undefined;
       // Only the file this thread was checking fails; one that an older thread failed on is settled.
       if (this.running?.worker === worker)
-        this.finish(
-          this.running.job.id,
-          () => {},
-          unavailable("The file's content check failed; retry later."),
+        this.finish(this.running.job.id, (job) =>
+          job.reject(unavailable("The file's content check failed; retry later.")),
         );
     });
     worker.on("exit", () => {
@@ -145,8 +145,8 @@ export class MarkupChecker {
     return worker;
   }
 
-  /** Settles the running job `id` (`settle`, or rejects it with `error`), then starts the next. */
-  private finish(id: number, settle: (job: Job) => void, error?: unknown): void {
+  /** Settles the running job `id` with `settle`, then starts the next. */
+  private finish(id: number, settle: (job: Job) => void): void {
     const running = this.running;
     if (!running || running.job.id !== id) return;
     clearTimeout(running.timer);
@@ -156,8 +156,7 @@ export class MarkupChecker {
     const left = (this.bytesByQueue.get(job.queue) ?? 0) - job.bytes.length;
     if (left > 0) this.bytesByQueue.set(job.queue, left);
     else this.bytesByQueue.delete(job.queue);
-    if (error === undefined) settle(job);
-    else job.reject(error);
+    settle(job);
     this.startNext();
     if (!this.running) this.worker?.unref();
   }

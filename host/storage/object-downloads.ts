@@ -19,15 +19,22 @@ export interface DownloadSource {
   markChecked(record: ObjectRecord): Promise<void>;
 }
 
-const storageUnavailable = (error: unknown) =>
-  new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", { cause: error });
-
-async function streamOf(source: DownloadSource, record: ObjectRecord): Promise<Readable> {
-  const stream = await source.blobs.stream(`${record.deployment}/${record.key}`).catch((error: unknown) => {
-    throw storageUnavailable(error);
+/**
+ * The bytes of a recorded object, as `read` gives them (whole, or as a stream): `503 unavailable`
+ * when the blob store fails or they are missing.
+ */
+export async function recordedBlob<T>(
+  record: ObjectRecord,
+  read: (key: string) => Promise<T | undefined>,
+): Promise<T> {
+  const found = await read(`${record.deployment}/${record.key}`).catch((error: unknown) => {
+    throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
+      cause: error,
+    });
   });
-  if (!stream) throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
-  return stream;
+  if (found === undefined)
+    throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
+  return found;
 }
 
 /**
@@ -43,7 +50,7 @@ export async function objectDownload(source: DownloadSource, record: ObjectRecor
     !markupChecker.hasRoom(record.size, record.deployment)
   )
     return {
-      body: await streamOf(source, record),
+      body: await recordedBlob(record, (key) => source.blobs.stream(key)),
       type: downloadType(record.contentType, record.markupRules),
     };
   const bytes = await source.bytes(record);

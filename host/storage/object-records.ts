@@ -4,13 +4,13 @@ import { OBJECT_NAMESPACES } from "./object-keys.js";
 /** Public or private: public objects can be read without sign-in on open apps. */
 export type Visibility = "public" | "private";
 
-/** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
 /** Whose quota a deployment's uploads are charged to now, and which incarnation of its id it is. */
 export interface StorageHolder {
   quotaOwner: string;
   incarnation: string | null;
 }
 
+/** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
 export interface ObjectRecord {
   deployment: string;
   /** `public/<id>` or `private/<id>`. */

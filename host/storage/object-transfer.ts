@@ -209,7 +209,7 @@ export class ObjectTransfer {
         charged: chargedBytes(object.size),
       };
       bytes += object.size;
-      charged += chargedBytes(object.size);
+      charged += chargeOf(record);
       operations.push({
         type: "put",
         key: this.records.key(`${deployment}/${object.key}`),

@@ -7,7 +7,7 @@ import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
-import { type ObjectDownload, objectDownload } from "./object-downloads.js";
+import { type ObjectDownload, objectDownload, recordedBlob } from "./object-downloads.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
   checkObjectId,
@@ -185,14 +185,8 @@ export class ObjectService {
   }
 
   /** The bytes of a recorded object. */
-  async bytes(record: ObjectRecord): Promise<Buffer> {
-    const bytes = await this.blobs.get(`${record.deployment}/${record.key}`).catch((error: unknown) => {
-      throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
-        cause: error,
-      });
-    });
-    if (!bytes) throw new PlatformError("unavailable", "The object's bytes are missing; retry later.");
-    return bytes;
+  bytes(record: ObjectRecord): Promise<Buffer> {
+    return recordedBlob(record, (key) => this.blobs.get(key));
   }
 
   /**

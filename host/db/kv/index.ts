@@ -6,6 +6,7 @@ export { ClassicKv } from "./classic-kv.js";
 export {
   collect,
   type HostBus,
+  hasKeyUnder,
   type KvIterateOptions,
   type KvIterator,
   type KvOperation,

@@ -5,6 +5,7 @@
  * host bus (locks and broadcasts across the processes sharing it; see bus.ts). Every backend runs
  * the conformance suite of conformance.ts, guided by its {@link KvSupports}.
  */
+import { afterPrefix } from "../codec.js";
 import type { NotReady } from "../fast-path.js";
 
 /**
@@ -215,6 +216,19 @@ export interface KvStore {
 }
 
 /** Every entry of an iterator, then closes it. */
+/**
+ * Whether `view` (a snapshot, or the store's latest state) holds any key under `prefix`: one key
+ * read at most, never a value (a row may take megabytes).
+ */
+export async function hasKeyUnder(view: Pick<KvSnapshot, "iterate">, prefix: Buffer): Promise<boolean> {
+  const iterator = view.iterate({ gte: prefix, lt: afterPrefix(prefix), values: false, limit: 1 });
+  try {
+    return (await iterator.next(1)).length > 0;
+  } finally {
+    await iterator.close();
+  }
+}
+
 export async function collect(iterator: KvIterator, batch = 1000): Promise<Array<[Buffer, string]>> {
   const out: Array<[Buffer, string]> = [];
   try {
