@@ -228,3 +228,23 @@ it("claims an unclaimed deployment with its claim token, once", async () => {
   ).toBe(403);
   expect((await host.admin("/v1/developers", "POST", { name: "x" }, stranger.token)).status).toBe(403);
 });
+
+it("creates an operator's deployment only for a developer who exists, by POST and by PUT alike", async () => {
+  const code = await (await import("./helpers/host.js")).fixtureCode("access");
+  for (const [method, path] of [
+    ["POST", "/v1/deploys"],
+    ["PUT", "/v1/deploys/ownerless"],
+  ] as const) {
+    const unknown = await host.admin(path, method, { id: "ownerless", code, owner: "dev_nobody" });
+    expect(unknown.status).toBe(400);
+    expect(unknown.json()).toEqual({ error: { code: "bad_request", message: "No developer dev_nobody." } });
+    const notAnId = await host.admin(path, method, { id: "ownerless", code, owner: { id: "dev_x" } });
+    expect(notAnId.status).toBe(400);
+    expect(notAnId.json<{ error: { code: string } }>().error.code).toBe("bad_request");
+    expect((await host.admin("/v1/deploys/ownerless", "GET")).status).toBe(404);
+  }
+  const dev = (await host.admin("/v1/developers", "POST", { name: "owner by put" })).json<{ id: string }>();
+  const made = await host.admin("/v1/deploys/ownerless", "PUT", { code, owner: dev.id });
+  expect(made.status).toBe(201);
+  expect(made.json()).toMatchObject({ owner: dev.id, claimed: true });
+});

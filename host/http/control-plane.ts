@@ -32,7 +32,13 @@ import { registerTransferRoutes } from "./export-routes.js";
 import { streamLogs } from "./log-stream.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { withOwners } from "./owner-view.js";
-import { principalOf, principalStillLive, resolvePrincipal, type SessionLookup } from "./principal.js";
+import {
+  callerKey,
+  principalOf,
+  principalStillLive,
+  resolvePrincipal,
+  type SessionLookup,
+} from "./principal.js";
 import { ownPaths } from "./routing.js";
 
 const principal = principalOf;
@@ -68,14 +74,35 @@ interface DeployBody {
   owner?: string;
 }
 
+/** A deploy body, parsed off the main thread when large, in its caller's turn (see readJsonObject). */
 async function deployBody(ctx: Context): Promise<DeployBody> {
-  const value = await body(ctx, DEPLOY_BODY_BYTES);
+  const value = await readJsonObject(ctx, DEPLOY_BODY_BYTES, callerKey(ctx));
   if (typeof value.code !== "string")
     throw new PlatformError(
       "bad_request",
       "A deploy needs { code: <bundle>, env?: {...}, client?: [{ path, data: <base64> }] }.",
     );
   return value as unknown as DeployBody;
+}
+
+/**
+ * The owner of a deployment `who` creates: a developer's own id, or for the operator the
+ * developer its body names, who must exist (else nobody could ever manage it as its owner).
+ */
+async function ownerOfNew(
+  who: OperatorCaller,
+  requested: unknown,
+  developers: Developers,
+): Promise<string | undefined> {
+  if (requested !== undefined && typeof requested !== "string")
+    throw new PlatformError(
+      "bad_request",
+      "A deploy's owner is a developer id such as dev_...; leave it out for none.",
+    );
+  const owner = ownerOfNewDeployment(who, requested);
+  if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
+    throw new PlatformError("bad_request", `No developer ${owner}.`);
+  return owner;
 }
 
 /** The parts of a deploy body the deploy takes, with `owner` as decided for this caller. */
@@ -171,9 +198,7 @@ export function controlPlaneRoutes(
         `Deployment ${id} already exists; redeploy it with PUT /v1/deploys/${id}.`,
       );
     const who = principal(ctx);
-    const owner = ownerOfNewDeployment(who, input.owner);
-    if (owner !== undefined && who.kind === "admin" && !(await developers.get(owner)))
-      throw new PlatformError("bad_request", `No developer ${owner}.`);
+    const owner = await ownerOfNew(who, input.owner, developers);
     const created = await addedBy(who, deployments, () =>
       deployments.deploy(id, deployInput(input, owner), undefined, createsOnly(id)),
     );
@@ -186,7 +211,7 @@ export function controlPlaneRoutes(
     if (existing) await manageable(ctx, deployments, id);
     const input = await deployBody(ctx);
     const who = principal(ctx);
-    const owner = existing ? undefined : ownerOfNewDeployment(who, input.owner);
+    const owner = existing ? undefined : await ownerOfNew(who, input.owner, developers);
     const toDeploy = deployInput(input, owner);
     const guard = existing ? replacesOnly(who, existing) : createsOnly(id);
     // A new deployment counts against its developer's quota; a redeploy does not.
@@ -233,14 +258,7 @@ export function controlPlaneRoutes(
   });
   router.get("/deploys/:id/logs", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
-    const who = principal(ctx);
-    streamLogs(
-      ctx,
-      deployments.logs,
-      record.id,
-      () => principalStillLive(ctx),
-      who.kind === "developer" ? `developer:${who.developer.id}` : "operator",
-    );
+    streamLogs(ctx, deployments.logs, record.id, () => principalStillLive(ctx), callerKey(ctx));
   });
   router.delete("/me/deploys/:id/storage/:visibility/:object", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);

@@ -82,3 +82,12 @@ export function principalStillLive(ctx: Context): Promise<boolean> {
 export function principalOf(ctx: Context): Principal {
   return ctx.state.principal as Principal;
 }
+
+/**
+ * The caller of `ctx` as a key that bounds its share of a host resource (log streams, the JSON
+ * thread): each developer, and the operator.
+ */
+export function callerKey(ctx: Context): string {
+  const who = principalOf(ctx);
+  return who.kind === "developer" ? `developer:${who.developer.id}` : "operator";
+}

@@ -108,6 +108,17 @@ export const LIMITS = {
   requestBodyBytesArrivingPerClient: 64 * 1024 * 1024,
   requestBodyBytesArriving: 512 * 1024 * 1024,
   /**
+   * JSON bodies of the operator API over this many bytes (a deploy's, up to 60 MB) are checked and
+   * parsed on a thread of their own, where every caller's take turns: on the main thread a 60 MB
+   * deploy body held every tenant's requests about 140 ms, and a developer may deploy in a loop.
+   * How long one parse may take there, and the bytes of bodies that may wait for it, all callers
+   * together and one caller's (beyond, `503 unavailable`). Ours.
+   */
+  jsonParsedOffThreadBytes: 1024 * 1024,
+  jsonParseMs: 30_000,
+  jsonParseQueueBytes: 256 * 1024 * 1024,
+  jsonParseQueueBytesEach: 128 * 1024 * 1024,
+  /**
    * Bytes of answers waiting to be read by one client address, all its connections together
    * (`429` to its next requests, while quotas are on), and by everyone (`503`). An answer is held
    * in memory until the client reads it: 60 connections that never read an 8 MB answer held

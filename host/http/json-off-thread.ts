@@ -1,0 +1,28 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { WorkerQueue } from "../threads/worker-queue.js";
+
+/** The host's one JSON thread (started at the first large body). */
+const jsonThread = new WorkerQueue<Uint8Array, unknown>(
+  { base: import.meta.url, name: "json-body-worker" },
+  {
+    jobMs: LIMITS.jsonParseMs,
+    queueBytes: LIMITS.jsonParseQueueBytes,
+    queueBytesEach: LIMITS.jsonParseQueueBytesEach,
+  },
+  {
+    full: "Too many large request bodies are waiting to be read; retry in a moment.",
+    stuck: "The request body took too long to read; retry later.",
+    failed: "The request body could not be read; retry later.",
+  },
+);
+
+/**
+ * Checks and parses the JSON body `bytes` as parseJsonText does, on the JSON thread in `caller`'s
+ * turn (see {@link WorkerQueue}): callers' bodies take turns there, one each. `bytes` is handed
+ * over when it owns its whole memory (it cannot be read here afterwards), else copied.
+ */
+export function parseJsonOffThread(bytes: Buffer, caller: string): Promise<unknown> {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+  const input = whole ? new Uint8Array(bytes.buffer as ArrayBuffer) : new Uint8Array(bytes);
+  return jsonThread.run(input, input.byteLength, caller, [input.buffer as ArrayBuffer]);
+}
