@@ -1,6 +1,6 @@
 import { afterPrefix, decodeText, encodeText, TAG_STRING } from "./codec.js";
 import { hostKey } from "./keys.js";
-import { collect, type KvSnapshot, type KvStore } from "./kv/index.js";
+import { collect, hasKeyUnder, type KvSnapshot, type KvStore } from "./kv/index.js";
 
 /**
  * A namespace of host-wide JSON records (deployment records, artifacts, ...), kept in the same
@@ -25,6 +25,15 @@ export class RecordStore<T> {
   async get(id: string): Promise<T | undefined> {
     const json = await this.store.get(this.key(id));
     return json === undefined ? undefined : (JSON.parse(json) as T);
+  }
+
+  /**
+   * Whether record `id` exists, from its key alone: an artifact's record holds its whole bundle
+   * (16 MB at most), which a get parses on the main thread.
+   */
+  has(id: string): Promise<boolean> {
+    // A key ends with its id's terminator: no other record's key starts with it.
+    return hasKeyUnder(this.store, this.key(id));
   }
 
   /** Stores the record `id`. */

@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { newClaimToken } from "../auth/index.js";
 import type { HostDatabase, MigrationProgress } from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
+import { bundleHash } from "./bundle-hash.js";
 import type { ClientFileStore } from "./client-files.js";
 import { type ClientFileInput, checkClientFiles } from "./client-input.js";
 import { checkDeclaration } from "./declaration.js";
@@ -57,7 +58,7 @@ export async function deploy(
   guard(previous);
   // A redeploy without env keeps the deployment's current values; one with env replaces them.
   const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
-  const hash = createHash("sha256").update(input.code).digest("hex");
+  const hash = await bundleHash(input.code);
   const probe = await pool.probe(id, input.code, hash).catch((error: unknown) => {
     throw deployError(error);
   });

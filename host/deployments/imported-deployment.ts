@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { newClaimToken } from "../auth/index.js";
 import type { KvOperation } from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
+import { bundleHash } from "./bundle-hash.js";
 import { checkDeclaration } from "./declaration.js";
 import { checkDeploymentId, type DeploymentRecord } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
@@ -44,7 +45,7 @@ export class DeploymentImport {
         "bad_request",
         "Invalid archive: code.js is empty or larger than a bundle may be.",
       );
-    const hash = createHash("sha256").update(code).digest("hex");
+    const hash = await bundleHash(code);
     this.probe = await this.pool.probe(this.id, code, hash).catch((error: unknown) => {
       throw importError(error);
     });

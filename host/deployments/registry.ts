@@ -175,7 +175,7 @@ export class DeploymentRegistry {
 
   /** Stores an artifact unless one with its hash exists (artifacts are immutable). */
   async addArtifact(artifact: ArtifactRecord): Promise<void> {
-    if (!(await this.artifacts.get(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
+    if (!(await this.artifacts.has(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
     this.keepCode(artifact.hash, artifact.code);
   }
 

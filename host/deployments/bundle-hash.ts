@@ -1,0 +1,26 @@
+import { createHash } from "node:crypto";
+import { setImmediate as nextTurn } from "node:timers/promises";
+
+/** Characters hashed per turn of the event loop (about 1 ms each). */
+const SLICE_CHARS = 1024 * 1024;
+
+/**
+ * The sha256 (hex) of `code` as UTF-8, the same as hashing it whole, but a slice per turn of the
+ * event loop: a 16 MB bundle hashed at once held every tenant's requests about 25 ms.
+ */
+export async function bundleHash(code: string): Promise<string> {
+  const hash = createHash("sha256");
+  for (let start = 0; start < code.length; ) {
+    let end = Math.min(start + SLICE_CHARS, code.length);
+    // Never between the two halves of a surrogate pair: each half alone would encode as U+FFFD.
+    if (end < code.length && isHighSurrogate(code.charCodeAt(end - 1))) end--;
+    hash.update(code.slice(start, end), "utf8");
+    start = end;
+    if (start < code.length) await nextTurn();
+  }
+  return hash.digest("hex");
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
+}
