@@ -13,8 +13,8 @@ import { FairScheduler } from "./scheduler.js";
 import {
   DEFAULT_ISOLATE_NICE,
   isolateThreadsTracked,
-  lookForIsolateThreads,
   raiseMainThread,
+  sweepIsolateThreads,
   trackIsolateThreadsFromNow,
 } from "./thread-priority.js";
 
@@ -124,8 +124,7 @@ export class IsolatePool {
     if (isolateThreadsTracked()) {
       // Also samples the CPU clock, which sets isolates' threads' priority by how many are busy.
       this.threadLook = setInterval(() => {
-        lookForIsolateThreads(true);
-        isolateCpuClock();
+        void sweepIsolateThreads().then(() => isolateCpuClock());
       }, THREAD_LOOK_MS);
       this.threadLook.unref();
     }

@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { getPriority, setPriority } from "node:os";
 
 /**
@@ -197,8 +198,8 @@ export function forgetIsolateThread(id: string): void {
 
 /**
  * Takes note of threads born since the last look (nothing while untracked), lowering their
- * priority. Called after an isolate starts work on its thread (the thread exists by then) and by a
- * periodic sweep.
+ * priority. Called after an isolate starts work on its thread (the thread exists by then); the
+ * periodic sweep is {@link sweepIsolateThreads}.
  */
 export function lookForIsolateThreads(force = false): void {
   if (!hostThreads) return;
@@ -206,7 +207,31 @@ export function lookForIsolateThreads(force = false): void {
   if (!force && now - lastLook < LOOK_EVERY_MS) return;
   lastLook = now;
   const ids = threadIds();
-  if (!ids) return;
+  if (ids) noteThreads(ids);
+}
+
+let sweeping = false;
+
+/**
+ * {@link lookForIsolateThreads} for the periodic sweep, listing the threads off the main thread:
+ * a listing of `/proc/self/task` once took 50 ms there while a large deploy arrived.
+ */
+export async function sweepIsolateThreads(): Promise<void> {
+  if (!hostThreads || sweeping) return;
+  sweeping = true;
+  try {
+    noteThreads(await readdir(TASKS));
+  } catch {
+    // Threads cannot be listed now: the next sweep tries again.
+  } finally {
+    sweeping = false;
+  }
+}
+
+/** Takes note of the threads among `ids` not seen before (see {@link lookForIsolateThreads}). */
+function noteThreads(ids: string[]): void {
+  if (!hostThreads) return;
+  lastLook = Date.now();
   for (const id of ids) {
     if (hostThreads.has(id) || isolateThreads.has(id)) continue;
     // Born with the nice value of the thread that made it: the main thread's, when raised.
