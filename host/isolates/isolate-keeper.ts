@@ -17,6 +17,8 @@ function limitStoppedFor(error: unknown, isolate: CapsuleIsolate): "cpu" | "memo
   return isPlatformError(error, "timeout") && isolate.isDisposed ? "cpu" : undefined;
 }
 
+const noHold = (): void => {};
+
 /** Where a runner gets its capsule code from (the artifact store). */
 export type ArtifactLoader = (hash: string) => Promise<string>;
 
@@ -37,6 +39,10 @@ export class IsolateKeeper {
   private weighing = false;
   /** Set by {@link stop}: an isolate that finishes starting afterwards is freed at once. */
   private stopped = false;
+  /** Calls that chose each isolate and have not ended, by isolate (see {@link replace}). */
+  private readonly holds = new Map<CapsuleIsolate, number>();
+  /** The isolate a redeploy replaced while calls still ran in it: freed once they end. */
+  private draining: CapsuleIsolate | null = null;
   lastUsed = Date.now();
 
   constructor(
@@ -99,7 +105,7 @@ export class IsolateKeeper {
   private async live(): Promise<CapsuleIsolate> {
     const current = this.current();
     if (current) return current;
-    this.isolate?.dispose();
+    this.replace(this.isolate);
     this.isolate = null;
     if (!this.starting) {
       const artifact = this.artifact;
@@ -135,9 +141,40 @@ export class IsolateKeeper {
   /** Installs an already-loaded isolate (the deploy pipeline's probe), replacing the current one. */
   adopt(isolate: CapsuleIsolate): void {
     this.artifact = isolate.artifact;
-    if (this.isolate !== isolate) this.isolate?.dispose();
+    if (this.isolate !== isolate) this.replace(this.isolate);
     this.isolate = isolate;
     this.onLive();
+  }
+
+  /**
+   * Frees `old`, which a new artifact's isolate replaces, once the calls that chose it have ended:
+   * they began before the redeploy (their snapshots too) and get the old code's answers, not a
+   * `503`. Only one such isolate drains at a time: a second redeploy meanwhile frees the first at
+   * once (its calls then fail as `unavailable`), so redeploying in a loop holds no more isolates.
+   */
+  private replace(old: CapsuleIsolate | null): void {
+    this.draining?.dispose();
+    this.draining = null;
+    if (!old || old.isDisposed) return;
+    if (this.holds.has(old)) this.draining = old;
+    else old.dispose();
+  }
+
+  /** Counts a call that chose `isolate` until the function returned is called (see {@link replace}). */
+  private hold(isolate: CapsuleIsolate): () => void {
+    this.holds.set(isolate, (this.holds.get(isolate) ?? 0) + 1);
+    return () => {
+      const left = (this.holds.get(isolate) ?? 1) - 1;
+      if (left > 0) {
+        this.holds.set(isolate, left);
+        return;
+      }
+      this.holds.delete(isolate);
+      if (this.draining === isolate) {
+        this.draining = null;
+        isolate.dispose();
+      }
+    };
   }
 
   /**
@@ -162,9 +199,11 @@ export class IsolateKeeper {
       this.pause.check();
       this.inFlight++;
       let isolate: CapsuleIsolate | null = null;
+      let release = noHold;
       try {
         const prepared = beforeExecute?.();
         isolate = this.current() ?? (await this.live());
+        release = this.hold(isolate);
         await prepared;
         this.lastUsed = Date.now();
         const response = await isolate.execute(request, onSyscall);
@@ -177,6 +216,7 @@ export class IsolateKeeper {
         if (limit) this.limitStop(isolate as CapsuleIsolate, limit);
         throw error;
       } finally {
+        release();
         this.inFlight--;
         this.lastUsed = Date.now();
       }
@@ -235,6 +275,8 @@ export class IsolateKeeper {
    */
   stop(): void {
     this.stopped = true;
+    this.draining?.dispose();
+    this.draining = null;
     this.isolate?.dispose();
     this.isolate = null;
   }

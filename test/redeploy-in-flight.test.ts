@@ -1,0 +1,116 @@
+/**
+ * Calls in flight when a redeploy lands get the old code's answers, not a `503`: the replaced
+ * isolate is freed once they end. Only one replaced isolate drains per deployment: a second
+ * redeploy meanwhile frees the first at once, so redeploying in a loop while calls wait holds no
+ * more isolates. Real host; each in-flight call's database read is held (its isolate's syscalls
+ * wait on a gate) until the test lets it go.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { bundleCapsule } from "../cli/bundle.js";
+import { type PlatformHost, startHost } from "../host/host.js";
+import type { CapsuleIsolate } from "../host/isolates/index.js";
+import { deferred } from "./helpers/deferred.js";
+
+let dir: string;
+let host: PlatformHost;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "platform-redeploy-in-flight-"));
+  host = await startHost({
+    data: join(dir, "host"),
+    port: 0,
+    domain: "localhost",
+    adminToken: randomBytes(8).toString("hex"),
+    logDestination: false,
+  });
+});
+
+afterAll(async () => {
+  await host.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A capsule whose `say` reads the notes table, then answers `answer`. */
+async function bundle(answer: string): Promise<string> {
+  const source = join(dir, answer);
+  await mkdir(join(source, "server"), { recursive: true });
+  await writeFile(
+    join(source, "server", "index.ts"),
+    `import { capsule, table, string } from "platform/server";
+export default capsule({
+  schema: { notes: table({ text: string() }) },
+  queries: { say: async (ctx) => { await ctx.db.notes.take(1); return "${answer}"; } },
+});
+`,
+  );
+  return (await bundleCapsule(source)).code;
+}
+
+function say(): Promise<unknown> {
+  return host.deployments
+    .call("app", { kind: "query", name: "say", argsJson: "{}", identity: null })
+    .then((response) => JSON.parse(response.valueJson));
+}
+
+/** The deployment's live isolate, with its calls' database reads held until `gate` opens. */
+function holdReads(gate: Promise<void>): { isolate: CapsuleIsolate; reading: Promise<void> } {
+  const runner = host.deployments.pool.runner("app", "");
+  const isolate = (runner as unknown as { isolate: CapsuleIsolate }).isolate;
+  const reached = deferred();
+  const execute = isolate.execute.bind(isolate);
+  isolate.execute = (request, onSyscall) =>
+    execute(request, async (...call) => {
+      reached.resolve();
+      await gate;
+      return onSyscall(...call);
+    });
+  return { isolate, reading: reached.promise };
+}
+
+it("answers a call in flight at a redeploy with the old code, then frees the old isolate", async () => {
+  await host.deployments.deploy("app", { code: await bundle("one") });
+  expect(await say()).toBe("one");
+  const gate = deferred();
+  const old = holdReads(gate.promise);
+  const inFlight = say();
+  await old.reading;
+  await host.deployments.deploy("app", { code: await bundle("two") });
+  // The new code answers new calls while the old call still waits.
+  expect(await say()).toBe("two");
+  expect(old.isolate.isDisposed).toBe(false);
+  gate.resolve();
+  expect(await inFlight).toBe("one");
+  expect(old.isolate.isDisposed).toBe(true);
+});
+
+it("drains one replaced isolate at a time: a second redeploy frees the first at once", async () => {
+  await host.deployments.deploy("app", { code: await bundle("first") });
+  expect(await say()).toBe("first");
+  const firstGate = deferred();
+  const first = holdReads(firstGate.promise);
+  const onFirst = say().then(
+    (value) => ({ value }),
+    (error: { code?: string }) => ({ error: error.code }),
+  );
+  await first.reading;
+  await host.deployments.deploy("app", { code: await bundle("second") });
+  expect(await say()).toBe("second");
+  const secondGate = deferred();
+  const second = holdReads(secondGate.promise);
+  const onSecond = say();
+  await second.reading;
+  await host.deployments.deploy("app", { code: await bundle("third") });
+  // The first replaced isolate is gone, and its call with it; the second drains.
+  expect(first.isolate.isDisposed).toBe(true);
+  expect(await onFirst).toEqual({ error: "unavailable" });
+  expect(second.isolate.isDisposed).toBe(false);
+  expect(await say()).toBe("third");
+  secondGate.resolve();
+  firstGate.resolve();
+  expect(await onSecond).toBe("second");
+  expect(second.isolate.isDisposed).toBe(true);
+});
