@@ -11,7 +11,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { ObjectTransfer } from "../host/storage/index.js";
+import { DeploymentTransfer } from "../host/transfer/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
+import { deferred } from "./helpers/deferred.js";
 import { dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./helpers/export-import.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -364,4 +366,50 @@ describe("exports a developer leaves unread", () => {
       limits.exportStalledMs = stalledMs;
     }
   }, 120_000);
+  it("stops an export whose client left while it waited to begin, and gives the developer's turn back", async () => {
+    const fay = (await host.admin("/v1/developers", "POST", { name: "fay" })).json<{
+      token: string;
+      id: string;
+    }>();
+    const created = await host.admin("/v1/deploys", "POST", {
+      id: "leftexport",
+      code: await fixtureCode("transfer"),
+      owner: fay.id,
+    });
+    expect(created.status, created.text()).toBe(201);
+    // The export has begun (its snapshot open, the turn taken) but the route has not answered yet.
+    const transfer = DeploymentTransfer.prototype;
+    const begin = transfer.export;
+    const begun = deferred();
+    const gate = deferred();
+    transfer.export = async function (this: DeploymentTransfer, ...args) {
+      const running = await begin.apply(this, args);
+      begun.resolve();
+      await gate.promise;
+      return running;
+    };
+    try {
+      const left = request(`${host.url}/v1/deploys/leftexport/export`, {
+        headers: { authorization: `Bearer ${fay.token}` },
+        lookup: localhostLookup,
+      });
+      left.on("error", () => {});
+      left.end();
+      await begun.promise;
+      left.destroy();
+      await new Promise((resolve) => left.once("close", resolve));
+      // The host sees the connection close before the route goes on (the same event loop: a turn
+      // that polls the socket comes first; later is fine too, the test then passes either way).
+      await sleep(100);
+      gate.resolve();
+    } finally {
+      transfer.export = begin;
+    }
+    // Nothing will read it: stopped at once, not after the stall time (two minutes), so the
+    // developer's next export is let through.
+    await vi.waitFor(
+      async () => expect((await exportZip(host, "leftexport", "", fay.token)).status).toBe(200),
+      { timeout: 20_000, interval: 100 },
+    );
+  }, 60_000);
 });
