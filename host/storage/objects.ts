@@ -7,7 +7,7 @@ import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
-import { type ObjectDownload, objectDownload, recordedBlob } from "./object-downloads.js";
+import { type ObjectDownload, objectDownload, recordedBytes } from "./object-downloads.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import {
   checkObjectId,
@@ -186,7 +186,7 @@ export class ObjectService {
 
   /** The bytes of a recorded object. */
   bytes(record: ObjectRecord): Promise<Buffer> {
-    return recordedBlob(record, (key) => this.blobs.get(key));
+    return recordedBytes(record, (key) => this.blobs.get(key));
   }
 
   /**
