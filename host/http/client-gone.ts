@@ -1,7 +1,16 @@
 import type Koa from "koa";
 
-/** Codes of a response stream that ended because the client went away (closed, reset, timed out). */
-const GONE = new Set(["ERR_STREAM_PREMATURE_CLOSE", "ECONNRESET", "EPIPE", "ECONNABORTED"]);
+/**
+ * Codes of a request or response that ended because the client went away (closed, reset, timed
+ * out; `HPE_INVALID_EOF_STATE`: closed in the middle of its request's body).
+ */
+const GONE = new Set([
+  "ERR_STREAM_PREMATURE_CLOSE",
+  "ECONNRESET",
+  "EPIPE",
+  "ECONNABORTED",
+  "HPE_INVALID_EOF_STATE",
+]);
 
 /**
  * Koa's last resort for errors after a response started (a streamed export, backup or log follow):
