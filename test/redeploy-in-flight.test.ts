@@ -114,3 +114,38 @@ it("drains one replaced isolate at a time: a second redeploy frees the first at 
   expect(await onSecond).toBe("second");
   expect(second.isolate.isDisposed).toBe(true);
 });
+
+it("keeps draining when the new code's isolate is stopped meanwhile, and the next call starts a new one", async () => {
+  await host.deployments.deploy("app", { code: await bundle("before") });
+  expect(await say()).toBe("before");
+  const gate = deferred();
+  const old = holdReads(gate.promise);
+  const inFlight = say();
+  await old.reading;
+  await host.deployments.deploy("app", { code: await bundle("after") });
+  expect(await say()).toBe("after");
+  // The new code's isolate is stopped (as a limit stops one): the next call starts another, and
+  // the old isolate's call goes on.
+  const runner = host.deployments.pool.runner("app", "");
+  (runner as unknown as { isolate: CapsuleIsolate }).isolate.dispose();
+  expect(await say()).toBe("after");
+  expect(old.isolate.isDisposed).toBe(false);
+  gate.resolve();
+  expect(await inFlight).toBe("before");
+  expect(old.isolate.isDisposed).toBe(true);
+});
+
+it("never switches back to the code of a record read before a redeploy landed", async () => {
+  await host.deployments.deploy("app", { code: await bundle("older") });
+  const older = (await host.deployments.require("app")).artifact;
+  expect(await say()).toBe("older");
+  await host.deployments.deploy("app", { code: await bundle("newer") });
+  expect(await say()).toBe("newer");
+  const runner = host.deployments.pool.runner("app", "");
+  const serving = (runner as unknown as { isolate: CapsuleIsolate }).isolate;
+  // A call whose record was read before the redeploy asks for its runner with the old artifact.
+  expect(host.deployments.pool.runner("app", older)).toBe(runner);
+  expect(runner.artifact).not.toBe(older);
+  expect(await say()).toBe("newer");
+  expect(serving.isDisposed).toBe(false);
+});

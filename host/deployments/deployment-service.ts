@@ -63,12 +63,15 @@ export class DeploymentService {
     this.removals.add(this.clientFiles);
     // So are the code caches made after its code ran (awaited here, so a removal finished is whole).
     this.removals.add({ purgeDeployment: (id) => this.pool.purgeCodeCaches(id) });
-    // A deployment created anew gets a new incarnation: caches scoped by it never reach a successor.
-    const scopeOf = (id: string) => {
-      const incarnation = this.registry.cached(id)?.incarnation;
-      return incarnation === undefined ? undefined : `${id}/${incarnation}`;
+    const known = {
+      // A deployment created anew gets a new incarnation: caches scoped by it never reach a successor.
+      scopeOf: (id: string) => {
+        const incarnation = this.registry.cached(id)?.incarnation;
+        return incarnation === undefined ? undefined : `${id}/${incarnation}`;
+      },
+      artifactOf: (id: string) => this.registry.cached(id)?.artifact,
     };
-    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer, scopeOf);
+    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer, known);
     this.calls = new CallExecutor(db, this.pool, logs, observer);
   }
 

@@ -153,9 +153,10 @@ export class IsolateKeeper {
    * once (its calls then fail as `unavailable`), so redeploying in a loop holds no more isolates.
    */
   private replace(old: CapsuleIsolate | null): void {
+    // No isolate, or one stopped for a limit: the one draining goes on draining.
+    if (!old || old.isDisposed) return;
     this.draining?.dispose();
     this.draining = null;
-    if (!old || old.isDisposed) return;
     if (this.holds.has(old)) this.draining = old;
     else old.dispose();
   }

@@ -73,6 +73,19 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   spareIsolate: true,
 };
 
+/** What the host knows of its deployments now: the pool asks, never keeps. */
+export interface KnownDeployments {
+  /**
+   * A deployment's id and incarnation, unique over the host's life, when known: what scopes the
+   * code caches its isolates make after its code ran (see loadIsolate).
+   */
+  scopeOf(deploymentId: string): string | undefined;
+  /** The artifact the deployment's newest record known to this host serves, when known. */
+  artifactOf(deploymentId: string): string | undefined;
+}
+
+const NOTHING_KNOWN: KnownDeployments = { scopeOf: () => undefined, artifactOf: () => undefined };
+
 /**
  * Every deployment's runner on this host, with LRU eviction of idle isolates, and the scheduler
  * that shares the host's execution slots fairly between deployments.
@@ -97,11 +110,8 @@ export class IsolatePool {
     options: Partial<PoolOptions> = {},
     /** Told of isolates started, evicted and stopped for a limit (the host's metrics). */
     private readonly observer: IsolateObserver = IGNORE_ISOLATES,
-    /**
-     * A deployment's id and incarnation, unique over the host's life, when known: what scopes the
-     * code caches its isolates make after its code ran (see loadIsolate).
-     */
-    private readonly scopeOf: (deploymentId: string) => string | undefined = () => undefined,
+    /** What the host knows of its deployments now (its registry's records). */
+    private readonly known: KnownDeployments = NOTHING_KNOWN,
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
@@ -130,8 +140,15 @@ export class IsolatePool {
     }
   }
 
-  /** The runner of a deployment serving `artifact` (switching it when the artifact changed). */
+  /**
+   * The runner of a deployment, serving the artifact its newest record known on this host names, or
+   * else `artifact` (the record its caller read), switching it when that changed. Never the
+   * caller's own when a newer is known: a call that read its record before a redeploy landed
+   * switched the deployment back to the old code, and the next call forward again, each time
+   * starting an isolate and freeing the one in use.
+   */
   runner(deploymentId: string, artifact: string): IsolateKeeper {
+    artifact = this.known.artifactOf(deploymentId) ?? artifact;
     let runner = this.runners.get(deploymentId);
     if (!runner) {
       runner = new IsolateKeeper(
@@ -146,7 +163,7 @@ export class IsolatePool {
           this.enforceCap();
         },
         (limit) => this.observer.limitBreached(deploymentId, limit),
-        () => this.scopeOf(deploymentId),
+        () => this.known.scopeOf(deploymentId),
       );
       this.runners.set(deploymentId, runner);
     } else {
