@@ -26,10 +26,23 @@ export interface EmailOptions {
 /** The code of one sign-in attempt; only hashes are stored. */
 interface PendingCode {
   codeHash: string;
-  /** Hash of the handle `start` gave the asker: the code works only with it. */
+  /** Hash of the handle `start` gave the asker: the code works only with it (or one of `alsoAttempts`). */
   attemptHash: string;
+  /** Hashes of handles given to later requests while the address had all the codes it may get. */
+  alsoAttempts?: string[];
   expiresAt: number;
   wrongGuesses: number;
+}
+
+/** Handles one code may be given past the first (see {@link EmailCodes.start}). */
+const MORE_ATTEMPTS_PER_CODE = 8;
+
+/** Whether `attempt` is a handle of `code`. */
+function isAttemptOf(attempt: string, code: PendingCode): boolean {
+  return (
+    matchesHash(attempt, code.attemptHash) ||
+    (code.alsoAttempts ?? []).some((hash) => matchesHash(attempt, hash))
+  );
 }
 
 /**
@@ -50,13 +63,25 @@ function liveCodes(record: AddressRecord | undefined, now: number): PendingCode[
   return codes.filter((code) => code.expiresAt >= now && code.wrongGuesses < LIMITS.emailCodeAttempts);
 }
 
-/** The outcome of a code request: the attempt handle, or how long to wait before asking again. */
-export type CodeRequest = { attempt: string } | { retryAfterSeconds: number; limitedBy: string };
+/**
+ * The outcome of a code request: the attempt handle and whether a mail with a new code was sent
+ * (else the handle is for the newest code sent already), or how long to wait before asking again.
+ */
+export type CodeRequest =
+  | { attempt: string; sent: boolean }
+  | { retryAfterSeconds: number; limitedBy: string };
 
 const WINDOW_MS = LIMITS.emailCodeWindowSeconds * 1000;
 
 const refused = () =>
   new PlatformError("unauthorized", "That code is not valid; check it, or request a new one.");
+
+/** The same whether the address has codes or not: the answer tells nobody that someone signs in with it. */
+const notThisSignIn = () =>
+  new PlatformError(
+    "unauthorized",
+    "That code does not belong to this sign-in, or it expired or was guessed wrong too often: enter it where it was requested, or request a new one here.",
+  );
 
 /**
  * One-time sign-in codes sent by email. Only hashes are stored; a code works once, for one
@@ -84,27 +109,37 @@ export class EmailCodes {
   }
 
   /**
-   * Creates a code for `email` in `deployment` and sends it, unless the address asked too often
-   * or `takeClientAllowance` (the requesting client's limit: 0 when it took one request, else the
-   * ms to wait) refuses; it runs under the lock, only when the address may have a code. The
-   * answer's `attempt` must come back with the code.
+   * Creates a code for `email` in `deployment` and sends it, unless `takeClientAllowance` (the
+   * requesting client's limit: 0 when it took one request, else the ms to wait) refuses. Past the
+   * codes the address may get in the window, no mail is sent: the request gets a handle of the
+   * newest live code instead (`sent: false`), so that requests by someone else, which cost them
+   * only their own allowance, do not lock the address's owner out of signing in with a code they
+   * received; with no live code (or its handles all given), it is refused. Runs under the lock.
+   * The answer's `attempt` must come back with the code.
    */
   async start(deployment: string, email: string, takeClientAllowance: () => number): Promise<CodeRequest> {
     const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
     const attempt = randomBytes(18).toString("base64url");
-    const refusal = await this.locked(deployment, async () => {
+    const outcome = await this.locked(deployment, async (): Promise<CodeRequest> => {
+      const clientWait = takeClientAllowance();
+      if (clientWait > 0)
+        return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
       const now = Date.now();
       const key = `${deployment}/${email}`;
       const record = await this.codes.get(key);
       const sentAt = (record?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
-      if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
-        return {
-          retryAfterSeconds: Math.ceil(((sentAt[0] ?? now) + WINDOW_MS - now) / 1000),
-          limitedBy: email,
-        };
-      const clientWait = takeClientAllowance();
-      if (clientWait > 0)
-        return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
+      const live = liveCodes(record, now);
+      if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress) {
+        const newest = live.at(-1);
+        if (!newest || (newest.alsoAttempts?.length ?? 0) >= MORE_ATTEMPTS_PER_CODE)
+          return {
+            retryAfterSeconds: Math.ceil(((sentAt[0] ?? now) + WINDOW_MS - now) / 1000),
+            limitedBy: email,
+          };
+        newest.alsoAttempts = [...(newest.alsoAttempts ?? []), hashSecret(attempt)];
+        await this.codes.put(key, { codes: live, sentAt });
+        return { attempt, sent: false };
+      }
       sentAt.push(now);
       const fresh: PendingCode = {
         codeHash: hashSecret(`${deployment}/${email}/${code}`),
@@ -112,12 +147,12 @@ export class EmailCodes {
         expiresAt: now + LIMITS.emailCodeLifetimeMs,
         wrongGuesses: 0,
       };
-      await this.codes.put(key, { codes: [...liveCodes(record, now), fresh], sentAt });
-      return undefined;
+      await this.codes.put(key, { codes: [...live, fresh], sentAt });
+      return { attempt, sent: true };
     });
-    if (refusal) return refusal;
-    await this.send(deployment, email, code, Date.now() + LIMITS.emailCodeLifetimeMs);
-    return { attempt };
+    if ("attempt" in outcome && outcome.sent)
+      await this.send(deployment, email, code, Date.now() + LIMITS.emailCodeLifetimeMs);
+    return outcome;
   }
 
   private async send(deployment: string, email: string, code: string, expiresAt: number): Promise<void> {
@@ -128,7 +163,8 @@ export class EmailCodes {
     try {
       await this.transport.sendMail({
         from: this.options.from ?? "platform <no-reply@localhost>",
-        to: email,
+        // An address, not text nodemailer would parse (normaliseEmail admits plain mailboxes only).
+        to: { name: "", address: email },
         subject: `Your sign-in code: ${code}`,
         text: `Your sign-in code for ${deployment} is ${code}. It expires in ${LIMITS.emailCodeLifetimeMs / 60_000} minutes.`,
       });
@@ -153,14 +189,8 @@ export class EmailCodes {
     await this.locked(deployment, async () => {
       const record = await this.codes.get(key);
       const codes = liveCodes(record, Date.now());
-      const pending = codes.find((each) => matchesHash(attempt, each.attemptHash));
-      if (!record || !pending) {
-        if (codes.length === 0) throw refused();
-        throw new PlatformError(
-          "unauthorized",
-          "This code was requested by another sign-in; enter it where it was requested, or start again here.",
-        );
-      }
+      const pending = codes.find((each) => isAttemptOf(attempt, each));
+      if (!record || !pending) throw notThisSignIn();
       if (
         typeof code !== "string" ||
         !/^\d{6}$/.test(code) ||

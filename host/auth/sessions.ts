@@ -59,7 +59,15 @@ export interface IssuedToken {
   expiresAt: number;
 }
 
-const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}\.[^\s@]{1,63}$/;
+/**
+ * A plain mailbox: a local part of letters, digits and `.!#$%&'*+/=?^_\`{|}~-`, and a domain of
+ * dot-separated labels of letters, digits and `-`. No display names, comments, quoting, brackets,
+ * or lists: the address a limit counts must be the one mail goes to, and text such as
+ * `"Your account is suspended" <a@b.c>` or `x,a@b.c` sent codes to `a@b.c` past its limit under
+ * other keys, with words of the sender's choosing in the `To:` header.
+ */
+const EMAIL =
+  /^[\p{L}\p{N}.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,255}$)(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
 /** Names a guest may be given where naming is allowed (`platform dev`, the dashboard's runner). */
 const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 

@@ -135,11 +135,14 @@ export function authRoutes(
         { retryAfterSeconds: request.retryAfterSeconds },
       );
     }
-    ctx.body = { sent: true, attempt: request.attempt };
+    ctx.body = { sent: request.sent, attempt: request.attempt };
   });
   router.post("/email/verify", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
     const email = normaliseEmail(body.email);
+    // A guest token that cannot be upgraded is refused before the code is spent on it.
+    const guestToken = bearerToken(ctx);
+    if (guestToken) await auth.guestToUpgrade(ctx.state.deployment as string, guestToken);
     await signIn.emailCodes.verify(ctx.state.deployment as string, email, body.code, body.attempt);
     await signInAccount(ctx, auth, deployments, email);
   });

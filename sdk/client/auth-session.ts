@@ -258,13 +258,15 @@ export class AuthSession {
 
   /**
    * Sends a one-time sign-in code to `email`. The host answers an attempt handle, kept in memory
-   * for `verifyEmailCode`: the code works only together with it (only where it was requested).
+   * for `verifyEmailCode`: the code works only together with it (only where it was requested), and
+   * whether it sent a new code (see AuthClient.startEmailSignIn).
    */
-  startEmailSignIn(email: string): Promise<void> {
+  startEmailSignIn(email: string): Promise<{ sent: boolean }> {
     return this.attempt(async () => {
-      const started = (await this.post("email/start", { email })) as { attempt: string };
+      const started = (await this.post("email/start", { email })) as { attempt: string; sent?: boolean };
       this.emailAttempts.set(email.trim().toLowerCase(), started.attempt);
-    }) as Promise<void>;
+      return { sent: started.sent !== false };
+    }) as Promise<{ sent: boolean }>;
   }
 
   /** Signs in with the code that was emailed; a guest's data moves to the account. */

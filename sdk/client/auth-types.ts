@@ -31,8 +31,11 @@ export interface ClientAuth {
   /** Waits until the first token is ready (or failed: see `getState().error`). */
   ready(): Promise<void>;
   signInAsGuest(): Promise<ClientIdentity>;
-  /** Emails a one-time code. */
-  startEmailSignIn(email: string): Promise<void>;
+  /**
+   * Emails a one-time code. `sent: false`: the address had all the codes it may get lately (others
+   * may have asked for it), so no new mail was sent; the newest code it received works here.
+   */
+  startEmailSignIn(email: string): Promise<{ sent: boolean }>;
   /** Signs in with the emailed code; the current guest's data moves to the account. */
   verifyEmailCode(email: string, code: string): Promise<ClientIdentity>;
   /** Signs in with an OpenID Connect ID token. */
