@@ -100,6 +100,7 @@ describe("uploads", () => {
       "cache-control": "public, max-age=3600",
       "x-content-type-options": "nosniff",
       "content-type": "image/png",
+      "referrer-policy": "no-referrer",
     });
     expect(fetched.headers["content-security-policy"]).toContain("sandbox");
     // A HEAD is answered from the record, with the same headers and no body.

@@ -35,6 +35,9 @@ export async function sendObject(
       : await objects.download(object);
   ctx.set("X-Content-Type-Options", "nosniff");
   ctx.set("Content-Security-Policy", DOWNLOAD_CSP);
+  // A download asked for with `?platform_token=` never hands its URL, token and all, to a site
+  // the file links to.
+  ctx.set("Referrer-Policy", "no-referrer");
   ctx.set("Cache-Control", cacheControl);
   ctx.compress = false;
   if (type.attachment) ctx.set("Content-Disposition", `attachment; filename="${object.id}"`);
