@@ -145,6 +145,9 @@ export class WorkerQueue<In, Out> {
     });
     worker.on("exit", () => {
       if (this.worker === worker) this.worker = undefined;
+      // Gone without an error (its module exited): the job it ran fails now, not at its time limit.
+      if (this.running?.worker === worker)
+        this.finish(this.running.job.id, (job) => job.reject(unavailable(this.messages.failed)));
     });
     this.worker = worker;
     return worker;

@@ -117,7 +117,7 @@ export const LIMITS = {
   jsonParsedOffThreadBytes: 1024 * 1024,
   jsonParseMs: 30_000,
   jsonParseQueueBytes: 256 * 1024 * 1024,
-  jsonParseQueueBytesEach: 128 * 1024 * 1024,
+  jsonParseQueueBytesEach: 64 * 1024 * 1024,
   /**
    * Bytes of answers waiting to be read by one client address, all its connections together
    * (`429` to its next requests, while quotas are on), and by everyone (`503`). An answer is held
