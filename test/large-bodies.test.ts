@@ -138,5 +138,18 @@ it("answers a large body that is not JSON, or not an object, as a small one is a
   const small = await send(`{"env":${"[".repeat(200_000)}${"]".repeat(200_000)}}`);
   expect(deep.status).toBe(small.status);
   expect(deep.json()).toEqual(small.json());
+  // A client file's data that is not strict base64, in a body large enough to be decoded on the
+  // JSON thread: refused by the deploy's own check, as in a small body.
+  const code = await fixtureCode("todo");
+  const files = (data: string) => [
+    { path: "pad.bin", data: Buffer.alloc(MIB).toString("base64") },
+    { path: "bad.bin", data },
+  ];
+  for (const data of ["not base64!", "QUJD=", "QU=D"]) {
+    const large = await send(JSON.stringify({ code, client: files(data) }));
+    const smallBody = await send(JSON.stringify({ code, client: files(data).slice(1) }));
+    expect(large.status, data).toBe(smallBody.status);
+    expect(large.json(), data).toEqual(smallBody.json());
+  }
   expect((await host.admin("/v1/deploys/broken", "GET")).status).toBe(404);
 });

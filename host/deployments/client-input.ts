@@ -3,12 +3,16 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { executableReason } from "../storage/index.js";
+import { decodedSize, isStrictBase64 } from "./base64.js";
 import { isReservedPath } from "./declaration.js";
 
-/** One file of a deploy's web client as the deploy body carries it: its path in `client/` and its bytes in base64. */
+/**
+ * One file of a deploy's web client as the deploy body carries it: its path in `client/` and its
+ * bytes in base64, or those bytes once the host decoded them off its main thread (json-off-thread.ts).
+ */
 export interface ClientFileInput {
   path: string;
-  data: string;
+  data: string | Uint8Array;
 }
 
 /** A checked client file: its path, bytes and SHA-256 (hex), which names it in storage. */
@@ -19,7 +23,6 @@ export interface ClientFile {
 }
 
 const MiB = 1024 * 1024;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 // Control characters, `\` (a separator on Windows and to some URL parsers), and `?`/`#`, which a
 // URL path can never carry unescaped: a file named with them could not be asked for as written.
 const FORBIDDEN_IN_NAME = /[\\?#]/;
@@ -69,12 +72,6 @@ export function checkClientPath(path: unknown): string {
   return path as string;
 }
 
-/** Decoded size of base64 text, without decoding it (so an oversized file is refused before it costs memory). */
-function decodedSize(data: string): number {
-  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
-  return (data.length / 4) * 3 - padding;
-}
-
 /**
  * Checks a deploy's `client` field: a list of at most `LIMITS.clientFiles` files with distinct
  * checked paths and base64 bytes, each at most `LIMITS.clientFileBytes` and together at most
@@ -97,9 +94,10 @@ export async function checkClientFiles(input: unknown): Promise<ClientFile[]> {
     const path = checkClientPath(rawPath);
     if (seen.has(path)) throw new PlatformError("bad_request", `Client file ${path} is listed twice.`);
     seen.add(path);
-    if (typeof data !== "string" || data.length % 4 !== 0 || !BASE64.test(data))
+    const decoded = data instanceof Uint8Array;
+    if (!decoded && (typeof data !== "string" || !isStrictBase64(data)))
       throw new PlatformError("bad_request", `Client file ${path} needs its bytes as base64 in "data".`);
-    const size = decodedSize(data);
+    const size = decoded ? data.byteLength : decodedSize(data as string);
     if (size > LIMITS.clientFileBytes)
       throw tooLarge(
         `Client file ${path} is ${size} bytes; one file may be at most ${LIMITS.clientFileBytes} bytes (${LIMITS.clientFileBytes / MiB} MiB, LIMITS.clientFileBytes).`,
@@ -109,7 +107,9 @@ export async function checkClientFiles(input: unknown): Promise<ClientFile[]> {
       throw tooLarge(
         `The client files are more than ${LIMITS.clientBytes} bytes together (${LIMITS.clientBytes / MiB} MiB, LIMITS.clientBytes).`,
       );
-    const bytes = Buffer.from(data, "base64");
+    const bytes = decoded
+      ? Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+      : Buffer.from(data as string, "base64");
     const executable = await executableReason(bytes);
     if (executable)
       throw new PlatformError("blocked_type", `Client file ${path} cannot be served: ${executable}.`);

@@ -111,17 +111,19 @@ export async function readJsonText(ctx: Context, limit: number, fallback: string
  * Reads a JSON object body (empty means `{}`); anything else is `400 bad_request`. Parsed once: a
  * deploy body of 60 MB parsed twice held the host's main thread 240 ms. With `caller` (who sends
  * it), a body over `LIMITS.jsonParsedOffThreadBytes` is parsed off the main thread, in that
- * caller's turn (json-off-thread.ts).
+ * caller's turn (json-off-thread.ts); `decodeClient`: a deploy body, whose client files come back
+ * decoded there.
  */
 export async function readJsonObject(
   ctx: Context,
   limit: number,
   caller?: string,
+  decodeClient = false,
 ): Promise<Record<string, unknown>> {
   const body = await readBody(ctx, limit);
   const value =
     caller !== undefined && body.length > LIMITS.jsonParsedOffThreadBytes
-      ? await parseJsonOffThread(body, caller)
+      ? await parseJsonOffThread(body, caller, decodeClient)
       : parseJsonText(body.length === 0 ? "{}" : body.toString("utf8"));
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new PlatformError("bad_request", "The body must be a JSON object.");

@@ -76,7 +76,7 @@ interface DeployBody {
 
 /** A deploy body, parsed off the main thread when large, in its caller's turn (see readJsonObject). */
 async function deployBody(ctx: Context): Promise<DeployBody> {
-  const value = await readJsonObject(ctx, DEPLOY_BODY_BYTES, callerKey(ctx));
+  const value = await readJsonObject(ctx, DEPLOY_BODY_BYTES, callerKey(ctx), true);
   if (typeof value.code !== "string")
     throw new PlatformError(
       "bad_request",

@@ -1,8 +1,9 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { WorkerQueue } from "../threads/worker-queue.js";
+import type { JsonBodyJob } from "./json-body-worker.js";
 
 /** The host's one JSON thread (started at the first large body). */
-const jsonThread = new WorkerQueue<Uint8Array, unknown>(
+const jsonThread = new WorkerQueue<JsonBodyJob, unknown>(
   { base: import.meta.url, name: "json-body-worker" },
   {
     jobMs: LIMITS.jsonParseMs,
@@ -18,11 +19,15 @@ const jsonThread = new WorkerQueue<Uint8Array, unknown>(
 
 /**
  * Checks and parses the JSON body `bytes` as parseJsonText does, on the JSON thread in `caller`'s
- * turn (see {@link WorkerQueue}): callers' bodies take turns there, one each. `bytes` is handed
- * over when it owns its whole memory (it cannot be read here afterwards), else copied.
+ * turn (see {@link WorkerQueue}): callers' bodies take turns there, one each. With `decodeClient`
+ * (a deploy body), the well-formed base64 `data` of its `client` files comes back decoded, as
+ * Uint8Arrays. `bytes` is handed over when it owns its whole memory (it cannot be read here
+ * afterwards), else copied.
  */
-export function parseJsonOffThread(bytes: Buffer, caller: string): Promise<unknown> {
+export function parseJsonOffThread(bytes: Buffer, caller: string, decodeClient = false): Promise<unknown> {
   const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
   const input = whole ? new Uint8Array(bytes.buffer as ArrayBuffer) : new Uint8Array(bytes);
-  return jsonThread.run(input, input.byteLength, caller, [input.buffer as ArrayBuffer]);
+  return jsonThread.run({ bytes: input, decodeClient }, input.byteLength, caller, [
+    input.buffer as ArrayBuffer,
+  ]);
 }
