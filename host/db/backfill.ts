@@ -20,7 +20,7 @@ import {
 } from "./migrate.js";
 import { valueBytes } from "./row-bytes.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
-import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
+import { indexEntryValue, materialize, newIndexEntry, parseStoredRow } from "./rows.js";
 import { schemaWrites } from "./served-schema.js";
 import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
 
@@ -105,7 +105,7 @@ async function backfill(
       if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
       // Rows stay as stored; an entry built from a legacy row carries its v1 form.
       const value = indexEntryValue(json);
-      const entry = indexEntry(compiledIndex, materialize(table, { ...row }));
+      const entry = newIndexEntry(table.name, compiledIndex, materialize(table, { ...row }));
       batch.push({ type: "put", key: entry.key, value });
       bytes += Buffer.byteLength(value);
       for (const name of entry.counts) counts.set(name, (counts.get(name) ?? 0) + 1);

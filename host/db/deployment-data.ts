@@ -9,7 +9,7 @@ import { deploymentPrefixes, metaKey, rowKeyUnder, rowPrefix } from "./keys.js";
 import { hasKeyUnder, type KvOperation, type KvSnapshot } from "./kv/index.js";
 import { rowsOf } from "./migrate.js";
 import { rowBytesKey } from "./row-bytes.js";
-import { indexEntry, indexEntryValue, materialize, parseStoredRow } from "./rows.js";
+import { indexEntryValue, materialize, newIndexEntry, parseStoredRow } from "./rows.js";
 import { schemaKey, schemaWrites } from "./served-schema.js";
 import { compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
 
@@ -123,7 +123,7 @@ export function dataOperations(
         const notBefore = stored[index.name]?.notBefore;
         if (notBefore !== undefined && row.createdAt < notBefore && !earlySets.get(index.name)?.has(row.id))
           continue;
-        const entry = indexEntry(index, full);
+        const entry = newIndexEntry(name, index, full);
         operations.push({ type: "put", key: entry.key, value });
         rowBytes += valueBytes;
         for (const count of entry.counts) counts.set(count, (counts.get(count) ?? 0) + 1);

@@ -129,7 +129,7 @@ export function writeRow(
 ): void {
   tx.budget.mayWrite();
   const json = JSON.stringify(row);
-  const next = indexEntries(table, row);
+  const next = indexEntries(table, row, true);
   // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
   const bytes = writtenBytes(json, next.length);
   tx.budget.wrote(bytes);

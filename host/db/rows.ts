@@ -1,3 +1,4 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import {
   checkFieldValue,
   describeType,
@@ -167,6 +168,21 @@ export function indexEntry(index: CompiledIndex, row: StoredRow): IndexEntry {
   return { key, counts };
 }
 
+/**
+ * `index`'s entry for a row written now, refused (`400 bad_request`) when its key is over
+ * {@link LIMITS.indexKeyBytes}: PostgreSQL cannot index it. Only new entries are checked, so rows
+ * stored before the limit can still be updated off their long values and deleted.
+ */
+export function newIndexEntry(tableName: string, index: CompiledIndex, row: StoredRow): IndexEntry {
+  const entry = indexEntry(index, row);
+  if (entry.key.length > LIMITS.indexKeyBytes)
+    throw new PlatformError(
+      "bad_request",
+      `A row of ${tableName} is too long to index in ${index.name}: its entry would be ${entry.key.length} bytes, at most ${LIMITS.indexKeyBytes} (LIMITS.indexKeyBytes). Index a shorter value instead, such as a prefix or a hash of it.`,
+    );
+  return entry;
+}
+
 /** The key of `row`'s entry in `index` (see {@link indexEntry}). */
 export function indexEntryKey(index: CompiledIndex, row: StoredRow): Buffer {
   return Buffer.concat(entryParts(index, row));
@@ -182,11 +198,12 @@ function entryParts(index: CompiledIndex, row: StoredRow): Buffer[] {
   return parts;
 }
 
-/** Every index entry of `row` (defaults materialized first). */
-export function indexEntries(table: CompiledTable, row: StoredRow): IndexEntry[] {
+/** Every index entry of `row` (defaults materialized first); `written`: checked as new entries (see {@link newIndexEntry}). */
+export function indexEntries(table: CompiledTable, row: StoredRow, written = false): IndexEntry[] {
   const full = materialize(table, { ...row });
   const entries: IndexEntry[] = [];
-  for (const index of table.indexes.values()) entries.push(indexEntry(index, full));
+  for (const index of table.indexes.values())
+    entries.push(written ? newIndexEntry(table.name, index, full) : indexEntry(index, full));
   return entries;
 }
 

@@ -40,6 +40,12 @@ export const LIMITS = {
    */
   bytesWritten: 16 * 1024 * 1024,
   /**
+   * Bytes of one index entry's key: the index's prefix, the row's values of its fields, its
+   * creation time and id. PostgreSQL refuses a key over about 2,700 bytes, and a batch of writes
+   * that held one failed every mutation in it with `500`; both stores refuse longer with `400`.
+   */
+  indexKeyBytes: 2048,
+  /**
    * Row bytes one deployment may store, counted as {@link LIMITS.bytesWritten} counts them (each
    * row's JSON once for the row and once per index entry); a mutation that would store more is
    * refused with `413 quota_exceeded`, writes that free bytes always go through. Ours: free tiers

@@ -164,6 +164,50 @@ export function groupCommitSuite(
       }
     });
 
+    it("refuses a row too long to index with 400 before its group commits, and commits the others", async () => {
+      // PostgreSQL refuses an index key over about 2,700 bytes: such a write once failed its whole
+      // group, innocent mutations with it, as 500s.
+      const { db, dispose } = await open();
+      try {
+        const deployment = await db.deployment("long-keys");
+        const schema: SchemaSpec = {
+          tables: {
+            notes: {
+              fields: { text: { kind: "string", optional: false }, body: { kind: "string", optional: true } },
+              indexes: { by_text: ["text"] },
+            },
+          },
+        };
+        await deployment.migrate(schema);
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) =>
+            deployment.mutate((tx) => tx.insert("notes", { text: i === 7 ? "x".repeat(4000) : `note ${i}` })),
+          ),
+        );
+        expect(outcomes.map((outcome) => outcome.status)).toEqual(
+          Array.from({ length: 20 }, (_, i) => (i === 7 ? "rejected" : "fulfilled")),
+        );
+        const refused = (outcomes[7] as PromiseRejectedResult).reason as { code: string; message: string };
+        expect(refused.code).toBe("bad_request");
+        expect(refused.message).toMatch(
+          /too long to index in by_text: its entry would be \d+ bytes, at most 2048/,
+        );
+        const count = await deployment.query((tx) =>
+          tx.query({ table: "notes", index: "by_creation", range: [], order: "asc" }, { kind: "count" }),
+        );
+        expect(count.value).toEqual({ kind: "count", count: 19 });
+        // A long value not indexed is stored; a schema that would index it is refused, changing nothing.
+        await deployment.mutate((tx) => tx.insert("notes", { text: "short", body: "y".repeat(4000) }));
+        const indexed: SchemaSpec = {
+          tables: { notes: { ...schema.tables.notes, indexes: { by_text: ["text"], by_body: ["body"] } } },
+        } as SchemaSpec;
+        await expect(deployment.migrate(indexed)).rejects.toMatchObject({ code: "bad_request" });
+        expect([...(deployment.tables.get("notes")?.indexes.keys() ?? [])]).not.toContain("by_body");
+      } finally {
+        await dispose();
+      }
+    });
+
     it("fails the members of a group whose commit fails; then reads the row bytes again and tells listeners anything may have changed", async () => {
       const { db, dispose } = await open();
       try {
