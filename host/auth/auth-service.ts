@@ -35,6 +35,9 @@ export type IncarnationLookup = (id: string) => Promise<string | null | undefine
  */
 export type RecordCommit = (key: Buffer, rewrite: (stored: string | null) => string | null) => Promise<void>;
 
+/** Open sessions read again at once after other hosts' commits (see AuthService.recheck). */
+const RECHECKS_AT_ONCE = 2;
+
 /**
  * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
  * the retirement of upgraded guests, told to the open connections that hold them. Tokens are
@@ -44,6 +47,9 @@ export class AuthService {
   private readonly sessions: SessionStore;
   private readonly tokens: TokenService;
   private readonly open: OpenSessions;
+  /** Open sessions to read again (see {@link recheck}), and how many such reads run now. */
+  private readonly rechecks = new Set<SessionGate>();
+  private recheckRunning = 0;
   private readonly emailCodes: RecordStore<unknown>;
 
   private constructor(
@@ -60,9 +66,33 @@ export class AuthService {
     // A guest upgraded on another host: its commit wrote the session record.
     db.onAnnouncement((message) => {
       if (message.type !== "commit") return;
-      for (const gate of this.open.noticeCommit(message.all ? undefined : (message.keys ?? [])))
-        void this.endIfRetired(gate);
+      const keys = message.all ? undefined : (message.keys ?? []);
+      for (const gate of this.open.noticeCommit(message.deployment, keys)) this.recheck(gate);
     });
+  }
+
+  /**
+   * Reads `gate`'s session again soon, {@link RECHECKS_AT_ONCE} at a time over the host's small
+   * pool of connections, each gate once however many commits named it meanwhile: one tenant's wide
+   * commits, which name no keys, made another host read every open session of it at once per commit.
+   */
+  private recheck(gate: SessionGate): void {
+    if (gate.ended || this.rechecks.has(gate)) return;
+    this.rechecks.add(gate);
+    this.nextRecheck();
+  }
+
+  private nextRecheck(): void {
+    while (this.recheckRunning < RECHECKS_AT_ONCE) {
+      const gate = this.rechecks.values().next().value;
+      if (gate === undefined) return;
+      this.rechecks.delete(gate);
+      this.recheckRunning++;
+      void this.endIfRetired(gate).finally(() => {
+        this.recheckRunning--;
+        this.nextRecheck();
+      });
+    }
   }
 
   private async endIfRetired(gate: SessionGate): Promise<void> {

@@ -59,9 +59,13 @@ describe("OpenSessions", () => {
     );
     expect(ended).toEqual([]);
     expect(held.gate.ended).toBe(false);
-    expect(sessions.noticeCommit([keyHex("d", "s")])).toEqual([held.gate]);
+    expect(sessions.noticeCommit("d", [keyHex("d", "s")])).toEqual([held.gate]);
+    // A commit that names no keys concerns its own deployment's sessions only.
+    expect(sessions.noticeCommit("d", undefined)).toEqual([held.gate]);
+    expect(sessions.noticeCommit("other", undefined)).toEqual([]);
+    expect(sessions.noticeCommit("d2", undefined)).toEqual([]);
     held.release();
-    expect(sessions.noticeCommit([keyHex("d", "s")])).toEqual([]);
-    expect(sessions.noticeCommit(undefined)).toEqual([]);
+    expect(sessions.noticeCommit("d", [keyHex("d", "s")])).toEqual([]);
+    expect(sessions.noticeCommit("d", undefined)).toEqual([]);
   });
 });

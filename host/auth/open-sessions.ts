@@ -143,12 +143,17 @@ export class OpenSessions {
   }
 
   /**
-   * Another host committed writes of `keysHex` (hex storage keys; undefined: any key). Returns the
-   * gates whose session record was among them, for the caller to check and end.
+   * Another host committed writes of `deployment`'s, of `keysHex` (hex storage keys; undefined:
+   * any key). Returns the gates whose session record was among them, for the caller to check and
+   * end: with no keys, that deployment's gates only (a session's record is written in a commit of
+   * its own deployment), never every tenant's.
    */
-  noticeCommit(keysHex: readonly string[] | undefined): SessionGate[] {
+  noticeCommit(deployment: string, keysHex: readonly string[] | undefined): SessionGate[] {
     if (this.byRecordKey.size === 0) return [];
-    if (!keysHex) return [...this.byRecordKey.values()];
+    if (!keysHex) {
+      const prefix = `${deployment}/`;
+      return [...this.byRecordKey.values()].filter((gate) => gate.sessionId.startsWith(prefix));
+    }
     const touched: SessionGate[] = [];
     for (const hex of keysHex) {
       const gate = this.byRecordKey.get(hex);
