@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { SYNC_CLOSE } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { connectSync } from "./helpers/sync-socket.js";
 
 const version = (label: string, extraQuery = "") => `import { capsule, table, string } from "platform/server";
 export default capsule({
@@ -118,6 +120,44 @@ describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two ho
       expect((await a.deployCode("shared", await sourceCode(version("two")))).status).toBe(200);
       // The deploy reaches host b as an announcement: waited for, however long it takes.
       await vi.waitFor(() => expect(label.values).toEqual(["one", "two"]), { timeout: 30_000, interval: 50 });
+    } finally {
+      await a.dispose();
+      await b.dispose();
+      await server.stop();
+    }
+  }, 90_000);
+
+  it("a deployment deleted and created again while one host heard nothing is gone there once it resyncs", async () => {
+    const server = await startLocalPostgres();
+    const a = await startTestHost({ database: server.url });
+    const b = await startTestHost({ database: server.url });
+    try {
+      expect((await a.deployCode("again", await sourceCode(version("first owner")))).status).toBe(201);
+      const socket = await connectSync(b.deploymentUrl("again"));
+      socket.subscribe("s", "label", {});
+      expect(await socket.next((m) => m.id === "s" && m.type === "value")).toMatchObject({
+        value: "first owner",
+      });
+      const closed = new Promise<number>((resolve) => socket.ws.once("close", (code) => resolve(code)));
+      // Host b hears nothing (its listening connection is down) while a deletes the deployment and
+      // creates another under its id; then b listens again, and its bus tells it to resync.
+      const database = b.database as unknown as { receive: (message: unknown) => Promise<void> };
+      const receive = database.receive.bind(b.database);
+      database.receive = async () => {};
+      expect((await a.admin("/v1/deploys/again", "DELETE")).status).toBe(204);
+      expect((await a.deployCode("again", await sourceCode(version("second owner")))).status).toBe(201);
+      database.receive = receive;
+      await receive({ type: "resync" });
+      // The first deployment's socket is closed as a deleted one's, not fed the second's answers.
+      expect(await closed).toBe(SYNC_CLOSE.deploymentGone);
+      expect(socket.of("s").map((m) => m.value)).not.toContain("second owner");
+      const answered = await b.deployments.call("again", {
+        kind: "query",
+        name: "label",
+        argsJson: "{}",
+        identity: null,
+      });
+      expect(JSON.parse(answered.valueJson)).toBe("second owner");
     } finally {
       await a.dispose();
       await b.dispose();

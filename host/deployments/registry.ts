@@ -47,10 +47,14 @@ export class DeploymentRegistry {
             ? [...this.cache.keys()]
             : [];
       for (const id of ids) {
+        const known = this.cache.get(id);
         this.cache.delete(id);
         void this.records.get(id).then((record) => {
+          // Another incarnation under the same id (deleted and created again, its deletion's
+          // message missed): the one this host knew is gone (its isolate, database, sockets and
+          // live queries with it) before the new one is taken as changed.
+          if (!record || (known !== undefined && known.incarnation !== record.incarnation)) onGone(id);
           if (record) onChanged(id);
-          else onGone(id);
         });
       }
     });
