@@ -297,52 +297,93 @@ describe("a --replace racing a delete of an object it keeps", () => {
 });
 
 describe("exports a developer leaves unread", () => {
-  it("refuses a developer's second export while one is unread, and stops one its client stopped reading", async () => {
-    // Each export holds a read snapshot (on PostgreSQL a connection in an open transaction) until
-    // it is read: 21 unread exports took every snapshot connection of the host's own share.
-    const eve = (await host.admin("/v1/developers", "POST", { name: "eve" })).json<{
+  /**
+   * A developer `name` and their deployment `id` holding 30 MB of files that do not compress: far
+   * more than loopback's socket buffers take of an unread answer.
+   */
+  async function bigExport(name: string, id: string): Promise<{ token: string; id: string }> {
+    const developer = (await host.admin("/v1/developers", "POST", { name })).json<{
       token: string;
       id: string;
     }>();
     const created = await host.admin("/v1/deploys", "POST", {
-      id: "bigexport",
+      id,
       code: await fixtureCode("transfer"),
-      owner: eve.id,
+      owner: developer.id,
     });
     expect(created.status, created.text()).toBe(201);
     const token = (
-      await host.admin("/v1/deploys/bigexport/sessions", "POST", { email: "e@example.com" })
-    ).json<{
-      token: string;
-    }>().token;
-    // Files that do not compress: far more than loopback's socket buffers take of an unread answer.
+      await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: `${name}@example.com` })
+    ).json<{ token: string }>().token;
     for (let i = 0; i < 6; i++) {
       const bytes = (await import("node:crypto")).randomBytes(5_000_000);
       bytes.fill(0, 0, 16);
-      const stored = await sendRequest(`${host.deploymentUrl("bigexport")}/storage`, {
+      const stored = await sendRequest(`${host.deploymentUrl(id)}/storage`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
         body: bytes,
       });
       expect(stored.status, stored.text()).toBe(201);
     }
+    return developer;
+  }
+
+  /** Starts an export of `id` with `token` and reads none of it (its answer is paused). */
+  function unreadExport(id: string, token: string): Promise<import("node:http").IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const sent = request(
+        `${host.url}/v1/deploys/${id}/export`,
+        { headers: { authorization: `Bearer ${token}` }, lookup: localhostLookup },
+        (res) => {
+          res.pause();
+          resolve(res);
+        },
+      );
+      sent.on("error", reject);
+      sent.end();
+    });
+  }
+
+  it("stops an export that has taken its longest time, however steadily it is read", async () => {
+    // Its snapshot keeps PostgreSQL from cleaning up every tenant's dead rows: read a little
+    // every two minutes, an export stayed open for hours.
+    const gus = await bigExport("gus", "longexport");
+    const limits = LIMITS as { exportStalledMs: number; exportMaxMs: number };
+    const saved = { stalled: limits.exportStalledMs, max: limits.exportMaxMs };
+    // The stall rule alone would keep it for ten minutes; the longest time ends it first.
+    limits.exportStalledMs = 600_000;
+    limits.exportMaxMs = 2000;
+    try {
+      const unread = await unreadExport("longexport", gus.token);
+      expect(unread.statusCode).toBe(200);
+      // Stopped: the developer's turn is given back, and the export ends short of its archive.
+      await vi.waitFor(
+        async () => expect((await exportZip(host, "longexport", "", gus.token)).status).toBe(200),
+        { timeout: 30_000, interval: 250 },
+      );
+      let received = 0;
+      unread.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+      });
+      await new Promise((resolve) => unread.once("close", resolve).once("error", resolve).resume());
+      expect(received).toBeLessThan(30_000_000);
+      expect(unread.complete).toBe(false);
+    } finally {
+      limits.exportStalledMs = saved.stalled;
+      limits.exportMaxMs = saved.max;
+    }
+  }, 120_000);
+
+  it("refuses a developer's second export while one is unread, and stops one its client stopped reading", async () => {
+    // Each export holds a read snapshot (on PostgreSQL a connection in an open transaction) until
+    // it is read: 21 unread exports took every snapshot connection of the host's own share.
+    const eve = await bigExport("eve", "bigexport");
     const limits = LIMITS as { exportStalledMs: number };
     const stalledMs = limits.exportStalledMs;
     // Long enough that the second export below arrives while the first is held, on a busy machine too.
     limits.exportStalledMs = 3000;
     try {
-      const unread = await new Promise<import("node:http").IncomingMessage>((resolve, reject) => {
-        const sent = request(
-          `${host.url}/v1/deploys/bigexport/export`,
-          { headers: { authorization: `Bearer ${eve.token}` }, lookup: localhostLookup },
-          (res) => {
-            res.pause();
-            resolve(res);
-          },
-        );
-        sent.on("error", reject);
-        sent.end();
-      });
+      const unread = await unreadExport("bigexport", eve.token);
       expect(unread.statusCode).toBe(200);
       const second = await exportZip(host, "bigexport", "", eve.token);
       expect(second.status, second.body.toString()).toBe(409);

@@ -29,7 +29,8 @@ function withObjects(ctx: Context): boolean {
 /**
  * Streams the export of deployment `id` as the response (a zip file), as `developer`'s one export
  * on this host; stopped when its client reads less than {@link LIMITS.exportProgressBytes} in
- * {@link LIMITS.exportStalledMs}, or goes away (also before the export began).
+ * {@link LIMITS.exportStalledMs}, when it has taken {@link LIMITS.exportMaxMs}, or when its client
+ * goes away (also before the export began).
  */
 async function sendExport(
   ctx: Context,
@@ -56,11 +57,16 @@ async function sendExport(
       done(null, chunk);
     },
   });
-  const stalled = setInterval(() => {
-    if (Date.now() - progressAt <= LIMITS.exportStalledMs) return;
-    running.abort();
-    body.destroy();
-  }, LIMITS.exportStalledMs / 4);
+  const startedAt = Date.now();
+  const stalled = setInterval(
+    () => {
+      const now = Date.now();
+      if (now - progressAt <= LIMITS.exportStalledMs && now - startedAt <= LIMITS.exportMaxMs) return;
+      running.abort();
+      body.destroy();
+    },
+    Math.min(LIMITS.exportStalledMs, LIMITS.exportMaxMs) / 4,
+  );
   stalled.unref();
   const stop = () => {
     clearInterval(stalled);

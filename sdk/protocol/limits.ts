@@ -451,6 +451,12 @@ export const LIMITS = {
   exportStalledMs: 120_000,
   /** What an export's client must read in {@link LIMITS.exportStalledMs} to keep it going. Ours. */
   exportProgressBytes: 64 * 1024,
+  /**
+   * How long one export may take, read however steadily: its snapshot keeps PostgreSQL from
+   * cleaning up any tenant's dead rows (they share one table) and classic-level from compacting
+   * away old files, and a client reading 64 KiB every two minutes kept one open for hours. Ours.
+   */
+  exportMaxMs: 30 * 60_000,
   /** Rows of one page of the dashboard's data browser (`GET /v1/deploys/<id>/tables/<t>/rows`). Ours. */
   dashboardPageRows: 100,
   /**
