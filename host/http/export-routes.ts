@@ -58,15 +58,12 @@ async function sendExport(
     },
   });
   const startedAt = Date.now();
-  const stalled = setInterval(
-    () => {
-      const now = Date.now();
-      if (now - progressAt <= LIMITS.exportStalledMs && now - startedAt <= LIMITS.exportMaxMs) return;
-      running.abort();
-      body.destroy();
-    },
-    Math.min(LIMITS.exportStalledMs, LIMITS.exportMaxMs) / 4,
-  );
+  const stalled = setInterval(() => {
+    const now = Date.now();
+    if (now - progressAt <= LIMITS.exportStalledMs && now - startedAt <= LIMITS.exportMaxMs) return;
+    running.abort();
+    body.destroy();
+  }, Math.min(LIMITS.exportStalledMs, LIMITS.exportMaxMs) / 4);
   stalled.unref();
   const stop = () => {
     clearInterval(stalled);

@@ -68,7 +68,7 @@ export class WorkerQueue<In, Out> {
   private nextId = 1;
 
   constructor(
-    /** The module that calls this file's `import.meta.url` home, and the worker module's name beside it. */
+    /** Where the worker's module is: `name`, beside the module whose `import.meta.url` is `base`. */
     private readonly module: { base: string; name: string },
     private readonly limits: WorkerQueueLimits,
     private readonly messages: WorkerQueueMessages,
