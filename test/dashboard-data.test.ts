@@ -5,7 +5,7 @@
  * as the developer's action and seen by the app's own queries; legacy deployments read-only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RowsAnswer, TablesAnswer } from "../sdk/protocol/index.js";
+import { LIMITS, type RowsAnswer, type TablesAnswer } from "../sdk/protocol/index.js";
 import { type DashboardSession, dashboardSignIn, sessionRequest } from "./helpers/dashboard.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -302,6 +302,28 @@ describe("writing", () => {
       /legacy database API.*read-only/,
     );
   });
+});
+it("ends a legacy page early past the bytes one read may take; its cursor gives the rest", async () => {
+  // Legacy rows are read without a handler's budget: 100 rows of 1 MB were one 100 MB answer.
+  expect((await host.deployFixture("bulky", "legacy")).status).toBe(201);
+  const title = "x".repeat(700_000);
+  for (let i = 0; i < 8; i++)
+    expect((await host.call("bulky", "mutation", "add", [`${i}${title}`, "t", i])).status).toBe(200);
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 8; pages++) {
+    const query: Record<string, string> = { numItems: "100", order: "asc" };
+    if (cursor) query.cursor = cursor;
+    const answer = await host.admin(rowsUrl(query, "tasks", "bulky"), "GET");
+    expect(answer.status, answer.text().slice(0, 200)).toBe(200);
+    expect(answer.body.length).toBeLessThan(LIMITS.bytesRead + 1_000_000);
+    const page = answer.json<RowsAnswer>();
+    seen.push(...page.page.map((row) => row.id as string));
+    if (page.isDone) break;
+    cursor = page.continueCursor;
+  }
+  expect(seen).toHaveLength(8);
+  expect(new Set(seen).size).toBe(8);
 });
 
 describe("a dashboard session on the operator API", () => {

@@ -206,15 +206,19 @@ async function browseLegacyRows(
     const page: Row[] = [];
     let last: Buffer | undefined;
     let more = false;
+    // A page ends early past the bytes a read may take (the rest follows by its cursor): this scan
+    // runs without a handler's budget, and 100 rows of 1 MB held 100 MB per request.
+    let bytes = 0;
     await scanRange(
       tx.snapshot,
       tx.overlay,
       { start, end, reverse, values: true, keys: true, hint: query.numItems + 1, want: query.numItems + 1 },
       (key, json) => {
-        if (page.length === query.numItems) {
+        if (page.length === query.numItems || (page.length > 0 && bytes + json.length > LIMITS.bytesRead)) {
           more = true;
           return false;
         }
+        bytes += json.length;
         page.push(JSON.parse(json) as Row);
         last = key;
         return true;
