@@ -43,7 +43,7 @@ async function bundle(answer: string): Promise<string> {
     `import { capsule, table, string } from "platform/server";
 export default capsule({
   schema: { notes: table({ text: string() }) },
-  queries: { say: async (ctx) => { await ctx.db.notes.take(1); return "${answer}"; } },
+  queries: { say: async (ctx) => { await ctx.db.notes.take(1); ctx.log.info("said ${answer}"); return "${answer}"; } },
 });
 `,
   );
@@ -148,4 +148,22 @@ it("never switches back to the code of a record read before a redeploy landed", 
   expect(runner.artifact).not.toBe(older);
   expect(await say()).toBe("newer");
   expect(serving.isDisposed).toBe(false);
+});
+
+it("leaves nothing of a call in flight when its deployment is deleted to the next deployment of that id", async () => {
+  await host.deployments.deploy("app", { code: await bundle("private") });
+  expect(await say()).toBe("private");
+  const gate = deferred();
+  const old = holdReads(gate.promise);
+  const inFlight = say().catch((error: { code?: string }) => error.code);
+  await old.reading;
+  await host.deployments.remove(await host.deployments.require("app"));
+  await host.deployments.deploy("app", { code: await bundle("public") });
+  // The deleted deployment's call ends now; its line and figures must not reach the new one.
+  gate.resolve();
+  expect(await inFlight).toBe("unavailable");
+  const lines = host.deployments.logs.recent("app");
+  expect(lines.map((line) => line.message).join("\n")).not.toContain("private");
+  expect(lines).toEqual([]);
+  expect(host.deployments.logs.stats.summary("app").handlers).toEqual([]);
 });

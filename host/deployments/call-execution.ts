@@ -210,6 +210,7 @@ export class CallExecutor {
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
     const sink = this.logs.sink(record.id, handler, requestId, record.env);
+    const generation = this.logs.generation(record.id);
     const run = new HandlerRun(runner, request, record);
     const options = {
       handler,
@@ -230,20 +231,26 @@ export class CallExecutor {
       );
       const used = run.usage();
       onUsage?.(used);
-      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used });
+      this.logs.recordCall(
+        record.id,
+        handler,
+        requestId,
+        { kind, name, outcome: "ok", usage: used },
+        generation,
+      );
       this.observer.settled(record.id, kind, "ok", used.wallMs / 1000, used);
       return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
     } catch (error) {
       const outcome = statusOf(error);
       const used = run.usage();
       onUsage?.(used);
-      this.logs.recordCall(record.id, handler, requestId, {
-        kind,
-        name,
-        outcome,
-        usage: used,
-        error: failureOf(error, run.failureStack()),
-      });
+      this.logs.recordCall(
+        record.id,
+        handler,
+        requestId,
+        { kind, name, outcome, usage: used, error: failureOf(error, run.failureStack()) },
+        generation,
+      );
       this.observer.settled(record.id, kind, outcome, used.wallMs / 1000, used);
       throw error;
     }

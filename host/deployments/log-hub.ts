@@ -1,12 +1,7 @@
 import pino, { type DestinationStream } from "pino";
-import {
-  BUDGET_WARNING_SHARE,
-  BUDGETS,
-  type BudgetKey,
-  budgetShares,
-  LIMITS,
-} from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
+import { budgetWarning } from "./budget-warning.js";
 import { HandlerStats } from "./handler-stats.js";
 import { loggedFields } from "./log-fields.js";
 import {
@@ -53,6 +48,11 @@ function isoNow(): string {
  */
 export class LogHub {
   private readonly rings = new Map<string, LogRing>();
+  /**
+   * Bumped each time a deployment is forgotten (deleted): lines and figures of calls that began
+   * before are dropped, not kept for whoever creates that id next.
+   */
+  private readonly generations = new Map<string, number>();
   /** Each deployment's followers, with what ends each one's stream. */
   private readonly listeners = new Map<string, Map<Listener, () => void>>();
   private readonly stackMappers = new Map<string, StackMapper>();
@@ -132,11 +132,20 @@ export class LogHub {
    * otherwise go on receiving the lines of whoever deploys that id next.
    */
   forget(deployment: string): void {
+    this.generations.set(deployment, this.generation(deployment) + 1);
     this.rings.delete(deployment);
     this.stats.purgeDeployment(deployment);
     const followers = this.listeners.get(deployment);
     this.listeners.delete(deployment);
     for (const end of followers?.values() ?? []) end();
+  }
+
+  /**
+   * The deployment's generation now: a call that starts now passes it back with its figures
+   * ({@link recordCall}), which are dropped if the deployment was deleted meanwhile.
+   */
+  generation(deployment: string): number {
+    return this.generations.get(deployment) ?? 0;
   }
 
   /** The kept lines of a deployment, oldest first. */
@@ -165,7 +174,14 @@ export class LogHub {
    * the line is only built when it is printed or followed. A failure's stack is replaced by what the
    * deployment's {@link StackMapper} makes of it (`call` is the caller's to give away).
    */
-  recordCall(deployment: string, handler: string, request: RequestId, call: CallRecord): void {
+  recordCall(
+    deployment: string,
+    handler: string,
+    request: RequestId,
+    call: CallRecord,
+    generation = this.generation(deployment),
+  ): void {
+    if (generation !== this.generation(deployment)) return;
     const entry: CallLine = {
       timeMs: Date.now(),
       handler,
@@ -214,6 +230,7 @@ export class LogHub {
   /**
    * A sink for one handler execution: tags lines, enforces the log limits of `LIMITS`, and replaces every
    * server-only env value by `[redacted]` so secrets never reach the logs through the platform.
+   * Lines written after the deployment was deleted are dropped (see {@link generation}).
    */
   sink(
     deployment: string,
@@ -223,7 +240,9 @@ export class LogHub {
   ): (entry: HandlerLogEntry) => void {
     let requestId = typeof request === "string" ? request : "";
     let count = 0;
-    const line = (level: LogLine["level"], message: string, kept?: ReturnType<typeof loggedFields>) =>
+    const generation = this.generation(deployment);
+    const line = (level: LogLine["level"], message: string, kept?: ReturnType<typeof loggedFields>) => {
+      if (generation !== this.generation(deployment)) return;
       this.write(
         {
           time: isoNow(),
@@ -236,6 +255,7 @@ export class LogHub {
         },
         kept?.chars,
       );
+    };
     const write = (entry: HandlerLogEntry) => {
       count++;
       if (requestId === "" && typeof request !== "string")
@@ -270,32 +290,4 @@ function withoutFailure(call: CallRecord): CallRecord {
   if (!call.error) return call;
   const { error: _, ...rest } = call;
   return rest;
-}
-
-const ADVICE: Record<BudgetKey, string> = {
-  rowsReturned: "return fewer rows: take(n), or paginate() across calls",
-  rowsRead:
-    "read fewer index entries: an index with an equality prefix, take(n), paginate(), or counts stored next to the rows instead of count()",
-  bytesRead: "read fewer or smaller rows: take(n), paginate(), or keep large values out of listed rows",
-  rangesRead:
-    "make fewer gets and scans: read related rows with one indexed query instead of a get per row, or spread the lookups over calls",
-  cpuMs: "do less work per call: move heavy computation out of the handler or split it",
-};
-
-const BUDGET_KEYS = Object.keys(BUDGETS) as BudgetKey[];
-
-/** The warning for a call above {@link BUDGET_WARNING_SHARE} of any budget, or undefined. */
-function budgetWarning(call: CallRecord): string | undefined {
-  // Nearly every call is far below every budget: the shares are worked out only for a warning.
-  const over = BUDGET_KEYS.filter((key) => call.usage[key] > BUDGETS[key] * BUDGET_WARNING_SHARE);
-  if (over.length === 0) return undefined;
-  const shares = budgetShares(call.usage);
-  over.sort((a, b) => shares[b] - shares[a]);
-  const used = over
-    .map(
-      (key) =>
-        `${Math.round(shares[key] * 100)}% of ${key} (${Math.round(call.usage[key])} of ${BUDGETS[key]})`,
-    )
-    .join(", ");
-  return `${call.kind} ${call.name} used ${used}: ${ADVICE[over[0] as BudgetKey]}.`;
 }
