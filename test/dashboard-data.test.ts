@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LIMITS, type RowsAnswer, type TablesAnswer } from "../sdk/protocol/index.js";
 import { type DashboardSession, dashboardSignIn, sessionRequest } from "./helpers/dashboard.js";
-import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 type Row = Record<string, unknown> & { id: string; createdAt: number };
 
@@ -303,6 +303,37 @@ describe("writing", () => {
     );
   });
 });
+it("counts a legacy deployment's tables within one walk allowance per request", async () => {
+  // A legacy deployment keeps no stored counts: each table is walked, all of them together at
+  // most LIMITS.dashboardCountScan entries per request (here 10), not that many per table.
+  const code = await sourceCode(`import { app, string } from "platform/legacy";
+export default app({
+  schema: { a: { text: string() }, b: { text: string() } },
+  queries: {},
+  mutations: {
+    fill(ctx, n: number) {
+      for (let i = 0; i < n; i++) { ctx.db.a.insert({ text: "a" + i }); ctx.db.b.insert({ text: "b" + i }); }
+      return n;
+    },
+  },
+});
+`);
+  expect((await host.admin("/v1/deploys", "POST", { id: "walked", code })).status).toBe(201);
+  expect((await host.call("walked", "mutation", "fill", [8])).status).toBe(200);
+  const limits = LIMITS as { dashboardCountScan: number };
+  const saved = limits.dashboardCountScan;
+  limits.dashboardCountScan = 10;
+  try {
+    const tables = (await host.admin("/v1/deploys/walked/tables", "GET")).json<TablesAnswer>();
+    expect(tables.tables.map((table) => [table.name, table.rows])).toEqual([
+      ["a", { exact: 8 }],
+      ["b", { atLeast: 2 }],
+    ]);
+  } finally {
+    limits.dashboardCountScan = saved;
+  }
+});
+
 it("ends a legacy page early past the bytes one read may take; its cursor gives the rest", async () => {
   // Legacy rows are read without a handler's budget: 100 rows of 1 MB were one 100 MB answer.
   expect((await host.deployFixture("bulky", "legacy")).status).toBe(201);

@@ -36,9 +36,28 @@ const BROWSE_BUDGET = {
 
 type Row = Record<string, FieldValue>;
 
-/** Walks `[start, end)` counting entries, at most {@link LIMITS.dashboardCountScan}. */
-async function walkCount(tx: Transaction, start: Buffer, end: Buffer): Promise<RowCount> {
-  const most = LIMITS.dashboardCountScan;
+/**
+ * Entries one dashboard request may walk to count, all its counts together: a legacy deployment
+ * keeps no stored counts, and its table list walked up to 10,000 entries for each of up to 1,000
+ * tables per request.
+ */
+interface WalkAllowance {
+  left: number;
+}
+
+const walkAllowance = (): WalkAllowance => ({ left: LIMITS.dashboardCountScan });
+
+/**
+ * Walks `[start, end)` counting entries, at most {@link LIMITS.dashboardCountScan} and at most
+ * what is `left` of the request's allowance (which it spends).
+ */
+async function walkCount(
+  tx: Transaction,
+  start: Buffer,
+  end: Buffer,
+  allowance: WalkAllowance = walkAllowance(),
+): Promise<RowCount> {
+  const most = Math.min(LIMITS.dashboardCountScan, allowance.left);
   let n = 0;
   await scanRange(
     tx.snapshot,
@@ -46,6 +65,7 @@ async function walkCount(tx: Transaction, start: Buffer, end: Buffer): Promise<R
     { start, end, reverse: false, values: false, keys: false, hint: 1000, want: most + 1 },
     () => ++n <= most,
   );
+  allowance.left -= Math.min(n, most);
   return n > most ? { atLeast: most } : { exact: n };
 }
 
@@ -70,13 +90,17 @@ async function countRange(
 }
 
 /** A table's size: `by_creation`'s stored count, else (legacy, or not counted yet) a bounded walk. */
-async function tableSize(tx: Transaction, table: CompiledTable): Promise<RowCount> {
+async function tableSize(
+  tx: Transaction,
+  table: CompiledTable,
+  allowance: WalkAllowance = walkAllowance(),
+): Promise<RowCount> {
   const creation = table.indexes.get(CREATION_INDEX);
   if (creation?.counted) {
     const stored = await tx.readKey(countKeyOf(creation.prefix));
     return { exact: stored === null ? 0 : Number(stored) };
   }
-  return walkCount(tx, table.rowPrefix, afterPrefix(table.rowPrefix));
+  return walkCount(tx, table.rowPrefix, afterPrefix(table.rowPrefix), allowance);
 }
 
 /** The indexes a handler may name: `by_creation` first, then the declared ones (no hidden `$` ones). */
@@ -88,6 +112,7 @@ function queryableIndexes(table: CompiledTable): CompiledIndex[] {
 /** Every table of the deployment with its fields, its queryable indexes and its exact size. */
 export async function describeTables(db: TenantDatabase): Promise<TableInfo[]> {
   const { value } = await db.query(async (tx) => {
+    const allowance = walkAllowance();
     const out: TableInfo[] = [];
     for (const table of [...db.tables.values()].sort((a, b) => a.name.localeCompare(b.name))) {
       out.push({
@@ -101,7 +126,7 @@ export async function describeTables(db: TenantDatabase): Promise<TableInfo[]> {
           fields: index.fields,
           counted: index.counted,
         })),
-        rows: await tableSize(tx, table),
+        rows: await tableSize(tx, table, allowance),
       });
     }
     return out;
@@ -112,9 +137,10 @@ export async function describeTables(db: TenantDatabase): Promise<TableInfo[]> {
 /** The whole deployment's row count (null when some table's size is only a lower bound). */
 export async function totalRows(db: TenantDatabase): Promise<number | null> {
   const { value } = await db.query(async (tx) => {
+    const allowance = walkAllowance();
     let total = 0;
     for (const table of db.tables.values()) {
-      const size = await tableSize(tx, table);
+      const size = await tableSize(tx, table, allowance);
       if (!("exact" in size)) return null;
       total += size.exact;
     }
