@@ -98,10 +98,11 @@ export function registerFunctionRoutes(
     const who = principalOf(ctx);
     checkFunctionRun(who, record);
     const input = await readJsonObject(ctx, RUN_BODY_BYTES);
-    await checkStillSame(deployments, record);
     const handler = handlerOf(record, input);
     const argsJson = argsJsonOf(input);
     const as = await runIdentity(auth, record.id, input.as);
+    // After every await before the call: the deployment checked may have been replaced meanwhile.
+    await checkStillSame(deployments, record);
     logRun(deployments, record, actorLabel(who), handler, as);
     let usage: CallUsage | null = null;
     const answer = { limits: USAGE_LIMITS, identity: as.shown };
