@@ -7,7 +7,7 @@ import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY, type NotReady } from "./fast-path.js";
 import { rowKeyUnder } from "./keys.js";
 import { heldBytesOf, tryHeldBytesSync, writtenBytes } from "./row-bytes.js";
-import { indexEntries, materializeJson, parseStoredRow, type StoredRow } from "./rows.js";
+import { checkNewIndexKeys, indexEntries, materializeJson, parseStoredRow, type StoredRow } from "./rows.js";
 import type { CompiledTable } from "./stored-schema.js";
 import type { TransactionView } from "./transaction-view.js";
 
@@ -129,13 +129,19 @@ export function writeRow(
 ): void {
   tx.budget.mayWrite();
   const json = JSON.stringify(row);
-  const next = indexEntries(table, row, true);
+  const next = indexEntries(table, row);
+  const previous = existing?.row;
+  // An insert's entries are all new; an update's are compared with the row's entries now.
+  const nextNames = previous ? next.map((entry) => entry.key.toString("latin1")) : [];
+  const previousEntries = previous ? indexEntries(table, previous) : [];
+  const had = new Set(previousEntries.map((entry) => entry.key.toString("latin1")));
+  // Before anything is written: a handler that catches the refusal goes on with a whole view.
+  checkNewIndexKeys(table, next, (_, at) => !previous || !had.has(nextNames[at] as string));
   // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
   const bytes = writtenBytes(json, next.length);
   tx.budget.wrote(bytes);
   tx.rowBytes.note(bytes - (existing?.bytes ?? 0), byHandler);
   const overlay = tx.overlay;
-  const previous = existing?.row;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
   if (!previous) {
     for (const entry of next) {
@@ -144,13 +150,9 @@ export function writeRow(
     }
     return;
   }
-  const nextNames = next.map((entry) => entry.key.toString("latin1"));
   const keep = new Set(nextNames);
-  const had = new Set<string>();
-  for (const entry of indexEntries(table, previous)) {
-    const name = entry.key.toString("latin1");
-    had.add(name);
-    if (keep.has(name)) continue;
+  for (const entry of previousEntries) {
+    if (keep.has(entry.key.toString("latin1"))) continue;
     overlay.set(entry.key, null);
     tx.noteCounts(entry, -1);
   }

@@ -168,19 +168,41 @@ export function indexEntry(index: CompiledIndex, row: StoredRow): IndexEntry {
   return { key, counts };
 }
 
-/**
- * `index`'s entry for a row written now, refused (`400 bad_request`) when its key is over
- * {@link LIMITS.indexKeyBytes}: PostgreSQL cannot index it. Only new entries are checked, so rows
- * stored before the limit can still be updated off their long values and deleted.
- */
-export function newIndexEntry(tableName: string, index: CompiledIndex, row: StoredRow): IndexEntry {
-  const entry = indexEntry(index, row);
+/** Refuses (`400 bad_request`) an index entry of `table` whose key PostgreSQL could not index. */
+function checkIndexKey(tableName: string, index: CompiledIndex, entry: IndexEntry): void {
   if (entry.key.length > LIMITS.indexKeyBytes)
     throw new PlatformError(
       "bad_request",
       `A row of ${tableName} is too long to index in ${index.name}: its entry would be ${entry.key.length} bytes, at most ${LIMITS.indexKeyBytes} (LIMITS.indexKeyBytes). Index a shorter value instead, such as a prefix or a hash of it.`,
     );
+}
+
+/**
+ * `index`'s entry for a row written now into an index that does not hold it yet (a backfill, an
+ * import), refused when its key is over {@link LIMITS.indexKeyBytes}: PostgreSQL cannot index it.
+ */
+export function newIndexEntry(tableName: string, index: CompiledIndex, row: StoredRow): IndexEntry {
+  const entry = indexEntry(index, row);
+  checkIndexKey(tableName, index, entry);
   return entry;
+}
+
+/**
+ * Checks the entries of `entries` (a row's, in the order of its table's indexes) that `isNew`
+ * accepts, as {@link newIndexEntry} does: an entry a row already has is never refused, so a row
+ * stored before the limit can still be changed on its other fields, and deleted.
+ */
+export function checkNewIndexKeys(
+  table: CompiledTable,
+  entries: IndexEntry[],
+  isNew: (entry: IndexEntry, at: number) => boolean,
+): void {
+  let at = 0;
+  for (const index of table.indexes.values()) {
+    const entry = entries[at] as IndexEntry;
+    if (isNew(entry, at)) checkIndexKey(table.name, index, entry);
+    at++;
+  }
 }
 
 /** The key of `row`'s entry in `index` (see {@link indexEntry}). */
@@ -198,12 +220,11 @@ function entryParts(index: CompiledIndex, row: StoredRow): Buffer[] {
   return parts;
 }
 
-/** Every index entry of `row` (defaults materialized first); `written`: checked as new entries (see {@link newIndexEntry}). */
-export function indexEntries(table: CompiledTable, row: StoredRow, written = false): IndexEntry[] {
+/** Every index entry of `row` (defaults materialized first), in the order of the table's indexes. */
+export function indexEntries(table: CompiledTable, row: StoredRow): IndexEntry[] {
   const full = materialize(table, { ...row });
   const entries: IndexEntry[] = [];
-  for (const index of table.indexes.values())
-    entries.push(written ? newIndexEntry(table.name, index, full) : indexEntry(index, full));
+  for (const index of table.indexes.values()) entries.push(indexEntry(index, full));
   return entries;
 }
 

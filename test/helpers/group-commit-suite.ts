@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { DatabaseQuota, HostDatabase, TenantDatabase } from "../../host/db/index.js";
 import { countKeyOf } from "../../host/db/keys.js";
 import type { CompiledIndex, CompiledTable } from "../../host/db/stored-schema.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { SchemaSpec } from "../../sdk/values/index.js";
 import { CREATION_INDEX } from "../../sdk/values/index.js";
 import { deferred } from "./deferred.js";
@@ -203,6 +204,31 @@ export function groupCommitSuite(
         } as SchemaSpec;
         await expect(deployment.migrate(indexed)).rejects.toMatchObject({ code: "bad_request" });
         expect([...(deployment.tables.get("notes")?.indexes.keys() ?? [])]).not.toContain("by_body");
+        // A row stored before the limit (here: while it was higher) keeps working: changed on its
+        // other fields, and deleted; only a new long entry is refused, before anything is written,
+        // so a handler that catches the refusal goes on with its view whole.
+        const limits = LIMITS as { indexKeyBytes: number };
+        limits.indexKeyBytes = 4096;
+        const old = await deployment
+          .mutate((tx) => tx.insert("notes", { text: "o".repeat(2300) }))
+          .finally(() => {
+            limits.indexKeyBytes = 2048;
+          });
+        await deployment.mutate((tx) => tx.update("notes", old.value, { body: "edited" }));
+        const caught = await deployment.mutate(async (tx) => {
+          const refused = await tx.update("notes", old.value, { text: "n".repeat(2300) }).then(
+            () => "written",
+            (error: { code: string }) => error.code,
+          );
+          return { refused, row: JSON.parse((await tx.get("notes", old.value)) as string) };
+        });
+        expect(caught.value.refused).toBe("bad_request");
+        expect(caught.value.row).toMatchObject({ text: "o".repeat(2300), body: "edited" });
+        await deployment.mutate((tx) => tx.delete("notes", old.value));
+        const left = await deployment.query((tx) =>
+          tx.query({ table: "notes", index: "by_text", range: [], order: "asc" }, { kind: "count" }),
+        );
+        expect(left.value).toEqual({ kind: "count", count: 20 });
       } finally {
         await dispose();
       }
