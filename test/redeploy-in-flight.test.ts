@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
+import type { CallExecutor } from "../host/deployments/call-execution.js";
 import { type PlatformHost, startHost } from "../host/host.js";
 import type { CapsuleIsolate } from "../host/isolates/index.js";
 import { deferred } from "./helpers/deferred.js";
@@ -43,7 +44,7 @@ async function bundle(answer: string): Promise<string> {
     `import { capsule, table, string } from "platform/server";
 export default capsule({
   schema: { notes: table({ text: string() }) },
-  queries: { say: async (ctx) => { await ctx.db.notes.take(1); ctx.log.info("said ${answer}"); return "${answer}"; } },
+  queries: { say: async (ctx) => { await ctx.db.notes.take(1); ctx.log.info("said ${answer}"); return "${answer}" + (ctx.env.WHO ? ":" + ctx.env.WHO : ""); } },
 });
 `,
   );
@@ -136,22 +137,28 @@ it("keeps draining when the new code's isolate is stopped meanwhile, and the nex
 });
 
 it("never switches back to the code of a record read before a redeploy landed", async () => {
-  await host.deployments.deploy("app", { code: await bundle("older") });
-  const older = (await host.deployments.require("app")).artifact;
-  expect(await say()).toBe("older");
-  await host.deployments.deploy("app", { code: await bundle("newer") });
-  expect(await say()).toBe("newer");
+  await host.deployments.deploy("app", { code: await bundle("older"), env: { WHO: "old" } });
+  const olderRecord = await host.deployments.require("app");
+  const older = olderRecord.artifact;
+  expect(await say()).toBe("older:old");
+  await host.deployments.deploy("app", { code: await bundle("newer"), env: { WHO: "new" } });
+  expect(await say()).toBe("newer:new");
   const runner = host.deployments.pool.runner("app", "");
   const serving = (runner as unknown as { isolate: CapsuleIsolate }).isolate;
   // A call whose record was read before the redeploy asks for its runner with the old artifact.
   expect(host.deployments.pool.runner("app", older)).toBe(runner);
   expect(runner.artifact).not.toBe(older);
-  expect(await say()).toBe("newer");
+  expect(await say()).toBe("newer:new");
+  expect(serving.isDisposed).toBe(false);
+  // And such a call starts again with the new record: the new code runs it with its own env.
+  const calls = (host.deployments as unknown as { calls: CallExecutor }).calls;
+  const stale = await calls.call(olderRecord, { kind: "query", name: "say", argsJson: "{}", identity: null });
+  expect(JSON.parse(stale.valueJson)).toBe("newer:new");
   expect(serving.isDisposed).toBe(false);
 });
 
 it("leaves nothing of a call in flight when its deployment is deleted to the next deployment of that id", async () => {
-  await host.deployments.deploy("app", { code: await bundle("private") });
+  await host.deployments.deploy("app", { code: await bundle("private"), env: {} });
   expect(await say()).toBe("private");
   const gate = deferred();
   const old = holdReads(gate.promise);

@@ -58,6 +58,19 @@ export interface CallObserver {
 
 const IGNORE_CALLS: CallObserver = { settled() {}, refused() {} };
 
+/** Thrown before a call runs when its deployment was redeployed since its record was read. */
+class RedeployedMeanwhile extends Error {
+  constructor(readonly newer: DeploymentRecord) {
+    super("redeployed meanwhile");
+  }
+}
+
+/** A call's failure handler that starts it again with the newer record when it was redeployed meanwhile. */
+function startedAgain(again: (newer: DeploymentRecord) => Promise<CallResult>) {
+  return (error: unknown): Promise<CallResult> =>
+    error instanceof RedeployedMeanwhile ? again(error.newer) : Promise.reject(error);
+}
+
 function statusOf(error: unknown): string {
   return isPlatformError(error) ? error.code : "internal";
 }
@@ -85,6 +98,8 @@ export class CallExecutor {
     private readonly pool: IsolatePool,
     private readonly logs: LogHub,
     private readonly observer: CallObserver = IGNORE_CALLS,
+    /** A deployment's newest record this host knows (its registry's), if any. */
+    private readonly newest: (id: string) => DeploymentRecord | undefined = () => undefined,
   ) {
     this.sweeper = new IdempotencySweeper(db.store);
   }
@@ -134,7 +149,7 @@ export class CallExecutor {
       call.session,
       idempotent,
       call.onUsage,
-    );
+    ).catch(startedAgain((newer) => this.call(newer, call)));
     if (idempotent) this.sweeper.noteMutation(record.id, fields.now);
     return result;
   }
@@ -180,7 +195,7 @@ export class CallExecutor {
         seed: nextSeed(),
       },
       session,
-    );
+    ).catch(startedAgain((newer) => this.callEndpoint(newer, name, request, identity, session)));
   }
 
   /**
@@ -207,6 +222,11 @@ export class CallExecutor {
       throw error;
     }
     const database = await this.db.deployment(record.id);
+    // Redeployed meanwhile: the call starts again with the new record, whose code runs it (its
+    // handlers, env and API version must be the code's), as if it had come a moment later.
+    const newer = this.newest(record.id);
+    if (newer && newer.artifact !== record.artifact && newer.incarnation === record.incarnation)
+      throw new RedeployedMeanwhile(newer);
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
     const sink = this.logs.sink(record.id, handler, requestId, record.env);

@@ -72,7 +72,7 @@ export class DeploymentService {
       artifactOf: (id: string) => this.registry.cached(id)?.artifact,
     };
     this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer, known);
-    this.calls = new CallExecutor(db, this.pool, logs, observer);
+    this.calls = new CallExecutor(db, this.pool, logs, observer, (id) => this.registry.cached(id));
   }
 
   /**
