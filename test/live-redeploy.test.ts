@@ -127,7 +127,13 @@ describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two ho
     }
   }, 90_000);
 
-  it("a deployment deleted and created again while one host heard nothing is gone there once it resyncs", async () => {
+  /**
+   * Deletes deployment "again" and creates another under its id through host a while host b hears
+   * nothing (its listening connection is down); then b hears `heard` (what its bus delivers once it
+   * listens again, or the re-creation's own announcement). With `settingsFirst`, b first heard a
+   * settings change, which empties its cache of the record.
+   */
+  async function recreatedUnheard(heard: "resync" | "deployment", settingsFirst: boolean) {
     const server = await startLocalPostgres();
     const a = await startTestHost({ database: server.url });
     const b = await startTestHost({ database: server.url });
@@ -139,15 +145,14 @@ describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two ho
         value: "first owner",
       });
       const closed = new Promise<number>((resolve) => socket.ws.once("close", (code) => resolve(code)));
-      // Host b hears nothing (its listening connection is down) while a deletes the deployment and
-      // creates another under its id; then b listens again, and its bus tells it to resync.
       const database = b.database as unknown as { receive: (message: unknown) => Promise<void> };
       const receive = database.receive.bind(b.database);
+      if (settingsFirst) await receive({ type: "deployment", id: "again" });
       database.receive = async () => {};
       expect((await a.admin("/v1/deploys/again", "DELETE")).status).toBe(204);
       expect((await a.deployCode("again", await sourceCode(version("second owner")))).status).toBe(201);
       database.receive = receive;
-      await receive({ type: "resync" });
+      await receive(heard === "resync" ? { type: "resync" } : { type: "deployment", id: "again" });
       // The first deployment's socket is closed as a deleted one's, not fed the second's answers.
       expect(await closed).toBe(SYNC_CLOSE.deploymentGone);
       expect(socket.of("s").map((m) => m.value)).not.toContain("second owner");
@@ -163,5 +168,13 @@ describe.skipIf(postgresBinDir() === undefined)("on PostgreSQL, shared by two ho
       await b.dispose();
       await server.stop();
     }
+  }
+
+  it("a deployment deleted and created again while one host heard nothing is gone there once it resyncs", async () => {
+    await recreatedUnheard("resync", false);
+  }, 90_000);
+
+  it("the same, heard as the re-creation's announcement after a settings change emptied the cache", async () => {
+    await recreatedUnheard("deployment", true);
   }, 90_000);
 });

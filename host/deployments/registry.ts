@@ -26,6 +26,12 @@ export class DeploymentRegistry {
   private readonly artifacts: RecordStore<ArtifactRecord>;
   private readonly removals: RecordStore<RemovalRecord>;
   private readonly cache = new Map<string, DeploymentRecord>();
+  /**
+   * The incarnation of every deployment this host has had a record of, kept while announcements
+   * empty the cache: what tells a deployment deleted and created again under its id, its deletion
+   * unheard, from one merely changed.
+   */
+  private readonly incarnations = new Map<string, string | null>();
   /** Recently used artifacts' code by hash, least recently used first. */
   private readonly codes = new Map<string, string>();
   private codeChars = 0;
@@ -39,22 +45,26 @@ export class DeploymentRegistry {
     this.artifacts = db.records<ArtifactRecord>("artifacts");
     this.removals = db.records<RemovalRecord>("deployment-removals");
     db.onAnnouncement((message) => {
-      // After a resync, every record this host knows may have changed or gone.
+      // After a resync, every deployment this host knows may have changed or gone.
       const ids =
         message.type === "deployment"
           ? [message.id]
           : message.type === "resync"
-            ? [...this.cache.keys()]
+            ? [...new Set([...this.cache.keys(), ...this.incarnations.keys()])]
             : [];
       for (const id of ids) {
-        const known = this.cache.get(id);
+        const known = this.incarnations.get(id);
         this.cache.delete(id);
         void this.records.get(id).then((record) => {
           // Another incarnation under the same id (deleted and created again, its deletion's
           // message missed): the one this host knew is gone (its isolate, database, sockets and
           // live queries with it) before the new one is taken as changed.
-          if (!record || (known !== undefined && known.incarnation !== record.incarnation)) onGone(id);
-          if (record) onChanged(id);
+          const incarnation = record ? (record.incarnation ?? null) : undefined;
+          if (!record || (known !== undefined && known !== incarnation)) onGone(id);
+          if (record) {
+            this.incarnations.set(id, incarnation as string | null);
+            onChanged(id);
+          } else this.incarnations.delete(id);
         });
       }
     });
@@ -70,7 +80,7 @@ export class DeploymentRegistry {
     const cached = this.cache.get(id);
     if (cached) return cached;
     const record = await this.records.get(id);
-    if (record) this.cache.set(id, record);
+    if (record) this.keep(record);
     return record;
   }
 
@@ -103,7 +113,7 @@ export class DeploymentRegistry {
   /** Stores and caches `record` without telling the other hosts yet (see {@link announce}). */
   async store(record: DeploymentRecord): Promise<void> {
     await this.records.put(record.id, record);
-    this.cache.set(record.id, record);
+    this.keep(record);
   }
 
   /** The write that stores `record`, for a batch that commits it with other writes (an import). */
@@ -113,7 +123,12 @@ export class DeploymentRegistry {
 
   /** Caches `record` once a batch stored it (tell the other hosts with {@link announce}). */
   remember(record: DeploymentRecord): void {
+    this.keep(record);
+  }
+
+  private keep(record: DeploymentRecord): void {
     this.cache.set(record.id, record);
+    this.incarnations.set(record.id, record.incarnation ?? null);
   }
 
   /** Tells the other hosts that deployment `id` changed or was deleted (and this host, if it changed). */
@@ -146,6 +161,7 @@ export class DeploymentRegistry {
       [{ key: this.records.key(record.id), value: null }],
     );
     this.cache.delete(record.id);
+    this.incarnations.delete(record.id);
     return removal;
   }
 
