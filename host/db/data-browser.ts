@@ -240,11 +240,12 @@ async function browseLegacyRows(
       tx.overlay,
       { start, end, reverse, values: true, keys: true, hint: query.numItems + 1, want: query.numItems + 1 },
       (key, json) => {
-        if (page.length === query.numItems || (page.length > 0 && bytes + json.length > LIMITS.bytesRead)) {
+        const rowBytes = Buffer.byteLength(json);
+        if (page.length === query.numItems || (page.length > 0 && bytes + rowBytes > LIMITS.bytesRead)) {
           more = true;
           return false;
         }
-        bytes += json.length;
+        bytes += rowBytes;
         page.push(JSON.parse(json) as Row);
         last = key;
         return true;

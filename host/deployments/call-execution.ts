@@ -230,7 +230,7 @@ export class CallExecutor {
     const runner = this.pool.runner(record.id, record.artifact);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
     const sink = this.logs.sink(record.id, handler, requestId, record.env);
-    const generation = this.logs.generation(record.id);
+    const stamp = this.logs.stamp();
     const run = new HandlerRun(runner, request, record);
     const options = {
       handler,
@@ -251,13 +251,7 @@ export class CallExecutor {
       );
       const used = run.usage();
       onUsage?.(used);
-      this.logs.recordCall(
-        record.id,
-        handler,
-        requestId,
-        { kind, name, outcome: "ok", usage: used },
-        generation,
-      );
+      this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used }, stamp);
       this.observer.settled(record.id, kind, "ok", used.wallMs / 1000, used);
       return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
     } catch (error) {
@@ -269,7 +263,7 @@ export class CallExecutor {
         handler,
         requestId,
         { kind, name, outcome, usage: used, error: failureOf(error, run.failureStack()) },
-        generation,
+        stamp,
       );
       this.observer.settled(record.id, kind, outcome, used.wallMs / 1000, used);
       throw error;

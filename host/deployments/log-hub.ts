@@ -42,6 +42,12 @@ function isoNow(): string {
 }
 
 /**
+ * How long a deletion is remembered for the calls begun before it: far longer than any call runs
+ * (`LIMITS.handlerWallMs`), their last lines included.
+ */
+const FORGOTTEN_KEPT_MS = 10 * 60_000;
+
+/**
  * Every handler log line of the host: written as JSON lines through pino (to stdout unless told
  * otherwise), kept in a ring of the last {@link LIMITS.logLinesKept} lines per deployment
  * for `platform logs`, and pushed to followers.
@@ -49,10 +55,12 @@ function isoNow(): string {
 export class LogHub {
   private readonly rings = new Map<string, LogRing>();
   /**
-   * Bumped each time a deployment is forgotten (deleted): lines and figures of calls that began
-   * before are dropped, not kept for whoever creates that id next.
+   * Deletions so far, and when (in that count) each deployment was last forgotten: lines and
+   * figures of calls that began before are dropped, not kept for whoever creates that id next.
+   * Entries go once no call begun before them can still run (see {@link FORGOTTEN_KEPT_MS}).
    */
-  private readonly generations = new Map<string, number>();
+  private forgets = 0;
+  private readonly forgotten = new Map<string, { at: number; when: number }>();
   /** Each deployment's followers, with what ends each one's stream. */
   private readonly listeners = new Map<string, Map<Listener, () => void>>();
   private readonly stackMappers = new Map<string, StackMapper>();
@@ -132,7 +140,14 @@ export class LogHub {
    * otherwise go on receiving the lines of whoever deploys that id next.
    */
   forget(deployment: string): void {
-    this.generations.set(deployment, this.generation(deployment) + 1);
+    const now = Date.now();
+    for (const [id, { when }] of this.forgotten) {
+      if (when > now - FORGOTTEN_KEPT_MS) break;
+      this.forgotten.delete(id);
+    }
+    this.forgets++;
+    this.forgotten.delete(deployment);
+    this.forgotten.set(deployment, { at: this.forgets, when: now });
     this.rings.delete(deployment);
     this.stats.purgeDeployment(deployment);
     const followers = this.listeners.get(deployment);
@@ -141,11 +156,16 @@ export class LogHub {
   }
 
   /**
-   * The deployment's generation now: a call that starts now passes it back with its figures
-   * ({@link recordCall}), which are dropped if the deployment was deleted meanwhile.
+   * A stamp for a call that starts now: passed back with its figures ({@link recordCall}), which
+   * are dropped if its deployment was deleted since.
    */
-  generation(deployment: string): number {
-    return this.generations.get(deployment) ?? 0;
+  stamp(): number {
+    return this.forgets;
+  }
+
+  /** Whether `deployment` was deleted since `stamp` was taken. */
+  private deletedSince(deployment: string, stamp: number): boolean {
+    return (this.forgotten.get(deployment)?.at ?? 0) > stamp;
   }
 
   /** The kept lines of a deployment, oldest first. */
@@ -179,9 +199,9 @@ export class LogHub {
     handler: string,
     request: RequestId,
     call: CallRecord,
-    generation = this.generation(deployment),
+    stamp = this.stamp(),
   ): void {
-    if (generation !== this.generation(deployment)) return;
+    if (this.deletedSince(deployment, stamp)) return;
     const entry: CallLine = {
       timeMs: Date.now(),
       handler,
@@ -230,7 +250,7 @@ export class LogHub {
   /**
    * A sink for one handler execution: tags lines, enforces the log limits of `LIMITS`, and replaces every
    * server-only env value by `[redacted]` so secrets never reach the logs through the platform.
-   * Lines written after the deployment was deleted are dropped (see {@link generation}).
+   * Lines written after the deployment was deleted are dropped (see {@link stamp}).
    */
   sink(
     deployment: string,
@@ -240,9 +260,9 @@ export class LogHub {
   ): (entry: HandlerLogEntry) => void {
     let requestId = typeof request === "string" ? request : "";
     let count = 0;
-    const generation = this.generation(deployment);
+    const stamp = this.stamp();
     const line = (level: LogLine["level"], message: string, kept?: ReturnType<typeof loggedFields>) => {
-      if (generation !== this.generation(deployment)) return;
+      if (this.deletedSince(deployment, stamp)) return;
       this.write(
         {
           time: isoNow(),
