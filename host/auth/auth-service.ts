@@ -11,6 +11,7 @@ import {
   OpenSessions,
   type SessionGate,
 } from "./open-sessions.js";
+import { SessionRechecks } from "./session-rechecks.js";
 import { type GuestToUpgrade, SessionStore, signedOutRecord } from "./session-store.js";
 import {
   accountUserId,
@@ -35,9 +36,6 @@ export type IncarnationLookup = (id: string) => Promise<string | null | undefine
  */
 export type RecordCommit = (key: Buffer, rewrite: (stored: string | null) => string | null) => Promise<void>;
 
-/** Open sessions read again at once after other hosts' commits (see AuthService.recheck). */
-const RECHECKS_AT_ONCE = 2;
-
 /**
  * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
  * the retirement of upgraded guests, told to the open connections that hold them. Tokens are
@@ -47,9 +45,8 @@ export class AuthService {
   private readonly sessions: SessionStore;
   private readonly tokens: TokenService;
   private readonly open: OpenSessions;
-  /** Open sessions to read again (see {@link recheck}), and how many such reads run now. */
-  private readonly rechecks = new Set<SessionGate>();
-  private recheckRunning = 0;
+  /** Open sessions read again after other hosts' commits (see session-rechecks.ts). */
+  private readonly rechecks = new SessionRechecks((gate) => this.endIfRetired(gate));
   private readonly emailCodes: RecordStore<unknown>;
 
   private constructor(
@@ -67,32 +64,9 @@ export class AuthService {
     db.onAnnouncement((message) => {
       if (message.type !== "commit") return;
       const keys = message.all ? undefined : (message.keys ?? []);
-      for (const gate of this.open.noticeCommit(message.deployment, keys)) this.recheck(gate);
+      for (const gate of this.open.noticeCommit(message.deployment, keys))
+        this.rechecks.add(message.deployment, gate);
     });
-  }
-
-  /**
-   * Reads `gate`'s session again soon, {@link RECHECKS_AT_ONCE} at a time over the host's small
-   * pool of connections, each gate once however many commits named it meanwhile: one tenant's wide
-   * commits, which name no keys, made another host read every open session of it at once per commit.
-   */
-  private recheck(gate: SessionGate): void {
-    if (gate.ended || this.rechecks.has(gate)) return;
-    this.rechecks.add(gate);
-    this.nextRecheck();
-  }
-
-  private nextRecheck(): void {
-    while (this.recheckRunning < RECHECKS_AT_ONCE) {
-      const gate = this.rechecks.values().next().value;
-      if (gate === undefined) return;
-      this.rechecks.delete(gate);
-      this.recheckRunning++;
-      void this.endIfRetired(gate).finally(() => {
-        this.recheckRunning--;
-        this.nextRecheck();
-      });
-    }
   }
 
   private async endIfRetired(gate: SessionGate): Promise<void> {
