@@ -8,6 +8,7 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { arrivingBytes, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const KIB = 1024;
@@ -27,23 +28,7 @@ afterAll(async () => {
   await host.dispose();
 });
 
-/** Bytes of request bodies arriving at the host now, as `/metrics` says. */
-async function arriving(): Promise<number> {
-  const metrics = await host.admin("/metrics", "GET");
-  const line = metrics
-    .text()
-    .split("\n")
-    .find((l) => l.startsWith("platform_request_body_bytes_arriving "));
-  return Number(line?.split(" ")[1]);
-}
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error("the host never got there");
-}
+const arriving = () => arrivingBytes(host);
 
 /**
  * Sends `head` and then `body` on a raw connection (the body may stop short of its Content-Length);

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { arrivingBytes, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const MIB = 1024 * 1024;
@@ -26,19 +27,7 @@ afterAll(async () => {
   await host.dispose();
 });
 
-async function arriving(): Promise<number> {
-  const metrics = (await host.admin("/metrics", "GET")).text();
-  const line = metrics.split("\n").find((l) => l.startsWith("platform_request_body_bytes_arriving "));
-  return Number(line?.split(" ")[1]);
-}
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error("the host never got there");
-}
+const arriving = () => arrivingBytes(host);
 
 /** A deploy from `client` declaring `declared` bytes of body, of which only `sent` arrive. */
 function heldDeploy(client: string, id: string, declared: number, sent: number): Promise<string> {

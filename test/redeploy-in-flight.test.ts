@@ -5,50 +5,28 @@
  * more isolates. Real host; each in-flight call's database read is held (its isolate's syscalls
  * wait on a gate) until the test lets it go.
  */
-import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { bundleCapsule } from "../cli/bundle.js";
 import type { CallExecutor } from "../host/deployments/call-execution.js";
-import { type PlatformHost, startHost } from "../host/host.js";
 import type { CapsuleIsolate } from "../host/isolates/index.js";
 import { deferred } from "./helpers/deferred.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
-let dir: string;
-let host: PlatformHost;
+let host: TestHost;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "platform-redeploy-in-flight-"));
-  host = await startHost({
-    data: join(dir, "host"),
-    port: 0,
-    domain: "localhost",
-    adminToken: randomBytes(8).toString("hex"),
-    logDestination: false,
-  });
+  host = await startTestHost();
 });
 
-afterAll(async () => {
-  await host.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => host.dispose());
 
-/** A capsule whose `say` reads the notes table, then answers `answer`. */
-async function bundle(answer: string): Promise<string> {
-  const source = join(dir, answer);
-  await mkdir(join(source, "server"), { recursive: true });
-  await writeFile(
-    join(source, "server", "index.ts"),
-    `import { capsule, table, string } from "platform/server";
+/** A capsule whose `say` reads the notes table, then answers `answer` (and its env's `WHO`). */
+function bundle(answer: string): Promise<string> {
+  return sourceCode(`import { capsule, table, string } from "platform/server";
 export default capsule({
   schema: { notes: table({ text: string() }) },
   queries: { say: async (ctx) => { await ctx.db.notes.take(1); ctx.log.info("said ${answer}"); return "${answer}" + (ctx.env.WHO ? ":" + ctx.env.WHO : ""); } },
 });
-`,
-  );
-  return (await bundleCapsule(source)).code;
+`);
 }
 
 function say(): Promise<unknown> {

@@ -6,7 +6,7 @@ import { SessionRechecks } from "./session-rechecks.js";
 
 it("reads each waiting gate once, two at a time, deployments taking turns", async () => {
   const order: string[] = [];
-  const gates = new Map<SessionGate, ReturnType<typeof deferred>>();
+  const gates = new Map<SessionGate, ReturnType<typeof deferred<void>>>();
   const rechecks = new SessionRechecks((gate) => {
     order.push(gate.sessionId);
     const done = deferred();
