@@ -5,10 +5,10 @@
  * refused at once, and a body whose connection closes gives its bytes back. A real host on
  * loopback, raw sockets, `GET /metrics` for the bytes arriving.
  */
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { arrivingBytes, until } from "./helpers/arrivals.js";
+import { arrivingBytes, rawRequest, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const KIB = 1024;
@@ -30,33 +30,16 @@ afterAll(async () => {
 
 const arriving = () => arrivingBytes(host);
 
-/**
- * Sends `head` and then `body` on a raw connection (the body may stop short of its Content-Length);
- * resolves to the response's head and body once the host answers (a held body gets no answer).
- */
-function rawRequest(head: string, body: string): { answer: Promise<string> } {
-  const socket = connect(Number(new URL(host.url).port), "127.0.0.1");
-  sockets.push(socket);
-  let text = "";
-  const answer = new Promise<string>((resolve) => {
-    socket.on("data", (chunk) => {
-      text += chunk.toString("utf8");
-      if (text.includes("\r\n\r\n") && text.endsWith("}")) resolve(text);
-    });
-    socket.on("error", () => resolve(text));
-  });
-  socket.write(head);
-  socket.write(body);
-  return { answer };
-}
-
 /** A query from `client` whose body of `declared` bytes arrives only up to `sent` bytes. */
 function partialBody(client: string, declared: number, sent: number): { answer: Promise<string> } {
   const port = new URL(host.url).port;
-  return rawRequest(
+  const answer = rawRequest(
+    host,
+    sockets,
     `POST /api/query/list HTTP/1.1\r\nHost: notes.localhost:${port}\r\nX-Forwarded-For: ${client}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
     `{"pad":"${"x".repeat(sent - 8)}`,
   );
+  return { answer };
 }
 
 describe("request bodies arriving at once", () => {
@@ -104,7 +87,9 @@ describe("request bodies arriving at once", () => {
     const port = new URL(host.url).port;
     const form =
       '--b\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n';
-    const { answer } = rawRequest(
+    const answer = rawRequest(
+      host,
+      sockets,
       `POST /storage HTTP/1.1\r\nHost: files.localhost:${port}\r\nX-Forwarded-For: 10.0.0.4\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${300 * KIB}\r\n\r\n`,
       form + "y".repeat(100 * KIB),
     );

@@ -6,10 +6,10 @@
  * raw sockets, `GET /metrics`.
  */
 import { randomBytes } from "node:crypto";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { arrivingBytes, until } from "./helpers/arrivals.js";
+import { arrivingBytes, rawRequest, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const MIB = 1024 * 1024;
@@ -31,21 +31,12 @@ const arriving = () => arrivingBytes(host);
 
 /** A deploy from `client` declaring `declared` bytes of body, of which only `sent` arrive. */
 function heldDeploy(client: string, id: string, declared: number, sent: number): Promise<string> {
-  const socket = connect(Number(new URL(host.url).port), "127.0.0.1");
-  sockets.push(socket);
-  let text = "";
-  const answer = new Promise<string>((resolve) => {
-    socket.on("data", (chunk) => {
-      text += chunk.toString("utf8");
-      if (text.includes("\r\n\r\n") && text.endsWith("}")) resolve(text);
-    });
-    socket.on("error", () => resolve(text));
-  });
-  socket.write(
+  return rawRequest(
+    host,
+    sockets,
     `PUT /v1/deploys/${id} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${host.adminToken}\r\nX-Forwarded-For: ${client}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+    `{"code":"${"x".repeat(sent - 9)}`,
   );
-  socket.write(`{"code":"${"x".repeat(sent - 9)}`);
-  return answer;
 }
 
 it("counts what a large body sent, not what it declared, and gives it back on close", async () => {

@@ -18,7 +18,7 @@ describe("the markup checker", () => {
   it("fails a check that runs past its time with 503, and checks the next file on a new thread", async () => {
     // The timer fires on the main thread while the thread scans 4 MB: the main thread is free.
     const checker = new MarkupChecker({
-      checkMs: 1,
+      jobMs: 1,
       queueBytes: 64 * 1024 * 1024,
       queueBytesEach: 64 * 1024 * 1024,
     });
@@ -29,7 +29,7 @@ describe("the markup checker", () => {
   });
 
   it("refuses files past the bytes that may wait, in all and in one queue, with 503", async () => {
-    const checker = new MarkupChecker({ checkMs: 30_000, queueBytes: 200, queueBytesEach: 100 });
+    const checker = new MarkupChecker({ jobMs: 30_000, queueBytes: 200, queueBytesEach: 100 });
     await expect(checker.scriptReason(Buffer.alloc(101, 0x3c), "a")).rejects.toMatchObject({
       code: "unavailable",
     });

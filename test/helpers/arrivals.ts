@@ -1,3 +1,4 @@
+import { connect, type Socket } from "node:net";
 import type { TestHost } from "./host.js";
 
 /** Bytes of request bodies arriving at `host` now, as its `/metrics` says. */
@@ -14,4 +15,25 @@ export async function until(check: () => Promise<boolean>): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error("the host never got there");
+}
+
+/**
+ * Sends `head` and then `body` to `host` on a raw connection kept in `sockets` (the body may stop
+ * short of its Content-Length); resolves to the response's head and body once the host answers (a
+ * held body gets no answer), or to what arrived when the connection fails.
+ */
+export function rawRequest(host: TestHost, sockets: Socket[], head: string, body: string): Promise<string> {
+  const socket = connect(Number(new URL(host.url).port), "127.0.0.1");
+  sockets.push(socket);
+  let text = "";
+  const answer = new Promise<string>((resolve) => {
+    socket.on("data", (chunk) => {
+      text += chunk.toString("utf8");
+      if (text.includes("\r\n\r\n") && text.endsWith("}")) resolve(text);
+    });
+    socket.on("error", () => resolve(text));
+  });
+  socket.write(head);
+  socket.write(body);
+  return answer;
 }
