@@ -55,7 +55,8 @@ function readsCount(query: SentQuery): boolean {
 /** The statements of data sent: not the write lock's, nor a bare COMMIT or ROLLBACK. */
 function ofData(queries: SentQuery[]): SentQuery[] {
   return queries.filter(
-    (query) => !query.text.includes("_locks") && !/^(COMMIT|ROLLBACK)$/.test(query.text.trim()),
+    (query) =>
+      !query.text.includes("pg_advisory_xact_lock") && !/^(COMMIT|ROLLBACK)$/.test(query.text.trim()),
   );
 }
 

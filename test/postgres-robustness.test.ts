@@ -8,6 +8,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { type KvSnapshot, RESYNC_MESSAGE } from "../host/db/kv/kv.js";
+import { advisoryKey } from "../host/db/kv/postgres-bus.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 
@@ -102,7 +103,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
       const ran = await store.bus.lockAcrossProcesses("held", async () => {
         const ended = await admin.query(
           "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
-          [`%${table}_locks%`],
+          [`%${advisoryKey(table, "held")}::bigint%`],
         );
         await new Promise((resolve) => setTimeout(resolve, 300));
         return ended.rows;

@@ -14,6 +14,7 @@ import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { scanConformance } from "../host/db/kv/conformance-scans.js";
 import { collect, type KvIterator } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
+import { until } from "./helpers/arrivals.js";
 import { storedCountSuite } from "./helpers/count-suite.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
@@ -317,6 +318,56 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it("takes locks without writing anything, and drops the lock rows' table of earlier versions", async () => {
+    const name = freshTable();
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const tableOf = async (table: string) =>
+      (await admin.query("SELECT to_regclass($1) AS found", [table])).rows[0].found as string | null;
+    try {
+      await admin.query(`CREATE TABLE ${name}_locks (name text PRIMARY KEY)`);
+      await admin.query(`INSERT INTO ${name}_locks VALUES ('deployment:old')`);
+      const store = await PostgresKv.open(server.url, { table: name });
+      try {
+        expect(await tableOf(`${name}_locks`)).toBeNull();
+        // A thousand names held one after another: the database holds nothing for any of them.
+        for (let i = 0; i < 1000; i += 50)
+          await Promise.all(
+            Array.from({ length: 50 }, (_, j) =>
+              store.bus.lockAcrossProcesses(`deployment:${i + j}`, async () => {}),
+            ),
+          );
+        // Released by commits the callers do not wait for: gone once those are answered.
+        const advisoryHeld = async () =>
+          (await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'")).rows[0]
+            .n;
+        await until(async () => (await advisoryHeld()) === 0);
+        expect(await tableOf(`${name}_locks`)).toBeNull();
+        // Another name is not held up by a held one.
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let taken!: () => void;
+        const isTaken = new Promise<void>((resolve) => {
+          taken = resolve;
+        });
+        const held = store.bus.lockAcrossProcesses("held", () => {
+          taken();
+          return released;
+        });
+        await isTaken;
+        expect(await store.bus.lockAcrossProcesses("another", async () => "free")).toBe("free");
+        release();
+        await held;
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await admin.end();
     }
   });
 

@@ -114,12 +114,14 @@ export class HostDatabase {
    * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}).
    */
   exclusive<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
-    let lock = this.locks.get(name);
-    if (!lock) {
-      lock = new WriteLock();
-      this.locks.set(name, lock);
-    }
-    return lock.run(() => this.store.bus.lockAcrossProcesses(name, work, options));
+    const lock = this.locks.get(name) ?? new WriteLock();
+    this.locks.set(name, lock);
+    return lock
+      .run(() => this.store.bus.lockAcrossProcesses(name, work, options))
+      .finally(() => {
+        // Names come and go (a deployment's, an owner's): an idle lock is not kept for them.
+        if (lock.idle && this.locks.get(name) === lock) this.locks.delete(name);
+      });
   }
 
   /** The database of deployment `id`, loaded once and shared. */

@@ -5,6 +5,8 @@
 export class WriteLock {
   private tail: Promise<void> = Promise.resolve();
   private waiting = 0;
+  /** Holders and waiters: none left means the lock can be forgotten. */
+  private users = 0;
 
   /**
    * True while someone waits for the lock: a holder that could go on holding it (group commit's
@@ -14,8 +16,14 @@ export class WriteLock {
     return this.waiting > 0;
   }
 
+  /** True while nobody holds the lock or waits for it: a map of locks by name may drop it. */
+  get idle(): boolean {
+    return this.users === 0;
+  }
+
   /** Runs `work` once every earlier holder has finished; releases the lock however it ends. */
   async run<T>(work: () => Promise<T>): Promise<T> {
+    this.users++;
     let release!: () => void;
     const previous = this.tail;
     this.tail = new Promise<void>((resolve) => {
@@ -30,6 +38,7 @@ export class WriteLock {
     try {
       return await work();
     } finally {
+      this.users--;
       release();
     }
   }

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { type HostBus, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
 import { OwnerLimit } from "./owner-limit.js";
@@ -21,8 +21,18 @@ async function listen(url: string): Promise<pg.Client> {
 }
 
 /**
- * The hosts sharing one PostgreSQL store. Locks are row locks (`SELECT ... FOR UPDATE` on the lock's
- * row) held in an open transaction on a connection of a lock pool: plain SQL, released by commit,
+ * The 64-bit advisory lock key of lock `name` on `table`'s store: the first 8 bytes of a SHA-256,
+ * so that two names sharing a key (which would only make them wait for each other) is as unlikely
+ * as a hash collision. The table is part of it: stores sharing one database keep their own locks.
+ */
+export function advisoryKey(table: string, name: string): bigint {
+  return createHash("sha256").update(`${table}\0${name}`).digest().readBigInt64BE(0);
+}
+
+/**
+ * The hosts sharing one PostgreSQL store. Locks are transaction-scoped advisory locks
+ * (`pg_advisory_xact_lock`) held in an open transaction on a connection of a lock pool: nothing is
+ * written for them (no row per lock name to grow forever, no commit to flush), released by commit,
  * or by the server when the holding process dies and its connection closes. Outer locks (see
  * {@link LockOptions}) take their connection from a pool of their own: a burst of deploys, each
  * holding its outer lock while it waits for inner ones, can then never hold every lock connection.
@@ -130,18 +140,15 @@ export class PostgresBus implements HostBus {
     options?: LockOptions,
   ): Promise<T> {
     const client = await (options?.outer ? this.outerLocks : this.locks).connect();
-    const row = pg.escapeLiteral(name);
+    const key = advisoryKey(this.table, name);
     const keys = options?.read ?? [];
     // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
     const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
     let values: Array<string | undefined> | undefined;
     try {
-      // Inserted in the same transaction: a new lock's row is held from its insert to the commit.
       // Only a lock's taking (and reads): its caller does nothing until it is answered.
       const results = (await client.query(
-        readOnly(
-          `BEGIN; INSERT INTO ${this.table}_locks (name) VALUES (${row}) ON CONFLICT DO NOTHING; SELECT name FROM ${this.table}_locks WHERE name = ${row} FOR UPDATE${read ? `; ${read}` : ""}`,
-        ),
+        readOnly(`BEGIN; SELECT pg_advisory_xact_lock(${key}::bigint)${read ? `; ${read}` : ""}`),
       )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
       if (read) values = valuesInOrder(keys, results.at(-1)?.rows ?? []);
     } catch (error) {
@@ -152,7 +159,7 @@ export class PostgresBus implements HostBus {
       return await work(values);
     } finally {
       this.track(
-        // Only the lock's own row: ending it (a silent server) releases the lock as well.
+        // Nothing was written: ending it (a silent server) releases the lock as well.
         client.query(readOnly("COMMIT")).then(
           () => client.release(),
           () => client.release(true),

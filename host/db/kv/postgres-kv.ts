@@ -36,14 +36,16 @@ const SHARED_READERS = 16;
  * Creates the store's tables unless they exist. `CREATE TABLE IF NOT EXISTS` is not safe against
  * itself: two hosts opening a new database at once both pass the check, and the loser fails on
  * the table's row type ("type ... already exists"). A transaction-scoped advisory lock on the
- * table's name makes the second wait for the first to commit, then find the tables.
+ * table's name makes the second wait for the first to commit, then find the tables. The lock rows
+ * of earlier versions are dropped: a host of such a version still running on the database then
+ * fails its locks loudly instead of taking locks nobody else honours (see postgres-bus.ts).
  */
 async function createTables(pool: pg.Pool, table: string): Promise<void> {
   await pool.query(
     `BEGIN;
      SELECT pg_advisory_xact_lock(hashtext('platform-kv-tables:${table}'));
      CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, value text NOT NULL);
-     CREATE TABLE IF NOT EXISTS ${table}_locks (name text PRIMARY KEY);
+     DROP TABLE IF EXISTS ${table}_locks;
      COMMIT`,
   );
 }
