@@ -261,6 +261,11 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       console.error("Sweeping ended sessions and sign-in codes failed:", error),
     );
   const sweeps = setInterval(sweep, SWEEP_MS).unref();
+  // Once per database: sessions of versions before account marks get theirs (close stops it).
+  let closing = false;
+  const marking = auth
+    .markEarlierAccounts(() => closing)
+    .catch((error: unknown) => console.error("Marking the accounts of earlier sessions failed:", error));
   const store = db.store;
   metrics.watch({
     liveIsolates: () => deployments.pool.liveCount(),
@@ -305,12 +310,14 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       await logs.flush();
     },
     close: async () => {
+      closing = true;
       clearInterval(sweeps);
       sync.stop();
       stopForgetting();
       live.close();
       await metricsServer?.close();
       await running.close();
+      await marking;
       await deployments.close();
       await db.close();
     },

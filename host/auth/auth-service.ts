@@ -174,6 +174,11 @@ export class AuthService {
     return claims;
   }
 
+  /** Marks the accounts of sessions stored by earlier versions (once per database; see AccountIndex). */
+  markEarlierAccounts(stopping: () => boolean): Promise<void> {
+    return this.sessions.markEarlierAccounts(stopping);
+  }
+
   /** Deletes the records of guest sessions no token can use any more (see SessionStore). */
   sweepEndedGuests(now?: number): Promise<number> {
     return this.sessions.sweepEndedGuests(now);

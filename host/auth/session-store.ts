@@ -1,4 +1,5 @@
 import type { HostDatabase, RecordStore } from "../db/index.js";
+import { AccountIndex } from "./account-index.js";
 import { sweepEndedGuestSessions } from "./session-sweep.js";
 import { requireLiveSession, type SessionProof, type SessionRecord } from "./sessions.js";
 
@@ -25,9 +26,11 @@ const ended = (record: SessionRecord | undefined): boolean =>
  */
 export class SessionStore {
   private readonly records: RecordStore<SessionRecord>;
+  private readonly accounts: AccountIndex;
 
   constructor(db: HostDatabase) {
     this.records = db.records<SessionRecord>("sessions");
+    this.accounts = new AccountIndex(db);
   }
 
   /** The storage key of session `session` of `deployment` (commits name keys so). */
@@ -40,9 +43,13 @@ export class SessionStore {
     return this.records.get(sessionId);
   }
 
-  /** Writes a new session's record. */
+  /** Writes a new session's record, with its account's mark (see {@link AccountIndex}). */
   add(record: SessionRecord): Promise<void> {
-    return this.records.put(recordId(record.deployment, record.session), record);
+    const mark = this.accounts.markOf(record);
+    return this.records.batch(
+      [{ id: recordId(record.deployment, record.session), value: record }],
+      mark ? [{ key: this.accounts.key(mark.id), value: JSON.stringify(mark.value) }] : [],
+    );
   }
 
   /** The session's record if it may still be used; throws `unauthorized` otherwise. */
@@ -63,9 +70,12 @@ export class SessionStore {
   /**
    * Whether `email` (normalised) signed in to `deployment`'s incarnation `incarnation` at least
    * once: a session a sign-in racing the deletion of an earlier deployment of this id left behind is
-   * not of this one. Reads the deployment's sessions until the first match.
+   * not of this one. One key, or (before sessions of earlier versions are all marked) the
+   * deployment's sessions until the first match.
    */
-  hasAccount(deployment: string, email: string, incarnation: string | null): Promise<boolean> {
+  async hasAccount(deployment: string, email: string, incarnation: string | null): Promise<boolean> {
+    const marked = await this.accounts.has(deployment, email, incarnation);
+    if (marked !== undefined) return marked;
     return this.records.someInPrefix(
       `${deployment}/`,
       (session) =>
@@ -75,14 +85,20 @@ export class SessionStore {
     );
   }
 
+  /** Marks the accounts of sessions stored before marks were kept (see {@link AccountIndex.markEarlierSessions}). */
+  markEarlierAccounts(stopping: () => boolean): Promise<void> {
+    return this.accounts.markEarlierSessions(this.records, stopping);
+  }
+
   /** Deletes the records of guest sessions no token can use any more (see {@link sweepEndedGuestSessions}). */
   sweepEndedGuests(now?: number): Promise<number> {
     return sweepEndedGuestSessions(this.records, now);
   }
 
-  /** Removes every session of deployment `id`. */
-  purge(id: string): Promise<void> {
-    return this.records.deletePrefix(`${id}/`);
+  /** Removes every session of deployment `id`, and its accounts' marks. */
+  async purge(id: string): Promise<void> {
+    await this.records.deletePrefix(`${id}/`);
+    await this.accounts.purge(id);
   }
 
   /** Session `session` of `deployment` as a guest a sign-in may upgrade, or null when it ended. */
