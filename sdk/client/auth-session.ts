@@ -88,6 +88,11 @@ export class AuthSession {
     return this.stored.current?.token ?? null;
   }
 
+  /** The user the current token belongs to (null: none), read with it. */
+  user(): string | null {
+    return this.stored.current?.userId ?? null;
+  }
+
   /**
    * Takes the store's token when another client of the same store (another tab) wrote it since
    * this one last read or wrote the store, as this client is about to renew or replace its own

@@ -111,6 +111,7 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
     transport.socket,
     () => session.validToken(),
     (refused) => session.handleUnauthorized(refused),
+    () => session.user(),
   );
   session.onTokenChange(() => connection.reconnect());
   // Queries may run twice; a mutation carries a new random idempotency key, which makes a retry

@@ -1,4 +1,5 @@
 import { LIMITS } from "../protocol/limits.js";
+import { PlatformError } from "../values/index.js";
 import { isGatewayFailure, readResponse, readResponseText, unreachable } from "./errors.js";
 import type { FetchFunction } from "./transport.js";
 
@@ -6,6 +7,8 @@ import type { FetchFunction } from "./transport.js";
 export interface CallAuth {
   validToken(): Promise<string | null>;
   handleUnauthorized(refused: string | null): Promise<boolean>;
+  /** The user the token `validToken` gave belongs to (null: none). */
+  user?(): string | null;
 }
 
 /** Waits between attempts of a call that got no answer: 100 ms doubling to 2 s, with jitter. */
@@ -37,8 +40,16 @@ export async function callWithAuth(
 ): Promise<unknown> {
   const deadline = init.retryUnanswered ? Date.now() + LIMITS.callRetryMs : 0;
   let renewed = false;
+  /** Who an attempt that got no answer was sent as: the host keeps a mutation's key per user. */
+  let unansweredAs: string | null | undefined;
   for (let attempt = 0; ; attempt++) {
     const token = await auth.validToken();
+    const user = auth.user?.() ?? null;
+    if (unansweredAs !== undefined && user !== unansweredAs)
+      throw new PlatformError(
+        "conflict",
+        "The signed-in user changed while the call got no answer: it was not sent again as the new user (a mutation may or may not have been applied as the user before).",
+      );
     const retryLater = () =>
       new Promise((resolve) =>
         setTimeout(resolve, Math.min(RETRY.maxMs, RETRY.firstMs * 2 ** attempt) * (0.5 + Math.random() / 2)),
@@ -52,6 +63,7 @@ export async function callWithAuth(
       });
     } catch (error) {
       if (Date.now() < deadline) {
+        unansweredAs = user;
         await retryLater();
         continue;
       }
@@ -65,6 +77,7 @@ export async function callWithAuth(
     if (deadline === 0) return readResponse(response);
     const text = await response.text();
     if (isGatewayFailure(response.status, text) && Date.now() < deadline) {
+      unansweredAs = user;
       await retryLater();
       continue;
     }

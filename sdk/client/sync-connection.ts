@@ -29,6 +29,10 @@ interface Subscription {
 interface PendingMutation {
   /** The message, with the mutation's idempotency key: resent as it is after a lost answer. */
   message: string;
+  /** Who was signed in when it was made (null: nobody yet); see {@link SyncConnection.sendMutation}. */
+  madeAs: string | null;
+  /** Who it was first sent as: the host keeps its key per user, so it is only ever resent as them. */
+  sentAs?: string | null;
   resolve: (value: unknown) => void;
   reject: (error: PlatformError) => void;
   /** Sent on the current socket. */
@@ -57,7 +61,10 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
  * the next connection (the host applies it at most once), for up to {@link LIMITS.callRetryMs};
  * after that it fails with `unavailable` (it may or may not have applied). A host that shuts down
  * closes with {@link SYNC_CLOSE.hostRestarting}: the client reconnects at once, without back-off.
- * Mutations not yet sent wait for the next connection.
+ * Mutations not yet sent wait for the next connection. A mutation is only ever sent as the user it
+ * was made by, and resent as the one it was first sent as (the host knows a key per user): when the
+ * signed-in user changed meanwhile it fails with `conflict` instead. Results cached for the user
+ * before are forgotten when the user changes.
  */
 export class SyncConnection {
   private socket: SocketLike | null = null;
@@ -72,12 +79,16 @@ export class SyncConnection {
   private tokenChecked = false;
   private closed = false;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
+  /** The user of the socket opened last (null: anonymous), taken with its token. */
+  private socketUser: string | null = null;
 
   constructor(
     private readonly url: string,
     private readonly openSocket: SocketFactory,
     private readonly token: () => Promise<string | null>,
     private readonly onRefused: (token: string | null) => Promise<boolean>,
+    /** The user signed in now (null: nobody), as the token `token` gives belongs to. */
+    private readonly user: () => string | null = () => null,
   ) {}
 
   /** The connection's state. */
@@ -147,16 +158,45 @@ export class SyncConnection {
     return new Promise((resolve, reject) => {
       const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson},"idempotencyKey":"${newIdempotencyKey()}"}`;
       if (overMessageLimit(message)) return reject(tooLarge("mutation"));
-      const pending: PendingMutation = { message, resolve, reject, sent: false, firstSentMs: 0 };
+      const pending: PendingMutation = {
+        message,
+        madeAs: this.user(),
+        resolve,
+        reject,
+        sent: false,
+        firstSentMs: 0,
+      };
       this.mutations.set(id, pending);
-      if (this.socket?.readyState === OPEN) this.sendMutation(this.socket, pending);
+      if (this.socket?.readyState === OPEN) this.sendMutation(this.socket, id, pending);
       else this.ensureConnected();
     });
   }
 
-  private sendMutation(socket: SocketLike, pending: PendingMutation): void {
+  /**
+   * Sends mutation `id` on `socket`, whose user is {@link socketUser}, unless that user is not
+   * the one it belongs to: the one it was first sent as (a resend as another user would apply it
+   * again, as them), or the one who made it (made while signed out, it may go as whoever signs in).
+   */
+  private sendMutation(socket: SocketLike, id: string, pending: PendingMutation): void {
+    const sentBefore = pending.firstSentMs > 0;
+    const belongsTo = sentBefore ? pending.sentAs : pending.madeAs;
+    if (belongsTo !== this.socketUser && (sentBefore || belongsTo !== null)) {
+      this.mutations.delete(id);
+      pending.reject(
+        new PlatformError(
+          "conflict",
+          sentBefore
+            ? "The signed-in user changed before the mutation was confirmed: it may or may not have been applied as the user before, and was not sent again as the new one."
+            : "The signed-in user changed before the mutation was sent: it was not applied; run it again if the new user should.",
+        ),
+      );
+      return;
+    }
     pending.sent = true;
-    if (pending.firstSentMs === 0) pending.firstSentMs = Date.now();
+    if (!sentBefore) {
+      pending.firstSentMs = Date.now();
+      pending.sentAs = this.socketUser;
+    }
     socket.send(pending.message);
   }
 
@@ -188,6 +228,7 @@ export class SyncConnection {
     this.setState("connecting");
     const token = await this.token().catch(() => null);
     if (this.closed) return;
+    const user = this.user();
     const url = token ? `${this.url}?platform_token=${encodeURIComponent(token)}` : this.url;
     let socket: SocketLike;
     try {
@@ -200,13 +241,14 @@ export class SyncConnection {
     const refusal = new UpgradeRefusal();
     socket.onopen = () => {
       refusal.opened();
+      this.socketUser = user;
       this.tokenChecked = false;
       this.attempts = 0;
       this.setState("open");
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
-      for (const pending of this.mutations.values()) if (!pending.sent) this.sendMutation(socket, pending);
+      for (const [id, pending] of this.mutations) if (!pending.sent) this.sendMutation(socket, id, pending);
     };
-    socket.onmessage = (event) => this.receive(String(event.data));
+    socket.onmessage = (event) => this.receive(String(event.data), user);
     socket.onerror = (event) => refusal.error(event);
     socket.onclose = (event) => {
       refusal.closed(event?.code);
@@ -258,8 +300,17 @@ export class SyncConnection {
     }, delay);
   }
 
-  /** Reconnects at once with a fresh token (after sign-in or sign-out), resubscribing everything. */
+  /**
+   * Reconnects at once with a fresh token (after sign-in or sign-out), resubscribing everything.
+   * Another user's cached results are forgotten first: nothing shows them to the new one.
+   */
   reconnect(): void {
+    if (this.user() !== this.socketUser)
+      for (const subscription of this.subscriptions.values()) {
+        if (subscription.refused) continue;
+        delete subscription.result;
+        subscription.resultJson = undefined;
+      }
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.attempts = 0;
@@ -268,7 +319,8 @@ export class SyncConnection {
     else if (this.wanted && this.stateValue !== "connecting") void this.connect();
   }
 
-  private receive(text: string): void {
+  /** Handles a message of a socket opened as `user` (a closing one's may still arrive). */
+  private receive(text: string, user: string | null): void {
     let message: { type?: string; id?: string; value?: unknown; error?: unknown };
     try {
       message = JSON.parse(text) as typeof message;
@@ -283,6 +335,8 @@ export class SyncConnection {
       else pending.resolve(message.value ?? null);
       return;
     }
+    // A result for the user before (on the socket closing for the new one) is not the new user's.
+    if (user !== this.user()) return;
     const subscription = typeof message.id === "string" ? this.byId.get(message.id) : undefined;
     if (!subscription) return;
     if (message.type === "value") {
