@@ -132,4 +132,24 @@ describe("read-your-writes while a stale run executes", () => {
       expect(latest, `round ${round}`).toBe(2 * round);
     }
   }, 120_000);
+
+  it("waits for the subscriptions of the mutation's own socket only, not for other users' slow ones", async () => {
+    const theirs = {};
+    const mine = {};
+    let theirLatest = -1;
+    await live.subscribe("slow", "slowCount", "{}", null, {
+      owner: theirs,
+      value: (json) => {
+        theirLatest = JSON.parse(json) as number;
+      },
+      error: () => {},
+    });
+    const before = theirLatest;
+    await host.deployments.call("slow", { kind: "mutation", name: "add", argsJson: "{}", identity: null });
+    // Their re-run reads on for a while; an answer on another socket goes out without it.
+    await live.settledFor("slow", mine);
+    expect(theirLatest).toBe(before);
+    await live.settledFor("slow", theirs);
+    expect(theirLatest).toBe(before + 1);
+  }, 120_000);
 });

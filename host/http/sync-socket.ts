@@ -125,7 +125,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       } finally {
         gate?.endWrite();
       }
-      await live.settledFor(deployment);
+      await live.settledFor(deployment, ws);
       // Read-your-writes holds over quota too: results held back go out before the answer.
       pushes.reply(valueText("mutationResult", id, result.valueJson));
     } catch (error) {
@@ -185,6 +185,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       const before = valueText("value", id, "").slice(0, -1);
       const subscribed = live.subscribe(deployment, message.name, args, identity, {
         caller: address,
+        owner: ws,
         value: (_valueJson, encoded) =>
           pushes.push(id, {
             message: () => ({ before, shared: encoded(), after: "}" }),

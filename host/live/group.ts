@@ -25,6 +25,11 @@ export interface Subscriber {
    * caller for all.
    */
   readonly caller?: string;
+  /**
+   * What it belongs to (a socket): a mutation's answer there waits for its owner's subscriptions
+   * only (see `LiveQueries.settledFor`). Unset: one owner for all.
+   */
+  readonly owner?: object;
 }
 
 /** The latest outcome of a shared subscription: exactly one of the two is set. Never mutated. */

@@ -144,12 +144,16 @@ export class LiveQueries {
    * has pushed an outcome read after it (read-your-writes for a mutation's answer): a group
    * waiting for its turn runs once, one executing now runs once more (the commit made it dirty).
    * Runs asked for by later commits are not waited for, so neither a steady stream of commits nor
-   * another tenant's slow queries hold the answer back.
+   * another tenant's slow queries hold the answer back; given an `owner` (the socket the mutation
+   * came on), only groups it subscribes to are, so neither do other users' subscriptions.
    */
-  settledFor(deployment: string): Promise<void> {
+  settledFor(deployment: string, owner?: object): Promise<void> {
     const waits: Array<Promise<void>> = [];
     for (const group of this.byDeployment.get(deployment) ?? []) {
-      if (group.running) waits.push(nextRunOf(group));
+      if (!group.running) continue;
+      if (owner !== undefined && ![...group.subscribers.keys()].some((each) => each.owner === owner))
+        continue;
+      waits.push(nextRunOf(group));
     }
     return Promise.all(waits).then(() => {});
   }
