@@ -95,6 +95,20 @@ describe("read-your-writes under a steady stream of commits", () => {
   }, 120_000);
 });
 
+describe("a shared subscription's result", () => {
+  it("is encoded once for subscribers joining later while an earlier one still holds its bytes", async () => {
+    const held: Buffer[] = [];
+    const joiner = () => ({
+      value: (_json: string, encoded: () => Buffer) => held.push(encoded()),
+      error: () => {},
+    });
+    await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 77 }), null, joiner());
+    await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 77 }), null, joiner());
+    expect(held).toHaveLength(2);
+    expect(held[1]).toBe(held[0]);
+  });
+});
+
 /** A query that counts first and then keeps reading for a while: a run that is stale before it ends. */
 const SLOW_COUNT = `import { capsule, number, table } from "platform/server";
 export default capsule({

@@ -7,8 +7,8 @@ import type { AddressInfo, Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { RequestQuota } from "./request-quota.js";
-import { SendLimits } from "./sync-guards.js";
 import { SocketPushes } from "./sync-pushes.js";
+import { SendLimits } from "./sync-send-limits.js";
 
 const MiB = 1024 * 1024;
 const cleanups: Array<() => void> = [];
@@ -145,5 +145,32 @@ describe("SendLimits", () => {
     limits.send(third, "small");
     expect(await got).toBe("small");
     expect(third.readyState).toBe(WebSocket.OPEN);
+  }, 30_000);
+});
+
+describe("SendLimits shares", () => {
+  it("lets one client address hold a quarter of the host's bytes and one deployment half, so others' pushes still go", async () => {
+    const limits = new SendLimits(160 * MiB);
+    const { clients, sockets } = await connected(5);
+    for (const client of clients) (client as unknown as { _socket: Socket })._socket.pause();
+    const [a1, a2, b, c, d] = sockets as [WebSocket, WebSocket, WebSocket, WebSocket, WebSocket];
+    limits.belongs(a1, { address: "a", deployment: "x" });
+    limits.belongs(a2, { address: "a", deployment: "x" });
+    limits.belongs(b, { address: "b", deployment: "x" });
+    limits.belongs(c, { address: "c", deployment: "y" });
+    limits.belongs(d, { address: "d", deployment: "x" });
+    const big = "x".repeat(32 * MiB);
+    limits.send(a1, big);
+    expect(a1.bufferedAmount).toBeGreaterThan(24 * MiB);
+    // Address a holds most of its 40 MiB: its other socket waits; another address of x does not.
+    expect(limits.fits(a2, 16 * MiB)).toBe(false);
+    expect(limits.fits(b, 16 * MiB)).toBe(true);
+    limits.send(b, big);
+    // Deployment x holds most of its 80 MiB: a third address of it waits, deployment y does not.
+    expect(limits.fits(d, 32 * MiB)).toBe(false);
+    expect(limits.fits(c, 32 * MiB)).toBe(true);
+    // Small pushes go whatever the shares hold.
+    expect(limits.fits(a2, 1024)).toBe(true);
+    for (const socket of sockets) expect(socket.readyState).toBe(WebSocket.OPEN);
   }, 30_000);
 });

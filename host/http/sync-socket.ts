@@ -6,13 +6,7 @@ import { type CallResult, type DeploymentService, parseIdempotencyKey } from "..
 import type { LiveQueries } from "../live/index.js";
 import { clientAddressKey } from "./client-address.js";
 import type { RequestQuota } from "./request-quota.js";
-import {
-  dropSlowConsumer,
-  type InboundBudgets,
-  type Outgoing,
-  onBudgetedMessage,
-  type SendLimits,
-} from "./sync-guards.js";
+import { dropSlowConsumer, type InboundBudgets, type Outgoing, onBudgetedMessage } from "./sync-guards.js";
 import type { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   type ArgsPerAddress,
@@ -25,6 +19,7 @@ import {
   unknownMessageType,
 } from "./sync-messages.js";
 import { SocketPushes } from "./sync-pushes.js";
+import type { SendLimits } from "./sync-send-limits.js";
 
 /** A socket's work a drain waits for: its mutations under way and the answers it still sends. */
 export interface SocketWork {
@@ -132,9 +127,10 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       send({ type: "mutationResult", id, error: callerError(error) });
     }
   };
-  // Its address's shares (arguments kept, messages read, live state held), keyed as every
-  // per-address limit is: an IPv6 client rotating through its /64 is one client.
+  // Its address's shares (arguments kept, messages read, live state held, data left unsent), keyed
+  // as every per-address limit is: an IPv6 client rotating through its /64 is one client.
   const address = clientAddressKey(client);
+  sends.belongs(ws, { address, deployment });
   const keptArgs = new SubscriptionArgs(argsPerAddress.of(address));
   const receive = async (data: unknown) => {
     // Draining: whatever comes now is sent again to the host the client reconnects to.

@@ -9,9 +9,10 @@ import { clientAddressKey, SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
-import { InboundBudgets, SendLimits } from "./sync-guards.js";
+import { InboundBudgets } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
 import { ArgsPerAddress, refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
+import { SendLimits } from "./sync-send-limits.js";
 import { type SocketWork, type SyncCaller, type SyncShared, serveSyncSocket } from "./sync-socket.js";
 
 export { SYNC_LIMITS } from "./sync-messages.js";

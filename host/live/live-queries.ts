@@ -48,6 +48,8 @@ export class LiveQueries {
    */
   private readonly listening = new Map<string, { database: object; stop: () => void }>();
   private readonly pending = new Set<Promise<void>>();
+  /** Each outcome's UTF-8 bytes while some socket still holds them: a subscriber joining later shares them. */
+  private readonly encodedOutcomes = new WeakMap<Outcome, WeakRef<Buffer>>();
   private readonly state: LiveState;
   /** The refusal for passing each limit, and the most any of them holds. */
   private readonly refusals: Record<keyof HeldLimits, Outcome>;
@@ -182,6 +184,7 @@ export class LiveQueries {
     this.state.forget(deployment, this.byDeployment.get(deployment) ?? []);
     this.byDeployment.delete(deployment);
     this.readSets.delete(deployment);
+    this.queues.delete(deployment);
   }
 
   private readSetsOf(deployment: string): ReadSetIndex<Group> {
@@ -306,7 +309,7 @@ export class LiveQueries {
     let pushed = 0;
     let bytes: Buffer | undefined;
     const encoded = () => {
-      bytes ??= Buffer.from(outcome.valueJson ?? "");
+      bytes ??= this.bytesOf(outcome);
       return bytes;
     };
     for (const [subscriber, seen] of group.subscribers) {
@@ -317,6 +320,15 @@ export class LiveQueries {
       else subscriber.value(outcome.valueJson as string, encoded);
     }
     if (pushed > 0) this.observer.pushed(group.deployment, pushed);
+  }
+
+  /** `outcome`'s value as UTF-8, encoded again only once nothing holds the last encoding. */
+  private bytesOf(outcome: Outcome): Buffer {
+    const kept = this.encodedOutcomes.get(outcome)?.deref();
+    if (kept) return kept;
+    const bytes = Buffer.from(outcome.valueJson ?? "");
+    this.encodedOutcomes.set(outcome, new WeakRef(bytes));
+    return bytes;
   }
 
   /** Stops listening to commits. */
