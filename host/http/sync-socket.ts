@@ -46,6 +46,8 @@ export interface SyncShared {
 /** Who is on one socket, as its upgrade settled it. */
 export interface SyncCaller {
   deployment: string;
+  /** The deployment's incarnation when the upgrade checked the token (null: none recorded). */
+  incarnation: string | null;
   identity: BridgeIdentity | null;
   session: SessionProof | null;
   /** The request-quota key the socket's calls and pushes are charged to. */
@@ -66,7 +68,7 @@ const identityEnded = () =>
 export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncShared): void {
   const { deployments, live, quota, heartbeat, sends, inbound, argsPerAddress, open, running, closeGone } =
     shared;
-  const { deployment, identity, session, key, gate, client } = caller;
+  const { deployment, incarnation, identity, session, key, gate, client } = caller;
   const sockets = open.get(deployment) ?? new Set<WebSocket>();
   open.set(deployment, sockets);
   sockets.add(ws);
@@ -75,8 +77,11 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   // the socket with the matching code, then emits the error, which unheard would end the host.
   ws.on("error", () => {});
   const mutations = new Set<Promise<void>>();
-  // Deleted between the upgrade's check and now: the listener above has run already.
-  void deployments.get(deployment).then((record) => record || closeGone(ws));
+  // Deleted (or deleted and created again) between the upgrade's check and now: the listener
+  // that closes a deleted deployment's sockets has run already.
+  void deployments
+    .get(deployment)
+    .then((record) => (record && (record.incarnation ?? null) === incarnation) || closeGone(ws));
   const subscriptions = new Map<string, Promise<() => void>>();
   const sendMessage = (message: Outgoing) => {
     if (ws.readyState === ws.OPEN) sends.send(ws, message);
@@ -133,8 +138,9 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   sends.belongs(ws, { address, deployment });
   const keptArgs = new SubscriptionArgs(argsPerAddress.of(address));
   const receive = async (data: unknown) => {
-    // Draining: whatever comes now is sent again to the host the client reconnects to.
-    if (shared.draining()) return;
+    // Draining: whatever comes now is sent again to the host the client reconnects to. Closing
+    // (its identity ended, its deployment deleted): nothing it still sent runs.
+    if (shared.draining() || ws.readyState !== ws.OPEN) return;
     let message: ClientMessage;
     try {
       message = readClientMessage(data);

@@ -107,8 +107,10 @@ export function attachSync(
     const addressKey = `upgrade\u0000${clientAddressKey(client)}`;
     if (!quota.tryTake(addressKey))
       return refuseUpgrade(socket, "429 Too Many Requests", quota.retryAfterSeconds(addressKey));
-    if (url.pathname !== "/api/sync" || !deployment || !(await deployments.get(deployment)))
-      return refuseUpgrade(socket, "404 Not Found");
+    const record = url.pathname === "/api/sync" && deployment ? await deployments.get(deployment) : undefined;
+    if (!deployment || !record) return refuseUpgrade(socket, "404 Not Found");
+    // The incarnation the token was checked against: one created again meanwhile is another.
+    const incarnation = record.incarnation ?? null;
     let held: HeldIdentity | null = null;
     let endedBeforeOpen: string | undefined;
     let end = (reason: string) => {
@@ -125,13 +127,14 @@ export function attachSync(
     const session = held ? held.session : null;
     const key = quotaKey(deployment, identity, client);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (!held) return serve(ws, { deployment, identity: null, session: null, key, gate: null, client });
+      if (!held)
+        return serve(ws, { deployment, incarnation, identity: null, session: null, key, gate: null, client });
       const gate = held.gate;
       const expiry = setTimeout(() => end(IDENTITY_ENDED.expired), Math.max(0, held.expiresAt - Date.now()));
       end = (reason) => ws.close(SYNC_CLOSE.identityEnded, reason);
       ws.once("close", () => clearTimeout(expiry));
       if (endedBeforeOpen !== undefined) end(endedBeforeOpen);
-      serve(ws, { deployment, identity, session, key, gate, client });
+      serve(ws, { deployment, incarnation, identity, session, key, gate, client });
     });
   };
   // An upgrade must never reject unheard: an unhandled rejection ends the host process.
