@@ -37,7 +37,9 @@ export class HostDatabase {
       } catch {
         return;
       }
-      void this.receive(message);
+      this.receive(message).catch((error: unknown) =>
+        console.error(`Handling another host's ${message.type} announcement failed:`, error),
+      );
     });
   }
 
@@ -84,8 +86,12 @@ export class HostDatabase {
       }
     } else if (message.type === "commit" || message.type === "schema") {
       const deployment = await this.deployments.get(message.deployment)?.catch(() => undefined);
-      // Read whole: a host of an older version stores a schema without changing its tag.
-      if (message.type === "schema") await deployment?.refresh(deployment.refreshKeys(true));
+      // Read whole: a host of an older version stores a schema without changing its tag. A read
+      // that fails leaves it to the next write lock, which reads the tag again.
+      if (message.type === "schema")
+        await deployment?.refresh(deployment.refreshKeys(true)).catch((error: unknown) => {
+          console.error(`Reading deployment ${message.deployment}'s new schema failed:`, error);
+        });
       else
         deployment?.emitCommit(
           message.all ? undefined : (message.keys ?? []).map((hex) => Buffer.from(hex, "hex")),

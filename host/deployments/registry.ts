@@ -53,21 +53,37 @@ export class DeploymentRegistry {
             ? [...new Set([...this.cache.keys(), ...this.incarnations.keys()])]
             : [];
       for (const id of ids) {
-        const known = this.incarnations.get(id);
         this.cache.delete(id);
-        void this.records.get(id).then((record) => {
-          // Another incarnation under the same id (deleted and created again, its deletion's
-          // message missed): the one this host knew is gone (its isolate, database, sockets and
-          // live queries with it) before the new one is taken as changed.
-          const incarnation = record ? (record.incarnation ?? null) : undefined;
-          if (!record || (known !== undefined && known !== incarnation)) onGone(id);
-          if (record) {
-            this.incarnations.set(id, incarnation as string | null);
-            onChanged(id);
-          } else this.incarnations.delete(id);
-        });
+        this.recheck(id, onGone);
       }
     });
+  }
+
+  /**
+   * Reads `id`'s record after another host's announcement and tells what became of it. A read
+   * that fails (the database busy or away) is tried again, later each time: left unhandled it would
+   * end the host, and skipped it would leave a deleted deployment served here.
+   */
+  private recheck(id: string, onGone: (id: string) => void, attempt = 0): void {
+    const known = this.incarnations.get(id);
+    this.records.get(id).then(
+      (record) => {
+        // Another incarnation under the same id (deleted and created again, its deletion's
+        // message missed): the one this host knew is gone (its isolate, database, sockets and
+        // live queries with it) before the new one is taken as changed.
+        const incarnation = record ? (record.incarnation ?? null) : undefined;
+        if (!record || (known !== undefined && known !== incarnation)) onGone(id);
+        if (record) {
+          this.incarnations.set(id, incarnation as string | null);
+          this.onChanged(id);
+        } else this.incarnations.delete(id);
+      },
+      (error: unknown) => {
+        if (attempt === 0)
+          console.error(`Reading deployment ${id} after an announcement failed; trying again:`, error);
+        setTimeout(() => this.recheck(id, onGone, attempt + 1), Math.min(30_000, 500 * 2 ** attempt)).unref();
+      },
+    );
   }
 
   /** The cached record of `id`, without reading the store (the call path's fast lookup). */

@@ -79,9 +79,11 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   const mutations = new Set<Promise<void>>();
   // Deleted (or deleted and created again) between the upgrade's check and now: the listener
   // that closes a deleted deployment's sockets has run already.
-  void deployments
-    .get(deployment)
-    .then((record) => (record && (record.incarnation ?? null) === incarnation) || closeGone(ws));
+  void deployments.get(deployment).then(
+    (record) => (record && (record.incarnation ?? null) === incarnation) || closeGone(ws),
+    // Not known now (the database busy or away): the client connects again, after its back-off.
+    () => ws.close(1011, "try again"),
+  );
   const subscriptions = new Map<string, Promise<() => void>>();
   const sendMessage = (message: Outgoing) => {
     if (ws.readyState === ws.OPEN) sends.send(ws, message);

@@ -1,0 +1,89 @@
+/**
+ * Another host's announcement makes this one read the deployment's record again. A read that
+ * fails then (the database out of connections, a failover) must neither end the host (an
+ * unhandled rejection does) nor leave the change unheard: it is tried again until it reads.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { HostDatabase } from "../db/index.js";
+import { ClassicKv } from "../db/kv/classic-kv.js";
+import type { HostBus, KvStore } from "../db/kv/kv.js";
+import { DeploymentRegistry } from "./registry.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/**
+ * A classic-level store as a host on a shared database sees it: broadcasts come from `announce`,
+ * and the next `failing` reads fail as a database that is away does.
+ */
+async function storeOfAHost(): Promise<{
+  store: KvStore;
+  announce: (text: string) => void;
+  failNext: (n: number) => void;
+}> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-registry-"));
+  const inner = await ClassicKv.open(dir);
+  let handler: (message: string) => void = () => {};
+  let failing = 0;
+  const bus: HostBus = {
+    ...inner.bus,
+    onBroadcast: (each) => {
+      handler = each;
+      return () => {};
+    },
+  };
+  const store = new Proxy(inner, {
+    get(target, property, receiver) {
+      if (property === "bus") return bus;
+      if (property === "get")
+        return (key: Buffer) => {
+          if (failing > 0) {
+            failing--;
+            return Promise.reject(new Error("too many connections for role app"));
+          }
+          return target.get(key);
+        };
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  cleanups.push(async () => {
+    await inner.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return { store, announce: (text) => handler(text), failNext: (n) => (failing = n) };
+}
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 400 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+  expect(check()).toBe(true);
+}
+
+it("reads a deployment again after a failed read of another host's announcement, and tells what became of it", async () => {
+  const { store, announce, failNext } = await storeOfAHost();
+  const db = await HostDatabase.openStore(store);
+  const gone: string[] = [];
+  const changed: string[] = [];
+  new DeploymentRegistry(
+    db,
+    (id) => gone.push(id),
+    (id) => changed.push(id),
+  );
+  const records = db.records<Record<string, unknown>>("deployments");
+  await records.put("app", { id: "app", incarnation: "first" });
+  failNext(2);
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  await until(() => changed.length === 1);
+  expect(gone).toEqual([]);
+  // Deleted on the other host: heard once the read goes through.
+  await records.delete("app");
+  failNext(1);
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  await until(() => gone.length === 1);
+  expect(gone).toEqual(["app"]);
+});
