@@ -371,6 +371,59 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("refuses to open a database whose encoding is not UTF-8, saying how to make one", async () => {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    try {
+      await admin.query(
+        "CREATE DATABASE latin1_db ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0",
+      );
+      const url = new URL(server.url);
+      url.pathname = "/latin1_db";
+      await expect(PostgresKv.open(url.toString(), { table: freshTable() })).rejects.toThrow(
+        /encoding is LATIN1.*ENCODING 'UTF8'/,
+      );
+    } finally {
+      await admin.query("DROP DATABASE IF EXISTS latin1_db");
+      await admin.end();
+    }
+  });
+
+  it("keeps a lock held past the server's idle_in_transaction_session_timeout", async () => {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const database = new URL(server.url).pathname.slice(1);
+    await admin.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = '200ms'`);
+    const name = freshTable();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      const order: string[] = [];
+      let entered!: () => void;
+      const isIn = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      const first = a.bus.lockAcrossProcesses("long", async () => {
+        order.push("first in");
+        entered();
+        // Idle in its transaction for longer than the server allows an ordinary one.
+        await new Promise((resolve) => setTimeout(resolve, 700));
+        order.push("first out");
+      });
+      await isIn;
+      const second = b.bus.lockAcrossProcesses("long", async () => {
+        order.push("second in");
+      });
+      await Promise.all([first, second]);
+      expect(order).toEqual(["first in", "first out", "second in"]);
+    } finally {
+      await a.close();
+      await b.close();
+      await admin.query(`ALTER DATABASE "${database}" RESET idle_in_transaction_session_timeout`);
+      await admin.end();
+    }
+  });
+
   it("serves a burst of queries larger than its connection pool to a deployment whose isolate must start", async () => {
     const host = await startTestHost({ database: server.url, requestQuota: false });
     try {

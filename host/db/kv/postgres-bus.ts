@@ -5,10 +5,11 @@ import { OwnerLimit } from "./owner-limit.js";
 import type { Track } from "./postgres-parking.js";
 import { readOnly } from "./postgres-silence.js";
 import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
+import { KEEP_ALIVE } from "./postgres-watched-pool.js";
 
 /** A connection listening on the broadcast channel. */
 async function listen(url: string): Promise<pg.Client> {
-  const listener = new pg.Client({ connectionString: url });
+  const listener = new pg.Client(Object.assign({ connectionString: url }, KEEP_ALIVE));
   listener.on("error", () => {});
   try {
     await listener.connect();
@@ -146,9 +147,13 @@ export class PostgresBus implements HostBus {
     const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
     let values: Array<string | undefined> | undefined;
     try {
-      // Only a lock's taking (and reads): its caller does nothing until it is answered.
+      // Only a lock's taking (and reads): its caller does nothing until it is answered. The
+      // connection idles in its transaction while the lock is held: a server whose operator set
+      // idle_in_transaction_session_timeout would end it, and the lock with it, mid-work.
       const results = (await client.query(
-        readOnly(`BEGIN; SELECT pg_advisory_xact_lock(${key}::bigint)${read ? `; ${read}` : ""}`),
+        readOnly(
+          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; SELECT pg_advisory_xact_lock(${key}::bigint)${read ? `; ${read}` : ""}`,
+        ),
       )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
       if (read) values = valuesInOrder(keys, results.at(-1)?.rows ?? []);
     } catch (error) {

@@ -51,6 +51,19 @@ async function createTables(pool: pg.Pool, table: string): Promise<void> {
 }
 
 /**
+ * Refuses a database whose encoding is not UTF-8: values are JSON text, and a LATIN1 or
+ * SQL_ASCII database would refuse (or mangle) every value with characters beyond its set.
+ */
+async function requireUtf8(pool: pg.Pool): Promise<void> {
+  const { rows } = await pool.query<{ server_encoding: string }>("SHOW server_encoding");
+  const encoding = rows[0]?.server_encoding ?? "unknown";
+  if (encoding !== "UTF8")
+    throw new Error(
+      `The PostgreSQL database's encoding is ${encoding}; the platform stores UTF-8 text. Create the database with ENCODING 'UTF8' (createdb -E UTF8 -T template0 <name>).`,
+    );
+}
+
+/**
  * The PostgreSQL backend: one table of `bytea` keys (PostgreSQL compares `bytea` bytewise, as we
  * do) and text values, plain SQL throughout. Snapshots are postgres-snapshot.ts; the bus of the
  * hosts sharing the database is postgres-bus.ts.
@@ -98,6 +111,7 @@ export class PostgresKv extends KvStoreBase {
       watchForLoss(each, () => memos?.forget());
     }
     try {
+      await requireUtf8(pool);
       await createTables(pool, table);
       memos = (await PostgresScanMemos.supported(pool)) ? new PostgresScanMemos() : undefined;
     } catch (error) {
