@@ -143,6 +143,59 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("writes a batch larger than one statement as chunks of one transaction: all of it, announced once, or none", async () => {
+    const name = freshTable();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      const heard: string[] = [];
+      b.bus.onBroadcast((message) => heard.push(message));
+      // About 5 MiB of rows of many short fields, as JSON rows are, with quotes and backslashes.
+      const row = (i: number) =>
+        JSON.stringify({
+          ...Object.fromEntries(Array.from({ length: 40 }, (_, f) => [`f${f}`, `it's \\ ${f}`])),
+          i,
+        });
+      const rows = Array.from({ length: 3000 }, (_, i) => ({
+        type: "put" as const,
+        key: Buffer.from(`big/${String(i).padStart(5, "0")}`),
+        value: row(i),
+      }));
+      await a.batch([{ type: "put", key: Buffer.from("gone"), value: "x" }]);
+      const snapshot = await a.lazySnapshot();
+      await snapshot.get(Buffer.from("gone"));
+      await a.commit(
+        snapshot,
+        [
+          ...rows,
+          ...rows,
+          { type: "del", key: Buffer.from("gone") },
+          { type: "add", key: Buffer.from("count"), delta: 3000 },
+        ],
+        "big write",
+      );
+      await snapshot.close();
+      expect(await b.get(Buffer.from("big/02999"))).toBe(row(2999));
+      expect(await b.get(Buffer.from("big/00000"))).toBe(row(0));
+      expect(await b.get(Buffer.from("gone"))).toBeUndefined();
+      expect(await b.get(Buffer.from("count"))).toBe("3000");
+      await until(async () => heard.length > 0);
+      expect(heard).toEqual(["big write"]);
+      // A value the server refuses (text cannot hold NUL) in the last chunk: nothing lands.
+      const refused = rows.map((op) => Object.assign({}, op, { key: Buffer.from(`other/${op.key}`) }));
+      await expect(
+        a.batch([...refused, { type: "put", key: Buffer.from("zz-last"), value: "nul \u0000 here" }]),
+      ).rejects.toThrow();
+      expect(await b.get(Buffer.from("other/big/00000"))).toBeUndefined();
+      // And the store goes on writing.
+      await a.batch([{ type: "add", key: Buffer.from("count"), delta: 1 }]);
+      expect(await b.get(Buffer.from("count"))).toBe("3001");
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it("ends a closed snapshot's transaction on the server soon after, reused or not", async () => {
     const name = freshTable();
     const store = await PostgresKv.open(server.url, { table: name });

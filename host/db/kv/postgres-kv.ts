@@ -7,8 +7,9 @@ import { PostgresScanMemos } from "./postgres-scan-memos.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
 import { SilenceWatch } from "./postgres-silence.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
-import { iterate, runOn, selectValue, selectValues, writeStatement } from "./postgres-sql.js";
+import { iterate, runOn, selectValue, selectValues } from "./postgres-sql.js";
 import { watchedPool } from "./postgres-watched-pool.js";
+import { runWrite, writeChunks } from "./postgres-write.js";
 import { KvStoreBase } from "./store.js";
 
 /**
@@ -206,10 +207,18 @@ export class PostgresKv extends KvStoreBase {
     return shared;
   }
 
-  /** One statement, atomic on its own: one round trip. */
+  /** One statement, atomic on its own, in one round trip; a large batch in chunks (postgres-write.ts). */
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    const write = writeStatement(this.table, operations);
-    if (write) await this.pool.query(write.text, write.values);
+    const chunks = writeChunks(operations);
+    if (chunks.length === 0) return;
+    const client = await this.pool.connect();
+    try {
+      await runWrite(client, this.table, chunks, undefined);
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+    client.release();
   }
 
   /** The broadcast goes with the write, in the same round trip, sent only if the write commits. */

@@ -15,6 +15,7 @@ import {
 } from "./postgres-sql.js";
 import { TickReads } from "./postgres-tick-reads.js";
 import { ViewReads } from "./postgres-view-reads.js";
+import { runWrite, writeChunks } from "./postgres-write.js";
 
 const BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /** A statement that only takes the transaction's snapshot (REPEATABLE READ takes it at the first one). */
@@ -196,14 +197,14 @@ export class PostgresSnapshot implements KvSnapshot {
   async commit(operations: KvOperation[], notify?: string): Promise<void> {
     this.require();
     // Made first: should it throw (a batch that does not fold), the transaction is still this one's to close.
-    const write = writeStatement(this.table, operations, notify);
+    const chunks = writeChunks(operations);
     this.open = false;
     // Nothing read: no transaction of its own to end, but maybe a parked one.
     const { client, end } = this.ready
       ? { client: await this.ready, end: "COMMIT" }
       : await this.connections.take(this.owner, this.use);
     try {
-      await endAndWrite(client, end, write);
+      await runWrite(client, this.table, chunks, notify, end);
     } catch (error) {
       this.connections.destroy(client);
       throw error;
@@ -266,15 +267,5 @@ export class PostgresSnapshot implements KvSnapshot {
       (client) => this.connections.park(client),
       () => {},
     );
-  }
-}
-
-/** Runs `end` (the open transaction's COMMIT or ROLLBACK, or "") on `client`, then `write`. */
-async function endAndWrite(client: pg.PoolClient, end: string, write: Statement | undefined): Promise<void> {
-  const text = write && inline(write);
-  if (write && text !== undefined) await client.query(end ? `${end}; ${text}` : text);
-  else {
-    if (end) await client.query(end);
-    if (write) await client.query(write.text, write.values);
   }
 }

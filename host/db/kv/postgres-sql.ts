@@ -23,8 +23,11 @@ export const CHANNEL = "platform";
  */
 const BATCH_BYTES = LIMITS.bytesRead;
 
-/** Largest statement (bytes of values) sent with its values written into its text: see {@link inline}. */
-const INLINE_BYTES = 1024 * 1024;
+/**
+ * Largest statement (bytes of values) sent with its values written into its text, in one message
+ * with others (see {@link inline}); larger writes go as chunks of it (postgres-write.ts).
+ */
+export const INLINE_BYTES = 1024 * 1024;
 
 /**
  * `text` as an SQL string literal, as `pg.escapeLiteral` writes it (quotes doubled; with a
@@ -52,10 +55,10 @@ function literal(value: unknown): string {
 /**
  * `statement` with its parameters written into its text, for the simple query protocol, which
  * runs several statements in ONE round trip (a transaction's BEGIN with its first read, a
- * snapshot's end with the writes it commits). Undefined when its values are too large to be worth
- * escaping: send it with parameters instead.
+ * snapshot's end with the writes it commits). Undefined when its values take more than `most`
+ * bytes: too large to go in one message with others.
  */
-export function inline(statement: Statement): string | undefined {
+export function inline(statement: Statement, most = INLINE_BYTES): string | undefined {
   let bytes = 0;
   const count = (value: unknown): void => {
     if (Array.isArray(value)) for (const each of value) count(each);
@@ -64,7 +67,7 @@ export function inline(statement: Statement): string | undefined {
     else bytes += (value as Buffer).length * 2;
   };
   for (const value of statement.values) count(value);
-  if (bytes > INLINE_BYTES) return undefined;
+  if (bytes > most) return undefined;
   return statement.text.replace(/\$(\d+)/g, (_, n: string) => literal(statement.values[Number(n) - 1]));
 }
 
