@@ -4,6 +4,7 @@
  * the listener; readers made long before they read; a handler's scans started at once; commits
  * whose write cannot be made. One tenant's doing never takes the host down or holds up another's.
  */
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
@@ -13,6 +14,48 @@ import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/po
 import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 
 const server = postgresForThisFile("PostgreSQL robustness tests");
+
+/**
+ * A TCP proxy in front of `target`'s server whose `silenceListeners()` makes the connections that
+ * sent LISTEN so far drop everything both ways without closing, as a NAT that forgot them does.
+ */
+async function silencingProxy(
+  target: URL,
+): Promise<{ port: number; silenceListeners(): void; close(): void }> {
+  const pairs: Array<{ client: Socket; upstream: Socket; listens: boolean; silent: boolean }> = [];
+  const proxy = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    const pair = { client, upstream, listens: false, silent: false };
+    pairs.push(pair);
+    client.on("data", (data: Buffer) => {
+      if (data.includes("LISTEN ")) pair.listens = true;
+      if (!pair.silent) upstream.write(data);
+    });
+    upstream.on("data", (data: Buffer) => {
+      if (!pair.silent) client.write(data);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (proxy.address() as AddressInfo).port,
+    silenceListeners: () => {
+      for (const pair of pairs) if (pair.listens) pair.silent = true;
+    },
+    close: () => {
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
+      proxy.close();
+    },
+  };
+}
 
 /**
  * A store on a fresh table; its snapshot pool's figures; `reading(owner)`, a query's snapshot of
@@ -185,6 +228,36 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
       await admin.end();
       await db.close();
       await sender.close();
+    }
+  });
+
+  it("listens again when its listener's connection goes silent without a word (a NAT dropped it)", async () => {
+    const table = freshTable();
+    const proxy = await silencingProxy(new URL(server.url));
+    const sender = await PostgresKv.open(server.url, { table });
+    const url = new URL(server.url);
+    url.port = String(proxy.port);
+    const deaf = await PostgresKv.open(url.toString(), { table, listenerCheckMs: 200 });
+    const until = async (condition: () => boolean) => {
+      for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(condition()).toBe(true);
+    };
+    try {
+      const heard: string[] = [];
+      deaf.bus.onBroadcast((message) => heard.push(message));
+      await sender.bus.broadcast("before");
+      await until(() => heard.includes("before"));
+      // Neither closed nor answered: TCP alone would notice after many minutes.
+      proxy.silenceListeners();
+      await sender.bus.broadcast("unheard");
+      await until(() => heard.includes(RESYNC_MESSAGE));
+      await sender.bus.broadcast("after");
+      await until(() => heard.includes("after"));
+      expect(heard).not.toContain("unheard");
+    } finally {
+      await deaf.close();
+      await sender.close();
+      proxy.close();
     }
   });
 

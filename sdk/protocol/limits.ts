@@ -103,6 +103,13 @@ export const LIMITS = {
    * `503 unavailable`, as are connections that cannot be made within it. Ours.
    */
   databaseSilenceMs: 10_000,
+  /**
+   * How often a host on PostgreSQL sends itself a broadcast to check that its listening connection
+   * still hears; one not heard by the next check means the connection died without a word (a NAT
+   * or balancer dropped it): the host listens again on a new one and re-reads what it may have
+   * missed. Ours.
+   */
+  databaseListenerCheckMs: 15_000,
   /** Largest request body for queries, mutations and endpoints. */
   requestBodyBytes: 1024 * 1024,
   /**

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
+import { LIMITS } from "../../../sdk/protocol/index.js";
 import { type HostBus, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
 import { OwnerLimit } from "./owner-limit.js";
 import type { Track } from "./postgres-parking.js";
@@ -51,6 +52,11 @@ export class PostgresBus implements HostBus {
   private retries = 0;
   /** Each owner's turns (see {@link inOwnerTurn}): shared as the lock connections they take. */
   private readonly owners: OwnerLimit;
+  /** False while the listener is lost and not replaced yet. */
+  private listening = true;
+  /** Whether the listener heard this process's last check broadcast (see {@link checkListener}). */
+  private heardCheck = true;
+  private readonly checks: NodeJS.Timeout;
 
   private constructor(
     private readonly url: string,
@@ -60,8 +66,10 @@ export class PostgresBus implements HostBus {
     private listener: pg.Client,
     private readonly table: string,
     private readonly track: Track,
+    checkMs: number,
   ) {
     this.watch(listener);
+    this.checks = setInterval(() => this.checkListener(), checkMs).unref();
     const places = locks.options.max ?? 10;
     // As snapshot connections are shared (owner-shares.ts): three quarters for one owner at most,
     // and a few kept for owners holding none.
@@ -78,23 +86,56 @@ export class PostgresBus implements HostBus {
     pools: { locks: pg.Pool; outerLocks: pg.Pool; notify: pg.Pool },
     table: string,
     track: Track,
+    checkMs: number = LIMITS.databaseListenerCheckMs,
   ): Promise<PostgresBus> {
     const listener = await listen(url);
-    return new PostgresBus(url, pools.locks, pools.outerLocks, pools.notify, listener, table, track);
+    return new PostgresBus(url, pools.locks, pools.outerLocks, pools.notify, listener, table, track, checkMs);
+  }
+
+  /** The payload of a check broadcast: this process's origin, then what no message is (they are JSON). */
+  private get check(): string {
+    return `${this.origin}|check`;
+  }
+
+  /**
+   * Sends this process a broadcast; when the one sent at the last check was not heard, the
+   * listener is deaf (its connection dropped without a word, which TCP alone notices only after
+   * many minutes): it is ended, and the host listens again and re-reads (see {@link relisten}).
+   */
+  private checkListener(): void {
+    if (this.closed || !this.listening) return;
+    if (!this.heardCheck) {
+      this.heardCheck = true;
+      const deaf = this.listener;
+      deaf.end().catch(() => {});
+      // A connection that hears nothing may never finish ending: its socket goes at once.
+      (deaf as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      return;
+    }
+    this.heardCheck = false;
+    this.notify.query("SELECT pg_notify($1, $2)", [CHANNEL, this.check]).catch(() => {
+      // Not sent (the server away): nothing to tell about the listener.
+      this.heardCheck = true;
+    });
   }
 
   /** Passes `listener`'s notifications on, and listens again once it is lost. */
   private watch(listener: pg.Client): void {
     listener.on("notification", (notification) => {
       const payload = notification.payload ?? "";
+      if (payload === this.check) {
+        this.heardCheck = true;
+        return;
+      }
       const split = payload.indexOf("|");
       if (split < 0 || payload.slice(0, split) === this.origin) return;
       this.deliver(payload.slice(split + 1));
     });
     let lost = false;
     const onLost = () => {
-      if (lost || this.closed) return;
+      if (lost || this.closed || this.listener !== listener) return;
       lost = true;
+      this.listening = false;
       void this.relisten();
     };
     listener.on("error", onLost);
@@ -122,6 +163,8 @@ export class PostgresBus implements HostBus {
         }
         this.listener = listener;
         this.retries = 0;
+        this.listening = true;
+        this.heardCheck = true;
         this.watch(listener);
         this.deliver(RESYNC_MESSAGE);
         return;
@@ -190,6 +233,7 @@ export class PostgresBus implements HostBus {
   /** Stops listening (the pools are the store's to end). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.checks);
     await this.listener.end().catch(() => {});
   }
 }

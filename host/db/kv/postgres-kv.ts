@@ -93,9 +93,13 @@ export class PostgresKv extends KvStoreBase {
   /**
    * Connects to `url` (`postgres://...`), creating the table when missing. `silenceMs`: how long a
    * round trip may go unanswered before the server is asked whether it still answers (see
-   * {@link SilenceWatch}; `LIMITS.databaseSilenceMs` by default).
+   * {@link SilenceWatch}; `LIMITS.databaseSilenceMs` by default); `listenerCheckMs`: how often the
+   * listener is checked (`LIMITS.databaseListenerCheckMs` by default).
    */
-  static async open(url: string, options: { table?: string; silenceMs?: number } = {}): Promise<PostgresKv> {
+  static async open(
+    url: string,
+    options: { table?: string; silenceMs?: number; listenerCheckMs?: number } = {},
+  ): Promise<PostgresKv> {
     const table = options.table ?? "platform_kv";
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new Error(`Invalid table name ${table}.`);
     const silence = new SilenceWatch(url, options.silenceMs ?? LIMITS.databaseSilenceMs);
@@ -121,7 +125,13 @@ export class PostgresKv extends KvStoreBase {
       throw error;
     }
     const inFlight = new Set<Promise<void>>();
-    const bus = await PostgresBus.open(url, { locks, outerLocks, notify: pool }, table, trackIn(inFlight));
+    const bus = await PostgresBus.open(
+      url,
+      { locks, outerLocks, notify: pool },
+      table,
+      trackIn(inFlight),
+      options.listenerCheckMs,
+    );
     const parking = new ConnectionParking(snapshots, trackIn(inFlight));
     return new PostgresKv(bus, pool, snapshots, locks, outerLocks, table, inFlight, parking, silence, memos);
   }
