@@ -442,6 +442,37 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("keeps lock connections for locks taken outside mutation turns, however many turns wait", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    let release = () => {};
+    try {
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let holding = 0;
+      // Sixteen developers' mutations, two each, every one holding its lock until released: a
+      // developer holding none always gets a turn while the turns' connections last.
+      const turns = Array.from({ length: 32 }, (_, i) =>
+        store.bus.inOwnerTurn(`owner-${i % 16}`, () =>
+          store.bus.lockAcrossProcesses(`deployment:${i}`, async () => {
+            holding++;
+            await released;
+          }),
+        ),
+      );
+      await until(async () => holding >= 10);
+      // A storage upload's quota lock, outside any turn, while the turns hold all they may.
+      expect(await store.bus.lockAcrossProcesses("quota:victim", async () => "taken")).toBe("taken");
+      expect(holding).toBe(10);
+      release();
+      await Promise.all(turns);
+      expect(holding).toBe(32);
+    } finally {
+      release();
+      await store.close();
+    }
+  });
+
   it("keeps a lock held past the server's idle_in_transaction_session_timeout", async () => {
     const admin = new pg.Client({ connectionString: server.url });
     await admin.connect();

@@ -8,6 +8,9 @@ import { readOnly } from "./postgres-silence.js";
 import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
 import { KEEP_ALIVE } from "./postgres-watched-pool.js";
 
+/** Lock connections that turns (see {@link PostgresBus.inOwnerTurn}) never take. */
+const LOCKS_KEPT_FROM_TURNS = 3;
+
 /** A connection listening on the broadcast channel. */
 async function listen(url: string): Promise<pg.Client> {
   const listener = new pg.Client(Object.assign({ connectionString: url }, KEEP_ALIVE));
@@ -70,7 +73,9 @@ export class PostgresBus implements HostBus {
   ) {
     this.watch(listener);
     this.checks = setInterval(() => this.checkListener(), checkMs).unref();
-    const places = locks.options.max ?? 10;
+    // Locks taken outside turns (storage quotas, sign-in codes, a deploy's) always find a few:
+    // turns held by a handful of busy developers took every one, and an upload waited seconds.
+    const places = Math.max(1, (locks.options.max ?? 10) - LOCKS_KEPT_FROM_TURNS);
     // As snapshot connections are shared (owner-shares.ts): three quarters for one owner at most,
     // and a few kept for owners holding none.
     this.owners = new OwnerLimit(
