@@ -9,7 +9,7 @@ import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.
 import { KEEP_ALIVE } from "./postgres-watched-pool.js";
 
 /** Lock connections that turns (see {@link PostgresBus.inOwnerTurn}) never take. */
-const LOCKS_KEPT_FROM_TURNS = 3;
+export const LOCKS_KEPT_FROM_TURNS = 3;
 
 /** A connection listening on the broadcast channel. */
 async function listen(url: string): Promise<pg.Client> {
