@@ -4,6 +4,7 @@ import { PlatformError } from "../values/index.js";
 import { errorFromWire } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
+import { PendingMutations } from "./pending-mutations.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
 import { UpgradeRefusal } from "./upgrade-refusal.js";
 
@@ -24,21 +25,6 @@ interface Subscription {
   resultJson?: string | undefined;
   /** Set while the last listener is gone but the server subscription is kept briefly. */
   dropTimer?: ReturnType<typeof setTimeout> | undefined;
-}
-
-interface PendingMutation {
-  /** The message, with the mutation's idempotency key: resent as it is after a lost answer. */
-  message: string;
-  /** Who was signed in when it was made (null: nobody yet); see {@link SyncConnection.sendMutation}. */
-  madeAs: string | null;
-  /** Who it was first sent as: the host keeps its key per user, so it is only ever resent as them. */
-  sentAs?: string | null;
-  resolve: (value: unknown) => void;
-  reject: (error: PlatformError) => void;
-  /** Sent on the current socket. */
-  sent: boolean;
-  /** When it was first sent (0: not yet); it is resent until {@link LIMITS.callRetryMs} after. */
-  firstSentMs: number;
 }
 
 /** Reconnect delays: 100 ms doubling to 10 s, each with jitter. */
@@ -71,7 +57,7 @@ export class SyncConnection {
   private stateValue: ConnectionState = "idle";
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly byId = new Map<string, Subscription>();
-  private readonly mutations = new Map<string, PendingMutation>();
+  private readonly mutations = new PendingMutations();
   private nextId = 1;
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -155,49 +141,12 @@ export class SyncConnection {
   mutation(name: string, argsJson: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new PlatformError("unavailable", "The client was closed."));
     const id = `m${this.nextId++}`;
-    return new Promise((resolve, reject) => {
-      const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson},"idempotencyKey":"${newIdempotencyKey()}"}`;
-      if (overMessageLimit(message)) return reject(tooLarge("mutation"));
-      const pending: PendingMutation = {
-        message,
-        madeAs: this.user(),
-        resolve,
-        reject,
-        sent: false,
-        firstSentMs: 0,
-      };
-      this.mutations.set(id, pending);
-      if (this.socket?.readyState === OPEN) this.sendMutation(this.socket, id, pending);
-      else this.ensureConnected();
-    });
-  }
-
-  /**
-   * Sends mutation `id` on `socket`, whose user is {@link socketUser}, unless that user is not
-   * the one it belongs to: the one it was first sent as (a resend as another user would apply it
-   * again, as them), or the one who made it (made while signed out, it may go as whoever signs in).
-   */
-  private sendMutation(socket: SocketLike, id: string, pending: PendingMutation): void {
-    const sentBefore = pending.firstSentMs > 0;
-    const belongsTo = sentBefore ? pending.sentAs : pending.madeAs;
-    if (belongsTo !== this.socketUser && (sentBefore || belongsTo !== null)) {
-      this.mutations.delete(id);
-      pending.reject(
-        new PlatformError(
-          "conflict",
-          sentBefore
-            ? "The signed-in user changed before the mutation was confirmed: it may or may not have been applied as the user before, and was not sent again as the new one."
-            : "The signed-in user changed before the mutation was sent: it was not applied; run it again if the new user should.",
-        ),
-      );
-      return;
-    }
-    pending.sent = true;
-    if (!sentBefore) {
-      pending.firstSentMs = Date.now();
-      pending.sentAs = this.socketUser;
-    }
-    socket.send(pending.message);
+    const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson},"idempotencyKey":"${newIdempotencyKey()}"}`;
+    if (overMessageLimit(message)) return Promise.reject(tooLarge("mutation"));
+    const answered = this.mutations.add(id, message, this.user());
+    if (this.socket?.readyState === OPEN) this.mutations.send(this.socket, this.socketUser, id);
+    else this.ensureConnected();
+    return answered;
   }
 
   /** True when there is something to keep a connection for. */
@@ -246,7 +195,7 @@ export class SyncConnection {
       this.attempts = 0;
       this.setState("open");
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
-      for (const [id, pending] of this.mutations) if (!pending.sent) this.sendMutation(socket, id, pending);
+      this.mutations.sendUnsent(socket, user);
     };
     socket.onmessage = (event) => this.receive(String(event.data), user);
     socket.onerror = (event) => refusal.error(event);
@@ -255,18 +204,7 @@ export class SyncConnection {
       if (this.socket !== socket) return;
       this.socket = null;
       // Unanswered mutations go again on the next socket, with their keys, while there is time.
-      const now = Date.now();
-      for (const [id, pending] of this.mutations) {
-        pending.sent = false;
-        if (pending.firstSentMs === 0 || now - pending.firstSentMs < LIMITS.callRetryMs) continue;
-        this.mutations.delete(id);
-        pending.reject(
-          new PlatformError(
-            "unavailable",
-            "The connection closed before the mutation was confirmed; it may or may not have been applied.",
-          ),
-        );
-      }
+      this.mutations.socketLost();
       if (this.closed) return;
       // A host shutting down answered what it took: reconnect at once (to another host).
       if (event?.code === SYNC_CLOSE.hostRestarting) this.attempts = 0;
@@ -328,11 +266,7 @@ export class SyncConnection {
       return;
     }
     if (message.type === "mutationResult" && typeof message.id === "string") {
-      const pending = this.mutations.get(message.id);
-      if (!pending) return;
-      this.mutations.delete(message.id);
-      if (message.error !== undefined) pending.reject(errorFromWire(message.error));
-      else pending.resolve(message.value ?? null);
+      this.mutations.answer(message.id, message);
       return;
     }
     // A result for the user before (on the socket closing for the new one) is not the new user's.
@@ -362,9 +296,7 @@ export class SyncConnection {
     this.closed = true;
     clearTimeout(this.retryTimer);
     for (const subscription of this.subscriptions.values()) clearTimeout(subscription.dropTimer);
-    for (const pending of this.mutations.values())
-      pending.reject(new PlatformError("unavailable", "The client was closed."));
-    this.mutations.clear();
+    this.mutations.failAll(new PlatformError("unavailable", "The client was closed."));
     this.socket?.close(1000, "client closed");
     this.socket = null;
     this.setState("idle");
