@@ -14,20 +14,10 @@ import {
 } from "./group.js";
 import { type HeldLimits, readSetBytes } from "./held-bytes.js";
 import { LiveState } from "./live-state.js";
+import { IGNORE_LIVE, type LiveObserver, OutcomeDelivery } from "./outcome-delivery.js";
 import { liveStateRefusals, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
 import { ReadSetIndex } from "./read-set-index.js";
 import { RerunQueue } from "./rerun-queue.js";
-
-/**
- * What live queries report, for the host's metrics: an interface of this layer (the metrics
- * implement it); the default ignores it.
- */
-export interface LiveObserver {
-  /** `count` results (values or errors) were handed to subscribers of `deployment`. */
-  pushed(deployment: string, count: number): void;
-}
-
-const IGNORE_LIVE: LiveObserver = { pushed() {} };
 
 /**
  * Live queries: a subscription runs its query and remembers its read set; after a commit, only
@@ -48,12 +38,11 @@ export class LiveQueries {
    */
   private readonly listening = new Map<string, { database: object; stop: () => void }>();
   private readonly pending = new Set<Promise<void>>();
-  /** Each outcome's UTF-8 bytes while some socket still holds them: a subscriber joining later shares them. */
-  private readonly encodedOutcomes = new WeakMap<Outcome, WeakRef<Buffer>>();
   private readonly state: LiveState;
   /** The refusal for passing each limit, and the most any of them holds. */
   private readonly refusals: Record<keyof HeldLimits, Outcome>;
   private readonly refusalBytes: number;
+  private readonly delivery: OutcomeDelivery;
   private readonly stopWatchingDeploys: () => void;
   private readonly stopWatchingGone: () => void;
   /** Query executions so far (tests count re-runs with it). */
@@ -61,7 +50,7 @@ export class LiveQueries {
 
   constructor(
     private readonly deployments: DeploymentService,
-    private readonly observer: LiveObserver = IGNORE_LIVE,
+    observer: LiveObserver = IGNORE_LIVE,
     /** What subscriptions may hold, by deployment, caller and host (tests use small figures). */
     limits: Partial<HeldLimits> = {},
   ) {
@@ -75,6 +64,7 @@ export class LiveQueries {
       (group) => void this.schedule(group).catch(() => {}),
       subscribingCallers,
     );
+    this.delivery = new OutcomeDelivery(observer);
     this.refusals = liveStateRefusals(held);
     this.refusalBytes = Math.max(...Object.values(this.refusals).map(outcomeBytes));
     this.stopWatchingDeploys = deployments.onChanged((id) => this.rerunAll(id));
@@ -118,7 +108,7 @@ export class LiveQueries {
     group.subscribers.set(subscriber, undefined);
     // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
     if (group.running) await group.running;
-    else if (group.outcome && group.roomNeeded === undefined) this.deliver(group);
+    else if (group.outcome && group.roomNeeded === undefined) this.delivery.deliver(group);
     else await this.schedule(group);
     const joined = group;
     return () => {
@@ -299,36 +289,7 @@ export class LiveQueries {
     }
     this.readSetsOf(group.deployment).set(group, readSet);
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
-    this.deliver(group);
-  }
-
-  /** Gives the group's outcome to every subscriber that was not given it yet. */
-  private deliver(group: Group): void {
-    const outcome = group.outcome;
-    if (!outcome) return;
-    let pushed = 0;
-    let bytes: Buffer | undefined;
-    const encoded = () => {
-      bytes ??= this.bytesOf(outcome);
-      return bytes;
-    };
-    for (const [subscriber, seen] of group.subscribers) {
-      if (seen === outcome) continue;
-      group.subscribers.set(subscriber, outcome);
-      pushed++;
-      if (outcome.error) subscriber.error(outcome.error);
-      else subscriber.value(outcome.valueJson as string, encoded);
-    }
-    if (pushed > 0) this.observer.pushed(group.deployment, pushed);
-  }
-
-  /** `outcome`'s value as UTF-8, encoded again only once nothing holds the last encoding. */
-  private bytesOf(outcome: Outcome): Buffer {
-    const kept = this.encodedOutcomes.get(outcome)?.deref();
-    if (kept) return kept;
-    const bytes = Buffer.from(outcome.valueJson ?? "");
-    this.encodedOutcomes.set(outcome, new WeakRef(bytes));
-    return bytes;
+    this.delivery.deliver(group);
   }
 
   /** Stops listening to commits. */
