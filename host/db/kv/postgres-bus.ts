@@ -57,8 +57,8 @@ export class PostgresBus implements HostBus {
   private readonly owners: OwnerLimit;
   /** False while the listener is lost and not replaced yet. */
   private listening = true;
-  /** Whether the listener heard this process's last check broadcast (see {@link checkListener}). */
-  private heardCheck = true;
+  /** This process's last check broadcast (see {@link checkListener}): sent, heard, or still on its way out. */
+  private lastCheck = { sent: false, heard: true, sending: false };
   private readonly checks: NodeJS.Timeout;
 
   private constructor(
@@ -108,20 +108,29 @@ export class PostgresBus implements HostBus {
    * many minutes): it is ended, and the host listens again and re-reads (see {@link relisten}).
    */
   private checkListener(): void {
-    if (this.closed || !this.listening) return;
-    if (!this.heardCheck) {
-      this.heardCheck = true;
+    const last = this.lastCheck;
+    // A check still on its way out (the server busy) tells nothing yet.
+    if (this.closed || !this.listening || last.sending) return;
+    if (last.sent && !last.heard) {
+      this.lastCheck = { sent: false, heard: true, sending: false };
       const deaf = this.listener;
       deaf.end().catch(() => {});
       // A connection that hears nothing may never finish ending: its socket goes at once.
       (deaf as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
       return;
     }
-    this.heardCheck = false;
-    this.notify.query("SELECT pg_notify($1, $2)", [CHANNEL, this.check]).catch(() => {
+    const check = { sent: false, heard: false, sending: true };
+    this.lastCheck = check;
+    this.notify.query("SELECT pg_notify($1, $2)", [CHANNEL, this.check]).then(
+      () => {
+        check.sent = true;
+        check.sending = false;
+      },
       // Not sent (the server away): nothing to tell about the listener.
-      this.heardCheck = true;
-    });
+      () => {
+        check.sending = false;
+      },
+    );
   }
 
   /** Passes `listener`'s notifications on, and listens again once it is lost. */
@@ -129,7 +138,7 @@ export class PostgresBus implements HostBus {
     listener.on("notification", (notification) => {
       const payload = notification.payload ?? "";
       if (payload === this.check) {
-        this.heardCheck = true;
+        this.lastCheck.heard = true;
         return;
       }
       const split = payload.indexOf("|");
@@ -169,7 +178,7 @@ export class PostgresBus implements HostBus {
         this.listener = listener;
         this.retries = 0;
         this.listening = true;
-        this.heardCheck = true;
+        this.lastCheck = { sent: false, heard: true, sending: false };
         this.watch(listener);
         this.deliver(RESYNC_MESSAGE);
         return;
