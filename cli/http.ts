@@ -4,6 +4,11 @@ import { localhostLookup } from "../sdk/client/node-transport.js";
 
 export { localhostLookup };
 
+/** Node's `request` for `url`'s scheme: `https:` URLs need `node:https` (`node:http` refuses them). */
+export function requestFor(url: URL): typeof httpRequest {
+  return url.protocol === "https:" ? httpsRequest : httpRequest;
+}
+
 /** A response with its body read. */
 export interface HttpResponse {
   status: number;
@@ -35,7 +40,7 @@ export function sendRequest(url: string, options: RequestOptions = {}): Promise<
 
 function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Promise<HttpResponse> {
   const target = new URL(url);
-  const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+  const send = requestFor(target);
   return new Promise((resolve, reject) => {
     const req = send(
       target,

@@ -1,4 +1,3 @@
-import { request } from "node:http";
 import { basename, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
@@ -9,7 +8,7 @@ import { type ClientUpload, collectClientFiles } from "../client-files.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { parseDeploymentId, parseHostUrl } from "../flags.js";
-import { localhostLookup, onLines, writeBody } from "../http.js";
+import { localhostLookup, onLines, requestFor, writeBody } from "../http.js";
 import { plural, printWarning, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 
@@ -28,7 +27,7 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
       )
     : undefined;
   return new Promise((resolve, reject) => {
-    const req = request(
+    const req = requestFor(url)(
       url,
       {
         method: "PUT",

@@ -1,13 +1,11 @@
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import yauzl from "yauzl";
 import { PlatformError } from "../../sdk/values/index.js";
-import { localhostLookup } from "../http.js";
+import { localhostLookup, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 import {
@@ -43,7 +41,7 @@ async function readManifest(path: string): Promise<Manifest> {
 
 /** Downloads the archive to `partial`, showing the bytes received on a terminal. */
 function download(url: URL, headers: Record<string, string>, partial: string): Promise<void> {
-  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const send = requestFor(url);
   return new Promise((resolvePromise, reject) => {
     const req = send(url, { headers, lookup: localhostLookup }, (res) => {
       if ((res.statusCode ?? 500) >= 400) {

@@ -1,13 +1,12 @@
 import { mkdir, mkdtemp, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+import type { IncomingMessage } from "node:http";
 import { basename, dirname, join, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
 import type { BackupManifest, RestoreProgress } from "../../host/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseHostUrl } from "../flags.js";
-import { localhostLookup } from "../http.js";
+import { localhostLookup, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, printWarning, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 
@@ -38,7 +37,7 @@ async function checkOut(out: string, flag: string): Promise<boolean> {
 /** Asks the host for its backup stream (`GET /v1/backup`); resolves with the response once it began. */
 function openBackup(host: string, token: string): Promise<IncomingMessage> {
   const url = new URL("/v1/backup", host);
-  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const send = requestFor(url);
   return new Promise((resolvePromise, reject) => {
     const req = send(
       url,

@@ -1,11 +1,9 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
 import { errorFromWire } from "../../sdk/client/errors.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { localhostLookup, onLines } from "../http.js";
+import { localhostLookup, onLines, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
 import {
@@ -48,7 +46,7 @@ function describe(progress: Progress): string {
 /** Uploads `file` and follows the host's NDJSON progress; resolves with the result. */
 async function upload(url: URL, headers: Record<string, string>, file: string): Promise<ImportView> {
   const size = (await stat(file)).size;
-  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const send = requestFor(url);
   return new Promise((resolve, reject) => {
     const req = send(
       url,

@@ -1,10 +1,9 @@
-import { request } from "node:http";
 import { type Command, Option } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { colorsFor } from "../colors.js";
 import { ownerToken } from "../config.js";
 import { parseHostUrl, parsePort, requireIdWithHost } from "../flags.js";
-import { localhostLookup, onLines } from "../http.js";
+import { localhostLookup, onLines, requestFor } from "../http.js";
 import { formatLogLine, type LogLine } from "../log-format.js";
 import { runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
@@ -57,7 +56,7 @@ export function registerLogs(program: Command): void {
           }
           if (flags.follow) url.searchParams.set("follow", "1");
           await new Promise<void>((resolve, reject) => {
-            const req = request(url, { headers, lookup: localhostLookup }, (res) => {
+            const req = requestFor(url)(url, { headers, lookup: localhostLookup }, (res) => {
               if ((res.statusCode ?? 500) >= 400) {
                 remoteErrorOf(res).then(reject, reject);
                 return;
