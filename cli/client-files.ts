@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { mkdtemp, open, readdir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
+import { isPublishedClientPath } from "../host/deployments/client-input.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { buildClientApp } from "./client-build.js";
@@ -11,18 +12,6 @@ import { printWarning } from "./output.js";
 export interface ClientUpload {
   path: string;
   bytes: Buffer;
-}
-
-/**
- * Whether a file of `client/` is uploaded: the app's sources (`.ts`, `.tsx`, `.jsx`, `.mts`,
- * `.cts`, `tsconfig*.json`) are built into `main.js` instead, and dot-files and dot-folders (`.env`,
- * `.DS_Store`, `.git`) may hold secrets or junk, except `.well-known/`, which sites publish on purpose.
- */
-function uploaded(path: string): boolean {
-  const names = path.split("/");
-  if (names.some((name, i) => name.startsWith(".") && !(i === 0 && name === ".well-known"))) return false;
-  const file = names[names.length - 1] ?? "";
-  return !/\.(tsx?|jsx|mts|cts)$/.test(file) && !/^tsconfig.*\.json$/.test(file);
 }
 
 /**
@@ -99,10 +88,10 @@ export async function collectClientFiles(
     await buildClientApp(capsuleDir, out, { production: true });
     const files = new Map<string, string>();
     const skipped = (path: string, reason: string) => {
-      if (uploaded(path)) warn(`client/${path} is not published: ${reason}.`);
+      if (isPublishedClientPath(path)) warn(`client/${path} is not published: ${reason}.`);
     };
     for (const [path, file] of await filesUnder(join(capsuleDir, "client"), skipped))
-      if (uploaded(path)) files.set(path, file);
+      if (isPublishedClientPath(path)) files.set(path, file);
     for (const [path, file] of await filesUnder(out, skipped)) files.set(path, file);
     if (files.size > LIMITS.clientFiles)
       throw new PlatformError(

@@ -32,6 +32,12 @@ beforeAll(async () => {
   await symlink(join(ssh, "index.html"), join(client, "docs", "index.html"));
   await symlink(join("img", "logo.svg"), join(client, "favicon.svg"));
   await symlink("img", join(client, "images"));
+  await mkdir(join(client, ".git"), { recursive: true });
+  await mkdir(join(client, ".well-known"), { recursive: true });
+  await writeFile(join(client, ".env"), "SECRET=1");
+  await writeFile(join(client, ".git", "config"), "url = https://token@example.com/repo");
+  await writeFile(join(client, "app.ts"), "export const secret = 1;");
+  await writeFile(join(client, ".well-known", "security.txt"), "Contact: a@example.com");
   const app = new Koa();
   app.use(staticFiles([client]));
   server = app.listen(0, "127.0.0.1");
@@ -62,4 +68,13 @@ it("serves files, and links that stay inside the folder as what they lead to", a
   expect(await get("/img/logo.svg")).toEqual([200, "<svg/>"]);
   expect(await get("/favicon.svg")).toEqual([200, "<svg/>"]);
   expect(await get("/images/logo.svg")).toEqual([200, "<svg/>"]);
+});
+
+it("does not serve what platform deploy leaves out: dot-files, dot-folders and sources", async () => {
+  expect(await get("/.env")).toEqual([404, ""]);
+  expect(await get("/.git/config")).toEqual([404, ""]);
+  expect(await get("/%2egit/config")).toEqual([404, ""]);
+  expect(await get("/app.ts")).toEqual([404, ""]);
+  expect(await get("/img/../.env")).toEqual([404, ""]);
+  expect(await get("/.well-known/security.txt")).toEqual([200, "Contact: a@example.com"]);
 });

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, realpath, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
+import { isPublishedClientPath } from "../deployments/client-input.js";
 import { sendClientFile } from "./client-file-response.js";
 
 const inside = (base: string, path: string) => path === base || path.startsWith(base + sep);
@@ -29,7 +30,8 @@ async function readUnder(
 /**
  * Serves a capsule's client at the app origin in `platform dev`: the first of `roots` holding the
  * path wins (the client build, then the `client/` folder). GET and HEAD only; `/` is `index.html`;
- * paths that would leave a folder, by `..` or by a symbolic link, are not found. Headers as for
+ * paths that would leave a folder, by `..` or by a symbolic link, are not found, nor are the files
+ * `platform deploy` does not publish (dot-files, sources). Headers as for
  * hosted client files ({@link sendClientFile}): type by extension, `nosniff`, an ETag, `no-cache`.
  */
 export function staticFiles(roots: readonly string[]) {
@@ -37,6 +39,8 @@ export function staticFiles(roots: readonly string[]) {
   return async (ctx: Context, next: Next) => {
     if (ctx.method !== "GET" && ctx.method !== "HEAD") return next();
     const relative = normalize(decodeURIComponent(ctx.path)).replace(/^([/\\])+/, "");
+    // What `platform deploy` leaves out (dot-files such as .env and .git, sources) is not served either.
+    if (relative !== "" && !isPublishedClientPath(relative.split(sep).join("/"))) return next();
     for (const base of bases) {
       const found = await readUnder(base, relative);
       if (!found) continue;
