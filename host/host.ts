@@ -24,6 +24,7 @@ import {
   listenForMetrics,
   type QuotaSettings,
   RequestQuota,
+  sweepExpiredDashboardSessions,
   type UnsentAnswerLimits,
   UnsentAnswers,
 } from "./http/index.js";
@@ -254,12 +255,14 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     throw error;
   }
   const live = new LiveQueries(deployments, metrics);
-  // Guests whose tokens can no longer be used, and email codes that ended, are deleted hourly, so
-  // their records do not pile up.
+  // Guests whose tokens can no longer be used, email codes that ended and expired dashboard
+  // sessions are deleted hourly, so their records do not pile up.
   const sweep = () =>
-    void Promise.all([auth.sweepEndedGuests(), signIn.emailCodes.sweepEnded()]).catch((error: unknown) =>
-      console.error("Sweeping ended sessions and sign-in codes failed:", error),
-    );
+    void Promise.all([
+      auth.sweepEndedGuests(),
+      signIn.emailCodes.sweepEnded(),
+      sweepExpiredDashboardSessions(db),
+    ]).catch((error: unknown) => console.error("Sweeping ended sessions and sign-in codes failed:", error));
   const sweeps = setInterval(sweep, SWEEP_MS).unref();
   // Once per database: sessions of versions before account marks get theirs (close stops it).
   let closing = false;

@@ -49,6 +49,16 @@ function cookieOf(response: HttpResponse): string | undefined {
   return set?.split(";")[0];
 }
 
+it("makes no session for a request another site's page made (an <img> pointed at the dashboard)", async () => {
+  await dev.waitFor(/dashboard at http:\/\/dashboard\.localhost:\d+\/dashboard/);
+  for (const site of ["cross-site", "same-site"]) {
+    const loaded = await at("dashboard.localhost", "/dashboard", { headers: { "sec-fetch-site": site } });
+    expect(loaded.status).toBe(302);
+    expect(loaded.headers.location).toMatch(/^\/dashboard\/login/);
+    expect(cookieOf(loaded)).toBeUndefined();
+  }
+});
+
 it("prints the dashboard's address and signs loopback requests in as the dev deployment's operator", async () => {
   await dev.waitFor(/dashboard at http:\/\/dashboard\.localhost:\d+\/dashboard/);
   const shell = await at("dashboard.localhost", "/dashboard", { headers: { "sec-fetch-site": "none" } });

@@ -406,6 +406,7 @@ describe("platform dev's dashboard", () => {
     expect(mayAutoSignIn(false, true, true)).toBe(false);
     expect(mayAutoSignIn(true, false, true)).toBe(false);
     expect(mayAutoSignIn(true, true, false)).toBe(false);
+    expect(mayAutoSignIn(true, true, true, true)).toBe(false);
     expect(isLoopbackHost("dashboard.localhost:3000")).toBe(true);
     expect(isLoopbackHost("evil.example:3000")).toBe(false);
     for (const address of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"])

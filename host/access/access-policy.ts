@@ -315,8 +315,15 @@ export function mayDeleteFromDashboard<D extends { readonly owner: string | null
  * only for a request that both names a loopback host and comes from a loopback address: a page that
  * points its own DNS name at 127.0.0.1 sends that name as Host and is refused, and a page of
  * another site gets no session it could use (the cookie is SameSite=Strict and every request it
- * would make needs the session's CSRF token, which it cannot read).
+ * would make needs the session's CSRF token, which it cannot read). A request another site's page
+ * made (`fromAnotherSite`: its `Sec-Fetch-Site`) gets none at all: an `<img>` pointed at the
+ * dashboard would otherwise store a new session with each load.
  */
-export function mayAutoSignIn(dev: boolean, loopbackHost: boolean, loopbackPeer: boolean): boolean {
-  return dev && loopbackHost && loopbackPeer;
+export function mayAutoSignIn(
+  dev: boolean,
+  loopbackHost: boolean,
+  loopbackPeer: boolean,
+  fromAnotherSite = false,
+): boolean {
+  return dev && loopbackHost && loopbackPeer && !fromAnotherSite;
 }

@@ -153,7 +153,11 @@ export class DashboardSessions implements SessionLookup {
     const id = this.sessionIdOf(ctx);
     if (!id) return undefined;
     const found = await this.sessions.get(hashSecret(id));
-    if (!found || found.expiresAt < Date.now()) return undefined;
+    if (!found) return undefined;
+    if (found.expiresAt < Date.now()) {
+      await this.sessions.delete(hashSecret(id));
+      return undefined;
+    }
     if (found.operator !== undefined)
       return matchesHash(this.adminToken, found.operator)
         ? { who: { kind: "admin" }, name: "the operator", csrf: found.csrf }
@@ -163,4 +167,20 @@ export class DashboardSessions implements SessionLookup {
       ? { who: { kind: "developer", developer }, name: developer.name ?? developer.id, csrf: found.csrf }
       : undefined;
   }
+}
+
+/**
+ * Deletes the dashboard sessions that expired: without it every sign-in (a script may sign in as
+ * often as its limit allows) is kept for good. Reads a page at a time; returns how many it deleted.
+ */
+export async function sweepExpiredDashboardSessions(db: HostDatabase, now = Date.now()): Promise<number> {
+  const sessions = db.records<DashboardSession>("dashboard-sessions");
+  let deleted = 0;
+  for await (const page of sessions.entryPages()) {
+    const expired = page.filter(([, session]) => session.expiresAt < now);
+    if (expired.length === 0) continue;
+    await sessions.batch(expired.map(([id]) => ({ id, value: null })));
+    deleted += expired.length;
+  }
+  return deleted;
 }

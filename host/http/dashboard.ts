@@ -1,10 +1,12 @@
 import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { dashboardDeleteAllowed, mayAutoSignIn, mayManage, OWNER_DELETE } from "../access/index.js";
 import { sameSecret } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
+import { clientAddressKey } from "./client-address.js";
 import { sendAsset, sendShell, setPageHeaders } from "./dashboard-assets.js";
 import { storagePage } from "./dashboard-pages.js";
 import type { DashboardSessions, SignedIn } from "./dashboard-sessions.js";
@@ -13,6 +15,7 @@ import { escapeHtml, page } from "./html-page.js";
 import { isLoopbackAddress, isLoopbackHost } from "./loopback-host.js";
 import { TWO_SESSION_COOKIES } from "./principal.js";
 import { sameSitePath } from "./redirect-target.js";
+import { RequestQuota } from "./request-quota.js";
 
 /** The server-rendered pages (sign-in, storage): their own inline styles, no script at all. */
 const STORAGE_PAGE_CSP =
@@ -32,9 +35,16 @@ export function dashboardRoutes(
   sessions: DashboardSessions,
   deployments: DeploymentService,
   objects: ObjectService,
+  quota: RequestQuota,
   dev = false,
 ): RouterMiddleware {
   const router = new Router();
+  // Sign-ins store a session each, and a wrong token may be a guess: a few a minute per address.
+  const signIns = new RequestQuota(
+    quota.enabled
+      ? { burst: LIMITS.dashboardSignInsPerMinute, perSecond: LIMITS.dashboardSignInsPerMinute / 60 }
+      : false,
+  );
 
   /** The request's session; in `platform dev` on loopback, a new operator session when it has none. */
   async function signedInOrAuto(ctx: Context): Promise<SignedIn | undefined> {
@@ -42,10 +52,12 @@ export function dashboardRoutes(
     if (signedIn) return signedIn;
     // A new session's cookie would come after the planted one: the sign-in page says what to do.
     if (sessions.twoCookies(ctx)) return undefined;
+    const site = ctx.get("sec-fetch-site");
     const auto = mayAutoSignIn(
       dev,
       isLoopbackHost(ctx.get("host")),
       isLoopbackAddress(ctx.socket.remoteAddress),
+      site !== "" && site !== "none" && site !== "same-origin",
     );
     return auto ? sessions.signInOperator(ctx) : undefined;
   }
@@ -87,6 +99,17 @@ export function dashboardRoutes(
   router.post("/dashboard/login", async (ctx) => {
     const fields = await form(ctx);
     if (!fields) return;
+    const client = clientAddressKey(quota.clientAddress(ctx.req));
+    if (!signIns.tryTake(client)) {
+      ctx.status = 429;
+      ctx.set("Retry-After", String(signIns.retryAfterSeconds(client)));
+      ctx.type = "html";
+      ctx.body = page(
+        "Too many sign-ins",
+        `<h1>Too many sign-ins</h1><p>Your address signed in ${LIMITS.dashboardSignInsPerMinute} times in the last minute; wait a minute and sign in again.</p>`,
+      );
+      return;
+    }
     const next = sameSitePath(fields.get("next"));
     if (sessions.twoCookies(ctx)) {
       ctx.redirect(`/dashboard/login?next=${encodeURIComponent(next)}`);

@@ -5,6 +5,7 @@
  */
 
 export { type BodyArrivalLimits, BodyArrivals } from "./body-arrivals.js";
+export { sweepExpiredDashboardSessions } from "./dashboard-sessions.js";
 export { drainServer } from "./drain.js";
 export { listenForMetrics } from "./metrics-port.js";
 export { DEFAULT_REQUEST_QUOTA, type QuotaSettings, quotaKey, RequestQuota } from "./request-quota.js";

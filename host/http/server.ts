@@ -121,7 +121,7 @@ export function createHttpApp(options: HttpOptions): Koa {
             sessions,
             new DataConsole(deployments.db, deployments.logs),
           ),
-          dashboardRoutes(sessions, deployments, objects, dev),
+          dashboardRoutes(sessions, deployments, objects, quota, dev),
           controlPlaneLanding(),
         ]
       : [];

@@ -224,6 +224,11 @@ export const LIMITS = {
   guestSignInsPerClient: 100,
   guestSignInWindowSeconds: 60 * 60,
   /**
+   * Dashboard sign-ins (with a token, right or wrong) one client address may make per minute.
+   * Ours: each stores a session for 12 hours, and a guessed operator token would open every tenant.
+   */
+  dashboardSignInsPerMinute: 30,
+  /**
    * Sync WebSockets one client address may hold open on a host, all deployments together. Ours:
    * each holds the host's memory; many users behind one address (an office's NAT) stay well inside.
    */
