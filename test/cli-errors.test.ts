@@ -181,7 +181,7 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
   ])("platform host with PLATFORM_OIDC_ISSUERS=%s", (issuers, message) => {
     const result = runCli(["host", "--data", join(dir, "never")], {
       ...env(),
-      PLATFORM_ADMIN_TOKEN: "t",
+      PLATFORM_ADMIN_TOKEN: "cli-errors-admin-token",
       PLATFORM_OIDC_ISSUERS: issuers,
     });
     expect(result.status, result.stderr).toBe(2);
@@ -222,9 +222,18 @@ describe("a busy port", () => {
 
   it("platform host names the port and --port", async () => {
     const hosted = await platform(["host", "--port", String(port), "--data", join(dir, "data")], {
-      PLATFORM_ADMIN_TOKEN: "t",
+      PLATFORM_ADMIN_TOKEN: "cli-errors-admin-token",
     });
     expect([hosted.status, hosted.stderr.trim()]).toEqual([1, inUse()]);
+  }, 60_000);
+
+  it("platform host warns about an operator token short enough to guess", async () => {
+    const hosted = await platform(["host", "--port", String(port), "--data", join(dir, "data")], {
+      PLATFORM_ADMIN_TOKEN: "secret",
+    });
+    expect(hosted.stderr).toContain(
+      "warning: PLATFORM_ADMIN_TOKEN is 6 characters: use a long random one (openssl rand -hex 32)",
+    );
   }, 60_000);
 
   it("platform host warns when other users may open its data folder", async () => {
@@ -232,7 +241,7 @@ describe("a busy port", () => {
     mkdirSync(shared);
     chmodSync(shared, 0o755);
     const hosted = await platform(["host", "--port", String(port), "--data", shared], {
-      PLATFORM_ADMIN_TOKEN: "t",
+      PLATFORM_ADMIN_TOKEN: "cli-errors-admin-token",
     });
     expect(hosted.stderr).toContain(
       `warning: the data folder ${shared} can be opened by other users of this machine (mode 755); it holds every tenant's data: run chmod 700 ${shared}`,

@@ -85,10 +85,20 @@ function parseDatabaseUrl(flag: string): string {
   return flag;
 }
 
+/** Operator tokens shorter than this get a warning at start (a generated one has 32; 16 random ones are past guessing). */
+const MIN_ADMIN_TOKEN_CHARS = 16;
+
 /** The operator token: `PLATFORM_ADMIN_TOKEN`, else one generated once and kept in the data folder. */
 function adminToken(data: string): { token: string; generated: boolean } {
   const fromEnv = process.env.PLATFORM_ADMIN_TOKEN;
-  if (fromEnv) return { token: fromEnv, generated: false };
+  if (fromEnv) {
+    // It opens every tenant: a short one could be guessed (sign-ins are limited, not impossible).
+    if (fromEnv.length < MIN_ADMIN_TOKEN_CHARS)
+      printWarning(
+        `PLATFORM_ADMIN_TOKEN is ${fromEnv.length} characters: use a long random one (openssl rand -hex 32), or leave it unset to have one made and kept in the data folder.`,
+      );
+    return { token: fromEnv, generated: false };
+  }
   const file = join(data, "admin-token");
   if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), generated: false };
   mkdirSync(data, { recursive: true, mode: 0o700 });
@@ -303,7 +313,7 @@ export function registerHost(program: Command): void {
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  PLATFORM_ADMIN_TOKEN=secret platform host --port 8080 --data ./data\n  curl -H 'Authorization: Bearer secret' http://localhost:8080/v1/deploys\n  platform host --port 8081 --database postgres://platform@db:5432/platform --s3-bucket files --s3-endpoint http://minio:9000",
+      '\nExamples:\n  PLATFORM_ADMIN_TOKEN=$(openssl rand -hex 32) platform host --port 8080 --data ./data\n  curl -H "Authorization: Bearer $PLATFORM_ADMIN_TOKEN" http://localhost:8080/v1/deploys\n  platform host --port 8081 --database postgres://platform@db:5432/platform --s3-bucket files --s3-endpoint http://minio:9000',
     )
     .action((flags: HostFlags) =>
       runAction(async () => {
