@@ -75,6 +75,44 @@ it("refuses an address whose answers wait unread past its share, and closes a co
   expect(received).toBeGreaterThan(0);
 }, 60_000);
 
+it("refuses the answers of reads that arrived together once the first would pass the address's share", async () => {
+  // Each passed the check on arrival (nothing was held yet); their answers are refused as they are
+  // made, instead of holding several times the share for one address.
+  const { port } = new URL(host.url);
+  const sockets = await Promise.all(
+    Array.from(
+      { length: 4 },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(Number(port), "127.0.0.1", () => resolve(socket));
+          socket.on("error", reject);
+        }),
+    ),
+  );
+  const statuses = await Promise.all(
+    sockets.map(
+      (socket) =>
+        new Promise<string>((resolve) => {
+          socket.once("data", (chunk: Buffer) => {
+            socket.pause();
+            resolve(chunk.toString("latin1").slice(0, 12));
+          });
+          socket.write(`GET /big HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`);
+        }),
+    ),
+  );
+  expect(statuses.filter((status) => status === "HTTP/1.1 200")).toHaveLength(1);
+  expect(statuses.filter((status) => status === "HTTP/1.1 429")).toHaveLength(3);
+  for (const socket of sockets) socket.destroy();
+  await vi.waitFor(
+    async () => expect((await sendRequest(`${host.deploymentUrl("app")}/small`)).status).toBe(200),
+    {
+      timeout: 30_000,
+      interval: 250,
+    },
+  );
+}, 60_000);
+
 it("counts a streamed download by its length, and closes it when it is not read", async () => {
   // Downloads are streamed from the blob store; counted as nothing, 600 unread ones from one
   // address held their files open (or, on S3, every socket of the bucket's client) for ever.

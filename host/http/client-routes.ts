@@ -1,6 +1,7 @@
 import type { Middleware } from "koa";
 import type { DeploymentService } from "../deployments/index.js";
 import { clientPathsFor, sendClientFile } from "./client-file-response.js";
+import { quotaKey, type RequestQuota } from "./request-quota.js";
 
 /**
  * Serves a hosted deployment's web client (the files `platform deploy` sent from `client/` and its
@@ -9,10 +10,13 @@ import { clientPathsFor, sendClientFile } from "./client-file-response.js";
  * the deployed version's manifest (no disk, so no path leaves it; no listings). Anything else
  * goes on to the `404`.
  */
-export function clientRoutes(deployments: DeploymentService): Middleware {
+export function clientRoutes(deployments: DeploymentService, quota: RequestQuota): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== "GET" && ctx.method !== "HEAD") return next();
     const id = ctx.state.deployment as string;
+    // Each file costs its address a request, in a scope of its own: a page's files do not eat into
+    // its calls, and files (8 MiB each) cannot be fetched as fast as a client can ask.
+    quota.charge(`${quotaKey(id, null, quota.clientAddress(ctx.req))}\u0000client-files`);
     for (const path of clientPathsFor(ctx.path)) {
       const found = await deployments.clientFile(id, path);
       if (!found) continue;

@@ -99,7 +99,7 @@ export function createHttpApp(options: HttpOptions): Koa {
       ? options.devClientDirs
         ? staticFiles(options.devClientDirs)
         : undefined
-      : clientRoutes(deployments),
+      : clientRoutes(deployments, quota),
     options.devDeployment ? devLanding(deployments, options.devDeployment) : undefined,
   ];
   const sessions = options.adminToken

@@ -33,13 +33,30 @@ function bodyBytes(body: unknown, length: number | undefined): number {
   return 0;
 }
 
+/** Whether a request only reads (its answer may be refused after it ran): GET, HEAD, a query. */
+function readsOnly(ctx: Koa.Context): boolean {
+  return ctx.method === "GET" || ctx.method === "HEAD" || ctx.path.startsWith("/api/query/");
+}
+
+/** Headers of an answer that must not go with the error replacing it. */
+const ANSWER_HEADERS = ["cache-control", "etag", "last-modified", "content-disposition", "content-encoding"];
+
+/** Drops the answer made (closing a stream's file) so that an error goes instead, never cached. */
+function discardAnswer(ctx: Koa.Context): void {
+  if (ctx.body instanceof Readable) ctx.body.destroy();
+  ctx.body = null;
+  for (const header of ANSWER_HEADERS) ctx.remove(header);
+  ctx.set("Cache-Control", "no-store");
+}
+
 /**
  * Bytes of answers (whole bodies, as queries and endpoints answer) handed to the server and not yet
  * read by their clients, per client address and in all. An answer stays in memory until its client
  * reads it, and a client that never reads would otherwise hold as much of the host's memory as it
  * makes requests. An address past its share is refused further requests until its answers drain,
  * and a connection whose answer made no progress for {@link UnsentAnswerLimits.waitMs} is closed.
- * Checked as a request arrives: requests in flight at once may pass the share by their answers.
+ * Checked as a request arrives, and again as a read's answer is made: requests in flight at once
+ * all passed the first check.
  */
 export class UnsentAnswers {
   private readonly held = new ClientBytes();
@@ -82,8 +99,35 @@ export class UnsentAnswers {
         );
       await next();
       const bytes = bodyBytes(ctx.body, ctx.length);
-      if (bytes > 0) this.hold(key, bytes, ctx.res);
+      if (bytes <= 0) return;
+      // Requests in flight at once all passed the check above: a read's answer that would take its
+      // address (or the host) past the limit is refused now, before its bytes are handed over. A
+      // write's answer goes anyway: the write happened, and its caller must learn so.
+      const refusal = readsOnly(ctx) ? this.refusalOf(key, bytes) : undefined;
+      if (refusal) {
+        discardAnswer(ctx);
+        throw refusal;
+      }
+      this.hold(key, bytes, ctx.res);
     };
+  }
+
+  /** Why an answer of `bytes` to `key` may not be held now (one to an address holding none always may). */
+  private refusalOf(key: string, bytes: number): PlatformError | undefined {
+    const mine = this.held.of(key);
+    if (mine > 0 && mine + bytes > this.limits.perClient)
+      return new PlatformError(
+        "limit_exceeded",
+        `Answers to your address not yet read would pass ${this.limits.perClient} bytes; retry in a moment (a client that stops reading its answers holds them).`,
+        { retryAfterSeconds: 1 },
+      );
+    if (this.held.total > 0 && this.held.total + bytes > this.limits.total)
+      return new PlatformError(
+        "unavailable",
+        "The host holds as many answers waiting to be read as it can; retry in 1 s.",
+        { retryAfterSeconds: 1 },
+      );
+    return undefined;
   }
 
   private hold(key: string, bytes: number, res: ServerResponse): void {
