@@ -180,3 +180,29 @@ describe("idempotency keys over the sync socket", () => {
     expect(await query("tagCount", { tag: "sock-bad" })).toBe(0);
   });
 });
+
+describe("idempotency keys of anonymous callers", () => {
+  it("keeps an anonymous caller's keys its address's: another address reusing one runs its own call", async () => {
+    // Behind a trusted proxy, as most hosts run: the client address is the proxy's last entry.
+    const proxied = await startTestHost({ requestQuota: false, trustProxy: true });
+    try {
+      expect((await proxied.deployFixture(ID, "ledger")).status).toBe(201);
+      const from = (address: string, key: string) =>
+        sendRequest(`${proxied.deploymentUrl(ID)}/api/mutation/add`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": key, "x-forwarded-for": address },
+          body: JSON.stringify({ tag: "anonymous" }),
+        });
+      const key = "order-1042";
+      const first = await from("203.0.113.7", key);
+      const elsewhere = await from("198.51.100.9", key);
+      expect(first.status, first.text()).toBe(200);
+      expect(elsewhere.status, elsewhere.text()).toBe(200);
+      expect(elsewhere.text()).not.toBe(first.text());
+      // The first address's retry gets its own outcome.
+      expect((await from("203.0.113.7", key)).text()).toBe(first.text());
+    } finally {
+      await proxied.dispose();
+    }
+  });
+});

@@ -40,6 +40,11 @@ export interface Call {
    * Ignored for queries.
    */
   idempotencyKey?: string | undefined;
+  /**
+   * Whose keys an anonymous caller's are (its client address, as quotas key it): anonymous callers
+   * elsewhere never read its results, nor block its keys. Unset: anonymous callers share keys.
+   */
+  anonymousCaller?: string | undefined;
   /** Told what the call used once it ran, whether it succeeded or failed (the dashboard's runner). */
   onUsage?: (usage: CallUsage) => void;
 }
@@ -133,7 +138,8 @@ export class CallExecutor {
       call.kind === "mutation" && call.idempotencyKey !== undefined
         ? new IdempotentMutation(
             record.id,
-            call.identity?.userId ?? "",
+            call.identity?.userId ??
+              (call.anonymousCaller === undefined ? "" : `anonymous:${call.anonymousCaller}`),
             call.idempotencyKey,
             call.name,
             call.argsJson,

@@ -5,6 +5,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import { type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import { jsonTextBody } from "./body.js";
+import { clientAddressKey } from "./client-address.js";
 import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
@@ -75,6 +76,7 @@ export function appRoutes(
         session: ctx.state.session,
         idempotencyKey:
           kind === "mutation" ? parseIdempotencyKey(ctx.get("idempotency-key") || undefined) : undefined,
+        anonymousCaller: clientAddressKey(quota.clientAddress(ctx.req)),
       });
       ctx.type = "application/json";
       ctx.body = `{"value":${result.valueJson}}`;

@@ -123,6 +123,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
           identity,
           session,
           idempotencyKey,
+          anonymousCaller: address,
         });
       } finally {
         gate?.endWrite();
