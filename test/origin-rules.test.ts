@@ -194,6 +194,9 @@ describe("custom endpoints set headers that reach no further than their own answ
       ["Alt-Svc", 'h2="evil.example:443"'],
       ["X-Envoy-Immediate-Health-Check-Fail", "true"],
       ["x-envoy-degraded", "1"],
+      ["X-LiteSpeed-Location", "/internal/secret"],
+      ["X-LiteSpeed-Purge", "*"],
+      ["X-Reproxy-URL", "http://127.0.0.1:8080/v1/backup"],
     ] as const) {
       const response = await answer(name, value);
       expect(response.status, name).toBe(200);

@@ -8,8 +8,8 @@ import { ownOriginCookie } from "./endpoint-cookies.js";
  * hop-by-hop headers are the platform's (`date` and `content-encoding` included: the body is the
  * platform's to frame); `clear-site-data` reaches past the deployment's own origin (its `cookies`
  * clears the cookies of the whole site, other tenants' and the dashboard's); and the internal
- * redirects of the proxies in front of the host (nginx's `x-accel-*`, `x-sendfile` and lighttpd's)
- * would let a tenant make the proxy serve what the proxy can reach.
+ * redirects of the proxies in front of the host (nginx's `x-accel-*`, `x-sendfile` and lighttpd's,
+ * Perlbal's `x-reproxy-url`) would let a tenant make the proxy serve what the proxy can reach.
  */
 const RESERVED = new Set([
   "content-length",
@@ -28,14 +28,16 @@ const RESERVED = new Set([
   "x-sendfile-type",
   "x-lighttpd-send-file",
   "x-lighttpd-sendfile",
+  "x-reproxy-url",
 ]);
 
 /**
  * Prefixes of reserved header names: the proxy's own (`proxy-connection`, `proxy-authenticate`,
  * nginx's `x-accel-*`, Envoy's `x-envoy-*`, whose `x-envoy-immediate-health-check-fail` would
- * take the whole host out of an Envoy's rotation).
+ * take the whole host out of an Envoy's rotation, LiteSpeed's `x-litespeed-*`: an internal
+ * redirect, and purges of the whole site's cache, other tenants' pages included).
  */
-const RESERVED_PREFIXES = ["proxy-", "x-accel-", "x-envoy-"];
+const RESERVED_PREFIXES = ["proxy-", "x-accel-", "x-envoy-", "x-litespeed-"];
 
 /** Whether a capsule's endpoint may set response header `lower` (a lower-case name). */
 export function isReservedHeader(lower: string): boolean {
