@@ -178,6 +178,28 @@ describe("HTTP routing where no route answers", () => {
     expect(rtsp).toContain(notFound("No route for DESCRIBE /api/query/count."));
   });
 
+  it("refuses a request that names two hosts: a Host header twice, or an absolute target naming another", async () => {
+    const port = hosted.port;
+    const twice = await rawRequest(
+      hosted,
+      `POST /api/query/count HTTP/1.1\r\nHost: ep.localhost:${port}\r\nHost: localhost:${port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+    );
+    expect(twice).toMatch(/^HTTP\/1\.1 400 /);
+    expect(twice).toContain("more than one Host header");
+    const other = await rawRequest(
+      hosted,
+      `POST http://localhost:${port}/api/query/count HTTP/1.1\r\nHost: ep.localhost:${port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+    );
+    expect(other).toMatch(/^HTTP\/1\.1 400 /);
+    expect(other).toContain("names another host than its Host header");
+    // An absolute target naming its own Host is the same request as its path.
+    const same = await rawRequest(
+      hosted,
+      `POST http://ep.localhost:${port}/api/query/count HTTP/1.1\r\nHost: ep.localhost:${port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+    );
+    expect(same).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it("storage owns /storage and the listing path, with its own 404s", async () => {
     const cases: Array<[string, string, string]> = [
       ["GET", "/storage/bad/x", "No such object."],

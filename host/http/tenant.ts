@@ -36,6 +36,34 @@ export function destinationOfHost(hostHeader: string, domain: string, devDeploym
   return { kind: "unknown" };
 }
 
+/**
+ * Refuses (`400`) a request whose destination is not one host name: a Host header sent twice
+ * (Node keeps the first, a proxy in front may have judged it by the other), or an absolute-form
+ * target (`POST http://a.example/...`) naming another host than its Host header, which HTTP says
+ * the target's authority overrides. Either could take a request past a proxy's rule for one name
+ * to another tenant, or to the control plane.
+ */
+function checkOneHost(ctx: Context): void {
+  const raw = ctx.req.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === "host") hosts++;
+  if (hosts > 1)
+    throw new PlatformError("bad_request", "The request has more than one Host header; send one.");
+  const target = ctx.req.url ?? "";
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return;
+  let authority: string;
+  try {
+    authority = new URL(target).host;
+  } catch {
+    throw new PlatformError("bad_request", "The request's target is not a URL or a path.");
+  }
+  if (authority.toLowerCase() !== (ctx.get("host") || "").toLowerCase())
+    throw new PlatformError(
+      "bad_request",
+      "The request's target names another host than its Host header; send the path alone, with the Host header.",
+    );
+}
+
 /** {@link destinationOfHost} for a Koa request. */
 function resolveDestination(ctx: Context, domain: string, devDeployment?: string): Destination {
   return destinationOfHost(ctx.get("host") || "", domain, devDeployment);
@@ -58,6 +86,7 @@ export interface TenantOptions {
  */
 export function resolveTenant(options: TenantOptions): Middleware {
   return (ctx, next) => {
+    checkOneHost(ctx);
     if (options.devDeployment) {
       const crossSite = crossSiteInDev(ctx.get("origin") || undefined);
       if (crossSite) throw crossSite;
