@@ -9,7 +9,7 @@ import { clientAddressKey } from "./client-address.js";
 import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
-import { chargeRequest, type RequestQuota } from "./request-quota.js";
+import { chargeRequest, quotaKey, type RequestQuota } from "./request-quota.js";
 import { series, settled } from "./routing.js";
 
 type CallKind = "query" | "mutation";
@@ -62,8 +62,11 @@ export function appRoutes(
   auth: AuthService,
   quota: RequestQuota,
 ): Middleware {
-  const args = jsonTextBody(LIMITS.requestBodyBytes, "{}");
-  const caller = identify(auth, bearerToken);
+  // Large arguments are checked off the main thread, in their caller's turn (its quota key).
+  const args = jsonTextBody(LIMITS.requestBodyBytes, "{}", (ctx) =>
+    quotaKey(ctx.state.deployment as string, ctx.state.identity, quota.clientAddress(ctx.req)),
+  );
+  const caller = identify(auth, bearerToken, quota);
   const charge = chargeRequest(quota);
   const call =
     (kind: CallKind): Middleware =>
@@ -82,7 +85,8 @@ export function appRoutes(
       ctx.body = `{"value":${result.valueJson}}`;
     };
   const route = (kind: CallKind) => ({
-    post: series([args, caller, charge, call(kind)]),
+    // Charged before the body is read and checked (up to 1 MiB of JSON, on the main thread).
+    post: series([caller, charge, args, call(kind)]),
     other: methodNotAllowed("POST", (params) => `${kind} ${params.name}`),
   });
   const routes: Record<CallKind, ReturnType<typeof route>> = {

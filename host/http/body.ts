@@ -2,7 +2,7 @@ import type { Context, Middleware } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { bodyArrival } from "./body-arrivals.js";
-import { parseJsonOffThread } from "./json-off-thread.js";
+import { checkJsonOffThread, parseJsonOffThread } from "./json-off-thread.js";
 import { parseJsonText } from "./json-text.js";
 
 /** Largest body of the small JSON and form requests: sign-in, the operator API, dashboard forms. */
@@ -102,11 +102,21 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
   });
 }
 
-/** Reads a JSON body (empty means `fallback`), as text, checking that it parses. */
-export async function readJsonText(ctx: Context, limit: number, fallback: string): Promise<string> {
+/**
+ * Reads a JSON body (empty means `fallback`), as text, checking that it parses; with `caller`
+ * (whose turn it takes), one over `LIMITS.jsonCheckedOffThreadBytes` is checked off the main thread.
+ */
+export async function readJsonText(
+  ctx: Context,
+  limit: number,
+  fallback: string,
+  caller?: string,
+): Promise<string> {
   const body = await readBody(ctx, limit);
   const text = body.length === 0 ? fallback : body.toString("utf8");
-  parseJsonText(text);
+  if (caller !== undefined && body.length > LIMITS.jsonCheckedOffThreadBytes)
+    await checkJsonOffThread(body, caller);
+  else parseJsonText(text);
   return text;
 }
 
@@ -137,9 +147,13 @@ export async function readJsonObject(
  * Body limit as middleware: the route's JSON body, at most `limit` bytes and checked to parse, is
  * `ctx.state.jsonText` (empty means `fallback`) before the route runs.
  */
-export function jsonTextBody(limit: number, fallback: string): Middleware {
+export function jsonTextBody(
+  limit: number,
+  fallback: string,
+  callerOf?: (ctx: Context) => string,
+): Middleware {
   return async (ctx, next) => {
-    ctx.state.jsonText = await readJsonText(ctx, limit, fallback);
+    ctx.state.jsonText = await readJsonText(ctx, limit, fallback, callerOf?.(ctx));
     return next();
   };
 }

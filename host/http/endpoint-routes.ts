@@ -79,7 +79,7 @@ export function endpointRoutes(
   quota: RequestQuota,
 ): Middleware {
   const serve = series([
-    identify(auth, endpointToken),
+    identify(auth, endpointToken, quota),
     chargeRequest(quota),
     rawBody(LIMITS.requestBodyBytes),
     callEndpoint(deployments),

@@ -9,10 +9,14 @@ import { decodedSize, isStrictBase64 } from "../deployments/base64.js";
 import { serveJobs } from "../threads/serve-jobs.js";
 import { parseJsonText } from "./json-text.js";
 
-/** A body to parse; `decodeClient`: decode the well-formed base64 `data` of its `client` files. */
+/**
+ * A body to parse; `decodeClient`: decode the well-formed base64 `data` of its `client` files;
+ * `checkOnly`: answer nothing, only whether it parses (the caller keeps its text).
+ */
 export interface JsonBodyJob {
   bytes: Uint8Array;
   decodeClient: boolean;
+  checkOnly?: boolean;
 }
 
 /**
@@ -38,6 +42,7 @@ function decodeClientFiles(body: unknown, handOver: (buffer: ArrayBuffer) => voi
 serveJobs((job: JsonBodyJob, handOver) => {
   const { bytes } = job;
   const value = parseJsonText(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+  if (job.checkOnly) return null;
   if (job.decodeClient) decodeClientFiles(value, handOver);
   return value;
 });

@@ -25,9 +25,22 @@ const jsonThread = new WorkerQueue<JsonBodyJob, unknown>(
  * afterwards), else copied.
  */
 export function parseJsonOffThread(bytes: Buffer, caller: string, decodeClient = false): Promise<unknown> {
+  return runOffThread(bytes, caller, { decodeClient });
+}
+
+/**
+ * Checks that the JSON body `bytes` parses, as parseJsonText does, on the JSON thread in `caller`'s
+ * turn, without answering its value (the caller has its text). `bytes` is handed over as by
+ * {@link parseJsonOffThread}.
+ */
+export async function checkJsonOffThread(bytes: Buffer, caller: string): Promise<void> {
+  await runOffThread(bytes, caller, { decodeClient: false, checkOnly: true });
+}
+
+function runOffThread(bytes: Buffer, caller: string, options: Omit<JsonBodyJob, "bytes">): Promise<unknown> {
   const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
   const input = whole ? new Uint8Array(bytes.buffer as ArrayBuffer) : new Uint8Array(bytes);
-  return jsonThread.run({ bytes: input, decodeClient }, input.byteLength, caller, [
+  return jsonThread.run(Object.assign({ bytes: input }, options), input.byteLength, caller, [
     input.buffer as ArrayBuffer,
   ]);
 }
