@@ -198,6 +198,12 @@ describe("HTTP routing where no route answers", () => {
       `POST http://ep.localhost:${port}/api/query/count HTTP/1.1\r\nHost: ep.localhost:${port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
     );
     expect(same).toMatch(/^HTTP\/1\.1 200 /);
+    // A sync socket's upgrade likewise.
+    const upgrade = await rawRequest(
+      hosted,
+      `GET /api/sync HTTP/1.1\r\nHost: ep.localhost:${port}\r\nHost: localhost:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
+    expect(upgrade).toMatch(/^HTTP\/1\.1 400 /);
   });
 
   it("storage owns /storage and the listing path, with its own 404s", async () => {

@@ -14,6 +14,7 @@ import { SyncHeartbeat } from "./sync-heartbeat.js";
 import { ArgsPerAddress, refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
 import { SendLimits } from "./sync-send-limits.js";
 import { type SocketWork, type SyncCaller, type SyncShared, serveSyncSocket } from "./sync-socket.js";
+import { twoHostsIn } from "./tenant.js";
 
 export { SYNC_LIMITS } from "./sync-messages.js";
 
@@ -93,6 +94,7 @@ export function attachSync(
     } catch {
       return refuseUpgrade(socket, "400 Bad Request");
     }
+    if (twoHostsIn(req)) return refuseUpgrade(socket, "400 Bad Request");
     const deployment = resolveDeployment(req.headers.host ?? "");
     if (draining) return refuseUpgrade(socket, "503 Service Unavailable", 0);
     if (dev && crossSiteInDev(req.headers.origin)) return refuseUpgrade(socket, "403 Forbidden");

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { RouterMiddleware } from "@koa/router";
 import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
@@ -44,24 +45,27 @@ export function destinationOfHost(hostHeader: string, domain: string, devDeploym
  * to another tenant, or to the control plane.
  */
 function checkOneHost(ctx: Context): void {
-  const raw = ctx.req.rawHeaders;
+  const refusal = twoHostsIn(ctx.req);
+  if (refusal) throw new PlatformError("bad_request", refusal);
+}
+
+/** Why `req` names more than one host (see {@link checkOneHost}; sync upgrades use it too), or undefined. */
+export function twoHostsIn(req: IncomingMessage): string | undefined {
+  const raw = req.rawHeaders;
   let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === "host") hosts++;
-  if (hosts > 1)
-    throw new PlatformError("bad_request", "The request has more than one Host header; send one.");
-  const target = ctx.req.url ?? "";
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return;
+  if (hosts > 1) return "The request has more than one Host header; send one.";
+  const target = req.url ?? "";
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return undefined;
   let authority: string;
   try {
     authority = new URL(target).host;
   } catch {
-    throw new PlatformError("bad_request", "The request's target is not a URL or a path.");
+    return "The request's target is not a URL or a path.";
   }
-  if (authority.toLowerCase() !== (ctx.get("host") || "").toLowerCase())
-    throw new PlatformError(
-      "bad_request",
-      "The request's target names another host than its Host header; send the path alone, with the Host header.",
-    );
+  return authority.toLowerCase() === (req.headers.host ?? "").toLowerCase()
+    ? undefined
+    : "The request's target names another host than its Host header; send the path alone, with the Host header.";
 }
 
 /** {@link destinationOfHost} for a Koa request. */
