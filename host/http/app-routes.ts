@@ -4,7 +4,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import { type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
-import { jsonTextBody } from "./body.js";
+import { checkedJsonBody, rawBody } from "./body.js";
 import { clientAddressKey } from "./client-address.js";
 import { bearerToken } from "./credentials.js";
 import { identify } from "./identity.js";
@@ -62,8 +62,11 @@ export function appRoutes(
   auth: AuthService,
   quota: RequestQuota,
 ): Middleware {
-  // Large arguments are checked off the main thread, in their caller's turn (its quota key).
-  const args = jsonTextBody(LIMITS.requestBodyBytes, "{}", (ctx) =>
+  // Read first (a client still sending when refused would see its connection reset, not the
+  // answer), checked once its caller is known and charged: large arguments off the main thread,
+  // in their caller's turn (its quota key).
+  const body = rawBody(LIMITS.requestBodyBytes);
+  const args = checkedJsonBody("{}", (ctx) =>
     quotaKey(ctx.state.deployment as string, ctx.state.identity, quota.clientAddress(ctx.req)),
   );
   const caller = identify(auth, bearerToken, quota);
@@ -85,8 +88,7 @@ export function appRoutes(
       ctx.body = `{"value":${result.valueJson}}`;
     };
   const route = (kind: CallKind) => ({
-    // Charged before the body is read and checked (up to 1 MiB of JSON, on the main thread).
-    post: series([caller, charge, args, call(kind)]),
+    post: series([body, caller, charge, args, call(kind)]),
     other: methodNotAllowed("POST", (params) => `${kind} ${params.name}`),
   });
   const routes: Record<CallKind, ReturnType<typeof route>> = {

@@ -102,17 +102,16 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
   });
 }
 
+/** Reads a JSON body (empty means `fallback`), as text, checking that it parses. */
+export async function readJsonText(ctx: Context, limit: number, fallback: string): Promise<string> {
+  return checkedJsonText(await readBody(ctx, limit), fallback);
+}
+
 /**
- * Reads a JSON body (empty means `fallback`), as text, checking that it parses; with `caller`
- * (whose turn it takes), one over `LIMITS.jsonCheckedOffThreadBytes` is checked off the main thread.
+ * `body` (a JSON body read already; empty means `fallback`) as text, checked to parse; with
+ * `caller` (whose turn it takes), one over `LIMITS.jsonCheckedOffThreadBytes` off the main thread.
  */
-export async function readJsonText(
-  ctx: Context,
-  limit: number,
-  fallback: string,
-  caller?: string,
-): Promise<string> {
-  const body = await readBody(ctx, limit);
+async function checkedJsonText(body: Buffer, fallback: string, caller?: string): Promise<string> {
   const text = body.length === 0 ? fallback : body.toString("utf8");
   if (caller !== undefined && body.length > LIMITS.jsonCheckedOffThreadBytes)
     await checkJsonOffThread(body, caller);
@@ -144,16 +143,13 @@ export async function readJsonObject(
 }
 
 /**
- * Body limit as middleware: the route's JSON body, at most `limit` bytes and checked to parse, is
- * `ctx.state.jsonText` (empty means `fallback`) before the route runs.
+ * The body {@link rawBody} read (`ctx.state.body`) checked as JSON (empty means `fallback`) into
+ * `ctx.state.jsonText`: read before its caller is known and charged, checked after, a large one off
+ * the main thread in `callerOf(ctx)`'s turn.
  */
-export function jsonTextBody(
-  limit: number,
-  fallback: string,
-  callerOf?: (ctx: Context) => string,
-): Middleware {
+export function checkedJsonBody(fallback: string, callerOf: (ctx: Context) => string): Middleware {
   return async (ctx, next) => {
-    ctx.state.jsonText = await readJsonText(ctx, limit, fallback, callerOf?.(ctx));
+    ctx.state.jsonText = await checkedJsonText(ctx.state.body as Buffer, fallback, callerOf(ctx));
     return next();
   };
 }
