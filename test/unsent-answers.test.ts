@@ -11,12 +11,17 @@ import { sendRequest } from "../cli/http.js";
 import { UnsentAnswers } from "../host/http/index.js";
 import { deployOwnedWithSession, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
-const CAPSULE = `import { capsule, endpoint, text } from "platform/server";
+const CAPSULE = `import { capsule, endpoint, string, table, text } from "platform/server";
 export default capsule({
-  schema: {},
+  schema: { hits: table({ at: string() }) },
+  queries: { hits: async (ctx) => (await ctx.db.hits.collect()).length },
   endpoints: {
     big: endpoint({ method: "GET", path: "/big", readOnly: true }, async () => text("x".repeat(6_000_000))),
     small: endpoint({ method: "GET", path: "/small", readOnly: true }, async () => text("ok")),
+    bigWrite: endpoint({ method: "GET", path: "/big-write", readOnly: false }, async (ctx) => {
+      await ctx.db.hits.insert({ at: "now" });
+      return text("y".repeat(6_000_000), { headers: { "set-cookie": "seen=1" } });
+    }),
   },
 });
 `;
@@ -111,6 +116,49 @@ it("refuses the answers of reads that arrived together once the first would pass
       interval: 250,
     },
   );
+}, 60_000);
+
+it("sends the answers of writes that arrived together, whatever their address holds: the writes happened", async () => {
+  // A GET endpoint declared to write runs as a mutation: its answer is never swapped for a 429.
+  const { port } = new URL(host.url);
+  const sockets = await Promise.all(
+    Array.from(
+      { length: 3 },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(Number(port), "127.0.0.1", () => resolve(socket));
+          socket.on("error", reject);
+        }),
+    ),
+  );
+  const before = (await host.call("app", "query", "hits")).json<{ value: number }>().value;
+  const heads = await Promise.all(
+    sockets.map(
+      (socket) =>
+        new Promise<string>((resolve) => {
+          socket.once("data", (chunk: Buffer) => {
+            socket.pause();
+            resolve(chunk.toString("latin1"));
+          });
+          socket.write(`GET /big-write HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`);
+        }),
+    ),
+  );
+  const statuses = heads.map((head) => head.slice(0, 12));
+  for (const socket of sockets) socket.destroy();
+  await vi.waitFor(
+    async () => expect((await sendRequest(`${host.deploymentUrl("app")}/small`)).status).toBe(200),
+    {
+      timeout: 30_000,
+      interval: 250,
+    },
+  );
+  const written = (await host.call("app", "query", "hits")).json<{ value: number }>().value - before;
+  // Those that ran were answered as they ran; any refused on arrival (the address full) did not run.
+  expect(written).toBeGreaterThanOrEqual(1);
+  expect(statuses.filter((status) => status === "HTTP/1.1 200")).toHaveLength(written);
+  for (const head of heads.filter((each) => each.startsWith("HTTP/1.1 429")))
+    expect(head).not.toContain("seen=1");
 }, 60_000);
 
 it("counts a streamed download by its length, and closes it when it is not read", async () => {

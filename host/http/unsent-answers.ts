@@ -33,21 +33,44 @@ function bodyBytes(body: unknown, length: number | undefined): number {
   return 0;
 }
 
-/** Whether a request only reads (its answer may be refused after it ran): GET, HEAD, a query. */
+/**
+ * Whether a request only read (its answer may be refused after it ran): a query, or a GET or HEAD
+ * that is not a capsule's endpoint declared to write (`readOnly: false` runs as a mutation).
+ */
 function readsOnly(ctx: Koa.Context): boolean {
+  const endpoint = ctx.state.endpoint as { readOnly?: boolean } | undefined;
+  if (endpoint) return endpoint.readOnly === true;
   return ctx.method === "GET" || ctx.method === "HEAD" || ctx.path.startsWith("/api/query/");
 }
 
-/** Headers of an answer that must not go with the error replacing it. */
-const ANSWER_HEADERS = ["cache-control", "etag", "last-modified", "content-disposition", "content-encoding"];
-
-/** Drops the answer made (closing a stream's file) so that an error goes instead, never cached. */
-function discardAnswer(ctx: Koa.Context): void {
+/**
+ * Drops the answer made (closing a stream's file), and every header set while it was made (a
+ * capsule's cookies and redirects, caching), so that an error goes instead, never cached.
+ */
+function discardAnswer(ctx: Koa.Context, headersBefore: ReadonlySet<string>): void {
   if (ctx.body instanceof Readable) ctx.body.destroy();
   ctx.body = null;
-  for (const header of ANSWER_HEADERS) ctx.remove(header);
+  for (const header of ctx.res.getHeaderNames()) if (!headersBefore.has(header)) ctx.remove(header);
   ctx.set("Cache-Control", "no-store");
 }
+
+/** The refusal of a request (or a read's answer) while its address holds more than `perClient` unread. */
+const addressFull = (perClient: number) =>
+  new PlatformError(
+    "limit_exceeded",
+    `Answers to your address not yet read passed ${perClient} bytes; retry in a moment (a client that stops reading its answers holds them).`,
+    { retryAfterSeconds: 1 },
+  );
+
+/** The refusal while the host holds all the unread answers it may. */
+const hostFull = () =>
+  new PlatformError(
+    "unavailable",
+    "The host holds as many answers waiting to be read as it can; retry in 1 s.",
+    {
+      retryAfterSeconds: 1,
+    },
+  );
 
 /**
  * Bytes of answers (whole bodies, as queries and endpoints answer) handed to the server and not yet
@@ -85,18 +108,9 @@ export class UnsentAnswers {
   middleware(): Koa.Middleware {
     return async (ctx, next) => {
       const key = clientAddressKey(this.quota.clientAddress(ctx.req));
-      if (this.held.of(key) > this.limits.perClient)
-        throw new PlatformError(
-          "limit_exceeded",
-          `Answers to your address not yet read passed ${this.limits.perClient} bytes; retry in a moment (a client that stops reading its answers holds them).`,
-          { retryAfterSeconds: 1 },
-        );
-      if (this.held.total > this.limits.total)
-        throw new PlatformError(
-          "unavailable",
-          "The host holds as many answers waiting to be read as it can; retry in 1 s.",
-          { retryAfterSeconds: 1 },
-        );
+      if (this.held.of(key) > this.limits.perClient) throw addressFull(this.limits.perClient);
+      if (this.held.total > this.limits.total) throw hostFull();
+      const headersBefore = new Set(ctx.res.getHeaderNames());
       await next();
       const bytes = bodyBytes(ctx.body, ctx.length);
       if (bytes <= 0) return;
@@ -105,7 +119,7 @@ export class UnsentAnswers {
       // write's answer goes anyway: the write happened, and its caller must learn so.
       const refusal = readsOnly(ctx) ? this.refusalOf(key, bytes) : undefined;
       if (refusal) {
-        discardAnswer(ctx);
+        discardAnswer(ctx, headersBefore);
         throw refusal;
       }
       this.hold(key, bytes, ctx.res);
@@ -115,18 +129,8 @@ export class UnsentAnswers {
   /** Why an answer of `bytes` to `key` may not be held now (one to an address holding none always may). */
   private refusalOf(key: string, bytes: number): PlatformError | undefined {
     const mine = this.held.of(key);
-    if (mine > 0 && mine + bytes > this.limits.perClient)
-      return new PlatformError(
-        "limit_exceeded",
-        `Answers to your address not yet read would pass ${this.limits.perClient} bytes; retry in a moment (a client that stops reading its answers holds them).`,
-        { retryAfterSeconds: 1 },
-      );
-    if (this.held.total > 0 && this.held.total + bytes > this.limits.total)
-      return new PlatformError(
-        "unavailable",
-        "The host holds as many answers waiting to be read as it can; retry in 1 s.",
-        { retryAfterSeconds: 1 },
-      );
+    if (mine > 0 && mine + bytes > this.limits.perClient) return addressFull(this.limits.perClient);
+    if (this.held.total > 0 && this.held.total + bytes > this.limits.total) return hostFull();
     return undefined;
   }
 
