@@ -2,7 +2,7 @@ import { constants } from "node:fs";
 import { mkdtemp, open, readdir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
-import { isPublishedClientPath } from "../host/deployments/client-input.js";
+import { isPublishedClientPath } from "../host/deployments/client-paths.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { buildClientApp } from "./client-build.js";

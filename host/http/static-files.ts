@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, realpath, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
-import { isPublishedClientPath } from "../deployments/client-input.js";
+import { isPublishedClientPath } from "../deployments/client-paths.js";
 import { sendClientFile } from "./client-file-response.js";
 
 const inside = (base: string, path: string) => path === base || path.startsWith(base + sep);
