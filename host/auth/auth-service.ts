@@ -150,7 +150,7 @@ export class AuthService {
 
   /**
    * Whether `email` (checked: `bad_request` when invalid) is an account of `deployment` as it is
-   * now: it signed in there at least once. Reads the deployment's sessions until the first match.
+   * now: it signed in there at least once (one key: see AccountIndex).
    */
   async accountExists(deployment: string, email: string): Promise<boolean> {
     const normalised = normaliseEmail(email);

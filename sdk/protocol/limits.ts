@@ -129,8 +129,8 @@ export const LIMITS = {
    */
   jsonParsedOffThreadBytes: 1024 * 1024,
   /**
-   * Arguments of queries and mutations over this many bytes are checked on the same thread, in
-   * their caller's turn: a 500 KB body of 65,000 short members took 16-19 ms of the main thread to
+   * Arguments of queries and mutations over this many bytes are checked on that JSON thread, off
+   * the main thread, in their caller's turn: a 500 KB body of 65,000 short members took 16-19 ms of the main thread to
    * check, and 8 connections of one client held it 99% busy. Ours.
    */
   jsonCheckedOffThreadBytes: 32 * 1024,
