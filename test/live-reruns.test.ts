@@ -114,6 +114,7 @@ const SLOW_COUNT = `import { capsule, number, table } from "platform/server";
 export default capsule({
   schema: { entries: table({ n: number() }) },
   queries: {
+    fastCount: async (ctx) => ctx.db.entries.count(),
     slowCount: async (ctx) => {
       const count = await ctx.db.entries.count();
       for (let i = 0; i < 300; i++) await ctx.db.entries.first();
@@ -125,8 +126,11 @@ export default capsule({
 `;
 
 describe("read-your-writes while a stale run executes", () => {
-  it("waits for the run after the one that was executing when the call committed", async () => {
+  beforeAll(async () => {
     expect((await host.deployCode("slow", await sourceCode(SLOW_COUNT))).status).toBe(201);
+  });
+
+  it("waits for the run after the one that was executing when the call committed", async () => {
     const add = () =>
       host.deployments.call("slow", { kind: "mutation", name: "add", argsJson: "{}", identity: null });
     let latest = -1;
@@ -151,6 +155,7 @@ describe("read-your-writes while a stale run executes", () => {
     const theirs = {};
     const mine = {};
     let theirLatest = -1;
+    let myLatest = -1;
     await live.subscribe("slow", "slowCount", "{}", null, {
       owner: theirs,
       value: (json) => {
@@ -158,10 +163,19 @@ describe("read-your-writes while a stale run executes", () => {
       },
       error: () => {},
     });
+    await live.subscribe("slow", "fastCount", "{}", null, {
+      owner: mine,
+      value: (json) => {
+        myLatest = JSON.parse(json) as number;
+      },
+      error: () => {},
+    });
     const before = theirLatest;
+    expect(myLatest).toBe(before);
     await host.deployments.call("slow", { kind: "mutation", name: "add", argsJson: "{}", identity: null });
-    // Their re-run reads on for a while; an answer on another socket goes out without it.
+    // Their re-run reads on for a while; an answer on my socket waits for my subscription only.
     await live.settledFor("slow", mine);
+    expect(myLatest).toBe(before + 1);
     expect(theirLatest).toBe(before);
     await live.settledFor("slow", theirs);
     expect(theirLatest).toBe(before + 1);

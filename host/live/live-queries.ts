@@ -38,6 +38,8 @@ export class LiveQueries {
    */
   private readonly listening = new Map<string, { database: object; stop: () => void }>();
   private readonly pending = new Set<Promise<void>>();
+  /** Each owner's groups (a socket's), with how many of its subscribers each has: what {@link settledFor} waits for. */
+  private readonly byOwner = new WeakMap<object, Map<Group, number>>();
   private readonly state: LiveState;
   /** The refusal for passing each limit, and the most any of them holds. */
   private readonly refusals: Record<keyof HeldLimits, Outcome>;
@@ -106,13 +108,14 @@ export class LiveQueries {
       this.readSetsOf(deployment).set(group, undefined);
     }
     group.subscribers.set(subscriber, undefined);
+    this.countOwner(subscriber.owner, group, 1);
     // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
     if (group.running) await group.running;
     else if (group.outcome && group.roomNeeded === undefined) this.delivery.deliver(group);
     else await this.schedule(group);
     const joined = group;
     return () => {
-      joined.subscribers.delete(subscriber);
+      if (joined.subscribers.delete(subscriber)) this.countOwner(subscriber.owner, joined, -1);
       if (this.groups.get(key) !== joined) return;
       if (joined.subscribers.size === 0) {
         this.groups.delete(key);
@@ -140,14 +143,25 @@ export class LiveQueries {
    * came on), only groups it subscribes to are, so neither do other users' subscriptions.
    */
   settledFor(deployment: string, owner?: object): Promise<void> {
+    const groups = owner === undefined ? this.byDeployment.get(deployment) : this.byOwner.get(owner)?.keys();
     const waits: Array<Promise<void>> = [];
-    for (const group of this.byDeployment.get(deployment) ?? []) {
-      if (!group.running) continue;
-      if (owner !== undefined && ![...group.subscribers.keys()].some((each) => each.owner === owner))
-        continue;
-      waits.push(nextRunOf(group));
+    for (const group of groups ?? []) {
+      if (group.running && group.deployment === deployment) waits.push(nextRunOf(group));
     }
     return Promise.all(waits).then(() => {});
+  }
+
+  /** Counts `owner`'s subscribers of `group` up or down (see {@link byOwner}). */
+  private countOwner(owner: object | undefined, group: Group, step: 1 | -1): void {
+    if (owner === undefined) return;
+    let groups = this.byOwner.get(owner);
+    if (!groups) {
+      groups = new Map();
+      this.byOwner.set(owner, groups);
+    }
+    const count = (groups.get(group) ?? 0) + step;
+    if (count > 0) groups.set(group, count);
+    else groups.delete(group);
   }
 
   private async listen(deployment: string): Promise<void> {
