@@ -9,6 +9,7 @@ import type app from "../fixtures/live-app/server/index.js";
 import { createClient, nodeFetch, type PlatformClient } from "../sdk/client/node.js";
 import { nodeTransport } from "../sdk/client/node-transport.js";
 import type { SocketFactory, SocketLike } from "../sdk/client/transport.js";
+import { until } from "./helpers/arrivals.js";
 import { emailCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -61,14 +62,6 @@ async function itemsWith(text: string): Promise<number> {
     await host.call("board", "query", "list", { paginationOpts: { numItems: 1000, cursor: null } })
   ).json() as { value: { page: Array<{ text: string }> } };
   return rows.value.page.filter((item) => item.text === text).length;
-}
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error("never got there");
 }
 
 it("fails a socket mutation whose answer was lost when a guest signs in, instead of applying it again as the account", async () => {

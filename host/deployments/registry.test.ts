@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { until } from "../../test/helpers/arrivals.js";
 import { HostDatabase } from "../db/index.js";
 import { ClassicKv } from "../db/kv/classic-kv.js";
 import type { HostBus, KvStore } from "../db/kv/kv.js";
@@ -59,11 +60,6 @@ async function storeOfAHost(): Promise<{
   return { store, announce: (text) => handler(text), failNext: (n) => (failing = n) };
 }
 
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 400 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
-  expect(check()).toBe(true);
-}
-
 it("reads a deployment again after a failed read of another host's announcement, and tells what became of it", async () => {
   const { store, announce, failNext } = await storeOfAHost();
   const db = await HostDatabase.openStore(store);
@@ -78,12 +74,12 @@ it("reads a deployment again after a failed read of another host's announcement,
   await records.put("app", { id: "app", incarnation: "first" });
   failNext(2);
   announce(JSON.stringify({ type: "deployment", id: "app" }));
-  await until(() => changed.length === 1);
+  await until(async () => changed.length === 1);
   expect(gone).toEqual([]);
   // Deleted on the other host: heard once the read goes through.
   await records.delete("app");
   failNext(1);
   announce(JSON.stringify({ type: "deployment", id: "app" }));
-  await until(() => gone.length === 1);
+  await until(async () => gone.length === 1);
   expect(gone).toEqual(["app"]);
 });

@@ -14,6 +14,9 @@ import {
  */
 const KEPT_CODE_CHARS = 32 * 1024 * 1024;
 
+/** Reads of a deployment's record after an announcement, the first and its retries (about 5 minutes in all). */
+const RECHECK_ATTEMPTS = 12;
+
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
  * host sharing the database announces its changes; on another host's announcement the cached
@@ -32,6 +35,8 @@ export class DeploymentRegistry {
    * unheard, from one merely changed.
    */
   private readonly incarnations = new Map<string, string | null>();
+  /** Each id whose record is being read after an announcement (see {@link recheck}). */
+  private readonly rechecks = new Map<string, { again: boolean }>();
   /** Recently used artifacts' code by hash, least recently used first. */
   private readonly codes = new Map<string, string>();
   private codeChars = 0;
@@ -61,29 +66,51 @@ export class DeploymentRegistry {
 
   /**
    * Reads `id`'s record after another host's announcement and tells what became of it. A read
-   * that fails (the database busy or away) is tried again, later each time: left unhandled it would
-   * end the host, and skipped it would leave a deleted deployment served here.
+   * that fails (the database busy or away) is tried again, later each time, up to
+   * {@link RECHECK_ATTEMPTS} times: left unhandled it would end the host, and skipped it would leave
+   * a deleted deployment served here. One chain of reads per id: an announcement arriving while
+   * one runs makes it read once more when it ends.
    */
-  private recheck(id: string, onGone: (id: string) => void, attempt = 0): void {
-    const known = this.incarnations.get(id);
-    this.records.get(id).then(
-      (record) => {
-        // Another incarnation under the same id (deleted and created again, its deletion's
-        // message missed): the one this host knew is gone (its isolate, database, sockets and
-        // live queries with it) before the new one is taken as changed.
-        const incarnation = record ? (record.incarnation ?? null) : undefined;
-        if (!record || (known !== undefined && known !== incarnation)) onGone(id);
-        if (record) {
-          this.incarnations.set(id, incarnation as string | null);
-          this.onChanged(id);
-        } else this.incarnations.delete(id);
-      },
-      (error: unknown) => {
-        if (attempt === 0)
-          console.error(`Reading deployment ${id} after an announcement failed; trying again:`, error);
-        setTimeout(() => this.recheck(id, onGone, attempt + 1), Math.min(30_000, 500 * 2 ** attempt)).unref();
-      },
-    );
+  private recheck(id: string, onGone: (id: string) => void): void {
+    const running = this.rechecks.get(id);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const chain = { again: false };
+    this.rechecks.set(id, chain);
+    const read = (attempt: number): void => {
+      chain.again = false;
+      const known = this.incarnations.get(id);
+      this.records.get(id).then(
+        (record) => {
+          // Another incarnation under the same id (deleted and created again, its deletion's
+          // message missed): the one this host knew is gone (its isolate, database, sockets and
+          // live queries with it) before the new one is taken as changed.
+          const incarnation = record ? (record.incarnation ?? null) : undefined;
+          if (!record || (known !== undefined && known !== incarnation)) onGone(id);
+          if (record) {
+            this.incarnations.set(id, incarnation as string | null);
+            this.onChanged(id);
+          } else this.incarnations.delete(id);
+          if (chain.again) read(0);
+          else this.rechecks.delete(id);
+        },
+        (error: unknown) => {
+          if (attempt === 0)
+            console.error(`Reading deployment ${id} after an announcement failed; trying again:`, error);
+          if (attempt + 1 >= RECHECK_ATTEMPTS) {
+            console.error(
+              `Gave up reading deployment ${id} after an announcement; the next resync reads it.`,
+            );
+            this.rechecks.delete(id);
+            return;
+          }
+          setTimeout(() => read(attempt + 1), Math.min(30_000, 500 * 2 ** attempt)).unref();
+        },
+      );
+    };
+    read(0);
   }
 
   /** The cached record of `id`, without reading the store (the call path's fast lookup). */

@@ -57,8 +57,11 @@ export class PostgresBus implements HostBus {
   private readonly owners: OwnerLimit;
   /** False while the listener is lost and not replaced yet. */
   private listening = true;
-  /** This process's last check broadcast (see {@link checkListener}): sent, heard, or still on its way out. */
-  private lastCheck = { sent: false, heard: true, sending: false };
+  /**
+   * This process's last check broadcast (see {@link checkListener}): sent (when, ms), heard, or
+   * still on its way out.
+   */
+  private lastCheck = { sent: false, sentAt: 0, heard: true, sending: false };
   private readonly checks: NodeJS.Timeout;
 
   private constructor(
@@ -69,7 +72,7 @@ export class PostgresBus implements HostBus {
     private listener: pg.Client,
     private readonly table: string,
     private readonly track: Track,
-    checkMs: number,
+    private readonly checkMs: number,
   ) {
     this.watch(listener);
     this.checks = setInterval(() => this.checkListener(), checkMs).unref();
@@ -112,18 +115,21 @@ export class PostgresBus implements HostBus {
     // A check still on its way out (the server busy) tells nothing yet.
     if (this.closed || !this.listening || last.sending) return;
     if (last.sent && !last.heard) {
-      this.lastCheck = { sent: false, heard: true, sending: false };
+      // Sent just now, its notification may not be handled yet: judged a whole period after.
+      if (performance.now() - last.sentAt < this.checkMs) return;
+      this.lastCheck = { sent: false, sentAt: 0, heard: true, sending: false };
       const deaf = this.listener;
       deaf.end().catch(() => {});
       // A connection that hears nothing may never finish ending: its socket goes at once.
       (deaf as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
       return;
     }
-    const check = { sent: false, heard: false, sending: true };
+    const check = { sent: false, sentAt: 0, heard: false, sending: true };
     this.lastCheck = check;
     this.notify.query("SELECT pg_notify($1, $2)", [CHANNEL, this.check]).then(
       () => {
         check.sent = true;
+        check.sentAt = performance.now();
         check.sending = false;
       },
       // Not sent (the server away): nothing to tell about the listener.
@@ -178,7 +184,7 @@ export class PostgresBus implements HostBus {
         this.listener = listener;
         this.retries = 0;
         this.listening = true;
-        this.lastCheck = { sent: false, heard: true, sending: false };
+        this.lastCheck = { sent: false, sentAt: 0, heard: true, sending: false };
         this.watch(listener);
         this.deliver(RESYNC_MESSAGE);
         return;
