@@ -198,6 +198,12 @@ describe("HTTP routing where no route answers", () => {
       `POST http://ep.localhost:${port}/api/query/count HTTP/1.1\r\nHost: ep.localhost:${port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
     );
     expect(same).toMatch(/^HTTP\/1\.1 200 /);
+    // The same host written with the scheme's default port is the same host.
+    const defaults = await rawRequest(
+      hosted,
+      `POST http://ep.localhost:80/api/query/count HTTP/1.1\r\nHost: EP.localhost\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+    );
+    expect(defaults).not.toMatch(/^HTTP\/1\.1 400 /);
     // A sync socket's upgrade likewise.
     const upgrade = await rawRequest(
       hosted,

@@ -57,13 +57,19 @@ export function twoHostsIn(req: IncomingMessage): string | undefined {
   if (hosts > 1) return "The request has more than one Host header; send one.";
   const target = req.url ?? "";
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return undefined;
-  let authority: string;
+  let authority: URL;
   try {
-    authority = new URL(target).host;
+    authority = new URL(target);
   } catch {
     return "The request's target is not a URL or a path.";
   }
-  return authority.toLowerCase() === (req.headers.host ?? "").toLowerCase()
+  // Compared as URLs of the target's scheme: `a.example:80` is `a.example` over http.
+  // (`URL.parse` is missing from Node 20 before 20.18: a failed parse is no match.)
+  let named: string | undefined;
+  try {
+    named = new URL(`${authority.protocol}//${req.headers.host ?? ""}`).host;
+  } catch {}
+  return named === authority.host
     ? undefined
     : "The request's target names another host than its Host header; send the path alone, with the Host header.";
 }
