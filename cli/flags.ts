@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "commander";
 import { checkDeploymentId } from "../host/deployments/records.js";
+import { isLoopbackHost } from "../host/http/loopback-host.js";
 import { printWarning } from "./output.js";
 
 /**
@@ -31,21 +32,11 @@ export function parseHostUrl(value: string): string {
     throw new InvalidArgumentError(
       `Write only the origin, without a path: ${url.origin} (the CLI adds /v1/... itself).`,
     );
-  if (url.protocol === "http:" && !isLoopback(url.hostname))
+  if (url.protocol === "http:" && !isLoopbackHost(url.host))
     printWarning(
       `${url.origin} is plain HTTP: your token (and a deploy's server env) would cross the network unencrypted. Use https:// (docs/operators.md puts TLS in front of the host).`,
     );
   return url.origin;
-}
-
-/** Whether `hostname` names this machine (`localhost`, `*.localhost`, 127.0.0.0/8, ::1). */
-function isLoopback(hostname: string): boolean {
-  return (
-    hostname === "localhost" ||
-    hostname.endsWith(".localhost") ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) ||
-    hostname === "[::1]"
-  );
 }
 
 /** `value` with `http://` in front when it names no scheme (`localhost:8080`, `todo.localhost:8080`). */
