@@ -50,6 +50,46 @@ function unreadAnswer(path = "/big"): Promise<{ socket: Socket; first: Buffer }>
   });
 }
 
+/**
+ * Sends `GET path` on `count` connections at once, reading only the first bytes of each answer;
+ * resolves with those bytes (as text) and the sockets, left paused (the caller destroys them).
+ */
+async function togetherUnread(path: string, count: number): Promise<{ heads: string[]; sockets: Socket[] }> {
+  const { port } = new URL(host.url);
+  const sockets = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(Number(port), "127.0.0.1", () => resolve(socket));
+          socket.on("error", reject);
+        }),
+    ),
+  );
+  const heads = await Promise.all(
+    sockets.map(
+      (socket) =>
+        new Promise<string>((resolve) => {
+          socket.once("data", (chunk: Buffer) => {
+            socket.pause();
+            resolve(chunk.toString("latin1"));
+          });
+          socket.write(`GET ${path} HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`);
+        }),
+    ),
+  );
+  return { heads, sockets };
+}
+
+/** Closes `sockets` and waits until their address may be answered again. */
+async function letGo(sockets: Socket[]): Promise<void> {
+  for (const socket of sockets) socket.destroy();
+  await vi.waitFor(
+    async () => expect((await sendRequest(`${host.deploymentUrl("app")}/small`)).status).toBe(200),
+    { timeout: 30_000, interval: 250 },
+  );
+}
+
 it("refuses an address whose answers wait unread past its share, and closes a connection whose answer waited too long", async () => {
   const small = () => sendRequest(`${host.deploymentUrl("app")}/small`);
   expect((await small()).status).toBe(200);
@@ -83,80 +123,22 @@ it("refuses an address whose answers wait unread past its share, and closes a co
 it("refuses the answers of reads that arrived together once the first would pass the address's share", async () => {
   // Each passed the check on arrival (nothing was held yet); their answers are refused as they are
   // made, instead of holding several times the share for one address.
-  const { port } = new URL(host.url);
-  const sockets = await Promise.all(
-    Array.from(
-      { length: 4 },
-      () =>
-        new Promise<Socket>((resolve, reject) => {
-          const socket = connect(Number(port), "127.0.0.1", () => resolve(socket));
-          socket.on("error", reject);
-        }),
-    ),
-  );
-  const statuses = await Promise.all(
-    sockets.map(
-      (socket) =>
-        new Promise<string>((resolve) => {
-          socket.once("data", (chunk: Buffer) => {
-            socket.pause();
-            resolve(chunk.toString("latin1").slice(0, 12));
-          });
-          socket.write(`GET /big HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`);
-        }),
-    ),
-  );
+  const { heads, sockets } = await togetherUnread("/big", 4);
+  const statuses = heads.map((head) => head.slice(0, 12));
   expect(statuses.filter((status) => status === "HTTP/1.1 200")).toHaveLength(1);
   expect(statuses.filter((status) => status === "HTTP/1.1 429")).toHaveLength(3);
-  for (const socket of sockets) socket.destroy();
-  await vi.waitFor(
-    async () => expect((await sendRequest(`${host.deploymentUrl("app")}/small`)).status).toBe(200),
-    {
-      timeout: 30_000,
-      interval: 250,
-    },
-  );
+  await letGo(sockets);
 }, 60_000);
 
 it("sends the answers of writes that arrived together, whatever their address holds: the writes happened", async () => {
   // A GET endpoint declared to write runs as a mutation: its answer is never swapped for a 429.
-  const { port } = new URL(host.url);
-  const sockets = await Promise.all(
-    Array.from(
-      { length: 3 },
-      () =>
-        new Promise<Socket>((resolve, reject) => {
-          const socket = connect(Number(port), "127.0.0.1", () => resolve(socket));
-          socket.on("error", reject);
-        }),
-    ),
-  );
   const before = (await host.call("app", "query", "hits")).json<{ value: number }>().value;
-  const heads = await Promise.all(
-    sockets.map(
-      (socket) =>
-        new Promise<string>((resolve) => {
-          socket.once("data", (chunk: Buffer) => {
-            socket.pause();
-            resolve(chunk.toString("latin1"));
-          });
-          socket.write(`GET /big-write HTTP/1.1\r\nHost: ${new URL(host.deploymentUrl("app")).host}\r\n\r\n`);
-        }),
-    ),
-  );
-  const statuses = heads.map((head) => head.slice(0, 12));
-  for (const socket of sockets) socket.destroy();
-  await vi.waitFor(
-    async () => expect((await sendRequest(`${host.deploymentUrl("app")}/small`)).status).toBe(200),
-    {
-      timeout: 30_000,
-      interval: 250,
-    },
-  );
+  const { heads, sockets } = await togetherUnread("/big-write", 3);
+  await letGo(sockets);
   const written = (await host.call("app", "query", "hits")).json<{ value: number }>().value - before;
   // Those that ran were answered as they ran; any refused on arrival (the address full) did not run.
   expect(written).toBeGreaterThanOrEqual(1);
-  expect(statuses.filter((status) => status === "HTTP/1.1 200")).toHaveLength(written);
+  expect(heads.filter((head) => head.startsWith("HTTP/1.1 200"))).toHaveLength(written);
   for (const head of heads.filter((each) => each.startsWith("HTTP/1.1 429")))
     expect(head).not.toContain("seen=1");
 }, 60_000);
