@@ -1,5 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { checkOidcIssuers } from "../../host/auth/oidc.js";
@@ -7,7 +5,8 @@ import type { HostOptions } from "../../host/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { exitOnUnhandledErrors } from "../fatal-errors.js";
 import { parsePort } from "../flags.js";
-import { printWarning, runAction } from "../output.js";
+import { adminToken, warnIfShared, warnIfShortToken } from "../host-data.js";
+import { runAction } from "../output.js";
 import { registerHostBackup } from "./host-backup.js";
 
 interface HostFlags {
@@ -83,28 +82,6 @@ function parseDatabaseUrl(flag: string): string {
       "Write a postgres:// URL, e.g. postgres://platform@db:5432/platform (without --database the database is embedded under --data).",
     );
   return flag;
-}
-
-/** Operator tokens shorter than this get a warning at start (a generated one has 32; 16 random ones are past guessing). */
-const MIN_ADMIN_TOKEN_CHARS = 16;
-
-/** The operator token: `PLATFORM_ADMIN_TOKEN`, else one generated once and kept in the data folder. */
-function adminToken(data: string): { token: string; generated: boolean } {
-  const fromEnv = process.env.PLATFORM_ADMIN_TOKEN;
-  if (fromEnv) {
-    // It opens every tenant: a short one could be guessed (sign-ins are limited, not impossible).
-    if (fromEnv.length < MIN_ADMIN_TOKEN_CHARS)
-      printWarning(
-        `PLATFORM_ADMIN_TOKEN is ${fromEnv.length} characters: use a long random one (openssl rand -hex 32), or leave it unset to have one made and kept in the data folder.`,
-      );
-    return { token: fromEnv, generated: false };
-  }
-  const file = join(data, "admin-token");
-  if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), generated: false };
-  mkdirSync(data, { recursive: true, mode: 0o700 });
-  const token = randomBytes(24).toString("base64url");
-  writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  return { token, generated: true };
 }
 
 /**
@@ -225,29 +202,11 @@ async function serve(flags: HostFlags): Promise<void> {
         );
 }
 
-/**
- * Warns when other users of the machine may open the data folder (one made before the host
- * created it 0700): it holds every tenant's rows and files, and the dashboard's sessions.
- */
-function warnIfShared(data: string): void {
-  let stats: ReturnType<typeof statSync>;
-  try {
-    stats = statSync(data, { throwIfNoEntry: false });
-  } catch {
-    return; // Not a folder (a file on its path): starting the host says so.
-  }
-  if (!stats) return;
-  const mode = stats.mode & 0o777;
-  if ((mode & 0o077) !== 0)
-    printWarning(
-      `the data folder ${data} can be opened by other users of this machine (mode ${mode.toString(8)}); it holds every tenant's data: run chmod 700 ${data}`,
-    );
-}
-
 /** Starts the supervisor, which runs the server in child processes (see cli/supervisor.ts). */
 async function superviseHost(flags: HostFlags): Promise<void> {
   const data = resolve(flags.data);
   const { token, generated } = adminToken(data);
+  warnIfShortToken();
   warnIfShared(data);
   if (generated)
     process.stdout.write(`Generated an operator token (kept in ${join(data, "admin-token")}):\n  ${token}\n`);
