@@ -4,11 +4,13 @@
  * every key the deployment holds (rows, index entries and stored counts, rebuilt by the same code
  * writes and backfills use; schema; clock) so the caller can commit them in ONE batch.
  */
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
 import { deploymentPrefixes, metaKey, rowKeyUnder, rowPrefix } from "./keys.js";
 import { hasKeyUnder, type KvOperation, type KvSnapshot } from "./kv/index.js";
 import { rowsOf } from "./migrate.js";
-import { rowBytesKey } from "./row-bytes.js";
+import { importQuotaExceeded, rowBytesKey } from "./row-bytes.js";
 import { indexEntryValue, materialize, newIndexEntry, parseStoredRow } from "./rows.js";
 import { schemaKey, schemaWrites } from "./served-schema.js";
 import { compileSchema, emptySchema, type StoredSchema } from "./stored-schema.js";
@@ -95,6 +97,21 @@ export async function existingKeys(
 }
 
 /**
+ * Refuses (`quota_exceeded`) an import whose rows and index entries together pass
+ * `LIMITS.importOperations`, counted from the rows and the indexes before anything is built.
+ */
+function refuseManyOperations(data: DeploymentData, tables: ReturnType<typeof compileSchema>): void {
+  let operations = 0;
+  for (const [name, table] of tables)
+    operations += (data.tables.get(name)?.length ?? 0) * (1 + table.indexes.size);
+  if (operations > LIMITS.importOperations)
+    throw new PlatformError(
+      "quota_exceeded",
+      `The archive's rows and their index entries are ${operations} writes, past the ${LIMITS.importOperations} one import may make at once; export fewer rows (or drop indexes you do not need) and import again.`,
+    );
+}
+
+/**
  * Every key deployment `id` holds with `data`: each row, its entries in every index (a hidden
  * index with `notBefore` takes the rows a backfill takes, plus the early entries named), the
  * stored counts of those entries, the row bytes of rows and entries (row-bytes.ts), the schema
@@ -103,11 +120,15 @@ export async function existingKeys(
 export function dataOperations(
   id: string,
   data: DeploymentData,
+  /** The most row bytes it may take: past them it stops, refused, instead of building the rest. */
+  rowBytesLimit = Number.POSITIVE_INFINITY,
 ): { operations: KvOperation[]; rowBytes: number; schemaTag: string } {
   const operations: KvOperation[] = [];
   const counts = new Map<string, number>();
   let rowBytes = 0;
-  for (const [name, table] of compileSchema(id, data.schema)) {
+  const tables = compileSchema(id, data.schema);
+  refuseManyOperations(data, tables);
+  for (const [name, table] of tables) {
     const stored = data.schema.tables[name]?.indexes ?? {};
     const early = data.earlyEntries[name] ?? {};
     const earlySets = new Map(Object.entries(early).map(([index, ids]) => [index, new Set(ids)]));
@@ -128,6 +149,7 @@ export function dataOperations(
         rowBytes += valueBytes;
         for (const count of entry.counts) counts.set(count, (counts.get(count) ?? 0) + 1);
       }
+      if (rowBytes > rowBytesLimit) throw importQuotaExceeded(rowBytes, rowBytesLimit);
     }
   }
   for (const [name, n] of counts)

@@ -10,7 +10,7 @@ import { deploymentPrefixes, metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
-import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA, importQuotaExceeded } from "./row-bytes.js";
+import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
 import { RowBytesTotal } from "./row-bytes-total.js";
 import { readSnapshotOnSchema } from "./schema-readers.js";
 import { ServedSchema } from "./served-schema.js";
@@ -179,8 +179,7 @@ export class TenantDatabase implements TransactionHost {
         await snapshot.close();
       }
       const extra = await alongside(existing.hasRows);
-      const { operations, rowBytes, schemaTag } = dataOperations(this.id, data);
-      if (rowBytes > this.rowBytes.limit) throw importQuotaExceeded(rowBytes, this.rowBytes.limit);
+      const { operations, rowBytes, schemaTag } = dataOperations(this.id, data, this.rowBytes.limit);
       await this.store.batch([...replacementBatch(existing.keys, operations), ...extra]);
       this.adoptSchema(data.schema, schemaTag);
       this.lastCreatedAt = data.clock ?? 0;
