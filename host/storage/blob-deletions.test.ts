@@ -15,6 +15,18 @@ describe("BlobDeletions", () => {
     expect(await blobs.get("d/public/a")).toBeUndefined();
   });
 
+  it("says which removals wait for a backup (an import may not write other bytes there meanwhile)", async () => {
+    const blobs = await storeWith("d/public/a", "d/public/b");
+    const deletions = new BlobDeletions(blobs, async () => false);
+    expect(deletions.isHeld("d/public/a")).toBe(false);
+    const hold = deletions.hold();
+    await deletions.delete("d/public/a");
+    expect(deletions.isHeld("d/public/a")).toBe(true);
+    expect(deletions.isHeld("d/public/b")).toBe(false);
+    await hold.release();
+    expect(deletions.isHeld("d/public/a")).toBe(false);
+  });
+
   it("keeps bytes while held and removes them when the last hold ends", async () => {
     const blobs = await storeWith("d/public/a", "d/public/b");
     const deletions = new BlobDeletions(blobs, async () => false);

@@ -51,6 +51,11 @@ export class BlobDeletions {
     }
   }
 
+  /** Whether the removal of the bytes under `key` waits for a backup (they may be the ones its snapshot names). */
+  isHeld(key: string): boolean {
+    return this.deferred.has(key);
+  }
+
   /** Keys whose removal waits for the holds to end (tests and reports). */
   get waiting(): number {
     return this.deferred.size;

@@ -108,7 +108,8 @@ export class ObjectTransfer {
    * Writes `bytes` as object `key` of `deployment` unless it is a stored object (a record names
    * it) with exactly these bytes, which a `--replace` keeps; returns whether it wrote. A kept
    * object is not locked: {@link keptObjectsGone} checks under the quota locks that it is still
-   * there. Other bytes of a stored object are refused: overwriting them would change it.
+   * there. Other bytes of a stored object are refused: overwriting them would change it; so are
+   * other bytes of one deleted while a host backup still copies its bytes.
    */
   async stage(deployment: string, key: string, bytes: Buffer): Promise<boolean> {
     const blobKey = `${deployment}/${key}`;
@@ -117,6 +118,13 @@ export class ObjectTransfer {
       if (present.equals(bytes)) return false;
       throw new PlatformError("conflict", `Object ${key} exists in ${deployment} with other bytes.`);
     }
+    // Deleted while a host backup runs: its bytes are kept for the backup, which copies them under
+    // the record its snapshot holds; other bytes written there now would go into the backup instead.
+    if (present && !present.equals(bytes) && this.objects.removalHeld(blobKey))
+      throw new PlatformError(
+        "conflict",
+        `Object ${key} of ${deployment} was deleted while a host backup runs, which still copies its bytes; import again once the backup has finished.`,
+      );
     await this.objects.blobs.put(blobKey, bytes);
     this.objects.bytesWritten(blobKey);
     return true;

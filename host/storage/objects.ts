@@ -61,6 +61,11 @@ export class ObjectService {
     return this.deletions.hold();
   }
 
+  /** Whether the bytes under blob key `key` are deleted but kept for a running backup (see {@link holdDeletions}). */
+  removalHeld(key: string): boolean {
+    return this.deletions.isHeld(key);
+  }
+
   /** Notes bytes just written under blob key `key`, for the holds of running backups. */
   bytesWritten(key: string): void {
     this.deletions.written(key);
