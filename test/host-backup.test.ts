@@ -16,6 +16,7 @@ import { startHost } from "../host/host.js";
 import { restoreBackup } from "../host/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { type CliProcess, freePort, runCliAsync, startCli } from "./helpers/cli.js";
+import { exportZip, importZip, rewriteZip } from "./helpers/export-import.js";
 import { deployOwnedWithSession, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
 
@@ -490,6 +491,38 @@ describe("the backup route", () => {
     expect(existsSync(blobPath(last))).toBe(false);
     for (const key of others) expect(existsSync(blobPath(key))).toBe(true);
     for (const key of others) await remove(key);
+  });
+
+  it("refuses an import writing other bytes under the key of a file deleted while the backup still copies it", async () => {
+    // The tenant deletes a file after the snapshot (its bytes are held for the backup), then
+    // imports an archive naming the same key with other bytes: the backup would copy those under
+    // the old record, and its restore would refuse the whole backup.
+    const filler = [];
+    for (let i = 0; i < 4; i++) filler.push(await upload(randomBytes(4 * 1024 * 1024)));
+    const key = await upload(randomBytes(5000));
+    const exported = await exportZip(host, "files");
+    expect(exported.status).toBe(200);
+    const archive = await rewriteZip(exported.body, (files) => {
+      files.set(`objects/${key}`, randomBytes(7000));
+      const records = (files.get("objects.jsonl") as Buffer).toString().replace('"size":5000', '"size":7000');
+      files.set("objects.jsonl", Buffer.from(records));
+    });
+    const backup = lineReader(`${host.url}/v1/backup`, host.adminToken);
+    expect(await backup.opened).toBe(200);
+    await backup.next();
+    backup.pause();
+    await remove(key);
+    const imported = await importZip(host, "files", archive, "?replace=true");
+    expect(imported.status, imported.text()).toBe(409);
+    expect(imported.json<{ error: { code: string } }>().error.code).toBe("conflict");
+    backup.resume();
+    let end: { missing: string[] } | undefined;
+    for (let line = await backup.next(); line !== undefined; line = await backup.next()) {
+      const parsed = JSON.parse(line) as { end?: typeof end };
+      if (parsed.end) end = parsed.end;
+    }
+    expect(end?.missing).toEqual([]);
+    for (const other of filler) await remove(other);
   });
 
   it("ends when its client goes away: held deletions go on, and the next backup runs", async () => {
