@@ -11,6 +11,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { checkDataTransfer, type OperatorCaller } from "../access/index.js";
 import {
   checkDeploymentId,
+  type DeploymentRecord,
   type DeploymentService,
   type OwnerCap,
   publicView,
@@ -37,8 +38,13 @@ async function sendExport(
   transfer: DeploymentTransfer,
   id: string,
   developer?: string,
+  recheck?: (record: DeploymentRecord) => void,
 ): Promise<void> {
-  const running = await transfer.export(id, { objects: withObjects(ctx) }, developer);
+  const running = await transfer.export(
+    id,
+    Object.assign({ objects: withObjects(ctx) }, recheck ? { recheck } : {}),
+    developer,
+  );
   ctx.type = "application/zip";
   ctx.attachment(`${id}.zip`);
   ctx.set("cache-control", "no-store");
@@ -191,7 +197,13 @@ export function registerTransferRoutes(
     const record = await deployments.require(checkDeploymentId(ctx.params.id));
     const caller = callerOf(ctx);
     checkDataTransfer(caller, record);
-    await sendExport(ctx, transfer, record.id, caller.kind === "developer" ? caller.developer.id : undefined);
+    await sendExport(
+      ctx,
+      transfer,
+      record.id,
+      caller.kind === "developer" ? caller.developer.id : undefined,
+      (now) => checkDataTransfer(caller, now),
+    );
   });
   router.post("/deploys/:id/import", async (ctx) => {
     const id = checkDeploymentId(ctx.params.id);

@@ -36,6 +36,12 @@ export interface RunningExport {
   done: Promise<void>;
 }
 
+/** What to export; `recheck`: the caller's access, checked again on the record read under the lock. */
+export interface ExportOptions {
+  objects: boolean;
+  recheck?: (record: DeploymentRecord) => void;
+}
+
 /**
  * Takes one snapshot of deployment `id` while holding its lifecycle lock (so no deploy is halfway
  * between its schema and its record), then streams the archive of archive-format.ts from that
@@ -45,11 +51,13 @@ export interface RunningExport {
 export async function startExport(
   parts: ExportParts,
   id: string,
-  options: { objects: boolean },
+  options: ExportOptions,
 ): Promise<RunningExport> {
   const { snapshot, record } = await parts.deployments.whileLocked(id, async () => {
     const record = await parts.deployments.get(id);
     if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
+    // Access was checked on a record read before the lock: the id may name another one by now.
+    options.recheck?.(record);
     // The host's own read (not the developer's share): taken under the lifecycle lock, it must not
     // wait there for the developer's busy app to give connections back; nor for long for the
     // host's, which other exports may hold (the lock would hold every deploy of this id meanwhile).

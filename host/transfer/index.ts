@@ -6,7 +6,7 @@
 import type { HostDatabase } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type ObjectService, ObjectTransfer } from "../storage/index.js";
-import { type RunningExport, startExport } from "./export-archive.js";
+import { type ExportOptions, type RunningExport, startExport } from "./export-archive.js";
 import {
   type ImportProgress,
   type ImportRequest,
@@ -43,7 +43,7 @@ export class DeploymentTransfer {
    * Starts streaming the archive of deployment `id` (objects too when `objects`), as `developer`'s
    * one export on this host until it is written or stopped (see {@link TransferTurns}).
    */
-  async export(id: string, options: { objects: boolean }, developer?: string): Promise<RunningExport> {
+  async export(id: string, options: ExportOptions, developer?: string): Promise<RunningExport> {
     const release = this.exportTurns.take(developer);
     try {
       const running = await startExport(
