@@ -3,12 +3,12 @@
  * without a TTY the output carries no control characters at all.
  */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CLI, type CliProcess, runCli, startDev } from "./helpers/cli.js";
+import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 let dir: string;
 let dev: CliProcess;
@@ -23,7 +23,7 @@ beforeAll(async () => {
     file,
     Buffer.concat([
       Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-      randomBytes(2 * 1024 * 1024),
+      storableRandomBytes(2 * 1024 * 1024),
     ]),
   );
 });

@@ -16,6 +16,7 @@ import { LIMITS } from "../sdk/protocol/index.js";
 import { deferred } from "./helpers/deferred.js";
 import { dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./helpers/export-import.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 type ErrorBody = { error: { code: string; message: string } };
 
@@ -316,7 +317,7 @@ describe("exports a developer leaves unread", () => {
       await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: `${name}@example.com` })
     ).json<{ token: string }>().token;
     for (let i = 0; i < 6; i++) {
-      const bytes = (await import("node:crypto")).randomBytes(5_000_000);
+      const bytes = storableRandomBytes(5_000_000);
       bytes.fill(0, 0, 16);
       const stored = await sendRequest(`${host.deploymentUrl(id)}/storage`, {
         method: "POST",

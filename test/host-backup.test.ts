@@ -19,6 +19,7 @@ import { type CliProcess, freePort, runCliAsync, startCli } from "./helpers/cli.
 import { exportZip, importZip, rewriteZip } from "./helpers/export-import.js";
 import { deployOwnedWithSession, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
+import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 const TOKEN = randomBytes(16).toString("hex");
 
@@ -153,7 +154,7 @@ describe("platform host backup under write load", () => {
           );
           next.delete(key);
         } else {
-          const bytes = randomBytes(20_000 + step);
+          const bytes = storableRandomBytes(20_000 + step);
           const key = expectOk(
             await sendRequest(`${app(port)}/storage`, {
               method: "POST",
@@ -449,7 +450,7 @@ describe("the backup route", () => {
   it("keeps the bytes of a file deleted after the snapshot until the backup has them", async () => {
     // Files of 4 MiB: the stream (base64) outgrows every buffer between host and reader long
     // before the last file, so the paused reader stops the host midway through the files.
-    const sizes = Array.from({ length: 8 }, (_, i) => randomBytes(4 * 1024 * 1024 - i));
+    const sizes = Array.from({ length: 8 }, (_, i) => storableRandomBytes(4 * 1024 * 1024 - i));
     const uploaded = new Map<string, Buffer>();
     for (const bytes of sizes) uploaded.set(await upload(bytes), bytes);
     // The backup copies files in key order: the last one is deleted after the snapshot.
@@ -466,7 +467,7 @@ describe("the backup route", () => {
     expect(existsSync(blobPath(last))).toBe(true);
     // A file uploaded after the snapshot is in no backup: deleting it frees its bytes at once, so
     // an upload-and-delete loop cannot fill the disk while the quota shows nothing.
-    const later = await upload(randomBytes(1024));
+    const later = await upload(storableRandomBytes(1024));
     expect(existsSync(blobPath(later))).toBe(true);
     await remove(later);
     expect(existsSync(blobPath(later))).toBe(false);
@@ -500,12 +501,12 @@ describe("the backup route", () => {
     // As above: 8 files of 4 MiB outgrow every buffer between host and reader, so the paused
     // backup cannot end (and release its hold) before the import.
     const filler = [];
-    for (let i = 0; i < 8; i++) filler.push(await upload(randomBytes(4 * 1024 * 1024 - i)));
-    const key = await upload(randomBytes(5000));
+    for (let i = 0; i < 8; i++) filler.push(await upload(storableRandomBytes(4 * 1024 * 1024 - i)));
+    const key = await upload(storableRandomBytes(5000));
     const exported = await exportZip(host, "files");
     expect(exported.status).toBe(200);
     const archive = await rewriteZip(exported.body, (files) => {
-      files.set(`objects/${key}`, randomBytes(7000));
+      files.set(`objects/${key}`, storableRandomBytes(7000));
       const records = (files.get("objects.jsonl") as Buffer).toString().replace('"size":5000', '"size":7000');
       files.set("objects.jsonl", Buffer.from(records));
     });
@@ -530,9 +531,9 @@ describe("the backup route", () => {
   });
 
   it("ends when its client goes away: held deletions go on, and the next backup runs", async () => {
-    const key = await upload(randomBytes(4 * 1024 * 1024));
+    const key = await upload(storableRandomBytes(4 * 1024 * 1024));
     const filler = [];
-    for (let i = 0; i < 4; i++) filler.push(await upload(randomBytes(4 * 1024 * 1024)));
+    for (let i = 0; i < 4; i++) filler.push(await upload(storableRandomBytes(4 * 1024 * 1024)));
     const abandoned = lineReader(`${host.url}/v1/backup`, host.adminToken);
     expect(await abandoned.opened).toBe(200);
     await abandoned.next();
@@ -553,7 +554,7 @@ describe("the backup route", () => {
   });
 
   it("restores only a whole, untampered stream", async () => {
-    const key = await upload(randomBytes(1000));
+    const key = await upload(storableRandomBytes(1000));
     const text = expectOk(
       await sendRequest(`${host.url}/v1/backup`, { headers: { authorization: `Bearer ${host.adminToken}` } }),
     ).text();
@@ -643,7 +644,7 @@ describe.skipIf(!postgresInstalled)("platform host backup on PostgreSQL", () => 
     try {
       account = await deployOwnedWithSession(source, "pg", "todo", "user@example.com");
       for (let i = 0; i < 30; i++) expectOk(await source.call("pg", "mutation", "add", { text: `row ${i}` }));
-      const bytes = randomBytes(50_000);
+      const bytes = storableRandomBytes(50_000);
       const key = expectOk(
         await sendRequest(`${source.deploymentUrl("pg")}/storage`, {
           method: "POST",

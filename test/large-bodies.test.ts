@@ -5,12 +5,12 @@
  * wait; they hold of every tenant's bytes arriving only what they sent. A real host on loopback,
  * raw sockets, `GET /metrics`.
  */
-import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { arrivingBytes, rawRequest, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 const MIB = 1024 * 1024;
 let host: TestHost;
@@ -54,7 +54,7 @@ it("counts what a large body sent, not what it declared, and gives it back on cl
     },
     body: JSON.stringify({
       code: await fixtureCode("todo"),
-      client: [{ path: "pad.bin", data: randomBytes(1.5 * MIB).toString("base64") }],
+      client: [{ path: "pad.bin", data: storableRandomBytes(1.5 * MIB).toString("base64") }],
     }),
   });
   expect(other.status, other.text()).toBe(201);
@@ -68,7 +68,7 @@ it("counts what a large body sent, not what it declared, and gives it back on cl
 });
 
 it("deploys a large body read that way and parsed off the main thread, byte for byte", async () => {
-  const files = [0, 1].map((i) => ({ path: `assets/blob-${i}.bin`, bytes: randomBytes(MIB + i) }));
+  const files = [0, 1].map((i) => ({ path: `assets/blob-${i}.bin`, bytes: storableRandomBytes(MIB + i) }));
   const body = JSON.stringify({
     code: await fixtureCode("todo"),
     client: [

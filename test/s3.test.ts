@@ -12,6 +12,7 @@ import { sendRequest } from "../cli/http.js";
 import { S3BlobStore, type S3Settings } from "../host/storage/index.js";
 import { blobStoreConformance } from "./helpers/blob-store-conformance.js";
 import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
+import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 let server: S3rver;
 let directory: string;
@@ -49,7 +50,7 @@ it("keeps a host's uploads in the bucket", async () => {
   const host = await startTestHost({ s3: settings(bucket) });
   try {
     const token = await deployOwnedWithSession(host, "files", "access", "a@example.com");
-    const bytes = randomBytes(300_000);
+    const bytes = storableRandomBytes(300_000);
     const uploaded = await sendRequest(`${host.deploymentUrl("files")}/storage?public=true`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
