@@ -102,13 +102,19 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
   });
 }
 
+/** Reads a JSON body (empty means `fallback`), as text, checking that it parses. */
+export async function readJsonText(ctx: Context, limit: number, fallback: string): Promise<string> {
+  return checkedJsonText(await readBody(ctx, limit), fallback);
+}
+
 /**
- * `body` (a JSON body read already; empty means `fallback`) as text, checked to parse: one over
- * `LIMITS.jsonCheckedOffThreadBytes` off the main thread, in `caller`'s turn.
+ * `body` (a JSON body read already; empty means `fallback`) as text, checked to parse; with
+ * `caller` (whose turn it takes), one over `LIMITS.jsonCheckedOffThreadBytes` off the main thread.
  */
-async function checkedJsonText(body: Buffer, fallback: string, caller: string): Promise<string> {
+async function checkedJsonText(body: Buffer, fallback: string, caller?: string): Promise<string> {
   const text = body.length === 0 ? fallback : body.toString("utf8");
-  if (body.length > LIMITS.jsonCheckedOffThreadBytes) await checkJsonOffThread(body, caller);
+  if (caller !== undefined && body.length > LIMITS.jsonCheckedOffThreadBytes)
+    await checkJsonOffThread(body, caller);
   else parseJsonText(text);
   return text;
 }
