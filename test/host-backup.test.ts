@@ -16,6 +16,7 @@ import { startHost } from "../host/host.js";
 import { restoreBackup } from "../host/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { type CliProcess, freePort, runCliAsync, startCli } from "./helpers/cli.js";
+import { deferred } from "./helpers/deferred.js";
 import { exportZip, importZip, rewriteZip } from "./helpers/export-import.js";
 import { deployOwnedWithSession, fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
@@ -551,6 +552,39 @@ describe("the backup route", () => {
     }
     expect(status).toBe(200);
     for (const other of filler) await remove(other);
+  });
+
+  it("waits for a deployment busy in a slow import without holding up another's deploy", async () => {
+    // A tenant's long import holds its deployment's lifecycle lock. The backup's snapshot needs
+    // every deployment's lock; taken one after another, it would hold "files" (sorted first)
+    // while it waits for "zz-slow", and another tenant's deploy of "files" would wait for both.
+    expect((await host.deployFixture("zz-slow", "todo")).status).toBe(201);
+    const slowImport = deferred();
+    const importing = host.deployments.whileLocked("zz-slow", () => slowImport.promise);
+    const backup = lineReader(`${host.url}/v1/backup`, host.adminToken);
+    // The backup has begun (a second is refused) and waits for "zz-slow".
+    let status = 0;
+    for (let i = 0; i < 400 && status !== 409; i++) {
+      status = (
+        await sendRequest(`${host.url}/v1/backup`, {
+          headers: { authorization: `Bearer ${host.adminToken}` },
+        })
+      ).status;
+      if (status !== 409) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(status).toBe(409);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const redeployed = await host.deployFixture("files", "todo");
+    expect(redeployed.status, redeployed.text()).toBe(200);
+    slowImport.resolve();
+    await importing;
+    expect(await backup.opened).toBe(200);
+    let end: { missing: string[] } | undefined;
+    for (let line = await backup.next(); line !== undefined; line = await backup.next()) {
+      const parsed = JSON.parse(line) as { end?: typeof end };
+      if (parsed.end) end = parsed.end;
+    }
+    expect(end?.missing).toEqual([]);
   });
 
   it("restores only a whole, untampered stream", async () => {

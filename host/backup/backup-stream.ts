@@ -33,27 +33,17 @@ function line(value: BackupLine): string {
   return `${JSON.stringify(value)}\n`;
 }
 
-/** Runs `work` holding the lifecycle locks of `ids`, taken in order (so two lockers never deadlock). */
-function underLifecycleLocks<T>(
-  deployments: DeploymentService,
-  ids: string[],
-  work: () => Promise<T>,
-): Promise<T> {
-  const [first, ...rest] = ids;
-  if (first === undefined) return work();
-  return deployments.whileLocked(first, () => underLifecycleLocks(deployments, rest, work));
-}
-
 /**
  * The snapshot of the whole store. On the embedded store it is taken holding every deployment's
  * lifecycle lock, so no deploy, import or delete is halfway in it (an export's rule, for all of
- * them at once). On a shared store (PostgreSQL) those locks each hold a connection, too many at
+ * them at once), taken together when all are free: waiting for one slow import, it holds up no
+ * other deployment's deploy. On a shared store (PostgreSQL) those locks each hold a connection, too many at
  * once, so the snapshot is taken as it comes, like `pg_dump`'s (docs/operators.md says so).
  */
 async function takeSnapshot(source: BackupSource): Promise<KvSnapshot> {
   if (source.db.shared) return source.db.store.snapshot();
   const ids = (await source.deployments.list()).map((record) => record.id).sort();
-  return underLifecycleLocks(source.deployments, ids, () => source.db.store.snapshot());
+  return source.deployments.whileAllLocked(ids, () => source.db.store.snapshot());
 }
 
 /** Counts what `snapshot` holds: entries (keys only), object records and their bytes. */

@@ -9,6 +9,12 @@ import { TenantDatabase } from "./tenant-database.js";
 import { WriteLock } from "./write-lock.js";
 
 /**
+ * How many times {@link HostDatabase.exclusiveAtOnce} waits for a busy lock before it takes its
+ * locks in order: a bound on its wait when other holders keep some lock of its busy at all times.
+ */
+const AT_ONCE_ROUNDS = 100;
+
+/**
  * The host's document database: one key-value store holding every deployment, each behind its
  * own {@link TenantDatabase}. The store is embedded classic-level by default, or PostgreSQL,
  * which several host processes share; then commits and migrations of one host reach the others
@@ -128,6 +134,47 @@ export class HostDatabase {
         // Names come and go (a deployment's, an owner's): an idle lock is not kept for them.
         if (lock.idle && this.locks.get(name) === lock) this.locks.delete(name);
       });
+  }
+
+  /**
+   * Runs `work` holding every lock of `names`, taken together at a moment when all of them are
+   * free: the caller never holds some while it waits for another, so one long holder (a slow
+   * import) delays only this caller, not everyone wanting a lock it would have taken first. After
+   * {@link AT_ONCE_ROUNDS} waits (locks never all free together) it takes them one after another,
+   * in order, as it does on a store other processes share, whose locks are the store's.
+   */
+  async exclusiveAtOnce<T>(names: string[], work: () => Promise<T>, options?: LockOptions): Promise<T> {
+    const sorted = [...new Set(names)].sort();
+    const inOrder = (rest: string[]): Promise<T> => {
+      const [first, ...others] = rest;
+      return first === undefined ? work() : this.exclusive(first, () => inOrder(others), options);
+    };
+    if (this.store.supports.sharedAcrossProcesses) return inOrder(sorted);
+    for (let round = 0; round < AT_ONCE_ROUNDS; round++) {
+      const busy = sorted.find((name) => this.locks.get(name)?.idle === false);
+      if (busy === undefined) return this.holdingAll(sorted, work);
+      await this.exclusive(busy, async () => {});
+    }
+    return inOrder(sorted);
+  }
+
+  /** Takes every lock of `names` now (each one free: nothing in between) and runs `work`. */
+  private async holdingAll<T>(names: string[], work: () => Promise<T>): Promise<T> {
+    const held = names.map((name) => {
+      const lock = this.locks.get(name) ?? new WriteLock();
+      this.locks.set(name, lock);
+      const release = lock.tryHold();
+      if (!release) throw new Error(`Lock ${name} was taken between its check and its taking.`);
+      return { name, lock, release };
+    });
+    try {
+      return await work();
+    } finally {
+      for (const { name, lock, release } of held) {
+        release();
+        if (lock.idle && this.locks.get(name) === lock) this.locks.delete(name);
+      }
+    }
   }
 
   /** The database of deployment `id`, loaded once and shared. */

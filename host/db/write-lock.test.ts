@@ -45,3 +45,58 @@ it("keeps a named lock exclusive across holders that come after it was forgotten
   }
   expect(most).toBe(1);
 });
+
+it("takes locks together only when all are free: waiting for one, it holds none of the others", async () => {
+  const slow = deferred();
+  const slowHeld = env.db.exclusive("lifecycle:b", () => slow.promise);
+  let together = false;
+  const all = env.db.exclusiveAtOnce(["lifecycle:b", "lifecycle:a", "lifecycle:c"], async () => {
+    together = true;
+  });
+  // "a" sorts first: a lock taken in order would be held now, waiting for "b".
+  expect(await env.db.exclusive("lifecycle:a", async () => "a free")).toBe("a free");
+  expect(await env.db.exclusive("lifecycle:c", async () => "c free")).toBe("c free");
+  expect(together).toBe(false);
+  slow.resolve();
+  await slowHeld;
+  await all;
+  expect(together).toBe(true);
+});
+
+it("holds every lock while its work runs, and releases them however it ends", async () => {
+  const gate = deferred();
+  const entered = deferred();
+  const all = env.db.exclusiveAtOnce(["x", "y"], async () => {
+    entered.resolve();
+    await gate.promise;
+    throw new Error("work failed");
+  });
+  await entered.promise;
+  let yTaken = false;
+  const y = env.db.exclusive("y", async () => {
+    yTaken = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(yTaken).toBe(false);
+  gate.resolve();
+  await expect(all).rejects.toThrow("work failed");
+  await y;
+  expect(yTaken).toBe(true);
+  expect(await env.db.exclusiveAtOnce(["x", "y"], async () => "again")).toBe("again");
+});
+
+it("gives a held lock's release once, however often it is called", async () => {
+  const lock = new WriteLock();
+  const release = lock.tryHold();
+  expect(release).toBeDefined();
+  expect(lock.tryHold()).toBeUndefined();
+  let ran = false;
+  const next = lock.run(async () => {
+    ran = true;
+  });
+  release?.();
+  release?.();
+  await next;
+  expect(ran).toBe(true);
+  expect(lock.idle).toBe(true);
+});

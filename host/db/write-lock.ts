@@ -21,6 +21,26 @@ export class WriteLock {
     return this.users === 0;
   }
 
+  /**
+   * Takes the lock at once when it is idle and returns what releases it (once, however often it is
+   * called); undefined, taking nothing, when someone holds it or waits for it.
+   */
+  tryHold(): (() => void) | undefined {
+    if (!this.idle) return undefined;
+    this.users++;
+    let resolve!: () => void;
+    this.tail = new Promise<void>((done) => {
+      resolve = done;
+    });
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.users--;
+      resolve();
+    };
+  }
+
   /** Runs `work` once every earlier holder has finished; releases the lock however it ends. */
   async run<T>(work: () => Promise<T>): Promise<T> {
     this.users++;

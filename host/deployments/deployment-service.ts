@@ -153,6 +153,14 @@ export class DeploymentService {
     return this.removals.whileLocked(id, work);
   }
 
+  /**
+   * Runs `work` holding the lifecycle locks of every id of `ids` at once: no deploy, import or
+   * delete of them is halfway (a backup's snapshot). Unfinished removals are left to finish later.
+   */
+  whileAllLocked<T>(ids: string[], work: () => Promise<T>): Promise<T> {
+    return this.removals.whileAllLocked(ids, work);
+  }
+
   /** The code of artifact `hash` (an export carries it). */
   artifactCode(hash: string): Promise<string> {
     return this.registry.artifactCode(hash);

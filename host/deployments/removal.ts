@@ -3,6 +3,11 @@ import type { HostDatabase } from "../db/index.js";
 import type { DeploymentRecord, RemovalRecord } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
+/** The name of deployment `id`'s lifecycle lock: deploys, imports and deletes of it take turns. */
+function lifecycleLock(id: string): string {
+  return `deployment-lifecycle:${id}`;
+}
+
 /**
  * Something outside the document database that keeps state per deployment (stored objects and
  * their quota, sign-in sessions): it removes all of it for a deleted deployment. Purges must be
@@ -42,7 +47,7 @@ export class DeploymentRemovals {
    */
   whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
     return this.db.exclusive(
-      `deployment-lifecycle:${id}`,
+      lifecycleLock(id),
       async () => {
         const removal = await this.registry.removal(id);
         if (removal) await this.finish(removal);
@@ -52,6 +57,14 @@ export class DeploymentRemovals {
       // Held for a whole deploy or delete, while the deployment's write lock is taken inside it.
       { outer: true },
     );
+  }
+
+  /**
+   * Runs `work` holding the locks of every id of `ids`, taken together when all are free (see
+   * `HostDatabase.exclusiveAtOnce`): waiting for a slow import of one, it holds none of the others.
+   */
+  whileAllLocked<T>(ids: string[], work: () => Promise<T>): Promise<T> {
+    return this.db.exclusiveAtOnce(ids.map(lifecycleLock), work, { outer: true });
   }
 
   /**
