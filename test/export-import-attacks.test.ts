@@ -297,6 +297,55 @@ describe("a --replace racing a delete of an object it keeps", () => {
   });
 });
 
+describe("an archive whose objects cannot fit the owner's storage", () => {
+  it("is refused before a single object is staged, and nothing is left", async () => {
+    // Small objects, each counted as a whole file's minimum: 40 of them are past the quota of a
+    // host whose developers may store 100,000 bytes. Staging all of them only to refuse the
+    // import at the end would cost the host every write and then every delete.
+    const small = await startTestHost({ storageLimits: { perDeveloper: 100_000 } });
+    try {
+      const developer = (await small.admin("/v1/developers", "POST", { name: "bo" })).json<{
+        token: string;
+      }>();
+      const exported = (await exportZip(host, "shop")).body;
+      const count = 40;
+      const archive = await rewriteZip(exported, (files) => {
+        const record = JSON.parse((files.get("objects.jsonl") as Buffer).toString().trim()) as {
+          key: string;
+        };
+        files.delete(`objects/${record.key}`);
+        const lines: string[] = [];
+        for (let i = 0; i < count; i++) {
+          const key = `private/${String(i).padStart(22, "x")}`;
+          lines.push(JSON.stringify({ ...record, key, size: 1, contentType: "application/octet-stream" }));
+          files.set(`objects/${key}`, Buffer.alloc(1));
+        }
+        files.set("objects.jsonl", Buffer.from(`${lines.join("\n")}\n`));
+        const manifest = JSON.parse((files.get("platform-export.json") as Buffer).toString()) as {
+          objects: { count: number; bytes: number };
+        };
+        manifest.objects = { ...manifest.objects, count, bytes: count };
+        files.set("platform-export.json", Buffer.from(JSON.stringify(manifest)));
+      });
+      const stage = vi.spyOn(ObjectTransfer.prototype, "stage");
+      try {
+        const refused = await importZip(small, "crowded", archive, "", developer.token);
+        expect(refused.status, refused.text()).toBe(413);
+        expect(errorOf(refused).code).toBe("quota_exceeded");
+        expect(errorOf(refused).message).toMatch(/do not fit the owner's storage \(100000 bytes/);
+        expect(stage).not.toHaveBeenCalled();
+      } finally {
+        stage.mockRestore();
+      }
+      // Nothing of it stays: no deployment, no bytes.
+      expect((await small.admin("/v1/deploys/crowded", "GET")).status).toBe(404);
+      expect(await readdir(join(small.dir, "blobs", "files")).catch(() => [])).not.toContain("crowded");
+    } finally {
+      await small.dispose();
+    }
+  });
+});
+
 describe("exports a developer leaves unread", () => {
   /**
    * A developer `name` and their deployment `id` holding 30 MB of files that do not compress: far

@@ -144,10 +144,16 @@ export class ObjectTransfer {
     return gone;
   }
 
-  /** Removes staged or replaced bytes under `blobKeys` that no record names (idempotent). */
-  async sweep(blobKeys: string[]): Promise<void> {
+  /**
+   * Removes staged or replaced bytes under `blobKeys` that no record names (idempotent); returns
+   * the keys whose removal failed (the blob store unreachable), to be tried again later.
+   */
+  async sweep(blobKeys: string[]): Promise<string[]> {
+    const failed: string[] = [];
     for (const blobKey of blobKeys)
-      if (!(await this.records.get(blobKey))) await this.objects.deleteBytes(blobKey).catch(() => {});
+      if (!(await this.records.get(blobKey)))
+        await this.objects.deleteBytes(blobKey).catch(() => failed.push(blobKey));
+    return failed;
   }
 
   /**
@@ -173,6 +179,36 @@ export class ObjectTransfer {
       )();
       if (attempt.done) return attempt.value;
     }
+  }
+
+  /**
+   * Refuses, before any byte is staged, `incoming` objects that cannot fit `owner`'s storage even
+   * once `existing` (the target deployment's records now, which they replace) is gone: staging
+   * thousands of objects only to refuse them at the end costs the host their writes and deletes.
+   * {@link replacement} checks again under the quota locks; this reads without them.
+   */
+  async checkFitsBeforeStaging(
+    owner: string,
+    existing: ObjectRecord[],
+    incoming: ArchivedObject[],
+  ): Promise<void> {
+    let used = (await this.usage.get(owner))?.bytes ?? 0;
+    for (const record of existing) if (record.quotaOwner === owner) used -= chargeOf(record);
+    let bytes = 0;
+    let charged = 0;
+    for (const object of incoming) {
+      bytes += object.size;
+      charged += chargedBytes(object.size);
+    }
+    this.checkFits(bytes, charged, Math.max(0, used) + charged);
+  }
+
+  private checkFits(bytes: number, charged: number, used: number): void {
+    if (used > this.objects.limits.perDeveloper)
+      throw new PlatformError(
+        "quota_exceeded",
+        `The archive's objects (${bytes} bytes, counted as ${charged}: each file ${LIMITS.storageBytesPerFile} at least) do not fit the owner's storage (${this.objects.limits.perDeveloper} bytes, ${used - this.objects.limits.perDeveloper} over); delete files or import without objects.`,
+      );
   }
 
   /**
@@ -230,11 +266,7 @@ export class ObjectTransfer {
       });
     }
     const used = (usage.get(owner) ?? 0) + charged;
-    if (used > this.objects.limits.perDeveloper)
-      throw new PlatformError(
-        "quota_exceeded",
-        `The archive's objects (${bytes} bytes, counted as ${charged}: each file ${LIMITS.storageBytesPerFile} at least) do not fit the owner's storage (${this.objects.limits.perDeveloper} bytes, ${used - this.objects.limits.perDeveloper} over); delete files or import without objects.`,
-      );
+    this.checkFits(bytes, charged, used);
     usage.set(owner, used);
     for (const [name, n] of usage)
       operations.push({ type: "put", key: this.usage.key(name), value: JSON.stringify({ bytes: n }) });

@@ -127,9 +127,11 @@ async function load(
   const incoming =
     (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true)) ?? [];
   const { record, write, claimToken } = await target.record(code, head.settings, owner);
+  const quotaOwner = storageQuotaOwner(record);
+  if (incoming.length > 0)
+    await parts.objects.checkFitsBeforeStaging(quotaOwner, await parts.objects.recordsNow(id), incoming);
   const kept = await stageObjects(parts, id, reader, incoming, onProgress);
   onProgress({ step: "committing" });
-  const quotaOwner = storageQuotaOwner(record);
   const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing) => {
     if (existing.length > 0 && !request.replace) throw notEmpty(id);
     const gone = await parts.objects.keptObjectsGone(id, kept, existing);
