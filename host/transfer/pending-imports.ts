@@ -1,3 +1,4 @@
+import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
 import type { ObjectTransfer } from "../storage/index.js";
 
@@ -41,12 +42,24 @@ export class PendingImports {
     };
   }
 
-  /** Removes the marked blobs of `id` that no record names, then the marker (idempotent). */
+  /**
+   * Removes the marked blobs of `id` that no record names, then the marker (idempotent). When some
+   * cannot be removed now (the blob store unreachable), the marker keeps naming them, for the next
+   * start or import of `id` to try again, and this fails: bytes nothing counts are never forgotten.
+   */
   async finish(id: string): Promise<void> {
     const marker = await this.markers.get(id);
     if (!marker) return;
-    await this.objects.sweep(marker.blobs);
-    await this.markers.delete(id);
+    const failed = await this.objects.sweep(marker.blobs);
+    if (failed.length === 0) {
+      await this.markers.delete(id);
+      return;
+    }
+    await this.markers.put(id, { id, blobs: failed, startedAt: marker.startedAt });
+    throw new PlatformError(
+      "unavailable",
+      `${failed.length} staged or replaced files of ${id} could not be removed from storage; they are removed when the host starts again or ${id} is imported again.`,
+    );
   }
 
   /** Ids of every import a crash left unfinished. */
