@@ -40,7 +40,7 @@ import {
   type S3Settings,
   type StorageLimits,
 } from "./storage/index.js";
-import { DeploymentTransfer } from "./transfer/index.js";
+import { DeploymentTransfer, UploadFolder } from "./transfer/index.js";
 
 /** How often a host deletes the records of guest sessions and email sign-in codes that ended. */
 const SWEEP_MS = 60 * 60_000;
@@ -205,7 +205,12 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   deployments.purgeOnRemoval(objects);
   deployments.purgeOnRemoval(auth);
   await deployments.finishRemovals();
-  const transfer = new DeploymentTransfer(db, deployments, objects);
+  const transfer = new DeploymentTransfer(
+    db,
+    deployments,
+    objects,
+    new UploadFolder(join(options.data, "import-uploads")),
+  );
   await transfer.finishUnfinished((id, error) =>
     logs.write({
       time: new Date().toISOString(),

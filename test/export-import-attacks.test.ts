@@ -3,9 +3,8 @@
  * into work for the host's main thread, one developer's concurrent uploads filling the disk, and a
  * `--replace` racing a delete of an object it keeps. Real host, real HTTP on loopback, real disk.
  */
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { request } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -25,12 +24,7 @@ let ownerToken = "";
 let sessionToken = "";
 let publicKey = "";
 const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), Buffer.alloc(3000, 7)]);
-// Upload archives land in this process's own temporary folder, so the test can count them.
-let scratch = "";
-
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), "platform-import-attacks-"));
-  process.env.TMPDIR = scratch;
   host = await startTestHost();
   const developer = (await host.admin("/v1/developers", "POST", { name: "ada" })).json<{
     token: string;
@@ -61,7 +55,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await host?.dispose();
-  await rm(scratch, { recursive: true, force: true });
 });
 
 function errorOf(response: HttpResponse): ErrorBody["error"] {
@@ -220,9 +213,9 @@ function openImport(id: string, token: string) {
   return { req, answer };
 }
 
-/** Upload folders of imports in this process's temporary folder now. */
+/** Upload folders of imports in the host's data folder now. */
 async function uploadFolders(): Promise<string[]> {
-  return (await readdir(scratch)).filter((name) => name.startsWith("platform-import-"));
+  return readdir(join(host.dir, "import-uploads")).catch(() => []);
 }
 
 describe("concurrent imports of one developer", () => {

@@ -5,7 +5,7 @@
  * its old data with `--replace`), and the host started on the folder removes the staged bytes.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -122,4 +122,38 @@ describe("an import killed midway", () => {
     },
     180_000,
   );
+});
+
+/** The pid of a node process that has run and exited (no process has it now). */
+function pidOfEndedProcess(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    child.on("error", reject);
+    child.on("exit", () => resolve(child.pid as number));
+  });
+}
+
+describe("an archive received by a host that crashed", () => {
+  it("is removed when a host starts on the folder, and one a running process receives is kept", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "platform-upload-leftovers-"));
+    const uploads = join(dir, "import-uploads");
+    // A crashed host's upload (its process is gone), and one another running host receives.
+    const ended = await pidOfEndedProcess();
+    const other = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+    try {
+      await mkdir(join(uploads, `${ended}-crashed`), { recursive: true });
+      await writeFile(join(uploads, `${ended}-crashed`, "archive.zip"), Buffer.alloc(1024 * 1024));
+      await mkdir(join(uploads, `${other.pid}-receiving`), { recursive: true });
+      await writeFile(join(uploads, `${other.pid}-receiving`, "archive.zip"), "half an archive");
+      const host = await startTestHost({ data: dir });
+      try {
+        expect(await readdir(uploads)).toEqual([`${other.pid}-receiving`]);
+      } finally {
+        await host.dispose();
+      }
+    } finally {
+      other.kill();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,6 +1,5 @@
 import { createWriteStream } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -16,7 +15,7 @@ import {
   type OwnerCap,
   publicView,
 } from "../deployments/index.js";
-import type { DeploymentTransfer, ImportProgress, ImportResult } from "../transfer/index.js";
+import type { DeploymentTransfer, ImportProgress, ImportResult, UploadFolder } from "../transfer/index.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { onlyUnder } from "./routing.js";
@@ -85,10 +84,14 @@ async function sendExport(
 }
 
 /**
- * Writes the request body (the archive) to a private temporary file, refused past
+ * Writes the request body (the archive) to a private file of `uploads`, refused past
  * `LIMITS.importArchiveBytes` (`413 too_large`), and runs `work` on it; the file is removed after.
  */
-async function withUploadedArchive<T>(ctx: Context, work: (path: string) => Promise<T>): Promise<T> {
+async function withUploadedArchive<T>(
+  ctx: Context,
+  uploads: UploadFolder,
+  work: (path: string) => Promise<T>,
+): Promise<T> {
   const limit = LIMITS.importArchiveBytes;
   const tooLarge = () =>
     new PlatformError(
@@ -96,7 +99,7 @@ async function withUploadedArchive<T>(ctx: Context, work: (path: string) => Prom
       `An import archive is limited to ${limit} bytes (${limit / 1024 / 1024} MiB).`,
     );
   if (Number(ctx.get("content-length")) > limit) throw tooLarge();
-  const dir = await mkdtemp(join(tmpdir(), "platform-import-"));
+  const dir = await uploads.create();
   try {
     const path = join(dir, "archive.zip");
     let received = 0;
@@ -159,14 +162,14 @@ async function receiveImport(
   const importer = caller.kind === "developer" ? caller.developer.id : undefined;
   if (!ctx.get("accept").includes("application/x-ndjson")) {
     const result = await transfer.importTurn(importer, () =>
-      withUploadedArchive(ctx, (archive) => run(archive)),
+      withUploadedArchive(ctx, transfer.uploads, (archive) => run(archive)),
     );
     ctx.status = 200;
     ctx.body = resultView(result);
     return;
   }
   await transfer.importTurn(importer, () =>
-    withUploadedArchive(ctx, (archive) =>
+    withUploadedArchive(ctx, transfer.uploads, (archive) =>
       streamOutcome(
         ctx,
         200,

@@ -15,9 +15,11 @@ import {
 } from "./import-archive.js";
 import { PendingImports } from "./pending-imports.js";
 import { TransferTurns } from "./transfer-turns.js";
+import { UploadFolder } from "./upload-folder.js";
 
 export type { ArchiveManifest } from "./archive-format.js";
 export type { ImportProgress, ImportRequest, ImportResult, RunningExport };
+export { UploadFolder };
 
 /** Export and import of deployments on one host. */
 export class DeploymentTransfer {
@@ -34,6 +36,8 @@ export class DeploymentTransfer {
     private readonly db: HostDatabase,
     private readonly deployments: DeploymentService,
     objects: ObjectService,
+    /** Where received archives wait for their import (see {@link UploadFolder}). */
+    readonly uploads: UploadFolder,
   ) {
     this.objects = new ObjectTransfer(db, objects);
     this.pending = new PendingImports(db, this.objects);
@@ -77,10 +81,12 @@ export class DeploymentTransfer {
   }
 
   /**
-   * Cleans up after imports a crash interrupted (their staged bytes); the host calls it when it
-   * starts. One that fails now stays marked for the next start or the next import of its id.
+   * Cleans up after imports a crash interrupted (their staged bytes, and archives received by a
+   * process no longer running); the host calls it when it starts. One that fails now stays marked
+   * for the next start or the next import of its id.
    */
   async finishUnfinished(onFailure: (id: string, error: unknown) => void): Promise<void> {
+    await this.uploads.removeLeftovers();
     for (const id of await this.pending.unfinished())
       await this.deployments
         .whileLocked(id, () => this.pending.finish(id))

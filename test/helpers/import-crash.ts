@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { HostDatabase, TenantDatabase } from "../../host/db/index.js";
 import { DeploymentService, LogHub } from "../../host/deployments/index.js";
 import { FsBlobStore, ObjectService, ObjectTransfer } from "../../host/storage/index.js";
-import { DeploymentTransfer } from "../../host/transfer/index.js";
+import { DeploymentTransfer, UploadFolder } from "../../host/transfer/index.js";
 
 const [dir, zip, id, stage, replace] = process.argv.slice(2) as [string, string, string, string, string?];
 const db = await HostDatabase.open(join(dir, "db"));
@@ -34,7 +34,8 @@ if (stage === "mid-objects") {
     return stageBytes.apply(this, args);
   };
 }
-await new DeploymentTransfer(db, deployments, objects).import({
+const uploads = new UploadFolder(join(dir, "import-uploads"));
+await new DeploymentTransfer(db, deployments, objects, uploads).import({
   id,
   archive: zip,
   replace: replace === "replace",
