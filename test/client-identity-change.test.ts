@@ -138,3 +138,24 @@ it("does not retry an HTTP mutation that got no answer as a user who signed in m
   loseNext = false;
   expect(await c.mutation("add", { text: "plain" })).toEqual(expect.any(String));
 });
+
+it("shows the next user none of the pages of a paginated list the last one loaded", async () => {
+  const c = client();
+  await c.auth.ready();
+  await c.auth.startEmailSignIn("pager@example.com");
+  await c.auth.verifyEmailCode("pager@example.com", await emailCode(host, "pager@example.com"));
+  for (let i = 0; i < 6; i++) await c.mutation("add", { text: `row ${i}` });
+  const list = c.paginatedQuery("list", {}, { initialNumItems: 2 });
+  const states: Array<{ results: unknown[]; status: string }> = [];
+  const stop = list.subscribe(() => states.push(list.getSnapshot()));
+  await until(async () => list.getSnapshot().status === "CanLoadMore");
+  list.loadMore(2);
+  await until(async () => list.getSnapshot().results.length === 4);
+  const before = states.length;
+  await c.auth.signOut();
+  // The account's two pages (items and cursors) are gone at once, not when an answer differs.
+  expect(states[before]).toMatchObject({ results: [], status: "LoadingFirstPage" });
+  await until(async () => list.getSnapshot().status === "CanLoadMore");
+  expect(list.getSnapshot().results).toHaveLength(2);
+  stop();
+});

@@ -12,6 +12,7 @@ function standIn() {
       listeners.push(listener);
       return () => {};
     },
+    onUserChange: () => () => {},
   } as unknown as SyncConnection;
   return { connection, listeners };
 }

@@ -54,6 +54,7 @@ export class PaginatedQuery<Item = unknown> {
   private snapshot: PaginatedQueryState<Item>;
   /** Resets so far (tests observe them). */
   resets = 0;
+  private stopWatchingUser = () => {};
 
   constructor(
     private readonly connection: SyncConnection,
@@ -69,10 +70,15 @@ export class PaginatedQuery<Item = unknown> {
   /** Starts the subscriptions with the first listener; stops them with the last. */
   subscribe(listener: () => void): () => void {
     this.listeners.add(listener);
-    if (this.pages.length === 0) this.addPage(null, this.initialNumItems);
+    if (this.pages.length === 0) {
+      this.addPage(null, this.initialNumItems);
+      this.stopWatchingUser = this.connection.onUserChange(() => this.restart());
+    }
     return () => {
       this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.stopAll();
+      if (this.listeners.size > 0) return;
+      this.stopAll();
+      this.stopWatchingUser();
     };
   }
 
@@ -128,6 +134,16 @@ export class PaginatedQuery<Item = unknown> {
     const [first, ...rest] = this.pages;
     for (const page of rest) page.stop();
     this.pages = first ? [first] : [];
+    this.publish();
+  }
+
+  /**
+   * Back to loading the first page, with nothing shown: the signed-in user changed, and the pages
+   * loaded (their items, their cursors) were the last user's.
+   */
+  private restart(): void {
+    this.stopAll();
+    this.addPage(null, this.initialNumItems);
     this.publish();
   }
 

@@ -65,6 +65,7 @@ export class SyncConnection {
   private tokenChecked = false;
   private closed = false;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
+  private readonly userChangeListeners = new Set<() => void>();
   /** The user of the socket opened last (null: anonymous), taken with its token. */
   private socketUser: string | null = null;
 
@@ -86,6 +87,15 @@ export class SyncConnection {
   onStateChange(listener: (state: ConnectionState) => void): () => void {
     this.stateListeners.add(listener);
     return () => this.stateListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` when the signed-in user changed and the last user's results were forgotten
+   * (what was built of them, such as a paginated list's later pages, must go too).
+   */
+  onUserChange(listener: () => void): () => void {
+    this.userChangeListeners.add(listener);
+    return () => this.userChangeListeners.delete(listener);
   }
 
   private setState(state: ConnectionState): void {
@@ -243,12 +253,14 @@ export class SyncConnection {
    * Another user's cached results are forgotten first: nothing shows them to the new one.
    */
   reconnect(): void {
-    if (this.user() !== this.socketUser)
+    if (this.user() !== this.socketUser) {
       for (const subscription of this.subscriptions.values()) {
         if (subscription.refused) continue;
         delete subscription.result;
         subscription.resultJson = undefined;
       }
+      for (const listener of [...this.userChangeListeners]) listener();
+    }
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.attempts = 0;
