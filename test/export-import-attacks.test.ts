@@ -118,6 +118,34 @@ describe("JSON files of an import archive", () => {
     expect((await host.admin("/v1/deploys/bomb-target", "GET")).status).toBe(404);
   });
 
+  it("refuses a createdAt or clock far in the future, which would stop the deployment's clock", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    // Past about 2^42 ms the clock's steps of 1/1024 ms no longer add up: every later insert
+    // would share one createdAt. Exports never hold one later than their host's clock.
+    const future = await rewriteZip(exported, (files) => {
+      const [first, ...rest] = (files.get("tables/owners.jsonl") as Buffer).toString().split("\n");
+      const row = JSON.parse(first as string) as { createdAt: number };
+      row.createdAt = 1e300;
+      files.set("tables/owners.jsonl", Buffer.from([JSON.stringify(row), ...rest].join("\n")));
+    });
+    const refused = await importZip(host, "future-target", future, "", ownerToken);
+    expect(refused.status, refused.text()).toBe(400);
+    expect(errorOf(refused).message).toMatch(
+      /^Invalid archive: tables\/owners\.jsonl line 1 \(row [\w-]+\) was created at 1e\+300, outside 0 to \d{4}-/,
+    );
+    const farClock = await rewriteZip(exported, (files) => {
+      const manifest = JSON.parse((files.get("platform-export.json") as Buffer).toString()) as {
+        clock: number;
+      };
+      manifest.clock = Date.now() + 10 * 365 * 24 * 3600 * 1000;
+      files.set("platform-export.json", Buffer.from(JSON.stringify(manifest)));
+    });
+    const refusedClock = await importZip(host, "future-target", farClock, "", ownerToken);
+    expect(refusedClock.status, refusedClock.text()).toBe(400);
+    expect(errorOf(refusedClock).message).toMatch(/platform-export\.json has a clock outside 0 to/);
+    expect((await host.admin("/v1/deploys/future-target", "GET")).status).toBe(404);
+  });
+
   it("refuses a deployment.json over its limit, naming the file and the limit", async () => {
     const exported = (await exportZip(host, "shop")).body;
     const bomb = await rewriteZip(exported, (files) =>

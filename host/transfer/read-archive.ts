@@ -136,7 +136,10 @@ export async function readArchiveData(
     );
   const tables = new Map<string, string[]>();
   const ids = new Map<string, Set<string>>();
+  const latest = Date.now() + LIMITS.importClockAheadMs;
   let clock = head.manifest.clock;
+  if (clock !== null && (clock < 0 || clock > latest))
+    throw invalid(`${MANIFEST_ENTRY} has a clock outside 0 to ${new Date(latest).toISOString()}.`);
   let done = 0;
   for (const table of declared) {
     const spec = schema.tables[table]?.spec as NonNullable<StoredSchema["tables"][string]>["spec"];
@@ -146,6 +149,10 @@ export async function readArchiveData(
     for await (const [line, number] of reader.lines(name, LIMITS.importRowBytes)) {
       const row = checkImportedRow(table, spec, line, `${name} line ${number}`);
       if (seen.has(row.id)) throw invalid(`${name} line ${number}: row ${row.id} appears twice.`);
+      if (row.createdAt < 0 || row.createdAt > latest)
+        throw invalid(
+          `${name} line ${number} (row ${row.id}) was created at ${row.createdAt}, outside 0 to ${new Date(latest).toISOString()} (this host's clock, and a day).`,
+        );
       seen.add(row.id);
       rows.push(row.json);
       clock = clock === null ? row.createdAt : Math.max(clock, row.createdAt);

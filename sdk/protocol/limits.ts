@@ -411,6 +411,13 @@ export const LIMITS = {
    * GiB; 5 million ended the host). Ours, until imports stream.
    */
   importOperations: 1_000_000,
+  /**
+   * How far past the importing host's clock an archive's `createdAt` values and clock may be (an
+   * exporting host's clock ahead of this one's). Ours: a later one would move the deployment's
+   * clock past where its steps of 1/1024 ms still add up (about the year 2109), and every later
+   * insert would share one `createdAt`.
+   */
+  importClockAheadMs: 24 * 60 * 60 * 1000,
   /** Files in one import archive (each stored object is one). Ours. */
   importArchiveEntries: 200_000,
   /**
