@@ -1,7 +1,7 @@
 /**
  * An import is refused before it is built when it would write more than one batch may hold in the
- * host's memory: more rows and index entries than LIMITS.importOperations, or (stopping as soon as
- * it passes) more row bytes than the deployment may store.
+ * host's memory: more rows, index entries and counts than LIMITS.importOperations, or (stopping as
+ * soon as it passes) more row bytes than the deployment may store.
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { LIMITS } from "../../sdk/protocol/index.js";
@@ -35,27 +35,55 @@ beforeEach(async () => {
 });
 afterEach(() => env.dispose());
 
-it("refuses more rows and index entries than one import may write, before building any", () => {
+it("refuses more rows, index entries and counts than one import may write, as soon as it knows", async () => {
   const limits = LIMITS as { importOperations: number };
   const kept = limits.importOperations;
   try {
     // 10 rows, each with an entry in its table's creation index and the two declared ones.
-    const { operations } = dataOperations("d", data);
+    const { operations } = await dataOperations("d", data);
     const writes = operations.filter((op) => op.type === "put").length;
     expect(writes).toBeGreaterThan(10 * 3);
     limits.importOperations = 10 * 4;
-    expect(() => dataOperations("d", data)).not.toThrow();
     limits.importOperations = 10 * 4 - 1;
-    expect(() => dataOperations("d", data)).toThrow(expect.objectContaining({ code: "quota_exceeded" }));
+    await expect(dataOperations("d", data)).rejects.toMatchObject({
+      code: "quota_exceeded",
+      message: expect.stringMatching(/are 40 writes, past the 39/),
+    });
+    // The counts the entries add to are writes too: one per distinct text (10), one for the
+    // tag, one for the table's size. Past the limit, the build stops as they come.
+    limits.importOperations = 10 * 4 + 12;
+    await expect(dataOperations("d", data)).resolves.toBeDefined();
+    limits.importOperations = 10 * 4 + 11;
+    await expect(dataOperations("d", data)).rejects.toMatchObject({
+      code: "quota_exceeded",
+      message: expect.stringMatching(/are at least \d+ writes, past the 51 one import/),
+    });
   } finally {
     limits.importOperations = kept;
   }
 });
 
-it("stops building as soon as the row bytes pass the deployment's limit", () => {
-  const { rowBytes } = dataOperations("d", data);
-  expect(() => dataOperations("d", data, rowBytes)).not.toThrow();
-  expect(() => dataOperations("d", data, rowBytes - 1)).toThrow(
-    expect.objectContaining({ code: "quota_exceeded" }),
+it("stops building as soon as the row bytes pass the deployment's limit", async () => {
+  const { rowBytes } = await dataOperations("d", data);
+  await expect(dataOperations("d", data, rowBytes)).resolves.toBeDefined();
+  await expect(dataOperations("d", data, rowBytes - 1)).rejects.toMatchObject({ code: "quota_exceeded" });
+});
+
+it("builds a large import a few thousand rows per turn, so other work runs meanwhile", async () => {
+  const template = data.tables.get("notes")?.[0] ?? "";
+  const many = Array.from({ length: 10_000 }, (_, i) =>
+    template.replace(/"id":"[^"]+"/, `"id":"${String(i).padStart(22, "a")}"`),
   );
+  const large = Object.assign({}, data, { tables: new Map([["notes", many]]) });
+  let turns = 0;
+  let building = true;
+  const count = () => {
+    turns++;
+    if (building) setImmediate(count);
+  };
+  setImmediate(count);
+  const { operations } = await dataOperations("d", large);
+  building = false;
+  expect(operations.length).toBeGreaterThan(30_000);
+  expect(turns).toBeGreaterThanOrEqual(4);
 });

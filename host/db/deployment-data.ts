@@ -4,6 +4,7 @@
  * every key the deployment holds (rows, index entries and stored counts, rebuilt by the same code
  * writes and backfills use; schema; clock) so the caller can commit them in ONE batch.
  */
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
@@ -96,33 +97,44 @@ export async function existingKeys(
   return { keys, hasRows };
 }
 
+function tooManyOperations(operations: number, atLeast: boolean): PlatformError {
+  return new PlatformError(
+    "quota_exceeded",
+    `The archive's rows, their index entries and counts are ${atLeast ? "at least " : ""}${operations} writes, past the ${LIMITS.importOperations} one import may make at once; export fewer rows (or drop indexes you do not need) and import again.`,
+  );
+}
+
 /**
  * Refuses (`quota_exceeded`) an import whose rows and index entries together pass
- * `LIMITS.importOperations`, counted from the rows and the indexes before anything is built.
+ * `LIMITS.importOperations`, counted from the rows and the indexes before anything is built (the
+ * counts they add to, one per distinct value of each counted prefix, are counted as they come).
  */
 function refuseManyOperations(data: DeploymentData, tables: ReturnType<typeof compileSchema>): void {
   let operations = 0;
   for (const [name, table] of tables)
     operations += (data.tables.get(name)?.length ?? 0) * (1 + table.indexes.size);
-  if (operations > LIMITS.importOperations)
-    throw new PlatformError(
-      "quota_exceeded",
-      `The archive's rows and their index entries are ${operations} writes, past the ${LIMITS.importOperations} one import may make at once; export fewer rows (or drop indexes you do not need) and import again.`,
-    );
+  if (operations > LIMITS.importOperations) throw tooManyOperations(operations, false);
 }
+
+/**
+ * Rows built, or keys compared, between two turns of the event loop: an import of a million
+ * writes built them in one stretch of 1.8 s (and compared them with the existing keys in 0.9 s
+ * more), which every other tenant's request waited for.
+ */
+const WORK_PER_TURN = 2000;
 
 /**
  * Every key deployment `id` holds with `data`: each row, its entries in every index (a hidden
  * index with `notBefore` takes the rows a backfill takes, plus the early entries named), the
  * stored counts of those entries, the row bytes of rows and entries (row-bytes.ts), the schema
- * and the clock.
+ * and the clock. Built a few thousand rows per turn of the event loop.
  */
-export function dataOperations(
+export async function dataOperations(
   id: string,
   data: DeploymentData,
   /** The most row bytes it may take: past them it stops, refused, instead of building the rest. */
   rowBytesLimit = Number.POSITIVE_INFINITY,
-): { operations: KvOperation[]; rowBytes: number; schemaTag: string } {
+): Promise<{ operations: KvOperation[]; rowBytes: number; schemaTag: string }> {
   const operations: KvOperation[] = [];
   const counts = new Map<string, number>();
   let rowBytes = 0;
@@ -132,7 +144,9 @@ export function dataOperations(
     const stored = data.schema.tables[name]?.indexes ?? {};
     const early = data.earlyEntries[name] ?? {};
     const earlySets = new Map(Object.entries(early).map(([index, ids]) => [index, new Set(ids)]));
+    let built = 0;
     for (const json of data.tables.get(name) ?? []) {
+      if (++built % WORK_PER_TURN === 0) await nextTurn();
       const row = parseStoredRow(json);
       operations.push({ type: "put", key: rowKeyUnder(table.rowPrefix, row.id), value: json });
       rowBytes += Buffer.byteLength(json);
@@ -150,6 +164,9 @@ export function dataOperations(
         for (const count of entry.counts) counts.set(count, (counts.get(count) ?? 0) + 1);
       }
       if (rowBytes > rowBytesLimit) throw importQuotaExceeded(rowBytes, rowBytesLimit);
+      // Every distinct value of a counted prefix is one more key: as many as the entries, or more.
+      if (operations.length + counts.size > LIMITS.importOperations)
+        throw tooManyOperations(operations.length + counts.size, true);
     }
   }
   for (const [name, n] of counts)
@@ -164,12 +181,21 @@ export function dataOperations(
 
 /**
  * One batch that turns what deployment `id` holds (`existing`) into `writes`: every existing key
- * not written again is deleted, then the writes are put, each key once.
+ * not written again is deleted, then the writes are put, each key once. Compared a few thousand
+ * keys per turn of the event loop; nothing to compare when the deployment holds nothing.
  */
-export function replacementBatch(existing: Buffer[], writes: KvOperation[]): KvOperation[] {
-  const written = new Set(writes.map((op) => op.key.toString("latin1")));
-  const deletes: KvOperation[] = existing
-    .filter((key) => !written.has(key.toString("latin1")))
-    .map((key) => ({ type: "del", key }));
-  return [...deletes, ...writes];
+export async function replacementBatch(existing: Buffer[], writes: KvOperation[]): Promise<KvOperation[]> {
+  if (existing.length === 0) return writes;
+  const written = new Set<string>();
+  for (const [i, op] of writes.entries()) {
+    if (i % WORK_PER_TURN === WORK_PER_TURN - 1) await nextTurn();
+    written.add(op.key.toString("latin1"));
+  }
+  const batch: KvOperation[] = [];
+  for (const [i, key] of existing.entries()) {
+    if (i % WORK_PER_TURN === WORK_PER_TURN - 1) await nextTurn();
+    if (!written.has(key.toString("latin1"))) batch.push({ type: "del", key });
+  }
+  for (const op of writes) batch.push(op);
+  return batch;
 }

@@ -179,8 +179,10 @@ export class TenantDatabase implements TransactionHost {
         await snapshot.close();
       }
       const extra = await alongside(existing.hasRows);
-      const { operations, rowBytes, schemaTag } = dataOperations(this.id, data, this.rowBytes.limit);
-      await this.store.batch([...replacementBatch(existing.keys, operations), ...extra]);
+      const { operations, rowBytes, schemaTag } = await dataOperations(this.id, data, this.rowBytes.limit);
+      const batch = await replacementBatch(existing.keys, operations);
+      for (const op of extra) batch.push(op);
+      await this.store.batch(batch);
       this.adoptSchema(data.schema, schemaTag);
       this.lastCreatedAt = data.clock ?? 0;
       this.rowBytes.known = rowBytes;

@@ -405,8 +405,9 @@ export const LIMITS = {
   importArchiveBytes: 512 * 1024 * 1024,
   importRowBytes: 128 * 1024 * 1024,
   /**
-   * Rows and index entries one import writes together (each row counts once, and once more for
-   * each index of its table), refused before any is built: the batch is held in memory whole,
+   * Rows, index entries and counts one import writes together (each row counts once, and once
+   * more for each index of its table, refused before any is built; each distinct value of a
+   * counted index prefix once more, refused as they come): the batch is held in memory whole,
    * about a kilobyte of the host's heap each, on its main thread (3.2 million took 115 s and 3.8
    * GiB; 5 million ended the host). Ours, until imports stream.
    */
