@@ -260,14 +260,17 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     throw error;
   }
   const live = new LiveQueries(deployments, metrics);
-  // Guests whose tokens can no longer be used, email codes that ended and expired dashboard
-  // sessions are deleted hourly, so their records do not pile up.
+  // Guests whose tokens can no longer be used, email codes that ended, expired dashboard sessions
+  // and bundles no deployment uses are deleted hourly, so they do not pile up.
   const sweep = () =>
     void Promise.all([
       auth.sweepEndedGuests(),
       signIn.emailCodes.sweepEnded(),
       sweepExpiredDashboardSessions(db),
-    ]).catch((error: unknown) => console.error("Sweeping ended sessions and sign-in codes failed:", error));
+      deployments.sweepArtifacts(),
+    ]).catch((error: unknown) =>
+      console.error("Sweeping ended sessions, sign-in codes and unused bundles failed:", error),
+    );
   const sweeps = setInterval(sweep, SWEEP_MS).unref();
   // Once per database: sessions of versions before account marks get theirs (close stops it).
   let closing = false;

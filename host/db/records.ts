@@ -156,6 +156,20 @@ export class RecordStore<T> {
     }
   }
 
+  /** Every record's id (not its value: an artifact's is a whole bundle), in id order, a page at a time. */
+  async *idPages(size = 500): AsyncGenerator<string[]> {
+    const iterator = this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix), values: false });
+    try {
+      for (;;) {
+        const entries = await iterator.next(size);
+        if (entries.length === 0) return;
+        yield entries.map(([key]) => decodeText(key, this.prefix.length).value);
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
   /** Every record, in id order. */
   async list(): Promise<T[]> {
     const entries = await collect(this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) }));

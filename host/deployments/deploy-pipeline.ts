@@ -63,6 +63,7 @@ export async function deploy(
     throw deployError(error);
   });
   let staged: Awaited<ReturnType<ClientFileStore["stage"]>> | undefined;
+  let added = false;
   let switched = false;
   try {
     const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
@@ -72,13 +73,17 @@ export async function deploy(
     } catch (error) {
       throw deployError(error);
     }
-    await registry.addArtifact({
-      hash,
-      code: input.code,
-      apiVersion: declaration.apiVersion,
-      size: input.code.length,
-      createdAt: Date.now(),
-    });
+    await registry.artifacts.add(
+      {
+        hash,
+        code: input.code,
+        apiVersion: declaration.apiVersion,
+        size: input.code.length,
+        createdAt: Date.now(),
+      },
+      id,
+    );
+    added = true;
     if (client) staged = await clientFiles.stage(id, client, previous?.client);
     const served = staged ? staged.ref : previous?.client;
     const database = await db.deployment(id);
@@ -111,7 +116,10 @@ export async function deploy(
       .migrate(declaration.schema, onProgress, {
         legacy: declaration.apiVersion === 0,
         switching: {
-          operations: [registry.writeOf(record)],
+          operations: [
+            registry.writeOf(record),
+            ...registry.artifacts.switchWrites(id, hash, previous?.artifact),
+          ],
           switched: () => {
             registry.remember(record);
             switched = true;
@@ -124,6 +132,9 @@ export async function deploy(
     // The replaced client's files go once nothing names them; if that fails they stay, unserved,
     // until the next deploy replaces this version or the deployment is deleted.
     await clientFiles.retire(id, previous?.client, served).catch(() => {});
+    // The replaced bundle goes once no deployment uses it; if that fails, the hourly sweep removes it.
+    if (previous && previous.artifact !== hash)
+      await registry.artifacts.release(previous.artifact).catch(() => {});
     return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
   } catch (error) {
     // Once switched, the isolate serves the deployment: a later failure leaves it serving, and
@@ -131,6 +142,7 @@ export async function deploy(
     if (switched) await registry.announce(id).catch(() => {});
     else probe.dispose();
     if (staged && !switched) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
+    if (added && !switched) await registry.artifacts.abandon(id, hash).catch(() => {});
     throw error;
   }
 }

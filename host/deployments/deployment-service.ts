@@ -71,7 +71,7 @@ export class DeploymentService {
       },
       artifactOf: (id: string) => this.registry.cached(id)?.artifact,
     };
-    this.pool = new IsolatePool((hash) => this.registry.artifactCode(hash), poolOptions, observer, known);
+    this.pool = new IsolatePool((hash) => this.registry.artifacts.code(hash), poolOptions, observer, known);
     this.calls = new CallExecutor(db, this.pool, logs, observer, (id) => this.registry.cached(id));
   }
 
@@ -163,7 +163,7 @@ export class DeploymentService {
 
   /** The code of artifact `hash` (an export carries it). */
   artifactCode(hash: string): Promise<string> {
-    return this.registry.artifactCode(hash);
+    return this.registry.artifacts.code(hash);
   }
 
   /** The deployment-record side of an import into deployment `id` (see {@link DeploymentImport}). */
@@ -206,8 +206,20 @@ export class DeploymentService {
     this.removals.add(state);
   }
 
-  /** Finishes the deletions a previous run left unfinished (the host calls it when it starts). */
-  finishRemovals(): Promise<void> {
+  /**
+   * Removes every stored bundle no deployment uses, nor a deploy under way (the host calls it
+   * hourly: a replaced bundle is removed at once, this catches what a crash or failure left).
+   */
+  sweepArtifacts(): Promise<number> {
+    return this.registry.sweepArtifacts();
+  }
+
+  /**
+   * Finishes the deletions a previous run left unfinished (the host calls it when it starts),
+   * after giving records of earlier versions their artifact uses.
+   */
+  async finishRemovals(): Promise<void> {
+    await this.registry.adoptArtifactUses();
     return this.removals.finishUnfinished((id, error) =>
       this.logs.write({
         time: new Date().toISOString(),

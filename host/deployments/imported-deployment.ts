@@ -29,6 +29,10 @@ export interface ImportedSettings {
  */
 export class DeploymentImport {
   private probe: Awaited<ReturnType<IsolatePool["probe"]>> | undefined;
+  /** The artifact {@link load} stored (its use pending until the import commits). */
+  private added: string | undefined;
+  /** The artifact the deployment served before, to release once the import committed. */
+  private before: string | undefined;
 
   constructor(
     private readonly registry: DeploymentRegistry,
@@ -55,26 +59,26 @@ export class DeploymentImport {
     } catch (error) {
       throw importError(error);
     }
-    await this.registry.addArtifact({
-      hash,
-      code,
-      apiVersion: declaration.apiVersion,
-      size: code.length,
-      createdAt: Date.now(),
-    });
+    await this.registry.artifacts.add(
+      { hash, code, apiVersion: declaration.apiVersion, size: code.length, createdAt: Date.now() },
+      this.id,
+    );
+    this.added = hash;
     return { hash, declaration };
   }
 
   /**
-   * The record deployment `id` will have once the import commits, and the write that stores it;
-   * `claimToken` when an unclaimed deployment is created (shown once, as a deploy shows it).
+   * The record deployment `id` will have once the import commits, and the writes that store it
+   * (and its use of the artifact); `claimToken` when an unclaimed deployment is created (shown
+   * once, as a deploy shows it).
    */
   async record(
     code: LoadedCode,
     settings: ImportedSettings,
     owner: string | undefined,
-  ): Promise<{ record: DeploymentRecord; write: KvOperation; claimToken?: string }> {
+  ): Promise<{ record: DeploymentRecord; writes: KvOperation[]; claimToken?: string }> {
     const previous = await this.registry.reload(this.id);
+    this.before = previous?.artifact;
     const now = Date.now();
     const claim = previous || owner ? undefined : newClaimToken();
     const record: DeploymentRecord = previous
@@ -92,7 +96,11 @@ export class DeploymentImport {
           createdAt: now,
           updatedAt: now,
         };
-    return { record, write: this.registry.writeOf(record), ...(claim ? { claimToken: claim.token } : {}) };
+    const writes = [
+      this.registry.writeOf(record),
+      ...this.registry.artifacts.switchWrites(this.id, code.hash, previous?.artifact),
+    ];
+    return { record, writes, ...(claim ? { claimToken: claim.token } : {}) };
   }
 
   /** After the commit: the runner serves the new code, and every host hears of the record. */
@@ -100,13 +108,20 @@ export class DeploymentImport {
     this.registry.remember(record);
     if (this.probe) this.pool.runner(this.id, record.artifact).adopt(this.probe);
     this.probe = undefined;
+    this.added = undefined;
     await this.registry.announce(this.id);
+    // The replaced bundle goes once no deployment uses it (else the hourly sweep removes it).
+    if (this.before !== undefined && this.before !== record.artifact)
+      await this.registry.artifacts.release(this.before).catch(() => {});
   }
 
-  /** Drops the loaded isolate (the import failed or was refused). */
-  dispose(): void {
+  /** Drops the loaded isolate and the artifact's pending use (the import failed or was refused). */
+  async dispose(): Promise<void> {
     this.probe?.dispose();
     this.probe = undefined;
+    const added = this.added;
+    this.added = undefined;
+    if (added !== undefined) await this.registry.artifacts.abandon(this.id, added).catch(() => {});
   }
 }
 

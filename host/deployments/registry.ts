@@ -1,18 +1,7 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
-import {
-  type ArtifactRecord,
-  type DeploymentRecord,
-  type RemovalRecord,
-  storageQuotaOwner,
-} from "./records.js";
-
-/**
- * Artifact code kept in memory at most (characters). Artifacts never change (their key is their
- * content hash), so the code of a recently started one is kept: a cold start then skips reading
- * and parsing a record of up to a bundle's size.
- */
-const KEPT_CODE_CHARS = 32 * 1024 * 1024;
+import { ArtifactStore } from "./artifacts.js";
+import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 
 /** Reads of a deployment's record after an announcement, the first and its retries (about 5 minutes in all). */
 const RECHECK_ATTEMPTS = 12;
@@ -26,7 +15,8 @@ const RECHECK_ATTEMPTS = 12;
  */
 export class DeploymentRegistry {
   private readonly records: RecordStore<DeploymentRecord>;
-  private readonly artifacts: RecordStore<ArtifactRecord>;
+  /** The bundles deployments serve, each kept while one uses it. */
+  readonly artifacts: ArtifactStore;
   private readonly removals: RecordStore<RemovalRecord>;
   private readonly cache = new Map<string, DeploymentRecord>();
   /**
@@ -37,9 +27,6 @@ export class DeploymentRegistry {
   private readonly incarnations = new Map<string, string | null>();
   /** Each id whose record is being read after an announcement (see {@link recheck}). */
   private readonly rechecks = new Map<string, { again: boolean }>();
-  /** Recently used artifacts' code by hash, least recently used first. */
-  private readonly codes = new Map<string, string>();
-  private codeChars = 0;
 
   constructor(
     private readonly db: HostDatabase,
@@ -47,7 +34,7 @@ export class DeploymentRegistry {
     private readonly onChanged: (id: string) => void = () => {},
   ) {
     this.records = db.records<DeploymentRecord>("deployments");
-    this.artifacts = db.records<ArtifactRecord>("artifacts");
+    this.artifacts = new ArtifactStore(db);
     this.removals = db.records<RemovalRecord>("deployment-removals");
     db.onAnnouncement((message) => {
       // After a resync, every deployment this host knows may have changed or gone.
@@ -199,9 +186,13 @@ export class DeploymentRegistry {
       quotaOwner: storageQuotaOwner(record),
       startedAt: Date.now(),
     };
+    const use = this.artifacts.endWrite(record.id, record.artifact);
     await this.removals.batch(
       [{ id: record.id, value: removal }],
-      [{ key: this.records.key(record.id), value: null }],
+      [
+        { key: this.records.key(record.id), value: null },
+        { key: use.key, value: null },
+      ],
     );
     this.cache.delete(record.id);
     this.incarnations.delete(record.id);
@@ -223,36 +214,15 @@ export class DeploymentRegistry {
     return this.removals.delete(id);
   }
 
-  /** The code of artifact `hash`; `internal` when it is missing (a record names only stored ones). */
-  async artifactCode(hash: string): Promise<string> {
-    const kept = this.codes.get(hash);
-    if (kept !== undefined) {
-      this.keepCode(hash, kept);
-      return kept;
-    }
-    const artifact = await this.artifacts.get(hash);
-    if (!artifact) throw new PlatformError("internal", `Artifact ${hash} is missing.`);
-    this.keepCode(hash, artifact.code);
-    return artifact.code;
+  /**
+   * Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many.
+   */
+  sweepArtifacts(): Promise<number> {
+    return this.artifacts.sweep(() => this.records.list());
   }
 
-  /** Stores an artifact unless one with its hash exists (artifacts are immutable). */
-  async addArtifact(artifact: ArtifactRecord): Promise<void> {
-    if (!(await this.artifacts.has(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
-    this.keepCode(artifact.hash, artifact.code);
-  }
-
-  /** Keeps `code` as the most recently used, forgetting the least recently used beyond the budget. */
-  private keepCode(hash: string, code: string): void {
-    const previous = this.codes.get(hash);
-    if (previous !== undefined) this.codeChars -= previous.length;
-    this.codes.delete(hash);
-    this.codes.set(hash, code);
-    this.codeChars += code.length;
-    for (const [oldest, text] of this.codes) {
-      if (this.codeChars <= KEPT_CODE_CHARS) break;
-      this.codes.delete(oldest);
-      this.codeChars -= text.length;
-    }
+  /** Once per database: the artifact uses of records stored before uses were kept (see {@link ArtifactStore.adoptRecords}). */
+  adoptArtifactUses(): Promise<void> {
+    return this.artifacts.adoptRecords(() => this.records.list());
   }
 }

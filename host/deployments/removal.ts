@@ -86,6 +86,8 @@ export class DeploymentRemovals {
       this.stop(id);
       await this.registry.announce(id);
       await this.finish(removal);
+      // Its bundle goes once no deployment uses it (else the hourly sweep removes it).
+      await this.registry.artifacts.release(record.artifact).catch(() => {});
     });
   }
 

@@ -96,7 +96,7 @@ export async function importArchive(
       try {
         return await load(parts, request, head, reader, target, owner, onProgress);
       } catch (error) {
-        target.dispose();
+        await target.dispose();
         await parts.pending.finish(request.id).catch(() => {});
         throw error;
       }
@@ -126,7 +126,7 @@ async function load(
   const data = await readArchiveData(reader, head, schema, (rows) => onProgress({ step: "checking", rows }));
   const incoming =
     (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true)) ?? [];
-  const { record, write, claimToken } = await target.record(code, head.settings, owner);
+  const { record, writes, claimToken } = await target.record(code, head.settings, owner);
   const quotaOwner = storageQuotaOwner(record);
   if (incoming.length > 0)
     await parts.objects.checkFitsBeforeStaging(quotaOwner, await parts.objects.recordsNow(id), incoming);
@@ -141,7 +141,7 @@ async function load(
     const database = await parts.db.deployment(id);
     await database.replaceData(data, async (hasRows) => {
       if (hasRows && !request.replace) throw notEmpty(id);
-      return [...objectWrites, write, parts.pending.commitWrite(id, replacedBlobs)];
+      return [...objectWrites, ...writes, parts.pending.commitWrite(id, replacedBlobs)];
     });
     return existing.length > 0;
   });

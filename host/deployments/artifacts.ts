@@ -1,0 +1,198 @@
+import { PlatformError } from "../../sdk/values/index.js";
+import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
+import type { ArtifactRecord } from "./records.js";
+
+/**
+ * Artifact code kept in memory at most (characters). Artifacts never change (their key is their
+ * content hash), so the code of a recently started one is kept: a cold start then skips reading
+ * and parsing a record of up to a bundle's size.
+ */
+const KEPT_CODE_CHARS = 32 * 1024 * 1024;
+
+/** The lock, across hosts, under which artifacts are added and removed. */
+const ARTIFACT_LOCK = "artifacts";
+
+/**
+ * A pending use this old is a deploy or import a crash ended: it no longer keeps its artifact.
+ * A deploy or import taking longer would lose its code (none comes near).
+ */
+const PENDING_USE_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Deployment `<deployment>`'s use of artifact `<hash>` (record id `<hash>/<deployment>`): serving
+ * it (its record names it), or pending (a deploy or import of it under way since `since`).
+ */
+interface ArtifactUse {
+  pending: boolean;
+  since: number;
+}
+
+function artifactUseId(hash: string, deployment: string): string {
+  return `${hash}/${deployment}`;
+}
+
+/**
+ * Bundles stored by content hash, each kept while some deployment uses it and removed once none
+ * does: every deploy stores a bundle of up to 16 MB, and a developer may deploy in a loop. A use is
+ * written when a deploy or import stores the artifact (pending), becomes serving in the batch that
+ * stores the record naming it, and goes in the batch that names another or removes the record.
+ * Adding and removing happen under one lock across hosts, so an artifact is never removed between
+ * a deploy finding it stored and its record naming it.
+ */
+export class ArtifactStore {
+  private readonly artifacts: RecordStore<ArtifactRecord>;
+  private readonly uses: RecordStore<ArtifactUse>;
+  /** Recently used artifacts' code by hash, least recently used first. */
+  private readonly codes = new Map<string, string>();
+  private codeChars = 0;
+
+  constructor(private readonly db: HostDatabase) {
+    this.artifacts = db.records<ArtifactRecord>("artifacts");
+    this.uses = db.records<ArtifactUse>("artifact-uses");
+  }
+
+  /** The code of artifact `hash`; `internal` when it is missing (a record names only stored ones). */
+  async code(hash: string): Promise<string> {
+    const kept = this.codes.get(hash);
+    if (kept !== undefined) {
+      this.keepCode(hash, kept);
+      return kept;
+    }
+    const artifact = await this.artifacts.get(hash);
+    if (!artifact) throw new PlatformError("internal", `Artifact ${hash} is missing.`);
+    this.keepCode(hash, artifact.code);
+    return artifact.code;
+  }
+
+  /**
+   * Stores `artifact` unless it is stored (artifacts are immutable), with deployment `deployment`'s
+   * pending use of it, unless it serves it already: kept until the deploy's record names it, or
+   * {@link abandon} ends the use.
+   */
+  async add(artifact: ArtifactRecord, deployment: string): Promise<void> {
+    await this.db.exclusive(ARTIFACT_LOCK, async () => {
+      if (!(await this.artifacts.has(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
+      const id = artifactUseId(artifact.hash, deployment);
+      const use = await this.uses.get(id);
+      if (!use || use.pending) await this.uses.put(id, { pending: true, since: Date.now() });
+    });
+    this.keepCode(artifact.hash, artifact.code);
+  }
+
+  /**
+   * The writes, for the batch storing deployment `deployment`'s record naming `hash` in place of
+   * `before` (undefined: a new deployment), that make the first use serving and end the second.
+   */
+  switchWrites(deployment: string, hash: string, before: string | undefined): KvOperation[] {
+    const serving: ArtifactUse = { pending: false, since: Date.now() };
+    const writes: KvOperation[] = [
+      { type: "put", key: this.uses.key(artifactUseId(hash, deployment)), value: JSON.stringify(serving) },
+    ];
+    if (before !== undefined && before !== hash)
+      writes.push({ type: "del", key: this.uses.key(artifactUseId(before, deployment)) });
+    return writes;
+  }
+
+  /** The write, for the batch removing deployment `deployment`'s record (naming `hash`), that ends its use. */
+  endWrite(deployment: string, hash: string): KvOperation {
+    return { type: "del", key: this.uses.key(artifactUseId(hash, deployment)) };
+  }
+
+  /** Ends deployment `deployment`'s pending use of `hash` (its deploy or import failed), and removes it if unused. */
+  async abandon(deployment: string, hash: string): Promise<void> {
+    await this.db.exclusive(ARTIFACT_LOCK, async () => {
+      const id = artifactUseId(hash, deployment);
+      if ((await this.uses.get(id))?.pending) await this.uses.delete(id);
+      await this.removeUnused(hash);
+    });
+  }
+
+  /** Removes artifact `hash` if no deployment uses it (the one it served was replaced or deleted). */
+  async release(hash: string): Promise<void> {
+    await this.db.exclusive(ARTIFACT_LOCK, () => this.removeUnused(hash));
+  }
+
+  private async removeUnused(hash: string): Promise<void> {
+    if (await this.uses.someInPrefix(`${hash}/`, () => true)) return;
+    await this.artifacts.delete(hash);
+    this.forgetCode(hash);
+  }
+
+  /**
+   * Once per database, under the lock: gives every record of `records` (read under it) its serving
+   * use, which versions before uses were kept never wrote. Until then a deploy replacing one
+   * deployment's bundle would remove it from another serving the same bundle.
+   */
+  async adoptRecords(records: () => Promise<Array<{ id: string; artifact: string }>>): Promise<void> {
+    const marker = this.db.records<{ at: number }>("artifact-uses-adopted");
+    if (await marker.has("all")) return;
+    await this.db.exclusive(ARTIFACT_LOCK, async () => {
+      if (await marker.has("all")) return;
+      const now = Date.now();
+      const writes = (await records()).map((record) => ({
+        id: artifactUseId(record.artifact, record.id),
+        value: { pending: false, since: now },
+      }));
+      for (let at = 0; at < writes.length; at += 500) await this.uses.batch(writes.slice(at, at + 500));
+      await marker.put("all", { at: now });
+    });
+  }
+
+  /**
+   * Makes uses match `records` (every deployment record, read after the uses, under the lock):
+   * each record's artifact gets a serving use (records stored before uses were kept), serving uses
+   * no record names go, and so do pending ones a crash left; then every artifact without a use is
+   * removed. Returns how many were. A host runs it when it starts and then hourly.
+   */
+  async sweep(records: () => Promise<Array<{ id: string; artifact: string }>>): Promise<number> {
+    return this.db.exclusive(ARTIFACT_LOCK, async () => {
+      // Uses first: a record switched meanwhile shows its new artifact's use, pending or serving.
+      const uses: Array<[string, ArtifactUse]> = [];
+      for await (const page of this.uses.entryPages()) uses.push(...page);
+      const named = new Map((await records()).map((record) => [record.id, record.artifact]));
+      const now = Date.now();
+      const has = new Set(uses.map(([id]) => id));
+      const writes: Array<{ id: string; value: ArtifactUse | null }> = [];
+      for (const [deployment, hash] of named)
+        if (!has.has(artifactUseId(hash, deployment)))
+          writes.push({ id: artifactUseId(hash, deployment), value: { pending: false, since: now } });
+      const used = new Set(named.values());
+      for (const [id, use] of uses) {
+        const cut = id.lastIndexOf("/");
+        const [hash, deployment] = [id.slice(0, cut), id.slice(cut + 1)];
+        const stale = use.pending ? now - use.since > PENDING_USE_MS : named.get(deployment) !== hash;
+        if (stale) writes.push({ id, value: null });
+        else used.add(hash);
+      }
+      if (writes.length > 0) await this.uses.batch(writes);
+      let removed = 0;
+      for await (const page of this.artifacts.idPages())
+        for (const hash of page)
+          if (!used.has(hash)) {
+            await this.artifacts.delete(hash);
+            this.forgetCode(hash);
+            removed++;
+          }
+      return removed;
+    });
+  }
+
+  /** Keeps `code` as the most recently used, forgetting the least recently used beyond the budget. */
+  private keepCode(hash: string, code: string): void {
+    this.forgetCode(hash);
+    this.codes.set(hash, code);
+    this.codeChars += code.length;
+    for (const [oldest, text] of this.codes) {
+      if (this.codeChars <= KEPT_CODE_CHARS) break;
+      this.codes.delete(oldest);
+      this.codeChars -= text.length;
+    }
+  }
+
+  private forgetCode(hash: string): void {
+    const previous = this.codes.get(hash);
+    if (previous === undefined) return;
+    this.codeChars -= previous.length;
+    this.codes.delete(hash);
+  }
+}
