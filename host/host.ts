@@ -2,16 +2,11 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
 import { LIMITS } from "../sdk/protocol/index.js";
-import {
-  AuthService,
-  Developers,
-  EmailCodes,
-  type OidcIssuer,
-  OidcVerifier,
-  type UnsentCode,
-} from "./auth/index.js";
+import { AuthService, Developers, type OidcIssuer, type UnsentCode } from "./auth/index.js";
 import { type DatabaseQuota, HostDatabase, PostgresKv } from "./db/index.js";
 import { DeploymentService, LogHub, quarantine } from "./deployments/index.js";
+import { signInMethods } from "./host-sign-in.js";
+import { startUpkeep } from "./host-upkeep.js";
 import {
   attachSync,
   type BodyArrivalLimits,
@@ -24,7 +19,6 @@ import {
   listenForMetrics,
   type QuotaSettings,
   RequestQuota,
-  sweepExpiredDashboardSessions,
   type UnsentAnswerLimits,
   UnsentAnswers,
 } from "./http/index.js";
@@ -41,9 +35,6 @@ import {
   type StorageLimits,
 } from "./storage/index.js";
 import { DeploymentTransfer, UploadFolder } from "./transfer/index.js";
-
-/** How often a host deletes the records of guest sessions and email sign-in codes that ended. */
-const SWEEP_MS = 60 * 60_000;
 
 /** Options of {@link startHost}. */
 export interface HostOptions {
@@ -165,32 +156,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   const stopForgetting = deployments.onGone((id) => metrics.forget(id));
   const auth = await AuthService.open(db, (id) => deployments.incarnationOf(id));
   const developers = new Developers(db);
-  const signIn = {
-    emailCodes: new EmailCodes(db, {
-      // biome-ignore lint/plugin: runs once at start-up
-      ...(options.smtpUrl ? { smtpUrl: options.smtpUrl } : {}),
-      ...(options.emailFrom ? { from: options.emailFrom } : {}),
-      unsent:
-        options.onUnsentCode ??
-        ((unsent) =>
-          logs.write({
-            time: new Date().toISOString(),
-            level: "info",
-            message: "sign-in code",
-            fields: {
-              event: "email_code",
-              deployment: unsent.deployment,
-              email: unsent.email,
-              code: unsent.code,
-              note: "no SMTP transport is configured; the code is logged instead",
-            },
-            deployment: unsent.deployment,
-            handler: "auth",
-            requestId: "-",
-          })),
-    }),
-    oidc: new OidcVerifier(options.oidcIssuers ?? []),
-  };
+  const signIn = signInMethods(db, logs, options);
   const blobs = options.devDeployment
     ? new MemoryBlobStore()
     : options.s3
@@ -260,23 +226,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     throw error;
   }
   const live = new LiveQueries(deployments, metrics);
-  // Guests whose tokens can no longer be used, email codes that ended, expired dashboard sessions
-  // and bundles no deployment uses are deleted hourly, so they do not pile up.
-  const sweep = () =>
-    void Promise.all([
-      auth.sweepEndedGuests(),
-      signIn.emailCodes.sweepEnded(),
-      sweepExpiredDashboardSessions(db),
-      deployments.sweepArtifacts(),
-    ]).catch((error: unknown) =>
-      console.error("Sweeping ended sessions, sign-in codes and unused bundles failed:", error),
-    );
-  const sweeps = setInterval(sweep, SWEEP_MS).unref();
-  // Once per database: sessions of versions before account marks get theirs (close stops it).
-  let closing = false;
-  const marking = auth
-    .markEarlierAccounts(() => closing)
-    .catch((error: unknown) => console.error("Marking the accounts of earlier sessions failed:", error));
+  const stopUpkeep = startUpkeep({ db, auth, emailCodes: signIn.emailCodes, deployments });
   const store = db.store;
   metrics.watch({
     liveIsolates: () => deployments.pool.liveCount(),
@@ -321,14 +271,12 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
       await logs.flush();
     },
     close: async () => {
-      closing = true;
-      clearInterval(sweeps);
       sync.stop();
       stopForgetting();
       live.close();
       await metricsServer?.close();
       await running.close();
-      await marking;
+      await stopUpkeep();
       await deployments.close();
       await db.close();
     },
