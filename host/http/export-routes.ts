@@ -168,9 +168,16 @@ async function receiveImport(
     ctx.body = resultView(result);
     return;
   }
-  await transfer.importTurn(importer, () =>
-    withUploadedArchive(ctx, transfer.uploads, (archive) =>
-      streamOutcome(
+  // The stream starts once the archive is received; the middleware then returns, so that Koa
+  // sends each line as it comes (it sends a body only after the middleware ends), while the
+  // import goes on in the developer's turn. A refusal before that is an ordinary error answer.
+  let streaming!: () => void;
+  const started = new Promise<void>((resolve) => {
+    streaming = resolve;
+  });
+  const imported = transfer.importTurn(importer, () =>
+    withUploadedArchive(ctx, transfer.uploads, (archive) => {
+      const outcome = streamOutcome(
         ctx,
         200,
         (line) => {
@@ -179,9 +186,14 @@ async function receiveImport(
         },
         (result) => ({ import: resultView(result) }),
         true,
-      ),
-    ),
+      );
+      streaming();
+      return outcome;
+    }),
   );
+  // Once streaming, the outcome goes into the stream: nothing of it is left to reject here.
+  imported.catch(() => {});
+  await Promise.race([started, imported]);
 }
 
 /**
