@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
+import { TenantDatabase } from "../host/db/index.js";
 import { ObjectTransfer } from "../host/storage/index.js";
 import { DeploymentTransfer } from "../host/transfer/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
@@ -273,6 +274,58 @@ describe("concurrent imports of one developer", () => {
     expect(errorOf(broken).message).toMatch(/not a zip file/);
     expect((await importZip(host, "shop", exported, "?replace=1", ownerToken)).status).toBe(200);
     expect(await uploadFolders()).toEqual([]);
+  });
+});
+
+describe("concurrent imports of several developers", () => {
+  it("holds one import's rows in memory at a time on the host: the next waits, told so", async () => {
+    // Each import holds its rows and then its whole batch in memory (about 1.2 GiB at the
+    // limits): a few developers importing at once would end the host for every tenant.
+    const exported = (await exportZip(host, "shop")).body;
+    const other = (await host.admin("/v1/developers", "POST", { name: "cy" })).json<{ token: string }>();
+    const inCommit = deferred();
+    const release = deferred();
+    const replaceData = TenantDatabase.prototype.replaceData;
+    const spy = vi.spyOn(TenantDatabase.prototype, "replaceData").mockImplementationOnce(async function (
+      this: TenantDatabase,
+      ...args
+    ) {
+      inCommit.resolve();
+      await release.promise;
+      return replaceData.apply(this, args);
+    });
+    try {
+      const first = importZip(host, "first-copy", exported, "", ownerToken);
+      await inCommit.promise;
+      const lines: string[] = [];
+      const second = new Promise<number>((resolve, reject) => {
+        const req = request(`${host.url}/v1/deploys/second-copy/import`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${other.token}`,
+            "content-type": "application/zip",
+            accept: "application/x-ndjson",
+          },
+          lookup: localhostLookup,
+        });
+        req.on("response", (res) => {
+          res.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
+          res.on("end", () => resolve(res.statusCode ?? 0));
+        });
+        req.on("error", reject);
+        req.end(exported);
+      });
+      await vi.waitFor(() => expect(lines.join("\n")).toContain('"waiting"'), { timeout: 10_000 });
+      // Its rows are not read while the first import holds its own.
+      expect(lines.some((line) => line.includes('"checking"'))).toBe(false);
+      release.resolve();
+      expect((await first).status).toBe(200);
+      expect(await second).toBe(200);
+      expect(lines.at(-1)).toContain('"import"');
+    } finally {
+      release.resolve();
+      spy.mockRestore();
+    }
   });
 });
 

@@ -26,6 +26,7 @@ interface ImportView {
 /** A progress step the host reports while it imports. */
 type Progress =
   | { step: "received" }
+  | { step: "waiting" }
   | { step: "checking"; rows: number }
   | { step: "objects"; done: number; total: number }
   | { step: "committing" };
@@ -34,6 +35,8 @@ function describe(progress: Progress): string {
   switch (progress.step) {
     case "received":
       return "checking the archive";
+    case "waiting":
+      return "waiting for another import on the host to finish";
     case "checking":
       return `checking the archive: ${plural(progress.rows, "row")}`;
     case "objects":

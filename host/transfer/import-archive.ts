@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import { checkImportedSchema, deploymentHasRows, type HostDatabase } from "../db/index.js";
+import { checkImportedSchema, deploymentHasRows, type HostDatabase, type WriteLock } from "../db/index.js";
 import {
   type DeploymentImport,
   type DeploymentRecord,
@@ -18,6 +18,12 @@ export interface ImportParts {
   deployments: DeploymentService;
   objects: ObjectTransfer;
   pending: PendingImports;
+  /**
+   * Held by one import at a time on the host from loading its code to its commit: an import holds
+   * its rows, and then its whole batch, in memory (up to about 1.2 GiB at the limits), and several
+   * developers importing at once would end the host.
+   */
+  rowTurns: WriteLock;
 }
 
 /** One import: the archive on disk, where it goes, and who asks. */
@@ -37,6 +43,7 @@ export interface ImportRequest {
 
 /** A step of an import, for progress output. */
 export type ImportProgress =
+  | { step: "waiting" }
   | { step: "checking"; rows: number }
   | { step: "objects"; done: number; total: number }
   | { step: "committing" };
@@ -94,7 +101,9 @@ export async function importArchive(
       if (existing && !request.replace && (await holdsData(parts, request.id))) throw notEmpty(request.id);
       const target = parts.deployments.importInto(request.id);
       try {
-        return await load(parts, request, head, reader, target, owner, onProgress);
+        // One import at a time on the host holds its rows and batch in memory (see ImportParts).
+        if (!parts.rowTurns.idle) onProgress({ step: "waiting" });
+        return await parts.rowTurns.run(() => load(parts, request, head, reader, target, owner, onProgress));
       } catch (error) {
         await target.dispose();
         await parts.pending.finish(request.id).catch(() => {});

@@ -3,7 +3,7 @@
  * export streams one snapshot of a deployment as a zip archive (archive-format.ts); an import
  * checks a whole archive, then writes it in one batch, all or nothing.
  */
-import type { HostDatabase } from "../db/index.js";
+import { type HostDatabase, WriteLock } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type ObjectService, ObjectTransfer } from "../storage/index.js";
 import { type ExportOptions, type RunningExport, startExport } from "./export-archive.js";
@@ -25,6 +25,7 @@ export { UploadFolder };
 export class DeploymentTransfer {
   private readonly objects: ObjectTransfer;
   private readonly pending: PendingImports;
+  private readonly rowTurns = new WriteLock();
   private readonly turns = new TransferTurns(
     "You are already importing an archive on this host, and a developer imports one at a time; retry once that import has finished.",
   );
@@ -66,7 +67,13 @@ export class DeploymentTransfer {
   /** Imports an archive on disk (see {@link importArchive}). */
   import(request: ImportRequest, onProgress?: (progress: ImportProgress) => void): Promise<ImportResult> {
     return importArchive(
-      { db: this.db, deployments: this.deployments, objects: this.objects, pending: this.pending },
+      {
+        db: this.db,
+        deployments: this.deployments,
+        objects: this.objects,
+        pending: this.pending,
+        rowTurns: this.rowTurns,
+      },
       request,
       onProgress,
     );
