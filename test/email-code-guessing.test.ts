@@ -252,6 +252,78 @@ describe("requesting codes", () => {
     }
   });
 
+  it("mails an address at most its codes from every deployment of the host together", async () => {
+    // One client asked every deployment of a host to mail a victim: 5 mails per deployment per
+    // window, with a deployment id of the attacker's choosing in each.
+    const other = await startTestHost({ smtpUrl });
+    try {
+      for (const id of ["m1", "m2", "m3"])
+        expect((await other.deployFixture(id, "guest-upgrade")).status).toBe(201);
+      const email = "victim@example.com";
+      const ask = (id: string) =>
+        sendRequest(`${other.deploymentUrl(id)}/__platform/auth/email/start`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email }),
+        });
+      const shape: Array<string | number> = [];
+      for (const id of ["m1", "m2", "m3"])
+        for (let i = 0; i < LIMITS.emailCodeRequestsPerAddress; i++) {
+          const answer = await ask(id);
+          shape.push(
+            answer.status === 200
+              ? answer.json<{ sent: boolean }>().sent
+                ? "sent"
+                : "handle"
+              : answer.status,
+          );
+        }
+      // Past the installation's mails, a deployment with no live code for the address refuses.
+      const perDeployment = LIMITS.emailCodeRequestsPerAddress;
+      const mailed = LIMITS.emailCodeMailsPerAddress;
+      expect(shape.filter((each) => each === "sent")).toHaveLength(mailed);
+      expect(shape.slice(0, mailed)).toEqual(Array(mailed).fill("sent"));
+      expect(shape.slice(mailed)).toEqual(Array(3 * perDeployment - mailed).fill(429));
+      const refused = await ask("m3");
+      expect(refused.json<{ error: { message: string } }>().error.message).toMatch(
+        /Too many sign-in codes were requested for victim@example\.com; retry in \d+ s/,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(mailsTo(email)).toBe(mailed);
+    } finally {
+      await other.dispose();
+    }
+  });
+
+  it("limits one client address's code requests over every deployment of the host", async () => {
+    const other = await startTestHost();
+    try {
+      const ids = ["c1", "c2", "c3", "c4"];
+      for (const id of ids) expect((await other.deployFixture(id, "guest-upgrade")).status).toBe(201);
+      let sent = 0;
+      let refusal: { status: number; message: string } | undefined;
+      for (const id of ids)
+        for (let i = 0; i < LIMITS.emailCodeRequestsPerClient && !refusal; i++) {
+          const answer = await sendRequest(`${other.deploymentUrl(id)}/__platform/auth/email/start`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ email: `spread${sent}@example.com` }),
+          });
+          if (answer.status === 200) sent++;
+          else
+            refusal = {
+              status: answer.status,
+              message: answer.json<{ error: { message: string } }>().error.message,
+            };
+        }
+      expect(sent).toBe(LIMITS.emailCodeRequestsPerClientHostWide);
+      expect(refusal?.status).toBe(429);
+      expect(refusal?.message).toMatch(/requested for your network address; retry in \d+ s/);
+    } finally {
+      await other.dispose();
+    }
+  });
+
   it("charges auth routes to the request quota", async () => {
     const small = await startTestHost({ requestQuota: { perSecond: 0.01, burst: 3 } });
     try {

@@ -4,6 +4,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { hashSecret, matchesHash } from "./developers.js";
+import { MailBudget } from "./mail-budget.js";
 
 /** A sign-in code that no SMTP transport carried: the host hands it to whoever runs it. */
 export interface UnsentCode {
@@ -94,6 +95,7 @@ const notThisSignIn = () =>
  */
 export class EmailCodes {
   private readonly codes: RecordStore<AddressRecord>;
+  private readonly mails: MailBudget;
   private readonly transport: Transporter | undefined;
 
   constructor(
@@ -101,6 +103,7 @@ export class EmailCodes {
     private readonly options: EmailOptions,
   ) {
     this.codes = db.records<AddressRecord>("email-codes");
+    this.mails = new MailBudget(db);
     this.transport = options.smtpUrl ? createTransport(options.smtpUrl) : undefined;
   }
 
@@ -129,17 +132,19 @@ export class EmailCodes {
       const record = await this.codes.get(key);
       const sentAt = (record?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
       const live = liveCodes(record, now);
-      if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress) {
+      // Past the address's mails (this deployment's, or the installation's), the newest live code's.
+      const noMail = async (waitMs: number): Promise<CodeRequest> => {
         const newest = live.at(-1);
         if (!newest || (newest.alsoAttempts?.length ?? 0) >= MORE_ATTEMPTS_PER_CODE)
-          return {
-            retryAfterSeconds: Math.ceil(((sentAt[0] ?? now) + WINDOW_MS - now) / 1000),
-            limitedBy: email,
-          };
+          return { retryAfterSeconds: Math.ceil(waitMs / 1000), limitedBy: email };
         newest.alsoAttempts = [...(newest.alsoAttempts ?? []), hashSecret(attempt)];
         await this.codes.put(key, { codes: live, sentAt });
         return { attempt, sent: false };
-      }
+      };
+      if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
+        return noMail((sentAt[0] ?? now) + WINDOW_MS - now);
+      const mailWait = await this.mails.take(email, now);
+      if (mailWait > 0) return noMail(mailWait);
       sentAt.push(now);
       const fresh: PendingCode = {
         codeHash: hashSecret(`${deployment}/${email}/${code}`),
@@ -211,11 +216,11 @@ export class EmailCodes {
    * is read again under its deployment's lock before it goes. Returns how many it deleted.
    */
   async sweepEnded(now = Date.now()): Promise<number> {
+    let deleted = await this.mails.sweep(now);
     const ended = (record: AddressRecord | undefined) =>
       record !== undefined &&
       liveCodes(record, now).length === 0 &&
       record.sentAt.every((at) => at <= now - WINDOW_MS);
-    let deleted = 0;
     for await (const page of this.codes.entryPages()) {
       const byDeployment = new Map<string, string[]>();
       for (const [id, record] of page) {

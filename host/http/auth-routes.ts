@@ -59,6 +59,12 @@ const CODE_REQUESTS_PER_CLIENT = {
   perSecond: LIMITS.emailCodeRequestsPerClient / LIMITS.emailCodeWindowSeconds,
 };
 
+/** Code requests one client address may make to every deployment of the host together. */
+const CODE_REQUESTS_PER_CLIENT_HOST_WIDE = {
+  burst: LIMITS.emailCodeRequestsPerClientHostWide,
+  perSecond: LIMITS.emailCodeRequestsPerClientHostWide / LIMITS.emailCodeWindowSeconds,
+};
+
 const GUEST_SIGN_INS_PER_CLIENT = {
   burst: LIMITS.guestSignInsPerClient,
   perSecond: LIMITS.guestSignInsPerClient / LIMITS.guestSignInWindowSeconds,
@@ -82,6 +88,7 @@ export function authRoutes(
 ): RouterMiddleware {
   const router = new Router({ prefix: "/__platform/auth" });
   const codeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT);
+  const hostCodeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT_HOST_WIDE);
   // In platform dev the only client is the developer's (a test suite may make a guest per test).
   const guestSignIns = new RequestQuota(dev || !quota.enabled ? false : GUEST_SIGN_INS_PER_CLIENT);
   router.use(async (ctx, next) => {
@@ -124,10 +131,12 @@ export function authRoutes(
   router.post("/email/start", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
     const deployment = ctx.state.deployment as string;
-    const client = quotaKey(deployment, null, quota.clientAddress(ctx.req));
-    const request = await signIn.emailCodes.start(deployment, normaliseEmail(body.email), () =>
-      codeRequests.tryTake(client) ? 0 : codeRequests.waitMs(client),
-    );
+    const address = quota.clientAddress(ctx.req);
+    const client = quotaKey(deployment, null, address);
+    const request = await signIn.emailCodes.start(deployment, normaliseEmail(body.email), () => {
+      if (!hostCodeRequests.tryTake(address)) return hostCodeRequests.waitMs(address);
+      return codeRequests.tryTake(client) ? 0 : codeRequests.waitMs(client);
+    });
     if ("retryAfterSeconds" in request) {
       throw new PlatformError(
         "limit_exceeded",

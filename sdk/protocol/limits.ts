@@ -218,8 +218,17 @@ export const LIMITS = {
   emailCodeAttempts: 5,
   /** Codes one email address may be sent per {@link LIMITS.emailCodeWindowSeconds} (per deployment). Ours. */
   emailCodeRequestsPerAddress: 5,
-  /** Codes one client address (IP) may request per {@link LIMITS.emailCodeWindowSeconds}, all emails together. Ours. */
+  /**
+   * Sign-in mails one email address may be sent per {@link LIMITS.emailCodeWindowSeconds} by the
+   * whole installation, every deployment together (beyond, a request gets the newest live code's
+   * handle, as past the per-deployment limit). Ours: else one client could have each deployment of
+   * a host mail a victim. Shared by a user of several apps on one host.
+   */
+  emailCodeMailsPerAddress: 10,
+  /** Codes one client address (IP) may request per {@link LIMITS.emailCodeWindowSeconds} from one deployment, all emails together. Ours. */
   emailCodeRequestsPerClient: 30,
+  /** Codes one client address (IP) may request per {@link LIMITS.emailCodeWindowSeconds} from every deployment of a host together. Ours. */
+  emailCodeRequestsPerClientHostWide: 100,
   /** The window of the two code request limits above, in seconds. */
   emailCodeWindowSeconds: 15 * 60,
   /**
