@@ -6,6 +6,9 @@ import { sweepExpiredDashboardSessions } from "./http/index.js";
 /** How often a host deletes what ended: guest sessions, sign-in codes, dashboard sessions, unused bundles. */
 const SWEEP_MS = 60 * 60_000;
 
+/** When a host sweeps first after it starts: a host restarted more often than hourly sweeps too. */
+const FIRST_SWEEP_MS = 5 * 60_000;
+
 /** What a host's background upkeep works on. */
 export interface UpkeepParts {
   db: HostDatabase;
@@ -15,7 +18,7 @@ export interface UpkeepParts {
 }
 
 /**
- * Starts a host's background upkeep: hourly, guests whose tokens can no longer be used, email
+ * Starts a host's background upkeep: five minutes after it starts and then hourly, guests whose tokens can no longer be used, email
  * codes that ended, expired dashboard sessions and bundles no deployment uses are deleted, so they
  * do not pile up; and once per database, sessions of versions before account marks get theirs.
  * Returns what stops it (waiting for the marking to notice).
@@ -30,6 +33,7 @@ export function startUpkeep(parts: UpkeepParts): () => Promise<void> {
     ]).catch((error: unknown) =>
       console.error("Sweeping ended sessions, sign-in codes and unused bundles failed:", error),
     );
+  const first = setTimeout(sweep, FIRST_SWEEP_MS).unref();
   const sweeps = setInterval(sweep, SWEEP_MS).unref();
   let closing = false;
   const marking = parts.auth
@@ -37,6 +41,7 @@ export function startUpkeep(parts: UpkeepParts): () => Promise<void> {
     .catch((error: unknown) => console.error("Marking the accounts of earlier sessions failed:", error));
   return async () => {
     closing = true;
+    clearTimeout(first);
     clearInterval(sweeps);
     await marking;
   };

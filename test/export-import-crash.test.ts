@@ -5,6 +5,7 @@
  * its old data with `--replace`), and the host started on the folder removes the staged bytes.
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -124,6 +125,12 @@ describe("an import killed midway", () => {
   );
 });
 
+/** When process `pid` started, as /proc says (clock ticks since boot). */
+function startTicks(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] as string;
+}
+
 /** The pid of a node process that has run and exited (no process has it now). */
 function pidOfEndedProcess(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -143,11 +150,16 @@ describe("an archive received by a host that crashed", () => {
     try {
       await mkdir(join(uploads, `${ended}-crashed`), { recursive: true });
       await writeFile(join(uploads, `${ended}-crashed`, "archive.zip"), Buffer.alloc(1024 * 1024));
-      await mkdir(join(uploads, `${other.pid}-receiving`), { recursive: true });
-      await writeFile(join(uploads, `${other.pid}-receiving`, "archive.zip"), "half an archive");
+      const receiving = `${other.pid}.${startTicks(other.pid as number)}-receiving`;
+      await mkdir(join(uploads, receiving), { recursive: true });
+      await writeFile(join(uploads, receiving, "archive.zip"), "half an archive");
+      // A container's host has the same pid after a restart: its start time tells them apart.
+      await mkdir(join(uploads, `${process.pid}.1-before-restart`), { recursive: true });
+      // Another process now has a crashed upload's pid (pids come again).
+      await mkdir(join(uploads, `${other.pid}.1-reused-pid`), { recursive: true });
       const host = await startTestHost({ data: dir });
       try {
-        expect(await readdir(uploads)).toEqual([`${other.pid}-receiving`]);
+        expect(await readdir(uploads)).toEqual([receiving]);
       } finally {
         await host.dispose();
       }

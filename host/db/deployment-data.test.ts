@@ -43,7 +43,6 @@ it("refuses more rows, index entries and counts than one import may write, as so
     const { operations } = await dataOperations("d", data);
     const writes = operations.filter((op) => op.type === "put").length;
     expect(writes).toBeGreaterThan(10 * 3);
-    limits.importOperations = 10 * 4;
     limits.importOperations = 10 * 4 - 1;
     await expect(dataOperations("d", data)).rejects.toMatchObject({
       code: "quota_exceeded",

@@ -142,7 +142,7 @@ export class ArtifactStore {
    * Makes uses match `records` (every deployment record, read after the uses, under the lock):
    * each record's artifact gets a serving use (records stored before uses were kept), serving uses
    * no record names go, and so do pending ones a crash left; then every artifact without a use is
-   * removed. Returns how many were. A host runs it when it starts and then hourly.
+   * removed. Returns how many were. A host runs it a few minutes after it starts, then hourly.
    */
   async sweep(records: () => Promise<Array<{ id: string; artifact: string }>>): Promise<number> {
     return this.db.exclusive(ARTIFACT_LOCK, async () => {

@@ -53,15 +53,17 @@ export async function startExport(
   id: string,
   options: ExportOptions,
 ): Promise<RunningExport> {
-  const { snapshot, record } = await parts.deployments.whileLocked(id, async () => {
+  const { snapshot, record, code } = await parts.deployments.whileLocked(id, async () => {
     const record = await parts.deployments.get(id);
     if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
     // Access was checked on a record read before the lock: the id may name another one by now.
     options.recheck?.(record);
+    // Read under the lock: a deploy waiting for it removes the bundle it replaces.
+    const code = await parts.deployments.artifactCode(record.artifact);
     // The host's own read (not the developer's share): taken under the lifecycle lock, it must not
     // wait there for the developer's busy app to give connections back; nor for long for the
     // host's, which other exports may hold (the lock would hold every deploy of this id meanwhile).
-    return { snapshot: await snapshotWithin(parts.db, LIMITS.exportSnapshotWaitMs), record };
+    return { snapshot: await snapshotWithin(parts.db, LIMITS.exportSnapshotWaitMs), record, code };
   });
   const zip = new ZipFile();
   const controller = new AbortController();
@@ -71,7 +73,7 @@ export async function startExport(
     controller.abort();
     (zip.outputStream as Readable).destroy(error);
   });
-  const done = writeArchive(parts, zip, snapshot, record, options, controller.signal)
+  const done = writeArchive(parts, zip, snapshot, { record, code }, options, controller.signal)
     .catch((error: unknown) => {
       (zip.outputStream as Readable).destroy(error as Error);
     })
@@ -138,13 +140,12 @@ async function writeArchive(
   parts: ExportParts,
   zip: ZipFile,
   snapshot: KvSnapshot,
-  record: DeploymentRecord,
+  { record, code }: { record: DeploymentRecord; code: string },
   options: { objects: boolean },
   signal: AbortSignal,
 ): Promise<void> {
   const id = record.id;
   const head = await readDataHead(snapshot, id);
-  const code = await parts.deployments.artifactCode(record.artifact);
   const deployment: ArchiveDeployment = {
     declaration: record.declaration,
     settings: { restricted: record.restricted, approved: record.approved },

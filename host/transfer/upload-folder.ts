@@ -1,5 +1,20 @@
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+
+/**
+ * When process `pid` started (clock ticks since boot, from `/proc`), or "0" where that cannot be
+ * read (no such process, or not Linux).
+ */
+function startOf(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // `pid (name) state ...`: the name may hold anything, so fields are counted after its `)`.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? "0";
+  } catch {
+    return "0";
+  }
+}
 
 /** Whether process `pid` runs (on this machine, in this PID namespace). */
 function running(pid: number): boolean {
@@ -12,11 +27,15 @@ function running(pid: number): boolean {
   }
 }
 
+/** This process, as upload folders name it: its pid and when it started (pids come again). */
+const THIS_PROCESS = `${process.pid}.${startOf(process.pid)}`;
+
 /**
  * Where received import archives wait while they are imported: a folder of the host's data (not
  * the system's temporary folder, which may be memory), one subfolder per upload named after the
- * receiving process. An upload's subfolder is removed when its import ends; a host starting
- * removes those a crashed process left, and never one a running host (sharing the folder) writes.
+ * receiving process (its pid and start time: a container's host is pid 1 after every restart).
+ * An upload's subfolder is removed when its import ends; a host starting removes those of every
+ * process no longer running, never one a running host writes.
  */
 export class UploadFolder {
   constructor(readonly path: string) {}
@@ -24,7 +43,7 @@ export class UploadFolder {
   /** A new private subfolder for one upload (remove it when done). */
   async create(): Promise<string> {
     await mkdir(this.path, { recursive: true, mode: 0o700 });
-    return mkdtemp(join(this.path, `${process.pid}-`));
+    return mkdtemp(join(this.path, `${THIS_PROCESS}-`));
   }
 
   /** Removes every upload a process no longer running left behind; returns how many. */
@@ -32,8 +51,13 @@ export class UploadFolder {
     const names = await readdir(this.path).catch(() => []);
     let removed = 0;
     for (const name of names) {
-      const pid = Number(name.split("-")[0]);
-      if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid || running(pid))) continue;
+      const [pid = "", start = ""] = (name.split("-")[0] ?? "").split(".");
+      const id = Number(pid);
+      const live =
+        Number.isSafeInteger(id) &&
+        id > 0 &&
+        (`${id}.${start}` === THIS_PROCESS || (id !== process.pid && running(id) && startOf(id) === start));
+      if (live) continue;
       await rm(join(this.path, name), { recursive: true, force: true });
       removed++;
     }

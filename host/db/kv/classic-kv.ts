@@ -189,9 +189,10 @@ export class ClassicKv extends KvStoreBase {
       await chained.close();
       throw error;
     }
+    // Far more keys than a tracker follows one by one (changed-keys.ts): anything may have changed.
     await this.snapshots.writing(
       () => chained.write(),
-      (changed) => changed.wrote(operations.map((op) => op.key)),
+      (changed) => changed.anything(),
     );
   }
 
