@@ -87,6 +87,34 @@ describe("guessing codes", () => {
     expect(right.body.error?.message).toMatch(/request a new/);
   });
 
+  it("takes a code with spaces around it, and refuses what is not six digits without spending a guess", async () => {
+    // On a deployment of its own: the client's code requests to "mail" are counted by other tests.
+    expect((await host.deployFixture("slips", "guest-upgrade")).status).toBe(201);
+    const call = async (path: string, body: unknown) => {
+      const response = await sendRequest(`${host.deploymentUrl("slips")}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: response.status, body: response.json<Answer["body"]>() };
+    };
+    const before = mailsTo("slips@example.com");
+    const started = await call("/__platform/auth/email/start", { email: "slips@example.com" });
+    expect(started.status).toBe(200);
+    const attempt = started.body.attempt as string;
+    const code = await codeFor("slips@example.com", before);
+    const verify = (typed: unknown) =>
+      call("/__platform/auth/email/verify", { email: "slips@example.com", code: typed, attempt });
+    // More slips than the code has guesses: a JSON number, a short code, letters, nothing.
+    for (const slip of [Number(`1${code}`), "12345", "abcdef", "", null, "1234567", Number(code)]) {
+      const answer = await verify(slip);
+      expect(answer.status, JSON.stringify(slip)).toBe(400);
+      expect(answer.body.error?.message).toMatch(/six digits of the email, sent as a string/);
+    }
+    const signedIn = await verify(` ${code}\n`);
+    expect(signedIn.status, JSON.stringify(signedIn.body)).toBe(200);
+  });
+
   it("accepts the right code among concurrent wrong ones only while the budget lasts", async () => {
     const { attempt, code } = await start("mixed@example.com");
     const wrong = Array.from({ length: LIMITS.emailCodeAttempts - 1 }, () =>

@@ -190,17 +190,21 @@ export class EmailCodes {
         "bad_request",
         "Send the `attempt` that POST /__platform/auth/email/start answered with, together with the code.",
       );
+    // A code pasted with spaces around it is the code; anything but six digits is a slip, refused
+    // before it costs one of the code's guesses.
+    const typed = typeof code === "string" ? code.trim() : code;
+    if (typeof typed !== "string" || !/^\d{6}$/.test(typed))
+      throw new PlatformError(
+        "bad_request",
+        'A sign-in code is the six digits of the email, sent as a string (for example "012345").',
+      );
     const key = `${deployment}/${email}`;
     await this.locked(deployment, async () => {
       const record = await this.codes.get(key);
       const codes = liveCodes(record, Date.now());
       const pending = codes.find((each) => isAttemptOf(attempt, each));
       if (!record || !pending) throw notThisSignIn();
-      if (
-        typeof code !== "string" ||
-        !/^\d{6}$/.test(code) ||
-        !matchesHash(`${deployment}/${email}/${code}`, pending.codeHash)
-      ) {
+      if (!matchesHash(`${deployment}/${email}/${typed}`, pending.codeHash)) {
         pending.wrongGuesses++;
         await this.codes.put(key, { codes, sentAt: record.sentAt });
         throw refused();
