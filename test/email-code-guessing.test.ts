@@ -359,6 +359,19 @@ describe("requesting codes", () => {
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) statuses.push((await post(small, "/__platform/auth/guest", {})).status);
       expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      // Also requests to an id that names no deployment: each would read the database.
+      const unknown: number[] = [];
+      for (let i = 0; i < 5; i++)
+        unknown.push(
+          (
+            await sendRequest(`${small.deploymentUrl("nosuch")}/__platform/auth/guest`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: "{}",
+            })
+          ).status,
+        );
+      expect(unknown).toEqual([404, 404, 404, 429, 429]);
     } finally {
       await small.dispose();
     }

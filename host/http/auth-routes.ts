@@ -91,11 +91,13 @@ export function authRoutes(
   const hostCodeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT_HOST_WIDE);
   // In platform dev the only client is the developer's (a test suite may make a guest per test).
   const guestSignIns = new RequestQuota(dev || !quota.enabled ? false : GUEST_SIGN_INS_PER_CLIENT);
+  // Charged before the deployment is looked up, as app calls are: a flood of requests to an id
+  // that names nothing costs a database read each, and is limited too.
+  router.use(chargeRequest(quota, "auth"));
   router.use(async (ctx, next) => {
     await deployments.require(ctx.state.deployment as string);
     await next();
   });
-  router.use(chargeRequest(quota, "auth"));
   const json = jsonObjectBody(SMALL_BODY_BYTES);
   router.post("/guest", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
