@@ -3,7 +3,7 @@ import type { HostDatabase } from "./db/index.js";
 import type { DeploymentService } from "./deployments/index.js";
 import { sweepExpiredDashboardSessions } from "./http/index.js";
 
-/** How often a host deletes what ended: guest sessions, sign-in codes, dashboard sessions, unused bundles. */
+/** How often a host deletes what ended: sessions, sign-in codes, dashboard sessions, unused bundles. */
 const SWEEP_MS = 60 * 60_000;
 
 /** When a host sweeps first after it starts: a host restarted more often than hourly sweeps too. */
@@ -18,7 +18,7 @@ export interface UpkeepParts {
 }
 
 /**
- * Starts a host's background upkeep: five minutes after it starts and then hourly, guests whose tokens can no longer be used, email
+ * Starts a host's background upkeep: five minutes after it starts and then hourly, sessions whose tokens can no longer be used, email
  * codes that ended, expired dashboard sessions and bundles no deployment uses are deleted, so they
  * do not pile up; and once per database, sessions of versions before account marks get theirs.
  * Returns what stops it (waiting for the marking to notice).
@@ -26,7 +26,7 @@ export interface UpkeepParts {
 export function startUpkeep(parts: UpkeepParts): () => Promise<void> {
   const sweep = () =>
     void Promise.all([
-      parts.auth.sweepEndedGuests(),
+      parts.auth.sweepEndedSessions(),
       parts.emailCodes.sweepEnded(),
       sweepExpiredDashboardSessions(parts.db),
       parts.deployments.sweepArtifacts(),

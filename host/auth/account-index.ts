@@ -76,6 +76,12 @@ export class AccountIndex {
     this.allMarked = true;
   }
 
+  /** Whether every account has its mark (sessions of earlier versions marked: {@link markEarlierSessions}). */
+  async complete(): Promise<boolean> {
+    if (!this.allMarked) this.allMarked = (await this.done.get(MARKED_ALL)) !== undefined;
+    return this.allMarked;
+  }
+
   /** Removes every mark of deployment `id` (deleted). */
   purge(id: string): Promise<void> {
     return this.marks.deletePrefix(`${id}/`);

@@ -179,9 +179,9 @@ export class AuthService {
     return this.sessions.markEarlierAccounts(stopping);
   }
 
-  /** Deletes the records of guest sessions no token can use any more (see SessionStore). */
-  sweepEndedGuests(now?: number): Promise<number> {
-    return this.sessions.sweepEndedGuests(now);
+  /** Deletes the records of sessions no token can use any more (see SessionStore). */
+  sweepEndedSessions(now?: number): Promise<number> {
+    return this.sessions.sweepEnded(now);
   }
 
   /**

@@ -217,10 +217,12 @@ export class EmailCodes {
   /**
    * Deletes the records of addresses whose code is used or expired and whose requests all left the
    * window: they hold nothing any more, and without this every address ever asked for is kept. Each
-   * is read again under its deployment's lock before it goes. Returns how many it deleted.
+   * is read again under its deployment's lock before it goes. Returns how many it deleted (the
+   * installation-wide mail counts of addresses, swept too, are not counted).
    */
   async sweepEnded(now = Date.now()): Promise<number> {
-    let deleted = await this.mails.sweep(now);
+    await this.mails.sweep(now);
+    let deleted = 0;
     const ended = (record: AddressRecord | undefined) =>
       record !== undefined &&
       liveCodes(record, now).length === 0 &&

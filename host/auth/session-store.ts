@@ -1,6 +1,6 @@
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { AccountIndex } from "./account-index.js";
-import { sweepEndedGuestSessions } from "./session-sweep.js";
+import { sweepEndedSessions } from "./session-sweep.js";
 import { requireLiveSession, type SessionProof, type SessionRecord } from "./sessions.js";
 
 /** What a sign-in that upgrades a guest needs of the guest's session (see {@link SessionStore.upgradable}). */
@@ -90,9 +90,9 @@ export class SessionStore {
     return this.accounts.markEarlierSessions(this.records, stopping);
   }
 
-  /** Deletes the records of guest sessions no token can use any more (see {@link sweepEndedGuestSessions}). */
-  sweepEndedGuests(now?: number): Promise<number> {
-    return sweepEndedGuestSessions(this.records, now);
+  /** Deletes the records of sessions no token can use any more (see {@link sweepEndedSessions}). */
+  async sweepEnded(now?: number): Promise<number> {
+    return sweepEndedSessions(this.records, await this.accounts.complete(), now);
   }
 
   /** Removes every session of deployment `id`, and its accounts' marks. */

@@ -39,6 +39,7 @@ import {
   resolvePrincipal,
   type SessionLookup,
 } from "./principal.js";
+import { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 
 const principal = principalOf;
@@ -249,8 +250,15 @@ export function controlPlaneRoutes(
     const id = checkDeploymentId(ctx.params.id);
     ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
   });
+  // Each session minted is a stored record: a developer's are limited (the operator's are not).
+  const sessionMints = new RequestQuota({
+    burst: LIMITS.sessionsMintedPerMinute,
+    perSecond: LIMITS.sessionsMintedPerMinute / 60,
+  });
   router.post("/deploys/:id/sessions", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
+    const who = principal(ctx);
+    if (who.kind === "developer") sessionMints.charge(who.developer.id);
     const input = await body(ctx);
     ctx.status = 201;
     // For the deployment the caller may manage, not for one created under its id since.

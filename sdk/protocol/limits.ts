@@ -244,6 +244,12 @@ export const LIMITS = {
    */
   dashboardSignInsPerMinute: 30,
   /**
+   * Account sessions one developer may mint per minute for their deployments' users
+   * (`POST /v1/deploys/<id>/sessions`; the operator's are not limited). Ours: each is a stored
+   * record, kept until no token of it can be used.
+   */
+  sessionsMintedPerMinute: 60,
+  /**
    * Sync WebSockets one client address may hold open on a host, all deployments together. Ours:
    * each holds the host's memory; many users behind one address (an office's NAT) stay well inside.
    */
