@@ -67,7 +67,18 @@ export interface IssuedToken {
  * other keys, with words of the sender's choosing in the `To:` header.
  */
 const EMAIL =
-  /^[\p{L}\p{N}.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,255}$)(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
+  /^[\p{L}\p{M}\p{N}.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,255}$)(?:[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?\.)+[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?$/u;
+
+/**
+ * A character that is not ASCII but stands for ASCII once normalised or lower-cased (the Kelvin
+ * sign for `k`): an address spelt with it would be another mailbox for its mail server, yet the
+ * same account here.
+ */
+function asciiInDisguise(character: string): boolean {
+  if (character.charCodeAt(0) <= 0x7f) return false;
+  return [...character.normalize("NFC").toLowerCase()].every((plain) => plain.charCodeAt(0) <= 0x7f);
+}
+
 /** Names a guest may be given where naming is allowed (`platform dev`, the dashboard's runner). */
 const GUEST_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
@@ -78,11 +89,22 @@ export function namedGuestUserId(name: unknown): string {
   return `guest:${name}`;
 }
 
-/** Checks and normalises an email address (lower-cased). */
+/**
+ * Checks and normalises an email address: Unicode NFC (an address typed decomposed is the same
+ * one), then lower-cased. Refuses one with a character standing for a plain letter.
+ */
 export function normaliseEmail(email: unknown): string {
-  if (typeof email !== "string" || !EMAIL.test(email.trim()))
+  if (typeof email !== "string") throw new PlatformError("bad_request", "A valid email address is required.");
+  const composed = email.trim().normalize("NFC");
+  if ([...email.trim()].some(asciiInDisguise))
+    throw new PlatformError(
+      "bad_request",
+      "The email address has a character that stands for a plain letter (such as the Kelvin sign for K); write it with plain letters.",
+    );
+  const normal = composed.toLowerCase();
+  if (!EMAIL.test(composed) || !EMAIL.test(normal))
     throw new PlatformError("bad_request", "A valid email address is required.");
-  return email.trim().toLowerCase();
+  return normal;
 }
 
 /** The stable, opaque user id of `email` in `deployment`. */

@@ -1,0 +1,24 @@
+import { expect, it } from "vitest";
+import { normaliseEmail } from "./sessions.js";
+
+it("lower-cases and composes an address, so one mailbox is one account however it is typed", () => {
+  expect(normaliseEmail("  Kate@Corp.COM ")).toBe("kate@corp.com");
+  // "josé" typed decomposed (e + combining acute) is the composed address.
+  expect(normaliseEmail("jose\u0301@example.com")).toBe("jos\u00e9@example.com");
+  expect(normaliseEmail("\u0939\u093f\u0928\u094d\u0926\u0940@example.com")).toBe(
+    "\u0939\u093f\u0928\u094d\u0926\u0940@example.com",
+  );
+  // Dotted capital I lower-cases to i and a combining dot: still an address.
+  expect(normaliseEmail("\u0130nfo@example.com")).toBe("i\u0307nfo@example.com");
+});
+
+it("refuses a character standing for a plain letter: it would sign in as another mailbox's account", () => {
+  // The Kelvin sign lower-cases to k: "\u212Aate" would be kate's account.
+  expect(() => normaliseEmail("\u212Aate@corp.com")).toThrow(/stands for a plain letter/);
+  expect(() => normaliseEmail("\u212Bngstrom@corp.com")).not.toThrow();
+});
+
+it("refuses what is not one plain mailbox", () => {
+  for (const bad of ['"x" <a@b.c>', "a@b.c,d@e.f", "no-at-sign", "a@", "@b.c", 42, null])
+    expect(() => normaliseEmail(bad), String(bad)).toThrow(/valid email address/);
+});
