@@ -56,28 +56,16 @@ export class TokenService {
   }
 
   /** Issues a token for `claims`, valid for {@link TOKEN_LIFETIME_SECONDS}. */
-  issue(claims: TokenClaims, now = Date.now()): Promise<{ token: string; expiresAt: number }> {
-    return this.sign(claims, { kind: claims.kind }, TOKEN_LIFETIME_SECONDS, now);
-  }
-
-  /** Signs `claims` with `fields` (what kind of token it is), for `seconds` from `now`. */
-  private async sign(
-    claims: TokenClaims,
-    fields: Record<string, string>,
-    seconds: number,
-    now: number,
-  ): Promise<{ token: string; expiresAt: number }> {
+  async issue(claims: TokenClaims, now = Date.now()): Promise<{ token: string; expiresAt: number }> {
     const iat = Math.floor(now / 1000);
-    const exp = iat + seconds;
-    const token = await new SignJWT(
-      Object.assign(
-        {},
-        fields,
-        { sid: claims.session, ses: claims.issuedAt },
-        claims.email ? { email: claims.email } : {},
-        claims.incarnation ? { inc: claims.incarnation } : {},
-      ),
-    )
+    const exp = iat + TOKEN_LIFETIME_SECONDS;
+    const token = await new SignJWT({
+      kind: claims.kind,
+      sid: claims.session,
+      ses: claims.issuedAt,
+      ...(claims.email ? { email: claims.email } : {}),
+      ...(claims.incarnation ? { inc: claims.incarnation } : {}),
+    })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setIssuer(ISSUER)
       .setAudience(claims.deployment)
@@ -126,17 +114,30 @@ export class TokenService {
    * `<img>`, a link), where an identity token would be anyone's who saw the URL, renewable for 30
    * days and good for every call. Identity checks refuse it.
    */
-  issueDownload(
+  async issueDownload(
     claims: TokenClaims,
     objectKey: string,
     now = Date.now(),
   ): Promise<{ token: string; expiresAt: number }> {
-    return this.sign(
-      claims,
-      { use: "download", obj: objectKey, who: claims.kind },
-      LIMITS.downloadTokenSeconds,
-      now,
-    );
+    const iat = Math.floor(now / 1000);
+    const exp = iat + LIMITS.downloadTokenSeconds;
+    const token = await new SignJWT({
+      use: "download",
+      obj: objectKey,
+      who: claims.kind,
+      sid: claims.session,
+      ses: claims.issuedAt,
+      ...(claims.email ? { email: claims.email } : {}),
+      ...(claims.incarnation ? { inc: claims.incarnation } : {}),
+    })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setIssuer(ISSUER)
+      .setAudience(claims.deployment)
+      .setSubject(claims.userId)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(this.key);
+    return { token, expiresAt: exp * 1000 };
   }
 
   /** Verifies a download token of `deployment` for object `objectKey` (see {@link issueDownload}). */
