@@ -163,11 +163,7 @@ export class AuthService {
    * deployment's current incarnation, not to a deleted deployment that had the same id.
    */
   private async verify(token: string, deployment: string, allowExpired: boolean): Promise<TokenClaims> {
-    return this.ofThisIncarnation(await this.tokens.verify(token, deployment, { allowExpired }), deployment);
-  }
-
-  /** `claims` if their deployment is the incarnation they were issued by; else `unauthorized`. */
-  private async ofThisIncarnation(claims: TokenClaims, deployment: string): Promise<TokenClaims> {
+    const claims = await this.tokens.verify(token, deployment, { allowExpired });
     const current = await this.incarnationOf(deployment);
     if (current === undefined || !tokenMatchesIncarnation(claims.incarnation, current)) {
       throw new PlatformError(
@@ -203,32 +199,6 @@ export class AuthService {
 
   private sessionProof(claims: TokenClaims): SessionProof {
     return this.sessions.proof(claims.deployment, claims.session);
-  }
-
-  /**
-   * A token that downloads object `objectKey` of `deployment` as the user identity token `token`
-   * proves, and nothing else (see `TokenService.issueDownload`): what `storage.authorizedUrl` puts
-   * in a URL.
-   */
-  async downloadToken(
-    deployment: string,
-    token: string,
-    objectKey: string,
-  ): Promise<{ token: string; expiresAt: number }> {
-    refuseDeveloperToken(token);
-    const claims = await this.verify(token, deployment, false);
-    await this.liveSession(claims);
-    return this.tokens.issueDownload(claims, objectKey);
-  }
-
-  /** The identity a download token of object `objectKey` proves while its session lives; else `unauthorized`. */
-  async authenticateDownload(deployment: string, token: string, objectKey: string): Promise<BridgeIdentity> {
-    const claims = await this.ofThisIncarnation(
-      await this.tokens.verifyDownload(token, deployment, objectKey),
-      deployment,
-    );
-    await this.liveSession(claims);
-    return { userId: claims.userId, kind: claims.kind, ...(claims.email ? { email: claims.email } : {}) };
   }
 
   /** The identity a request's bearer token proves, or throws `unauthorized`. */

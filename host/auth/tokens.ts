@@ -1,5 +1,4 @@
 import { errors, jwtVerify, SignJWT } from "jose";
-import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 
 /** Who a token speaks for. Developer tokens belong to the control plane, not to app origins. */
@@ -103,95 +102,26 @@ export class TokenService {
     }
     const audience = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
     if (!audience.includes(deployment)) throw unauthorized("The token belongs to another deployment.");
-    if (payload.use !== undefined)
-      throw unauthorized("This token only downloads one stored file; send the identity token.");
-    return claimsOf(payload, deployment, payload.kind, options.allowExpired === true, now);
-  }
-
-  /**
-   * Issues a token that downloads stored object `objectKey` of `claims.deployment` as `claims`'
-   * user, and nothing else, for {@link LIMITS.downloadTokenSeconds}: what a URL carries (an
-   * `<img>`, a link), where an identity token would be anyone's who saw the URL, renewable for 30
-   * days and good for every call. Identity checks refuse it.
-   */
-  async issueDownload(
-    claims: TokenClaims,
-    objectKey: string,
-    now = Date.now(),
-  ): Promise<{ token: string; expiresAt: number }> {
-    const iat = Math.floor(now / 1000);
-    const exp = iat + LIMITS.downloadTokenSeconds;
-    const token = await new SignJWT({
-      use: "download",
-      obj: objectKey,
-      who: claims.kind,
-      sid: claims.session,
-      ses: claims.issuedAt,
-      ...(claims.email ? { email: claims.email } : {}),
-      ...(claims.incarnation ? { inc: claims.incarnation } : {}),
-    })
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setIssuer(ISSUER)
-      .setAudience(claims.deployment)
-      .setSubject(claims.userId)
-      .setIssuedAt(iat)
-      .setExpirationTime(exp)
-      .sign(this.key);
-    return { token, expiresAt: exp * 1000 };
-  }
-
-  /** Verifies a download token of `deployment` for object `objectKey` (see {@link issueDownload}). */
-  async verifyDownload(
-    token: string,
-    deployment: string,
-    objectKey: string,
-    now = Date.now(),
-  ): Promise<TokenClaims> {
-    let payload: Record<string, unknown>;
-    try {
-      ({ payload } = await jwtVerify(token, this.key, {
-        algorithms: ["HS256"],
-        issuer: ISSUER,
-        audience: deployment,
-        currentDate: new Date(now),
-      }));
-    } catch (error) {
-      if (error instanceof errors.JWTExpired)
-        throw unauthorized("This download link has expired; ask the app for a new one.");
-      throw unauthorized("The download token is not valid (bad signature, algorithm, format or deployment).");
+    const kind = payload.kind;
+    if (
+      (kind !== "guest" && kind !== "account") ||
+      typeof payload.sub !== "string" ||
+      typeof payload.sid !== "string" ||
+      typeof payload.ses !== "number"
+    ) {
+      throw unauthorized("The token is not valid (bad signature, algorithm or format).");
     }
-    if (payload.use !== "download" || payload.obj !== objectKey)
-      throw unauthorized("This download token is for another file.");
-    return claimsOf(payload, deployment, payload.who, false, now);
+    if (options.allowExpired && Math.floor(now / 1000) - payload.ses > RENEWAL_WINDOW_SECONDS) {
+      throw unauthorized("The session is too old to renew; sign in again.");
+    }
+    return {
+      deployment,
+      userId: payload.sub,
+      kind,
+      session: payload.sid,
+      issuedAt: payload.ses,
+      ...(typeof payload.email === "string" ? { email: payload.email } : {}),
+      ...(typeof payload.inc === "string" ? { incarnation: payload.inc } : {}),
+    };
   }
-}
-
-/** The claims of a verified token's payload, whose user kind is `kind`; refused when malformed. */
-function claimsOf(
-  payload: Record<string, unknown>,
-  deployment: string,
-  kind: unknown,
-  allowExpired: boolean,
-  now: number,
-): TokenClaims {
-  if (
-    (kind !== "guest" && kind !== "account") ||
-    typeof payload.sub !== "string" ||
-    typeof payload.sid !== "string" ||
-    typeof payload.ses !== "number"
-  ) {
-    throw unauthorized("The token is not valid (bad signature, algorithm or format).");
-  }
-  if (allowExpired && Math.floor(now / 1000) - payload.ses > RENEWAL_WINDOW_SECONDS) {
-    throw unauthorized("The session is too old to renew; sign in again.");
-  }
-  return {
-    deployment,
-    userId: payload.sub,
-    kind,
-    session: payload.sid,
-    issuedAt: payload.ses,
-    ...(typeof payload.email === "string" ? { email: payload.email } : {}),
-    ...(typeof payload.inc === "string" ? { incarnation: payload.inc } : {}),
-  };
 }

@@ -7,9 +7,8 @@ import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from 
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import { downloadType, type ObjectRecord, type ObjectService, type Visibility } from "../storage/index.js";
-import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { clientAddressKey } from "./client-address.js";
-import { bearerToken, storageToken } from "./credentials.js";
+import { storageToken } from "./credentials.js";
 import type { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 import { uploadBody } from "./upload-body.js";
@@ -89,9 +88,6 @@ export function listingJson(listing: Awaited<ReturnType<ObjectService["list"]>>,
 }
 
 const LISTING = "/__platform/storage";
-/** `POST` `{ key }` with an identity token: a token that downloads that one file (`?platform_download=`). */
-const DOWNLOAD_TOKENS = "/storage/download-tokens";
-const OBJECT_KEY = /^(public|private)\/[A-Za-z0-9_-]{1,128}$/;
 const OBJECT = "/storage/:visibility/:object";
 const OBJECT_PATH = /^\/storage\/([^/]+)\/([^/]+)$/;
 
@@ -178,30 +174,11 @@ export function storageRoutes(
     ctx.status = 204;
   });
 
-  router.post(DOWNLOAD_TOKENS, async (ctx) => {
-    const id = ctx.state.deployment as string;
-    const token = bearerToken(ctx);
-    if (!token)
-      throw new PlatformError(
-        "unauthorized",
-        "Send the identity token as Authorization: Bearer <token> to get a download token.",
-      );
-    const key = (await readJsonObject(ctx, SMALL_BODY_BYTES)).key;
-    if (typeof key !== "string" || !OBJECT_KEY.test(key))
-      throw new PlatformError("bad_request", "`key` names a stored file: public/<id> or private/<id>.");
-    ctx.body = await auth.downloadToken(id, token, key);
-  });
-
   router.get(OBJECT, async (ctx) => {
     const id = ctx.state.deployment as string;
     const record = ctx.state.record as DeploymentRecord;
     const { visibility, objectId } = objectOf(ctx);
-    const download = ctx.query.platform_download;
-    const identity =
-      typeof download === "string" && download
-        ? await auth.authenticateDownload(id, download, `${visibility}/${objectId}`)
-        : await identityOf(ctx, auth, id);
-    const cache = checkStorageReader(record, identity, visibility, dev);
+    const cache = checkStorageReader(record, await identityOf(ctx, auth, id), visibility, dev);
     const object = await objects.record(id, visibility, objectId);
     if (!object) throw new PlatformError("not_found", "No such object.");
     await sendObject(ctx, objects, object, cache === "public" ? PUBLIC_CACHE : "private, no-store");

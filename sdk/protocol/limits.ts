@@ -83,11 +83,6 @@ export const LIMITS = {
   listingSize: 500,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
   publicCacheSeconds: 3600,
-  /**
-   * How long a download token (what `storage.authorizedUrl` puts in a URL: one file, read only,
-   * not renewable) works. Ours: an hour, as an identity token, but a leaked URL opens one file.
-   */
-  downloadTokenSeconds: 3600,
   /** Heap of one deployment's isolate, in MiB (docs/limits.md). */
   isolateMemoryMb: 128,
   /** CPU time one handler may use, in ms (watchdog on the isolate's CPU clock). */
