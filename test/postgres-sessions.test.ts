@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { localhostLookup, sendRequest } from "../cli/http.js";
+import { EmailCodes } from "../host/auth/index.js";
+import { HostDatabase } from "../host/db/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
@@ -33,6 +35,26 @@ async function post(host: TestHost, path: string, token?: string) {
   });
   return { status: response.status, body: response.json<Record<string, unknown>>() };
 }
+
+describe.skipIf(!postgresInstalled)("sign-in codes on PostgreSQL", () => {
+  it("are sent for many deployments at once: no request holds two lock connections", async () => {
+    // Each request holds its deployment's code lock (a connection of the host's 13 for locks);
+    // one that took a second lock inside it for the address's mails left 13 requests each
+    // holding one and waiting for another, for good, and every lock of the host with them.
+    const db = await HostDatabase.open(server.url);
+    try {
+      const codes = new EmailCodes(db, { unsent: () => {} });
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          codes.start(`burst-${i}`, `burst${i}@example.com`, () => 0, "net"),
+        ),
+      );
+      expect(answers.every((answer) => "attempt" in answer && answer.sent)).toBe(true);
+    } finally {
+      await db.close();
+    }
+  });
+});
 
 describe.skipIf(!postgresInstalled)("sessions on two hosts", () => {
   it("ends a socket on host B that made no call, before B loaded the deployment", async () => {

@@ -117,10 +117,17 @@ export class EmailCodes {
    * codes the address may get in the window, no mail is sent: the request gets a handle of the
    * newest live code instead (`sent: false`), so that requests by someone else, which cost them
    * only their own allowance, do not lock the address's owner out of signing in with a code they
-   * received; with no live code (or its handles all given), it is refused. Runs under the lock.
-   * The answer's `attempt` must come back with the code.
+   * received; with no live code (or its handles all given), it is refused. So past the mails
+   * `client` (the requester's network, as limits key it) may have sent the address from every
+   * deployment together (see {@link MailBudget}). Runs under the lock. The answer's `attempt`
+   * must come back with the code.
    */
-  async start(deployment: string, email: string, takeClientAllowance: () => number): Promise<CodeRequest> {
+  async start(
+    deployment: string,
+    email: string,
+    takeClientAllowance: () => number,
+    client = "",
+  ): Promise<CodeRequest> {
     const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
     const attempt = randomBytes(18).toString("base64url");
     const outcome = await this.locked(deployment, async (): Promise<CodeRequest> => {
@@ -143,7 +150,7 @@ export class EmailCodes {
       };
       if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
         return noMail((sentAt[0] ?? now) + WINDOW_MS - now);
-      const mailWait = await this.mails.take(email, now);
+      const mailWait = await this.mails.take(email, client, now);
       if (mailWait > 0) return noMail(mailWait);
       sentAt.push(now);
       const fresh: PendingCode = {

@@ -11,6 +11,7 @@ import {
 } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { jsonObjectBody, SMALL_BODY_BYTES } from "./body.js";
+import { clientAddressKey } from "./client-address.js";
 import { bearerToken } from "./credentials.js";
 import { chargeRequest, quotaKey, RequestQuota } from "./request-quota.js";
 import { ownPaths, under } from "./routing.js";
@@ -133,12 +134,21 @@ export function authRoutes(
   router.post("/email/start", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
     const deployment = ctx.state.deployment as string;
-    const address = quota.clientAddress(ctx.req);
-    const client = quotaKey(deployment, null, address);
-    const request = await signIn.emailCodes.start(deployment, normaliseEmail(body.email), () => {
-      if (!hostCodeRequests.tryTake(address)) return hostCodeRequests.waitMs(address);
-      return codeRequests.tryTake(client) ? 0 : codeRequests.waitMs(client);
-    });
+    const network = clientAddressKey(quota.clientAddress(ctx.req));
+    const client = quotaKey(deployment, null, quota.clientAddress(ctx.req));
+    const request = await signIn.emailCodes.start(
+      deployment,
+      normaliseEmail(body.email),
+      () => {
+        // Both limits are looked at before either is spent: a refusal costs neither.
+        const wait = Math.max(codeRequests.waitMs(client), hostCodeRequests.waitMs(network));
+        if (wait > 0) return wait;
+        codeRequests.tryTake(client);
+        hostCodeRequests.tryTake(network);
+        return 0;
+      },
+      network,
+    );
     if ("retryAfterSeconds" in request) {
       throw new PlatformError(
         "limit_exceeded",
