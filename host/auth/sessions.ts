@@ -66,6 +66,9 @@ export interface IssuedToken {
  * `"Your account is suspended" <a@b.c>` or `x,a@b.c` sent codes to `a@b.c` past its limit under
  * other keys, with words of the sender's choosing in the `To:` header.
  */
+const PLAIN_EMAIL =
+  /^[\p{L}\p{N}.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,255}$)(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
+/** {@link PLAIN_EMAIL} with combining marks (scripts written with them, and decomposed letters). */
 const EMAIL =
   /^[\p{L}\p{M}\p{N}.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,255}$)(?:[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?\.)+[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?$/u;
 
@@ -90,21 +93,25 @@ export function namedGuestUserId(name: unknown): string {
 }
 
 /**
- * Checks and normalises an email address: Unicode NFC (an address typed decomposed is the same
- * one), then lower-cased. Refuses one with a character standing for a plain letter.
+ * Checks and normalises an email address (lower-cased). One without combining marks is kept as
+ * it is spelt, as every version before did: an account's user id is derived from this form, and
+ * composing some letters (Greek with oxia, Devanagari nukta letters, compatibility ideographs)
+ * would make their owners new accounts. One with combining marks, refused before, is composed
+ * first (NFC), so a decomposed address is the composed one. Refuses a character standing for a
+ * plain letter.
  */
 export function normaliseEmail(email: unknown): string {
   if (typeof email !== "string") throw new PlatformError("bad_request", "A valid email address is required.");
-  const composed = email.trim().normalize("NFC");
-  if ([...email.trim()].some(asciiInDisguise))
+  const trimmed = email.trim();
+  if ([...trimmed].some(asciiInDisguise))
     throw new PlatformError(
       "bad_request",
       "The email address has a character that stands for a plain letter (such as the Kelvin sign for K); write it with plain letters.",
     );
-  const normal = composed.toLowerCase();
-  if (!EMAIL.test(composed) || !EMAIL.test(normal))
-    throw new PlatformError("bad_request", "A valid email address is required.");
-  return normal;
+  if (PLAIN_EMAIL.test(trimmed)) return trimmed.toLowerCase();
+  const composed = trimmed.normalize("NFC");
+  if (!EMAIL.test(composed)) throw new PlatformError("bad_request", "A valid email address is required.");
+  return composed.toLowerCase();
 }
 
 /** The stable, opaque user id of `email` in `deployment`. */
