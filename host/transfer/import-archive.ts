@@ -19,8 +19,8 @@ export interface ImportParts {
   objects: ObjectTransfer;
   pending: PendingImports;
   /**
-   * Held by one import at a time on the host from loading its code to its commit: an import holds
-   * its rows, and then its whole batch, in memory (up to about 1.2 GiB at the limits), and several
+   * Held by one import at a time on the host from before it takes its deployment's lock to its
+   * commit: an import holds its rows, and then its whole batch, in memory (up to about 1.2 GiB at the limits), and several
    * developers importing at once would end the host.
    */
   rowTurns: WriteLock;
@@ -94,22 +94,25 @@ export async function importArchive(
   const reader = await ArchiveReader.open(request.archive);
   try {
     const head = await readArchiveHead(reader);
-    return await parts.deployments.whileLocked(request.id, async () => {
-      await parts.pending.finish(request.id);
-      const existing = await parts.deployments.get(request.id);
-      const owner = await request.authorise(existing);
-      if (existing && !request.replace && (await holdsData(parts, request.id))) throw notEmpty(request.id);
-      const target = parts.deployments.importInto(request.id);
-      try {
-        // One import at a time on the host holds its rows and batch in memory (see ImportParts).
-        if (!parts.rowTurns.idle) onProgress({ step: "waiting" });
-        return await parts.rowTurns.run(() => load(parts, request, head, reader, target, owner, onProgress));
-      } catch (error) {
-        await target.dispose();
-        await parts.pending.finish(request.id).catch(() => {});
-        throw error;
-      }
-    });
+    // One import at a time on the host holds its rows and batch in memory (see ImportParts),
+    // waiting for its turn before it takes its deployment's lock: a deploy of it goes on meanwhile.
+    if (!parts.rowTurns.idle) onProgress({ step: "waiting" });
+    return await parts.rowTurns.run(() =>
+      parts.deployments.whileLocked(request.id, async () => {
+        await parts.pending.finish(request.id);
+        const existing = await parts.deployments.get(request.id);
+        const owner = await request.authorise(existing);
+        if (existing && !request.replace && (await holdsData(parts, request.id))) throw notEmpty(request.id);
+        const target = parts.deployments.importInto(request.id);
+        try {
+          return await load(parts, request, head, reader, target, owner, onProgress);
+        } catch (error) {
+          await target.dispose();
+          await parts.pending.finish(request.id).catch(() => {});
+          throw error;
+        }
+      }),
+    );
   } finally {
     reader.close();
   }
