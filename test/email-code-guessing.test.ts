@@ -367,7 +367,8 @@ describe("requesting codes", () => {
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) statuses.push((await post(small, "/__platform/auth/guest", {})).status);
       expect(statuses).toEqual([200, 200, 200, 429, 429]);
-      // Also requests to an id that names no deployment: each would read the database.
+      // Also requests to an id that names no deployment, the same id again and again (each would
+      // read the database); ids varied each time get a bucket each, as app calls do.
       const unknown: number[] = [];
       for (let i = 0; i < 5; i++)
         unknown.push(

@@ -58,6 +58,9 @@ export interface ImportResult {
   replaced: boolean;
 }
 
+/** How often an import waiting for its turn says so again (see {@link importArchive}). */
+const WAITING_REPEAT_MS = 15_000;
+
 function notEmpty(id: string): PlatformError {
   return new PlatformError(
     "conflict",
@@ -96,9 +99,16 @@ export async function importArchive(
     const head = await readArchiveHead(reader);
     // One import at a time on the host holds its rows and batch in memory (see ImportParts),
     // waiting for its turn before it takes its deployment's lock: a deploy of it goes on meanwhile.
-    if (!parts.rowTurns.idle) onProgress({ step: "waiting" });
-    return await parts.rowTurns.run(() =>
-      parts.deployments.whileLocked(request.id, async () => {
+    // Told again every 15 s while it waits: a proxy between the client and the host may end a
+    // connection that carries nothing for longer.
+    let waiting: ReturnType<typeof setInterval> | undefined;
+    if (!parts.rowTurns.idle) {
+      onProgress({ step: "waiting" });
+      waiting = setInterval(() => onProgress({ step: "waiting" }), WAITING_REPEAT_MS);
+    }
+    return await parts.rowTurns.run(() => {
+      clearInterval(waiting);
+      return parts.deployments.whileLocked(request.id, async () => {
         await parts.pending.finish(request.id);
         const existing = await parts.deployments.get(request.id);
         const owner = await request.authorise(existing);
@@ -111,8 +121,8 @@ export async function importArchive(
           await parts.pending.finish(request.id).catch(() => {});
           throw error;
         }
-      }),
-    );
+      });
+    });
   } finally {
     reader.close();
   }
