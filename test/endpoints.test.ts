@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleCapsule } from "../cli/bundle.js";
 import { sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -107,6 +108,44 @@ describe("deploy checks of endpoint routes", () => {
     expect(duplicate.json<{ error: { message: string } }>().error.message).toBe(
       "Deploy failed: Two endpoints are declared for GET /x.",
     );
+    // Paths no request reaches as written (a request's path is ASCII, escapes stay escaped), or
+    // that proxies would hand elsewhere (`//storage/...` merged to a platform route).
+    for (const path of ["/caf\u00e9", "/a%20b", "//storage/public/x", "/./x", "/a/..", "/a//b"]) {
+      const response = await attempt(
+        `a: endpoint({ method: "GET", path: ${JSON.stringify(path)}, readOnly: true }, async () => text("x"))`,
+      );
+      expect(response.status, path).toBe(400);
+      expect(response.json<{ error: { message: string } }>().error.message, path).toContain(
+        "has a path no request can reach as written",
+      );
+    }
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it("refuses more queries, mutations and endpoints than a capsule may declare, before a call pays for them", async () => {
+    // A call looks its handler up among them, and a miss looks for the nearest name: 120,000
+    // names held the host's main thread 10 s on every call of a name the capsule lacked.
+    const dir = await mkdtemp(join(tmpdir(), "platform-many-"));
+    try {
+      await mkdir(join(dir, "server"));
+      const declare = async (count: number) => {
+        const queries = Array.from({ length: count }, (_, i) => `q${i}: async () => ${i}`).join(",\n");
+        await writeFile(
+          join(dir, "server", "index.ts"),
+          `import { capsule } from "platform/server";\nexport default capsule({ schema: {}, queries: {\n${queries}\n} });\n`,
+        );
+        return host.deployCode("many", (await bundleCapsule(dir)).code);
+      };
+      const refused = await declare(LIMITS.functionsPerCapsule + 1);
+      expect(refused.status).toBe(400);
+      expect(refused.json<{ error: { message: string } }>().error.message).toContain(
+        `a capsule may declare ${LIMITS.functionsPerCapsule} together`,
+      );
+      expect((await declare(LIMITS.functionsPerCapsule)).status).toBe(201);
+      const miss = await host.call("many", "query", "q99999");
+      expect(miss.status).toBe(404);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

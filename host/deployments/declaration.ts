@@ -1,4 +1,4 @@
-import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
+import { type CapsuleDeclaration, LIMITS } from "../../sdk/protocol/index.js";
 import { checkSchemaSpec, isValidName, PlatformError } from "../../sdk/values/index.js";
 
 const RESERVED_PREFIXES = ["/api/", "/storage", "/__platform"];
@@ -10,6 +10,14 @@ const RESERVED_PREFIXES = ["/api/", "/storage", "/__platform"];
 export function isReservedPath(path: string): boolean {
   return path === "/api" || RESERVED_PREFIXES.some((prefix) => path.startsWith(prefix));
 }
+
+/**
+ * A path as a request's can be: the characters a URL path keeps unescaped. A request's path is
+ * ASCII (anything else arrives %-escaped, and escapes are not decoded before matching), so a
+ * declared `/café` or `/a%20b` would never be matched; nor would `//x` or `/./x` reach it as
+ * proxies pass them (they merge slashes and resolve dot segments), while the host would.
+ */
+const REACHABLE_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/;
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
 
@@ -62,6 +70,11 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
   names(declaration.queries, "query");
   names(declaration.mutations, "mutation");
   if (!Array.isArray(declaration.endpoints)) fail("The capsule declaration has no endpoint list.");
+  const functions = declaration.queries.length + declaration.mutations.length + declaration.endpoints.length;
+  if (functions > LIMITS.functionsPerCapsule)
+    fail(
+      `The capsule declares ${functions} queries, mutations and endpoints; a capsule may declare ${LIMITS.functionsPerCapsule} together. Split it into several deployments.`,
+    );
   const routes = new Set<string>();
   for (const endpoint of declaration.endpoints) {
     const { name, method, path } = endpoint ?? {};
@@ -72,6 +85,10 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
         `Endpoint ${String(name)} needs a path beginning with "/" (no query string), got ${JSON.stringify(path)}.`,
       );
     }
+    if (!REACHABLE_PATH.test(path) || /\/\/|\/\.\.?(\/|$)/.test(path))
+      fail(
+        `Endpoint ${String(name)} has a path no request can reach as written, ${JSON.stringify(path)}: use ASCII letters, digits and -._~!$&'()*+,;=:@ between single slashes, without "." or ".." segments or %-escapes.`,
+      );
     if (isReservedPath(path)) {
       fail(
         `Endpoint ${String(name)} uses ${path}, which is reserved for the platform (/api/*, /storage*, /__platform/*).`,

@@ -1,6 +1,9 @@
 import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
 import { nearestName, PlatformError } from "../../sdk/values/index.js";
 
+/** Declared names of a kind past which a miss gets no "did you mean". */
+const HINT_CANDIDATES = 100;
+
 /**
  * The `not_found` error for a call of a query or mutation the deployment does not declare, saying
  * what the caller most likely meant, since that is what they need to fix it: a name of the other
@@ -22,7 +25,9 @@ export function unknownHandlerError(
       "not_found",
       `${missing}: ${JSON.stringify(name)} is a ${other} (call it at /api/${other}/${name}).`,
     );
-  const nearest = nearestName(name, kind === "query" ? declaration.queries : declaration.mutations);
+  const declared = kind === "query" ? declaration.queries : declaration.mutations;
+  // Looked for among a few hundred names at most: every miss pays for the search.
+  const nearest = declared.length <= HINT_CANDIDATES ? nearestName(name, declared) : undefined;
   return new PlatformError(
     "not_found",
     nearest === undefined ? `${missing}.` : `${missing}. Did you mean ${JSON.stringify(nearest)}?`,

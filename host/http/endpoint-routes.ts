@@ -65,9 +65,21 @@ function callEndpoint(deployments: DeploymentService): Middleware {
   };
 }
 
+/** Each declaration's endpoints by `METHOD path`, made once: every request to a deployment looks. */
+const endpointIndexes = new WeakMap<EndpointDeclaration[], Map<string, EndpointDeclaration>>();
+
+function endpointsOf(endpoints: EndpointDeclaration[]): Map<string, EndpointDeclaration> {
+  let index = endpointIndexes.get(endpoints);
+  if (!index) {
+    index = new Map(endpoints.map((endpoint) => [`${endpoint.method} ${endpoint.path}`, endpoint]));
+    endpointIndexes.set(endpoints, index);
+  }
+  return index;
+}
+
 /**
- * Serves a deployment's custom endpoints at their declared method and path, matched against the
- * capsule's declaration on each request (the paths are data, so no router table holds them); a
+ * Serves a deployment's custom endpoints at their declared method and path, looked up in an index
+ * of the capsule's declaration (the paths are data, so no router table holds them); a
  * request no endpoint declares goes on. Identity comes from `X-Platform-Token`; each call is
  * charged to the caller's request quota before its body is read. The response is what the handler
  * built with `json()` or `text()`; its cookies stay on the deployment's host (see
@@ -86,7 +98,7 @@ export function endpointRoutes(
   ]);
   return async (ctx, next) => {
     const record = await deployments.require(ctx.state.deployment as string);
-    const endpoint = record.declaration.endpoints.find((e) => e.path === ctx.path && e.method === ctx.method);
+    const endpoint = endpointsOf(record.declaration.endpoints).get(`${ctx.method} ${ctx.path}`);
     if (!endpoint) return next();
     ctx.state.endpoint = endpoint;
     return serve(ctx, next);

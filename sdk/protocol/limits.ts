@@ -113,6 +113,12 @@ export const LIMITS = {
   /** Largest request body for queries, mutations and endpoints. */
   requestBodyBytes: 1024 * 1024,
   /**
+   * Queries, mutations and endpoints one capsule may declare, together. Ours: a call looks its
+   * handler up among them, and a miss looks for the nearest name; a declaration of 120,000 names
+   * (within its 8 MiB) held the host's main thread 10 s on every call of a name it lacked.
+   */
+  functionsPerCapsule: 1000,
+  /**
    * Bytes of request bodies one client address may have arriving at once, all its requests
    * together (`429` beyond, while quotas are on), and the host in all (`503` beyond). A body is
    * kept in memory while it arrives, and a client may send one slowly: without these, one address
