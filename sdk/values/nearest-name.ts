@@ -2,28 +2,12 @@
  * Edit distance between two short names: insertions, deletions, substitutions and swaps of two
  * neighbouring characters each count one (optimal string alignment, as commander's "did you mean"
  * does), so the commonest typo, `lsit` for `list`, is one edit. Names here are handler, table and
- * command names, a few dozen characters at most, so the plain O(a * b) table is enough and no
- * dependency is needed.
+ * command names, a few dozen characters at most (distances are kept as 16-bit numbers), so the
+ * plain O(a * b) computation is enough and no dependency is needed.
  */
 export function editDistance(a: string, b: string): number {
-  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)];
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    const above = rows[i - 1] as number[];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let best = Math.min(
-        (above[j - 1] as number) + cost,
-        (above[j] as number) + 1,
-        (row[j - 1] as number) + 1,
-      );
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        best = Math.min(best, (rows[i - 2]?.[j - 2] as number) + 1);
-      row[j] = best;
-    }
-    rows.push(row);
-  }
-  return rows[a.length]?.[b.length] as number;
+  // A band as wide as the longer name holds every cell, and no distance passes that length.
+  return editDistanceWithin(a, b, Math.max(a.length, b.length));
 }
 
 /**
