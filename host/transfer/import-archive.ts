@@ -19,9 +19,9 @@ export interface ImportParts {
   objects: ObjectTransfer;
   pending: PendingImports;
   /**
-   * Held by one import at a time on the host from before it takes its deployment's lock to its
-   * commit: an import holds its rows, and then its whole batch, in memory (up to about 1.2 GiB at the limits), and several
-   * developers importing at once would end the host.
+   * Held by one import at a time on the host, from before it takes its deployment's lock to its
+   * commit: an import holds its rows, and then its whole batch, in memory (up to about 1.2 GiB at
+   * the limits), and several developers importing at once would end the host.
    */
   rowTurns: WriteLock;
 }
