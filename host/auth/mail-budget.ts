@@ -1,5 +1,5 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { type HostDatabase, type RecordStore, WriteLock } from "../db/index.js";
+import { type HostDatabase, NamedLocks, type RecordStore } from "../db/index.js";
 
 const WINDOW_MS = LIMITS.emailCodeWindowSeconds * 1000;
 
@@ -15,24 +15,16 @@ const WINDOW_MS = LIMITS.emailCodeWindowSeconds * 1000;
  */
 export class MailBudget {
   private readonly records: RecordStore<{ sentAt: number[] }>;
-  private readonly locks = new Map<string, WriteLock>();
+  private readonly locks = new NamedLocks();
 
   constructor(db: HostDatabase) {
     this.records = db.records<{ sentAt: number[] }>("email-mails");
   }
 
-  private locked<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const lock = this.locks.get(id) ?? new WriteLock();
-    this.locks.set(id, lock);
-    return lock.run(work).finally(() => {
-      if (lock.idle && this.locks.get(id) === lock) this.locks.delete(id);
-    });
-  }
-
   /** Takes one mail to `email` asked for from `client` (its network's key) at `now`: 0, or the ms until one is free. */
   take(email: string, client: string, now = Date.now()): Promise<number> {
     const id = `${email}\u0000${client}`;
-    return this.locked(id, async () => {
+    return this.locks.run(id, async () => {
       const sentAt = ((await this.records.get(id))?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
       if (sentAt.length >= LIMITS.emailCodeMailsPerAddress) return (sentAt[0] as number) + WINDOW_MS - now;
       sentAt.push(now);
@@ -49,7 +41,7 @@ export class MailBudget {
     for await (const page of this.records.entryPages())
       for (const [id, record] of page) {
         if (!gone(record)) continue;
-        deleted += await this.locked(id, async () => {
+        deleted += await this.locks.run(id, async () => {
           if (!gone(await this.records.get(id))) return 0;
           await this.records.delete(id);
           return 1;

@@ -6,7 +6,7 @@ import { ClassicKv, type KvStore, type LockOptions, PostgresKv } from "./kv/inde
 import { RecordStore } from "./records.js";
 import { type DatabaseQuota, databaseQuota } from "./row-bytes.js";
 import { TenantDatabase } from "./tenant-database.js";
-import { WriteLock } from "./write-lock.js";
+import { NamedLocks } from "./write-lock.js";
 
 /**
  * How many times {@link HostDatabase.exclusiveAtOnce} waits for a busy lock before it takes its
@@ -22,7 +22,7 @@ const AT_ONCE_ROUNDS = 100;
  */
 export class HostDatabase {
   private readonly deployments = new Map<string, Promise<TenantDatabase>>();
-  private readonly locks = new Map<string, WriteLock>();
+  private readonly locks = new NamedLocks();
   private readonly messageHandlers = new Set<(message: HostMessage) => void>();
   /**
    * Whose share of the store's connections deployment `id`'s work uses (see `KvStore.snapshot`):
@@ -126,14 +126,7 @@ export class HostDatabase {
    * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}).
    */
   exclusive<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
-    const lock = this.locks.get(name) ?? new WriteLock();
-    this.locks.set(name, lock);
-    return lock
-      .run(() => this.store.bus.lockAcrossProcesses(name, work, options))
-      .finally(() => {
-        // Names come and go (a deployment's, an owner's): an idle lock is not kept for them.
-        if (lock.idle && this.locks.get(name) === lock) this.locks.delete(name);
-      });
+    return this.locks.run(name, () => this.store.bus.lockAcrossProcesses(name, work, options));
   }
 
   /**
@@ -151,30 +144,17 @@ export class HostDatabase {
     };
     if (this.store.supports.sharedAcrossProcesses) return inOrder(sorted);
     for (let round = 0; round < AT_ONCE_ROUNDS; round++) {
-      const busy = sorted.find((name) => this.locks.get(name)?.idle === false);
-      if (busy === undefined) return this.holdingAll(sorted, work);
-      await this.exclusive(busy, async () => {});
+      const release = this.locks.tryHoldAll(sorted);
+      if (release) {
+        try {
+          return await work();
+        } finally {
+          release();
+        }
+      }
+      await this.exclusive(this.locks.busyOf(sorted) as string, async () => {});
     }
     return inOrder(sorted);
-  }
-
-  /** Takes every lock of `names` now (each one free: nothing in between) and runs `work`. */
-  private async holdingAll<T>(names: string[], work: () => Promise<T>): Promise<T> {
-    const held = names.map((name) => {
-      const lock = this.locks.get(name) ?? new WriteLock();
-      this.locks.set(name, lock);
-      const release = lock.tryHold();
-      if (!release) throw new Error(`Lock ${name} was taken between its check and its taking.`);
-      return { name, lock, release };
-    });
-    try {
-      return await work();
-    } finally {
-      for (const { name, lock, release } of held) {
-        release();
-        if (lock.idle && this.locks.get(name) === lock) this.locks.delete(name);
-      }
-    }
   }
 
   /** The database of deployment `id`, loaded once and shared. */

@@ -51,4 +51,4 @@ export type { StoredSchema } from "./stored-schema.js";
 export { type CommitListener, TenantDatabase } from "./tenant-database.js";
 export { Transaction } from "./transaction.js";
 export type { QueryOutcome } from "./transaction-view.js";
-export { WriteLock } from "./write-lock.js";
+export { NamedLocks, WriteLock } from "./write-lock.js";

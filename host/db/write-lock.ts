@@ -63,3 +63,50 @@ export class WriteLock {
     }
   }
 }
+
+/**
+ * Locks by name, each a {@link WriteLock} made when first asked for and forgotten once idle:
+ * names come and go (a deployment's, an owner's, an address's), and a lock is not kept for them.
+ */
+export class NamedLocks {
+  private readonly locks = new Map<string, WriteLock>();
+
+  private lockOf(name: string): WriteLock {
+    const lock = this.locks.get(name) ?? new WriteLock();
+    this.locks.set(name, lock);
+    return lock;
+  }
+
+  private forgetIfIdle(name: string, lock: WriteLock): void {
+    if (lock.idle && this.locks.get(name) === lock) this.locks.delete(name);
+  }
+
+  /** Runs `work` holding lock `name` (see {@link WriteLock.run}). */
+  run<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const lock = this.lockOf(name);
+    return lock.run(work).finally(() => this.forgetIfIdle(name, lock));
+  }
+
+  /** The first of `names` someone holds or waits for; undefined when all are free. */
+  busyOf(names: readonly string[]): string | undefined {
+    return names.find((name) => this.locks.get(name)?.idle === false);
+  }
+
+  /**
+   * Takes every lock of `names` at once when all are free, returning what releases them (once);
+   * undefined, taking none, when one is held or waited for.
+   */
+  tryHoldAll(names: readonly string[]): (() => void) | undefined {
+    if (this.busyOf(names) !== undefined) return undefined;
+    const held = names.map((name) => {
+      const lock = this.lockOf(name);
+      return { name, lock, release: lock.tryHold() as () => void };
+    });
+    return () => {
+      for (const { name, lock, release } of held) {
+        release();
+        this.forgetIfIdle(name, lock);
+      }
+    };
+  }
+}

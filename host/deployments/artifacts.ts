@@ -9,6 +9,9 @@ import type { ArtifactRecord } from "./records.js";
  */
 const KEPT_CODE_CHARS = 32 * 1024 * 1024;
 
+/** The flag saying every record of the database has its artifact use (see {@link ArtifactStore.adoptRecords}). */
+const ADOPTED = "artifact-uses-adopted";
+
 /** The lock, across hosts, under which artifacts are added and removed. */
 const ARTIFACT_LOCK = "artifacts";
 
@@ -124,17 +127,18 @@ export class ArtifactStore {
    * deployment's bundle would remove it from another serving the same bundle.
    */
   async adoptRecords(records: () => Promise<Array<{ id: string; artifact: string }>>): Promise<void> {
-    const marker = this.db.records<{ at: number }>("artifact-uses-adopted");
-    if (await marker.has("all")) return;
+    // Beside the host's other once-per-database flags (account-index.ts).
+    const flags = this.db.records<{ at: number }>("host-flags");
+    if (await flags.has(ADOPTED)) return;
     await this.db.exclusive(ARTIFACT_LOCK, async () => {
-      if (await marker.has("all")) return;
+      if (await flags.has(ADOPTED)) return;
       const now = Date.now();
       const writes = (await records()).map((record) => ({
         id: artifactUseId(record.artifact, record.id),
         value: { pending: false, since: now },
       }));
       for (let at = 0; at < writes.length; at += 500) await this.uses.batch(writes.slice(at, at + 500));
-      await marker.put("all", { at: now });
+      await flags.put(ADOPTED, { at: now });
     });
   }
 

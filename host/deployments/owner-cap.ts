@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import { WriteLock } from "../db/index.js";
+import { NamedLocks } from "../db/index.js";
 import type { DeploymentRecord } from "./records.js";
 
 /**
@@ -15,8 +15,8 @@ import type { DeploymentRecord } from "./records.js";
  * for a developer without this check.
  */
 export class OwnerCap {
-  /** Each developer's additions in turn (a lock per developer that ever added one here). */
-  private readonly turns = new Map<string, WriteLock>();
+  /** Each developer's additions in turn (a lock per developer adding one now). */
+  private readonly turns = new NamedLocks();
 
   constructor(
     private readonly list: () => Promise<DeploymentRecord[]>,
@@ -42,12 +42,7 @@ export class OwnerCap {
    */
   inTurn<T>(owner: string | undefined, work: () => Promise<T>): Promise<T> {
     if (owner === undefined) return work();
-    let turn = this.turns.get(owner);
-    if (!turn) {
-      turn = new WriteLock();
-      this.turns.set(owner, turn);
-    }
-    return turn.run(work);
+    return this.turns.run(owner, work);
   }
 
   /** Throws `quota_exceeded` when `owner` owns {@link max} deployments or more now. */

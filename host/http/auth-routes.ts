@@ -134,8 +134,9 @@ export function authRoutes(
   router.post("/email/start", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
     const deployment = ctx.state.deployment as string;
-    const network = clientAddressKey(quota.clientAddress(ctx.req));
-    const client = quotaKey(deployment, null, quota.clientAddress(ctx.req));
+    const address = quota.clientAddress(ctx.req);
+    const network = clientAddressKey(address);
+    const client = quotaKey(deployment, null, address);
     const request = await signIn.emailCodes.start(
       deployment,
       normaliseEmail(body.email),

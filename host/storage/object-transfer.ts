@@ -55,6 +55,17 @@ export function checkArchivedObject(value: unknown, where: string, fileSize: num
   };
 }
 
+/** The bytes of `objects`, and what they count against a quota (each file at least its minimum). */
+function sizesOf(objects: ArchivedObject[]): { bytes: number; charged: number } {
+  let bytes = 0;
+  let charged = 0;
+  for (const object of objects) {
+    bytes += object.size;
+    charged += chargedBytes(object.size);
+  }
+  return { bytes, charged };
+}
+
 /** Final operations, each key once (the last write of a key wins). */
 function distinct(operations: KvOperation[]): KvOperation[] {
   const latest = new Map<string, KvOperation>();
@@ -194,12 +205,7 @@ export class ObjectTransfer {
   ): Promise<void> {
     let used = (await this.usage.get(owner))?.bytes ?? 0;
     for (const record of existing) if (record.quotaOwner === owner) used -= chargeOf(record);
-    let bytes = 0;
-    let charged = 0;
-    for (const object of incoming) {
-      bytes += object.size;
-      charged += chargedBytes(object.size);
-    }
+    const { bytes, charged } = sizesOf(incoming);
     this.checkFits(bytes, charged, Math.max(0, used) + charged);
   }
 
@@ -232,8 +238,7 @@ export class ObjectTransfer {
       operations.push({ type: "del", key: this.records.key(`${deployment}/${record.key}`) });
       operations.push({ type: "del", key: byTime.key(listingId(record)) });
     }
-    let bytes = 0;
-    let charged = 0;
+    const { bytes, charged } = sizesOf(incoming);
     for (const object of incoming) {
       const [visibility, id] = object.key.split("/") as ["public" | "private", string];
       // Fields in the order an upload writes them: an imported record is byte for byte the original.
@@ -252,8 +257,6 @@ export class ObjectTransfer {
         markupRules: MARKUP_RULES_VERSION,
         charged: chargedBytes(object.size),
       };
-      bytes += object.size;
-      charged += chargeOf(record);
       operations.push({
         type: "put",
         key: this.records.key(`${deployment}/${object.key}`),
