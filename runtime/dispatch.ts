@@ -3,10 +3,12 @@
  * `ctx`, runs it, and turns the outcome into JSON with a stable error code.
  */
 import {
+  checkEndpointHeaderSize,
   type DispatchError,
   type DispatchRequest,
   type DispatchResponse,
   encodeDispatchResponse,
+  encodeEndpointAnswer,
   LIMITS,
 } from "../sdk/protocol/index.js";
 import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
@@ -187,6 +189,9 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
       const endpoint = lookup(app.definition.endpoints, request.name, "endpoint");
       const response = (await endpoint.handler(ctx, createEndpointRequest(request.request))) as {
         kind?: unknown;
+        status?: unknown;
+        headers?: unknown;
+        body?: unknown;
       } | null;
       if (response?.kind !== "platform.response") {
         throw new PlatformError(
@@ -194,7 +199,9 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
           `Endpoint ${request.name} must return json(...) or text(...) from platform/server.`,
         );
       }
-      return serialize(response);
+      checkEndpointHeaderSize(response.headers, request.name);
+      const head = serialize({ status: response.status, headers: response.headers });
+      return encodeEndpointAnswer(head, typeof response.body === "string" ? response.body : "");
     }
     case "guestUpgrade": {
       const hook = app.definition.auth?.onGuestUpgrade;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { sourcePage } from "../fixtures/ingest/caller.js";
+import { splitEndpointAnswer } from "../sdk/protocol/index.js";
 import { type CliProcess, freePort, startCli } from "./helpers/cli.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -87,11 +88,13 @@ describe("ingest endpoint", () => {
       path: "/ingest",
       headers: [["authorization", `Bearer ${SECRET}`]] as [string, string][],
       query: [["page", "1"]] as [string, string][],
-      bodyText: JSON.stringify({ items: fresh, hasMore: false }),
-      bodyBase64: "",
+      bodyBase64: Buffer.from(JSON.stringify({ items: fresh, hasMore: false })).toString("base64"),
     };
     const result = await host.deployments.callEndpoint("ingest", "ingest", request, null);
-    expect(JSON.parse(JSON.parse(result.valueJson).body)).toEqual({ inserted: 30, nextPage: null });
+    expect(JSON.parse(splitEndpointAnswer(result.valueJson)?.body ?? "")).toEqual({
+      inserted: 30,
+      nextPage: null,
+    });
     expect(result.usage.indexScans).toBeLessThanOrEqual(2 * 30);
     expect(result.usage.writes).toBeLessThanOrEqual(2 * 30);
   });

@@ -162,13 +162,13 @@ export class CallExecutor {
 
   /**
    * Runs custom endpoint `name` of `record` for an HTTP request: `readOnly` endpoints as queries,
-   * the others as mutations (serialized, one transaction). Returns the endpoint's response as JSON
-   * `{ status, headers, body }`.
+   * the others as mutations (serialized, one transaction). Its `valueJson` is the endpoint's answer
+   * as the runtime encodes it: its head's JSON, a line feed and its body (see `splitEndpointAnswer`).
    */
   callEndpoint(
     record: DeploymentRecord,
     name: string,
-    request: BridgeHttpRequest & { bodyText: string },
+    request: BridgeHttpRequest,
     identity: BridgeIdentity | null,
     session?: SessionProof | null,
   ): Promise<CallResult> {

@@ -264,7 +264,7 @@ export class DeploymentService {
   async callEndpoint(
     id: string,
     name: string,
-    request: BridgeHttpRequest & { bodyText: string },
+    request: BridgeHttpRequest,
     identity: BridgeIdentity | null,
     session?: SessionProof | null,
   ): Promise<CallResult> {

@@ -1,5 +1,5 @@
 import { validateHeaderName, validateHeaderValue } from "node:http";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { checkEndpointHeaderSize } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { ownOriginCookie } from "./endpoint-cookies.js";
 
@@ -51,20 +51,7 @@ export function isReservedHeader(lower: string): boolean {
  * error, naming the header, instead of failing inside the HTTP server.
  */
 export function endpointHeaders(headers: unknown, endpoint: string): Array<[string, string]> {
-  const entries = Object.entries((headers ?? {}) as Record<string, unknown>);
-  // Each header costs the host's main thread to check, set and write; proxies refuse far fewer.
-  if (entries.length > LIMITS.endpointResponseHeaders)
-    throw new PlatformError(
-      "handler_error",
-      `Endpoint ${endpoint} returned ${entries.length} headers; an answer has at most ${LIMITS.endpointResponseHeaders}.`,
-    );
-  let chars = 0;
-  for (const [name, value] of entries) chars += name.length + (typeof value === "string" ? value.length : 0);
-  if (chars > LIMITS.endpointResponseHeaderChars)
-    throw new PlatformError(
-      "handler_error",
-      `Endpoint ${endpoint} returned ${chars} characters of headers; an answer has at most ${LIMITS.endpointResponseHeaderChars}, names and values together.`,
-    );
+  const entries = checkEndpointHeaderSize(headers, endpoint);
   return entries.flatMap(([name, value]): [string, string][] => {
     const lower = name.toLowerCase();
     if (typeof value !== "string" || isReservedHeader(lower) || /[\r\n]/.test(value)) return [];

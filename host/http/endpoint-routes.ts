@@ -4,20 +4,13 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
-import { checkJsonShape } from "../json-shape.js";
 import { rawBody } from "./body.js";
 import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
+import { readEndpointAnswer } from "./endpoint-answer.js";
 import { endpointHeaders } from "./endpoint-headers.js";
 import { identify } from "./identity.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { series } from "./routing.js";
-
-interface EndpointResponseJson {
-  kind?: unknown;
-  status?: unknown;
-  headers?: unknown;
-  body?: unknown;
-}
 
 /** Runs the matched endpoint (`ctx.state.endpoint`) and answers with what its handler built. */
 function callEndpoint(deployments: DeploymentService): Middleware {
@@ -34,34 +27,25 @@ function callEndpoint(deployments: DeploymentService): Middleware {
     const result = await deployments.callEndpoint(
       id,
       endpoint.name,
-      {
-        method: ctx.method,
-        path: ctx.path,
-        headers,
-        query,
-        bodyBase64: body.toString("base64"),
-        bodyText: body.toString("utf8"),
-      },
+      { method: ctx.method, path: ctx.path, headers, query, bodyBase64: body.toString("base64") },
       ctx.state.identity,
       ctx.state.session,
     );
-    const what = `Endpoint ${endpoint.name}'s answer`;
-    checkJsonShape(result.valueJson, what, LIMITS.syscallContainers, LIMITS.jsonMembers, "handler_error");
-    const response = JSON.parse(result.valueJson) as EndpointResponseJson;
-    const status = response.status;
+    const answer = readEndpointAnswer(result.valueJson, endpoint.name);
+    const status = answer.head.status;
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
       throw new PlatformError(
         "handler_error",
         `Endpoint ${endpoint.name} returned an invalid status ${JSON.stringify(status)}.`,
       );
     }
-    const allowed = endpointHeaders(response.headers, endpoint.name);
+    const allowed = endpointHeaders(answer.head.headers, endpoint.name);
     ctx.status = status;
     for (const [name, value] of allowed) ctx.set(name, value);
     // Never sniffed, and never guessed: Koa would serve a body starting with "<" as HTML.
     ctx.set("X-Content-Type-Options", "nosniff");
     if (!ctx.response.get("Content-Type")) ctx.type = "text/plain; charset=utf-8";
-    ctx.body = typeof response.body === "string" ? response.body : "";
+    ctx.body = answer.body;
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * The one seam between an isolate and the host: op names (versioned) and the JSON shapes that cross.
- * Everything crossing is a JSON string; no host object ever enters an isolate.
+ * Everything crossing is a string, JSON but for an endpoint's answer (endpoint-answer.ts); no host
+ * object ever enters an isolate.
  */
 import type { FieldValue } from "../values/index.js";
 import type { QuerySpec, QueryTerminal } from "./query.js";
@@ -41,7 +42,11 @@ export interface BridgeHttpRequest {
   path: string;
   headers: Array<[string, string]>;
   query: Array<[string, string]>;
-  /** The body as base64 (bodies may be binary). */
+  /**
+   * The body as base64, its only form: the runtime decodes it (and its text) when the handler
+   * asks, on the tenant's CPU. As JSON text beside it, a body of control characters was six
+   * times its size for the host's main thread to encode.
+   */
   bodyBase64: string;
 }
 
@@ -59,11 +64,12 @@ export type DispatchRequest =
       seed: number;
     }
   | {
+      /** Answered with an endpoint answer's text (endpoint-answer.ts), not a JSON value. */
       kind: "endpoint";
       requestId: number;
       name: string;
       readOnly: boolean;
-      request: BridgeHttpRequest & { bodyText: string };
+      request: BridgeHttpRequest;
       identity: BridgeIdentity | null;
       env: Record<string, string>;
       now: number;

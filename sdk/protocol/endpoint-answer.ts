@@ -1,0 +1,62 @@
+/**
+ * How a custom endpoint's answer leaves the isolate: the JSON of its head (`{ status, headers }`),
+ * a line feed, then its body exactly as the handler built it. The body is never JSON-encoded: the
+ * host's main thread would otherwise parse every answer whole (8 Mi characters of control
+ * characters as JSON are six times that), where it now parses the head alone. JSON text never
+ * holds a raw line feed, so the first one ends the head.
+ */
+import { PlatformError } from "../values/index.js";
+import { LIMITS } from "./limits.js";
+
+/**
+ * The longest head an answer within the header limits can have: every character of a name or a
+ * value escaped (`\u0001`, six characters), and each header's quotes, colon and comma.
+ */
+export const ENDPOINT_HEAD_CHARS =
+  6 * LIMITS.endpointResponseHeaderChars + 6 * LIMITS.endpointResponseHeaders + 64;
+
+/** An endpoint answer's head and body, as the host reads it. */
+export interface EndpointAnswer {
+  /** The head's JSON text: `{ "status": …, "headers": … }`. */
+  head: string;
+  body: string;
+}
+
+/** The text of an endpoint's answer, from its head's JSON and its body. */
+export function encodeEndpointAnswer(headJson: string, body: string): string {
+  return `${headJson}\n${body}`;
+}
+
+/**
+ * Splits an endpoint's answer into head and body (the body is a slice: nothing is copied or
+ * parsed). Undefined when no line feed ends a head within {@link ENDPOINT_HEAD_CHARS}: the capsule
+ * (which can change what the runtime calls) answered something else.
+ */
+export function splitEndpointAnswer(text: string): EndpointAnswer | undefined {
+  const end = text.slice(0, ENDPOINT_HEAD_CHARS + 1).indexOf("\n");
+  if (end < 0) return undefined;
+  return { head: text.slice(0, end), body: text.slice(end + 1) };
+}
+
+/**
+ * The entries of an endpoint answer's `headers`, once their number and their characters (names and
+ * string values) are within the limits; else the handler's error, naming both. The runtime checks
+ * before it encodes the head (on the tenant's CPU), the host again as it reads it.
+ */
+export function checkEndpointHeaderSize(headers: unknown, endpoint: string): Array<[string, unknown]> {
+  const entries = Object.entries((headers ?? {}) as Record<string, unknown>);
+  // Each header costs the host's main thread to check, set and write; proxies refuse far fewer.
+  if (entries.length > LIMITS.endpointResponseHeaders)
+    throw new PlatformError(
+      "handler_error",
+      `Endpoint ${endpoint} returned ${entries.length} headers; an answer has at most ${LIMITS.endpointResponseHeaders}.`,
+    );
+  let chars = 0;
+  for (const [name, value] of entries) chars += name.length + (typeof value === "string" ? value.length : 0);
+  if (chars > LIMITS.endpointResponseHeaderChars)
+    throw new PlatformError(
+      "handler_error",
+      `Endpoint ${endpoint} returned ${chars} characters of headers; an answer has at most ${LIMITS.endpointResponseHeaderChars}, names and values together.`,
+    );
+  return entries;
+}
