@@ -2,7 +2,8 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { clearAbandonedBuilds, runMigration, type SchemaSwitch } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
-import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
+import { replaceDeploymentData } from "./data-replacement.js";
+import type { DeploymentData } from "./deployment-data.js";
 import { GroupCommit } from "./group-commit.js";
 import { type RunOptions, type TransactionResult, withMode } from "./group-commit-host.js";
 import { commitMessage, type HostMessage } from "./host-message.js";
@@ -158,43 +159,17 @@ export class TenantDatabase implements TransactionHost {
     );
   }
 
+  /** Replaces everything the deployment stores with an import's `data` (see {@link replaceDeploymentData}). */
+  replaceData(data: DeploymentData, alongside: (hasRows: boolean) => Promise<KvOperation[]>): Promise<void> {
+    return replaceDeploymentData(this, data, alongside);
+  }
+
   /**
-   * Replaces everything this deployment stores with `data` in ONE batch, holding the write lock
-   * (an import: see host/transfer). Rows that would take more than the row bytes limit are
-   * refused (`quota_exceeded`), the total stored with them otherwise. `alongside` runs under the
-   * lock, told whether rows exist now; it may refuse, and returns more operations for the same
-   * batch (object records, the deployment's record). Then listeners, and the other hosts, hear
-   * that everything changed.
+   * Moves the clock to `clock` (an import replacing everything: see data-replacement.ts); the
+   * caller holds the write lock.
    */
-  async replaceData(
-    data: DeploymentData,
-    alongside: (hasRows: boolean) => Promise<KvOperation[]>,
-  ): Promise<void> {
-    await this.exclusive(async () => {
-      const snapshot = await this.store.snapshot(this.share(), "write");
-      let existing: Awaited<ReturnType<typeof existingKeys>>;
-      try {
-        existing = await existingKeys(snapshot, this.id);
-      } finally {
-        await snapshot.close();
-      }
-      const extra = await alongside(existing.hasRows);
-      const { operations, rowBytes, schemaTag } = await dataOperations(this.id, data, this.rowBytes.limit);
-      const batch = await replacementBatch(existing.keys, operations);
-      for (const op of extra) batch.push(op);
-      await this.store.batch(batch);
-      this.adoptSchema(data.schema, schemaTag);
-      this.lastCreatedAt = data.clock ?? 0;
-      this.rowBytes.known = rowBytes;
-    });
-    this.emitCommit(undefined);
-    if (this.store.supports.sharedAcrossProcesses) {
-      for (const message of [
-        { type: "schema", deployment: this.id },
-        { type: "commit", deployment: this.id, all: true },
-      ] satisfies HostMessage[])
-        await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
-    }
+  resetClock(clock: number): void {
+    this.lastCreatedAt = clock;
   }
 
   /** The deployment was deleted: writes still queued here fail with `not_found`. */

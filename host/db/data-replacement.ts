@@ -1,0 +1,58 @@
+import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
+import type { HostMessage } from "./host-message.js";
+import type { KvOperation, KvStore } from "./kv/index.js";
+import type { RowBytesTotal } from "./row-bytes-total.js";
+import type { StoredSchema } from "./stored-schema.js";
+
+/** What a replacement needs of a deployment's database (tenant-database.ts). */
+export interface ReplaceableDatabase {
+  readonly store: KvStore;
+  readonly id: string;
+  readonly rowBytes: RowBytesTotal;
+  share(): string;
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  adoptSchema(stored: StoredSchema, tag: string): void;
+  resetClock(clock: number): void;
+  emitCommit(writeSet: Buffer[] | undefined): void;
+}
+
+/**
+ * Replaces everything deployment `database` stores with `data` in ONE batch, holding its write
+ * lock (an import: see host/transfer). Rows that would take more than the row bytes limit are
+ * refused (`quota_exceeded`), the total stored with them otherwise. `alongside` runs under the
+ * lock, told whether rows exist now; it may refuse, and returns more operations for the same
+ * batch (object records, the deployment's record). Then listeners, and the other hosts, hear
+ * that everything changed.
+ */
+export async function replaceDeploymentData(
+  database: ReplaceableDatabase,
+  data: DeploymentData,
+  alongside: (hasRows: boolean) => Promise<KvOperation[]>,
+): Promise<void> {
+  const { store, id } = database;
+  await database.exclusive(async () => {
+    const snapshot = await store.snapshot(database.share(), "write");
+    let existing: Awaited<ReturnType<typeof existingKeys>>;
+    try {
+      existing = await existingKeys(snapshot, id);
+    } finally {
+      await snapshot.close();
+    }
+    const extra = await alongside(existing.hasRows);
+    const { operations, rowBytes, schemaTag } = await dataOperations(id, data, database.rowBytes.limit);
+    const batch = await replacementBatch(existing.keys, operations);
+    for (const op of extra) batch.push(op);
+    await store.batch(batch);
+    database.adoptSchema(data.schema, schemaTag);
+    database.resetClock(data.clock ?? 0);
+    database.rowBytes.known = rowBytes;
+  });
+  database.emitCommit(undefined);
+  if (store.supports.sharedAcrossProcesses) {
+    for (const message of [
+      { type: "schema", deployment: id },
+      { type: "commit", deployment: id, all: true },
+    ] satisfies HostMessage[])
+      await store.bus.broadcast(JSON.stringify(message)).catch(() => {});
+  }
+}
