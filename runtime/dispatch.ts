@@ -3,12 +3,12 @@
  * `ctx`, runs it, and turns the outcome into JSON with a stable error code.
  */
 import {
-  checkEndpointHeaderSize,
   type DispatchError,
   type DispatchRequest,
   type DispatchResponse,
   encodeDispatchResponse,
   encodeEndpointAnswer,
+  endpointHead,
   LIMITS,
 } from "../sdk/protocol/index.js";
 import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
@@ -199,9 +199,10 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
           `Endpoint ${request.name} must return json(...) or text(...) from platform/server.`,
         );
       }
-      checkEndpointHeaderSize(response.headers, request.name);
-      const head = serialize({ status: response.status, headers: response.headers });
-      return encodeEndpointAnswer(head, typeof response.body === "string" ? response.body : "");
+      // Checked here, inside the handler's transaction: a mutation's writes roll back with it.
+      const head = endpointHead(response.status, response.headers, request.name);
+      const headJson = JSON.stringify({ status: head.status, headers: Object.fromEntries(head.headers) });
+      return encodeEndpointAnswer(headJson, typeof response.body === "string" ? response.body : "");
     }
     case "guestUpgrade": {
       const hook = app.definition.auth?.onGuestUpgrade;

@@ -73,6 +73,21 @@ describe("custom endpoints", () => {
       error: { code: "handler_error", message: "Uncaught Error: rolled back" },
     });
     expect((await host.call("ep", "query", "count")).json()).toEqual({ value: 1 });
+    // An answer the platform cannot send rolls the writes back too: its head is checked inside
+    // the transaction (it committed before, then failed).
+    const badStatus = await sendRequest(url("/write?n=7&status=99"), { method: "POST" });
+    expect([badStatus.status, badStatus.json<{ error: { message: string } }>().error.message]).toEqual([
+      500,
+      "Endpoint write returned an invalid status 99; a status is a whole number from 200 to 599.",
+    ]);
+    const badHeader = await sendRequest(url("/write?n=8&header=1"), { method: "POST" });
+    expect(badHeader.json<{ error: { message: string } }>().error.message).toContain('"bad name"');
+    expect((await host.call("ep", "query", "count")).json()).toEqual({ value: 1 });
+  });
+
+  it("reads headers from the object the handler returned, never from what its toJSON says", async () => {
+    const response = await sendRequest(url("/disguised"));
+    expect([response.status, response.text()]).toEqual([200, "hi"]);
   });
 
   it("hands a handler 1 MiB of any bytes whole, its text decoded as Node decodes UTF-8", async () => {

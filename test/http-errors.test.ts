@@ -106,7 +106,7 @@ describe("a result over the result limit", () => {
     const big = await host.call("big", "query", "big");
     expect([big.status, big.json()]).toEqual([
       413,
-      envelope("too_large", "The handler's result is larger than 8388608 bytes."),
+      envelope("too_large", "The handler's result is larger than 8388608 characters."),
     ]);
     expect((await host.call("big", "query", "small")).json()).toEqual({ value: 1 });
   }, 30_000);

@@ -372,7 +372,7 @@ describeOnBothTransports((inline) => {
       expect(refused.status).toBe(413);
       expect(refused.error).toMatchObject({
         code: "too_large",
-        message: "The handler's result is larger than 8388608 bytes.",
+        message: "The handler's result is larger than 8388608 characters.",
       });
       await canaryAlive();
     });

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Context } from "koa";
+import { PLATFORM_SESSION_COOKIE } from "../../sdk/protocol/index.js";
 import { type DeveloperRecord, type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { reachedOverTls } from "./client-address.js";
@@ -27,7 +28,7 @@ export interface SignedIn {
 }
 
 /** The dashboard's session cookie: no capsule endpoint may set a cookie of this name. */
-export const SESSION_COOKIE = "platform_session";
+export const SESSION_COOKIE = PLATFORM_SESSION_COOKIE;
 /**
  * Its name over HTTPS. A browser takes a `__Host-` cookie only from the very host it is for,
  * never with a `Domain`: a tenant's page at `<id>.<domain>` cannot plant one on the control plane.

@@ -12,6 +12,11 @@ const failure = (answer: string) => {
   return undefined;
 };
 
+const NOT_AN_ANSWER = {
+  code: "handler_error",
+  message: "Endpoint api answered something other than json(...) or text(...) from platform/server.",
+};
+
 describe("readEndpointAnswer", () => {
   it("hands the body back as the handler built it, line feeds and control characters included", () => {
     const body = `\n{"not":"parsed"\n${"\u0001".repeat(1000)}`;
@@ -19,29 +24,58 @@ describe("readEndpointAnswer", () => {
       encodeEndpointAnswer('{"status":201,"headers":{"x":"y"}}', body),
       "api",
     );
-    expect(answer).toEqual({ head: { status: 201, headers: { x: "y" } }, body });
+    expect(answer).toEqual({ head: { status: 201, headers: [["x", "y"]] }, body });
   });
 
   it("reads the largest head headers within the limits can make", () => {
-    const value = "\u0001".repeat(LIMITS.endpointResponseHeaderChars - 1);
+    const value = '"\\'.repeat(LIMITS.endpointResponseHeaderChars / 2 - 1);
     const head = JSON.stringify({ status: 200, headers: { a: value } });
     expect(head.length).toBeLessThan(ENDPOINT_HEAD_CHARS);
-    expect(readEndpointAnswer(encodeEndpointAnswer(head, "ok"), "api").head.headers).toEqual({ a: value });
+    expect(readEndpointAnswer(encodeEndpointAnswer(head, "ok"), "api").head.headers).toEqual([["a", value]]);
   });
 
-  it("refuses, as the handler's error, an answer with no head, a head past the bound or not an object", () => {
-    expect(failure("x".repeat(8 * 1024 * 1024))).toEqual({
-      code: "handler_error",
-      message: expect.stringContaining("Endpoint api answered something other than json(...) or text(...)"),
-    });
-    expect(failure(`{"status":200,"headers":{"a":"${"b".repeat(ENDPOINT_HEAD_CHARS)}"}}\nbody`)?.code).toBe(
-      "handler_error",
+  it("refuses an answer with no head, a head past the bound, or more shape than the runtime makes, before parsing it", () => {
+    expect(failure("x".repeat(8 * 1024 * 1024))).toEqual(NOT_AN_ANSWER);
+    expect(failure(`{"status":200,"headers":{"a":"${"b".repeat(ENDPOINT_HEAD_CHARS)}"}}\nbody`)).toEqual(
+      NOT_AN_ANSWER,
     );
+    // 30,000 members (about 8 ms to parse) and deep nesting (15 ms) both fit the length bound.
+    const members = Array.from({ length: 30_000 }, (_, i) => `"m${i}":0`).join(",");
+    expect(members.length).toBeLessThan(ENDPOINT_HEAD_CHARS);
+    expect(failure(`{"status":200,${members}}\n`)).toEqual(NOT_AN_ANSWER);
+    expect(failure(`{"status":200,"headers":{"a":${"[".repeat(100_000)}}}\n`)).toEqual(NOT_AN_ANSWER);
+    expect(failure(`{"status":200,"headers":{"a":[[]]}}\n`)).toEqual(NOT_AN_ANSWER);
     for (const head of ["null", "[1]", "{broken", "7"])
       expect(failure(`${head}\nbody`)).toEqual({
         code: "handler_error",
         message: "Endpoint api answered a head that is not a JSON object.",
       });
-    expect(failure(`${"[".repeat(10_000)}\nbody`)?.code).toBe("handler_error");
+  });
+
+  it("refuses headers that are not an object at once: a string of 390,000 characters is not 390,000 headers", () => {
+    for (const headers of [`"${"x".repeat(393_000)}"`, "[0,0,0]", "7"])
+      expect(failure(`{"status":200,"headers":${headers}}\nbody`)).toEqual({
+        code: "handler_error",
+        message: "Endpoint api returned headers that are not an object of names to text values.",
+      });
+  });
+
+  it("checks the head as the runtime did: status, reserved and invalid headers, the platform's cookie", () => {
+    const head = (value: object) => encodeEndpointAnswer(JSON.stringify(value), "");
+    expect(failure(head({ status: 99 }))?.message).toBe(
+      "Endpoint api returned an invalid status 99; a status is a whole number from 200 to 599.",
+    );
+    expect(failure(head({ status: "200" }))?.message).toContain('invalid status "200"');
+    const sent = readEndpointAnswer(
+      head({ status: 200, headers: { "content-length": "1", "x-accel-redirect": "/x", "x-ok": "1", n: 5 } }),
+      "api",
+    );
+    expect(sent.head.headers).toEqual([["x-ok", "1"]]);
+    expect(failure(head({ status: 200, headers: { "bad name": "v" } }))?.message).toContain('"bad name"');
+    expect(failure(head({ status: 200, headers: { "set-cookie": "__Host-platform_session=x" } }))?.code).toBe(
+      "handler_error",
+    );
+    const tooMany = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`x-${i}`, "v"]));
+    expect(failure(head({ status: 200, headers: tooMany }))?.message).toBe(NOT_AN_ANSWER.message);
   });
 });

@@ -1,13 +1,11 @@
 import type { Middleware } from "koa";
 import type { EndpointDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { PlatformError } from "../../sdk/values/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { rawBody } from "./body.js";
 import { ENDPOINT_TOKEN_HEADER, endpointToken } from "./credentials.js";
 import { readEndpointAnswer } from "./endpoint-answer.js";
-import { endpointHeaders } from "./endpoint-headers.js";
 import { identify } from "./identity.js";
 import { chargeRequest, type RequestQuota } from "./request-quota.js";
 import { series } from "./routing.js";
@@ -31,21 +29,13 @@ function callEndpoint(deployments: DeploymentService): Middleware {
       ctx.state.identity,
       ctx.state.session,
     );
-    const answer = readEndpointAnswer(result.valueJson, endpoint.name);
-    const status = answer.head.status;
-    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
-      throw new PlatformError(
-        "handler_error",
-        `Endpoint ${endpoint.name} returned an invalid status ${JSON.stringify(status)}.`,
-      );
-    }
-    const allowed = endpointHeaders(answer.head.headers, endpoint.name);
-    ctx.status = status;
-    for (const [name, value] of allowed) ctx.set(name, value);
+    const { head, body: answerBody } = readEndpointAnswer(result.valueJson, endpoint.name);
+    ctx.status = head.status;
+    for (const [name, value] of head.headers) ctx.set(name, value);
     // Never sniffed, and never guessed: Koa would serve a body starting with "<" as HTML.
     ctx.set("X-Content-Type-Options", "nosniff");
     if (!ctx.response.get("Content-Type")) ctx.type = "text/plain; charset=utf-8";
-    ctx.body = answer.body;
+    ctx.body = answerBody;
   };
 }
 
@@ -67,7 +57,7 @@ function endpointsOf(endpoints: EndpointDeclaration[]): Map<string, EndpointDecl
  * request no endpoint declares goes on. Identity comes from `X-Platform-Token`; each call is
  * charged to the caller's request quota before its body is read. The response is what the handler
  * built with `json()` or `text()`; its cookies stay on the deployment's host (see
- * {@link ownOriginCookie}).
+ * `endpointHead` in sdk/protocol).
  */
 export function endpointRoutes(
   deployments: DeploymentService,

@@ -14,7 +14,7 @@ export function readRuntimeAnswer(wire: unknown, resultBytes: number): DispatchR
     return {
       ok: false,
       // 413 like every other "too big" (a body, a file, a bundle); 429 would say "retry later".
-      error: { code: "too_large", message: `The handler's result is larger than ${resultBytes} bytes.` },
+      error: { code: "too_large", message: `The handler's result is larger than ${resultBytes} characters.` },
     };
   }
   if (wire.startsWith("!") && (containersMoreThan(wire, 8) || membersMoreThan(wire, 8)))

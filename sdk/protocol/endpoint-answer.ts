@@ -5,7 +5,6 @@
  * characters as JSON are six times that), where it now parses the head alone. JSON text never
  * holds a raw line feed, so the first one ends the head.
  */
-import { PlatformError } from "../values/index.js";
 import { LIMITS } from "./limits.js";
 
 /**
@@ -36,27 +35,4 @@ export function splitEndpointAnswer(text: string): EndpointAnswer | undefined {
   const end = text.slice(0, ENDPOINT_HEAD_CHARS + 1).indexOf("\n");
   if (end < 0) return undefined;
   return { head: text.slice(0, end), body: text.slice(end + 1) };
-}
-
-/**
- * The entries of an endpoint answer's `headers`, once their number and their characters (names and
- * string values) are within the limits; else the handler's error, naming both. The runtime checks
- * before it encodes the head (on the tenant's CPU), the host again as it reads it.
- */
-export function checkEndpointHeaderSize(headers: unknown, endpoint: string): Array<[string, unknown]> {
-  const entries = Object.entries((headers ?? {}) as Record<string, unknown>);
-  // Each header costs the host's main thread to check, set and write; proxies refuse far fewer.
-  if (entries.length > LIMITS.endpointResponseHeaders)
-    throw new PlatformError(
-      "handler_error",
-      `Endpoint ${endpoint} returned ${entries.length} headers; an answer has at most ${LIMITS.endpointResponseHeaders}.`,
-    );
-  let chars = 0;
-  for (const [name, value] of entries) chars += name.length + (typeof value === "string" ? value.length : 0);
-  if (chars > LIMITS.endpointResponseHeaderChars)
-    throw new PlatformError(
-      "handler_error",
-      `Endpoint ${endpoint} returned ${chars} characters of headers; an answer has at most ${LIMITS.endpointResponseHeaderChars}, names and values together.`,
-    );
-  return entries;
 }

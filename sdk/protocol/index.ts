@@ -38,12 +38,17 @@ export type {
 } from "./dashboard-functions.js";
 export type { CapsuleDeclaration, DatabaseApiVersion, EndpointDeclaration } from "./declaration.js";
 export {
-  checkEndpointHeaderSize,
   ENDPOINT_HEAD_CHARS,
   type EndpointAnswer,
   encodeEndpointAnswer,
   splitEndpointAnswer,
 } from "./endpoint-answer.js";
+export {
+  type EndpointHead,
+  endpointHead,
+  isReservedHeader,
+  PLATFORM_SESSION_COOKIE,
+} from "./endpoint-head.js";
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";
 export { SYNC_CLOSE } from "./sync-close.js";

@@ -153,7 +153,7 @@ export const LIMITS = {
   answerBytesUnsent: 512 * 1024 * 1024,
   /** How long an answer may wait to be read before its connection is closed (ms). Ours. */
   answerUnsentMs: 120_000,
-  /** Largest JSON value a handler may return. */
+  /** Largest JSON value a handler may return, in characters (an endpoint's answer: head and body). */
   resultBytes: 8 * 1024 * 1024,
   /** Largest JSON argument of one syscall from an isolate. */
   syscallBytes: 8 * 1024 * 1024,
