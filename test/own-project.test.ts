@@ -202,6 +202,12 @@ it("an app made with platform init outside the checkout installs from the tarbal
 
   const base = `http://localhost:${port}`;
   expect((await sendRequest(`${base}/health`)).text()).toBe("ok");
+  // The scaffold's page: its script is built from client/main.ts, platform/client's browser
+  // entry (React included: npm installs it as the package's peer) bundled in.
+  const page = await sendRequest(`${base}/main.js`);
+  expect(page.status, `${page.text().slice(0, 300)}\n${server.output()}`).toBe(200);
+  expect(page.headers["content-type"]).toContain("javascript");
+  expect(page.text()).toContain("useSyncExternalStore");
   const { token } = (await sendRequest(`${base}/__platform/auth/guest`, { method: "POST" })).json<{
     token: string;
   }>();
