@@ -81,6 +81,27 @@ it("prints a failed call with its code, message and source-mapped stack, which c
   });
 }, 60_000);
 
+it("prints the handler's line for a failed database call it awaited", async () => {
+  // An update of a row that is not there: the host refuses it, and the runtime throws where the
+  // handler awaits (V8's async stack traces follow awaits).
+  const changed = source.replace(
+    "add: async (ctx, args: { text: string }) => ctx.db.todos.insert({ text: args.text }),",
+    'add: async (ctx) => { await ctx.db.todos.update("bogus" as never, { done: true }); return "x"; },',
+  );
+  const before = deploys();
+  await writeFile(file, changed);
+  await printed("deployed ", before + 1);
+  expect((await call("mutation", "add", { text: "a" })).status).toBe(404);
+  const at = `server/index.ts:${positionOf(changed, 'await ctx.db.todos.update("bogus"')}`;
+  await dev.waitFor(
+    new RegExp(
+      `mutation add not_found [\\d.]+ ms: Cannot update: no row bogus in table todos\\.\\n {4}at async add \\(${at}\\)\\n`,
+    ),
+  );
+  await writeFile(file, source);
+  await printed("deployed ", before + 2);
+}, 60_000);
+
 it("type-checks in the background: reports a deliberate type error, and the edit deploys anyway", async () => {
   await printed("type check: no errors", 1);
   const before = deploys();
