@@ -1,6 +1,7 @@
 /**
  * The handler dispatcher: the host's one entry point into an isolate. Finds the handler, builds
- * `ctx`, runs it, and turns the outcome into JSON with a stable error code.
+ * `ctx`, runs it, and turns the outcome into JSON (an endpoint's into its answer's head and body)
+ * with a stable error code.
  */
 import {
   type DispatchError,

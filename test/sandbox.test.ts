@@ -426,7 +426,7 @@ describeOnBothTransports((inline) => {
 
     it("21c. JSON with more object members than the host parses is refused before it parses it", async () => {
       // One flat object of 600,000 keys (7 MB) held the host's main thread 0.6 s per platform call,
-      // whoever sent it: a capsule's call, a caller's arguments, an endpoint's answer.
+      // whoever sent it: a capsule's call, a caller's arguments (an endpoint's answer: its head).
       const id = await deployed(
         queryCapsule(
           `async (ctx) => {

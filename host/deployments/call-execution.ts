@@ -18,8 +18,9 @@ import { quarantine } from "./quarantine.js";
 import type { DeploymentRecord } from "./records.js";
 import { unknownHandlerError } from "./unknown-handler.js";
 
-/** The outcome of one query or mutation. */
+/** The outcome of one query, mutation or endpoint call. */
 export interface CallResult {
+  /** The value's JSON; an endpoint's answer as the runtime encodes it (see `splitEndpointAnswer`). */
   valueJson: string;
   usage: CallUsage;
   readSet: ReadSet;

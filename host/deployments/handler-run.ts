@@ -33,7 +33,7 @@ export class HandlerRun {
 
   /**
    * Runs the handler inside `tx`, each isolate execution in an execution slot of the deployment's
-   * lane (see `IsolateKeeper.run`); resolves to its JSON value.
+   * lane (see `IsolateKeeper.run`); resolves to its JSON value (an endpoint's: its answer's text).
    */
   async inSlot(tx: Transaction, log: (entry: HandlerLogEntry) => void): Promise<string> {
     this.stack = undefined;

@@ -5,10 +5,10 @@ import {
   PlatformError,
   splitEndpointAnswer,
 } from "../../sdk/protocol/index.js";
-import { containersMoreThan, membersMoreThan } from "../json-shape.js";
+import { charsOutsideStringsMoreThan, containersMoreThan, membersMoreThan } from "../json-shape.js";
 
-/** Objects and arrays in a head the runtime makes: the head, its headers. */
-const HEAD_CONTAINERS = 2;
+/** Objects in a head the runtime makes: the head, its headers (and never an array). */
+const HEAD_OBJECTS = 2;
 /** Members of such a head: status, headers and each header. */
 const HEAD_MEMBERS = LIMITS.endpointResponseHeaders + 2;
 
@@ -23,7 +23,8 @@ export function readEndpointAnswer(answer: string, name: string): { head: Endpoi
   const parts = splitEndpointAnswer(answer);
   if (
     parts === undefined ||
-    containersMoreThan(parts.head, HEAD_CONTAINERS) ||
+    containersMoreThan(parts.head, HEAD_OBJECTS) ||
+    charsOutsideStringsMoreThan(parts.head, 0, 91, 91) ||
     membersMoreThan(parts.head, HEAD_MEMBERS)
   )
     throw new PlatformError(

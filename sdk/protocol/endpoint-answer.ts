@@ -8,11 +8,12 @@
 import { LIMITS } from "./limits.js";
 
 /**
- * The longest head an answer within the header limits can have: every character of a name or a
- * value escaped (`\u0001`, six characters), and each header's quotes, colon and comma.
+ * The longest head an answer within the header rules can have (endpoint-head.ts): names are
+ * tokens, and a value's characters JSON escapes (`"`, `\`, tab) take two; then each header's
+ * quotes, colon and comma, and the status.
  */
 export const ENDPOINT_HEAD_CHARS =
-  6 * LIMITS.endpointResponseHeaderChars + 6 * LIMITS.endpointResponseHeaders + 64;
+  2 * LIMITS.endpointResponseHeaderChars + 6 * LIMITS.endpointResponseHeaders + 64;
 
 /** An endpoint answer's head and body, as the host reads it. */
 export interface EndpointAnswer {

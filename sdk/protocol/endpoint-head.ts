@@ -57,6 +57,9 @@ export function isReservedHeader(lower: string): boolean {
   return RESERVED.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
 }
 
+/** Types of values JSON leaves out of an object. */
+const LEFT_OUT_OF_JSON = new Set(["undefined", "function", "symbol"]);
+
 /** A header name HTTP allows (a token), as Node's HTTP server checks it. */
 const HEADER_NAME = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
 /** A character a header value may not hold, as Node's HTTP server checks it. */
@@ -105,7 +108,8 @@ function headerEntries(headers: unknown, endpoint: string): Array<[string, unkno
       "handler_error",
       `Endpoint ${endpoint} returned headers that are not an object of names to text values.`,
     );
-  const entries = Object.entries(headers);
+  // As JSON would have them: values it leaves out (undefined, functions, symbols) are not headers.
+  const entries = Object.entries(headers).filter(([, value]) => !LEFT_OUT_OF_JSON.has(typeof value));
   // Each header costs the host's main thread to check, set and write; proxies refuse far fewer.
   if (entries.length > LIMITS.endpointResponseHeaders)
     throw new PlatformError(
@@ -146,7 +150,7 @@ export function endpointHead(status: unknown, headers: unknown, endpoint: string
     if (!HEADER_NAME.test(name) || VALUE_FORBIDDEN.test(value))
       throw new PlatformError(
         "handler_error",
-        `Endpoint ${endpoint} returned a header HTTP does not allow: ${JSON.stringify(name)}. Names are letters, digits and !#$%&'*+-.^_\`|~; values are text without control characters.`,
+        `Endpoint ${endpoint} returned a header HTTP does not allow: ${JSON.stringify(name.slice(0, 64))}. Names are letters, digits and !#$%&'*+-.^_\`|~; values are text without control characters.`,
       );
     return [[name, lower === "set-cookie" ? ownOriginCookie(value, endpoint) : value]];
   });
