@@ -120,6 +120,13 @@ describe("tokens", () => {
       status: 401,
       body: { error: { code: "unauthorized" } },
     });
+    // Signed with another secret (a dev server restarted without its data): the message says so.
+    const elsewhere = await new TokenService(Buffer.alloc(32, 7)).issue(claims, Date.now());
+    expect((await call(host, "ga", "query", "whoami", elsewhere.token)).body.error).toEqual({
+      code: "unauthorized",
+      message:
+        "The token was not signed by this server: it comes from another server, or this one started without its data (platform dev keeps none unless given --data). Sign in again, or get a guest token at POST /__platform/auth/guest.",
+    });
 
     const none = new UnsecuredJWT({
       kind: "account",

@@ -98,6 +98,10 @@ export class TokenService {
         throw unauthorized(
           "The token has expired; renew it at POST /__platform/auth/renew or sign in again.",
         );
+      if (error instanceof errors.JWSSignatureVerificationFailed)
+        throw unauthorized(
+          "The token was not signed by this server: it comes from another server, or this one started without its data (platform dev keeps none unless given --data). Sign in again, or get a guest token at POST /__platform/auth/guest.",
+        );
       throw unauthorized("The token is not valid (bad signature, algorithm or format).");
     }
     const audience = Array.isArray(payload.aud) ? payload.aud : [payload.aud];

@@ -118,7 +118,7 @@ describe("schema migration", () => {
       deployment.migrate(withTodos({ text: { kind: "number", optional: false } })),
     ).rejects.toMatchObject({
       message: expect.stringMatching(
-        /^Existing row \S+ does not fit todos.text: expected number, got string.$/,
+        /^Existing row \S+ does not fit todos.text: expected number, got string. Keep the field's type, or first change or delete the rows that do not fit \(a mutation\), then deploy again.$/,
       ),
     });
     await expect(

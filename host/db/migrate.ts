@@ -51,8 +51,21 @@ export function schemaHash(spec: SchemaSpec): string {
   return createHash("sha256").update(JSON.stringify(spec)).digest("base64url").slice(0, 22);
 }
 
-/** Why `row` does not satisfy `spec`, in the documented words, or undefined when it does. */
-export function storedRowProblem(table: string, spec: TableSpec, row: StoredRow): string | undefined {
+/** What a deploy whose new field types stored rows do not fit can do. */
+const DEPLOY_ADVICE =
+  " Keep the field's type, or first change or delete the rows that do not fit (a mutation), then deploy again.";
+
+/**
+ * Why `row` does not satisfy `spec`, in the documented words, or undefined when it does; a deploy
+ * (`deploying`) is also told what to do about a row that does not fit a field's type.
+ */
+export function storedRowProblem(
+  table: string,
+  spec: TableSpec,
+  row: StoredRow,
+  deploying = false,
+): string | undefined {
+  const advice = deploying ? DEPLOY_ADVICE : "";
   for (const [name, field] of Object.entries(spec.fields)) {
     const value = row[name] ?? field.default;
     if (value === undefined) {
@@ -60,7 +73,7 @@ export function storedRowProblem(table: string, spec: TableSpec, row: StoredRow)
       continue;
     }
     const problem = scalarProblem(field.kind, value, field.table);
-    if (problem) return `Existing row ${row.id} does not fit ${table}.${name}: ${problem}.`;
+    if (problem) return `Existing row ${row.id} does not fit ${table}.${name}: ${problem}.${advice}`;
   }
   for (const name of Object.keys(row)) {
     if (name !== "id" && name !== "createdAt" && !Object.hasOwn(spec.fields, name)) {
@@ -196,7 +209,8 @@ export async function planMigration(
         const rows: StoredRow[] = [];
         for (const json of batch) {
           const row = parseStoredRow(json);
-          const problem = lateDefaultProblem(name, lateChanged, row) ?? storedRowProblem(name, table, row);
+          const problem =
+            lateDefaultProblem(name, lateChanged, row) ?? storedRowProblem(name, table, row, true);
           if (problem) throw deployError(problem);
           if (retargeted.length > 0) rows.push(row);
           plan.checkedRows++;
