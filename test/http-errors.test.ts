@@ -57,6 +57,14 @@ describe("an unknown query or mutation name", () => {
     expect(togle.json()).toEqual(
       envelope("not_found", 'No mutation named "togle" in deployment todo. Did you mean "toggle"?'),
     );
+    // A typo of a name of the other kind: that name, and where it is called.
+    const otherKind = await host.call("todo", "mutation", "lst");
+    expect(otherKind.json()).toEqual(
+      envelope(
+        "not_found",
+        'No mutation named "lst" in deployment todo. Did you mean the query "list" (at /api/query/list)?',
+      ),
+    );
     const unrelated = await host.call("todo", "query", "everything");
     expect(unrelated.json()).toEqual(
       envelope("not_found", 'No query named "everything" in deployment todo.'),
