@@ -99,7 +99,12 @@ class QueryBuilder {
     return this.executor.query(this.spec, { kind: "count" });
   }
   paginate(options: PaginationOptions): Promise<unknown> {
-    const { cursor = null, numItems } = options ?? ({} as PaginationOptions);
+    if (typeof options !== "object" || options === null)
+      throw new PlatformError(
+        "bad_request",
+        `paginate() needs { numItems, cursor }, got ${options === null ? "null" : typeof options}: pass the paginationOpts argument its caller sends (usePaginatedQuery does; over HTTP send { "paginationOpts": { "numItems": 20, "cursor": null } }).`,
+      );
+    const { cursor = null, numItems } = options;
     return this.executor.query(this.spec, { kind: "paginate", cursor, numItems });
   }
 }

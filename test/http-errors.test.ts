@@ -72,6 +72,24 @@ describe("an unknown query or mutation name", () => {
   });
 });
 
+describe("a paginated query called without its pagination options", () => {
+  it("says what paginate() needs and how a caller sends it", async () => {
+    expect((await host.deployFixture("pages", "budget")).status).toBe(201);
+    const page = await host.call("pages", "query", "page", {});
+    expect([page.status, page.json()]).toEqual([
+      400,
+      envelope(
+        "bad_request",
+        'paginate() needs { numItems, cursor }, got undefined: pass the paginationOpts argument its caller sends (usePaginatedQuery does; over HTTP send { "paginationOpts": { "numItems": 20, "cursor": null } }).',
+      ),
+    ]);
+    const sent = await host.call("pages", "query", "page", {
+      paginationOpts: { numItems: 20, cursor: null },
+    });
+    expect(sent.status).toBe(200);
+  });
+});
+
 describe("a call route with another method than POST", () => {
   it("answers 405 method_not_allowed with Allow: POST and the method to use", async () => {
     for (const [method, kind, name] of [
