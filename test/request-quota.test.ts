@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { localhostLookup, sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -105,4 +106,36 @@ it("charges uploads and downloads too, in one bucket of their own per client add
     (await sendRequest(`${host.deploymentUrl("files")}/api/query/clock`, { method: "POST", body: "{}" }))
       .status,
   ).toBe(200);
+});
+
+it("charges an answer's size: one more request per 64 KiB, so large answers cannot be asked for at the rate of small ones", async () => {
+  // An endpoint's 8 Mi characters of "€" held the host's main thread 66 ms a request: with only a
+  // request each, one caller's quota (100 a second) asked for 6.6 s of it every second.
+  const sized = await startTestHost({ requestQuota: { perSecond: 0.001, burst: 20 } });
+  try {
+    expect((await sized.deployFixture("ep", "endpoints")).status).toBe(201);
+    const big = LIMITS.answerBytesPerRequest * 16;
+    // A 1 MiB endpoint answer costs 1 + 16: three small requests are left of twenty.
+    const answer = await sendRequest(`${sized.deploymentUrl("ep")}/repeat?code=97&n=${big}`);
+    expect([answer.status, answer.body.length]).toEqual([200, big]);
+    for (let i = 0; i < 3; i++)
+      expect((await sendRequest(`${sized.deploymentUrl("ep")}/hello`)).status).toBe(202);
+    const refused = await sendRequest(`${sized.deploymentUrl("ep")}/hello`);
+    expect(refused.status).toBe(429);
+    // A query's answer over HTTP is charged the same, to its own caller (another guest here).
+    const token = (
+      await sendRequest(`${sized.deploymentUrl("ep")}/__platform/auth/guest`, { method: "POST" })
+    ).json<{ token: string }>().token;
+    const query = (n: number) =>
+      sendRequest(`${sized.deploymentUrl("ep")}/api/query/repeat`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify({ n }),
+      });
+    expect((await query(big)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await query(1)).status).toBe(200);
+    expect((await query(1)).status).toBe(429);
+  } finally {
+    await sized.dispose();
+  }
 });

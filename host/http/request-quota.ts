@@ -87,6 +87,18 @@ export class RequestQuota {
     return true;
   }
 
+  /**
+   * Charges `key` for an answer of `size` bytes, made already: one request per
+   * {@link LIMITS.answerBytesPerRequest}, taken even past what it has (down to minus the burst),
+   * so its next requests wait for it.
+   */
+  chargeAnswer(key: string, size: number, now = Date.now()): void {
+    const extra = Math.floor(size / LIMITS.answerBytesPerRequest);
+    if (extra === 0 || !this.settings) return;
+    const bucket = this.bucket(key, now);
+    if (bucket) bucket.tokens = Math.max(-this.settings.burst, bucket.tokens - extra);
+  }
+
   /** How long until `key` has `cost` requests again (0 when it has them now). */
   waitMs(key: string, cost = 1, now = Date.now()): number {
     const bucket = this.bucket(key, now);
@@ -119,11 +131,12 @@ export class RequestQuota {
 /**
  * The request quota as middleware: charges one request to the caller `identify` found (else the
  * client's IP address) before the route does any work, failing with `429 limit_exceeded` and a
- * `Retry-After` header. A `scope` gives those routes a bucket of their own per caller (sign-in
- * routes: a client's sign-ins do not eat into its data calls, nor the reverse).
+ * `Retry-After` header, and then its answer's size (see {@link RequestQuota.chargeAnswer}). A
+ * `scope` gives those routes a bucket of their own per caller (sign-in routes: a client's
+ * sign-ins do not eat into its data calls, nor the reverse).
  */
 export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
-  return (ctx, next) => {
+  return async (ctx, next) => {
     const caller = quotaKey(
       ctx.state.deployment as string,
       ctx.state.identity as BridgeIdentity | null,
@@ -131,6 +144,9 @@ export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
     );
     const key = scope === undefined ? caller : `${caller}\u0000${scope}`;
     quota.charge(key);
-    return next();
+    await next();
+    // Koa measured a text or bytes body as it was set (its Content-Length); a stream counts none.
+    const size = ctx.response.length;
+    if (typeof size === "number") quota.chargeAnswer(key, size);
   };
 }
