@@ -1,12 +1,11 @@
 import { type Developers, matchesHash, sameSecret } from "../auth/index.js";
+import { checkStorageListing, type ListingCredential } from "./app-access.js";
 import {
   checkClaim,
   checkSessionRequest,
-  checkStorageListing,
-  type ListingCredential,
   mayDeleteFromDashboard,
   type OperatorCaller,
-} from "./access-policy.js";
+} from "./operator-access.js";
 
 /** What the credential checks read of a deployment (a `DeploymentRecord` is one). */
 export interface DeploymentSecrets {

@@ -1,32 +1,20 @@
 /**
- * `host/access`: every access rule of the product in one place. `access-policy.ts` holds the rules
- * as pure functions over plain facts; `credentials.ts` verifies secrets and feeds them the result.
+ * `host/access`: every access rule of the product in one place. `app-access.ts` (app users) and
+ * `operator-access.ts` (the operator API, the dashboard) hold the rules as pure functions over
+ * plain facts; `credentials.ts` verifies secrets and feeds them the result.
  */
 export {
   checkAppCall,
-  checkClaimant,
-  checkDataTransfer,
-  checkDataWrite,
   checkEndpointCall,
-  checkFunctionRun,
-  checkHostBackup,
   checkLegacyQueryWrites,
-  checkManage,
   checkObjectDelete,
-  checkOperator,
   checkRestricted,
   checkStorageReader,
   checkStorageWriter,
   type DeploymentAccess,
-  mayAutoSignIn,
-  mayManage,
-  mayWriteData,
   type ObjectDeleter,
-  type OperatorCaller,
   OWNER_DELETE,
-  ownerOfNewDeployment,
-  ownsDeployment,
-} from "./access-policy.js";
+} from "./app-access.js";
 export {
   authoriseClaim,
   authoriseSessionRequest,
@@ -35,3 +23,18 @@ export {
   dashboardDeleteAllowed,
   type ListingVerifier,
 } from "./credentials.js";
+export {
+  checkClaimant,
+  checkDataTransfer,
+  checkDataWrite,
+  checkFunctionRun,
+  checkHostBackup,
+  checkManage,
+  checkOperator,
+  mayAutoSignIn,
+  mayManage,
+  mayWriteData,
+  type OperatorCaller,
+  ownerOfNewDeployment,
+  ownsDeployment,
+} from "./operator-access.js";

@@ -5,32 +5,34 @@ import { hashSecret } from "../auth/index.js";
 import { isLoopbackAddress, isLoopbackHost } from "../http/loopback-host.js";
 import {
   checkAppCall,
-  checkClaim,
-  checkClaimant,
-  checkDataWrite,
   checkEndpointCall,
-  checkHostBackup,
   checkLegacyQueryWrites,
-  checkManage,
   checkObjectDelete,
-  checkOperator,
   checkRestricted,
-  checkSessionRequest,
   checkStorageListing,
   checkStorageReader,
   checkStorageWriter,
   type DeploymentAccess,
   type ListingCredential,
+  OWNER_DELETE,
+} from "./app-access.js";
+import { authoriseClaim, authoriseSessionRequest, dashboardDeleteAllowed } from "./credentials.js";
+import {
+  checkClaim,
+  checkClaimant,
+  checkDataWrite,
+  checkHostBackup,
+  checkManage,
+  checkOperator,
+  checkSessionRequest,
   mayAutoSignIn,
   mayDeleteFromDashboard,
   mayManage,
   mayWriteData,
   type OperatorCaller,
-  OWNER_DELETE,
   ownerOfNewDeployment,
   ownsDeployment,
-} from "./access-policy.js";
-import { authoriseClaim, authoriseSessionRequest, dashboardDeleteAllowed } from "./credentials.js";
+} from "./operator-access.js";
 
 /** `ok`, or the error's `code: message` (the whole public contract of a refusal). */
 function outcome(check: () => unknown): string {
