@@ -120,10 +120,16 @@ describe("custom endpoints", () => {
     expect([over.status, over.json<{ error: { code: string } }>().error.code]).toEqual([413, "too_large"]);
   });
 
-  it("limits request bodies and answers unknown routes and methods with 404", async () => {
+  it("limits request bodies, answers unknown routes with 404 and other methods of a declared path with 405", async () => {
     const big = await sendRequest(url("/echo"), { method: "POST", body: Buffer.alloc(1024 * 1024 + 1) });
     expect(big.status).toBe(413);
-    expect((await sendRequest(url("/hello"), { method: "POST" })).status).toBe(404);
+    // A declared path asked with another method says which it answers.
+    const post = await sendRequest(url("/hello"), { method: "POST" });
+    expect([post.status, post.headers.allow, post.json()]).toEqual([
+      405,
+      "GET",
+      { error: { code: "method_not_allowed", message: "/hello answers GET, not POST." } },
+    ]);
     expect((await sendRequest(url("/nowhere"))).status).toBe(404);
   });
 });

@@ -1,6 +1,6 @@
 import type { Middleware } from "koa";
 import type { EndpointDeclaration } from "../../sdk/protocol/index.js";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { LIMITS, PlatformError } from "../../sdk/protocol/index.js";
 import type { AuthService } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { rawBody } from "./body.js";
@@ -39,13 +39,23 @@ function callEndpoint(deployments: DeploymentService): Middleware {
   };
 }
 
-/** Each declaration's endpoints by `METHOD path`, made once: every request to a deployment looks. */
-const endpointIndexes = new WeakMap<EndpointDeclaration[], Map<string, EndpointDeclaration>>();
+/** A declaration's endpoints by `METHOD path`, and each declared path's methods. */
+interface EndpointIndex {
+  byRoute: Map<string, EndpointDeclaration>;
+  methods: Map<string, string[]>;
+}
 
-function endpointsOf(endpoints: EndpointDeclaration[]): Map<string, EndpointDeclaration> {
+/** Each declaration's index, made once: every request to a deployment looks. */
+const endpointIndexes = new WeakMap<EndpointDeclaration[], EndpointIndex>();
+
+function endpointsOf(endpoints: EndpointDeclaration[]): EndpointIndex {
   let index = endpointIndexes.get(endpoints);
   if (!index) {
-    index = new Map(endpoints.map((endpoint) => [`${endpoint.method} ${endpoint.path}`, endpoint]));
+    index = { byRoute: new Map(), methods: new Map() };
+    for (const endpoint of endpoints) {
+      index.byRoute.set(`${endpoint.method} ${endpoint.path}`, endpoint);
+      index.methods.set(endpoint.path, [...(index.methods.get(endpoint.path) ?? []), endpoint.method]);
+    }
     endpointIndexes.set(endpoints, index);
   }
   return index;
@@ -54,7 +64,8 @@ function endpointsOf(endpoints: EndpointDeclaration[]): Map<string, EndpointDecl
 /**
  * Serves a deployment's custom endpoints at their declared method and path, looked up in an index
  * of the capsule's declaration (the paths are data, so no router table holds them); a
- * request no endpoint declares goes on. Identity comes from `X-Platform-Token`; each call is
+ * declared path asked with another method is `405 method_not_allowed` with `Allow`, and any
+ * other request goes on. Identity comes from `X-Platform-Token`; each call is
  * charged to the caller's request quota before its body is read. The response is what the handler
  * built with `json()` or `text()`; its cookies stay on the deployment's host (see
  * `endpointHead` in sdk/protocol).
@@ -72,8 +83,18 @@ export function endpointRoutes(
   ]);
   return async (ctx, next) => {
     const record = await deployments.require(ctx.state.deployment as string);
-    const endpoint = endpointsOf(record.declaration.endpoints).get(`${ctx.method} ${ctx.path}`);
-    if (!endpoint) return next();
+    const index = endpointsOf(record.declaration.endpoints);
+    const endpoint = index.byRoute.get(`${ctx.method} ${ctx.path}`);
+    if (!endpoint) {
+      // A declared path asked with another method: 405 naming the ones it answers (HEAD goes on).
+      const methods = index.methods.get(ctx.path);
+      if (methods === undefined || ctx.method === "HEAD") return next();
+      ctx.set("Allow", methods.join(", "));
+      throw new PlatformError(
+        "method_not_allowed",
+        `${ctx.path} answers ${methods.join(", ")}, not ${ctx.method}.`,
+      );
+    }
     ctx.state.endpoint = endpoint;
     return serve(ctx, next);
   };
