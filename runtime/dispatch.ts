@@ -4,6 +4,7 @@
  * with a stable error code.
  */
 import {
+  DISPATCH_ERROR_MESSAGE_CHARS,
   type DispatchError,
   type DispatchRequest,
   type DispatchResponse,
@@ -75,6 +76,12 @@ function framesOf(error: unknown): string | undefined {
   return frames === "" ? undefined : frames.slice(0, LIMITS.errorStackChars);
 }
 
+function cutMessage(message: string): string {
+  return message.length > DISPATCH_ERROR_MESSAGE_CHARS
+    ? message.slice(0, DISPATCH_ERROR_MESSAGE_CHARS)
+    : message;
+}
+
 function toError(error: unknown): DispatchError {
   const stack = error && typeof error === "object" ? framesOf(error) : undefined;
   const withStack = (failure: DispatchError): DispatchError =>
@@ -82,17 +89,20 @@ function toError(error: unknown): DispatchError {
   if (error && typeof error === "object" && (error as Error).name === "PlatformError") {
     const { code, message } = error as PlatformError;
     if (typeof code === "string" && hasOwn(ERROR_STATUS, code))
-      return withStack({ code, message: String(message) });
+      return withStack({ code, message: cutMessage(String(message)) });
   }
   if (error instanceof Error)
-    return withStack({ code: "handler_error", message: `Uncaught ${error.name}: ${error.message}` });
+    return withStack({
+      code: "handler_error",
+      message: cutMessage(`Uncaught ${error.name}: ${error.message}`),
+    });
   let text: string;
   try {
     text = JSON.stringify(error) ?? String(error);
   } catch {
     text = String(error);
   }
-  return { code: "handler_error", message: `Uncaught ${text}` };
+  return { code: "handler_error", message: cutMessage(`Uncaught ${text}`) };
 }
 
 function lookup<T>(map: Record<string, T> | undefined, name: string, what: string): T {

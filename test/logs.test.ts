@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { type CliProcess, freePort, runCli, runCliAsync, startCli, startDev } from "./helpers/cli.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -133,6 +134,19 @@ describe("ctx.log on a hosted deployment", () => {
     expect(chatty.at(-1)).toMatchObject({
       level: "warn",
       message: expect.stringContaining("log limit reached"),
+    });
+  });
+
+  it("bounds the characters of one call's lines, cutting long messages", async () => {
+    expect((await host.call("logs", "mutation", "wordy")).json()).toEqual({ value: 20 });
+    const { lines } = await hostedLogs(owner.token);
+    const wordy = lines.filter((l) => l.handler === "wordy" && !l.call);
+    // Each line keeps 4,096 + 16,011 characters: 13 fit in 256 KiB, the notice comes 14th.
+    expect(wordy).toHaveLength(14);
+    expect(wordy[0]?.message).toBe("w".repeat(LIMITS.logMessageChars));
+    expect(wordy.at(-1)).toMatchObject({
+      level: "warn",
+      message: `log limit reached: further lines of this call are dropped (${LIMITS.logCharsPerHandler} characters per call)`,
     });
   });
 

@@ -1,6 +1,7 @@
 import pino, { type DestinationStream } from "pino";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
+import { ownCopy } from "../own-copy.js";
 import { budgetWarning } from "./budget-warning.js";
 import { HandlerStats } from "./handler-stats.js";
 import { loggedFields } from "./log-fields.js";
@@ -69,12 +70,18 @@ export class LogHub {
   readonly stats = new HandlerStats();
 
   /**
-   * `destination`: where lines are written as JSON (default stdout; `false`: only kept).
+   * `destination`: where lines are written as JSON (default stdout, holding at most
+   * {@link LIMITS.logOutputBufferBytes} not yet written: past it lines are dropped, not kept in
+   * the heap while a slow reader of stdout catches up; `false`: only kept).
    * `writeCalls`: whether the per-call budget lines go there too (`platform host`: an access log);
    * they are always kept for `platform logs`.
    */
   constructor(
-    destination: DestinationStream | false = pino.destination(1),
+    destination: DestinationStream | false = pino.destination({
+      dest: 1,
+      minLength: 0,
+      maxLength: LIMITS.logOutputBufferBytes,
+    }),
     private readonly writeCalls = true,
   ) {
     this.out =
@@ -243,7 +250,10 @@ export class LogHub {
   private failure(deployment: string, error: CallFailure): CallFailure {
     const mapper = this.stackMappers.get(deployment);
     const stack = error.stack === undefined || !mapper ? undefined : mapper(error.stack);
-    const message = error.message.slice(0, LIMITS.errorMessageChars);
+    const message =
+      error.message.length > LIMITS.errorMessageChars
+        ? ownCopy(error.message.slice(0, LIMITS.errorMessageChars))
+        : error.message;
     return stack === undefined ? { message } : { message, stack };
   }
 
@@ -260,6 +270,7 @@ export class LogHub {
   ): (entry: HandlerLogEntry) => void {
     let requestId = typeof request === "string" ? request : "";
     let count = 0;
+    let chars = 0;
     const stamp = this.stamp();
     const line = (level: LogLine["level"], message: string, kept?: ReturnType<typeof loggedFields>) => {
       if (this.deletedSince(deployment, stamp)) return;
@@ -288,8 +299,18 @@ export class LogHub {
           );
         return;
       }
+      if (chars > LIMITS.logCharsPerHandler) return;
       const kept = entry.fields ? loggedFields(entry.fields, env) : undefined;
-      line(entry.level, redactSecrets(String(entry.message), env, LIMITS.logMessageChars), kept);
+      const message = redactSecrets(String(entry.message), env, LIMITS.logMessageChars);
+      chars += message.length + (kept?.chars ?? 0);
+      if (chars > LIMITS.logCharsPerHandler) {
+        line(
+          "warn",
+          `log limit reached: further lines of this call are dropped (${LIMITS.logCharsPerHandler} characters per call)`,
+        );
+        return;
+      }
+      line(entry.level, message, kept);
     };
     // A log line must never fail its call: the sink also runs after a mutation committed.
     return (entry) => {

@@ -1,3 +1,5 @@
+import { ownCopy } from "../own-copy.js";
+
 /** What an env value is replaced by in text the platform shows. */
 const REDACTED = "[redacted]";
 /** Env values shorter than this are left alone: they would hide ordinary words. */
@@ -21,19 +23,22 @@ export function redactSecrets(
 ): string {
   const secrets = Object.values(env).filter((value) => value.length >= SHORTEST_REDACTED);
   const kept = Math.min(text.length, maxChars);
-  if (secrets.length === 0) return kept === text.length ? text : text.slice(0, kept);
+  // What is kept is a copy when it is a cut: a cut keeps all of its text alive (see ownCopy).
+  const whole = (): string => (kept === text.length ? text : ownCopy(text.slice(0, kept)));
+  if (secrets.length === 0) return whole();
   const longest = secrets.reduce((most, value) => Math.max(most, value.length), 0);
   const searched = text.length > kept + longest ? text.slice(0, kept + longest) : text;
   // hiddenUntil[i]: the end of the furthest-reaching occurrence that starts at i.
   const hiddenUntil = new Int32Array(kept);
   let found = false;
   for (const secret of secrets) {
-    for (let at = searched.indexOf(secret); at !== -1 && at < kept; at = searched.indexOf(secret, at + 1)) {
+    const first = searched.indexOf(secret);
+    if (first === -1 || first >= kept) continue;
+    found = true;
+    for (const at of occurrences(searched, secret, first, kept, env))
       hiddenUntil[at] = Math.max(hiddenUntil[at] as number, at + secret.length);
-      found = true;
-    }
   }
-  if (!found) return kept === text.length ? text : text.slice(0, kept);
+  if (!found) return whole();
   let out = "";
   let shownFrom = 0;
   let i = 0;
@@ -51,5 +56,56 @@ export function redactSecrets(
   }
   if (shownFrom < kept) out += text.slice(shownFrom, kept);
   // Cutting the result only takes characters away: a value hidden above stays hidden.
-  return out.length > maxChars ? out.slice(0, maxChars) : out;
+  return ownCopy(out.length > maxChars ? out.slice(0, maxChars) : out);
+}
+
+/** Each env object's secrets' failure tables (see {@link occurrences}), made once per deploy. */
+const failureTables = new WeakMap<Record<string, string>, Map<string, Int32Array>>();
+
+/**
+ * The longest proper prefix of `pattern[0..i]` that is also its suffix, for each i (Knuth-Morris-
+ * Pratt): with it, every occurrence is found in one pass over the text.
+ */
+function failureTable(pattern: string, env: Record<string, string>): Int32Array {
+  let tables = failureTables.get(env);
+  if (!tables) {
+    tables = new Map();
+    failureTables.set(env, tables);
+  }
+  let table = tables.get(pattern);
+  if (table) return table;
+  table = new Int32Array(pattern.length);
+  for (let i = 1, k = 0; i < pattern.length; i++) {
+    while (k > 0 && pattern.charCodeAt(i) !== pattern.charCodeAt(k)) k = table[k - 1] as number;
+    if (pattern.charCodeAt(i) === pattern.charCodeAt(k)) k++;
+    table[i] = k;
+  }
+  tables.set(pattern, table);
+  return table;
+}
+
+/**
+ * Where `pattern` starts in `text`, from `from` (an occurrence) on, at positions before `before`,
+ * overlapping ones included, in time linear in the text: searching again one character after each
+ * occurrence compared the whole pattern at every position of a text of one repeated character
+ * (100 values of 8,192 `a`s held the main thread 1 s per error message).
+ */
+function* occurrences(
+  text: string,
+  pattern: string,
+  from: number,
+  before: number,
+  env: Record<string, string>,
+): Generator<number> {
+  const table = failureTable(pattern, env);
+  // An occurrence starting before `before` ends before this.
+  const end = Math.min(text.length, before + pattern.length - 1);
+  for (let i = from, k = 0; i < end; i++) {
+    while (k > 0 && text.charCodeAt(i) !== pattern.charCodeAt(k)) k = table[k - 1] as number;
+    if (text.charCodeAt(i) === pattern.charCodeAt(k)) k++;
+    if (k === pattern.length) {
+      yield i - pattern.length + 1;
+      k = table[k - 1] as number;
+    }
+  }
 }

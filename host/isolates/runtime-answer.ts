@@ -1,4 +1,8 @@
-import { type DispatchResponse, decodeDispatchResponse } from "../../sdk/protocol/index.js";
+import {
+  DISPATCH_ERROR_CHARS,
+  type DispatchResponse,
+  decodeDispatchResponse,
+} from "../../sdk/protocol/index.js";
 import { containersMoreThan, membersMoreThan } from "../json-shape.js";
 
 /**
@@ -17,7 +21,11 @@ export function readRuntimeAnswer(wire: unknown, resultBytes: number): DispatchR
       error: { code: "too_large", message: `The handler's result is larger than ${resultBytes} characters.` },
     };
   }
-  if (wire.startsWith("!") && (containersMoreThan(wire, 8) || membersMoreThan(wire, 8)))
+  // Longer than the runtime makes one: an 8 Mi-character error cost 13.5 ms to parse, for 4 KiB kept.
+  if (
+    wire.startsWith("!") &&
+    (wire.length > DISPATCH_ERROR_CHARS || containersMoreThan(wire, 8) || membersMoreThan(wire, 8))
+  )
     return {
       ok: false,
       error: { code: "handler_error", message: "The handler failed with an error the platform cannot read." },

@@ -1,11 +1,5 @@
 import type { QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
-import {
-  encodePageAnswer,
-  encodeRowAnswer,
-  encodeRowsAnswer,
-  LIMITS,
-  SYSCALL,
-} from "../../sdk/protocol/index.js";
+import { encodePageAnswer, encodeRowAnswer, encodeRowsAnswer, SYSCALL } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { after, NOT_READY, type QueryOutcome, runQuery, type Transaction } from "../db/index.js";
 import { EncodedAnswer } from "./encoded-answer.js";
@@ -83,7 +77,8 @@ export function transactionSyscalls(tx: Transaction, log: (entry: HandlerLogEntr
         const level = args.level === "warn" || args.level === "error" ? args.level : "info";
         const entry: HandlerLogEntry = {
           level,
-          message: String(args.message).slice(0, LIMITS.logMessageChars),
+          // Cut (and copied) by the log's sink: a cut here would keep all of it alive.
+          message: String(args.message),
         };
         if (typeof args.fields === "object" && args.fields !== null)
           entry.fields = args.fields as Record<string, unknown>;

@@ -4,6 +4,7 @@
  * object ever enters an isolate.
  */
 import type { FieldValue } from "../values/index.js";
+import { LIMITS } from "./limits.js";
 import type { QuerySpec, QueryTerminal } from "./query.js";
 
 /** Syscall op names. A new shape gets a new version, never a changed meaning. */
@@ -126,6 +127,18 @@ export interface DispatchError {
   message: string;
   stack?: string;
 }
+
+/**
+ * Characters of a failure's message the runtime sends: what the host keeps, and an env value's
+ * length more, so the host still sees whole any secret the cut would halve (it hides it).
+ */
+export const DISPATCH_ERROR_MESSAGE_CHARS = LIMITS.errorMessageChars + LIMITS.envValueChars;
+
+/**
+ * The longest failure answer the runtime makes: its message and stack, every character escaped
+ * (six), and its code. The host refuses a longer one before parsing it.
+ */
+export const DISPATCH_ERROR_CHARS = 6 * (DISPATCH_ERROR_MESSAGE_CHARS + LIMITS.errorStackChars) + 256;
 
 /** What an isolate answers: a JSON value (as a string) or an error with a stable code. */
 export type DispatchResponse = { ok: true; valueJson: string } | { ok: false; error: DispatchError };

@@ -3,6 +3,8 @@ export { type ErrorCode, isPlatformError, PlatformError } from "../values/index.
 export {
   type BridgeHttpRequest,
   type BridgeIdentity,
+  DISPATCH_ERROR_CHARS,
+  DISPATCH_ERROR_MESSAGE_CHARS,
   type DispatchError,
   type DispatchRequest,
   type DispatchResponse,

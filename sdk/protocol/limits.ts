@@ -203,6 +203,17 @@ export const LIMITS = {
   answerBytesPerRequest: 64 * 1024,
   /** `ctx.log` lines kept per handler execution; later ones are dropped after one notice. Ours. */
   logLinesPerHandler: 100,
+  /**
+   * Characters of `ctx.log` lines (messages and fields, as kept) per handler execution; later
+   * lines are dropped after one notice. Ours: the host's main thread redacts, encodes and writes
+   * each one (100 lines of the largest, 2 MB, held it 9-21 ms a call, more with log followers).
+   */
+  logCharsPerHandler: 256 * 1024,
+  /**
+   * Bytes of log lines the host holds while its stdout is slow to take them; later lines are
+   * dropped. Ours: one tenant's lines grew the heap to 2.1 GB in 26 s behind a slow reader.
+   */
+  logOutputBufferBytes: 64 * 1024 * 1024,
   /** Characters kept of one `ctx.log` message (longer ones are cut). Ours. */
   logMessageChars: 4096,
   /** Characters of one log line's JSON fields kept (longer ones become `{ truncated }`). Ours. */
