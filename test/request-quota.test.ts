@@ -135,6 +135,33 @@ it("charges an answer's size: one more request per 64 KiB, so large answers cann
     expect((await query(big)).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await query(1)).status).toBe(200);
     expect((await query(1)).status).toBe(429);
+    // A live query's push is charged before it goes: its subscribe (1) and its 1 MiB result
+    // (1 + 16) leave two requests of the third caller's twenty.
+    const third = (
+      await sendRequest(`${sized.deploymentUrl("ep")}/__platform/auth/guest`, { method: "POST" })
+    ).json<{ token: string }>().token;
+    const ws = new WebSocket(
+      `${sized.deploymentUrl("ep").replace("http", "ws")}/api/sync?platform_token=${third}`,
+      { lookup: localhostLookup } as WebSocket.ClientOptions,
+    );
+    const pushed = new Promise<number>((resolve) =>
+      ws.on("message", (data) => {
+        const message = JSON.parse(String(data)) as { type: string; value?: string };
+        if (message.type === "value") resolve(message.value?.length ?? 0);
+      }),
+    );
+    await new Promise((resolve) => ws.once("open", resolve));
+    ws.send(JSON.stringify({ type: "subscribe", id: "s", name: "repeat", args: { n: big } }));
+    expect(await pushed).toBe(big);
+    const asThird = (n: number) =>
+      sendRequest(`${sized.deploymentUrl("ep")}/api/query/repeat`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${third}` },
+        body: JSON.stringify({ n }),
+      });
+    for (let i = 0; i < 2; i++) expect((await asThird(1)).status).toBe(200);
+    expect((await asThird(1)).status).toBe(429);
+    ws.close();
   } finally {
     await sized.dispose();
   }

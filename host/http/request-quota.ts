@@ -88,6 +88,15 @@ export class RequestQuota {
   }
 
   /**
+   * What sending `size` bytes costs when it is charged before it goes (a live query's push): one
+   * request, and one more per {@link LIMITS.answerBytesPerRequest}, at most a burst's worth.
+   */
+  costOf(size: number): number {
+    const cost = 1 + Math.floor(size / LIMITS.answerBytesPerRequest);
+    return this.settings ? Math.min(cost, this.settings.burst) : cost;
+  }
+
+  /**
    * Charges `key` for an answer of `size` bytes, made already: one request per
    * {@link LIMITS.answerBytesPerRequest}, taken even past what it has (down to minus the burst),
    * so its next requests wait for it.

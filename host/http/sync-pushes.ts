@@ -27,7 +27,8 @@ const ROOM_RETRY_MAX_MS = 1000;
 const always = () => true;
 
 /**
- * What goes out on one sync socket: pushed results, each costing its caller one request, and
+ * What goes out on one sync socket: pushed results, each costing its caller one request and one
+ * more per 64 KiB (`RequestQuota.costOf`: sending is the main thread's work per socket), and
  * replies (mutations' answers, errors). One goes at once while the quota allows and it fits in
  * what the socket and the host may leave unsent (`SendLimits`); else it waits, in order, a result
  * only as the latest of its subscription and as the function that makes its text (no copy per
@@ -60,7 +61,11 @@ export class SocketPushes {
   /** A result of subscription `id`; an error is one too, and replaces a value held for it. */
   push(id: string, push: Push): void {
     if (!push.current()) return;
-    if (this.held.size === 0 && this.fits(push.length) && this.quota.tryTake(this.key)) {
+    if (
+      this.held.size === 0 &&
+      this.fits(push.length) &&
+      this.quota.tryTake(this.key, this.quota.costOf(push.length))
+    ) {
       this.send(push.message());
       return;
     }
@@ -68,7 +73,7 @@ export class SocketPushes {
     const held = this.held.get(id);
     if (held) held.push = push;
     else this.held.set(id, { push, charged: true, reply: false });
-    this.schedule(this.quotaWait());
+    this.schedule(this.quotaWait(push.length));
   }
 
   /** Whether replies wait to be sent. */
@@ -120,7 +125,7 @@ export class SocketPushes {
         continue;
       }
       if (!this.fits(push.length)) return "room";
-      if (charged && !this.quota.tryTake(this.key)) return "quota";
+      if (charged && !this.quota.tryTake(this.key, this.quota.costOf(push.length))) return "quota";
       this.held.delete(key);
       if (reply) this.replyChars -= push.length;
       this.send(push.message());
@@ -138,7 +143,7 @@ export class SocketPushes {
     const stopped = this.sendHeld();
     if (this.held.size < before) this.roomRetry = ROOM_RETRY_MS;
     if (this.held.size === 0 || !this.socketOpen()) return;
-    let wait = this.quotaWait();
+    let wait = this.quotaWait(this.held.values().next().value?.push.length ?? 0);
     if (stopped === "room") {
       wait = this.roomRetry;
       this.roomRetry = Math.min(ROOM_RETRY_MAX_MS, this.roomRetry * 2);
@@ -146,7 +151,8 @@ export class SocketPushes {
     this.schedule(wait);
   }
 
-  private quotaWait(): number {
-    return Math.max(10, this.quota.waitMs(this.key));
+  /** How long until the quota has what a push of `length` bytes costs (10 ms at least). */
+  private quotaWait(length: number): number {
+    return Math.max(10, this.quota.waitMs(this.key, this.quota.costOf(length)));
   }
 }
