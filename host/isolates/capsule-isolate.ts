@@ -148,6 +148,7 @@ export class CapsuleIsolate implements InlineHost {
       deadline: Date.now() + this.limits.wallMs,
       handler,
       waitingCalls: 0,
+      calls: 0,
       answered: false,
     };
     execution.onSyscall = countingWaits(execution);

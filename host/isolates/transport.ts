@@ -1,4 +1,4 @@
-import type { DispatchResponse } from "../../sdk/protocol/index.js";
+import { type DispatchResponse, LIMITS, PlatformError } from "../../sdk/protocol/index.js";
 import { isPending } from "../db/index.js";
 
 /**
@@ -28,17 +28,31 @@ export interface RunningExecution {
   handler: string | undefined;
   /** Its platform calls not answered yet: one stopped at the wall-clock limit while waiting on them says so. */
   waitingCalls: number;
+  /** Its platform calls so far (see {@link LIMITS.platformCallsPerHandler}). */
+  calls: number;
   /** True once it has handed over its response: a call made for it after that is refused. */
   answered: boolean;
 }
 
-/** `execution`'s own syscall handler, counting in its {@link RunningExecution.waitingCalls}. */
+/**
+ * `execution`'s own syscall handler, counting in its {@link RunningExecution.waitingCalls}, and
+ * failing the execution at its {@link LIMITS.platformCallsPerHandler}th call and more (a handler
+ * that catches the error gets no further).
+ */
 export function countingWaits(execution: RunningExecution): SyscallHandler {
   const onSyscall = execution.onSyscall;
   const answered = () => {
     execution.waitingCalls--;
   };
   return (op, args) => {
+    if (++execution.calls > LIMITS.platformCallsPerHandler) {
+      const error = new PlatformError(
+        "limit_exceeded",
+        `A handler may make at most ${LIMITS.platformCallsPerHandler} platform calls (database calls and log lines); this one made more. Read and write in fewer, larger calls.`,
+      );
+      execution.fail(error);
+      throw error;
+    }
     const value = onSyscall(op, args);
     if (isPending(value)) {
       execution.waitingCalls++;

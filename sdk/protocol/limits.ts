@@ -23,6 +23,13 @@ export const LIMITS = {
   /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
   rowsWritten: 8192,
   /**
+   * Platform calls (database calls and log lines, answered or refused) one handler execution may
+   * make; the next one fails the execution with `limit_exceeded`. Ours: a call that fails its
+   * checks (an id no row can have) reads nothing and was free, and 20,000 of them held the main
+   * thread 0.93 s a request. Room for every row read and written within their own limits.
+   */
+  platformCallsPerHandler: 16_384,
+  /**
    * `id()` values one mutation's writes check exist (each a read on the host's main thread,
    * outside the handler's CPU time): two per row written at most. Without it, rows of many `id()`
    * fields made one mutation check 258,000 references. Ours.
