@@ -41,7 +41,11 @@ describe("WriteOverlay", () => {
     fork.set(key(42), "fork");
     fork.set(key(500), "new");
     expect(text(fork.written())).toEqual(["k0042", "k0500"]);
-    expect(fork.range(key(41), key(44)).map((entry) => entry.value)).toEqual(["base 41", "fork", "base 43"]);
+    expect([...fork.walk(key(41), key(44), false)].map((entry) => entry.value)).toEqual([
+      "base 41",
+      "fork",
+      "base 43",
+    ]);
   });
 
   it("a fork's writes, rewrites and deletes never reach its base or a sibling fork", () => {
@@ -80,5 +84,23 @@ describe("WriteOverlay", () => {
     expect(group.get(key(2))).toBeUndefined();
     expect(group.get(key(9999))).toBe("counter 63");
     expect(text(group.written())).toEqual(["k0063", "k9999"]);
+  });
+
+  it("walks a range either way, end excluded, as it was when the walk began", () => {
+    const overlay = new WriteOverlay();
+    for (const n of [10, 20, 30, 40]) overlay.set(key(n), `v${n}`);
+    overlay.set(key(25), null);
+    const values = (reverse: boolean) =>
+      [...overlay.walk(key(20), key(40), reverse)].map((entry) => entry.value);
+    expect(values(false)).toEqual(["v20", null, "v30"]);
+    expect(values(true)).toEqual(["v30", null, "v20"]);
+    expect(overlay.hasInRange(key(21), key(25))).toBe(false);
+    expect(overlay.hasInRange(key(21), key(26))).toBe(true);
+    expect(overlay.hasInRange(key(40), key(40))).toBe(false);
+    // Writes made while a walk is under way (a handler's call not awaited) are not in it.
+    const walk = overlay.walk(key(0), key(99), false);
+    expect(walk.next().value?.value).toBe("v10");
+    overlay.set(key(15), "later");
+    expect([...walk].map((entry) => entry.value)).toEqual(["v20", null, "v30", "v40"]);
   });
 });

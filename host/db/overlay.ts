@@ -82,10 +82,33 @@ export class WriteOverlay {
     return this.entries.get(key)?.value;
   }
 
-  /** Pending writes with `start <= key < end`, in key order. */
-  range(start: Buffer, end: Buffer): OverlayEntry[] {
-    if (this.entries.size === 0 || Buffer.compare(start, end) >= 0) return [];
-    return this.entries.getRange(start, end, false).map(([, entry]) => entry);
+  /** Whether a pending write has `start <= key < end`. */
+  hasInRange(start: Buffer, end: Buffer): boolean {
+    if (this.entries.size === 0 || Buffer.compare(start, end) >= 0) return false;
+    const first = this.entries.getPairOrNextHigher(start);
+    return first !== undefined && Buffer.compare(first[0], end) < 0;
+  }
+
+  /**
+   * Pending writes with `start <= key < end`, in key order (`reverse`: the other way), one at a
+   * time, as they were when it was called (later writes go to a copy of the tree's path): a scan
+   * that stops early walks only what it passed. Copying the range first cost a mutation's every
+   * `first()` all of its writes in the range (4,000 scans of 4,000 writes: 2.5 s).
+   */
+  *walk(start: Buffer, end: Buffer, reverse: boolean): Generator<OverlayEntry> {
+    if (this.entries.size === 0 || Buffer.compare(start, end) >= 0) return;
+    const frozen = this.entries.clone();
+    if (!reverse) {
+      for (const [key, entry] of frozen.entries(start)) {
+        if (Buffer.compare(key, end) >= 0) return;
+        yield entry;
+      }
+      return;
+    }
+    for (const [key, entry] of frozen.entriesReversed(end, undefined, true)) {
+      if (Buffer.compare(key, start) < 0) return;
+      yield entry;
+    }
   }
 
   /** Every pending write in key order. */

@@ -41,8 +41,8 @@ export function scanRange(
   options: ScanOptions,
   visit: Visit,
 ): Promise<void> | undefined {
-  const pending: OverlayEntry[] = overlay.size === 0 ? [] : overlay.range(options.start, options.end);
-  if (pending.length === 0 && snapshot.tryScanSync) {
+  const pending = overlay.hasInRange(options.start, options.end);
+  if (!pending && snapshot.tryScanSync) {
     const kept = snapshot.tryScanSync(iterateOptions(options, false), options.want);
     if (kept !== NOT_READY) {
       for (const [key, value] of kept.entries) if (!visit(key, value)) return undefined;
@@ -55,7 +55,12 @@ export function scanRange(
       return undefined;
     }
   }
-  return scanInBatches(snapshot, pending, options, visit);
+  return scanInBatches(
+    snapshot,
+    pending ? overlay.walk(options.start, options.end, options.reverse) : undefined,
+    options,
+    visit,
+  );
 }
 
 function iterateOptions(options: ScanOptions, pendingWrites: boolean) {
@@ -68,31 +73,45 @@ function iterateOptions(options: ScanOptions, pendingWrites: boolean) {
   };
 }
 
+/**
+ * The pending writes of a scan's range, walked in its order, with the next one to merge in view
+ * (none: the range has none).
+ */
+class PendingWalk {
+  next: OverlayEntry | undefined;
+  constructor(private readonly entries: Iterator<OverlayEntry> | undefined) {
+    this.advance();
+  }
+  advance(): OverlayEntry | undefined {
+    const current = this.next;
+    this.next = this.entries?.next().value ?? undefined;
+    return current;
+  }
+}
+
 async function scanInBatches(
   snapshot: KvSnapshot,
-  pending: OverlayEntry[],
+  walk: Iterator<OverlayEntry> | undefined,
   options: ScanOptions,
   visit: Visit,
 ): Promise<void> {
-  if (options.reverse) pending.reverse();
+  const pending = new PendingWalk(walk);
   const before = options.reverse
     ? (a: Buffer, b: Buffer) => Buffer.compare(a, b) > 0
     : (a: Buffer, b: Buffer) => Buffer.compare(a, b) < 0;
-  let next = 0;
-  const iterator = snapshot.iterate(iterateOptions(options, pending.length > 0));
+  const iterator = snapshot.iterate(iterateOptions(options, walk !== undefined));
   try {
     let size = Math.min(Math.max(options.hint, 1), MAX_BATCH);
     for (;;) {
       const batch = await iterator.next(size);
       if (batch.length === 0) break;
       for (const [key, value] of batch) {
-        while (next < pending.length && before((pending[next] as OverlayEntry).key, key)) {
-          const entry = pending[next++] as OverlayEntry;
+        while (pending.next && before(pending.next.key, key)) {
+          const entry = pending.advance() as OverlayEntry;
           if (entry.value !== null && !visit(entry.key, entry.value)) return;
         }
-        const same = pending[next];
-        if (same?.key.equals(key)) {
-          next++;
+        if (pending.next?.key.equals(key)) {
+          const same = pending.advance() as OverlayEntry;
           if (same.value !== null && !visit(key, same.value)) return;
           continue;
         }
@@ -100,10 +119,8 @@ async function scanInBatches(
       }
       size = MAX_BATCH;
     }
-    while (next < pending.length) {
-      const entry = pending[next++] as OverlayEntry;
+    for (let entry = pending.advance(); entry; entry = pending.advance())
       if (entry.value !== null && !visit(entry.key, entry.value)) return;
-    }
   } finally {
     await iterator.close();
   }
