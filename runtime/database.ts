@@ -127,15 +127,17 @@ class TableApi extends QueryBuilder {
     for (const op of recorder.ops) checkFinite(this.table, { [op.field]: op.value }, " in an index range");
     return new QueryBuilder(this.executor, { table: this.table, index, range: recorder.ops, order: "asc" });
   }
+  // insert and update await their call rather than return it: V8's async stack traces follow
+  // awaits only, and a failure's stack must reach the handler's line (the developer's terminal).
   async insert(row: unknown): Promise<string> {
     checkFinite(this.table, row);
-    return this.executor.insert(this.table, row);
+    return await this.executor.insert(this.table, row);
   }
   async update(id: string, patch: unknown): Promise<void> {
     const problem = idProblem(this.table, "update", id);
     if (problem) throw problem;
     checkFinite(this.table, patch);
-    return this.executor.update(this.table, id, patch);
+    return await this.executor.update(this.table, id, patch);
   }
   delete(id: string): Promise<void> {
     const problem = idProblem(this.table, "delete", id);

@@ -83,7 +83,8 @@ it("prints a failed call with its code, message and source-mapped stack, which c
 
 it("prints the handler's line for a failed database call it awaited", async () => {
   // An update of a row that is not there: the host refuses it, and the runtime throws where the
-  // handler awaits (V8's async stack traces follow awaits).
+  // handler awaits (V8's async stack traces follow awaits: the runtime's update returned its
+  // call, and the stack ended inside the runtime).
   const changed = source.replace(
     "add: async (ctx, args: { text: string }) => ctx.db.todos.insert({ text: args.text }),",
     'add: async (ctx) => { await ctx.db.todos.update("bogus" as never, { done: true }); return "x"; },',

@@ -36,8 +36,8 @@ export interface RunningExecution {
 
 /**
  * `execution`'s own syscall handler, counting in its {@link RunningExecution.waitingCalls}, and
- * failing the execution at its {@link LIMITS.platformCallsPerHandler}th call and more (a handler
- * that catches the error gets no further).
+ * failing the execution at any call past {@link LIMITS.platformCallsPerHandler} (a handler that
+ * catches the error gets no further).
  */
 export function countingWaits(execution: RunningExecution): SyscallHandler {
   const onSyscall = execution.onSyscall;
