@@ -4,7 +4,6 @@ import type { HandlerLogEntry } from "../isolates/index.js";
 import { ownCopy } from "../own-copy.js";
 import { budgetWarning } from "./budget-warning.js";
 import { HandlerStats } from "./handler-stats.js";
-import { loggedFields } from "./log-fields.js";
 import {
   type CallFailure,
   type CallLine,
@@ -12,35 +11,17 @@ import {
   callLogLine,
   formatRequestId,
   type LogLine,
+  type RequestId,
 } from "./log-line.js";
 import { LogRing } from "./log-ring.js";
-import { redactSecrets } from "./redact.js";
+import { handlerLogSink } from "./log-sink.js";
 
-export type { CallFailure, CallRecord, LogLine } from "./log-line.js";
+export type { CallFailure, CallRecord, LogLine, RequestId } from "./log-line.js";
 
 type Listener = (line: LogLine) => void;
 
 /** Turns a failed handler's bundle stack into one for its developer; undefined drops it. */
 export type StackMapper = (stack: string) => string | undefined;
-
-/** A call's request id in parts (formatted by {@link formatRequestId} only when a line shows it). */
-export interface RequestId {
-  startedMs: number;
-  seq: number;
-}
-
-let isoMs = 0;
-let isoText = new Date(0).toISOString();
-
-/** The current time as an ISO string; formatted once per millisecond, however many lines share it. */
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    isoText = new Date(now).toISOString();
-  }
-  return isoText;
-}
 
 /**
  * How long a deletion is remembered for the calls begun before it: far longer than any call runs
@@ -171,7 +152,7 @@ export class LogHub {
   }
 
   /** Whether `deployment` was deleted since `stamp` was taken. */
-  private deletedSince(deployment: string, stamp: number): boolean {
+  deletedSince(deployment: string, stamp: number): boolean {
     return (this.forgotten.get(deployment)?.at ?? 0) > stamp;
   }
 
@@ -258,9 +239,8 @@ export class LogHub {
   }
 
   /**
-   * A sink for one handler execution: tags lines, enforces the log limits of `LIMITS`, and replaces every
-   * server-only env value by `[redacted]` so secrets never reach the logs through the platform.
-   * Lines written after the deployment was deleted are dropped (see {@link stamp}).
+   * A sink for one handler execution (see {@link handlerLogSink}): tags lines, enforces the log
+   * limits, and redacts env values. Lines written after the deployment was deleted are dropped.
    */
   sink(
     deployment: string,
@@ -268,58 +248,7 @@ export class LogHub {
     request: RequestId | string,
     env: Record<string, string>,
   ): (entry: HandlerLogEntry) => void {
-    let requestId = typeof request === "string" ? request : "";
-    let count = 0;
-    let chars = 0;
-    const stamp = this.stamp();
-    const line = (level: LogLine["level"], message: string, kept?: ReturnType<typeof loggedFields>) => {
-      if (this.deletedSince(deployment, stamp)) return;
-      this.write(
-        {
-          time: isoNow(),
-          level,
-          deployment,
-          handler,
-          requestId,
-          message,
-          ...(kept ? { fields: kept.fields } : {}),
-        },
-        kept?.chars,
-      );
-    };
-    const write = (entry: HandlerLogEntry) => {
-      count++;
-      if (requestId === "" && typeof request !== "string")
-        requestId = formatRequestId(request.startedMs, request.seq);
-      if (count > LIMITS.logLinesPerHandler) {
-        if (count === LIMITS.logLinesPerHandler + 1)
-          line(
-            "warn",
-            `log limit reached: further lines of this call are dropped (${LIMITS.logLinesPerHandler} per call)`,
-          );
-        return;
-      }
-      if (chars > LIMITS.logCharsPerHandler) return;
-      const kept = entry.fields ? loggedFields(entry.fields, env) : undefined;
-      const message = redactSecrets(String(entry.message), env, LIMITS.logMessageChars);
-      chars += message.length + (kept?.chars ?? 0);
-      if (chars > LIMITS.logCharsPerHandler) {
-        line(
-          "warn",
-          `log limit reached: further lines of this call are dropped (${LIMITS.logCharsPerHandler} characters per call)`,
-        );
-        return;
-      }
-      line(entry.level, message, kept);
-    };
-    // A log line must never fail its call: the sink also runs after a mutation committed.
-    return (entry) => {
-      try {
-        write(entry);
-      } catch {
-        line("warn", "a log line of this call could not be recorded and was dropped");
-      }
-    };
+    return handlerLogSink(this, deployment, handler, request, env);
   }
 }
 

@@ -63,3 +63,22 @@ export function callLogLine(deployment: string, line: CallLine): LogLine {
     call: line.call,
   };
 }
+
+/** A call's request id in parts (formatted by {@link formatRequestId} only when a line shows it). */
+export interface RequestId {
+  startedMs: number;
+  seq: number;
+}
+
+let isoMs = 0;
+let isoText = new Date(0).toISOString();
+
+/** The current time as an ISO string; formatted once per millisecond, however many lines share it. */
+export function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoText = new Date(now).toISOString();
+  }
+  return isoText;
+}
