@@ -7,3 +7,8 @@
 export function ownCopy(text: string): string {
   return text.length < 13 ? text : Buffer.from(text, "utf16le").toString("utf16le");
 }
+
+/** `text`'s first `most` characters: `text` itself when it has no more, else a copy of the cut (see {@link ownCopy}). */
+export function cutCopy(text: string, most: number): string {
+  return text.length <= most ? text : ownCopy(text.slice(0, most));
+}

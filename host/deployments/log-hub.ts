@@ -1,7 +1,7 @@
 import pino, { type DestinationStream } from "pino";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
-import { ownCopy } from "../own-copy.js";
+import { cutCopy } from "../own-copy.js";
 import { budgetWarning } from "./budget-warning.js";
 import { HandlerStats } from "./handler-stats.js";
 import {
@@ -231,10 +231,7 @@ export class LogHub {
   private failure(deployment: string, error: CallFailure): CallFailure {
     const mapper = this.stackMappers.get(deployment);
     const stack = error.stack === undefined || !mapper ? undefined : mapper(error.stack);
-    const message =
-      error.message.length > LIMITS.errorMessageChars
-        ? ownCopy(error.message.slice(0, LIMITS.errorMessageChars))
-        : error.message;
+    const message = cutCopy(error.message, LIMITS.errorMessageChars);
     return stack === undefined ? { message } : { message, stack };
   }
 

@@ -1,4 +1,4 @@
-import { ownCopy } from "../own-copy.js";
+import { cutCopy, ownCopy } from "../own-copy.js";
 
 /** What an env value is replaced by in text the platform shows. */
 const REDACTED = "[redacted]";
@@ -24,7 +24,7 @@ export function redactSecrets(
   const secrets = Object.values(env).filter((value) => value.length >= SHORTEST_REDACTED);
   const kept = Math.min(text.length, maxChars);
   // What is kept is a copy when it is a cut: a cut keeps all of its text alive (see ownCopy).
-  const whole = (): string => (kept === text.length ? text : ownCopy(text.slice(0, kept)));
+  const whole = (): string => cutCopy(text, kept);
   if (secrets.length === 0) return whole();
   const longest = secrets.reduce((most, value) => Math.max(most, value.length), 0);
   const searched = text.length > kept + longest ? text.slice(0, kept + longest) : text;
