@@ -19,7 +19,7 @@ function storedCount(key: Buffer, n: number): SettledOperation {
 }
 
 /** One key's operations in a batch: the last put or del (none: the stored value), then the adds after it. */
-interface KeyFold {
+export interface KeyFold {
   key: Buffer;
   set: SettledOperation | undefined;
   added: number | undefined;
@@ -43,29 +43,50 @@ export function foldBatch(
   operations: readonly KvOperation[],
   stored?: (key: Buffer) => string | undefined,
 ): KvOperation[] {
-  const byKey = new Map<string, KeyFold>();
-  for (const op of operations) {
+  const fold = new BatchFold();
+  for (const op of operations) fold.add(op);
+  const folded: KvOperation[] = [];
+  for (const key of fold.keys()) folded.push(settleKey(key, stored));
+  return folded;
+}
+
+/**
+ * {@link foldBatch} an operation at a time, for a caller that spreads a large batch over turns of
+ * the event loop: `add` each operation in order, then {@link settleKey} each of its `keys`.
+ */
+export class BatchFold {
+  private readonly byKey = new Map<string, KeyFold>();
+
+  /** The batch's next operation. */
+  add(op: KvOperation): void {
     const id = op.key.toString("latin1");
     if (op.type !== "add") {
-      byKey.set(id, { key: op.key, set: op, added: undefined });
-      continue;
+      this.byKey.set(id, { key: op.key, set: op, added: undefined });
+      return;
     }
-    let fold = byKey.get(id);
+    let fold = this.byKey.get(id);
     if (fold === undefined) {
       fold = { key: op.key, set: undefined, added: undefined };
-      byKey.set(id, fold);
+      this.byKey.set(id, fold);
     }
     fold.added = (fold.added ?? 0) + op.delta;
   }
-  const folded: KvOperation[] = [];
-  for (const { key, set, added } of byKey.values()) {
-    if (added === undefined) folded.push(set as SettledOperation);
-    else if (set !== undefined)
-      folded.push(storedCount(key, (set.type === "put" ? countOf(set.value, key) : 0) + added));
-    else if (stored) folded.push(storedCount(key, countOf(stored(key), key) + added));
-    else if (!Number.isSafeInteger(added))
-      throw new Error(`The adds to key ${key.toString("hex")} sum past the safe integers.`);
-    else folded.push({ type: "add", key, delta: added });
+
+  /** Each key's fold so far, in the order keys first appear: {@link settleKey} makes it an operation. */
+  keys(): IterableIterator<KeyFold> {
+    return this.byKey.values();
   }
-  return folded;
+}
+
+/** One key's operation once its batch is folded; `stored` as in {@link foldBatch}. */
+export function settleKey(
+  { key, set, added }: KeyFold,
+  stored?: (key: Buffer) => string | undefined,
+): KvOperation {
+  if (added === undefined) return set as SettledOperation;
+  if (set !== undefined) return storedCount(key, (set.type === "put" ? countOf(set.value, key) : 0) + added);
+  if (stored) return storedCount(key, countOf(stored(key), key) + added);
+  if (!Number.isSafeInteger(added))
+    throw new Error(`The adds to key ${key.toString("hex")} sum past the safe integers.`);
+  return { type: "add", key, delta: added };
 }

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClassicLevel } from "classic-level";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { NOT_READY, type NotReady } from "../fast-path.js";
-import { foldBatch, type SettledOperation } from "./batch-fold.js";
+import { BatchFold, foldBatch, type SettledOperation, settleKey } from "./batch-fold.js";
 import { LOCAL_BUS } from "./bus.js";
 import {
   type KeptScan,
@@ -30,8 +30,8 @@ const KEY_BATCH_BYTES = 256 * 1024;
  * A batch of more operations than this (an import's) is handed to LevelDB a chunk per turn of the
  * event loop: converting a million operations at once held the main thread 1.6 s.
  */
-const CHUNKED_BATCH_OPERATIONS = 20_000;
-const OPERATIONS_PER_TURN = 5_000;
+const CHUNKED_BATCH_OPERATIONS = 4_000;
+const OPERATIONS_PER_TURN = 2_000;
 
 /**
  * The key encoding of scans that need no keys. classic-level makes one Buffer per key it returns
@@ -163,8 +163,7 @@ export class ClassicKv extends KvStoreBase {
   }
 
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    if (operations.length > CHUNKED_BATCH_OPERATIONS && !operations.some((op) => op.type === "add"))
-      return this.chunkedBatch(operations as SettledOperation[]);
+    if (operations.length > CHUNKED_BATCH_OPERATIONS) return this.chunkedBatch(operations);
     await this.snapshots.writing(
       () => this.level.batch(settle(this.level, operations)),
       (changed) => changed.wrote(operations.map((op) => op.key)),
@@ -172,18 +171,27 @@ export class ClassicKv extends KvStoreBase {
   }
 
   /**
-   * A large batch, still one atomic write: its operations go into LevelDB's batch a few thousand
-   * per turn of the event loop (nothing is written, and readers keep their view, until it is
-   * whole), then it is written at once. No `add` among them: a sum read before the last turn
-   * could be stale by the write.
+   * A large batch (an import's, a mutation's thousands of inserts), still one atomic write: its
+   * operations go into LevelDB's batch a few thousand per turn of the event loop (nothing is
+   * written, and readers keep their view, until it is whole), then it is written at once. Adds
+   * are folded first, a few thousand per turn too, and read the counts they move as they are
+   * settled: the caller holds the write lock, so no one else moves a count meanwhile (as in
+   * {@link settle}).
    */
-  private async chunkedBatch(operations: SettledOperation[]): Promise<void> {
+  private async chunkedBatch(operations: KvOperation[]): Promise<void> {
+    const settled = operations.some((op) => op.type === "add")
+      ? await this.foldedInTurns(operations)
+      : (operations as SettledOperation[]);
     const chained = this.level.batch();
     try {
-      for (const [i, op] of operations.entries()) {
+      let inTurn = 0;
+      for (const op of settled) {
         if (op.type === "put") chained.put(op.key, op.value);
         else chained.del(op.key);
-        if (i % OPERATIONS_PER_TURN === OPERATIONS_PER_TURN - 1) await nextTurn();
+        if (++inTurn === OPERATIONS_PER_TURN) {
+          inTurn = 0;
+          await nextTurn();
+        }
       }
     } catch (error) {
       await chained.close();
@@ -194,6 +202,22 @@ export class ClassicKv extends KvStoreBase {
       () => chained.write(),
       (changed) => changed.anything(),
     );
+  }
+
+  /** {@link settle} a few thousand operations per turn of the event loop. */
+  private async foldedInTurns(operations: KvOperation[]): Promise<SettledOperation[]> {
+    const fold = new BatchFold();
+    for (const [i, op] of operations.entries()) {
+      fold.add(op);
+      if (i % OPERATIONS_PER_TURN === OPERATIONS_PER_TURN - 1) await nextTurn();
+    }
+    const settled: SettledOperation[] = [];
+    const stored = (key: Buffer) => this.level.getSync(key);
+    for (const key of fold.keys()) {
+      settled.push(settleKey(key, stored) as SettledOperation);
+      if (settled.length % OPERATIONS_PER_TURN === 0) await nextTurn();
+    }
+    return settled;
   }
 
   protected async _commit(_snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {
