@@ -4,7 +4,7 @@ import { WriteOverlay } from "./overlay.js";
 const key = (n: number): Buffer => Buffer.from(`k${String(n).padStart(4, "0")}`);
 const text = (keys: Buffer[]): string[] => keys.map((k) => k.toString());
 const values = (overlay: WriteOverlay): Array<[string, string | null]> =>
-  overlay.all().map((entry) => [entry.key.toString(), entry.value]);
+  [...overlay.each()].map((entry) => [entry.key.toString(), entry.value]);
 
 describe("WriteOverlay", () => {
   it("lists its own writes in key order, a rewritten key once", () => {

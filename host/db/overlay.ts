@@ -48,6 +48,8 @@ export class WriteOverlay {
   written(): Buffer[] {
     const touched = this.touched;
     if (!touched) return [];
+    // Every entry its own (no overlay it was forked from wrote): all the tree's keys, in order.
+    if (touched.size === this.entries.size) return this.entries.keysArray();
     const keys: Buffer[] = [];
     // Sorting its own writes costs k log k comparisons, walking the whole tree one step per entry:
     // a group member's few writes on top of its group's are sorted, a large mutation's walked.
@@ -111,8 +113,8 @@ export class WriteOverlay {
     }
   }
 
-  /** Every pending write in key order. */
-  all(): readonly OverlayEntry[] {
-    return this.entries.valuesArray();
+  /** Every pending write in key order, one at a time (the overlay must not be written meanwhile). */
+  each(): IterableIterator<OverlayEntry> {
+    return this.entries.values();
   }
 }

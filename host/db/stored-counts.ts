@@ -36,9 +36,7 @@ export function countKeyFor(
  * lands (kv.ts), so a group commit reads no count before its batch. Nothing else writes a count
  * while the group holds the write lock, so stored plus moved is exact.
  */
-export function countWrites(moves: Iterable<readonly [string, number]>): KvOperation[] {
-  const operations: KvOperation[] = [];
+export function* countWrites(moves: Iterable<readonly [string, number]>): Generator<KvOperation> {
   for (const [name, delta] of moves)
-    if (delta !== 0) operations.push({ type: "add", key: Buffer.from(name, "latin1"), delta });
-  return operations;
+    if (delta !== 0) yield { type: "add", key: Buffer.from(name, "latin1"), delta };
 }

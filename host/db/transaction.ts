@@ -69,7 +69,7 @@ export class Transaction implements TransactionView {
     readonly snapshot: KvSnapshot,
     readonly options: TransactionOptions,
     base?: WriteOverlay,
-    private readonly baseCounts?: ReadonlyMap<string, number>,
+    private readonly baseCounts?: Pick<ReadonlyMap<string, number>, "get">,
   ) {
     this.overlay = base ? base.fork() : new WriteOverlay();
     this.tables = host.tables;

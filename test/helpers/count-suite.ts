@@ -21,6 +21,7 @@ import {
 } from "../../host/db/stored-schema.js";
 import type { RangeOp } from "../../sdk/protocol/index.js";
 import type { FieldValue, SchemaSpec } from "../../sdk/values/index.js";
+import { manyCountsCase } from "./many-counts.js";
 
 /** A row of the suite's table as the model keeps it (an absent field is `undefined`). */
 export type Row = Record<string, FieldValue | undefined>;
@@ -276,5 +277,7 @@ export function storedCountSuite(
         await dispose();
       }
     });
+
+    manyCountsCase(open);
   });
 }
