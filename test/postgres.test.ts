@@ -196,6 +196,42 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("folds a batch of many operations a few thousand per turn of the event loop before sending it", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    const query = pg.Client.prototype.query;
+    let turns = 0;
+    let turnsAtWrite = -1;
+    let done = false;
+    const turn = () => {
+      turns++;
+      if (!done) setImmediate(turn);
+    };
+    try {
+      // A connection ready in the pool: the write waits for no round trip before its statement.
+      await store.batch([{ type: "put", key: Buffer.from("warm"), value: "x" }]);
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        if (turnsAtWrite < 0 && typeof args[0] === "string" && args[0].includes("INSERT"))
+          turnsAtWrite = turns;
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      // A mutation's shape: rows and index entries, and adds to many counts.
+      const operations = Array.from({ length: 12_000 }, (_, i) =>
+        i % 3 === 0
+          ? { type: "add" as const, key: Buffer.from(`n${(i / 3) % 400}`), delta: 1 }
+          : { type: "put" as const, key: Buffer.from(`r${String(i).padStart(6, "0")}`), value: "x" },
+      );
+      setImmediate(turn);
+      await store.batch(operations);
+      expect(turnsAtWrite).toBeGreaterThanOrEqual(5);
+      expect(await store.get(Buffer.from("n7"))).toBe("10");
+      expect(await store.get(Buffer.from("r011999"))).toBe("x");
+    } finally {
+      done = true;
+      pg.Client.prototype.query = query;
+      await store.close();
+    }
+  });
+
   it("ends a closed snapshot's transaction on the server soon after, reused or not", async () => {
     const name = freshTable();
     const store = await PostgresKv.open(server.url, { table: name });

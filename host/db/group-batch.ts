@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { isPlatformError } from "../../sdk/values/index.js";
 import type { GroupCommitHost, QueuedMutation, TransactionResult } from "./group-commit-host.js";
 import { addMoves, GroupCounts } from "./group-counts.js";
+import { OPERATIONS_PER_TURN } from "./kv/batch-fold.js";
 import { type KvOperation, type KvSnapshot, NOTHING_SENT } from "./kv/index.js";
 import { notConfirmed } from "./mutation-waits.js";
 import type { WriteOverlay } from "./overlay.js";
@@ -135,14 +136,9 @@ export class GroupBatch {
 }
 
 /**
- * Operations made from a batch's writes per turn of the event loop: a mutation of thousands of
- * inserts into indexed tables makes tens of thousands, which held every tenant's calls 20-30 ms.
- */
-const OPERATIONS_PER_TURN = 2_000;
-
-/**
  * A batch's operations: the overlay's writes in key order, then `stamps`, then an add of each
- * count's sum of `moves` (none for a sum of 0).
+ * count's sum of `moves` (none for a sum of 0), made a few thousand per turn of the event loop (a
+ * mutation of thousands of inserts into indexed tables makes tens of thousands).
  */
 async function batchOperations(
   overlay: WriteOverlay,

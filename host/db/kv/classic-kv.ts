@@ -2,7 +2,13 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClassicLevel } from "classic-level";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { NOT_READY, type NotReady } from "../fast-path.js";
-import { BatchFold, foldBatch, type SettledOperation, settleKey } from "./batch-fold.js";
+import {
+  foldBatch,
+  foldInTurns,
+  LARGE_BATCH,
+  OPERATIONS_PER_TURN,
+  type SettledOperation,
+} from "./batch-fold.js";
 import { LOCAL_BUS } from "./bus.js";
 import {
   type KeptScan,
@@ -25,13 +31,6 @@ type LevelSnapshot = ReturnType<Level["snapshot"]>;
  */
 const VALUE_BATCH_BYTES = LIMITS.bytesRead;
 const KEY_BATCH_BYTES = 256 * 1024;
-
-/**
- * A batch of more operations than this (an import's) is handed to LevelDB a chunk per turn of the
- * event loop: converting a million operations at once held the main thread 1.6 s.
- */
-const CHUNKED_BATCH_OPERATIONS = 4_000;
-const OPERATIONS_PER_TURN = 2_000;
 
 /**
  * The key encoding of scans that need no keys. classic-level makes one Buffer per key it returns
@@ -163,7 +162,7 @@ export class ClassicKv extends KvStoreBase {
   }
 
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    if (operations.length > CHUNKED_BATCH_OPERATIONS) return this.chunkedBatch(operations);
+    if (operations.length > LARGE_BATCH) return this.chunkedBatch(operations);
     await this.snapshots.writing(
       () => this.level.batch(settle(this.level, operations)),
       (changed) => changed.wrote(operations.map((op) => op.key)),
@@ -180,7 +179,7 @@ export class ClassicKv extends KvStoreBase {
    */
   private async chunkedBatch(operations: KvOperation[]): Promise<void> {
     const settled = operations.some((op) => op.type === "add")
-      ? await this.foldedInTurns(operations)
+      ? await foldInTurns(operations, (key) => this.level.getSync(key))
       : (operations as SettledOperation[]);
     const chained = this.level.batch();
     try {
@@ -202,22 +201,6 @@ export class ClassicKv extends KvStoreBase {
       () => chained.write(),
       (changed) => changed.anything(),
     );
-  }
-
-  /** {@link settle} a few thousand operations per turn of the event loop. */
-  private async foldedInTurns(operations: KvOperation[]): Promise<SettledOperation[]> {
-    const fold = new BatchFold();
-    for (const [i, op] of operations.entries()) {
-      fold.add(op);
-      if (i % OPERATIONS_PER_TURN === OPERATIONS_PER_TURN - 1) await nextTurn();
-    }
-    const settled: SettledOperation[] = [];
-    const stored = (key: Buffer) => this.level.getSync(key);
-    for (const key of fold.keys()) {
-      settled.push(settleKey(key, stored) as SettledOperation);
-      if (settled.length % OPERATIONS_PER_TURN === 0) await nextTurn();
-    }
-    return settled;
   }
 
   protected async _commit(_snapshot: KvSnapshot, operations: KvOperation[]): Promise<void> {

@@ -219,7 +219,7 @@ export class PostgresKv extends KvStoreBase {
 
   /** One statement, atomic on its own, in one round trip; a large batch in chunks (postgres-write.ts). */
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    const chunks = writeChunks(operations);
+    const chunks = await writeChunks(operations);
     if (chunks.length === 0) return;
     const client = await this.pool.connect();
     try {

@@ -197,7 +197,7 @@ export class PostgresSnapshot implements KvSnapshot {
   async commit(operations: KvOperation[], notify?: string): Promise<void> {
     this.require();
     // Made first: should it throw (a batch that does not fold), the transaction is still this one's to close.
-    const chunks = writeChunks(operations);
+    const chunks = await writeChunks(operations);
     this.open = false;
     // Nothing read: no transaction of its own to end, but maybe a parked one.
     const { client, end } = this.ready

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
-import { foldBatch } from "./batch-fold.js";
+import { foldBatch, foldInTurns, LARGE_BATCH } from "./batch-fold.js";
 import type { KvOperation } from "./kv.js";
 import { INLINE_BYTES, inline, writeStatement } from "./postgres-sql.js";
 
@@ -10,14 +10,15 @@ function operationBytes(op: KvOperation): number {
 }
 
 /**
- * `operations` folded (one per key) and cut into chunks of about {@link INLINE_BYTES} each; one
- * chunk (or none) when they fit in one statement.
+ * `operations` folded (one per key; a large batch over turns of the event loop) and cut into
+ * chunks of about {@link INLINE_BYTES} each; one chunk (or none) when they fit in one statement.
  */
-export function writeChunks(operations: KvOperation[]): KvOperation[][] {
+export async function writeChunks(operations: KvOperation[]): Promise<KvOperation[][]> {
   const chunks: KvOperation[][] = [];
   let chunk: KvOperation[] = [];
   let bytes = 0;
-  for (const op of foldBatch(operations)) {
+  const folded = operations.length > LARGE_BATCH ? await foldInTurns(operations) : foldBatch(operations);
+  for (const op of folded) {
     const size = operationBytes(op);
     if (chunk.length > 0 && bytes + size > INLINE_BYTES) {
       chunks.push(chunk);
