@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capsule, number, string, table } from "../../sdk/server/index.js";
+import { capsule, type Id, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
 import { concurrentScansStayInBudget } from "../../test/helpers/scan-turns.js";
 import type { TenantDatabase } from "./index.js";
@@ -124,5 +124,35 @@ describe("read budgets", () => {
       }),
     ).rejects.toMatchObject({ message: ROWS_READ });
     expect((await t.read((d) => d.blobs.count())).value).toBe(before);
+  });
+
+  it("counts the rows a mutation's own pending deletes hide from its scans as read", async () => {
+    const { value: ids } = await t.write(async (d) => {
+      const made: Id<"items">[] = [];
+      for (let i = 0; i < 30; i++) made.push(await d.items.insert({ n: i, group: "hidden" }));
+      return made;
+    });
+    // The first 20 deleted: a take of 5 passes them (stored, hidden by the deletes) before its 5.
+    const { value, usage } = await t.write(async (d) => {
+      for (const id of ids.slice(0, 20)) await d.items.delete(id);
+      return d.items.withIndex("by_group", (q) => q.eq("group", "hidden")).take(5);
+    });
+    expect(value.map((row) => row.n)).toEqual([20, 21, 22, 23, 24]);
+    expect(usage).toMatchObject({ rowsReturned: 5, rowsRead: 25 });
+  });
+
+  it("stops a mutation that scans past its own deletes again and again", async () => {
+    // 1,300 rows written and deleted in the mutation, then its first row asked for 4 times: each
+    // passes 1,300 deleted entries (4,000 such scans of 4,000 held the main thread 15 s).
+    await expect(
+      t.write(async (d) => {
+        const made: Id<"items">[] = [];
+        for (let i = 0; i < 1300; i++) made.push(await d.items.insert({ n: i, group: "churn" }));
+        for (const id of made) await d.items.delete(id);
+        for (let i = 0; i < 4; i++)
+          await d.items.withIndex("by_group", (q) => q.eq("group", "churn")).first();
+        throw new Error("The scans should have failed.");
+      }),
+    ).rejects.toMatchObject({ code: "limit_exceeded", message: ROWS_READ });
   });
 });

@@ -129,6 +129,12 @@ export class Budget {
     this.usage.bytesRead += bytes;
   }
 
+  /**
+   * Counts an entry a scan passed without returning it, hidden by the handler's own pending delete
+   * (`bytes`: the value it hid), as a read: the host read it all the same.
+   */
+  readonly hidden = (bytes: number): void => this.read(bytes);
+
   /** Counts `n` key-only reads at once (for `count()`), failing without counting when it would overflow. */
   readKeys(n: number): void {
     if (n > this.remainingReads) {

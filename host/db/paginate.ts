@@ -120,7 +120,16 @@ export function paginate(
   const scan = scanRange(
     tx.snapshot,
     tx.overlay,
-    { start, end, reverse, values: true, keys: !tx.host.syncReads, hint: numItems + 1, want: numItems + 1 },
+    {
+      start,
+      end,
+      reverse,
+      values: true,
+      keys: !tx.host.syncReads,
+      hint: numItems + 1,
+      want: numItems + 1,
+      hidden: tx.budget.hidden,
+    },
     (key, value) => {
       if (rows.length === numItems) {
         more = true;

@@ -125,6 +125,7 @@ function count(
       keys: false,
       hint: Math.min(allowed + 1, 1000),
       want: allowed + 1,
+      hidden: tx.budget.hidden,
     },
     () => ++n <= allowed,
   );
@@ -147,7 +148,16 @@ function collect(
   const scan = scanRange(
     tx.snapshot,
     tx.overlay,
-    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: 128, want: Infinity },
+    {
+      start: range.start,
+      end: range.end,
+      reverse,
+      values: true,
+      keys: false,
+      hint: 128,
+      want: Infinity,
+      hidden: tx.budget.hidden,
+    },
     (_key, value) => {
       tx.budget.read(Buffer.byteLength(value));
       if (rows.length === limit) {
@@ -179,7 +189,16 @@ function take(
   const scan = scanRange(
     tx.snapshot,
     tx.overlay,
-    { start: range.start, end: range.end, reverse, values: true, keys: false, hint: wanted, want: wanted },
+    {
+      start: range.start,
+      end: range.end,
+      reverse,
+      values: true,
+      keys: false,
+      hint: wanted,
+      want: wanted,
+      hidden: tx.budget.hidden,
+    },
     (_key, value) => {
       tx.budget.read(Buffer.byteLength(value));
       rows.push(value);

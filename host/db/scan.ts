@@ -25,6 +25,13 @@ export interface ScanOptions {
    * may take the whole range). A snapshot that kept as many of this range answers at once.
    */
   want: number;
+  /**
+   * Told of each entry the scan passes without visiting it (one a pending delete hides, with the
+   * bytes of the value it hides), for the handler's budget: a mutation that deleted 4,000 rows
+   * and then asked for the first row 4,000 times walked 16 million hidden entries, 15 s of the
+   * main thread, reading "no rows".
+   */
+  hidden?: (bytes: number) => void;
 }
 
 const MAX_BATCH = 1000;
@@ -106,13 +113,12 @@ async function scanInBatches(
       const batch = await iterator.next(size);
       if (batch.length === 0) break;
       for (const [key, value] of batch) {
-        while (pending.next && before(pending.next.key, key)) {
-          const entry = pending.advance() as OverlayEntry;
-          if (entry.value !== null && !visit(entry.key, entry.value)) return;
-        }
+        while (pending.next && before(pending.next.key, key))
+          if (!visitPending(pending.advance() as OverlayEntry, visit, options.hidden)) return;
         if (pending.next?.key.equals(key)) {
           const same = pending.advance() as OverlayEntry;
-          if (same.value !== null && !visit(key, same.value)) return;
+          if (same.value === null) options.hidden?.(value ? Buffer.byteLength(value) : 0);
+          else if (!visit(key, same.value)) return;
           continue;
         }
         if (!visit(key, value ?? "")) return;
@@ -120,8 +126,19 @@ async function scanInBatches(
       size = MAX_BATCH;
     }
     for (let entry = pending.advance(); entry; entry = pending.advance())
-      if (entry.value !== null && !visit(entry.key, entry.value)) return;
+      if (!visitPending(entry, visit, options.hidden)) return;
   } finally {
     await iterator.close();
   }
+}
+
+/** Visits a pending write the snapshot has no entry for (a delete is hidden); false to stop. */
+function visitPending(
+  entry: OverlayEntry,
+  visit: Visit,
+  hidden: ((bytes: number) => void) | undefined,
+): boolean {
+  if (entry.value !== null) return visit(entry.key, entry.value);
+  hidden?.(0);
+  return true;
 }

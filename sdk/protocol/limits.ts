@@ -5,7 +5,7 @@
 export const LIMITS = {
   /** Rows handed back to one handler, all database calls together. */
   rowsReturned: 1000,
-  /** Index entries scanned by one handler, including every `count()` match. */
+  /** Index entries scanned by one handler, including every `count()` match and each one its own deletes hide. */
   rowsRead: 5000,
   /** Row bytes read by one handler. */
   bytesRead: 4 * 1024 * 1024,
