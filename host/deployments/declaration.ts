@@ -1,4 +1,4 @@
-import { type CapsuleDeclaration, LIMITS } from "../../sdk/protocol/index.js";
+import { type CapsuleDeclaration, type EndpointDeclaration, LIMITS } from "../../sdk/protocol/index.js";
 import { checkSchemaSpec, isValidName, PlatformError } from "../../sdk/values/index.js";
 
 const RESERVED_PREFIXES = ["/api/", "/storage", "/__platform"];
@@ -65,7 +65,7 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
   const declaration = value as CapsuleDeclaration;
   if (declaration.apiVersion !== 1 && declaration.apiVersion !== 0)
     fail(`Unsupported database API version ${JSON.stringify(declaration.apiVersion)}.`);
-  checkSchemaSpec(declaration.schema);
+  const schema = checkSchemaSpec(declaration.schema);
   if (declaration.apiVersion === 0) checkLegacy(declaration);
   names(declaration.queries, "query");
   names(declaration.mutations, "mutation");
@@ -76,8 +76,10 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
       `The capsule declares ${functions} queries, mutations and endpoints; a capsule may declare ${LIMITS.functionsPerCapsule} together. Split it into several deployments.`,
     );
   const routes = new Set<string>();
+  const endpoints: EndpointDeclaration[] = [];
   for (const endpoint of declaration.endpoints) {
-    const { name, method, path } = endpoint ?? {};
+    const { name, method, path, readOnly } = endpoint ?? {};
+    if (typeof name !== "string") fail(`An endpoint's name must be a string, not ${typeof name}.`);
     if (typeof method !== "string" || !METHODS.has(method))
       fail(`Endpoint ${String(name)} has an unsupported method ${JSON.stringify(method)}.`);
     if (typeof path !== "string" || !path.startsWith("/") || path.length > 512 || /[?#\s]/.test(path)) {
@@ -97,8 +99,20 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
     const route = `${method} ${path}`;
     if (routes.has(route)) fail(`Two endpoints are declared for ${route}.`);
     routes.add(route);
+    endpoints.push({ name, method, path, readOnly: readOnly === true });
   }
-  if (typeof declaration.auth !== "object" || declaration.auth === null)
-    fail("The capsule declaration has no auth settings.");
-  return declaration;
+  const auth = declaration.auth;
+  if (typeof auth !== "object" || auth === null) fail("The capsule declaration has no auth settings.");
+  // What was checked, and nothing else: the record stores it, and every listing of deployments reads it.
+  return {
+    apiVersion: declaration.apiVersion,
+    schema,
+    queries: [...declaration.queries],
+    mutations: [...declaration.mutations],
+    endpoints,
+    auth: {
+      requireSignIn: auth.requireSignIn === true,
+      hasGuestUpgradeHook: auth.hasGuestUpgradeHook === true,
+    },
+  };
 }

@@ -135,9 +135,20 @@ export class DeploymentRegistry {
     return record;
   }
 
-  /** Every deployment. */
-  list(): Promise<DeploymentRecord[]> {
-    return this.records.list();
+  /**
+   * Every deployment, in id order: their ids read from the store, each record from the cache or
+   * read and kept. A record holds its capsule's whole declaration (up to 2 Mi characters): parsing
+   * every one on each listing (a developer's `GET /v1/me`, a new deployment's count) held every
+   * tenant's calls for seconds when one developer's records were large.
+   */
+  async list(): Promise<DeploymentRecord[]> {
+    const records: DeploymentRecord[] = [];
+    for await (const ids of this.records.idPages())
+      for (const id of ids) {
+        const record = await this.get(id);
+        if (record) records.push(record);
+      }
+    return records;
   }
 
   /** Stores and caches `record` without telling the other hosts yet (see {@link announce}). */
@@ -218,11 +229,11 @@ export class DeploymentRegistry {
    * Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many.
    */
   sweepArtifacts(): Promise<number> {
-    return this.artifacts.sweep(() => this.records.list());
+    return this.artifacts.sweep(() => this.list());
   }
 
   /** Once per database: the artifact uses of records stored before uses were kept (see {@link ArtifactStore.adoptRecords}). */
   adoptArtifactUses(): Promise<void> {
-    return this.artifacts.adoptRecords(() => this.records.list());
+    return this.artifacts.adoptRecords(() => this.list());
   }
 }

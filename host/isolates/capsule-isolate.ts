@@ -3,6 +3,7 @@ import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/ind
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import type { CodeCache } from "./code-cache.js";
 import { CpuMeter } from "./cpu-meter.js";
+import { parseDeclaration } from "./declaration-text.js";
 import {
   InlineAbandoned,
   type InlineHost,
@@ -120,7 +121,7 @@ export class CapsuleIsolate implements InlineHost {
     const response = await this.execute({ kind: "declare" }, refuseSyscalls);
     if (!response.ok)
       throw new PlatformError("bad_request", `The capsule declaration failed: ${response.error.message}`);
-    return JSON.parse(response.valueJson) as CapsuleDeclaration;
+    return parseDeclaration(response.valueJson);
   }
 
   /**

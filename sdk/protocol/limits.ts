@@ -162,6 +162,14 @@ export const LIMITS = {
   answerUnsentMs: 120_000,
   /** Largest JSON value a handler may return, in characters (an endpoint's answer: head and body). */
   resultBytes: 8 * 1024 * 1024,
+  /**
+   * Characters of a capsule's declaration (schema, handler names, endpoints, auth), which every
+   * deploy parses and the deployment's record keeps: about 1,400 tables of 30 fields and a few
+   * indexes. Ours: an export's `deployment.json` repeats it beside the approved emails and env
+   * names, which an import takes up to {@link LIMITS.importSchemaBytes}; 8 MiB of members were
+   * parsed by every listing of deployments, 0.7 s each.
+   */
+  declarationChars: 2 * 1024 * 1024,
   /** Largest JSON argument of one syscall from an isolate. */
   syscallBytes: 8 * 1024 * 1024,
   /**

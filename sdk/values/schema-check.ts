@@ -1,5 +1,11 @@
 import { PlatformError } from "./errors.js";
-import { CREATION_INDEX, type FieldSpec, type SchemaSpec, SYSTEM_FIELDS } from "./schema-spec.js";
+import {
+  CREATION_INDEX,
+  type FieldSpec,
+  type SchemaSpec,
+  SYSTEM_FIELDS,
+  type TableSpec,
+} from "./schema-spec.js";
 import { isValidName, scalarProblem } from "./validate.js";
 
 const FIELD_KINDS = new Set(["string", "boolean", "number", "id", "userId"]);
@@ -27,7 +33,7 @@ function fail(message: string): never {
   throw new PlatformError("bad_request", `Invalid schema: ${message}`);
 }
 
-function checkField(table: string, name: string, field: FieldSpec, tables: Set<string>): void {
+function checkField(table: string, name: string, field: FieldSpec, tables: Set<string>): FieldSpec {
   if (!isValidName(name))
     fail(
       `field name ${JSON.stringify(name)} in table ${table} must be a letter followed by letters, digits or _.`,
@@ -49,12 +55,21 @@ function checkField(table: string, name: string, field: FieldSpec, tables: Set<s
     const problem = scalarProblem(field.kind, field.default);
     if (problem) fail(`default of ${table}.${name}: ${problem}.`);
   }
+  // Its known members only, in the builders' order (the schema's hash is of its JSON text).
+  const checked: FieldSpec =
+    field.kind === "id"
+      ? { kind: field.kind, table: field.table as string, optional: field.optional }
+      : { kind: field.kind, optional: field.optional };
+  if (field.default !== undefined) checked.default = field.default;
+  return checked;
 }
 
 /**
  * Checks a schema's JSON form completely: names, field types, defaults, index definitions. The
  * builders call it so authors see mistakes early, and the host calls it again on every deploy
- * because a hostile capsule can hand over any JSON it likes.
+ * because a hostile capsule can hand over any JSON it likes. Answers a copy holding only what it
+ * checked: members it does not know are dropped, not stored (850,000 of them in a capsule's
+ * declaration made every listing of deployments parse them).
  */
 export function checkSchemaSpec(spec: unknown): SchemaSpec {
   if (typeof spec !== "object" || spec === null || typeof (spec as SchemaSpec).tables !== "object") {
@@ -67,6 +82,7 @@ export function checkSchemaSpec(spec: unknown): SchemaSpec {
       `the schema has ${names.size} tables; at most ${MAX_TABLES} are allowed. Keep related data in one table, told apart by a field.`,
     );
   let userIdFields = 0;
+  const checked: SchemaSpec = { tables: {} };
   for (const [tableName, table] of Object.entries(tables)) {
     if (!isValidName(tableName))
       fail(`table name ${JSON.stringify(tableName)} must be a letter followed by letters, digits or _.`);
@@ -83,8 +99,11 @@ export function checkSchemaSpec(spec: unknown): SchemaSpec {
       fail(
         `table ${tableName} has ${fieldCount} fields; at most ${MAX_TABLE_FIELDS} are allowed. Split it into tables that refer to each other with id() fields.`,
       );
+    const fields: TableSpec["fields"] = {};
     for (const [fieldName, field] of Object.entries(table.fields))
-      checkField(tableName, fieldName, field, names);
+      fields[fieldName] = checkField(tableName, fieldName, field, names);
+    const indexes: TableSpec["indexes"] = {};
+    checked.tables[tableName] = { fields, indexes };
     // Each userId() field keeps a hidden index (a copy of the row per entry) as a declared one does.
     const declared = Object.keys(table.indexes).length;
     const hidden = Object.values(table.fields).filter((field) => field.kind === "userId").length;
@@ -118,7 +137,8 @@ export function checkSchemaSpec(spec: unknown): SchemaSpec {
         if (seen.has(field)) fail(`index ${tableName}.${indexName} names ${field} twice.`);
         seen.add(field);
       }
+      indexes[indexName] = [...fields];
     }
   }
-  return spec as SchemaSpec;
+  return checked;
 }
