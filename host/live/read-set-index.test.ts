@@ -84,7 +84,9 @@ describe("ReadSetIndex", () => {
           index.delete(subscription);
           oracle.delete(subscription);
         }
-        const written = Array.from({ length: 1 + Math.floor(random() * 3) }, () => randomKey(random));
+        // Sometimes many keys, each in many ranges: past the stabs' budget, ranges are checked instead.
+        const writes = random() < 0.3 ? 20 + Math.floor(random() * 80) : 1 + Math.floor(random() * 3);
+        const written = Array.from({ length: writes }, () => randomKey(random));
         const expected = [...oracle]
           .filter(([, readSet]) => !readSet || readSetIntersects(readSet, written))
           .map(([s]) => s)
@@ -124,6 +126,39 @@ describe("ReadSetIndex", () => {
     } finally {
       inserts.mockRestore();
       removals.mockRestore();
+    }
+  });
+
+  it("keeps a range read many times once, and stops stabbing when checking each range costs less", () => {
+    const index = new ReadSetIndex<number>();
+    const table = { start: Buffer.from("t"), end: Buffer.from("u") };
+    // A query that scanned the whole table 4,000 times (take(0) each time), in 26 subscriptions.
+    const inserts = vi.spyOn(RangeTree.prototype, "insert");
+    const stabs = vi.spyOn(RangeTree.prototype, "stab");
+    try {
+      for (let s = 0; s < 26; s++)
+        index.set(s, {
+          ranges: [
+            ...Array.from({ length: 4000 }, () => table),
+            { start: Buffer.from("t5"), end: Buffer.from("t7") },
+            { start: Buffer.from("a"), end: Buffer.from("b") },
+            { start: Buffer.from("b"), end: Buffer.from("c") },
+          ],
+          keys: [],
+        });
+      // Each is two ranges: the table's (with the part inside it), and a-b joined with b-c.
+      expect(inserts).toHaveBeenCalledTimes(52);
+      const written = Array.from({ length: 1000 }, (_, i) => Buffer.from(`t${String(i).padStart(4, "0")}`));
+      expect([...index.touched(written)].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 26 }, (_, s) => s),
+      );
+      // 52 ranges and 1,000 keys: 1,520 visits allowed, 26 found per key: some 60 of 1,000 stabs.
+      expect(stabs.mock.calls.length).toBeLessThan(100);
+      expect([...index.touched([Buffer.from("bb")])]).toHaveLength(26);
+      expect([...index.touched([Buffer.from("c")])]).toEqual([]);
+    } finally {
+      inserts.mockRestore();
+      stabs.mockRestore();
     }
   });
 

@@ -47,12 +47,7 @@ export class ReadSetIndex<S> {
       return;
     }
     const keys = [...new Set(readSet.keys.map(asText))];
-    const ranges: Array<{ start: string; end: string }> = [];
-    for (const range of readSet.ranges) {
-      // An empty range contains no key: nothing to find it by.
-      if (Buffer.compare(range.start, range.end) < 0)
-        ranges.push({ start: asText(range.start), end: asText(range.end) });
-    }
+    const ranges = unionOf(readSet.ranges);
     const last = this.entries.get(subscription);
     if (last && sameReads(last, keys, ranges)) return;
     this.delete(subscription);
@@ -90,20 +85,80 @@ export class ReadSetIndex<S> {
 
   /**
    * The subscriptions a commit that wrote `written` touches; `written` undefined (a commit too
-   * large to describe) touches all of them.
+   * large to describe) touches all of them. Each written key is looked up among the keys read and
+   * stabbed into the ranges; when the ranges found pass what checking each range against the
+   * sorted written keys would cost (many keys, each in many subscriptions' ranges), it does that
+   * instead: found by stabbing, 1,000 written keys in the ranges of 5,000 subscriptions are 5
+   * million visits.
    */
   touched(written: readonly Buffer[] | undefined): Set<S> {
     if (!written) return new Set(this.entries.keys());
     const touched = new Set(this.withoutReadSet);
-    const add = (subscription: S) => touched.add(subscription);
-    for (const key of written) {
-      const text = asText(key);
+    const texts = written.map(asText);
+    for (const text of texts) {
       const readers = this.keys.get(text);
       if (readers) for (const subscription of readers) touched.add(subscription);
-      this.ranges.stab(text, add);
     }
+    if (this.ranges.size === 0) return touched;
+    let visits = this.ranges.size * Math.ceil(Math.log2(texts.length + 1)) + texts.length;
+    const add = (subscription: S) => {
+      if (--visits < 0) throw STABBED_ENOUGH;
+      touched.add(subscription);
+    };
+    try {
+      for (const text of texts) this.ranges.stab(text, add);
+      return touched;
+    } catch (error) {
+      if (error !== STABBED_ENOUGH) throw error;
+    }
+    texts.sort();
+    for (const [subscription, entry] of this.entries)
+      if (
+        entry &&
+        !touched.has(subscription) &&
+        entry.ranges.some(({ handle, end }) => holdsOneOf(texts, handle.start, end))
+      )
+        touched.add(subscription);
     return touched;
   }
+}
+
+/** Thrown to stop stabbing (see {@link ReadSetIndex.touched}). */
+const STABBED_ENOUGH = Symbol("stabbed enough");
+
+/** Whether one of `sorted` (ascending) lies in `[start, end)`. */
+function holdsOneOf(sorted: readonly string[], start: string, end: string): boolean {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((sorted[middle] as string) < start) low = middle + 1;
+    else high = middle;
+  }
+  return low < sorted.length && (sorted[low] as string) < end;
+}
+
+/**
+ * A read set's ranges as the fewest disjoint ones holding the same keys, in order: empty ones
+ * dropped, overlapping and adjacent ones joined. A query may scan one range many times (4,000
+ * `take(0)` of a whole table), and each copy was visited by every key a commit wrote in it.
+ */
+function unionOf(ranges: ReadSet["ranges"]): Array<{ start: string; end: string }> {
+  const texts: Array<{ start: string; end: string }> = [];
+  for (const range of ranges) {
+    // An empty range contains no key: nothing to find it by.
+    if (Buffer.compare(range.start, range.end) < 0)
+      texts.push({ start: asText(range.start), end: asText(range.end) });
+  }
+  texts.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  const union: Array<{ start: string; end: string }> = [];
+  for (const range of texts) {
+    const last = union.at(-1);
+    if (last && range.start <= last.end) {
+      if (range.end > last.end) last.end = range.end;
+    } else union.push(range);
+  }
+  return union;
 }
 
 /** True when `entry` holds exactly `keys` and `ranges`, in the same order. */
