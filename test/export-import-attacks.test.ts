@@ -119,6 +119,29 @@ describe("JSON files of an import archive", () => {
     expect((await host.admin("/v1/deploys/bomb-target", "GET")).status).toBe(404);
   });
 
+  it("refuses a table row with more members than its table has fields, before parsing it", async () => {
+    const exported = (await exportZip(host, "shop")).body;
+    // One flat row of 300,000 members (a line of 2 million took the main thread 7.4 s to parse).
+    const members = Array.from({ length: 300_000 }, (_, i) => `"f${i}":0`).join(",");
+    const bomb = await rewriteZip(exported, (files) =>
+      files.set("tables/owners.jsonl", Buffer.from(`{"id":"x","createdAt":1,${members}}\n`)),
+    );
+    const parse = vi.spyOn(JSON, "parse");
+    try {
+      const refused = await importZip(host, "bomb-target", bomb, "", ownerToken);
+      expect(refused.status, refused.text()).toBe(400);
+      expect(errorOf(refused).message).toBe(
+        "Invalid archive: tables/owners.jsonl line 1 has more fields than table owners (2 and id, createdAt).",
+      );
+      expect(
+        parse.mock.calls.some(([text]) => typeof text === "string" && text.includes('"f299999":0')),
+      ).toBe(false);
+    } finally {
+      parse.mockRestore();
+    }
+    expect((await host.admin("/v1/deploys/bomb-target", "GET")).status).toBe(404);
+  });
+
   it("refuses a createdAt or clock far in the future, which would stop the deployment's clock", async () => {
     const exported = (await exportZip(host, "shop")).body;
     // Past about 2^42 ms the clock's steps of 1/1024 ms no longer add up: every later insert
