@@ -23,6 +23,7 @@ import type { RowBytesTotal } from "./row-bytes-total.js";
 import { indexEntryValue, materialize, newIndexEntry, parseStoredRow } from "./rows.js";
 import { schemaWrites } from "./served-schema.js";
 import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
+import { TurnTaker } from "./turn-taker.js";
 
 /** An index whose build has begun and not ended. */
 interface PendingBuild {
@@ -98,14 +99,16 @@ async function backfill(
   const counts = new Map<string, number>();
   let done = 0;
   let bytes = 0;
+  const turns = new TurnTaker();
   for await (const rows of rowsOf(snapshot, table.rowPrefix)) {
     const batch: KvOperation[] = [];
     for (const json of rows) {
+      if (turns.due()) await turns.take();
       const row = parseStoredRow(json);
       if (stored.notBefore !== undefined && row.createdAt < stored.notBefore) continue;
       // Rows stay as stored; an entry built from a legacy row carries its v1 form.
       const value = indexEntryValue(json);
-      const entry = newIndexEntry(table.name, compiledIndex, materialize(table, { ...row }));
+      const entry = newIndexEntry(table.name, compiledIndex, materialize(table, row));
       batch.push({ type: "put", key: entry.key, value });
       bytes += Buffer.byteLength(value);
       for (const name of entry.counts) counts.set(name, (counts.get(name) ?? 0) + 1);

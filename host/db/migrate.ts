@@ -19,6 +19,7 @@ import {
   type StoredTable,
   wantedIndexes,
 } from "./stored-schema.js";
+import { TurnTaker } from "./turn-taker.js";
 
 /** Progress of an index backfill, for progress bars. */
 export interface MigrationProgress {
@@ -205,9 +206,11 @@ export async function planMigration(
     const lateChanged = lateDefaultsChanged(before, table);
     if (rowsExist && fieldsChanged(before?.spec, table)) {
       const retargeted = retargetedIdFields(before?.spec, table);
+      const turns = new TurnTaker();
       for await (const batch of rowsOf(snapshot, prefix)) {
         const rows: StoredRow[] = [];
         for (const json of batch) {
+          if (turns.due()) await turns.take();
           const row = parseStoredRow(json);
           const problem =
             lateDefaultProblem(name, lateChanged, row) ?? storedRowProblem(name, table, row, true);
