@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { capsule, type Id, number, string, table } from "../../sdk/server/index.js";
 import { tempDatabase, typedDb } from "../../test/helpers/db.js";
 import { concurrentScansStayInBudget } from "../../test/helpers/scan-turns.js";
-import type { TenantDatabase } from "./index.js";
+import type { TenantDatabase, Transaction } from "./index.js";
 
 const app = capsule({
   schema: {
@@ -154,5 +155,67 @@ describe("read budgets", () => {
         throw new Error("The scans should have failed.");
       }),
     ).rejects.toMatchObject({ code: "limit_exceeded", message: ROWS_READ });
+  });
+
+  it("does not charge a mutation for rows an earlier member of its group commit deleted, and bounds them apart", async () => {
+    const most = LIMITS.rowsHiddenByGroup;
+    /**
+     * Runs `scan` in a mutation queued right behind one that deletes 30 rows of a fresh group, both
+     * held until queued so that they commit together; answers its outcome once it ran in that
+     * group (a busy machine may start a new group between them: then again, with new rows).
+     */
+    const behindDeletes = async (scan: (tx: Transaction, group: string) => Promise<unknown>) => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const group = `deleted${attempt}-${Math.random()}`;
+        const { value: ids } = await t.write(async (d) => {
+          const made: Id<"items">[] = [];
+          for (let i = 0; i < 35; i++) made.push(await d.items.insert({ n: i, group }));
+          return made;
+        });
+        let release!: () => void;
+        const held = deployment.mutate(() => new Promise<void>((resolve) => (release = resolve)));
+        await new Promise((resolve) => setImmediate(resolve));
+        const deleting = deployment.mutate(async (tx) => {
+          for (const id of ids.slice(0, 30)) await tx.delete("items", id);
+        });
+        let grouped = false;
+        const scanning = deployment
+          .mutate(async (tx) => {
+            // The deletes before it are in its overlay, not yet in its snapshot.
+            grouped = tx.overlay.size > 0;
+            return scan(tx, group);
+          })
+          .then(
+            (result) => ({ result }),
+            (error: unknown) => ({ error }),
+          );
+        release();
+        await held;
+        await deleting;
+        const outcome = await scanning;
+        if (grouped) return outcome;
+      }
+      throw new Error("The two mutations never committed in one group.");
+    };
+    const firstFive = (tx: Transaction, group: string) =>
+      tx.query(
+        {
+          table: "items",
+          index: "by_group",
+          range: [{ op: "eq", field: "group", value: group }],
+          order: "asc",
+        },
+        { kind: "take", n: 5 },
+      );
+    const charged = await behindDeletes(firstFive);
+    expect(charged).toMatchObject({ result: { usage: { rowsReturned: 5, rowsRead: 5 } } });
+    try {
+      (LIMITS as { rowsHiddenByGroup: number }).rowsHiddenByGroup = 10;
+      const refused = await behindDeletes(firstFive);
+      expect(refused).toMatchObject({ error: { code: "unavailable" } });
+      expect((refused as { error: Error }).error.message).toContain("retry it once they have committed");
+    } finally {
+      (LIMITS as { rowsHiddenByGroup: number }).rowsHiddenByGroup = most;
+    }
   });
 });

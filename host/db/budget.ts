@@ -69,6 +69,8 @@ export class Budget {
   private rangeBytesRead = 0;
   /** `id()` values its writes checked exist so far. */
   private referencesChecked = 0;
+  /** Entries scans passed that earlier members of the group commit deleted (see {@link hidden}). */
+  private hiddenByGroup = 0;
 
   constructor(limits: BudgetLimits = DEFAULT_BUDGET) {
     this.limits = limits;
@@ -130,10 +132,23 @@ export class Budget {
   }
 
   /**
-   * Counts an entry a scan passed without returning it, hidden by the handler's own pending delete
-   * (`bytes`: the value it hid), as a read: the host read it all the same.
+   * Counts an entry a scan passed without returning it, hidden by a pending delete (`bytes`: the
+   * value it hid). One the handler's own delete hides is a read: the host read it all the same.
+   * One an earlier member of its group commit deleted is not the handler's doing: those are
+   * bounded apart ({@link LIMITS.rowsHiddenByGroup}), and past it the handler fails `unavailable`
+   * to be retried once that member's deletes are committed (its scans then no longer meet them).
    */
-  readonly hidden = (bytes: number): void => this.read(bytes);
+  readonly hidden = (bytes: number, own: boolean): void => {
+    if (own) {
+      this.read(bytes);
+      return;
+    }
+    if (++this.hiddenByGroup > LIMITS.rowsHiddenByGroup)
+      throw new PlatformError(
+        "unavailable",
+        `This mutation's scans passed more than ${LIMITS.rowsHiddenByGroup} rows that mutations committing with it deleted; retry it once they have committed.`,
+      );
+  };
 
   /** Counts `n` key-only reads at once (for `count()`), failing without counting when it would overflow. */
   readKeys(n: number): void {

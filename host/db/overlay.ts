@@ -79,6 +79,11 @@ export class WriteOverlay {
     this.touched.add(own);
   }
 
+  /** Whether `entry` was written by this overlay's own transaction (not by one it was forked from). */
+  isOwn(entry: OverlayEntry): boolean {
+    return this.touched?.has(entry) === true;
+  }
+
   /** The pending write of `key`: a string, `null` for a delete, `undefined` when untouched. */
   get(key: Buffer): string | null | undefined {
     return this.entries.get(key)?.value;

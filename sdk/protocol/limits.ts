@@ -20,6 +20,14 @@ export const LIMITS = {
    * query keeps): a scan compared with a 1 MiB string holds it twice, found or not. Ours.
    */
   rangeBytesRead: 4 * 1024 * 1024,
+  /**
+   * Rows one mutation's scans may pass that other mutations committing with it (one group commit)
+   * deleted; past them it fails `503 unavailable`, to be retried once they have committed. Its
+   * own deletes count as rows read instead. Ours: an attacker's two mutations, one deleting 8,000
+   * rows and one scanning past them again and again, held the main thread for seconds, charged
+   * to no one's read budget.
+   */
+  rowsHiddenByGroup: 20_000,
   /** Rows one mutation writes (inserted, patched, replaced or deleted), each write counted. */
   rowsWritten: 8192,
   /**
