@@ -3,6 +3,9 @@ import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
 import { ArtifactStore } from "./artifacts.js";
 import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 
+/** Records parsed per read of {@link DeploymentRegistry.storedList}. */
+const STORED_PAGE = 8;
+
 /** Reads of a deployment's record after an announcement, the first and its retries (about 5 minutes in all). */
 const RECHECK_ATTEMPTS = 12;
 
@@ -25,6 +28,8 @@ export class DeploymentRegistry {
    * unheard, from one merely changed.
    */
   private readonly incarnations = new Map<string, string | null>();
+  /** How many times each id's record was announced changed or retired (see {@link get}). */
+  private readonly generations = new Map<string, number>();
   /** Each id whose record is being read after an announcement (see {@link recheck}). */
   private readonly rechecks = new Map<string, { again: boolean }>();
 
@@ -45,7 +50,7 @@ export class DeploymentRegistry {
             ? [...new Set([...this.cache.keys(), ...this.incarnations.keys()])]
             : [];
       for (const id of ids) {
-        this.cache.delete(id);
+        this.changed(id);
         this.recheck(id, onGone);
       }
     });
@@ -105,13 +110,23 @@ export class DeploymentRegistry {
     return this.cache.get(id);
   }
 
-  /** The deployment `id`, or undefined. */
+  /**
+   * The deployment `id`, or undefined. A record read while an announcement or a retirement of `id`
+   * came is answered but not kept: it may be older than what they announced.
+   */
   async get(id: string): Promise<DeploymentRecord | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
+    const generation = this.generations.get(id);
     const record = await this.records.get(id);
-    if (record) this.keep(record);
+    if (record && this.generations.get(id) === generation) this.keep(record);
     return record;
+  }
+
+  /** Marks what was read of `id` before now as possibly stale (see {@link get}). */
+  private changed(id: string): void {
+    this.cache.delete(id);
+    this.generations.set(id, (this.generations.get(id) ?? 0) + 1);
   }
 
   /** The deployment `id` as stored now, without reading or filling the cache. */
@@ -136,18 +151,31 @@ export class DeploymentRegistry {
   }
 
   /**
-   * Every deployment, in id order: their ids read from the store, each record from the cache or
-   * read and kept. A record holds its capsule's whole declaration (up to 2 Mi characters): parsing
-   * every one on each listing (a developer's `GET /v1/me`, a new deployment's count) held every
-   * tenant's calls for seconds when one developer's records were large.
+   * Every deployment, in id order: their ids read from the store, each record from the cache, or
+   * read alone (not kept: a listing does not fill the cache with every deployment of the host). A
+   * record holds its capsule's whole declaration (up to 2 Mi characters): parsing every one at once
+   * on each listing (a developer's `GET /v1/me`, a new deployment's count) held every tenant's
+   * calls for seconds when one developer's records were large.
    */
   async list(): Promise<DeploymentRecord[]> {
     const records: DeploymentRecord[] = [];
     for await (const ids of this.records.idPages())
       for (const id of ids) {
-        const record = await this.get(id);
+        const record = this.cache.get(id) ?? (await this.records.get(id));
         if (record) records.push(record);
       }
+    return records;
+  }
+
+  /**
+   * Every deployment as stored now, bypassing the cache (the artifact sweep decides what to delete
+   * by it: a cached record an announcement has not reached yet names an artifact no longer served),
+   * a few records per read so that no turn of the event loop parses many.
+   */
+  private async storedList(): Promise<DeploymentRecord[]> {
+    const records: DeploymentRecord[] = [];
+    for await (const page of this.records.entryPages(STORED_PAGE))
+      for (const [, record] of page) records.push(record);
     return records;
   }
 
@@ -205,7 +233,7 @@ export class DeploymentRegistry {
         { key: use.key, value: null },
       ],
     );
-    this.cache.delete(record.id);
+    this.changed(record.id);
     this.incarnations.delete(record.id);
     return removal;
   }
@@ -229,11 +257,11 @@ export class DeploymentRegistry {
    * Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many.
    */
   sweepArtifacts(): Promise<number> {
-    return this.artifacts.sweep(() => this.list());
+    return this.artifacts.sweep(() => this.storedList());
   }
 
   /** Once per database: the artifact uses of records stored before uses were kept (see {@link ArtifactStore.adoptRecords}). */
   adoptArtifactUses(): Promise<void> {
-    return this.artifacts.adoptRecords(() => this.list());
+    return this.artifacts.adoptRecords(() => this.storedList());
   }
 }
