@@ -116,11 +116,12 @@ export class GroupCommit {
     const database = this.database;
     let snapshot = begun;
     let next: QueuedMutation[] | undefined;
+    let batch: GroupBatch | undefined;
     try {
       const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes());
       // Taken under the write lock, with the first read: no commit of this deployment can come between.
       snapshot ??= await database.store.lazySnapshot(database.share());
-      const batch = new GroupBatch(database, snapshot, rowBytes, (member) => this.waits.committing(member));
+      batch = new GroupBatch(database, snapshot, rowBytes, (member) => this.waits.committing(member));
       const readsAhead = !database.syncReads;
       if (readsAhead && !begun) await readAhead(snapshot, this.readKeys(group));
       await this.runMembers(group, snapshot, batch);
@@ -132,6 +133,8 @@ export class GroupCommit {
     } catch (error) {
       // Chosen to come next, they have not run: first in line again.
       if (next) this.queued.unshift(...next);
+      // A batch an early commit started lands before the write lock is let go.
+      await batch?.landed().catch(() => undefined);
       throw error;
     } finally {
       await snapshot?.close().catch(() => {});

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
+import { LARGE_BATCH } from "./batch-fold.js";
 import type { KeptScan, KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { ConnectionParking } from "./postgres-parking.js";
 import { PointReads } from "./postgres-point-reads.js";
@@ -219,7 +220,9 @@ export class PostgresSnapshot implements KvSnapshot {
    * snapshot, or none when the message failed after its write committed (the server said so
    * before the failure); rejects when the write did not commit, or when the connection was lost
    * before the server said (as any commit whose answer is lost). Undefined, with nothing done,
-   * when it cannot be one message: no transaction begun yet, or a write too large to send as text.
+   * when it cannot be one message: no transaction begun yet, a write too large to send as text,
+   * or one of more than {@link LARGE_BATCH} operations (which {@link commit} folds over turns of
+   * the event loop; folded here it would hold the main thread in one stretch).
    */
   async commitAndContinue(
     operations: KvOperation[],
@@ -227,6 +230,7 @@ export class PostgresSnapshot implements KvSnapshot {
     read: Buffer[],
   ): Promise<{ next: PostgresSnapshot | undefined } | undefined> {
     this.require();
+    if (operations.length > LARGE_BATCH) return undefined;
     const write = writeStatement(this.table, operations, notify);
     const text = write === undefined ? "" : inline(write);
     const reads = read.length > 0 ? valuesStatement(this.table, read) : TAKE_SNAPSHOT;
