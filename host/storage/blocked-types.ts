@@ -4,6 +4,7 @@ import { inlineContentType } from "./download-type.js";
 import { leadingMarkup, opensAsXml, sniffsAsHtml } from "./html-sniffing.js";
 import { markupChecker } from "./markup-checker.js";
 import { textEncodingOf } from "./text-encoding.js";
+import { isZip, zipType } from "./zip-entries.js";
 
 /** The declared-type check, next to the content check it comes before. */
 export { isBlockedDeclaredType } from "./blocked-declared-types.js";
@@ -43,6 +44,16 @@ function startsWith(bytes: Uint8Array, magic: number[]): boolean {
   return magic.every((byte, i) => bytes[i] === byte);
 }
 
+/**
+ * The type file-type detects from the leading bytes, or undefined; a zip's from its entries'
+ * names alone (zip-entries.ts: file-type would unpack some of them whole).
+ */
+async function detectedType(bytes: Uint8Array): Promise<{ ext: string; mime: string } | undefined> {
+  if (isZip(bytes)) return zipType(bytes);
+  // file-type throws on truncated or odd containers; what it cannot parse it did not detect.
+  return fileTypeFromBuffer(bytes).catch(() => undefined);
+}
+
 /** Detected types a web app's client build may hold although uploads refuse them (see {@link executableReason}). */
 const CLIENT_ALLOWED_DETECTED = new Set(["wasm"]);
 
@@ -54,7 +65,7 @@ const CLIENT_ALLOWED_DETECTED = new Set(["wasm"]);
  */
 export async function executableReason(bytes: Uint8Array): Promise<string | undefined> {
   for (const [what, magic] of MAGIC) if (startsWith(bytes, magic)) return `the file is ${what}`;
-  const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
+  const detected = await detectedType(bytes);
   if (detected && BLOCKED_DETECTED_EXTENSIONS.has(detected.ext) && !CLIENT_ALLOWED_DETECTED.has(detected.ext))
     return `the file is ${detected.mime}`;
   return undefined;
@@ -103,8 +114,7 @@ export async function blockedContentReason(
   const servedAsSvg = inlineContentType(declaredType) === "image/svg+xml";
   const markup = await markupReason(bytes, isMarkdownType(declaredType), servedAsSvg, queue);
   if (markup) return markup;
-  // file-type throws on truncated or odd containers; what it cannot parse it did not detect.
-  const detected = await fileTypeFromBuffer(bytes).catch(() => undefined);
+  const detected = await detectedType(bytes);
   if (detected && BLOCKED_DETECTED_EXTENSIONS.has(detected.ext)) return `the file is ${detected.mime}`;
   return undefined;
 }
