@@ -219,7 +219,8 @@ export class PostgresKv extends KvStoreBase {
 
   /** One statement, atomic on its own, in one round trip; a large batch in chunks (postgres-write.ts). */
   protected async _batch(operations: KvOperation[]): Promise<void> {
-    const chunks = await writeChunks(operations);
+    const made = writeChunks(operations);
+    const chunks = Array.isArray(made) ? made : await made;
     if (chunks.length === 0) return;
     const client = await this.pool.connect();
     try {

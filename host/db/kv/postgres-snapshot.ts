@@ -198,7 +198,8 @@ export class PostgresSnapshot implements KvSnapshot {
   async commit(operations: KvOperation[], notify?: string): Promise<void> {
     this.require();
     // Made first: should it throw (a batch that does not fold), the transaction is still this one's to close.
-    const chunks = await writeChunks(operations);
+    const made = writeChunks(operations);
+    const chunks = Array.isArray(made) ? made : await made;
     this.open = false;
     // Nothing read: no transaction of its own to end, but maybe a parked one.
     const { client, end } = this.ready

@@ -10,14 +10,21 @@ function operationBytes(op: KvOperation): number {
 }
 
 /**
- * `operations` folded (one per key; a large batch over turns of the event loop) and cut into
- * chunks of about {@link INLINE_BYTES} each; one chunk (or none) when they fit in one statement.
+ * `operations` folded (one per key) and cut into chunks of about {@link INLINE_BYTES} each; one
+ * chunk (or none) when they fit in one statement. Answered at once, as the callers' order of
+ * taking connections depends on, unless the batch is large: one of more than {@link LARGE_BATCH}
+ * operations is folded over turns of the event loop.
  */
-export async function writeChunks(operations: KvOperation[]): Promise<KvOperation[][]> {
+export function writeChunks(operations: KvOperation[]): KvOperation[][] | Promise<KvOperation[][]> {
+  if (operations.length > LARGE_BATCH) return foldInTurns(operations).then(chunksOf);
+  return chunksOf(foldBatch(operations));
+}
+
+/** Folded operations cut into chunks of about {@link INLINE_BYTES}. */
+function chunksOf(folded: KvOperation[]): KvOperation[][] {
   const chunks: KvOperation[][] = [];
   let chunk: KvOperation[] = [];
   let bytes = 0;
-  const folded = operations.length > LARGE_BATCH ? await foldInTurns(operations) : foldBatch(operations);
   for (const op of folded) {
     const size = operationBytes(op);
     if (chunk.length > 0 && bytes + size > INLINE_BYTES) {
