@@ -15,6 +15,15 @@ export const SYNC_LIMITS = {
   messageBytes: LIMITS.requestBodyBytes,
   /** What one subscription keeps: its id, query name and arguments (bytes). */
   subscriptionArgsBytes: 64 * 1024,
+  /**
+   * What a subscription counts at least against the bounds below, however short its arguments:
+   * about what the host holds for it (its subscriber, pushes and bookkeeping, some 880 bytes), so
+   * that a client address holds at most 16,384 subscriptions on a host, all connections together.
+   * Counted as its arguments alone (about 10 bytes), an address could hold a million, and each
+   * commit touching their query handed its result to every one of them in one stretch of the main
+   * thread (40,000 of them took 387-443 ms a commit).
+   */
+  subscriptionBytesAtLeast: 1024,
   /** Characters of a message's id (the client's own, echoed in every answer to it). */
   idChars: 256,
   /** Characters of a subscribe or mutation message's `name`. */
@@ -158,7 +167,10 @@ export class SubscriptionArgs {
    */
   keep(id: string, name: string, argsJson: string): void {
     this.release(id);
-    const bytes = Buffer.byteLength(id) + Buffer.byteLength(name) + Buffer.byteLength(argsJson);
+    const bytes = Math.max(
+      SYNC_LIMITS.subscriptionBytesAtLeast,
+      Buffer.byteLength(id) + Buffer.byteLength(name) + Buffer.byteLength(argsJson),
+    );
     if (
       bytes > SYNC_LIMITS.subscriptionArgsBytes ||
       this.total + bytes > SYNC_LIMITS.subscriptionsArgsBytes ||
@@ -166,7 +178,7 @@ export class SubscriptionArgs {
     )
       throw new PlatformError(
         "bad_request",
-        `Subscription ${id}'s arguments (with its id and query name) are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address. Pass ids, not data.`,
+        `Subscription ${id}'s arguments (with its id and query name) are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address, where each subscription counts at least ${SYNC_LIMITS.subscriptionBytesAtLeast}. Pass ids, not data, and unsubscribe from what is no longer shown.`,
       );
     this.bytes.set(id, bytes);
     this.total += bytes;
