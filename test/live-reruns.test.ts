@@ -181,3 +181,41 @@ describe("read-your-writes while a stale run executes", () => {
     expect(theirLatest).toBe(before + 1);
   }, 120_000);
 });
+
+describe("a shared query's fan-out", () => {
+  it("takes turns of the event loop, and settledFor waits for all of it", async () => {
+    const loop = { turn: 0, stopped: false };
+    const tick = () => {
+      loop.turn++;
+      if (!loop.stopped) setImmediate(tick);
+    };
+    const latest = new Map<number, string>();
+    const turns = new Set<number>();
+    const stops: Array<() => void> = [];
+    const count = 2000;
+    for (let index = 0; index < count; index++) {
+      const stop = await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 7777 }), null, {
+        value: (json) => {
+          // A push to a socket costs about 10 µs; these cost at least 20: 40 ms or more for all.
+          const until = performance.now() + 0.02;
+          while (performance.now() < until);
+          latest.set(index, json);
+          turns.add(loop.turn);
+        },
+        error: (error) => latest.set(index, JSON.stringify(error)),
+      });
+      stops.push(stop);
+    }
+    turns.clear();
+    setImmediate(tick);
+    await call("mutation", "add", { bucket: 7777, text: "fanned out" });
+    await live.settledFor("live");
+    loop.stopped = true;
+    const missing = [...latest].filter(([, json]) => !json.includes("fanned out"));
+    expect(latest.size).toBe(count);
+    expect(missing).toEqual([]);
+    // Every 8 ms the delivery hands the event loop back: its pushes span several turns.
+    expect(turns.size).toBeGreaterThan(1);
+    for (const stop of stops) stop();
+  }, 120_000);
+});

@@ -111,7 +111,7 @@ export class LiveQueries {
     this.countOwner(subscriber.owner, group, 1);
     // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
     if (group.running) await group.running;
-    else if (group.outcome && group.roomNeeded === undefined) this.delivery.deliver(group);
+    else if (group.outcome && group.roomNeeded === undefined) this.delivery.deliverTo(group, subscriber);
     else await this.schedule(group);
     const joined = group;
     return () => {
@@ -303,7 +303,8 @@ export class LiveQueries {
     }
     this.readSetsOf(group.deployment).set(group, readSet);
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
-    this.delivery.deliver(group);
+    // Within the run: the next run waits for it, and so does a mutation's answer (settledFor).
+    await this.delivery.deliver(group);
   }
 
   /** Stops listening to commits. */

@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import { TurnTaker } from "../db/turn-taker.js";
+import { newGroup, type Outcome, type Subscriber } from "./group.js";
+import { OutcomeDelivery } from "./outcome-delivery.js";
+
+/**
+ * A delivery whose clock moves 1 ms per push (`clock.ms`), sharing the event loop every 8 ms, and
+ * a count of the event loop's turns since `start` (a chain of setImmediate, as the delivery's).
+ */
+function delivery() {
+  const clock = { ms: 0 };
+  const pushed: Array<{ deployment: string; count: number }> = [];
+  const deliver = new OutcomeDelivery(
+    { pushed: (deployment, count) => pushed.push({ deployment, count }) },
+    () => new TurnTaker(8, () => clock.ms),
+  );
+  const loop = { turn: 0, stopped: false };
+  const tick = () => {
+    loop.turn++;
+    if (!loop.stopped) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return { deliver, clock, pushed, loop };
+}
+
+/** Subscribers of a fresh group, each recording the outcome values it was pushed and in which turn. */
+function subscribers(count: number, clock: { ms: number }, loop: { turn: number }) {
+  const group = newGroup("d", "q", "{}", null, "");
+  const got = new Map<number, Array<{ value: string; turn: number }>>();
+  const make = (index: number, onPush?: () => void): Subscriber => ({
+    value: (valueJson) => {
+      clock.ms += 1;
+      got.set(index, [...(got.get(index) ?? []), { value: valueJson, turn: loop.turn }]);
+      onPush?.();
+    },
+    error: () => {},
+  });
+  const all = Array.from({ length: count }, (_, index) => make(index));
+  for (const subscriber of all) group.subscribers.set(subscriber, undefined);
+  return { group, got, all, make };
+}
+
+describe("OutcomeDelivery", () => {
+  it("pushes to every subscriber, handing the event loop back between stretches", async () => {
+    const { deliver, clock, pushed, loop } = delivery();
+    const { group, got } = subscribers(100, clock, loop);
+    group.outcome = { valueJson: "1" };
+    await deliver.deliver(group);
+    loop.stopped = true;
+    expect(got.size).toBe(100);
+    const turns = new Set([...got.values()].map((pushes) => pushes[0]?.turn));
+    // 8 pushes a stretch (1 ms each on the delivery's clock): 13 stretches, each in its own turn.
+    expect(turns.size).toBe(13);
+    expect(pushed.reduce((sum, { count }) => sum + count, 0)).toBe(100);
+    expect(pushed.every(({ deployment }) => deployment === "d")).toBe(true);
+  });
+
+  it("reaches subscribers joining meanwhile, and not those who left, even during a turn between stretches", async () => {
+    const { deliver, clock, loop } = delivery();
+    const { group, got, all, make } = subscribers(40, clock, loop);
+    const late = make(100);
+    // Subscriber 99, pushed first, sees subscriber 30 leave and 100 join before they are reached.
+    const first = make(99, () => {
+      group.subscribers.delete(all[30] as Subscriber);
+      group.subscribers.set(late, undefined);
+    });
+    group.subscribers.clear();
+    for (const subscriber of [first, ...all]) group.subscribers.set(subscriber, undefined);
+    // The first stretch ends with subscriber 6; subscriber 7, next, leaves during the turn between.
+    const sixth = all[6] as Subscriber;
+    const value = sixth.value.bind(sixth);
+    sixth.value = (json, encoded) => {
+      value(json, encoded);
+      setImmediate(() => group.subscribers.delete(all[7] as Subscriber));
+    };
+    group.outcome = { valueJson: "1" };
+    await deliver.deliver(group);
+    loop.stopped = true;
+    expect(got.has(30)).toBe(false);
+    expect(got.has(7)).toBe(false);
+    expect(got.has(8)).toBe(true);
+    expect(got.get(100)?.map((push) => push.value)).toEqual(["1"]);
+    expect([...got.values()].every((pushes) => pushes.length === 1)).toBe(true);
+  });
+
+  it("stops at the next stretch once the group has a newer outcome, whose delivery reaches the rest", async () => {
+    const { deliver, clock, loop } = delivery();
+    const { group, got, all } = subscribers(40, clock, loop);
+    const older: Outcome = { valueJson: "1" };
+    const newer: Outcome = { valueJson: "2" };
+    // Subscriber 3 is pushed in the first stretch (pushes 0-7); the newer outcome comes then.
+    const third = all[3] as Subscriber;
+    const value = third.value.bind(third);
+    third.value = (json, encoded) => {
+      value(json, encoded);
+      group.outcome = newer;
+    };
+    group.outcome = older;
+    await deliver.deliver(group);
+    expect([...got.keys()].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    await deliver.deliver(group);
+    loop.stopped = true;
+    expect(got.size).toBe(40);
+    expect(got.get(0)?.map((push) => push.value)).toEqual(["1", "2"]);
+    expect(got.get(39)?.map((push) => push.value)).toEqual(["2"]);
+  });
+
+  it("gives one joiner the outcome alone, once", () => {
+    const { deliver, clock, pushed, loop } = delivery();
+    const { group, got, all } = subscribers(3, clock, loop);
+    loop.stopped = true;
+    group.outcome = { error: { code: "bad_request", message: "no" } };
+    const errors: unknown[] = [];
+    const joiner: Subscriber = { value: () => {}, error: (error) => errors.push(error) };
+    group.subscribers.set(joiner, undefined);
+    deliver.deliverTo(group, joiner);
+    deliver.deliverTo(group, joiner);
+    expect(errors).toEqual([{ code: "bad_request", message: "no" }]);
+    expect(got.size).toBe(0);
+    expect(group.subscribers.get(all[0] as Subscriber)).toBeUndefined();
+    expect(pushed).toEqual([{ deployment: "d", count: 1 }]);
+  });
+});
