@@ -218,4 +218,44 @@ describe("a shared query's fan-out", () => {
     expect(turns.size).toBeGreaterThan(1);
     for (const stop of stops) stop();
   }, 120_000);
+
+  it("answers a subscriber joining a query that commits keep busy, and lets it leave, while they go on", async () => {
+    const slowPush = () => {
+      const until = performance.now() + 0.02;
+      while (performance.now() < until);
+    };
+    const stops: Array<() => void> = [];
+    for (let index = 0; index < 2000; index++)
+      stops.push(
+        await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 8888 }), null, {
+          value: slowPush,
+          error: () => {},
+        }),
+      );
+    // Commits faster than a run and its delivery (40 ms or more): its chain of runs never ends meanwhile.
+    let committing = true;
+    let commits = 0;
+    const committed = (async () => {
+      while (committing && commits < 400) {
+        await call("mutation", "add", { bucket: 8888, text: `busy ${commits++}` });
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return committing;
+    })();
+    while (commits < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    const values: string[] = [];
+    const stop = await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 8888 }), null, {
+      value: (json) => values.push(json),
+      error: () => {},
+    });
+    const subscribers = () => live.subscriberCounts().find(([id]) => id === "live")?.[1] ?? 0;
+    const before = subscribers();
+    stop();
+    const after = subscribers();
+    committing = false;
+    expect(await committed, "subscribe() waited until the commits stopped").toBe(false);
+    expect(values.length).toBeGreaterThan(0);
+    expect(before - after).toBe(1);
+    for (const each of stops) each();
+  }, 120_000);
 });

@@ -73,10 +73,11 @@ export interface Group {
 /**
  * Resolves once `group` has finished an execution that started after this call: the one waiting
  * for its turn, or, when one is executing now (read before a commit that made it dirty), the one
- * after it; or once no run is due for it any more.
+ * after it; or once no run is due for it any more. With `current`, the execution under way counts
+ * too (a subscriber joining it is handed its outcome: see `OutcomeDelivery`).
  */
-export function nextRunOf(group: Group): Promise<void> {
-  const need = group.started + 1;
+export function nextRunOf(group: Group, current = false): Promise<void> {
+  const need = current && group.executing ? group.started : group.started + 1;
   return new Promise((resolve) => group.waiters.push({ need, resolve }));
 }
 

@@ -109,10 +109,13 @@ export class LiveQueries {
     }
     group.subscribers.set(subscriber, undefined);
     this.countOwner(subscriber.owner, group, 1);
-    // A run in progress (the first, or a re-run) gives the newcomer its outcome when it ends.
-    if (group.running) await group.running;
-    else if (group.outcome && group.roomNeeded === undefined) this.delivery.deliverTo(group, subscriber);
-    else await this.schedule(group);
+    // A run under way (the first, or a re-run) or due hands the newcomer its outcome. Only that run
+    // is waited for, not the re-runs commits keep adding behind it: under a steady stream of
+    // commits a busy query's chain of runs never ends, and an unsubscribe waits for this.
+    const run =
+      group.running ?? (group.outcome && group.roomNeeded === undefined ? undefined : this.schedule(group));
+    if (run) await Promise.race([run, nextRunOf(group, true)]);
+    this.delivery.deliverTo(group, subscriber);
     const joined = group;
     return () => {
       if (joined.subscribers.delete(subscriber)) this.countOwner(subscriber.owner, joined, -1);
@@ -304,7 +307,7 @@ export class LiveQueries {
     this.readSetsOf(group.deployment).set(group, readSet);
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     // Within the run: the next run waits for it, and so does a mutation's answer (settledFor).
-    await this.delivery.deliver(group);
+    await this.delivery.deliver(group, () => this.byDeployment.get(group.deployment)?.has(group) === true);
   }
 
   /** Stops listening to commits. */

@@ -1,18 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { TurnTaker } from "../db/turn-taker.js";
 import { newGroup, type Outcome, type Subscriber } from "./group.js";
 import { OutcomeDelivery } from "./outcome-delivery.js";
 
 /**
- * A delivery whose clock moves 1 ms per push (`clock.ms`), sharing the event loop every 8 ms, and
- * a count of the event loop's turns since `start` (a chain of setImmediate, as the delivery's).
+ * Deliveries whose clock moves 1 ms per push (`clock.ms`), pushing 8 ms a turn, and a count of the
+ * event loop's turns (a chain of setImmediate, as the delivery's).
  */
 function delivery() {
   const clock = { ms: 0 };
   const pushed: Array<{ deployment: string; count: number }> = [];
   const deliver = new OutcomeDelivery(
     { pushed: (deployment, count) => pushed.push({ deployment, count }) },
-    () => new TurnTaker(8, () => clock.ms),
+    { ms: 8, now: () => clock.ms },
   );
   const loop = { turn: 0, stopped: false };
   const tick = () => {
@@ -83,12 +82,12 @@ describe("OutcomeDelivery", () => {
     expect([...got.values()].every((pushes) => pushes.length === 1)).toBe(true);
   });
 
-  it("stops at the next stretch once the group has a newer outcome, whose delivery reaches the rest", async () => {
+  it("stops once the group has a newer outcome, whose delivery reaches the rest", async () => {
     const { deliver, clock, loop } = delivery();
     const { group, got, all } = subscribers(40, clock, loop);
     const older: Outcome = { valueJson: "1" };
     const newer: Outcome = { valueJson: "2" };
-    // Subscriber 3 is pushed in the first stretch (pushes 0-7); the newer outcome comes then.
+    // The newer outcome comes while subscriber 3 is pushed.
     const third = all[3] as Subscriber;
     const value = third.value.bind(third);
     third.value = (json, encoded) => {
@@ -97,12 +96,59 @@ describe("OutcomeDelivery", () => {
     };
     group.outcome = older;
     await deliver.deliver(group);
-    expect([...got.keys()].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect([...got.keys()].sort((a, b) => a - b)).toEqual([0, 1, 2, 3]);
     await deliver.deliver(group);
     loop.stopped = true;
     expect(got.size).toBe(40);
     expect(got.get(0)?.map((push) => push.value)).toEqual(["1", "2"]);
     expect(got.get(39)?.map((push) => push.value)).toEqual(["2"]);
+  });
+
+  it("shares one budget a turn between all deliveries, taking them in turn", async () => {
+    const { deliver, clock, loop } = delivery();
+    const a = subscribers(20, clock, loop);
+    const b = subscribers(20, clock, loop);
+    a.group.outcome = { valueJson: "1" };
+    b.group.outcome = { valueJson: "2" };
+    await Promise.all([deliver.deliver(a.group), deliver.deliver(b.group)]);
+    loop.stopped = true;
+    const perTurn = new Map<number, number>();
+    for (const { got } of [a, b])
+      for (const pushes of got.values())
+        for (const { turn } of pushes) perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
+    expect(a.got.size + b.got.size).toBe(40);
+    // 40 pushes of 1 ms, 8 a turn whichever group they are for: 5 turns (a budget each: 3).
+    expect([...perTurn.values()]).toEqual([8, 8, 8, 8, 8]);
+    // In turn: b does not wait for the whole of a.
+    expect(b.got.get(0)?.[0]?.turn).toBeLessThan(a.got.get(19)?.[0]?.turn as number);
+  });
+
+  it("stops once the group is no longer live (its deployment was deleted)", async () => {
+    const { deliver, clock, loop } = delivery();
+    const { group, got } = subscribers(40, clock, loop);
+    let live = true;
+    group.outcome = { valueJson: "1" };
+    const delivered = deliver.deliver(group, () => live);
+    live = false;
+    await delivered;
+    loop.stopped = true;
+    // The first stretch ran at once, before it was dropped.
+    expect(got.size).toBe(8);
+  });
+
+  it("fails the delivery whose subscriber throws, and goes on with the others", async () => {
+    const { deliver, clock, loop } = delivery();
+    const a = subscribers(20, clock, loop);
+    const b = subscribers(20, clock, loop);
+    (a.all[10] as Subscriber).value = () => {
+      throw new Error("socket gone wrong");
+    };
+    a.group.outcome = { valueJson: "1" };
+    b.group.outcome = { valueJson: "2" };
+    const results = await Promise.allSettled([deliver.deliver(a.group), deliver.deliver(b.group)]);
+    loop.stopped = true;
+    expect(results.map((result) => result.status)).toEqual(["rejected", "fulfilled"]);
+    expect(b.got.size).toBe(20);
   });
 
   it("gives one joiner the outcome alone, once", () => {
