@@ -375,3 +375,36 @@ it("closes the sockets of a client address that sends more than its share of byt
   // Calls over HTTP go on.
   expect((await host.call("sync", "query", "byBucket", { bucket: 1 })).status).toBe(200);
 });
+
+it("refuses a subscription past what one deployment's subscriptions may keep, whatever the sockets, until others leave", async () => {
+  const limits = SYNC_LIMITS as { deploymentArgsBytes: number };
+  const before = limits.deploymentArgsBytes;
+  limits.deploymentArgsBytes = 3 * SYNC_LIMITS.subscriptionBytesAtLeast;
+  try {
+    const first = await connect();
+    for (const id of ["a1", "a2", "a3"]) {
+      first.ws.send(JSON.stringify({ type: "subscribe", id, name: "byBucket", args: { bucket: 31 } }));
+      expect(await first.next((m) => m.id === id)).toMatchObject({ type: "value", id });
+    }
+    const second = await connect();
+    second.ws.send(JSON.stringify({ type: "subscribe", id: "b1", name: "byBucket", args: { bucket: 31 } }));
+    const refused = await second.next((m) => m.id === "b1");
+    expect(refused).toMatchObject({ type: "error", id: "b1", error: { code: "unavailable" } });
+    expect(String((refused.error as { message: string }).message)).toContain("Subscribe again later");
+    // The first socket leaves: its room is the deployment's again.
+    const closed = new Promise((resolve) => first.ws.once("close", resolve));
+    first.ws.close();
+    await closed;
+    let answer: Record<string, unknown> = refused;
+    for (let attempt = 0; attempt < 50 && answer.type !== "value"; attempt++) {
+      const id = `b${attempt + 2}`;
+      second.ws.send(JSON.stringify({ type: "subscribe", id, name: "byBucket", args: { bucket: 31 } }));
+      answer = await second.next((m) => m.id === id);
+      if (answer.type !== "value") await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(answer).toMatchObject({ type: "value", value: [] });
+    second.ws.close();
+  } finally {
+    limits.deploymentArgsBytes = before;
+  }
+});

@@ -31,6 +31,13 @@ export const SYNC_LIMITS = {
   subscriptionsArgsBytes: 4 * 1024 * 1024,
   /** Arguments kept by all connections of one client address together. */
   addressArgsBytes: 16 * 1024 * 1024,
+  /**
+   * Arguments kept by all connections to one deployment on this host together: 65,536
+   * subscriptions at most, about 64 MiB of the host's memory, however many addresses a client
+   * brings (an IPv6 one rotating through its /64s cheaply); each commit touching their query hands
+   * its result to every one of them.
+   */
+  deploymentArgsBytes: 64 * 1024 * 1024,
   /** Objects and arrays one message may hold ("{" and "[", in strings too): parsing deep nesting is slow. */
   messageContainers: 65_536,
   /** What one client address's messages may bring per second, each counting 1 KiB at least (sync-guards.ts). */
@@ -128,42 +135,51 @@ export function nameMissing(message: ClientMessage, id: string): object | undefi
 }
 
 /**
- * The arguments the subscriptions of all connections of each client address keep: a client may
- * open many sockets (each with its own {@link SubscriptionArgs}), 15 of them held 103 MB.
+ * The arguments subscriptions keep, by a key shared by many connections: each client address's
+ * (a client may open many sockets, each with its own {@link SubscriptionArgs}: 15 of them held
+ * 103 MB), or each deployment's.
  */
-export class ArgsPerAddress {
+export class KeptArgs {
   private readonly bytes = new Map<string, number>();
 
-  /** What the connections of `client` keep, and how one moves it. */
-  of(client: string): AddressArgs {
+  /** What the connections of `key` keep, and how one moves it. */
+  of(key: string): ArgsShare {
     return {
-      kept: () => this.bytes.get(client) ?? 0,
+      kept: () => this.bytes.get(key) ?? 0,
       move: (delta) => {
-        const now = (this.bytes.get(client) ?? 0) + delta;
-        if (now > 0) this.bytes.set(client, now);
-        else this.bytes.delete(client);
+        const now = (this.bytes.get(key) ?? 0) + delta;
+        if (now > 0) this.bytes.set(key, now);
+        else this.bytes.delete(key);
       },
     };
   }
 }
 
-/** One client address's share in {@link ArgsPerAddress}. */
-export interface AddressArgs {
+/** One key's share in {@link KeptArgs}. */
+export interface ArgsShare {
   kept(): number;
   move(delta: number): void;
 }
+
+const UNBOUNDED: ArgsShare = { kept: () => 0, move: () => {} };
 
 /** The arguments one connection's subscriptions keep, bounded by {@link SYNC_LIMITS}. */
 export class SubscriptionArgs {
   private readonly bytes = new Map<string, number>();
   private total = 0;
 
-  constructor(private readonly address: AddressArgs = { kept: () => 0, move: () => {} }) {}
+  constructor(
+    /** What all connections of the client's address keep. */
+    private readonly address: ArgsShare = UNBOUNDED,
+    /** What all connections to the deployment keep. */
+    private readonly deployment: ArgsShare = UNBOUNDED,
+  ) {}
 
   /**
-   * Counts subscription `id` with its query `name` and arguments, or refuses it (`bad_request`)
-   * when it does not fit. An id kept already gives its room back first: it counts once, as its
-   * release gives back once.
+   * Counts subscription `id` with its query `name` and arguments, or refuses it when it does not
+   * fit: `bad_request` past the client's own bounds, `unavailable` past the deployment's (others'
+   * subscriptions fill it; room frees as they leave). An id kept already gives its room back
+   * first: it counts once, as its release gives back once.
    */
   keep(id: string, name: string, argsJson: string): void {
     this.release(id);
@@ -180,9 +196,16 @@ export class SubscriptionArgs {
         "bad_request",
         `Subscription ${id}'s arguments (with its id and query name) are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address, where each subscription counts at least ${SYNC_LIMITS.subscriptionBytesAtLeast}. Pass ids, not data, and unsubscribe from what is no longer shown.`,
       );
+    if (this.deployment.kept() + bytes > SYNC_LIMITS.deploymentArgsBytes)
+      throw new PlatformError(
+        "unavailable",
+        `Subscription ${id} was refused: this app's subscriptions on this server keep all the arguments they may (${SYNC_LIMITS.deploymentArgsBytes} bytes for all its clients together, where each subscription counts at least ${SYNC_LIMITS.subscriptionBytesAtLeast}). Subscribe again later, once others have left.`,
+        { retryAfterSeconds: 10 },
+      );
     this.bytes.set(id, bytes);
     this.total += bytes;
     this.address.move(bytes);
+    this.deployment.move(bytes);
   }
 
   /** Gives subscription `id`'s room back. */
@@ -190,6 +213,7 @@ export class SubscriptionArgs {
     const bytes = this.bytes.get(id) ?? 0;
     this.total -= bytes;
     this.address.move(-bytes);
+    this.deployment.move(-bytes);
     this.bytes.delete(id);
   }
 

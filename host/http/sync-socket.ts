@@ -9,8 +9,8 @@ import type { RequestQuota } from "./request-quota.js";
 import { dropSlowConsumer, type InboundBudgets, type Outgoing, onBudgetedMessage } from "./sync-guards.js";
 import type { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
-  type ArgsPerAddress,
   type ClientMessage,
+  type KeptArgs,
   nameMissing,
   overlong,
   readClientMessage,
@@ -35,7 +35,9 @@ export interface SyncShared {
   heartbeat: SyncHeartbeat;
   sends: SendLimits;
   inbound: InboundBudgets;
-  argsPerAddress: ArgsPerAddress;
+  argsPerAddress: KeptArgs;
+  /** What all connections to each deployment keep of their subscriptions' arguments. */
+  argsPerDeployment: KeptArgs;
   /** The open sockets per deployment, closed when it is deleted. */
   open: Map<string, Set<WebSocket>>;
   running: Map<WebSocket, SocketWork>;
@@ -66,8 +68,19 @@ const identityEnded = () =>
  * budget, subscriptions, its place in `open` and `running`) is given back on close.
  */
 export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncShared): void {
-  const { deployments, live, quota, heartbeat, sends, inbound, argsPerAddress, open, running, closeGone } =
-    shared;
+  const {
+    deployments,
+    live,
+    quota,
+    heartbeat,
+    sends,
+    inbound,
+    argsPerAddress,
+    argsPerDeployment,
+    open,
+    running,
+    closeGone,
+  } = shared;
   const { deployment, incarnation, identity, session, key, gate, client } = caller;
   const sockets = open.get(deployment) ?? new Set<WebSocket>();
   open.set(deployment, sockets);
@@ -141,7 +154,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   // as every per-address limit is: an IPv6 client rotating through its /64 is one client.
   const address = clientAddressKey(client);
   sends.belongs(ws, { address, deployment });
-  const keptArgs = new SubscriptionArgs(argsPerAddress.of(address));
+  const keptArgs = new SubscriptionArgs(argsPerAddress.of(address), argsPerDeployment.of(deployment));
   const receive = async (data: unknown) => {
     // Draining: whatever comes now is sent again to the host the client reconnects to. Closing
     // (its identity ended, its deployment deleted): nothing it still sent runs.

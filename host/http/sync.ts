@@ -11,7 +11,7 @@ import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { InboundBudgets } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
-import { ArgsPerAddress, refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
+import { KeptArgs, refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
 import { SendLimits } from "./sync-send-limits.js";
 import { type SocketWork, type SyncCaller, type SyncShared, serveSyncSocket } from "./sync-socket.js";
 import { twoHostsIn } from "./tenant.js";
@@ -64,7 +64,8 @@ export function attachSync(
     quota.enabled ? LIMITS.syncSocketsPerClient : Number.POSITIVE_INFINITY,
   );
   const inbound = new InboundBudgets(quota.enabled);
-  const argsPerAddress = new ArgsPerAddress();
+  const argsPerAddress = new KeptArgs();
+  const argsPerDeployment = new KeptArgs();
   const heartbeat = new SyncHeartbeat();
   const sends = new SendLimits();
   let draining = false;
@@ -80,6 +81,7 @@ export function attachSync(
     sends,
     inbound,
     argsPerAddress,
+    argsPerDeployment,
     open,
     running,
     draining: () => draining,
