@@ -5,6 +5,7 @@
  */
 import { createServer } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
+import { Readable } from "node:stream";
 import Koa from "koa";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
@@ -198,6 +199,62 @@ it("counts nothing for an answer whose client left before it was made", async ()
     await answered;
     await new Promise((resolve) => setImmediate(resolve));
     expect(answers.unsent).toBe(0);
+  } finally {
+    server.close();
+  }
+});
+
+it("makes room for an address within an even share once the host is full, dropping the oldest unread reads of the heaviest", async () => {
+  const MiB = 1024 * 1024;
+  const answers = UnsentAnswers.forHost(
+    { enabled: true, clientAddress: (req) => String(req.headers["x-client"]) },
+    { perClient: 4 * MiB, total: 8 * MiB, waitMs: 60_000 },
+  );
+  const app = new Koa();
+  // Dropped downloads end as "premature close": expected here, not worth a line on stderr.
+  app.silent = true;
+  app.use(answers.middleware());
+  app.use(async (ctx) => {
+    if (ctx.path === "/small") {
+      ctx.body = "ok";
+      return;
+    }
+    // A download its client never gets the rest of: counted by its length until it is closed.
+    ctx.length = MiB;
+    ctx.type = "application/octet-stream";
+    ctx.body = new Readable({ read() {} });
+  });
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const ask = (client: string, path: string) => {
+    const socket = connect(port, "127.0.0.1", () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Client: ${client}\r\n\r\n`),
+    );
+    let text = "";
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("latin1");
+    });
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    return { socket, closed, text: () => text };
+  };
+  try {
+    // Four addresses hold two downloads each: the host's 8 MiB.
+    const held = ["a", "a", "b", "b", "c", "c", "d", "d"].map((client) => ask(client, "/big"));
+    await vi.waitFor(() => expect(answers.unsent).toBe(8 * MiB));
+    // One of them, past an even share (2 MiB of 8 among four), is refused more.
+    const more = ask("b", "/big");
+    await vi.waitFor(() => expect(more.text()).toMatch(/^HTTP\/1\.1 503 /));
+    expect(answers.unsent).toBe(8 * MiB);
+    // A newcomer is answered: the oldest download of the first of the heaviest is dropped for it.
+    const newcomer = ask("e", "/small");
+    await vi.waitFor(() => expect(newcomer.text()).toMatch(/^HTTP\/1\.1 200 [\s\S]*\r\n\r\nok$/));
+    await held[0]?.closed;
+    expect(held.slice(1).every(({ socket }) => !socket.destroyed)).toBe(true);
+    expect(answers.unsent).toBe(7 * MiB);
+    for (const { socket } of [...held, more, newcomer]) socket.destroy();
+    await vi.waitFor(() => expect(answers.unsent).toBe(0));
   } finally {
     server.close();
   }

@@ -72,6 +72,14 @@ const hostFull = () =>
     },
   );
 
+/** An answer counted until it is read: its bytes, whether it answers a read. */
+interface HeldAnswer {
+  bytes: number;
+  read: boolean;
+  /** Stops counting it, and closes its connection (its client gets nothing more of it). */
+  evict(): void;
+}
+
 /**
  * Bytes of answers (whole bodies, as queries and endpoints answer) handed to the server and not yet
  * read by their clients, per client address and in all. An answer stays in memory until its client
@@ -80,9 +88,16 @@ const hostFull = () =>
  * and a connection whose answer made no progress for {@link UnsentAnswerLimits.waitMs} is closed.
  * Checked as a request arrives, and again as a read's answer is made: requests in flight at once
  * all passed the first check.
+ *
+ * Once the host holds all it may, an address holding less than an even share is not refused: the
+ * oldest unread answers to reads of the addresses holding the most are dropped to make room. Nine
+ * addresses that opened about 100 downloads of 5 MiB and never read them filled the host's 512 MiB,
+ * and every tenant's reads were refused for as long as they kept them open (an attack review).
  */
 export class UnsentAnswers {
   private readonly held = new ClientBytes();
+  /** Each address's answers still counted, oldest first. */
+  private readonly answers = new Map<string, Set<HeldAnswer>>();
 
   constructor(
     private readonly limits: UnsentAnswerLimits,
@@ -109,7 +124,7 @@ export class UnsentAnswers {
     return async (ctx, next) => {
       const key = clientAddressKey(this.quota.clientAddress(ctx.req));
       if (this.held.of(key) > this.limits.perClient) throw addressFull(this.limits.perClient);
-      if (this.held.total > this.limits.total) throw hostFull();
+      if (this.held.total > this.limits.total && !this.withinEvenShare(key, 0)) throw hostFull();
       const headersBefore = new Set(ctx.res.getHeaderNames());
       await next();
       const bytes = bodyBytes(ctx.body, ctx.length);
@@ -122,19 +137,62 @@ export class UnsentAnswers {
         discardAnswer(ctx, headersBefore);
         throw refusal;
       }
-      this.hold(key, bytes, ctx.res);
+      this.hold(key, bytes, ctx.res, readsOnly(ctx));
     };
   }
 
-  /** Why an answer of `bytes` to `key` may not be held now (one to an address holding none always may). */
+  /**
+   * Why an answer of `bytes` to `key` may not be held now (one to an address holding none always
+   * may); past the host's limit, room is made for an address within an even share (see the class).
+   */
   private refusalOf(key: string, bytes: number): PlatformError | undefined {
     const mine = this.held.of(key);
     if (mine > 0 && mine + bytes > this.limits.perClient) return addressFull(this.limits.perClient);
-    if (this.held.total > 0 && this.held.total + bytes > this.limits.total) return hostFull();
+    if (this.held.total > 0 && this.held.total + bytes > this.limits.total) {
+      if (!this.withinEvenShare(key, bytes) || !this.makeRoom(key, bytes)) return hostFull();
+    }
     return undefined;
   }
 
-  private hold(key: string, bytes: number, res: ServerResponse): void {
+  /** Whether `key`, with `bytes` more, holds no more than the host's limit shared by every address holding some. */
+  private withinEvenShare(key: string, bytes: number): boolean {
+    const holders = this.answers.size + (this.answers.has(key) ? 0 : 1);
+    return this.held.of(key) + bytes <= this.limits.total / holders;
+  }
+
+  /**
+   * Drops the oldest unread answers to reads of the addresses holding the most, as long as they
+   * hold more than `key` would, until an answer of `bytes` to `key` fits; drops none unless that
+   * is enough. True when it fits now.
+   */
+  private makeRoom(key: string, bytes: number): boolean {
+    const need = this.held.total + bytes - this.limits.total;
+    const after = this.held.of(key) + bytes;
+    // Every other address: what it would still hold, and its answers to reads not chosen yet.
+    const others = [...this.answers]
+      .filter(([other]) => other !== key)
+      .map(([other, answers]) => ({
+        holds: this.held.of(other),
+        reads: [...answers].filter((answer) => answer.read),
+      }));
+    const dropped: HeldAnswer[] = [];
+    let freed = 0;
+    while (freed < need) {
+      let heaviest: (typeof others)[number] | undefined;
+      for (const other of others)
+        if (other.reads.length > 0 && other.holds > after && other.holds > (heaviest?.holds ?? 0))
+          heaviest = other;
+      const answer = heaviest?.reads.shift();
+      if (!heaviest || !answer) return false;
+      heaviest.holds -= answer.bytes;
+      dropped.push(answer);
+      freed += answer.bytes;
+    }
+    for (const answer of dropped) answer.evict();
+    return true;
+  }
+
+  private hold(key: string, bytes: number, res: ServerResponse, read: boolean): void {
     // The client left while the answer was made: nothing will be written, and no event comes.
     if (res.destroyed || res.writableFinished) return;
     this.held.add(key, bytes);
@@ -159,7 +217,24 @@ export class UnsentAnswers {
       released = true;
       clearTimeout(deadline);
       this.held.remove(key, bytes);
+      const mine = this.answers.get(key);
+      mine?.delete(answer);
+      if (mine?.size === 0) this.answers.delete(key);
     };
+    const answer: HeldAnswer = {
+      bytes,
+      read,
+      evict: () => {
+        release();
+        res.destroy();
+      },
+    };
+    let mine = this.answers.get(key);
+    if (!mine) {
+      mine = new Set();
+      this.answers.set(key, mine);
+    }
+    mine.add(answer);
     res.once("finish", release);
     res.once("close", release);
   }
