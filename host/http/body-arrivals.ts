@@ -3,7 +3,7 @@ import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clientAddressKey } from "./client-address.js";
-import { ClientBytes } from "./client-bytes.js";
+import { FairShares, type Holding } from "./fair-shares.js";
 import type { RequestQuota } from "./request-quota.js";
 
 /** The most bytes of request bodies the host receives at once: from one client address, and in all. */
@@ -32,10 +32,13 @@ const UNCOUNTED: BodyArrival = { take: () => undefined, end: () => {} };
  * memory while it arrives, and its sender sets the pace: an address that opens many requests and
  * sends each body all but its last byte would otherwise hold as much of the host's memory as it
  * has connections. Kept on the Koa app's context (see {@link bodyArrival}), so every route that
- * reads a body counts it.
+ * reads a body counts it. Once the host receives all it may, an address within an even share is
+ * not refused: the oldest bodies of the addresses receiving the most are dropped for it (see
+ * {@link FairShares}).
  */
 export class BodyArrivals {
-  private readonly held = new ClientBytes();
+  private readonly shares = new FairShares();
+  private readonly held = this.shares.held;
 
   constructor(
     private readonly limits: BodyArrivalLimits,
@@ -66,6 +69,22 @@ export class BodyArrivals {
     // Found at the first bytes: a request without a body never looks its client up.
     let key: string | undefined;
     let held = 0;
+    const end = () => {
+      if (held === 0 || key === undefined) return;
+      this.held.remove(key, held);
+      this.shares.untrack(key, holding);
+      held = 0;
+    };
+    const holding: Holding = {
+      get bytes() {
+        return held;
+      },
+      droppable: true,
+      drop: () => {
+        end();
+        req.destroy();
+      },
+    };
     return {
       take: (bytes) => {
         key ??= clientAddressKey(this.clientOf(req));
@@ -75,21 +94,22 @@ export class BodyArrivals {
             `Request bodies arriving from your address at once passed ${this.limits.perClient} bytes; retry once those have arrived.`,
             { retryAfterSeconds: 1 },
           );
-        if (this.held.total + bytes > this.limits.total)
+        const total = this.limits.total;
+        if (
+          this.held.total + bytes > total &&
+          (!this.shares.withinEvenShare(key, bytes, total) || !this.shares.makeRoom(key, bytes, total))
+        )
           return new PlatformError(
             "unavailable",
             "The host is receiving as many request bodies as it holds at once; retry in 1 s.",
             { retryAfterSeconds: 1 },
           );
+        if (held === 0 && bytes > 0) this.shares.track(key, holding);
         this.held.add(key, bytes);
         held += bytes;
         return undefined;
       },
-      end: () => {
-        if (held === 0 || key === undefined) return;
-        this.held.remove(key, held);
-        held = 0;
-      },
+      end,
     };
   }
 

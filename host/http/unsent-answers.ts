@@ -4,7 +4,7 @@ import type Koa from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clientAddressKey } from "./client-address.js";
-import { ClientBytes } from "./client-bytes.js";
+import { FairShares, type Holding } from "./fair-shares.js";
 import type { RequestQuota } from "./request-quota.js";
 
 /** The most bytes of answers waiting to be read: by one client address, and in all; and for how long. */
@@ -72,14 +72,6 @@ const hostFull = () =>
     },
   );
 
-/** An answer counted until it is read: its bytes, whether it answers a read. */
-interface HeldAnswer {
-  bytes: number;
-  read: boolean;
-  /** Stops counting it, and closes its connection (its client gets nothing more of it). */
-  evict(): void;
-}
-
 /**
  * Bytes of answers (whole bodies, as queries and endpoints answer) handed to the server and not yet
  * read by their clients, per client address and in all. An answer stays in memory until its client
@@ -95,9 +87,8 @@ interface HeldAnswer {
  * and every tenant's reads were refused for as long as they kept them open (an attack review).
  */
 export class UnsentAnswers {
-  private readonly held = new ClientBytes();
-  /** Each address's answers still counted, oldest first. */
-  private readonly answers = new Map<string, Set<HeldAnswer>>();
+  private readonly shares = new FairShares();
+  private readonly held = this.shares.held;
 
   constructor(
     private readonly limits: UnsentAnswerLimits,
@@ -124,7 +115,8 @@ export class UnsentAnswers {
     return async (ctx, next) => {
       const key = clientAddressKey(this.quota.clientAddress(ctx.req));
       if (this.held.of(key) > this.limits.perClient) throw addressFull(this.limits.perClient);
-      if (this.held.total > this.limits.total && !this.withinEvenShare(key, 0)) throw hostFull();
+      if (this.held.total > this.limits.total && !this.shares.withinEvenShare(key, 0, this.limits.total))
+        throw hostFull();
       const headersBefore = new Set(ctx.res.getHeaderNames());
       await next();
       const bytes = bodyBytes(ctx.body, ctx.length);
@@ -149,47 +141,11 @@ export class UnsentAnswers {
     const mine = this.held.of(key);
     if (mine > 0 && mine + bytes > this.limits.perClient) return addressFull(this.limits.perClient);
     if (this.held.total > 0 && this.held.total + bytes > this.limits.total) {
-      if (!this.withinEvenShare(key, bytes) || !this.makeRoom(key, bytes)) return hostFull();
+      const total = this.limits.total;
+      if (!this.shares.withinEvenShare(key, bytes, total) || !this.shares.makeRoom(key, bytes, total))
+        return hostFull();
     }
     return undefined;
-  }
-
-  /** Whether `key`, with `bytes` more, holds no more than the host's limit shared by every address holding some. */
-  private withinEvenShare(key: string, bytes: number): boolean {
-    const holders = this.answers.size + (this.answers.has(key) ? 0 : 1);
-    return this.held.of(key) + bytes <= this.limits.total / holders;
-  }
-
-  /**
-   * Drops the oldest unread answers to reads of the addresses holding the most, as long as they
-   * hold more than `key` would, until an answer of `bytes` to `key` fits; drops none unless that
-   * is enough. True when it fits now.
-   */
-  private makeRoom(key: string, bytes: number): boolean {
-    const need = this.held.total + bytes - this.limits.total;
-    const after = this.held.of(key) + bytes;
-    // Every other address: what it would still hold, and its answers to reads not chosen yet.
-    const others = [...this.answers]
-      .filter(([other]) => other !== key)
-      .map(([other, answers]) => ({
-        holds: this.held.of(other),
-        reads: [...answers].filter((answer) => answer.read),
-      }));
-    const dropped: HeldAnswer[] = [];
-    let freed = 0;
-    while (freed < need) {
-      let heaviest: (typeof others)[number] | undefined;
-      for (const other of others)
-        if (other.reads.length > 0 && other.holds > after && other.holds > (heaviest?.holds ?? 0))
-          heaviest = other;
-      const answer = heaviest?.reads.shift();
-      if (!heaviest || !answer) return false;
-      heaviest.holds -= answer.bytes;
-      dropped.push(answer);
-      freed += answer.bytes;
-    }
-    for (const answer of dropped) answer.evict();
-    return true;
   }
 
   private hold(key: string, bytes: number, res: ServerResponse, read: boolean): void {
@@ -217,24 +173,18 @@ export class UnsentAnswers {
       released = true;
       clearTimeout(deadline);
       this.held.remove(key, bytes);
-      const mine = this.answers.get(key);
-      mine?.delete(answer);
-      if (mine?.size === 0) this.answers.delete(key);
+      this.shares.untrack(key, answer);
     };
-    const answer: HeldAnswer = {
+    // Only a read's answer is dropped to make room: a write's caller must learn the write happened.
+    const answer: Holding = {
       bytes,
-      read,
-      evict: () => {
+      droppable: read,
+      drop: () => {
         release();
         res.destroy();
       },
     };
-    let mine = this.answers.get(key);
-    if (!mine) {
-      mine = new Set();
-      this.answers.set(key, mine);
-    }
-    mine.add(answer);
+    this.shares.track(key, answer);
     res.once("finish", release);
     res.once("close", release);
   }

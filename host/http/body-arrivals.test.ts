@@ -1,0 +1,44 @@
+import type { IncomingMessage } from "node:http";
+import { describe, expect, it } from "vitest";
+import { BodyArrivals } from "./body-arrivals.js";
+
+const KIB = 1024;
+
+/** A request of client `client` (its address, as the arrivals look it up) that records its closing. */
+function request(client: string): IncomingMessage & { closed: boolean } {
+  const req = {
+    client,
+    closed: false,
+    destroy() {
+      req.closed = true;
+      return req;
+    },
+  };
+  return req as unknown as IncomingMessage & { closed: boolean };
+}
+
+describe("BodyArrivals", () => {
+  it("makes room for a client within an even share once the host is full, and refuses one past it", () => {
+    const arrivals = new BodyArrivals(
+      { perClient: 256 * KIB, total: 512 * KIB },
+      (req) => (req as unknown as { client: string }).client,
+    );
+    const a = request("10.0.0.1");
+    const b = request("10.0.0.2");
+    const c = request("10.0.0.3");
+    const d = request("10.0.0.4");
+    expect(arrivals.begin(a).take(200 * KIB)).toBeUndefined();
+    const fromB = arrivals.begin(b);
+    expect(fromB.take(200 * KIB)).toBeUndefined();
+    // 550 KiB in all, but 10.0.0.3 within a third of 512: the oldest body of the heaviest goes.
+    expect(arrivals.begin(c).take(150 * KIB)).toBeUndefined();
+    expect([a.closed, b.closed, c.closed]).toEqual([true, false, false]);
+    expect(arrivals.arriving).toBe(350 * KIB);
+    // 10.0.0.4 with 200 KiB would be past a third of 512 KiB: refused, nothing dropped.
+    expect(arrivals.begin(d).take(200 * KIB)).toMatchObject({ code: "unavailable", retryAfterSeconds: 1 });
+    expect([b.closed, c.closed, d.closed]).toEqual([false, false, false]);
+    // A body's end gives its bytes back.
+    fromB.end();
+    expect(arrivals.arriving).toBe(150 * KIB);
+  });
+});
