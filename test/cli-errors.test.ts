@@ -176,7 +176,18 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
     ],
     [
       JSON.stringify([{ issuer: "https://idp.example", jwksUri: "jwks", audience: "app", deployments: "*" }]),
-      'PLATFORM_OIDC_ISSUERS entry 0 needs "jwksUri": the issuer\'s JWKS URL (http or https).',
+      'PLATFORM_OIDC_ISSUERS entry 0 needs "jwksUri": the issuer\'s JWKS URL, over https',
+    ],
+    [
+      JSON.stringify([
+        {
+          issuer: "https://idp.example",
+          jwksUri: "http://idp.example/jwks",
+          audience: "app",
+          deployments: "*",
+        },
+      ]),
+      "(http only to this machine, for a local identity provider: whoever can change a JWKS on its way can sign in as anyone)",
     ],
   ])("platform host with PLATFORM_OIDC_ISSUERS=%s", (issuers, message) => {
     const result = runCli(["host", "--data", join(dir, "never")], {

@@ -1,5 +1,6 @@
-import { createRemoteJWKSet, decodeJwt, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, decodeJwt, jwtVerify } from "jose";
 import { PlatformError } from "../../sdk/values/index.js";
+import { boundedJwksFetch } from "./jwks-fetch.js";
 
 /** An OpenID Connect client whose ID tokens sign accounts in to the deployments it names. */
 export interface OidcIssuer {
@@ -19,6 +20,16 @@ export interface OidcIssuer {
 /** How the shape of an issuer list is written, for error messages. */
 const SHAPE = '[{"issuer": ..., "jwksUri": ..., "audience": ..., "deployments": ["<id>", ...] or "*"}]';
 
+/** Hosts a JWKS may be fetched from over plain http: this machine's loopback only. */
+const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+/** Whether `url` is a JWKS URL the host fetches: https, or http to this machine. */
+function fetchableJwks(url: string): boolean {
+  if (!URL.canParse(url)) return false;
+  const { protocol, hostname } = new URL(url);
+  return protocol === "https:" || (protocol === "http:" && LOOPBACK.has(hostname));
+}
+
 /**
  * `value` as a list of {@link OidcIssuer}s, or throws `bad_request` saying which entry is wrong and
  * how (`name` is what the operator set: an option or an environment variable).
@@ -37,10 +48,10 @@ export function checkOidcIssuers(value: unknown, name: string): OidcIssuer[] {
       if (typeof text !== "string" || text === "")
         throw new PlatformError("bad_request", `${where} needs "${field}" (a non-empty string).`);
     }
-    if (typeof jwksUri !== "string" || !/^https?:\/\//.test(jwksUri) || !URL.canParse(jwksUri))
+    if (typeof jwksUri !== "string" || !fetchableJwks(jwksUri))
       throw new PlatformError(
         "bad_request",
-        `${where} needs "jwksUri": the issuer's JWKS URL (http or https).`,
+        `${where} needs "jwksUri": the issuer's JWKS URL, over https (http only to this machine, for a local identity provider: whoever can change a JWKS on its way can sign in as anyone).`,
       );
     const listed =
       Array.isArray(deployments) &&
@@ -103,6 +114,8 @@ export class OidcVerifier {
         issuer: client.issuer,
         audience: client.audience,
         algorithms: ["RS256", "ES256", "EdDSA"],
+        // OpenID Connect requires both in an ID token; without them jose takes one that never expires.
+        requiredClaims: ["exp", "iat"],
       }));
     } catch {
       throw new PlatformError(
@@ -120,7 +133,7 @@ export class OidcVerifier {
   private keySet(client: OidcIssuer): ReturnType<typeof createRemoteJWKSet> {
     let keySet = this.keySets.get(client.jwksUri);
     if (!keySet) {
-      keySet = createRemoteJWKSet(new URL(client.jwksUri));
+      keySet = createRemoteJWKSet(new URL(client.jwksUri), { [customFetch]: boundedJwksFetch() });
       this.keySets.set(client.jwksUri, keySet);
     }
     return keySet;

@@ -168,6 +168,13 @@ export const LIMITS = {
   answerBytesUnsent: 512 * 1024 * 1024,
   /** How long an answer may wait to be read before its connection is closed (ms). Ours. */
   answerUnsentMs: 120_000,
+  /**
+   * An OpenID Connect issuer's JWKS: bytes read of it, keys taken from it, and how long after a
+   * failed fetch the next one waits (ms; sign-ins meanwhile fail at once). Ours.
+   */
+  jwksBytes: 1024 * 1024,
+  jwksKeys: 100,
+  jwksRetryMs: 30_000,
   /** Largest JSON value a handler may return, in characters (an endpoint's answer: head and body). */
   resultBytes: 8 * 1024 * 1024,
   /**

@@ -1,0 +1,76 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { OidcVerifier } from "./oidc.js";
+
+const ISSUER = "https://idp.example";
+let server: Server;
+let base = "";
+/** Requests each path got. */
+const asked = new Map<string, number>();
+let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+let realKey: Record<string, unknown> = {};
+
+beforeAll(async () => {
+  const pair = await generateKeyPair("RS256");
+  privateKey = pair.privateKey;
+  realKey = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+  const junk = (count: number) => Array.from({ length: count }, (_, i) => ({ ...realKey, kid: `junk${i}` }));
+  server = createServer((req, res) => {
+    const path = req.url ?? "";
+    asked.set(path, (asked.get(path) ?? 0) + 1);
+    res.setHeader("content-type", "application/json");
+    if (path === "/good") res.end(JSON.stringify({ keys: [realKey] }));
+    else if (path === "/huge")
+      res.end(JSON.stringify({ keys: [realKey], pad: "x".repeat(LIMITS.jwksBytes) }));
+    else if (path === "/many") res.end(JSON.stringify({ keys: [realKey, ...junk(LIMITS.jwksKeys)] }));
+    else {
+      res.statusCode = 500;
+      res.end("{}");
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+/** A verifier of one issuer whose JWKS is at `path`, for every deployment. */
+const verifier = (path: string) =>
+  new OidcVerifier([{ issuer: ISSUER, jwksUri: `${base}${path}`, audience: "app", deployments: "*" }]);
+
+const token = (expires = true) => {
+  const jwt = new SignJWT({ email: "ada@example.com", email_verified: true })
+    .setProtectedHeader({ alg: "RS256", kid: "k1" })
+    .setIssuer(ISSUER)
+    .setAudience("app")
+    .setIssuedAt();
+  return (expires ? jwt.setExpirationTime("5m") : jwt).sign(privateKey);
+};
+
+describe("OpenID Connect ID tokens and an issuer's JWKS", () => {
+  it("verifies tokens against a JWKS within its bounds", async () => {
+    expect(await verifier("/good").verifiedEmail("d", await token())).toBe("ada@example.com");
+  });
+
+  it("refuses an ID token without an expiry", async () => {
+    await expect(verifier("/good").verifiedEmail("d", await token(false))).rejects.toMatchObject({
+      code: "unauthorized",
+    });
+  });
+
+  it("is refused past its bytes or its keys: the sign-in fails, nothing of it is used", async () => {
+    for (const path of ["/huge", "/many"])
+      await expect(verifier(path).verifiedEmail("d", await token())).rejects.toMatchObject({
+        code: "unauthorized",
+      });
+  });
+
+  it("is not fetched again right after a failure: sign-ins meanwhile fail at once", async () => {
+    const failing = verifier("/down");
+    for (let i = 0; i < 4; i++)
+      await expect(failing.verifiedEmail("d", await token())).rejects.toMatchObject({ code: "unauthorized" });
+    expect(asked.get("/down")).toBe(1);
+  });
+});
