@@ -10,8 +10,8 @@ import {
   type Outcome,
   type Subscriber,
   subscribingCallers,
-  wakeWaiters,
 } from "./group.js";
+import { startRun } from "./group-runs.js";
 import { type HeldLimits, readSetBytes } from "./held-bytes.js";
 import { LiveState } from "./live-state.js";
 import { IGNORE_LIVE, type LiveObserver, OutcomeDelivery } from "./outcome-delivery.js";
@@ -229,47 +229,9 @@ export class LiveQueries {
       queue = new RerunQueue(LIMITS.liveRerunsInFlight);
       this.queues.set(group.deployment, queue);
     }
-    const turns = queue;
-    // The group stops being due in the same step its run settles: a commit arriving in between
-    // would otherwise find it still running but not executing, and be neither run nor noted.
-    const finishRun = () => {
-      if (group.running === run) group.running = undefined;
-      wakeWaiters(group, true);
-    };
-    const run: Promise<void> = new Promise<void>((resolve, reject) => {
-      const turn = async (): Promise<void> => {
-        // Everyone left while it waited for its turn: nobody to tell.
-        if (group.subscribers.size === 0) {
-          finishRun();
-          resolve();
-          return;
-        }
-        group.executing = true;
-        group.dirty = false;
-        group.started++;
-        try {
-          await this.execute(group);
-        } catch (error) {
-          finishRun();
-          reject(error);
-          return;
-        } finally {
-          group.executing = false;
-          group.finished++;
-          wakeWaiters(group, false);
-        }
-        // Once more, behind the runs that waited meanwhile.
-        if (group.dirty) turns.enqueue(turn);
-        else {
-          finishRun();
-          resolve();
-        }
-      };
-      turns.enqueue(turn);
-    }).finally(() => {
+    const run = startRun(group, queue, (due) => this.execute(due)).finally(() => {
       this.pending.delete(run);
     });
-    group.running = run;
     this.pending.add(run);
     return run;
   }
