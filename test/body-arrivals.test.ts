@@ -8,6 +8,7 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { arrivingBytes, rawRequest, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -53,11 +54,14 @@ describe("request bodies arriving at once", () => {
     expect(second).toContain('"code":"limit_exceeded"');
     expect(second).toContain("Request bodies arriving from your address at once passed 262144 bytes");
     // Another client holds 200 KiB too; a third client's body passes the host's 512 KiB, within
-    // an even share of it (a third): the oldest body of the clients holding the most is dropped.
+    // an even share of it (a third): the oldest body of the clients holding the most, standing
+    // still, is dropped.
     const first = sockets[0] as Socket;
     const firstClosed = new Promise((resolve) => first.once("close", resolve));
     partialBody("10.0.0.2", 300 * KIB, 200 * KIB);
     await until(async () => (await arriving()) >= 400 * KIB);
+    // Only bodies that stood still a while are dropped.
+    await new Promise((resolve) => setTimeout(resolve, LIMITS.heldStalledMs + 100));
     partialBody("10.0.0.3", 300 * KIB, 150 * KIB);
     await firstClosed;
     await until(async () => (await arriving()) === 350 * KIB);

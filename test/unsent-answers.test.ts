@@ -10,6 +10,7 @@ import Koa from "koa";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { UnsentAnswers } from "../host/http/index.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { deployOwnedWithSession, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, endpoint, string, table, text } from "platform/server";
@@ -247,7 +248,9 @@ it("makes room for an address within an even share once the host is full, droppi
     const more = ask("b", "/big");
     await vi.waitFor(() => expect(more.text()).toMatch(/^HTTP\/1\.1 503 /));
     expect(answers.unsent).toBe(8 * MiB);
-    // A newcomer is answered: the oldest download of the first of the heaviest is dropped for it.
+    // A newcomer is answered once they stood still a while: the oldest download of the first of
+    // the heaviest is dropped for it.
+    await new Promise((resolve) => setTimeout(resolve, LIMITS.heldStalledMs + 100));
     const newcomer = ask("e", "/small");
     await vi.waitFor(() => expect(newcomer.text()).toMatch(/^HTTP\/1\.1 200 [\s\S]*\r\n\r\nok$/));
     await held[0]?.closed;

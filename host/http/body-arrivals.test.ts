@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { BodyArrivals } from "./body-arrivals.js";
 
 const KIB = 1024;
@@ -18,10 +19,12 @@ function request(client: string): IncomingMessage & { closed: boolean } {
 }
 
 describe("BodyArrivals", () => {
-  it("makes room for a client within an even share once the host is full, and refuses one past it", () => {
+  it("makes room for a client within an even share once the host is full, from bodies standing still, and refuses one past it", () => {
+    const clock = { ms: 0 };
     const arrivals = new BodyArrivals(
       { perClient: 256 * KIB, total: 512 * KIB },
       (req) => (req as unknown as { client: string }).client,
+      () => clock.ms,
     );
     const a = request("10.0.0.1");
     const b = request("10.0.0.2");
@@ -30,8 +33,13 @@ describe("BodyArrivals", () => {
     expect(arrivals.begin(a).take(200 * KIB)).toBeUndefined();
     const fromB = arrivals.begin(b);
     expect(fromB.take(200 * KIB)).toBeUndefined();
-    // 550 KiB in all, but 10.0.0.3 within a third of 512: the oldest body of the heaviest goes.
-    expect(arrivals.begin(c).take(150 * KIB)).toBeUndefined();
+    // 550 KiB in all, 10.0.0.3 within a third of 512, but both others' bodies still arriving: refused.
+    const fromC = arrivals.begin(c);
+    expect(fromC.take(150 * KIB)).toMatchObject({ code: "unavailable" });
+    expect([a.closed, b.closed]).toEqual([false, false]);
+    // Once they stood still a while, the oldest body of the heaviest goes for it.
+    clock.ms += LIMITS.heldStalledMs;
+    expect(fromC.take(150 * KIB)).toBeUndefined();
     expect([a.closed, b.closed, c.closed]).toEqual([true, false, false]);
     expect(arrivals.arriving).toBe(350 * KIB);
     // 10.0.0.4 with 200 KiB would be past a third of 512 KiB: refused, nothing dropped.

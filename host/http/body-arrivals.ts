@@ -37,14 +37,19 @@ const UNCOUNTED: BodyArrival = { take: () => undefined, end: () => {} };
  * {@link FairShares}).
  */
 export class BodyArrivals {
-  private readonly shares = new FairShares();
-  private readonly held = this.shares.held;
+  private readonly shares: FairShares;
+  private readonly held: FairShares["held"];
 
   constructor(
     private readonly limits: BodyArrivalLimits,
     /** The client address of a request, as the host's other per-client limits key it. */
     private readonly clientOf: (req: IncomingMessage) => string,
-  ) {}
+    /** The clock that tells a body standing still (ms; tests give their own). */
+    now: () => number = Date.now,
+  ) {
+    this.shares = new FairShares(now);
+    this.held = this.shares.held;
+  }
 
   /**
    * The arrivals of a host whose per-client limits are `quota`'s: per client only while quotas are
@@ -69,6 +74,7 @@ export class BodyArrivals {
     // Found at the first bytes: a request without a body never looks its client up.
     let key: string | undefined;
     let held = 0;
+    let movedAt = 0;
     const end = () => {
       if (held === 0 || key === undefined) return;
       this.held.remove(key, held);
@@ -80,6 +86,7 @@ export class BodyArrivals {
         return held;
       },
       droppable: true,
+      movedAt: () => movedAt,
       drop: () => {
         end();
         req.destroy();
@@ -107,6 +114,7 @@ export class BodyArrivals {
         if (held === 0 && bytes > 0) this.shares.track(key, holding);
         this.held.add(key, bytes);
         held += bytes;
+        movedAt = this.shares.now();
         return undefined;
       },
       end,

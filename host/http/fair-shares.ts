@@ -1,3 +1,4 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { ClientBytes } from "./client-bytes.js";
 
 /** Something held for a client address that may be dropped to make room for others. */
@@ -6,20 +7,27 @@ export interface Holding {
   readonly bytes: number;
   /** False when it must not be dropped (a write's answer: its caller must learn the write happened). */
   readonly droppable: boolean;
+  /** When it last moved (a byte read by its client, or arrived from it), on the shares' clock (ms). */
+  movedAt(): number;
   /** Stops counting it and closes its connection. */
   drop(): void;
 }
 
 /**
  * Bytes held for clients, per address and in all ({@link ClientBytes}), with what holds them, so
- * that once the host holds all it may, an address holding less than an even share is not refused:
- * the oldest holdings of the addresses holding the most are dropped for it. With a limit per
- * address only, enough addresses together (nine IPv4 ones, or an IPv6 client's /64s) filled the
- * host's whole share, and everyone else was refused for as long as they held on.
+ * that once the host holds all it may, an address within an even share is not refused: holdings
+ * of the addresses above an even share that have not moved for `LIMITS.heldStalledMs` are dropped
+ * for it, heaviest address first, oldest first. With a limit per address only, enough addresses
+ * together (nine IPv4 ones, or an IPv6 client's /64s) filled the host's whole share, and everyone
+ * else was refused for as long as they held on. A transfer that moves, a write's answer and an
+ * address within its share are never dropped: then the newcomer is refused, as before.
  */
 export class FairShares {
   readonly held = new ClientBytes();
   private readonly holdings = new Map<string, Set<Holding>>();
+
+  /** `now`: the clock holdings' `movedAt` reads (ms). */
+  constructor(readonly now: () => number = Date.now) {}
 
   /** Counts `holding` as `key`'s (its bytes are added by the caller as they come, with {@link held}). */
   track(key: string, holding: Holding): void {
@@ -38,40 +46,42 @@ export class FairShares {
     if (mine?.size === 0) this.holdings.delete(key);
   }
 
-  /** Whether `key`, with `bytes` more, holds no more than `total` shared by every address holding something. */
+  /** `total` shared by every address holding something, `key` counted among them. */
+  private evenShare(key: string, total: number): number {
+    return total / (this.holdings.size + (this.holdings.has(key) ? 0 : 1));
+  }
+
+  /** Whether `key`, with `bytes` more, holds no more than an even share of `total`. */
   withinEvenShare(key: string, bytes: number, total: number): boolean {
-    const holders = this.holdings.size + (this.holdings.has(key) ? 0 : 1);
-    return this.held.of(key) + bytes <= total / holders;
+    return this.held.of(key) + bytes <= this.evenShare(key, total);
   }
 
   /**
-   * Drops the oldest droppable holdings of the addresses holding the most, as long as they hold
-   * more than `key` would, until `bytes` more for `key` fit in `total`; drops none unless that is
-   * enough. True when they fit now.
+   * Drops stalled droppable holdings of the addresses above an even share (heaviest first, each
+   * down to the share at most, oldest first) until `bytes` more for `key` fit in `total`; drops
+   * none unless that is enough. True when they fit now.
    */
   makeRoom(key: string, bytes: number, total: number): boolean {
     const need = this.held.total + bytes - total;
-    const after = this.held.of(key) + bytes;
-    // Every other address: what it would still hold, and its droppable holdings not chosen yet.
-    const others = [...this.holdings]
-      .filter(([other]) => other !== key)
-      .map(([other, holdings]) => ({
-        holds: this.held.of(other),
-        droppable: [...holdings].filter((holding) => holding.droppable),
-      }));
+    const share = this.evenShare(key, total);
+    const stalledBefore = this.now() - LIMITS.heldStalledMs;
+    const over = [...this.holdings.keys()]
+      .filter((other) => other !== key && this.held.of(other) > share)
+      .sort((a, b) => this.held.of(b) - this.held.of(a));
     const dropped: Holding[] = [];
     let freed = 0;
-    while (freed < need) {
-      let heaviest: (typeof others)[number] | undefined;
-      for (const other of others)
-        if (other.droppable.length > 0 && other.holds > after && other.holds > (heaviest?.holds ?? 0))
-          heaviest = other;
-      const holding = heaviest?.droppable.shift();
-      if (!heaviest || !holding) return false;
-      heaviest.holds -= holding.bytes;
-      dropped.push(holding);
-      freed += holding.bytes;
+    for (const other of over) {
+      let holds = this.held.of(other);
+      for (const holding of this.holdings.get(other) ?? []) {
+        if (freed >= need || holds <= share) break;
+        if (!holding.droppable || holding.movedAt() > stalledBefore) continue;
+        dropped.push(holding);
+        freed += holding.bytes;
+        holds -= holding.bytes;
+      }
+      if (freed >= need) break;
     }
+    if (freed < need) return false;
     for (const holding of dropped) holding.drop();
     return true;
   }

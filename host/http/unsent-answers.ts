@@ -120,7 +120,8 @@ export class UnsentAnswers {
       const headersBefore = new Set(ctx.res.getHeaderNames());
       await next();
       const bytes = bodyBytes(ctx.body, ctx.length);
-      if (bytes <= 0) return;
+      // Nothing to count (or to make room for: the client left while it was made).
+      if (bytes <= 0 || ctx.res.destroyed) return;
       // Requests in flight at once all passed the check above: a read's answer that would take its
       // address (or the host) past the limit is refused now, before its bytes are handed over. A
       // write's answer goes anyway: the write happened, and its caller must learn so.
@@ -158,7 +159,11 @@ export class UnsentAnswers {
     // Read once Koa has written the answer (after this middleware returns): what the system took at once.
     setImmediate(() => {
       sent = dispatched();
+      seen = sent;
     });
+    // When its client last read some of it (see FairShares), as the shares look.
+    let seen = 0;
+    let movedAt = this.shares.now();
     const stalled = () => {
       const now = dispatched();
       if (now === sent) return res.destroy();
@@ -179,6 +184,14 @@ export class UnsentAnswers {
     const answer: Holding = {
       bytes,
       droppable: read,
+      movedAt: () => {
+        const now = dispatched();
+        if (now !== seen) {
+          seen = now;
+          movedAt = this.shares.now();
+        }
+        return movedAt;
+      },
       drop: () => {
         release();
         res.destroy();

@@ -169,6 +169,11 @@ export const LIMITS = {
   /** How long an answer may wait to be read before its connection is closed (ms). Ours. */
   answerUnsentMs: 120_000,
   /**
+   * How long an unread answer or an arriving body must have stood still before the host, full,
+   * may drop it for an address within an even share (host/http/fair-shares.ts; ms). Ours.
+   */
+  heldStalledMs: 1000,
+  /**
    * An OpenID Connect issuer's JWKS: bytes read of it, keys taken from it, and how long after a
    * failed fetch the next one waits (ms; sign-ins meanwhile fail at once). Ours.
    */
