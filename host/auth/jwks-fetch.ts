@@ -1,37 +1,48 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 
 /**
- * A fetch for one issuer's JWKS (jose's `customFetch`) that reads at most
- * `LIMITS.jwksBytes` of the answer and passes on at most `LIMITS.jwksKeys` keys, and after a
- * failed fetch answers the next ones as failed at once for `LIMITS.jwksRetryMs`. jose reads a
- * JWKS whole and looks through every key of it for each token: a 61 MB one of 60,000 keys grew
- * the host by 487 MB and then cost every sign-in 6-10 ms of the main thread; and jose fetches
- * again at once after a failure, so an issuer answering 500 was asked again at every sign-in.
+ * A fetch for one issuer's JWKS (jose's `customFetch`) that reads at most `LIMITS.jwksBytes` of
+ * the answer and passes on at most `LIMITS.jwksKeys` keys, and after a failed fetch does not ask
+ * again for `LIMITS.jwksRetryMs`, answering with the last good JWKS meanwhile (or failing at once
+ * when there is none). jose reads a JWKS whole and looks through every key of it for each token:
+ * a 61 MB one of 60,000 keys grew the host by 487 MB and then cost every sign-in 6-10 ms of the
+ * main thread; and jose asks again at once after a failure, so an issuer answering 500 was asked
+ * at every sign-in. Serving the last good JWKS keeps one failed refresh (when jose's cache ages
+ * out) from refusing every sign-in of the issuer until the next.
  */
 export function boundedJwksFetch(): (url: string, options: RequestInit) => Promise<Response> {
   let failedAt = Number.NEGATIVE_INFINITY;
+  let lastGood: string | undefined;
+  const answer = (text: string) =>
+    new Response(text, { status: 200, headers: { "content-type": "application/json" } });
+  const failed = (error: Error): Response => {
+    failedAt = Date.now();
+    if (lastGood !== undefined) return answer(lastGood);
+    throw error;
+  };
   return async (url, options) => {
-    if (Date.now() - failedAt < LIMITS.jwksRetryMs)
+    if (Date.now() - failedAt < LIMITS.jwksRetryMs) {
+      if (lastGood !== undefined) return answer(lastGood);
       throw new Error(
         `The JWKS at ${url} failed moments ago; it is asked again ${LIMITS.jwksRetryMs} ms after.`,
       );
+    }
+    let text: string;
     try {
       const response = await fetch(url, options);
       if (response.status !== 200) {
-        // jose refuses it (and any answer but 200): a failure as any other.
-        failedAt = Date.now();
         await response.body?.cancel();
-        return new Response(null, { status: response.status });
+        return failed(new Error(`The JWKS at ${url} answered ${response.status}.`));
       }
-      const text = await boundedText(response, LIMITS.jwksBytes);
+      text = await boundedText(response, LIMITS.jwksBytes);
       const jwks = JSON.parse(text) as { keys?: unknown };
       if (!Array.isArray(jwks.keys) || jwks.keys.length > LIMITS.jwksKeys)
         throw new Error(`The JWKS at ${url} must list its keys, at most ${LIMITS.jwksKeys} of them.`);
-      return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
     } catch (error) {
-      failedAt = Date.now();
-      throw error;
+      return failed(error as Error);
     }
+    lastGood = text;
+    return answer(text);
   };
 }
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LIMITS } from "../../sdk/protocol/index.js";
+import { boundedJwksFetch } from "./jwks-fetch.js";
 import { OidcVerifier } from "./oidc.js";
 
 const ISSUER = "https://idp.example";
@@ -23,6 +24,7 @@ beforeAll(async () => {
     asked.set(path, (asked.get(path) ?? 0) + 1);
     res.setHeader("content-type", "application/json");
     if (path === "/good") res.end(JSON.stringify({ keys: [realKey] }));
+    else if (path === "/flaky" && (asked.get(path) ?? 0) === 1) res.end(JSON.stringify({ keys: [realKey] }));
     else if (path === "/huge")
       res.end(JSON.stringify({ keys: [realKey], pad: "x".repeat(LIMITS.jwksBytes) }));
     else if (path === "/many") res.end(JSON.stringify({ keys: [realKey, ...junk(LIMITS.jwksKeys)] }));
@@ -65,6 +67,19 @@ describe("OpenID Connect ID tokens and an issuer's JWKS", () => {
       await expect(verifier(path).verifiedEmail("d", await token())).rejects.toMatchObject({
         code: "unauthorized",
       });
+  });
+
+  it("after a failed refresh, is answered as last fetched, and not asked again meanwhile", async () => {
+    // jose asks again once its copy is old (10 minutes); the issuer answers 500 by then.
+    const fetchJwks = boundedJwksFetch();
+    const first = await fetchJwks(`${base}/flaky`, {});
+    const good = await first.text();
+    expect(JSON.parse(good)).toEqual({ keys: [realKey] });
+    for (let i = 0; i < 3; i++) {
+      const again = await fetchJwks(`${base}/flaky`, {});
+      expect([again.status, await again.text()]).toEqual([200, good]);
+    }
+    expect(asked.get("/flaky")).toBe(2);
   });
 
   it("is not fetched again right after a failure: sign-ins meanwhile fail at once", async () => {
