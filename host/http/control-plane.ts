@@ -29,6 +29,7 @@ import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
 import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
+import { jsonListBody } from "./json-list.js";
 import { streamLogs } from "./log-stream.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { withOwners } from "./owner-view.js";
@@ -183,12 +184,14 @@ export function controlPlaneRoutes(
   router.get("/deploys", async (ctx) => {
     const who = principal(ctx);
     const all = await deployments.list();
-    ctx.body = {
-      deploys: await withOwners(
+    ctx.type = "application/json";
+    ctx.body = jsonListBody(
+      "deploys",
+      await withOwners(
         all.filter((d) => mayManage(who, d)),
         developers,
       ),
-    };
+    );
   });
   router.post("/deploys", async (ctx) => {
     const input = await deployBody(ctx);
