@@ -74,7 +74,9 @@ export function charsOutsideStringsMoreThan(
 /**
  * Throws `code` naming `what` when `json` opens more than `containers` objects and arrays or holds
  * more than `members` object members: the JSON a tenant or its users made, checked before the
- * host's main thread parses it.
+ * host's main thread parses it. Brackets in strings count too unless `exact` (then the text is
+ * read once more when they would pass the limit): a deploy body's bundle is one string, and a
+ * 9 MB bundle already held 53,690 of them.
  */
 export function checkJsonShape(
   json: string,
@@ -82,12 +84,17 @@ export function checkJsonShape(
   containers: number,
   members: number,
   code: "bad_request" | "handler_error" = "bad_request",
+  exact = false,
 ): void {
   // Text shorter than a limit cannot pass it.
-  if (json.length > containers && opensMoreThan(json, containers))
+  if (
+    json.length > containers &&
+    opensMoreThan(json, containers) &&
+    (!exact || containersMoreThan(json, containers))
+  )
     throw new PlatformError(
       code,
-      `${what} holds more than ${containers} objects and arrays ("{" and "[" characters, in strings too). Split it, or pass ids, not data.`,
+      `${what} holds more than ${containers} objects and arrays ("{" and "[" characters${exact ? " outside strings" : ", in strings too"}). Split it, or pass ids, not data.`,
     );
   if (json.length > members && membersMoreThan(json, members))
     throw new PlatformError(

@@ -51,6 +51,16 @@ it("checks large arguments as small ones: valid ones run, malformed ones or too 
   expect((await post('{"items":[1,2]}')).json()).toEqual({ value: 2 });
 });
 
+it("counts only the brackets outside strings: arguments and a deploy whose text holds many more are taken", async () => {
+  const brackets = "{[".repeat(LIMITS.jsonMembers);
+  const text = await post(JSON.stringify({ items: [brackets] }));
+  expect([text.status, text.json()]).toEqual([200, { value: 1 }]);
+  // A bundle is one string of the deploy's body: a 9 MB one already held 53,690 brackets.
+  const code = `${await sourceCode(ECHO)}\nvar braces = ${JSON.stringify(brackets)};\n`;
+  const deployed = await host.deployCode("braces", code);
+  expect(deployed.status, deployed.text()).toBe(201);
+});
+
 it("charges a refused token to its address: a flood of bad tokens ends in 429", async () => {
   const statuses: number[] = [];
   for (let i = 0; i < 40; i++)

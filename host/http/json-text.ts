@@ -8,7 +8,7 @@ import { checkJsonShape } from "../json-shape.js";
  * ones (json-off-thread.ts), the same way.
  */
 export function parseJsonText(text: string): unknown {
-  checkJsonShape(text, "The request body", LIMITS.jsonMembers, LIMITS.jsonMembers);
+  checkJsonShape(text, "The request body", LIMITS.jsonMembers, LIMITS.jsonMembers, "bad_request", true);
   try {
     return JSON.parse(text);
   } catch {
