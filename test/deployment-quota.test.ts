@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { exportZip, importZip } from "./helpers/export-import.js";
 import { heldBack } from "./helpers/held-back.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -170,5 +171,34 @@ describe("deployments per developer", () => {
     const { claimToken } = unclaimed.json<{ claimToken: string }>();
     expect((await host.admin("/v1/deploys/hal-3/claim", "POST", { claimToken }, hal.token)).status).toBe(200);
     expect(host.deployments.db.shareOf("hal-3")).toBe(hal.id);
+  }, 120_000);
+});
+
+describe("deploys per developer and minute", () => {
+  it("refuses a developer's deploys past the limit, failed ones counted, with when to retry; the operator's go on", async () => {
+    // One deploy a minute: the second within the minute is refused (a host of its own, started so).
+    const limits = LIMITS as { deploysPerMinute: number };
+    const before = limits.deploysPerMinute;
+    limits.deploysPerMinute = 1;
+    const strict = await startTestHost().finally(() => {
+      limits.deploysPerMinute = before;
+    });
+    try {
+      const ivy = (await strict.admin("/v1/developers", "POST", { name: "ivy" })).json<Developer>();
+      // A failed deploy counts.
+      const broken = await strict.admin("/v1/deploys/ivy-1", "PUT", { code: "not a bundle(" }, ivy.token);
+      expect(broken.status).toBe(400);
+      const refused = await strict.admin("/v1/deploys/ivy-1", "PUT", { code }, ivy.token);
+      expect(refused.status, refused.text()).toBe(429);
+      expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+      expect(refused.text()).toContain("a developer may start 1 a minute on this host, failed ones too");
+      expect((await strict.admin("/v1/deploys", "POST", { id: "ivy-2", code }, ivy.token)).status).toBe(429);
+      // Another developer, and the operator, are not held back by ivy's.
+      const jo = (await strict.admin("/v1/developers", "POST", { name: "jo" })).json<Developer>();
+      expect((await strict.admin("/v1/deploys/jo-1", "PUT", { code }, jo.token)).status).toBe(201);
+      expect((await strict.admin("/v1/deploys/ivy-1", "PUT", { code })).status).toBe(201);
+    } finally {
+      await strict.dispose();
+    }
   }, 120_000);
 });

@@ -27,6 +27,7 @@ import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { registerDataRoutes } from "./dashboard-api.js";
 import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
+import { DeployStarts } from "./deploy-starts.js";
 import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
 import { jsonListBody } from "./json-list.js";
@@ -193,7 +194,9 @@ export function controlPlaneRoutes(
       ),
     );
   });
+  const deployStarts = new DeployStarts();
   router.post("/deploys", async (ctx) => {
+    deployStarts.charge(principal(ctx));
     const input = await deployBody(ctx);
     const id = checkDeploymentId(input.id);
     if (await deployments.get(id))
@@ -213,6 +216,7 @@ export function controlPlaneRoutes(
     const id = checkDeploymentId(ctx.params.id);
     const existing = await deployments.get(id);
     if (existing) await manageable(ctx, deployments, id);
+    deployStarts.charge(principal(ctx));
     const input = await deployBody(ctx);
     const who = principal(ctx);
     const owner = existing ? undefined : await ownerOfNew(who, input.owner, developers);

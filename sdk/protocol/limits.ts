@@ -309,6 +309,13 @@ export const LIMITS = {
    */
   sessionsMintedPerMinute: 60,
   /**
+   * Deploys (`POST /v1/deploys`, `PUT /v1/deploys/<id>`) one developer may start per minute on a
+   * host, failed ones too (the operator's are not limited). Ours: each compiles and checks its
+   * bundle and may migrate, and a 16 MiB bundle costs the host's main thread stretches of
+   * 30-400 ms and the process up to 2 GB while it loads.
+   */
+  deploysPerMinute: 30,
+  /**
    * Sync WebSockets one client address may hold open on a host, all deployments together. Ours:
    * each holds the host's memory; many users behind one address (an office's NAT) stay well inside.
    */
