@@ -250,4 +250,48 @@ describe("code caches", () => {
       await host.close();
     }
   });
+
+  it("forgets a replaced bundle's caches: its deployment's own at once, the shared one once no deployment serves it", async () => {
+    const data = join(dir, "forget");
+    const host = await open(data);
+    try {
+      const first = await bundle("f1", "first");
+      await host.deployments.deploy("app", { code: first });
+      await host.deployments.deploy("twin", { code: first });
+      const record = await host.deployments.require("app");
+      // Evicted, an isolate of a cold start leaves the deployment's own cache, made after its code
+      // ran (the deploy's isolate is not scoped).
+      await host.deployments.pool.runner("app", record.artifact).evict();
+      expect(await say(host, "app")).toBe("first from a cached compile");
+      await host.deployments.pool.runner("app", record.artifact).evict();
+      await until(() => counts(host).refreshed === 1);
+      await host.deployments.pool.factory.codeCache.settled();
+      const runtime = await runtimeHash();
+      const shared = join(
+        data,
+        "code-cache",
+        CodeCache.key({ kind: "capsule", hash: record.artifact }, runtime),
+      );
+      const ownKey = CodeCache.key(
+        { kind: "capsule", hash: record.artifact, scope: `app/${record.incarnation}` },
+        runtime,
+      );
+      const own = join(data, "code-cache", "deployments", ownKey);
+      const exists = async (path: string) =>
+        (await readdir(join(path, ".."))).includes(path.slice(path.lastIndexOf("/") + 1));
+      expect([await exists(shared), await exists(own)]).toEqual([true, true]);
+      // "app" serves another bundle: its own cache of the first goes; "twin" still serves the first.
+      await host.deployments.deploy("app", { code: await bundle("f2", "other") });
+      for (let i = 0; i < 500 && (await exists(own)); i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect([await exists(shared), await exists(own)]).toEqual([true, false]);
+      // Once "twin" is replaced too, nothing serves the first bundle: its shared cache goes.
+      await host.deployments.deploy("twin", { code: await bundle("f3", "third") });
+      for (let i = 0; i < 500 && (await exists(shared)); i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(await exists(shared)).toBe(false);
+    } finally {
+      await host.close();
+    }
+  });
 });

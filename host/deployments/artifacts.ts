@@ -49,6 +49,9 @@ export class ArtifactStore {
   private readonly codes = new Map<string, string>();
   private codeChars = 0;
 
+  /** Told of each artifact removed (the host forgets its code caches). */
+  onRemoved: (hash: string) => void = () => {};
+
   constructor(private readonly db: HostDatabase) {
     this.artifacts = db.records<ArtifactRecord>("artifacts");
     this.uses = db.records<ArtifactUse>("artifact-uses");
@@ -119,6 +122,7 @@ export class ArtifactStore {
     if (await this.uses.someInPrefix(`${hash}/`, () => true)) return;
     await this.artifacts.delete(hash);
     this.forgetCode(hash);
+    this.onRemoved(hash);
   }
 
   /**
@@ -175,6 +179,7 @@ export class ArtifactStore {
           if (!used.has(hash)) {
             await this.artifacts.delete(hash);
             this.forgetCode(hash);
+            this.onRemoved(hash);
             removed++;
           }
       return removed;

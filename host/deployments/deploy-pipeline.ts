@@ -133,8 +133,12 @@ export async function deploy(
     // until the next deploy replaces this version or the deployment is deleted.
     await clientFiles.retire(id, previous?.client, served).catch(() => {});
     // The replaced bundle goes once no deployment uses it; if that fails, the hourly sweep removes it.
-    if (previous && previous.artifact !== hash)
+    // This deployment's own code cache of it goes at once: it serves another bundle now.
+    if (previous && previous.artifact !== hash) {
+      if (previous.incarnation !== undefined)
+        pool.forgetCapsuleCache(previous.artifact, `${id}/${previous.incarnation}`);
       await registry.artifacts.release(previous.artifact).catch(() => {});
+    }
     return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
   } catch (error) {
     // Once switched, the isolate serves the deployment: a later failure leaves it serving, and

@@ -72,6 +72,7 @@ export class DeploymentService {
       artifactOf: (id: string) => this.registry.cached(id)?.artifact,
     };
     this.pool = new IsolatePool((hash) => this.registry.artifacts.code(hash), poolOptions, observer, known);
+    this.registry.artifacts.onRemoved = (hash) => this.pool.forgetCapsuleCache(hash);
     this.calls = new CallExecutor(db, this.pool, logs, observer, (id) => this.registry.cached(id));
   }
 

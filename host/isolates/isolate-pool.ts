@@ -9,6 +9,7 @@ import { IsolateFactory } from "./isolate-factory.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
+import { loadRuntimeScript } from "./runtime-script.js";
 import { FairScheduler } from "./scheduler.js";
 import {
   DEFAULT_ISOLATE_NICE,
@@ -253,6 +254,16 @@ export class IsolatePool {
   private track(work: Promise<void>): void {
     const kept = work.catch(() => {}).finally(() => this.inFlight.delete(kept));
     this.inFlight.add(kept);
+  }
+
+  /**
+   * Forgets the code caches of capsule `artifact` (see {@link CodeCache.forgetCapsule}): the shared
+   * one, or, given `scope`, the one of that deployment (id and incarnation).
+   */
+  forgetCapsuleCache(artifact: string, scope?: string): void {
+    this.track(
+      loadRuntimeScript().then(({ hash }) => this.factory.codeCache.forgetCapsule(artifact, hash, scope)),
+    );
   }
 
   /** Removes the code caches scoped to a deployment (see {@link CodeCache.purgeDeployment}). */
