@@ -123,6 +123,22 @@ describe("OutcomeDelivery", () => {
     expect(b.got.get(0)?.[0]?.turn).toBeLessThan(a.got.get(19)?.[0]?.turn as number);
   });
 
+  it("counts only the pushing against a turn's budget, not the work between deliveries", async () => {
+    const { deliver, clock, loop } = delivery();
+    const a = subscribers(4, clock, loop);
+    const b = subscribers(4, clock, loop);
+    a.group.outcome = { valueJson: "1" };
+    b.group.outcome = { valueJson: "2" };
+    const first = deliver.deliver(a.group);
+    // A query's run between the two deliveries, in the same turn: 100 ms on the clock.
+    clock.ms += 100;
+    const second = deliver.deliver(b.group);
+    await Promise.all([first, second]);
+    loop.stopped = true;
+    const turns = new Set([...a.got.values(), ...b.got.values()].map((pushes) => pushes[0]?.turn));
+    expect(turns.size).toBe(1);
+  });
+
   it("stops once the group is no longer live (its deployment was deleted)", async () => {
     const { deliver, clock, loop } = delivery();
     const { group, got } = subscribers(40, clock, loop);

@@ -51,8 +51,8 @@ export class OutcomeDelivery {
   /** Deliveries not finished, the one pushing now first. */
   private readonly queue: Delivery[] = [];
   private working = false;
-  /** When deliveries began pushing in this turn of the event loop (undefined: not yet). */
-  private turnStarted: number | undefined;
+  /** How long deliveries have pushed in this turn of the event loop (ms; undefined: not yet). */
+  private spent: number | undefined;
 
   constructor(
     private readonly observer: LiveObserver,
@@ -120,34 +120,38 @@ export class OutcomeDelivery {
   /** Pushes `delivery` until it is finished (true) or this turn's budget is spent (false). */
   private stretch(delivery: Delivery): boolean {
     const { group, outcome } = delivery;
-    const since = this.turnStart();
+    const started = this.budget.now();
+    const left = this.budget.ms - this.spentInTurn();
     let pushed = 0;
     try {
       for (;;) {
         if (group.outcome !== outcome || !delivery.live()) return true;
-        if (this.budget.now() - since >= this.budget.ms) return false;
+        if (this.budget.now() - started >= left) return false;
         const next = delivery.next.next();
         if (next.done) return true;
         if (this.give(group, next.value, outcome, delivery.encoded)) pushed++;
       }
     } finally {
+      this.spent = this.spentInTurn() + (this.budget.now() - started);
       this.report(group, pushed);
     }
   }
 
   /**
-   * When deliveries began pushing in this turn of the event loop: the budget is the turn's, for
-   * all deliveries in it, those that finished and those started afresh after them included.
+   * How long deliveries have pushed in this turn of the event loop, all of them together (those
+   * that finished and those started afresh after them included). Only pushing counts: the
+   * queries' runs between deliveries have bounds of their own, and counting them made deliveries
+   * wait for the next turn, holding their runs' places in the re-run queue.
    */
-  private turnStart(): number {
-    if (this.turnStarted === undefined) {
-      this.turnStarted = this.budget.now();
+  private spentInTurn(): number {
+    if (this.spent === undefined) {
+      this.spent = 0;
       // Scheduled before any delivery's own next turn, so it runs first there.
       setImmediate(() => {
-        this.turnStarted = undefined;
+        this.spent = undefined;
       });
     }
-    return this.turnStarted;
+    return this.spent;
   }
 
   /** Pushes `outcome` to `subscriber` if it is still subscribed and was not given it; true if pushed. */
