@@ -80,6 +80,16 @@ describe("OpenID Connect ID tokens and an issuer's JWKS", () => {
       expect([again.status, await again.text()]).toEqual([200, good]);
     }
     expect(asked.get("/flaky")).toBe(2);
+    // An hour after its fetch, the last good JWKS no longer serves: the issuer's removed keys go.
+    const limits = LIMITS as { jwksStaleMs: number; jwksRetryMs: number };
+    const before = { ...limits };
+    limits.jwksStaleMs = 0;
+    limits.jwksRetryMs = 0;
+    try {
+      await expect(fetchJwks(`${base}/flaky`, {})).rejects.toThrow("answered 500");
+    } finally {
+      Object.assign(limits, { jwksStaleMs: before.jwksStaleMs, jwksRetryMs: before.jwksRetryMs });
+    }
   });
 
   it("is not fetched again right after a failure: sign-ins meanwhile fail at once", async () => {

@@ -180,6 +180,8 @@ export const LIMITS = {
   jwksBytes: 1024 * 1024,
   jwksKeys: 100,
   jwksRetryMs: 30_000,
+  /** How long after its fetch the last good JWKS still serves while fetches fail (ms). Ours. */
+  jwksStaleMs: 60 * 60 * 1000,
   /** Largest JSON value a handler may return, in characters (an endpoint's answer: head and body). */
   resultBytes: 8 * 1024 * 1024,
   /**
