@@ -30,7 +30,7 @@ import { registerStorageRoutes } from "./dashboard-storage-api.js";
 import { DeployStarts } from "./deploy-starts.js";
 import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
-import { jsonListBody } from "./json-list.js";
+import { jsonListBody, OpenListings } from "./json-list.js";
 import { streamLogs } from "./log-stream.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { withOwners } from "./owner-view.js";
@@ -182,8 +182,11 @@ export function controlPlaneRoutes(
 
   registerDeveloperRoutes(router, deployments, developers);
 
+  // A developer's listings read slowly or not at all hold little, and only this many.
+  const listings = new OpenListings(2);
   router.get("/deploys", async (ctx) => {
     const who = principal(ctx);
+    if (who.kind === "developer") listings.begin(who.developer.id, ctx.res);
     const all = await deployments.list();
     ctx.type = "application/json";
     ctx.body = jsonListBody(

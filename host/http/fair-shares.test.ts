@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { FairShares, type Holding } from "./fair-shares.js";
 
@@ -70,5 +70,28 @@ describe("FairShares", () => {
     expect(fair.withinEvenShare("a", 20, 100)).toBe(false);
     expect(fair.makeRoom("a", 20, 100)).toBe(false);
     expect(dropped).toEqual([]);
+  });
+
+  it("looks at holdings that cannot tell when they move every half second while any is held", () => {
+    vi.useFakeTimers();
+    try {
+      const fair = new FairShares();
+      let looks = 0;
+      const holding: Holding = {
+        bytes: 1,
+        droppable: true,
+        movedAt: () => 0,
+        look: () => looks++,
+        drop: () => {},
+      };
+      fair.track("a", holding);
+      vi.advanceTimersByTime(LIMITS.heldStalledMs);
+      expect(looks).toBe(2);
+      fair.untrack("a", holding);
+      vi.advanceTimersByTime(LIMITS.heldStalledMs);
+      expect(looks).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -9,6 +9,12 @@ export interface Holding {
   readonly droppable: boolean;
   /** When it last moved (a byte read by its client, or arrived from it), on the shares' clock (ms). */
   movedAt(): number;
+  /**
+   * Looks whether it moved since the last look, for a holding that cannot tell when it moves (an
+   * answer's bytes are read by the system at its own pace): the shares look every half
+   * `LIMITS.heldStalledMs`, so that a first look long after it stopped does not take it for moving.
+   */
+  look?(): void;
   /** Stops counting it and closes its connection. */
   drop(): void;
 }
@@ -25,6 +31,7 @@ export interface Holding {
 export class FairShares {
   readonly held = new ClientBytes();
   private readonly holdings = new Map<string, Set<Holding>>();
+  private looking: ReturnType<typeof setInterval> | undefined;
 
   /** `now`: the clock holdings' `movedAt` reads (ms). */
   constructor(readonly now: () => number = Date.now) {}
@@ -37,6 +44,14 @@ export class FairShares {
       this.holdings.set(key, mine);
     }
     mine.add(holding);
+    if (holding.look && !this.looking) {
+      this.looking = setInterval(() => this.lookAtAll(), LIMITS.heldStalledMs / 2);
+      this.looking.unref();
+    }
+  }
+
+  private lookAtAll(): void {
+    for (const mine of this.holdings.values()) for (const holding of mine) holding.look?.();
   }
 
   /** Stops counting `holding` as `key`'s. */
@@ -44,6 +59,10 @@ export class FairShares {
     const mine = this.holdings.get(key);
     mine?.delete(holding);
     if (mine?.size === 0) this.holdings.delete(key);
+    if (this.holdings.size === 0 && this.looking) {
+      clearInterval(this.looking);
+      this.looking = undefined;
+    }
   }
 
   /** `total` shared by every address holding something, `key` counted among them. */
@@ -57,9 +76,9 @@ export class FairShares {
   }
 
   /**
-   * Drops stalled droppable holdings of the addresses above an even share (heaviest first, each
-   * down to the share at most, oldest first) until `bytes` more for `key` fit in `total`; drops
-   * none unless that is enough. True when they fit now.
+   * Drops stalled droppable holdings of the addresses above an even share (heaviest first, oldest
+   * first, none of an address once it is down to the share) until `bytes` more for `key` fit in
+   * `total`; drops none unless that is enough. True when they fit now.
    */
   makeRoom(key: string, bytes: number, total: number): boolean {
     const need = this.held.total + bytes - total;

@@ -1,5 +1,7 @@
+import { EventEmitter } from "node:events";
+import type { ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
-import { jsonListBody } from "./json-list.js";
+import { jsonListBody, OpenListings } from "./json-list.js";
 
 async function text(body: NodeJS.ReadableStream): Promise<string> {
   let all = "";
@@ -35,5 +37,19 @@ describe("jsonListBody", () => {
     loop.stopped = true;
     expect(parsed.deploys).toHaveLength(20);
     expect(turns.size).toBeGreaterThan(1);
+  });
+
+  it("keeps at most a few listings of one caller open: a client that reads none cannot pile them up", () => {
+    const listings = new OpenListings(2);
+    const response = () => new EventEmitter() as unknown as ServerResponse;
+    const first = response();
+    listings.begin("dev-1", first);
+    listings.begin("dev-1", response());
+    expect(() => listings.begin("dev-1", response())).toThrow(
+      expect.objectContaining({ code: "limit_exceeded", retryAfterSeconds: 1 }),
+    );
+    expect(() => listings.begin("dev-2", response())).not.toThrow();
+    first.emit("close");
+    expect(() => listings.begin("dev-1", response())).not.toThrow();
   });
 });

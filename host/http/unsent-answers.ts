@@ -185,12 +185,20 @@ export class UnsentAnswers {
       bytes,
       droppable: read,
       movedAt: () => {
+        answer.look?.();
+        return movedAt;
+      },
+      look: () => {
+        // Queued behind another answer on its connection (pipelined): not standing still.
+        if (!res.socket) {
+          movedAt = this.shares.now();
+          return;
+        }
         const now = dispatched();
         if (now !== seen) {
           seen = now;
           movedAt = this.shares.now();
         }
-        return movedAt;
       },
       drop: () => {
         release();
