@@ -1,27 +1,36 @@
 import { describe, expect, it } from "vitest";
 import { KeptArgs, SubscriptionArgs, SYNC_LIMITS } from "./sync-messages.js";
 
+/**
+ * Opens connections (`connection(n)` makes the nth) of 1,000 subscriptions with the shortest
+ * arguments there are, until one is refused or `most` connections are open.
+ */
+function fill(connection: (n: number) => SubscriptionArgs, most = Number.POSITIVE_INFINITY) {
+  const connections: SubscriptionArgs[] = [];
+  let kept = 0;
+  let refusal: unknown;
+  for (let n = 0; n < most && refusal === undefined; n++) {
+    const opened = connection(n);
+    connections.push(opened);
+    for (let i = 0; i < 1000; i++) {
+      try {
+        opened.keep(`s${i}`, "q", "{}");
+        kept++;
+      } catch (error) {
+        refusal = error;
+        break;
+      }
+    }
+  }
+  return { connections, kept, refusal };
+}
+
 describe("what subscriptions keep", () => {
   it("counts each subscription at least its floor: one client address holds 16,384 at most, all connections together", () => {
     const addresses = new KeptArgs();
     const address = addresses.of("10.0.0.1");
-    const connections: SubscriptionArgs[] = [];
-    let kept = 0;
-    let refusal: unknown;
     // Twenty connections of 1,000 subscriptions with the shortest arguments there are.
-    for (let socket = 0; socket < 20 && refusal === undefined; socket++) {
-      const connection = new SubscriptionArgs(address);
-      connections.push(connection);
-      for (let i = 0; i < 1000; i++) {
-        try {
-          connection.keep(`s${i}`, "q", "{}");
-          kept++;
-        } catch (error) {
-          refusal = error;
-          break;
-        }
-      }
-    }
+    const { connections, kept, refusal } = fill(() => new SubscriptionArgs(address), 20);
     expect(kept).toBe(SYNC_LIMITS.addressArgsBytes / SYNC_LIMITS.subscriptionBytesAtLeast);
     expect(kept).toBe(16_384);
     expect(refusal).toMatchObject({ code: "bad_request" });
@@ -36,23 +45,10 @@ describe("what subscriptions keep", () => {
     const addresses = new KeptArgs();
     const deployments = new KeptArgs();
     const app = deployments.of("app");
-    const connections: SubscriptionArgs[] = [];
-    let kept = 0;
-    let refusal: unknown;
     // Many addresses (an IPv6 client rotating through its /64s), each within its own bounds.
-    for (let client = 0; refusal === undefined; client++) {
-      const connection = new SubscriptionArgs(addresses.of(`2001:db8:${client}::`), app);
-      connections.push(connection);
-      for (let i = 0; i < 1000; i++) {
-        try {
-          connection.keep(`s${i}`, "q", "{}");
-          kept++;
-        } catch (error) {
-          refusal = error;
-          break;
-        }
-      }
-    }
+    const { connections, kept, refusal } = fill(
+      (n) => new SubscriptionArgs(addresses.of(`2001:db8:${n}::`), app),
+    );
     expect(kept).toBe(SYNC_LIMITS.deploymentArgsBytes / SYNC_LIMITS.subscriptionBytesAtLeast);
     expect(kept).toBe(65_536);
     expect(refusal).toMatchObject({ code: "unavailable", retryAfterSeconds: 10 });
