@@ -33,8 +33,8 @@ const UNCOUNTED: BodyArrival = { take: () => undefined, end: () => {} };
  * sends each body all but its last byte would otherwise hold as much of the host's memory as it
  * has connections. Kept on the Koa app's context (see {@link bodyArrival}), so every route that
  * reads a body counts it. Once the host receives all it may, an address within an even share is
- * not refused: the oldest bodies of the addresses receiving the most are dropped for it (see
- * {@link FairShares}).
+ * not refused: bodies that stood still, of the addresses above an even share, are dropped for it
+ * (see {@link FairShares}).
  */
 export class BodyArrivals {
   private readonly shares: FairShares;

@@ -81,10 +81,11 @@ const hostFull = () =>
  * Checked as a request arrives, and again as a read's answer is made: requests in flight at once
  * all passed the first check.
  *
- * Once the host holds all it may, an address holding less than an even share is not refused: the
- * oldest unread answers to reads of the addresses holding the most are dropped to make room. Nine
- * addresses that opened about 100 downloads of 5 MiB and never read them filled the host's 512 MiB,
- * and every tenant's reads were refused for as long as they kept them open (an attack review).
+ * Once the host holds all it may, an address within an even share is not refused: unread answers
+ * to reads that stood still, of the addresses above an even share, are dropped to make room (see
+ * {@link FairShares}). Nine addresses that opened about 100 downloads of 5 MiB and never read them
+ * filled the host's 512 MiB, and every tenant's reads were refused for as long as they kept them
+ * open (an attack review).
  */
 export class UnsentAnswers {
   private readonly shares = new FairShares();
