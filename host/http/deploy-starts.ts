@@ -18,7 +18,7 @@ export class DeployStarts {
   /** Counts a deploy `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
   charge(who: Principal): void {
     if (who.kind !== "developer" || this.quota.tryTake(who.developer.id, 1, this.now())) return;
-    const seconds = Math.max(1, Math.ceil(this.quota.waitMs(who.developer.id, 1, this.now()) / 1000));
+    const seconds = this.quota.retryAfterSeconds(who.developer.id, this.now());
     throw new PlatformError(
       "limit_exceeded",
       `Too many deploys: a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,

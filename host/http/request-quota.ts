@@ -122,8 +122,8 @@ export class RequestQuota {
   }
 
   /** Whole seconds until `key` may make a request again (at least 1), for `Retry-After`. */
-  retryAfterSeconds(key: string): number {
-    return Math.max(1, Math.ceil(this.waitMs(key) / 1000));
+  retryAfterSeconds(key: string, now = Date.now()): number {
+    return Math.max(1, Math.ceil(this.waitMs(key, 1, now) / 1000));
   }
 
   /** The `limit_exceeded` error of a refused request: what the quota is and when to retry (`Retry-After`). */

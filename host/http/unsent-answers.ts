@@ -181,26 +181,27 @@ export class UnsentAnswers {
       this.held.remove(key, bytes);
       this.shares.untrack(key, answer);
     };
+    const look = () => {
+      // Queued behind another answer on its connection (pipelined): not standing still.
+      if (!res.socket) {
+        movedAt = this.shares.now();
+        return;
+      }
+      const now = dispatched();
+      if (now !== seen) {
+        seen = now;
+        movedAt = this.shares.now();
+      }
+    };
     // Only a read's answer is dropped to make room: a write's caller must learn the write happened.
     const answer: Holding = {
       bytes,
       droppable: read,
       movedAt: () => {
-        answer.look?.();
+        look();
         return movedAt;
       },
-      look: () => {
-        // Queued behind another answer on its connection (pipelined): not standing still.
-        if (!res.socket) {
-          movedAt = this.shares.now();
-          return;
-        }
-        const now = dispatched();
-        if (now !== seen) {
-          seen = now;
-          movedAt = this.shares.now();
-        }
-      },
+      look,
       drop: () => {
         release();
         res.destroy();

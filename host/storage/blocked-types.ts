@@ -4,7 +4,7 @@ import { inlineContentType } from "./download-type.js";
 import { leadingMarkup, opensAsXml, sniffsAsHtml } from "./html-sniffing.js";
 import { markupChecker } from "./markup-checker.js";
 import { textEncodingOf } from "./text-encoding.js";
-import { isZip, zipType } from "./zip-entries.js";
+import { ZIP_LOCAL_HEADER, zipType } from "./zip-entries.js";
 
 /** The declared-type check, next to the content check it comes before. */
 export { isBlockedDeclaredType } from "./blocked-declared-types.js";
@@ -49,7 +49,7 @@ function startsWith(bytes: Uint8Array, magic: number[]): boolean {
  * names alone (zip-entries.ts: file-type would unpack some of them whole).
  */
 async function detectedType(bytes: Uint8Array): Promise<{ ext: string; mime: string } | undefined> {
-  if (isZip(bytes)) return zipType(bytes);
+  if (startsWith(bytes, ZIP_LOCAL_HEADER)) return zipType(bytes);
   // file-type throws on truncated or odd containers; what it cannot parse it did not detect.
   return fileTypeFromBuffer(bytes).catch(() => undefined);
 }

@@ -6,18 +6,13 @@
  * the process by 2.6 GB. The names are all the blocked types need.
  */
 
-/** The leading bytes of a zip's first local file header. */
-const LOCAL_HEADER = [0x50, 0x4b, 0x03, 0x04];
+/** The leading bytes of a zip's first local file header: how a zip begins. */
+export const ZIP_LOCAL_HEADER = [0x50, 0x4b, 0x03, 0x04];
 const END_OF_DIRECTORY = 0x06054b50;
 const DIRECTORY_ENTRY = 0x02014b50;
 /** The end-of-directory record's fixed part, and the longest comment that may follow it. */
 const END_RECORD_BYTES = 22;
 const MOST_COMMENT_BYTES = 0xffff;
-
-/** Whether `bytes` begin as a zip archive does (a local file header). */
-export function isZip(bytes: Uint8Array): boolean {
-  return LOCAL_HEADER.every((byte, i) => bytes[i] === byte);
-}
 
 /**
  * The entry names of a zip's central directory, in its order, or undefined when it has none that

@@ -175,7 +175,7 @@ export const LIMITS = {
   heldStalledMs: 1000,
   /**
    * An OpenID Connect issuer's JWKS: bytes read of it, keys taken from it, and how long after a
-   * failed fetch the next one waits (ms; sign-ins meanwhile fail at once). Ours.
+   * failed fetch the next one waits (ms; the last good JWKS serves meanwhile, see below). Ours.
    */
   jwksBytes: 1024 * 1024,
   jwksKeys: 100,
