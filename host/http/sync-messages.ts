@@ -1,6 +1,6 @@
 import type { Duplex } from "node:stream";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { PlatformError } from "../../sdk/values/index.js";
+import { callerError, isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { membersMoreThan, opensMoreThan } from "../json-shape.js";
 
 /**
@@ -35,9 +35,12 @@ export const SYNC_LIMITS = {
    * Arguments kept by all connections to one deployment on this host together: 65,536
    * subscriptions at most, about 64 MiB of the host's memory, however many addresses a client
    * brings (an IPv6 one rotating through its /64s cheaply); each commit touching their query hands
-   * its result to every one of them.
+   * its result to every one of them. Once it is full, an address within an even share still
+   * subscribes, in place of others' (subscription-args.ts).
    */
   deploymentArgsBytes: 64 * 1024 * 1024,
+  /** When a subscription refused or ended for want of the deployment's room may try again (s). */
+  fullRetryAfterSeconds: 10,
   /** Objects and arrays one message may hold ("{" and "[", in strings too): parsing deep nesting is slow. */
   messageContainers: 65_536,
   /** What one client address's messages may bring per second, each counting 1 KiB at least (sync-guards.ts). */
@@ -89,6 +92,17 @@ export function readClientMessage(data: unknown): ClientMessage {
   return message as ClientMessage;
 }
 
+/**
+ * What a client is told of `error` over the socket: {@link callerError}, and when to try again when
+ * the error says (the socket has no `Retry-After` header; platform/client waits that long).
+ */
+export function socketError(error: unknown): { code: string; message: string; retryAfterSeconds?: number } {
+  const told = callerError(error);
+  return isPlatformError(error) && error.expose && error.retryAfterSeconds !== undefined
+    ? { code: told.code, message: told.message, retryAfterSeconds: error.retryAfterSeconds }
+    : told;
+}
+
 /** What a client is told of a message whose type the protocol has not got (naming that type). */
 export function unknownMessageType(message: ClientMessage): string {
   const type = JSON.stringify((message as { type?: unknown }).type)?.slice(0, 64) ?? "none";
@@ -132,95 +146,6 @@ export function nameMissing(message: ClientMessage, id: string): object | undefi
     id,
     `A ${message.type} message needs "name": the name of a ${handler} of the capsule, as a string.`,
   );
-}
-
-/**
- * The arguments subscriptions keep, by a key shared by many connections: each client address's
- * (a client may open many sockets, each with its own {@link SubscriptionArgs}: 15 of them held
- * 103 MB), or each deployment's.
- */
-export class KeptArgs {
-  private readonly bytes = new Map<string, number>();
-
-  /** What the connections of `key` keep, and how one moves it. */
-  of(key: string): ArgsShare {
-    return {
-      kept: () => this.bytes.get(key) ?? 0,
-      move: (delta) => {
-        const now = (this.bytes.get(key) ?? 0) + delta;
-        if (now > 0) this.bytes.set(key, now);
-        else this.bytes.delete(key);
-      },
-    };
-  }
-}
-
-/** One key's share in {@link KeptArgs}. */
-export interface ArgsShare {
-  kept(): number;
-  move(delta: number): void;
-}
-
-const UNBOUNDED: ArgsShare = { kept: () => 0, move: () => {} };
-
-/** The arguments one connection's subscriptions keep, bounded by {@link SYNC_LIMITS}. */
-export class SubscriptionArgs {
-  private readonly bytes = new Map<string, number>();
-  private total = 0;
-
-  constructor(
-    /** What all connections of the client's address keep. */
-    private readonly address: ArgsShare = UNBOUNDED,
-    /** What all connections to the deployment keep. */
-    private readonly deployment: ArgsShare = UNBOUNDED,
-  ) {}
-
-  /**
-   * Counts subscription `id` with its query `name` and arguments, or refuses it when it does not
-   * fit: `bad_request` past the client's own bounds, `unavailable` past the deployment's (others'
-   * subscriptions fill it; room frees as they leave). An id kept already gives its room back
-   * first: it counts once, as its release gives back once.
-   */
-  keep(id: string, name: string, argsJson: string): void {
-    this.release(id);
-    const bytes = Math.max(
-      SYNC_LIMITS.subscriptionBytesAtLeast,
-      Buffer.byteLength(id) + Buffer.byteLength(name) + Buffer.byteLength(argsJson),
-    );
-    if (
-      bytes > SYNC_LIMITS.subscriptionArgsBytes ||
-      this.total + bytes > SYNC_LIMITS.subscriptionsArgsBytes ||
-      this.address.kept() + bytes > SYNC_LIMITS.addressArgsBytes
-    )
-      throw new PlatformError(
-        "bad_request",
-        `Subscription ${id}'s arguments (with its id and query name) are too large: at most ${SYNC_LIMITS.subscriptionArgsBytes} bytes each, ${SYNC_LIMITS.subscriptionsArgsBytes} for all subscriptions of a connection and ${SYNC_LIMITS.addressArgsBytes} for all connections of a client address, where each subscription counts at least ${SYNC_LIMITS.subscriptionBytesAtLeast}. Pass ids, not data, and unsubscribe from what is no longer shown.`,
-      );
-    if (this.deployment.kept() + bytes > SYNC_LIMITS.deploymentArgsBytes)
-      throw new PlatformError(
-        "unavailable",
-        `Subscription ${id} was refused: this app's subscriptions on this server keep all the arguments they may (${SYNC_LIMITS.deploymentArgsBytes} bytes for all its clients together, where each subscription counts at least ${SYNC_LIMITS.subscriptionBytesAtLeast}). Subscribe again later, once others have left.`,
-        { retryAfterSeconds: 10 },
-      );
-    this.bytes.set(id, bytes);
-    this.total += bytes;
-    this.address.move(bytes);
-    this.deployment.move(bytes);
-  }
-
-  /** Gives subscription `id`'s room back. */
-  release(id: string): void {
-    const bytes = this.bytes.get(id) ?? 0;
-    this.total -= bytes;
-    this.address.move(-bytes);
-    this.deployment.move(-bytes);
-    this.bytes.delete(id);
-  }
-
-  /** Gives every subscription's room back (the connection closed). */
-  releaseAll(): void {
-    for (const id of [...this.bytes.keys()]) this.release(id);
-  }
 }
 
 /** Answers a WebSocket upgrade that is refused with `status` (and `Retry-After`, when given), and closes it. */

@@ -1,21 +1,21 @@
 import type { WebSocket } from "ws";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
-import { callerError, PlatformError } from "../../sdk/values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import type { SessionGate, SessionProof } from "../auth/index.js";
 import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
 import { clientAddressKey } from "./client-address.js";
 import type { RequestQuota } from "./request-quota.js";
+import { type KeptArgs, roomFull, SubscriptionArgs, type SubscriptionRooms } from "./subscription-args.js";
 import { dropSlowConsumer, type InboundBudgets, type Outgoing, onBudgetedMessage } from "./sync-guards.js";
 import type { SyncHeartbeat } from "./sync-heartbeat.js";
 import {
   type ClientMessage,
-  type KeptArgs,
   nameMissing,
   overlong,
   readClientMessage,
-  SubscriptionArgs,
   SYNC_LIMITS,
+  socketError,
   unknownMessageType,
 } from "./sync-messages.js";
 import { SocketPushes } from "./sync-pushes.js";
@@ -36,8 +36,8 @@ export interface SyncShared {
   sends: SendLimits;
   inbound: InboundBudgets;
   argsPerAddress: KeptArgs;
-  /** What all connections to each deployment keep of their subscriptions' arguments. */
-  argsPerDeployment: KeptArgs;
+  /** Each deployment's room for all its connections' subscriptions' arguments, shared fairly. */
+  rooms: SubscriptionRooms;
   /** The open sockets per deployment, closed when it is deleted. */
   open: Map<string, Set<WebSocket>>;
   running: Map<WebSocket, SocketWork>;
@@ -76,7 +76,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
     sends,
     inbound,
     argsPerAddress,
-    argsPerDeployment,
+    rooms,
     open,
     running,
     closeGone,
@@ -147,14 +147,27 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       // Its size too, in characters (the socket encodes it; a shared query's push is encoded once).
       quota.chargeAnswer(key, result.valueJson.length);
     } catch (error) {
-      send({ type: "mutationResult", id, error: callerError(error) });
+      send({ type: "mutationResult", id, error: socketError(error) });
     }
   };
   // Its address's shares (arguments kept, messages read, live state held, data left unsent), keyed
   // as every per-address limit is: an IPv6 client rotating through its /64 is one client.
   const address = clientAddressKey(client);
   sends.belongs(ws, { address, deployment });
-  const keptArgs = new SubscriptionArgs(argsPerAddress.of(address), argsPerDeployment.of(deployment));
+  const keptArgs = new SubscriptionArgs(argsPerAddress.of(address), rooms.place(deployment, address));
+  // Its room taken for another client's (this address holds more than an even share): it ends as
+  // an unsubscribe would, and the client is told when to subscribe again.
+  const endForOthers = (id: string) => {
+    const stop = subscriptions.get(id);
+    subscriptions.delete(id);
+    pushes.forget(id);
+    stop?.then((end) => end()).catch(() => {});
+    send({
+      type: "error",
+      id,
+      error: socketError(roomFull(`Subscription ${id} was ended for another client's`)),
+    });
+  };
   const receive = async (data: unknown) => {
     // Draining: whatever comes now is sent again to the host the client reconnects to. Closing
     // (its identity ended, its deployment deleted): nothing it still sent runs.
@@ -163,7 +176,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
     try {
       message = readClientMessage(data);
     } catch (error) {
-      send({ type: "error", error: callerError(error) });
+      send({ type: "error", error: socketError(error) });
       return;
     }
     const tooLong = overlong(message);
@@ -186,18 +199,13 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
         });
         return;
       }
-      try {
-        keptArgs.keep(id, message.name, args);
-      } catch (error) {
-        send({ type: "error", id, error: callerError(error) });
-        return;
-      }
-      // A subscription runs its query at once: it costs a request, as a call would.
+      // A subscription runs its query at once: it costs a request, as a call would. Refused too:
+      // a full deployment's room looks at every address holding some of it to make room.
       try {
         quota.charge(key);
+        keptArgs.keep(id, message.name, args, () => endForOthers(id));
       } catch (error) {
-        keptArgs.release(id);
-        send({ type: "error", id, error: callerError(error) });
+        send({ type: "error", id, error: socketError(error) });
         return;
       }
       // Its pushes are its own while the id is: an id unsubscribed and used again is another's.

@@ -9,9 +9,10 @@ import { clientAddressKey, SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
+import { KeptArgs, SubscriptionRooms } from "./subscription-args.js";
 import { InboundBudgets } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
-import { KeptArgs, refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
+import { refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
 import { SendLimits } from "./sync-send-limits.js";
 import { type SocketWork, type SyncCaller, type SyncShared, serveSyncSocket } from "./sync-socket.js";
 import { twoHostsIn } from "./tenant.js";
@@ -65,7 +66,7 @@ export function attachSync(
   );
   const inbound = new InboundBudgets(quota.enabled);
   const argsPerAddress = new KeptArgs();
-  const argsPerDeployment = new KeptArgs();
+  const rooms = new SubscriptionRooms();
   const heartbeat = new SyncHeartbeat();
   const sends = new SendLimits();
   let draining = false;
@@ -81,7 +82,7 @@ export function attachSync(
     sends,
     inbound,
     argsPerAddress,
-    argsPerDeployment,
+    rooms,
     open,
     running,
     draining: () => draining,
