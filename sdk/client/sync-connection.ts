@@ -5,6 +5,7 @@ import { errorFromWire } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
 import { PendingMutations } from "./pending-mutations.js";
+import { passes, SubscriptionRetries } from "./subscription-retries.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
 import { UpgradeRefusal } from "./upgrade-refusal.js";
 
@@ -47,7 +48,10 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
  * the next connection (the host applies it at most once), for up to {@link LIMITS.callRetryMs};
  * after that it fails with `unavailable` (it may or may not have applied). A host that shuts down
  * closes with {@link SYNC_CLOSE.hostRestarting}: the client reconnects at once, without back-off.
- * Mutations not yet sent wait for the next connection. A mutation is only ever sent as the user it
+ * Mutations not yet sent wait for the next connection. A subscription refused or failing with
+ * `unavailable` or `limit_exceeded` subscribes again by itself, after the host's
+ * `retryAfterSeconds` or a back-off (subscription-retries.ts): the host re-runs a query only when
+ * its data changes, and a refusal would otherwise stay until the page reloads. A mutation is only ever sent as the user it
  * was made by, and resent as the one it was first sent as (the host knows a key per user): when the
  * signed-in user changed meanwhile it fails with `conflict` instead. Results cached for the user
  * before are forgotten when the user changes.
@@ -58,6 +62,7 @@ export class SyncConnection {
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly byId = new Map<string, Subscription>();
   private readonly mutations = new PendingMutations();
+  private readonly retries = new SubscriptionRetries<Subscription>();
   private nextId = 1;
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -140,6 +145,7 @@ export class SyncConnection {
       joined.dropTimer = setTimeout(() => {
         joined.dropTimer = undefined;
         if (joined.listeners.size > 0) return;
+        this.retries.cancel(joined, true);
         this.subscriptions.delete(key);
         this.byId.delete(joined.id);
         this.sendNow({ type: "unsubscribe", id: joined.id });
@@ -204,6 +210,7 @@ export class SyncConnection {
       this.tokenChecked = false;
       this.attempts = 0;
       this.setState("open");
+      this.retries.cancelAll();
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
       this.mutations.sendUnsent(socket, user);
     };
@@ -286,12 +293,18 @@ export class SyncConnection {
     const subscription = typeof message.id === "string" ? this.byId.get(message.id) : undefined;
     if (!subscription) return;
     if (message.type === "value") {
+      this.retries.cancel(subscription, true);
       const json = JSON.stringify(message.value ?? null);
       if (json === subscription.resultJson) return;
       subscription.resultJson = json;
       subscription.result = { value: message.value ?? null };
     } else if (message.type === "error") {
       const error = errorFromWire(message.error);
+      if (passes(error.code)) {
+        const asked = (message.error as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
+        const after = typeof asked === "number" && Number.isFinite(asked) ? asked : undefined;
+        this.retries.schedule(subscription, after, () => this.subscribeAgain(subscription));
+      }
       const last = subscription.result;
       // The same failure again (a new socket subscribing afresh) is no change.
       if (last && "error" in last && last.error.code === error.code && last.error.message === error.message)
@@ -303,9 +316,23 @@ export class SyncConnection {
     for (const listener of [...subscription.listeners]) listener(result);
   }
 
+  /**
+   * Subscribes `subscription` again, under a new id (what still comes for the old one is not its),
+   * when it is still wanted and the socket open (else the next socket subscribes it anyway).
+   */
+  private subscribeAgain(subscription: Subscription): void {
+    if (this.byId.get(subscription.id) !== subscription || this.socket?.readyState !== OPEN) return;
+    this.sendNow({ type: "unsubscribe", id: subscription.id });
+    this.byId.delete(subscription.id);
+    subscription.id = `s${this.nextId++}`;
+    this.byId.set(subscription.id, subscription);
+    this.sendSubscribe(subscription);
+  }
+
   /** Closes the socket for good; pending mutations fail with `unavailable`. */
   close(): void {
     this.closed = true;
+    this.retries.cancelAll();
     clearTimeout(this.retryTimer);
     for (const subscription of this.subscriptions.values()) clearTimeout(subscription.dropTimer);
     this.mutations.failAll(new PlatformError("unavailable", "The client was closed."));
