@@ -191,4 +191,34 @@ describe("platform/client refused for want of room", () => {
     await closed;
     await expect.poll(() => outcomes, { timeout: 30_000 }).toContain("value 0");
   });
+
+  it("keeps showing a value whose subscription the host ended for another client's, and subscribes again", async () => {
+    // The client holds three of the room's four, another address the fourth.
+    const client = sdkAt("198.51.100.41");
+    const outcomes: string[] = [];
+    for (const n of [41, 42, 43])
+      client.subscribe(
+        "byN",
+        { n },
+        (value) => outcomes.push(`${n}: value ${value}`),
+        (error) => outcomes.push(`${n}: error ${error.code}`),
+      );
+    await expect.poll(() => outcomes.length).toBe(3);
+    const other = await clientAt("198.51.100.42");
+    other.subscribe("o1", "byN", { n: 44 });
+    expect(await outcomeOf(other, "o1")).toMatchObject({ type: "value" });
+    await oldGiveWay();
+    // A third address, within an even share, ends the client's oldest (n = 41).
+    const newcomer = await clientAt("198.51.100.43");
+    newcomer.subscribe("c1", "byN", { n: 45 });
+    expect(await outcomeOf(newcomer, "c1")).toMatchObject({ type: "value", value: 0 });
+    // The client still shows 0 for n = 41 and no error; once the newcomer leaves, its retry gets
+    // the room back, and a change of n = 41 shows.
+    const closed = new Promise((resolve) => newcomer.ws.once("close", resolve));
+    newcomer.ws.close();
+    await closed;
+    await other.mutation("m41", "add", { n: 41 });
+    await expect.poll(() => outcomes, { timeout: 30_000 }).toContain("41: value 1");
+    expect(outcomes.filter((outcome) => outcome.includes("error"))).toEqual([]);
+  });
 });

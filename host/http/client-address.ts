@@ -40,6 +40,15 @@ export function clientAddressKey(address: string | undefined): string {
   return ipv6Key(address) ?? address;
 }
 
+/**
+ * The site of an address key, for a share that many addresses of one client could split between
+ * them: an IPv6 key's /48 (what one site is commonly given, 65,536 /64s), an IPv4 key as it is.
+ */
+export function siteKey(key: string): string {
+  if (!key.endsWith("::/64")) return key;
+  return `${key.split(":").slice(0, 3).join(":")}::/48`;
+}
+
 let warnedUntrusted = false;
 
 /** The last comma-separated entry of a header, the one the proxy in front of the host wrote. */

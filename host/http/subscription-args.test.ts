@@ -127,4 +127,35 @@ describe("what subscriptions keep", () => {
     expect(ended).toHaveLength(13_107);
     expect(rooms.kept("app")).toBe(SYNC_LIMITS.deploymentArgsBytes);
   });
+
+  it("shares a full room by IPv6 site (/48): the /64s of the site that fills it end nothing of each other's", () => {
+    let now = 0;
+    const addresses = new KeptArgs();
+    const rooms = new SubscriptionRooms(() => now);
+    /** Subscribes the client at address key `key` up to its own bound, 4,000 a connection. */
+    const fillAddress = (key: string) => {
+      const connections: SubscriptionArgs[] = [];
+      for (let i = 0; addresses.of(key).kept() < SYNC_LIMITS.addressArgsBytes; i++) {
+        if (i % 4000 === 0)
+          connections.push(new SubscriptionArgs(addresses.of(key), rooms.place("app", key)));
+        connections.at(-1)?.keep(`s${i}`, "q", "{}");
+      }
+    };
+    for (let n = 0; n < 4; n++) fillAddress(`2001:db8:7:${n}::/64`);
+    expect(rooms.kept("app")).toBe(SYNC_LIMITS.deploymentArgsBytes);
+    now += LIMITS.heldStalledMs;
+    // Another /64 of the same /48 is the same site: above its share, it takes nothing.
+    const sameSite = new SubscriptionArgs(
+      addresses.of("2001:db8:7:9::/64"),
+      rooms.place("app", "2001:db8:7:9::/64"),
+    );
+    expect(() => sameSite.keep("n", "q", "{}")).toThrow(expect.objectContaining({ code: "unavailable" }));
+    // Another site is within its share.
+    const otherSite = new SubscriptionArgs(
+      addresses.of("2001:db8:8:1::/64"),
+      rooms.place("app", "2001:db8:8:1::/64"),
+    );
+    expect(() => otherSite.keep("n", "q", "{}")).not.toThrow();
+    expect(rooms.kept("app")).toBe(SYNC_LIMITS.deploymentArgsBytes);
+  });
 });

@@ -1,4 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
+import { siteKey } from "./client-address.js";
 import { FairShares, type Holding } from "./fair-shares.js";
 import { SYNC_LIMITS } from "./sync-messages.js";
 
@@ -44,17 +45,20 @@ export interface RoomPlace {
  * an even share still subscribes, in place of subscriptions kept for a second or more
  * (`LIMITS.heldStalledMs`) by the addresses above an even share, heaviest first, oldest first
  * ({@link FairShares}). Refused otherwise. With a bound only, four addresses' 16 MiB each filled it
- * on purpose, and nobody else could subscribe to that app until they left.
+ * on purpose, and nobody else could subscribe to that app until they left. An IPv6 client shares
+ * by its /48 here ({@link siteKey}): with a share per /64, one site's 65,536 of them holding a
+ * subscription each would bring the share down to one subscription and end everyone's others.
  */
 export class SubscriptionRooms {
   private readonly rooms = new Map<string, FairShares>();
 
-  /** `now`: the clock a subscription's age is read on (ms). */
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `now`: the clock a subscription's age is read on (ms; one that never jumps). */
+  constructor(private readonly now: () => number = () => performance.now()) {}
 
-  /** The place in `deployment`'s room of the client at `address`. */
+  /** The place in `deployment`'s room of the client at `address` (its key, as the per-address limits take it). */
   place(deployment: string, address: string): RoomPlace {
-    return { take: (bytes, end) => this.take(deployment, address, bytes, end) };
+    const site = siteKey(address);
+    return { take: (bytes, end) => this.take(deployment, site, bytes, end) };
   }
 
   /** What `deployment`'s subscriptions keep, all clients together. */
@@ -77,6 +81,8 @@ export class SubscriptionRooms {
       this.forgetEmpty(deployment, shares);
       return null;
     }
+    // Emptied by what it ended (a subscription as large as the room): still the deployment's.
+    this.rooms.set(deployment, shares);
     const takenAt = this.now();
     let given = false;
     const giveBack = () => {

@@ -1,60 +1,50 @@
 import type { ErrorCode } from "../values/index.js";
 
-/** Waits before subscribing again: 1 s doubling to 30 s, or what the host asked, with jitter. */
-const RETRY = { firstMs: 1000, maxMs: 30_000 } as const;
+/** The longest wait a host may ask for before a subscription goes again (s): a bad value never stops it for good. */
+const LONGEST_WAIT_S = 3600;
 
 /**
- * Errors of a subscription that may pass if it subscribes again later: the host refused or ended
- * it for want of room or quota (`unavailable`, `limit_exceeded`), or its query could not run then.
- * The host runs a live query again only when the data it read changes: without subscribing again,
- * such an error would stay until the page reloads.
+ * When a subscription's error says to subscribe again (s), or undefined: a refusal or an ending
+ * that passes with time (the app's subscriptions fill their room on the host, the request quota),
+ * which the host marks with `retryAfterSeconds`. Other errors stay: the host runs a live query
+ * again when the data it read changes, and a query over its read budget fails the same way again.
  */
-export function passes(code: ErrorCode): boolean {
-  return code === "unavailable" || code === "limit_exceeded";
+export function retryAfterOf(code: ErrorCode, wire: unknown): number | undefined {
+  if (code !== "unavailable" && code !== "limit_exceeded") return undefined;
+  const asked = (wire as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
+  if (typeof asked !== "number" || Number.isNaN(asked)) return undefined;
+  return Math.min(LONGEST_WAIT_S, Math.max(1, asked));
 }
 
-/**
- * The timers of subscriptions waiting to subscribe again, one per subscription, each after its own
- * back-off (reset by a value).
- */
+/** The timers of subscriptions waiting to subscribe again, one per subscription. */
 export class SubscriptionRetries<Key> {
   private readonly waiting = new Map<Key, ReturnType<typeof setTimeout>>();
-  private readonly attempts = new Map<Key, number>();
 
   /**
-   * Calls `again` once after the host's `retryAfterSeconds` (when given) or the back-off, unless
-   * `key` waits already.
+   * Calls `again` once after `seconds`, and up to half as long again (so that the clients refused
+   * together do not come back together), unless `key` waits already.
    */
-  schedule(key: Key, retryAfterSeconds: number | undefined, again: () => void): void {
+  schedule(key: Key, seconds: number, again: () => void): void {
     if (this.waiting.has(key)) return;
-    const attempts = this.attempts.get(key) ?? 0;
-    this.attempts.set(key, attempts + 1);
-    const base =
-      retryAfterSeconds !== undefined && retryAfterSeconds > 0
-        ? retryAfterSeconds * 1000
-        : Math.min(RETRY.maxMs, RETRY.firstMs * 2 ** attempts);
-    // Never sooner than asked; spread so that the clients refused together do not come back together.
     const timer = setTimeout(
       () => {
         this.waiting.delete(key);
         again();
       },
-      base * (1 + Math.random() / 2),
+      seconds * 1000 * (1 + Math.random() / 2),
     );
     this.waiting.set(key, timer);
   }
 
-  /** Stops `key`'s wait; `reset`: it answered, so its back-off starts over. */
-  cancel(key: Key, reset: boolean): void {
+  /** Stops `key`'s wait. */
+  cancel(key: Key): void {
     clearTimeout(this.waiting.get(key));
     this.waiting.delete(key);
-    if (reset) this.attempts.delete(key);
   }
 
   /** Stops every wait (the socket subscribes everything again, or closes). */
   cancelAll(): void {
     for (const timer of this.waiting.values()) clearTimeout(timer);
     this.waiting.clear();
-    this.attempts.clear();
   }
 }

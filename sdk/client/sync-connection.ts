@@ -5,28 +5,18 @@ import { errorFromWire } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
 import { PendingMutations } from "./pending-mutations.js";
-import { passes, SubscriptionRetries } from "./subscription-retries.js";
+import { retryAfterOf, SubscriptionRetries } from "./subscription-retries.js";
+import {
+  type QueryResult,
+  type Subscription,
+  type SubscriptionListener,
+  SubscriptionTable,
+  takeOutcome,
+} from "./subscription-table.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
 import { UpgradeRefusal } from "./upgrade-refusal.js";
 
-/** The latest outcome of a subscription: a value or an error (replaced, never mutated). */
-export type QueryResult = { value: unknown } | { error: PlatformError };
-
-/** Receives a subscription's results. */
-export type SubscriptionListener = (result: QueryResult) => void;
-
-interface Subscription {
-  id: string;
-  name: string;
-  argsJson: string;
-  listeners: Set<SubscriptionListener>;
-  /** Set when its message is too large to send: it has this error for good, and is never sent. */
-  refused?: boolean;
-  result?: QueryResult;
-  resultJson?: string | undefined;
-  /** Set while the last listener is gone but the server subscription is kept briefly. */
-  dropTimer?: ReturnType<typeof setTimeout> | undefined;
-}
+export type { QueryResult, SubscriptionListener } from "./subscription-table.js";
 
 /** Reconnect delays: 100 ms doubling to 10 s, each with jitter. */
 const BACKOFF = { firstMs: 100, maxMs: 10_000 } as const;
@@ -48,10 +38,10 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
  * the next connection (the host applies it at most once), for up to {@link LIMITS.callRetryMs};
  * after that it fails with `unavailable` (it may or may not have applied). A host that shuts down
  * closes with {@link SYNC_CLOSE.hostRestarting}: the client reconnects at once, without back-off.
- * Mutations not yet sent wait for the next connection. A subscription refused or failing with
- * `unavailable` or `limit_exceeded` subscribes again by itself, after the host's
- * `retryAfterSeconds` or a back-off (subscription-retries.ts): the host re-runs a query only when
- * its data changes, and a refusal would otherwise stay until the page reloads. A mutation is only ever sent as the user it
+ * Mutations not yet sent wait for the next connection. A subscription the host refused or ended
+ * saying when to try again (`retryAfterSeconds`: its app's subscriptions fill their room, the
+ * request quota) subscribes again by itself then, keeping its last value meanwhile: a refusal
+ * stayed until the page reloaded. A mutation is only ever sent as the user it
  * was made by, and resent as the one it was first sent as (the host knows a key per user): when the
  * signed-in user changed meanwhile it fails with `conflict` instead. Results cached for the user
  * before are forgotten when the user changes.
@@ -59,11 +49,10 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
 export class SyncConnection {
   private socket: SocketLike | null = null;
   private stateValue: ConnectionState = "idle";
-  private readonly subscriptions = new Map<string, Subscription>();
-  private readonly byId = new Map<string, Subscription>();
+  private readonly subscriptions = new SubscriptionTable();
   private readonly mutations = new PendingMutations();
   private readonly retries = new SubscriptionRetries<Subscription>();
-  private nextId = 1;
+  private nextMutationId = 1;
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** A check of the token over HTTP gave a new one since a socket last opened (see upgrade-refusal.ts). */
@@ -109,13 +98,9 @@ export class SyncConnection {
     for (const listener of [...this.stateListeners]) listener(state);
   }
 
-  private key(name: string, argsJson: string): string {
-    return `${name}\u0000${argsJson}`;
-  }
-
   /** The latest result of a subscription that is active, or undefined. */
   current(name: string, argsJson: string): QueryResult | undefined {
-    return this.subscriptions.get(this.key(name, argsJson))?.result;
+    return this.subscriptions.of(name, argsJson)?.result;
   }
 
   /**
@@ -124,14 +109,11 @@ export class SyncConnection {
    * error is always passed on, even when it equals the last value. Returns the unsubscribe function.
    */
   subscribe(name: string, argsJson: string, listener: SubscriptionListener): () => void {
-    const key = this.key(name, argsJson);
-    let subscription = this.subscriptions.get(key);
+    let subscription = this.subscriptions.of(name, argsJson);
     if (!subscription) {
-      subscription = { id: `s${this.nextId++}`, name, argsJson, listeners: new Set() };
+      subscription = this.subscriptions.add(name, argsJson);
       if (overMessageLimit(this.subscribeMessage(subscription)))
         Object.assign(subscription, { refused: true, result: { error: tooLarge("subscription") } });
-      this.subscriptions.set(key, subscription);
-      this.byId.set(subscription.id, subscription);
       this.sendSubscribe(subscription);
     }
     clearTimeout(subscription.dropTimer);
@@ -145,9 +127,8 @@ export class SyncConnection {
       joined.dropTimer = setTimeout(() => {
         joined.dropTimer = undefined;
         if (joined.listeners.size > 0) return;
-        this.retries.cancel(joined, true);
-        this.subscriptions.delete(key);
-        this.byId.delete(joined.id);
+        this.retries.cancel(joined);
+        this.subscriptions.remove(joined);
         this.sendNow({ type: "unsubscribe", id: joined.id });
       }, DROP_GRACE_MS);
     };
@@ -156,7 +137,7 @@ export class SyncConnection {
   /** Runs mutation `name` over the socket; resolves after its effects reached this client. */
   mutation(name: string, argsJson: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new PlatformError("unavailable", "The client was closed."));
-    const id = `m${this.nextId++}`;
+    const id = `m${this.nextMutationId++}`;
     const message = `{"type":"mutation","id":${JSON.stringify(id)},"name":${JSON.stringify(name)},"args":${argsJson},"idempotencyKey":"${newIdempotencyKey()}"}`;
     if (overMessageLimit(message)) return Promise.reject(tooLarge("mutation"));
     const answered = this.mutations.add(id, message, this.user());
@@ -290,29 +271,24 @@ export class SyncConnection {
     }
     // A result for the user before (on the socket closing for the new one) is not the new user's.
     if (user !== this.user()) return;
-    const subscription = typeof message.id === "string" ? this.byId.get(message.id) : undefined;
+    const subscription = this.subscriptions.withId(message.id);
     if (!subscription) return;
+    let changed: boolean;
     if (message.type === "value") {
-      this.retries.cancel(subscription, true);
-      const json = JSON.stringify(message.value ?? null);
-      if (json === subscription.resultJson) return;
-      subscription.resultJson = json;
-      subscription.result = { value: message.value ?? null };
+      this.retries.cancel(subscription);
+      changed = takeOutcome(subscription, { value: message.value });
     } else if (message.type === "error") {
       const error = errorFromWire(message.error);
-      if (passes(error.code)) {
-        const asked = (message.error as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
-        const after = typeof asked === "number" && Number.isFinite(asked) ? asked : undefined;
-        this.retries.schedule(subscription, after, () => this.subscribeAgain(subscription));
+      const retryAfter = retryAfterOf(error.code, message.error);
+      if (retryAfter !== undefined) {
+        this.retries.schedule(subscription, retryAfter, () => this.subscribeAgain(subscription));
+        // Ended for a while, as when the socket drops: its last value still shows meanwhile.
+        if (subscription.result && "value" in subscription.result) return;
       }
-      const last = subscription.result;
-      // The same failure again (a new socket subscribing afresh) is no change.
-      if (last && "error" in last && last.error.code === error.code && last.error.message === error.message)
-        return;
-      subscription.resultJson = undefined;
-      subscription.result = { error };
+      changed = takeOutcome(subscription, { error });
     } else return;
     const result = subscription.result;
+    if (!changed || !result) return;
     for (const listener of [...subscription.listeners]) listener(result);
   }
 
@@ -321,11 +297,9 @@ export class SyncConnection {
    * when it is still wanted and the socket open (else the next socket subscribes it anyway).
    */
   private subscribeAgain(subscription: Subscription): void {
-    if (this.byId.get(subscription.id) !== subscription || this.socket?.readyState !== OPEN) return;
-    this.sendNow({ type: "unsubscribe", id: subscription.id });
-    this.byId.delete(subscription.id);
-    subscription.id = `s${this.nextId++}`;
-    this.byId.set(subscription.id, subscription);
+    if (this.subscriptions.withId(subscription.id) !== subscription || this.socket?.readyState !== OPEN)
+      return;
+    this.sendNow({ type: "unsubscribe", id: this.subscriptions.renew(subscription) });
     this.sendSubscribe(subscription);
   }
 
