@@ -106,7 +106,7 @@ export class FairShares {
   /**
    * `keys`, heaviest first: the first found by one look at each, the rest sorted only if asked for.
    * One address mostly gives enough room; sorting them all at every admission to a full room took
-   * 14-18 ms for 32,768 addresses (an IPv6 client's /64s), one look at each about 3.
+   * 14-18 ms for 32,768 addresses (an IPv6 client's /64s), one look at each about 3 ms.
    */
   private *heaviestFirst(keys: string[]): Generator<string> {
     let top = 0;
