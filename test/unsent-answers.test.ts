@@ -262,3 +262,60 @@ it("makes room for an address within an even share once the host is full, droppi
     server.close();
   }
 });
+
+it("takes a download its client reads a trickle of for one standing still, once the host is full", async () => {
+  const MiB = 1024 * 1024;
+  const answers = UnsentAnswers.forHost(
+    { enabled: true, clientAddress: (req) => String(req.headers["x-client"]) },
+    { perClient: 4 * MiB, total: 2 * MiB, waitMs: 60_000 },
+  );
+  const app = new Koa();
+  app.silent = true;
+  app.use(answers.middleware());
+  app.use(async (ctx) => {
+    if (ctx.path === "/small") {
+      ctx.body = "ok";
+      return;
+    }
+    // A download of 1 MiB that comes 16 bytes every 50 ms: a client reading all of it at once
+    // still reads only a trickle.
+    const body = new Readable({ read() {} });
+    const drip = setInterval(() => body.push("x".repeat(16)), 50);
+    body.once("close", () => clearInterval(drip));
+    ctx.length = MiB;
+    ctx.type = "application/octet-stream";
+    ctx.body = body;
+  });
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const ask = (client: string, path: string) => {
+    const socket = connect(port, "127.0.0.1", () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Client: ${client}\r\n\r\n`),
+    );
+    let text = "";
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("latin1");
+    });
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    return { socket, closed, text: () => text };
+  };
+  try {
+    const trickles = [ask("a", "/big"), ask("a", "/big")];
+    await vi.waitFor(() => expect(answers.unsent).toBe(2 * MiB), { timeout: 30_000 });
+    // Read all along, as it comes, for longer than a holding may stand still.
+    await vi.waitFor(() => expect(trickles[0]?.text().length).toBeGreaterThan(400), { timeout: 30_000 });
+    await new Promise((resolve) => setTimeout(resolve, LIMITS.heldStalledMs + 600));
+    expect(trickles.every(({ socket }) => !socket.destroyed)).toBe(true);
+    const newcomer = ask("e", "/small");
+    await vi.waitFor(() => expect(newcomer.text()).toMatch(/^HTTP\/1\.1 200 [\s\S]*\r\n\r\nok$/), {
+      timeout: 30_000,
+    });
+    await trickles[0]?.closed;
+    for (const { socket } of [...trickles, newcomer]) socket.destroy();
+    await vi.waitFor(() => expect(answers.unsent).toBe(0));
+  } finally {
+    server.close();
+  }
+});

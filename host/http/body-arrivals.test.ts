@@ -49,4 +49,29 @@ describe("BodyArrivals", () => {
     fromB.end();
     expect(arrivals.arriving).toBe(150 * KIB);
   });
+
+  it("takes a body trickling in a few bytes at a time for one standing still", () => {
+    const clock = { ms: 0 };
+    const arrivals = new BodyArrivals(
+      { perClient: 256 * KIB, total: 512 * KIB },
+      (req) => (req as unknown as { client: string }).client,
+      () => clock.ms,
+    );
+    const a = request("10.0.0.1");
+    const b = request("10.0.0.2");
+    const fromA = arrivals.begin(a);
+    const fromB = arrivals.begin(b);
+    expect(fromA.take(200 * KIB)).toBeUndefined();
+    expect(fromB.take(200 * KIB)).toBeUndefined();
+    // For longer than a holding may stand still, a's body trickles in 10 bytes every 100 ms, and
+    // b's in 1 KiB every 100 ms.
+    for (let step = 0; step < 12; step++) {
+      clock.ms += 100;
+      expect(fromA.take(10)).toBeUndefined();
+      expect(fromB.take(KIB)).toBeUndefined();
+    }
+    // A third client takes a's room: a's body stood still all along, b's moved.
+    expect(arrivals.begin(request("10.0.0.3")).take(150 * KIB)).toBeUndefined();
+    expect([a.closed, b.closed]).toEqual([true, false]);
+  });
 });

@@ -75,6 +75,8 @@ export class BodyArrivals {
     let key: string | undefined;
     let held = 0;
     let movedAt = 0;
+    // What was held when it last moved: it moves again once `heldMovingBytes` more have arrived.
+    let heldWhenMoved = Number.NEGATIVE_INFINITY;
     const end = () => {
       if (held === 0 || key === undefined) return;
       this.held.remove(key, held);
@@ -114,7 +116,10 @@ export class BodyArrivals {
         if (held === 0 && bytes > 0) this.shares.track(key, holding);
         this.held.add(key, bytes);
         held += bytes;
-        movedAt = this.shares.now();
+        if (held - heldWhenMoved >= LIMITS.heldMovingBytes) {
+          heldWhenMoved = held;
+          movedAt = this.shares.now();
+        }
         return undefined;
       },
       end,

@@ -187,8 +187,9 @@ export class UnsentAnswers {
         movedAt = this.shares.now();
         return;
       }
+      // A trickle is standing still: it moves once `heldMovingBytes` more were read.
       const now = dispatched();
-      if (now !== seen) {
+      if (now - seen >= LIMITS.heldMovingBytes) {
         seen = now;
         movedAt = this.shares.now();
       }

@@ -174,6 +174,12 @@ export const LIMITS = {
    */
   heldStalledMs: 1000,
   /**
+   * What an unread answer or an arriving body must move to count as moving, not standing still
+   * (bytes; read by its client, or arrived from it): a trickle of a byte a second kept a client's
+   * holding from ever standing still, so it was never dropped for others. Ours.
+   */
+  heldMovingBytes: 1024,
+  /**
    * An OpenID Connect issuer's JWKS: bytes read of it, keys taken from it, and how long after a
    * failed fetch the next one waits (ms; the last good JWKS serves meanwhile, see below). Ours.
    */
