@@ -130,6 +130,22 @@ describe("client files through the operator API", () => {
     expect((await get(host, "hashed", "/nope")).status).toBe(404);
   });
 
+  it("cost their address more of its quota the larger they are, as an endpoint's answer does", async () => {
+    // One address fetching 8 MiB files in a loop had the host read and send 1 GB a second.
+    const limited = await startTestHost({ requestQuota: { perSecond: 0.01, burst: 100 } });
+    try {
+      const big = Buffer.alloc(4 * 1024 * 1024, "x");
+      const deployed = await deployWithClient(limited, "sized", [{ path: "big.bin", data: base64(big) }]);
+      expect(deployed.status, deployed.text()).toBe(201);
+      // 100 requests' worth: a 4 MiB file costs one, and one more per 64 KiB once answered.
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) statuses.push((await get(limited, "sized", "/big.bin")).status);
+      expect(statuses).toEqual([200, 200, 429]);
+    } finally {
+      await limited.dispose();
+    }
+  });
+
   it("swaps the client with the deploy: a failed deploy keeps it, no field keeps it, [] removes it", async () => {
     expect((await deployWithClient(host, "swap", [{ path: "index.html", data: base64("v1") }])).status).toBe(
       201,

@@ -14,13 +14,16 @@ export function clientRoutes(deployments: DeploymentService, quota: RequestQuota
   return async (ctx, next) => {
     if (ctx.method !== "GET" && ctx.method !== "HEAD") return next();
     const id = ctx.state.deployment as string;
-    // Each file costs its address a request, in a scope of its own: a page's files do not eat into
-    // its calls, and files (8 MiB each) cannot be fetched as fast as a client can ask.
-    quota.charge(`${quotaKey(id, null, quota.clientAddress(ctx.req))}\u0000client-files`);
+    // Each file costs its address a request, in a scope of its own (a page's files do not eat into
+    // its calls), and more by its size, as an endpoint's answer does: one address fetching 8 MiB
+    // files in a loop had the host read and send 1 GB a second.
+    const key = `${quotaKey(id, null, quota.clientAddress(ctx.req))}\u0000client-files`;
+    quota.charge(key);
     for (const path of clientPathsFor(ctx.path)) {
       const found = await deployments.clientFile(id, path);
       if (!found) continue;
       sendClientFile(ctx, { path, body: found.bytes, etag: `"${found.entry.hash.slice(0, 32)}"` }, true);
+      if (ctx.status === 200 && ctx.method === "GET") quota.chargeAnswer(key, found.bytes.length);
       return;
     }
     return next();
