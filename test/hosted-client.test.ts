@@ -137,7 +137,16 @@ describe("client files through the operator API", () => {
       const big = Buffer.alloc(4 * 1024 * 1024, "x");
       const deployed = await deployWithClient(limited, "sized", [{ path: "big.bin", data: base64(big) }]);
       expect(deployed.status, deployed.text()).toBe(201);
-      // 100 requests' worth: a 4 MiB file costs one, and one more per 64 KiB once answered.
+      // A HEAD and a 304 are answered from the manifest, for one request each.
+      const head = await sendRequest(`${limited.deploymentUrl("sized")}/big.bin`, { method: "HEAD" });
+      expect([head.status, head.headers["content-length"], head.text()]).toEqual([
+        200,
+        String(big.length),
+        "",
+      ]);
+      const etag = String(head.headers.etag);
+      expect((await get(limited, "sized", "/big.bin", { "if-none-match": etag })).status).toBe(304);
+      // 98 requests' worth left: a 4 MiB file costs one, and one more per 64 KiB once answered.
       const statuses: number[] = [];
       for (let i = 0; i < 3; i++) statuses.push((await get(limited, "sized", "/big.bin")).status);
       expect(statuses).toEqual([200, 200, 429]);

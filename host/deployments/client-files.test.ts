@@ -1,7 +1,7 @@
 /**
  * The decoded files a host keeps in memory: requests missing the same file together read it once
  * and count it once (before, each counted it again and the count never came down: 20 requests
- * made every file on the host miss the cache for good), and one deployment's large files push out
+ * made every file on the host miss the cache for good), and one developer's large files push out
  * its own, not every tenant's.
  */
 import { createHash } from "node:crypto";
@@ -37,28 +37,51 @@ async function deploy(id: string, files: ClientFile[]): Promise<ClientRef> {
 it("reads a file missed by many requests at once once, and counts it once", async () => {
   const big = file("big.bin", 8 * MiB, "a");
   const ref = await deploy("app", [big]);
-  const found = await Promise.all(Array.from({ length: 10 }, () => store.lookup("app", ref, "big.bin")));
+  const found = await Promise.all(
+    Array.from({ length: 10 }, () => store.lookup("app", ref, "big.bin", true)),
+  );
   for (const one of found) expect(one).toMatchObject({ entry: { size: 8 * MiB } });
   expect(store.cachedBytes()).toBe(8 * MiB);
   expect(store.cachedBytes("app")).toBe(8 * MiB);
   // Served from memory now, and still counted once.
-  await store.lookup("app", ref, "big.bin");
+  await store.lookup("app", ref, "big.bin", true);
   expect(store.cachedBytes()).toBe(8 * MiB);
   await store.purgeDeployment("app");
   expect(store.cachedBytes()).toBe(0);
 });
 
-it("lets one deployment's files push out its own once past its share, not another deployment's", async () => {
+it("lets one developer's files push out its own once past its share, not another developer's", async () => {
   const small = file("index.html", 13, "b");
   const other = await deploy("other", [small]);
-  await store.lookup("other", other, "index.html");
+  await store.lookup("other", other, "index.html", true, "dev:other");
+  // One developer's two deployments, 32 MiB of files together.
   const bigs = [0, 1, 2, 3].map((i) => file(`big${i}.bin`, 8 * MiB, String(i)));
-  const app = await deploy("app", bigs);
+  const first = await deploy("first", bigs.slice(0, 2));
+  const second = await deploy("second", bigs.slice(2));
   for (let round = 0; round < 3; round++)
-    for (const big of bigs) {
-      await Promise.all([store.lookup("app", app, big.path), store.lookup("app", app, big.path)]);
-      expect(store.cachedBytes("app")).toBeLessThanOrEqual(16 * MiB);
+    for (const [id, ref, big] of [
+      ["first", first, bigs[0]],
+      ["first", first, bigs[1]],
+      ["second", second, bigs[2]],
+      ["second", second, bigs[3]],
+    ] as const) {
+      const path = big?.path ?? "";
+      await Promise.all([
+        store.lookup(id, ref, path, true, "dev:heavy"),
+        store.lookup(id, ref, path, true, "dev:heavy"),
+      ]);
+      expect(store.cachedBytes("dev:heavy")).toBeLessThanOrEqual(16 * MiB);
     }
-  expect(store.cachedBytes("other")).toBe(13);
-  expect(store.cachedBytes()).toBe(store.cachedBytes("app") + 13);
+  expect(store.cachedBytes("dev:other")).toBe(13);
+  expect(store.cachedBytes()).toBe(store.cachedBytes("dev:heavy") + 13);
+});
+
+it("reads no bytes for a lookup that needs none (a HEAD, a 304)", async () => {
+  const big = file("big.bin", 8 * MiB, "c");
+  const ref = await deploy("app", [big]);
+  expect(await store.lookup("app", ref, "big.bin", false)).toEqual({
+    entry: { path: "big.bin", hash: big.hash, size: 8 * MiB },
+    bytes: undefined,
+  });
+  expect(store.cachedBytes()).toBe(0);
 });

@@ -11,20 +11,20 @@ export interface ClientManifestEntry {
   size: number;
 }
 
-/** A client file found for a request: its manifest entry and bytes. */
+/** A client file found for a request: its manifest entry, and its bytes when they were asked for. */
 export interface FoundClientFile {
   entry: ClientManifestEntry;
-  bytes: Buffer;
+  bytes: Buffer | undefined;
 }
 
 /** Stored bytes kept decoded in memory, all deployments together (files are immutable by hash). */
 const CACHE_BYTES = 64 * 1024 * 1024;
 /**
- * What one deployment's files may take of {@link CACHE_BYTES}: a tenant fetching its own large
- * files in a loop pushes out its own, not every tenant's (each miss reads and decodes on the main
- * thread, about 20 ms for an 8 MiB file).
+ * What one developer's deployments' files may take of {@link CACHE_BYTES}: a tenant fetching its
+ * own large files in a loop pushes out its own, not every tenant's (each miss reads and decodes
+ * on the main thread, about 20 ms for an 8 MiB file).
  */
-const CACHE_BYTES_PER_DEPLOYMENT = 16 * 1024 * 1024;
+const CACHE_BYTES_PER_OWNER = 16 * 1024 * 1024;
 /** Bytes of files written in one batch while a deploy stores its client. */
 const BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -39,9 +39,10 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 export class ClientFileStore implements DeploymentScopedState {
   private readonly files: RecordStore<{ data: string }>;
   private readonly manifests: RecordStore<{ files: ClientManifestEntry[] }>;
-  private readonly decoded = new Map<string, Buffer>();
+  /** Files kept decoded, least recently used first, each with the owner it counts against. */
+  private readonly decoded = new Map<string, { bytes: Buffer; owner: string }>();
   private decodedBytes = 0;
-  /** Bytes in {@link decoded} per deployment id. */
+  /** Bytes in {@link decoded} per owner. */
   private readonly decodedOf = new Map<string, number>();
   /** Reads of files not in {@link decoded} under way: requests missing together share one. */
   private readonly reading = new Map<string, Promise<Buffer | undefined>>();
@@ -113,21 +114,29 @@ export class ClientFileStore implements DeploymentScopedState {
   }
 
   /**
-   * The file at `path` of client version `ref` of deployment `id`, undefined when the version has
-   * no such path, or `missing` when the version itself is gone (replaced since `ref` was read).
+   * The file at `path` of client version `ref` of deployment `id` (its bytes read only when
+   * `withBytes`, kept in memory as `owner`'s), undefined when the version has no such path, or
+   * `missing` when the version itself is gone (replaced since `ref` was read).
    */
-  async lookup(id: string, ref: ClientRef, path: string): Promise<FoundClientFile | undefined | "missing"> {
+  async lookup(
+    id: string,
+    ref: ClientRef,
+    path: string,
+    withBytes: boolean,
+    owner = id,
+  ): Promise<FoundClientFile | undefined | "missing"> {
     const index = await this.index(id, ref);
     if (!index) return "missing";
     const entry = index.get(path);
     if (!entry) return undefined;
-    const bytes = await this.bytes(id, entry.hash);
+    if (!withBytes) return { entry, bytes: undefined };
+    const bytes = await this.bytes(`${id}/${entry.hash}`, owner);
     return bytes ? { entry, bytes } : "missing";
   }
 
-  /** Bytes of files kept decoded in memory: of deployment `id`, or of all (tests read it). */
-  cachedBytes(id?: string): number {
-    return id === undefined ? this.decodedBytes : (this.decodedOf.get(id) ?? 0);
+  /** Bytes of files kept decoded in memory: counted against `owner`, or in all (tests read it). */
+  cachedBytes(owner?: string): number {
+    return owner === undefined ? this.decodedBytes : (this.decodedOf.get(owner) ?? 0);
   }
 
   /** Removes every client file and manifest of a deleted deployment (idempotent). */
@@ -158,54 +167,57 @@ export class ClientFileStore implements DeploymentScopedState {
     return index;
   }
 
-  /** A file's bytes, from memory when recently served (least recently used goes first). */
-  private async bytes(id: string, hash: string): Promise<Buffer | undefined> {
-    const key = `${id}/${hash}`;
+  /** The bytes of the file stored under `key`, from memory when recently served. */
+  private async bytes(key: string, owner: string): Promise<Buffer | undefined> {
     const cached = this.decoded.get(key);
     if (cached) {
       this.decoded.delete(key);
       this.decoded.set(key, cached);
-      return cached;
+      return cached.bytes;
     }
     let read = this.reading.get(key);
     if (!read) {
-      read = this.read(id, key).finally(() => this.reading.delete(key));
+      const reading: Promise<Buffer | undefined> = this.read(key, owner).finally(() => {
+        if (this.reading.get(key) === reading) this.reading.delete(key);
+      });
+      read = reading;
       this.reading.set(key, read);
     }
     return read;
   }
 
   /**
-   * Reads and decodes a file, and keeps it, pushing out the least recently used: the deployment's
-   * own first while it holds more than its share, else anyone's (never the file just kept).
+   * Reads and decodes a file, and keeps it as `owner`'s, pushing out the least recently used: the
+   * owner's own while it holds more than its share, then anyone's (never the file just kept).
    */
-  private async read(id: string, key: string): Promise<Buffer | undefined> {
+  private async read(key: string, owner: string): Promise<Buffer | undefined> {
     const stored = await this.files.get(key);
     if (!stored) return undefined;
     const bytes = Buffer.from(stored.data, "base64");
     // Purged while it was read (the deployment deleted): served, not kept.
     if (!this.reading.has(key)) return bytes;
     this.forgetBytes(key);
-    this.decoded.set(key, bytes);
+    this.decoded.set(key, { bytes, owner });
     this.decodedBytes += bytes.length;
-    this.decodedOf.set(id, (this.decodedOf.get(id) ?? 0) + bytes.length);
-    for (const oldest of [...this.decoded.keys()]) {
-      const ownOver = (this.decodedOf.get(id) ?? 0) > CACHE_BYTES_PER_DEPLOYMENT;
-      if (!ownOver && this.decodedBytes <= CACHE_BYTES) break;
-      if (oldest === key || (ownOver && !oldest.startsWith(`${id}/`))) continue;
-      this.forgetBytes(oldest);
+    this.decodedOf.set(owner, (this.decodedOf.get(owner) ?? 0) + bytes.length);
+    for (const [oldest, kept] of this.decoded) {
+      if ((this.decodedOf.get(owner) ?? 0) <= CACHE_BYTES_PER_OWNER) break;
+      if (oldest !== key && kept.owner === owner) this.forgetBytes(oldest);
+    }
+    for (const oldest of this.decoded.keys()) {
+      if (this.decodedBytes <= CACHE_BYTES) break;
+      if (oldest !== key) this.forgetBytes(oldest);
     }
     return bytes;
   }
 
   private forgetBytes(key: string): void {
-    const bytes = this.decoded.get(key);
-    if (!bytes) return;
+    const kept = this.decoded.get(key);
+    if (!kept) return;
     this.decoded.delete(key);
-    this.decodedBytes -= bytes.length;
-    const id = key.slice(0, key.indexOf("/"));
-    const left = (this.decodedOf.get(id) ?? 0) - bytes.length;
-    if (left > 0) this.decodedOf.set(id, left);
-    else this.decodedOf.delete(id);
+    this.decodedBytes -= kept.bytes.length;
+    const left = (this.decodedOf.get(kept.owner) ?? 0) - kept.bytes.length;
+    if (left > 0) this.decodedOf.set(kept.owner, left);
+    else this.decodedOf.delete(kept.owner);
   }
 }

@@ -74,4 +74,24 @@ describe("BodyArrivals", () => {
     expect(arrivals.begin(request("10.0.0.3")).take(150 * KIB)).toBeUndefined();
     expect([a.closed, b.closed]).toEqual([true, false]);
   });
+
+  it("takes a large body arriving slowly for its size for one standing still: it must move a 300th of itself", () => {
+    const MiB = 1024 * KIB;
+    const clock = { ms: 0 };
+    const arrivals = new BodyArrivals(
+      { perClient: 64 * MiB, total: 100 * MiB },
+      (req) => (req as unknown as { client: string }).client,
+      () => clock.ms,
+    );
+    const a = request("10.0.0.1");
+    const fromA = arrivals.begin(a);
+    expect(fromA.take(60 * MiB)).toBeUndefined();
+    // 10 KiB a second: well over 1 KiB, well under the 205 KiB a second 60 MiB must move.
+    for (let step = 0; step < 12; step++) {
+      clock.ms += 100;
+      expect(fromA.take(KIB)).toBeUndefined();
+    }
+    expect(arrivals.begin(request("10.0.0.2")).take(50 * MiB)).toBeUndefined();
+    expect(a.closed).toBe(true);
+  });
 });

@@ -3,7 +3,7 @@ import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clientAddressKey } from "./client-address.js";
-import { FairShares, type Holding } from "./fair-shares.js";
+import { FairShares, type Holding, movingBytes } from "./fair-shares.js";
 import type { RequestQuota } from "./request-quota.js";
 
 /** The most bytes of request bodies the host receives at once: from one client address, and in all. */
@@ -116,7 +116,7 @@ export class BodyArrivals {
         if (held === 0 && bytes > 0) this.shares.track(key, holding);
         this.held.add(key, bytes);
         held += bytes;
-        if (held - heldWhenMoved >= LIMITS.heldMovingBytes) {
+        if (held - heldWhenMoved >= movingBytes(held)) {
           heldWhenMoved = held;
           movedAt = this.shares.now();
         }

@@ -32,6 +32,18 @@ export function sendClientFile(
   file: { path: string; body: Buffer; etag: string },
   longCache: boolean,
 ): void {
+  if (!answerClientFileHead(ctx, file, longCache)) ctx.body = file.body;
+}
+
+/**
+ * Sets the status and headers of {@link sendClientFile}'s answer; true when that is the whole
+ * answer, a `304` (the browser has the file), so the file's bytes need not be read.
+ */
+export function answerClientFileHead(
+  ctx: Context,
+  file: { path: string; etag: string },
+  longCache: boolean,
+): boolean {
   const type = lookup(file.path) || "application/octet-stream";
   ctx.status = 200;
   ctx.type = type;
@@ -41,11 +53,9 @@ export function sendClientFile(
     longCache && type !== "text/html" && isContentHashedName(file.path) ? IMMUTABLE : "no-cache",
   );
   ctx.etag = file.etag;
-  if (ctx.fresh) {
-    ctx.status = 304;
-    return;
-  }
-  ctx.body = file.body;
+  if (!ctx.fresh) return false;
+  ctx.status = 304;
+  return true;
 }
 
 /**

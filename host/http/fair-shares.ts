@@ -20,6 +20,15 @@ export interface Holding {
 }
 
 /**
+ * What a holding of `bytes` must move (be read, or arrive) between two looks a second apart to
+ * count as moving: 1 KiB, or a 300th of it when larger (`LIMITS.heldMovingBytes`,
+ * `heldMovingParts`): a large holding trickling slowly holds as much memory as a still one.
+ */
+export function movingBytes(bytes: number): number {
+  return Math.max(LIMITS.heldMovingBytes, bytes / LIMITS.heldMovingParts);
+}
+
+/**
  * Bytes held for clients, per address and in all ({@link ClientBytes}), with what holds them, so
  * that once the host holds all it may, an address within an even share is not refused: holdings
  * of the addresses above an even share that have not moved for `LIMITS.heldStalledMs` are dropped

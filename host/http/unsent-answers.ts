@@ -4,7 +4,7 @@ import type Koa from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { clientAddressKey } from "./client-address.js";
-import { FairShares, type Holding } from "./fair-shares.js";
+import { FairShares, type Holding, movingBytes } from "./fair-shares.js";
 import type { RequestQuota } from "./request-quota.js";
 
 /** The most bytes of answers waiting to be read: by one client address, and in all; and for how long. */
@@ -187,9 +187,9 @@ export class UnsentAnswers {
         movedAt = this.shares.now();
         return;
       }
-      // A trickle is standing still: it moves once `heldMovingBytes` more were read.
+      // A trickle is standing still: it moves once enough more of it was read (see movingBytes).
       const now = dispatched();
-      if (now - seen >= LIMITS.heldMovingBytes) {
+      if (now - seen >= movingBytes(bytes)) {
         seen = now;
         movedAt = this.shares.now();
       }

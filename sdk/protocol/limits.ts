@@ -175,10 +175,12 @@ export const LIMITS = {
   heldStalledMs: 1000,
   /**
    * What an unread answer or an arriving body must move to count as moving, not standing still
-   * (bytes; read by its client, or arrived from it): a trickle of a byte a second kept a client's
-   * holding from ever standing still, so it was never dropped for others. Ours.
+   * (bytes; read by its client, or arrived from it): this, or `1 / heldMovingParts` of its bytes
+   * when that is more. A trickle of a byte a second kept a client's holding from ever standing
+   * still, so it was never dropped for others; 1 KiB a second still held 64 MiB. Ours.
    */
   heldMovingBytes: 1024,
+  heldMovingParts: 300,
   /**
    * An OpenID Connect issuer's JWKS: bytes read of it, keys taken from it, and how long after a
    * failed fetch the next one waits (ms; the last good JWKS serves meanwhile, see below). Ours.
