@@ -320,3 +320,70 @@ it("takes a download its client reads a trickle of for one standing still, once 
     server.close();
   }
 });
+
+it("sees a large answer made in memory move as its client reads it steadily, and keeps it for that client", async () => {
+  const MiB = 1024 * 1024;
+  const answers = UnsentAnswers.forHost(
+    { enabled: true, clientAddress: (req) => String(req.headers["x-client"]) },
+    { perClient: 128 * MiB, total: 64 * MiB, waitMs: 60_000 },
+  );
+  const app = new Koa();
+  app.silent = true;
+  app.use(answers.middleware());
+  // An answer of 64 MiB made in memory (as a query's or a client file's, only larger): far more
+  // than the kernel's buffers take at once on loopback.
+  app.use(async (ctx) => {
+    ctx.body = ctx.path === "/small" ? "ok" : Buffer.alloc(64 * MiB, "m");
+  });
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const ask = (client: string, path: string) => {
+    const socket = connect(port, "127.0.0.1", () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Client: ${client}\r\n\r\n`),
+    );
+    let text = "";
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("latin1");
+    });
+    socket.on("error", () => {});
+    return { socket, text: () => text };
+  };
+  // Reads 256 KiB (about) every 50 ms, from the first bytes on: the kernel frees room for more of
+  // the answer in steps of a few MiB, so a slower reader shows progress less than once a second.
+  let read = 0;
+  const reader = connect(port, "127.0.0.1", () =>
+    reader.write("GET /memory HTTP/1.1\r\nHost: x\r\nX-Client: a\r\n\r\n"),
+  );
+  reader.on("error", () => {});
+  let sinceTick = 0;
+  reader.on("data", (chunk: Buffer) => {
+    read += chunk.length;
+    sinceTick += chunk.length;
+    if (sinceTick >= 256 * 1024) reader.pause();
+  });
+  const steady = setInterval(() => {
+    sinceTick = 0;
+    reader.resume();
+  }, 50);
+  // Standing still means 3 s here, not 1: a reader slowed down by a busy machine still moves.
+  const limits = LIMITS as { heldStalledMs: number };
+  const stalledMs = limits.heldStalledMs;
+  limits.heldStalledMs = 3000;
+  try {
+    await vi.waitFor(() => expect(answers.unsent).toBe(64 * MiB), { timeout: 30_000 });
+    await new Promise((resolve) => setTimeout(resolve, LIMITS.heldStalledMs + 600));
+    expect(read).toBeLessThan(64 * MiB);
+    // The host is full, and the reader above an even share, but its answer moves: a newcomer is
+    // refused, and the reader keeps its answer.
+    const newcomer = ask("e", "/small");
+    await vi.waitFor(() => expect(newcomer.text()).toMatch(/^HTTP\/1\.1 503 /), { timeout: 30_000 });
+    expect(reader.destroyed).toBe(false);
+    newcomer.socket.destroy();
+  } finally {
+    limits.heldStalledMs = stalledMs;
+    clearInterval(steady);
+    reader.destroy();
+    server.close();
+  }
+});

@@ -33,6 +33,28 @@ function bodyBytes(body: unknown, length: number | undefined): number {
   return 0;
 }
 
+/** Answers held in memory above this size are written in slices of {@link SLICE_BYTES}. */
+const SLICED_ABOVE_BYTES = 256 * 1024;
+const SLICE_BYTES = 64 * 1024;
+
+/**
+ * `body` (a string or bytes) as a stream of slices: the host sees an answer written in one piece
+ * move only once the kernel took all of it, so a client reading a large one steadily looked
+ * standing still (and was dropped for others, or closed after 120 s).
+ */
+function inSlices(body: string | Buffer): Readable {
+  const bytes = typeof body === "string" ? Buffer.from(body) : body;
+  let at = 0;
+  return new Readable({
+    read() {
+      const end = Math.min(bytes.length, at + SLICE_BYTES);
+      this.push(bytes.subarray(at, end));
+      at = end;
+      if (at === bytes.length) this.push(null);
+    },
+  });
+}
+
 /**
  * Whether a request only read (its answer may be refused after it ran): a query, or a GET or HEAD
  * that is not a capsule's endpoint declared to write (`readOnly: false` runs as a mutation).
@@ -130,6 +152,10 @@ export class UnsentAnswers {
       if (refusal) {
         discardAnswer(ctx, headersBefore);
         throw refusal;
+      }
+      if (bytes > SLICED_ABOVE_BYTES && (typeof ctx.body === "string" || Buffer.isBuffer(ctx.body))) {
+        ctx.body = inSlices(ctx.body);
+        ctx.length = bytes;
       }
       this.hold(key, bytes, ctx.res, readsOnly(ctx));
     };
