@@ -175,7 +175,7 @@ describe("deployments per developer", () => {
 });
 
 describe("deploys per developer and minute", () => {
-  it("refuses a developer's deploys past the limit, failed ones counted, with when to retry; the operator's go on", async () => {
+  it("refuses a developer's deploys and settings changes past the limit, failed ones counted, with when to retry; the operator's go on", async () => {
     // One deploy a minute: the second within the minute is refused (a host of its own, started so).
     const limits = LIMITS as { deploysPerMinute: number };
     const before = limits.deploysPerMinute;
@@ -197,6 +197,12 @@ describe("deploys per developer and minute", () => {
       const jo = (await strict.admin("/v1/developers", "POST", { name: "jo" })).json<Developer>();
       expect((await strict.admin("/v1/deploys/jo-1", "PUT", { code }, jo.token)).status).toBe(201);
       expect((await strict.admin("/v1/deploys/ivy-1", "PUT", { code })).status).toBe(201);
+      // A settings change counts as a deploy: each is announced to every host, which runs the
+      // deployment's live queries again (another host's flood of them broke the shares there).
+      const patched = await strict.admin("/v1/deploys/jo-1", "PATCH", { restricted: true }, jo.token);
+      expect(patched.status, patched.text()).toBe(429);
+      expect(patched.text()).toContain("Too many deploys and settings changes");
+      expect((await strict.admin("/v1/deploys/jo-1", "PATCH", { restricted: true })).status).toBe(200);
     } finally {
       await strict.dispose();
     }

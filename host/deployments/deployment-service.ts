@@ -53,10 +53,7 @@ export class DeploymentService {
     this.registry = new DeploymentRegistry(db, stop, changed);
     this.owners = new OwnerCap(() => this.registry.list(), deploymentsPerDeveloper);
     // One developer's deployments read through one share of the database's connections.
-    db.shareOf = (id) => {
-      const record = this.registry.cached(id);
-      return record ? storageQuotaOwner(record) : `dev:${id}`;
-    };
+    db.shareOf = (id) => this.registry.ownerOf(id) ?? `dev:${id}`;
     this.removals = new DeploymentRemovals(db, this.registry, stop);
     // Client files are part of what a deploy stores: removed with the deployment, first after its rows.
     this.clientFiles = new ClientFileStore(db);

@@ -83,3 +83,29 @@ it("reads a deployment again after a failed read of another host's announcement,
   await until(async () => gone.length === 1);
   expect(gone).toEqual(["app"]);
 });
+
+it("knows a deployment's owner while another host's announcement is read, and keeps the record it read", async () => {
+  // A deployment whose record an announcement dropped counted as a developer of its own: another
+  // host's flood of settings changes let one developer's deployments take more than its share.
+  const { store, announce, failNext } = await storeOfAHost();
+  const db = await HostDatabase.openStore(store);
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    () => {},
+    (id) => changed.push(id),
+  );
+  await db.records<Record<string, unknown>>("deployments").put("app", { id: "app", owner: "dev-1" });
+  expect((await registry.get("app"))?.owner).toBe("dev-1");
+  expect(registry.ownerOf("app")).toBe("dev-1");
+  failNext(1);
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  expect(registry.cached("app")).toBeUndefined();
+  expect(registry.ownerOf("app")).toBe("dev-1");
+  await until(async () => changed.length === 1);
+  expect(registry.cached("app")?.owner).toBe("dev-1");
+  // Deleted on the other host: its owner is forgotten with it.
+  await db.records("deployments").delete("app");
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  await until(async () => registry.ownerOf("app") === undefined);
+});

@@ -28,6 +28,13 @@ export class DeploymentRegistry {
    * unheard, from one merely changed.
    */
   private readonly incarnations = new Map<string, string | null>();
+  /**
+   * The share owner of every deployment this host has had a record of ({@link storageQuotaOwner}),
+   * kept while announcements empty the cache: a deployment whose record an announcement had
+   * just dropped counted as a developer of its own, so another host's flood of settings changes
+   * let one developer's deployments take more than a developer's share of the database.
+   */
+  private readonly owners = new Map<string, string>();
   /** How many times each id's record was announced changed or retired (see {@link get}). */
   private readonly generations = new Map<string, number>();
   /** Each id whose record is being read after an announcement (see {@link recheck}). */
@@ -74,6 +81,7 @@ export class DeploymentRegistry {
     const read = (attempt: number): void => {
       chain.again = false;
       const known = this.incarnations.get(id);
+      const generation = this.generations.get(id);
       this.records.get(id).then(
         (record) => {
           // Another incarnation under the same id (deleted and created again, its deletion's
@@ -82,9 +90,14 @@ export class DeploymentRegistry {
           const incarnation = record ? (record.incarnation ?? null) : undefined;
           if (!record || (known !== undefined && known !== incarnation)) onGone(id);
           if (record) {
-            this.incarnations.set(id, incarnation as string | null);
+            // Kept unless another announcement came meanwhile (see get).
+            if (this.generations.get(id) === generation) this.keep(record);
+            else this.incarnations.set(id, incarnation as string | null);
             this.onChanged(id);
-          } else this.incarnations.delete(id);
+          } else {
+            this.incarnations.delete(id);
+            this.owners.delete(id);
+          }
           if (chain.again) read(0);
           else this.rechecks.delete(id);
         },
@@ -103,6 +116,11 @@ export class DeploymentRegistry {
       );
     };
     read(0);
+  }
+
+  /** The share owner of deployment `id` as last read, without reading the store. */
+  ownerOf(id: string): string | undefined {
+    return this.owners.get(id);
   }
 
   /** The cached record of `id`, without reading the store (the call path's fast lookup). */
@@ -198,6 +216,7 @@ export class DeploymentRegistry {
   private keep(record: DeploymentRecord): void {
     this.cache.set(record.id, record);
     this.incarnations.set(record.id, record.incarnation ?? null);
+    this.owners.set(record.id, storageQuotaOwner(record));
   }
 
   /** Tells the other hosts that deployment `id` changed or was deleted (and this host, if it changed). */
@@ -235,6 +254,7 @@ export class DeploymentRegistry {
     );
     this.changed(record.id);
     this.incarnations.delete(record.id);
+    this.owners.delete(record.id);
     return removal;
   }
 

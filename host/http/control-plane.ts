@@ -252,6 +252,7 @@ export function controlPlaneRoutes(
   });
   router.patch("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
+    deployStarts.charge(principal(ctx));
     ctx.body = publicView(await deployments.updateSettings(record, await body(ctx)));
   });
   router.post("/deploys/:id/claim", async (ctx) => {

@@ -4,9 +4,11 @@ import type { Principal } from "./principal.js";
 import { RequestQuota } from "./request-quota.js";
 
 /**
- * Deploys started by each developer on this host, at most `LIMITS.deploysPerMinute` a minute,
- * failed ones too (the operator's are not limited): each compiles and checks a bundle and may
- * migrate the deployment's data, work the host does for no tenant's request quota.
+ * Deploys and settings changes started by each developer on this host, at most
+ * `LIMITS.deploysPerMinute` a minute together, failed ones too (the operator's are not limited):
+ * a deploy compiles and checks a bundle and may migrate the deployment's data, and each of them
+ * is announced to every host sharing the database, which runs the deployment's live queries
+ * again: work the hosts do for no tenant's request quota.
  */
 export class DeployStarts {
   private readonly perMinute = LIMITS.deploysPerMinute;
@@ -15,13 +17,13 @@ export class DeployStarts {
   /** `now`: the clock (ms; tests give their own). */
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Counts a deploy `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
+  /** Counts a deploy or settings change `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
   charge(who: Principal): void {
     if (who.kind !== "developer" || this.quota.tryTake(who.developer.id, 1, this.now())) return;
     const seconds = this.quota.retryAfterSeconds(who.developer.id, this.now());
     throw new PlatformError(
       "limit_exceeded",
-      `Too many deploys: a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,
+      `Too many deploys and settings changes: a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,
       { retryAfterSeconds: seconds },
     );
   }
