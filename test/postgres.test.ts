@@ -509,6 +509,42 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("gives each owner one outer lock at a time, so another owner's deploys are not held up by one's long ones", async () => {
+    const store = await PostgresKv.open(server.url, { table: freshTable() });
+    let release = () => {};
+    try {
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const holding: string[] = [];
+      // One developer's three long migrations, each under its own deployment's lifecycle lock.
+      const long = ["heavy-1", "heavy-2", "heavy-3"].map((id) =>
+        store.bus.lockAcrossProcesses(
+          `lifecycle:${id}`,
+          async () => {
+            holding.push(id);
+            await released;
+          },
+          { outer: true, owner: "dev:heavy" },
+        ),
+      );
+      await until(async () => holding.length >= 1);
+      // Another developer's deploy is not kept waiting for them; the heavy one's others wait.
+      const other = await store.bus.lockAcrossProcesses("lifecycle:light-1", async () => "deployed", {
+        outer: true,
+        owner: "dev:light",
+      });
+      expect(other).toBe("deployed");
+      expect(holding).toEqual(["heavy-1"]);
+      release();
+      await Promise.all(long);
+      expect(holding).toEqual(["heavy-1", "heavy-2", "heavy-3"]);
+    } finally {
+      release();
+      await store.close();
+    }
+  });
+
   it("keeps a lock held past the server's idle_in_transaction_session_timeout", async () => {
     const admin = new pg.Client({ connectionString: server.url });
     await admin.connect();

@@ -1,6 +1,6 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase } from "../db/index.js";
-import type { DeploymentRecord, RemovalRecord } from "./records.js";
+import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
 /** The name of deployment `id`'s lifecycle lock: deploys, imports and deletes of it take turns. */
@@ -45,7 +45,10 @@ export class DeploymentRemovals {
    * Runs `work` holding the lock of deployment id `id`, after finishing its unfinished removal and
    * reloading its record (so `work` never acts on a cached record another host has replaced).
    */
-  whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
+  async whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
+    // In its developer's turn (see LockOptions.owner); a new id is a developer of its own.
+    const known = this.registry.ownerOf(id) ?? (await this.registry.get(id).catch(() => undefined));
+    const owner = typeof known === "string" ? known : known ? storageQuotaOwner(known) : `dev:${id}`;
     return this.db.exclusive(
       lifecycleLock(id),
       async () => {
@@ -55,7 +58,7 @@ export class DeploymentRemovals {
         return work();
       },
       // Held for a whole deploy or delete, while the deployment's write lock is taken inside it.
-      { outer: true },
+      { outer: true, owner },
     );
   }
 

@@ -114,6 +114,13 @@ export interface LockOptions {
    */
   outer?: boolean;
   /**
+   * Whose an outer lock is (a developer, as `HostDatabase.shareOf` names them): where outer locks
+   * take a few connections shared by every tenant, one owner holds at most one of them at a time,
+   * the rest waiting their turn without one (a developer's three long migrations held all three
+   * for their whole run, and every other developer's deploys, deletes and exports waited).
+   */
+  owner?: string;
+  /**
    * Keys to read once the lock is held (seeing every write committed before it was granted); a
    * backend that can reads them in the round trip that takes the lock and gives their values to
    * `work`, otherwise `work` gets undefined and reads them itself.

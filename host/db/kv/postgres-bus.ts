@@ -55,6 +55,8 @@ export class PostgresBus implements HostBus {
   private retries = 0;
   /** Each owner's turns (see {@link inOwnerTurn}): shared as the lock connections they take. */
   private readonly owners: OwnerLimit;
+  /** Each owner's outer locks (see `LockOptions.owner`): one at a time. */
+  private readonly outerOwners: OwnerLimit;
   /** False while the listener is lost and not replaced yet. */
   private listening = true;
   /**
@@ -86,6 +88,7 @@ export class PostgresBus implements HostBus {
       Math.max(1, Math.floor((places * 3) / 4)),
       Math.max(2, Math.ceil(places / 16)),
     );
+    this.outerOwners = new OwnerLimit(outerLocks.options.max ?? 3, 1, 0);
   }
 
   /** Listens on the channel; locks use `locks` (outer ones `outerLocks`), broadcasts go out through `notify`. */
@@ -203,6 +206,10 @@ export class PostgresBus implements HostBus {
     work: (read?: Array<string | undefined>) => Promise<T>,
     options?: LockOptions,
   ): Promise<T> {
+    if (options?.outer && options.owner !== undefined) {
+      const { owner, ...untagged } = options;
+      return this.outerOwners.run(owner, () => this.lockAcrossProcesses(name, work, untagged));
+    }
     const client = await (options?.outer ? this.outerLocks : this.locks).connect();
     const key = advisoryKey(this.table, name);
     const keys = options?.read ?? [];
