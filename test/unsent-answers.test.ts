@@ -387,3 +387,36 @@ it("sees a large answer made in memory move as its client reads it steadily, and
     server.close();
   }
 });
+
+it("sends a large answer made in memory whole, with its length, and nothing of it to a HEAD", async () => {
+  const answers = UnsentAnswers.forHost({ enabled: true, clientAddress: () => "a" });
+  const app = new Koa();
+  app.use(answers.middleware());
+  const text = Array.from({ length: 40_000 }, (_, i) => `line ${i} é\n`).join("");
+  app.use(async (ctx) => {
+    ctx.type = "text/plain";
+    ctx.set("ETag", '"v1"');
+    ctx.body = text;
+  });
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    const got = await sendRequest(url);
+    expect(Buffer.byteLength(text)).toBeGreaterThan(256 * 1024);
+    expect(got.status).toBe(200);
+    expect(got.text()).toBe(text);
+    expect(got.headers["content-length"]).toBe(String(Buffer.byteLength(text)));
+    expect(got.headers["content-type"]).toBe("text/plain; charset=utf-8");
+    expect(got.headers.etag).toBe('"v1"');
+    const head = await sendRequest(url, { method: "HEAD" });
+    expect([head.status, head.headers["content-length"], head.text()]).toEqual([
+      200,
+      String(Buffer.byteLength(text)),
+      "",
+    ]);
+    await vi.waitFor(() => expect(answers.unsent).toBe(0));
+  } finally {
+    server.close();
+  }
+});

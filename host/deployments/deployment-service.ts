@@ -115,14 +115,18 @@ export class DeploymentService {
     guard?: DeployGuard,
   ): Promise<DeployResult> {
     // Under the id's lock: a deploy never races a delete of the same id, nor revives a half-removed one.
-    return this.removals.whileLocked(id, () =>
-      deploy(
-        { registry: this.registry, pool: this.pool, db: this.db, clientFiles: this.clientFiles },
-        id,
-        input,
-        onProgress,
-        guard,
-      ),
+    return this.removals.whileLocked(
+      id,
+      () =>
+        deploy(
+          { registry: this.registry, pool: this.pool, db: this.db, clientFiles: this.clientFiles },
+          id,
+          input,
+          onProgress,
+          guard,
+        ),
+      // A new deployment's lock is taken in the turn of the developer creating it.
+      { creator: input.owner },
     );
   }
 
@@ -159,9 +163,10 @@ export class DeploymentService {
   /**
    * Runs `work` holding deployment `id`'s lifecycle lock, after finishing an unfinished removal of
    * it: an import holds it as a deploy does, so neither races a deploy or delete of the same id.
+   * `turn: false` takes it outside its developer's turn (see DeploymentRemovals.whileLocked).
    */
-  whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
-    return this.removals.whileLocked(id, work);
+  whileLocked<T>(id: string, work: () => Promise<T>, options: { turn?: boolean } = {}): Promise<T> {
+    return this.removals.whileLocked(id, work, options);
   }
 
   /**

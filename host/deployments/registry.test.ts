@@ -26,11 +26,14 @@ async function storeOfAHost(): Promise<{
   store: KvStore;
   announce: (text: string) => void;
   failNext: (n: number) => void;
+  /** Holds back the answer of the next read (made now) until the function returned is called. */
+  holdNextAnswer: () => () => void;
 }> {
   const dir = await mkdtemp(join(tmpdir(), "platform-registry-"));
   const inner = await ClassicKv.open(dir);
   let handler: (message: string) => void = () => {};
   let failing = 0;
+  let holding: Promise<void> | undefined;
   const bus: HostBus = {
     ...inner.bus,
     onBroadcast: (each) => {
@@ -47,7 +50,10 @@ async function storeOfAHost(): Promise<{
             failing--;
             return Promise.reject(new Error("too many connections for role app"));
           }
-          return target.get(key);
+          const answer = target.get(key);
+          const held = holding;
+          holding = undefined;
+          return held ? held.then(() => answer) : answer;
         };
       const value = Reflect.get(target, property, receiver);
       return typeof value === "function" ? value.bind(target) : value;
@@ -57,7 +63,18 @@ async function storeOfAHost(): Promise<{
     await inner.close();
     await rm(dir, { recursive: true, force: true });
   });
-  return { store, announce: (text) => handler(text), failNext: (n) => (failing = n) };
+  return {
+    store,
+    announce: (text) => handler(text),
+    failNext: (n) => (failing = n),
+    holdNextAnswer: () => {
+      let release = () => {};
+      holding = new Promise((resolve) => {
+        release = resolve;
+      });
+      return release;
+    },
+  };
 }
 
 it("reads a deployment again after a failed read of another host's announcement, and tells what became of it", async () => {
@@ -108,4 +125,25 @@ it("knows a deployment's owner while another host's announcement is read, and ke
   await db.records("deployments").delete("app");
   announce(JSON.stringify({ type: "deployment", id: "app" }));
   await until(async () => registry.ownerOf("app") === undefined);
+});
+
+it("keeps this host's own write over a re-read of another host's change that answers after it", async () => {
+  // This host hears no announcement of its own writes: a re-read that read before one and
+  // answered after it put the older record back, and the host served it until the next change.
+  const { store, announce, holdNextAnswer } = await storeOfAHost();
+  const db = await HostDatabase.openStore(store);
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    () => {},
+    (id) => changed.push(id),
+  );
+  const records = db.records<Record<string, unknown>>("deployments");
+  await records.put("app", { id: "app", artifact: "old" });
+  const release = holdNextAnswer();
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  await registry.store({ id: "app", artifact: "new" } as never);
+  release();
+  await until(async () => changed.length === 1);
+  expect(registry.cached("app")?.artifact).toBe("new");
 });

@@ -137,13 +137,21 @@ export class DeploymentRegistry {
     if (cached) return cached;
     const generation = this.generations.get(id);
     const record = await this.records.get(id);
-    if (record && this.generations.get(id) === generation) this.keep(record);
+    if (this.generations.get(id) === generation) {
+      if (record) this.keep(record);
+      else this.owners.delete(id);
+    }
     return record;
   }
 
   /** Marks what was read of `id` before now as possibly stale (see {@link get}). */
   private changed(id: string): void {
     this.cache.delete(id);
+    this.bump(id);
+  }
+
+  /** A read of `id` begun before now is not kept: something newer is, or was announced. */
+  private bump(id: string): void {
     this.generations.set(id, (this.generations.get(id) ?? 0) + 1);
   }
 
@@ -214,6 +222,9 @@ export class DeploymentRegistry {
   }
 
   private keep(record: DeploymentRecord): void {
+    // Kept now, newer than whatever a read under way brings back (this host's own writes are not
+    // announced to it: a re-read of another host's change finishing after one would undo it).
+    this.bump(record.id);
     this.cache.set(record.id, record);
     this.incarnations.set(record.id, record.incarnation ?? null);
     this.owners.set(record.id, storageQuotaOwner(record));

@@ -43,12 +43,17 @@ export class DeploymentRemovals {
 
   /**
    * Runs `work` holding the lock of deployment id `id`, after finishing its unfinished removal and
-   * reloading its record (so `work` never acts on a cached record another host has replaced).
+   * reloading its record (so `work` never acts on a cached record another host has replaced), in
+   * its developer's turn (see `LockOptions.owner`): the one its record names, else `creator`, else
+   * the id alone. `turn: false` for work that takes turns of its own (an import: one at a time on
+   * the host already, and waiting for its developer's turn there held up every other import).
    */
-  async whileLocked<T>(id: string, work: () => Promise<T>): Promise<T> {
-    // In its developer's turn (see LockOptions.owner); a new id is a developer of its own.
-    const known = this.registry.ownerOf(id) ?? (await this.registry.get(id).catch(() => undefined));
-    const owner = typeof known === "string" ? known : known ? storageQuotaOwner(known) : `dev:${id}`;
+  async whileLocked<T>(
+    id: string,
+    work: () => Promise<T>,
+    options: { creator?: string | undefined; turn?: boolean } = {},
+  ): Promise<T> {
+    const owner = options.turn === false ? undefined : await this.ownerFor(id, options.creator);
     return this.db.exclusive(
       lifecycleLock(id),
       async () => {
@@ -58,8 +63,16 @@ export class DeploymentRemovals {
         return work();
       },
       // Held for a whole deploy or delete, while the deployment's write lock is taken inside it.
-      { outer: true, owner },
+      owner === undefined ? { outer: true } : { outer: true, owner },
     );
+  }
+
+  /** Whose turn deployment `id`'s lock is taken in: its record's developer, else `creator`'s, else its own. */
+  private async ownerFor(id: string, creator: string | undefined): Promise<string> {
+    const known = this.registry.ownerOf(id);
+    if (known !== undefined) return known;
+    const record = await this.registry.get(id).catch(() => undefined);
+    return record ? storageQuotaOwner(record) : (creator ?? `dev:${id}`);
   }
 
   /**

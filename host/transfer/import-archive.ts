@@ -108,20 +108,27 @@ export async function importArchive(
     }
     return await parts.rowTurns.run(() => {
       clearInterval(waiting);
-      return parts.deployments.whileLocked(request.id, async () => {
-        await parts.pending.finish(request.id);
-        const existing = await parts.deployments.get(request.id);
-        const owner = await request.authorise(existing);
-        if (existing && !request.replace && (await holdsData(parts, request.id))) throw notEmpty(request.id);
-        const target = parts.deployments.importInto(request.id);
-        try {
-          return await load(parts, request, head, reader, target, owner, onProgress);
-        } catch (error) {
-          await target.dispose();
-          await parts.pending.finish(request.id).catch(() => {});
-          throw error;
-        }
-      });
+      // Outside its developer's turn: it holds the host's one import turn, and waiting there for
+      // its developer's long deploy elsewhere held up every other developer's import.
+      return parts.deployments.whileLocked(
+        request.id,
+        async () => {
+          await parts.pending.finish(request.id);
+          const existing = await parts.deployments.get(request.id);
+          const owner = await request.authorise(existing);
+          if (existing && !request.replace && (await holdsData(parts, request.id)))
+            throw notEmpty(request.id);
+          const target = parts.deployments.importInto(request.id);
+          try {
+            return await load(parts, request, head, reader, target, owner, onProgress);
+          } catch (error) {
+            await target.dispose();
+            await parts.pending.finish(request.id).catch(() => {});
+            throw error;
+          }
+        },
+        { turn: false },
+      );
     });
   } finally {
     reader.close();
