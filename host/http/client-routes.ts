@@ -33,7 +33,13 @@ export function clientRoutes(deployments: DeploymentService, quota: RequestQuota
         return;
       }
       const found = await deployments.clientFile(id, path, true);
-      if (!found?.bytes) continue;
+      if (!found?.bytes) {
+        // Gone between the two reads (redeployed meanwhile): as if it had not been there.
+        for (const header of ["Content-Type", "X-Content-Type-Options", "Cache-Control", "ETag"])
+          ctx.remove(header);
+        ctx.status = 404;
+        continue;
+      }
       sendClientFile(ctx, { path, body: found.bytes, etag: etagOf(found.entry) }, true);
       if (ctx.status === 200) quota.chargeAnswer(key, found.bytes.length);
       return;
