@@ -205,25 +205,23 @@ it("counts nothing for an answer whose client left before it was made", async ()
   }
 });
 
-it("makes room for an address within an even share once the host is full, dropping the oldest unread reads of the heaviest", async () => {
-  const MiB = 1024 * 1024;
+/**
+ * A plain Koa server counting its answers with {@link UnsentAnswers} of `limits`, each client
+ * named by its `X-Client` header; `/small` answers "ok", everything else `answer`. `ask` sends a
+ * GET as a client and keeps what comes back.
+ */
+async function answersServer(limits: { perClient: number; total: number }, answer: Koa.Middleware) {
   const answers = UnsentAnswers.forHost(
     { enabled: true, clientAddress: (req) => String(req.headers["x-client"]) },
-    { perClient: 4 * MiB, total: 8 * MiB, waitMs: 60_000 },
+    { ...limits, waitMs: 60_000 },
   );
   const app = new Koa();
-  // Dropped downloads end as "premature close": expected here, not worth a line on stderr.
+  // Dropped answers end as "premature close": expected here, not worth a line on stderr.
   app.silent = true;
   app.use(answers.middleware());
-  app.use(async (ctx) => {
-    if (ctx.path === "/small") {
-      ctx.body = "ok";
-      return;
-    }
-    // A download its client never gets the rest of: counted by its length until it is closed.
-    ctx.length = MiB;
-    ctx.type = "application/octet-stream";
-    ctx.body = new Readable({ read() {} });
+  app.use(async (ctx, next) => {
+    if (ctx.path === "/small") ctx.body = "ok";
+    else await answer(ctx, next);
   });
   const server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -240,6 +238,17 @@ it("makes room for an address within an even share once the host is full, droppi
     socket.on("error", () => {});
     return { socket, closed, text: () => text };
   };
+  return { answers, port, ask, close: () => server.close() };
+}
+
+it("makes room for an address within an even share once the host is full, dropping the oldest unread reads of the heaviest", async () => {
+  const MiB = 1024 * 1024;
+  // Downloads their clients never get the rest of: counted by their length until closed.
+  const { answers, ask, close } = await answersServer({ perClient: 4 * MiB, total: 8 * MiB }, async (ctx) => {
+    ctx.length = MiB;
+    ctx.type = "application/octet-stream";
+    ctx.body = new Readable({ read() {} });
+  });
   try {
     // Four addresses hold two downloads each: the host's 8 MiB.
     const held = ["a", "a", "b", "b", "c", "c", "d", "d"].map((client) => ask(client, "/big"));
@@ -259,24 +268,13 @@ it("makes room for an address within an even share once the host is full, droppi
     for (const { socket } of [...held, more, newcomer]) socket.destroy();
     await vi.waitFor(() => expect(answers.unsent).toBe(0));
   } finally {
-    server.close();
+    close();
   }
 });
 
 it("takes a download its client reads a trickle of for one standing still, once the host is full", async () => {
   const MiB = 1024 * 1024;
-  const answers = UnsentAnswers.forHost(
-    { enabled: true, clientAddress: (req) => String(req.headers["x-client"]) },
-    { perClient: 4 * MiB, total: 2 * MiB, waitMs: 60_000 },
-  );
-  const app = new Koa();
-  app.silent = true;
-  app.use(answers.middleware());
-  app.use(async (ctx) => {
-    if (ctx.path === "/small") {
-      ctx.body = "ok";
-      return;
-    }
+  const { answers, ask, close } = await answersServer({ perClient: 4 * MiB, total: 2 * MiB }, async (ctx) => {
     // A download of 1 MiB that comes 2 bytes every 50 ms, 600 at most (under the 1 KiB a holding
     // must move, however slow the machine): a client reading all of it at once reads a trickle.
     const body = new Readable({ read() {} });
@@ -287,21 +285,6 @@ it("takes a download its client reads a trickle of for one standing still, once 
     ctx.type = "application/octet-stream";
     ctx.body = body;
   });
-  const server = createServer(app.callback());
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const ask = (client: string, path: string) => {
-    const socket = connect(port, "127.0.0.1", () =>
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Client: ${client}\r\n\r\n`),
-    );
-    let text = "";
-    socket.on("data", (chunk: Buffer) => {
-      text += chunk.toString("latin1");
-    });
-    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-    socket.on("error", () => {});
-    return { socket, closed, text: () => text };
-  };
   try {
     const trickles = [ask("a", "/big"), ask("a", "/big")];
     await vi.waitFor(() => expect(answers.unsent).toBe(2 * MiB), { timeout: 30_000 });
@@ -317,38 +300,20 @@ it("takes a download its client reads a trickle of for one standing still, once 
     for (const { socket } of [...trickles, newcomer]) socket.destroy();
     await vi.waitFor(() => expect(answers.unsent).toBe(0));
   } finally {
-    server.close();
+    close();
   }
 });
 
 it("sees a large answer made in memory move as its client reads it steadily, and keeps it for that client", async () => {
   const MiB = 1024 * 1024;
-  const answers = UnsentAnswers.forHost(
-    { enabled: true, clientAddress: (req) => String(req.headers["x-client"]) },
-    { perClient: 128 * MiB, total: 64 * MiB, waitMs: 60_000 },
-  );
-  const app = new Koa();
-  app.silent = true;
-  app.use(answers.middleware());
   // An answer of 64 MiB made in memory (as a query's or a client file's, only larger): far more
   // than the kernel's buffers take at once on loopback.
-  app.use(async (ctx) => {
-    ctx.body = ctx.path === "/small" ? "ok" : Buffer.alloc(64 * MiB, "m");
-  });
-  const server = createServer(app.callback());
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const ask = (client: string, path: string) => {
-    const socket = connect(port, "127.0.0.1", () =>
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Client: ${client}\r\n\r\n`),
-    );
-    let text = "";
-    socket.on("data", (chunk: Buffer) => {
-      text += chunk.toString("latin1");
-    });
-    socket.on("error", () => {});
-    return { socket, text: () => text };
-  };
+  const { answers, port, ask, close } = await answersServer(
+    { perClient: 128 * MiB, total: 64 * MiB },
+    async (ctx) => {
+      ctx.body = Buffer.alloc(64 * MiB, "m");
+    },
+  );
   // Reads 256 KiB (about) every 50 ms, from the first bytes on: the kernel frees room for more of
   // the answer in steps of a few MiB, so a slower reader shows progress less than once a second.
   let read = 0;
@@ -384,7 +349,7 @@ it("sees a large answer made in memory move as its client reads it steadily, and
     limits.heldStalledMs = stalledMs;
     clearInterval(steady);
     reader.destroy();
-    server.close();
+    close();
   }
 });
 

@@ -77,6 +77,19 @@ async function storeOfAHost(): Promise<{
   };
 }
 
+/** A registry on {@link storeOfAHost}'s store, with the ids it was told changed. */
+async function registryOfAHost() {
+  const host = await storeOfAHost();
+  const db = await HostDatabase.openStore(host.store);
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    () => {},
+    (id) => changed.push(id),
+  );
+  return { ...host, db, registry, changed };
+}
+
 it("reads a deployment again after a failed read of another host's announcement, and tells what became of it", async () => {
   const { store, announce, failNext } = await storeOfAHost();
   const db = await HostDatabase.openStore(store);
@@ -104,14 +117,7 @@ it("reads a deployment again after a failed read of another host's announcement,
 it("knows a deployment's owner while another host's announcement is read, and keeps the record it read", async () => {
   // A deployment whose record an announcement dropped counted as a developer of its own: another
   // host's flood of settings changes let one developer's deployments take more than its share.
-  const { store, announce, failNext } = await storeOfAHost();
-  const db = await HostDatabase.openStore(store);
-  const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    () => {},
-    (id) => changed.push(id),
-  );
+  const { db, registry, changed, announce, failNext } = await registryOfAHost();
   await db.records<Record<string, unknown>>("deployments").put("app", { id: "app", owner: "dev-1" });
   expect((await registry.get("app"))?.owner).toBe("dev-1");
   expect(registry.ownerOf("app")).toBe("dev-1");
@@ -130,14 +136,7 @@ it("knows a deployment's owner while another host's announcement is read, and ke
 it("keeps this host's own write over a re-read of another host's change that answers after it", async () => {
   // This host hears no announcement of its own writes: a re-read that read before one and
   // answered after it put the older record back, and the host served it until the next change.
-  const { store, announce, holdNextAnswer } = await storeOfAHost();
-  const db = await HostDatabase.openStore(store);
-  const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    () => {},
-    (id) => changed.push(id),
-  );
+  const { db, registry, changed, announce, holdNextAnswer } = await registryOfAHost();
   const records = db.records<Record<string, unknown>>("deployments");
   await records.put("app", { id: "app", artifact: "old" });
   const release = holdNextAnswer();

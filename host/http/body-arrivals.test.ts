@@ -18,14 +18,20 @@ function request(client: string): IncomingMessage & { closed: boolean } {
   return req as unknown as IncomingMessage & { closed: boolean };
 }
 
+/** Arrivals of at most `perClient` and `total` bytes, reading `clock.ms` as their clock. */
+function arrivalsOnAClock(perClient: number, total: number) {
+  const clock = { ms: 0 };
+  const arrivals = new BodyArrivals(
+    { perClient, total },
+    (req) => (req as unknown as { client: string }).client,
+    () => clock.ms,
+  );
+  return { clock, arrivals };
+}
+
 describe("BodyArrivals", () => {
   it("makes room for a client within an even share once the host is full, from bodies standing still, and refuses one past it", () => {
-    const clock = { ms: 0 };
-    const arrivals = new BodyArrivals(
-      { perClient: 256 * KIB, total: 512 * KIB },
-      (req) => (req as unknown as { client: string }).client,
-      () => clock.ms,
-    );
+    const { clock, arrivals } = arrivalsOnAClock(256 * KIB, 512 * KIB);
     const a = request("10.0.0.1");
     const b = request("10.0.0.2");
     const c = request("10.0.0.3");
@@ -51,12 +57,7 @@ describe("BodyArrivals", () => {
   });
 
   it("takes a body trickling in a few bytes at a time for one standing still", () => {
-    const clock = { ms: 0 };
-    const arrivals = new BodyArrivals(
-      { perClient: 256 * KIB, total: 512 * KIB },
-      (req) => (req as unknown as { client: string }).client,
-      () => clock.ms,
-    );
+    const { clock, arrivals } = arrivalsOnAClock(256 * KIB, 512 * KIB);
     const a = request("10.0.0.1");
     const b = request("10.0.0.2");
     const fromA = arrivals.begin(a);
@@ -77,12 +78,7 @@ describe("BodyArrivals", () => {
 
   it("takes a large body arriving slowly for its size for one standing still: it must move a 300th of itself", () => {
     const MiB = 1024 * KIB;
-    const clock = { ms: 0 };
-    const arrivals = new BodyArrivals(
-      { perClient: 64 * MiB, total: 100 * MiB },
-      (req) => (req as unknown as { client: string }).client,
-      () => clock.ms,
-    );
+    const { clock, arrivals } = arrivalsOnAClock(64 * MiB, 100 * MiB);
     const a = request("10.0.0.1");
     const fromA = arrivals.begin(a);
     expect(fromA.take(60 * MiB)).toBeUndefined();
