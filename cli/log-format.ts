@@ -1,4 +1,4 @@
-import { budgetShares, type CallUsage } from "../sdk/protocol/index.js";
+import { budgetShares, type CallUsage, printable } from "../sdk/protocol/index.js";
 import { type Colors, noColors } from "./colors.js";
 import { formatBytes, plural } from "./output.js";
 
@@ -36,21 +36,6 @@ export function formatUsage(usage: CallUsage): string {
     plural(usage.indexScans, "scan"),
     plural(usage.writes, "write"),
   ].join(" · ");
-}
-
-/**
- * Control characters, and the Unicode marks that reorder or hide text, that a line of a log may
- * not show as they are. A message is the capsule's (and often its users' input, as in
- * `hello ${name}`): a newline in it forged a whole line of `platform logs`, and escape sequences
- * reached the developer's terminal (colours, its title).
- */
-const UNPRINTABLE = /[\p{Cc}\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
-
-/** `text` with every {@link UNPRINTABLE} character shown as its escape (`\n`, `\u001b`). */
-export function printable(text: string): string {
-  return text.replace(UNPRINTABLE, (char) =>
-    char === "\n" ? "\\n" : `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
 }
 
 /** The stack of a failure on the lines after its line, as a terminal shows a Node stack. */

@@ -2,12 +2,13 @@
  * `platform storage` and `platform auth as` as subprocesses against a real dev server (and a hosted
  * host): every command, human and --json output, and the failure paths with their exit codes.
  */
+import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
-import { type CliProcess, freePort, runCli, runCliAsync, startDev } from "./helpers/cli.js";
+import { CLI, type CliProcess, freePort, runCli, runCliAsync, startDev } from "./helpers/cli.js";
 import { fixtureCode, startTestHost } from "./helpers/host.js";
 
 let dir: string;
@@ -97,6 +98,18 @@ describe("platform storage against platform dev", () => {
     ]);
     expect(runCli(["auth", "as", "Bad Name"], env).status).toBe(2);
     expect(cli("storage", "list").stderr).not.toMatch(/\n\s+at /);
+    // A stored file is anyone's upload: never written to a terminal, whose escape codes it may hold.
+    const inTerminal = spawnSync(
+      "script",
+      [
+        "-qec",
+        [process.execPath, ...CLI, "storage", "get", "public/AAAAAAAAAAAAAAAAAAAAAA"].join(" "),
+        "/dev/null",
+      ],
+      { encoding: "utf8", env: { ...process.env, ...env } },
+    );
+    expect(inTerminal.status).toBe(2);
+    expect(inTerminal.stdout).toContain("Standard output is a terminal: write the file with --out <file>");
   });
 
   it("says what to do when no dev server runs", async () => {

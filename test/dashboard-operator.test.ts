@@ -69,7 +69,12 @@ it("signs the operator in and lists every deployment; a developer sees only thei
   expect(own.deploys.map((d) => d.id)).toEqual(["danas"]);
   // Each session's CSRF token is its own.
   expect((await list(developer.pair, operatorCsrf)).status).toBe(403);
-  expect((await page("/deploys/nobodys/storage", developer.pair)).status).toBe(404);
+  const notTheirs = await page("/deploys/nobodys/storage", developer.pair);
+  expect(notTheirs.status).toBe(404);
+  // Its error page carries every page's headers too: no framing, no caching, no script.
+  expect(notTheirs.headers["x-frame-options"]).toBe("DENY");
+  expect(notTheirs.headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+  expect(notTheirs.headers["cache-control"]).toContain("no-store");
 
   const signedOut = await page("/dashboard", undefined);
   expect(signedOut.status).toBe(302);

@@ -204,6 +204,17 @@ describe("uploads", () => {
     expect(record?.markupRules).toBe(MARKUP_RULES_VERSION);
   });
 
+  it("refuses a Content-Type holding control characters, which reached developers' terminals", async () => {
+    // U+009B is the one-byte form of a terminal's escape prefix, and passes Node's header checks.
+    const refused = await upload("open", PNG, { token: tokens.open?.account, type: "image/png\x9b[2Kx" });
+    expect(code(refused)).toEqual([400, "bad_request"]);
+    expect(refused.json<{ error: { message: string } }>().error.message).toContain(
+      "must not hold control characters",
+    );
+    const long = await upload("open", PNG, { token: tokens.open?.account, type: `image/${"x".repeat(300)}` });
+    expect(code(long)).toEqual([400, "bad_request"]);
+  });
+
   it("accepts a multipart form with one file part, and refuses two", async () => {
     const boundary = "----platformtest";
     const part = (name: string, type: string, body: string) =>

@@ -21,6 +21,14 @@ import { RequestQuota } from "./request-quota.js";
 const STORAGE_PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/** Answers a server-rendered page of `status` with the headers every page carries (no framing, no caching, no script). */
+function sendPage(ctx: Context, status: number, title: string, body: string): void {
+  setPageHeaders(ctx, STORAGE_PAGE_CSP);
+  ctx.status = status;
+  ctx.type = "html";
+  ctx.body = page(title, body);
+}
+
 /**
  * The dashboard on the control plane: sign-in with the operator token or a developer token (a
  * session cookie: random id, HttpOnly, SameSite=Strict) and sign-out, server-rendered; the app
@@ -65,9 +73,9 @@ export function dashboardRoutes(
   /** The posted form, or undefined (after a 403 page) when another site's page sent it. */
   async function form(ctx: Context): Promise<URLSearchParams | undefined> {
     if (!sentFromThisOrigin(ctx)) {
-      ctx.status = 403;
-      ctx.type = "html";
-      ctx.body = page(
+      sendPage(
+        ctx,
+        403,
         "Forbidden",
         "<h1>Forbidden</h1><p>This form was sent from another site. Open the dashboard here and submit it again.</p>",
       );
@@ -101,10 +109,10 @@ export function dashboardRoutes(
     if (!fields) return;
     const client = clientAddressKey(quota.clientAddress(ctx.req));
     if (!signIns.tryTake(client)) {
-      ctx.status = 429;
       ctx.set("Retry-After", String(signIns.retryAfterSeconds(client)));
-      ctx.type = "html";
-      ctx.body = page(
+      sendPage(
+        ctx,
+        429,
         "Too many sign-ins",
         `<h1>Too many sign-ins</h1><p>Your address signed in ${LIMITS.dashboardSignInsPerMinute} times in the last minute; wait a minute and sign in again.</p>`,
       );
@@ -140,9 +148,7 @@ export function dashboardRoutes(
     if (!fields) return;
     const signedIn = await sessions.current(ctx);
     if (signedIn && !sameSecret(fields.get("csrf") ?? "", signedIn.csrf)) {
-      ctx.status = 403;
-      ctx.type = "html";
-      ctx.body = page("Forbidden", "<h1>Forbidden</h1><p>Sign out from the dashboard's own page.</p>");
+      sendPage(ctx, 403, "Forbidden", "<h1>Forbidden</h1><p>Sign out from the dashboard's own page.</p>");
       return;
     }
     await sessions.signOut(ctx);
@@ -156,16 +162,17 @@ export function dashboardRoutes(
       return;
     }
     const record = await deployments.get(ctx.params.id as string);
-    ctx.type = "html";
     if (!record || !mayManage(signedIn.who, record)) {
-      ctx.status = 404;
-      ctx.body = page(
+      sendPage(
+        ctx,
+        404,
         "Not found",
         `<h1>Not found</h1><p>You manage no deployment named <code>${escapeHtml(ctx.params.id as string)}</code>.</p>`,
       );
       return;
     }
     setPageHeaders(ctx, STORAGE_PAGE_CSP);
+    ctx.type = "html";
     ctx.body = storagePage(record, await objects.list(record.id), signedIn.name, signedIn.csrf);
   });
 
@@ -175,9 +182,7 @@ export function dashboardRoutes(
     const signedIn = await sessions.current(ctx);
     const record = await deployments.get(ctx.params.id as string);
     if (!dashboardDeleteAllowed(signedIn?.who, signedIn?.csrf, fields.get("csrf"), record)) {
-      ctx.status = 403;
-      ctx.type = "html";
-      ctx.body = page("Forbidden", "<h1>Forbidden</h1><p>Sign in again and retry.</p>");
+      sendPage(ctx, 403, "Forbidden", "<h1>Forbidden</h1><p>Sign in again and retry.</p>");
       return;
     }
     const [visibility, id] = (fields.get("key") ?? "").split("/");

@@ -6,6 +6,7 @@ import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
 import { chargeOf, type ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
+import { contentTypeFault, isUploaderText } from "./stored-text.js";
 
 /** A stored object as an archive carries it: its record without deployment and quota owner. */
 export interface ArchivedObject {
@@ -35,13 +36,13 @@ export function checkArchivedObject(value: unknown, where: string, fileSize: num
   if (typeof o.key !== "string" || !KEY.test(o.key)) throw invalid(`${where} has no valid object key.`);
   if (typeof o.size !== "number" || !Number.isSafeInteger(o.size) || o.size < 0 || o.size > fileSize)
     throw invalid(`${where} (${o.key}) has an invalid size.`);
-  if (typeof o.contentType !== "string" || o.contentType.length === 0 || o.contentType.length > 255)
+  if (typeof o.contentType !== "string" || contentTypeFault(o.contentType))
     throw invalid(`${where} (${o.key}) has an invalid content type.`);
   if (isBlockedDeclaredType(o.contentType))
     throw new PlatformError("blocked_type", `Files of type ${o.contentType} cannot be stored (${o.key}).`);
-  if (typeof o.uploaderId !== "string" || o.uploaderId.length === 0)
-    throw invalid(`${where} (${o.key}) has no uploader.`);
-  if (o.uploaderEmail !== null && typeof o.uploaderEmail !== "string")
+  if (typeof o.uploaderId !== "string" || !isUploaderText(o.uploaderId))
+    throw invalid(`${where} (${o.key}) has no valid uploader.`);
+  if (o.uploaderEmail !== null && (typeof o.uploaderEmail !== "string" || !isUploaderText(o.uploaderEmail)))
     throw invalid(`${where} (${o.key}) has an invalid uploader email.`);
   if (typeof o.uploadedAt !== "number" || !Number.isFinite(o.uploadedAt) || o.uploadedAt < 0)
     throw invalid(`${where} (${o.key}) has an invalid upload time.`);

@@ -35,6 +35,11 @@ export function registerStorageGet(storage: Command): void {
 async function get(key: string, flags: GetFlags): Promise<void> {
   if (flags.json && !flags.out)
     throw new InvalidArgumentError("--json needs --out <file>: the bytes cannot be printed as JSON.");
+  // A stored file is anyone's upload: its bytes may hold escape codes a terminal would act on.
+  if (!flags.out && process.stdout.isTTY)
+    throw new InvalidArgumentError(
+      "Standard output is a terminal: write the file with --out <file>, or send it elsewhere (`> file`, `| less`).",
+    );
   const target = resolveTarget(flags.deploy, flags);
   const token = target.hosted ? flags.token : await localGuestToken(target);
   const response = await send(

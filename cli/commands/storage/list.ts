@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { LIMITS } from "../../../sdk/protocol/index.js";
+import { LIMITS, printable } from "../../../sdk/protocol/index.js";
 import { colorsFor } from "../../colors.js";
 import { ownerToken } from "../../config.js";
 import { formatBytes, plural, printResult, runAction } from "../../output.js";
@@ -71,11 +71,12 @@ async function list(deploy: string | undefined, flags: ListFlags): Promise<void>
       ? [
           formatTable({
             head: ["KEY", "SIZE", "TYPE", "UPLOADER"].map((h) => c.dim(h)),
+            // What a tenant set (a type, an uploader) never reaches the terminal as escape codes.
             rows: objects.map((o) => [
-              o.key,
+              printable(o.key),
               formatBytes(o.size),
-              o.contentType,
-              o.uploaderEmail ?? o.uploaderId,
+              printable(o.contentType),
+              printable(o.uploaderEmail ?? o.uploaderId),
             ]),
             align: ["left", "right", "left", "left"],
           }),

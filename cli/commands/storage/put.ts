@@ -4,7 +4,7 @@ import { basename } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { lookup } from "mime-types";
-import { LIMITS } from "../../../sdk/protocol/index.js";
+import { LIMITS, printable } from "../../../sdk/protocol/index.js";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { formatBytes, formatMebibytes, printResult, runAction } from "../../output.js";
 import {
@@ -75,7 +75,7 @@ async function put(file: string, flags: PutFlags): Promise<void> {
   printResult(
     Boolean(flags.json),
     record,
-    `uploaded ${basename(file)} (${formatBytes(record.size)}, ${record.contentType})\nkey: ${record.key}\nurl: ${record.url}`,
+    `uploaded ${basename(file)} (${formatBytes(record.size)}, ${printable(record.contentType)})\nkey: ${printable(record.key)}\nurl: ${printable(record.url)}`,
   );
 }
 

@@ -1,0 +1,14 @@
+/**
+ * Control characters (C0 and C1, so the one-byte escape prefix U+009B too), and the Unicode marks
+ * that reorder or hide text: what no text a terminal or a page shows may carry as it is. A log
+ * line's newline forged a whole line of `platform logs`, and escape sequences in a log message or
+ * a stored file's type reached the developer's terminal (colours, its title, its clipboard).
+ */
+export const UNPRINTABLE = /[\p{Cc}\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+
+/** `text` with every {@link UNPRINTABLE} character shown as its escape (`\n`, `\u001b`). */
+export function printable(text: string): string {
+  return text.replace(new RegExp(UNPRINTABLE.source, "gu"), (char) =>
+    char === "\n" ? "\\n" : `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
