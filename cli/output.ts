@@ -1,4 +1,5 @@
 import { CommanderError } from "commander";
+import { printableJson } from "../sdk/protocol/index.js";
 import { isPlatformError } from "../sdk/values/index.js";
 import { colorsFor } from "./colors.js";
 
@@ -33,7 +34,8 @@ export function runAction(action: () => Promise<void>, verbose?: boolean): Promi
 
 /** Prints a command's result: `value` as one JSON line with `--json`, else the `human` text. */
 export function printResult(json: boolean, value: unknown, human: string): void {
-  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+  // What a tenant set (a stored file's type) never reaches the terminal as escape codes.
+  process.stdout.write(json ? `${printableJson(value)}\n` : `${human}\n`);
 }
 
 /** A byte count for humans: B, KiB or MiB. */

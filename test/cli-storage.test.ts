@@ -103,7 +103,9 @@ describe("platform storage against platform dev", () => {
       "script",
       [
         "-qec",
-        [process.execPath, ...CLI, "storage", "get", "public/AAAAAAAAAAAAAAAAAAAAAA"].join(" "),
+        [process.execPath, ...CLI, "storage", "get", "public/AAAAAAAAAAAAAAAAAAAAAA"]
+          .map((arg) => `'${arg.replaceAll("'", "'\\''")}'`)
+          .join(" "),
         "/dev/null",
       ],
       { encoding: "utf8", env: { ...process.env, ...env } },

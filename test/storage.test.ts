@@ -204,14 +204,26 @@ describe("uploads", () => {
     expect(record?.markupRules).toBe(MARKUP_RULES_VERSION);
   });
 
-  it("refuses a Content-Type holding control characters, which reached developers' terminals", async () => {
-    // U+009B is the one-byte form of a terminal's escape prefix, and passes Node's header checks.
-    const refused = await upload("open", PNG, { token: tokens.open?.account, type: "image/png\x9b[2Kx" });
-    expect(code(refused)).toEqual([400, "bad_request"]);
-    expect(refused.json<{ error: { message: string } }>().error.message).toContain(
+  it("stores a Content-Type as its sender wrote it, and refuses one holding control characters, which reached developers' terminals", async () => {
+    const token = tokens.open?.account;
+    const typeOf = (response: HttpResponse) => response.json<{ contentType: string }>().contentType;
+    // Node reads a header's bytes one character each: UTF-8 is read back as UTF-8, tabs as spaces.
+    const utf8 = (text: string) => Buffer.from(text, "utf8").toString("latin1");
+    const csv = await upload("open", Buffer.from("a,b\n"), {
+      token,
+      type: utf8('text/csv;\tname="отчёт.csv"'),
+    });
+    expect([csv.status, typeOf(csv)]).toEqual([201, 'text/csv; name="отчёт.csv"']);
+    // U+009B, a terminal's one-byte escape prefix, sent in UTF-8: refused.
+    const escapePrefix = await upload("open", PNG, { token, type: utf8("image/png\u009b[2K") });
+    expect(code(escapePrefix)).toEqual([400, "bad_request"]);
+    expect(escapePrefix.json<{ error: { message: string } }>().error.message).toContain(
       "must not hold control characters",
     );
-    const long = await upload("open", PNG, { token: tokens.open?.account, type: `image/${"x".repeat(300)}` });
+    // A lone 0x9B byte, which Node's header checks let through, is not UTF-8: stored as U+FFFD.
+    const lone = await upload("open", PNG, { token, type: "image/png\x9b[2K" });
+    expect([lone.status, typeOf(lone)]).toEqual([201, "image/png\ufffd[2K"]);
+    const long = await upload("open", PNG, { token, type: `image/${"x".repeat(300)}` });
     expect(code(long)).toEqual([400, "bad_request"]);
   });
 

@@ -16,12 +16,22 @@ export interface UploadedFile {
 }
 
 /**
+ * A header's value as its sender wrote it: Node reads each byte as one character, so UTF-8 text
+ * (a file name in a parameter) came out as C1 control characters and was refused; a lone byte
+ * that is not UTF-8 (0x9B, a terminal's escape prefix) becomes U+FFFD instead. Tabs, legal
+ * whitespace in a header, are spaces.
+ */
+function headerText(value: string): string {
+  return Buffer.from(value, "latin1").toString("utf8").replace(/\t/g, " ");
+}
+
+/**
  * Reads an upload of at most `limit` bytes: the raw body with its Content-Type, or the one file part
  * of a `multipart/form-data` form (what a browser `<form>` sends). A file over the limit stops being
  * kept at `limit + 1` bytes and is `413 too_large`.
  */
 export async function uploadBody(ctx: Context, limit: number): Promise<UploadedFile> {
-  const declared = ctx.get("content-type") || "application/octet-stream";
+  const declared = headerText(ctx.get("content-type")) || "application/octet-stream";
   if (!declared.toLowerCase().startsWith("multipart/form-data")) {
     return { bytes: await readBody(ctx, limit), contentType: declared };
   }

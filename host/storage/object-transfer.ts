@@ -1,4 +1,4 @@
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { LIMITS, printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/index.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
@@ -36,22 +36,25 @@ export function checkArchivedObject(value: unknown, where: string, fileSize: num
   if (typeof o.key !== "string" || !KEY.test(o.key)) throw invalid(`${where} has no valid object key.`);
   if (typeof o.size !== "number" || !Number.isSafeInteger(o.size) || o.size < 0 || o.size > fileSize)
     throw invalid(`${where} (${o.key}) has an invalid size.`);
-  if (typeof o.contentType !== "string" || contentTypeFault(o.contentType))
-    throw invalid(`${where} (${o.key}) has an invalid content type.`);
-  if (isBlockedDeclaredType(o.contentType))
-    throw new PlatformError("blocked_type", `Files of type ${o.contentType} cannot be stored (${o.key}).`);
-  if (typeof o.uploaderId !== "string" || !isUploaderText(o.uploaderId))
-    throw invalid(`${where} (${o.key}) has no valid uploader.`);
-  if (o.uploaderEmail !== null && (typeof o.uploaderEmail !== "string" || !isUploaderText(o.uploaderEmail)))
+  if (typeof o.contentType !== "string") throw invalid(`${where} (${o.key}) has an invalid content type.`);
+  // Stored before types were checked (or written by hand): kept as plain bytes, not refused, so
+  // that every deployment's export imports again.
+  const contentType = contentTypeFault(o.contentType) ? "application/octet-stream" : o.contentType;
+  if (isBlockedDeclaredType(contentType))
+    throw new PlatformError("blocked_type", `Files of type ${contentType} cannot be stored (${o.key}).`);
+  if (typeof o.uploaderId !== "string" || o.uploaderId.length === 0)
+    throw invalid(`${where} (${o.key}) has no uploader.`);
+  if (o.uploaderEmail !== null && typeof o.uploaderEmail !== "string")
     throw invalid(`${where} (${o.key}) has an invalid uploader email.`);
   if (typeof o.uploadedAt !== "number" || !Number.isFinite(o.uploadedAt) || o.uploadedAt < 0)
     throw invalid(`${where} (${o.key}) has an invalid upload time.`);
   return {
     key: o.key,
     size: o.size,
-    contentType: o.contentType,
-    uploaderId: o.uploaderId,
-    uploaderEmail: o.uploaderEmail,
+    contentType,
+    // Shown to developers as they are: text a terminal would act on is kept escaped, or dropped.
+    uploaderId: isUploaderText(o.uploaderId) ? o.uploaderId : printable(o.uploaderId).slice(0, 320),
+    uploaderEmail: o.uploaderEmail !== null && isUploaderText(o.uploaderEmail) ? o.uploaderEmail : null,
     uploadedAt: o.uploadedAt,
   };
 }

@@ -61,5 +61,5 @@ export {
   encodeRowsAnswer,
   type SyscallAnswer,
 } from "./syscall-answer.js";
-export { printable, UNPRINTABLE } from "./unprintable.js";
+export { printable, printableJson, UNPRINTABLE } from "./unprintable.js";
 export { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares, type CallUsage } from "./usage.js";

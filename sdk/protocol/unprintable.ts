@@ -5,10 +5,18 @@
  * a stored file's type reached the developer's terminal (colours, its title, its clipboard).
  */
 export const UNPRINTABLE = /[\p{Cc}\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+const EVERY_UNPRINTABLE = new RegExp(UNPRINTABLE.source, "gu");
+/** What JSON.stringify leaves as it is of {@link UNPRINTABLE} (it escapes U+0000 to U+001F itself). */
+const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** `text` with every {@link UNPRINTABLE} character shown as its escape (`\n`, `\u001b`). */
 export function printable(text: string): string {
-  return text.replace(new RegExp(UNPRINTABLE.source, "gu"), (char) =>
-    char === "\n" ? "\\n" : `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return text.replace(EVERY_UNPRINTABLE, (char) => (char === "\n" ? "\\n" : escaped(char)));
+}
+
+/** `value` as JSON text with no {@link UNPRINTABLE} character left as it is (the same JSON value). */
+export function printableJson(value: unknown): string {
+  return (JSON.stringify(value) ?? "null").replace(UNPRINTABLE_IN_JSON, escaped);
 }
