@@ -132,32 +132,28 @@ export class DeploymentService {
 
   /**
    * The file at `path` (exact, as stored) of the web client deployment `id` serves, or undefined;
-   * its bytes only when `withBytes` (a `HEAD` or a `304` needs none). When the version its cached record names is gone (another host deployed since, and its
-   * announcement has not arrived), the record is read again once, so a redeploy never shows a
-   * missing file in between.
+   * its bytes only when `withBytes` (a `HEAD` or a `304` needs none), kept in memory as its
+   * developer's. When the version its cached record names is gone (another host deployed since,
+   * and its announcement has not arrived), the record is read again once, so a redeploy never
+   * shows a missing file in between.
    */
   async clientFile(id: string, path: string, withBytes: boolean): Promise<FoundClientFile | undefined> {
-    const record = this.registry.cached(id) ?? (await this.registry.get(id));
-    if (!record?.client) return undefined;
-    // Kept in memory as its developer's: one developer's files take a share of what is kept.
-    const found = await this.clientFiles.lookup(
-      id,
-      record.client,
-      path,
-      withBytes,
-      storageQuotaOwner(record),
-    );
-    if (found !== "missing") return found;
-    const current = await this.registry.reload(id);
-    if (!current?.client) return undefined;
-    const again = await this.clientFiles.lookup(
-      id,
-      current.client,
-      path,
-      withBytes,
-      storageQuotaOwner(current),
-    );
-    return again === "missing" ? undefined : again;
+    for (const read of [
+      async () => this.registry.cached(id) ?? this.registry.get(id),
+      () => this.registry.reload(id),
+    ]) {
+      const record = await read();
+      if (!record?.client) return undefined;
+      const found = await this.clientFiles.lookup(
+        id,
+        record.client,
+        path,
+        withBytes,
+        storageQuotaOwner(record),
+      );
+      if (found !== "missing") return found;
+    }
+    return undefined;
   }
 
   /**

@@ -17,7 +17,7 @@ import {
   type StorageLimits,
 } from "./object-limits.js";
 import { chargeOf, type ObjectRecord, type StorageHolder, type Visibility } from "./object-records.js";
-import { contentTypeFault } from "./stored-text.js";
+import { checkUploadedContentType } from "./stored-text.js";
 
 /** Object records removed per batch when a deployment is deleted. */
 const PURGE_BATCH = 500;
@@ -102,12 +102,7 @@ export class ObjectService {
     uploaderEmail: string | null;
   }): Promise<ObjectRecord> {
     if (input.bytes.length > this.limits.fileSize) throw fileTooLarge(this.limits.fileSize);
-    const typeFault = contentTypeFault(input.contentType);
-    if (typeFault)
-      throw new PlatformError(
-        "bad_request",
-        `A file's Content-Type ${typeFault}: send a plain media type, such as image/png.`,
-      );
+    checkUploadedContentType(input.contentType);
     if (isBlockedDeclaredType(input.contentType)) {
       throw new PlatformError(
         "blocked_type",

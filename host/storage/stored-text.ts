@@ -1,4 +1,5 @@
 import { UNPRINTABLE } from "../../sdk/protocol/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 
 /** Characters of a stored file's type, as an archive's record may hold too. */
 const CONTENT_TYPE_CHARS = 255;
@@ -21,4 +22,14 @@ export function contentTypeFault(contentType: string): string | undefined {
 /** Whether `text` may be stored as an archived record's uploader id or email. */
 export function isUploaderText(text: string): boolean {
   return text.length > 0 && text.length <= UPLOADER_CHARS && !UNPRINTABLE.test(text);
+}
+
+/** Refuses (`bad_request`) a type an upload may not store (see {@link contentTypeFault}). */
+export function checkUploadedContentType(contentType: string): void {
+  const fault = contentTypeFault(contentType);
+  if (fault)
+    throw new PlatformError(
+      "bad_request",
+      `A file's Content-Type ${fault}: send a plain media type, such as image/png.`,
+    );
 }
