@@ -68,12 +68,7 @@ export class SubscriptionRooms {
 
   private take(deployment: string, address: string, bytes: number, end: () => void): (() => void) | null {
     const limit = SYNC_LIMITS.deploymentArgsBytes;
-    let room = this.rooms.get(deployment);
-    if (!room) {
-      room = new FairShares(this.now);
-      this.rooms.set(deployment, room);
-    }
-    const shares = room;
+    const shares = this.rooms.get(deployment) ?? new FairShares(this.now);
     const fits =
       shares.held.total + bytes <= limit ||
       (shares.withinEvenShare(address, bytes, limit) && shares.makeRoom(address, bytes, limit));
@@ -81,7 +76,7 @@ export class SubscriptionRooms {
       this.forgetEmpty(deployment, shares);
       return null;
     }
-    // Emptied by what it ended (a subscription as large as the room): still the deployment's.
+    // New, or emptied by what it ended (a subscription as large as the room): the deployment's.
     this.rooms.set(deployment, shares);
     const takenAt = this.now();
     let given = false;
