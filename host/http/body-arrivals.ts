@@ -17,7 +17,10 @@ export const DEFAULT_BODY_ARRIVAL_LIMITS: BodyArrivalLimits = {
   total: LIMITS.requestBodyBytesArriving,
 };
 
-/** One body's share of the host's {@link BodyArrivals}: bytes taken as they arrive, all given back at its end. */
+/**
+ * One body's share of the host's {@link BodyArrivals}: bytes taken as they arrive, all given back at
+ * its end. `take` and `end` are methods: call them on the arrival, never detached.
+ */
 export interface BodyArrival {
   /** Counts `bytes` more of the body; the error to answer with instead when that would pass a limit. */
   take(bytes: number): PlatformError | undefined;
@@ -28,55 +31,32 @@ export interface BodyArrival {
 const UNCOUNTED: BodyArrival = { take: () => undefined, end: () => {} };
 
 /**
- * Bytes of request bodies arriving at once, per client address and in all. A body is held in
- * memory while it arrives, and its sender sets the pace: an address that opens many requests and
- * sends each body all but its last byte would otherwise hold as much of the host's memory as it
- * has connections. Kept on the Koa app's context (see {@link bodyArrival}), so every route that
- * reads a body counts it. Once the host receives all it may, an address within an even share is
- * not refused: bodies that stood still, of the addresses above an even share, are dropped for it
- * (see {@link FairShares}).
+ * The counts behind {@link BodyArrivals}: what each {@link CountedArrival} takes as its body
+ * arrives and gives back at its end. Only this module's arrivals call it, so what is taken is
+ * always given back.
  */
-export class BodyArrivals {
-  private readonly shares: FairShares;
-  private readonly held: FairShares["held"];
+class ArrivalCounts {
+  readonly shares: FairShares;
+  readonly held: FairShares["held"];
 
   constructor(
     private readonly limits: BodyArrivalLimits,
     /** The client address of a request, as the host's other per-client limits key it. */
     private readonly clientOf: (req: IncomingMessage) => string,
-    /** The clock that tells a body standing still (ms; tests give their own). */
-    now: () => number = Date.now,
+    now: () => number,
   ) {
     this.shares = new FairShares(now);
     this.held = this.shares.held;
   }
 
-  /**
-   * The arrivals of a host whose per-client limits are `quota`'s: per client only while quotas are
-   * on, as the host's other per-client limits; `limits` default to LIMITS'.
-   */
-  static forHost(
-    quota: Pick<RequestQuota, "enabled" | "clientAddress">,
-    limits: Partial<BodyArrivalLimits> = {},
-  ): BodyArrivals {
-    const perClient = limits.perClient ?? DEFAULT_BODY_ARRIVAL_LIMITS.perClient;
-    return new BodyArrivals(
-      {
-        perClient: quota.enabled ? perClient : Number.POSITIVE_INFINITY,
-        total: limits.total ?? DEFAULT_BODY_ARRIVAL_LIMITS.total,
-      },
-      (req) => quota.clientAddress(req),
-    );
-  }
-
-  /** Starts counting the body of `req`. */
-  begin(req: IncomingMessage): BodyArrival {
-    return new CountedArrival(this, req);
+  /** The client address key of `req`, as the per-client limit counts it. */
+  keyOf(req: IncomingMessage): string {
+    return clientAddressKey(this.clientOf(req));
   }
 
   /**
-   * Counts `bytes` more of `arrival`'s body, arriving from `key`; the error to answer with instead
-   * when that would pass a limit.
+   * Counts `bytes` more of `arrival`'s body (from `key`; `arrival.bytes` not yet counting them);
+   * the error to answer with instead when that would pass a limit.
    */
   take(arrival: CountedArrival, key: string, bytes: number): PlatformError | undefined {
     if (this.held.of(key) + bytes > this.limits.perClient)
@@ -100,33 +80,19 @@ export class BodyArrivals {
     return undefined;
   }
 
-  /** Stops counting `arrival`'s `bytes`, arrived from `key`. */
+  /** Gives back all `bytes` of `arrival`'s body, from `key`. */
   release(arrival: CountedArrival, key: string, bytes: number): void {
     this.held.remove(key, bytes);
     this.shares.untrack(key, arrival);
   }
-
-  /** The client address key of `req`, as the per-client limit counts it. */
-  keyOf(req: IncomingMessage): string {
-    return clientAddressKey(this.clientOf(req));
-  }
-
-  /** The clock holdings' `movedAt` reads (ms). */
-  now(): number {
-    return this.shares.now();
-  }
-
-  /** Bytes of request bodies arriving now, in all (a metric). */
-  get arriving(): number {
-    return this.held.total;
-  }
 }
 
 /**
- * One body's share of {@link BodyArrivals}, and its holding in their fair shares. A class, not an
- * object literal of closures: a literal with a getter (`bytes`) made per request kept each
- * request's objects alive through young collections (V8 keeps an accessor's closure in the old
- * generation), about 1.9 KB of every request promoted and young collections 3 times as costly.
+ * One body's share of {@link BodyArrivals}, and its holding in their fair shares; its `take` and
+ * `end` are methods, called on it. A class, not an object literal: the literal this was, with a
+ * getter (`bytes`) and made per request, had about 1.9 KB of every request promoted to the old
+ * generation, and the host's young collections cost 3 times as much (bench/HISTORY.md, 2026-12-05);
+ * the same literal without the getter did not.
  */
 class CountedArrival implements BodyArrival, Holding {
   readonly droppable = true;
@@ -138,7 +104,7 @@ class CountedArrival implements BodyArrival, Holding {
   private heldWhenMoved = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly arrivals: BodyArrivals,
+    private readonly counts: ArrivalCounts,
     private readonly req: IncomingMessage,
   ) {}
 
@@ -156,21 +122,72 @@ class CountedArrival implements BodyArrival, Holding {
   }
 
   take(bytes: number): PlatformError | undefined {
-    this.key ??= this.arrivals.keyOf(this.req);
-    const refused = this.arrivals.take(this, this.key, bytes);
+    this.key ??= this.counts.keyOf(this.req);
+    const refused = this.counts.take(this, this.key, bytes);
     if (refused) return refused;
     this.held += bytes;
     if (this.held - this.heldWhenMoved >= movingBytes(this.held)) {
       this.heldWhenMoved = this.held;
-      this.movedAtMs = this.arrivals.now();
+      this.movedAtMs = this.counts.shares.now();
     }
     return undefined;
   }
 
   end(): void {
     if (this.held === 0 || this.key === undefined) return;
-    this.arrivals.release(this, this.key, this.held);
+    this.counts.release(this, this.key, this.held);
     this.held = 0;
+  }
+}
+
+/**
+ * Bytes of request bodies arriving at once, per client address and in all. A body is held in
+ * memory while it arrives, and its sender sets the pace: an address that opens many requests and
+ * sends each body all but its last byte would otherwise hold as much of the host's memory as it
+ * has connections. Kept on the Koa app's context (see {@link bodyArrival}), so every route that
+ * reads a body counts it. Once the host receives all it may, an address within an even share is
+ * not refused: bodies that stood still, of the addresses above an even share, are dropped for it
+ * (see {@link FairShares}).
+ */
+export class BodyArrivals {
+  private readonly counts: ArrivalCounts;
+
+  constructor(
+    limits: BodyArrivalLimits,
+    /** The client address of a request, as the host's other per-client limits key it. */
+    clientOf: (req: IncomingMessage) => string,
+    /** The clock that tells a body standing still (ms; tests give their own). */
+    now: () => number = Date.now,
+  ) {
+    this.counts = new ArrivalCounts(limits, clientOf, now);
+  }
+
+  /**
+   * The arrivals of a host whose per-client limits are `quota`'s: per client only while quotas are
+   * on, as the host's other per-client limits; `limits` default to LIMITS'.
+   */
+  static forHost(
+    quota: Pick<RequestQuota, "enabled" | "clientAddress">,
+    limits: Partial<BodyArrivalLimits> = {},
+  ): BodyArrivals {
+    const perClient = limits.perClient ?? DEFAULT_BODY_ARRIVAL_LIMITS.perClient;
+    return new BodyArrivals(
+      {
+        perClient: quota.enabled ? perClient : Number.POSITIVE_INFINITY,
+        total: limits.total ?? DEFAULT_BODY_ARRIVAL_LIMITS.total,
+      },
+      (req) => quota.clientAddress(req),
+    );
+  }
+
+  /** Starts counting the body of `req`. */
+  begin(req: IncomingMessage): BodyArrival {
+    return new CountedArrival(this.counts, req);
+  }
+
+  /** Bytes of request bodies arriving now, in all (a metric). */
+  get arriving(): number {
+    return this.counts.held.total;
   }
 }
 

@@ -28,6 +28,7 @@ describe("loopback Host headers", () => {
       for (const host of OTHER) expect(isLoopbackHost(host), host).toBe(false);
     }
     // Past the headers remembered: the answers stay the same.
+    for (let i = 0; i < 1000; i++) expect(isLoopbackHost(`localhost:${i}`)).toBe(true);
     for (let i = 0; i < 1000; i++) expect(isLoopbackHost(`h${i}.example`)).toBe(false);
     for (const host of LOOPBACK) expect(isLoopbackHost(host), host).toBe(true);
     for (const host of OTHER) expect(isLoopbackHost(host), host).toBe(false);

@@ -3,27 +3,30 @@ import { PlatformError } from "../../sdk/values/index.js";
 /** Host names that can only reach this machine: `localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`. */
 const LOOPBACK_NAME = /^(?:(?:[a-z0-9-]+\.)*localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])(?::\d{1,5})?$/;
 
-/** Host headers answered lately, and the answer: a client sends the same one with every request. */
-const recentHosts = new Map<string, boolean>();
-/** Host headers remembered at most (all forgotten past it), and the longest one remembered. */
+/**
+ * Loopback Host headers seen lately: a client sends the same one with every request. Only loopback
+ * ones: in `platform dev` any other is refused anyway, and a hosted control plane's own name is
+ * answered afresh, so a client sending many names fills nothing. Forgotten all at once past
+ * {@link RECENT_HOSTS}; headers over {@link RECENT_HOST_CHARS} are never kept.
+ */
+const recentLoopbackHosts = new Set<string>();
 const RECENT_HOSTS = 256;
 const RECENT_HOST_CHARS = 300;
 
 /**
  * Whether a `Host` header names this machine's loopback interface (with an optional port). `platform
  * dev` answers nothing else: a page on another site that re-points its own DNS name at 127.0.0.1
- * (DNS rebinding) sends its own name as Host, and is refused. Asked on every request; the answers
- * for the last few headers are remembered (the check took about 0.9 µs).
+ * (DNS rebinding) sends its own name as Host, and is refused. Asked on every request in `platform
+ * dev`; a loopback header seen lately is answered from memory (the check takes about 0.9 µs).
  */
 export function isLoopbackHost(hostHeader: string): boolean {
-  const known = recentHosts.get(hostHeader);
-  if (known !== undefined) return known;
-  const answer = namesLoopback(hostHeader);
+  if (recentLoopbackHosts.has(hostHeader)) return true;
+  if (!namesLoopback(hostHeader)) return false;
   if (hostHeader.length <= RECENT_HOST_CHARS) {
-    if (recentHosts.size >= RECENT_HOSTS) recentHosts.clear();
-    recentHosts.set(hostHeader, answer);
+    if (recentLoopbackHosts.size >= RECENT_HOSTS) recentLoopbackHosts.clear();
+    recentLoopbackHosts.add(hostHeader);
   }
-  return answer;
+  return true;
 }
 
 function namesLoopback(hostHeader: string): boolean {
