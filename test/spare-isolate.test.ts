@@ -66,7 +66,7 @@ describe("the spare isolate", () => {
     const factory = host.deployments.pool.factory;
     const call = (id: string) =>
       host.deployments.call(id, { kind: "query", name: "list", argsJson: "{}", identity: null });
-    // A live neighbour keeps the sentinel running (it sleeps while nothing may run entries).
+    // Beside a live neighbour, whose entries keep the sentinel ticking.
     await host.deployments.deploy("neighbour", { code: await fixtureCode("todo") });
     await call("neighbour");
     await host.deployments.pool.runner("todo", (await host.deployments.require("todo")).artifact).evict();
@@ -87,6 +87,38 @@ describe("the spare isolate", () => {
       sentinel.register = register;
     }
     expect(watchedAtOnce).toEqual([true]);
+  });
+
+  it("is watched at once on a host with no other live isolate, where the sentinel held it asleep", async () => {
+    const pool = host.deployments.pool;
+    for (const id of ["neighbour", "todo"])
+      await pool.runner(id, (await host.deployments.require(id)).artifact).evict();
+    const sentinel = InlineSentinel.shared();
+    for (
+      let i = 0;
+      i < 1000 && !(pool.liveCount() === 0 && pool.factory.spareReady && sentinel.upToDate);
+      i++
+    )
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(pool.liveCount() === 0 && pool.factory.spareReady && sentinel.upToDate).toBe(true);
+    // Asleep: the spare runs no entries, so the sentinel does not tick for it.
+    const ticks = sentinel.ticks;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(sentinel.ticks).toBe(ticks);
+    const watchedAtOnce: boolean[] = [];
+    const register = sentinel.register.bind(sentinel);
+    sentinel.register = (...args) => {
+      const slot = register(...args);
+      watchedAtOnce.push(sentinel.watches(slot));
+      return slot;
+    };
+    try {
+      await host.deployments.call("todo", { kind: "query", name: "list", argsJson: "{}", identity: null });
+    } finally {
+      sentinel.register = register;
+    }
+    expect(watchedAtOnce).toEqual([true]);
+    expect(sentinel.lastEntryTimed).toBe(false);
   });
 
   it("frees the isolate of a cold start that ends after its deployment was stopped, failing its call", async () => {

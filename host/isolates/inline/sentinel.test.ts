@@ -10,8 +10,8 @@ const made: Array<{ isolate: ivm.Isolate; slot: number }> = [];
 /** A slice no entry of a few milliseconds overruns, however busy the machine. */
 const SLOW_MACHINE_SLICE_MS = 250;
 
-async function watched(sliceMs: number) {
-  const sentinel = InlineSentinel.shared();
+/** An isolate with one function: it spins `ms` (forever when negative), or blocks `wait` ms. */
+function spinner() {
   const isolate = new ivm.Isolate({ memoryLimit: 16 });
   const context = isolate.createContextSync();
   // A negative `ms` loops forever; `wait` blocks the thread that long without using a core.
@@ -25,15 +25,13 @@ async function watched(sliceMs: number) {
       reference: true,
     },
   ) as ivm.Reference<(ms: number, wait?: number) => number>;
-  const slot = sentinel.register(isolate, sliceMs);
-  made.push({ isolate, slot });
-  const since = Date.now();
-  while (!sentinel.watches(slot)) {
-    if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  /** One entry the way the host makes them: marked open, no isolated-vm timeout. */
-  const enter = (ms: number, wait = 0) => {
+  return { isolate, run };
+}
+
+/** One entry into `slot` the way the host makes them: marked open, no isolated-vm timeout. */
+function entering(slot: number, run: ivm.Reference<(ms: number, wait?: number) => number>) {
+  return (ms: number, wait = 0) => {
+    const sentinel = InlineSentinel.shared();
     sentinel.open(slot);
     try {
       return run.applySync(undefined, [ms, wait]);
@@ -41,7 +39,23 @@ async function watched(sliceMs: number) {
       sentinel.close();
     }
   };
-  return { sentinel, isolate, slot, enter };
+}
+
+async function untilWatched(slot: number): Promise<void> {
+  const since = Date.now();
+  while (!InlineSentinel.shared().watches(slot)) {
+    if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function watched(sliceMs: number) {
+  const sentinel = InlineSentinel.shared();
+  const { isolate, run } = spinner();
+  const slot = sentinel.register(isolate, sliceMs);
+  made.push({ isolate, slot });
+  await untilWatched(slot);
+  return { sentinel, isolate, slot, enter: entering(slot, run) };
 }
 
 afterEach(() => {
@@ -190,20 +204,29 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     expect(sentinel.watches(slot)).toBe(true);
   });
 
-  it("does not run for isolates registered ahead alone; taking one starts it", async () => {
+  it("sleeps while it watches isolates registered ahead alone; taking one wakes it, watched at once", async () => {
     const sentinel = InlineSentinel.shared();
-    const isolate = new ivm.Isolate({ memoryLimit: 16 });
+    const { isolate, run } = spinner();
     const slot = sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS);
     made.push({ isolate, slot });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(sentinel.upToDate).toBe(false);
-    expect(sentinel.register(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
-    const since = Date.now();
-    while (!sentinel.watches(slot)) {
-      if (Date.now() - since > 2000) throw new Error("the sentinel never started");
+    for (let i = 0; i < 400 && !sentinel.upToDate; i++)
       await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  });
+    expect(sentinel.upToDate).toBe(true);
+    // Asleep, it counts as watching no one, and does not tick in four of its ticks' time.
+    expect(sentinel.watches(slot)).toBe(false);
+    const asleep = sentinel.ticks;
+    await new Promise((resolve) => setTimeout(resolve, SLOW_MACHINE_SLICE_MS * 2));
+    expect(sentinel.ticks).toBe(asleep);
+    // Taken: watched at once, and an entry that spins 20 s is stopped a few slices in (a sentinel
+    // left asleep would let it run to its end).
+    expect(sentinel.register(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
+    expect(sentinel.watches(slot)).toBe(true);
+    const started = Date.now();
+    expect(() => entering(slot, run)(20_000)).toThrow(/disposed/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(sentinel.stopped(slot)).toBe(true);
+    expect(sentinel.ticks).not.toBe(asleep);
+  }, 60_000);
 
   it("drops a slot registered ahead when released, or when taken with another slice", async () => {
     const sentinel = InlineSentinel.shared();

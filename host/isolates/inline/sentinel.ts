@@ -13,7 +13,9 @@ const STOPPED = 4; // slot of the isolate the sentinel stopped last; 0: none
 const CPU_SEQ = 5; // the entry the watchdog thread measured the main thread's CPU in; CPU_UNMEASURED: it cannot
 const CPU_US = 6; // the main thread's CPU in that entry so far (µs), as the watchdog thread measured it
 const START_CPU_US = 7; // the main thread's CPU when the open entry began (µs, modulo 2^31); -1: not read
-const CELLS = 8;
+const ASLEEP = 8; // 1 while no registered isolate may run entries (spares alone): the sentinel does not tick
+const TICKS = 9; // the sentinel's ticks so far (modulo 2^32)
+const CELLS = 10;
 /** {@link CPU_SEQ} until the watchdog thread found it can read the main thread's CPU. */
 const CPU_UNMEASURED = -2;
 /**
@@ -44,7 +46,9 @@ const COPIED = { arguments: { copy: true } } as const;
  * be read, the steady clock decides alone. An entry whose main-thread CPU passes the slice is
  * stopped too while the isolate's own is under it: the host's work for the calls an entry has
  * answered at once (gets, writes, kept scans) runs inside it, outside the isolate's clock.
- * Returns when the host changes the registry.
+ * While {@link ASLEEP} is set it waits on that cell instead of ticking: a wait that checks the
+ * cell first, so the host clearing it and notifying is never missed. Returns when the host changes
+ * the registry.
  */
 const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
@@ -53,7 +57,13 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   let seen = -1;
   let since = 0n;
   while (Atomics.load(state, ${GENERATION}) === generation) {
+    if (Atomics.load(state, ${ASLEEP}) === 1) {
+      Atomics.wait(state, ${ASLEEP}, 1);
+      seen = -1;
+      continue;
+    }
     Atomics.wait(state, ${GENERATION}, generation, tickMs);
+    Atomics.add(state, ${TICKS}, 1);
     const slot = Atomics.load(state, ${OPEN});
     const seq = Atomics.load(state, ${SEQ});
     const target = targets.get(slot);
@@ -127,7 +137,7 @@ export class InlineSentinel {
   /**
    * Watches `isolate`'s inline entries from now on, stopping one that uses over `sliceMs` of CPU.
    * An isolate registered ahead with the same slice keeps its slot, which the sentinel already
-   * watches: it is only named now.
+   * watches: it is only named now, and the sentinel woken if it slept.
    */
   register(isolate: ivm.Isolate, sliceMs: number): number {
     const early = this.ahead.get(isolate);
@@ -135,8 +145,9 @@ export class InlineSentinel {
       this.ahead.delete(isolate);
       if (this.targets.get(early)?.sliceMs === sliceMs) {
         nameInlineSlot(early, bundleOf(isolate));
-        // Watched already if the sentinel runs (it has other isolates to watch); else it starts now.
-        if (!this.running) this.changed();
+        // The sentinel holds a registry with this slot (or takes the current one next): only woken.
+        if (this.running) this.wake();
+        else this.changed();
         return early;
       }
       this.unregister(early);
@@ -150,10 +161,10 @@ export class InlineSentinel {
   /**
    * Registers a blank isolate made ahead of a cold start (the isolate factory's spare), so that the
    * cold start's {@link register} finds it watched already: handing the sentinel a new registry
-   * wakes its thread, which cost the first request about 0.1 ms, and the first entry would run
-   * under isolated-vm's `timeout` until the sentinel took it. Isolates registered ahead do not keep
-   * the sentinel running: on a host whose other isolates were all evicted it sleeps, and the cold
-   * start that takes the spare starts it as before. Undone by {@link releaseAhead}.
+   * cost the first request about 0.1 ms of the main thread, and its first entry would run under
+   * isolated-vm's `timeout` until the sentinel took it. Isolates registered ahead run no entries,
+   * so with nothing else registered the sentinel holds the registry asleep, without ticking; the
+   * cold start that takes the spare only wakes it. Undone by {@link releaseAhead}.
    */
   registerAhead(isolate: ivm.Isolate, sliceMs: number): number {
     const registered = this.ahead.get(isolate);
@@ -191,9 +202,12 @@ export class InlineSentinel {
     return Atomics.load(this.state, WATCHING) === this.generation;
   }
 
-  /** True when the sentinel watches `slot` now (it has taken the current registry). */
+  /**
+   * True when the sentinel watches `slot` now: it has taken the current registry and is awake (an
+   * entry into an isolate registered ahead while it sleeps keeps isolated-vm's `timeout`).
+   */
   watches(slot: number): boolean {
-    return this.upToDate && this.targets.has(slot);
+    return this.upToDate && Atomics.load(this.state, ASLEEP) === 0 && this.targets.has(slot);
   }
 
   /**
@@ -247,19 +261,37 @@ export class InlineSentinel {
     return Atomics.compareExchange(this.state, STOPPED, slot, 0) === slot;
   }
 
+  /** The sentinel's ticks so far (modulo 2^32): it does not tick while asleep. */
+  get ticks(): number {
+    return Atomics.load(this.state, TICKS) >>> 0;
+  }
+
+  /**
+   * Tells the sentinel a new registry is ready. It sleeps on it while every registered isolate was
+   * registered ahead: those run no entries and are not worth a thread's wakes. The cell is set
+   * before the generation moves, so no registry with an isolate that may run entries is ever
+   * handed over asleep.
+   */
   private changed(): void {
+    Atomics.store(this.state, ASLEEP, this.targets.size > this.ahead.size ? 0 : 1);
     this.generation++;
     Atomics.store(this.state, GENERATION, this.generation);
     Atomics.notify(this.state, GENERATION);
+    Atomics.notify(this.state, ASLEEP);
     if (!this.running) void this.run();
   }
 
-  /** Hands the sentinel the registry again after every change, while an isolate it watches may run entries. */
+  /** Has the sentinel tick again, with the registry it holds (an isolate registered ahead was taken). */
+  private wake(): void {
+    Atomics.store(this.state, ASLEEP, 0);
+    Atomics.notify(this.state, ASLEEP);
+  }
+
+  /** Hands the sentinel the registry again after every change, while any isolate is registered. */
   private async run(): Promise<void> {
     this.running = true;
     try {
-      // Isolates registered ahead run no entries: alone, they are not worth a thread's wakes.
-      while (this.targets.size > this.ahead.size) {
+      while (this.targets.size > 0) {
         const entries = [...this.targets].map(([slot, target]) => [slot, target.isolate, target.sliceMs]);
         const tickMs = Math.max(1, Math.min(...[...this.targets.values()].map((t) => t.sliceMs)) / 2);
         await this.watchRef
