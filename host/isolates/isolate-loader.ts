@@ -130,14 +130,15 @@ const refused = JSON.stringify({
  * bridge refuses, inside the isolate and before any copy, a call over `LIMITS.syscallBytes` or one
  * that would put more than `LIMITS.syscallCharsInFlight` characters in flight at once. It runs
  * before capsule code and keeps what it uses (`Promise.prototype.then`, `Reflect.apply`, the
- * refusal's text), so patches by capsule code do not reach it.
+ * refusal's text), so patches by capsule code do not reach it. Compiled with the bridge, as the
+ * inline bridge's functions are (see {@link INLINE_BRIDGE_SOURCE}).
  */
 function threadedBridgeSource(): string {
   return `const then = Promise.prototype.then;
     const apply = Reflect.apply;
     const resolved = Promise.resolve.bind(Promise);
     let inFlight = 0;
-    globalThis.__platform_bridge = (json) => {
+    globalThis.__platform_bridge = (function (json) {
       const chars = typeof json === "string" ? json.length : 0;
       if (chars === 0 || chars > ${LIMITS.syscallBytes} || inFlight + chars > ${LIMITS.syscallCharsInFlight}) return resolved(${JSON.stringify(refused)});
       inFlight += chars;
@@ -146,7 +147,7 @@ function threadedBridgeSource(): string {
         (answer) => { settle(); return answer; },
         (error) => { settle(); throw error; },
       ]);
-    };`;
+    });`;
 }
 
 /** {@link threadedBridgeSource}, made once (it depends on `LIMITS` only). */
@@ -155,11 +156,13 @@ const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
 /**
  * The inline bridge as the isolate gets it (`$1` to `$3`: the host's References). A call over
  * `LIMITS.syscallBytes` is refused inside the isolate, as the threaded bridge does: isolated-vm
- * copies its text onto the host's main thread before the host could look at its length.
+ * copies its text onto the host's main thread before the host could look at its length. Each is a
+ * parenthesized function expression, which V8 compiles with the bridge, while the blank isolate is
+ * made: an arrow function waited to be compiled in the first request's entry.
  */
-const INLINE_BRIDGE_SOURCE = `globalThis.__platform_inline_post = (requestId, callId, json) => typeof json === "string" && json.length > ${LIMITS.syscallBytes} ? ${JSON.stringify(refused)} : $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } });
-      globalThis.__platform_inline_done = (requestId, wire) => $2.applySync(undefined, [requestId, wire]);
-      globalThis.__platform_inline_turn = (requestId) => $3.applySync(undefined, [requestId]);`;
+const INLINE_BRIDGE_SOURCE = `globalThis.__platform_inline_post = (function (requestId, callId, json) { return typeof json === "string" && json.length > ${LIMITS.syscallBytes} ? ${JSON.stringify(refused)} : $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } }); });
+      globalThis.__platform_inline_done = (function (requestId, wire) { return $2.applySync(undefined, [requestId, wire]); });
+      globalThis.__platform_inline_turn = (function (requestId) { return $3.applySync(undefined, [requestId]); });`;
 
 /** Creates a {@link BlankIsolate}, its runtime compiled through `cache`. */
 export async function createBlankIsolate(
