@@ -20,13 +20,17 @@ export interface ExecutionState {
 
 let current: ExecutionState = { requestId: 0, now: 0, random: [1, 2, 3, 4], inline: false };
 
+/**
+ * The next number of the current execution's sequence. The state is read by index, not
+ * destructured: destructuring goes through the array iterator, which made the first execution in
+ * a fresh isolate (interpreted, its iterator machinery cold) spend about 30 µs in these 12 rounds.
+ */
 function sfc32(): number {
   const state = current.random;
-  let [a, b, c, d] = state;
-  a >>>= 0;
-  b >>>= 0;
-  c >>>= 0;
-  d >>>= 0;
+  let a = state[0] >>> 0;
+  let b = state[1] >>> 0;
+  let c = state[2] >>> 0;
+  let d = state[3] >>> 0;
   const t = (((a + b) | 0) + d) | 0;
   d = (d + 1) | 0;
   a = b ^ (b >>> 9);
