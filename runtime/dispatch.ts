@@ -11,12 +11,13 @@ import {
   encodeDispatchResponse,
   encodeEndpointAnswer,
   endpointHead,
+  handlerRequestFields,
   LIMITS,
 } from "../sdk/protocol/index.js";
 import { ERROR_STATUS, PlatformError } from "../sdk/values/index.js";
 import { openLogCalls, settleLogCalls } from "./bridge.js";
 import { createContext } from "./context.js";
-import { beginExecution } from "./determinism.js";
+import { beginExecution, currentExecution } from "./determinism.js";
 import { createEndpointRequest } from "./endpoint-request.js";
 import { serializeValue } from "./lazy-rows.js";
 import { LegacySnapshot } from "./legacy.js";
@@ -34,6 +35,20 @@ interface LoadedCapsule {
 
 /** Taken before the capsule's code runs, which may replace `Object.hasOwn` (the host checks codes again). */
 const hasOwn = Object.hasOwn;
+
+/**
+ * What the first request of a fresh isolate would otherwise make on its way, made while the runtime
+ * loads (for the isolate the host makes ahead of a cold start, before any request waits): the
+ * hidden classes and key strings of a query's request as the host sends it, and of a handler's
+ * `ctx`. About 15 µs of the first request's CPU. Kept until then: V8 drops hidden classes no object
+ * uses.
+ */
+let madeAhead: readonly unknown[] | null = [
+  JSON.parse(
+    JSON.stringify(Object.assign(handlerRequestFields("", "{}", null, {}, 0, 0), { kind: "query" })),
+  ),
+  createContext({ requestId: 0, execution: currentExecution(), tables: [], identity: null, env: {} }),
+];
 
 let loaded: LoadedCapsule | undefined;
 /** The loaded capsule's table names, listed once. */
@@ -187,6 +202,8 @@ async function run(request: DispatchRequest, inline: boolean): Promise<string> {
     identity: request.identity,
     env: request.env,
   });
+  // This request's own objects hold those hidden classes from here on.
+  if (madeAhead !== null) madeAhead = null;
   switch (request.kind) {
     case "query": {
       const handler = lookup(app.definition.queries, request.name, "query");

@@ -1,8 +1,9 @@
-import type {
-  BridgeHttpRequest,
-  BridgeIdentity,
-  CallUsage,
-  DispatchRequest,
+import {
+  type BridgeHttpRequest,
+  type BridgeIdentity,
+  type CallUsage,
+  type DispatchRequest,
+  handlerRequestFields,
 } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { checkAppCall, checkEndpointCall } from "../access/index.js";
@@ -122,15 +123,14 @@ export class CallExecutor {
       throw error;
     }
     // Object.assign, not a literal that starts with a spread: see withMode in host/db.
-    const fields = {
-      requestId: 0,
-      name: call.name,
-      argsJson: call.argsJson,
-      identity: call.identity,
-      env: record.env,
-      now: Date.now(),
-      seed: nextSeed(),
-    };
+    const fields = handlerRequestFields(
+      call.name,
+      call.argsJson,
+      call.identity,
+      record.env,
+      Date.now(),
+      nextSeed(),
+    );
     const request: DispatchRequest =
       record.declaration.apiVersion === 0
         ? asLegacyRequest(fields, call.kind)

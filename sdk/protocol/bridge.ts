@@ -102,6 +102,23 @@ export type DispatchRequest =
       seed: number;
     };
 
+/**
+ * The fields of a query's or mutation's request (its `kind` aside, which the caller adds last), made
+ * in the one order the host sends them in. The runtime parses such a request while it loads
+ * (runtime/dispatch.ts), so that the first request of a fresh isolate finds the hidden classes its
+ * parse needs made already.
+ */
+export function handlerRequestFields(
+  name: string,
+  argsJson: string,
+  identity: BridgeIdentity | null,
+  env: Record<string, string>,
+  now: number,
+  seed: number,
+) {
+  return { requestId: 0, name, argsJson, identity, env, now, seed };
+}
+
 /** A write of a legacy handler, applied by the host when the handler has finished. */
 export type LegacyWrite =
   | { op: "insert"; table: string; row: Record<string, FieldValue> & { id: string; createdAt: string } }

@@ -10,6 +10,7 @@ export {
   type DispatchResponse,
   decodeDispatchResponse,
   encodeDispatchResponse,
+  handlerRequestFields,
   type LegacyOutcome,
   type LegacyWrite,
   SYSCALL,
