@@ -46,6 +46,24 @@ async function coldStartPhases(id: string): Promise<ColdStartPhase[]> {
   return phases;
 }
 
+/** For each isolate the sentinel registers during a call to `id`: whether it was watched at once. */
+async function watchedAtOnceDuring(id: string): Promise<boolean[]> {
+  const sentinel = InlineSentinel.shared();
+  const watchedAtOnce: boolean[] = [];
+  const register = sentinel.register.bind(sentinel);
+  sentinel.register = (...args) => {
+    const slot = register(...args);
+    watchedAtOnce.push(sentinel.watches(slot));
+    return slot;
+  };
+  try {
+    await host.deployments.call(id, { kind: "query", name: "list", argsJson: "{}", identity: null });
+  } finally {
+    sentinel.register = register;
+  }
+  return watchedAtOnce;
+}
+
 describe("the spare isolate", () => {
   it("is made after a cold start, not at start-up, and taken by the next cold start", async () => {
     const factory = host.deployments.pool.factory;
@@ -74,19 +92,7 @@ describe("the spare isolate", () => {
     for (let i = 0; i < 1000 && !(factory.spareReady && sentinel.upToDate); i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(factory.spareReady && sentinel.upToDate).toBe(true);
-    const watchedAtOnce: boolean[] = [];
-    const register = sentinel.register.bind(sentinel);
-    sentinel.register = (...args) => {
-      const slot = register(...args);
-      watchedAtOnce.push(sentinel.watches(slot));
-      return slot;
-    };
-    try {
-      await call("todo");
-    } finally {
-      sentinel.register = register;
-    }
-    expect(watchedAtOnce).toEqual([true]);
+    expect(await watchedAtOnceDuring("todo")).toEqual([true]);
   });
 
   it("is watched at once on a host with no other live isolate, where the sentinel held it asleep", async () => {
@@ -105,19 +111,7 @@ describe("the spare isolate", () => {
     const ticks = sentinel.ticks;
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(sentinel.ticks).toBe(ticks);
-    const watchedAtOnce: boolean[] = [];
-    const register = sentinel.register.bind(sentinel);
-    sentinel.register = (...args) => {
-      const slot = register(...args);
-      watchedAtOnce.push(sentinel.watches(slot));
-      return slot;
-    };
-    try {
-      await host.deployments.call("todo", { kind: "query", name: "list", argsJson: "{}", identity: null });
-    } finally {
-      sentinel.register = register;
-    }
-    expect(watchedAtOnce).toEqual([true]);
+    expect(await watchedAtOnceDuring("todo")).toEqual([true]);
     expect(sentinel.lastEntryTimed).toBe(false);
   });
 
