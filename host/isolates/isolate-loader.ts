@@ -134,7 +134,8 @@ const refused = JSON.stringify({
  * inline bridge's functions are (see {@link INLINE_BRIDGE_SOURCE}).
  */
 function threadedBridgeSource(): string {
-  return `const then = Promise.prototype.then;
+  return `"use strict";
+    const then = Promise.prototype.then;
     const apply = Reflect.apply;
     const resolved = Promise.resolve.bind(Promise);
     let inFlight = 0;
@@ -158,7 +159,9 @@ const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
  * `LIMITS.syscallBytes` is refused inside the isolate, as the threaded bridge does: isolated-vm
  * copies its text onto the host's main thread before the host could look at its length. Each is a
  * parenthesized function expression, which V8 compiles with the bridge, while the blank isolate is
- * made: an arrow function waited to be compiled in the first request's entry.
+ * made: an arrow function waited to be compiled in the first request's entry. The bridge is strict
+ * code (see {@link threadedBridgeSource}), so a stack trace hands none of these functions to a
+ * capsule's `Error.prepareStackTrace` (V8 gives only sloppy frames' functions).
  */
 const INLINE_BRIDGE_SOURCE = `globalThis.__platform_inline_post = (function (requestId, callId, json) { return typeof json === "string" && json.length > ${LIMITS.syscallBytes} ? ${JSON.stringify(refused)} : $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } }); });
       globalThis.__platform_inline_done = (function (requestId, wire) { return $2.applySync(undefined, [requestId, wire]); });
