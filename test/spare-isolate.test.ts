@@ -112,7 +112,6 @@ describe("the spare isolate", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(sentinel.ticks).toBe(ticks);
     expect(await watchedAtOnceDuring("todo")).toEqual([true]);
-    expect(sentinel.lastEntryTimed).toBe(false);
   });
 
   it("frees the isolate of a cold start that ends after its deployment was stopped, failing its call", async () => {

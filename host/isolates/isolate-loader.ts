@@ -131,11 +131,10 @@ const refused = JSON.stringify({
  * that would put more than `LIMITS.syscallCharsInFlight` characters in flight at once. It runs
  * before capsule code and keeps what it uses (`Promise.prototype.then`, `Reflect.apply`, the
  * refusal's text), so patches by capsule code do not reach it. Compiled with the bridge, as the
- * inline bridge's functions are (see {@link INLINE_BRIDGE_SOURCE}).
+ * inline bridge's functions are (see {@link INLINE_BRIDGE_SOURCE}); strict, as all of it is.
  */
 function threadedBridgeSource(): string {
-  return `"use strict";
-    const then = Promise.prototype.then;
+  return `const then = Promise.prototype.then;
     const apply = Reflect.apply;
     const resolved = Promise.resolve.bind(Promise);
     let inFlight = 0;
@@ -159,9 +158,7 @@ const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
  * `LIMITS.syscallBytes` is refused inside the isolate, as the threaded bridge does: isolated-vm
  * copies its text onto the host's main thread before the host could look at its length. Each is a
  * parenthesized function expression, which V8 compiles with the bridge, while the blank isolate is
- * made: an arrow function waited to be compiled in the first request's entry. The bridge is strict
- * code (see {@link threadedBridgeSource}), so a stack trace hands none of these functions to a
- * capsule's `Error.prepareStackTrace` (V8 gives only sloppy frames' functions).
+ * made: an arrow function waited to be compiled in the first request's entry.
  */
 const INLINE_BRIDGE_SOURCE = `globalThis.__platform_inline_post = (function (requestId, callId, json) { return typeof json === "string" && json.length > ${LIMITS.syscallBytes} ? ${JSON.stringify(refused)} : $1.applySync(undefined, [requestId, callId, json], { result: { copy: true } }); });
       globalThis.__platform_inline_done = (function (requestId, wire) { return $2.applySync(undefined, [requestId, wire]); });
@@ -200,9 +197,12 @@ export async function createBlankIsolate(
       inlineEnd?.receiveResult(requestId, wire),
     );
     const turn = new ivm.Reference((requestId: unknown) => inlineEnd?.receiveTurn(requestId));
-    // Synchronously, as the entries below: platform code that only defines four functions.
+    // Synchronously, as the entries below: platform code that only defines four functions. Strict,
+    // so a stack trace hands none of them to a capsule's `Error.prepareStackTrace` (V8 gives it
+    // only sloppy frames' functions).
     context.evalClosureSync(
-      `${THREADED_BRIDGE_SOURCE}
+      `"use strict";
+      ${THREADED_BRIDGE_SOURCE}
       ${INLINE_BRIDGE_SOURCE}`,
       [bridge, post, done, turn],
     );

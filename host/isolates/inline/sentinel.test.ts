@@ -228,6 +228,16 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     expect(sentinel.ticks).not.toBe(asleep);
   }, 60_000);
 
+  it("forgets a slot registered ahead when it is unregistered, and wakes for the next isolate", async () => {
+    const sentinel = InlineSentinel.shared();
+    const spare = new ivm.Isolate({ memoryLimit: 16 });
+    sentinel.unregister(sentinel.registerAhead(spare, SLOW_MACHINE_SLICE_MS));
+    spare.dispose();
+    // Counted as registered ahead still, it kept the sentinel asleep beside this isolate.
+    const { slot } = await watched(SLOW_MACHINE_SLICE_MS);
+    expect(sentinel.watches(slot)).toBe(true);
+  });
+
   it("drops a slot registered ahead when released, or when taken with another slice", async () => {
     const sentinel = InlineSentinel.shared();
     const unused = new ivm.Isolate({ memoryLimit: 16 });

@@ -15,7 +15,8 @@ const CPU_US = 6; // the main thread's CPU in that entry so far (µs), as the wa
 const START_CPU_US = 7; // the main thread's CPU when the open entry began (µs, modulo 2^31); -1: not read
 const ASLEEP = 8; // 1 while no registered isolate may run entries (spares alone): the sentinel does not tick
 const TICKS = 9; // the sentinel's ticks so far (modulo 2^32)
-const CELLS = 10;
+const SIGNAL = 10; // bumped by every change of the registry or of ASLEEP: what the sentinel sleeps on
+const CELLS = 11;
 /** {@link CPU_SEQ} until the watchdog thread found it can read the main thread's CPU. */
 const CPU_UNMEASURED = -2;
 /**
@@ -46,9 +47,9 @@ const COPIED = { arguments: { copy: true } } as const;
  * be read, the steady clock decides alone. An entry whose main-thread CPU passes the slice is
  * stopped too while the isolate's own is under it: the host's work for the calls an entry has
  * answered at once (gets, writes, kept scans) runs inside it, outside the isolate's clock.
- * While {@link ASLEEP} is set it waits on that cell instead of ticking: a wait that checks the
- * cell first, so the host clearing it and notifying is never missed. Returns when the host changes
- * the registry.
+ * While {@link ASLEEP} is set it sleeps instead of ticking, on {@link SIGNAL} as it read it before
+ * looking at the generation and the cell: a wait that checks its value first, so no change the
+ * host makes after that reading is missed. Returns when the host changes the registry.
  */
 const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
@@ -56,9 +57,11 @@ const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   Atomics.store(state, ${WATCHING}, generation);
   let seen = -1;
   let since = 0n;
-  while (Atomics.load(state, ${GENERATION}) === generation) {
+  for (;;) {
+    const signal = Atomics.load(state, ${SIGNAL});
+    if (Atomics.load(state, ${GENERATION}) !== generation) break;
     if (Atomics.load(state, ${ASLEEP}) === 1) {
-      Atomics.wait(state, ${ASLEEP}, 1);
+      Atomics.wait(state, ${SIGNAL}, signal);
       seen = -1;
       continue;
     }
@@ -190,9 +193,10 @@ export class InlineSentinel {
     this.unregister(slot);
   }
 
-  /** Stops watching `slot` (its isolate is gone). */
+  /** Stops watching `slot` (its isolate is gone), registered ahead or not. */
   unregister(slot: number): void {
     if (!this.targets.delete(slot)) return;
+    for (const [isolate, early] of this.ahead) if (early === slot) this.ahead.delete(isolate);
     nameInlineSlot(slot, "");
     this.changed();
   }
@@ -270,21 +274,28 @@ export class InlineSentinel {
    * Tells the sentinel a new registry is ready. It sleeps on it while every registered isolate was
    * registered ahead: those run no entries and are not worth a thread's wakes. The cell is set
    * before the generation moves, so no registry with an isolate that may run entries is ever
-   * handed over asleep.
+   * handed over asleep. While any isolate is registered, the sentinel's pending call keeps the
+   * process's event loop alive, spares included: a host frees its spare when it closes.
    */
   private changed(): void {
     Atomics.store(this.state, ASLEEP, this.targets.size > this.ahead.size ? 0 : 1);
     this.generation++;
     Atomics.store(this.state, GENERATION, this.generation);
     Atomics.notify(this.state, GENERATION);
-    Atomics.notify(this.state, ASLEEP);
+    this.signal();
     if (!this.running) void this.run();
   }
 
   /** Has the sentinel tick again, with the registry it holds (an isolate registered ahead was taken). */
   private wake(): void {
     Atomics.store(this.state, ASLEEP, 0);
-    Atomics.notify(this.state, ASLEEP);
+    this.signal();
+  }
+
+  /** Wakes a sleeping sentinel to look at the cells again. */
+  private signal(): void {
+    Atomics.add(this.state, SIGNAL, 1);
+    Atomics.notify(this.state, SIGNAL);
   }
 
   /** Hands the sentinel the registry again after every change, while any isolate is registered. */
