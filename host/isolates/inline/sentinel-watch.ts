@@ -22,7 +22,7 @@ export const CPU_UNMEASURED = -2;
  * Past this many slices on the steady clock an entry is stopped even if the main thread's CPU in it
  * is still under a slice: the machine held the host that long, and the entry is not let off for good.
  */
-export const STEADY_CAP_SLICES = 5;
+const STEADY_CAP_SLICES = 5;
 
 /**
  * Runs in the sentinel's own isolate, on an isolated-vm thread: every tick it looks at the entry

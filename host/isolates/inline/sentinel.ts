@@ -85,9 +85,9 @@ export class InlineSentinel {
       this.ahead.delete(isolate);
       if (this.targets.get(early)?.sliceMs === sliceMs) {
         nameInlineSlot(early, bundleOf(isolate));
-        // The sentinel holds a registry with this slot (or takes the current one next): only woken.
-        if (this.running) this.wake();
-        else this.changed();
+        // The sentinel holds a registry with this slot, or takes the current one next (it runs
+        // while any isolate is registered): it only needs waking.
+        this.wake();
         return early;
       }
       this.unregister(early);
