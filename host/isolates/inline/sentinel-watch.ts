@@ -39,7 +39,8 @@ const STEADY_CAP_SLICES = 5;
  * answered at once (gets, writes, kept scans) runs inside it, outside the isolate's clock.
  * While {@link ASLEEP} is set it sleeps instead of ticking, on {@link SIGNAL} as it read it before
  * looking at the generation and the cell: a wait that checks its value first, so no change the
- * host makes after that reading is missed. Returns when the host changes the registry.
+ * host makes after that reading is missed. Returns when the host changes the registry, once no
+ * entry is open: a change made from inside an entry would otherwise leave that entry unwatched.
  */
 export const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
@@ -49,13 +50,16 @@ export const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs
   let since = 0n;
   for (;;) {
     const signal = Atomics.load(state, ${SIGNAL});
-    if (Atomics.load(state, ${GENERATION}) !== generation) break;
-    if (Atomics.load(state, ${ASLEEP}) === 1) {
+    // A change made while an entry is open (from a host call inside it) is taken once it closes:
+    // the host cannot hand over the new registry before, and the open entry is watched meanwhile.
+    const changed = Atomics.load(state, ${GENERATION}) !== generation;
+    if (changed && Atomics.load(state, ${OPEN}) === 0) break;
+    if (!changed && Atomics.load(state, ${ASLEEP}) === 1) {
       Atomics.wait(state, ${SIGNAL}, signal);
       seen = -1;
       continue;
     }
-    Atomics.wait(state, ${GENERATION}, generation, tickMs);
+    Atomics.wait(state, ${SIGNAL}, signal, tickMs);
     Atomics.add(state, ${TICKS}, 1);
     const slot = Atomics.load(state, ${OPEN});
     const seq = Atomics.load(state, ${SEQ});

@@ -128,6 +128,32 @@ describe("the inline sentinel", () => {
     },
   );
 
+  it("keeps watching an entry inside which the host changes the registry", async () => {
+    // A host call inside the entry registers another isolate (a change the host can only hand the
+    // sentinel once the entry returns). The sentinel used to leave for the new registry at once,
+    // and the entry then spun on unwatched: 800 ms, under the inline watchdog's second.
+    const { sentinel, isolate, slot } = await watched(20);
+    const other = new ivm.Isolate({ memoryLimit: 16 });
+    const context = isolate.createContextSync();
+    const host = new ivm.Reference(() => {
+      made.push({ isolate: other, slot: sentinel.register(other, SLOW_MACHINE_SLICE_MS) });
+    });
+    context.global.setSync("host", host);
+    const entry = context.evalSync(
+      "(function () { host.applySync(undefined, []); const end = Date.now() + 800; while (Date.now() < end) {} return 1; })",
+      { reference: true },
+    ) as ivm.Reference<() => number>;
+    sentinel.open(slot);
+    try {
+      expect(() => entry.applySync(undefined, [])).toThrow(/disposed/);
+    } finally {
+      sentinel.close();
+    }
+    expect(sentinel.stopped(slot)).toBe(true);
+    // The new registry is taken once the entry is over.
+    await untilWatched(made[made.length - 1]?.slot ?? -1);
+  });
+
   it("watches only registered isolates, and a neighbour's overrun stops that one only", async () => {
     const calm = await watched(SLOW_MACHINE_SLICE_MS);
     const looping = await watched(20);

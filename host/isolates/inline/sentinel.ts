@@ -218,7 +218,6 @@ export class InlineSentinel {
     Atomics.store(this.state, ASLEEP, this.targets.size > this.ahead.size ? 0 : 1);
     this.generation++;
     Atomics.store(this.state, GENERATION, this.generation);
-    Atomics.notify(this.state, GENERATION);
     this.signal();
     if (!this.running) void this.run();
   }
