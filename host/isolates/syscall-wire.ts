@@ -1,5 +1,6 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { isPending } from "../db/index.js";
 import { checkJsonShape } from "../json-shape.js";
 import { EncodedAnswer } from "./encoded-answer.js";
 import type { SlotTable } from "./inline/slot-table.js";
@@ -58,4 +59,27 @@ export function callerOf(call: ReadCall, transport: Transport): RunningExecution
     throw new PlatformError("forbidden", "This call does not belong to a running handler.");
   if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
   return execution;
+}
+
+/**
+ * Serves one platform call posted from inside an isolate on `transport`: its result when the host
+ * has it at once (the inline transport then answers within the same entry), else a promise of it.
+ * Never throws: a refused or failed call is an error result.
+ */
+export function serveCall(
+  json: unknown,
+  running: SlotTable<RunningExecution>,
+  transport: Transport,
+): SyscallResult | Promise<SyscallResult> {
+  try {
+    const call = readCall(json, running);
+    const value = callerOf(call, transport).onSyscall(call.op as string, call.args);
+    if (!isPending(value)) return { ok: true, value };
+    return value.then(
+      (ready): SyscallResult => ({ ok: true, value: ready }),
+      (error): SyscallResult => ({ ok: false, error: wireError(error) }),
+    );
+  } catch (error) {
+    return { ok: false, error: wireError(error) };
+  }
 }

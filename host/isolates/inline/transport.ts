@@ -4,7 +4,7 @@ import { isPending } from "../../db/index.js";
 import type { CpuMeter } from "../cpu-meter.js";
 import type { InlineEntry, RuntimeEntries } from "../isolate-loader.js";
 import type { IsolateLimits, StopReason } from "../limits.js";
-import { callerOf, encodeSyscallResult, readCall, type SyscallResult, wireError } from "../syscall-wire.js";
+import { encodeSyscallResult, serveCall } from "../syscall-wire.js";
 import type { RunningExecution, Transport } from "../transport.js";
 import { InlineAbandoned } from "./abandoned.js";
 import type { InlineStanding } from "./policy.js";
@@ -175,7 +175,7 @@ export class InlineTransport implements Transport, TurnEntries {
    */
   receiveCall(requestId: unknown, callId: unknown, json: unknown): CrossingText | undefined {
     if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
-    const result = this.serveCall(json);
+    const result = serveCall(json, this.host.running, this);
     if (!isPending(result)) return wrapText(encodeSyscallResult(result));
     void result.then((settled) =>
       this.queue.push({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
@@ -190,21 +190,6 @@ export class InlineTransport implements Transport, TurnEntries {
     if (next !== undefined) this.host.meter.boundary(next);
     const execution = this.host.running.get(requestId);
     if (execution?.transport === this) execution.finish(wire);
-  }
-
-  /** One platform call: its answer when ready at once, else a promise of it. */
-  private serveCall(json: unknown): SyscallResult | Promise<SyscallResult> {
-    try {
-      const call = readCall(json, this.host.running);
-      const value = callerOf(call, this).onSyscall(call.op as string, call.args);
-      if (!isPending(value)) return { ok: true, value };
-      return value.then(
-        (ready): SyscallResult => ({ ok: true, value: ready }),
-        (error): SyscallResult => ({ ok: false, error: wireError(error) }),
-      );
-    } catch (error) {
-      return { ok: false, error: wireError(error) };
-    }
   }
 
   /**
