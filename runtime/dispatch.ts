@@ -194,8 +194,11 @@ function runLegacy(
 async function run(request: DispatchRequest, inline: boolean): Promise<string> {
   const app = capsule();
   if (request.kind === "declare") return JSON.stringify(app.declaration);
-  if (request.kind === "legacyQuery" || request.kind === "legacyMutation")
+  if (request.kind === "legacyQuery" || request.kind === "legacyMutation") {
+    // A legacy capsule's requests and ctx are of other shapes: nothing uses what was made ahead.
+    madeAhead = null;
     return runLegacy(app, request, inline);
+  }
   if (app.kind === "platform.legacy")
     throw new PlatformError("internal", "A legacy capsule runs on the snapshot runtime only.");
   const execution = beginExecution(request.requestId, request.now, request.seed, inline);

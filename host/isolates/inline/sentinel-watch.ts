@@ -15,7 +15,8 @@ export const START_CPU_US = 7; // the main thread's CPU when the open entry bega
 export const ASLEEP = 8; // 1 while no registered isolate may run entries (spares alone): the sentinel does not tick
 export const TICKS = 9; // the sentinel's ticks so far (modulo 2^32)
 export const SIGNAL = 10; // bumped by every change of the registry or of ASLEEP: what the sentinel sleeps on
-export const CELLS = 11;
+export const EXITING = 11; // 1 once the process exits: the sentinel returns, which exit waits for
+export const CELLS = 12;
 /** {@link CPU_SEQ} until the watchdog thread found it can read the main thread's CPU. */
 export const CPU_UNMEASURED = -2;
 /**
@@ -41,6 +42,7 @@ const STEADY_CAP_SLICES = 5;
  * looking at the generation and the cell: a wait that checks its value first, so no change the
  * host makes after that reading is missed. Returns when the host changes the registry, once no
  * entry is open: a change made from inside an entry would otherwise leave that entry unwatched.
+ * Returns at once when the process exits ({@link EXITING}): exit waits for isolated-vm's threads.
  */
 export const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs) {
   const state = new Int32Array(buffer);
@@ -50,6 +52,7 @@ export const WATCH_SOURCE = `(function watch(buffer, entries, generation, tickMs
   let since = 0n;
   for (;;) {
     const signal = Atomics.load(state, ${SIGNAL});
+    if (Atomics.load(state, ${EXITING}) === 1) break;
     // A change made while an entry is open (from a host call inside it) is taken once it closes:
     // the host cannot hand over the new registry before, and the open entry is watched meanwhile.
     const changed = Atomics.load(state, ${GENERATION}) !== generation;

@@ -284,6 +284,22 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     expect(sentinel.watches(early)).toBe(false);
   });
 
+  it.each(["ahead", "registered"])(
+    "lets the process exit while it holds an isolate %s",
+    async (how) => {
+      // Its loop runs on an isolated-vm thread, which exit waits for: asleep beside a spare alone
+      // (every deployment evicted), or ticking, `process.exit` hung for good (the supervisor of a
+      // host that did not close in time waited on it).
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ["--no-node-snapshot", "--import", "tsx", "test/helpers/exiting-with-sentinel.ts", how],
+        { timeout: 60_000 },
+      );
+      expect(stdout.trim()).toBe(`${how} true`);
+    },
+    120_000,
+  );
+
   it("stops an entry past five slices on the steady clock, whatever its CPU", async () => {
     // Stopped for 1.6 s inside a 300 ms slice, and still running 100 ms after.
     const run = await pausedEntry(300, 1600, 100, (r) => r.stopped);

@@ -7,6 +7,7 @@ import {
   CPU_SEQ,
   CPU_UNMEASURED,
   CPU_US,
+  EXITING,
   GENERATION,
   OPEN,
   SEQ,
@@ -57,6 +58,12 @@ export class InlineSentinel {
     >;
     this.state[WATCHING] = -1;
     this.state[CPU_SEQ] = CPU_UNMEASURED;
+    // Exit waits for isolated-vm's threads, the sentinel's among them: asleep or ticking, its loop
+    // would never return, and `process.exit` hung.
+    process.once("exit", () => {
+      Atomics.store(this.state, EXITING, 1);
+      this.signal();
+    });
     // The same two cells tell the watchdog thread when the main thread is stuck inside an entry; it
     // writes the main thread's CPU in the open entry to the last two.
     watchInlineEntries(this.buffer, {
