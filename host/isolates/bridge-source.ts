@@ -24,8 +24,7 @@ const refused = JSON.stringify({
  * refusal's text), so patches by capsule code do not reach it. Compiled with the bridge, as the
  * inline bridge's functions are (see {@link INLINE_BRIDGE_SOURCE}); strict, as all of it is.
  */
-function threadedBridgeSource(): string {
-  return `const then = Promise.prototype.then;
+const THREADED_BRIDGE_SOURCE = `const then = Promise.prototype.then;
     const apply = Reflect.apply;
     const resolved = Promise.resolve.bind(Promise);
     let inFlight = 0;
@@ -39,10 +38,6 @@ function threadedBridgeSource(): string {
         (error) => { settle(); throw error; },
       ]);
     });`;
-}
-
-/** {@link threadedBridgeSource}, made once (it depends on `LIMITS` only). */
-const THREADED_BRIDGE_SOURCE = threadedBridgeSource();
 
 /**
  * The inline bridge as the isolate gets it (`$1` to `$3`: the host's References). A call over

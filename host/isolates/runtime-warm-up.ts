@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { DispatchRequest } from "../../sdk/protocol/index.js";
+import { type DispatchRequest, handlerRequestFields } from "../../sdk/protocol/index.js";
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import type { CodeCache } from "./code-cache.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineStanding } from "./inline/index.js";
@@ -36,16 +36,11 @@ export async function warmRuntimeCache(
   const standing = new InlineStanding(policy);
   const isolate = await CapsuleIsolate.create(WARM_UP_CAPSULE, WARM_UP_ARTIFACT, limits, standing, { cache });
   try {
-    const request = {
-      kind: "query",
-      name: "warm",
-      argsJson: '{"warm":true}',
-      identity: null,
-      env: {},
-      now: 1,
-      seed: 1,
-      requestId: 0,
-    } satisfies DispatchRequest;
+    // Shaped as the host's own requests are (call-execution.ts).
+    const request: DispatchRequest = Object.assign(
+      handlerRequestFields("warm", '{"warm":true}', null, {}, Date.now(), 1),
+      { kind: "query" as const },
+    );
     await isolate.execute(request, noSyscalls);
     await refreshRuntimeCache(isolate.isolate, cache);
   } finally {

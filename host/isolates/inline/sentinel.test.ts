@@ -216,11 +216,7 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     const slot = sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS);
     made.push({ isolate, slot });
     expect(sentinel.registerAhead(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
-    const since = Date.now();
-    while (!sentinel.watches(slot)) {
-      if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await untilWatched(slot);
     // Taken with the same slice: the same slot, watched at once (a new one is not, until the
     // sentinel's thread has taken the registry again).
     expect(sentinel.register(isolate, SLOW_MACHINE_SLICE_MS)).toBe(slot);
@@ -276,11 +272,7 @@ describe.runIf(process.platform === "linux")("the inline sentinel on a host the 
     const slot = sentinel.register(other, SLOW_MACHINE_SLICE_MS / 2);
     made.push({ isolate: other, slot });
     expect(slot).not.toBe(early);
-    const since = Date.now();
-    while (!sentinel.watches(slot)) {
-      if (Date.now() - since > 2000) throw new Error("the sentinel never took the registry");
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await untilWatched(slot);
     expect(sentinel.watches(early)).toBe(false);
   });
 
