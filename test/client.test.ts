@@ -298,6 +298,22 @@ describe("platform/client in Node", () => {
         headers: {},
       });
       expect(await withToken.text()).toBe("private text");
+      // A stored link is the app's users' text: only the app's own storage URLs get the token
+      // (found by review: any URL got it, so a link to another site took the viewer's identity).
+      const own = new URL(dev.deploymentUrl("dev"));
+      const elsewhere = [
+        "https://evil.example/x.png",
+        `//evil.example/storage/${secret.key}`,
+        `${own.protocol}//other.${own.host}/storage/${secret.key}`,
+        `${own.protocol}//${own.hostname}:1/storage/${secret.key}`,
+        `${own.origin}/api/query/count`,
+        `${own.origin}/storage/../api/query/count`,
+        `${own.origin}/storagex/${secret.key}`,
+      ];
+      for (const url of elsewhere) expect(await c.storage.authorizedUrl(url)).toBe(url);
+      expect(await c.storage.authorizedUrl(`/storage/${secret.key}`)).toMatch(
+        new RegExp(`^${own.origin}/storage/${secret.key}\\?platform_token=`),
+      );
       await c.storage.delete(uploaded.key);
       await c.storage.delete(uploaded.key);
       expect((await nodeFetch(uploaded.url, { method: "GET", headers: {} })).status).toBe(404);

@@ -26,7 +26,9 @@ export interface StorageClient {
   delete(key: string): Promise<void>;
   /**
    * `url` with the client's token as `?platform_token=`, for an `<img>` of a private object or of
-   * an app that requires sign-in (an image element sends no Authorization header).
+   * an app that requires sign-in (an image element sends no Authorization header). Only the app's
+   * own storage URLs get the token; any other URL (another site's, a stored link a user wrote)
+   * comes back as it is, so rendering user-supplied URLs never hands the user's identity away.
    */
   authorizedUrl(url: string): Promise<string>;
 }
@@ -52,9 +54,11 @@ export function createStorageClient(baseUrl: string, fetch: FetchFunction, auth:
       await callWithAuth(fetch, auth, `${baseUrl}/storage/${key}`, { method: "DELETE" });
     },
     async authorizedUrl(url) {
+      const storage = new URL(`${baseUrl}/storage/`);
+      const target = new URL(url, baseUrl);
+      if (target.origin !== storage.origin || !target.pathname.startsWith(storage.pathname)) return url;
       const token = await auth.validToken();
       if (!token) return url;
-      const target = new URL(url, baseUrl);
       target.searchParams.set("platform_token", token);
       return target.toString();
     },
