@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { PlatformError } from "../sdk/values/index.js";
 import { printWarning } from "./output.js";
 
 /** Operator tokens shorter than this get a warning at start (a generated one has 32; 16 random ones are past guessing). */
@@ -15,7 +16,15 @@ export function adminToken(data: string): { token: string; generated: boolean } 
   const fromEnv = process.env.PLATFORM_ADMIN_TOKEN;
   if (fromEnv) return { token: fromEnv, generated: false };
   const file = join(data, "admin-token");
-  if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), generated: false };
+  if (existsSync(file)) {
+    const token = readFileSync(file, "utf8").trim();
+    if (token === "")
+      throw new PlatformError(
+        "invalid_request",
+        `${file} is empty: write the operator token into it, or delete it to have a new one made.`,
+      );
+    return { token, generated: false };
+  }
   mkdirSync(data, { recursive: true, mode: 0o700 });
   const token = randomBytes(24).toString("base64url");
   writeFileSync(file, `${token}\n`, { mode: 0o600 });

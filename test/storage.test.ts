@@ -459,6 +459,21 @@ describe("unavailable storage and platform dev", () => {
     }
   });
 
+  it("never takes an empty token for the operator's, on a host run without one (found by review)", async () => {
+    // Before: `Bearer \u00a0` trimmed to "" and matched an empty operator token: every file listed.
+    const bare = await startTestHost({ adminToken: "" });
+    try {
+      await bare.deployments.deploy("b", { code: await fixtureCode("access") });
+      const inspect = (authorization: string) =>
+        sendRequest(`${bare.deploymentUrl("b")}/__platform/storage`, { headers: { authorization } });
+      expect(code(await inspect("Bearer \u00a0"))).toEqual([403, "forbidden"]);
+      expect(code(await inspect("Bearer x"))).toEqual([403, "forbidden"]);
+      expect(code(await inspect("Bearer"))).toEqual([401, "unauthorized"]);
+    } finally {
+      await bare.dispose();
+    }
+  });
+
   it("lets the local guest upload in platform dev, in memory", async () => {
     const dev = await startTestHost({ devDeployment: "dev" });
     try {

@@ -32,8 +32,13 @@ export function hashSecret(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
-/** Compares two secrets in constant time (for equal lengths; different lengths are simply unequal). */
+/**
+ * Compares two secrets in constant time (for equal lengths; different lengths are simply unequal).
+ * An empty secret matches nothing: a host run with no operator token must not take an empty one
+ * as the operator's (found by review, with a token of only U+00A0 that trimmed to nothing).
+ */
 export function sameSecret(a: string, b: string): boolean {
+  if (a.length === 0 || b.length === 0) return false;
   const left = Buffer.from(a);
   const right = Buffer.from(b);
   return left.length === right.length && timingSafeEqual(left, right);

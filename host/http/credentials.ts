@@ -3,13 +3,16 @@ import { PlatformError } from "../../sdk/values/index.js";
 
 /**
  * The one reader of `Authorization: Bearer <token>`: `undefined` when the header is absent, `null`
- * when it is present but not a bearer token, else the token. Every route that takes a bearer token
- * reads it here, so the header is parsed one way; each caller decides what a malformed header means.
+ * when it is present but not a bearer token (an empty one included), else the token. Every route
+ * that takes a bearer token reads it here, so the header is parsed one way; each caller decides
+ * what a malformed header means. Only spaces and tabs around the token are dropped, as HTTP's own
+ * parsing does: `String.prototype.trim` also dropped U+00A0, so `Bearer \u00a0` read as an empty token.
  */
 export function bearerOf(header: string): string | null | undefined {
   if (!header) return undefined;
-  if (!header.startsWith("Bearer ") || header.length < 8) return null;
-  return header.slice(7).trim();
+  if (!header.startsWith("Bearer ")) return null;
+  const token = header.slice(7).replace(/^[ \t]+|[ \t]+$/g, "");
+  return token === "" ? null : token;
 }
 
 /**
