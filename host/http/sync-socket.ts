@@ -3,7 +3,7 @@ import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { SessionGate, SessionProof } from "../auth/index.js";
 import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
-import type { LiveQueries } from "../live/index.js";
+import type { LiveQueries, Subscriber } from "../live/index.js";
 import { clientAddressKey } from "./client-address.js";
 import type { RequestQuota } from "./request-quota.js";
 import { type KeptArgs, roomFull, SubscriptionArgs, type SubscriptionRooms } from "./subscription-args.js";
@@ -97,7 +97,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
     // Not known now (the database busy or away): the client connects again, after its back-off.
     () => ws.close(1011, "try again"),
   );
-  const subscriptions = new Map<string, Promise<() => void>>();
+  const subscriptions = new Map<string, Subscriber>();
   const sendMessage = (message: Outgoing) => {
     if (ws.readyState === ws.OPEN) sends.send(ws, message);
   };
@@ -158,10 +158,10 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
   // Its room taken for another client's (this address holds more than an even share): it ends as
   // an unsubscribe would, and the client is told when to subscribe again.
   const endForOthers = (id: string) => {
-    const stop = subscriptions.get(id);
+    const subscriber = subscriptions.get(id);
     subscriptions.delete(id);
     pushes.forget(id);
-    stop?.then((end) => end()).catch(() => {});
+    if (subscriber) live.leave(subscriber);
     send({
       type: "error",
       id,
@@ -209,9 +209,9 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
         return;
       }
       // Its pushes are its own while the id is: an id unsubscribed and used again is another's.
-      const current = () => subscriptions.get(id) === subscribed;
+      const current = () => subscriptions.get(id) === subscriber;
       const before = valueText("value", id, "").slice(0, -1);
-      const subscribed = live.subscribe(deployment, message.name, args, identity, {
+      const subscriber: Subscriber = {
         caller: address,
         owner: ws,
         value: (_valueJson, encoded) =>
@@ -225,16 +225,16 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
           const text = JSON.stringify({ type: "error", id, error });
           pushes.push(id, { message: () => text, length: text.length, current });
         },
-      });
-      // Awaited on unsubscribe or close; a failure until then must not go unheard.
-      subscribed.catch(() => {});
-      subscriptions.set(id, subscribed);
+      };
+      subscriptions.set(id, subscriber);
+      // Left through live.leave, at once, even before this resolves; a failure must not go unheard.
+      live.subscribe(deployment, message.name, args, identity, subscriber).catch(() => {});
     } else if (message.type === "unsubscribe") {
-      const stop = subscriptions.get(id);
+      const subscriber = subscriptions.get(id);
       subscriptions.delete(id);
       pushes.forget(id);
+      if (subscriber) live.leave(subscriber);
       keptArgs.release(id);
-      (await stop)?.();
     } else if (message.type === "mutation") {
       const done = mutate(id, message, argsJson());
       mutations.add(done);
@@ -250,19 +250,14 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       send({ type: "error", error: { code: "internal", message: "The message could not be handled." } });
     });
   });
-  ws.on("close", async () => {
+  ws.on("close", () => {
     inbound.close(address);
     keptArgs.releaseAll();
     sockets.delete(ws);
     running.delete(ws);
     if (sockets.size === 0 && open.get(deployment) === sockets) open.delete(deployment);
     pushes.close();
-    const stops = [...subscriptions.values()];
+    for (const subscriber of subscriptions.values()) live.leave(subscriber);
     subscriptions.clear();
-    for (const stop of stops)
-      await Promise.resolve(stop).then(
-        (unsubscribe) => unsubscribe(),
-        () => {},
-      );
   });
 }

@@ -38,6 +38,10 @@ export class LiveQueries {
    */
   private readonly listening = new Map<string, { database: object; stop: () => void }>();
   private readonly pending = new Set<Promise<void>>();
+  /** The group each subscriber is in, with its key, from joining until it leaves. */
+  private readonly memberships = new WeakMap<Subscriber, { group: Group; key: string }>();
+  /** Subscribers that left (or never joined): a subscribe still under way for one of them ends without it. */
+  private readonly gone = new WeakSet<Subscriber>();
   /** Each owner's groups (a socket's), with how many of its subscribers each has: what {@link settledFor} waits for. */
   private readonly byOwner = new WeakMap<object, Map<Group, number>>();
   private readonly state: LiveState;
@@ -84,7 +88,11 @@ export class LiveQueries {
     return counts;
   }
 
-  /** Subscribes; resolves once `subscriber` got the current outcome. Returns the unsubscribe function. */
+  /**
+   * Subscribes; resolves once `subscriber` got the current outcome. Returns the unsubscribe
+   * function, which {@link leave} is too: leave at once, a subscribe still waiting for its outcome
+   * included (a query that takes seconds must not keep what its subscribers left).
+   */
   async subscribe(
     deployment: string,
     name: string,
@@ -92,7 +100,9 @@ export class LiveQueries {
     identity: BridgeIdentity | null,
     subscriber: Subscriber,
   ): Promise<() => void> {
+    const leave = () => this.leave(subscriber);
     await this.listen(deployment);
+    if (this.gone.has(subscriber)) return leave;
     const key = groupKey(deployment, name, argsJson, identity);
     let group = this.groups.get(key);
     if (!group) {
@@ -108,6 +118,7 @@ export class LiveQueries {
       this.readSetsOf(deployment).set(group, undefined);
     }
     group.subscribers.set(subscriber, undefined);
+    this.memberships.set(subscriber, { group, key });
     this.countOwner(subscriber.owner, group, 1);
     // A run under way (the first, or a re-run) or due hands the newcomer its outcome. Only that run
     // is waited for, not the re-runs commits keep adding behind it: under a steady stream of
@@ -115,18 +126,31 @@ export class LiveQueries {
     const run =
       group.running ?? (group.outcome && group.roomNeeded === undefined ? undefined : this.schedule(group));
     if (run) await Promise.race([run, nextRunOf(group, true)]);
-    this.delivery.deliverTo(group, subscriber);
-    const joined = group;
-    return () => {
-      if (joined.subscribers.delete(subscriber)) this.countOwner(subscriber.owner, joined, -1);
-      if (this.groups.get(key) !== joined) return;
-      if (joined.subscribers.size === 0) {
-        this.groups.delete(key);
-        this.byDeployment.get(deployment)?.delete(joined);
-        this.readSets.get(deployment)?.delete(joined);
-        this.state.release(joined);
-      } else this.state.subscriberLeft(joined, subscriber.caller ?? "");
-    };
+    if (group.subscribers.has(subscriber)) this.delivery.deliverTo(group, subscriber);
+    return leave;
+  }
+
+  /**
+   * Takes `subscriber` out of its group now, whether or not its subscribe has resolved; a group
+   * left empty is dropped (a run under way finds it gone and keeps nothing). Found by review:
+   * leaving was possible only once the first outcome came, so subscribing to a query that hangs
+   * and unsubscribing at once, over and over, kept every subscription, after the socket's limits
+   * on arguments had let them go.
+   */
+  leave(subscriber: Subscriber): void {
+    this.gone.add(subscriber);
+    const membership = this.memberships.get(subscriber);
+    if (!membership) return;
+    this.memberships.delete(subscriber);
+    const { group, key } = membership;
+    if (group.subscribers.delete(subscriber)) this.countOwner(subscriber.owner, group, -1);
+    if (this.groups.get(key) !== group) return;
+    if (group.subscribers.size === 0) {
+      this.groups.delete(key);
+      this.byDeployment.get(group.deployment)?.delete(group);
+      this.readSets.get(group.deployment)?.delete(group);
+      this.state.release(group);
+    } else this.state.subscriberLeft(group, subscriber.caller ?? "");
   }
 
   /**
