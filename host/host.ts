@@ -250,6 +250,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     auth,
     live,
     quota,
+    bodyArrivals,
     options.devDeployment !== undefined,
   );
   return {

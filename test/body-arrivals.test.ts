@@ -7,10 +7,12 @@
  */
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type WebSocket from "ws";
 import { sendRequest } from "../cli/http.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { arrivingBytes, rawRequest, until } from "./helpers/arrivals.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { connectSync } from "./helpers/sync-socket.js";
 
 const KIB = 1024;
 let host: TestHost;
@@ -105,5 +107,33 @@ describe("request bodies arriving at once", () => {
     expect(refused).toMatch(/^HTTP\/1\.1 429 /);
     for (const held of sockets) held.destroy();
     await until(async () => (await arriving()) === 0);
+  });
+});
+
+describe("sync messages arriving", () => {
+  it("count while unfinished, against the same budgets as bodies, until they are whole (found by review)", async () => {
+    // Before: a socket held an unfinished message of up to 1 MiB for as long as its sender liked,
+    // counted nowhere; a thousand sockets from one address held 1 GiB.
+    const from = { "x-forwarded-for": "10.0.1.1" };
+    const first = await connectSync(host.deploymentUrl("notes"), from);
+    const second = await connectSync(host.deploymentUrl("notes"), from);
+    const unfinished = (ws: WebSocket, bytes: number) => ws.send("x".repeat(bytes), { fin: false });
+    unfinished(first.ws, 200 * KIB);
+    await until(async () => (await arriving()) >= 200 * KIB);
+    // The second socket's unfinished message passes the address's 256 KiB: it is closed.
+    const closed = new Promise<[number, string]>((resolve) =>
+      second.ws.once("close", (code, reason) => resolve([code, String(reason)])),
+    );
+    unfinished(second.ws, 100 * KIB);
+    expect(await closed).toEqual([1008, "too many bytes arriving"]);
+    // Whole, the first message no longer counts (it was never JSON: the host says so).
+    first.ws.send("x", { fin: true });
+    await first.next((m) => m.type === "error");
+    await until(async () => (await arriving()) < KIB);
+    // A socket closed with its message unfinished gives its bytes back too.
+    unfinished(first.ws, 200 * KIB);
+    await until(async () => (await arriving()) >= 200 * KIB);
+    first.ws.terminate();
+    await until(async () => (await arriving()) < KIB);
   });
 });

@@ -106,6 +106,7 @@ class CountedArrival implements BodyArrival, Holding {
   constructor(
     private readonly counts: ArrivalCounts,
     private readonly req: IncomingMessage,
+    private readonly stop: () => void,
   ) {}
 
   get bytes(): number {
@@ -118,7 +119,7 @@ class CountedArrival implements BodyArrival, Holding {
 
   drop(): void {
     this.end();
-    this.req.destroy();
+    this.stop();
   }
 
   take(bytes: number): PlatformError | undefined {
@@ -180,9 +181,12 @@ export class BodyArrivals {
     );
   }
 
-  /** Starts counting the body of `req`. */
-  begin(req: IncomingMessage): BodyArrival {
-    return new CountedArrival(this.counts, req);
+  /**
+   * Starts counting the body of `req`, or what arrives on its upgraded socket; `stop` ends it when
+   * it is dropped for another address's room (by default, the request is destroyed).
+   */
+  begin(req: IncomingMessage, stop: () => void = () => req.destroy()): BodyArrival {
+    return new CountedArrival(this.counts, req, stop);
   }
 
   /** Bytes of request bodies arriving now, in all (a metric). */

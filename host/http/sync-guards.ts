@@ -1,4 +1,6 @@
+import type { Duplex } from "node:stream";
 import type WebSocket from "ws";
+import type { BodyArrival } from "./body-arrivals.js";
 import { SYNC_LIMITS } from "./sync-messages.js";
 
 /**
@@ -95,6 +97,28 @@ export function onBudgetedMessage(
     ws.close(1008, "too many messages");
     setTimeout(() => ws.terminate(), 1000).unref();
   });
+}
+
+/**
+ * Counts what arrives on `socket`, `ws`'s own, against `arrival` (a share of the host's body
+ * arrivals, the limits request bodies arriving have) from the moment it arrives until the message
+ * it belongs to is whole: `ws` holds an unfinished message, up to its 1 MiB, for as long as its
+ * sender takes, and the budgets above count only whole ones. Found by review: a thousand sockets
+ * from one address, each a byte short of a 1 MiB message and answering pings, held 1 GiB. Past a
+ * limit `ws` is closed (1008); dropped for another address's room, it is ended at once. Counted
+ * before `ws` reads a chunk, so a chunk that also starts the next message counts only until the
+ * message it ends is whole: at most one chunk a socket goes uncounted.
+ */
+export function countArrivingBytes(ws: WebSocket, socket: Duplex, arrival: BodyArrival): void {
+  socket.prependListener("data", (chunk: Buffer) => {
+    const refused = arrival.take(chunk.length);
+    if (!refused) return;
+    arrival.end();
+    ws.close(1008, refused.code === "unavailable" ? "host receiving all it holds" : "too many bytes arriving");
+    ws.terminate();
+  });
+  ws.on("message", () => arrival.end());
+  ws.once("close", () => arrival.end());
 }
 
 /**

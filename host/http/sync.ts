@@ -10,7 +10,8 @@ import { syncToken } from "./credentials.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { KeptArgs, SubscriptionRooms } from "./subscription-args.js";
-import { InboundBudgets } from "./sync-guards.js";
+import type { BodyArrivals } from "./body-arrivals.js";
+import { countArrivingBytes, InboundBudgets } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
 import { refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
 import { SendLimits } from "./sync-send-limits.js";
@@ -54,6 +55,8 @@ export function attachSync(
   auth: AuthService,
   live: LiveQueries,
   quota: RequestQuota,
+  /** The host's request bodies arriving: unfinished messages count there too (countArrivingBytes). */
+  arrivals: BodyArrivals,
   /** `platform dev`: sockets opened by pages of other sites are refused (see `crossSiteInDev`). */
   dev = false,
 ): SyncEndpoint {
@@ -132,6 +135,7 @@ export function attachSync(
     const session = held ? held.session : null;
     const key = quotaKey(deployment, identity, client);
     wss.handleUpgrade(req, socket, head, (ws) => {
+      countArrivingBytes(ws, socket, arrivals.begin(req, () => ws.terminate()));
       if (!held)
         return serve(ws, { deployment, incarnation, identity: null, session: null, key, gate: null, client });
       const gate = held.gate;
