@@ -134,7 +134,9 @@ export function dashboardRoutes(
   async function shell(ctx: Context): Promise<void> {
     const signedIn = await signedInOrAuto(ctx);
     if (!signedIn) {
-      ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+      ctx.redirect(
+        `/dashboard/login?next=${encodeURIComponent(sameSitePath(ctx.originalUrl, "/dashboard"))}`,
+      );
       return;
     }
     sendShell(ctx, { name: signedIn.name, operator: signedIn.who.kind === "admin", csrf: signedIn.csrf });
@@ -158,7 +160,7 @@ export function dashboardRoutes(
   router.get("/deploys/:id/storage", async (ctx) => {
     const signedIn = await signedInOrAuto(ctx);
     if (!signedIn) {
-      ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.path)}`);
+      ctx.redirect(`/dashboard/login?next=${encodeURIComponent(sameSitePath(ctx.path, "/dashboard"))}`);
       return;
     }
     const record = await deployments.get(ctx.params.id as string);

@@ -1,3 +1,5 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
+
 /** ASCII tabs and newlines, which browsers remove anywhere in a URL before parsing it. */
 const TAB_OR_NEWLINE = /[\t\n\r]/g;
 /** A path on this site: one `/`, then nothing or a character that is neither `/` nor `\`. */
@@ -23,12 +25,13 @@ function hasControl(text: string): boolean {
 
 /**
  * Where to send a browser after sign-in: `next` as a browser would read it (tabs and newlines
- * removed, edges trimmed) when it is a path on this site, both as written and percent-decoded; else
- * `fallback`. `//evil`, `/\evil`, `/%5Cevil`, `/\t/evil`, `https:evil` and relative paths all fall
- * back (browsers read `\` as `/`, so `/\evil` leaves the site).
+ * removed, edges trimmed) when it is a path on this site, both as written and percent-decoded, of
+ * at most {@link LIMITS.redirectPathChars}; else `fallback`. `//evil`, `/\evil`, `/%5Cevil`,
+ * `/\t/evil`, `https:evil` and relative paths all fall back (browsers read `\` as `/`, so `/\evil`
+ * leaves the site), and so does a path long enough to make a response head a proxy refuses.
  */
 export function sameSitePath(next: string | null | undefined, fallback = "/"): string {
-  if (!next) return fallback;
+  if (!next || next.length > LIMITS.redirectPathChars) return fallback;
   const path = trimControls(next.replace(TAB_OR_NEWLINE, ""));
   if (!SAME_SITE_PATH.test(path) || hasControl(path)) return fallback;
   let decoded: string;

@@ -223,9 +223,11 @@ export const LIMITS = {
   /**
    * Characters of one custom endpoint's answer's headers, names and values together. Ours: the
    * host's main thread reads each `Set-Cookie` attribute by attribute (8 MB of `;` held it for most
-   * of a second), and a proxy or browser refuses far less (nginx 4-8 KiB, Node's client 16 KiB).
+   * of a second), and a proxy or client refuses far less (nginx 4-8 KiB by default, Node's client
+   * 16 KiB). 64 KiB before: an answer's head past what the proxy takes makes nginx mark the host
+   * failed, for every tenant (docs/operators.md sizes its buffer for this limit).
    */
-  endpointResponseHeaderChars: 64 * 1024,
+  endpointResponseHeaderChars: 16 * 1024,
   /**
    * Characters of platform calls one isolate may have in flight at once on its own thread (each is
    * copied into the host's memory as it is made). Ours.
@@ -312,6 +314,14 @@ export const LIMITS = {
    * Ours: each stores a session for 12 hours, and a guessed operator token would open every tenant.
    */
   dashboardSignInsPerMinute: 30,
+  /**
+   * Characters of the path the dashboard's sign-in sends a browser back to (longer ones go to the
+   * dashboard's start). Ours: the path rides in a `Location` header, percent-encoded once more on
+   * the way to sign-in, and a proxy in front takes a response head of 4-8 KiB at most: nginx
+   * answers 502 to a longer one and, with several hosts in its upstream, takes the host out of
+   * rotation for 10 s, for every tenant.
+   */
+  redirectPathChars: 1024,
   /**
    * Account sessions one developer may mint per minute for their deployments' users
    * (`POST /v1/deploys/<id>/sessions`; the operator's are not limited). Ours: each is a stored
