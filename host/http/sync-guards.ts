@@ -114,7 +114,10 @@ export function countArrivingBytes(ws: WebSocket, socket: Duplex, arrival: BodyA
     const refused = arrival.take(chunk.length);
     if (!refused) return;
     arrival.end();
-    ws.close(1008, refused.code === "unavailable" ? "host receiving all it holds" : "too many bytes arriving");
+    ws.close(
+      1008,
+      refused.code === "unavailable" ? "host receiving all it holds" : "too many bytes arriving",
+    );
     ws.terminate();
   });
   ws.on("message", () => arrival.end());

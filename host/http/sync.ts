@@ -5,12 +5,12 @@ import { LIMITS, SYNC_CLOSE } from "../../sdk/protocol/index.js";
 import { type AuthService, type HeldIdentity, IDENTITY_ENDED } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
+import type { BodyArrivals } from "./body-arrivals.js";
 import { clientAddressKey, SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { KeptArgs, SubscriptionRooms } from "./subscription-args.js";
-import type { BodyArrivals } from "./body-arrivals.js";
 import { countArrivingBytes, InboundBudgets } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
 import { refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
@@ -135,7 +135,11 @@ export function attachSync(
     const session = held ? held.session : null;
     const key = quotaKey(deployment, identity, client);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      countArrivingBytes(ws, socket, arrivals.begin(req, () => ws.terminate()));
+      countArrivingBytes(
+        ws,
+        socket,
+        arrivals.begin(req, () => ws.terminate()),
+      );
       if (!held)
         return serve(ws, { deployment, incarnation, identity: null, session: null, key, gate: null, client });
       const gate = held.gate;
