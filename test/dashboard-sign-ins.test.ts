@@ -1,8 +1,8 @@
 /**
  * Dashboard sign-ins are bounded: each stores a session, and a wrong token may be a guess at the
  * operator's. One client address gets LIMITS.dashboardSignInsPerMinute a minute, right or wrong,
- * then `429` with `Retry-After`; expired sessions are deleted (when read, and by the host's hourly
- * sweep) instead of kept for good.
+ * then `429` with `Retry-After`; tokens the operator API refuses count the same; expired sessions
+ * are deleted (when read, and by the host's hourly sweep) instead of kept for good.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
@@ -49,4 +49,29 @@ it("lets one address sign in a few times a minute, right or wrong, then answers 
   expect(Number(refused?.response.headers["retry-after"])).toBeGreaterThan(0);
   expect(refused?.cookie).toBeUndefined();
   expect(await stored()).toBe(signedIn);
+});
+
+it("counts tokens /v1, /metrics and /v1/backup refuse the same way, per address (found by review)", async () => {
+  // Before: /v1/me answered 2,569 wrong tokens a second to one connection, never 429.
+  const proxied = await startTestHost({ trustProxy: true });
+  try {
+    const paths = ["/v1/me", "/metrics", "/v1/backup"];
+    const guess = (i: number, address: string, token = `guess-${i}`) =>
+      sendRequest(`${proxied.url}${paths[i % paths.length]}`, {
+        headers: { authorization: `Bearer ${token}`, "x-forwarded-for": address },
+      });
+    let refused: Awaited<ReturnType<typeof guess>> | undefined;
+    for (let i = 0; i < 10 * LIMITS.dashboardSignInsPerMinute && !refused; i++) {
+      const response = await guess(i, "10.9.0.1");
+      if (response.status === 429) refused = response;
+      else expect(response.status).toBe(403);
+    }
+    expect(refused?.json<{ error: { code: string } }>().error.code).toBe("limit_exceeded");
+    expect(Number(refused?.headers["retry-after"])).toBeGreaterThan(0);
+    // Another address, and the operator from it, are not held back.
+    expect((await guess(0, "10.9.0.2")).status).toBe(403);
+    expect((await guess(0, "10.9.0.2", proxied.adminToken)).status).toBe(200);
+  } finally {
+    await proxied.dispose();
+  }
 });

@@ -5,6 +5,7 @@ import { checkHostBackup, type OperatorCaller } from "../access/index.js";
 import type { Developers } from "../auth/index.js";
 import { type BackupSource, startBackup } from "../backup/index.js";
 import { resolvePrincipal } from "./principal.js";
+import type { TokenGuesses } from "./token-guesses.js";
 
 /**
  * `GET /v1/backup` on the control plane: the operator's backup of the whole host, streamed as
@@ -16,10 +17,11 @@ export function backupRoutes(
   source: BackupSource,
   adminToken: string,
   developers: Developers,
+  guesses: TokenGuesses,
 ): RouterMiddleware {
   const router = new Router();
   let running = false;
-  router.get("/v1/backup", resolvePrincipal(adminToken, developers), async (ctx) => {
+  router.get("/v1/backup", resolvePrincipal(adminToken, developers, guesses), async (ctx) => {
     checkHostBackup(ctx.state.principal as OperatorCaller);
     if (running)
       throw new PlatformError("conflict", "A backup of this host is running already; wait for it to finish.");

@@ -43,6 +43,7 @@ import {
 } from "./principal.js";
 import { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
+import type { TokenGuesses } from "./token-guesses.js";
 
 const principal = principalOf;
 
@@ -172,9 +173,10 @@ export function controlPlaneRoutes(
   transfer: DeploymentTransfer,
   sessions: SessionLookup,
   data: DataConsole,
+  guesses: TokenGuesses,
 ): RouterMiddleware {
   const router = new Router({ prefix: "/v1" });
-  router.use(resolvePrincipal(adminToken, developers, sessions));
+  router.use(resolvePrincipal(adminToken, developers, guesses, sessions));
   registerTransferRoutes(router, transfer, deployments);
   registerDataRoutes(router, deployments, data, objects);
   registerStorageRoutes(router, deployments, objects);

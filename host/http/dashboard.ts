@@ -6,7 +6,6 @@ import { sameSecret } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import { readBody, SMALL_BODY_BYTES } from "./body.js";
-import { clientAddressKey } from "./client-address.js";
 import { sendAsset, sendShell, setPageHeaders } from "./dashboard-assets.js";
 import { storagePage } from "./dashboard-pages.js";
 import type { DashboardSessions, SignedIn } from "./dashboard-sessions.js";
@@ -15,7 +14,7 @@ import { escapeHtml, page } from "./html-page.js";
 import { isLoopbackAddress, isLoopbackHost } from "./loopback-host.js";
 import { TWO_SESSION_COOKIES } from "./principal.js";
 import { sameSitePath } from "./redirect-target.js";
-import { RequestQuota } from "./request-quota.js";
+import type { TokenGuesses } from "./token-guesses.js";
 
 /** The server-rendered pages (sign-in, storage): their own inline styles, no script at all. */
 const STORAGE_PAGE_CSP =
@@ -43,16 +42,11 @@ export function dashboardRoutes(
   sessions: DashboardSessions,
   deployments: DeploymentService,
   objects: ObjectService,
-  quota: RequestQuota,
+  /** Sign-ins store a session each, and a wrong token may be a guess: a few a minute per address. */
+  signIns: TokenGuesses,
   dev = false,
 ): RouterMiddleware {
   const router = new Router();
-  // Sign-ins store a session each, and a wrong token may be a guess: a few a minute per address.
-  const signIns = new RequestQuota(
-    quota.enabled
-      ? { burst: LIMITS.dashboardSignInsPerMinute, perSecond: LIMITS.dashboardSignInsPerMinute / 60 }
-      : false,
-  );
 
   /** The request's session; in `platform dev` on loopback, a new operator session when it has none. */
   async function signedInOrAuto(ctx: Context): Promise<SignedIn | undefined> {
@@ -107,8 +101,8 @@ export function dashboardRoutes(
   router.post("/dashboard/login", async (ctx) => {
     const fields = await form(ctx);
     if (!fields) return;
-    const client = clientAddressKey(quota.clientAddress(ctx.req));
-    if (!signIns.tryTake(client)) {
+    const client = signIns.keyOf(ctx);
+    if (!signIns.take(client)) {
       ctx.set("Retry-After", String(signIns.retryAfterSeconds(client)));
       sendPage(
         ctx,

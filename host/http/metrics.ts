@@ -5,6 +5,7 @@ import type { Developers } from "../auth/index.js";
 import type { HostMetrics } from "../metrics/index.js";
 import { type Principal, resolvePrincipal } from "./principal.js";
 import { ownPaths } from "./routing.js";
+import type { TokenGuesses } from "./token-guesses.js";
 
 /** Answers with every metric of `metrics`, levels read now. */
 export async function sendMetrics(ctx: Context, metrics: HostMetrics): Promise<void> {
@@ -24,9 +25,10 @@ export function metricsRoutes(
   metrics: HostMetrics,
   adminToken: string,
   developers: Developers,
+  guesses: TokenGuesses,
 ): RouterMiddleware {
   const router = new Router();
-  router.get("/metrics", resolvePrincipal(adminToken, developers), async (ctx) => {
+  router.get("/metrics", resolvePrincipal(adminToken, developers, guesses), async (ctx) => {
     checkOperator(ctx.state.principal as Principal);
     await sendMetrics(ctx, metrics);
   });

@@ -4,6 +4,7 @@ import { authoriseSessionRequest } from "../access/index.js";
 import { type DeveloperRecord, type Developers, sameSecret } from "../auth/index.js";
 import { bearerOf } from "./credentials.js";
 import { sentFromThisOrigin } from "./form-origin.js";
+import type { TokenGuesses } from "./token-guesses.js";
 
 /** Who is calling the operator API: the host's operator, or a developer. */
 export type Principal = { kind: "admin" } | { kind: "developer"; developer: DeveloperRecord };
@@ -30,11 +31,17 @@ export const TWO_SESSION_COOKIES =
 
 /**
  * Resolves the operator-API caller: `Authorization: Bearer` with the operator token
- * (`PLATFORM_ADMIN_TOKEN`) or a developer token; anything else is refused. With `sessions`, a
- * request without the header may instead be spoken for by a dashboard session cookie, when it
- * also carries that session's CSRF token and comes from the control plane's own pages.
+ * (`PLATFORM_ADMIN_TOKEN`) or a developer token; anything else is refused, and counts as one of
+ * its address's {@link TokenGuesses}. With `sessions`, a request without the header may instead be
+ * spoken for by a dashboard session cookie, when it also carries that session's CSRF token and
+ * comes from the control plane's own pages.
  */
-export function resolvePrincipal(adminToken: string, developers: Developers, sessions?: SessionLookup) {
+export function resolvePrincipal(
+  adminToken: string,
+  developers: Developers,
+  guesses: TokenGuesses,
+  sessions?: SessionLookup,
+) {
   return async (ctx: Context, next: Next) => {
     const token = bearerOf(ctx.get("authorization"));
     if (token === undefined && sessions?.presented(ctx)) {
@@ -57,10 +64,15 @@ export function resolvePrincipal(adminToken: string, developers: Developers, ses
         "The operator API needs Authorization: Bearer <operator or developer token>.",
       );
     }
+    const address = guesses.keyOf(ctx);
+    guesses.checkMayTry(address);
     if (sameSecret(token, adminToken)) ctx.state.principal = { kind: "admin" } satisfies Principal;
     else {
       const developer = await developers.authenticate(token);
-      if (!developer) throw new PlatformError("forbidden", "That token is not valid for this host.");
+      if (!developer) {
+        guesses.take(address);
+        throw new PlatformError("forbidden", "That token is not valid for this host.");
+      }
       ctx.state.principal = { kind: "developer", developer } satisfies Principal;
       ctx.state.principalLive = async () => (await developers.authenticate(token)) !== undefined;
     }

@@ -27,6 +27,7 @@ import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
 import { storageRoutes } from "./storage-routes.js";
 import { atOrigin, resolveTenant } from "./tenant.js";
+import { TokenGuesses } from "./token-guesses.js";
 import { UnsentAnswers } from "./unsent-answers.js";
 
 /** How the HTTP server routes requests. */
@@ -105,12 +106,13 @@ export function createHttpApp(options: HttpOptions): Koa {
   const sessions = options.adminToken
     ? new DashboardSessions(deployments.db, developers, options.adminToken, options.trustProxy)
     : undefined;
+  const guesses = new TokenGuesses(quota);
   const controlRoutes =
     options.adminToken && sessions
       ? [
           healthRoutes(deployments.db, objects.blobs, draining),
-          metricsRoutes(options.metrics, options.adminToken, developers),
-          backupRoutes({ db: deployments.db, deployments, objects }, options.adminToken, developers),
+          metricsRoutes(options.metrics, options.adminToken, developers, guesses),
+          backupRoutes({ db: deployments.db, deployments, objects }, options.adminToken, developers, guesses),
           controlPlaneRoutes(
             deployments,
             auth,
@@ -120,8 +122,9 @@ export function createHttpApp(options: HttpOptions): Koa {
             options.transfer,
             sessions,
             new DataConsole(deployments.db, deployments.logs),
+            guesses,
           ),
-          dashboardRoutes(sessions, deployments, objects, quota, dev),
+          dashboardRoutes(sessions, deployments, objects, guesses, dev),
           controlPlaneLanding(),
         ]
       : [];
