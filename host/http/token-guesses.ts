@@ -45,7 +45,7 @@ export class TokenGuesses {
     const seconds = this.retryAfterSeconds(key);
     throw new PlatformError(
       "limit_exceeded",
-      `Your address tried ${LIMITS.dashboardSignInsPerMinute} tokens in the last minute that were not accepted; retry in ${seconds} s.`,
+      `Your address tried too many tokens: ${LIMITS.dashboardSignInsPerMinute} a minute, refused tokens and dashboard sign-ins together; retry in ${seconds} s.`,
       { retryAfterSeconds: seconds },
     );
   }
