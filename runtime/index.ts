@@ -8,6 +8,7 @@
 
 import { type CrossingText, unwrapText } from "../sdk/protocol/index.js";
 import { beginTurn, finishInline, forgetHandBacks, resumeInline, whenHandedBack } from "./bridge.js";
+import { boundBuiltins } from "./builtin-bounds.js";
 import { installConsole } from "./console.js";
 import { installDeterminism } from "./determinism.js";
 import { dispatch } from "./dispatch.js";
@@ -15,6 +16,7 @@ import { lockDownCodeGeneration } from "./lockdown.js";
 
 lockDownCodeGeneration();
 installDeterminism();
+boundBuiltins();
 installConsole();
 const global = globalThis as Record<string, unknown>;
 /**

@@ -533,6 +533,60 @@ describeOnBothTransports((inline) => {
       await canaryAlive();
     });
 
+    it("23c. built-ins V8 cannot stop midway are refused before they start, and no buffer grows outside the heap (found by review)", async () => {
+      // Before: each of these one-liners looped in C++ where V8 never checks for termination; the
+      // watchdog (inline) or isolated-vm (threaded) then ended the host process for every tenant.
+      // And a resizable ArrayBuffer grew 512 MiB a call past the 64 MiB heap limit.
+      const cases = {
+        includes: "Array.prototype.includes.call({ length: 2 ** 40 }, 1)",
+        indexOf: "Array.prototype.indexOf.call({ length: 2 ** 40 }, 1)",
+        forEach: "Array.prototype.forEach.call({ length: 2 ** 40 }, () => {})",
+        reduce: "Array.prototype.reduce.call({ length: 2 ** 40 }, (a) => a, 0)",
+        shift: "Array.prototype.shift.call({ length: 2 ** 40 })",
+        sparse: "(() => { const a = []; a[2 ** 32 - 2] = 1; return a.reverse().length; })()",
+        concat: "[].concat({ length: 2 ** 32 - 2, [Symbol.isConcatSpreadable]: true }).length",
+        resizable: "new ArrayBuffer(1, { maxByteLength: 2 ** 31 }).byteLength",
+        chain: "new (new Uint8Array(1).buffer.constructor)(1, { maxByteLength: 2 ** 31 }).byteLength",
+        resize: "typeof new ArrayBuffer(8).resize",
+        ordinary:
+          "[[3, 1, 2].sort(), [1, 2].map((x) => x * 2), [1].concat([2], 3), [1, [2]].flat(), Array.prototype.indexOf.call('abc', 'b'), new ArrayBuffer(4).byteLength, new Uint8Array(2).buffer.constructor === ArrayBuffer, ArrayBuffer.name, [].map.name, [].map.length, [].forEach.call([1], () => {})]",
+      };
+      const id = await deployed(
+        queryCapsule(
+          `async (ctx, args) => { const cases = { ${Object.entries(cases)
+            .map(([name, code]) => `${name}: () => ${code}`)
+            .join(
+              ", ",
+            )} }; try { return cases[args.c](); } catch (e) { return e.name + ": " + e.message; } }`,
+        ),
+      );
+      const outcome = async (c: string) => (await error(id, "query", "q", { c })).value;
+      for (const c of ["includes", "indexOf", "forEach", "reduce", "shift", "sparse"])
+        expect(await outcome(c), c).toMatch(
+          /^RangeError: Array\.prototype\.\w+ on \d+ elements: capsules may walk at most 8388608/,
+        );
+      expect(await outcome("concat")).toMatch(/^RangeError: Array\.prototype\.concat on 4294967294 elements/);
+      for (const c of ["resizable", "chain"])
+        expect(await outcome(c), c).toBe(
+          "RangeError: Resizable ArrayBuffers are not available in capsules: their memory is outside the isolate's limit.",
+        );
+      expect(await outcome("resize")).toBe("undefined");
+      expect(await outcome("ordinary")).toEqual([
+        [1, 2, 3],
+        [2, 4],
+        [1, 2, 3],
+        [1, 2],
+        1,
+        4,
+        true,
+        "ArrayBuffer",
+        "map",
+        1,
+        null,
+      ]);
+      await canaryAlive();
+    });
+
     it("24. a toJSON that loops forever times out", async () => {
       const id = await deployed(queryCapsule(`async () => ({ toJSON() { for (;;) {} } })`));
       expect((await error(id)).error?.code).toBe("timeout");
