@@ -36,6 +36,12 @@ delete global.__platform_bridge;
 delete global.__platform_inline_post;
 delete global.__platform_inline_done;
 delete global.__platform_inline_turn;
+/**
+ * Captured before capsule code runs: a call's request id must be the one the runtime wrote. A
+ * capsule that replaced `JSON.stringify` (or gave `Object.prototype` a `toJSON`) had its calls
+ * carry another running execution's id, and served in its transaction (found by review).
+ */
+const stringify = JSON.stringify;
 
 /** Inline calls waiting for the host's answer, by call id, with the execution each was made for. */
 const waiting = new Map<number, { requestId: number; resolve: (responseJson: string) => void }>();
@@ -175,7 +181,9 @@ export async function syscall<Op extends SyscallOp>(
   op: Op,
   args: SyscallArgs[Op],
 ): Promise<unknown> {
-  const json = JSON.stringify({ requestId, op, args });
+  // The envelope is written here, not stringified: no `toJSON` of the capsule's reaches it.
+  const argsJson = stringify(args) as string | undefined;
+  const json = `{"requestId":${requestId},"op":${stringify(op)}${argsJson === undefined ? "" : `,"args":${argsJson}`}}`;
   let text: string;
   if (execution.inline) text = await inlineCall(requestId, json);
   else if (raw) text = unwrapText(await raw(json));

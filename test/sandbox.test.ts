@@ -218,15 +218,19 @@ describeOnBothTransports((inline) => {
       await canaryAlive();
     });
 
-    it("8. a forged request id (patched JSON.stringify) is refused by the host", async () => {
+    it("8. a call's request id is the runtime's: neither a patched JSON.stringify nor a toJSON reaches it (found by review)", async () => {
+      // Before: the runtime wrote the call with the global JSON.stringify, so a capsule could give
+      // its call another running execution's id and have it served in that one's transaction.
       const id = await deployed(
         queryCapsule(`async (ctx) => {
         const real = JSON.stringify;
-        JSON.stringify = (v, ...rest) => (v && typeof v === "object" && "requestId" in v) ? real({ ...v, requestId: v.requestId + 1000 }, ...rest) : real(v, ...rest);
-        try { await ctx.db.items.count(); return "answered"; } catch (e) { return e.code; } finally { JSON.stringify = real; }
+        let seen = false;
+        JSON.stringify = (v, ...rest) => { if (v && typeof v === "object" && "requestId" in v) seen = true; return real({ ...v, requestId: 1000 }, ...rest); };
+        Object.prototype.toJSON = function () { return "requestId" in this ? { ...this, requestId: 1000 } : this; };
+        try { return [seen, await ctx.db.items.count()]; } catch (e) { return e.code; } finally { JSON.stringify = real; delete Object.prototype.toJSON; }
       }`),
       );
-      expect((await error(id)).value).toBe("forbidden");
+      expect((await error(id)).value).toEqual([false, 0]);
     });
 
     it("9. an unknown op is refused", async () => {

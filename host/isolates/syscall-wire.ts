@@ -70,9 +70,13 @@ export function serveCall(
   json: unknown,
   running: SlotTable<RunningExecution>,
   transport: Transport,
+  /** The execution the transport itself says made the call (inline: the post's own argument). */
+  postedFor?: number,
 ): SyscallResult | Promise<SyscallResult> {
   try {
     const call = readCall(json, running);
+    if (postedFor !== undefined && call.requestId !== postedFor)
+      throw new PlatformError("forbidden", "This call does not belong to a running handler.");
     const value = callerOf(call, transport).onSyscall(call.op as string, call.args);
     if (!isPending(value)) return { ok: true, value };
     return value.then(

@@ -175,7 +175,7 @@ export class InlineTransport implements Transport, TurnEntries {
    */
   receiveCall(requestId: unknown, callId: unknown, json: unknown): CrossingText | undefined {
     if (typeof requestId !== "number" || typeof callId !== "number") return undefined;
-    const result = serveCall(json, this.host.running, this);
+    const result = serveCall(json, this.host.running, this, requestId);
     if (!isPending(result)) return wrapText(encodeSyscallResult(result));
     void result.then((settled) =>
       this.queue.push({ kind: "answer", requestId, callId, answer: encodeSyscallResult(settled) }),
