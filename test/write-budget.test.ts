@@ -89,6 +89,35 @@ describe("a mutation's write budget", () => {
     expect(await withN(0)).toBe(1);
   }, 120_000);
 
+  it("counts the keys a mutation holds, its entries' and their counts', in the budget (found by review)", async () => {
+    // 32 indexes of 16 fields each, led by a 1,950-character string: a row moves 512 counts of about
+    // 2 KB and writes 32 index keys of as much. Counting rows alone, 230 such rows fit the budget and
+    // held 550 MiB of the host's heap until the commit; eight deployments at once ended the host.
+    const flags = Array.from({ length: 15 }, (_, i) => `b${i}: boolean().optional()`).join(", ");
+    const fields = JSON.stringify(["s", ...Array.from({ length: 15 }, (_, i) => `b${i}`)]);
+    const indexes = Array.from({ length: 32 }, (_, i) => `.index("i${i}", ${fields})`).join("");
+    const code = await sourceCode(`import { capsule, table, string, boolean } from "platform/server";
+export default capsule({
+  schema: { wide: table({ s: string(), ${flags} })${indexes} },
+  mutations: {
+    fill: async (ctx, args) => {
+      for (let i = 0; i < args.rows; i++) await ctx.db.wide.insert({ s: String(i).padStart(1950, "x") });
+      return args.rows;
+    },
+  },
+});
+`);
+    expect((await host.deployCode("wide", code)).status).toBe(201);
+    const refused = await host.call("wide", "mutation", "fill", { rows: 230 });
+    expect(refused.status, refused.text()).toBe(429);
+    expect(refused.json<{ error: { message: string } }>().error.message).toBe(
+      `Database bytesWritten limit exceeded (${LIMITS.bytesWritten}).`,
+    );
+    // A few such rows still go in.
+    const few = await host.call("wide", "mutation", "fill", { rows: 4 });
+    expect(few.status, few.text()).toBe(200);
+  }, 120_000);
+
   it("refuses a table with more than 32 indexes at deploy, saying what to do", async () => {
     const indexes = Array.from({ length: 33 }, (_, i) => `.index("i${i}", ["n"])`).join("");
     const code = await sourceCode(`import { capsule, table, number } from "platform/server";

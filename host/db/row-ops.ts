@@ -7,7 +7,14 @@ import { isRowIdShape, PlatformError } from "../../sdk/values/index.js";
 import { NOT_READY, type NotReady } from "./fast-path.js";
 import { rowKeyUnder } from "./keys.js";
 import { heldBytesOf, tryHeldBytesSync, writtenBytes } from "./row-bytes.js";
-import { checkNewIndexKeys, indexEntries, materializeJson, parseStoredRow, type StoredRow } from "./rows.js";
+import {
+  checkNewIndexKeys,
+  indexEntries,
+  keyBytesOf,
+  materializeJson,
+  parseStoredRow,
+  type StoredRow,
+} from "./rows.js";
 import type { CompiledTable } from "./stored-schema.js";
 import type { TransactionView } from "./transaction-view.js";
 
@@ -138,8 +145,9 @@ export function writeRow(
   // Before anything is written: a handler that catches the refusal goes on with a whole view.
   checkNewIndexKeys(table, next, (_, at) => !previous || !had.has(nextNames[at] as string));
   // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
+  // The budget also counts the keys the mutation holds until its commit (keyBytesOf).
   const bytes = writtenBytes(json, next.length);
-  tx.budget.wrote(bytes);
+  tx.budget.wrote(bytes + keyBytesOf(next));
   tx.rowBytes.note(bytes - (existing?.bytes ?? 0), byHandler);
   const overlay = tx.overlay;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
@@ -164,11 +172,12 @@ export function writeRow(
 
 /** Removes `existing` and its index entries from `tx`'s view, and notes them off their counts and the row bytes. */
 export function removeRow(tx: TransactionView, table: CompiledTable, existing: ExistingRow): void {
-  tx.budget.wrote(0);
-  tx.rowBytes.note(-existing.bytes);
   const row = existing.row;
+  const entries = indexEntries(table, row);
+  tx.budget.wrote(keyBytesOf(entries));
+  tx.rowBytes.note(-existing.bytes);
   tx.overlay.set(rowKeyUnder(table.rowPrefix, row.id), null);
-  for (const entry of indexEntries(table, row)) {
+  for (const entry of entries) {
     tx.overlay.set(entry.key, null);
     tx.noteCounts(entry, -1);
   }

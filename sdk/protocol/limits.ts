@@ -51,7 +51,8 @@ export const LIMITS = {
   referencesCheckedPerDeploy: 1_000_000,
   /**
    * Bytes one mutation stores: each written row's JSON, once for the row and once for each of its
-   * index entries (an entry holds a copy of its row, so scans read rows in one pass).
+   * index entries (an entry holds a copy of its row, so scans read rows in one pass), and the keys
+   * of those entries and of the counts they move (a delete's too), which it holds until its commit.
    */
   bytesWritten: 16 * 1024 * 1024,
   /**
