@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { PlatformError } from "../sdk/values/index.js";
 import { colorEnabled, noColors } from "./colors.js";
 import { formatSignInCode } from "./commands/dev.js";
 import { formatCallSummary, formatLogLine } from "./log-format.js";
-import { plural } from "./output.js";
+import { plural, reportError } from "./output.js";
 
 describe("plural", () => {
   it("puts the noun in the number of its count, grouping thousands", () => {
@@ -140,5 +141,31 @@ describe("platform dev's sign-in code line", () => {
     expect(
       formatSignInCode({ email: "a@b.c", code: "999999", expiresAt: now + 60_000 }, undefined, now),
     ).toBe("sign-in code for a@b.c: 999999 (expires in 1 minute)");
+  });
+});
+
+describe("reportError", () => {
+  it("shows a message's escape codes as text, keeping its lines (found by review)", () => {
+    const written: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string) => {
+      written.push(chunk);
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const code = reportError(
+        new PlatformError(
+          "bad_request",
+          "Invalid archive: \u001b]52;c;ZWNobw==\u0007\u001b[2K\rx\u009b1m is bad.\nSecond line.",
+        ),
+      );
+      expect(code).toBe(1);
+    } finally {
+      process.stderr.write = write;
+    }
+    const text = written.join("");
+    for (const raw of ["\u001b", "\u0007", "\u009b", "\r"]) expect(text).not.toContain(raw);
+    expect(text).toContain("\\u001b]52;c;ZWNobw==\\u0007\\u001b[2K");
+    expect(text).toContain(" is bad.\nSecond line.\n");
   });
 });

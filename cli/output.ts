@@ -1,5 +1,5 @@
 import { CommanderError } from "commander";
-import { printableJson } from "../sdk/protocol/index.js";
+import { printable, printableJson } from "../sdk/protocol/index.js";
 import { isPlatformError } from "../sdk/values/index.js";
 import { colorsFor } from "./colors.js";
 
@@ -12,6 +12,9 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
  * CLI's own, from the same list), so it can be looked up in docs/http-api.md and told apart from
  * others without reading the message (on a terminal, `error` is red). A commander error thrown by an action (an
  * `InvalidArgumentError` for flags that only conflict once all are known) is a usage error: exit 2.
+ * The message is shown as text, its lines kept: a server's message may quote what a tenant wrote
+ * (an import archive's file names), and escape codes in it set the terminal's clipboard or
+ * rewrote its lines (an attack review, 2026-12-06).
  */
 export function reportError(error: unknown, verbose = false): number {
   const message = isPlatformError(error)
@@ -19,7 +22,8 @@ export function reportError(error: unknown, verbose = false): number {
     : error instanceof Error
       ? error.message
       : String(error);
-  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${message}\n`);
+  const shown = message.split("\n").map(printable).join("\n");
+  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${shown}\n`);
   if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
   return error instanceof CommanderError ? EXIT.usage : EXIT.failure;
 }

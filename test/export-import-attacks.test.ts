@@ -395,7 +395,7 @@ describe("a --replace racing a delete of an object it keeps", () => {
 });
 
 describe("an archive whose objects cannot fit the owner's storage", () => {
-  it("is refused before a single object is staged, and nothing is left", async () => {
+  it("is refused before a single object is read or staged, and nothing is left", async () => {
     // Small objects, each counted as a whole file's minimum: 40 of them are past the quota of a
     // host whose developers may store 100,000 bytes. Staging all of them only to refuse the
     // import at the end would cost the host every write and then every delete.
@@ -425,14 +425,20 @@ describe("an archive whose objects cannot fit the owner's storage", () => {
         files.set("platform-export.json", Buffer.from(JSON.stringify(manifest)));
       });
       const stage = vi.spyOn(ObjectTransfer.prototype, "stage");
+      // Nor is any object's bytes unzipped and checked: 10 KB files that unzip to 5 MiB of SVG each
+      // held the markup check, and every other import, for hours before the quota refused them
+      // (found by review).
+      const checked = vi.spyOn(ObjectTransfer.prototype, "checkBytes");
       try {
         const refused = await importZip(small, "crowded", archive, "", developer.token);
         expect(refused.status, refused.text()).toBe(413);
         expect(errorOf(refused).code).toBe("quota_exceeded");
         expect(errorOf(refused).message).toMatch(/do not fit the owner's storage \(100000 bytes/);
         expect(stage).not.toHaveBeenCalled();
+        expect(checked).not.toHaveBeenCalled();
       } finally {
         stage.mockRestore();
+        checked.mockRestore();
       }
       // Nothing of it stays: no deployment, no bytes.
       expect((await small.admin("/v1/deploys/crowded", "GET")).status).toBe(404);

@@ -7,7 +7,13 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { capsule, string, table } from "../../sdk/server/index.js";
 import { tempDatabase } from "../../test/helpers/db.js";
-import { type DeploymentData, dataOperations, readDataHead, tableRows } from "./deployment-data.js";
+import {
+  type DeploymentData,
+  dataOperations,
+  existingKeys,
+  readDataHead,
+  tableRows,
+} from "./deployment-data.js";
 
 const app = capsule({
   schema: {
@@ -85,4 +91,26 @@ it("builds a large import a few thousand rows per turn, so other work runs meanw
   building = false;
   expect(operations.length).toBeGreaterThan(30_000);
   expect(turns).toBeGreaterThanOrEqual(4);
+});
+
+it("refuses to replace a deployment holding more keys than one import may replace, holding no more of them (found by review)", async () => {
+  // Before: a replacing import gathered every key its target held, however many: a deployment
+  // filled to its quota with small rows (some 18 million keys) ran the host out of memory.
+  const limits = LIMITS as { importOperations: number };
+  const kept = limits.importOperations;
+  const snapshot = await env.db.store.snapshot();
+  try {
+    const all = await existingKeys(snapshot, "d");
+    expect(all.hasRows).toBe(true);
+    limits.importOperations = all.keys.length;
+    expect((await existingKeys(snapshot, "d")).keys).toHaveLength(all.keys.length);
+    limits.importOperations = all.keys.length - 1;
+    await expect(existingKeys(snapshot, "d")).rejects.toMatchObject({
+      code: "quota_exceeded",
+      message: `Deployment d holds more than ${all.keys.length - 1} keys (rows, index entries and counts), more than an import may replace at once; delete the deployment and import into it again.`,
+    });
+  } finally {
+    limits.importOperations = kept;
+    await snapshot.close();
+  }
 });

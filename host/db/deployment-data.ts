@@ -75,7 +75,13 @@ export async function deploymentHasRows(view: Pick<KvSnapshot, "iterate">, id: s
   return hasKeyUnder(view, deploymentPrefixes(id)[0] as Buffer);
 }
 
-/** Every key deployment `id` holds in its database (rows, index entries, counts, metadata), and whether it has rows. */
+/**
+ * Every key deployment `id` holds in its database (rows, index entries, counts, metadata), and
+ * whether it has rows; refused (`quota_exceeded`) past `LIMITS.importOperations` keys, which a
+ * replacing import would hold and delete in one batch: one developer's deployment filled to its
+ * quota with small rows (some 18 million keys) ran the host out of memory (an attack review,
+ * 2026-12-06).
+ */
 export async function existingKeys(
   snapshot: KvSnapshot,
   id: string,
@@ -87,6 +93,11 @@ export async function existingKeys(
     try {
       for (let batch = await iterator.next(1000); batch.length > 0; batch = await iterator.next(1000)) {
         for (const [key] of batch) keys.push(key);
+        if (keys.length > LIMITS.importOperations)
+          throw new PlatformError(
+            "quota_exceeded",
+            `Deployment ${id} holds more than ${LIMITS.importOperations} keys (rows, index entries and counts), more than an import may replace at once; delete the deployment and import into it again.`,
+          );
         // The first prefix is the rows'.
         if (i === 0) hasRows = true;
       }

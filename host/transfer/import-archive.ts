@@ -153,12 +153,12 @@ async function load(
   const code = await target.load(head.code);
   const schema = checkImportedSchema(head.schema, code.declaration.schema, code.declaration.apiVersion === 0);
   const data = await readArchiveData(reader, head, schema, (rows) => onProgress({ step: "checking", rows }));
-  const incoming =
-    (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true)) ?? [];
   const { record, writes, claimToken } = await target.record(code, head.settings, owner);
   const quotaOwner = storageQuotaOwner(record);
-  if (incoming.length > 0)
-    await parts.objects.checkFitsBeforeStaging(quotaOwner, await parts.objects.recordsNow(id), incoming);
+  const fits = async (objects: ArchivedObject[]) =>
+    parts.objects.checkFitsBeforeStaging(quotaOwner, await parts.objects.recordsNow(id), objects);
+  const incoming =
+    (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true, fits)) ?? [];
   const kept = await stageObjects(parts, id, reader, incoming, onProgress);
   onProgress({ step: "committing" });
   const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing) => {

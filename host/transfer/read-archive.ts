@@ -180,6 +180,13 @@ export async function readArchiveObjects(
   schema: StoredSchema,
   transfer: ObjectTransfer,
   include: boolean,
+  /**
+   * Refuses objects that will not fit, from their records' sizes, before any object's bytes are
+   * unzipped and checked: an archive of 10 KB files that unzip to 5 MiB of SVG each held the
+   * markup check, and every other developer's import, for hours before its quota refused it (an
+   * attack review, 2026-12-06).
+   */
+  checkFits: (objects: ArchivedObject[]) => Promise<void> = async () => {},
 ): Promise<ArchivedObject[] | null> {
   const objects: ArchivedObject[] = [];
   const keys = new Set<string>();
@@ -211,6 +218,7 @@ export async function readArchiveObjects(
   if (!reader.has(OBJECTS_ENTRY) || !include) return null;
   if (head.manifest.objects?.count !== objects.length)
     throw invalid(`${OBJECTS_ENTRY} lists ${objects.length} objects; the manifest says otherwise.`);
+  if (objects.length > 0) await checkFits(objects);
   for (const object of objects) {
     // A file of other size than its record says is a broken archive, not a large one.
     if (reader.size(objectEntry(object.key)) !== object.size)
