@@ -86,6 +86,23 @@ export async function clearAbandonedBuilds(
   await store.batch([{ type: "del", key: metaKey(deployment, "building") }]);
 }
 
+/**
+ * The index entries an earlier migration left listed under `building` (`listed`) that no index of
+ * `next` keeps: on PostgreSQL, nothing clears them at load (another host may be building), so a
+ * host that died mid-build, or while its dropped indexes waited for their readers, left them for
+ * good, outside the row quota (an attack review, 2026-12-06). The next migration, under the same
+ * lock, clears them with its own dropped indexes, once readers of the schema before it end.
+ */
+function leftoverBuilds(listed: string | undefined, next: StoredSchema): PendingBuild[] {
+  if (listed === undefined) return [];
+  const kept = new Set<string>();
+  for (const [table, stored] of Object.entries(next.tables))
+    for (const index of Object.values(stored.indexes)) kept.add(`${table}\u0000${index.storageId}`);
+  return (JSON.parse(listed) as PendingBuild[]).filter(
+    ({ table, stored }) => !kept.has(`${table}\u0000${stored.storageId}`),
+  );
+}
+
 /** Writes every entry of a new index from the table's rows, then its counts; returns the entries and their bytes. */
 async function backfill(
   store: KvStore,
@@ -154,6 +171,7 @@ export async function runMigration(
   const snapshot = await store.snapshot(target.share(), "write");
   const building = metaKey(id, "building");
   let pending: PendingBuild[] = [];
+  let leftover: PendingBuild[] = [];
   try {
     const current = target.schema;
     if (options.legacy && !current.legacy && current.hash !== "") {
@@ -163,10 +181,11 @@ export async function runMigration(
       );
     }
     const plan = await planMigration(snapshot, id, current, spec, options);
+    leftover = leftoverBuilds(await snapshot.get(building), plan.next);
     pending = plan.build.map(({ table, stored }) => ({ table, stored }));
     const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
     if (pending.length > 0)
-      await store.batch([{ type: "put", key: building, value: JSON.stringify(pending) }]);
+      await store.batch([{ type: "put", key: building, value: JSON.stringify([...leftover, ...pending]) }]);
     // Only entries of the stored schema's indexes count: what is built and dropped moves the row
     // bytes in the batch that stores the schema.
     let rowBytes = await target.storedRowBytes();
@@ -182,7 +201,10 @@ export async function runMigration(
       const dropped = currentTables.get(table)?.indexes.get(index);
       if (dropped) rowBytes -= await valueBytes(snapshot, dropped.prefix, dropped.end);
     }
-    const dropping: PendingBuild[] = plan.drop.map(({ table, stored }) => ({ table, stored }));
+    const dropping: PendingBuild[] = [
+      ...leftover,
+      ...plan.drop.map(({ table, stored }) => ({ table, stored })),
+    ];
     const schema = schemaWrites(id, plan.next);
     await store.batch([
       ...schema.operations,
@@ -208,7 +230,12 @@ export async function runMigration(
     return { report, clearDropped };
   } finally {
     for (const { table, stored } of pending) await clearIndex(store, id, table, stored);
-    if (pending.length > 0) await store.batch([{ type: "del", key: building }]);
+    if (pending.length > 0)
+      await store.batch([
+        leftover.length > 0
+          ? { type: "put", key: building, value: JSON.stringify(leftover) }
+          : { type: "del", key: building },
+      ]);
     await snapshot.close();
   }
 }
