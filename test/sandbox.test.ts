@@ -552,6 +552,10 @@ describeOnBothTransports((inline) => {
         resizable: "new ArrayBuffer(1, { maxByteLength: 2 ** 31 }).byteLength",
         chain: "new (new Uint8Array(1).buffer.constructor)(1, { maxByteLength: 2 ** 31 }).byteLength",
         resize: "typeof new ArrayBuffer(8).resize",
+        replaceAll: "'ab'.repeat(2 ** 20 + 1).replaceAll('a', 'bb').length",
+        replaceFunction: "('x'.repeat(2 ** 21) + 'a').replaceAll('a', () => 'bb').length",
+        split: "'ab'.repeat(2 ** 22 + 1).split('a').length",
+        match: "'ab'.repeat(2 ** 20 + 1).match(/a/g).length",
         ordinary:
           "[[3, 1, 2].sort(), [1, 2].map((x) => x * 2), [1].concat([2], 3), [1, [2]].flat(), Array.prototype.indexOf.call('abc', 'b'), new ArrayBuffer(4).byteLength, new Uint8Array(2).buffer.constructor === ArrayBuffer, ArrayBuffer.name, [].map.name, [].map.length, [].forEach.call([1], () => {})]",
       };
@@ -575,6 +579,13 @@ describeOnBothTransports((inline) => {
           "RangeError: Resizable ArrayBuffers are not available in capsules: their memory is outside the isolate's limit.",
         );
       expect(await outcome("resize")).toBe("undefined");
+      // `"ab".repeat(2e7).replaceAll("a", "bb")` held the thread 7.4 s in C++.
+      expect(await outcome("replaceAll")).toBe(
+        "RangeError: String.prototype.replaceAll on 2097154 characters: capsules may run it over at most 2097152; pass the replacement as a function.",
+      );
+      expect(await outcome("replaceFunction")).toBe(2 ** 21 + 2);
+      expect(await outcome("split")).toMatch(/^RangeError: String\.prototype\.split on 8388610 characters/);
+      expect(await outcome("match")).toMatch(/^RangeError: String\.prototype\.match on 2097154 characters/);
       expect(await outcome("ordinary")).toEqual([
         [1, 2, 3],
         [2, 4],
