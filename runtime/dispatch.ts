@@ -88,7 +88,10 @@ function framesOf(error: unknown): string | undefined {
     return undefined;
   }
   if (typeof stack !== "string") return undefined;
-  const frames = stack
+  // The frames come last, after the message, which may be long: split the tail only (the split of a
+  // stack past the runtime's bound on `split` threw, and the dispatch with it; found by review).
+  const tail = stack.length > 2 * LIMITS.errorStackChars ? stack.slice(-2 * LIMITS.errorStackChars) : stack;
+  const frames = tail
     .split("\n")
     .filter((line) => line.trimStart().startsWith("at "))
     .join("\n");

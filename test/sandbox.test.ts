@@ -233,7 +233,7 @@ describeOnBothTransports((inline) => {
       expect((await error(id)).value).toEqual([false, 0]);
     });
 
-    it("9. an unknown op is refused", async () => {
+    it("9. a call's op is the runtime's too: a patched JSON.stringify cannot name another (the host refuses unknown ones: host/isolates/syscalls.test.ts)", async () => {
       const id = await deployed(
         queryCapsule(`async (ctx) => {
         const real = JSON.stringify;
@@ -241,7 +241,7 @@ describeOnBothTransports((inline) => {
         try { await ctx.db.items.count(); return "answered"; } catch (e) { return e.message; } finally { JSON.stringify = real; }
       }`),
       );
-      expect((await error(id)).value).toBe('Unknown platform call "v1.fs.read".');
+      expect((await error(id)).value).toBe("answered");
     });
 
     it("10. a table named like another deployment's sees only its own rows", async () => {
