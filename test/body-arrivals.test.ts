@@ -130,6 +130,18 @@ describe("sync messages arriving", () => {
     first.ws.send("x", { fin: true });
     await first.next((m) => m.type === "error");
     await until(async () => (await arriving()) < KIB);
+    // A ping or pong between messages ends what came before it: an idle subscriber's pongs
+    // stayed counted until its next message (found by the fixes' review). Between fragments, not.
+    first.ws.ping();
+    await until(async () => (await arriving()) === 0);
+    unfinished(first.ws, 100 * KIB);
+    await until(async () => (await arriving()) >= 100 * KIB);
+    first.ws.ping();
+    first.ws.pong();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await arriving()).toBeGreaterThanOrEqual(100 * KIB);
+    first.ws.send("x", { fin: true });
+    await until(async () => (await arriving()) < KIB);
     // A socket closed with its message unfinished gives its bytes back too.
     unfinished(first.ws, 200 * KIB);
     await until(async () => (await arriving()) >= 200 * KIB);

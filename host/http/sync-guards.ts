@@ -118,9 +118,19 @@ export function countArrivingBytes(ws: WebSocket, socket: Duplex, arrival: BodyA
       1008,
       refused.code === "unavailable" ? "host receiving all it holds" : "too many bytes arriving",
     );
+    // At once: a sender that went on for a second after its refusal held its bytes uncounted.
     ws.terminate();
   });
   ws.on("message", () => arrival.end());
+  // A ping or pong between messages ends what came before it too: an idle subscriber's pongs, 14
+  // bytes every 30 s, stayed counted until its next message, and made it look stood still (found
+  // by the fixes' review). Not between a message's fragments: a pong there would reset the count.
+  const betweenMessages = () =>
+    (ws as unknown as { _receiver?: { _fragmented?: number } })._receiver?._fragmented === 0;
+  for (const control of ["ping", "pong"] as const)
+    ws.on(control, () => {
+      if (betweenMessages()) arrival.end();
+    });
   ws.once("close", () => arrival.end());
 }
 
