@@ -71,6 +71,20 @@ it("counts tokens /v1, /metrics and /v1/backup refuse the same way, per address 
     // Another address, and the operator from it, are not held back.
     expect((await guess(0, "10.9.0.2")).status).toBe(403);
     expect((await guess(0, "10.9.0.2", proxied.adminToken)).status).toBe(200);
+    // A deployment's storage listing takes the operator's token too, and counts the same.
+    expect((await proxied.deployFixture("files", "todo")).status).toBe(201);
+    let listingRefused: Awaited<ReturnType<typeof guess>> | undefined;
+    for (let i = 0; i < 10 * LIMITS.dashboardSignInsPerMinute && !listingRefused; i++) {
+      const response = await sendRequest(`${proxied.deploymentUrl("files")}/__platform/storage`, {
+        headers: { authorization: `Bearer guess-${i}`, "x-forwarded-for": "10.9.0.3" },
+      });
+      if (response.status === 429) listingRefused = response;
+      else expect(response.status).toBe(403);
+    }
+    expect(listingRefused?.json<{ error: { code: string; message: string } }>().error).toMatchObject({
+      code: "limit_exceeded",
+      message: expect.stringContaining("Your address tried too many tokens"),
+    });
   } finally {
     await proxied.dispose();
   }

@@ -89,12 +89,14 @@ export function createHttpApp(options: HttpOptions): Koa {
   const { deployments, auth, developers, objects, quota } = options;
   countBodyArrivals(app.context, options.bodyArrivals ?? BodyArrivals.forHost(quota));
   const draining = options.draining ?? (() => false);
+  // Tokens refused where the operator's is taken, per address (dashboard sign-ins among them).
+  const guesses = new TokenGuesses(quota);
   const deploymentRoutes = [
     authRoutes(auth, deployments, dev, options.signIn, quota),
     options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
     options.devDeployment ? devTransferRoutes(options.transfer) : undefined,
     appRoutes(deployments, auth, quota),
-    storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev, quota),
+    storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev, quota, guesses),
     endpointRoutes(deployments, auth, quota),
     options.devDeployment
       ? options.devClientDirs
@@ -106,7 +108,6 @@ export function createHttpApp(options: HttpOptions): Koa {
   const sessions = options.adminToken
     ? new DashboardSessions(deployments.db, developers, options.adminToken, options.trustProxy)
     : undefined;
-  const guesses = new TokenGuesses(quota);
   const controlRoutes =
     options.adminToken && sessions
       ? [

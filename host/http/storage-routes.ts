@@ -2,7 +2,7 @@ import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context, Middleware } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import { PlatformError } from "../../sdk/values/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
@@ -11,6 +11,7 @@ import { clientAddressKey } from "./client-address.js";
 import { storageToken } from "./credentials.js";
 import type { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
+import type { TokenGuesses } from "./token-guesses.js";
 import { uploadBody } from "./upload-body.js";
 
 /** The sandboxing policy every download carries: nothing runs, nothing loads. */
@@ -130,6 +131,8 @@ export function storageRoutes(
   adminToken: string,
   dev: boolean,
   quota: RequestQuota,
+  /** The listing takes the operator's token: a refused one counts as a guess at it. */
+  guesses: TokenGuesses,
 ): RouterMiddleware {
   const router = new Router({ sensitive: true, strict: true });
   router.get(LISTING, async (ctx, next) => {
@@ -137,7 +140,16 @@ export function storageRoutes(
     if (ctx.method !== "GET") return next();
     const id = ctx.state.deployment as string;
     const record = ctx.state.record as DeploymentRecord;
-    await authoriseStorageListing(tokenOf(ctx), record, dev, { adminToken, developers });
+    const token = tokenOf(ctx);
+    const counted = token !== undefined && !dev;
+    const address = guesses.keyOf(ctx);
+    if (counted) guesses.checkMayTry(address);
+    try {
+      await authoriseStorageListing(token, record, dev, { adminToken, developers });
+    } catch (error) {
+      if (counted && isPlatformError(error) && error.code === "forbidden") guesses.take(address);
+      throw error;
+    }
     ctx.body = listingJson(await objects.list(id), objects.limits.listing);
   });
 
