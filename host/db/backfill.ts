@@ -8,6 +8,7 @@
  * clears. A migration is never refused for the row bytes limit: a deploy must always be able to
  * ship code that deletes.
  */
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
@@ -29,6 +30,19 @@ import { TurnTaker } from "./turn-taker.js";
 interface PendingBuild {
   table: string;
   stored: StoredIndex;
+  /** When it was listed (ms, the listing host's clock); records before 2026-12-06 have none. */
+  listedAt?: number;
+}
+
+/**
+ * How long a listed build or drop is left to the migration that listed it before another may clear
+ * it: that one's queries on other hosts may still read a dropped index for a handler's wall time.
+ */
+const LEFT_TO_ITS_MIGRATION_MS = 4 * LIMITS.handlerWallMs;
+
+/** What `list` names, by table and storage id. */
+function namesOf(list: readonly PendingBuild[]): Set<string> {
+  return new Set(list.map(({ table, stored }) => `${table}\u0000${stored.storageId}`));
 }
 
 /** What running a migration needs of its deployment. */
@@ -50,6 +64,8 @@ export interface MigrationTarget {
   readonly rowBytes: RowBytesTotal;
   /** The deployment's row bytes now (counted and stored first if not known). */
   storedRowBytes(): Promise<number>;
+  /** Runs `work` holding the deployment's write lock, in this process and across processes. */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -88,19 +104,49 @@ export async function clearAbandonedBuilds(
 
 /**
  * The index entries an earlier migration left listed under `building` (`listed`) that no index of
- * `next` keeps: on PostgreSQL, nothing clears them at load (another host may be building), so a
- * host that died mid-build, or while its dropped indexes waited for their readers, left them for
- * good, outside the row quota (an attack review, 2026-12-06). The next migration, under the same
- * lock, clears them with its own dropped indexes, once readers of the schema before it end.
+ * `next` keeps, split into those this migration clears (`old`, listed long enough ago) and those it
+ * leaves listed (`young`: their own migration's clearing may be waiting for its readers still). On
+ * PostgreSQL nothing clears them at load (another host may be building), so a host that died
+ * mid-build, or while its dropped indexes waited for their readers, left them for good, outside
+ * the row quota (an attack review, 2026-12-06). The next migration, under the same lock, clears the
+ * old ones with its own dropped indexes, once readers of the schema before it end.
  */
-function leftoverBuilds(listed: string | undefined, next: StoredSchema): PendingBuild[] {
-  if (listed === undefined) return [];
+function leftoverBuilds(
+  listed: string | undefined,
+  next: StoredSchema,
+  now = Date.now(),
+): { old: PendingBuild[]; young: PendingBuild[] } {
+  if (listed === undefined) return { old: [], young: [] };
   const kept = new Set<string>();
   for (const [table, stored] of Object.entries(next.tables))
     for (const index of Object.values(stored.indexes)) kept.add(`${table}\u0000${index.storageId}`);
-  return (JSON.parse(listed) as PendingBuild[]).filter(
+  const leftover = (JSON.parse(listed) as PendingBuild[]).filter(
     ({ table, stored }) => !kept.has(`${table}\u0000${stored.storageId}`),
   );
+  const young = leftover.filter(
+    ({ listedAt }) => listedAt !== undefined && now - listedAt < LEFT_TO_ITS_MIGRATION_MS,
+  );
+  return { old: leftover.filter((build) => !young.includes(build)), young };
+}
+
+/**
+ * Takes `cleared` off the `building` record, under the deployment's lock: what another migration
+ * (of any host) listed since stays listed (an unconditional delete lost it; found by the fixes'
+ * review).
+ */
+async function unlistBuilds(target: MigrationTarget, cleared: readonly PendingBuild[]): Promise<void> {
+  const key = metaKey(target.id, "building");
+  await target.exclusive(async () => {
+    const listed = await target.store.get(key);
+    if (listed === undefined) return;
+    const gone = namesOf(cleared);
+    const left = (JSON.parse(listed) as PendingBuild[]).filter(
+      ({ table, stored }) => !gone.has(`${table}\u0000${stored.storageId}`),
+    );
+    await target.store.batch([
+      left.length > 0 ? { type: "put", key, value: JSON.stringify(left) } : { type: "del", key },
+    ]);
+  });
 }
 
 /** Writes every entry of a new index from the table's rows, then its counts; returns the entries and their bytes. */
@@ -172,6 +218,7 @@ export async function runMigration(
   const building = metaKey(id, "building");
   let pending: PendingBuild[] = [];
   let leftover: PendingBuild[] = [];
+  const listedAt = Date.now();
   try {
     const current = target.schema;
     if (options.legacy && !current.legacy && current.hash !== "") {
@@ -181,8 +228,9 @@ export async function runMigration(
       );
     }
     const plan = await planMigration(snapshot, id, current, spec, options);
-    leftover = leftoverBuilds(await snapshot.get(building), plan.next);
-    pending = plan.build.map(({ table, stored }) => ({ table, stored }));
+    const { old, young } = leftoverBuilds(await snapshot.get(building), plan.next, listedAt);
+    leftover = [...old, ...young];
+    pending = plan.build.map(({ table, stored }) => ({ table, stored, listedAt }));
     const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
     if (pending.length > 0)
       await store.batch([{ type: "put", key: building, value: JSON.stringify([...leftover, ...pending]) }]);
@@ -202,14 +250,15 @@ export async function runMigration(
       if (dropped) rowBytes -= await valueBytes(snapshot, dropped.prefix, dropped.end);
     }
     const dropping: PendingBuild[] = [
-      ...leftover,
-      ...plan.drop.map(({ table, stored }) => ({ table, stored })),
+      ...old,
+      ...plan.drop.map(({ table, stored }) => ({ table, stored, listedAt })),
     ];
     const schema = schemaWrites(id, plan.next);
+    const listing = [...dropping, ...young];
     await store.batch([
       ...schema.operations,
-      dropping.length > 0
-        ? { type: "put", key: building, value: JSON.stringify(dropping) }
+      listing.length > 0
+        ? { type: "put", key: building, value: JSON.stringify(listing) }
         : { type: "del", key: building },
       { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
       ...(options.switching?.operations ?? []),
@@ -225,7 +274,8 @@ export async function runMigration(
       // Queries begun before the switch read the dropped indexes until they end.
       await target.readersEnded(before);
       target.retire(before);
-      await clearAbandonedBuilds(store, id, JSON.stringify(dropping));
+      for (const { table, stored } of dropping) await clearIndex(store, id, table, stored);
+      await unlistBuilds(target, dropping);
     };
     return { report, clearDropped };
   } finally {

@@ -145,9 +145,12 @@ export function writeRow(
   // Before anything is written: a handler that catches the refusal goes on with a whole view.
   checkNewIndexKeys(table, next, (_, at) => !previous || !had.has(nextNames[at] as string));
   // Each index entry stores a copy of the row: the bytes written are the row's, once per entry.
-  // The budget also counts the keys the mutation holds until its commit (keyBytesOf).
+  // The budget also counts the keys the mutation holds until its commit (keyBytesOf): an
+  // update's removed entries and the counts they move too.
   const bytes = writtenBytes(json, next.length);
-  tx.budget.wrote(bytes + keyBytesOf(next));
+  const keep = new Set(nextNames);
+  const removed = previousEntries.filter((entry) => !keep.has(entry.key.toString("latin1")));
+  tx.budget.wrote(bytes + keyBytesOf(next) + keyBytesOf(removed));
   tx.rowBytes.note(bytes - (existing?.bytes ?? 0), byHandler);
   const overlay = tx.overlay;
   overlay.set(rowKeyUnder(table.rowPrefix, row.id), json);
@@ -158,9 +161,7 @@ export function writeRow(
     }
     return;
   }
-  const keep = new Set(nextNames);
-  for (const entry of previousEntries) {
-    if (keep.has(entry.key.toString("latin1"))) continue;
+  for (const entry of removed) {
     overlay.set(entry.key, null);
     tx.noteCounts(entry, -1);
   }
