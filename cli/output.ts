@@ -24,7 +24,8 @@ export function reportError(error: unknown, verbose = false): number {
       : String(error);
   const shown = message.split("\n").map(printable).join("\n");
   process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${shown}\n`);
-  if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  if (verbose && error instanceof Error && error.stack)
+    process.stderr.write(`${error.stack.split("\n").map(printable).join("\n")}\n`);
   return error instanceof CommanderError ? EXIT.usage : EXIT.failure;
 }
 
