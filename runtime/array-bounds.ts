@@ -51,6 +51,13 @@ const WALKING_METHODS = [
   "with",
 ] as const;
 
+/**
+ * Methods whose walk over a plain array allocates what it walks: past the heap, V8 fails at the
+ * allocation (the host contains that as any isolate V8 gives up on: docs/security.md, "Crash
+ * containment"), and no walk runs over holes for long.
+ */
+const ALLOCATING = new Set<string>(["fill"]);
+
 /** `value.length` as the array methods read it (ToLength), read once. */
 function lengthOf(value: unknown): number {
   if (value === null || value === undefined) return 0;
@@ -294,7 +301,8 @@ export function boundArrayWalks(): void {
             // The plain case first, in place, with the arguments as they came (a rest array and a
             // call more cost about 100 ns a call, on every map and forEach).
             if (isArray(this) && !proxies.has(this)) {
-              if (this.length > MAX_WALKED_ELEMENTS) throw tooLong(name, this.length);
+              if (this.length > MAX_WALKED_ELEMENTS && !ALLOCATING.has(name))
+                throw tooLong(name, this.length);
               // biome-ignore lint/complexity/noArguments: passes on exactly the arguments given
               return apply(original, this, arguments);
             }
