@@ -1,0 +1,150 @@
+/**
+ * `concat`, `flat` and `flatMap` in JavaScript, as the specification writes them: the built-ins
+ * read an object's spreading flag and length again after any bound's look, and walk nested arrays'
+ * holes, in C++ where V8 cannot stop them (array-bounds.ts decides when these run).
+ */
+
+import { lengthOf, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
+import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+
+const construct = Reflect.construct;
+const isArray = Array.isArray;
+const defineProperty = Object.defineProperty;
+const isConcatSpreadable = Symbol.isConcatSpreadable;
+
+/** CreateDataPropertyOrThrow. */
+function createDataProperty(target: object, key: number, value: unknown): void {
+  defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** Whether `value` can be constructed (`new value()` would not throw for want of [[Construct]]). */
+function isConstructor(value: unknown): boolean {
+  if (typeof value !== "function") return false;
+  try {
+    construct(String, [], value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** ArraySpeciesCreate(`original`, 0): what `concat` and `flat` build their result with. */
+function arraySpeciesCreate(original: object): object {
+  if (!isArray(original)) return [];
+  let species = (original as { constructor?: unknown }).constructor;
+  if (species !== null && (typeof species === "object" || typeof species === "function")) {
+    species = (species as { [Symbol.species]?: unknown })[Symbol.species];
+    if (species === null) species = undefined;
+  }
+  if (species === undefined) return [];
+  if (!isConstructor(species)) throw new TypeError("object.constructor[Symbol.species] is not a constructor");
+  return construct(species as new (length: number) => object, [0]);
+}
+
+/** IsConcatSpreadable, reading the flag once. */
+function spreadable(value: unknown): boolean {
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return false;
+  const flag = (value as { [isConcatSpreadable]?: unknown })[isConcatSpreadable];
+  return flag !== undefined ? Boolean(flag) : isArray(value);
+}
+
+/**
+ * `concat` in JavaScript, for receivers and arguments that are not all plain arrays or primitives:
+ * the built-in reads an object's spreading flag and `length` again after any look of ours.
+ */
+export function concatWalking(receiver: unknown, items: unknown[]): unknown {
+  if (receiver === null || receiver === undefined)
+    throw new TypeError("Array.prototype.concat called on null or undefined");
+  const object = Object(receiver) as object;
+  const result = arraySpeciesCreate(object);
+  let n = 0;
+  for (const item of [object, ...items]) {
+    if (spreadable(item)) {
+      const source = item as Record<number, unknown>;
+      const length = lengthOf(source);
+      if (n + length > MAX_WALKED_ELEMENTS) throw tooLong("concat", n + length);
+      for (let k = 0; k < length; k++, n++) if (k in source) createDataProperty(result, n, source[k]);
+    } else {
+      if (n + 1 > MAX_WALKED_ELEMENTS) throw tooLong("concat", n + 1);
+      createDataProperty(result, n, item);
+      n++;
+    }
+  }
+  (result as { length: number }).length = n;
+  return result;
+}
+
+/** FlattenIntoArray, in JavaScript: the built-in walks nested arrays' holes where V8 cannot stop it. */
+function flattenInto(
+  target: object,
+  source: Record<number, unknown>,
+  sourceLength: number,
+  start: number,
+  depth: number,
+  mapper?: Method,
+  thisArg?: unknown,
+): number {
+  let at = start;
+  for (let index = 0; index < sourceLength; index++) {
+    if (!(index in source)) continue;
+    let element = source[index];
+    if (mapper) element = apply(mapper, thisArg, [element, index, source]);
+    if (depth > 0 && isArray(element)) {
+      const length = lengthOf(element);
+      if (at + length > MAX_WALKED_ELEMENTS) throw tooLong(mapper ? "flatMap" : "flat", at + length);
+      at = flattenInto(target, element as Record<number, unknown>, length, at, depth - 1);
+    } else {
+      if (at + 1 > MAX_WALKED_ELEMENTS) throw tooLong(mapper ? "flatMap" : "flat", at + 1);
+      createDataProperty(target, at, element);
+      at++;
+    }
+  }
+  return at;
+}
+
+/** `flat` and `flatMap` in JavaScript (see {@link flattenInto}). */
+export function flatWalking(): void {
+  const toObject = (receiver: unknown, name: string): object => {
+    if (receiver === null || receiver === undefined)
+      throw new TypeError(`Array.prototype.${name} called on null or undefined`);
+    return Object(receiver) as object;
+  };
+  replace(
+    Array.prototype,
+    "flat",
+    () =>
+      ({
+        m(this: unknown, depth?: unknown) {
+          const object = toObject(this, "flat");
+          const length = lengthOf(object);
+          if (length > MAX_WALKED_ELEMENTS) throw tooLong("flat", length);
+          let levels = 1;
+          if (depth !== undefined) {
+            const number = Number(depth);
+            levels = Number.isNaN(number) ? 0 : Math.max(0, Math.trunc(number));
+          }
+          const result = arraySpeciesCreate(object);
+          flattenInto(result, object as Record<number, unknown>, length, 0, levels);
+          return result;
+        },
+      }).m,
+  );
+  replace(
+    Array.prototype,
+    "flatMap",
+    () =>
+      ({
+        m(this: unknown, mapper?: unknown, thisArg?: unknown) {
+          const object = toObject(this, "flatMap");
+          const length = lengthOf(object);
+          if (typeof mapper !== "function") throw new TypeError("flatMap mapper function is not callable");
+          if (length > MAX_WALKED_ELEMENTS) throw tooLong("flatMap", length);
+          const result = arraySpeciesCreate(object);
+          flattenInto(result, object as Record<number, unknown>, length, 0, 1, mapper as Method, thisArg);
+          return result;
+        },
+      }).m,
+  );
+}
+
+/** Bounds the generic array methods' walks by {@link MAX_WALKED_ELEMENTS}. */
