@@ -128,11 +128,14 @@ function walkBounded(name: string, original: Method, receiver: unknown, args: un
 
 /** Whether `concat` of these may run as the built-in: plain arrays, whose length is their own, and primitives. */
 function concatIsPlain(receiver: unknown, items: unknown[]): boolean {
-  const plain = (value: unknown) =>
-    value === null || (typeof value !== "object" && typeof value !== "function") || isPlainArray(value);
   if (!isPlainArray(receiver)) return false;
-  for (const item of items) if (!plain(item)) return false;
+  for (const item of items) if (!isPlainItem(item)) return false;
   return true;
+}
+
+/** A primitive or a plain array: what the built-in `concat` takes as it is. */
+function isPlainItem(value: unknown): boolean {
+  return value === null || (typeof value !== "object" && typeof value !== "function") || isPlainArray(value);
 }
 
 /** FlattenIntoArray, in JavaScript: the built-in walks nested arrays' holes where V8 cannot stop it. */

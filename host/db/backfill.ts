@@ -40,9 +40,14 @@ interface PendingBuild {
  */
 const LEFT_TO_ITS_MIGRATION_MS = 4 * LIMITS.handlerWallMs;
 
-/** What `list` names, by table and storage id. */
+/** How a listed build or an index is told apart: its table and storage id. */
+function nameOf(table: string, storageId: string): string {
+  return `${table}\u0000${storageId}`;
+}
+
+/** What `list` names (see {@link nameOf}). */
 function namesOf(list: readonly PendingBuild[]): Set<string> {
-  return new Set(list.map(({ table, stored }) => `${table}\u0000${stored.storageId}`));
+  return new Set(list.map(({ table, stored }) => nameOf(table, stored.storageId)));
 }
 
 /** What running a migration needs of its deployment. */
@@ -119,9 +124,9 @@ function leftoverBuilds(
   if (listed === undefined) return { old: [], young: [] };
   const kept = new Set<string>();
   for (const [table, stored] of Object.entries(next.tables))
-    for (const index of Object.values(stored.indexes)) kept.add(`${table}\u0000${index.storageId}`);
+    for (const index of Object.values(stored.indexes)) kept.add(nameOf(table, index.storageId));
   const leftover = (JSON.parse(listed) as PendingBuild[]).filter(
-    ({ table, stored }) => !kept.has(`${table}\u0000${stored.storageId}`),
+    ({ table, stored }) => !kept.has(nameOf(table, stored.storageId)),
   );
   const young = leftover.filter(
     ({ listedAt }) => listedAt !== undefined && now - listedAt < LEFT_TO_ITS_MIGRATION_MS,
@@ -141,7 +146,7 @@ async function unlistBuilds(target: MigrationTarget, cleared: readonly PendingBu
     if (listed === undefined) return;
     const gone = namesOf(cleared);
     const left = (JSON.parse(listed) as PendingBuild[]).filter(
-      ({ table, stored }) => !gone.has(`${table}\u0000${stored.storageId}`),
+      ({ table, stored }) => !gone.has(nameOf(table, stored.storageId)),
     );
     await target.store.batch([
       left.length > 0 ? { type: "put", key, value: JSON.stringify(left) } : { type: "del", key },

@@ -142,7 +142,7 @@ export function storageRoutes(
     const record = ctx.state.record as DeploymentRecord;
     const token = tokenOf(ctx);
     const counted = token !== undefined && !dev;
-    const address = guesses.keyOf(ctx);
+    const address = counted ? guesses.keyOf(ctx) : "";
     if (counted) guesses.checkMayTry(address);
     try {
       await authoriseStorageListing(token, record, dev, { adminToken, developers });
