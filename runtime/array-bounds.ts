@@ -7,11 +7,11 @@
 import { concatWalking, flatWalking } from "./array-in-javascript.js";
 import { lengthOf, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
 import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { isPlainArray, isProxy } from "./plain-arrays.js";
 
 export { MAX_WALKED_ELEMENTS } from "./array-length.js";
 
 const isArray = Array.isArray;
-const defineProperty = Object.defineProperty;
 
 /**
  * Array methods that walk their receiver's `length` where V8 may not stop them: over holes they
@@ -57,41 +57,6 @@ const ALLOCATING = new Set<string>(["fill"]);
 const RealProxy = Proxy;
 const reflectGet = Reflect.get;
 const reflectHas = Reflect.has;
-/**
- * Every proxy capsule code made. An array behind one passes `Array.isArray` yet may report one
- * `length` to a bound's look and another to the built-in after it (found by the fixes' review).
- */
-const proxies = new WeakSet<object>();
-
-/** `Proxy` and `Proxy.revocable` as before, noting each proxy made in {@link proxies}. */
-export function trackProxies(): void {
-  const makeProxy = function (this: unknown, target: object, handler: ProxyHandler<object>): object {
-    if (!new.target) throw new TypeError("Constructor Proxy requires 'new'");
-    const made = new RealProxy(target, handler);
-    proxies.add(made);
-    return made;
-  };
-  // Bound: constructible, and like the real one without a `prototype` property.
-  const tracked = makeProxy.bind(undefined) as unknown as ProxyConstructor;
-  defineProperty(tracked, "name", { value: "Proxy" });
-  defineProperty(tracked, "revocable", {
-    value: {
-      revocable(target: object, handler: ProxyHandler<object>) {
-        const made = RealProxy.revocable(target, handler);
-        proxies.add(made.proxy);
-        return made;
-      },
-    }.revocable,
-    writable: true,
-    configurable: true,
-  });
-  defineProperty(globalThis, "Proxy", { value: tracked, writable: true, configurable: true });
-}
-
-/** Whether `value` is an array whose `length` is its own plain number (no proxy in front). */
-function isPlainArray(value: unknown): value is unknown[] {
-  return isArray(value) && !proxies.has(value as object);
-}
 
 /**
  * `object` behind a proxy that reports `length` as read once, `length`, and reaches every element
@@ -129,7 +94,8 @@ function walkBounded(name: string, original: Method, receiver: unknown, args: un
 /** Whether `concat` of these may run as the built-in: plain arrays, whose length is their own, and primitives. */
 function concatIsPlain(receiver: unknown, items: unknown[]): boolean {
   if (!isPlainArray(receiver)) return false;
-  for (const item of items) if (!isPlainItem(item)) return false;
+  // Index loops: an iterator capsule code replaced must not choose what a bound looks at.
+  for (let i = 0; i < items.length; i++) if (!isPlainItem(items[i])) return false;
   return true;
 }
 
@@ -140,7 +106,9 @@ function isPlainItem(value: unknown): boolean {
 
 /** FlattenIntoArray, in JavaScript: the built-in walks nested arrays' holes where V8 cannot stop it. */
 export function boundArrayWalks(): void {
-  for (const name of WALKING_METHODS)
+  for (const name of WALKING_METHODS) {
+    // Decided here: a `Set.prototype.has` capsule code replaced must not lift the bound.
+    const bounded = !ALLOCATING.has(name);
     replace(
       Array.prototype,
       name,
@@ -150,9 +118,8 @@ export function boundArrayWalks(): void {
           m(this: unknown) {
             // The plain case first, in place, with the arguments as they came (a rest array and a
             // call more cost about 100 ns a call, on every map and forEach).
-            if (isArray(this) && !proxies.has(this)) {
-              if (this.length > MAX_WALKED_ELEMENTS && !ALLOCATING.has(name))
-                throw tooLong(name, this.length);
+            if (isArray(this) && !isProxy(this)) {
+              if (bounded && this.length > MAX_WALKED_ELEMENTS) throw tooLong(name, this.length);
               // biome-ignore lint/complexity/noArguments: passes on exactly the arguments given
               return apply(original, this, arguments);
             }
@@ -161,6 +128,7 @@ export function boundArrayWalks(): void {
           },
         }).m,
     );
+  }
   replace(
     Array.prototype,
     "concat",
@@ -169,7 +137,10 @@ export function boundArrayWalks(): void {
         m(this: unknown, ...args: unknown[]) {
           if (!concatIsPlain(this, args)) return concatWalking(this, args);
           let total = (this as unknown[]).length;
-          for (const arg of args) total += isArray(arg) ? (arg as unknown[]).length : 1;
+          for (let i = 0; i < args.length; i++) {
+            const arg = args[i];
+            total += isArray(arg) ? (arg as unknown[]).length : 1;
+          }
           if (total > MAX_WALKED_ELEMENTS) throw tooLong("concat", total);
           return apply(original, this, args);
         },

@@ -58,7 +58,9 @@ export function concatWalking(receiver: unknown, items: unknown[]): unknown {
   const object = Object(receiver) as object;
   const result = arraySpeciesCreate(object);
   let n = 0;
-  for (const item of [object, ...items]) {
+  // An index loop: an iterator capsule code replaced must not choose the items.
+  for (let i = -1; i < items.length; i++) {
+    const item = i < 0 ? object : items[i];
     if (spreadable(item)) {
       const source = item as Record<number, unknown>;
       const length = lengthOf(source);

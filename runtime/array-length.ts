@@ -16,9 +16,14 @@ export function lengthOf(value: unknown): number {
   return Math.min(Math.floor(length), Number.MAX_SAFE_INTEGER);
 }
 
-/** The refusal of a walk over `length` elements by `method`. */
+/** The refusal of a walk over `length` elements by `method` of `Array.prototype`. */
 export function tooLong(method: string, length: number): RangeError {
+  return walkRefused(`Array.prototype.${method}`, length);
+}
+
+/** The refusal of a walk over `length` elements by built-in `qualified`, which may walk `most`. */
+export function walkRefused(qualified: string, length: number, most = MAX_WALKED_ELEMENTS): RangeError {
   return new RangeError(
-    `Array.prototype.${method} on ${length} elements: capsules may walk at most ${MAX_WALKED_ELEMENTS} (a sparse array or an array-like object this long is refused; use a Map or an object keyed by index).`,
+    `${qualified} on ${length} elements: capsules may walk at most ${most} (a sparse array or an array-like object this long is refused; use a Map or an object keyed by index).`,
   );
 }

@@ -25,3 +25,36 @@ export function replaceBuiltin(
   descriptor.value = wrapper;
   defineProperty(holder, name, descriptor);
 }
+
+const construct = Reflect.construct;
+const ownKeys = Reflect.ownKeys;
+const getPrototypeOf = Object.getPrototypeOf;
+const setPrototypeOf = Object.setPrototypeOf;
+
+/**
+ * Replaces constructor `holder[name]` by one that hands its arguments through `adjust` first, and
+ * otherwise looks and acts like it: the same own properties (name, length, `prototype`, statics,
+ * copied as they are), the same [[Prototype]] (a typed array's `from` is inherited), the
+ * prototype's `constructor` pointing at it, and subclasses keeping their `new.target`. Called
+ * without `new`, it calls the original, which answers as it would (Intl's legacy constructors
+ * work, the others throw their own TypeError). Returns the replacement, to wrap its statics.
+ */
+export function replaceConstructor(
+  holder: object,
+  name: string,
+  adjust: (args: unknown[]) => unknown[],
+): Record<string | symbol, unknown> {
+  const original = (holder as Record<string, unknown>)[name] as new (...args: unknown[]) => object;
+  const replacement = function (this: unknown, ...args: unknown[]) {
+    return new.target ? construct(original, adjust(args), new.target) : apply(original, this, adjust(args));
+  };
+  setPrototypeOf(replacement, getPrototypeOf(original));
+  for (const key of ownKeys(original))
+    defineProperty(replacement, key, getOwnPropertyDescriptor(original, key) as PropertyDescriptor);
+  const prototype = original.prototype as object;
+  const constructorSlot = getOwnPropertyDescriptor(prototype, "constructor");
+  // The value alone: the slots keep their attributes.
+  if (constructorSlot) defineProperty(prototype, "constructor", { value: replacement });
+  defineProperty(holder, name, { value: replacement });
+  return replacement as unknown as Record<string | symbol, unknown>;
+}

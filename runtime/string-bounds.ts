@@ -2,7 +2,11 @@
  * The string methods V8 runs in C++ over a whole string, bounded by its length (docs/security.md,
  * "Isolates"; builtin-bounds.ts installs them).
  */
-import { apply, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { lengthOf, MAX_WALKED_ELEMENTS, walkRefused } from "./array-length.js";
+import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+
+const sliceOfString = String.prototype.slice as Method;
+const { floor, max, min } = Math;
 
 /**
  * The longest string a replacement given as a string (not a function), or a global `match`, may
@@ -14,6 +18,14 @@ export const MAX_REPLACED_CHARS = 2 ** 21;
 
 /** The longest string `split` and `normalize` may walk (8 Mi characters: about 0.2 s each). */
 export const MAX_SPLIT_CHARS = 2 ** 23;
+
+/**
+ * The most character comparisons one call of the built-in `lastIndexOf` may make. It compares the
+ * search string at every position from the end (`"a".repeat(1e6).lastIndexOf("a".repeat(1e5) +
+ * "b")` ran over 30 s in C++); past this, it runs over slices, each within it, and V8 can stop it
+ * between them. About 10 ms.
+ */
+export const MAX_BACKWARD_COMPARISONS = 2 ** 24;
 
 function tooLongString(method: string, length: number, most: number, instead: string): RangeError {
   return new RangeError(
@@ -31,11 +43,87 @@ function textOf(receiver: unknown): unknown {
 }
 
 /**
+ * `lastIndexOf` of `pattern` in `text` from `position` (already a number), slice by slice from the
+ * end, each slice's search within {@link MAX_BACKWARD_COMPARISONS}.
+ */
+function lastIndexOfBySlices(original: Method, text: string, pattern: string, position: number): number {
+  // biome-ignore lint/suspicious/noSelfCompare: NaN, without a Number.isNaN capsule code may replace
+  const start = position !== position ? text.length : max(0, floor(position));
+  const last = min(start, text.length - pattern.length);
+  const width = max(1, floor(MAX_BACKWARD_COMPARISONS / pattern.length));
+  for (let high = last; high >= 0; high -= width) {
+    const low = max(0, high - width + 1);
+    const slice = apply(sliceOfString, text, [low, high + pattern.length]);
+    const found = apply(original, slice, [pattern]) as number;
+    if (found >= 0) return low + found;
+  }
+  return -1;
+}
+
+/** `lastIndexOf`, bounded by {@link lastIndexOfBySlices} when its search could compare long. */
+function boundBackwardSearch(): void {
+  replace(
+    String.prototype,
+    "lastIndexOf",
+    (original) =>
+      ({
+        m(this: unknown, search: unknown, position?: unknown) {
+          const text = textOf(this);
+          if (typeof text !== "string") return apply(original, text, [search, position]);
+          const pattern = `${search as string}`;
+          const at = +(position as number);
+          const positions = text.length - pattern.length + 1;
+          if (
+            pattern.length === 0 ||
+            positions <= 0 ||
+            positions * pattern.length <= MAX_BACKWARD_COMPARISONS
+          )
+            return apply(original, text, [pattern, at]);
+          return lastIndexOfBySlices(original, text, pattern, at);
+        },
+      }).m,
+  );
+}
+
+/**
+ * `String.raw` in JavaScript: the built-in walks its template's `raw` array-like in C++
+ * (`String.raw({ raw: { length: 1e8 } })` ran over 30 s).
+ */
+function rawInJavaScript(): void {
+  const toObject = Object;
+  replace(
+    String,
+    "raw",
+    () =>
+      ({
+        m(template: unknown, ...substitutions: unknown[]) {
+          if (template === null || template === undefined)
+            throw new TypeError("Cannot convert undefined or null to object");
+          const raw = (toObject(template) as { raw?: unknown }).raw;
+          if (raw === null || raw === undefined)
+            throw new TypeError("Cannot convert undefined or null to object");
+          const literals = toObject(raw) as Record<number, unknown>;
+          const count = lengthOf(literals);
+          if (count > MAX_WALKED_ELEMENTS) throw walkRefused("String.raw", count);
+          let text = "";
+          for (let i = 0; i < count; i++) {
+            text += `${literals[i] as string}`;
+            if (i + 1 < count && i < substitutions.length) text += `${substitutions[i] as string}`;
+          }
+          return text;
+        },
+      }).m,
+  );
+}
+
+/**
  * Bounds the string methods V8 runs in C++ over the whole string, by its length: `replaceAll`
  * with a string pattern, `split` and `normalize` on `String.prototype`, and the RegExp methods
  * `replace`, `replaceAll`, `match` and `split` hand a regular expression to.
  */
 export function boundStringWalks(): void {
+  boundBackwardSearch();
+  rawInJavaScript();
   const refuseReplacing = (name: string, text: unknown, replacement: unknown) => {
     if (typeof text === "string" && text.length > MAX_REPLACED_CHARS && typeof replacement !== "function")
       throw tooLongString(name, text.length, MAX_REPLACED_CHARS, "; pass the replacement as a function");

@@ -602,6 +602,70 @@ describeOnBothTransports((inline) => {
       await canaryAlive();
     });
 
+    it("23d. array-likes, locale lists and backward searches that looped in C++ are refused or stoppable (found by review)", async () => {
+      // Before: each held its isolate's thread in C++ for seconds (typed arrays from array-likes
+      // 4.5 s, set over 1e8 holes 9.5 s, apply 3.4 s, a locale list 2.9 s) or for longer than anyone waited
+      // (lastIndexOf, String.raw, a locale list of 2 ** 32 - 1), so the host process ended.
+      const cases = {
+        typedLike: "new Uint8Array({ length: 1e8 }).length",
+        typedFrom: "Float64Array.from({ length: 1e8 }).length",
+        typedSet: "(() => { const a = []; a[1e7 - 1] = 0; new Uint8Array(1e7).set(a); })()",
+        arrayFrom: "Array.from({ length: 2 ** 32 - 1 }).length",
+        apply: "Math.max.apply(null, { length: 1e8 })",
+        raw: "String.raw({ raw: { length: 1e8 } })",
+        locales: "new Intl.NumberFormat({ length: 2 ** 32 - 1 }).format(1)",
+        localeString: "(1).toLocaleString({ length: 1e8 })",
+        lastIndexOf: "'a'.repeat(1e6).lastIndexOf('a'.repeat(1e5) + 'b')",
+        typedLocale: "new Float64Array(4e6).toLocaleString().length",
+        ordinary:
+          "[new Uint8Array([1, 2]).length, Uint8Array.from({ length: 2, 0: 7 })[0], new Uint8Array(new Set([3]))[0], Array.from({ length: 2 }, (_, i) => i), Math.max.apply(null, [1, 4]), String.raw({ raw: ['a', 'b'] }, 1), (1234.5).toLocaleString(['en-US']), 'abcabc'.lastIndexOf('bc'), new Float32Array([1.5, 2]).toLocaleString('en-US')]",
+      };
+      const capsule = queryCapsule(
+        `async (ctx, args) => { const cases = { ${Object.entries(cases)
+          .map(([name, code]) => `${name}: () => ${code}`)
+          .join(", ")} }; try { return cases[args.c](); } catch (e) { return e.name + ": " + e.message; } }`,
+      );
+      const id = await deployed(capsule);
+      const outcome = async (c: string, on = id) => await error(on, "query", "q", { c });
+      const refusals: [string, RegExp][] = [
+        ["typedLike", /^RangeError: Uint8Array on 100000000 elements: capsules may walk at most 8388608/],
+        ["typedFrom", /^RangeError: TypedArray\.from on 100000000 elements/],
+        ["typedSet", /^RangeError: TypedArray\.prototype\.set on 10000000 elements/],
+        ["arrayFrom", /^RangeError: Array\.from on 4294967295 elements/],
+        [
+          "apply",
+          /^RangeError: Function\.prototype\.apply on 100000000 elements: capsules may walk at most 1048576/,
+        ],
+        ["raw", /^RangeError: String\.raw on 100000000 elements/],
+        [
+          "locales",
+          /^RangeError: Intl's list of locales on 4294967295 elements: capsules may walk at most 1024/,
+        ],
+        ["localeString", /^RangeError: Intl's list of locales on 100000000 elements/],
+      ];
+      for (const [c, refusal] of refusals) {
+        const seen = await outcome(c);
+        expect(String(seen.value), `${c}: ${JSON.stringify(seen)}`).toMatch(refusal);
+      }
+      const ordinary = await outcome("ordinary");
+      expect(ordinary.value, JSON.stringify(ordinary)).toEqual([
+        2,
+        7,
+        3,
+        [0, 1],
+        4,
+        "a1b",
+        "1,234.5",
+        4,
+        "1.5,2",
+      ]);
+      // These now run in JavaScript, so the CPU limit stops them like any loop (each in a
+      // deployment of its own: two stops in a row pause one).
+      for (const c of ["lastIndexOf", "typedLocale"])
+        expect((await outcome(c, await deployed(capsule))).error?.code, c).toBe("timeout");
+      await canaryAlive();
+    });
+
     it("24. a toJSON that loops forever times out", async () => {
       const id = await deployed(queryCapsule(`async () => ({ toJSON() { for (;;) {} } })`));
       expect((await error(id)).error?.code).toBe("timeout");

@@ -1,0 +1,53 @@
+/**
+ * Array-likes handed to built-ins that walk them in C++ (a typed array's constructor, `from` and
+ * `set`, `Array.from`, `apply`, `String.raw`, Intl's locale lists): over holes each step is a C++
+ * lookup where V8 cannot stop the walk (`new Uint8Array({ length: 1e8 })` held its thread 4.5 s).
+ * Here an array-like's `length` is read once and bounded, and its elements are copied in
+ * JavaScript, where V8 can stop; an iterable goes on as an iterable, whose steps V8 can stop.
+ */
+import { lengthOf, MAX_WALKED_ELEMENTS, walkRefused } from "./array-length.js";
+import { apply } from "./builtin-wrap.js";
+import { isPlainArray } from "./plain-arrays.js";
+
+const defineProperty = Object.defineProperty;
+const iteratorKey = Symbol.iterator;
+
+/** CreateDataPropertyOrThrow: no setter capsule code put on `Array.prototype` sees the copy. */
+function append(values: unknown[], at: number, value: unknown): void {
+  defineProperty(values, at, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/**
+ * The elements of array-like `source` (an object) in a new plain array, its `length` read once
+ * and at most `most`. With `presentOnly`, holes are left out (Intl's locale lists skip them).
+ */
+export function copyArrayLike(
+  source: object,
+  qualified: string,
+  most = MAX_WALKED_ELEMENTS,
+  presentOnly = false,
+): unknown[] {
+  const length = lengthOf(source);
+  if (length > most) throw walkRefused(qualified, length, most);
+  const values: unknown[] = [];
+  let copied = 0;
+  for (let i = 0; i < length; i++)
+    if (!presentOnly || i in source) append(values, copied++, (source as Record<number, unknown>)[i]);
+  return values;
+}
+
+/**
+ * `source` as a built-in that takes an iterable or else an array-like may have it: anything not
+ * an object, and a plain array within the bound, as they are; an object with an iterator method
+ * as an iterable whose method was read once (a getter that answered a method to this look could
+ * answer `undefined` to the built-in's, and send it down the array-like walk); any other object
+ * copied by {@link copyArrayLike}.
+ */
+export function iterableOrCopy(source: unknown, qualified: string): unknown {
+  if (source === null || (typeof source !== "object" && typeof source !== "function")) return source;
+  if (isPlainArray(source) && source.length <= MAX_WALKED_ELEMENTS) return source;
+  const method = (source as { [iteratorKey]?: unknown })[iteratorKey];
+  if (method === undefined || method === null) return copyArrayLike(source, qualified);
+  if (typeof method !== "function") return { [iteratorKey]: method };
+  return { [iteratorKey]: () => apply(method as () => unknown, source, []) };
+}

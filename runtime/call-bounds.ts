@@ -1,0 +1,89 @@
+/**
+ * Built-ins that turn an array-like into a list in C++ where V8 cannot stop them: the argument
+ * list of `Function.prototype.apply`, `Reflect.apply` and `Reflect.construct`
+ * (`Math.max.apply(null, { length: 1e8 })` held its thread 3.4 s), and `Array.from` of an
+ * array-like (`Array.from({ length: 2 ** 32 - 1 })` ran 13 s and then V8 ran out of memory).
+ * docs/security.md, "Isolates"; builtin-bounds.ts installs them.
+ */
+import { copyArrayLike, iterableOrCopy } from "./array-likes.js";
+import { apply, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { isPlainArray } from "./plain-arrays.js";
+
+/**
+ * The longest argument list a call may spread: no more fit on an isolate's stack (half a million
+ * overflow it), so nothing that could work is refused.
+ */
+export const MAX_ARGUMENTS = 2 ** 20;
+
+const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+/** Not `Function.prototype`: the runtime's lockdown has replaced the global `Function` by then. */
+const functionPrototype = Object.getPrototypeOf(() => {}) as object;
+const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
+const lengthOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, "length")?.get as () => number;
+const tagOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, Symbol.toStringTag)?.get as () => unknown;
+
+/**
+ * `list` as a call may spread it: a plain array, or a typed array (V8 takes its own length), within
+ * {@link MAX_ARGUMENTS} as it is; anything not an object as it is, for the built-in's TypeError;
+ * any other array-like copied within the bound (an `arguments` object too: its `length` can be
+ * set).
+ */
+function argumentList(list: unknown, qualified: string): unknown {
+  if (list === null || (typeof list !== "object" && typeof list !== "function")) return list;
+  if (isPlainArray(list) && list.length <= MAX_ARGUMENTS) return list;
+  if (
+    apply(tagOfTyped, list, []) !== undefined &&
+    (apply(lengthOfTyped, list, []) as number) <= MAX_ARGUMENTS
+  )
+    return list;
+  return copyArrayLike(list, qualified, MAX_ARGUMENTS);
+}
+
+export function boundArgumentLists(): void {
+  replace(
+    functionPrototype,
+    "apply",
+    (original) =>
+      ({
+        m(this: unknown, thisArgument: unknown, list: unknown) {
+          return apply(original, this, [thisArgument, argumentList(list, "Function.prototype.apply")]);
+        },
+      }).m,
+  );
+  replace(
+    Reflect,
+    "apply",
+    (original) =>
+      ({
+        m(target: unknown, thisArgument: unknown, list: unknown) {
+          return apply(original, undefined, [target, thisArgument, argumentList(list, "Reflect.apply")]);
+        },
+      }).m,
+  );
+  replace(
+    Reflect,
+    "construct",
+    (original) =>
+      ({
+        m(target: unknown, list: unknown, ...newTarget: unknown[]) {
+          const bounded = argumentList(list, "Reflect.construct");
+          // Without a third argument, new.target is the target itself.
+          return apply(
+            original,
+            undefined,
+            newTarget.length > 0 ? [target, bounded, newTarget[0]] : [target, bounded],
+          );
+        },
+      }).m,
+  );
+  replace(
+    Array,
+    "from",
+    (original) =>
+      ({
+        m(this: unknown, items: unknown, map?: unknown, thisArgument?: unknown) {
+          return apply(original, this, [iterableOrCopy(items, "Array.from"), map, thisArgument]);
+        },
+      }).m,
+  );
+}

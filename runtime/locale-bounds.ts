@@ -1,0 +1,92 @@
+/**
+ * Intl's locale lists, bounded: every Intl constructor and every `toLocale...` method takes
+ * `locales` as a string or an array-like, and walks the array-like's `length` in C++ where V8
+ * cannot stop it (`(1).toLocaleString({ length: 1e8 })` held its thread 2.9 s, and
+ * `new Intl.NumberFormat({ length: 2 ** 32 - 1 })` over 30 s). A list is at most
+ * {@link MAX_LOCALES} long, read once and copied in JavaScript (docs/security.md, "Isolates";
+ * builtin-bounds.ts installs them).
+ */
+import { copyArrayLike } from "./array-likes.js";
+import { apply, type Method, replaceBuiltin as replace, replaceConstructor } from "./builtin-wrap.js";
+import { isPlainArray } from "./plain-arrays.js";
+
+/** The longest locale list a capsule may pass (real lists name a few locales). */
+export const MAX_LOCALES = 1024;
+
+const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const baseNameOfLocale = getOwnPropertyDescriptor(Intl.Locale.prototype, "baseName")?.get as Method;
+
+function isLocale(value: unknown): boolean {
+  try {
+    apply(baseNameOfLocale, value, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `locales` as Intl may walk it: a string, an `Intl.Locale`, anything not an object (Intl's own
+ * answer) and a plain array within the bound as they are; any other list copied, holes left out
+ * as Intl leaves them, or refused past {@link MAX_LOCALES}.
+ */
+export function boundedLocales(locales: unknown): unknown {
+  if (locales === null || (typeof locales !== "object" && typeof locales !== "function")) return locales;
+  if (isPlainArray(locales) && locales.length <= MAX_LOCALES) return locales;
+  if (isLocale(locales)) return locales;
+  return copyArrayLike(locales, "Intl's list of locales", MAX_LOCALES, true);
+}
+
+/** Intl's constructors: each takes its locales first, and so does its `supportedLocalesOf`. */
+const INTL_CONSTRUCTORS = [
+  "Collator",
+  "DateTimeFormat",
+  "DisplayNames",
+  "DurationFormat",
+  "ListFormat",
+  "NumberFormat",
+  "PluralRules",
+  "RelativeTimeFormat",
+  "Segmenter",
+] as const;
+
+/** The `toLocale...` methods, and where each takes its locales. */
+const LOCALE_METHODS: [object, string, number][] = [
+  [String.prototype, "localeCompare", 1],
+  [String.prototype, "toLocaleLowerCase", 0],
+  [String.prototype, "toLocaleUpperCase", 0],
+  [Number.prototype, "toLocaleString", 0],
+  [BigInt.prototype, "toLocaleString", 0],
+  [Date.prototype, "toLocaleString", 0],
+  [Date.prototype, "toLocaleDateString", 0],
+  [Date.prototype, "toLocaleTimeString", 0],
+];
+
+/** Replaces `holder[name]` by a method that bounds its argument at `position` first. */
+function boundArgument(holder: object, name: string, position: number): void {
+  replace(
+    holder,
+    name,
+    (original) =>
+      ({
+        m(this: unknown, ...args: unknown[]) {
+          if (args.length > position) args[position] = boundedLocales(args[position]);
+          return apply(original, this, args);
+        },
+      }).m,
+  );
+}
+
+export function boundLocaleLists(): void {
+  const intl = Intl as unknown as Record<string, unknown>;
+  for (const name of INTL_CONSTRUCTORS) {
+    if (typeof intl[name] !== "function") continue;
+    const replacement = replaceConstructor(intl, name, (args) => {
+      if (args.length > 0) args[0] = boundedLocales(args[0]);
+      return args;
+    });
+    boundArgument(replacement, "supportedLocalesOf", 0);
+  }
+  boundArgument(intl, "getCanonicalLocales", 0);
+  for (const [holder, name, position] of LOCALE_METHODS) boundArgument(holder, name, position);
+}
