@@ -7,6 +7,7 @@
 import { concatWalking, flatWalking } from "./array-in-javascript.js";
 import { lengthOf, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
 import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { MAX_NATIVE_CALLBACK_WALK, withCallbackInJavaScript } from "./callback-bounds.js";
 import { isPlainArray, isProxy } from "./plain-arrays.js";
 
 export { MAX_WALKED_ELEMENTS } from "./array-length.js";
@@ -25,6 +26,10 @@ const WALKING_METHODS = [
   "every",
   "fill",
   "filter",
+  "find",
+  "findIndex",
+  "findLast",
+  "findLastIndex",
   "forEach",
   "includes",
   "indexOf",
@@ -53,6 +58,23 @@ const WALKING_METHODS = [
  * containment"), and no walk runs over holes for long.
  */
 const ALLOCATING = new Set<string>(["fill"]);
+
+/** Methods whose first argument is a callback (or a sort's comparison) V8 calls at each step. */
+const TAKING_CALLBACKS = new Set<string>([
+  "every",
+  "filter",
+  "find",
+  "findIndex",
+  "findLast",
+  "findLastIndex",
+  "forEach",
+  "map",
+  "reduce",
+  "reduceRight",
+  "some",
+  "sort",
+  "toSorted",
+]);
 
 const RealProxy = Proxy;
 const reflectGet = Reflect.get;
@@ -104,11 +126,17 @@ function isPlainItem(value: unknown): boolean {
   return value === null || (typeof value !== "object" && typeof value !== "function") || isPlainArray(value);
 }
 
-/** FlattenIntoArray, in JavaScript: the built-in walks nested arrays' holes where V8 cannot stop it. */
+/**
+ * Installs the bounds on `Array.prototype`'s walking methods (a long walk over a plain array also
+ * calls its callback through JavaScript: callback-bounds.ts), on `concat`, and `flat` and
+ * `flatMap` in JavaScript.
+ */
 export function boundArrayWalks(): void {
   for (const name of WALKING_METHODS) {
     // Decided here: a `Set.prototype.has` capsule code replaced must not lift the bound.
     const bounded = !ALLOCATING.has(name);
+    const takesCallback = TAKING_CALLBACKS.has(name);
+    const sorts = name === "sort" || name === "toSorted";
     replace(
       Array.prototype,
       name,
@@ -120,6 +148,9 @@ export function boundArrayWalks(): void {
             // call more cost about 100 ns a call, on every map and forEach).
             if (isArray(this) && !isProxy(this)) {
               if (bounded && this.length > MAX_WALKED_ELEMENTS) throw tooLong(name, this.length);
+              if (takesCallback && this.length > MAX_NATIVE_CALLBACK_WALK)
+                // biome-ignore lint/complexity/noArguments: the arguments given, the callback wrapped
+                return apply(original, this, withCallbackInJavaScript(arguments, sorts));
               // biome-ignore lint/complexity/noArguments: passes on exactly the arguments given
               return apply(original, this, arguments);
             }

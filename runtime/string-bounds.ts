@@ -4,6 +4,7 @@
  */
 import { lengthOf, MAX_WALKED_ELEMENTS, walkRefused } from "./array-length.js";
 import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { inJavaScript } from "./callback-bounds.js";
 
 const sliceOfString = String.prototype.slice as Method;
 const { floor, max, min } = Math;
@@ -11,8 +12,9 @@ const { floor, max, min } = Math;
 /**
  * The longest string a replacement given as a string (not a function), or a global `match`, may
  * run over: their cost grows with the matches, in C++, about 370 ns each (`replaceAll("a", "bb")`
- * over 40 Mi characters held its thread 7.4 s). A function replacement calls JavaScript per match,
- * where V8 can stop it, and is never refused.
+ * over 40 Mi characters held its thread 7.4 s). A function replacement is called through
+ * JavaScript per match (a built-in one too: callback-bounds.ts), where V8 can stop it, and is
+ * never refused.
  */
 export const MAX_REPLACED_CHARS = 2 ** 21;
 
@@ -136,7 +138,7 @@ export function boundStringWalks(): void {
         m(this: unknown, pattern: unknown, replacement: unknown) {
           const text = textOf(this);
           refuseReplacing("replaceAll", text, replacement);
-          return apply(original, text, [pattern, replacement]);
+          return apply(original, text, [pattern, inJavaScript(replacement)]);
         },
       }).m,
   );
@@ -162,7 +164,7 @@ export function boundStringWalks(): void {
         m(this: unknown, string: unknown, replacement: unknown) {
           const text = `${string as string}`;
           refuseReplacing("replace", text, replacement);
-          return apply(original, this, [text, replacement]);
+          return apply(original, this, [text, inJavaScript(replacement)]);
         },
       }).m,
   );

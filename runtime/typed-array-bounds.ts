@@ -2,14 +2,19 @@
  * Typed arrays' built-ins that walk in C++ where V8 cannot stop them (docs/security.md,
  * "Isolates"; builtin-bounds.ts installs them): a typed array made from an array-like
  * (`new Uint8Array({ length: 1e8 })` 4.5 s; `from` and `set` alike), `toLocaleString` (one
- * 1.5e7-element array 6 s), and long sorts.
+ * 1.5e7-element array 6 s), long sorts (typed-sort.ts), and long walks calling a built-in as
+ * their callback (callback-bounds.ts).
  */
 
 import { MAX_WALKED_ELEMENTS } from "./array-length.js";
 import { copyArrayLike, iterableOrCopy } from "./array-likes.js";
 import { apply, type Method, replaceBuiltin as replace, replaceConstructor } from "./builtin-wrap.js";
+import { MAX_NATIVE_CALLBACK_WALK, withCallbackInJavaScript } from "./callback-bounds.js";
 import { boundedLocales } from "./locale-bounds.js";
 import { isPlainArray } from "./plain-arrays.js";
+import { realConstructorOf, sortInRuns, sortsInRuns } from "./typed-sort.js";
+
+export { MAX_NATIVE_SORT_ELEMENTS, numericOrder } from "./typed-sort.js";
 
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
@@ -18,6 +23,7 @@ const TypedArray = Object.getPrototypeOf(Uint8Array) as object;
 const lengthOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, "length")?.get as Method;
 const tagOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, Symbol.toStringTag)?.get as Method;
 const byteLengthOfBuffer = getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength")?.get as Method;
+const nativeSet = (typedArrayPrototype as Record<string, unknown>).set as Method;
 
 const TYPED_ARRAYS = [
   "Int8Array",
@@ -32,30 +38,6 @@ const TYPED_ARRAYS = [
   "BigInt64Array",
   "BigUint64Array",
 ] as const;
-
-/** Typed arrays longer than this sort through a JavaScript comparison, which V8 can stop. */
-export const MAX_NATIVE_SORT_ELEMENTS = 2 ** 21;
-
-/**
- * The order a typed array's own sort gives (numbers ascending, -0 before +0, NaN last), as a
- * comparison V8 calls, and so can stop between calls.
- */
-export function numericOrder(a: number | bigint, b: number | bigint): number {
-  // biome-ignore lint/suspicious/noSelfCompare: NaN, without a Number.isNaN capsule code may replace
-  const aNaN = a !== a;
-  // biome-ignore lint/suspicious/noSelfCompare: as above
-  const bNaN = b !== b;
-  if (aNaN) return bNaN ? 0 : 1;
-  if (bNaN) return -1;
-  if (a < b) return -1;
-  if (a > b) return 1;
-  if (a === 0 && b === 0) {
-    const aNegative = 1 / (a as number) < 0;
-    const bNegative = 1 / (b as number) < 0;
-    return aNegative === bNegative ? 0 : aNegative ? -1 : 1;
-  }
-  return 0;
-}
 
 /** Whether `value` is a typed array (a check that runs no capsule code and never throws). */
 function isTypedArray(value: unknown): boolean {
@@ -143,18 +125,64 @@ function toLocaleStringInJavaScript(): void {
   );
 }
 
-/** Sorts long typed arrays without a comparator through {@link numericOrder}. */
+/** Long sorts in runs (typed-sort.ts); `toSorted` sorts a copy of the real kind so. */
 function boundSorts(): void {
-  for (const name of ["sort", "toSorted"])
+  replace(
+    typedArrayPrototype,
+    "sort",
+    (original) =>
+      ({
+        m(this: unknown, compare?: unknown) {
+          const length = apply(lengthOfTyped, this, []) as number;
+          return sortsInRuns(length, compare)
+            ? sortInRuns(this as object, compare)
+            : apply(original, this, [compare]);
+        },
+      }).m,
+  );
+  replace(
+    typedArrayPrototype,
+    "toSorted",
+    (original) =>
+      ({
+        m(this: unknown, compare?: unknown) {
+          const length = apply(lengthOfTyped, this, []) as number;
+          if (!sortsInRuns(length, compare)) return apply(original, this, [compare]);
+          const copy = new (realConstructorOf(this as object))(length);
+          apply(nativeSet, copy, [this]);
+          return sortInRuns(copy, compare);
+        },
+      }).m,
+  );
+}
+
+/** Methods that call a callback at each element: over long arrays, through JavaScript. */
+const TAKING_CALLBACKS = [
+  "every",
+  "filter",
+  "find",
+  "findIndex",
+  "findLast",
+  "findLastIndex",
+  "forEach",
+  "map",
+  "reduce",
+  "reduceRight",
+  "some",
+] as const;
+
+function callbacksInJavaScript(): void {
+  for (const name of TAKING_CALLBACKS)
     replace(
       typedArrayPrototype,
       name,
       (original) =>
         ({
-          m(this: unknown, compare?: unknown) {
+          m(this: unknown) {
             const long =
-              compare === undefined && (apply(lengthOfTyped, this, []) as number) > MAX_NATIVE_SORT_ELEMENTS;
-            return apply(original, this, [long ? numericOrder : compare]);
+              isTypedArray(this) && (apply(lengthOfTyped, this, []) as number) > MAX_NATIVE_CALLBACK_WALK;
+            // biome-ignore lint/complexity/noArguments: the arguments given (the callback wrapped when long)
+            return apply(original, this, long ? withCallbackInJavaScript(arguments, false) : arguments);
           },
         }).m,
     );
@@ -164,4 +192,5 @@ export function boundTypedArrays(): void {
   boundConstructorsAndFrom();
   toLocaleStringInJavaScript();
   boundSorts();
+  callbacksInJavaScript();
 }

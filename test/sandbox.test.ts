@@ -604,7 +604,8 @@ describeOnBothTransports((inline) => {
 
     it("23d. array-likes, locale lists and backward searches that looped in C++ are refused or stoppable (found by review)", async () => {
       // Before: each held its isolate's thread in C++ for seconds (typed arrays from array-likes
-      // 4.5 s, set over 1e8 holes 9.5 s, apply 3.4 s, a locale list 2.9 s) or for longer than anyone waited
+      // 4.5 s, set over 1e8 holes 9.5 s, apply 3.4 s, a locale list 2.9 s, a built-in callback
+      // 2.4 s, a default sort of 2e6 numbers 7.6 s) or for longer than anyone waited
       // (lastIndexOf, String.raw, a locale list of 2 ** 32 - 1), so the host process ended.
       const cases = {
         typedLike: "new Uint8Array({ length: 1e8 }).length",
@@ -617,6 +618,8 @@ describeOnBothTransports((inline) => {
         localeString: "(1).toLocaleString({ length: 1e8 })",
         lastIndexOf: "'a'.repeat(1e6).lastIndexOf('a'.repeat(1e5) + 'b')",
         typedLocale: "new Float64Array(4e6).toLocaleString().length",
+        builtinCallback: "new Float64Array(4e6).forEach(new Intl.NumberFormat('en').format)",
+        defaultSort: "Array.from({ length: 1e6 }, (_, i) => (i * 7919) % 1e6).sort()[0]",
         ordinary:
           "[new Uint8Array([1, 2]).length, Uint8Array.from({ length: 2, 0: 7 })[0], new Uint8Array(new Set([3]))[0], Array.from({ length: 2 }, (_, i) => i), Math.max.apply(null, [1, 4]), String.raw({ raw: ['a', 'b'] }, 1), (1234.5).toLocaleString(['en-US']), 'abcabc'.lastIndexOf('bc'), new Float32Array([1.5, 2]).toLocaleString('en-US')]",
       };
@@ -659,9 +662,10 @@ describeOnBothTransports((inline) => {
         4,
         "1.5,2",
       ]);
-      // These now run in JavaScript, so the CPU limit stops them like any loop (each in a
-      // deployment of its own: two stops in a row pause one).
-      for (const c of ["lastIndexOf", "typedLocale"])
+      // These now run in JavaScript (a built-in callback through a JavaScript function, the
+      // default sort order as a JavaScript comparison), so the CPU limit stops them like any loop
+      // (each in a deployment of its own: two stops in a row pause one).
+      for (const c of ["lastIndexOf", "typedLocale", "builtinCallback", "defaultSort"])
         expect((await outcome(c, await deployed(capsule))).error?.code, c).toBe("timeout");
       await canaryAlive();
     });
