@@ -5,7 +5,7 @@
  * "Isolates"; builtin-bounds.ts installs them).
  */
 import { concatWalking, flatWalking } from "./array-in-javascript.js";
-import { lengthOf, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
+import { lengthOf, MAX_SORTED_ELEMENTS, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
 import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
 import { MAX_NATIVE_CALLBACK_WALK, withCallbackInJavaScript } from "./callback-bounds.js";
 import { isPlainArray, isProxy } from "./plain-arrays.js";
@@ -137,6 +137,7 @@ export function boundArrayWalks(): void {
     const bounded = !ALLOCATING.has(name);
     const takesCallback = TAKING_CALLBACKS.has(name);
     const sorts = name === "sort" || name === "toSorted";
+    const most = sorts ? MAX_SORTED_ELEMENTS : MAX_WALKED_ELEMENTS;
     replace(
       Array.prototype,
       name,
@@ -147,7 +148,7 @@ export function boundArrayWalks(): void {
             // The plain case first, in place, with the arguments as they came (a rest array and a
             // call more cost about 100 ns a call, on every map and forEach).
             if (isArray(this) && !isProxy(this)) {
-              if (bounded && this.length > MAX_WALKED_ELEMENTS) throw tooLong(name, this.length);
+              if (bounded && this.length > most) throw tooLong(name, this.length, most);
               if (takesCallback && this.length > MAX_NATIVE_CALLBACK_WALK)
                 // biome-ignore lint/complexity/noArguments: the arguments given, the callback wrapped
                 return apply(original, this, withCallbackInJavaScript(arguments, sorts));

@@ -56,6 +56,20 @@ describe("long walks with a built-in callback", () => {
     expect(7 in values.slice().sort()).toBe(true);
     expect(() => [Symbol(), ...new Array(long).fill(1)].sort()).toThrow(TypeError);
   });
+
+  it("refuse what V8 prepares in C++ before the first call: a sort past 2 Mi elements, a regular expression's replacement past 2 Mi characters", () => {
+    const many = new Array(2 ** 21 + 1).fill(0);
+    expect(() => many.sort((a, b) => a - b)).toThrow(
+      /Array\.prototype\.sort on 2097153 elements: capsules may walk at most 2097152/,
+    );
+    expect(() => many.toSorted()).toThrow(/at most 2097152/);
+    expect(many.slice(1).sort((a, b) => a - b).length).toBe(2 ** 21);
+    const text = "a".repeat(2 ** 21 + 1);
+    expect(() => text.replace(/a/g, () => "b")).toThrow(
+      /String\.prototype\.replace on 2097153 characters.*matchAll/,
+    );
+    expect(text.replaceAll("a", () => "b").length).toBe(2 ** 21 + 1);
+  });
 });
 
 describe("long typed-array sorts", () => {

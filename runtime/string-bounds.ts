@@ -10,11 +10,11 @@ const sliceOfString = String.prototype.slice as Method;
 const { floor, max, min } = Math;
 
 /**
- * The longest string a replacement given as a string (not a function), or a global `match`, may
- * run over: their cost grows with the matches, in C++, about 370 ns each (`replaceAll("a", "bb")`
- * over 40 Mi characters held its thread 7.4 s). A function replacement is called through
- * JavaScript per match (a built-in one too: callback-bounds.ts), where V8 can stop it, and is
- * never refused.
+ * The longest string a replacement given as a string (not a function), a regular expression's
+ * replacement of any kind, or a global `match`, may run over: their cost grows with the matches,
+ * in C++, about 370 ns each (`replaceAll("a", "bb")` over 40 Mi characters held its thread 7.4 s).
+ * `replaceAll` with a string pattern and a function replacement calls it through JavaScript per
+ * match (a built-in one too: callback-bounds.ts), where V8 can stop it, and is never refused.
  */
 export const MAX_REPLACED_CHARS = 2 ** 21;
 
@@ -163,7 +163,15 @@ export function boundStringWalks(): void {
       ({
         m(this: unknown, string: unknown, replacement: unknown) {
           const text = `${string as string}`;
-          refuseReplacing("replace", text, replacement);
+          // A function too: V8 finds every match of a regular expression in C++ before the first
+          // call ("a".repeat(3e7).replace(/a/g, String) held the thread 3.3 s, then filled the heap).
+          if (text.length > MAX_REPLACED_CHARS)
+            throw tooLongString(
+              "replace",
+              text.length,
+              MAX_REPLACED_CHARS,
+              "; use matchAll and build the result",
+            );
           return apply(original, this, [text, inJavaScript(replacement)]);
         },
       }).m,
