@@ -14,6 +14,7 @@ import { boundArgumentLists } from "./call-bounds.js";
 import { boundLocaleLists } from "./locale-bounds.js";
 import { trackProxies } from "./plain-arrays.js";
 import { boundStringWalks } from "./string-bounds.js";
+import { boundTextWalks } from "./text-bounds.js";
 import { boundTypedArrays } from "./typed-array-bounds.js";
 
 export { MAX_WALKED_ELEMENTS } from "./array-bounds.js";
@@ -48,5 +49,6 @@ export function boundBuiltins(): void {
   boundTypedArrays();
   boundStringWalks();
   boundLocaleLists();
+  boundTextWalks();
   fixedSizeArrayBuffers();
 }

@@ -8,6 +8,8 @@
  * execution sees its own frozen clock and its own random sequence.
  */
 
+import { boundedDateParse, dateArgument } from "./date-bounds.js";
+
 /** One execution's clock and random state, and how it reaches the host. */
 export interface ExecutionState {
   /** The host's number of the execution (its syscalls carry it); 0 before any began. */
@@ -80,7 +82,7 @@ function lock(object: object, name: string, value: unknown): void {
 }
 
 /**
- * A `Date` that reads the frozen clock. It is installed both as the global and as
+ * A `Date` that reads the frozen clock, and parses no string past date-bounds.ts's bound. It is installed both as the global and as
  * `Date.prototype.constructor`, so no constructor chain reaches the real one; subclasses work
  * (`new.target` is kept). Intrinsics are captured now: later patches by capsule code cannot
  * intercept a call that holds the real constructor.
@@ -90,12 +92,13 @@ function frozenDate(): DateConstructor {
   const construct = Reflect.construct;
   const frozen = function (this: unknown, ...args: unknown[]) {
     if (!new.target) return new RealDate(current.now).toString();
+    if (args.length === 1) args[0] = dateArgument(args[0]);
     return construct(RealDate, args.length === 0 ? [current.now] : args, new.target);
   } as unknown as DateConstructor;
   lock(frozen, "name", RealDate.name);
   lock(frozen, "length", RealDate.length);
   lock(frozen, "now", () => current.now);
-  lock(frozen, "parse", RealDate.parse);
+  lock(frozen, "parse", boundedDateParse(RealDate.parse));
   lock(frozen, "UTC", RealDate.UTC);
   lock(frozen, "prototype", RealDate.prototype);
   lock(RealDate.prototype, "constructor", frozen);

@@ -616,6 +616,10 @@ describeOnBothTransports((inline) => {
         raw: "String.raw({ raw: { length: 1e8 } })",
         locales: "new Intl.NumberFormat({ length: 2 ** 32 - 1 }).format(1)",
         localeString: "(1).toLocaleString({ length: 1e8 })",
+        collation: "('A' + '\\u1e0b\\u0323'.repeat(6e5)).localeCompare('a' + '\\u1e0b\\u0323'.repeat(6e5))",
+        symbolKey: "Symbol.for('a'.repeat(2 ** 20 + 1))",
+        dates:
+          "[Date.parse('2020-01-01' + ' '.repeat(2000)), new Date('2020-01-01' + ' '.repeat(2000)).getTime(), Date.parse('1970-01-01T00:00:01Z'), new Date({ valueOf: () => 5 }).getTime()]",
         lastIndexOf: "'a'.repeat(1e6).lastIndexOf('a'.repeat(1e5) + 'b')",
         typedLocale: "new Float64Array(4e6).toLocaleString().length",
         builtinCallback: "new Float64Array(4e6).forEach(new Intl.NumberFormat('en').format)",
@@ -645,11 +649,18 @@ describeOnBothTransports((inline) => {
           /^RangeError: Intl's list of locales on 4294967295 elements: capsules may walk at most 1024/,
         ],
         ["localeString", /^RangeError: Intl's list of locales on 100000000 elements/],
+        [
+          "collation",
+          /^RangeError: String\.prototype\.localeCompare on 2400002 characters: capsules may run it over at most 2097152/,
+        ],
+        ["symbolKey", /^RangeError: Symbol\.for on 1048577 characters/],
       ];
       for (const [c, refusal] of refusals) {
         const seen = await outcome(c);
         expect(String(seen.value), `${c}: ${JSON.stringify(seen)}`).toMatch(refusal);
       }
+      // A date string past 1,024 characters parses as no date (V8's parser held the thread 1.2 s).
+      expect((await outcome("dates")).value).toEqual([null, null, 1000, 5]);
       const ordinary = await outcome("ordinary");
       expect(ordinary.value, JSON.stringify(ordinary)).toEqual([
         2,
