@@ -10,6 +10,7 @@ import { apply } from "./builtin-wrap.js";
 import { isPlainArray } from "./plain-arrays.js";
 
 const defineProperty = Object.defineProperty;
+const hasOwn = Object.hasOwn;
 const iteratorKey = Symbol.iterator;
 
 /** CreateDataPropertyOrThrow: no setter capsule code put on `Array.prototype` sees the copy. */
@@ -30,10 +31,20 @@ export function copyArrayLike(
   const length = lengthOf(source);
   if (length > most) throw walkRefused(qualified, length, most);
   const values: unknown[] = [];
-  let copied = 0;
-  for (let i = 0; i < length; i++)
-    if (!presentOnly || i in source) append(values, copied++, (source as Record<number, unknown>)[i]);
-  return values;
+  const elements = source as Record<number, unknown>;
+  if (presentOnly) {
+    let copied = 0;
+    for (let i = 0; i < length; i++) if (i in source) append(values, copied++, elements[i]);
+    return values;
+  }
+  // Assigned, the fast way (an arguments object to apply, on many calls); a setter capsule code
+  // put on Array.prototype could take an element or change the copy's length, so the copy is
+  // checked after, and made again property by property when it is not what was read.
+  for (let i = 0; i < length; i++) values[i] = elements[i];
+  if (values.length === length && (length === 0 || hasOwn(values, length - 1))) return values;
+  const checked: unknown[] = [];
+  for (let i = 0; i < length; i++) append(checked, i, elements[i]);
+  return checked;
 }
 
 /**

@@ -46,7 +46,12 @@ export function replaceConstructor(
 ): Record<string | symbol, unknown> {
   const original = (holder as Record<string, unknown>)[name] as new (...args: unknown[]) => object;
   const replacement = function (this: unknown, ...args: unknown[]) {
-    return new.target ? construct(original, adjust(args), new.target) : apply(original, this, adjust(args));
+    if (!new.target) return apply(original, this, adjust(args));
+    // Made as the original's own (its prototype is the same object): V8's fast path. A subclass
+    // keeps its new.target.
+    return new.target === replacement
+      ? construct(original, adjust(args))
+      : construct(original, adjust(args), new.target);
   };
   setPrototypeOf(replacement, getPrototypeOf(original));
   for (const key of ownKeys(original))

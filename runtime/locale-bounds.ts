@@ -50,9 +50,11 @@ const INTL_CONSTRUCTORS = [
   "Segmenter",
 ] as const;
 
-/** The `toLocale...` methods, and where each takes its locales. */
+/**
+ * The `toLocale...` methods, and where each takes its locales (`localeCompare`'s are bounded with
+ * its strings, in text-bounds.ts).
+ */
 const LOCALE_METHODS: [object, string, number][] = [
-  [String.prototype, "localeCompare", 1],
   [String.prototype, "toLocaleLowerCase", 0],
   [String.prototype, "toLocaleUpperCase", 0],
   [Number.prototype, "toLocaleString", 0],

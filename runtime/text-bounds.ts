@@ -7,6 +7,7 @@
  * process).
  */
 import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { boundedLocales } from "./locale-bounds.js";
 
 /** The most characters one collation (`localeCompare`, a collator's `compare`) may compare, both strings together. */
 export const MAX_COLLATED_CHARS = 2 ** 21;
@@ -82,7 +83,7 @@ export function boundTextWalks(): void {
           if (this === null || this === undefined) return apply(original, this, [that, locales, options]);
           // Indexed, not destructured: an array iterator capsule code replaced must not choose them.
           const strings = collated("String.prototype.localeCompare", this, that);
-          return apply(original, strings[0], [strings[1], locales, options]);
+          return apply(original, strings[0], [strings[1], boundedLocales(locales), options]);
         },
       }).m,
   );

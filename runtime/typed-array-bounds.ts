@@ -53,6 +53,11 @@ function isArrayBuffer(value: unknown): boolean {
   }
 }
 
+/** Whether `value` is a plain array within the walk bound. */
+function isPlainWithin(value: unknown): boolean {
+  return isPlainArray(value) && value.length <= MAX_WALKED_ELEMENTS;
+}
+
 /** What a typed array's constructor or `from` may take from `source`: see {@link iterableOrCopy}. */
 function typedSource(source: unknown, qualified: string): unknown {
   return isTypedArray(source) ? source : iterableOrCopy(source, qualified);
@@ -73,9 +78,11 @@ function boundConstructorsAndFrom(): void {
   for (const name of TYPED_ARRAYS)
     replaceConstructor(globalThis, name, (args) => {
       const first = args[0];
-      // A buffer, a length or another typed array go on as they are.
+      // A length, another typed array, a plain array within the bound or a buffer go on as they
+      // are; the buffer's check, which throws for anything else, last (a throw costs microseconds).
       if (args.length > 0 && first !== null && (typeof first === "object" || typeof first === "function"))
-        if (!isArrayBuffer(first)) args[0] = typedSource(first, name);
+        if (!isTypedArray(first) && !isPlainWithin(first) && !isArrayBuffer(first))
+          args[0] = iterableOrCopy(first, name);
       return args;
     });
   replace(
