@@ -4,15 +4,27 @@
  * `concat`, `flat` and `flatMap` walk anything but plain arrays in JavaScript (docs/security.md,
  * "Isolates"; builtin-bounds.ts installs them).
  */
-import { concatWalking, flatWalking } from "./array-in-javascript.js";
+import {
+  concatWalking,
+  flatWalking,
+  MAX_NATIVE_SEARCHED_CHARS,
+  searchInJavaScript,
+} from "./array-in-javascript.js";
 import { lengthOf, MAX_SORTED_ELEMENTS, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
 import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
-import { MAX_NATIVE_CALLBACK_WALK, withCallbackInJavaScript } from "./callback-bounds.js";
+import {
+  defaultOrder,
+  MAX_NATIVE_CALLBACK_WALK,
+  needsOrderInJavaScript,
+  withCallbackInJavaScript,
+} from "./callback-bounds.js";
 import { isPlainArray, isProxy } from "./plain-arrays.js";
 
 export { MAX_WALKED_ELEMENTS } from "./array-length.js";
 
 const isArray = Array.isArray;
+/** Captured: an `Object` capsule code replaced must not choose what a bound looks at. */
+const toObject = Object;
 
 /**
  * Array methods that walk their receiver's `length` where V8 may not stop them: over holes they
@@ -79,17 +91,27 @@ const TAKING_CALLBACKS = new Set<string>([
 const RealProxy = Proxy;
 const reflectGet = Reflect.get;
 const reflectHas = Reflect.has;
+const reflectSet = Reflect.set;
+const reflectDeleteProperty = Reflect.deleteProperty;
+const reflectDefineProperty = Reflect.defineProperty;
+const reflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
 
 /**
  * `object` behind a proxy that reports `length` as read once, `length`, and reaches every element
  * through JavaScript, where V8 can stop a walk: a getter that answers 0 to the bound's look and
- * 2 ** 40 to the built-in's gets past no bound this way.
+ * 2 ** 40 to the built-in's gets past no bound this way. Writes and deletes go through it too:
+ * `fill` over an array-like of 8 Mi wrote in C++ for 8 s (found by review).
  */
 function withFixedLength(object: object, length: number): object {
   const fixed: object = new RealProxy(object, {
     get: (target, key, receiver) =>
       key === "length" ? length : reflectGet(target, key, receiver === fixed ? target : receiver),
     has: (target, key) => reflectHas(target, key),
+    set: (target, key, value, receiver) =>
+      reflectSet(target, key, value, receiver === fixed ? target : receiver),
+    deleteProperty: (target, key) => reflectDeleteProperty(target, key),
+    defineProperty: (target, key, descriptor) => reflectDefineProperty(target, key, descriptor),
+    getOwnPropertyDescriptor: (target, key) => reflectGetOwnPropertyDescriptor(target, key),
   });
   return fixed;
 }
@@ -105,7 +127,7 @@ function walkBounded(name: string, original: Method, receiver: unknown, args: un
   }
   // null and undefined: the built-in's own TypeError.
   if (receiver === null || receiver === undefined) return apply(original, receiver, args);
-  const object = Object(receiver) as object;
+  const object = toObject(receiver) as object;
   const length = lengthOf(object);
   if (length > MAX_WALKED_ELEMENTS) throw tooLong(name, length);
   const fixed = withFixedLength(object, length);
@@ -138,6 +160,7 @@ export function boundArrayWalks(): void {
     const takesCallback = TAKING_CALLBACKS.has(name);
     const sorts = name === "sort" || name === "toSorted";
     const most = sorts ? MAX_SORTED_ELEMENTS : MAX_WALKED_ELEMENTS;
+    const searches = name === "includes" || name === "indexOf" || name === "lastIndexOf";
     replace(
       Array.prototype,
       name,
@@ -149,6 +172,21 @@ export function boundArrayWalks(): void {
             // call more cost about 100 ns a call, on every map and forEach).
             if (isArray(this) && !isProxy(this)) {
               if (bounded && this.length > most) throw tooLong(name, this.length, most);
+              if (searches) {
+                // biome-ignore lint/complexity/noArguments: the method keeps no named parameters
+                const search = arguments[0];
+                if (typeof search === "string" && search.length > MAX_NATIVE_SEARCHED_CHARS)
+                  // biome-ignore lint/complexity/noArguments: the arguments given
+                  return searchInJavaScript(name, this, arguments);
+              }
+              if (
+                sorts &&
+                // biome-ignore lint/complexity/noArguments: as above
+                arguments[0] === undefined &&
+                this.length <= MAX_NATIVE_CALLBACK_WALK &&
+                needsOrderInJavaScript(this)
+              )
+                return apply(original, this, [defaultOrder]);
               if (takesCallback && this.length > MAX_NATIVE_CALLBACK_WALK)
                 // biome-ignore lint/complexity/noArguments: the arguments given, the callback wrapped
                 return apply(original, this, withCallbackInJavaScript(arguments, sorts));

@@ -5,12 +5,16 @@
  */
 
 import { lengthOf, MAX_WALKED_ELEMENTS, tooLong } from "./array-length.js";
-import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { apply, type Method, replaceBuiltin as replace, stopPoint } from "./builtin-wrap.js";
 
 const construct = Reflect.construct;
 const isArray = Array.isArray;
 const defineProperty = Object.defineProperty;
 const isConcatSpreadable = Symbol.isConcatSpreadable;
+// Captured: `Object`, `Number` and `Math` capsule code replaced must not answer for these walks.
+const toObject = Object;
+const toNumber = Number;
+const { max, min, trunc } = Math;
 
 /** CreateDataPropertyOrThrow. */
 function createDataProperty(target: object, key: number, value: unknown): void {
@@ -55,7 +59,7 @@ function spreadable(value: unknown): boolean {
 export function concatWalking(receiver: unknown, items: unknown[]): unknown {
   if (receiver === null || receiver === undefined)
     throw new TypeError("Array.prototype.concat called on null or undefined");
-  const object = Object(receiver) as object;
+  const object = toObject(receiver) as object;
   const result = arraySpeciesCreate(object);
   let n = 0;
   // An index loop: an iterator capsule code replaced must not choose the items.
@@ -106,10 +110,10 @@ function flattenInto(
 
 /** `flat` and `flatMap` in JavaScript (see {@link flattenInto}). */
 export function flatWalking(): void {
-  const toObject = (receiver: unknown, name: string): object => {
+  const objectOf = (receiver: unknown, name: string): object => {
     if (receiver === null || receiver === undefined)
       throw new TypeError(`Array.prototype.${name} called on null or undefined`);
-    return Object(receiver) as object;
+    return toObject(receiver) as object;
   };
   replace(
     Array.prototype,
@@ -117,13 +121,14 @@ export function flatWalking(): void {
     () =>
       ({
         m(this: unknown, depth?: unknown) {
-          const object = toObject(this, "flat");
+          const object = objectOf(this, "flat");
           const length = lengthOf(object);
           if (length > MAX_WALKED_ELEMENTS) throw tooLong("flat", length);
           let levels = 1;
           if (depth !== undefined) {
-            const number = Number(depth);
-            levels = Number.isNaN(number) ? 0 : Math.max(0, Math.trunc(number));
+            const number = toNumber(depth);
+            // biome-ignore lint/suspicious/noSelfCompare: NaN, without a Number.isNaN capsule code may replace
+            levels = number !== number ? 0 : max(0, trunc(number));
           }
           const result = arraySpeciesCreate(object);
           flattenInto(result, object as Record<number, unknown>, length, 0, levels);
@@ -137,7 +142,7 @@ export function flatWalking(): void {
     () =>
       ({
         m(this: unknown, mapper?: unknown, thisArg?: unknown) {
-          const object = toObject(this, "flatMap");
+          const object = objectOf(this, "flatMap");
           const length = lengthOf(object);
           if (typeof mapper !== "function") throw new TypeError("flatMap mapper function is not callable");
           if (length > MAX_WALKED_ELEMENTS) throw tooLong("flatMap", length);
@@ -150,3 +155,37 @@ export function flatWalking(): void {
 }
 
 /** Bounds the generic array methods' walks by {@link MAX_WALKED_ELEMENTS}. */
+
+/** Search strings longer than this make `includes`, `indexOf` and `lastIndexOf` walk in JavaScript. */
+export const MAX_NATIVE_SEARCHED_CHARS = 2 ** 14;
+
+/** ToIntegerOrInfinity. */
+function integerOf(value: unknown): number {
+  const number = +(value as number);
+  // biome-ignore lint/suspicious/noSelfCompare: NaN, without a Number.isNaN capsule code may replace
+  return number !== number ? 0 : trunc(number);
+}
+
+/**
+ * `includes`, `indexOf` or `lastIndexOf` of a long string in a plain array, in JavaScript: past
+ * 16,383 characters V8 compares such strings in full, one after another in C++ (a thousand of
+ * 16 Mi characters held the thread 1.4 s; found by review). `args` as the method got them.
+ */
+export function searchInJavaScript(name: string, array: unknown[], args: ArrayLike<unknown>): unknown {
+  const search = args[0];
+  const length = array.length;
+  if (name === "lastIndexOf") {
+    const from = args.length > 1 ? integerOf(args[1]) : length - 1;
+    for (let k = from >= 0 ? min(from, length - 1) : length + from; k >= 0; k--) {
+      stopPoint();
+      if (k in array && array[k] === search) return k;
+    }
+    return -1;
+  }
+  const from = integerOf(args[1]);
+  for (let k = from >= 0 ? from : max(length + from, 0); k < length; k++) {
+    stopPoint();
+    if ((name === "includes" || k in array) && array[k] === search) return name === "includes" ? true : k;
+  }
+  return name === "includes" ? false : -1;
+}

@@ -15,12 +15,18 @@ export const MAX_WALKED_ELEMENTS = 2 ** 23;
  */
 export const MAX_SORTED_ELEMENTS = 2 ** 21;
 
+// Captured: a `Math.min` or `Number` capsule code replaced answered an object that was 0 to the
+// bound's look and 2 ** 40 to the built-in's (found by review).
+const toNumber = Number;
+const { floor, min } = Math;
+const MAX_SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
+
 /** `value.length` as the array methods read it (ToLength), read once. */
 export function lengthOf(value: unknown): number {
   if (value === null || value === undefined) return 0;
-  const length = Number((value as { length?: unknown }).length);
+  const length = toNumber((value as { length?: unknown }).length);
   if (!(length > 0)) return 0;
-  return Math.min(Math.floor(length), Number.MAX_SAFE_INTEGER);
+  return min(floor(length), MAX_SAFE_INTEGER);
 }
 
 /** The refusal of a walk over `length` elements by `method` of `Array.prototype`. */

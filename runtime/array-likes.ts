@@ -6,11 +6,12 @@
  * JavaScript, where V8 can stop; an iterable goes on as an iterable, whose steps V8 can stop.
  */
 import { lengthOf, MAX_WALKED_ELEMENTS, walkRefused } from "./array-length.js";
-import { apply } from "./builtin-wrap.js";
+import { apply, stopPoint } from "./builtin-wrap.js";
 import { isPlainArray } from "./plain-arrays.js";
 
 const defineProperty = Object.defineProperty;
 const hasOwn = Object.hasOwn;
+const setPrototypeOf = Object.setPrototypeOf;
 const iteratorKey = Symbol.iterator;
 
 /** CreateDataPropertyOrThrow: no setter capsule code put on `Array.prototype` sees the copy. */
@@ -34,13 +35,19 @@ export function copyArrayLike(
   const elements = source as Record<number, unknown>;
   if (presentOnly) {
     let copied = 0;
-    for (let i = 0; i < length; i++) if (i in source) append(values, copied++, elements[i]);
+    for (let i = 0; i < length; i++) {
+      stopPoint();
+      if (i in source) append(values, copied++, elements[i]);
+    }
     return values;
   }
   // Assigned, the fast way (an arguments object to apply, on many calls); a setter capsule code
   // put on Array.prototype could take an element or change the copy's length, so the copy is
   // checked after, and made again property by property when it is not what was read.
-  for (let i = 0; i < length; i++) values[i] = elements[i];
+  for (let i = 0; i < length; i++) {
+    stopPoint();
+    values[i] = elements[i];
+  }
   if (values.length === length && (length === 0 || hasOwn(values, length - 1))) return values;
   const checked: unknown[] = [];
   for (let i = 0; i < length; i++) append(checked, i, elements[i]);
@@ -58,7 +65,13 @@ export function iterableOrCopy(source: unknown, qualified: string): unknown {
   if (source === null || (typeof source !== "object" && typeof source !== "function")) return source;
   if (isPlainArray(source) && source.length <= MAX_WALKED_ELEMENTS) return source;
   const method = (source as { [iteratorKey]?: unknown })[iteratorKey];
-  if (method === undefined || method === null) return copyArrayLike(source, qualified);
+  if (method === undefined || method === null) {
+    // Without a prototype the copy has no iterator either, so the built-in takes it as the
+    // array-like it was (`Array.from` then makes its constructor's object with the length).
+    const copy = copyArrayLike(source, qualified);
+    setPrototypeOf(copy, null);
+    return copy;
+  }
   if (typeof method !== "function") return { [iteratorKey]: method };
   return { [iteratorKey]: () => apply(method as () => unknown, source, []) };
 }

@@ -11,6 +11,7 @@
 import { boundArrayWalks } from "./array-bounds.js";
 import { replaceConstructor } from "./builtin-wrap.js";
 import { boundArgumentLists } from "./call-bounds.js";
+import { boundJsonReviver } from "./callback-bounds.js";
 import { boundLocaleLists } from "./locale-bounds.js";
 import { trackProxies } from "./plain-arrays.js";
 import { boundStringWalks } from "./string-bounds.js";
@@ -50,5 +51,6 @@ export function boundBuiltins(): void {
   boundStringWalks();
   boundLocaleLists();
   boundTextWalks();
+  boundJsonReviver();
   fixedSizeArrayBuffers();
 }

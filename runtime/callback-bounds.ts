@@ -6,7 +6,7 @@
  * JavaScript function, where V8 can stop, and the default order is given as one (docs/security.md,
  * "Isolates"; array-bounds.ts, typed-array-bounds.ts and string-bounds.ts use these).
  */
-import { apply } from "./builtin-wrap.js";
+import { apply, replaceBuiltin as replace } from "./builtin-wrap.js";
 
 /** Walks longer than this call their callback through JavaScript (a built-in callback's 65,536 calls take about 16 ms). */
 export const MAX_NATIVE_CALLBACK_WALK = 2 ** 16;
@@ -25,6 +25,47 @@ export function defaultOrder(a: unknown, b: unknown): number {
   const x = `${a as string}`;
   const y = `${b as string}`;
   return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Strings longer than this make a short array's default sort compare through JavaScript. */
+const MAX_NATIVE_SORTED_CHARS = 2 ** 12;
+
+/**
+ * Whether a sort of `array` without a comparison must compare through {@link defaultOrder}: V8
+ * compares the elements' strings in C++, and long ones (an object's `toString` may answer any)
+ * held the thread (512 prefixes of one 16 Mi string 3.2 s; found by review).
+ */
+export function needsOrderInJavaScript(array: unknown[]): boolean {
+  for (let i = 0; i < array.length; i++) {
+    const value = array[i];
+    if (
+      typeof value === "string"
+        ? value.length > MAX_NATIVE_SORTED_CHARS
+        : typeof value === "object"
+          ? value !== null
+          : typeof value === "function"
+    )
+      return true;
+  }
+  return false;
+}
+
+/** `JSON.parse` calls its reviver through JavaScript (a built-in reviver ran 1e6 calls in C++ for 2 s). */
+export function boundJsonReviver(): void {
+  replace(
+    JSON,
+    "parse",
+    (original) =>
+      ({
+        parse(text: unknown, reviver?: unknown) {
+          return apply(
+            original,
+            JSON,
+            typeof reviver === "function" ? [text, inJavaScript(reviver)] : [text],
+          );
+        },
+      }).parse,
+  );
 }
 
 /**

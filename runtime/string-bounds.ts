@@ -3,7 +3,7 @@
  * "Isolates"; builtin-bounds.ts installs them).
  */
 import { lengthOf, MAX_WALKED_ELEMENTS, walkRefused } from "./array-length.js";
-import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { apply, type Method, replaceBuiltin as replace, stopPoint } from "./builtin-wrap.js";
 import { inJavaScript } from "./callback-bounds.js";
 
 const sliceOfString = String.prototype.slice as Method;
@@ -54,6 +54,7 @@ function lastIndexOfBySlices(original: Method, text: string, pattern: string, po
   const last = min(start, text.length - pattern.length);
   const width = max(1, floor(MAX_BACKWARD_COMPARISONS / pattern.length));
   for (let high = last; high >= 0; high -= width) {
+    stopPoint();
     const low = max(0, high - width + 1);
     const slice = apply(sliceOfString, text, [low, high + pattern.length]);
     const found = apply(original, slice, [pattern]) as number;
@@ -109,6 +110,7 @@ function rawInJavaScript(): void {
           if (count > MAX_WALKED_ELEMENTS) throw walkRefused("String.raw", count);
           let text = "";
           for (let i = 0; i < count; i++) {
+            stopPoint();
             text += `${literals[i] as string}`;
             if (i + 1 < count && i < substitutions.length) text += `${substitutions[i] as string}`;
           }

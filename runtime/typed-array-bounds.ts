@@ -7,16 +7,33 @@
  */
 
 import { MAX_WALKED_ELEMENTS } from "./array-length.js";
-import { copyArrayLike, iterableOrCopy } from "./array-likes.js";
-import { apply, type Method, replaceBuiltin as replace, replaceConstructor } from "./builtin-wrap.js";
+import { copyArrayLike } from "./array-likes.js";
+import {
+  apply,
+  type Method,
+  replaceBuiltin as replace,
+  replaceConstructor,
+  stopPoint,
+} from "./builtin-wrap.js";
 import { MAX_NATIVE_CALLBACK_WALK, withCallbackInJavaScript } from "./callback-bounds.js";
 import { boundedLocales } from "./locale-bounds.js";
 import { isPlainArray } from "./plain-arrays.js";
-import { realConstructorOf, sortInRuns, sortsInRuns } from "./typed-sort.js";
+import {
+  realConstructorNamed,
+  realConstructorOf,
+  sortInRuns,
+  sortsInRuns,
+  type TypedConstructor,
+} from "./typed-sort.js";
 
 export { MAX_NATIVE_SORT_ELEMENTS, numericOrder } from "./typed-sort.js";
 
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const defineProperty = Object.defineProperty;
+const construct = Reflect.construct;
+const iteratorKey = Symbol.iterator;
+/** Captured: an `Object` capsule code replaced must not choose what a bound looks at. */
+const toObject = Object;
 const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
 const TypedArray = Object.getPrototypeOf(Uint8Array) as object;
 /** The real length, not one a subclass or an own property reports (found by the fixes' review). */
@@ -58,40 +75,77 @@ function isPlainWithin(value: unknown): boolean {
   return isPlainArray(value) && value.length <= MAX_WALKED_ELEMENTS;
 }
 
-/** What a typed array's constructor or `from` may take from `source`: see {@link iterableOrCopy}. */
-function typedSource(source: unknown, qualified: string): unknown {
-  return isTypedArray(source) ? source : iterableOrCopy(source, qualified);
+/**
+ * The values a typed array is made or set from, `source` being an object but not a typed array: a
+ * plain array within the bound as it is, an iterable's values collected in JavaScript (its method
+ * read once), an array-like copied by {@link copyArrayLike}.
+ */
+function valuesOf(source: object, qualified: string): ArrayLike<unknown> {
+  if (isPlainWithin(source)) return source as unknown[];
+  const method = (source as { [iteratorKey]?: unknown })[iteratorKey];
+  if (method === undefined || method === null) return copyArrayLike(source, qualified);
+  const values: unknown[] = [];
+  let count = 0;
+  const iterable = {
+    [iteratorKey]: () => apply(method as Method, source, []),
+  } as unknown as Iterable<unknown>;
+  for (const value of iterable) {
+    stopPoint();
+    defineProperty(values, count++, { value, writable: true, enumerable: true, configurable: true });
+  }
+  return values;
 }
 
 /**
- * What `set` may take from `source`, which it walks as an array-like (never as an iterable): a
- * typed array or a plain array within the bound as they are, anything else copied. A string
- * counts too: `set` walks its characters.
+ * `values` converted to typed array kind `Real` one element at a time in JavaScript: each
+ * conversion may run long (a 16 Mi-character numeric string, a built-in `valueOf`), and V8 can
+ * stop between them, not inside the built-in's own loop (found by review: 100 such strings held
+ * the thread 1.3 s). The result is a typed array, which the built-in copies as it is.
  */
-function setSource(source: unknown): unknown {
-  if (source === null || source === undefined || isTypedArray(source)) return source;
-  if (isPlainArray(source) && source.length <= MAX_WALKED_ELEMENTS) return source;
-  return copyArrayLike(Object(source) as object, "TypedArray.prototype.set");
+function convertedTo(Real: TypedConstructor, values: ArrayLike<unknown>): object {
+  const length = values.length;
+  const converted = new Real(length) as unknown as Record<number, unknown>;
+  for (let i = 0; i < length; i++) {
+    stopPoint();
+    converted[i] = values[i];
+  }
+  return converted;
 }
 
 function boundConstructorsAndFrom(): void {
-  for (const name of TYPED_ARRAYS)
+  for (const name of TYPED_ARRAYS) {
+    const Real = realConstructorNamed(name);
     replaceConstructor(globalThis, name, (args) => {
       const first = args[0];
-      // A length, another typed array, a plain array within the bound or a buffer go on as they
-      // are; the buffer's check, which throws for anything else, last (a throw costs microseconds).
+      // A length, another typed array or a buffer go on as they are (the buffer's check, which
+      // throws for anything else, last: a throw costs microseconds); values are converted first.
       if (args.length > 0 && first !== null && (typeof first === "object" || typeof first === "function"))
-        if (!isTypedArray(first) && !isPlainWithin(first) && !isArrayBuffer(first))
-          args[0] = iterableOrCopy(first, name);
+        if (!isTypedArray(first) && (isPlainArray(first) || !isArrayBuffer(first)))
+          args[0] = convertedTo(Real, valuesOf(first, name));
       return args;
     });
+  }
   replace(
     TypedArray,
     "from",
     (original) =>
       ({
         m(this: unknown, source: unknown, map?: unknown, thisArgument?: unknown) {
-          return apply(original, this, [typedSource(source, "TypedArray.from"), map, thisArgument]);
+          if (map !== undefined && typeof map !== "function")
+            throw new TypeError("TypedArray.from: the map function must be a function");
+          if (source === null || source === undefined)
+            return apply(original, this, [source, map, thisArgument]);
+          // Typed arrays too: one whose iterator was removed is read by its own `length`.
+          const values = valuesOf(toObject(source) as object, "TypedArray.from");
+          const length = values.length;
+          const target = construct(this as TypedConstructor, [length]) as Record<number, unknown>;
+          if (!isTypedArray(target) || (apply(lengthOfTyped, target, []) as number) < length)
+            throw new TypeError("TypedArray.from: the constructor did not make a typed array long enough");
+          for (let k = 0; k < length; k++) {
+            stopPoint();
+            target[k] = map === undefined ? values[k] : apply(map as Method, thisArgument, [values[k], k]);
+          }
+          return target;
         },
       }).m,
   );
@@ -101,7 +155,13 @@ function boundConstructorsAndFrom(): void {
     (original) =>
       ({
         m(this: unknown, source: unknown, offset?: unknown) {
-          return apply(original, this, [setSource(source), offset]);
+          // `set` walks anything but a typed array as an array-like (a string's characters too).
+          if (source === null || source === undefined || isTypedArray(source) || !isTypedArray(this))
+            return apply(original, this, [source, offset]);
+          const values = isPlainWithin(source)
+            ? (source as unknown[])
+            : copyArrayLike(toObject(source) as object, "TypedArray.prototype.set");
+          return apply(original, this, [convertedTo(realConstructorOf(this as object), values), offset]);
         },
       }).m,
   );
@@ -122,6 +182,7 @@ function toLocaleStringInJavaScript(): void {
           const list = boundedLocales(locales);
           let text = "";
           for (let i = 0; i < length; i++) {
+            stopPoint();
             if (i > 0) text += ",";
             const element = (this as Record<number, { toLocaleString(...args: unknown[]): unknown }>)[i];
             if (element !== undefined && element !== null) text += `${element.toLocaleString(list, options)}`;

@@ -5,7 +5,7 @@
  * the built-in and merged in JavaScript (docs/security.md, "Isolates"; typed-array-bounds.ts
  * decides when).
  */
-import { apply, type Method } from "./builtin-wrap.js";
+import { apply, type Method, stopPoint } from "./builtin-wrap.js";
 import { inJavaScript } from "./callback-bounds.js";
 
 /** Runs sorted by the built-in without a comparison: about 0.2 s of C++ at most. */
@@ -14,7 +14,7 @@ export const MAX_NATIVE_SORT_ELEMENTS = 2 ** 21;
 const COMPARED_RUN = 2 ** 12;
 
 type Typed = { [index: number]: number | bigint };
-type TypedConstructor = {
+export type TypedConstructor = {
   new (length: number): Typed;
   new (buffer: unknown, byteOffset: number, length: number): Typed;
   BYTES_PER_ELEMENT: number;
@@ -47,6 +47,11 @@ for (const name of [
   "BigUint64Array",
 ])
   constructors[name] = (globalThis as unknown as Record<string, TypedConstructor>)[name] as TypedConstructor;
+
+/** The real constructor of typed array kind `name` ("Uint8Array", ...). */
+export function realConstructorNamed(name: string): TypedConstructor {
+  return constructors[name] as TypedConstructor;
+}
 
 /**
  * The order a typed array's own sort gives (numbers ascending, -0 before +0, NaN last), as a
@@ -93,6 +98,7 @@ export function sortInRuns(typed: object, compare: unknown): object {
   const run = compare === undefined ? MAX_NATIVE_SORT_ELEMENTS : COMPARED_RUN;
   const runArguments = compare === undefined ? [] : [inJavaScript(compare)];
   for (let start = 0; start < length; start += run) {
+    stopPoint();
     const view = new Real(buffer, byteOffset + start * Real.BYTES_PER_ELEMENT, min(run, length - start));
     apply(nativeSort, view, runArguments);
   }
@@ -108,6 +114,7 @@ export function sortInRuns(typed: object, compare: unknown): object {
   let target = new Real(length);
   for (let width = run; width < length; width *= 2) {
     for (let low = 0; low < length; low += 2 * width) {
+      stopPoint();
       const middle = min(low + width, length);
       const high = min(low + 2 * width, length);
       let i = low;

@@ -21,8 +21,8 @@ function runtimeEntry(): string {
 }
 
 /**
- * The runtime as ONE script, bundled once per process. The host loads it as a built script, never
- * imports it as source: the runtime has no Node APIs and must run in a bare V8 context.
+ * The runtime as ONE strict script, bundled once per process. The host loads it as a built script,
+ * never imports it as source: the runtime has no Node APIs and must run in a bare V8 context.
  */
 export function loadRuntimeScript(): Promise<RuntimeScript> {
   cached ??= build({
@@ -34,6 +34,11 @@ export function loadRuntimeScript(): Promise<RuntimeScript> {
     target: "es2022",
     minify: false,
     legalComments: "none",
+    // Strict whatever tsconfig esbuild finds beside the entry (an installed package may ship
+    // none): a sloppy function's `caller` and `arguments` let capsule code called from the
+    // runtime (a getter, a valueOf) climb to the runtime's frames and take the real built-ins a
+    // bound holds (found by review, in a bundle made without the tsconfig).
+    banner: { js: '"use strict";' },
   }).then((result) => {
     const code = result.outputFiles[0]?.text ?? "";
     return { code, hash: createHash("sha256").update(code).digest("hex") };
