@@ -136,6 +136,20 @@ describe("long strings in short walks", () => {
     expect(values.slice().sort()).toEqual(expected);
   });
 
+  it("built-ins converting every argument answer as before, long lists converted in JavaScript", () => {
+    expect(Math.max(1, "7", { valueOf: () => 3 } as never, -1, 2)).toBe(7);
+    expect(Math.min(...[" 5", "2", 9, 4, 8].map((v) => v as never))).toBe(2);
+    expect(Math.hypot(3, 4, 0, 0, 0)).toBe(5);
+    expect(String.fromCharCode(72, 105, 33, 0x10048, "65" as never)).toBe("Hi!HA");
+    expect(String.fromCodePoint(0x1f600, 65, 66, 67, 68)).toBe("😀ABCD");
+    expect(() => String.fromCodePoint(1.5, 1, 2, 3, 4)).toThrow(RangeError);
+    expect(() => Math.max(1n as never, 1, 2, 3, 4)).toThrow(TypeError);
+    expect([...Uint8Array.of(1, 2, 3, 4, 5, 300)]).toEqual([1, 2, 3, 4, 5, 44]);
+    expect([...BigInt64Array.of(1n, 2n, 3n, 4n, 5n)]).toEqual([1n, 2n, 3n, 4n, 5n]);
+    class Small extends Int8Array {}
+    expect(Small.of(1, 2, 3, 4, 5)).toBeInstanceOf(Small);
+  });
+
   it("JSON.parse calls a reviver as before", () => {
     expect(JSON.parse('{"a":[1,2]}', (key, value) => (key === "0" ? 10 : value))).toEqual({ a: [10, 2] });
     expect(JSON.parse("[1]")).toEqual([1]);

@@ -6,7 +6,7 @@
  * docs/security.md, "Isolates"; builtin-bounds.ts installs them.
  */
 import { copyArrayLike, iterableOrCopy } from "./array-likes.js";
-import { apply, replaceBuiltin as replace } from "./builtin-wrap.js";
+import { apply, type Method, replaceBuiltin as replace, stopPoint } from "./builtin-wrap.js";
 import { isPlainArray } from "./plain-arrays.js";
 
 /**
@@ -39,7 +39,60 @@ function argumentList(list: unknown, qualified: string): unknown {
   return copyArrayLike(list, qualified, MAX_ARGUMENTS);
 }
 
+/** Argument lists longer than this are converted to numbers in JavaScript first (see below). */
+const MAX_NATIVE_CONVERSIONS = 4;
+
+/**
+ * Built-ins that convert each of any number of arguments to a number in one C++ loop: a long
+ * numeric string takes about 13 ms to convert (16 Mi characters), so `Math.max(...list)` of such
+ * strings ran on with no point to stop at. Past {@link MAX_NATIVE_CONVERSIONS} arguments they are
+ * converted here, each at a stop point, in the same order (ToNumber, as the built-in does first).
+ */
+const CONVERTING_EVERY_ARGUMENT: [object, string][] = [
+  [Math, "max"],
+  [Math, "min"],
+  [Math, "hypot"],
+  [String, "fromCharCode"],
+  [String, "fromCodePoint"],
+];
+
+function boundConversions(): void {
+  for (const [holder, name] of CONVERTING_EVERY_ARGUMENT)
+    replace(
+      holder,
+      name,
+      (original) =>
+        ({
+          m(this: unknown, ...args: unknown[]) {
+            // In place: the rest array's own elements, never a setter on Array.prototype.
+            if (args.length > MAX_NATIVE_CONVERSIONS)
+              for (let i = 0; i < args.length; i++) {
+                stopPoint();
+                args[i] = +(args[i] as number);
+              }
+            return apply(original, this, args);
+          },
+        }).m,
+    );
+  // A typed array's `of` converts each item as it stores it: past the same count, through
+  // `from`'s bounded path (typed-array-bounds.ts), which stores them one by one in JavaScript.
+  const TypedArray = Object.getPrototypeOf(Uint8Array) as { from: Method };
+  replace(
+    TypedArray,
+    "of",
+    (original) =>
+      ({
+        m(this: unknown, ...items: unknown[]) {
+          return items.length > MAX_NATIVE_CONVERSIONS
+            ? apply(TypedArray.from, this, [items])
+            : apply(original, this, items);
+        },
+      }).m,
+  );
+}
+
 export function boundArgumentLists(): void {
+  boundConversions();
   replace(
     functionPrototype,
     "apply",

@@ -625,6 +625,7 @@ describeOnBothTransports((inline) => {
         typedLocale: "new Float64Array(4e6).toLocaleString().length",
         builtinCallback: "new Float64Array(4e6).forEach(new Intl.NumberFormat('en').format)",
         fillLike: "Array.prototype.fill.call({ length: 2 ** 23 }, 1)",
+        conversions: "Math.max(...new Array(1000).fill(' '.repeat(2 ** 22) + '1'))",
         callerClimb:
           "(() => { let seen = 'none'; const o = {}; Object.defineProperty(o, 'length', { get: function g() { seen = g.caller === null ? 'null' : 'a function'; return 0; } }); Array.prototype.includes.call(o, 1); return seen; })()",
         defaultSort: "Array.from({ length: 1e6 }, (_, i) => (i * 7919) % 1e6).sort()[0]",
@@ -683,7 +684,14 @@ describeOnBothTransports((inline) => {
       // These now run in JavaScript (a built-in callback through a JavaScript function, the
       // default sort order as a JavaScript comparison), so the CPU limit stops them like any loop
       // (each in a deployment of its own: two stops in a row pause one).
-      for (const c of ["lastIndexOf", "typedLocale", "builtinCallback", "defaultSort", "fillLike"])
+      for (const c of [
+        "lastIndexOf",
+        "typedLocale",
+        "builtinCallback",
+        "defaultSort",
+        "fillLike",
+        "conversions",
+      ])
         expect((await outcome(c, await deployed(capsule))).error?.code, c).toBe("timeout");
       await canaryAlive();
     });
