@@ -104,7 +104,7 @@ describe("array-likes handed to built-ins", () => {
     class Base {}
     class Derived extends Base {}
     expect(Reflect.construct(Base, [], Derived)).toBeInstanceOf(Derived);
-    expect(String.raw`a${1}b${2}`).toBe("a1b2");
+    expect(String.raw`a${1}\n${2}`).toBe("a1\\n2");
     expect(String.raw({ raw: ["x", "y", "z"] }, 1)).toBe("x1yz");
     expect(() => String.raw(undefined as never)).toThrow(TypeError);
     expect(() => String.raw({ raw: [Symbol()] } as never)).toThrow(TypeError);
