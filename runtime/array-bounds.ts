@@ -15,6 +15,7 @@ import { apply, type Method, replaceBuiltin as replace } from "./builtin-wrap.js
 import {
   defaultOrder,
   MAX_NATIVE_CALLBACK_WALK,
+  METHODS_TAKING_CALLBACKS,
   needsOrderInJavaScript,
   withCallbackInJavaScript,
 } from "./callback-bounds.js";
@@ -72,21 +73,7 @@ const WALKING_METHODS = [
 const ALLOCATING = new Set<string>(["fill"]);
 
 /** Methods whose first argument is a callback (or a sort's comparison) V8 calls at each step. */
-const TAKING_CALLBACKS = new Set<string>([
-  "every",
-  "filter",
-  "find",
-  "findIndex",
-  "findLast",
-  "findLastIndex",
-  "forEach",
-  "map",
-  "reduce",
-  "reduceRight",
-  "some",
-  "sort",
-  "toSorted",
-]);
+const TAKING_CALLBACKS = new Set<string>([...METHODS_TAKING_CALLBACKS, "sort", "toSorted"]);
 
 const RealProxy = Proxy;
 const reflectGet = Reflect.get;

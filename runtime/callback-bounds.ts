@@ -11,6 +11,24 @@ import { apply, replaceBuiltin as replace } from "./builtin-wrap.js";
 /** Walks longer than this call their callback through JavaScript (a built-in callback's 65,536 calls take about 16 ms). */
 export const MAX_NATIVE_CALLBACK_WALK = 2 ** 16;
 
+/**
+ * The methods of arrays and typed arrays that call their first argument, a callback, at each
+ * element (an array's `sort` and `toSorted` call theirs as a comparison: array-bounds.ts).
+ */
+export const METHODS_TAKING_CALLBACKS = [
+  "every",
+  "filter",
+  "find",
+  "findIndex",
+  "findLast",
+  "findLastIndex",
+  "forEach",
+  "map",
+  "reduce",
+  "reduceRight",
+  "some",
+] as const;
+
 /** `callback` behind a JavaScript function, so that V8 can stop between its calls. */
 export function inJavaScript(callback: unknown): unknown {
   if (typeof callback !== "function") return callback;

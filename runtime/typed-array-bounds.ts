@@ -15,7 +15,11 @@ import {
   replaceConstructor,
   stopPoint,
 } from "./builtin-wrap.js";
-import { MAX_NATIVE_CALLBACK_WALK, withCallbackInJavaScript } from "./callback-bounds.js";
+import {
+  MAX_NATIVE_CALLBACK_WALK,
+  METHODS_TAKING_CALLBACKS,
+  withCallbackInJavaScript,
+} from "./callback-bounds.js";
 import { boundedLocales } from "./locale-bounds.js";
 import { isPlainArray } from "./plain-arrays.js";
 import {
@@ -23,6 +27,7 @@ import {
   realConstructorOf,
   sortInRuns,
   sortsInRuns,
+  TYPED_ARRAYS,
   type TypedConstructor,
 } from "./typed-sort.js";
 
@@ -41,20 +46,6 @@ const lengthOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, "length")?.g
 const tagOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, Symbol.toStringTag)?.get as Method;
 const byteLengthOfBuffer = getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength")?.get as Method;
 const nativeSet = (typedArrayPrototype as Record<string, unknown>).set as Method;
-
-const TYPED_ARRAYS = [
-  "Int8Array",
-  "Uint8Array",
-  "Uint8ClampedArray",
-  "Int16Array",
-  "Uint16Array",
-  "Int32Array",
-  "Uint32Array",
-  "Float32Array",
-  "Float64Array",
-  "BigInt64Array",
-  "BigUint64Array",
-] as const;
 
 /** Whether `value` is a typed array (a check that runs no capsule code and never throws). */
 function isTypedArray(value: unknown): boolean {
@@ -224,23 +215,8 @@ function boundSorts(): void {
   );
 }
 
-/** Methods that call a callback at each element: over long arrays, through JavaScript. */
-const TAKING_CALLBACKS = [
-  "every",
-  "filter",
-  "find",
-  "findIndex",
-  "findLast",
-  "findLastIndex",
-  "forEach",
-  "map",
-  "reduce",
-  "reduceRight",
-  "some",
-] as const;
-
 function callbacksInJavaScript(): void {
-  for (const name of TAKING_CALLBACKS)
+  for (const name of METHODS_TAKING_CALLBACKS)
     replace(
       typedArrayPrototype,
       name,

@@ -31,9 +31,8 @@ const nativeSort = typedArrayPrototype.sort as Method;
 const nativeSet = typedArrayPrototype.set as Method;
 const { min } = Math;
 
-/** The real constructors by name, taken before the runtime replaced them and capsule code ran. */
-const constructors: Record<string, TypedConstructor> = {};
-for (const name of [
+/** The typed array kinds, by their constructors' names. */
+export const TYPED_ARRAYS = [
   "Int8Array",
   "Uint8Array",
   "Uint8ClampedArray",
@@ -45,7 +44,11 @@ for (const name of [
   "Float64Array",
   "BigInt64Array",
   "BigUint64Array",
-])
+] as const;
+
+/** The real constructors by name, taken before the runtime replaced them and capsule code ran. */
+const constructors: Record<string, TypedConstructor> = {};
+for (const name of TYPED_ARRAYS)
   constructors[name] = (globalThis as unknown as Record<string, TypedConstructor>)[name] as TypedConstructor;
 
 /** The real constructor of typed array kind `name` ("Uint8Array", ...). */
