@@ -5,7 +5,7 @@
  * unrecognised string does (docs/security.md, "Isolates"; determinism.ts installs these in its
  * frozen `Date`).
  */
-import { apply } from "./builtin-wrap.js";
+import { apply, isReceiverOf, type Method } from "./builtin-wrap.js";
 
 /** The longest string parsed as a date. */
 export const MAX_DATE_TEXT = 1024;
@@ -15,12 +15,7 @@ const notANumber = Number.NaN;
 const toPrimitiveKey = Symbol.toPrimitive;
 
 function isDate(value: unknown): boolean {
-  try {
-    apply(getTime, value, []);
-    return true;
-  } catch {
-    return false;
-  }
+  return isReceiverOf(getTime as Method, value);
 }
 
 /** ToPrimitive(`value`, default), once, as `new Date(value)` takes it. */
@@ -43,8 +38,6 @@ function toPrimitive(value: object): unknown {
   }
   throw new TypeError("Cannot convert object to primitive value");
 }
-
-type Method = (this: unknown, ...args: unknown[]) => unknown;
 
 /** What `new Date(value)` (one argument) may take: a string past {@link MAX_DATE_TEXT} as NaN. */
 export function dateArgument(value: unknown): unknown {

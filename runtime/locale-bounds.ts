@@ -7,7 +7,13 @@
  * builtin-bounds.ts installs them).
  */
 import { copyArrayLike } from "./array-likes.js";
-import { apply, type Method, replaceBuiltin as replace, replaceConstructor } from "./builtin-wrap.js";
+import {
+  apply,
+  isReceiverOf,
+  type Method,
+  replaceBuiltin as replace,
+  replaceConstructor,
+} from "./builtin-wrap.js";
 import { isPlainArray } from "./plain-arrays.js";
 
 /** The longest locale list a capsule may pass (real lists name a few locales). */
@@ -18,12 +24,7 @@ const defineProperty = Object.defineProperty;
 const baseNameOfLocale = getOwnPropertyDescriptor(Intl.Locale.prototype, "baseName")?.get as Method;
 
 function isLocale(value: unknown): boolean {
-  try {
-    apply(baseNameOfLocale, value, []);
-    return true;
-  } catch {
-    return false;
-  }
+  return isReceiverOf(baseNameOfLocale as Method, value);
 }
 
 /**

@@ -10,6 +10,7 @@ import { MAX_WALKED_ELEMENTS } from "./array-length.js";
 import { copyArrayLike } from "./array-likes.js";
 import {
   apply,
+  isReceiverOf,
   type Method,
   replaceBuiltin as replace,
   replaceConstructor,
@@ -53,12 +54,7 @@ function isTypedArray(value: unknown): boolean {
 }
 
 function isArrayBuffer(value: unknown): boolean {
-  try {
-    apply(byteLengthOfBuffer, value, []);
-    return true;
-  } catch {
-    return false;
-  }
+  return isReceiverOf(byteLengthOfBuffer as Method, value);
 }
 
 /** Whether `value` is a plain array within the walk bound. */
