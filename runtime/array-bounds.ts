@@ -31,30 +31,21 @@ const toObject = Object;
  * Array methods that walk their receiver's `length` where V8 may not stop them: over holes they
  * call no capsule code between steps (on `{ length: 2 ** 40 }` under a 20 ms timeout, `includes`,
  * `indexOf`, `forEach`, `every`, `filter`, `reduce`, `shift`, `unshift`, `reverse`, `copyWithin`
- * and `join` ran on; `find`, `findIndex`, `findLast`, `findLastIndex` and the iterators stopped).
- * The rest are here as the same kind of walk.
+ * and `join` ran on; `find`, `findIndex`, `findLast`, `findLastIndex` and the iterators stopped
+ * with a callback of JavaScript). The rest are here as the same kind of walk.
  */
 const WALKING_METHODS = [
+  // With a callback: it may be a built-in, which V8 calls without a step it can stop at.
+  ...METHODS_TAKING_CALLBACKS,
   "copyWithin",
-  "every",
   "fill",
-  "filter",
-  "find",
-  "findIndex",
-  "findLast",
-  "findLastIndex",
-  "forEach",
   "includes",
   "indexOf",
   "join",
   "lastIndexOf",
-  "map",
-  "reduce",
-  "reduceRight",
   "reverse",
   "shift",
   "slice",
-  "some",
   "sort",
   "splice",
   "toLocaleString",
