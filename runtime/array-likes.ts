@@ -15,7 +15,7 @@ const setPrototypeOf = Object.setPrototypeOf;
 const iteratorKey = Symbol.iterator;
 
 /** CreateDataPropertyOrThrow: no setter capsule code put on `Array.prototype` sees the copy. */
-function append(values: unknown[], at: number, value: unknown): void {
+export function append(values: unknown[], at: number, value: unknown): void {
   defineProperty(values, at, { value, writable: true, enumerable: true, configurable: true });
 }
 

@@ -8,6 +8,7 @@
 import { copyArrayLike, iterableOrCopy } from "./array-likes.js";
 import { apply, type Method, replaceBuiltin as replace, stopPoint } from "./builtin-wrap.js";
 import { isPlainArray } from "./plain-arrays.js";
+import { isTypedArray, TypedArray, typedLength } from "./typed-arrays.js";
 
 /**
  * The longest argument list a call may spread: no more fit on an isolate's stack (half a million
@@ -15,12 +16,8 @@ import { isPlainArray } from "./plain-arrays.js";
  */
 export const MAX_ARGUMENTS = 2 ** 20;
 
-const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 /** Not `Function.prototype`: the runtime's lockdown has replaced the global `Function` by then. */
 const functionPrototype = Object.getPrototypeOf(() => {}) as object;
-const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
-const lengthOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, "length")?.get as () => number;
-const tagOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, Symbol.toStringTag)?.get as () => unknown;
 
 /**
  * `list` as a call may spread it: a plain array, or a typed array (V8 takes its own length), within
@@ -31,11 +28,7 @@ const tagOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, Symbol.toString
 function argumentList(list: unknown, qualified: string): unknown {
   if (list === null || (typeof list !== "object" && typeof list !== "function")) return list;
   if (isPlainArray(list) && list.length <= MAX_ARGUMENTS) return list;
-  if (
-    apply(tagOfTyped, list, []) !== undefined &&
-    (apply(lengthOfTyped, list, []) as number) <= MAX_ARGUMENTS
-  )
-    return list;
+  if (isTypedArray(list) && typedLength(list) <= MAX_ARGUMENTS) return list;
   return copyArrayLike(list, qualified, MAX_ARGUMENTS);
 }
 
@@ -76,7 +69,6 @@ function boundConversions(): void {
     );
   // A typed array's `of` converts each item as it stores it: past the same count, through
   // `from`'s bounded path (typed-array-bounds.ts), which stores them one by one in JavaScript.
-  const TypedArray = Object.getPrototypeOf(Uint8Array) as { from: Method };
   replace(
     TypedArray,
     "of",
@@ -84,7 +76,7 @@ function boundConversions(): void {
       ({
         m(this: unknown, ...items: unknown[]) {
           return items.length > MAX_NATIVE_CONVERSIONS
-            ? apply(TypedArray.from, this, [items])
+            ? apply((TypedArray as { from: Method }).from, this, [items])
             : apply(original, this, items);
         },
       }).m,

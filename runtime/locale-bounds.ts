@@ -6,7 +6,7 @@
  * {@link MAX_LOCALES} long, read once and copied in JavaScript (docs/security.md, "Isolates";
  * builtin-bounds.ts installs them).
  */
-import { copyArrayLike } from "./array-likes.js";
+import { append, copyArrayLike } from "./array-likes.js";
 import {
   apply,
   isReceiverOf,
@@ -20,7 +20,6 @@ import { isPlainArray } from "./plain-arrays.js";
 export const MAX_LOCALES = 1024;
 
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-const defineProperty = Object.defineProperty;
 const baseNameOfLocale = getOwnPropertyDescriptor(Intl.Locale.prototype, "baseName")?.get as Method;
 
 function isLocale(value: unknown): boolean {
@@ -67,7 +66,7 @@ export function boundedLocales(locales: unknown): unknown {
       typeof entry === "string" || (entry !== null && typeof entry === "object" && !isLocale(entry))
         ? boundedTag(entry)
         : entry;
-    defineProperty(checked, count++, { value: kept, writable: true, enumerable: true, configurable: true });
+    append(checked, count++, kept);
   }
   return checked;
 }

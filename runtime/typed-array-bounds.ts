@@ -7,7 +7,7 @@
  */
 
 import { MAX_WALKED_ELEMENTS } from "./array-length.js";
-import { copyArrayLike } from "./array-likes.js";
+import { append, copyArrayLike } from "./array-likes.js";
 import {
   apply,
   isReceiverOf,
@@ -24,34 +24,26 @@ import {
 import { boundedLocales } from "./locale-bounds.js";
 import { isPlainArray } from "./plain-arrays.js";
 import {
+  isTypedArray,
   realConstructorNamed,
   realConstructorOf,
-  sortInRuns,
-  sortsInRuns,
   TYPED_ARRAYS,
+  TypedArray,
   type TypedConstructor,
-} from "./typed-sort.js";
+  typedArrayPrototype,
+  typedLength,
+} from "./typed-arrays.js";
+import { sortInRuns, sortsInRuns } from "./typed-sort.js";
 
 export { MAX_NATIVE_SORT_ELEMENTS, numericOrder } from "./typed-sort.js";
 
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-const defineProperty = Object.defineProperty;
 const construct = Reflect.construct;
 const iteratorKey = Symbol.iterator;
 /** Captured: an `Object` capsule code replaced must not choose what a bound looks at. */
 const toObject = Object;
-const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
-const TypedArray = Object.getPrototypeOf(Uint8Array) as object;
-/** The real length, not one a subclass or an own property reports (found by the fixes' review). */
-const lengthOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, "length")?.get as Method;
-const tagOfTyped = getOwnPropertyDescriptor(typedArrayPrototype, Symbol.toStringTag)?.get as Method;
 const byteLengthOfBuffer = getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength")?.get as Method;
-const nativeSet = (typedArrayPrototype as Record<string, unknown>).set as Method;
-
-/** Whether `value` is a typed array (a check that runs no capsule code and never throws). */
-function isTypedArray(value: unknown): boolean {
-  return apply(tagOfTyped, value, []) !== undefined;
-}
+const nativeSet = typedArrayPrototype.set as Method;
 
 function isArrayBuffer(value: unknown): boolean {
   return isReceiverOf(byteLengthOfBuffer as Method, value);
@@ -78,7 +70,7 @@ function valuesOf(source: object, qualified: string): ArrayLike<unknown> {
   } as unknown as Iterable<unknown>;
   for (const value of iterable) {
     stopPoint();
-    defineProperty(values, count++, { value, writable: true, enumerable: true, configurable: true });
+    append(values, count++, value);
   }
   return values;
 }
@@ -126,7 +118,7 @@ function boundConstructorsAndFrom(): void {
           const values = valuesOf(toObject(source) as object, "TypedArray.from");
           const length = values.length;
           const target = construct(this as TypedConstructor, [length]) as Record<number, unknown>;
-          if (!isTypedArray(target) || (apply(lengthOfTyped, target, []) as number) < length)
+          if (!isTypedArray(target) || typedLength(target) < length)
             throw new TypeError("TypedArray.from: the constructor did not make a typed array long enough");
           for (let k = 0; k < length; k++) {
             stopPoint();
@@ -165,7 +157,7 @@ function toLocaleStringInJavaScript(): void {
     () =>
       ({
         m(this: unknown, locales?: unknown, options?: unknown) {
-          const length = apply(lengthOfTyped, this, []) as number;
+          const length = typedLength(this);
           const list = boundedLocales(locales);
           let text = "";
           for (let i = 0; i < length; i++) {
@@ -188,7 +180,7 @@ function boundSorts(): void {
     (original) =>
       ({
         m(this: unknown, compare?: unknown) {
-          const length = apply(lengthOfTyped, this, []) as number;
+          const length = typedLength(this);
           return sortsInRuns(length, compare)
             ? sortInRuns(this as object, compare)
             : apply(original, this, [compare]);
@@ -201,7 +193,7 @@ function boundSorts(): void {
     (original) =>
       ({
         m(this: unknown, compare?: unknown) {
-          const length = apply(lengthOfTyped, this, []) as number;
+          const length = typedLength(this);
           if (!sortsInRuns(length, compare)) return apply(original, this, [compare]);
           const copy = new (realConstructorOf(this as object))(length);
           apply(nativeSet, copy, [this]);
@@ -219,8 +211,7 @@ function callbacksInJavaScript(): void {
       (original) =>
         ({
           m(this: unknown) {
-            const long =
-              isTypedArray(this) && (apply(lengthOfTyped, this, []) as number) > MAX_NATIVE_CALLBACK_WALK;
+            const long = isTypedArray(this) && typedLength(this) > MAX_NATIVE_CALLBACK_WALK;
             // biome-ignore lint/complexity/noArguments: the arguments given (the callback wrapped when long)
             return apply(original, this, long ? withCallbackInJavaScript(arguments, false) : arguments);
           },

@@ -7,6 +7,7 @@
  */
 import { apply, type Method, stopPoint } from "./builtin-wrap.js";
 import { inJavaScript } from "./callback-bounds.js";
+import { realConstructorOf, typedArrayPrototype, typedGetter, typedLength } from "./typed-arrays.js";
 
 /** Runs sorted by the built-in without a comparison: about 0.2 s of C++ at most. */
 export const MAX_NATIVE_SORT_ELEMENTS = 2 ** 21;
@@ -14,47 +15,12 @@ export const MAX_NATIVE_SORT_ELEMENTS = 2 ** 21;
 const COMPARED_RUN = 2 ** 12;
 
 type Typed = { [index: number]: number | bigint };
-export type TypedConstructor = {
-  new (length: number): Typed;
-  new (buffer: unknown, byteOffset: number, length: number): Typed;
-  BYTES_PER_ELEMENT: number;
-};
 
-const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as Record<string, unknown>;
-const getterOf = (key: string | symbol) =>
-  Object.getOwnPropertyDescriptor(typedArrayPrototype, key)?.get as Method;
-const lengthOfTyped = getterOf("length");
-const bufferOfTyped = getterOf("buffer");
-const byteOffsetOfTyped = getterOf("byteOffset");
-const tagOfTyped = getterOf(Symbol.toStringTag);
+const bufferOfTyped = typedGetter("buffer");
+const byteOffsetOfTyped = typedGetter("byteOffset");
 const nativeSort = typedArrayPrototype.sort as Method;
 const nativeSet = typedArrayPrototype.set as Method;
 const { min } = Math;
-
-/** The typed array kinds, by their constructors' names. */
-export const TYPED_ARRAYS = [
-  "Int8Array",
-  "Uint8Array",
-  "Uint8ClampedArray",
-  "Int16Array",
-  "Uint16Array",
-  "Int32Array",
-  "Uint32Array",
-  "Float32Array",
-  "Float64Array",
-  "BigInt64Array",
-  "BigUint64Array",
-] as const;
-
-/** The real constructors by name, taken before the runtime replaced them and capsule code ran. */
-const constructors: Record<string, TypedConstructor> = {};
-for (const name of TYPED_ARRAYS)
-  constructors[name] = (globalThis as unknown as Record<string, TypedConstructor>)[name] as TypedConstructor;
-
-/** The real constructor of typed array kind `name` ("Uint8Array", ...). */
-export function realConstructorNamed(name: string): TypedConstructor {
-  return constructors[name] as TypedConstructor;
-}
 
 /**
  * The order a typed array's own sort gives (numbers ascending, -0 before +0, NaN last), as a
@@ -82,11 +48,6 @@ export function sortsInRuns(length: number, compare: unknown): boolean {
   return length > (compare === undefined ? MAX_NATIVE_SORT_ELEMENTS : COMPARED_RUN);
 }
 
-/** The real constructor of typed array `typed`'s kind (never its species, which capsule code chooses). */
-export function realConstructorOf(typed: object): TypedConstructor {
-  return constructors[apply(tagOfTyped, typed, []) as string] as TypedConstructor;
-}
-
 /**
  * Sorts typed array `typed` in place as its own `sort(compare)` would: runs sorted by the
  * built-in, then merged in JavaScript, stable, through a scratch array of the same kind.
@@ -94,7 +55,7 @@ export function realConstructorOf(typed: object): TypedConstructor {
 export function sortInRuns(typed: object, compare: unknown): object {
   if (compare !== undefined && typeof compare !== "function")
     throw new TypeError("The comparison function must be either a function or undefined");
-  const length = apply(lengthOfTyped, typed, []) as number;
+  const length = typedLength(typed);
   const Real = realConstructorOf(typed);
   const buffer = apply(bufferOfTyped, typed, []);
   const byteOffset = apply(byteOffsetOfTyped, typed, []) as number;
