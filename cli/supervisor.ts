@@ -4,8 +4,9 @@ import net from "node:net";
 import { createInterface } from "node:readline";
 import { getSystemErrorName } from "node:util";
 // The supervisor loads only these two small modules of the host, never isolated-vm.
-import { nextQuarantine, type QuarantineEntry } from "../host/deployments/quarantine.js";
+import { QuarantineBook } from "../host/deployments/quarantine-book.js";
 import {
+  type CrashSubject,
   parseSupervisorLine,
   SUPERVISOR_FD_ENV,
   SUPERVISOR_HEARTBEAT_ENV,
@@ -19,6 +20,8 @@ export interface SupervisorOptions {
   port: number;
   hostname: string;
   env: Record<string, string>;
+  /** The first quarantine of code that crashed the server (ms; default {@link LIMITS.quarantineFirstMs}). */
+  quarantineFirstMs?: number;
 }
 
 /** A bound TCP socket handle (node:net's own, the one its cluster module shares with workers). */
@@ -67,7 +70,8 @@ interface Server {
   /** Told to start (it is the active server). */
   activated: boolean;
   ready: boolean;
-  crashed: Set<string>;
+  /** Whose code it said crashed it. */
+  crashed: CrashSubject[];
 }
 
 /**
@@ -75,16 +79,17 @@ interface Server {
  * in a child process. A spare server process waits with its modules loaded (loading them takes
  * seconds on a busy machine), so when the active one dies the spare opens the database and serves
  * at once, and a new spare is started. A catastrophic V8 error in one isolate ends the server
- * process; the server reports the bundle that caused it (see host/isolates/crash-record.ts), and
- * the supervisor hands every server it starts the quarantined bundles, each for {@link
- * LIMITS.quarantineFirstMs} doubling on repeat. A server whose main thread is blocked (or that is
+ * process; the server reports the bundle that caused it, with its deployment and developer (see
+ * host/isolates/crash-record.ts), and the supervisor hands every server it starts what it
+ * quarantined for it (see quarantine-book.ts), each for {@link LIMITS.quarantineFirstMs} doubling
+ * on repeat. A server whose main thread is blocked (or that is
  * stopped) sends no heartbeat: after {@link LIMITS.serverSilenceMs} the supervisor kills it, and
  * replaces it as one that crashed (cli/server-silence.ts). A server that exits before it listens
  * counts as a failed start: after {@link LIMITS.serverStartAttempts} in a row the supervisor stops.
  */
 export async function supervise(options: SupervisorOptions): Promise<void> {
   const socket = await bindSocket(options.hostname, options.port);
-  const quarantined = new Map<string, QuarantineEntry>();
+  const quarantined = new QuarantineBook(options.quarantineFirstMs);
   let active: Server | undefined;
   let spare: Server | undefined;
   let stopping = false;
@@ -92,18 +97,12 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
   /** Active servers replaced so far; each server is told the count (its restarts metric). */
   let restarts = 0;
 
-  const handOver = (): Record<string, number> => {
-    const now = Date.now();
-    const until: Record<string, number> = {};
-    for (const [artifact, entry] of quarantined) if (entry.until > now) until[artifact] = entry.until;
-    return until;
-  };
   const activate = (server: Server) => {
     active = server;
     if (spare === server) spare = undefined;
     if (!server.loaded || server.activated) return;
     server.activated = true;
-    server.process.send({ quarantine: handOver(), restarts });
+    server.process.send({ quarantine: quarantined.handOver(Date.now()), restarts });
   };
   const failed = (how: string) => {
     if (++failedStarts < LIMITS.serverStartAttempts) return false;
@@ -149,7 +148,7 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
       loaded: false,
       activated: false,
       ready: false,
-      crashed: new Set(),
+      crashed: [],
     };
     const channel = child.stdio[CHANNEL_FD];
     if (channel && "on" in channel)
@@ -163,7 +162,7 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
           server.ready = true;
           failedStarts = 0;
           if (!spare && !stopping) spare = spawnServer();
-        } else if (message?.kind === "crash") server.crashed.add(message.artifact);
+        } else if (message?.kind === "crash") server.crashed.push(message);
       });
     // "close": after the exit and after the channel is read to its end (the crash line included).
     child.on("close", (code, signal) => exited(server, signal ?? `code ${code}`));
@@ -176,13 +175,8 @@ export async function supervise(options: SupervisorOptions): Promise<void> {
       return;
     }
     const now = Date.now();
-    for (const artifact of server.crashed) {
-      const entry = nextQuarantine(quarantined.get(artifact), now);
-      quarantined.set(artifact, entry);
-      process.stderr.write(
-        `platform host: quarantining bundle ${artifact} for ${entry.lengthMs / 1000} s: it crashed the server\n`,
-      );
-    }
+    for (const subject of server.crashed)
+      for (const line of quarantined.record(subject, now)) process.stderr.write(`platform host: ${line}\n`);
     if (server === spare) {
       // A spare that dies is a failed start too; the next one is started after the back-off.
       spare = undefined;

@@ -234,7 +234,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     waitingCalls: () => deployments.pool.waitingCalls(),
     breachedDeployments: () => deployments.pool.breachedDeployments(),
     liveSubscriptions: () => live.subscriberCounts(),
-    quarantinedBundles: () => quarantine.activeCount(),
+    quarantined: () => quarantine.activeCounts(),
     requestBodyBytesArriving: () => bodyArrivals.arriving,
     codeCache: () => ({ ...deployments.pool.factory.codeCache.counts }),
     storageBytes: (limit) => objects.usageByOwner(limit),

@@ -143,6 +143,8 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
     [["host", "--request-quota", "lots"], "Write a number of requests per second (0 turns quotas off)."],
     [["host", "--database", "mysql://db/x"], "Write a postgres:// URL"],
     [["host", "--isolate-nice", "25"], "Write a whole number from 0 (off) to 19, e.g. 10."],
+    [["host", "--quarantine", "0"], "Write a whole number of seconds from 1 to 600, e.g. 5."],
+    [["host", "--quarantine", "1.5"], "Write a whole number of seconds from 1 to 600, e.g. 5."],
     [
       ["host", "--main-thread-raise", "-3"],
       "Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. 5.",

@@ -206,9 +206,9 @@ describe("code caches", () => {
       ).join("\n"),
     );
     const loadWith = async (cache: CodeCache, code: string) =>
-      (await loadIsolate(code, artifact(code), DEFAULT_ISOLATE_LIMITS, cache)).isolate.dispose();
+      (await loadIsolate(code, artifact(code), DEFAULT_ISOLATE_LIMITS, { cache })).isolate.dispose();
     const load = async (code: string) =>
-      (await loadIsolate(code, artifact(code), DEFAULT_ISOLATE_LIMITS, cache)).isolate.dispose();
+      (await loadIsolate(code, artifact(code), DEFAULT_ISOLATE_LIMITS, { cache })).isolate.dispose();
     await load(small);
     for (let i = 0; i < 3; i++) await load(large);
     await load(small);

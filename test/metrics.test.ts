@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
-import { quarantine } from "../host/deployments/index.js";
+import { Quarantine, quarantine } from "../host/deployments/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -58,7 +58,7 @@ describe("GET /metrics", () => {
     expect((await host.deployCode("m", await sourceCode(CAPSULE))).status).toBe(201);
   });
   afterAll(async () => {
-    quarantine.replace({});
+    quarantine.replace(Quarantine.parse({}));
     await host?.dispose();
   });
 
@@ -138,17 +138,24 @@ describe("GET /metrics", () => {
     expect(sample(after, "platform_code_cache_compiles_total", { result: "hit" })).toBeGreaterThanOrEqual(1);
   });
 
-  it("shows quarantined bundles and counts the calls they refuse; a deleted deployment's series go", async () => {
+  it("shows what is quarantined and counts the calls it refuses; a deleted deployment's series go", async () => {
     expect((await host.deployFixture("q", "counter")).status).toBe(201);
     const artifact = (await host.admin("/v1/deploys/q", "GET")).json<{ artifact: string }>().artifact;
-    quarantine.replace({ [artifact]: Date.now() + 60_000 });
+    const until = Date.now() + 60_000;
+    quarantine.replace({
+      bundles: { [artifact]: until },
+      deployments: { q: until, gone: until },
+      owners: { dev_x: until },
+    });
     expect(errorCode(await host.call("q", "query", "value"))).toBe("unavailable");
     let text = await scrape();
     expect(sample(text, "platform_quarantined_bundles")).toBe(1);
+    expect(sample(text, "platform_quarantined_deployments")).toBe(2);
+    expect(sample(text, "platform_quarantined_developers")).toBe(1);
     expect(
       sample(text, "platform_calls_total", { deployment: "q", kind: "query", status: "unavailable" }),
     ).toBe(1);
-    quarantine.replace({});
+    quarantine.replace(Quarantine.parse({}));
     expect((await host.admin("/v1/deploys/q", "DELETE")).status).toBe(204);
     text = await scrape();
     expect(sample(text, "platform_quarantined_bundles")).toBe(0);

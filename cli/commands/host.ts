@@ -23,6 +23,8 @@ interface HostFlags {
   isolateNice?: number;
   mainThreadRaise?: number;
   trustProxy?: boolean;
+  /** The first quarantine of code that crashed the server (ms). */
+  quarantine?: number;
 }
 
 /**
@@ -75,6 +77,17 @@ const parseMainThreadRaise = niceSteps(
   `Write a whole number from 0 (leave the main thread at the host's priority) to 19, e.g. ${LIMITS.mainThreadNiceRaise}.`,
 );
 
+/** `--quarantine <seconds>`: the first quarantine's length, 1 up to the cap of a doubled one. */
+function parseQuarantine(flag: string): number {
+  const seconds = flag.trim() === "" ? Number.NaN : Number(flag);
+  const most = LIMITS.quarantineMaxMs / 1000;
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > most)
+    throw new InvalidArgumentError(
+      `Write a whole number of seconds from 1 to ${most}, e.g. ${LIMITS.quarantineFirstMs / 1000}.`,
+    );
+  return seconds * 1000;
+}
+
 /** `--database`: a PostgreSQL URL (without the flag the database is embedded under --data). */
 function parseDatabaseUrl(flag: string): string {
   if (!/^postgres(ql)?:\/\//.test(flag))
@@ -116,7 +129,7 @@ const CLOSE_BOUND_MS = 10_000;
 
 /**
  * The server process under the supervisor (see cli/supervisor.ts). It loads the host's modules
- * first and waits as the supervisor's standby until told to start (with the quarantined bundles),
+ * first and waits as the supervisor's standby until told to start (with what is quarantined),
  * so a replacement for a crashed server opens the database and serves at once. Then it serves on
  * the inherited socket, says which deployments the quarantine stops, and reports it is ready. It
  * ends when the supervisor does.
@@ -134,9 +147,8 @@ async function serve(flags: HostFlags): Promise<void> {
   );
   reportStandby();
   const handedOver = (await activation) as { quarantine?: unknown; restarts?: unknown };
-  const quarantined = Quarantine.parse(handedOver.quarantine);
   const restarts = Number.isInteger(handedOver.restarts) ? (handedOver.restarts as number) : 0;
-  quarantine.replace(quarantined);
+  quarantine.replace(Quarantine.parse(handedOver.quarantine));
   const data = resolve(flags.data);
   const { token } = adminToken(data);
   const listenFd = Number(process.env.PLATFORM_LISTEN_FD);
@@ -194,12 +206,14 @@ async function serve(flags: HostFlags): Promise<void> {
   process.once("SIGINT", () => stop(true));
   process.removeAllListeners("disconnect");
   process.once("disconnect", () => stop(false));
-  if (Object.keys(quarantined).length > 0)
-    for (const record of await host.deployments.list())
-      if (quarantine.holds(record.artifact))
+  if (quarantine.holdsAny)
+    for (const record of await host.deployments.list()) {
+      const held = quarantine.held(record.artifact, record.id, record.owner);
+      if (held)
         process.stderr.write(
-          `platform host: quarantined deployment ${record.id} until ${new Date(quarantined[record.artifact] as number).toISOString()}: a request to it crashed the server\n`,
+          `platform host: quarantined deployment ${record.id} until ${new Date(held.until).toISOString()}: ${held.why === "owner" ? `deployments of developer ${record.owner} crashed` : "a request to it crashed"} the server\n`,
         );
+    }
 }
 
 /** Starts the supervisor, which runs the server in child processes (see cli/supervisor.ts). */
@@ -215,6 +229,7 @@ async function superviseHost(flags: HostFlags): Promise<void> {
     port: flags.port,
     hostname: flags.hostname,
     env: { PLATFORM_ADMIN_TOKEN: token },
+    ...(flags.quarantine === undefined ? {} : { quarantineFirstMs: flags.quarantine }),
   });
 }
 
@@ -269,6 +284,12 @@ export function registerHost(program: Command): void {
         "--main-thread-raise <n>",
         `nice values the main thread (which reads and answers every request) runs above the threads of tenants' code (Linux, 0-19; default ${LIMITS.mainThreadNiceRaise}; needs CAP_SYS_NICE or RLIMIT_NICE): requests do not wait for a core behind tenants computing on their threads. 0 on a machine whose cores the host shares with its database, which the raised thread would otherwise be favoured over (docs/operators.md)`,
       ).argParser(parseMainThreadRaise),
+    )
+    .addOption(
+      new Option(
+        "--quarantine <seconds>",
+        `how long code that crashed the server is refused the first time: its bundle, its deployment, and its developer once two of theirs did (default ${LIMITS.quarantineFirstMs / 1000}; doubled on each repeat, up to ${LIMITS.quarantineMaxMs / 1000})`,
+      ).argParser(parseQuarantine),
     )
     .addHelpText(
       "after",

@@ -9,6 +9,7 @@ import { bundleHash } from "./bundle-hash.js";
 import type { ClientFileStore } from "./client-files.js";
 import { type ClientFileInput, checkClientFiles } from "./client-input.js";
 import { checkDeclaration } from "./declaration.js";
+import { quarantine } from "./quarantine.js";
 import { checkDeploymentId, type DeploymentRecord } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
@@ -59,7 +60,9 @@ export async function deploy(
   // A redeploy without env keeps the deployment's current values; one with env replaces them.
   const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
   const hash = await bundleHash(input.code);
-  const probe = await pool.probe(id, input.code, hash).catch((error: unknown) => {
+  const owner = previous ? previous.owner : (input.owner ?? null);
+  quarantine.checkDeploy(id, owner);
+  const probe = await pool.probe(id, owner, input.code, hash).catch((error: unknown) => {
     throw deployError(error);
   });
   let staged: Awaited<ReturnType<ClientFileStore["stage"]>> | undefined;
@@ -90,7 +93,7 @@ export async function deploy(
     const now = Date.now();
     const claim = previous || input.owner ? undefined : newClaimToken();
     const record: DeploymentRecord = {
-      owner: previous ? previous.owner : (input.owner ?? null),
+      owner,
       restricted: previous?.restricted ?? false,
       approved: previous?.approved ?? [],
       ...(previous?.claimTokenHash ? { claimTokenHash: previous.claimTokenHash } : {}),

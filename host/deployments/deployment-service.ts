@@ -67,6 +67,7 @@ export class DeploymentService {
         return incarnation === undefined ? undefined : `${id}/${incarnation}`;
       },
       artifactOf: (id: string) => this.registry.cached(id)?.artifact,
+      ownerOf: (id: string) => this.registry.cached(id)?.owner,
     };
     this.pool = new IsolatePool((hash) => this.registry.artifacts.code(hash), poolOptions, observer, known);
     this.registry.artifacts.onRemoved = (hash) => this.pool.forgetCapsuleCache(hash);

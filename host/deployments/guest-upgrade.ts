@@ -9,6 +9,7 @@ import {
 } from "../isolates/index.js";
 import { handlerError, nextSeed } from "./dispatch.js";
 import type { LogHub } from "./log-hub.js";
+import { quarantine } from "./quarantine.js";
 import type { DeploymentRecord } from "./records.js";
 
 /** The guest's session record that an upgrade retires, and how to tell it was retired already. */
@@ -66,6 +67,8 @@ export async function upgradeGuest(
   retirement: GuestRetirement,
 ): Promise<{ upgraded: boolean; moved: number }> {
   const { db, pool, logs } = parts;
+  // The hook is the deployment's code: refused as its calls are while it is quarantined.
+  if (record.declaration.auth.hasGuestUpgradeHook) quarantine.check(record);
   const database = await db.deployment(record.id);
   const runner = pool.runner(record.id, record.artifact);
   const now = Date.now();

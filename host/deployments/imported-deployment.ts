@@ -6,6 +6,7 @@ import type { KvOperation } from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
 import { bundleHash } from "./bundle-hash.js";
 import { checkDeclaration } from "./declaration.js";
+import { quarantine } from "./quarantine.js";
 import { checkDeploymentId, type DeploymentRecord } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
@@ -42,15 +43,20 @@ export class DeploymentImport {
     checkDeploymentId(id);
   }
 
-  /** Compiles `code` in a fresh isolate, reads and checks its declaration, and stores the artifact. */
-  async load(code: string): Promise<LoadedCode> {
+  /**
+   * Compiles `code` in a fresh isolate, reads and checks its declaration, and stores the artifact.
+   * `importer` is the developer importing (undefined: the operator).
+   */
+  async load(code: string, importer: string | undefined): Promise<LoadedCode> {
     if (code.length === 0 || code.length > LIMITS.bundleBytes)
       throw new PlatformError(
         "bad_request",
         "Invalid archive: code.js is empty or larger than a bundle may be.",
       );
     const hash = await bundleHash(code);
-    this.probe = await this.pool.probe(this.id, code, hash).catch((error: unknown) => {
+    const owner = importer ?? (await this.registry.get(this.id))?.owner ?? null;
+    quarantine.checkDeploy(this.id, owner);
+    this.probe = await this.pool.probe(this.id, owner, code, hash).catch((error: unknown) => {
       throw importError(error);
     });
     let declaration: LoadedCode["declaration"];

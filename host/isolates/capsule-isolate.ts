@@ -1,7 +1,6 @@
 import type ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import type { CodeCache } from "./code-cache.js";
 import { CpuMeter } from "./cpu-meter.js";
 import { parseDeclaration } from "./declaration-text.js";
 import {
@@ -11,7 +10,7 @@ import {
   InlineTransport,
   SlotTable,
 } from "./inline/index.js";
-import { type BlankIsolate, type LoadedCapsule, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
+import { type LoadedCapsule, type LoadFrom, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
 import {
   DEFAULT_ISOLATE_LIMITS,
   type IsolateLimits,
@@ -80,16 +79,17 @@ export class CapsuleIsolate implements InlineHost {
   /**
    * Creates an isolate running `code` (a capsule bundle whose content hash is `artifact`), compiled
    * through `from.cache` (see loadIsolate; none shared when not given), in `from.blank` when given
-   * (made with the same limits), for the deployment `from.scope` when known (see loadIsolate).
+   * (made with the same limits), for the deployment `from.scope` and `from.tenant` when known
+   * (see loadIsolate).
    */
   static async create(
     code: string,
     artifact: string,
     limits: IsolateLimits = DEFAULT_ISOLATE_LIMITS,
     standing: InlineStanding = new InlineStanding(),
-    from: { cache?: CodeCache; blank?: BlankIsolate; scope?: string } = {},
+    from: LoadFrom = {},
   ): Promise<CapsuleIsolate> {
-    const loaded = await loadIsolate(code, artifact, limits, from.cache, from.blank, from.scope);
+    const loaded = await loadIsolate(code, artifact, limits, from);
     const self = new CapsuleIsolate(
       loaded.isolate,
       loaded.entries,

@@ -4,8 +4,9 @@ import { writeSync } from "node:fs";
  * The line channel from a supervised server process to its supervisor (`platform host`): a pipe
  * whose descriptor the supervisor names in this environment variable. The server writes `standby`
  * once its modules are loaded, then `alive` every {@link SUPERVISOR_HEARTBEAT_ENV} ms, `ready`
- * once it listens, and `crash <artifact>` when V8 gives up on the isolate running that bundle,
- * just before the process ends. Writes are synchronous, so the line is in the pipe even when the
+ * once it listens, and `crash <artifact> <deployment> <owner>` when V8 gives up on the isolate
+ * running that bundle (for that deployment, of that developer; `-` where none is known), just
+ * before the process ends. Writes are synchronous, so the line is in the pipe even when the
  * process is killed the next instant; without a supervisor nothing is written.
  */
 export const SUPERVISOR_FD_ENV = "PLATFORM_SUPERVISOR_FD";
@@ -16,8 +17,25 @@ export const SUPERVISOR_FD_ENV = "PLATFORM_SUPERVISOR_FD";
  */
 export const SUPERVISOR_HEARTBEAT_ENV = "PLATFORM_SUPERVISOR_HEARTBEAT_MS";
 
+/**
+ * Whose code an isolate runs, as a crash names it: the bundle, and the deployment it runs for and
+ * that deployment's owning developer when known. The supervisor quarantines each of them, so
+ * neither new bundles of one deployment nor new deployments of one developer start afresh.
+ */
+export interface CrashSubject {
+  artifact: string;
+  deployment?: string | undefined;
+  /** The owning developer's id; null or absent for an unclaimed deployment or none known. */
+  owner?: string | null | undefined;
+}
+
 /** What one line of the supervisor channel says. */
-export type SupervisorMessage = { kind: "standby" | "alive" | "ready" } | { kind: "crash"; artifact: string };
+export type SupervisorMessage = { kind: "standby" | "alive" | "ready" } | ({ kind: "crash" } & CrashSubject);
+
+/** The crash line's words after `crash` for `subject` (`-` stands for what is not known). */
+export function crashWords(subject: CrashSubject): string {
+  return `${subject.artifact} ${subject.deployment || "-"} ${subject.owner || "-"}`;
+}
 
 /** The supervisor channel's descriptor in this process, or -1 when nothing supervises it. */
 export function supervisorFd(): number {
@@ -51,14 +69,21 @@ export function reportReady(): void {
   writeLine("ready");
 }
 
-/** Tells the supervisor that the bundle `artifact` crashed the process (synchronously). */
-export function reportCrash(artifact: string): void {
-  writeLine(`crash ${artifact}`);
+/** Tells the supervisor that `subject`'s code crashed the process (synchronously). */
+export function reportCrash(subject: CrashSubject): void {
+  writeLine(`crash ${crashWords(subject)}`);
 }
 
 /** Reads one line of the channel; unknown lines are ignored (undefined). */
 export function parseSupervisorLine(line: string): SupervisorMessage | undefined {
   if (line === "standby" || line === "alive" || line === "ready") return { kind: line };
-  const crash = /^crash ([\w-]+)$/.exec(line);
-  return crash ? { kind: "crash", artifact: crash[1] as string } : undefined;
+  const crash = /^crash ([\w-]+)(?: ([a-z0-9-]+) ([\w-]+))?$/.exec(line);
+  if (!crash) return undefined;
+  const [, artifact, deployment, owner] = crash as unknown as [string, string, string?, string?];
+  return {
+    kind: "crash",
+    artifact,
+    ...(deployment && deployment !== "-" ? { deployment } : {}),
+    ...(owner && owner !== "-" ? { owner } : {}),
+  };
 }

@@ -6,7 +6,7 @@ import {
   InlineSentinel,
   type InlineStanding,
 } from "./inline/index.js";
-import { type BlankIsolate, createBlankIsolate } from "./isolate-loader.js";
+import { type BlankIsolate, createBlankIsolate, type LoadFrom } from "./isolate-loader.js";
 import type { IsolateLimits } from "./limits.js";
 import { warmRuntimeCache } from "./runtime-warm-up.js";
 
@@ -39,20 +39,20 @@ export class IsolateFactory {
 
   /**
    * An isolate running `code` (content hash `artifact`) for a deployment of `standing`, named by
-   * `scope` (id and incarnation) when known: see loadIsolate.
+   * `whom.scope` (id and incarnation) and `whom.tenant` when known: see loadIsolate.
    */
   async create(
     code: string,
     artifact: string,
     standing: InlineStanding,
-    scope?: string,
+    whom: Pick<LoadFrom, "scope" | "tenant"> = {},
   ): Promise<CapsuleIsolate> {
     const blank = this.take();
     try {
       return await CapsuleIsolate.create(code, artifact, this.limits, standing, {
         cache: this.codeCache,
         ...(blank ? { blank } : {}),
-        ...(scope === undefined ? {} : { scope }),
+        ...whom,
       });
     } finally {
       // Taken by the new isolate's inline transport, unless the capsule failed to load or the

@@ -5,6 +5,7 @@ import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
 import { InlineStanding } from "./inline/index.js";
 import type { IsolateFactory } from "./isolate-factory.js";
+import type { LoadFrom } from "./isolate-loader.js";
 import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
@@ -63,10 +64,10 @@ export class IsolateKeeper {
     /** Called once per isolate stopped for a limit (the host's metrics count it). */
     private readonly onLimitStop: (limit: "cpu" | "memory") => void = () => {},
     /**
-     * The deployment's id and incarnation, when known: its isolates may then keep a code cache of
-     * their own, made after its code ran (see loadIsolate).
+     * The deployment's id and incarnation, when known (its isolates may then keep a code cache of
+     * their own, made after its code ran), and its owner for crash reports: see loadIsolate.
      */
-    private readonly scope: () => string | undefined = () => undefined,
+    private readonly whom: () => Pick<LoadFrom, "scope" | "tenant"> = () => ({}),
   ) {
     this.pause = new BreachPause(deploymentId);
   }
@@ -113,7 +114,7 @@ export class IsolateKeeper {
       this.starting = this.loadArtifact(artifact)
         .then((code) => {
           lap("artifact");
-          return this.factory.create(code, artifact, this.standing, this.scope());
+          return this.factory.create(code, artifact, this.standing, this.whom());
         })
         .finally(() => {
           this.starting = null;

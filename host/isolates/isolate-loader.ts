@@ -5,7 +5,7 @@ import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { BRIDGE_SOURCE } from "./bridge-source.js";
 import { type CacheKeys, CodeCache } from "./code-cache.js";
 import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
-import { reportCrash } from "./crash-record.js";
+import { type CrashSubject, crashWords, reportCrash } from "./crash-record.js";
 import type { IsolateLimits } from "./limits.js";
 import { loadRuntimeScript } from "./runtime-script.js";
 import { teardownGate } from "./teardown-gate.js";
@@ -58,12 +58,16 @@ const STARTUP_TIMEOUT_MS = 2000;
 const RUNTIME_FILENAME = "platform-runtime.js";
 const CAPSULE_FILENAME = "capsule.js";
 
-/** The bundle each live isolate runs, for the inline watchdog's crash report (see sentinel.ts). */
-const bundles = new WeakMap<ivm.Isolate, string>();
+/** Whose code each live isolate runs, for the crash reports (here and the inline watchdog's). */
+const subjects = new WeakMap<ivm.Isolate, CrashSubject>();
 
-/** The content hash of the bundle `isolate` was loaded with ("" when it is not a capsule's). */
-export function bundleOf(isolate: ivm.Isolate): string {
-  return bundles.get(isolate) ?? "";
+/**
+ * The crash line's words naming the code `isolate` was loaded with (see crash-record.ts), for the
+ * inline watchdog; "" when it is not a capsule's.
+ */
+export function crashWordsOf(isolate: ivm.Isolate): string {
+  const subject = subjects.get(isolate);
+  return subject ? crashWords(subject) : "";
 }
 
 /**
@@ -73,11 +77,12 @@ export function bundleOf(isolate: ivm.Isolate): string {
  * a new server. Neither process.exit() nor timers work here (the main thread may be stuck behind
  * the parked isolate): write synchronously, then end the process at once.
  */
-function onCatastrophicError(artifact: string, message: string): void {
-  reportCrash(artifact);
+function onCatastrophicError(subject: CrashSubject, message: string): void {
+  reportCrash(subject);
+  const deployment = subject.deployment ? ` of deployment ${subject.deployment}` : "";
   writeSync(
     2,
-    `platform: catastrophic isolate error (${message}) in bundle ${artifact}; stopping so the supervisor restarts the host\n`,
+    `platform: catastrophic isolate error (${message}) in bundle ${subject.artifact}${deployment}; stopping so the supervisor restarts the host\n`,
   );
   process.kill(process.pid, "SIGKILL");
 }
@@ -124,7 +129,7 @@ export async function createBlankIsolate(
   await teardownGate.beforeCreate();
   const isolate: ivm.Isolate = new ivm.Isolate({
     memoryLimit: limits.memoryMb,
-    onCatastrophicError: (message) => onCatastrophicError(bundleOf(isolate), message),
+    onCatastrophicError: (message) => onCatastrophicError(subjects.get(isolate) ?? { artifact: "" }, message),
   });
   lap("isolate");
   try {
@@ -177,30 +182,42 @@ export async function createBlankIsolate(
   }
 }
 
+/** Where {@link loadIsolate} takes what it may reuse, and whom the capsule runs for. */
+export interface LoadFrom {
+  /** Compiles through it: a shared cache keys the capsule by `artifact` (see loadIsolate). */
+  cache?: CodeCache;
+  /** A blank isolate to load into (a new one is made without it). */
+  blank?: BlankIsolate;
+  /**
+   * The deployment's id and incarnation, when known: the capsule may then use, and later refresh,
+   * a cache of its own made after its code ran.
+   */
+  scope?: string;
+  /** The deployment and its owner the capsule runs for, named in a crash report. */
+  tenant?: { deployment: string; owner?: string | null | undefined };
+}
+
 /**
- * Loads the capsule bundle `code` (content hash `artifact`) into `blank`, or into a new blank
- * isolate when none is given, compiling through `cache`: a shared cache keys the capsule by
+ * Loads the capsule bundle `code` (content hash `artifact`) into `from.blank`, or into a new blank
+ * isolate when none is given, compiling through `from.cache`: a shared cache keys the capsule by
  * `artifact`, which must then be the sha256 of `code` (V8 checks a cache against its source's
- * length only); without one, a cache of its own. `scope` names the deployment (id and
- * incarnation) the capsule is loaded for, when known: it may then use, and later refresh, a cache
- * of its own made after its code ran. A capsule that does not compile, throws or runs out of
- * memory while loading fails with `bad_request`.
+ * length only); without one, a cache of its own. A capsule that does not compile, throws or runs
+ * out of memory while loading fails with `bad_request`.
  */
 export async function loadIsolate(
   code: string,
   artifact: string,
   limits: IsolateLimits,
-  cache: CodeCache = new CodeCache(),
-  blank?: BlankIsolate,
-  scope?: string,
+  from: LoadFrom = {},
 ): Promise<LoadedCapsule> {
+  const { cache = new CodeCache(), blank, scope } = from;
   const lap = coldStartLaps();
   // A blank isolate of another memory limit would not hold the capsule to its own.
   if (blank && blank.memoryMb !== limits.memoryMb) blank.isolate.dispose();
   const usable = blank && !blank.isolate.isDisposed ? blank : undefined;
   const loaded = usable ?? (await createBlankIsolate(limits, cache, lap));
   const { isolate, context } = loaded;
-  bundles.set(isolate, artifact);
+  subjects.set(isolate, { artifact, deployment: from.tenant?.deployment, owner: from.tenant?.owner });
   const keys = {
     compiled: CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash),
     ...(scope === undefined

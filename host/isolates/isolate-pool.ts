@@ -83,9 +83,15 @@ export interface KnownDeployments {
   scopeOf(deploymentId: string): string | undefined;
   /** The artifact the deployment's newest record known to this host serves, when known. */
   artifactOf(deploymentId: string): string | undefined;
+  /** The deployment's owning developer (null: unclaimed), when known: crash reports name it. */
+  ownerOf(deploymentId: string): string | null | undefined;
 }
 
-const NOTHING_KNOWN: KnownDeployments = { scopeOf: () => undefined, artifactOf: () => undefined };
+const NOTHING_KNOWN: KnownDeployments = {
+  scopeOf: () => undefined,
+  artifactOf: () => undefined,
+  ownerOf: () => undefined,
+};
 
 /**
  * Every deployment's runner on this host, with LRU eviction of idle isolates, and the scheduler
@@ -164,7 +170,11 @@ export class IsolatePool {
           this.enforceCap();
         },
         (limit) => this.observer.limitBreached(deploymentId, limit),
-        () => this.known.scopeOf(deploymentId),
+        () => {
+          const scope = this.known.scopeOf(deploymentId);
+          const tenant = { deployment: deploymentId, owner: this.known.ownerOf(deploymentId) };
+          return scope === undefined ? { tenant } : { scope, tenant };
+        },
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -185,11 +195,14 @@ export class IsolatePool {
   }
 
   /**
-   * Loads `code` (content hash `hash`) in a fresh isolate for deployment `deploymentId`, without
-   * making it live: the deploy pipeline's probe, which the runner adopts once the deploy succeeds.
+   * Loads `code` (content hash `hash`) in a fresh isolate for deployment `deploymentId` of
+   * developer `owner` (null: unclaimed), without making it live: the deploy pipeline's probe,
+   * which the runner adopts once the deploy succeeds.
    */
-  probe(deploymentId: string, code: string, hash: string): Promise<CapsuleIsolate> {
-    return this.factory.create(code, hash, this.standing(deploymentId));
+  probe(deploymentId: string, owner: string | null, code: string, hash: string): Promise<CapsuleIsolate> {
+    return this.factory.create(code, hash, this.standing(deploymentId), {
+      tenant: { deployment: deploymentId, owner },
+    });
   }
 
   /** Number of live isolates. */

@@ -25,8 +25,11 @@ export interface MetricSources {
   breachedDeployments(): Iterable<string>;
   /** Live query subscribers, by deployment. */
   liveSubscriptions(): Iterable<[deployment: string, subscribers: number]>;
-  /** Bundles this server process refuses now because they crashed an earlier one. */
-  quarantinedBundles(): number;
+  /**
+   * What this server process refuses now because its code crashed an earlier one: bundles,
+   * deployments and developers.
+   */
+  quarantined(): { bundles: number; deployments: number; owners: number };
   /** Bytes of request bodies arriving now (held in memory until each body ended). */
   requestBodyBytesArriving(): number;
   /** Stored bytes by quota owner, at most `limit` owners. */
@@ -116,7 +119,23 @@ export function watchSources(registry: Registry, sources: MetricSources): void {
     help: "Bundles refused now (503) because a call to them crashed an earlier server process.",
     registers,
     collect() {
-      this.set(sources.quarantinedBundles());
+      this.set(sources.quarantined().bundles);
+    },
+  });
+  new Gauge({
+    name: "platform_quarantined_deployments",
+    help: "Deployments refused now (503, and their deploys) because a call to them crashed an earlier server process, whatever bundle they run.",
+    registers,
+    collect() {
+      this.set(sources.quarantined().deployments);
+    },
+  });
+  new Gauge({
+    name: "platform_quarantined_developers",
+    help: "Developers whose deployments are all refused now (503, and their deploys) because several of them crashed earlier server processes.",
+    registers,
+    collect() {
+      this.set(sources.quarantined().owners);
     },
   });
   new Gauge({

@@ -150,7 +150,7 @@ async function load(
   onProgress: (progress: ImportProgress) => void,
 ): Promise<ImportResult> {
   const { id } = request;
-  const code = await target.load(head.code);
+  const code = await target.load(head.code, owner);
   const schema = checkImportedSchema(head.schema, code.declaration.schema, code.declaration.apiVersion === 0);
   const data = await readArchiveData(reader, head, schema, (rows) => onProgress({ step: "checking", rows }));
   const { record, writes, claimToken } = await target.record(code, head.settings, owner);

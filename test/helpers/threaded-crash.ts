@@ -1,7 +1,7 @@
 /**
  * Child process for the threaded crash test: runs one handler on its isolate's own thread (inline
  * runs off, time limits far away) that makes V8 give up on the isolate, with the supervisor
- * channel on descriptor 3. The isolate's crash callback must report the bundle there and end
+ * channel on descriptor 3. The isolate's crash callback must report the bundle, deployment and owner there and end
  * the process.
  */
 import { CapsuleIsolate } from "../../host/isolates/capsule-isolate.js";
@@ -19,6 +19,7 @@ const isolate = await CapsuleIsolate.create(
   "threaded-crash-bundle",
   { ...DEFAULT_ISOLATE_LIMITS, memoryMb: 128, cpuMs: 600_000, wallMs: 600_000 },
   new InlineStanding({ ...DEFAULT_INLINE_POLICY, enabled: false }),
+  { tenant: { deployment: "crashing-app", owner: "dev_crasher" } },
 );
 process.stdout.write("running\n");
 const request = {

@@ -1,6 +1,6 @@
 import ivm from "isolated-vm";
 import { anyWrapped } from "../../../sdk/protocol/index.js";
-import { bundleOf, type InlineEntry } from "../isolate-loader.js";
+import { crashWordsOf, type InlineEntry } from "../isolate-loader.js";
 import {
   ASLEEP,
   CELLS,
@@ -91,7 +91,7 @@ export class InlineSentinel {
     if (early !== undefined) {
       this.ahead.delete(isolate);
       if (this.targets.get(early)?.sliceMs === sliceMs) {
-        nameInlineSlot(early, bundleOf(isolate));
+        nameInlineSlot(early, crashWordsOf(isolate));
         // The sentinel holds a registry with this slot, or takes the current one next (it runs
         // while any isolate is registered): it only needs waking.
         this.wake();
@@ -100,7 +100,7 @@ export class InlineSentinel {
       this.unregister(early);
     }
     const slot = this.watch(isolate, sliceMs);
-    nameInlineSlot(slot, bundleOf(isolate));
+    nameInlineSlot(slot, crashWordsOf(isolate));
     this.changed();
     return slot;
   }

@@ -10,7 +10,7 @@ import { supervisorFd } from "../crash-record.js";
  * open after {@link STUCK_MS} and still open at the next check (entries are cut at their slice or
  * the handler's CPU limit, far below that; the second look spares a host the machine merely stopped
  * running for a while) means the main thread is gone: the worker reports the bundle of the isolate
- * the entry went into (the supervisor quarantines it) and ends the process so `platform host`'s
+ * the entry went into, with its deployment and owner (the supervisor quarantines them) and ends the process so `platform host`'s
  * supervisor starts a new one.
  *
  * The same worker measures the main thread's CPU in the entry open now, every {@link CPU_TICK_MS}
@@ -39,10 +39,10 @@ const state = new Int32Array(workerData.buffer);
 const { cells, reportFd } = workerData;
 const seqCell = cells.seq;
 const openCell = cells.open;
-const bundles = new Map();
-parentPort.on("message", ([slot, bundle]) => {
-  if (bundle) bundles.set(slot, bundle);
-  else bundles.delete(slot);
+const subjects = new Map();
+parentPort.on("message", ([slot, subject]) => {
+  if (subject) subjects.set(slot, subject);
+  else subjects.delete(slot);
 });
 let seen = -1;
 let since = Date.now();
@@ -62,8 +62,8 @@ setInterval(() => {
     return;
   }
   // The supervisor channel's crash line (see crash-record.ts).
-  const bundle = bundles.get(slot);
-  if (reportFd > 2 && bundle) try { writeSync(reportFd, "crash " + bundle + "\\n"); } catch {}
+  const subject = subjects.get(slot);
+  if (reportFd > 2 && subject) try { writeSync(reportFd, "crash " + subject + "\\n"); } catch {}
   writeSync(2, "platform: catastrophic isolate error (an inline handler's thread stopped responding); stopping so the supervisor restarts the host\\n");
   process.kill(process.pid, "SIGKILL");
 }, ${CHECK_MS});
@@ -143,9 +143,10 @@ export function watchInlineEntries(buffer: SharedArrayBuffer, cells: WatchedCell
 }
 
 /**
- * Tells the watching thread which bundle the isolate in sentinel slot `slot` runs (`""`: forget
- * the slot), so a stuck entry names the code to quarantine. Once per isolate, never per entry.
+ * Tells the watching thread whose code the isolate in sentinel slot `slot` runs, as the crash
+ * line's words (crash-record.ts; `""`: forget the slot), so a stuck entry names the code to
+ * quarantine. Once per isolate, never per entry.
  */
-export function nameInlineSlot(slot: number, bundle: string): void {
-  worker?.postMessage([slot, bundle]);
+export function nameInlineSlot(slot: number, crashWords: string): void {
+  worker?.postMessage([slot, crashWords]);
 }
