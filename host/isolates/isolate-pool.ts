@@ -7,6 +7,7 @@ import { InlineOverrunBudget } from "./inline/policy.js";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import { IsolateFactory } from "./isolate-factory.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
+import { type KnownDeployments, NOTHING_KNOWN } from "./known-deployments.js";
 import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
 import { loadRuntimeScript } from "./runtime-script.js";
@@ -72,25 +73,6 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   mainThreadNiceRaise: LIMITS.mainThreadNiceRaise,
   codeCacheDir: null,
   spareIsolate: true,
-};
-
-/** What the host knows of its deployments now: the pool asks, never keeps. */
-export interface KnownDeployments {
-  /**
-   * A deployment's id and incarnation, unique over the host's life, when known: what scopes the
-   * code caches its isolates make after its code ran (see loadIsolate).
-   */
-  scopeOf(deploymentId: string): string | undefined;
-  /** The artifact the deployment's newest record known to this host serves, when known. */
-  artifactOf(deploymentId: string): string | undefined;
-  /** The deployment's owning developer (null: unclaimed), when known: crash reports name it. */
-  ownerOf(deploymentId: string): string | null | undefined;
-}
-
-const NOTHING_KNOWN: KnownDeployments = {
-  scopeOf: () => undefined,
-  artifactOf: () => undefined,
-  ownerOf: () => undefined,
 };
 
 /**

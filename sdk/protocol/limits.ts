@@ -342,8 +342,10 @@ export const LIMITS = {
    */
   syncSocketsPerClient: 1000,
   /**
-   * How long a bundle that crashed the host is refused (`503 unavailable`, `Retry-After`) the first
-   * time; each crash within `quarantineMaxMs` of the last one doubles it, up to that. Ours.
+   * How long code that crashed the host (its bundle, its deployment, and its developer once two of
+   * theirs did) is refused (`503 unavailable`, `Retry-After`) the first time, unless `platform
+   * host --quarantine` says otherwise; each crash within `quarantineMaxMs` of the last one's end
+   * doubles it, up to that. Ours.
    */
   quarantineFirstMs: 5000,
   quarantineMaxMs: 10 * 60_000,

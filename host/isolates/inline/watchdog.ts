@@ -9,9 +9,9 @@ import { supervisorFd } from "../crash-record.js";
  * thread marks each inline entry in (the inline sentinel's, see sentinel.ts): an entry still
  * open after {@link STUCK_MS} and still open at the next check (entries are cut at their slice or
  * the handler's CPU limit, far below that; the second look spares a host the machine merely stopped
- * running for a while) means the main thread is gone: the worker reports the bundle of the isolate
- * the entry went into, with its deployment and owner (the supervisor quarantines them) and ends the process so `platform host`'s
- * supervisor starts a new one.
+ * running for a while) means the main thread is gone: the worker reports whose code the entry went
+ * into (bundle, deployment and owner: the supervisor quarantines them) and ends the process so
+ * `platform host`'s supervisor starts a new one.
  *
  * The same worker measures the main thread's CPU in the entry open now, every {@link CPU_TICK_MS}
  * while entries are being opened ({@link CPU_IDLE_TICK_MS} once none was for a second),
