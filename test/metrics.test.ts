@@ -142,11 +142,15 @@ describe("GET /metrics", () => {
     expect((await host.deployFixture("q", "counter")).status).toBe(201);
     const artifact = (await host.admin("/v1/deploys/q", "GET")).json<{ artifact: string }>().artifact;
     const until = Date.now() + 60_000;
-    quarantine.replace({
-      bundles: { [artifact]: until },
-      deployments: { q: until, gone: until },
-      owners: { dev_x: until },
-    });
+    quarantine.replace(
+      Quarantine.parse({
+        calls: {
+          bundles: { [artifact]: until },
+          deployments: { q: until, gone: until },
+          owners: { dev_x: until },
+        },
+      }),
+    );
     expect(errorCode(await host.call("q", "query", "value"))).toBe("unavailable");
     let text = await scrape();
     expect(sample(text, "platform_quarantined_bundles")).toBe(1);

@@ -1,11 +1,10 @@
 /**
  * A quarantine follows the code's deployment and developer, not only its bytes. Against a real
- * `platform host` (supervisor and server processes) over real HTTP, a hostile developer whose
- * query makes V8 give up on its isolate (ending the server process) tries to crash the host again:
- * by deploying a changed bundle to the same deployment (refused), and by crashing from a second
- * deployment of theirs (allowed once: then all of their deployments and deploys are refused). Another
- * developer's deployments answer throughout. `--quarantine 600` keeps every quarantine in force for
- * the whole test, however slow the machine.
+ * `platform host` (supervisor and server processes) over real HTTP, hostile developers whose code
+ * makes V8 give up on its isolate (ending the server process), in a call or at its top level when
+ * deployed, try to crash the host again: with a changed bundle of the same deployment, and from a
+ * second deployment of theirs. Other developers' deployments answer and deploy throughout.
+ * `--quarantine 600` keeps every quarantine in force for the whole test, however slow the machine.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -44,13 +43,17 @@ async function developer(name: string): Promise<{ id: string; token: string }> {
   return created.json<{ id: string; token: string }>();
 }
 
-/** A capsule whose query `boom` ends the server process; `variant` changes its bytes. */
-async function crashingApp(variant: string): Promise<string> {
+/**
+ * A capsule whose query `boom` ends the server process (or, `atTopLevel`, whose top level does:
+ * its deploy does); `variant` changes its bytes.
+ */
+async function crashingApp(variant: string, atTopLevel = false): Promise<string> {
   const dir = join(running.dir, `crash-${variant}`);
   await mkdir(join(dir, "server"), { recursive: true });
+  const boom = "new Array(2 ** 28).fill(1.5).length";
   await writeFile(
     join(dir, "server", "index.ts"),
-    `import { capsule } from "platform/server";\nexport default capsule({ schema: {}, queries: { boom: async () => new Array(2 ** 28).fill(1.5).length, variant: async () => "${variant}" } });\n`,
+    `import { capsule } from "platform/server";\n${atTopLevel ? `export const size = ${boom};\n` : ""}export default capsule({ schema: {}, queries: { boom: async () => ${boom}, variant: async () => "${variant}" } });\n`,
   );
   return dir;
 }
@@ -60,18 +63,35 @@ const deploy = (path: string, name: string, developerToken: string) =>
 
 const listenings = () => host.output().match(/platform host listening/g)?.length ?? 0;
 
-/** Calls `boom` of `id`, which ends the server, and waits for the next server to listen. */
-async function crash(id: string): Promise<void> {
+/** Runs `crashing`, which ends the server, and waits for the next server to listen. */
+async function crashWith(crashing: () => Promise<string>): Promise<void> {
   const before = listenings();
-  const outcome = await running.call(id, "query", "boom").then(
-    (response) => `status ${response.status}`,
-    (error: Error) => `failed: ${error.message}`,
-  );
-  expect(outcome).not.toBe("status 200");
+  expect(await crashing()).not.toBe("status 200");
   await host.waitFor(new RegExp(`(platform host listening[\\s\\S]*){${before + 1}}`), 60_000);
 }
 
-it("a crash quarantines the deployment whatever it deploys next, and two of a developer's deployments the developer", async () => {
+const crashByCall = (id: string) =>
+  crashWith(() =>
+    running.call(id, "query", "boom").then(
+      (response) => `status ${response.status}`,
+      (error: Error) => `failed: ${error.message}`,
+    ),
+  );
+
+const crashByDeploy = (path: string, id: string, developerToken: string) =>
+  crashWith(async () => {
+    const deployed = await deploy(path, id, developerToken);
+    return deployed.status === 0 ? "status 200" : `deploy failed: ${deployed.stderr}`;
+  });
+
+const refusedCall = async (id: string, query = "boom") => {
+  const response = await running.call(id, "query", query);
+  expect([response.status, errorOf(response).code], id).toEqual([503, "unavailable"]);
+  expect(Number(response.headers["retry-after"])).toBeGreaterThan(500);
+  return errorOf(response).message;
+};
+
+it("a crash in a call holds the deployment's calls whatever it runs next, and its developer's after two; the fix stays deployable", async () => {
   const mallory = await developer("mallory");
   const alice = await developer("alice");
   for (const [path, name, as] of [
@@ -83,36 +103,35 @@ it("a crash quarantines the deployment whatever it deploys next, and two of a de
     expect(deployed.status, deployed.stderr).toBe(0);
   }
 
-  await crash("m1");
+  await crashByCall("m1");
   expect(host.output()).toMatch(/quarantining deployment m1 for 600 s: it crashed the server/);
-  expect(host.output()).not.toMatch(/quarantining developer/);
-  // Changed code for the crashed deployment is not even compiled: its top level could crash the host.
-  const redeploy = await deploy(await crashingApp("two"), "m1", mallory.token);
-  expect(redeploy.status).toBe(1);
-  expect(redeploy.stderr).toMatch(
-    /unavailable: Deployment m1 is quarantined for \d+ s: code deployed there crashed the host/,
-  );
-  const refused = await running.call("m1", "query", "boom");
-  expect([refused.status, errorOf(refused).code]).toEqual([503, "unavailable"]);
-  expect(Number(refused.headers["retry-after"])).toBeGreaterThan(500);
+  expect(host.output()).not.toMatch(/quarantining developer|refusing deploys/);
+  // The bytes that crashed it are refused anywhere...
+  const same = await deploy(await crashingApp("one"), "m1-copy", mallory.token);
+  expect(same.status).toBe(1);
+  expect(same.stderr).toMatch(/unavailable: This bundle is quarantined for \d+ s: it crashed the host/);
+  // ...while changed code is taken (anyone may call a handler: its owner must be able to deploy a
+  // fix), and the deployment's calls stay refused whatever it runs now.
+  const changed = await deploy(await crashingApp("two"), "m1", mallory.token);
+  expect(changed.status, changed.stderr).toBe(0);
+  expect(await refusedCall("m1")).toContain("a request to it crashed the host");
   // One crashing deployment does not stop its developer's others.
   expect((await running.call("calm", "query", "list")).status).toBe(200);
 
   // A second deployment of the same developer, with other bytes, crashes the host once more...
   const second = await deploy(await crashingApp("three"), "m2", mallory.token);
   expect(second.status, second.stderr).toBe(0);
-  await crash("m2");
+  await crashByCall("m2");
   expect(host.output()).toMatch(
     new RegExp(`quarantining developer ${mallory.id} for 600 s: 2 of their deployments crashed the server`),
   );
-  // ...and then every deployment of that developer is refused, and so are their deploys.
-  const calm = await running.call("calm", "query", "list");
-  expect([calm.status, errorOf(calm).code]).toEqual([503, "unavailable"]);
-  expect(errorOf(calm).message).toContain("requests to deployments of its developer crashed the host");
-  const third = await deploy(await crashingApp("four"), "m3", mallory.token);
-  expect(third.status).toBe(1);
-  expect(third.stderr).toContain(`unavailable: Deployments of developer ${mallory.id} are quarantined for`);
+  // ...and then every deployment of that developer takes no calls, though they may still deploy.
+  expect(await refusedCall("calm", "list")).toContain(
+    "requests to deployments of its developer crashed the host",
+  );
   expect(host.output()).toMatch(/quarantined deployment calm until .*: deployments of developer/);
+  const fix = await deploy("fixtures/todo", "calm", mallory.token);
+  expect(fix.status, fix.stderr).toBe(0);
 
   // Another developer's deployment answers, and they may deploy.
   expect((await running.call("alice-app", "query", "list")).status).toBe(200);
@@ -125,4 +144,29 @@ it("a crash quarantines the deployment whatever it deploys next, and two of a de
   expect(metrics).toMatch(/^platform_quarantined_deployments 2$/m);
   expect(metrics).toMatch(/^platform_quarantined_developers 1$/m);
   expect(host.output().match(/restarting in/g)).toHaveLength(2);
+}, 240_000);
+
+it("a crash while deploying holds the deployment's deploys whatever the bundle, and its developer's after two", async () => {
+  const dana = await developer("dana");
+  const erin = await developer("erin");
+  await crashByDeploy(await crashingApp("top-one", true), "d1", dana.token);
+  expect(host.output()).toMatch(/refusing deploys to deployment d1 for 600 s: it crashed the server/);
+  const again = await deploy(await crashingApp("top-two", true), "d1", dana.token);
+  expect(again.status).toBe(1);
+  expect(again.stderr).toMatch(
+    /unavailable: Deployment d1 takes no deploys for \d+ s: deploying code to it crashed the host/,
+  );
+  // A deploy elsewhere is still taken after one crash...
+  await crashByDeploy(await crashingApp("top-three", true), "d2", dana.token);
+  expect(host.output()).toMatch(
+    new RegExp(
+      `refusing deploys by developer ${dana.id} for 600 s: 2 of their deployments crashed the server`,
+    ),
+  );
+  // ...but after two, none of that developer's is.
+  const any = await deploy("fixtures/todo", "d3", dana.token);
+  expect(any.status).toBe(1);
+  expect(any.stderr).toContain(`unavailable: Developer ${dana.id} can deploy again in`);
+  const others = await deploy("fixtures/todo", "erin-app", erin.token);
+  expect(others.status, others.stderr).toBe(0);
 }, 240_000);

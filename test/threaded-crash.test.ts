@@ -36,7 +36,7 @@ it("a threaded isolate's catastrophic error reports its bundle to the supervisor
   );
   expect(stdout, stderr).toContain("running");
   expect(stdout).not.toContain("survived");
-  expect(channel).toBe("crash threaded-crash-bundle crashing-app dev_crasher\n");
+  expect(channel).toBe("crash threaded-crash-bundle crashing-app dev_crasher call\n");
   expect(stderr).toContain(
     "catastrophic isolate error (Catastrophic out-of-memory error) in bundle threaded-crash-bundle of deployment crashing-app",
   );

@@ -102,7 +102,7 @@ async function serve(flags: HostFlags): Promise<void> {
   process.once("disconnect", () => stop(false));
   if (quarantine.holdsAny)
     for (const record of await host.deployments.list()) {
-      const held = quarantine.held(record.artifact, record.id, record.owner);
+      const held = quarantine.held(record);
       if (held)
         process.stderr.write(
           `platform host: quarantined deployment ${record.id} until ${new Date(held.until).toISOString()}: ${held.why === "owner" ? `deployments of developer ${record.owner} crashed` : "a request to it crashed"} the server\n`,

@@ -234,7 +234,7 @@ export class CallExecutor {
     const newer = this.newest(record.id);
     if (newer && newer.artifact !== record.artifact && newer.incarnation === record.incarnation)
       throw new RedeployedMeanwhile(newer);
-    const runner = this.pool.runner(record.id, record.artifact);
+    const runner = this.pool.runner(record.id, record.artifact, record.owner);
     const requestId: RequestId = { startedMs: Date.now(), seq: ++this.requestCounter };
     const sink = this.logs.sink(record.id, handler, requestId, record.env);
     const stamp = this.logs.stamp();

@@ -61,7 +61,7 @@ export async function deploy(
   const env = input.env === undefined ? (previous?.env ?? {}) : checkEnv(input.env);
   const hash = await bundleHash(input.code);
   const owner = previous ? previous.owner : (input.owner ?? null);
-  quarantine.checkDeploy(id, owner);
+  quarantine.checkDeploy(hash, id, owner);
   const probe = await pool.probe(id, owner, input.code, hash).catch((error: unknown) => {
     throw deployError(error);
   });
@@ -126,7 +126,7 @@ export async function deploy(
           switched: () => {
             registry.remember(record);
             switched = true;
-            pool.runner(id, hash).adopt(probe);
+            pool.runner(id, hash, owner).adopt(probe);
           },
         },
       })

@@ -70,7 +70,7 @@ export async function upgradeGuest(
   // The hook is the deployment's code: refused as its calls are while it is quarantined.
   if (record.declaration.auth.hasGuestUpgradeHook) quarantine.check(record);
   const database = await db.deployment(record.id);
-  const runner = pool.runner(record.id, record.artifact);
+  const runner = pool.runner(record.id, record.artifact, record.owner);
   const now = Date.now();
   const sink = logs.sink(record.id, "auth.onGuestUpgrade", "upgrade", record.env);
   const upgrade = (log: (entry: HandlerLogEntry) => void) =>

@@ -55,7 +55,7 @@ export class DeploymentImport {
       );
     const hash = await bundleHash(code);
     const owner = importer ?? (await this.registry.get(this.id))?.owner ?? null;
-    quarantine.checkDeploy(this.id, owner);
+    quarantine.checkDeploy(hash, this.id, owner);
     this.probe = await this.pool.probe(this.id, owner, code, hash).catch((error: unknown) => {
       throw importError(error);
     });
@@ -112,7 +112,7 @@ export class DeploymentImport {
   /** After the commit: the runner serves the new code, and every host hears of the record. */
   async switched(record: DeploymentRecord): Promise<void> {
     this.registry.remember(record);
-    if (this.probe) this.pool.runner(this.id, record.artifact).adopt(this.probe);
+    if (this.probe) this.pool.runner(this.id, record.artifact, record.owner).adopt(this.probe);
     this.probe = undefined;
     this.added = undefined;
     await this.registry.announce(this.id);

@@ -16,12 +16,17 @@ function refusal(run: () => void): PlatformError | undefined {
   }
 }
 
+const none = { bundles: {}, deployments: {}, owners: {} };
+
 describe("a server's quarantine", () => {
-  it("refuses a deployment by its bundle, its id or its owner, with the seconds left", () => {
+  it("refuses calls to a deployment by its bundle, its id or its owner, with the seconds left", () => {
     const q = new Quarantine();
     const soon = Date.now() + 4_500;
     q.replace(
-      Quarantine.parse({ bundles: { bad: soon }, deployments: { app: soon }, owners: { dev_1: soon } }),
+      Quarantine.parse({
+        calls: { bundles: { bad: soon }, deployments: { app: soon }, owners: { dev_1: soon } },
+        deploys: none,
+      }),
     );
     for (const held of [
       record("other", "bad", null),
@@ -39,20 +44,39 @@ describe("a server's quarantine", () => {
     );
   });
 
-  it("refuses deploys to a quarantined deployment or by a quarantined developer, whatever the bundle", () => {
+  it("takes deploys of changed code after a crash in a call, never of the bundle that crashed", () => {
     const q = new Quarantine();
     const soon = Date.now() + 60_000;
     q.replace(
-      Quarantine.parse({ bundles: { bad: soon }, deployments: { app: soon }, owners: { dev_1: soon } }),
+      Quarantine.parse({
+        calls: { bundles: { bad: soon }, deployments: { app: soon }, owners: { dev_1: soon } },
+        deploys: none,
+      }),
     );
-    expect(refusal(() => q.checkDeploy("app", null))?.message).toMatch(
-      /^Deployment app is quarantined for 60 s/,
+    expect(refusal(() => q.checkDeploy("fixed", "app", "dev_1"))).toBeUndefined();
+    expect(refusal(() => q.checkDeploy("bad", "elsewhere", "dev_2"))?.message).toMatch(
+      /^This bundle is quarantined for 60 s: it crashed the host/,
     );
-    expect(refusal(() => q.checkDeploy("fresh", "dev_1"))?.message).toMatch(
-      /^Deployments of developer dev_1 are quarantined for 60 s/,
+  });
+
+  it("refuses deploys to a deployment or by a developer whose deploys crashed the host, whatever the bundle", () => {
+    const q = new Quarantine();
+    const soon = Date.now() + 60_000;
+    q.replace(
+      Quarantine.parse({
+        calls: none,
+        deploys: { bundles: {}, deployments: { app: soon }, owners: { dev_1: soon } },
+      }),
     );
-    // A quarantined bundle alone refuses its calls, not a deploy of other code.
-    expect(refusal(() => q.checkDeploy("other", "dev_2"))).toBeUndefined();
+    expect(refusal(() => q.checkDeploy("new", "app", null))?.message).toMatch(
+      /^Deployment app takes no deploys for 60 s: deploying code to it crashed the host/,
+    );
+    const developer = refusal(() => q.checkDeploy("new", "fresh", "dev_1"));
+    expect(developer?.message).toMatch(/^Developer dev_1 can deploy again in 60 s/);
+    expect(developer?.retryAfterSeconds).toBe(60);
+    expect(refusal(() => q.checkDeploy("new", "other", "dev_2"))).toBeUndefined();
+    // Calls are another list: this one holds only deploys.
+    expect(refusal(() => q.check(record("app", "new", "dev_1")))).toBeUndefined();
   });
 
   it("lets go when a quarantine has ended, and answers the longest one left", () => {
@@ -60,29 +84,39 @@ describe("a server's quarantine", () => {
     const now = Date.now();
     q.replace(
       Quarantine.parse({
-        bundles: { bad: now - 1 },
-        deployments: { app: now + 2_000 },
-        owners: { dev_1: now + 30_000 },
+        calls: {
+          bundles: { bad: now - 1 },
+          deployments: { app: now + 2_000 },
+          owners: { dev_1: now + 30_000 },
+        },
       }),
     );
-    expect(q.held("bad", "z", null)).toBeUndefined();
-    expect(q.held("bad", "app", "dev_1")).toEqual({ until: now + 30_000, why: "owner" });
+    expect(q.held(record("z", "bad", null))).toBeUndefined();
+    expect(q.held(record("app", "bad", "dev_1"))).toEqual({ until: now + 30_000, why: "owner" });
     expect(q.activeCounts()).toEqual({ bundles: 0, deployments: 1, owners: 1 });
   });
 
   it("reads what it is handed strictly: malformed parts are none, inherited names are never held", () => {
-    expect(Quarantine.parse(null)).toEqual({ bundles: {}, deployments: {}, owners: {} });
-    expect(Quarantine.parse({ app: 5 })).toEqual({ bundles: {}, deployments: {}, owners: {} });
-    expect(Quarantine.parse({ bundles: "x", deployments: { a: "1", b: 2 } })).toEqual({
-      bundles: {},
-      deployments: { b: 2 },
-      owners: {},
+    const empty = { calls: none, deploys: none };
+    expect(Quarantine.parse(null)).toEqual(empty);
+    expect(Quarantine.parse({ calls: "x" })).toEqual(empty);
+    expect(Quarantine.parse({ calls: { bundles: "x", deployments: { a: "1", b: 2 } } })).toEqual({
+      calls: { bundles: {}, deployments: { b: 2 }, owners: {} },
+      deploys: none,
     });
     const q = new Quarantine();
-    q.replace(Quarantine.parse({ deployments: { other: Date.now() + 60_000 } }));
-    expect(q.held("constructor", "toString", "__proto__")).toBeUndefined();
+    q.replace(Quarantine.parse({ calls: { deployments: { other: Date.now() + 60_000 } } }));
+    expect(q.held(record("toString", "constructor", "__proto__"))).toBeUndefined();
+    expect(refusal(() => q.checkDeploy("hasOwnProperty", "valueOf", "__proto__"))).toBeUndefined();
     expect(q.holdsAny).toBe(true);
     q.replace(Quarantine.parse({}));
     expect(q.holdsAny).toBe(false);
+  });
+
+  it("reads the bundles a supervisor started before an upgrade hands over", () => {
+    const until = Date.now() + 60_000;
+    const q = new Quarantine();
+    q.replace(Quarantine.parse({ "00ee95": until }));
+    expect(q.held(record("app", "00ee95", null))).toEqual({ until, why: "bundle" });
   });
 });

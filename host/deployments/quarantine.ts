@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { QuarantineList } from "./quarantine-book.js";
+import type { HeldKinds, QuarantineList } from "./quarantine-book.js";
 import type { DeploymentRecord } from "./records.js";
 
 /** Why a deployment is refused now, and until when (ms since epoch). */
@@ -8,7 +8,7 @@ export interface Held {
   why: "bundle" | "deployment" | "owner";
 }
 
-const noneHeld = (): QuarantineList => ({ bundles: {}, deployments: {}, owners: {} });
+const noKinds = (): HeldKinds => ({ bundles: {}, deployments: {}, owners: {} });
 
 /** Keeps the entries of `value` whose times are numbers (what a server is handed is checked, not trusted). */
 function times(value: unknown): Record<string, number> {
@@ -16,22 +16,55 @@ function times(value: unknown): Record<string, number> {
   return Object.fromEntries(Object.entries(value).filter(([, until]) => typeof until === "number"));
 }
 
+function kinds(value: unknown): HeldKinds {
+  if (typeof value !== "object" || value === null) return noKinds();
+  const { bundles, deployments, owners } = value as Partial<Record<keyof HeldKinds, unknown>>;
+  return { bundles: times(bundles), deployments: times(deployments), owners: times(owners) };
+}
+
+/**
+ * Until when (ms since epoch) and why `held` holds deployment `id` of developer `owner` (null:
+ * unclaimed) running bundle `artifact`, if it does at `now`: the latest end of the three.
+ */
+function heldIn(
+  held: HeldKinds,
+  artifact: string,
+  id: string,
+  owner: string | null,
+  now: number,
+): Held | undefined {
+  let found: Held | undefined;
+  const consider = (until: Record<string, number>, key: string | null, why: Held["why"]) => {
+    const end = key !== null && Object.hasOwn(until, key) ? (until[key] as number) : 0;
+    if (end > now && (!found || end > found.until)) found = { until: end, why };
+  };
+  consider(held.bundles, artifact, "bundle");
+  consider(held.deployments, id, "deployment");
+  consider(held.owners, owner, "owner");
+  return found;
+}
+
+function secondsLeft(held: Held): number {
+  return Math.max(1, Math.ceil((held.until - Date.now()) / 1000));
+}
+
 /**
  * What this server process refuses to run: code that crashed an earlier server process (a
  * catastrophic V8 error takes the whole process down, and with it every tenant's requests), as
- * the supervisor hands it over (see quarantine-book.ts): bundles (every deployment of those exact
- * bytes could crash the host the same way), deployments (whatever bundle they run next) and
- * developers (every deployment they own). A refused deployment answers `503 unavailable` with
- * `Retry-After` until its quarantine ends, and takes no deploy meanwhile.
+ * the supervisor hands it over (see quarantine-book.ts). A deployment whose bundle, id or
+ * developer is held answers `503 unavailable` with `Retry-After` until its quarantine ends; one
+ * whose deploy crashed the host, or whose developer's deploys did, takes no deploy meanwhile.
  */
 export class Quarantine {
-  private list = noneHeld();
+  private list: QuarantineList = { calls: noKinds(), deploys: noKinds() };
   private empty = true;
 
   /** Refuses what `list` names until the given times, replacing the earlier list. */
   replace(list: QuarantineList): void {
     this.list = list;
-    this.empty = Object.values(list).every((until) => Object.keys(until).length === 0);
+    this.empty = [list.calls, list.deploys].every((held) =>
+      Object.values(held).every((until) => Object.keys(until).length === 0),
+    );
   }
 
   /** True when anything at all was handed over (ended or not). */
@@ -39,49 +72,38 @@ export class Quarantine {
     return !this.empty;
   }
 
-  /** The quarantine the supervisor hands a server process; anything malformed counts as none. */
+  /**
+   * The quarantine the supervisor hands a server process; anything malformed counts as none. A
+   * supervisor started before an upgrade hands bundles alone, `{ "<hash>": <until> }`: still held.
+   */
   static parse(value: unknown): QuarantineList {
-    if (typeof value !== "object" || value === null) return noneHeld();
-    const { bundles, deployments, owners } = value as Partial<Record<keyof QuarantineList, unknown>>;
-    return { bundles: times(bundles), deployments: times(deployments), owners: times(owners) };
+    if (typeof value !== "object" || value === null) return { calls: noKinds(), deploys: noKinds() };
+    if (!("calls" in value) && !("deploys" in value))
+      return { calls: { bundles: times(value), deployments: {}, owners: {} }, deploys: noKinds() };
+    const { calls, deploys } = value as Partial<Record<keyof QuarantineList, unknown>>;
+    return { calls: kinds(calls), deploys: kinds(deploys) };
   }
 
-  /** How many of each kind are refused now (the host's metrics read it). */
-  activeCounts(): Record<keyof QuarantineList, number> {
+  /** How many of each kind take no calls now (the host's metrics read it). */
+  activeCounts(): Record<keyof HeldKinds, number> {
     const now = Date.now();
     const active = (until: Record<string, number>) => Object.values(until).filter((end) => end > now).length;
-    return {
-      bundles: active(this.list.bundles),
-      deployments: active(this.list.deployments),
-      owners: active(this.list.owners),
-    };
+    const { bundles, deployments, owners } = this.list.calls;
+    return { bundles: active(bundles), deployments: active(deployments), owners: active(owners) };
   }
 
-  /**
-   * Until when (ms since epoch) and why deployment `id` of developer `owner` (null: unclaimed)
-   * running bundle `artifact` (undefined: any) is refused, if it is now.
-   */
-  held(artifact: string | undefined, id: string, owner: string | null): Held | undefined {
+  /** Until when and why `record` takes no calls, if it does not now. */
+  held(record: Pick<DeploymentRecord, "artifact" | "id" | "owner">): Held | undefined {
     if (this.empty) return undefined;
-    const now = Date.now();
-    const { bundles, deployments, owners } = this.list;
-    let held: Held | undefined;
-    const consider = (until: Record<string, number>, key: string | null | undefined, why: Held["why"]) => {
-      const end = key != null && Object.hasOwn(until, key) ? (until[key] as number) : 0;
-      if (end > now && (!held || end > held.until)) held = { until: end, why };
-    };
-    consider(bundles, artifact, "bundle");
-    consider(deployments, id, "deployment");
-    consider(owners, owner, "owner");
-    return held;
+    return heldIn(this.list.calls, record.artifact, record.id, record.owner, Date.now());
   }
 
   /**
-   * Throws `unavailable` (with the seconds left as `Retry-After`) when `record` is quarantined. One
+   * Throws `unavailable` (with the seconds left as `Retry-After`) when `record` takes no calls. One
    * check per call while nothing is quarantined.
    */
   check(record: DeploymentRecord): void {
-    const held = this.held(record.artifact, record.id, record.owner);
+    const held = this.held(record);
     if (!held) return;
     const seconds = secondsLeft(held);
     const cause =
@@ -96,25 +118,26 @@ export class Quarantine {
   }
 
   /**
-   * Throws `unavailable` (with `Retry-After`) when deployment `id`, owned by `owner` (null:
-   * unclaimed), is quarantined: a deploy runs the new code's top level in an isolate, which could
-   * crash the host again, and a new bundle would otherwise start its quarantine afresh.
+   * Throws `unavailable` (with `Retry-After`) when bundle `artifact` may not be deployed to
+   * deployment `id` of developer `owner` (null: unclaimed) now: the bundle itself crashed the host
+   * (in a call or deploying), or deploying to that deployment or by that developer did. A deploy
+   * runs the new code's top level in an isolate, which could crash the host again.
    */
-  checkDeploy(id: string, owner: string | null): void {
-    const held = this.held(undefined, id, owner);
+  checkDeploy(artifact: string, id: string, owner: string | null): void {
+    if (this.empty) return;
+    const now = Date.now();
+    const held =
+      heldIn(this.list.deploys, artifact, id, owner, now) ??
+      heldIn({ bundles: this.list.calls.bundles, deployments: {}, owners: {} }, artifact, id, owner, now);
     if (!held) return;
     const seconds = secondsLeft(held);
-    const whose = held.why === "owner" ? `Deployments of developer ${owner}` : `Deployment ${id}`;
-    throw new PlatformError(
-      "unavailable",
-      `${whose} ${held.why === "owner" ? "are" : "is"} quarantined for ${seconds} s: code deployed there crashed the host. Deploy again after that, with handlers that do not allocate without bound (the host log names the crash).`,
-      { retryAfterSeconds: seconds },
-    );
+    const refused = {
+      bundle: `This bundle is quarantined for ${seconds} s: it crashed the host. Change the code that allocates without bound (the host log names the crash), or deploy again after that.`,
+      deployment: `Deployment ${id} takes no deploys for ${seconds} s: deploying code to it crashed the host. Deploy again after that, with top-level code that does not allocate without bound (the host log names the crash).`,
+      owner: `Developer ${owner} can deploy again in ${seconds} s: deploys of theirs crashed the host. Deploy after that, with top-level code that does not allocate without bound (the host log names the crash).`,
+    };
+    throw new PlatformError("unavailable", refused[held.why], { retryAfterSeconds: seconds });
   }
-}
-
-function secondsLeft(held: Held): number {
-  return Math.max(1, Math.ceil((held.until - Date.now()) / 1000));
 }
 
 /** The server process's quarantine, filled at start-up from what the supervisor hands over. */

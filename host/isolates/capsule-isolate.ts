@@ -2,10 +2,12 @@ import type ivm from "isolated-vm";
 import type { CapsuleDeclaration, DispatchRequest } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { CpuMeter } from "./cpu-meter.js";
+import { nameCrashSubject, type Tenant } from "./crash-subjects.js";
 import { parseDeclaration } from "./declaration-text.js";
 import {
   InlineAbandoned,
   type InlineHost,
+  InlineSentinel,
   InlineStanding,
   InlineTransport,
   SlotTable,
@@ -104,6 +106,15 @@ export class CapsuleIsolate implements InlineHost {
 
   get isDisposed(): boolean {
     return this.isolate.isDisposed;
+  }
+
+  /**
+   * Names whom this isolate runs code for from now on, in crash reports: a deploy's isolate once
+   * it serves its deployment, or the deployment's owner once it changed (a claim).
+   */
+  serveFor(tenant: Tenant): void {
+    nameCrashSubject(this.isolate, this.artifact, tenant);
+    InlineSentinel.shared().renamed(this.isolate);
   }
 
   /** How many synchronous entries into this isolate the host has made on its main thread. */

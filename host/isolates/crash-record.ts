@@ -4,9 +4,9 @@ import { writeSync } from "node:fs";
  * The line channel from a supervised server process to its supervisor (`platform host`): a pipe
  * whose descriptor the supervisor names in this environment variable. The server writes `standby`
  * once its modules are loaded, then `alive` every {@link SUPERVISOR_HEARTBEAT_ENV} ms, `ready`
- * once it listens, and `crash <artifact> <deployment> <owner>` when V8 gives up on the isolate
- * running that bundle (for that deployment, of that developer; `-` where none is known), just
- * before the process ends. Writes are synchronous, so the line is in the pipe even when the
+ * once it listens, and `crash <artifact> <deployment> <owner> <deploy|call>` when V8 gives up on
+ * the isolate running that bundle (for that deployment, of that developer; `-` where none is
+ * known; while deploying it or serving it), just before the process ends. Writes are synchronous, so the line is in the pipe even when the
  * process is killed the next instant; without a supervisor nothing is written.
  */
 export const SUPERVISOR_FD_ENV = "PLATFORM_SUPERVISOR_FD";
@@ -27,14 +27,20 @@ export interface CrashSubject {
   deployment?: string | undefined;
   /** The owning developer's id; null or absent for an unclaimed deployment or none known. */
   owner?: string | null | undefined;
+  /** The crash came from deploying (a deploy's isolate, not yet serving), not from a call. */
+  deploying?: boolean;
 }
 
 /** What one line of the supervisor channel says. */
 export type SupervisorMessage = { kind: "standby" | "alive" | "ready" } | ({ kind: "crash" } & CrashSubject);
 
-/** The crash line's words after `crash` for `subject` (`-` stands for what is not known). */
+/**
+ * The crash line's words after `crash` for `subject`: bundle, deployment, owner (`-` stands for
+ * what is not known) and `deploy` or `call`.
+ */
 export function crashWords(subject: CrashSubject): string {
-  return `${subject.artifact} ${subject.deployment || "-"} ${subject.owner || "-"}`;
+  const phase = subject.deploying ? "deploy" : "call";
+  return `${subject.artifact} ${subject.deployment || "-"} ${subject.owner || "-"} ${phase}`;
 }
 
 /** The supervisor channel's descriptor in this process, or -1 when nothing supervises it. */
@@ -77,13 +83,20 @@ export function reportCrash(subject: CrashSubject): void {
 /** Reads one line of the channel; unknown lines are ignored (undefined). */
 export function parseSupervisorLine(line: string): SupervisorMessage | undefined {
   if (line === "standby" || line === "alive" || line === "ready") return { kind: line };
-  const crash = /^crash ([\w-]+)(?: ([a-z0-9-]+) ([\w-]+))?$/.exec(line);
+  const crash = /^crash ([\w-]+)(?: ([a-z0-9-]+) ([\w-]+)(?: (deploy|call))?)?$/.exec(line);
   if (!crash) return undefined;
-  const [, artifact, deployment, owner] = crash as unknown as [string, string, string?, string?];
+  const [, artifact, deployment, owner, phase] = crash as unknown as [
+    string,
+    string,
+    string?,
+    string?,
+    string?,
+  ];
   return {
     kind: "crash",
     artifact,
     ...(deployment && deployment !== "-" ? { deployment } : {}),
     ...(owner && owner !== "-" ? { owner } : {}),
+    ...(phase === "deploy" ? { deploying: true } : {}),
   };
 }

@@ -3,9 +3,9 @@ import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { BreachPause } from "./breach-pause.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
+import type { Tenant } from "./crash-subjects.js";
 import { InlineStanding } from "./inline/index.js";
 import type { IsolateFactory } from "./isolate-factory.js";
-import type { LoadFrom } from "./isolate-loader.js";
 import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
 
@@ -44,6 +44,8 @@ export class IsolateKeeper {
   private readonly holds = new Map<CapsuleIsolate, number>();
   /** The isolate a redeploy replaced while calls still ran in it: freed once they end. */
   private draining: CapsuleIsolate | null = null;
+  /** The deployment's owner as its callers' records last said (null: unclaimed), for crash reports. */
+  private owner: string | null | undefined;
   lastUsed = Date.now();
 
   constructor(
@@ -64,10 +66,12 @@ export class IsolateKeeper {
     /** Called once per isolate stopped for a limit (the host's metrics count it). */
     private readonly onLimitStop: (limit: "cpu" | "memory") => void = () => {},
     /**
-     * The deployment's id and incarnation, when known (its isolates may then keep a code cache of
-     * their own, made after its code ran), and its owner for crash reports: see loadIsolate.
+     * The deployment's id and incarnation, when known: its isolates may then keep a code cache of
+     * their own, made after its code ran (see loadIsolate).
      */
-    private readonly whom: () => Pick<LoadFrom, "scope" | "tenant"> = () => ({}),
+    private readonly scope: () => string | undefined = () => undefined,
+    /** The deployment's owner as the host knows it, for crash reports (the one callers name wins). */
+    private readonly knownOwner: () => string | null | undefined = () => undefined,
   ) {
     this.pause = new BreachPause(deploymentId);
   }
@@ -114,7 +118,14 @@ export class IsolateKeeper {
       this.starting = this.loadArtifact(artifact)
         .then((code) => {
           lap("artifact");
-          return this.factory.create(code, artifact, this.standing, this.whom());
+          const scope = this.scope();
+          const tenant = this.tenant();
+          return this.factory.create(
+            code,
+            artifact,
+            this.standing,
+            scope === undefined ? { tenant } : { scope, tenant },
+          );
         })
         .finally(() => {
           this.starting = null;
@@ -139,8 +150,31 @@ export class IsolateKeeper {
     return started;
   }
 
+  /**
+   * Whom this deployment's code runs for, in crash reports: the owner its callers named, else the
+   * one the host knows.
+   */
+  private tenant(): Tenant {
+    return {
+      deployment: this.deploymentId,
+      owner: this.owner !== undefined ? this.owner : this.knownOwner(),
+    };
+  }
+
+  /**
+   * The deployment's owner as a caller's record says (null: unclaimed); its live isolate is named
+   * again when that changed (a claim), so a crash counts against the developer it belongs to now.
+   */
+  ownedBy(owner: string | null): void {
+    if (owner === this.owner) return;
+    this.owner = owner;
+    this.current()?.serveFor(this.tenant());
+  }
+
   /** Installs an already-loaded isolate (the deploy pipeline's probe), replacing the current one. */
   adopt(isolate: CapsuleIsolate): void {
+    // From now on it serves calls: a crash in it is no longer one of deploying.
+    isolate.serveFor(this.tenant());
     this.artifact = isolate.artifact;
     if (this.isolate !== isolate) this.replace(this.isolate);
     this.isolate = isolate;

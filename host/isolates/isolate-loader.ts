@@ -5,7 +5,8 @@ import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { BRIDGE_SOURCE } from "./bridge-source.js";
 import { type CacheKeys, CodeCache } from "./code-cache.js";
 import { type ColdStartPhase, coldStartLaps } from "./cold-start-trace.js";
-import { type CrashSubject, crashWords, reportCrash } from "./crash-record.js";
+import { type CrashSubject, reportCrash } from "./crash-record.js";
+import { crashSubjectOf, nameCrashSubject, type Tenant } from "./crash-subjects.js";
 import type { IsolateLimits } from "./limits.js";
 import { loadRuntimeScript } from "./runtime-script.js";
 import { teardownGate } from "./teardown-gate.js";
@@ -57,18 +58,6 @@ export interface LoadedCapsule extends LoadedIsolate {
 const STARTUP_TIMEOUT_MS = 2000;
 const RUNTIME_FILENAME = "platform-runtime.js";
 const CAPSULE_FILENAME = "capsule.js";
-
-/** Whose code each live isolate runs, for the crash reports (here and the inline watchdog's). */
-const subjects = new WeakMap<ivm.Isolate, CrashSubject>();
-
-/**
- * The crash line's words naming the code `isolate` was loaded with (see crash-record.ts), for the
- * inline watchdog; "" when it is not a capsule's.
- */
-export function crashWordsOf(isolate: ivm.Isolate): string {
-  const subject = subjects.get(isolate);
-  return subject ? crashWords(subject) : "";
-}
 
 /**
  * When V8 loses control of an isolate (for example one allocation far beyond the heap limit),
@@ -129,7 +118,7 @@ export async function createBlankIsolate(
   await teardownGate.beforeCreate();
   const isolate: ivm.Isolate = new ivm.Isolate({
     memoryLimit: limits.memoryMb,
-    onCatastrophicError: (message) => onCatastrophicError(subjects.get(isolate) ?? { artifact: "" }, message),
+    onCatastrophicError: (message) => onCatastrophicError(crashSubjectOf(isolate), message),
   });
   lap("isolate");
   try {
@@ -193,8 +182,8 @@ export interface LoadFrom {
    * a cache of its own made after its code ran.
    */
   scope?: string;
-  /** The deployment and its owner the capsule runs for, named in a crash report. */
-  tenant?: { deployment: string; owner?: string | null | undefined };
+  /** Whom the capsule runs for, named in a crash report. */
+  tenant?: Tenant;
 }
 
 /**
@@ -217,7 +206,7 @@ export async function loadIsolate(
   const usable = blank && !blank.isolate.isDisposed ? blank : undefined;
   const loaded = usable ?? (await createBlankIsolate(limits, cache, lap));
   const { isolate, context } = loaded;
-  subjects.set(isolate, { artifact, deployment: from.tenant?.deployment, owner: from.tenant?.owner });
+  nameCrashSubject(isolate, artifact, from.tenant);
   const keys = {
     compiled: CodeCache.key({ kind: "capsule", hash: artifact }, loaded.runtimeHash),
     ...(scope === undefined

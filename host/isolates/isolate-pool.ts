@@ -134,9 +134,10 @@ export class IsolatePool {
    * else `artifact` (the record its caller read), switching it when that changed. Never the
    * caller's own when a newer is known: a call that read its record before a redeploy landed
    * switched the deployment back to the old code, and the next call forward again, each time
-   * starting an isolate and freeing the one in use.
+   * starting an isolate and freeing the one in use. `owner`, the developer that record names (null:
+   * unclaimed; the newest known wins the same way), is whom its crashes count against.
    */
-  runner(deploymentId: string, artifact: string): IsolateKeeper {
+  runner(deploymentId: string, artifact: string, owner?: string | null): IsolateKeeper {
     artifact = this.known.artifactOf(deploymentId) ?? artifact;
     let runner = this.runners.get(deploymentId);
     if (!runner) {
@@ -152,11 +153,8 @@ export class IsolatePool {
           this.enforceCap();
         },
         (limit) => this.observer.limitBreached(deploymentId, limit),
-        () => {
-          const scope = this.known.scopeOf(deploymentId);
-          const tenant = { deployment: deploymentId, owner: this.known.ownerOf(deploymentId) };
-          return scope === undefined ? { tenant } : { scope, tenant };
-        },
+        () => this.known.scopeOf(deploymentId),
+        () => this.known.ownerOf(deploymentId),
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -164,6 +162,9 @@ export class IsolatePool {
       this.runners.delete(deploymentId);
       this.runners.set(deploymentId, runner);
     }
+    const ownerNow = this.known.ownerOf(deploymentId);
+    if (ownerNow !== undefined || owner !== undefined)
+      runner.ownedBy(ownerNow !== undefined ? ownerNow : (owner ?? null));
     return runner;
   }
 
@@ -183,7 +184,7 @@ export class IsolatePool {
    */
   probe(deploymentId: string, owner: string | null, code: string, hash: string): Promise<CapsuleIsolate> {
     return this.factory.create(code, hash, this.standing(deploymentId), {
-      tenant: { deployment: deploymentId, owner },
+      tenant: { deployment: deploymentId, owner, deploying: true },
     });
   }
 

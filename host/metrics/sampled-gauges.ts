@@ -124,7 +124,7 @@ export function watchSources(registry: Registry, sources: MetricSources): void {
   });
   new Gauge({
     name: "platform_quarantined_deployments",
-    help: "Deployments refused now (503, and their deploys) because a call to them crashed an earlier server process, whatever bundle they run.",
+    help: "Deployments whose calls are refused now (503), whatever bundle they run, because their code crashed an earlier server process.",
     registers,
     collect() {
       this.set(sources.quarantined().deployments);
@@ -132,7 +132,7 @@ export function watchSources(registry: Registry, sources: MetricSources): void {
   });
   new Gauge({
     name: "platform_quarantined_developers",
-    help: "Developers whose deployments are all refused now (503, and their deploys) because several of them crashed earlier server processes.",
+    help: "Developers all of whose deployments' calls are refused now (503) because several of them crashed earlier server processes.",
     registers,
     collect() {
       this.set(sources.quarantined().owners);

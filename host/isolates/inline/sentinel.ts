@@ -1,6 +1,7 @@
 import ivm from "isolated-vm";
 import { anyWrapped } from "../../../sdk/protocol/index.js";
-import { crashWordsOf, type InlineEntry } from "../isolate-loader.js";
+import { crashWordsOf } from "../crash-subjects.js";
+import type { InlineEntry } from "../isolate-loader.js";
 import {
   ASLEEP,
   CELLS,
@@ -127,6 +128,15 @@ export class InlineSentinel {
     const slot = this.nextSlot++;
     this.targets.set(slot, { isolate, sliceMs });
     return slot;
+  }
+
+  /**
+   * Tells the watchdog again whose code `isolate` runs, once that changed (crash-subjects.ts): a
+   * deploy's isolate now serving, or its deployment claimed by a developer.
+   */
+  renamed(isolate: ivm.Isolate): void {
+    for (const [slot, target] of this.targets)
+      if (target.isolate === isolate) nameInlineSlot(slot, crashWordsOf(isolate));
   }
 
   /** Stops watching `isolate` if it was registered ahead and nothing took it (a spare not used). */
