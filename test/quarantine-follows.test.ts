@@ -106,10 +106,13 @@ it("a crash in a call holds the deployment's calls whatever it runs next, and it
   await crashByCall("m1");
   expect(host.output()).toMatch(/quarantining deployment m1 for 600 s: it crashed the server/);
   expect(host.output()).not.toMatch(/quarantining developer|refusing deploys/);
-  // The bytes that crashed it are refused anywhere...
+  // The bytes that crashed it are refused in the developer's other deployments...
   const same = await deploy(await crashingApp("one"), "m1-copy", mallory.token);
   expect(same.status).toBe(1);
   expect(same.stderr).toMatch(/unavailable: This bundle is quarantined for \d+ s: it crashed the host/);
+  // Another developer's copy of the same bytes is theirs: held only by its own crashes.
+  const copy = await deploy(await crashingApp("one"), "alice-copy", alice.token);
+  expect(copy.status, copy.stderr).toBe(0);
   // ...while changed code is taken (anyone may call a handler: its owner must be able to deploy a
   // fix), and the deployment's calls stay refused whatever it runs now.
   const changed = await deploy(await crashingApp("two"), "m1", mallory.token);

@@ -11,7 +11,7 @@ export interface QuarantineEntry {
 
 /** What is held, by kind, each until a time (ms since epoch). */
 export interface HeldKinds {
-  /** Bundle hashes: every deployment running those bytes. */
+  /** Bundles by {@link bundleKey}: every deployment of that developer running those bytes. */
   bundles: Record<string, number>;
   /** Deployment ids, whatever bundle they run next. */
   deployments: Record<string, number>;
@@ -29,18 +29,39 @@ export interface QuarantineList {
 }
 
 /**
- * The quarantine after code crashed the host at `now`, when `last` was the one before: `firstMs`
- * the first time, twice the last one (up to {@link LIMITS.quarantineMaxMs}) when it crashes again
- * within that cap of its last quarantine's end.
+ * The length (ms) of a quarantine that begins at `now` after `last` ended: `firstMs` the first
+ * time; else twice the last one, halved for each whole {@link LIMITS.quarantineMaxMs} since its
+ * end (a repeat soon after doubles it, a long quiet brings it back down); never under `firstMs`
+ * nor over that cap. So pausing between crashes does not earn a fresh start.
  */
+function nextLength(last: QuarantineEntry | undefined, now: number, firstMs: number): number {
+  if (last === undefined) return firstMs;
+  const quiet = Math.max(0, Math.floor((now - last.until) / LIMITS.quarantineMaxMs));
+  return Math.max(firstMs, Math.min(LIMITS.quarantineMaxMs, (last.lengthMs * 2) / 2 ** quiet));
+}
+
+/** The quarantine after code crashed the host at `now`, when `last` was the one before (see {@link nextLength}). */
 export function nextQuarantine(
   last: QuarantineEntry | undefined,
   now: number,
   firstMs: number = LIMITS.quarantineFirstMs,
 ): QuarantineEntry {
-  const again = last !== undefined && now - last.until < LIMITS.quarantineMaxMs;
-  const lengthMs = again ? Math.min(LIMITS.quarantineMaxMs, last.lengthMs * 2) : firstMs;
+  const lengthMs = nextLength(last, now, firstMs);
   return { until: now + lengthMs, lengthMs };
+}
+
+/** True while `entry` still matters at `now`: in force, or a crash now would be held longer than a first one. */
+function remembered(entry: QuarantineEntry | undefined, now: number, firstMs: number): boolean {
+  return entry !== undefined && (entry.until > now || nextLength(entry, now, firstMs) > firstMs);
+}
+
+/**
+ * The key of a bundle's hold: its hash for one developer (`-`: unclaimed deployments, or none
+ * known). Another developer's deployment of the same bytes is not held: it may never crash (the
+ * crash can hang on the crashing deployment's env or data), and is held by its own crashes.
+ */
+export function bundleKey(artifact: string, owner: string | null | undefined): string {
+  return `${owner || "-"}:${artifact}`;
 }
 
 /** A developer's recent crashes: from which deployments, when; and their quarantine, if any. */
@@ -50,11 +71,11 @@ interface OwnerCrashes {
 }
 
 /**
- * One kind of quarantine's record of crashes: each crash quarantines its bundle and its
- * deployment, each doubling on repeat; a developer whose deployments crashed the host from two of
- * them within {@link LIMITS.quarantineMaxMs} (or again within that of their last quarantine's end)
- * is quarantined too, doubling on repeat. One deployment crashing twice does not hold its
- * developer's other deployments.
+ * One kind of quarantine's record of crashes: each crash quarantines its bundle (for its
+ * developer) and its deployment, each doubling on repeat (see {@link nextLength}); a developer
+ * whose deployments crashed the host from two of them within {@link LIMITS.quarantineMaxMs}, or
+ * again while their last quarantine is remembered, is quarantined too. One deployment crashing
+ * twice does not hold its developer's other deployments.
  */
 class CrashLedger {
   private readonly bundles = new Map<string, QuarantineEntry>();
@@ -74,16 +95,16 @@ class CrashLedger {
       book.set(key, entry);
       said.push(`${this.holding(what)} ${key} for ${entry.lengthMs / 1000} s: it crashed the server`);
     };
-    hold(this.bundles, subject.artifact, "bundle");
+    hold(this.bundles, bundleKey(subject.artifact, subject.owner), "bundle");
     if (subject.deployment) hold(this.deployments, subject.deployment, "deployment");
     if (subject.owner) {
       const crashes = this.owners.get(subject.owner) ?? { from: new Map<string, number>() };
       this.owners.set(subject.owner, crashes);
       for (const [from, at] of crashes.from) if (now - at > LIMITS.quarantineMaxMs) crashes.from.delete(from);
       crashes.from.set(subject.deployment ?? subject.artifact, now);
-      // Once held, a crash soon after its end holds the developer again: waiting out the older
-      // crash's 10 minutes must not make the next one count as a first.
-      const again = crashes.entry !== undefined && now - crashes.entry.until < LIMITS.quarantineMaxMs;
+      // Once held, a developer's next crash holds them again while that is remembered: waiting out
+      // the older crash's 10 minutes must not make the next one count as a first.
+      const again = remembered(crashes.entry, now, this.firstMs);
       if (crashes.from.size >= 2 || again) {
         crashes.entry = nextQuarantine(crashes.entry, now, this.firstMs);
         said.push(
@@ -94,24 +115,31 @@ class CrashLedger {
     return said;
   }
 
-  /** What is held at `now`; forgets what can no longer make a crash count as a repeat. */
+  /**
+   * True while a crash of `subject`'s deployment or developer recorded here still matters at `now`
+   * (see {@link remembered}).
+   */
+  remembers(subject: CrashSubject, now: number): boolean {
+    const deployment = subject.deployment ? this.deployments.get(subject.deployment) : undefined;
+    const owner = subject.owner ? this.owners.get(subject.owner)?.entry : undefined;
+    return remembered(deployment, now, this.firstMs) || remembered(owner, now, this.firstMs);
+  }
+
+  /** What is held at `now`; forgets what no longer makes a crash held longer than a first one. */
   held(now: number): HeldKinds {
-    // Past the cap after its end, a crash starts afresh (nextQuarantine): nothing to keep.
-    const stale = (entry: QuarantineEntry | undefined) =>
-      !entry || now - entry.until >= LIMITS.quarantineMaxMs;
     const inForce = (book: Map<string, QuarantineEntry>) => {
       const until: Record<string, number> = {};
       for (const [key, entry] of book) {
         if (entry.until > now) until[key] = entry.until;
-        else if (stale(entry)) book.delete(key);
+        else if (!remembered(entry, now, this.firstMs)) book.delete(key);
       }
       return until;
     };
     const owners: Record<string, number> = {};
     for (const [owner, crashes] of this.owners) {
       if (crashes.entry && crashes.entry.until > now) owners[owner] = crashes.entry.until;
-      const lastCrash = Math.max(...crashes.from.values());
-      if (stale(crashes.entry) && now - lastCrash > LIMITS.quarantineMaxMs) this.owners.delete(owner);
+      for (const [from, at] of crashes.from) if (now - at > LIMITS.quarantineMaxMs) crashes.from.delete(from);
+      if (crashes.from.size === 0 && !remembered(crashes.entry, now, this.firstMs)) this.owners.delete(owner);
     }
     return { bundles: inForce(this.bundles), deployments: inForce(this.deployments), owners };
   }
@@ -137,10 +165,15 @@ export class QuarantineBook {
     this.deploys = new CrashLedger(firstMs, (kind) => `refusing deploys ${preposition[kind]} ${kind}`);
   }
 
-  /** Records that `subject`'s code crashed the host at `now`; returns what it holds, for the log. */
+  /**
+   * Records that `subject`'s code crashed the host at `now`; returns what it holds, for the log. A
+   * crash in a call holds deploys too once its deployment's or developer's deploys crashed the
+   * host lately: then they crash it on purpose, and would otherwise alternate the two kinds.
+   */
   record(subject: CrashSubject, now: number): string[] {
     const said = this.calls.record(subject, now);
-    return subject.deploying ? [...said, ...this.deploys.record(subject, now)] : said;
+    const deploys = subject.deploying || this.deploys.remembers(subject, now);
+    return deploys ? [...said, ...this.deploys.record(subject, now)] : said;
   }
 
   /** The quarantines in force at `now`, for a server process starting. */

@@ -24,7 +24,7 @@ describe("a server's quarantine", () => {
     const soon = Date.now() + 4_500;
     q.replace(
       Quarantine.parse({
-        calls: { bundles: { bad: soon }, deployments: { app: soon }, owners: { dev_1: soon } },
+        calls: { bundles: { "-:bad": soon }, deployments: { app: soon }, owners: { dev_1: soon } },
         deploys: none,
       }),
     );
@@ -39,6 +39,8 @@ describe("a server's quarantine", () => {
     }
     expect(refusal(() => q.check(record("x", "y", "dev_2")))).toBeUndefined();
     expect(refusal(() => q.check(record("x", "y", null)))).toBeUndefined();
+    // The bundle is held for the developer whose deployment crashed (here: unclaimed ones) only.
+    expect(refusal(() => q.check(record("other", "bad", "dev_2")))).toBeUndefined();
     expect(refusal(() => q.check(record("x", "y", "dev_1")))?.message).toContain(
       "requests to deployments of its developer crashed the host",
     );
@@ -49,14 +51,16 @@ describe("a server's quarantine", () => {
     const soon = Date.now() + 60_000;
     q.replace(
       Quarantine.parse({
-        calls: { bundles: { bad: soon }, deployments: { app: soon }, owners: { dev_1: soon } },
-        deploys: none,
+        calls: { bundles: { "dev_1:bad": soon }, deployments: { app: soon }, owners: { dev_1: soon } },
+        deploys: { bundles: {}, deployments: { app: Date.now() + 5_000 }, owners: {} },
       }),
     );
-    expect(refusal(() => q.checkDeploy("fixed", "app", "dev_1"))).toBeUndefined();
-    expect(refusal(() => q.checkDeploy("bad", "elsewhere", "dev_2"))?.message).toMatch(
-      /^This bundle is quarantined for 60 s: it crashed the host/,
-    );
+    expect(refusal(() => q.checkDeploy("fixed", "other", "dev_1"))).toBeUndefined();
+    const same = refusal(() => q.checkDeploy("bad", "elsewhere", "dev_1"));
+    expect(same?.message).toMatch(/^This bundle is quarantined for 60 s: it crashed the host/);
+    // Told the later of the two ends: retrying sooner would only be refused again.
+    expect(refusal(() => q.checkDeploy("bad", "app", "dev_1"))?.retryAfterSeconds).toBe(60);
+    expect(refusal(() => q.checkDeploy("bad", "elsewhere", "dev_2"))).toBeUndefined();
   });
 
   it("refuses deploys to a deployment or by a developer whose deploys crashed the host, whatever the bundle", () => {
@@ -85,7 +89,7 @@ describe("a server's quarantine", () => {
     q.replace(
       Quarantine.parse({
         calls: {
-          bundles: { bad: now - 1 },
+          bundles: { "-:bad": now - 1 },
           deployments: { app: now + 2_000 },
           owners: { dev_1: now + 30_000 },
         },
@@ -113,10 +117,11 @@ describe("a server's quarantine", () => {
     expect(q.holdsAny).toBe(false);
   });
 
-  it("reads the bundles a supervisor started before an upgrade hands over", () => {
+  it("reads the bundles a supervisor started before an upgrade hands over, for every developer", () => {
     const until = Date.now() + 60_000;
     const q = new Quarantine();
     q.replace(Quarantine.parse({ "00ee95": until }));
     expect(q.held(record("app", "00ee95", null))).toEqual({ until, why: "bundle" });
+    expect(q.held(record("app", "00ee95", "dev_1"))).toEqual({ until, why: "bundle" });
   });
 });

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HeldKinds, QuarantineList } from "./quarantine-book.js";
+import { bundleKey, type HeldKinds, type QuarantineList } from "./quarantine-book.js";
 import type { DeploymentRecord } from "./records.js";
 
 /** Why a deployment is refused now, and until when (ms since epoch). */
@@ -22,9 +22,12 @@ function kinds(value: unknown): HeldKinds {
   return { bundles: times(bundles), deployments: times(deployments), owners: times(owners) };
 }
 
+/** A bundle held for every developer: what a supervisor from before bundles were per developer hands over. */
+const ANY_OWNER = "*";
+
 /**
  * Until when (ms since epoch) and why `held` holds deployment `id` of developer `owner` (null:
- * unclaimed) running bundle `artifact`, if it does at `now`: the latest end of the three.
+ * unclaimed) running bundle `artifact`, if it does at `now`: the latest end of them.
  */
 function heldIn(
   held: HeldKinds,
@@ -38,7 +41,8 @@ function heldIn(
     const end = key !== null && Object.hasOwn(until, key) ? (until[key] as number) : 0;
     if (end > now && (!found || end > found.until)) found = { until: end, why };
   };
-  consider(held.bundles, artifact, "bundle");
+  consider(held.bundles, bundleKey(artifact, owner), "bundle");
+  consider(held.bundles, `${ANY_OWNER}:${artifact}`, "bundle");
   consider(held.deployments, id, "deployment");
   consider(held.owners, owner, "owner");
   return found;
@@ -79,7 +83,16 @@ export class Quarantine {
   static parse(value: unknown): QuarantineList {
     if (typeof value !== "object" || value === null) return { calls: noKinds(), deploys: noKinds() };
     if (!("calls" in value) && !("deploys" in value))
-      return { calls: { bundles: times(value), deployments: {}, owners: {} }, deploys: noKinds() };
+      return {
+        calls: {
+          bundles: Object.fromEntries(
+            Object.entries(times(value)).map(([hash, until]) => [`${ANY_OWNER}:${hash}`, until]),
+          ),
+          deployments: {},
+          owners: {},
+        },
+        deploys: noKinds(),
+      };
     const { calls, deploys } = value as Partial<Record<keyof QuarantineList, unknown>>;
     return { calls: kinds(calls), deploys: kinds(deploys) };
   }
@@ -120,15 +133,19 @@ export class Quarantine {
   /**
    * Throws `unavailable` (with `Retry-After`) when bundle `artifact` may not be deployed to
    * deployment `id` of developer `owner` (null: unclaimed) now: the bundle itself crashed the host
-   * (in a call or deploying), or deploying to that deployment or by that developer did. A deploy
+   * for that developer (in a call or deploying), or deploying to that deployment or by that
+   * developer did. A deploy
    * runs the new code's top level in an isolate, which could crash the host again.
    */
   checkDeploy(artifact: string, id: string, owner: string | null): void {
     if (this.empty) return;
     const now = Date.now();
-    const held =
-      heldIn(this.list.deploys, artifact, id, owner, now) ??
-      heldIn({ bundles: this.list.calls.bundles, deployments: {}, owners: {} }, artifact, id, owner, now);
+    const [deploying, crashed] = [
+      heldIn(this.list.deploys, artifact, id, owner, now),
+      heldIn({ bundles: this.list.calls.bundles, deployments: {}, owners: {} }, artifact, id, owner, now),
+    ];
+    // The later end: a client told to retry sooner would only be refused again.
+    const held = deploying && (!crashed || deploying.until >= crashed.until) ? deploying : crashed;
     if (!held) return;
     const seconds = secondsLeft(held);
     const refused = {

@@ -113,8 +113,7 @@ export class CapsuleIsolate implements InlineHost {
    * it serves its deployment, or the deployment's owner once it changed (a claim).
    */
   serveFor(tenant: Tenant): void {
-    nameCrashSubject(this.isolate, this.artifact, tenant);
-    InlineSentinel.shared().renamed(this.isolate);
+    if (nameCrashSubject(this.isolate, this.artifact, tenant)) InlineSentinel.shared().renamed(this.isolate);
   }
 
   /** How many synchronous entries into this isolate the host has made on its main thread. */

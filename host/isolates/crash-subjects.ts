@@ -15,14 +15,27 @@ export interface Tenant {
 /** Whose code each live isolate runs, for the crash reports (isolate-loader's and the inline watchdog's). */
 const subjects = new WeakMap<ivm.Isolate, CrashSubject>();
 
-/** Names whose code `isolate` runs from now on: bundle `artifact` for `tenant` (none: not a tenant's). */
-export function nameCrashSubject(isolate: ivm.Isolate, artifact: string, tenant?: Tenant): void {
+/**
+ * Names whose code `isolate` runs from now on: bundle `artifact` for `tenant` (none: not a
+ * tenant's). Returns false when that is what it was named already.
+ */
+export function nameCrashSubject(isolate: ivm.Isolate, artifact: string, tenant?: Tenant): boolean {
+  const was = subjects.get(isolate);
+  const deploying = tenant?.deploying === true;
+  if (
+    was?.artifact === artifact &&
+    was.deployment === tenant?.deployment &&
+    was.owner === tenant?.owner &&
+    (was.deploying === true) === deploying
+  )
+    return false;
   subjects.set(isolate, {
     artifact,
     deployment: tenant?.deployment,
     owner: tenant?.owner,
-    ...(tenant?.deploying ? { deploying: true } : {}),
+    ...(deploying ? { deploying: true } : {}),
   });
+  return true;
 }
 
 /** Whose code `isolate` runs (an empty bundle name when it is not a capsule's). */

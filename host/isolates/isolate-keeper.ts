@@ -146,6 +146,8 @@ export class IsolateKeeper {
       return now ?? this.live();
     }
     this.isolate = started;
+    // Its owner may have changed while it started (a claim): named as the deployment is now.
+    started.serveFor(this.tenant());
     this.onLive();
     return started;
   }

@@ -344,8 +344,8 @@ export const LIMITS = {
   /**
    * How long code that crashed the host (its bundle, its deployment, and its developer once two of
    * theirs did) is refused (`503 unavailable`, `Retry-After`) the first time, unless `platform
-   * host --quarantine` says otherwise; each crash within `quarantineMaxMs` of the last one's end
-   * doubles it, up to that. Ours.
+   * host --quarantine` says otherwise; each repeat doubles it, up to `quarantineMaxMs`, and each
+   * `quarantineMaxMs` without one halves it again. Ours.
    */
   quarantineFirstMs: 5000,
   quarantineMaxMs: 10 * 60_000,
