@@ -105,7 +105,7 @@ it("a crash in a call holds the deployment's calls whatever it runs next, and it
 
   await crashByCall("m1");
   expect(host.output()).toMatch(/quarantining deployment m1 for 600 s: it crashed the server/);
-  expect(host.output()).not.toMatch(/quarantining developer|refusing deploys/);
+  expect(host.output()).not.toMatch(/quarantining developer|deploys for/);
   // The bytes that crashed it are refused in the developer's other deployments...
   const same = await deploy(await crashingApp("one"), "m1-copy", mallory.token);
   expect(same.status).toBe(1);
@@ -153,7 +153,9 @@ it("a crash while deploying holds the deployment's deploys whatever the bundle, 
   const dana = await developer("dana");
   const erin = await developer("erin");
   await crashByDeploy(await crashingApp("top-one", true), "d1", dana.token);
-  expect(host.output()).toMatch(/refusing deploys to deployment d1 for 600 s: it crashed the server/);
+  expect(host.output()).toMatch(
+    /quarantining deployment d1 and its deploys for 600 s: deploying it crashed the server/,
+  );
   const again = await deploy(await crashingApp("top-two", true), "d1", dana.token);
   expect(again.status).toBe(1);
   expect(again.stderr).toMatch(
@@ -163,7 +165,7 @@ it("a crash while deploying holds the deployment's deploys whatever the bundle, 
   await crashByDeploy(await crashingApp("top-three", true), "d2", dana.token);
   expect(host.output()).toMatch(
     new RegExp(
-      `refusing deploys by developer ${dana.id} for 600 s: 2 of their deployments crashed the server`,
+      `quarantining developer ${dana.id} and their deploys for 600 s: 2 of their deployments crashed the server`,
     ),
   );
   // ...but after two, none of that developer's is.

@@ -3,10 +3,12 @@ import type { CrashSubject } from "../isolates/crash-record.js";
 
 /** One quarantine as the supervisor keeps it across server processes. */
 export interface QuarantineEntry {
-  /** Refused until this time (ms since epoch). */
+  /** Calls refused until this time (ms since epoch). */
   until: number;
-  /** Length of this quarantine (ms); the next crash soon after doubles it. */
+  /** Length of the last crash's quarantine (ms); the next crash soon after doubles it. */
   lengthMs: number;
+  /** Deploys refused until this time (ms since epoch; 0: none): after crashes while deploying. */
+  deploysUntil: number;
 }
 
 /** What is held, by kind, each until a time (ms since epoch). */
@@ -40,14 +42,21 @@ function nextLength(last: QuarantineEntry | undefined, now: number, firstMs: num
   return Math.max(firstMs, Math.min(LIMITS.quarantineMaxMs, (last.lengthMs * 2) / 2 ** quiet));
 }
 
-/** The quarantine after code crashed the host at `now`, when `last` was the one before (see {@link nextLength}). */
+/**
+ * The quarantine after code crashed the host at `now`, `deploying` it or in a call, when `last`
+ * was the one before (see {@link nextLength}). A crash while `last` still holds calls (a deploy's,
+ * after a crash in a call left deploys open for the fix) adds its length after that hold's end:
+ * every crash of one chain costs its whole length, whichever kind it was.
+ */
 export function nextQuarantine(
   last: QuarantineEntry | undefined,
   now: number,
   firstMs: number = LIMITS.quarantineFirstMs,
+  deploying = false,
 ): QuarantineEntry {
   const lengthMs = nextLength(last, now, firstMs);
-  return { until: now + lengthMs, lengthMs };
+  const until = Math.max(now, last?.until ?? 0) + lengthMs;
+  return { until, lengthMs, deploysUntil: deploying ? until : (last?.deploysUntil ?? 0) };
 }
 
 /** True while `entry` still matters at `now`: in force, or a crash now would be held longer than a first one. */
@@ -71,29 +80,36 @@ interface OwnerCrashes {
 }
 
 /**
- * One kind of quarantine's record of crashes: each crash quarantines its bundle (for its
- * developer) and its deployment, each doubling on repeat (see {@link nextLength}); a developer
- * whose deployments crashed the host from two of them within {@link LIMITS.quarantineMaxMs}, or
- * again while their last quarantine is remembered, is quarantined too. One deployment crashing
- * twice does not hold its developer's other deployments.
+ * The supervisor's record of code that crashed its server processes, and the quarantines that
+ * follow. Each crash holds the calls of its bundle (for its developer) and of its deployment, and
+ * of its developer once two of their deployments crashed the host within {@link
+ * LIMITS.quarantineMaxMs}, or one has while their last quarantine is remembered; each hold doubles
+ * on repeat and halves over quiet spells ({@link nextLength}). So a developer who deploys a
+ * changed bundle after each crash, or crashes from each deployment in turn, does not start at the
+ * first length again. A crash while deploying (the new code's top level, in a deploy's own
+ * isolate) holds the same deploys too. A crash in a call does not: anyone may make a call, and the
+ * owner must be able to deploy the fix; a deploy that then crashes the host continues the same
+ * chain ({@link nextQuarantine}). One deployment crashing twice does not hold its developer's
+ * other deployments.
  */
-class CrashLedger {
+export class QuarantineBook {
   private readonly bundles = new Map<string, QuarantineEntry>();
   private readonly deployments = new Map<string, QuarantineEntry>();
   private readonly owners = new Map<string, OwnerCrashes>();
 
-  constructor(
-    private readonly firstMs: number,
-    /** How the log says this ledger holds a kind ("bundle", "deployment", "developer"). */
-    private readonly holding: (kind: string) => string,
-  ) {}
+  /** `firstMs`: a first quarantine's length (`platform host --quarantine`). */
+  constructor(private readonly firstMs: number = LIMITS.quarantineFirstMs) {}
 
+  /** Records that `subject`'s code crashed the host at `now`; returns what it holds, for the log. */
   record(subject: CrashSubject, now: number): string[] {
     const said: string[] = [];
-    const hold = (book: Map<string, QuarantineEntry>, key: string, what: string) => {
-      const entry = nextQuarantine(book.get(key), now, this.firstMs);
+    const deploying = subject.deploying === true;
+    const what = deploying ? "and its deploys " : "";
+    const why = deploying ? "deploying it crashed the server" : "it crashed the server";
+    const hold = (book: Map<string, QuarantineEntry>, key: string, kind: string) => {
+      const entry = nextQuarantine(book.get(key), now, this.firstMs, deploying);
       book.set(key, entry);
-      said.push(`${this.holding(what)} ${key} for ${entry.lengthMs / 1000} s: it crashed the server`);
+      said.push(`quarantining ${kind} ${key} ${what}for ${(entry.until - now) / 1000} s: ${why}`);
     };
     hold(this.bundles, bundleKey(subject.artifact, subject.owner), "bundle");
     if (subject.deployment) hold(this.deployments, subject.deployment, "deployment");
@@ -104,80 +120,39 @@ class CrashLedger {
       crashes.from.set(subject.deployment ?? subject.artifact, now);
       // Once held, a developer's next crash holds them again while that is remembered: waiting out
       // the older crash's 10 minutes must not make the next one count as a first.
-      const again = remembered(crashes.entry, now, this.firstMs);
-      if (crashes.from.size >= 2 || again) {
-        crashes.entry = nextQuarantine(crashes.entry, now, this.firstMs);
+      if (crashes.from.size >= 2 || remembered(crashes.entry, now, this.firstMs)) {
+        crashes.entry = nextQuarantine(crashes.entry, now, this.firstMs, deploying);
         said.push(
-          `${this.holding("developer")} ${subject.owner} for ${crashes.entry.lengthMs / 1000} s: ${crashes.from.size} of their deployments crashed the server lately`,
+          `quarantining developer ${subject.owner} ${deploying ? "and their deploys " : ""}for ${(crashes.entry.until - now) / 1000} s: ${crashes.from.size} of their deployments crashed the server lately`,
         );
       }
     }
     return said;
   }
 
-  /**
-   * True while a crash of `subject`'s deployment or developer recorded here still matters at `now`
-   * (see {@link remembered}).
-   */
-  remembers(subject: CrashSubject, now: number): boolean {
-    const deployment = subject.deployment ? this.deployments.get(subject.deployment) : undefined;
-    const owner = subject.owner ? this.owners.get(subject.owner)?.entry : undefined;
-    return remembered(deployment, now, this.firstMs) || remembered(owner, now, this.firstMs);
-  }
-
-  /** What is held at `now`; forgets what no longer makes a crash held longer than a first one. */
-  held(now: number): HeldKinds {
-    const inForce = (book: Map<string, QuarantineEntry>) => {
-      const until: Record<string, number> = {};
-      for (const [key, entry] of book) {
-        if (entry.until > now) until[key] = entry.until;
-        else if (!remembered(entry, now, this.firstMs)) book.delete(key);
-      }
-      return until;
+  /** The quarantines in force at `now`, for a server process starting; forgets what no longer matters. */
+  handOver(now: number): QuarantineList {
+    const list: QuarantineList = {
+      calls: { bundles: {}, deployments: {}, owners: {} },
+      deploys: { bundles: {}, deployments: {}, owners: {} },
     };
-    const owners: Record<string, number> = {};
+    const inForce = (entry: QuarantineEntry | undefined, kind: keyof HeldKinds, key: string) => {
+      if (entry && entry.until > now) list.calls[kind][key] = entry.until;
+      if (entry && entry.deploysUntil > now) list.deploys[kind][key] = entry.deploysUntil;
+    };
+    for (const [kind, book] of [
+      ["bundles", this.bundles],
+      ["deployments", this.deployments],
+    ] as const)
+      for (const [key, entry] of book) {
+        inForce(entry, kind, key);
+        if (!remembered(entry, now, this.firstMs)) book.delete(key);
+      }
     for (const [owner, crashes] of this.owners) {
-      if (crashes.entry && crashes.entry.until > now) owners[owner] = crashes.entry.until;
+      inForce(crashes.entry, "owners", owner);
       for (const [from, at] of crashes.from) if (now - at > LIMITS.quarantineMaxMs) crashes.from.delete(from);
       if (crashes.from.size === 0 && !remembered(crashes.entry, now, this.firstMs)) this.owners.delete(owner);
     }
-    return { bundles: inForce(this.bundles), deployments: inForce(this.deployments), owners };
-  }
-}
-
-/**
- * The supervisor's record of code that crashed its server processes, and the quarantines that
- * follow (see {@link CrashLedger}): every crash holds the calls of its bundle, its deployment
- * and (on repeat across deployments) its developer, so a developer who deploys a changed bundle
- * after each crash, or crashes from each deployment in turn, does not start at the first length
- * again. A crash while deploying (the new code's top level, in a deploy's isolate) holds its
- * deployment's and developer's deploys the same way. A crash in a call does not: anyone may make
- * a call, and the owner must be able to deploy the fix.
- */
-export class QuarantineBook {
-  private readonly calls: CrashLedger;
-  private readonly deploys: CrashLedger;
-
-  /** `firstMs`: a first quarantine's length (`platform host --quarantine`). */
-  constructor(firstMs: number = LIMITS.quarantineFirstMs) {
-    this.calls = new CrashLedger(firstMs, (kind) => `quarantining ${kind}`);
-    const preposition: Record<string, string> = { bundle: "of", deployment: "to", developer: "by" };
-    this.deploys = new CrashLedger(firstMs, (kind) => `refusing deploys ${preposition[kind]} ${kind}`);
-  }
-
-  /**
-   * Records that `subject`'s code crashed the host at `now`; returns what it holds, for the log. A
-   * crash in a call holds deploys too once its deployment's or developer's deploys crashed the
-   * host lately: then they crash it on purpose, and would otherwise alternate the two kinds.
-   */
-  record(subject: CrashSubject, now: number): string[] {
-    const said = this.calls.record(subject, now);
-    const deploys = subject.deploying || this.deploys.remembers(subject, now);
-    return deploys ? [...said, ...this.deploys.record(subject, now)] : said;
-  }
-
-  /** The quarantines in force at `now`, for a server process starting. */
-  handOver(now: number): QuarantineList {
-    return { calls: this.calls.held(now), deploys: this.deploys.held(now) };
+    return list;
   }
 }

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
+import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { crashWordsOf } from "./crash-subjects.js";
 import { IsolatePool } from "./isolate-pool.js";
 
@@ -30,5 +31,32 @@ describe("whose code an isolate runs, as a crash would name it", () => {
     const probe = await pool.probe("open", null, CODE, "hash2");
     expect(crashWordsOf(probe.isolate)).toBe("hash2 open - deploy");
     probe.dispose();
+  });
+
+  it("names an isolate for the owner its deployment got while it started (a claim during a cold start)", async () => {
+    const create = pool.factory.create.bind(pool.factory);
+    // The claim lands once the isolate's start has begun, named for no owner.
+    pool.factory.create = (...args) => {
+      pool.runner("claimed", "hash3", "dev_3");
+      return create(...args);
+    };
+    const runner = pool.runner("claimed", "hash3", null);
+    try {
+      const request = {
+        kind: "query",
+        requestId: 0,
+        identity: null,
+        env: {},
+        now: 1,
+        seed: 1,
+        name: "ok",
+        argsJson: "{}",
+      } as const;
+      await runner.run(request, () => null);
+    } finally {
+      pool.factory.create = create;
+    }
+    const live = (runner as unknown as { isolate: CapsuleIsolate }).isolate;
+    expect(crashWordsOf(live.isolate)).toBe("hash3 claimed dev_3 call");
   });
 });
