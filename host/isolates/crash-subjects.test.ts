@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { queryRequest } from "../../test/helpers/query-request.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { crashWordsOf } from "./crash-subjects.js";
 import { IsolatePool } from "./isolate-pool.js";
@@ -42,17 +43,7 @@ describe("whose code an isolate runs, as a crash would name it", () => {
     };
     const runner = pool.runner("claimed", "hash3", null);
     try {
-      const request = {
-        kind: "query",
-        requestId: 0,
-        identity: null,
-        env: {},
-        now: 1,
-        seed: 1,
-        name: "ok",
-        argsJson: "{}",
-      } as const;
-      await runner.run(request, () => null);
+      await runner.run(queryRequest("ok"), () => null);
     } finally {
       pool.factory.create = create;
     }

@@ -5,6 +5,7 @@ import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
 import type { Tenant } from "./crash-subjects.js";
 import { InlineStanding } from "./inline/index.js";
+import { IsolateDrain } from "./isolate-drain.js";
 import type { IsolateFactory } from "./isolate-factory.js";
 import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
@@ -40,10 +41,8 @@ export class IsolateKeeper {
   private weighing = false;
   /** Set by {@link stop}: an isolate that finishes starting afterwards is freed at once. */
   private stopped = false;
-  /** Calls that chose each isolate and have not ended, by isolate (see {@link replace}). */
-  private readonly holds = new Map<CapsuleIsolate, number>();
-  /** The isolate a redeploy replaced while calls still ran in it: freed once they end. */
-  private draining: CapsuleIsolate | null = null;
+  /** The isolates calls chose, and the one a redeploy replaced while calls still ran in it. */
+  private readonly drain = new IsolateDrain();
   /** The deployment's owner as its callers' records last said (null: unclaimed), for crash reports. */
   private owner: string | null | undefined;
   lastUsed = Date.now();
@@ -110,7 +109,7 @@ export class IsolateKeeper {
   private async live(): Promise<CapsuleIsolate> {
     const current = this.current();
     if (current) return current;
-    this.replace(this.isolate);
+    this.drain.replace(this.isolate);
     this.isolate = null;
     if (!this.starting) {
       const artifact = this.artifact;
@@ -178,41 +177,9 @@ export class IsolateKeeper {
     // From now on it serves calls: a crash in it is no longer one of deploying.
     isolate.serveFor(this.tenant());
     this.artifact = isolate.artifact;
-    if (this.isolate !== isolate) this.replace(this.isolate);
+    if (this.isolate !== isolate) this.drain.replace(this.isolate);
     this.isolate = isolate;
     this.onLive();
-  }
-
-  /**
-   * Frees `old`, which a new artifact's isolate replaces, once the calls that chose it have ended:
-   * they began before the redeploy (their snapshots too) and get the old code's answers, not a
-   * `503`. Only one such isolate drains at a time: a second redeploy meanwhile frees the first at
-   * once (its calls then fail as `unavailable`), so redeploying in a loop holds no more isolates.
-   */
-  private replace(old: CapsuleIsolate | null): void {
-    // No isolate, or one stopped for a limit: the one draining goes on draining.
-    if (!old || old.isDisposed) return;
-    this.draining?.dispose();
-    this.draining = null;
-    if (this.holds.has(old)) this.draining = old;
-    else old.dispose();
-  }
-
-  /** Counts a call that chose `isolate` until the function returned is called (see {@link replace}). */
-  private hold(isolate: CapsuleIsolate): () => void {
-    this.holds.set(isolate, (this.holds.get(isolate) ?? 0) + 1);
-    return () => {
-      const left = (this.holds.get(isolate) ?? 1) - 1;
-      if (left > 0) {
-        this.holds.set(isolate, left);
-        return;
-      }
-      this.holds.delete(isolate);
-      if (this.draining === isolate) {
-        this.draining = null;
-        isolate.dispose();
-      }
-    };
   }
 
   /**
@@ -241,7 +208,7 @@ export class IsolateKeeper {
       try {
         const prepared = beforeExecute?.();
         isolate = this.current() ?? (await this.live());
-        release = this.hold(isolate);
+        release = this.drain.hold(isolate);
         await prepared;
         this.lastUsed = Date.now();
         const response = await isolate.execute(request, onSyscall);
@@ -313,8 +280,7 @@ export class IsolateKeeper {
    */
   stop(): void {
     this.stopped = true;
-    this.draining?.dispose();
-    this.draining = null;
+    this.drain.stop();
     this.isolate?.dispose();
     this.isolate = null;
   }

@@ -5,6 +5,7 @@
  */
 import ivm from "isolated-vm";
 import { describe, expect, it } from "vitest";
+import { queryRequest } from "../../test/helpers/query-request.js";
 import { CapsuleIsolate } from "./capsule-isolate.js";
 import { DEFAULT_INLINE_POLICY, InlineStanding } from "./inline/index.js";
 import { DEFAULT_ISOLATE_LIMITS } from "./limits.js";
@@ -61,17 +62,9 @@ describe("the process's gate", () => {
       { ...DEFAULT_ISOLATE_LIMITS, memoryMb: 32, cpuMs: 60_000, wallMs: 120_000 },
       new InlineStanding({ ...DEFAULT_INLINE_POLICY, enabled: false }),
     );
-    const request = {
-      kind: "query",
-      requestId: 0,
-      identity: null,
-      env: {},
-      now: 1,
-      seed: 1,
-      name: "grow",
-      argsJson: "{}",
-    } as const;
-    await expect(isolate.execute(request, () => null)).rejects.toMatchObject({ code: "out_of_memory" });
+    await expect(isolate.execute(queryRequest("grow"), () => null)).rejects.toMatchObject({
+      code: "out_of_memory",
+    });
     const waiting = teardownGate.beforeCreate();
     expect(waiting).toBeInstanceOf(Promise);
     await waiting;

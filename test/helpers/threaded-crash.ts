@@ -7,6 +7,7 @@
 import { CapsuleIsolate } from "../../host/isolates/capsule-isolate.js";
 import { DEFAULT_INLINE_POLICY, InlineStanding } from "../../host/isolates/inline/index.js";
 import { DEFAULT_ISOLATE_LIMITS } from "../../host/isolates/limits.js";
+import { queryRequest } from "./query-request.js";
 
 const CODE = `var __platform_capsule = {
   kind: "platform.capsule",
@@ -22,15 +23,5 @@ const isolate = await CapsuleIsolate.create(
   { tenant: { deployment: "crashing-app", owner: "dev_crasher" } },
 );
 process.stdout.write("running\n");
-const request = {
-  kind: "query",
-  requestId: 0,
-  identity: null,
-  env: {},
-  now: 1,
-  seed: 1,
-  name: "boom",
-  argsJson: "{}",
-} as const;
-const answer = await isolate.execute(request, () => null).catch((error: unknown) => error);
+const answer = await isolate.execute(queryRequest("boom"), () => null).catch((error: unknown) => error);
 process.stdout.write(`survived: ${JSON.stringify(answer)}\n`);
