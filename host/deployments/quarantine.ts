@@ -105,7 +105,7 @@ export class Quarantine {
     return { bundles: active(bundles), deployments: active(deployments), owners: active(owners) };
   }
 
-  /** Until when and why `record` takes no calls, if it does not now. */
+  /** Until when and why calls to `record` are refused, if they are now. */
   held(record: Pick<DeploymentRecord, "artifact" | "id" | "owner">): Held | undefined {
     if (this.empty) return undefined;
     return heldIn(this.list.calls, record.artifact, record.id, record.owner, Date.now());
