@@ -154,8 +154,6 @@ export function flatWalking(): void {
   );
 }
 
-/** Bounds the generic array methods' walks by {@link MAX_WALKED_ELEMENTS}. */
-
 /** Search strings longer than this make `includes`, `indexOf` and `lastIndexOf` walk in JavaScript. */
 export const MAX_NATIVE_SEARCHED_CHARS = 2 ** 14;
 

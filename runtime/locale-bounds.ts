@@ -43,6 +43,16 @@ export function boundedTag(tag: unknown): string {
 }
 
 /**
+ * A tag as Intl takes it: a string, or an object other than an `Intl.Locale` (converted to its
+ * string once), bounded by {@link boundedTag}; anything else as it is (Intl's own TypeError).
+ */
+function boundedTagOrLocale(tag: unknown): unknown {
+  return typeof tag === "string" || (tag !== null && typeof tag === "object" && !isLocale(tag))
+    ? boundedTag(tag)
+    : tag;
+}
+
+/**
  * `locales` as Intl may walk it: a string within {@link MAX_LOCALE_TAG_CHARS}, an `Intl.Locale`,
  * and anything not an object (Intl's own answer) as they are; a list copied, holes left out as
  * Intl leaves them, each entry but a locale converted to its string once and bounded, or the list
@@ -59,14 +69,7 @@ export function boundedLocales(locales: unknown): unknown {
   const checked: unknown[] = [];
   let count = 0;
   for (let i = 0; i < list.length; i++) {
-    if (!(i in list)) continue;
-    const entry = list[i];
-    // Anything else is Intl's TypeError, as before.
-    const kept =
-      typeof entry === "string" || (entry !== null && typeof entry === "object" && !isLocale(entry))
-        ? boundedTag(entry)
-        : entry;
-    append(checked, count++, kept);
+    if (i in list) append(checked, count++, boundedTagOrLocale(list[i]));
   }
   return checked;
 }
@@ -125,9 +128,7 @@ export function boundLocaleLists(): void {
   }
   boundArgument(intl, "getCanonicalLocales", 0);
   replaceConstructor(intl, "Locale", (args) => {
-    const tag = args[0];
-    if (typeof tag === "string" || (tag !== null && typeof tag === "object" && !isLocale(tag)))
-      args[0] = boundedTag(tag);
+    if (args.length > 0) args[0] = boundedTagOrLocale(args[0]);
     return args;
   });
   replace(

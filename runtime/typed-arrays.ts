@@ -5,7 +5,8 @@
  */
 import { apply, type Method } from "./builtin-wrap.js";
 
-type Typed = { [index: number]: number | bigint };
+/** A typed array's elements, as the bounds read and write them. */
+export type Typed = { [index: number]: number | bigint };
 export type TypedConstructor = {
   new (length: number): Typed;
   new (buffer: unknown, byteOffset: number, length: number): Typed;

@@ -7,14 +7,18 @@
  */
 import { apply, type Method, stopPoint } from "./builtin-wrap.js";
 import { inJavaScript } from "./callback-bounds.js";
-import { realConstructorOf, typedArrayPrototype, typedGetter, typedLength } from "./typed-arrays.js";
+import {
+  realConstructorOf,
+  type Typed,
+  typedArrayPrototype,
+  typedGetter,
+  typedLength,
+} from "./typed-arrays.js";
 
 /** Runs sorted by the built-in without a comparison: about 0.2 s of C++ at most. */
 export const MAX_NATIVE_SORT_ELEMENTS = 2 ** 21;
 /** Runs sorted by the built-in with a comparison (its boxed copy stays small). */
 const COMPARED_RUN = 2 ** 12;
-
-type Typed = { [index: number]: number | bigint };
 
 const bufferOfTyped = typedGetter("buffer");
 const byteOffsetOfTyped = typedGetter("byteOffset");

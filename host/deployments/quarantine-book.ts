@@ -21,6 +21,11 @@ export interface HeldKinds {
   owners: Record<string, number>;
 }
 
+/** Nothing held. */
+export function noneHeld(): HeldKinds {
+  return { bundles: {}, deployments: {}, owners: {} };
+}
+
 /**
  * What a server is handed: what takes no calls (after any crash), and what takes no deploys or
  * imports (after a crash while deploying: only the deployer can cause one).
@@ -132,10 +137,7 @@ export class QuarantineBook {
 
   /** The quarantines in force at `now`, for a server process starting; forgets what no longer matters. */
   handOver(now: number): QuarantineList {
-    const list: QuarantineList = {
-      calls: { bundles: {}, deployments: {}, owners: {} },
-      deploys: { bundles: {}, deployments: {}, owners: {} },
-    };
+    const list: QuarantineList = { calls: noneHeld(), deploys: noneHeld() };
     const inForce = (entry: QuarantineEntry | undefined, kind: keyof HeldKinds, key: string) => {
       if (entry && entry.until > now) list.calls[kind][key] = entry.until;
       if (entry && entry.deploysUntil > now) list.deploys[kind][key] = entry.deploysUntil;

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import { bundleKey, type HeldKinds, type QuarantineList } from "./quarantine-book.js";
+import { bundleKey, type HeldKinds, noneHeld, type QuarantineList } from "./quarantine-book.js";
 import type { DeploymentRecord } from "./records.js";
 
 /** Why a deployment is refused now, and until when (ms since epoch). */
@@ -8,8 +8,6 @@ export interface Held {
   why: "bundle" | "deployment" | "owner";
 }
 
-const noKinds = (): HeldKinds => ({ bundles: {}, deployments: {}, owners: {} });
-
 /** Keeps the entries of `value` whose times are numbers (what a server is handed is checked, not trusted). */
 function times(value: unknown): Record<string, number> {
   if (typeof value !== "object" || value === null) return {};
@@ -17,13 +15,40 @@ function times(value: unknown): Record<string, number> {
 }
 
 function kinds(value: unknown): HeldKinds {
-  if (typeof value !== "object" || value === null) return noKinds();
+  if (typeof value !== "object" || value === null) return noneHeld();
   const { bundles, deployments, owners } = value as Partial<Record<keyof HeldKinds, unknown>>;
   return { bundles: times(bundles), deployments: times(deployments), owners: times(owners) };
 }
 
 /** A bundle held for every developer: what a supervisor from before bundles were per developer hands over. */
 const ANY_OWNER = "*";
+
+/**
+ * The later-ending of `found` and the hold `until[key]`, if that is in force at `now` (a client
+ * told to retry sooner would only be refused again).
+ */
+function later(
+  found: Held | undefined,
+  until: Record<string, number>,
+  key: string | null,
+  why: Held["why"],
+  now: number,
+): Held | undefined {
+  const end = key !== null && Object.hasOwn(until, key) ? (until[key] as number) : 0;
+  return end > now && (!found || end > found.until) ? { until: end, why } : found;
+}
+
+/** Until when (ms since epoch) `bundles` holds bundle `artifact` of developer `owner`, if it does at `now`. */
+function bundleHeld(
+  bundles: Record<string, number>,
+  artifact: string,
+  owner: string | null,
+  now: number,
+  found?: Held,
+): Held | undefined {
+  const forOwner = later(found, bundles, bundleKey(artifact, owner), "bundle", now);
+  return later(forOwner, bundles, `${ANY_OWNER}:${artifact}`, "bundle", now);
+}
 
 /**
  * Until when (ms since epoch) and why `held` holds deployment `id` of developer `owner` (null:
@@ -36,16 +61,14 @@ function heldIn(
   owner: string | null,
   now: number,
 ): Held | undefined {
-  let found: Held | undefined;
-  const consider = (until: Record<string, number>, key: string | null, why: Held["why"]) => {
-    const end = key !== null && Object.hasOwn(until, key) ? (until[key] as number) : 0;
-    if (end > now && (!found || end > found.until)) found = { until: end, why };
-  };
-  consider(held.bundles, bundleKey(artifact, owner), "bundle");
-  consider(held.bundles, `${ANY_OWNER}:${artifact}`, "bundle");
-  consider(held.deployments, id, "deployment");
-  consider(held.owners, owner, "owner");
-  return found;
+  const byDeployment = later(
+    bundleHeld(held.bundles, artifact, owner, now),
+    held.deployments,
+    id,
+    "deployment",
+    now,
+  );
+  return later(byDeployment, held.owners, owner, "owner", now);
 }
 
 function secondsLeft(held: Held): number {
@@ -60,7 +83,7 @@ function secondsLeft(held: Held): number {
  * whose deploy crashed the host, or whose developer's deploys did, takes no deploy meanwhile.
  */
 export class Quarantine {
-  private list: QuarantineList = { calls: noKinds(), deploys: noKinds() };
+  private list: QuarantineList = { calls: noneHeld(), deploys: noneHeld() };
   private empty = true;
 
   /** Refuses what `list` names until the given times, replacing the earlier list. */
@@ -81,18 +104,13 @@ export class Quarantine {
    * supervisor started before an upgrade hands bundles alone, `{ "<hash>": <until> }`: still held.
    */
   static parse(value: unknown): QuarantineList {
-    if (typeof value !== "object" || value === null) return { calls: noKinds(), deploys: noKinds() };
-    if (!("calls" in value) && !("deploys" in value))
-      return {
-        calls: {
-          bundles: Object.fromEntries(
-            Object.entries(times(value)).map(([hash, until]) => [`${ANY_OWNER}:${hash}`, until]),
-          ),
-          deployments: {},
-          owners: {},
-        },
-        deploys: noKinds(),
-      };
+    const list = { calls: noneHeld(), deploys: noneHeld() };
+    if (typeof value !== "object" || value === null) return list;
+    if (!("calls" in value) && !("deploys" in value)) {
+      for (const [hash, until] of Object.entries(times(value)))
+        list.calls.bundles[`${ANY_OWNER}:${hash}`] = until;
+      return list;
+    }
     const { calls, deploys } = value as Partial<Record<keyof QuarantineList, unknown>>;
     return { calls: kinds(calls), deploys: kinds(deploys) };
   }
@@ -134,18 +152,14 @@ export class Quarantine {
    * Throws `unavailable` (with `Retry-After`) when bundle `artifact` may not be deployed to
    * deployment `id` of developer `owner` (null: unclaimed) now: the bundle itself crashed the host
    * for that developer (in a call or deploying), or deploying to that deployment or by that
-   * developer did. A deploy
-   * runs the new code's top level in an isolate, which could crash the host again.
+   * developer did. A deploy runs the new code's top level in an isolate, which could crash the
+   * host again.
    */
   checkDeploy(artifact: string, id: string, owner: string | null): void {
     if (this.empty) return;
     const now = Date.now();
-    const [deploying, crashed] = [
-      heldIn(this.list.deploys, artifact, id, owner, now),
-      heldIn({ bundles: this.list.calls.bundles, deployments: {}, owners: {} }, artifact, id, owner, now),
-    ];
-    // The later end: a client told to retry sooner would only be refused again.
-    const held = deploying && (!crashed || deploying.until >= crashed.until) ? deploying : crashed;
+    const deploying = heldIn(this.list.deploys, artifact, id, owner, now);
+    const held = bundleHeld(this.list.calls.bundles, artifact, owner, now, deploying);
     if (!held) return;
     const seconds = secondsLeft(held);
     const refused = {

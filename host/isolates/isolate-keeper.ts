@@ -69,7 +69,7 @@ export class IsolateKeeper {
      * their own, made after its code ran (see loadIsolate).
      */
     private readonly scope: () => string | undefined = () => undefined,
-    /** The deployment's owner as the host knows it, for crash reports (the one callers name wins). */
+    /** The deployment's owner as the host knows it, for crash reports (it wins over callers'). */
     private readonly knownOwner: () => string | null | undefined = () => undefined,
   ) {
     this.pause = new BreachPause(deploymentId);
@@ -152,14 +152,13 @@ export class IsolateKeeper {
   }
 
   /**
-   * Whom this deployment's code runs for, in crash reports: the owner its callers named, else the
-   * one the host knows.
+   * Whom this deployment's code runs for, in crash reports: the owner the host knows, else the one
+   * its callers named.
    */
   private tenant(): Tenant {
-    return {
-      deployment: this.deploymentId,
-      owner: this.owner !== undefined ? this.owner : this.knownOwner(),
-    };
+    // The newest record this host knows wins over a caller's, which may predate a claim.
+    const known = this.knownOwner();
+    return { deployment: this.deploymentId, owner: known !== undefined ? known : this.owner };
   }
 
   /**

@@ -135,7 +135,7 @@ export class IsolatePool {
    * caller's own when a newer is known: a call that read its record before a redeploy landed
    * switched the deployment back to the old code, and the next call forward again, each time
    * starting an isolate and freeing the one in use. `owner`, the developer that record names (null:
-   * unclaimed; the newest known wins the same way), is whom its crashes count against.
+   * unclaimed; the keeper prefers the newest known the same way), is whom its crashes count against.
    */
   runner(deploymentId: string, artifact: string, owner?: string | null): IsolateKeeper {
     artifact = this.known.artifactOf(deploymentId) ?? artifact;
@@ -162,9 +162,7 @@ export class IsolatePool {
       this.runners.delete(deploymentId);
       this.runners.set(deploymentId, runner);
     }
-    const ownerNow = this.known.ownerOf(deploymentId);
-    if (ownerNow !== undefined || owner !== undefined)
-      runner.ownedBy(ownerNow !== undefined ? ownerNow : (owner ?? null));
+    if (owner !== undefined) runner.ownedBy(owner);
     return runner;
   }
 
