@@ -320,24 +320,7 @@ describe("concurrent imports of several developers", () => {
     try {
       const first = importZip(host, "first-copy", exported, "", ownerToken);
       await inCommit.promise;
-      const lines: string[] = [];
-      const second = new Promise<number>((resolve, reject) => {
-        const req = request(`${host.url}/v1/deploys/second-copy/import`, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${other.token}`,
-            "content-type": "application/zip",
-            accept: "application/x-ndjson",
-          },
-          lookup: localhostLookup,
-        });
-        req.on("response", (res) => {
-          res.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
-          res.on("end", () => resolve(res.statusCode ?? 0));
-        });
-        req.on("error", reject);
-        req.end(exported);
-      });
+      const { lines, status: second } = importWithProgress("second-copy", "", other.token, exported);
       await vi.waitFor(() => expect(lines.join("\n")).toContain('"waiting"'), { timeout: 10_000 });
       // Its rows are not read while the first import holds its own.
       expect(lines.some((line) => line.includes('"checking"'))).toBe(false);
@@ -350,7 +333,65 @@ describe("concurrent imports of several developers", () => {
       spy.mockRestore();
     }
   });
+
+  it("lets other developers' imports go on while one waits for its deployment's lock (a deploy migrating it)", async () => {
+    // The import holding the host's one import turn waited there for its deployment's lock, so
+    // one developer's long migration (51 s in a review's probe) held up every other import.
+    const exported = (await exportZip(host, "shop")).body;
+    const other = (await host.admin("/v1/developers", "POST", { name: "di" })).json<{ token: string }>();
+    const locked = deferred();
+    const release = deferred();
+    const deploying = host.deployments.whileLocked("shop", async () => {
+      locked.resolve();
+      await release.promise;
+    });
+    try {
+      await locked.promise;
+      const waiting = importWithProgress("shop", "?replace=1", ownerToken, exported);
+      let waitingEnded = false;
+      void waiting.status.finally(() => {
+        waitingEnded = true;
+      });
+      await vi.waitFor(() => expect(waiting.lines.join("\n")).toContain('"waiting"'), { timeout: 10_000 });
+
+      const meanwhile = await importZip(host, "third-copy", exported, "", other.token);
+      expect(meanwhile.status, meanwhile.text()).toBe(200);
+      expect(waitingEnded).toBe(false);
+      expect(waiting.lines.some((line) => line.includes('"checking"'))).toBe(false);
+
+      release.resolve();
+      await deploying;
+      expect(await waiting.status).toBe(200);
+      expect(waiting.lines.at(-1)).toContain('"import"');
+    } finally {
+      release.resolve();
+      await deploying;
+    }
+  });
 });
+
+/** An import of `body` into `id` whose progress lines arrive in `lines` as they come. */
+function importWithProgress(id: string, query: string, token: string, body: Buffer) {
+  const lines: string[] = [];
+  const status = new Promise<number>((resolve, reject) => {
+    const req = request(`${host.url}/v1/deploys/${id}/import${query}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/zip",
+        accept: "application/x-ndjson",
+      },
+      lookup: localhostLookup,
+    });
+    req.on("response", (res) => {
+      res.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+  return { lines, status };
+}
 
 describe("a --replace racing a delete of an object it keeps", () => {
   it("refuses the import and changes nothing when the object is deleted before the commit", async () => {

@@ -410,6 +410,60 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("takes a lock only if no other connection holds it, without waiting, and gives its connection back", async () => {
+    const name = freshTable();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    let release = () => {};
+    try {
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let held = false;
+      const holding = a.bus.lockAcrossProcesses(
+        "same",
+        async () => {
+          held = true;
+          await released;
+        },
+        { outer: true },
+      );
+      await until(async () => held);
+      let ran = 0;
+      const work = async () => ++ran;
+      // More tries than the outer pool has connections: each gives its own back.
+      for (let i = 0; i < 8; i++) {
+        expect(await b.bus.lockAcrossProcessesIfFree("same", work, { outer: true })).toEqual({ ran: false });
+        expect(await b.bus.lockAcrossProcessesIfFree("same", work, { outer: true, owner: "dev:b" })).toEqual({
+          ran: false,
+        });
+      }
+      expect(await b.bus.lockAcrossProcessesIfFree("same", work)).toEqual({ ran: false });
+      expect(ran).toBe(0);
+      // The owner's turn ended with the failed try: its next outer lock is not held up.
+      expect(
+        await b.bus.lockAcrossProcesses("other", async () => "free", { outer: true, owner: "dev:b" }),
+      ).toBe("free");
+      expect(await b.bus.lockAcrossProcessesIfFree("another", work, { outer: true })).toEqual({
+        ran: true,
+        value: 1,
+      });
+      release();
+      await holding;
+      // Its holder's COMMIT is on its way: free once that arrives.
+      let taken: unknown;
+      await until(async () => {
+        taken = await b.bus.lockAcrossProcessesIfFree("same", work, { outer: true, owner: "dev:b" });
+        return (taken as { ran: boolean }).ran;
+      });
+      expect(taken).toEqual({ ran: true, value: 2 });
+    } finally {
+      release();
+      await a.close();
+      await b.close();
+    }
+  });
+
   it("takes locks without writing anything, and drops the lock rows' table of earlier versions", async () => {
     const name = freshTable();
     const admin = new pg.Client({ connectionString: server.url });

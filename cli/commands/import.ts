@@ -36,7 +36,7 @@ function describe(progress: Progress): string {
     case "received":
       return "checking the archive";
     case "waiting":
-      return "waiting for another import on the host to finish";
+      return "waiting for another import on the host, or a deploy of this deployment, to finish";
     case "checking":
       return `checking the archive: ${plural(progress.rows, "row")}`;
     case "objects":

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { CursorCodec } from "./cursor.js";
 import type { HostMessage } from "./host-message.js";
 import { hostKey } from "./keys.js";
-import { ClassicKv, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
+import { ClassicKv, type IfFree, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
 import { type DatabaseQuota, databaseQuota } from "./row-bytes.js";
 import { TenantDatabase } from "./tenant-database.js";
@@ -127,6 +127,20 @@ export class HostDatabase {
    */
   exclusive<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
     return this.locks.run(name, () => this.store.bus.lockAcrossProcesses(name, work, options));
+  }
+
+  /**
+   * As {@link exclusive}, but only when lock `name` is free now, here and on every other host:
+   * otherwise `work` does not run and nothing waits (see `IfFree`).
+   */
+  async exclusiveIfFree<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<IfFree<T>> {
+    const release = this.locks.tryHoldAll([name]);
+    if (!release) return { ran: false };
+    try {
+      return await this.store.bus.lockAcrossProcessesIfFree(name, work, options);
+    } finally {
+      release();
+    }
   }
 
   /**

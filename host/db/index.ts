@@ -36,6 +36,7 @@ export {
 export {
   ClassicKv,
   collect,
+  type IfFree,
   type KvOperation,
   type KvSnapshot,
   type KvStore,

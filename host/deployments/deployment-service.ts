@@ -1,6 +1,6 @@
 import { type BridgeHttpRequest, type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import type { SessionProof } from "../auth/index.js";
-import type { HostDatabase, MigrationProgress } from "../db/index.js";
+import type { HostDatabase, IfFree, MigrationProgress } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
 import type { StorageHolder } from "../storage/index.js";
 import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
@@ -164,6 +164,11 @@ export class DeploymentService {
    */
   whileLocked<T>(id: string, work: () => Promise<T>, options: { turn?: boolean } = {}): Promise<T> {
     return this.removals.whileLocked(id, work, options);
+  }
+
+  /** As {@link whileLocked} with `turn: false`, only when the lock is free now (see `IfFree`). */
+  whileLockedIfFree<T>(id: string, work: () => Promise<T>): Promise<IfFree<T>> {
+    return this.removals.whileLockedIfFree(id, work);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase } from "../db/index.js";
+import type { HostDatabase, IfFree } from "../db/index.js";
 import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
@@ -56,15 +56,27 @@ export class DeploymentRemovals {
     const owner = options.turn === false ? undefined : await this.ownerFor(id, options.creator);
     return this.db.exclusive(
       lifecycleLock(id),
-      async () => {
-        const removal = await this.registry.removal(id);
-        if (removal) await this.finish(removal);
-        await this.registry.reload(id);
-        return work();
-      },
+      () => this.afterRemoval(id, work),
       // Held for a whole deploy or delete, while the deployment's write lock is taken inside it.
       owner === undefined ? { outer: true } : { outer: true, owner },
     );
+  }
+
+  /**
+   * As {@link whileLocked} outside any developer's turn, but only when deployment `id`'s lock is
+   * free now: an import holding the host's one import turn must not wait there for a deploy
+   * migrating its target, which held up every other developer's import for as long as it ran.
+   */
+  whileLockedIfFree<T>(id: string, work: () => Promise<T>): Promise<IfFree<T>> {
+    return this.db.exclusiveIfFree(lifecycleLock(id), () => this.afterRemoval(id, work), { outer: true });
+  }
+
+  /** Finishes deployment `id`'s unfinished removal and reloads its record, then runs `work`. */
+  private async afterRemoval<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const removal = await this.registry.removal(id);
+    if (removal) await this.finish(removal);
+    await this.registry.reload(id);
+    return work();
   }
 
   /** Whose turn deployment `id`'s lock is taken in: its record's developer, else `creator`'s, else its own. */

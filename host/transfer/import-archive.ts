@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkImportedSchema, deploymentHasRows, type HostDatabase, type WriteLock } from "../db/index.js";
 import {
@@ -61,6 +62,31 @@ export interface ImportResult {
 /** How often an import waiting for its turn says so again (see {@link importArchive}). */
 const WAITING_REPEAT_MS = 15_000;
 
+/** How long an import whose deployment's lock was busy waits before it tries again. */
+const LOCK_RETRY_MS = 250;
+
+/**
+ * Tells an import's client it waits, at once and again every {@link WAITING_REPEAT_MS}: a proxy
+ * between the client and the host may end a connection that carries nothing for longer.
+ */
+class WaitingNotice {
+  private repeat: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly onProgress: (progress: ImportProgress) => void) {}
+
+  /** Says so now, unless it already does. */
+  start(): void {
+    if (this.repeat) return;
+    this.onProgress({ step: "waiting" });
+    this.repeat = setInterval(() => this.onProgress({ step: "waiting" }), WAITING_REPEAT_MS);
+  }
+
+  stop(): void {
+    clearInterval(this.repeat);
+    this.repeat = undefined;
+  }
+}
+
 function notEmpty(id: string): PlatformError {
   return new PlatformError(
     "conflict",
@@ -99,37 +125,38 @@ export async function importArchive(
     const head = await readArchiveHead(reader);
     // One import at a time on the host holds its rows and batch in memory (see ImportParts),
     // waiting for its turn before it takes its deployment's lock: a deploy of it goes on meanwhile.
-    // Told again every 15 s while it waits: a proxy between the client and the host may end a
-    // connection that carries nothing for longer.
-    let waiting: ReturnType<typeof setInterval> | undefined;
-    if (!parts.rowTurns.idle) {
-      onProgress({ step: "waiting" });
-      waiting = setInterval(() => onProgress({ step: "waiting" }), WAITING_REPEAT_MS);
+    // Its turn takes that lock only if it is free (a deploy migrating the target, on any host):
+    // otherwise it gives the turn to the next import and tries again, so one developer's long
+    // migration does not hold up every other developer's import.
+    const waiting = new WaitingNotice(onProgress);
+    if (!parts.rowTurns.idle) waiting.start();
+    try {
+      for (;;) {
+        const attempt = await parts.rowTurns.run(() =>
+          parts.deployments.whileLockedIfFree(request.id, async () => {
+            waiting.stop();
+            await parts.pending.finish(request.id);
+            const existing = await parts.deployments.get(request.id);
+            const owner = await request.authorise(existing);
+            if (existing && !request.replace && (await holdsData(parts, request.id)))
+              throw notEmpty(request.id);
+            const target = parts.deployments.importInto(request.id);
+            try {
+              return await load(parts, request, head, reader, target, owner, onProgress);
+            } catch (error) {
+              await target.dispose();
+              await parts.pending.finish(request.id).catch(() => {});
+              throw error;
+            }
+          }),
+        );
+        if (attempt.ran) return attempt.value;
+        waiting.start();
+        await sleep(LOCK_RETRY_MS);
+      }
+    } finally {
+      waiting.stop();
     }
-    return await parts.rowTurns.run(() => {
-      clearInterval(waiting);
-      // Outside its developer's turn: it holds the host's one import turn, and waiting there for
-      // its developer's long deploy elsewhere held up every other developer's import.
-      return parts.deployments.whileLocked(
-        request.id,
-        async () => {
-          await parts.pending.finish(request.id);
-          const existing = await parts.deployments.get(request.id);
-          const owner = await request.authorise(existing);
-          if (existing && !request.replace && (await holdsData(parts, request.id)))
-            throw notEmpty(request.id);
-          const target = parts.deployments.importInto(request.id);
-          try {
-            return await load(parts, request, head, reader, target, owner, onProgress);
-          } catch (error) {
-            await target.dispose();
-            await parts.pending.finish(request.id).catch(() => {});
-            throw error;
-          }
-        },
-        { turn: false },
-      );
-    });
   } finally {
     reader.close();
   }

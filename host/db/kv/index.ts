@@ -7,6 +7,7 @@ export {
   collect,
   type HostBus,
   hasKeyUnder,
+  type IfFree,
   type KvIterateOptions,
   type KvIterator,
   type KvOperation,

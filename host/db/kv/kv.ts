@@ -142,6 +142,9 @@ export const RESYNC_MESSAGE = '{"type":"resync"}';
  */
 export const NOTHING_SENT: Error = Object.freeze(new Error("Nothing was sent to the database."));
 
+/** What work under a lock taken only if it is free gives: its result, or that it did not run. */
+export type IfFree<T> = { ran: true; value: T } | { ran: false };
+
 export interface HostBus {
   /**
    * Runs `work` holding the lock `name` against every other process on the store (the caller
@@ -152,6 +155,15 @@ export interface HostBus {
     work: (read?: Array<string | undefined>) => Promise<T>,
     options?: LockOptions,
   ): Promise<T>;
+  /**
+   * As {@link lockAcrossProcesses}, but only when no other process holds lock `name` now: `work`
+   * does not run, and nothing waits for the lock, when one does.
+   */
+  lockAcrossProcessesIfFree<T>(
+    name: string,
+    work: () => Promise<T>,
+    options?: LockOptions,
+  ): Promise<IfFree<T>>;
   /**
    * Runs `work`, which takes a lock held for long (a deployment's write lock, held while its
    * mutations run), in a turn of `owner`'s (a developer's: `HostDatabase.shareOf`). A backend

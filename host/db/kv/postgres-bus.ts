@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
-import { type HostBus, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
+import { type HostBus, type IfFree, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
 import { OwnerLimit } from "./owner-limit.js";
 import type { Track } from "./postgres-parking.js";
 import { readOnly } from "./postgres-silence.js";
@@ -47,6 +47,12 @@ export function advisoryKey(table: string, name: string): bigint {
  * ({@link PostgresBus.tagged}). A listener lost (a server restart) is replaced, and handlers are
  * then told that anything may have changed.
  */
+/** A lock's transaction, open on its own connection, and what was read as it was taken. */
+interface HeldLock {
+  client: pg.PoolClient;
+  values: Array<string | undefined> | undefined;
+}
+
 export class PostgresBus implements HostBus {
   private readonly handlers = new Set<(message: string) => void>();
   private readonly origin = randomBytes(8).toString("hex");
@@ -201,46 +207,99 @@ export class PostgresBus implements HostBus {
     return this.owners.run(owner, work);
   }
 
-  async lockAcrossProcesses<T>(
+  lockAcrossProcesses<T>(
     name: string,
     work: (read?: Array<string | undefined>) => Promise<T>,
     options?: LockOptions,
   ): Promise<T> {
-    if (options?.outer && options.owner !== undefined) {
-      const { owner, ...untagged } = options;
-      return this.outerOwners.run(owner, () => this.lockAcrossProcesses(name, work, untagged));
-    }
+    return this.inOuterTurn(options, async (untagged) =>
+      this.runHolding((await this.hold(name, untagged, true)) as HeldLock, work),
+    );
+  }
+
+  lockAcrossProcessesIfFree<T>(
+    name: string,
+    work: () => Promise<T>,
+    options?: LockOptions,
+  ): Promise<IfFree<T>> {
+    return this.inOuterTurn(options, async (untagged): Promise<IfFree<T>> => {
+      const held = await this.hold(name, untagged, false);
+      return held ? { ran: true, value: await this.runHolding(held, work) } : { ran: false };
+    });
+  }
+
+  /**
+   * Runs `take` (a lock's taking and its work) in its owner's turn when it is an owner's outer
+   * lock (see `LockOptions.owner`: one at a time), with the options it needs then.
+   */
+  private inOuterTurn<R>(
+    options: LockOptions | undefined,
+    take: (options?: LockOptions) => Promise<R>,
+  ): Promise<R> {
+    if (!options?.outer || options.owner === undefined) return take(options);
+    const { owner, ...untagged } = options;
+    return this.outerOwners.run(owner, () => take(untagged));
+  }
+
+  /**
+   * Takes lock `name` in a transaction of a connection of its own (an outer lock's from the outer
+   * pool), with the reads `options.read` asks for; waiting for it when `wait`, else undefined when
+   * another session holds it.
+   */
+  private async hold(
+    name: string,
+    options: LockOptions | undefined,
+    wait: boolean,
+  ): Promise<HeldLock | undefined> {
     const client = await (options?.outer ? this.outerLocks : this.locks).connect();
     const key = advisoryKey(this.table, name);
     const keys = options?.read ?? [];
     // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
     const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
-    let values: Array<string | undefined> | undefined;
+    const take = wait ? "pg_advisory_xact_lock" : "pg_try_advisory_xact_lock";
     try {
       // Only a lock's taking (and reads): its caller does nothing until it is answered. The
       // connection idles in its transaction while the lock is held: a server whose operator set
       // idle_in_transaction_session_timeout would end it, and the lock with it, mid-work.
       const results = (await client.query(
         readOnly(
-          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; SELECT pg_advisory_xact_lock(${key}::bigint)${read ? `; ${read}` : ""}`,
+          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; SELECT ${take}(${key}::bigint) AS taken${read ? `; ${read}` : ""}`,
         ),
-      )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
-      if (read) values = valuesInOrder(keys, results.at(-1)?.rows ?? []);
+      )) as unknown as pg.QueryResult<{ taken?: boolean; key: Buffer; value: string }>[];
+      const held: HeldLock = {
+        client,
+        values: read ? valuesInOrder(keys, results.at(-1)?.rows ?? []) : undefined,
+      };
+      if (wait || results[2]?.rows[0]?.taken === true) return held;
+      this.end(client);
+      return undefined;
     } catch (error) {
       client.release(true);
       throw error;
     }
+  }
+
+  /** Runs `work` while `held` holds its lock, then ends its transaction (releasing the lock). */
+  private async runHolding<T>(
+    held: HeldLock,
+    work: (read?: Array<string | undefined>) => Promise<T>,
+  ): Promise<T> {
     try {
-      return await work(values);
+      return await work(held.values);
     } finally {
-      this.track(
-        // Nothing was written: ending it (a silent server) releases the lock as well.
-        client.query(readOnly("COMMIT")).then(
-          () => client.release(),
-          () => client.release(true),
-        ),
-      );
+      this.end(held.client);
     }
+  }
+
+  /** Ends a lock's transaction and gives its connection back. */
+  private end(client: pg.PoolClient): void {
+    this.track(
+      // Nothing was written: ending it (a silent server) releases the lock as well.
+      client.query(readOnly("COMMIT")).then(
+        () => client.release(),
+        () => client.release(true),
+      ),
+    );
   }
 
   /** `message` as this process broadcasts it (for a commit that sends it itself, with its write). */
