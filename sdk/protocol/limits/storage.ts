@@ -1,0 +1,30 @@
+/**
+ * File storage: the size of one file, what a developer may store, the script check of SVG and XML files,
+ * listings and public downloads.
+ * Part of `LIMITS` (../limits.ts), which composes every area and is the one object to import.
+ */
+export const STORAGE_LIMITS = {
+  /** One uploaded file. */
+  fileSize: 5 * 1024 * 1024,
+  /** Stored bytes per developer over all deployments. */
+  storagePerDeveloper: 100 * 1024 * 1024,
+  /**
+   * The least one stored file counts against {@link LIMITS.storagePerDeveloper}, whatever its size:
+   * each file costs the host a record and a file on disk (an inode, a block). Ours: without it, one
+   * client stored 3,000 empty files in 3 s, counted as nothing.
+   */
+  storageBytesPerFile: 4096,
+  /**
+   * How long the script check of one SVG or XML file may take on its own thread (linear, about
+   * 40 ms a MB), and the bytes of files that may wait for it, all deployments together and one
+   * deployment's: beyond any, `503 unavailable` (a download of an SVG stored before the check's
+   * version was kept is served as an attachment instead). Ours.
+   */
+  markupCheckMs: 30_000,
+  markupCheckQueueBytes: 64 * 1024 * 1024,
+  markupCheckQueueBytesEach: 16 * 1024 * 1024,
+  /** Newest files shown by the inspect route and `platform storage list`. */
+  listingSize: 500,
+  /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
+  publicCacheSeconds: 3600,
+} as const;
