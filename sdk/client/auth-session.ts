@@ -1,6 +1,7 @@
 import { isPlatformError, PlatformError } from "../values/index.js";
+import { AuthRoutes } from "./auth-routes.js";
+import { AuthSteps, identityOf } from "./auth-steps.js";
 import type { AuthState, ClientIdentity } from "./auth-types.js";
-import { readResponse, unreachable } from "./errors.js";
 import { type IssuedToken, type StoredAuth, TokenStore } from "./token-store.js";
 import type { FetchFunction, KeyValueStore } from "./transport.js";
 
@@ -15,48 +16,32 @@ const RENEW_AHEAD_MS = 5 * 60 * 1000;
  */
 export class AuthSession {
   private stored: StoredAuth;
-  private state: AuthState;
-  private readonly listeners = new Set<() => void>();
   private readonly tokenListeners = new Set<() => void>();
   private loading: Promise<void> | null = null;
   private renewing: Promise<void> | null = null;
   /** An account sign-in whose answer has not arrived yet. */
   private signingIn: Promise<unknown> | null = null;
   private renewTimer: ReturnType<typeof setTimeout> | undefined;
-  private lastFailed: (() => Promise<unknown>) | null = null;
   /** The attempt handle of each email's pending code (lower-cased email -> handle). */
   private readonly emailAttempts = new Map<string, string>();
   private closed = false;
   private readonly tokens: TokenStore;
+  private readonly routes: AuthRoutes;
+  private readonly steps: AuthSteps;
   /** The token the store held when this client last read or wrote it (see {@link adoptStored}). */
   private inStore: string | null;
 
   constructor(
-    private readonly baseUrl: string,
-    private readonly fetch: FetchFunction,
+    baseUrl: string,
+    fetch: FetchFunction,
     store: KeyValueStore,
     private readonly options: { guest: boolean },
   ) {
     this.tokens = new TokenStore(store, baseUrl);
+    this.routes = new AuthRoutes(baseUrl, fetch);
     this.stored = this.tokens.read();
     this.inStore = this.current();
-    this.state = this.stateOf(this.stored.current, true, null);
-  }
-
-  private stateOf(current: IssuedToken | null, isLoading: boolean, error: PlatformError | null): AuthState {
-    const identity = current
-      ? {
-          userId: current.userId,
-          kind: current.kind,
-          ...(current.email ? { email: current.email } : {}),
-        }
-      : null;
-    return { isLoading, isSignedIn: current?.kind === "account", identity, error };
-  }
-
-  private publish(isLoading = false, error: PlatformError | null = null): void {
-    this.state = this.stateOf(this.stored.current, isLoading, error);
-    for (const listener of [...this.listeners]) listener();
+    this.steps = new AuthSteps(() => this.stored.current);
   }
 
   private save(next: StoredAuth): void {
@@ -69,13 +54,12 @@ export class AuthSession {
 
   /** The current state; the same object until something changes (for `useSyncExternalStore`). */
   getState(): AuthState {
-    return this.state;
+    return this.steps.getState();
   }
 
   /** Calls `listener` whenever the state changes; returns the unsubscribe function. */
   subscribe(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.steps.subscribe(listener);
   }
 
   /** Calls `listener` whenever the identity's token is replaced (sign-in, sign-out, new guest). */
@@ -107,19 +91,21 @@ export class AuthSession {
     this.inStore = token;
     this.stored = stored;
     this.scheduleRenewal();
-    this.publish();
+    this.steps.publish();
     for (const listener of [...this.tokenListeners]) listener();
     return true;
   }
 
   /** Loads the session once: renews a stored token that is about to expire, or starts a guest. */
   ready(): Promise<void> {
-    this.loading ??= this.attempt(async () => {
-      const current = this.stored.current;
-      if (current && current.expiresAt - Date.now() < RENEW_AHEAD_MS) await this.renew();
-      else if (!current && this.options.guest) await this.signInAsGuest();
-      else this.scheduleRenewal();
-    }, true).then(() => undefined);
+    this.loading ??= this.steps
+      .run(async () => {
+        const current = this.stored.current;
+        if (current && current.expiresAt - Date.now() < RENEW_AHEAD_MS) await this.renew();
+        else if (!current && this.options.guest) await this.signInAsGuest();
+        else this.scheduleRenewal();
+      }, true)
+      .then(() => undefined);
     return this.loading;
   }
 
@@ -148,53 +134,13 @@ export class AuthSession {
     return this.current() !== refused;
   }
 
-  private async post(path: string, body: unknown, bearer?: string | null): Promise<unknown> {
-    const url = `${this.baseUrl}/__platform/auth/${path}`;
-    let response: Response;
-    try {
-      response = await this.fetch(url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
-        },
-        body: JSON.stringify(body ?? {}),
-      });
-    } catch (error) {
-      throw unreachable(url, error);
-    }
-    return readResponse(response);
-  }
-
-  /**
-   * Runs one auth step with its outcome published: on failure the error is shown in the state and
-   * remembered, so `retryAuth()` can run the same step again.
-   */
-  private async attempt<T>(step: () => Promise<T>, initial = false): Promise<T | undefined> {
-    if (initial) this.publish(true, null);
-    try {
-      const result = await step();
-      this.lastFailed = null;
-      this.publish(false, null);
-      return result;
-    } catch (error) {
-      const failure = isPlatformError(error)
-        ? error
-        : new PlatformError("internal", String((error as Error)?.message ?? error));
-      this.lastFailed = step;
-      this.publish(false, failure);
-      if (!initial) throw failure;
-      return undefined;
-    }
-  }
-
   /** Renews the current token (single flight). A refused renewal ends the session. */
   private renew(): Promise<void> {
     this.renewing ??= (async () => {
       const current = this.stored.current;
       if (!current || this.adoptStored(current.token)) return;
       try {
-        const issued = (await this.post("renew", {}, current.token)) as IssuedToken;
+        const issued = await this.routes.renew(current.token);
         this.save({ ...this.stored, current: issued });
       } catch (error) {
         if (!isPlatformError(error, "unauthorized")) throw error;
@@ -205,10 +151,10 @@ export class AuthSession {
           this.save({ ...this.stored, current: null });
           throw error;
         }
-        const guest = (await this.post("guest", {})) as IssuedToken;
+        const guest = await this.routes.guest();
         if (this.adoptStored(current.token)) return;
         this.save({ ...this.stored, current: guest });
-        this.publish();
+        this.steps.publish();
       }
     })().finally(() => {
       this.renewing = null;
@@ -222,7 +168,7 @@ export class AuthSession {
     if (!current || this.closed) return;
     const delay = Math.max(1000, current.expiresAt - Date.now() - RENEW_AHEAD_MS);
     this.renewTimer = setTimeout(
-      () => void this.attempt(() => this.renew()).catch(() => undefined),
+      () => void this.steps.run(() => this.renew()).catch(() => undefined),
       Math.min(delay, 2 ** 31 - 1),
     );
     (this.renewTimer as { unref?: () => void }).unref?.();
@@ -230,10 +176,10 @@ export class AuthSession {
 
   /** Starts a new protected guest session (replacing any current identity). */
   async signInAsGuest(): Promise<ClientIdentity> {
-    const issued = (await this.post("guest", {})) as IssuedToken;
+    const issued = await this.routes.guest();
     this.save({ ...this.stored, current: issued });
-    this.publish();
-    return this.stateOf(issued, false, null).identity as ClientIdentity;
+    this.steps.publish();
+    return identityOf(issued) as ClientIdentity;
   }
 
   /**
@@ -241,15 +187,15 @@ export class AuthSession {
    * the host upgrades that guest. If the upgrade fails, the guest's token is kept as pending and
    * sent again by the next sign-in.
    */
-  private async signInAccount(path: string, body: unknown): Promise<ClientIdentity> {
+  private async signInAccount(route: string, body: unknown): Promise<ClientIdentity> {
     await this.ready();
     const guestToken =
       this.stored.current?.kind === "guest" ? this.stored.current.token : (this.stored.pendingGuest ?? null);
     let issued: IssuedToken;
-    const answer = this.post(path, body, guestToken);
+    const answer = this.routes.signIn(route, body, guestToken);
     this.signingIn = answer;
     try {
-      issued = (await answer) as IssuedToken;
+      issued = await answer;
     } catch (error) {
       if (guestToken) this.save({ ...this.stored, pendingGuest: guestToken });
       throw error;
@@ -258,7 +204,7 @@ export class AuthSession {
     }
     const { pendingGuest: _done, ...rest } = this.stored;
     this.save({ ...rest, current: issued });
-    return this.stateOf(issued, false, null).identity as ClientIdentity;
+    return identityOf(issued) as ClientIdentity;
   }
 
   /**
@@ -267,8 +213,8 @@ export class AuthSession {
    * whether it sent a new code (see AuthClient.startEmailSignIn).
    */
   startEmailSignIn(email: string): Promise<{ sent: boolean }> {
-    return this.attempt(async () => {
-      const started = (await this.post("email/start", { email })) as { attempt: string; sent?: boolean };
+    return this.steps.run(async () => {
+      const started = await this.routes.startEmailCode(email);
       this.emailAttempts.set(email.trim().toLowerCase(), started.attempt);
       return { sent: started.sent !== false };
     }) as Promise<{ sent: boolean }>;
@@ -276,7 +222,7 @@ export class AuthSession {
 
   /** Signs in with the code that was emailed; a guest's data moves to the account. */
   verifyEmailCode(email: string, code: string): Promise<ClientIdentity> {
-    return this.attempt(async () => {
+    return this.steps.run(async () => {
       const key = email.trim().toLowerCase();
       const attempt = this.emailAttempts.get(key);
       if (!attempt)
@@ -289,12 +235,12 @@ export class AuthSession {
 
   /** Signs in with an OpenID Connect ID token of an issuer the host trusts. */
   signInWithIdToken(idToken: string): Promise<ClientIdentity> {
-    return this.attempt(() => this.signInAccount("oidc", { idToken })) as Promise<ClientIdentity>;
+    return this.steps.run(() => this.signInAccount("oidc", { idToken })) as Promise<ClientIdentity>;
   }
 
   /** `platform dev` only: signs in as the account of `email` at once. */
   devSignIn(email: string): Promise<ClientIdentity> {
-    return this.attempt(() => this.signInAccount("dev-sign-in", { email })) as Promise<ClientIdentity>;
+    return this.steps.run(() => this.signInAccount("dev-sign-in", { email })) as Promise<ClientIdentity>;
   }
 
   /**
@@ -304,16 +250,14 @@ export class AuthSession {
   async signOut(): Promise<void> {
     const token = this.current();
     this.save({ current: null });
-    this.publish();
-    if (token) await this.post("sign-out", {}, token).catch(() => undefined);
-    if (this.options.guest) await this.attempt(() => this.signInAsGuest());
+    this.steps.publish();
+    if (token) await this.routes.signOut(token).catch(() => undefined);
+    if (this.options.guest) await this.steps.run(() => this.signInAsGuest());
   }
 
   /** Runs the last failed auth step again (`retryAuth()`); resolves when it is done. */
-  async retry(): Promise<void> {
-    const step = this.lastFailed;
-    if (!step) return;
-    await this.attempt(step).catch(() => undefined);
+  retry(): Promise<void> {
+    return this.steps.retry();
   }
 
   /** Stops the renewal timer. */
