@@ -1,18 +1,11 @@
 import { LIMITS } from "../protocol/limits.js";
 import { SYNC_CLOSE } from "../protocol/sync-close.js";
 import { PlatformError } from "../values/index.js";
-import { errorFromWire } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
 import { PendingMutations } from "./pending-mutations.js";
-import { retryAfterOf, SubscriptionRetries } from "./subscription-retries.js";
-import {
-  type QueryResult,
-  type Subscription,
-  type SubscriptionListener,
-  SubscriptionTable,
-  takeOutcome,
-} from "./subscription-table.js";
+import type { QueryResult, SubscriptionListener } from "./subscription-table.js";
+import { SyncSubscriptions } from "./sync-subscriptions.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
 import { UpgradeRefusal } from "./upgrade-refusal.js";
 
@@ -20,8 +13,6 @@ export type { QueryResult, SubscriptionListener } from "./subscription-table.js"
 
 /** Reconnect delays: 100 ms doubling to 10 s, each with jitter. */
 const BACKOFF = { firstMs: 100, maxMs: 10_000 } as const;
-/** How long a subscription outlives its last listener (a re-render re-subscribes in between). */
-const DROP_GRACE_MS = 50;
 const OPEN = 1;
 
 /** Connection state, for status displays and tests. */
@@ -49,9 +40,11 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
 export class SyncConnection {
   private socket: SocketLike | null = null;
   private stateValue: ConnectionState = "idle";
-  private readonly subscriptions = new SubscriptionTable();
+  private readonly subscriptions = new SyncSubscriptions({
+    open: () => (this.socket?.readyState === OPEN ? this.socket : null),
+    ensureConnected: () => this.ensureConnected(),
+  });
   private readonly mutations = new PendingMutations();
-  private readonly retries = new SubscriptionRetries<Subscription>();
   private nextMutationId = 1;
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -100,7 +93,7 @@ export class SyncConnection {
 
   /** The latest result of a subscription that is active, or undefined. */
   current(name: string, argsJson: string): QueryResult | undefined {
-    return this.subscriptions.of(name, argsJson)?.result;
+    return this.subscriptions.current(name, argsJson);
   }
 
   /**
@@ -109,29 +102,7 @@ export class SyncConnection {
    * error is always passed on, even when it equals the last value. Returns the unsubscribe function.
    */
   subscribe(name: string, argsJson: string, listener: SubscriptionListener): () => void {
-    let subscription = this.subscriptions.of(name, argsJson);
-    if (!subscription) {
-      subscription = this.subscriptions.add(name, argsJson);
-      if (overMessageLimit(this.subscribeMessage(subscription)))
-        Object.assign(subscription, { refused: true, result: { error: tooLarge("subscription") } });
-      this.sendSubscribe(subscription);
-    }
-    clearTimeout(subscription.dropTimer);
-    subscription.dropTimer = undefined;
-    subscription.listeners.add(listener);
-    const joined = subscription;
-    if (joined.result) listener(joined.result);
-    return () => {
-      joined.listeners.delete(listener);
-      if (joined.listeners.size > 0 || joined.dropTimer) return;
-      joined.dropTimer = setTimeout(() => {
-        joined.dropTimer = undefined;
-        if (joined.listeners.size > 0) return;
-        this.retries.cancel(joined);
-        this.subscriptions.remove(joined);
-        this.sendNow({ type: "unsubscribe", id: joined.id });
-      }, DROP_GRACE_MS);
-    };
+    return this.subscriptions.subscribe(name, argsJson, listener);
   }
 
   /** Runs mutation `name` over the socket; resolves after its effects reached this client. */
@@ -149,20 +120,6 @@ export class SyncConnection {
   /** True when there is something to keep a connection for. */
   get wanted(): boolean {
     return this.subscriptions.size > 0 || this.mutations.size > 0;
-  }
-
-  private subscribeMessage(subscription: Subscription): string {
-    return `{"type":"subscribe","id":${JSON.stringify(subscription.id)},"name":${JSON.stringify(subscription.name)},"args":${subscription.argsJson}}`;
-  }
-
-  private sendSubscribe(subscription: Subscription): void {
-    if (subscription.refused) return;
-    if (this.socket?.readyState === OPEN) this.socket.send(this.subscribeMessage(subscription));
-    else this.ensureConnected();
-  }
-
-  private sendNow(message: unknown): void {
-    if (this.socket?.readyState === OPEN) this.socket.send(JSON.stringify(message));
   }
 
   private ensureConnected(): void {
@@ -191,8 +148,7 @@ export class SyncConnection {
       this.tokenChecked = false;
       this.attempts = 0;
       this.setState("open");
-      this.retries.cancelAll();
-      for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription);
+      this.subscriptions.socketOpened();
       this.mutations.sendUnsent(socket, user);
     };
     socket.onmessage = (event) => this.receive(String(event.data), user);
@@ -242,11 +198,7 @@ export class SyncConnection {
    */
   reconnect(): void {
     if (this.user() !== this.socketUser) {
-      for (const subscription of this.subscriptions.values()) {
-        if (subscription.refused) continue;
-        delete subscription.result;
-        subscription.resultJson = undefined;
-      }
+      this.subscriptions.forgetResults();
       for (const listener of [...this.userChangeListeners]) listener();
     }
     clearTimeout(this.retryTimer);
@@ -271,44 +223,14 @@ export class SyncConnection {
     }
     // A result for the user before (on the socket closing for the new one) is not the new user's.
     if (user !== this.user()) return;
-    const subscription = this.subscriptions.withId(message.id);
-    if (!subscription) return;
-    let changed: boolean;
-    if (message.type === "value") {
-      this.retries.cancel(subscription);
-      changed = takeOutcome(subscription, { value: message.value });
-    } else if (message.type === "error") {
-      const error = errorFromWire(message.error);
-      const retryAfter = retryAfterOf(error.code, message.error);
-      if (retryAfter !== undefined) {
-        this.retries.schedule(subscription, retryAfter, () => this.subscribeAgain(subscription));
-        // Ended for a while, as when the socket drops: its last value still shows meanwhile.
-        if (subscription.result && "value" in subscription.result) return;
-      }
-      changed = takeOutcome(subscription, { error });
-    } else return;
-    const result = subscription.result;
-    if (!changed || !result) return;
-    for (const listener of [...subscription.listeners]) listener(result);
-  }
-
-  /**
-   * Subscribes `subscription` again, under a new id (what still comes for the old one is not its),
-   * when it is still wanted and the socket open (else the next socket subscribes it anyway).
-   */
-  private subscribeAgain(subscription: Subscription): void {
-    if (this.subscriptions.withId(subscription.id) !== subscription || this.socket?.readyState !== OPEN)
-      return;
-    this.sendNow({ type: "unsubscribe", id: this.subscriptions.renew(subscription) });
-    this.sendSubscribe(subscription);
+    this.subscriptions.receive(message);
   }
 
   /** Closes the socket for good; pending mutations fail with `unavailable`. */
   close(): void {
     this.closed = true;
-    this.retries.cancelAll();
     clearTimeout(this.retryTimer);
-    for (const subscription of this.subscriptions.values()) clearTimeout(subscription.dropTimer);
+    this.subscriptions.close();
     this.mutations.failAll(new PlatformError("unavailable", "The client was closed."));
     this.socket?.close(1000, "client closed");
     this.socket = null;
