@@ -6,13 +6,16 @@ import type { StorageHolder } from "../storage/index.js";
 import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
 import { ClientFileStore, type FoundClientFile } from "./client-files.js";
 import { type DeployGuard, type DeployInput, type DeployResult, deploy } from "./deploy-pipeline.js";
+import { DeploymentEvents } from "./deployment-events.js";
+import { currentIncarnation, findClientFile, knownDeployments, storageHolderOf } from "./deployment-reads.js";
 import { type GuestRetirement, upgradeGuest } from "./guest-upgrade.js";
 import { DeploymentImport } from "./imported-deployment.js";
 import type { LogHub } from "./log-hub.js";
 import { OwnerCap } from "./owner-cap.js";
-import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
+import { rewriteHostRecord } from "./record-rewrite.js";
+import type { DeploymentRecord } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
-import { DeploymentRemovals, type DeploymentScopedState } from "./removal.js";
+import { DeploymentRemovals, type DeploymentScopedState, unfinishedRemovalLine } from "./removal.js";
 import { claimDeployment, updateSettings } from "./settings.js";
 
 /**
@@ -26,8 +29,7 @@ export class DeploymentService {
   private readonly calls: CallExecutor;
   private readonly removals: DeploymentRemovals;
   private readonly clientFiles: ClientFileStore;
-  private readonly goneListeners = new Set<(id: string) => void>();
-  private readonly changedListeners = new Set<(id: string) => void>();
+  private readonly events = new DeploymentEvents();
   /** How many deployments one developer may own; callers add theirs through it (see owner-cap.ts). */
   readonly owners: OwnerCap;
 
@@ -45,12 +47,9 @@ export class DeploymentService {
       this.pool.remove(id);
       db.forget(id);
       logs.forget(id);
-      for (const listener of this.goneListeners) listener(id);
+      this.events.gone(id);
     };
-    const changed = (id: string) => {
-      for (const listener of this.changedListeners) listener(id);
-    };
-    this.registry = new DeploymentRegistry(db, stop, changed);
+    this.registry = new DeploymentRegistry(db, stop, (id) => this.events.changed(id));
     this.owners = new OwnerCap(() => this.registry.list(), deploymentsPerDeveloper);
     // One developer's deployments read through one share of the database's connections.
     db.shareOf = (id) => this.registry.ownerOf(id) ?? `dev:${id}`;
@@ -60,37 +59,20 @@ export class DeploymentService {
     this.removals.add(this.clientFiles);
     // So are the code caches made after its code ran (awaited here, so a removal finished is whole).
     this.removals.add({ purgeDeployment: (id) => this.pool.purgeCodeCaches(id) });
-    const known = {
-      // A deployment created anew gets a new incarnation: caches scoped by it never reach a successor.
-      scopeOf: (id: string) => {
-        const incarnation = this.registry.cached(id)?.incarnation;
-        return incarnation === undefined ? undefined : `${id}/${incarnation}`;
-      },
-      artifactOf: (id: string) => this.registry.cached(id)?.artifact,
-      ownerOf: (id: string) => this.registry.cached(id)?.owner,
-    };
+    const known = knownDeployments(this.registry);
     this.pool = new IsolatePool((hash) => this.registry.artifacts.code(hash), poolOptions, observer, known);
     this.registry.artifacts.onRemoved = (hash) => this.pool.forgetCapsuleCache(hash);
     this.calls = new CallExecutor(db, this.pool, logs, observer, (id) => this.registry.cached(id));
   }
 
-  /**
-   * Calls `listener` with the id of each deployment deleted from now on, here or by another host
-   * (when its announcement arrives), so connections to it can be closed. Returns the unsubscribe.
-   */
+  /** Calls `listener` with the id of each deployment deleted from now on (see {@link DeploymentEvents.onGone}). */
   onGone(listener: (id: string) => void): () => void {
-    this.goneListeners.add(listener);
-    return () => this.goneListeners.delete(listener);
+    return this.events.onGone(listener);
   }
 
-  /**
-   * Calls `listener` with the id of each deployment deployed again or whose settings changed from
-   * now on, here or on another host (when its announcement arrives), so results computed by its
-   * previous code can be computed again. Returns the unsubscribe.
-   */
+  /** Calls `listener` with the id of each deployment changed from now on (see {@link DeploymentEvents.onChanged}). */
   onChanged(listener: (id: string) => void): () => void {
-    this.changedListeners.add(listener);
-    return () => this.changedListeners.delete(listener);
+    return this.events.onChanged(listener);
   }
 
   /** The deployment `id`, or undefined. */
@@ -131,30 +113,9 @@ export class DeploymentService {
     );
   }
 
-  /**
-   * The file at `path` (exact, as stored) of the web client deployment `id` serves, or undefined;
-   * its bytes only when `withBytes` (a `HEAD` or a `304` needs none), kept in memory as its
-   * developer's. When the version its cached record names is gone (another host deployed since,
-   * and its announcement has not arrived), the record is read again once, so a redeploy never
-   * shows a missing file in between.
-   */
-  async clientFile(id: string, path: string, withBytes: boolean): Promise<FoundClientFile | undefined> {
-    for (const read of [
-      async () => this.registry.cached(id) ?? this.registry.get(id),
-      () => this.registry.reload(id),
-    ]) {
-      const record = await read();
-      if (!record?.client) return undefined;
-      const found = await this.clientFiles.lookup(
-        id,
-        record.client,
-        path,
-        withBytes,
-        storageQuotaOwner(record),
-      );
-      if (found !== "missing") return found;
-    }
-    return undefined;
+  /** The file at `path` of the web client deployment `id` serves, or undefined (see {@link findClientFile}). */
+  clientFile(id: string, path: string, withBytes: boolean): Promise<FoundClientFile | undefined> {
+    return findClientFile(this.registry, this.clientFiles, id, path, withBytes);
   }
 
   /**
@@ -238,37 +199,17 @@ export class DeploymentService {
    */
   async finishRemovals(): Promise<void> {
     await this.registry.adoptArtifactUses();
-    return this.removals.finishUnfinished((id, error) =>
-      this.logs.write({
-        time: new Date().toISOString(),
-        level: "error",
-        deployment: id,
-        handler: "delete",
-        requestId: "-",
-        message: `Deleting the deployment is unfinished; a deploy to ${id} or the next start retries: ${String(error)}`,
-      }),
-    );
+    return this.removals.finishUnfinished((id, error) => this.logs.write(unfinishedRemovalLine(id, error)));
   }
 
-  /**
-   * Whose storage quota deployment `id`'s uploads count against, read from the store (a cached
-   * record may be stale): its owner, `dev:<id>` while unclaimed, and which incarnation of the id
-   * it is; undefined once it is deleted.
-   */
-  async quotaOwnerOf(id: string): Promise<StorageHolder | undefined> {
-    const record = await this.registry.stored(id);
-    return record
-      ? { quotaOwner: storageQuotaOwner(record), incarnation: record.incarnation ?? null }
-      : undefined;
+  /** Whose storage quota deployment `id`'s uploads count against (see {@link storageHolderOf}). */
+  quotaOwnerOf(id: string): Promise<StorageHolder | undefined> {
+    return storageHolderOf(this.registry, id);
   }
 
-  /**
-   * The incarnation app tokens of deployment `id` must carry: a string, null for a deployment
-   * created before incarnations existed, undefined when there is no such deployment.
-   */
-  async incarnationOf(id: string): Promise<string | null | undefined> {
-    const record = this.registry.cached(id) ?? (await this.registry.get(id));
-    return record ? (record.incarnation ?? null) : undefined;
+  /** The incarnation app tokens of deployment `id` must carry (see {@link currentIncarnation}). */
+  incarnationOf(id: string): Promise<string | null | undefined> {
+    return currentIncarnation(this.registry, id);
   }
 
   /** Runs a query or mutation of deployment `id` in its isolate and one transaction. */
@@ -289,24 +230,9 @@ export class DeploymentService {
     return this.calls.callEndpoint(await this.registry.require(id), name, request, identity, session);
   }
 
-  /**
-   * Rewrites host record `key` in a transaction of deployment `id` (a session's sign-out), under
-   * its write lock: ordered with its mutations, and announced to the other hosts by the commit.
-   */
-  async rewriteRecord(
-    id: string,
-    key: Buffer,
-    rewrite: (stored: string | null) => string | null,
-  ): Promise<void> {
-    await this.registry.require(id);
-    const database = await this.db.deployment(id);
-    await database.mutate(
-      async (tx) => {
-        const next = rewrite(await tx.readKey(key));
-        if (next !== null) tx.writeRecord(key, next);
-      },
-      { handler: "auth.signOut", now: Date.now() },
-    );
+  /** Rewrites host record `key` in a transaction of deployment `id` (see {@link rewriteHostRecord}). */
+  rewriteRecord(id: string, key: Buffer, rewrite: (stored: string | null) => string | null): Promise<void> {
+    return rewriteHostRecord({ db: this.db, registry: this.registry }, id, key, rewrite);
   }
 
   /** Upgrades a guest of deployment `id` to `account` in one transaction (see {@link upgradeGuest}). */

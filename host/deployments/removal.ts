@@ -1,11 +1,27 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, IfFree } from "../db/index.js";
+import type { LogLine } from "./log-line.js";
 import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
 
 /** The name of deployment `id`'s lifecycle lock: deploys, imports and deletes of it take turns. */
 function lifecycleLock(id: string): string {
   return `deployment-lifecycle:${id}`;
+}
+
+/**
+ * The line a deployment's log gets when finishing its removal failed (see
+ * {@link DeploymentRemovals.finishUnfinished}): the removal stays marked and is retried.
+ */
+export function unfinishedRemovalLine(id: string, error: unknown): LogLine {
+  return {
+    time: new Date().toISOString(),
+    level: "error",
+    deployment: id,
+    handler: "delete",
+    requestId: "-",
+    message: `Deleting the deployment is unfinished; a deploy to ${id} or the next start retries: ${String(error)}`,
+  };
 }
 
 /**
