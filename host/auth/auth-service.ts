@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { decodeJwt } from "jose";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
-import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { refuseDeveloperToken } from "./developers.js";
 import {
@@ -13,6 +12,7 @@ import {
 } from "./open-sessions.js";
 import { SessionRechecks } from "./session-rechecks.js";
 import { type GuestToUpgrade, SessionStore, signedOutRecord } from "./session-store.js";
+import { type IncarnationLookup, SessionTokens } from "./session-tokens.js";
 import {
   accountUserId,
   type IssuedToken,
@@ -22,13 +22,7 @@ import {
   type SessionRecord,
 } from "./sessions.js";
 import { loadTokenSecret } from "./token-secret.js";
-import { type IdentityKind, type TokenClaims, TokenService, tokenMatchesIncarnation } from "./tokens.js";
-
-/**
- * The incarnation of deployment `id` its tokens must carry: a string, null for a deployment
- * created before incarnations existed, undefined when there is no such deployment.
- */
-export type IncarnationLookup = (id: string) => Promise<string | null | undefined>;
+import { type TokenClaims, TokenService } from "./tokens.js";
 
 /**
  * Rewrites host record `key` of a deployment in a transaction of the deployment's own: `rewrite`
@@ -43,7 +37,8 @@ export type RecordCommit = (key: Buffer, rewrite: (stored: string | null) => str
  */
 export class AuthService {
   private readonly sessions: SessionStore;
-  private readonly tokens: TokenService;
+  /** Sessions started, their tokens issued and verified (see session-tokens.ts). */
+  private readonly tokens: SessionTokens;
   private readonly open: OpenSessions;
   /** Open sessions read again after other hosts' commits (see session-rechecks.ts). */
   private readonly rechecks = new SessionRechecks((gate) => this.endIfRetired(gate));
@@ -56,7 +51,7 @@ export class AuthService {
   ) {
     this.sessions = new SessionStore(db);
     this.emailCodes = db.records<unknown>("email-codes");
-    this.tokens = new TokenService(secret);
+    this.tokens = new SessionTokens(this.sessions, new TokenService(secret), incarnationOf);
     this.open = new OpenSessions((deployment, session) =>
       this.sessions.key(deployment, session).toString("hex"),
     );
@@ -84,62 +79,17 @@ export class AuthService {
     return new AuthService(db, await loadTokenSecret(db), incarnationOf);
   }
 
-  private async startSession(
-    deployment: string,
-    kind: IdentityKind,
-    userId: string,
-    email?: string,
-    /** The incarnation the caller was allowed for (null: none); another one is refused. */
-    expected?: string | null,
-  ): Promise<IssuedToken> {
-    const now = Date.now();
-    const incarnation = await this.incarnationOf(deployment);
-    if (incarnation === undefined || (expected !== undefined && incarnation !== expected))
-      throw new PlatformError("not_found", `No deployment named ${deployment}.`);
-    const record: SessionRecord = {
-      deployment,
-      ...(incarnation === null ? {} : { incarnation }),
-      session: randomBytes(16).toString("base64url"),
-      userId,
-      kind,
-      createdAt: now,
-      ...(email ? { email } : {}),
-    };
-    await this.sessions.add(record);
-    return this.issue(record, Math.floor(now / 1000));
-  }
-
-  private async issue(record: SessionRecord, issuedAt: number): Promise<IssuedToken> {
-    const claims: TokenClaims = {
-      deployment: record.deployment,
-      userId: record.userId,
-      kind: record.kind,
-      session: record.session,
-      issuedAt,
-      ...(record.email ? { email: record.email } : {}),
-      ...(record.incarnation ? { incarnation: record.incarnation } : {}),
-    };
-    const { token, expiresAt } = await this.tokens.issue(claims);
-    return {
-      token,
-      userId: record.userId,
-      kind: record.kind,
-      expiresAt,
-      ...(record.email ? { email: record.email } : {}),
-    };
-  }
-
   /** A new protected guest: `guest:<random>`, or `guest:<name>` where naming is allowed (dev). */
   signInGuest(deployment: string, name?: string): Promise<IssuedToken> {
     const userId =
       name === undefined ? `guest:${randomBytes(12).toString("base64url")}` : namedGuestUserId(name);
-    return this.startSession(deployment, "guest", userId);
+    return this.tokens.start(deployment, "guest", userId);
   }
 
   /** A session for a verified email (the caller verified it). */
   signInAccount(deployment: string, email: string, incarnation?: string | null): Promise<IssuedToken> {
     const normalised = normaliseEmail(email);
-    return this.startSession(
+    return this.tokens.start(
       deployment,
       "account",
       accountUserId(deployment, normalised),
@@ -156,22 +106,6 @@ export class AuthService {
     const normalised = normaliseEmail(email);
     const incarnation = await this.incarnationOf(deployment);
     return incarnation !== undefined && this.sessions.hasAccount(deployment, normalised, incarnation);
-  }
-
-  /**
-   * Verifies `token` for `deployment` (see {@link TokenService.verify}) and that it belongs to the
-   * deployment's current incarnation, not to a deleted deployment that had the same id.
-   */
-  private async verify(token: string, deployment: string, allowExpired: boolean): Promise<TokenClaims> {
-    const claims = await this.tokens.verify(token, deployment, { allowExpired });
-    const current = await this.incarnationOf(deployment);
-    if (current === undefined || !tokenMatchesIncarnation(claims.incarnation, current)) {
-      throw new PlatformError(
-        "unauthorized",
-        "This token belongs to a deleted deployment that had the same id; sign in again.",
-      );
-    }
-    return claims;
   }
 
   /** Marks the accounts of sessions stored by earlier versions (once per database; see AccountIndex). */
@@ -215,7 +149,7 @@ export class AuthService {
     token: string,
   ): Promise<{ identity: BridgeIdentity; session: SessionProof }> {
     refuseDeveloperToken(token);
-    const claims = await this.verify(token, deployment, false);
+    const claims = await this.tokens.verify(token, deployment, false);
     await this.liveSession(claims);
     return {
       identity: {
@@ -234,7 +168,7 @@ export class AuthService {
    */
   async holdIdentity(deployment: string, token: string, end: EndHolder): Promise<HeldIdentity> {
     refuseDeveloperToken(token);
-    const claims = await this.verify(token, deployment, false);
+    const claims = await this.tokens.verify(token, deployment, false);
     const { gate, release } = this.open.hold(deployment, claims.session, end);
     try {
       await this.liveSession(claims);
@@ -282,7 +216,7 @@ export class AuthService {
    */
   async signOut(deployment: string, token: string, commit: RecordCommit): Promise<void> {
     refuseDeveloperToken(token);
-    const claims = await this.verify(token, deployment, true);
+    const claims = await this.tokens.verify(token, deployment, true);
     const key = this.sessions.key(deployment, claims.session);
     await this.open.retire(
       deployment,
@@ -295,8 +229,8 @@ export class AuthService {
 
   /** A fresh token for the same session (also for an expired token within the renewal window). */
   async renew(deployment: string, token: string): Promise<IssuedToken> {
-    const claims = await this.verify(token, deployment, true);
-    return this.issue(await this.liveSession(claims), claims.issuedAt);
+    const claims = await this.tokens.verify(token, deployment, true);
+    return this.tokens.issue(await this.liveSession(claims), claims.issuedAt);
   }
 
   /**
@@ -305,7 +239,7 @@ export class AuthService {
    * or the guest was already upgraded.
    */
   async guestToUpgrade(deployment: string, token: string): Promise<GuestToUpgrade | null> {
-    const claims = await this.verify(token, deployment, true);
+    const claims = await this.tokens.verify(token, deployment, true);
     if (claims.kind !== "guest") return null;
     return this.sessions.upgradable(deployment, claims.session, claims.userId);
   }
