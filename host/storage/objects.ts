@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
+import type { ObjectDeleter } from "../access/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
@@ -17,10 +17,8 @@ import {
   type StorageLimits,
 } from "./object-limits.js";
 import { chargeOf, type ObjectRecord, type StorageHolder, type Visibility } from "./object-records.js";
+import { ObjectRemovals } from "./object-removals.js";
 import { checkUploadedContentType } from "./stored-text.js";
-
-/** Object records removed per batch when a deployment is deleted. */
-const PURGE_BATCH = 500;
 
 /**
  * Object records, bytes and quota. The bytes go to the blob store first; the record, the
@@ -35,6 +33,8 @@ export class ObjectService {
   private readonly totals: RecordStore<{ count: number; bytes: number }>;
   /** Every removal of bytes goes through it, so a host backup can hold them (blob-deletions.ts). */
   private readonly deletions: BlobDeletions;
+  /** Deletions of one object or of a deleted deployment's every object (object-removals.ts). */
+  private readonly removals: ObjectRemovals;
   constructor(
     private readonly db: HostDatabase,
     readonly blobs: BlobStore,
@@ -52,6 +52,7 @@ export class ObjectService {
     this.usage = db.records<{ bytes: number }>(OBJECT_NAMESPACES.usage);
     this.totals = db.records<{ count: number; bytes: number }>(OBJECT_NAMESPACES.totals);
     this.deletions = new BlobDeletions(blobs, async (key) => (await this.records.get(key)) !== undefined);
+    this.removals = new ObjectRemovals(db, blobs, this.deletions);
   }
 
   /**
@@ -196,46 +197,9 @@ export class ObjectService {
     return recordedBytes(record, (key) => this.blobs.get(key));
   }
 
-  /**
-   * Deletes `<visibility>/<id>` (idempotent: a missing object is fine) if `deleter` may (see
-   * `checkObjectDelete`: the owner any object, an app user only their own). Frees its bytes from
-   * the owner's quota in the same batch.
-   */
-  async remove(
-    deployment: string,
-    visibility: Visibility,
-    id: string,
-    deleter: ObjectDeleter,
-  ): Promise<boolean> {
-    const existing = await this.record(deployment, visibility, id);
-    if (!existing) return false;
-    checkObjectDelete(deleter, existing);
-    const removed = await this.lock(existing.quotaOwner).run(async () => {
-      const record = await this.record(deployment, visibility, id);
-      if (!record) return false;
-      const used = (await this.usage.get(record.quotaOwner))?.bytes ?? 0;
-      const totals = (await this.totals.get(deployment)) ?? { count: 1, bytes: record.size };
-      await this.records.batch(
-        [{ id: `${deployment}/${record.key}`, value: null }],
-        [
-          { key: this.byTime.key(this.timeId(record)), value: null },
-          {
-            key: this.usage.key(record.quotaOwner),
-            value: JSON.stringify({ bytes: Math.max(0, used - chargeOf(record)) }),
-          },
-          {
-            key: this.totals.key(deployment),
-            value: JSON.stringify({
-              count: Math.max(0, totals.count - 1),
-              bytes: Math.max(0, totals.bytes - record.size),
-            }),
-          },
-        ],
-      );
-      return true;
-    });
-    if (removed) await this.deleteBytes(`${deployment}/${visibility}/${id}`).catch(() => {});
-    return removed;
+  /** Deletes `<visibility>/<id>` if `deleter` may (see {@link ObjectRemovals.remove}). */
+  remove(deployment: string, visibility: Visibility, id: string, deleter: ObjectDeleter): Promise<boolean> {
+    return this.removals.remove(deployment, visibility, id, deleter);
   }
 
   /** How many objects a deployment stores and their bytes (one record read; the dashboard's list). */
@@ -255,44 +219,9 @@ export class ObjectService {
     return { objects, totals, truncated: totals.count > objects.length };
   }
 
-  /**
-   * Removes every object of deleted deployment `deployment`: records and listing entries leave in
-   * the same batch that frees their bytes from each quota owner's usage (so a rerun after a crash
-   * never frees bytes twice), then the totals, then the bytes, including any a crash left behind.
-   * Taking `quotaOwner`'s lock first lets an upload that passed its check before the deletion
-   * finish writing its record, so the listing below sees it (later uploads see the deployment gone).
-   */
-  async purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
-    const prefix = `${deployment}/`;
-    await this.lock(quotaOwner).run(async () => {});
-    for (;;) {
-      const found = await this.records.listPrefix(prefix, PURGE_BATCH);
-      if (found.length === 0) break;
-      for (const owner of new Set(found.map((record) => record.quotaOwner)))
-        await this.lock(owner).run(() => this.purgeOwned(deployment, owner, found));
-    }
-    await this.byTime.deletePrefix(prefix);
-    await this.totals.delete(deployment);
-    for (const key of await this.blobs.list(prefix)) await this.deleteBytes(key);
-  }
-
-  /** Under `owner`'s lock: drops the still-present records of `found` owned by `owner`, freeing their bytes. */
-  private async purgeOwned(deployment: string, owner: string, found: ObjectRecord[]): Promise<void> {
-    const present: ObjectRecord[] = [];
-    for (const record of found) {
-      if (record.quotaOwner !== owner) continue;
-      if (await this.records.get(`${deployment}/${record.key}`)) present.push(record);
-    }
-    if (present.length === 0) return;
-    const freed = present.reduce((sum, record) => sum + chargeOf(record), 0);
-    const used = (await this.usage.get(owner))?.bytes ?? 0;
-    await this.records.batch(
-      present.map((record) => ({ id: `${deployment}/${record.key}`, value: null })),
-      [
-        ...present.map((record) => ({ key: this.byTime.key(this.timeId(record)), value: null })),
-        { key: this.usage.key(owner), value: JSON.stringify({ bytes: Math.max(0, used - freed) }) },
-      ],
-    );
+  /** Removes every object of deleted deployment `deployment` (see {@link ObjectRemovals.purgeDeployment}). */
+  purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
+    return this.removals.purgeDeployment(deployment, quotaOwner);
   }
 
   /** Bytes counted against each quota owner, for the first `limit` owners in id order (metrics). */

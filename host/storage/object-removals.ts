@@ -1,0 +1,126 @@
+import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
+import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { BlobDeletions } from "./blob-deletions.js";
+import type { BlobStore } from "./blob-store.js";
+import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
+import { checkObjectId } from "./object-limits.js";
+import { chargeOf, type ObjectRecord, type Visibility } from "./object-records.js";
+
+/** Object records removed per batch when a deployment is deleted. */
+const PURGE_BATCH = 500;
+
+/**
+ * Removing stored objects: one, by whoever may delete it, or every object of a deleted
+ * deployment. Records and listing entries leave in the same batch that frees their bytes from
+ * their owner's usage, under the owner's quota lock (see {@link ObjectService}); the bytes go
+ * after, through the deletions a host backup can hold (blob-deletions.ts).
+ */
+export class ObjectRemovals {
+  private readonly records: RecordStore<ObjectRecord>;
+  private readonly byTime: RecordStore<{ key: string }>;
+  private readonly usage: RecordStore<{ bytes: number }>;
+  private readonly totals: RecordStore<{ count: number; bytes: number }>;
+
+  constructor(
+    private readonly db: HostDatabase,
+    private readonly blobs: BlobStore,
+    private readonly deletions: BlobDeletions,
+  ) {
+    this.records = db.records<ObjectRecord>(OBJECT_NAMESPACES.records);
+    this.byTime = db.records<{ key: string }>(OBJECT_NAMESPACES.byTime);
+    this.usage = db.records<{ bytes: number }>(OBJECT_NAMESPACES.usage);
+    this.totals = db.records<{ count: number; bytes: number }>(OBJECT_NAMESPACES.totals);
+  }
+
+  /** The owner's quota lock, as the object service takes it (see ObjectService's). */
+  private lock(owner: string): { run<T>(work: () => Promise<T>): Promise<T> } {
+    return { run: (work) => this.db.exclusive(quotaLockName(owner), work) };
+  }
+
+  /** The record of `<visibility>/<id>` in `deployment`, or undefined. */
+  private record(deployment: string, visibility: Visibility, id: string): Promise<ObjectRecord | undefined> {
+    return this.records.get(`${deployment}/${visibility}/${checkObjectId(id)}`);
+  }
+
+  /**
+   * Deletes `<visibility>/<id>` (idempotent: a missing object is fine) if `deleter` may (see
+   * `checkObjectDelete`: the owner any object, an app user only their own). Frees its bytes from
+   * the owner's quota in the same batch.
+   */
+  async remove(
+    deployment: string,
+    visibility: Visibility,
+    id: string,
+    deleter: ObjectDeleter,
+  ): Promise<boolean> {
+    const existing = await this.record(deployment, visibility, id);
+    if (!existing) return false;
+    checkObjectDelete(deleter, existing);
+    const removed = await this.lock(existing.quotaOwner).run(async () => {
+      const record = await this.record(deployment, visibility, id);
+      if (!record) return false;
+      const used = (await this.usage.get(record.quotaOwner))?.bytes ?? 0;
+      const totals = (await this.totals.get(deployment)) ?? { count: 1, bytes: record.size };
+      await this.records.batch(
+        [{ id: `${deployment}/${record.key}`, value: null }],
+        [
+          { key: this.byTime.key(listingId(record)), value: null },
+          {
+            key: this.usage.key(record.quotaOwner),
+            value: JSON.stringify({ bytes: Math.max(0, used - chargeOf(record)) }),
+          },
+          {
+            key: this.totals.key(deployment),
+            value: JSON.stringify({
+              count: Math.max(0, totals.count - 1),
+              bytes: Math.max(0, totals.bytes - record.size),
+            }),
+          },
+        ],
+      );
+      return true;
+    });
+    if (removed) await this.deletions.delete(`${deployment}/${visibility}/${id}`).catch(() => {});
+    return removed;
+  }
+
+  /**
+   * Removes every object of deleted deployment `deployment`: records and listing entries leave in
+   * the same batch that frees their bytes from each quota owner's usage (so a rerun after a crash
+   * never frees bytes twice), then the totals, then the bytes, including any a crash left behind.
+   * Taking `quotaOwner`'s lock first lets an upload that passed its check before the deletion
+   * finish writing its record, so the listing below sees it (later uploads see the deployment gone).
+   */
+  async purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
+    const prefix = `${deployment}/`;
+    await this.lock(quotaOwner).run(async () => {});
+    for (;;) {
+      const found = await this.records.listPrefix(prefix, PURGE_BATCH);
+      if (found.length === 0) break;
+      for (const owner of new Set(found.map((record) => record.quotaOwner)))
+        await this.lock(owner).run(() => this.purgeOwned(deployment, owner, found));
+    }
+    await this.byTime.deletePrefix(prefix);
+    await this.totals.delete(deployment);
+    for (const key of await this.blobs.list(prefix)) await this.deletions.delete(key);
+  }
+
+  /** Under `owner`'s lock: drops the still-present records of `found` owned by `owner`, freeing their bytes. */
+  private async purgeOwned(deployment: string, owner: string, found: ObjectRecord[]): Promise<void> {
+    const present: ObjectRecord[] = [];
+    for (const record of found) {
+      if (record.quotaOwner !== owner) continue;
+      if (await this.records.get(`${deployment}/${record.key}`)) present.push(record);
+    }
+    if (present.length === 0) return;
+    const freed = present.reduce((sum, record) => sum + chargeOf(record), 0);
+    const used = (await this.usage.get(owner))?.bytes ?? 0;
+    await this.records.batch(
+      present.map((record) => ({ id: `${deployment}/${record.key}`, value: null })),
+      [
+        ...present.map((record) => ({ key: this.byTime.key(listingId(record)), value: null })),
+        { key: this.usage.key(owner), value: JSON.stringify({ bytes: Math.max(0, used - freed) }) },
+      ],
+    );
+  }
+}
