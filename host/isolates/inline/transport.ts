@@ -1,30 +1,16 @@
-import type ivm from "isolated-vm";
 import { type CrossingText, wrapText } from "../../../sdk/protocol/index.js";
 import { isPending } from "../../db/index.js";
-import type { CpuMeter } from "../cpu-meter.js";
 import type { InlineEntry, RuntimeEntries } from "../isolate-loader.js";
-import type { IsolateLimits, StopReason } from "../limits.js";
 import { encodeSyscallResult, serveCall } from "../syscall-wire.js";
 import type { RunningExecution, Transport } from "../transport.js";
 import { InlineAbandoned } from "./abandoned.js";
+import { abandonAll, entryFailed } from "./entry-failure.js";
+import type { InlineHost } from "./inline-host.js";
 import type { InlineStanding } from "./policy.js";
 import { InlineRow } from "./row.js";
 import { InlineSentinel } from "./sentinel.js";
-import type { SlotTable } from "./slot-table.js";
 import { threadCpuNs, threadCpuSince } from "./thread-cpu.js";
 import { type QueuedAnswer, type QueuedStart, type TurnEntries, TurnQueue } from "./turn-queue.js";
-
-/** What the inline transport needs of its isolate. */
-export interface InlineHost {
-  readonly isolate: ivm.Isolate;
-  readonly running: SlotTable<RunningExecution>;
-  readonly meter: CpuMeter;
-  readonly limits: IsolateLimits;
-  /** Executions on the isolate's own thread now. */
-  readonly threaded: { readonly inFlight: number };
-  /** Stops the isolate for `reason` (unless it was stopped already) and fails what runs in it. */
-  stop(reason: StopReason): void;
-}
 
 const sentinel = (): InlineSentinel => InlineSentinel.shared();
 
@@ -213,7 +199,7 @@ export class InlineTransport implements Transport, TurnEntries {
   /**
    * One synchronous entry for inline execution `who`, or for a row of starts or answers (see
    * {@link enterShared}). An entry that used more than its share of the main thread demotes the
-   * deployment. True when the entry completed; see {@link entryFailed} otherwise.
+   * deployment. True when the entry completed; see entryFailed (entry-failure.ts) otherwise.
    */
   private enter(
     who: number | readonly number[],
@@ -229,40 +215,13 @@ export class InlineTransport implements Transport, TurnEntries {
     try {
       this.applyInline(entry, args, timeoutMs, cpuBefore);
     } catch {
-      this.entryFailed(who, breachesLimit, meter.endInlineEntry(before, cpuSinceStart));
+      const usedNs = meter.endInlineEntry(before, cpuSinceStart);
+      entryFailed(this.host, this.standing, this, this.slot, who, breachesLimit, usedNs);
       return false;
     }
     this.lastEntryNs = meter.endInlineEntry(before, cpuSinceStart);
-    if (this.standing.charge(this.lastEntryNs)) this.abandonAll(new InlineAbandoned());
+    if (this.standing.charge(this.lastEntryNs)) abandonAll(this.host, this, new InlineAbandoned());
     return true;
-  }
-
-  /**
-   * Why an inline entry threw, from what the host itself knows, never from isolated-vm's message:
-   * the runtime's entry points never throw, so the entry was stopped by the sentinel (it says so),
-   * by isolated-vm at the memory limit (the isolate is gone), or by isolated-vm's `timeout`, which
-   * only entries the sentinel did not watch carry. A sentinel stop demotes the deployment (a fresh
-   * isolate runs its handlers on its thread), unless `breachesLimit`: the execution had no more CPU
-   * left than the slice, so it breached the handler's limit. A `timeout`, which counts wall time,
-   * that stopped an entry using little CPU (the host was descheduled) abandons only its executions.
-   */
-  private entryFailed(who: number | readonly number[], breachesLimit: boolean, usedNs: bigint): void {
-    if (this.stoppedBySentinel()) {
-      if (!breachesLimit) this.demote();
-      this.host.stop(breachesLimit ? "cpu" : "stopped");
-    } else if (this.host.isolate.isDisposed) {
-      this.host.stop("memory");
-    } else if (!sentinel().lastEntryTimed) {
-      this.host.stop("failed");
-    } else if (breachesLimit) {
-      this.host.stop("cpu");
-    } else if (usedNs >= BigInt(this.standing.policy.sliceMs) * 500_000n) {
-      this.demote();
-    } else if (typeof who === "number") {
-      this.abandon(who);
-    } else {
-      for (const requestId of who) this.abandon(requestId);
-    }
   }
 
   /**
@@ -288,20 +247,5 @@ export class InlineTransport implements Transport, TurnEntries {
   private applyInline(entry: InlineEntry, args: unknown[], timeoutMs: number, startCpuNs?: number): void {
     this.entries++;
     sentinel().enter(this.slot, entry, args, timeoutMs, startCpuNs);
-  }
-
-  /** Moves the deployment to its own thread for the cool-down; inline executions run again there. */
-  private demote(): void {
-    this.standing.demote();
-    this.abandonAll(new InlineAbandoned());
-  }
-
-  /** Fails every inline execution in flight with `reason`; none of them is entered again. */
-  private abandonAll(reason: Error): void {
-    this.host.running.forEach((execution, requestId) => {
-      if (execution.transport !== this) return;
-      this.host.running.delete(requestId);
-      execution.fail(reason);
-    });
   }
 }
