@@ -27,7 +27,11 @@ export function pointKey(table: CompiledTable, id: string): Buffer | null {
 }
 
 /** A row `get` found (null: none), charged to `tx`'s budgets, as handlers see it. */
-export function chargeRow(tx: TransactionView, table: CompiledTable, json: string | null): string | null {
+export function chargeRow(
+  tx: Pick<TransactionView, "budget">,
+  table: CompiledTable,
+  json: string | null,
+): string | null {
   if (json === null) return null;
   tx.budget.read(Buffer.byteLength(json));
   tx.budget.returned(1);

@@ -1,27 +1,24 @@
 import type { LegacyWrite, QuerySpec, QueryTerminal } from "../../sdk/protocol/index.js";
 import { type FieldValue, isRowIdShape, PlatformError } from "../../sdk/values/index.js";
-import { Budget } from "./budget.js";
 import { NOT_READY, type NotReady } from "./fast-path.js";
 import { applyLegacyWrites, legacyTable, reassignUserId } from "./host-writes.js";
 import { rowKeyUnder } from "./keys.js";
 import type { KvSnapshot } from "./kv/index.js";
-import { WriteOverlay } from "./overlay.js";
+import type { WriteOverlay } from "./overlay.js";
 import { runQuery } from "./query-terminals.js";
-import { emptyReadSet, type ReadSet } from "./read-write-sets.js";
 import { RowBytesChange } from "./row-bytes-change.js";
 import { newRowId } from "./row-id.js";
 import {
-  chargeRow,
   checkReferences,
   existingRow,
-  pointKey,
   removeRow,
   tryCheckReferencesSync,
   tryExistingRowSync,
   writeRow,
 } from "./row-ops.js";
 import { applyPatch, buildInsertFields, changedIdFields, type IndexEntry, type StoredRow } from "./rows.js";
-import type { CompiledIndex, CompiledTable } from "./stored-schema.js";
+import type { CompiledTable } from "./stored-schema.js";
+import { TransactionReads } from "./transaction-reads.js";
 import type {
   QueryOutcome,
   SealedWrites,
@@ -36,70 +33,32 @@ type Fields = Record<string, FieldValue>;
  * One handler's view of a deployment: a snapshot, a sorted overlay of its own writes (read back by
  * its own reads) and its budgets; the deployment commits the sealed overlay as ONE atomic batch.
  * Operations are plain async methods; point reads and writes also have a `try...Sync` twin
- * (fast-path.ts) that answers at once or returns {@link NOT_READY}, for inline handlers.
+ * (fast-path.ts) that answers at once or returns {@link NOT_READY}, for inline handlers. Its reads
+ * are {@link TransactionReads}' (transaction-reads.ts); its writes, their counts and sealing, here.
  */
-export class Transaction implements TransactionView {
-  readonly budget: Budget;
-  readonly readSet: ReadSet = emptyReadSet();
-  /** This transaction's writes on top of its base's, in key order; scans merge them in. */
-  readonly overlay: WriteOverlay;
+export class Transaction extends TransactionReads implements TransactionView {
   private readonly now: number;
   private inserted = false;
-  private finished = false;
   /** How this transaction's writes move counts, by count name (stored by its group commit: stored-counts.ts). */
   private countChanges: Map<string, number> | undefined;
   /** How this transaction's writes move the deployment's row bytes (see row-bytes.ts). */
   readonly rowBytes = new RowBytesChange();
   /** The handler's last write while it is still under way; the next write waits for it. */
   private writing: Promise<void> | undefined;
-  /**
-   * The schema it reads through, as its host served it when it began: a migration switching
-   * meanwhile must not point its later reads at indexes its snapshot holds half-built.
-   */
-  private readonly tables: ReadonlyMap<string, CompiledTable>;
-  /** The hash of that schema (pagination cursors are bound to it). */
-  readonly schemaHash: string;
 
   /**
    * `base`: writes of earlier mutations of its group commit, read as if in the snapshot;
    * `baseCounts`: how they moved counts (by count name), which the snapshot does not hold yet.
    */
   constructor(
-    readonly host: TransactionHost,
-    readonly snapshot: KvSnapshot,
-    readonly options: TransactionOptions,
+    host: TransactionHost,
+    snapshot: KvSnapshot,
+    options: TransactionOptions,
     base?: WriteOverlay,
     private readonly baseCounts?: Pick<ReadonlyMap<string, number>, "get">,
   ) {
-    this.overlay = base ? base.fork() : new WriteOverlay();
-    this.tables = host.tables;
-    this.schemaHash = host.schemaHash;
-    this.budget = new Budget(options.budget);
+    super(host, snapshot, options, base);
     this.now = options.now ?? Date.now();
-  }
-
-  /** The compiled table `name`; an unknown one is the caller's error. */
-  table(name: string): CompiledTable {
-    if (this.host.isRetired(this.tables))
-      throw new PlatformError(
-        "unavailable",
-        "This deployment's schema changed while the call ran; retry it.",
-      );
-    const table = typeof name === "string" ? this.tables.get(name) : undefined;
-    if (!table) throw new PlatformError("bad_request", `Unknown table ${JSON.stringify(name)}.`);
-    return table;
-  }
-
-  /** The compiled index `name` of `table` (hidden `$` indexes are not the caller's to name). */
-  index(table: CompiledTable, name: string): CompiledIndex {
-    const index = typeof name === "string" && !name.startsWith("$") ? table.indexes.get(name) : undefined;
-    if (!index) throw new PlatformError("bad_request", `Unknown index ${table.name}.${String(name)}.`);
-    return index;
-  }
-
-  /** Throws once the transaction has finished. */
-  requireOpen(): void {
-    if (this.finished) throw new PlatformError("internal", "This transaction has already finished.");
   }
 
   /** Throws unless the transaction is open and may write. */
@@ -111,44 +70,6 @@ export class Transaction implements TransactionView {
         "This handler is read-only: queries and read-only endpoints cannot write.",
       );
     }
-  }
-
-  /** `key` through this transaction's writes (null when absent), or NOT_READY if the store must wait. */
-  tryReadKeySync(key: Buffer): string | null | NotReady {
-    const pending = this.overlay.get(key);
-    if (pending !== undefined) return pending;
-    const stored = this.snapshot.tryGetSync(key);
-    return stored === undefined ? null : stored;
-  }
-
-  /** `key` through this transaction's writes, without touching budgets; null when absent. */
-  async readKey(key: Buffer): Promise<string | null> {
-    const now = this.tryReadKeySync(key);
-    return now !== NOT_READY ? now : ((await this.snapshot.get(key)) ?? null);
-  }
-
-  /** {@link get} answered at once, or NOT_READY. */
-  tryGetSync(tableName: string, id: string): string | null | NotReady {
-    this.requireOpen();
-    const table = this.table(tableName);
-    const key = pointKey(table, id);
-    if (key === null) return null;
-    const json = this.tryReadKeySync(key);
-    if (json === NOT_READY) return NOT_READY;
-    this.budget.lookedUp(key.length);
-    this.readSet.keys.push(key);
-    return chargeRow(this, table, json);
-  }
-
-  /** `ctx.db.<table>.get(id)`: the row JSON or null; one row read. */
-  async get(tableName: string, id: string): Promise<string | null> {
-    this.requireOpen();
-    const table = this.table(tableName);
-    const key = pointKey(table, id);
-    if (key === null) return null;
-    this.budget.lookedUp(key.length);
-    this.readSet.keys.push(key);
-    return chargeRow(this, table, await this.readKey(key));
   }
 
   /** Runs a query terminal under the handler's budgets (`runQuery` answers at once where it can). */
