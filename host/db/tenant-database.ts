@@ -1,21 +1,19 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import { clearAbandonedBuilds, runMigration, type SchemaSwitch } from "./backfill.js";
+import { runMigration, type SchemaSwitch } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
 import { replaceDeploymentData } from "./data-replacement.js";
 import type { DeploymentData } from "./deployment-data.js";
+import { DeploymentMeta } from "./deployment-meta.js";
 import { GroupCommit } from "./group-commit.js";
 import { type RunOptions, type TransactionResult, withMode } from "./group-commit-host.js";
 import { commitMessage, type HostMessage } from "./host-message.js";
-import { deploymentPrefixes, metaKey } from "./keys.js";
+import { deploymentPrefixes } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
 import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
-import { RowBytesTotal } from "./row-bytes-total.js";
 import { readSnapshotOnSchema } from "./schema-readers.js";
-import { ServedSchema } from "./served-schema.js";
-import type { CompiledTable, StoredSchema } from "./stored-schema.js";
 import { Transaction } from "./transaction.js";
 import type { TransactionHost } from "./transaction-view.js";
 import { WriteLock } from "./write-lock.js";
@@ -26,93 +24,33 @@ import { WriteLock } from "./write-lock.js";
  */
 export type CommitListener = (writeSet: Buffer[] | undefined) => void;
 
-/** 1/1024 ms: exactly representable at epoch-ms magnitudes, so successive createdAt stay distinct. */
-const CLOCK_STEP = 1 / 1024;
-
 /**
- * One deployment's database: its schema, its write lock and its clock. Queries run on snapshots
- * without waiting; mutations (committed in groups, see group-commit.ts) and migrations take the
- * write lock, so writes are serialized.
+ * One deployment's database: its write lock, and its schema, clock and row bytes (kept by
+ * {@link DeploymentMeta}, deployment-meta.ts). Queries run on snapshots without waiting; mutations
+ * (committed in groups, see group-commit.ts) and migrations take the write lock, so writes are
+ * serialized.
  */
-export class TenantDatabase implements TransactionHost {
+export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   readonly lock = new WriteLock();
-  readonly clockKey: Buffer;
-  /** The row bytes this deployment stores, and the most it may (row-bytes-total.ts). */
-  readonly rowBytes: RowBytesTotal;
-  /** The schema served, and the queries open on each (a migration clears what it dropped once they end). */
-  private readonly served: ServedSchema;
   /** The last migration's clearing of the indexes it dropped. */
   private clearing: Promise<void> = Promise.resolve();
-  private lastCreatedAt = 0;
   private readonly listeners = new Set<CommitListener>();
   private readonly groups: GroupCommit;
-  /** Set once the deployment is deleted: a write still queued here must not recreate its keys. */
-  private dropped = false;
 
   constructor(
-    readonly store: KvStore,
-    readonly id: string,
+    store: KvStore,
+    id: string,
     readonly cursors: CursorCodec,
     quota: DatabaseQuota = DEFAULT_DATABASE_QUOTA,
     /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`); its id by default. */
-    readonly share: () => string = () => id,
+    share: () => string = () => id,
   ) {
-    this.clockKey = metaKey(id, "clock");
-    this.served = new ServedSchema(id);
-    this.rowBytes = new RowBytesTotal(id, quota.rowBytesPerDeployment);
+    super(store, id, quota, share);
     this.groups = new GroupCommit(this, quota.mutationWaitMs);
-  }
-
-  /**
-   * The deployment's row bytes (rows and index entries), counted from what it holds and stored
-   * first when not known yet. The caller holds the write lock.
-   */
-  storedRowBytes(): Promise<number> {
-    return this.rowBytes.current(this.store, this.served.tables.values(), this.share());
   }
 
   get syncReads(): boolean {
     return this.store.supports.syncReads;
-  }
-
-  /** Loads schema and clock; clears index entries a crashed migration left half-built. */
-  async load(): Promise<this> {
-    const [clock, rowBytes, pending, tag, schema] = await this.store.getMany([
-      this.clockKey,
-      this.rowBytes.key,
-      metaKey(this.id, "building"),
-      ...this.served.keys(true),
-    ]);
-    if (schema) this.served.adoptRecord(schema, tag);
-    this.lastCreatedAt = clock ? Number(clock) : 0;
-    this.rowBytes.read(rowBytes);
-    // A build in progress elsewhere (another host) is not ours to clear.
-    if (pending && !this.store.supports.sharedAcrossProcesses)
-      await clearAbandonedBuilds(this.store, this.id, pending);
-    return this;
-  }
-
-  /**
-   * Re-reads the schema and the clock, which another process sharing the store may have moved
-   * (called under the cross-process write lock, and, with `keys` naming the schema, when another
-   * host announces a migration). `values`: the values of `keys` (from {@link refreshKeys}), when
-   * already read. Returns the row bytes record.
-   */
-  async refresh(keys = this.refreshKeys(), values?: Array<string | undefined>): Promise<string | undefined> {
-    const read = values ?? (await this.store.getMany(keys));
-    const [clock, rowBytes, ...schema] = read;
-    // It had a schema and has none now: another host deleted the deployment.
-    if (!(await this.served.update(this.store, schema))) this.dropped = true;
-    this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
-    return rowBytes;
-  }
-
-  /**
-   * The keys {@link refresh} reads: the clock, the row bytes, then the schema's tag, and the schema
-   * itself when `whole` or while its tag is not known.
-   */
-  refreshKeys(whole = false): Buffer[] {
-    return [this.clockKey, this.rowBytes.key, ...this.served.keys(whole)];
   }
 
   /** Tells this deployment's listeners about a commit (of this process or, by broadcast, another). */
@@ -164,51 +102,6 @@ export class TenantDatabase implements TransactionHost {
     return replaceDeploymentData(this, data, alongside);
   }
 
-  /**
-   * Moves the clock to `clock` (an import replacing everything: see data-replacement.ts); the
-   * caller holds the write lock.
-   */
-  resetClock(clock: number): void {
-    this.lastCreatedAt = clock;
-  }
-
-  /** The deployment was deleted: writes still queued here fail with `not_found`. */
-  deleted(): void {
-    this.dropped = true;
-  }
-
-  /** Serves `stored` from now on; `tag`: the one it was stored with (see served-schema.ts). */
-  adoptSchema(stored: StoredSchema, tag: string): void {
-    this.served.adopt(stored, tag);
-  }
-
-  get schemaHash(): string {
-    return this.served.schema.hash;
-  }
-
-  get tables(): ReadonlyMap<string, CompiledTable> {
-    return this.served.tables;
-  }
-
-  /** The schema this deployment serves. */
-  get schema(): StoredSchema {
-    return this.served.schema;
-  }
-
-  /** True while the deployment serves a legacy (database API v0) schema. */
-  get legacy(): boolean {
-    return this.served.schema.legacy === true;
-  }
-
-  nextCreatedAt(now: number): number {
-    this.lastCreatedAt = Math.max(now, this.lastCreatedAt + CLOCK_STEP);
-    return this.lastCreatedAt;
-  }
-
-  clockValue(): number {
-    return this.lastCreatedAt;
-  }
-
   /** Subscribes to commits; returns the unsubscribe function. */
   onCommit(listener: CommitListener): () => void {
     this.listeners.add(listener);
@@ -241,20 +134,6 @@ export class TenantDatabase implements TransactionHost {
       this.served.leave(tables);
       await snapshot.close();
     }
-  }
-
-  /** See {@link ServedSchema.readersEnded}. */
-  readersEnded(tables: ReadonlyMap<string, CompiledTable>): Promise<void> {
-    return this.served.readersEnded(tables);
-  }
-
-  /** See {@link ServedSchema.retire}. */
-  retire(tables: ReadonlyMap<string, CompiledTable>): void {
-    this.served.retire(tables);
-  }
-
-  isRetired(tables: ReadonlyMap<string, CompiledTable>): boolean {
-    return this.served.isRetired(tables);
   }
 
   /**
