@@ -11,13 +11,14 @@ import {
   type Subscriber,
   subscribingCallers,
 } from "./group.js";
-import { startRun } from "./group-runs.js";
 import { type HeldLimits, readSetBytes } from "./held-bytes.js";
 import { LiveState } from "./live-state.js";
 import { IGNORE_LIVE, type LiveObserver, OutcomeDelivery } from "./outcome-delivery.js";
 import { liveStateRefusals, outcomeBytes, readSetOfRefusal, sameOutcome } from "./outcomes.js";
-import { ReadSetIndex } from "./read-set-index.js";
-import { RerunQueue } from "./rerun-queue.js";
+import type { ReadSetIndex } from "./read-set-index.js";
+import type { RerunQueue } from "./rerun-queue.js";
+import { RunSchedule } from "./run-schedule.js";
+import { Subscriptions } from "./subscriptions.js";
 
 /**
  * Live queries: a subscription runs its query and remembers its read set; after a commit, only
@@ -28,22 +29,15 @@ import { RerunQueue } from "./rerun-queue.js";
  * subscriptions may hold: docs/architecture.md, "Live queries".
  */
 export class LiveQueries {
-  private readonly groups = new Map<string, Group>();
-  private readonly byDeployment = new Map<string, Set<Group>>();
-  private readonly readSets = new Map<string, ReadSetIndex<Group>>();
-  private readonly queues = new Map<string, RerunQueue>();
+  /** Who subscribes to what (subscriptions.ts). */
+  private readonly subscriptions = new Subscriptions();
+  /** When groups run (run-schedule.ts). */
+  private readonly runs: RunSchedule;
   /**
    * The database each deployment's commits are heard from, and how to stop hearing them. A
    * deployment deleted and created again under its id has another database.
    */
   private readonly listening = new Map<string, { database: object; stop: () => void }>();
-  private readonly pending = new Set<Promise<void>>();
-  /** The group each subscriber is in, with its key, from joining until it leaves. */
-  private readonly memberships = new WeakMap<Subscriber, { group: Group; key: string }>();
-  /** Subscribers that left (or never joined): a subscribe still under way for one of them ends without it. */
-  private readonly gone = new WeakSet<Subscriber>();
-  /** Each owner's groups (a socket's), with how many of its subscribers each has: what {@link settledFor} waits for. */
-  private readonly byOwner = new WeakMap<object, Map<Group, number>>();
   private readonly state: LiveState;
   /** The refusal for passing each limit, and the most any of them holds. */
   private readonly refusals: Record<keyof HeldLimits, Outcome>;
@@ -65,9 +59,10 @@ export class LiveQueries {
       caller: limits.caller ?? LIMITS.liveStateBytesPerClient,
       host: limits.host ?? LIMITS.liveStateHostBytes,
     };
+    this.runs = new RunSchedule((group) => this.execute(group));
     this.state = new LiveState(
       held,
-      (group) => void this.schedule(group).catch(() => {}),
+      (group) => void this.runs.schedule(group).catch(() => {}),
       subscribingCallers,
     );
     this.delivery = new OutcomeDelivery(observer);
@@ -79,13 +74,7 @@ export class LiveQueries {
 
   /** Subscribers by deployment (the host's metrics read it at each scrape). */
   subscriberCounts(): Array<[string, number]> {
-    const counts: Array<[string, number]> = [];
-    for (const [deployment, groups] of this.byDeployment) {
-      let subscribers = 0;
-      for (const group of groups) subscribers += group.subscribers.size;
-      if (subscribers > 0) counts.push([deployment, subscribers]);
-    }
-    return counts;
+    return this.subscriptions.counts();
   }
 
   /**
@@ -102,29 +91,20 @@ export class LiveQueries {
   ): Promise<() => void> {
     const leave = () => this.leave(subscriber);
     await this.listen(deployment);
-    if (this.gone.has(subscriber)) return leave;
+    if (this.subscriptions.hasLeft(subscriber)) return leave;
     const key = groupKey(deployment, name, argsJson, identity);
-    let group = this.groups.get(key);
+    let group = this.subscriptions.get(key);
     if (!group) {
       group = newGroup(deployment, name, argsJson, identity, subscriber.caller ?? "");
-      this.groups.set(key, group);
-      let set = this.byDeployment.get(deployment);
-      if (!set) {
-        set = new Set();
-        this.byDeployment.set(deployment, set);
-      }
-      set.add(group);
-      // No read set yet: every commit touches it until its first run has read.
-      this.readSetsOf(deployment).set(group, undefined);
+      this.subscriptions.add(key, group);
     }
-    group.subscribers.set(subscriber, undefined);
-    this.memberships.set(subscriber, { group, key });
-    this.countOwner(subscriber.owner, group, 1);
+    this.subscriptions.join(subscriber, group, key);
     // A run under way (the first, or a re-run) or due hands the newcomer its outcome. Only that run
     // is waited for, not the re-runs commits keep adding behind it: under a steady stream of
     // commits a busy query's chain of runs never ends, and an unsubscribe waits for this.
     const run =
-      group.running ?? (group.outcome && group.roomNeeded === undefined ? undefined : this.schedule(group));
+      group.running ??
+      (group.outcome && group.roomNeeded === undefined ? undefined : this.runs.schedule(group));
     if (run) await Promise.race([run, nextRunOf(group, true)]);
     if (group.subscribers.has(subscriber)) this.delivery.deliverTo(group, subscriber);
     return leave;
@@ -138,27 +118,18 @@ export class LiveQueries {
    * on arguments had let them go.
    */
   leave(subscriber: Subscriber): void {
-    this.gone.add(subscriber);
-    const membership = this.memberships.get(subscriber);
-    if (!membership) return;
-    this.memberships.delete(subscriber);
-    const { group, key } = membership;
-    if (group.subscribers.delete(subscriber)) this.countOwner(subscriber.owner, group, -1);
-    if (this.groups.get(key) !== group) return;
-    if (group.subscribers.size === 0) {
-      this.groups.delete(key);
-      this.byDeployment.get(group.deployment)?.delete(group);
-      this.readSets.get(group.deployment)?.delete(group);
-      this.state.release(group);
-    } else this.state.subscriberLeft(group, subscriber.caller ?? "");
+    const group = this.subscriptions.leave(subscriber);
+    if (!group) return;
+    if (group.subscribers.size === 0) this.state.release(group);
+    else this.state.subscriberLeft(group, subscriber.caller ?? "");
   }
 
   /**
    * Resolves once no run of any deployment is due, re-runs asked for meanwhile included (tests
    * use it; under a steady stream of commits it may never resolve: see {@link settledFor}).
    */
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  settled(): Promise<void> {
+    return this.runs.settled();
   }
 
   /**
@@ -170,25 +141,13 @@ export class LiveQueries {
    * came on), only groups it subscribes to are, so neither do other users' subscriptions.
    */
   settledFor(deployment: string, owner?: object): Promise<void> {
-    const groups = owner === undefined ? this.byDeployment.get(deployment) : this.byOwner.get(owner)?.keys();
+    const groups =
+      owner === undefined ? this.subscriptions.ofDeployment(deployment) : this.subscriptions.ofOwner(owner);
     const waits: Array<Promise<void>> = [];
     for (const group of groups ?? []) {
       if (group.running && group.deployment === deployment) waits.push(nextRunOf(group));
     }
     return Promise.all(waits).then(() => {});
-  }
-
-  /** Counts `owner`'s subscribers of `group` up or down (see {@link byOwner}). */
-  private countOwner(owner: object | undefined, group: Group, step: 1 | -1): void {
-    if (owner === undefined) return;
-    let groups = this.byOwner.get(owner);
-    if (!groups) {
-      groups = new Map();
-      this.byOwner.set(owner, groups);
-    }
-    const count = (groups.get(group) ?? 0) + step;
-    if (count > 0) groups.set(group, count);
-    else groups.delete(group);
   }
 
   private async listen(deployment: string): Promise<void> {
@@ -211,53 +170,21 @@ export class LiveQueries {
    */
   private forget(deployment: string): void {
     this.stopListening(deployment);
-    for (const [key, group] of this.groups) if (group.deployment === deployment) this.groups.delete(key);
-    this.state.forget(deployment, this.byDeployment.get(deployment) ?? []);
-    this.byDeployment.delete(deployment);
-    this.readSets.delete(deployment);
-    this.queues.delete(deployment);
-  }
-
-  private readSetsOf(deployment: string): ReadSetIndex<Group> {
-    let index = this.readSets.get(deployment);
-    if (!index) {
-      index = new ReadSetIndex();
-      this.readSets.set(deployment, index);
-    }
-    return index;
+    this.state.forget(deployment, this.subscriptions.forget(deployment) ?? []);
+    this.runs.forget(deployment);
   }
 
   /** Re-runs every subscription of `deployment` (its code or settings changed). */
   private rerunAll(deployment: string): void {
-    for (const group of this.byDeployment.get(deployment) ?? []) void this.schedule(group).catch(() => {});
+    for (const group of this.subscriptions.ofDeployment(deployment) ?? [])
+      void this.runs.schedule(group).catch(() => {});
   }
 
   /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
   private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
-    for (const group of this.readSets.get(deployment)?.touched(writeSet) ?? [])
-      void this.schedule(group).catch(() => {});
+    for (const group of this.subscriptions.touched(deployment, writeSet))
+      void this.runs.schedule(group).catch(() => {});
     this.state.written(deployment);
-  }
-
-  /**
-   * Runs a group in its turn, or once more after the run executing now (coalescing bursts of
-   * commits); a run still waiting for its turn will read after the commit anyway.
-   */
-  private schedule(group: Group): Promise<void> {
-    if (group.running) {
-      if (group.executing) group.dirty = true;
-      return group.running;
-    }
-    let queue = this.queues.get(group.deployment);
-    if (!queue) {
-      queue = new RerunQueue(LIMITS.liveRerunsInFlight);
-      this.queues.set(group.deployment, queue);
-    }
-    const run = startRun(group, queue, (due) => this.execute(due)).finally(() => {
-      this.pending.delete(run);
-    });
-    this.pending.add(run);
-    return run;
   }
 
   /**
@@ -284,16 +211,16 @@ export class LiveQueries {
       readSet = readSetOfFailure(error) ?? readSetOfRefusal(error);
     }
     // Unsubscribed meanwhile: nothing to keep, nobody to tell.
-    if (!this.byDeployment.get(group.deployment)?.has(group)) return;
+    if (!this.subscriptions.has(group)) return;
     const passed = this.state.keep(group, outcomeBytes(outcome) + readSetBytes(readSet), this.refusalBytes);
     if (passed) {
       outcome = this.refusals[passed];
       readSet = emptyReadSet();
     }
-    this.readSetsOf(group.deployment).set(group, readSet);
+    this.subscriptions.read(group, readSet);
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     // Within the run: the next run waits for it, and so does a mutation's answer (settledFor).
-    await this.delivery.deliver(group, () => this.byDeployment.get(group.deployment)?.has(group) === true);
+    await this.delivery.deliver(group, () => this.subscriptions.has(group));
   }
 
   /** Stops listening to commits. */
@@ -302,10 +229,8 @@ export class LiveQueries {
     this.stopWatchingGone();
     for (const { stop } of this.listening.values()) stop();
     this.listening.clear();
-    this.groups.clear();
-    this.byDeployment.clear();
-    this.readSets.clear();
-    this.queues.clear();
+    this.subscriptions.clear();
+    this.runs.clear();
     this.state.clear();
   }
 }
