@@ -12,6 +12,7 @@ import { kvConformance } from "../host/db/kv/conformance.js";
 import { addConformance } from "../host/db/kv/conformance-adds.js";
 import { lazySnapshotConformance } from "../host/db/kv/conformance-lazy.js";
 import { scanConformance } from "../host/db/kv/conformance-scans.js";
+import { snapshotConformance } from "../host/db/kv/conformance-snapshots.js";
 import { collect, type KvIterator } from "../host/db/kv/kv.js";
 import { ConnectionParking } from "../host/db/kv/postgres-parking.js";
 import { until } from "./helpers/arrivals.js";
@@ -23,6 +24,11 @@ const server = postgresForThisFile("PostgreSQL tests");
 
 describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
   kvConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
+    describe,
+    it,
+    expect,
+  });
+  snapshotConformance("PostgreSQL store", () => PostgresKv.open(server.url, { table: freshTable() }), {
     describe,
     it,
     expect,

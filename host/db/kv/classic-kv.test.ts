@@ -9,6 +9,7 @@ import { kvConformance } from "./conformance.js";
 import { addConformance } from "./conformance-adds.js";
 import { lazySnapshotConformance } from "./conformance-lazy.js";
 import { scanConformance } from "./conformance-scans.js";
+import { snapshotConformance } from "./conformance-snapshots.js";
 import { collect, type KvOperation } from "./kv.js";
 
 const openClassic = async () => {
@@ -23,6 +24,7 @@ const openClassic = async () => {
 };
 
 kvConformance("classic-level store", openClassic, { describe, it, expect });
+snapshotConformance("classic-level store", openClassic, { describe, it, expect });
 lazySnapshotConformance("classic-level store", openClassic, { describe, it, expect });
 scanConformance("classic-level store", openClassic, { describe, it, expect });
 addConformance("classic-level store", openClassic, { describe, it, expect });
