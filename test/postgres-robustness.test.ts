@@ -9,7 +9,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { type KvSnapshot, RESYNC_MESSAGE } from "../host/db/kv/kv.js";
-import { advisoryKey } from "../host/db/kv/postgres-bus.js";
+import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 import { concurrentScansStayInBudget } from "./helpers/scan-turns.js";
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
-import { LOCKS_KEPT_FROM_TURNS } from "../host/db/kv/postgres-bus.js";
+import { LOCKS_KEPT_FROM_TURNS } from "../host/db/kv/postgres-locks.js";
 import { capsule, string, table } from "../sdk/server/index.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 

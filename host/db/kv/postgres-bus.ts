@@ -1,15 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { type HostBus, type IfFree, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
-import { OwnerLimit } from "./owner-limit.js";
+import { PostgresLocks } from "./postgres-locks.js";
 import type { Track } from "./postgres-parking.js";
-import { readOnly } from "./postgres-silence.js";
-import { CHANNEL, inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
+import { CHANNEL } from "./postgres-sql.js";
 import { KEEP_ALIVE } from "./postgres-watched-pool.js";
-
-/** Lock connections that turns (see {@link PostgresBus.inOwnerTurn}) never take. */
-export const LOCKS_KEPT_FROM_TURNS = 3;
 
 /** A connection listening on the broadcast channel. */
 async function listen(url: string): Promise<pg.Client> {
@@ -26,15 +22,6 @@ async function listen(url: string): Promise<pg.Client> {
 }
 
 /**
- * The 64-bit advisory lock key of lock `name` on `table`'s store: the first 8 bytes of a SHA-256,
- * so that two names sharing a key (which would only make them wait for each other) is as unlikely
- * as a hash collision. The table is part of it: stores sharing one database keep their own locks.
- */
-export function advisoryKey(table: string, name: string): bigint {
-  return createHash("sha256").update(`${table}\0${name}`).digest().readBigInt64BE(0);
-}
-
-/**
  * The hosts sharing one PostgreSQL store. Locks are transaction-scoped advisory locks
  * (`pg_advisory_xact_lock`) held in an open transaction on a connection of a lock pool: nothing is
  * written for them (no row per lock name to grow forever, no commit to flush), released by commit,
@@ -47,22 +34,14 @@ export function advisoryKey(table: string, name: string): bigint {
  * ({@link PostgresBus.tagged}). A listener lost (a server restart) is replaced, and handlers are
  * then told that anything may have changed.
  */
-/** A lock's transaction, open on its own connection, and what was read as it was taken. */
-interface HeldLock {
-  client: pg.PoolClient;
-  values: Array<string | undefined> | undefined;
-}
-
 export class PostgresBus implements HostBus {
   private readonly handlers = new Set<(message: string) => void>();
   private readonly origin = randomBytes(8).toString("hex");
   private closed = false;
   /** Attempts to listen again since the listener was lost (for the wait before the next). */
   private retries = 0;
-  /** Each owner's turns (see {@link inOwnerTurn}): shared as the lock connections they take. */
-  private readonly owners: OwnerLimit;
-  /** Each owner's outer locks (see `LockOptions.owner`): one at a time. */
-  private readonly outerOwners: OwnerLimit;
+  /** The locks this process holds, and the turns they are taken in. */
+  private readonly held: PostgresLocks;
   /** False while the listener is lost and not replaced yet. */
   private listening = true;
   /**
@@ -74,27 +53,17 @@ export class PostgresBus implements HostBus {
 
   private constructor(
     private readonly url: string,
-    private readonly locks: pg.Pool,
-    private readonly outerLocks: pg.Pool,
+    locks: pg.Pool,
+    outerLocks: pg.Pool,
     private readonly notify: pg.Pool,
     private listener: pg.Client,
-    private readonly table: string,
-    private readonly track: Track,
+    table: string,
+    track: Track,
     private readonly checkMs: number,
   ) {
     this.watch(listener);
     this.checks = setInterval(() => this.checkListener(), checkMs).unref();
-    // Locks taken outside turns (storage quotas, sign-in codes, a deploy's) always find a few:
-    // turns held by a handful of busy developers took every one, and an upload waited seconds.
-    const places = Math.max(1, (locks.options.max ?? 10) - LOCKS_KEPT_FROM_TURNS);
-    // As snapshot connections are shared (owner-shares.ts): three quarters for one owner at most,
-    // and a few kept for owners holding none.
-    this.owners = new OwnerLimit(
-      places,
-      Math.max(1, Math.floor((places * 3) / 4)),
-      Math.max(2, Math.ceil(places / 16)),
-    );
-    this.outerOwners = new OwnerLimit(outerLocks.options.max ?? 3, 1, 0);
+    this.held = new PostgresLocks(locks, outerLocks, table, track);
   }
 
   /** Listens on the channel; locks use `locks` (outer ones `outerLocks`), broadcasts go out through `notify`. */
@@ -204,7 +173,7 @@ export class PostgresBus implements HostBus {
   }
 
   inOwnerTurn<T>(owner: string, work: () => Promise<T>): Promise<T> {
-    return this.owners.run(owner, work);
+    return this.held.inOwnerTurn(owner, work);
   }
 
   lockAcrossProcesses<T>(
@@ -212,9 +181,7 @@ export class PostgresBus implements HostBus {
     work: (read?: Array<string | undefined>) => Promise<T>,
     options?: LockOptions,
   ): Promise<T> {
-    return this.inOuterTurn(options, async (untagged) =>
-      this.runHolding((await this.hold(name, untagged, true)) as HeldLock, work),
-    );
+    return this.held.lock(name, work, options);
   }
 
   lockAcrossProcessesIfFree<T>(
@@ -222,84 +189,7 @@ export class PostgresBus implements HostBus {
     work: () => Promise<T>,
     options?: LockOptions,
   ): Promise<IfFree<T>> {
-    return this.inOuterTurn(options, async (untagged): Promise<IfFree<T>> => {
-      const held = await this.hold(name, untagged, false);
-      return held ? { ran: true, value: await this.runHolding(held, work) } : { ran: false };
-    });
-  }
-
-  /**
-   * Runs `take` (a lock's taking and its work) in its owner's turn when it is an owner's outer
-   * lock (see `LockOptions.owner`: one at a time), with the options it needs then.
-   */
-  private inOuterTurn<R>(
-    options: LockOptions | undefined,
-    take: (options?: LockOptions) => Promise<R>,
-  ): Promise<R> {
-    if (!options?.outer || options.owner === undefined) return take(options);
-    const { owner, ...untagged } = options;
-    return this.outerOwners.run(owner, () => take(untagged));
-  }
-
-  /**
-   * Takes lock `name` in a transaction of a connection of its own (an outer lock's from the outer
-   * pool), with the reads `options.read` asks for; waiting for it when `wait`, else undefined when
-   * another session holds it.
-   */
-  private async hold(
-    name: string,
-    options: LockOptions | undefined,
-    wait: boolean,
-  ): Promise<HeldLock | undefined> {
-    const client = await (options?.outer ? this.outerLocks : this.locks).connect();
-    const key = advisoryKey(this.table, name);
-    const keys = options?.read ?? [];
-    // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
-    const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
-    const take = wait ? "pg_advisory_xact_lock" : "pg_try_advisory_xact_lock";
-    try {
-      // Only a lock's taking (and reads): its caller does nothing until it is answered. The
-      // connection idles in its transaction while the lock is held: a server whose operator set
-      // idle_in_transaction_session_timeout would end it, and the lock with it, mid-work.
-      const results = (await client.query(
-        readOnly(
-          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; SELECT ${take}(${key}::bigint) AS taken${read ? `; ${read}` : ""}`,
-        ),
-      )) as unknown as pg.QueryResult<{ taken?: boolean; key: Buffer; value: string }>[];
-      const held: HeldLock = {
-        client,
-        values: read ? valuesInOrder(keys, results.at(-1)?.rows ?? []) : undefined,
-      };
-      if (wait || results[2]?.rows[0]?.taken === true) return held;
-      this.end(client);
-      return undefined;
-    } catch (error) {
-      client.release(true);
-      throw error;
-    }
-  }
-
-  /** Runs `work` while `held` holds its lock, then ends its transaction (releasing the lock). */
-  private async runHolding<T>(
-    held: HeldLock,
-    work: (read?: Array<string | undefined>) => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await work(held.values);
-    } finally {
-      this.end(held.client);
-    }
-  }
-
-  /** Ends a lock's transaction and gives its connection back. */
-  private end(client: pg.PoolClient): void {
-    this.track(
-      // Nothing was written: ending it (a silent server) releases the lock as well.
-      client.query(readOnly("COMMIT")).then(
-        () => client.release(),
-        () => client.release(true),
-      ),
-    );
+    return this.held.lockIfFree(name, work, options);
   }
 
   /** `message` as this process broadcasts it (for a commit that sends it itself, with its write). */
