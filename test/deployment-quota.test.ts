@@ -203,6 +203,17 @@ describe("deploys per developer and minute", () => {
       expect(patched.status, patched.text()).toBe(429);
       expect(patched.text()).toContain("Too many deploys and settings changes");
       expect((await strict.admin("/v1/deploys/jo-1", "PATCH", { restricted: true })).status).toBe(200);
+      // So does a claim, refused or not: each takes the deployment's lock, which its deploys and
+      // imports wait for.
+      expect((await strict.admin("/v1/deploys", "POST", { id: "free-1", code })).status).toBe(201);
+      const claimed = await strict.admin(
+        "/v1/deploys/free-1/claim",
+        "POST",
+        { claimToken: "pct_wrong" },
+        jo.token,
+      );
+      expect(claimed.status, claimed.text()).toBe(429);
+      expect(claimed.text()).toContain("Too many deploys and settings changes");
     } finally {
       await strict.dispose();
     }

@@ -356,6 +356,16 @@ describe("concurrent imports of several developers", () => {
 
       const meanwhile = await importZip(host, "third-copy", exported, "", other.token);
       expect(meanwhile.status, meanwhile.text()).toBe(200);
+      // Nor does another developer's import into it, or claim of it, wait for its lock: refused
+      // at once, they never queue there in front of its developer's own deploys and imports.
+      expect((await importZip(host, "shop", exported, "?replace=1", other.token)).status).toBe(403);
+      const claim = await host.admin(
+        "/v1/deploys/shop/claim",
+        "POST",
+        { claimToken: "pct_wrong" },
+        other.token,
+      );
+      expect(claim.status, claim.text()).toBe(409);
       expect(waitingEnded).toBe(false);
       expect(waiting.lines.some((line) => line.includes('"checking"'))).toBe(false);
 

@@ -130,17 +130,24 @@ export class HostDatabase {
   }
 
   /**
-   * As {@link exclusive}, but only when lock `name` is free now, here and on every other host:
-   * otherwise `work` does not run and nothing waits (see `IfFree`).
+   * Runs `work` holding lock `name` in this process only: other hosts are not asked (see
+   * {@link acrossIfFree}). Waiting for it holds no connection of the store.
    */
-  async exclusiveIfFree<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<IfFree<T>> {
-    const release = this.locks.tryHoldAll([name]);
-    if (!release) return { ran: false };
-    try {
-      return await this.store.bus.lockAcrossProcessesIfFree(name, work, options);
-    } finally {
-      release();
-    }
+  inProcess<T>(name: string, work: () => Promise<T>): Promise<T> {
+    return this.locks.run(name, work);
+  }
+
+  /** Whether someone in this process holds lock `name` or waits for it. */
+  busyHere(name: string): boolean {
+    return this.locks.busyOf([name]) !== undefined;
+  }
+
+  /**
+   * For a caller holding lock `name` in this process ({@link inProcess}): runs `work` holding it
+   * against every other host too, only when none holds it (see `HostBus.lockAcrossProcessesIfFree`).
+   */
+  acrossIfFree<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<IfFree<T>> {
+    return this.store.bus.lockAcrossProcessesIfFree(name, work, options);
   }
 
   /**

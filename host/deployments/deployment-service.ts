@@ -1,4 +1,5 @@
 import { type BridgeHttpRequest, type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
+import { authoriseClaim } from "../access/index.js";
 import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, IfFree, MigrationProgress } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
@@ -127,9 +128,18 @@ export class DeploymentService {
     return this.removals.whileLocked(id, work, options);
   }
 
-  /** As {@link whileLocked} with `turn: false`, only when the lock is free now (see `IfFree`). */
-  whileLockedIfFree<T>(id: string, work: () => Promise<T>): Promise<IfFree<T>> {
-    return this.removals.whileLockedIfFree(id, work);
+  /** An import's hold of deployment `id`'s lock, around the host's import turn (see DeploymentRemovals). */
+  whileLockedForImport<T>(
+    id: string,
+    turn: (inTurn: () => Promise<IfFree<T>>) => Promise<IfFree<T>>,
+    work: () => Promise<T>,
+  ): Promise<IfFree<T>> {
+    return this.removals.whileLockedForImport(id, turn, work);
+  }
+
+  /** Whether deployment `id`'s lock is held or waited for on this host. */
+  lifecycleBusy(id: string): boolean {
+    return this.removals.busyHere(id);
   }
 
   /**
@@ -151,7 +161,11 @@ export class DeploymentService {
   }
 
   /** Claims an unclaimed deployment for `developer` with its claim token. */
-  claim(id: string, developer: string, claimToken: unknown): Promise<DeploymentRecord> {
+  async claim(id: string, developer: string, claimToken: unknown): Promise<DeploymentRecord> {
+    // Checked before the developer's turn and the deployment's lock as well as under them: wrong
+    // tokens sent one after another queued on the lock, and held up the deployment's own deploys
+    // and imports.
+    authoriseClaim(await this.registry.require(id), claimToken);
     // In the developer's turn, counted once the claim is known to be valid (see owner-cap.ts).
     return this.owners.inTurn(developer, () =>
       this.removals.whileLocked(id, () =>

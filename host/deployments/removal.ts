@@ -79,12 +79,26 @@ export class DeploymentRemovals {
   }
 
   /**
-   * As {@link whileLocked} outside any developer's turn, but only when deployment `id`'s lock is
-   * free now: an import holding the host's one import turn must not wait there for a deploy
-   * migrating its target, which held up every other developer's import for as long as it ran.
+   * An import's hold of deployment `id`'s lock (see import-archive.ts): taken in this process,
+   * first come first served, before `turn` (the host's one import turn) comes, so that waiting
+   * for a deploy of the same deployment never holds that turn (one developer's long migration
+   * held up every other developer's import for as long as it ran); then, in the turn, on other
+   * hosts only if none holds it: `{ ran: false }` when one does.
    */
-  whileLockedIfFree<T>(id: string, work: () => Promise<T>): Promise<IfFree<T>> {
-    return this.db.exclusiveIfFree(lifecycleLock(id), () => this.afterRemoval(id, work), { outer: true });
+  whileLockedForImport<T>(
+    id: string,
+    turn: (inTurn: () => Promise<IfFree<T>>) => Promise<IfFree<T>>,
+    work: () => Promise<T>,
+  ): Promise<IfFree<T>> {
+    const name = lifecycleLock(id);
+    return this.db.inProcess(name, () =>
+      turn(() => this.db.acrossIfFree(name, () => this.afterRemoval(id, work), { outer: true })),
+    );
+  }
+
+  /** Whether a deploy, import, delete or settings change of deployment `id` holds or waits for its lock here. */
+  busyHere(id: string): boolean {
+    return this.db.busyHere(lifecycleLock(id));
   }
 
   /** Finishes deployment `id`'s unfinished removal and reloads its record, then runs `work`. */

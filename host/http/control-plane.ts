@@ -260,6 +260,8 @@ export function controlPlaneRoutes(
   router.post("/deploys/:id/claim", async (ctx) => {
     const who = principal(ctx);
     checkClaimant(who);
+    // Counted as a deploy: each takes the deployment's lock, which its own deploys and imports wait for.
+    deployStarts.charge(who);
     const id = checkDeploymentId(ctx.params.id);
     ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
   });

@@ -17,13 +17,13 @@ export class DeployStarts {
   /** `now`: the clock (ms; tests give their own). */
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Counts a deploy or settings change `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
+  /** Counts a deploy, settings change or claim `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
   charge(who: Principal): void {
     if (who.kind !== "developer" || this.quota.tryTake(who.developer.id, 1, this.now())) return;
     const seconds = this.quota.retryAfterSeconds(who.developer.id, this.now());
     throw new PlatformError(
       "limit_exceeded",
-      `Too many deploys and settings changes: a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,
+      `Too many deploys and settings changes (claims too): a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,
       { retryAfterSeconds: seconds },
     );
   }

@@ -20,8 +20,8 @@ export interface ImportParts {
   objects: ObjectTransfer;
   pending: PendingImports;
   /**
-   * Held by one import at a time on the host, from before it takes its deployment's lock to its
-   * commit: an import holds its rows, and then its whole batch, in memory (up to about 1.2 GiB at
+   * Held by one import at a time on the host, from before it takes its deployment's lock on other
+   * hosts to its commit (it holds the lock in this process from before it waits for the turn): an import holds its rows, and then its whole batch, in memory (up to about 1.2 GiB at
    * the limits), and several developers importing at once would end the host.
    */
   rowTurns: WriteLock;
@@ -36,8 +36,9 @@ export interface ImportRequest {
   /** Import the archive's objects (when it has them); default true. */
   objects?: boolean;
   /**
-   * The access rule, checked under the deployment's lock on the record found there (undefined: the
-   * import creates it); returns the owner of a deployment it creates (undefined: unclaimed).
+   * The access rule, checked before the import holds anything of the deployment's and again under
+   * its lock, on the record found there (undefined: the import creates it); returns the owner of a
+   * deployment it creates (undefined: unclaimed).
    */
   authorise(existing: DeploymentRecord | undefined): Promise<string | undefined>;
 }
@@ -62,7 +63,7 @@ export interface ImportResult {
 /** How often an import waiting for its turn says so again (see {@link importArchive}). */
 const WAITING_REPEAT_MS = 15_000;
 
-/** How long an import whose deployment's lock was busy waits before it tries again. */
+/** How long an import whose deployment's lock another host held waits before it tries again. */
 const LOCK_RETRY_MS = 250;
 
 /**
@@ -123,17 +124,22 @@ export async function importArchive(
   const reader = await ArchiveReader.open(request.archive);
   try {
     const head = await readArchiveHead(reader);
-    // One import at a time on the host holds its rows and batch in memory (see ImportParts),
-    // waiting for its turn before it takes its deployment's lock: a deploy of it goes on meanwhile.
-    // Its turn takes that lock only if it is free (a deploy migrating the target, on any host):
-    // otherwise it gives the turn to the next import and tries again, so one developer's long
-    // migration does not hold up every other developer's import.
+    // Refused before it holds anything of the deployment's (checked again under its lock): a
+    // caller who may not import into it must not make its deploys wait behind this import.
+    await request.authorise(await parts.deployments.get(request.id));
+    // One import at a time on the host holds its rows and batch in memory (see ImportParts). It
+    // takes its deployment's lock here first, queued with that deployment's deploys, and only then
+    // waits for the host's turn, which it so never holds while a deploy of its deployment (a long
+    // migration) runs here; another host's it does not wait for in the turn either: it gives the
+    // turn up and tries again.
     const waiting = new WaitingNotice(onProgress);
-    if (!parts.rowTurns.idle) waiting.start();
     try {
       for (;;) {
-        const attempt = await parts.rowTurns.run(() =>
-          parts.deployments.whileLockedIfFree(request.id, async () => {
+        if (!parts.rowTurns.idle || parts.deployments.lifecycleBusy(request.id)) waiting.start();
+        const attempt = await parts.deployments.whileLockedForImport(
+          request.id,
+          (inTurn) => parts.rowTurns.run(inTurn),
+          async () => {
             waiting.stop();
             await parts.pending.finish(request.id);
             const existing = await parts.deployments.get(request.id);
@@ -148,7 +154,7 @@ export async function importArchive(
               await parts.pending.finish(request.id).catch(() => {});
               throw error;
             }
-          }),
+          },
         );
         if (attempt.ran) return attempt.value;
         waiting.start();

@@ -18,6 +18,12 @@ export function advisoryKey(table: string, name: string): bigint {
   return createHash("sha256").update(`${table}\0${name}`).digest().readBigInt64BE(0);
 }
 
+/** How long (ms) a lock taken only if free may wait for a holder releasing it. */
+const TRY_LOCK_MS = 200;
+
+/** PostgreSQL's error code for a lock not granted within `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = "55P03";
+
 /** A lock's transaction, open on its own connection, and what was read as it was taken. */
 interface HeldLock {
   client: pg.PoolClient;
@@ -101,29 +107,33 @@ export class PostgresLocks {
     options: LockOptions | undefined,
     wait: boolean,
   ): Promise<HeldLock | undefined> {
-    const client = await (options?.outer ? this.outerLocks : this.locks).connect();
+    const pool = options?.outer ? this.outerLocks : this.locks;
+    // Taken only if free, it waits for no connection either: the caller may hold a turn others wait for.
+    if (!wait && pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)) return undefined;
+    const client = await pool.connect();
     const key = advisoryKey(this.table, name);
     const keys = options?.read ?? [];
     // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
     const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
-    const take = wait ? "pg_advisory_xact_lock" : "pg_try_advisory_xact_lock";
+    // Only if free: given up after a moment, so that a holder whose COMMIT is on its way (released
+    // here already) does not count as holding it.
+    const take = wait ? "" : `SET LOCAL lock_timeout = ${TRY_LOCK_MS}; `;
     try {
       // Only a lock's taking (and reads): its caller does nothing until it is answered. The
       // connection idles in its transaction while the lock is held: a server whose operator set
       // idle_in_transaction_session_timeout would end it, and the lock with it, mid-work.
       const results = (await client.query(
         readOnly(
-          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; SELECT ${take}(${key}::bigint) AS taken${read ? `; ${read}` : ""}`,
+          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; ${take}SELECT pg_advisory_xact_lock(${key}::bigint)${read ? `; ${read}` : ""}`,
         ),
-      )) as unknown as pg.QueryResult<{ taken?: boolean; key: Buffer; value: string }>[];
-      const held: HeldLock = {
-        client,
-        values: read ? valuesInOrder(keys, results.at(-1)?.rows ?? []) : undefined,
-      };
-      if (wait || results[2]?.rows[0]?.taken === true) return held;
-      this.end(client);
-      return undefined;
+      )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
+      return { client, values: read ? valuesInOrder(keys, results.at(-1)?.rows ?? []) : undefined };
     } catch (error) {
+      if (!wait && (error as { code?: string }).code === LOCK_NOT_AVAILABLE) {
+        // Its transaction failed: ending it rolls it back.
+        this.end(client);
+        return undefined;
+      }
       client.release(true);
       throw error;
     }
