@@ -33,7 +33,7 @@ async function keysRead(deployment: TenantDatabase, work: () => Promise<unknown>
   } finally {
     stop();
   }
-  // Keys go as parameters, or inline in hex (a lock's reads: postgres-bus.ts).
+  // Keys go as parameters, or inline in hex (a lock's reads: postgres-locks.ts).
   const named = (key: Buffer) =>
     queries.some(
       (query) =>
