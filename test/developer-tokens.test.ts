@@ -3,9 +3,9 @@
  * working at once, for the operator API and for the dashboard sessions it signed in, so a leaked
  * token is not valid for good. Only the operator replaces another developer's token.
  */
-import { get } from "node:http";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { sendRequest } from "../cli/http.js";
+import { get, request } from "node:http";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { localhostLookup, sendRequest } from "../cli/http.js";
 import { dashboardSignIn } from "./helpers/dashboard.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
@@ -118,4 +118,88 @@ it("the operator replaces any developer's token; a developer cannot replace anot
   });
   const operatorOwn = await host.admin("/v1/me/token", "POST", {});
   expect(operatorOwn.status).toBe(400);
+});
+
+/**
+ * Sends `method` `path` with all of `body` but its last byte; `finish` sends that byte and resolves
+ * with the answer.
+ */
+function heldBack(path: string, method: string, headers: Record<string, string>, body: string) {
+  const bytes = Buffer.from(body);
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request(`${host.url}${path}`, {
+      method,
+      headers: Object.assign(
+        { "content-type": "application/json", "content-length": String(bytes.length) },
+        headers,
+      ),
+      lookup: localhostLookup,
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.write(bytes.subarray(0, bytes.length - 1));
+    finishers.push(() => req.end(bytes.subarray(bytes.length - 1)));
+  });
+  return { answer, sent: bytes.length - 1 };
+}
+const finishers: Array<() => void> = [];
+
+/** Bytes of request bodies the host holds as they arrive (its metric). */
+async function bytesArriving(): Promise<number> {
+  const metrics = (await host.admin("/metrics", "GET")).text();
+  return Number(/^platform_request_body_bytes_arriving (\d+)/m.exec(metrics)?.[1] ?? 0);
+}
+
+it("requests the replaced token or its dashboard session sent, whose bodies arrive after, do nothing", async () => {
+  // Their headers were accepted before the replacement: a leaked token's holder could keep such
+  // requests open and, once the operator had replaced the token, redeploy, change settings and
+  // mint sessions with it (an attack review, 2026-12-06).
+  const created = (await host.admin("/v1/developers", "POST", { name: "Held" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const code = await fixtureCode("access");
+  expect((await host.admin("/v1/deploys/held", "PUT", { code }, created.token)).status).toBe(201);
+  const session = await dashboardSignIn(host, created.token);
+  const bearer = { authorization: `Bearer ${created.token}` };
+  const dashboard = {
+    cookie: session.cookie,
+    "x-platform-csrf": session.csrf,
+    "sec-fetch-site": "same-origin",
+    origin: host.url,
+  };
+  const held = [
+    heldBack("/v1/deploys/held", "PUT", bearer, JSON.stringify({ code: await fixtureCode("todo") })),
+    heldBack("/v1/deploys/held", "PATCH", bearer, JSON.stringify({ restricted: true })),
+    heldBack("/v1/deploys/held/sessions", "POST", bearer, JSON.stringify({ email: "ceo@example.com" })),
+    heldBack("/v1/deploys/held/tables/visits/rows", "POST", dashboard, JSON.stringify({ who: "planted" })),
+  ];
+  // Every one is past its access check, its body arriving.
+  const sent = held.reduce((sum, { sent }) => sum + sent, 0);
+  await vi.waitFor(async () => expect(await bytesArriving()).toBeGreaterThanOrEqual(sent), {
+    timeout: 10_000,
+  });
+
+  expect((await host.admin(`/v1/developers/${created.id}/token`, "POST")).status).toBe(200);
+  for (const finish of finishers.splice(0)) finish();
+  for (const { answer } of held) {
+    const { status, text } = await answer;
+    expect(status, text).toBe(401);
+    expect(text).toContain("was replaced or ended while its body arrived; nothing was done");
+  }
+  const now = (await host.admin("/v1/deploys/held", "GET")).json<{
+    restricted: boolean;
+    queries: string[];
+  }>();
+  expect(now.restricted).toBe(false);
+  // Still the access fixture's code, not the todo bundle the held deploy carried.
+  expect(now.queries).toEqual(["q"]);
+  const rows = (await host.admin("/v1/deploys/held/tables/visits/rows", "GET")).json<{ page: unknown[] }>();
+  expect(rows.page).toEqual([]);
 });

@@ -4,6 +4,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { bodyArrival } from "./body-arrivals.js";
 import { checkJsonOffThread, parseJsonOffThread } from "./json-off-thread.js";
 import { parseJsonText } from "./json-text.js";
+import { principalStillLive } from "./principal.js";
 
 /** Largest body of the small JSON and form requests: sign-in, the operator API, dashboard forms. */
 export const SMALL_BODY_BYTES = 16 * 1024;
@@ -120,6 +121,19 @@ async function checkedJsonText(body: Buffer, fallback: string, caller?: string):
 }
 
 /**
+ * Refuses (`401 unauthorized`) a request whose credential stopped speaking for its caller while its
+ * body arrived (a developer token replaced, a dashboard session ended): its headers were accepted
+ * before, and a body held back for minutes acted with a token the operator had replaced.
+ */
+export async function checkStillSpokenFor(ctx: Context): Promise<void> {
+  if (!(await principalStillLive(ctx)))
+    throw new PlatformError(
+      "unauthorized",
+      "The token or dashboard session this request was sent with was replaced or ended while its body arrived; nothing was done. Send it again with a current one.",
+    );
+}
+
+/**
  * Reads a JSON object body (empty means `{}`); anything else is `400 bad_request`. Parsed once: a
  * deploy body of 60 MB parsed twice held the host's main thread 240 ms. With `caller` (who sends
  * it), a body over `LIMITS.jsonParsedOffThreadBytes` is parsed off the main thread, in that
@@ -133,6 +147,7 @@ export async function readJsonObject(
   decodeClient = false,
 ): Promise<Record<string, unknown>> {
   const body = await readBody(ctx, limit);
+  await checkStillSpokenFor(ctx);
   const value =
     caller !== undefined && body.length > LIMITS.jsonParsedOffThreadBytes
       ? await parseJsonOffThread(body, caller, decodeClient)

@@ -16,6 +16,7 @@ import {
   publicView,
 } from "../deployments/index.js";
 import type { DeploymentTransfer, ImportProgress, ImportResult, UploadFolder } from "../transfer/index.js";
+import { checkStillSpokenFor } from "./body.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { onlyUnder } from "./routing.js";
@@ -110,6 +111,7 @@ async function withUploadedArchive<T>(
       },
     });
     await pipeline(ctx.req, counter, createWriteStream(path, { mode: 0o600 }));
+    await checkStillSpokenFor(ctx);
     return await work(path);
   } finally {
     await rm(dir, { recursive: true, force: true });
