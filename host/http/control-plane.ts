@@ -16,7 +16,6 @@ import {
   type ClientFileInput,
   checkDeploymentId,
   type DataConsole,
-  type DeployGuard,
   type DeploymentRecord,
   type DeploymentService,
   publicView,
@@ -27,6 +26,7 @@ import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
 import { registerDataRoutes } from "./dashboard-api.js";
 import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
+import { createsOnly, replacesOnly } from "./deploy-guards.js";
 import { DeployStarts } from "./deploy-starts.js";
 import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
@@ -41,7 +41,7 @@ import {
   resolvePrincipal,
   type SessionLookup,
 } from "./principal.js";
-import { RequestQuota } from "./request-quota.js";
+import { chargeCaller, RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 import type { TokenGuesses } from "./token-guesses.js";
 
@@ -119,32 +119,6 @@ function deployInput(input: DeployBody, owner: string | undefined) {
   };
 }
 
-/** A deploy guard for creating `id`: refused when a deployment of that id exists by then. */
-function createsOnly(id: string): DeployGuard {
-  return (previous) => {
-    if (previous)
-      throw new PlatformError(
-        "conflict",
-        `Deployment ${id} was created by someone else while this deploy was on its way; choose another id.`,
-      );
-  };
-}
-
-/**
- * A deploy guard for replacing `existing`, which `who` may manage: refused when by then that
- * deployment was deleted (and perhaps created again by someone else under its id).
- */
-function replacesOnly(who: OperatorCaller, existing: DeploymentRecord): DeployGuard {
-  return (previous) => {
-    if (!previous || previous.incarnation !== existing.incarnation)
-      throw new PlatformError(
-        "conflict",
-        `Deployment ${existing.id} was deleted while this deploy was on its way; deploy again to create it.`,
-      );
-    checkManage(who, previous);
-  };
-}
-
 /**
  * Runs `work`, which creates a deployment for `who`, within the developer's deployment quota (see
  * owner-cap.ts); the operator's creations are not counted.
@@ -174,9 +148,13 @@ export function controlPlaneRoutes(
   sessions: SessionLookup,
   data: DataConsole,
   guesses: TokenGuesses,
+  quota: RequestQuota,
 ): RouterMiddleware {
   const router = new Router({ prefix: "/v1" });
   router.use(resolvePrincipal(adminToken, developers, guesses, sessions));
+  router.use(
+    chargeCaller(quota, (ctx) => (principal(ctx).kind === "developer" ? callerKey(ctx) : undefined)),
+  );
   registerTransferRoutes(router, transfer, deployments);
   registerDataRoutes(router, deployments, data, objects);
   registerStorageRoutes(router, deployments, objects);

@@ -124,6 +124,7 @@ export function createHttpApp(options: HttpOptions): Koa {
             sessions,
             new DataConsole(deployments.db, deployments.logs),
             guesses,
+            quota,
           ),
           dashboardRoutes(sessions, deployments, objects, guesses, dev),
           controlPlaneLanding(),
