@@ -117,25 +117,43 @@ export class LiveState {
 
   /**
    * Runs, oldest first, the groups of `deployment` waiting (but `except`) whose need fits now,
-   * beside the room promised to those run before them.
+   * beside the room promised to those run before them. Called on every release, so it asks each
+   * limit once per pass for what it refused already: room promised only grows during a pass, so
+   * once a growth did not fit a caller's share (or the deployment's, or the host's), no larger one
+   * will. Before, a client with 16,000 groups waiting for room in its full share made each
+   * unsubscribe anywhere in the deployment walk all of them in full (18 ms each; a good tenant's
+   * calls at p50 1.2 s).
    */
   private roomFreed(deployment: string, except?: Group): void {
     const line = this.waiting.get(deployment);
     if (!line) return;
-    let promised = 0;
+    const promised = { deployment: 0, caller: 0 };
     const promisedTo = new Map<string, number>();
+    let tooMuch = Number.POSITIVE_INFINITY;
+    const tooMuchFor = new Map<string, number>();
     for (const group of line) {
       if (group === except) continue;
       const need = group.roomNeeded ?? 0;
-      const fits = (caller: string) =>
-        !this.held.passed(deployment, caller, group, need, {
-          deployment: promised,
-          caller: promisedTo.get(caller) ?? 0,
-        });
-      const taker = fits(group.caller) ? group.caller : this.callersOf(group).find(fits);
+      const before = this.held.of(group);
+      const fits = (caller: string): boolean => {
+        const growth = need - before;
+        const callerGrowth = caller === group.caller ? growth : need;
+        if (growth >= tooMuch || callerGrowth >= (tooMuchFor.get(caller) ?? Number.POSITIVE_INFINITY))
+          return false;
+        promised.caller = promisedTo.get(caller) ?? 0;
+        const passed = this.held.passed(deployment, caller, group, need, promised);
+        if (passed === "caller") tooMuchFor.set(caller, callerGrowth);
+        else if (passed !== undefined) tooMuch = growth;
+        return passed === undefined;
+      };
+      const taker = fits(group.caller)
+        ? group.caller
+        : group.subscribers.size > 1
+          ? this.callersOf(group).find((caller) => caller !== group.caller && fits(caller))
+          : undefined;
       if (taker === undefined) continue;
-      const grows = need - this.held.of(group);
-      promised += grows;
+      const grows = need - before;
+      promised.deployment += grows;
       promisedTo.set(taker, (promisedTo.get(taker) ?? 0) + grows);
       line.delete(group);
       this.run(group);
