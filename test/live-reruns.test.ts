@@ -4,9 +4,10 @@
  * and pushes each its new value (none is refused as `unavailable`), and a call of the deployment
  * made while they run still gets in.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LiveQueries } from "../host/live/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
+import { deferred } from "./helpers/deferred.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -47,6 +48,45 @@ describe("live-query re-runs", () => {
     expect(live.executions - before).toBe(count);
     expect(buckets.filter((bucket) => JSON.stringify(latest.get(bucket)) !== `["in ${bucket}"]`)).toEqual([]);
   }, 120_000);
+});
+
+describe("a re-run whose reads follow the data", () => {
+  it("runs again when a commit made while it ran wrote what it read this time, though not the last", async () => {
+    // Matched against the last run's read set alone, the commit was missed: the subscription kept
+    // showing an empty bucket until the next write to it (an attack review, 2026-12-06).
+    const seen: unknown[] = [];
+    await call("mutation", "add", { bucket: 0, text: "7001" });
+    await live.subscribe("live", "followed", "{}", null, {
+      value: (json) => seen.push(JSON.parse(json)),
+      error: (error) => seen.push(error),
+    });
+    await live.settled();
+    expect(seen.at(-1)).toEqual({ bucket: 7001, texts: [] });
+    // The re-run after the pointer moves to 7002 is held once it has read, until an item of
+    // bucket 7002 is committed.
+    const read = deferred();
+    const go = deferred();
+    const original = host.deployments.call.bind(host.deployments);
+    const spy = vi.spyOn(host.deployments, "call").mockImplementation(async (id, request) => {
+      const result = await original(id, request);
+      if (request.name === "followed") {
+        read.resolve();
+        await go.promise;
+      }
+      return result;
+    });
+    try {
+      await call("mutation", "add", { bucket: 0, text: "7002" });
+      await read.promise;
+      await call("mutation", "add", { bucket: 7002, text: "late" });
+      go.resolve();
+      await live.settled();
+    } finally {
+      go.resolve();
+      spy.mockRestore();
+    }
+    expect(seen.at(-1)).toEqual({ bucket: 7002, texts: ["late"] });
+  });
 });
 
 describe("read-your-writes under a steady stream of commits", () => {

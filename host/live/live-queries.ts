@@ -19,6 +19,7 @@ import type { ReadSetIndex } from "./read-set-index.js";
 import type { RerunQueue } from "./rerun-queue.js";
 import { RunSchedule } from "./run-schedule.js";
 import { Subscriptions } from "./subscriptions.js";
+import { WritesDuringRuns } from "./writes-during-runs.js";
 
 /**
  * Live queries: a subscription runs its query and remembers its read set; after a commit, only
@@ -33,6 +34,8 @@ export class LiveQueries {
   private readonly subscriptions = new Subscriptions();
   /** When groups run (run-schedule.ts). */
   private readonly runs: RunSchedule;
+  /** What was committed while groups ran (writes-during-runs.ts). */
+  private readonly writesDuringRuns = new WritesDuringRuns();
   /**
    * The database each deployment's commits are heard from, and how to stop hearing them. A
    * deployment deleted and created again under its id has another database.
@@ -172,6 +175,7 @@ export class LiveQueries {
     this.stopListening(deployment);
     this.state.forget(deployment, this.subscriptions.forget(deployment) ?? []);
     this.runs.forget(deployment);
+    this.writesDuringRuns.forget(deployment);
   }
 
   /** Re-runs every subscription of `deployment` (its code or settings changed). */
@@ -182,6 +186,7 @@ export class LiveQueries {
 
   /** `writeSet` undefined: another host's commit too large to describe; everything re-runs. */
   private invalidate(deployment: string, writeSet: Buffer[] | undefined): void {
+    this.writesDuringRuns.written(deployment, writeSet);
     for (const group of this.subscriptions.touched(deployment, writeSet))
       void this.runs.schedule(group).catch(() => {});
     this.state.written(deployment);
@@ -194,6 +199,16 @@ export class LiveQueries {
    */
   private async execute(group: Group): Promise<void> {
     this.executions++;
+    this.writesDuringRuns.begin(group);
+    try {
+      await this.executeOnce(group);
+    } finally {
+      this.writesDuringRuns.end(group, undefined);
+    }
+  }
+
+  /** One execution of `group` (see {@link execute}). */
+  private async executeOnce(group: Group): Promise<void> {
     let outcome: Outcome;
     let readSet: ReadSet | undefined;
     try {
@@ -218,6 +233,8 @@ export class LiveQueries {
       readSet = emptyReadSet();
     }
     this.subscriptions.read(group, readSet);
+    // A commit made while it ran, to what this run read but the last one did not: once more.
+    if (this.writesDuringRuns.end(group, readSet)) group.dirty = true;
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     // Within the run: the next run waits for it, and so does a mutation's answer (settledFor).
     await this.delivery.deliver(group, () => this.subscriptions.has(group));
