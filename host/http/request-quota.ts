@@ -103,9 +103,14 @@ export class RequestQuota {
    */
   chargeAnswer(key: string, size: number, now = Date.now()): void {
     const extra = Math.floor(size / LIMITS.answerBytesPerRequest);
-    if (extra === 0 || !this.settings) return;
+    if (extra > 0) this.takeAsDebt(key, extra, now);
+  }
+
+  /** Takes `cost` requests from `key`'s budget even past what it has, down to minus the burst. */
+  takeAsDebt(key: string, cost: number, now = Date.now()): void {
+    if (!this.settings) return;
     const bucket = this.bucket(key, now);
-    if (bucket) bucket.tokens = Math.max(-this.settings.burst, bucket.tokens - extra);
+    if (bucket) bucket.tokens = Math.max(-this.settings.burst, bucket.tokens - cost);
   }
 
   /** How long until `key` has `cost` requests again (0 when it has them now). */

@@ -14,10 +14,12 @@ export interface Push {
 
 interface Held {
   push: Push;
-  /** Whether it costs a request when it goes (not a mutation's answer, nor what must precede one). */
-  charged: boolean;
-  /** A reply (see {@link SocketPushes.reply}). */
-  reply: boolean;
+  /**
+   * What it costs when it goes: a request's worth the quota must have (`quota`), the same taken
+   * even past what the quota has (`debt`: a result that must precede a mutation's answer), or
+   * nothing (a reply, charged where it is made).
+   */
+  charge: "quota" | "debt" | "none";
 }
 
 /** Pushes waiting for room on the socket, or on the host, try again after this, doubling to a second (ms). */
@@ -33,14 +35,16 @@ const always = () => true;
  * what the socket and the host may leave unsent (`SendLimits`); else it waits, in order, a result
  * only as the latest of its subscription and as the function that makes its text (no copy per
  * socket), and goes as the quota refills and the data drains. A result whose subscription ended
- * is dropped. A reply comes after every result held when it came (read-your-writes), which then
- * go uncharged; replies may wait up to {@link SYNC_LIMITS.bufferedBytes} together, and a socket
+ * is dropped. A reply comes after every result held when it came (read-your-writes; see
+ * {@link SocketPushes.reply} for what they then cost); replies may wait up to {@link SYNC_LIMITS.bufferedBytes} together, and a socket
  * with more is dropped as a slow consumer.
  */
 export class SocketPushes {
   private readonly held = new Map<string | symbol, Held>();
   private replyChars = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (ms since epoch). */
+  private timerAt = 0;
   /** The wait before the next try for room (see {@link ROOM_RETRY_MS}). */
   private roomRetry = ROOM_RETRY_MS;
 
@@ -72,7 +76,7 @@ export class SocketPushes {
     // The latest replaces the one held in its place, so a reply held after it still follows it.
     const held = this.held.get(id);
     if (held) held.push = push;
-    else this.held.set(id, { push, charged: true, reply: false });
+    else this.held.set(id, { push, charge: "quota" });
     this.schedule(this.quotaWait(push.length));
   }
 
@@ -82,10 +86,13 @@ export class SocketPushes {
   }
 
   /**
-   * A reply (a mutation's answer, an error): after the results held now, which it pays for, so
-   * the client sees a write's effects before its answer.
+   * A reply (a mutation's answer, an error), after the results held now. A mutation's answer
+   * (`afterWrite`) takes them along, so the client sees the write's effects before its answer,
+   * their cost taken from the quota even past what it has (the next requests wait for it); any
+   * other reply waits behind them as they go. Before, every reply took them along for nothing, and
+   * a client sending junk messages had its held results pushed at 7 times its quota.
    */
-  reply(text: string): void {
+  reply(text: string, afterWrite = false): void {
     if (this.held.size === 0 && this.fits(text.length)) {
       this.send(text);
       return;
@@ -95,12 +102,11 @@ export class SocketPushes {
       this.drop();
       return;
     }
-    for (const held of this.held.values()) held.charged = false;
+    if (afterWrite) for (const held of this.held.values()) if (held.charge === "quota") held.charge = "debt";
     this.replyChars += text.length;
     this.held.set(Symbol("reply"), {
       push: { message: () => text, length: text.length, current: always },
-      charged: false,
-      reply: true,
+      charge: "none",
     });
     this.schedule(0);
   }
@@ -119,22 +125,29 @@ export class SocketPushes {
 
   /** Sends what is held, in order, while each fits and the quota allows; answers what it stopped for. */
   private sendHeld(): "room" | "quota" | undefined {
-    for (const [key, { push, charged, reply }] of this.held) {
+    for (const [key, { push, charge }] of this.held) {
       if (!push.current()) {
         this.held.delete(key);
         continue;
       }
       if (!this.fits(push.length)) return "room";
-      if (charged && !this.quota.tryTake(this.key, this.quota.costOf(push.length))) return "quota";
+      const cost = this.quota.costOf(push.length);
+      if (charge === "quota" && !this.quota.tryTake(this.key, cost)) return "quota";
+      if (charge === "debt") this.quota.takeAsDebt(this.key, cost);
       this.held.delete(key);
-      if (reply) this.replyChars -= push.length;
+      if (charge === "none") this.replyChars -= push.length;
       this.send(push.message());
     }
     return undefined;
   }
 
+  /** Flushes after `wait` ms, or at the time already set when that is sooner (a reply goes at once). */
   private schedule(wait: number): void {
-    this.timer ??= setTimeout(() => this.flush(), wait);
+    const at = Date.now() + wait;
+    if (this.timer !== undefined && this.timerAt <= at) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.flush(), wait);
   }
 
   private flush(): void {

@@ -143,7 +143,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       }
       await live.settledFor(deployment, ws);
       // Read-your-writes holds over quota too: results held back go out before the answer.
-      pushes.reply(valueText("mutationResult", id, result.valueJson));
+      pushes.reply(valueText("mutationResult", id, result.valueJson), true);
       // Its size too, in characters (the socket encodes it; a shared query's push is encoded once).
       quota.chargeAnswer(key, result.valueJson.length);
     } catch (error) {
