@@ -5,6 +5,8 @@
  * made while they run still gets in.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { quarantine } from "../host/deployments/index.js";
+import { noneHeld } from "../host/deployments/quarantine-book.js";
 import { LiveQueries } from "../host/live/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { deferred } from "./helpers/deferred.js";
@@ -86,6 +88,51 @@ describe("a re-run whose reads follow the data", () => {
       spy.mockRestore();
     }
     expect(seen.at(-1)).toEqual({ bucket: 7002, texts: ["late"] });
+  });
+});
+
+describe("a refusal of the moment", () => {
+  it("is run again, not handed to a later subscriber, and runs again by itself once its time passed", async () => {
+    // A paused, busy or quarantined deployment's refusal stayed the subscription's outcome until
+    // the next commit, and everyone who subscribed later got it without a run (an attack review,
+    // 2026-12-06).
+    const held = () => ({ bundles: {}, deployments: { live: Date.now() + 60_000 }, owners: {} });
+    quarantine.replace({ calls: held(), deploys: noneHeld() });
+    const first: unknown[] = [];
+    try {
+      await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 9001 }), null, {
+        value: (json) => first.push(JSON.parse(json)),
+        error: (error) => first.push(error.code),
+      });
+      expect(first).toEqual(["unavailable"]);
+    } finally {
+      quarantine.replace({ calls: noneHeld(), deploys: noneHeld() });
+    }
+    // No commit since: a newcomer still gets a run of its own, and the first subscriber its value.
+    const second: unknown[] = [];
+    await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 9001 }), null, {
+      value: (json) => second.push(JSON.parse(json)),
+      error: (error) => second.push(error.code),
+    });
+    expect(second).toEqual([[]]);
+    expect(first).toEqual(["unavailable", []]);
+
+    // And with no subscriber joining: it runs again once the Retry-After passed.
+    quarantine.replace({
+      calls: { bundles: {}, deployments: { live: Date.now() + 3000 }, owners: {} },
+      deploys: noneHeld(),
+    });
+    const third: unknown[] = [];
+    try {
+      await live.subscribe("live", "byBucket", JSON.stringify({ bucket: 9002 }), null, {
+        value: (json) => third.push(JSON.parse(json)),
+        error: (error) => third.push(error.code),
+      });
+    } finally {
+      quarantine.replace({ calls: noneHeld(), deploys: noneHeld() });
+    }
+    expect(third).toEqual(["unavailable"]);
+    await vi.waitFor(() => expect(third).toEqual(["unavailable", []]), { timeout: 10_000 });
   });
 });
 

@@ -68,6 +68,8 @@ export interface Group {
    * have held. It runs again once that much room is free, or in turn as writes come.
    */
   roomNeeded?: number | undefined;
+  /** Set while its outcome is a refusal of the moment: when it runs again (see `LiveQueries`). */
+  retryTimer?: NodeJS.Timeout | undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
-import { callerError } from "../../sdk/values/index.js";
+import { callerError, isPlatformError } from "../../sdk/values/index.js";
 import { emptyReadSet, type ReadSet, readSetOfFailure } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import {
@@ -107,7 +107,9 @@ export class LiveQueries {
     // commits a busy query's chain of runs never ends, and an unsubscribe waits for this.
     const run =
       group.running ??
-      (group.outcome && group.roomNeeded === undefined ? undefined : this.runs.schedule(group));
+      (group.outcome && group.roomNeeded === undefined && group.retryTimer === undefined
+        ? undefined
+        : this.runs.schedule(group));
     if (run) await Promise.race([run, nextRunOf(group, true)]);
     if (group.subscribers.has(subscriber)) this.delivery.deliverTo(group, subscriber);
     return leave;
@@ -123,8 +125,10 @@ export class LiveQueries {
   leave(subscriber: Subscriber): void {
     const group = this.subscriptions.leave(subscriber);
     if (!group) return;
-    if (group.subscribers.size === 0) this.state.release(group);
-    else this.state.subscriberLeft(group, subscriber.caller ?? "");
+    if (group.subscribers.size === 0) {
+      clearTimeout(group.retryTimer);
+      this.state.release(group);
+    } else this.state.subscriberLeft(group, subscriber.caller ?? "");
   }
 
   /**
@@ -211,6 +215,7 @@ export class LiveQueries {
   private async executeOnce(group: Group): Promise<void> {
     let outcome: Outcome;
     let readSet: ReadSet | undefined;
+    let retryAfterSeconds: number | undefined;
     try {
       const result = await this.deployments.call(group.deployment, {
         kind: "query",
@@ -224,9 +229,11 @@ export class LiveQueries {
       // As over HTTP: a server error's own message stays on the host.
       outcome = { error: callerError(error) };
       readSet = readSetOfFailure(error) ?? readSetOfRefusal(error);
+      retryAfterSeconds = isPlatformError(error) ? error.retryAfterSeconds : undefined;
     }
     // Unsubscribed meanwhile: nothing to keep, nobody to tell.
     if (!this.subscriptions.has(group)) return;
+    this.retryLater(group, retryAfterSeconds);
     const passed = this.state.keep(group, outcomeBytes(outcome) + readSetBytes(readSet), this.refusalBytes);
     if (passed) {
       outcome = this.refusals[passed];
@@ -238,6 +245,23 @@ export class LiveQueries {
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     // Within the run: the next run waits for it, and so does a mutation's answer (settledFor).
     await this.delivery.deliver(group, () => this.subscriptions.has(group));
+  }
+
+  /**
+   * A refusal of the moment (the deployment busy, paused or quarantined: an error with
+   * `Retry-After`) is not the query's lasting outcome: the group runs again once that time has
+   * passed, and a subscriber joining meanwhile gets a run of its own. Before, it stayed until the
+   * next commit, and was handed without a run to everyone who subscribed later.
+   */
+  private retryLater(group: Group, seconds: number | undefined): void {
+    clearTimeout(group.retryTimer);
+    group.retryTimer =
+      seconds === undefined
+        ? undefined
+        : setTimeout(() => {
+            group.retryTimer = undefined;
+            if (this.subscriptions.has(group)) void this.runs.schedule(group).catch(() => {});
+          }, seconds * 1000).unref();
   }
 
   /** Stops listening to commits. */
