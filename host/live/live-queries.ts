@@ -177,7 +177,9 @@ export class LiveQueries {
    */
   private forget(deployment: string): void {
     this.stopListening(deployment);
-    this.state.forget(deployment, this.subscriptions.forget(deployment) ?? []);
+    const groups = [...(this.subscriptions.forget(deployment) ?? [])];
+    for (const group of groups) clearTimeout(group.retryTimer);
+    this.state.forget(deployment, groups);
     this.runs.forget(deployment);
     this.writesDuringRuns.forget(deployment);
   }
@@ -207,7 +209,7 @@ export class LiveQueries {
     try {
       await this.executeOnce(group);
     } finally {
-      this.writesDuringRuns.end(group, undefined);
+      this.writesDuringRuns.end(group, undefined, false);
     }
   }
 
@@ -239,9 +241,9 @@ export class LiveQueries {
       outcome = this.refusals[passed];
       readSet = emptyReadSet();
     }
-    this.subscriptions.read(group, readSet);
+    const changed = this.subscriptions.read(group, readSet);
     // A commit made while it ran, to what this run read but the last one did not: once more.
-    if (this.writesDuringRuns.end(group, readSet)) group.dirty = true;
+    if (this.writesDuringRuns.end(group, readSet, changed)) group.dirty = true;
     if (!sameOutcome(group.outcome, outcome)) group.outcome = outcome;
     // Within the run: the next run waits for it, and so does a mutation's answer (settledFor).
     await this.delivery.deliver(group, () => this.subscriptions.has(group));
@@ -255,13 +257,14 @@ export class LiveQueries {
    */
   private retryLater(group: Group, seconds: number | undefined): void {
     clearTimeout(group.retryTimer);
-    group.retryTimer =
-      seconds === undefined
-        ? undefined
-        : setTimeout(() => {
-            group.retryTimer = undefined;
-            if (this.subscriptions.has(group)) void this.runs.schedule(group).catch(() => {});
-          }, seconds * 1000).unref();
+    group.retryTimer = undefined;
+    if (seconds === undefined) return;
+    // Spread over a second: a paused deployment's subscriptions do not all come back at once.
+    const wait = seconds * 1000 + Math.random() * 1000;
+    group.retryTimer = setTimeout(() => {
+      group.retryTimer = undefined;
+      if (this.subscriptions.has(group)) void this.runs.schedule(group).catch(() => {});
+    }, wait).unref();
   }
 
   /** Stops listening to commits. */
@@ -270,6 +273,7 @@ export class LiveQueries {
     this.stopWatchingGone();
     for (const { stop } of this.listening.values()) stop();
     this.listening.clear();
+    for (const group of this.subscriptions.all()) clearTimeout(group.retryTimer);
     this.subscriptions.clear();
     this.runs.clear();
     this.state.clear();

@@ -38,18 +38,19 @@ export class ReadSetIndex<S> {
    * Indexes `subscription` by `readSet` (undefined: touched by every commit), replacing its last
    * one. A re-run mostly reads what the run before it read: then the index is left as it is, since
    * taking thousands of ranges out and putting them back is the main thread's work for nothing.
+   * Answers whether what it indexes changed.
    */
-  set(subscription: S, readSet: ReadSet | undefined): void {
+  set(subscription: S, readSet: ReadSet | undefined): boolean {
     if (!readSet) {
       this.delete(subscription);
       this.entries.set(subscription, null);
       this.withoutReadSet.add(subscription);
-      return;
+      return true;
     }
     const keys = [...new Set(readSet.keys.map(asText))];
     const ranges = unionOf(readSet.ranges);
     const last = this.entries.get(subscription);
-    if (last && sameReads(last, keys, ranges)) return;
+    if (last && sameReads(last, keys, ranges)) return false;
     this.delete(subscription);
     for (const text of keys) {
       let readers = this.keys.get(text);
@@ -64,6 +65,7 @@ export class ReadSetIndex<S> {
       ranges: ranges.map(({ start, end }) => ({ handle: this.ranges.insert(start, end, subscription), end })),
     };
     this.entries.set(subscription, entry);
+    return true;
   }
 
   /** Forgets `subscription` (it ended). */

@@ -50,8 +50,8 @@ export class Subscriptions {
   }
 
   /** `group`'s last run read `readSet` (undefined: not known, so every commit touches it). */
-  read(group: Group, readSet: ReadSet | undefined): void {
-    this.readSetsOf(group.deployment).set(group, readSet);
+  read(group: Group, readSet: ReadSet | undefined): boolean {
+    return this.readSetsOf(group.deployment).set(group, readSet);
   }
 
   /** The groups of `deployment` whose read sets `writeSet` touches (undefined: all of them). */
@@ -114,6 +114,11 @@ export class Subscriptions {
     this.byDeployment.delete(deployment);
     this.readSets.delete(deployment);
     return groups;
+  }
+
+  /** Every group. */
+  all(): Iterable<Group> {
+    return this.groups.values();
   }
 
   clear(): void {
