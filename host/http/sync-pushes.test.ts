@@ -35,18 +35,18 @@ describe("SocketPushes over its quota", () => {
     return { quota, sent, pushes };
   };
 
-  it("sends an error reply behind the held results, which still wait for the quota", () => {
+  it("sends an error reply at once, leaving the held results to wait for the quota", () => {
     // Every reply once took the held results along for nothing: a client sending junk messages
     // had its results pushed at 7 times its quota (an attack review, 2026-12-06).
     const { sent, pushes } = setUp(1);
     pushes.reply('{"type":"error"}');
     vi.advanceTimersByTime(100);
-    expect(sent).toEqual(["a1", "b1"]);
-    // One more request's worth a second: one result goes, the other and the reply still wait.
+    expect(sent).toEqual(["a1", "b1", '{"type":"error"}']);
+    // One more request's worth a second: one result goes, then the other.
     vi.advanceTimersByTime(1400);
-    expect(sent).toEqual(["a1", "b1", "a2"]);
+    expect(sent).toEqual(["a1", "b1", '{"type":"error"}', "a2"]);
     vi.advanceTimersByTime(1000);
-    expect(sent).toEqual(["a1", "b1", "a2", "c1", '{"type":"error"}']);
+    expect(sent).toEqual(["a1", "b1", '{"type":"error"}', "a2", "c1"]);
   });
 
   it("sends a mutation's answer after the held results, their cost taken from the quota as debt", () => {

@@ -75,6 +75,8 @@ export class SocketPushes {
     }
     // The latest replaces the one held in its place, so a reply held after it still follows it.
     const held = this.held.get(id);
+    // A newer result keeps its place and charge: one a mutation's answer took along still goes
+    // before that answer (it shows the write too).
     if (held) held.push = push;
     else this.held.set(id, { push, charge: "quota" });
     this.schedule(this.quotaWait(push.length));
@@ -89,11 +91,12 @@ export class SocketPushes {
    * A reply (a mutation's answer, an error), after the results held now. A mutation's answer
    * (`afterWrite`) takes them along, so the client sees the write's effects before its answer,
    * their cost taken from the quota even past what it has (the next requests wait for it); any
-   * other reply waits behind them as they go. Before, every reply took them along for nothing, and
+   * other reply goes ahead of them (it follows no write), behind other replies only. Before, every reply took them along for nothing, and
    * a client sending junk messages had its held results pushed at 7 times its quota.
    */
   reply(text: string, afterWrite = false): void {
-    if (this.held.size === 0 && this.fits(text.length)) {
+    // Behind no other reply, one that follows no write goes now, ahead of results held for the quota.
+    if ((this.held.size === 0 || (!afterWrite && this.replyChars === 0)) && this.fits(text.length)) {
       this.send(text);
       return;
     }

@@ -86,7 +86,7 @@ describe("SocketPushes within SendLimits", () => {
     pushes.push("s2", { message: () => "small", length: 5, current: () => true });
     // A mutation's answer comes after the results held when it came (read-your-writes), even when
     // one of them is replaced by a newer value meanwhile.
-    pushes.reply("answer");
+    pushes.reply("answer", true);
     const newer = "y".repeat(32 * MiB);
     pushes.push("s1", { message: () => newer, length: newer.length, current: () => true });
     expect(second.bufferedAmount).toBe(0);
