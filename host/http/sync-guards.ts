@@ -43,6 +43,9 @@ export class InboundBudget {
 /** Addresses remembered beyond which those with no socket and a whole budget are forgotten. */
 const REMEMBERED = 1024;
 
+/** How often (ms) at most those are looked for while fewer than twice the last look's remain. */
+const SWEEP_EVERY_MS = 60_000;
+
 /**
  * Each client address's {@link InboundBudget}, shared by its sockets, and kept after they close
  * until it is whole again: closing and opening sockets does not renew it.
@@ -55,6 +58,8 @@ export class InboundBudgets {
    * all of them (0.74 ms an open with 65,536; an attack review, 2026-12-06).
    */
   private sweepAt = REMEMBERED;
+  /** When it last looked (ms): it looks again past a minute too, so that a peak's leftovers go. */
+  private sweptAt = 0;
 
   /** `enabled` false: no budget (a host without request quotas, such as a benchmark's). */
   constructor(private readonly enabled: boolean) {}
@@ -62,10 +67,12 @@ export class InboundBudgets {
   /** A socket of `client` opened: how it takes what each of its messages costs. */
   open(client: string): (bytes: number) => boolean {
     if (!this.enabled) return () => true;
-    if (this.byClient.size > this.sweepAt) {
+    const size = this.byClient.size;
+    if (size > this.sweepAt || (size > REMEMBERED && performance.now() - this.sweptAt > SWEEP_EVERY_MS)) {
       for (const [address, kept] of this.byClient)
         if (kept.sockets <= 0 && kept.full()) this.byClient.delete(address);
       this.sweepAt = Math.max(REMEMBERED, 2 * this.byClient.size);
+      this.sweptAt = performance.now();
     }
     let budget = this.byClient.get(client);
     if (!budget) {
