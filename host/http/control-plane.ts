@@ -12,6 +12,7 @@ import {
 } from "../access/index.js";
 import type { AuthService, Developers } from "../auth/index.js";
 import type { MigrationProgress } from "../db/index.js";
+import { OwnerLimit } from "../db/kv/owner-limit.js";
 import {
   type ClientFileInput,
   checkDeploymentId,
@@ -23,6 +24,7 @@ import {
 import { checkObjectId, type ObjectService } from "../storage/index.js";
 import type { DeploymentTransfer } from "../transfer/index.js";
 import { readJsonObject, SMALL_BODY_BYTES } from "./body.js";
+import { chargeCaller } from "./caller-quota.js";
 import { registerDataRoutes } from "./dashboard-api.js";
 import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
@@ -41,7 +43,7 @@ import {
   resolvePrincipal,
   type SessionLookup,
 } from "./principal.js";
-import { chargeCaller, RequestQuota } from "./request-quota.js";
+import { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 import type { TokenGuesses } from "./token-guesses.js";
 
@@ -152,9 +154,10 @@ export function controlPlaneRoutes(
 ): RouterMiddleware {
   const router = new Router({ prefix: "/v1" });
   router.use(resolvePrincipal(adminToken, developers, guesses, sessions));
-  router.use(
-    chargeCaller(quota, (ctx) => (principal(ctx).kind === "developer" ? callerKey(ctx) : undefined)),
-  );
+  // Each developer's requests a few at a time, counted with their answers' bytes (caller-quota.ts).
+  const turns = new OwnerLimit(Number.POSITIVE_INFINITY, LIMITS.controlPlaneRequestsAtOnce, 0);
+  const developerKey = (ctx: Context) => (principal(ctx).kind === "developer" ? callerKey(ctx) : undefined);
+  router.use(chargeCaller(quota, turns, developerKey));
   registerTransferRoutes(router, transfer, deployments);
   registerDataRoutes(router, deployments, data, objects);
   registerStorageRoutes(router, deployments, objects);

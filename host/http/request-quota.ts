@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { Context, Middleware } from "koa";
+import type { Middleware } from "koa";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
@@ -160,24 +160,6 @@ export function chargeRequest(quota: RequestQuota, scope?: string): Middleware {
     quota.charge(key);
     await next();
     // Koa measured a text or bytes body as it was set (its Content-Length); a stream counts none.
-    const size = ctx.response.length;
-    if (typeof size === "number") quota.chargeAnswer(key, size);
-  };
-}
-
-/**
- * The request quota as middleware for callers `keyOf` names (undefined: not counted): one request
- * before the route does any work, then one more per {@link LIMITS.answerBytesPerRequest} of its
- * answer, as {@link chargeRequest} does for an app's callers. The control plane counts each
- * developer so (the operator is not counted): one developer's loop over large data-browser pages
- * held every tenant's calls on the host's main thread.
- */
-export function chargeCaller(quota: RequestQuota, keyOf: (ctx: Context) => string | undefined): Middleware {
-  return async (ctx, next) => {
-    const key = keyOf(ctx);
-    if (key === undefined) return next();
-    quota.charge(key);
-    await next();
     const size = ctx.response.length;
     if (typeof size === "number") quota.chargeAnswer(key, size);
   };

@@ -138,7 +138,12 @@ export async function importArchive(
         if (!parts.rowTurns.idle || parts.deployments.lifecycleBusy(request.id)) waiting.start();
         const attempt = await parts.deployments.whileLockedForImport(
           request.id,
-          (inTurn) => parts.rowTurns.run(inTurn),
+          // Checked again now that it holds the deployment's lock here, before it waits for the
+          // turn with it: the deployment may have been created by another developer meanwhile.
+          async (inTurn) => {
+            await request.authorise(await parts.deployments.get(request.id));
+            return parts.rowTurns.run(inTurn);
+          },
           async () => {
             waiting.stop();
             await parts.pending.finish(request.id);

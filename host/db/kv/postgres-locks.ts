@@ -107,10 +107,7 @@ export class PostgresLocks {
     options: LockOptions | undefined,
     wait: boolean,
   ): Promise<HeldLock | undefined> {
-    const pool = options?.outer ? this.outerLocks : this.locks;
-    // Taken only if free, it waits for no connection either: the caller may hold a turn others wait for.
-    if (!wait && pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)) return undefined;
-    const client = await pool.connect();
+    const client = await (options?.outer ? this.outerLocks : this.locks).connect();
     const key = advisoryKey(this.table, name);
     const keys = options?.read ?? [];
     // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.

@@ -111,4 +111,10 @@ export const REQUEST_LIMITS = {
    * {@link LIMITS.idempotencyKeyMs}, so a retried mutation is always recognised. Ours.
    */
   callRetryMs: 60_000,
+  /**
+   * Control-plane requests (`/v1`) one developer has running at once on a host; more wait their
+   * turn. Ours: their answers' bytes are charged once made, and a thousand data-browser pages
+   * asked for at once were all admitted before the first was charged.
+   */
+  controlPlaneRequestsAtOnce: 4,
 } as const;
