@@ -8,7 +8,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
 import { type CliProcess, runCliAsync } from "./helpers/cli.js";
 import { type HostProcess, startHostProcess } from "./helpers/host-process.js";
@@ -132,7 +132,12 @@ it("a crash in a call holds the deployment's calls whatever it runs next, and it
   expect(await refusedCall("calm", "list")).toContain(
     "requests to deployments of its developer crashed the host",
   );
-  expect(host.output()).toMatch(/quarantined deployment calm until .*: deployments of developer/);
+  // The restarted server names what it holds once it has listed its deployments, which may come
+  // after it answered the call above.
+  await vi.waitFor(
+    () => expect(host.output()).toMatch(/quarantined deployment calm until .*: deployments of developer/),
+    { timeout: 10_000 },
+  );
   const fix = await deploy("fixtures/todo", "calm", mallory.token);
   expect(fix.status, fix.stderr).toBe(0);
 
