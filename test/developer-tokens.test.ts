@@ -7,6 +7,7 @@ import { get, request } from "node:http";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { localhostLookup, sendRequest } from "../cli/http.js";
 import { dashboardSignIn } from "./helpers/dashboard.js";
+import { exportZip, importZip } from "./helpers/export-import.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -120,6 +121,74 @@ it("the operator replaces any developer's token; a developer cannot replace anot
   expect(operatorOwn.status).toBe(400);
 });
 
+it("requests the replaced token sent, waiting for their deployment's lock meanwhile, do nothing", async () => {
+  // Their bodies had arrived before the replacement; they waited behind another deploy of the
+  // same deployment (a long migration), and once it ended acted with the replaced token.
+  const created = (await host.admin("/v1/developers", "POST", { name: "Queued" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const code = await fixtureCode("access");
+  expect((await host.admin("/v1/deploys/queued", "PUT", { code }, created.token)).status).toBe(201);
+  expect((await host.call("queued", "mutation", "m")).status).toBe(200);
+  const archive = (await exportZip(host, "queued", "", created.token)).body;
+  const unclaimed = (await host.admin("/v1/deploys", "POST", { id: "queued-unclaimed", code })).json<{
+    claimToken: string;
+  }>();
+  // Another developer's claim: the first one's import waits in that developer's turn, which a
+  // claim of theirs would wait for before the lock.
+  const claimer = (await host.admin("/v1/developers", "POST", { name: "Claimer" })).json<{
+    id: string;
+    token: string;
+  }>();
+
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const holding = [
+    host.deployments.whileLocked("queued", () => released),
+    host.deployments.whileLocked("queued-unclaimed", () => released),
+  ];
+  const todo = await fixtureCode("todo");
+  const waiting = [
+    host.admin("/v1/deploys/queued", "PUT", { code: todo }, created.token),
+    host.admin("/v1/deploys/queued", "PATCH", { restricted: true }, created.token),
+    host.admin("/v1/deploys/queued", "DELETE", undefined, created.token),
+    importZip(host, "queued", archive, "?replace=1", created.token),
+    host.admin("/v1/deploys/queued-unclaimed/claim", "POST", unclaimed, claimer.token),
+  ];
+  // Every one is past its access checks, its body in, waiting for the lock.
+  await vi.waitFor(
+    () => {
+      expect(host.deployments.lifecycleQueue("queued")).toBe(1 + 4);
+      expect(host.deployments.lifecycleQueue("queued-unclaimed")).toBe(1 + 1);
+    },
+    { timeout: 20_000 },
+  );
+
+  expect((await host.admin(`/v1/developers/${created.id}/token`, "POST")).status).toBe(200);
+  expect((await host.admin(`/v1/developers/${claimer.id}/token`, "POST")).status).toBe(200);
+  release();
+  await Promise.all(holding);
+  for (const answer of await Promise.all(waiting)) {
+    expect(answer.status, answer.text()).toBe(401);
+    expect(answer.json()).toMatchObject({ error: { code: "unauthorized" } });
+  }
+  const now = (await host.admin("/v1/deploys/queued", "GET")).json<{
+    restricted: boolean;
+    queries: string[];
+  }>();
+  expect(now.restricted).toBe(false);
+  expect(now.queries).toEqual(["q"]);
+  const rows = (await host.admin("/v1/deploys/queued/tables/visits/rows", "GET")).json<{
+    page: Array<{ who: string }>;
+  }>();
+  expect(rows.page.map((row) => row.who)).toEqual(["anonymous"]);
+  const stillUnclaimed = (await host.admin("/v1/deploys/queued-unclaimed", "GET")).json<{ owner: unknown }>();
+  expect(stillUnclaimed.owner).toBeNull();
+});
+
 /**
  * Sends `method` `path` with all of `body` but its last byte; `finish` sends that byte and resolves
  * with the answer.
@@ -191,7 +260,7 @@ it("requests the replaced token or its dashboard session sent, whose bodies arri
   for (const { answer } of held) {
     const { status, text } = await answer;
     expect(status, text).toBe(401);
-    expect(text).toContain("was replaced or ended while its body arrived; nothing was done");
+    expect(text).toContain("was replaced or ended while the request waited; nothing was done");
   }
   const now = (await host.admin("/v1/deploys/held", "GET")).json<{
     restricted: boolean;

@@ -142,6 +142,11 @@ export class HostDatabase {
     return this.locks.busyOf([name]) !== undefined;
   }
 
+  /** How many in this process hold lock `name` or wait for it. */
+  usersHere(name: string): number {
+    return this.locks.usersOf(name);
+  }
+
   /**
    * For a caller holding lock `name` in this process ({@link inProcess}): runs `work` holding it
    * against every other host too, only when none holds it (see `HostBus.lockAcrossProcessesIfFree`).

@@ -21,6 +21,11 @@ export class WriteLock {
     return this.users === 0;
   }
 
+  /** How many hold the lock or wait for it. */
+  get userCount(): number {
+    return this.users;
+  }
+
   /**
    * Takes the lock at once when it is idle and returns what releases it (once, however often it is
    * called); undefined, taking nothing, when someone holds it or waits for it.
@@ -85,6 +90,11 @@ export class NamedLocks {
   run<T>(name: string, work: () => Promise<T>): Promise<T> {
     const lock = this.lockOf(name);
     return lock.run(work).finally(() => this.forgetIfIdle(name, lock));
+  }
+
+  /** How many hold lock `name` or wait for it (0 when it is free). */
+  usersOf(name: string): number {
+    return this.locks.get(name)?.userCount ?? 0;
   }
 
   /** The first of `names` someone holds or waits for; undefined when all are free. */

@@ -16,7 +16,12 @@ import { OwnerCap } from "./owner-cap.js";
 import { rewriteHostRecord } from "./record-rewrite.js";
 import type { DeploymentRecord } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
-import { DeploymentRemovals, type DeploymentScopedState, unfinishedRemovalLine } from "./removal.js";
+import {
+  DeploymentRemovals,
+  type DeploymentScopedState,
+  type StillAllowed,
+  unfinishedRemovalLine,
+} from "./removal.js";
 import { claimDeployment, updateSettings } from "./settings.js";
 
 /**
@@ -91,24 +96,30 @@ export class DeploymentService {
     return this.registry.list();
   }
 
-  /** Deploys `input` as deployment `id`; see {@link deploy} for the steps and what a failure keeps. */
+  /**
+   * Deploys `input` as deployment `id`; see {@link deploy} for the steps and what a failure keeps.
+   * `stillAllowed` runs first once the id's lock is held.
+   */
   deploy(
     id: string,
     input: DeployInput,
     onProgress?: (progress: MigrationProgress) => void,
     guard?: DeployGuard,
+    stillAllowed?: StillAllowed,
   ): Promise<DeployResult> {
     // Under the id's lock: a deploy never races a delete of the same id, nor revives a half-removed one.
     return this.removals.whileLocked(
       id,
-      () =>
-        deploy(
+      async () => {
+        await stillAllowed?.();
+        return deploy(
           { registry: this.registry, pool: this.pool, db: this.db, clientFiles: this.clientFiles },
           id,
           input,
           onProgress,
           guard,
-        ),
+        );
+      },
       // A new deployment's lock is taken in the turn of the developer creating it.
       { creator: input.owner },
     );
@@ -142,6 +153,11 @@ export class DeploymentService {
     return this.removals.busyHere(id);
   }
 
+  /** How many deploys, imports, deletes, claims and settings changes of deployment `id` hold or wait for its lock here. */
+  lifecycleQueue(id: string): number {
+    return this.removals.usersHere(id);
+  }
+
   /**
    * Runs `work` holding the lifecycle locks of every id of `ids` at once: no deploy, import or
    * delete of them is halfway (a backup's snapshot). Unfinished removals are left to finish later.
@@ -161,16 +177,22 @@ export class DeploymentService {
   }
 
   /** Claims an unclaimed deployment for `developer` with its claim token. */
-  async claim(id: string, developer: string, claimToken: unknown): Promise<DeploymentRecord> {
+  async claim(
+    id: string,
+    developer: string,
+    claimToken: unknown,
+    stillAllowed?: StillAllowed,
+  ): Promise<DeploymentRecord> {
     // Checked before the developer's turn and the deployment's lock as well as under them: wrong
     // tokens sent one after another queued on the lock, and held up the deployment's own deploys
     // and imports.
     authoriseClaim(await this.registry.require(id), claimToken);
     // In the developer's turn, counted once the claim is known to be valid (see owner-cap.ts).
     return this.owners.inTurn(developer, () =>
-      this.removals.whileLocked(id, () =>
-        claimDeployment(this.registry, id, developer, claimToken, () => this.owners.check(developer)),
-      ),
+      this.removals.whileLocked(id, async () => {
+        await stillAllowed?.();
+        return claimDeployment(this.registry, id, developer, claimToken, () => this.owners.check(developer));
+      }),
     );
   }
 
@@ -181,8 +203,12 @@ export class DeploymentService {
   updateSettings(
     record: DeploymentRecord,
     settings: { restricted?: unknown; approved?: unknown },
+    stillAllowed?: StillAllowed,
   ): Promise<DeploymentRecord> {
-    return this.removals.whileLocked(record.id, () => updateSettings(this.registry, record, settings));
+    return this.removals.whileLocked(record.id, async () => {
+      await stillAllowed?.();
+      return updateSettings(this.registry, record, settings);
+    });
   }
 
   /**
@@ -190,8 +216,8 @@ export class DeploymentService {
    * everything it stored: isolate, record, rows, and every registered deployment-scoped state
    * (objects, sessions); see {@link DeploymentRemovals.remove}.
    */
-  remove(record: DeploymentRecord): Promise<void> {
-    return this.removals.remove(record);
+  remove(record: DeploymentRecord, stillAllowed?: StillAllowed): Promise<void> {
+    return this.removals.remove(record, stillAllowed);
   }
 
   /** Registers state kept per deployment outside the document database, purged with each deletion. */

@@ -21,4 +21,4 @@ export {
   storageQuotaOwner,
 } from "./records.js";
 export { redactSecrets } from "./redact.js";
-export type { DeploymentScopedState } from "./removal.js";
+export type { DeploymentScopedState, StillAllowed } from "./removal.js";

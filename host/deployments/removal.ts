@@ -25,6 +25,13 @@ export function unfinishedRemovalLine(id: string, error: unknown): LogLine {
 }
 
 /**
+ * Run once an action holds its deployment's lock, before it does anything; throws to refuse. Its
+ * caller was checked before it queued for the lock, and may have lost the right while it waited
+ * (a developer token replaced behind a long migration).
+ */
+export type StillAllowed = () => Promise<void>;
+
+/**
  * Something outside the document database that keeps state per deployment (stored objects and
  * their quota, sign-in sessions): it removes all of it for a deleted deployment. Purges must be
  * idempotent: an interrupted removal runs them again.
@@ -101,6 +108,11 @@ export class DeploymentRemovals {
     return this.db.busyHere(lifecycleLock(id));
   }
 
+  /** How many deploys, imports, deletes and settings changes of deployment `id` hold or wait for its lock here. */
+  usersHere(id: string): number {
+    return this.db.usersHere(lifecycleLock(id));
+  }
+
   /** Finishes deployment `id`'s unfinished removal and reloads its record, then runs `work`. */
   private async afterRemoval<T>(id: string, work: () => Promise<T>): Promise<T> {
     const removal = await this.registry.removal(id);
@@ -128,11 +140,13 @@ export class DeploymentRemovals {
   /**
    * Deletes deployment `expected` and everything it stored: `not_found` when it is gone, `conflict`
    * when the id now names another incarnation (deleted and recreated meanwhile, perhaps by another
-   * developer: the caller's right to delete was checked on the old one).
+   * developer: the caller's right to delete was checked on the old one). `stillAllowed` runs first
+   * once the lock is held (see `StillAllowed`).
    */
-  remove(expected: DeploymentRecord): Promise<void> {
+  remove(expected: DeploymentRecord, stillAllowed?: StillAllowed): Promise<void> {
     const id = expected.id;
     return this.whileLocked(id, async () => {
+      await stillAllowed?.();
       const record = await this.registry.get(id);
       if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
       if (record.incarnation !== expected.incarnation || record.owner !== expected.owner)

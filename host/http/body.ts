@@ -123,13 +123,14 @@ async function checkedJsonText(body: Buffer, fallback: string, caller?: string):
 /**
  * Refuses (`401 unauthorized`) a request whose credential stopped speaking for its caller while its
  * body arrived (a developer token replaced, a dashboard session ended): its headers were accepted
- * before, and a body held back for minutes acted with a token the operator had replaced.
+ * before, and a body held back for minutes acted with a token the operator had replaced. Asked
+ * again once a request holds its deployment's lock (deploy-guards.ts `stillSpokenFor`).
  */
 export async function checkStillSpokenFor(ctx: Context): Promise<void> {
   if (!(await principalStillLive(ctx)))
     throw new PlatformError(
       "unauthorized",
-      "The token or dashboard session this request was sent with was replaced or ended while its body arrived; nothing was done. Send it again with a current one.",
+      "The token or dashboard session this request was sent with was replaced or ended while the request waited; nothing was done. Send it again with a current one.",
     );
 }
 

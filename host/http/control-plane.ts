@@ -28,7 +28,7 @@ import { chargeCaller } from "./caller-quota.js";
 import { registerDataRoutes } from "./dashboard-api.js";
 import { registerFunctionRoutes } from "./dashboard-functions-api.js";
 import { registerStorageRoutes } from "./dashboard-storage-api.js";
-import { createsOnly, replacesOnly } from "./deploy-guards.js";
+import { createsOnly, replacesOnly, stillSpokenFor } from "./deploy-guards.js";
 import { DeployStarts } from "./deploy-starts.js";
 import { registerDeveloperRoutes } from "./developer-routes.js";
 import { registerTransferRoutes } from "./export-routes.js";
@@ -193,7 +193,7 @@ export function controlPlaneRoutes(
     const who = principal(ctx);
     const owner = await ownerOfNew(who, input.owner, developers);
     const created = await addedBy(who, deployments, () =>
-      deployments.deploy(id, deployInput(input, owner), undefined, createsOnly(id)),
+      deployments.deploy(id, deployInput(input, owner), undefined, createsOnly(id), stillSpokenFor(ctx)),
     );
     ctx.status = 201;
     ctx.body = view(created);
@@ -210,7 +210,7 @@ export function controlPlaneRoutes(
     const guard = existing ? replacesOnly(who, existing) : createsOnly(id);
     // A new deployment counts against its developer's quota; a redeploy does not.
     const run = (onProgress?: (progress: MigrationProgress) => void) => {
-      const work = () => deployments.deploy(id, toDeploy, onProgress, guard);
+      const work = () => deployments.deploy(id, toDeploy, onProgress, guard, stillSpokenFor(ctx));
       return existing ? work() : addedBy(who, deployments, work);
     };
     // Refused before a stream begins when the quota is full already (checked again in turn).
@@ -236,7 +236,7 @@ export function controlPlaneRoutes(
   router.patch("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
     deployStarts.charge(principal(ctx));
-    ctx.body = publicView(await deployments.updateSettings(record, await body(ctx)));
+    ctx.body = publicView(await deployments.updateSettings(record, await body(ctx), stillSpokenFor(ctx)));
   });
   router.post("/deploys/:id/claim", async (ctx) => {
     const who = principal(ctx);
@@ -244,7 +244,8 @@ export function controlPlaneRoutes(
     // Counted as a deploy: each takes the deployment's lock, which its own deploys and imports wait for.
     deployStarts.charge(who);
     const id = checkDeploymentId(ctx.params.id);
-    ctx.body = publicView(await deployments.claim(id, who.developer.id, (await body(ctx)).claimToken));
+    const { claimToken } = await body(ctx);
+    ctx.body = publicView(await deployments.claim(id, who.developer.id, claimToken, stillSpokenFor(ctx)));
   });
   // Each session minted is a stored record: a developer's are limited (the operator's are not).
   const sessionMints = new RequestQuota({
@@ -274,7 +275,7 @@ export function controlPlaneRoutes(
   });
   router.delete("/deploys/:id", async (ctx) => {
     const record = await manageable(ctx, deployments, ctx.params.id);
-    await deployments.remove(record);
+    await deployments.remove(record, stillSpokenFor(ctx));
     ctx.status = 204;
   });
   return ownPaths((path) => path === "/v1" || path.startsWith("/v1/"), router.routes());

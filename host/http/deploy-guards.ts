@@ -1,6 +1,17 @@
+import type { Context } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
 import { checkManage, type OperatorCaller } from "../access/index.js";
-import type { DeployGuard, DeploymentRecord } from "../deployments/index.js";
+import type { DeployGuard, DeploymentRecord, StillAllowed } from "../deployments/index.js";
+import { checkStillSpokenFor } from "./body.js";
+
+/**
+ * The check a deploy, delete, claim or settings change of request `ctx` makes once it holds its
+ * deployment's lock: refused `401` when the request's developer token was replaced, or its
+ * dashboard session ended, while it waited there (behind another's long migration, say).
+ */
+export function stillSpokenFor(ctx: Context): StillAllowed {
+  return () => checkStillSpokenFor(ctx);
+}
 
 /** A deploy guard for creating `id`: refused when a deployment of that id exists by then. */
 export function createsOnly(id: string): DeployGuard {

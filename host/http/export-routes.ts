@@ -153,6 +153,8 @@ async function receiveImport(
     objects: withObjects(ctx),
     authorise: async (existing: Parameters<typeof checkDataTransfer>[1]) => {
       const owner = checkDataTransfer(caller, existing);
+      // Asked at each step too: a token replaced while the import waited for a lock or its turn.
+      await checkStillSpokenFor(ctx);
       if (!existing && developer !== undefined) await owners?.check(developer);
       return owner;
     },
