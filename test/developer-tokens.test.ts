@@ -121,7 +121,7 @@ it("the operator replaces any developer's token; a developer cannot replace anot
   expect(operatorOwn.status).toBe(400);
 });
 
-it("requests the replaced token sent, waiting for their deployment's lock meanwhile, do nothing", async () => {
+it("requests the replaced token sent, waiting for their deployment's locks meanwhile, do nothing", async () => {
   // Their bodies had arrived before the replacement; they waited behind another deploy of the
   // same deployment (a long migration), and once it ended acted with the replaced token.
   const created = (await host.admin("/v1/developers", "POST", { name: "Queued" })).json<{
@@ -135,20 +135,25 @@ it("requests the replaced token sent, waiting for their deployment's lock meanwh
   const unclaimed = (await host.admin("/v1/deploys", "POST", { id: "queued-unclaimed", code })).json<{
     claimToken: string;
   }>();
-  // Another developer's claim: the first one's import waits in that developer's turn, which a
-  // claim of theirs would wait for before the lock.
+  // Another developer's claim and change of rows: the first one's import waits in that developer's
+  // turn, which a claim of theirs would wait for before the lock, and a developer's requests run
+  // four at a time.
   const claimer = (await host.admin("/v1/developers", "POST", { name: "Claimer" })).json<{
     id: string;
     token: string;
   }>();
+  expect((await host.admin("/v1/deploys/queued-rows", "PUT", { code }, claimer.token)).status).toBe(201);
 
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
+  // The deployment's lock, and its write lock, which a change of rows from the dashboard waits for.
+  const writes = (await host.database.deployment("queued-rows")).lock;
   const holding = [
     host.deployments.whileLocked("queued", () => released),
     host.deployments.whileLocked("queued-unclaimed", () => released),
+    writes.run(() => released),
   ];
   const todo = await fixtureCode("todo");
   const waiting = [
@@ -157,12 +162,14 @@ it("requests the replaced token sent, waiting for their deployment's lock meanwh
     host.admin("/v1/deploys/queued", "DELETE", undefined, created.token),
     importZip(host, "queued", archive, "?replace=1", created.token),
     host.admin("/v1/deploys/queued-unclaimed/claim", "POST", unclaimed, claimer.token),
+    host.admin("/v1/deploys/queued-rows/tables/visits/rows", "POST", { who: "planted" }, claimer.token),
   ];
   // Every one is past its access checks, its body in, waiting for the lock.
   await vi.waitFor(
     () => {
       expect(host.deployments.lifecycleQueue("queued")).toBe(1 + 4);
       expect(host.deployments.lifecycleQueue("queued-unclaimed")).toBe(1 + 1);
+      expect(writes.userCount).toBe(1 + 1);
     },
     { timeout: 20_000 },
   );
@@ -185,6 +192,10 @@ it("requests the replaced token sent, waiting for their deployment's lock meanwh
     page: Array<{ who: string }>;
   }>();
   expect(rows.page.map((row) => row.who)).toEqual(["anonymous"]);
+  const planted = (await host.admin("/v1/deploys/queued-rows/tables/visits/rows", "GET")).json<{
+    page: unknown[];
+  }>();
+  expect(planted.page).toEqual([]);
   const stillUnclaimed = (await host.admin("/v1/deploys/queued-unclaimed", "GET")).json<{ owner: unknown }>();
   expect(stillUnclaimed.owner).toBeNull();
 });

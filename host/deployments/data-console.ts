@@ -12,6 +12,7 @@ import {
 import type { LogHub } from "./log-hub.js";
 import { formatRequestId } from "./log-line.js";
 import type { DeploymentRecord } from "./records.js";
+import type { StillAllowed } from "./removal.js";
 
 type Row = Record<string, FieldValue>;
 
@@ -19,6 +20,8 @@ type Row = Record<string, FieldValue>;
 export interface DataActor {
   /** `developer <id>` or `operator`. */
   label: string;
+  /** Asked once the change holds the deployment's write lock, before it is made (see `StillAllowed`). */
+  stillAllowed?: StillAllowed;
 }
 
 /** One change made from the dashboard, as its log line's fields record it (no row values). */
@@ -124,7 +127,13 @@ export class DataConsole {
         "bad_request",
         `${record.id} uses the legacy database API (v0): its rows are read-only in the dashboard.`,
       );
-    const { value } = await database.mutate(work, { handler: DASHBOARD_HANDLER, now: Date.now() });
+    const { value } = await database.mutate(
+      async (tx) => {
+        await actor.stillAllowed?.();
+        return work(tx);
+      },
+      { handler: DASHBOARD_HANDLER, now: Date.now() },
+    );
     const { change } = value;
     this.logs.write({
       time: new Date().toISOString(),

@@ -6,8 +6,9 @@ import { checkDataWrite, mayWriteData } from "../access/index.js";
 import type { DataActor, DataConsole, DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import type { ObjectService } from "../storage/index.js";
 import { readJsonObject } from "./body.js";
+import { stillSpokenFor } from "./deploy-guards.js";
 import { actorLabel, checkStillSame, managedDeployment } from "./managed-deployment.js";
-import { type Principal, principalOf } from "./principal.js";
+import { principalOf } from "./principal.js";
 
 const RANGE_OPS = new Set(["eq", "gt", "gte", "lt", "lte"]);
 
@@ -77,9 +78,12 @@ function tableOf(ctx: Context, record: DeploymentRecord): string {
   return table;
 }
 
-/** How the deployment's log names the person who changed a row. */
-function actorOf(who: Principal): DataActor {
-  return { label: actorLabel(who) };
+/**
+ * How the deployment's log names the person who changed a row, and the check their change makes
+ * once it holds the deployment's write lock (a token replaced while it waited behind a migration).
+ */
+function actorOf(ctx: Context): DataActor {
+  return { label: actorLabel(principalOf(ctx)), stillAllowed: stillSpokenFor(ctx) };
 }
 
 /**
@@ -119,7 +123,7 @@ export function registerDataRoutes(
     const input = await readJsonObject(ctx, LIMITS.requestBodyBytes);
     await checkStillSame(deployments, record);
     ctx.status = 201;
-    ctx.body = { row: await data.insert(record, table, input, actorOf(principalOf(ctx))) };
+    ctx.body = { row: await data.insert(record, table, input, actorOf(ctx)) };
   });
   router.patch("/deploys/:id/tables/:table/rows/:row", async (ctx) => {
     const record = await managedDeployment(ctx, deployments);
@@ -128,13 +132,13 @@ export function registerDataRoutes(
     const patch = await readJsonObject(ctx, LIMITS.requestBodyBytes);
     await checkStillSame(deployments, record);
     ctx.body = {
-      row: await data.update(record, table, ctx.params.row as string, patch, actorOf(principalOf(ctx))),
+      row: await data.update(record, table, ctx.params.row as string, patch, actorOf(ctx)),
     };
   });
   router.delete("/deploys/:id/tables/:table/rows/:row", async (ctx) => {
     const record = await managedDeployment(ctx, deployments);
     checkDataWrite(principalOf(ctx), record);
-    await data.remove(record, tableOf(ctx, record), ctx.params.row as string, actorOf(principalOf(ctx)));
+    await data.remove(record, tableOf(ctx, record), ctx.params.row as string, actorOf(ctx));
     ctx.status = 204;
   });
 }
