@@ -375,11 +375,12 @@ function lineReader(url: string, token: string) {
   let ended = false;
   let pending: Buffer[] = [];
   let response: IncomingMessage | undefined;
+  let request: ReturnType<typeof get> | undefined;
   const wake = () => {
     for (const resume of waiting.splice(0)) resume();
   };
   const opened = new Promise<number>((resolve, reject) => {
-    const req = get(
+    const req = (request = get(
       url,
       { headers: { authorization: `Bearer ${token}` }, lookup: localhostLookup },
       (res) => {
@@ -401,7 +402,7 @@ function lineReader(url: string, token: string) {
         });
         resolve(res.statusCode ?? 0);
       },
-    );
+    ));
     req.on("error", reject);
   });
   return {
@@ -412,7 +413,11 @@ function lineReader(url: string, token: string) {
     },
     pause: () => response?.pause(),
     resume: () => response?.resume(),
-    close: () => response?.destroy(),
+    /** Ends the request, answered or not. */
+    close: () => {
+      response?.destroy();
+      request?.destroy();
+    },
   };
 }
 
@@ -552,6 +557,49 @@ describe("the backup route", () => {
     }
     expect(status).toBe(200);
     for (const other of filler) await remove(other);
+  });
+
+  it("ends when its client goes away while it waits for the locks, and holds no deletion meanwhile", async () => {
+    // A backup waits for every deployment's lock: a client that left then (an operator's Ctrl-C,
+    // a proxy's timeout) had left it running for good, every later backup refused 409 and every
+    // deletion's bytes kept; and a tenant's long migration held every deletion of the host while
+    // the backup waited for it (an attack review).
+    expect((await host.deployFixture("zz-held", "todo")).status).toBe(201);
+    const slow = deferred();
+    const migrating = host.deployments.whileLocked("zz-held", () => slow.promise);
+    const key = await upload(storableRandomBytes(1000));
+    const abandoned = lineReader(`${host.url}/v1/backup`, host.adminToken);
+    let status = 0;
+    for (let i = 0; i < 400 && status !== 409; i++) {
+      status = (
+        await sendRequest(`${host.url}/v1/backup`, {
+          headers: { authorization: `Bearer ${host.adminToken}` },
+        })
+      ).status;
+      if (status !== 409) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(status).toBe(409);
+    // Waiting for the lock, it has no snapshot yet: a deleted file's bytes go at once.
+    await remove(key);
+    await until(() => !existsSync(blobPath(key)));
+    expect(existsSync(blobPath(key))).toBe(false);
+    abandoned.close();
+    await abandoned.opened.catch(() => {});
+    slow.resolve();
+    await migrating;
+    let next = 409;
+    for (let i = 0; i < 400 && next === 409; i++) {
+      const reader = lineReader(`${host.url}/v1/backup`, host.adminToken);
+      next = await reader.opened;
+      reader.close();
+      if (next === 409) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(next).toBe(200);
+    // And the bytes of a file deleted now go, no backup holding them.
+    const after = await upload(storableRandomBytes(1000));
+    await remove(after);
+    await until(() => !existsSync(blobPath(after)));
+    expect(existsSync(blobPath(after))).toBe(false);
   });
 
   it("waits for a deployment busy in a slow import without holding up another's deploy", async () => {

@@ -1,7 +1,7 @@
 import { isPlatformError } from "../../sdk/values/index.js";
 import { everyKey, type HostDatabase, type KvSnapshot } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
-import { blobKeyOf, type ObjectService, objectRecordPages } from "../storage/index.js";
+import { type BlobHold, blobKeyOf, type ObjectService, objectRecordPages } from "../storage/index.js";
 import {
   BACKUP_FORMAT,
   BACKUP_VERSION,
@@ -40,21 +40,33 @@ function line(value: BackupLine): string {
  * other deployment's deploy. On a shared store (PostgreSQL) those locks each hold a connection, too many at
  * once, so the snapshot is taken as it comes, like `pg_dump`'s (docs/operators.md says so).
  */
-async function takeSnapshot(source: BackupSource): Promise<KvSnapshot> {
-  if (source.db.shared) return source.db.store.snapshot();
+async function takeSnapshot(
+  source: BackupSource,
+  signal: AbortSignal,
+  hold: () => void,
+): Promise<KvSnapshot> {
+  const take = async () => {
+    // The client left while the locks were awaited: nothing is taken.
+    signal.throwIfAborted();
+    hold();
+    return source.db.store.snapshot();
+  };
+  if (source.db.shared) return take();
   const ids = (await source.deployments.list()).map((record) => record.id).sort();
-  return source.deployments.whileAllLocked(ids, () => source.db.store.snapshot());
+  return source.deployments.whileAllLocked(ids, take);
 }
 
 /** Counts what `snapshot` holds: entries (keys only), object records and their bytes. */
 async function countSnapshot(
   source: BackupSource,
   snapshot: KvSnapshot,
+  signal: AbortSignal,
 ): Promise<Omit<BackupTotals, "missing">> {
   let entries = 0;
   const iterator = snapshot.iterate(Object.assign(everyKey(), { keys: false, values: false }));
   try {
     for (;;) {
+      signal.throwIfAborted();
       const batch = await iterator.next(10_000);
       if (batch.length === 0) break;
       entries += batch.length;
@@ -146,28 +158,34 @@ async function* backupLines(
 }
 
 /**
- * Starts a backup of the whole host: holds every removal of object bytes (so each object record of
- * the snapshot keeps its bytes until they are copied), takes one snapshot of the store, counts it,
- * and returns the lines of backup-format.ts streamed from that snapshot while the host keeps
- * serving. Writes acknowledged before the snapshot are in it; none made after is.
+ * Starts a backup of the whole host: takes one snapshot of the store, holding every removal of
+ * object bytes from just before it (so each object record of the snapshot keeps its bytes until
+ * they are copied), counts it, and returns the lines of backup-format.ts streamed from that
+ * snapshot while the host keeps serving. Writes acknowledged before the snapshot are in it; none
+ * made after is. `signal` (the client left) stops it before the snapshot or while counting; the
+ * wait for the locks before it ends only when they are free.
  */
-export async function startBackup(source: BackupSource): Promise<RunningBackup> {
-  const held = source.objects.holdDeletions();
+export async function startBackup(source: BackupSource, signal: AbortSignal): Promise<RunningBackup> {
+  // Held from just before the snapshot, not while the locks are awaited: a tenant's long
+  // migration would have held every deletion of the host meanwhile.
+  let held: BlobHold | undefined;
   let snapshot: KvSnapshot | undefined;
   let closed: Promise<void> | undefined;
   const close = () => {
     closed ??= (async () => {
       await snapshot?.close().catch(() => {});
       // The held removals run after the response, not before its end.
-      void held.release();
+      void held?.release();
     })();
     return closed;
   };
   try {
-    snapshot = await takeSnapshot(source);
-    held.snapshotTaken();
+    snapshot = await takeSnapshot(source, signal, () => {
+      held = source.objects.holdDeletions();
+    });
+    held?.snapshotTaken();
     const takenAt = new Date().toISOString();
-    const counted = await countSnapshot(source, snapshot);
+    const counted = await countSnapshot(source, snapshot, signal);
     const head: BackupHead = {
       format: BACKUP_FORMAT,
       version: BACKUP_VERSION,

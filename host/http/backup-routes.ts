@@ -26,21 +26,38 @@ export function backupRoutes(
     if (running)
       throw new PlatformError("conflict", "A backup of this host is running already; wait for it to finish.");
     running = true;
+    // Listened for from the start: a client gone while the backup waited for the locks and counted
+    // had left a backup nobody ended (its snapshot open, every deletion held, every later one 409).
+    const left = new AbortController();
+    const leave = () => left.abort();
+    ctx.res.once("close", leave);
     let backup: Awaited<ReturnType<typeof startBackup>>;
     try {
-      backup = await startBackup(source);
+      backup = await startBackup(source, left.signal);
     } catch (error) {
       running = false;
+      ctx.res.off("close", leave);
+      // Stopped for a client that left: nobody is there to answer.
+      if (left.signal.aborted) return;
       throw error;
     }
-    ctx.res.once("close", () => {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
       running = false;
       void backup.close();
-    });
+    };
+    if (left.signal.aborted || ctx.res.destroyed) return end();
+    ctx.res.off("close", leave);
+    ctx.res.once("close", end);
+    const body = Readable.from(backup.lines, { objectMode: false });
+    // A body destroyed before its first read never runs the lines' own `finally`.
+    body.once("close", end);
     ctx.status = 200;
     ctx.type = "application/x-ndjson";
     ctx.set("cache-control", "no-store");
-    ctx.body = Readable.from(backup.lines, { objectMode: false });
+    ctx.body = body;
   });
   return router.routes();
 }

@@ -1,4 +1,5 @@
 /** `host/storage`: blob stores, the rules of object storage, and what may be stored and served inline. Knows nothing of Koa. */
+export type { BlobHold } from "./blob-deletions.js";
 export { type BlobStore, checkBlobKey } from "./blob-store.js";
 export { blockedContentReason, executableReason, isBlockedDeclaredType } from "./blocked-types.js";
 export { downloadType } from "./download-type.js";
