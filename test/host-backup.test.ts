@@ -380,7 +380,7 @@ function lineReader(url: string, token: string) {
     for (const resume of waiting.splice(0)) resume();
   };
   const opened = new Promise<number>((resolve, reject) => {
-    const req = (request = get(
+    const req = get(
       url,
       { headers: { authorization: `Bearer ${token}` }, lookup: localhostLookup },
       (res) => {
@@ -402,7 +402,8 @@ function lineReader(url: string, token: string) {
         });
         resolve(res.statusCode ?? 0);
       },
-    ));
+    );
+    request = req;
     req.on("error", reject);
   });
   return {
