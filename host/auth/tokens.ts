@@ -34,15 +34,34 @@ export function tokenMatchesIncarnation(token: string | undefined, current: stri
  * - `aud` is the deployment id: a token of deployment A is refused by B;
  * - `sub` is the user id, `kind` guest or account, `email` for accounts, `sid` the session, `ses`
  *   the session start, `inc` the deployment's incarnation (see {@link tokenMatchesIncarnation});
- * - it expires after {@link TOKEN_LIFETIME_SECONDS}; the client renews it at
+ * - it expires after {@link TOKEN_LIFETIME_SECONDS} (one without `exp` and `iat`, or claiming a
+ *   longer life, is refused); the client renews it at
  *   `POST /__platform/auth/renew` until {@link RENEWAL_WINDOW_SECONDS} after the session started.
  */
 export const TOKEN_LIFETIME_SECONDS = 60 * 60;
 export const RENEWAL_WINDOW_SECONDS = 30 * 24 * 60 * 60;
+/**
+ * How far ahead of this host's clock a token's `iat` may be: hosts sharing a database issue each
+ * other's tokens, and their clocks may disagree a little. Beyond it the token is refused, or a
+ * token dated in the future would outlive {@link TOKEN_LIFETIME_SECONDS} by as much.
+ */
+export const ISSUED_AHEAD_SECONDS = 5 * 60;
 const ISSUER = "platform";
 
 function unauthorized(message: string): PlatformError {
   return new PlatformError("unauthorized", message);
+}
+
+/**
+ * Refuses a token that lives longer than this host issues them for: `exp` more than
+ * {@link TOKEN_LIFETIME_SECONDS} after `iat`, or `iat` ahead of now (beyond the hosts' clock
+ * margin). Only a holder of the signing key can make one, and without this bound a token it signed
+ * for ten years was good for ten years.
+ */
+function refuseLongLived(payload: Record<string, unknown>, now: number): void {
+  const { iat, exp } = payload as { iat: number; exp: number };
+  if (exp - iat > TOKEN_LIFETIME_SECONDS || iat > Math.floor(now / 1000) + ISSUED_AHEAD_SECONDS)
+    throw unauthorized("The token claims a longer life than this server gives its tokens; sign in again.");
 }
 
 /** Signs and verifies identity tokens with the host's secret. */
@@ -91,6 +110,7 @@ export class TokenService {
         algorithms: ["HS256"],
         issuer: ISSUER,
         currentDate: new Date(now),
+        requiredClaims: ["exp", "iat"],
         ...(options.allowExpired ? { clockTolerance: RENEWAL_WINDOW_SECONDS } : {}),
       }));
     } catch (error) {
@@ -115,6 +135,7 @@ export class TokenService {
     ) {
       throw unauthorized("The token is not valid (bad signature, algorithm or format).");
     }
+    refuseLongLived(payload, now);
     if (options.allowExpired && Math.floor(now / 1000) - payload.ses > RENEWAL_WINDOW_SECONDS) {
       throw unauthorized("The session is too old to renew; sign in again.");
     }
