@@ -30,6 +30,15 @@ import { type TokenClaims, TokenService } from "./tokens.js";
  */
 export type RecordCommit = (key: Buffer, rewrite: (stored: string | null) => string | null) => Promise<void>;
 
+/** The identity a session speaks for: its record's, never what a token says of it. */
+function identityOf(record: SessionRecord): BridgeIdentity {
+  return {
+    userId: record.userId,
+    kind: record.kind,
+    ...(record.email ? { email: record.email } : {}),
+  };
+}
+
 /**
  * Identities of app users: guest and account sessions, the tokens that prove them, renewal and
  * the retirement of upgraded guests, told to the open connections that hold them. Tokens are
@@ -127,8 +136,9 @@ export class AuthService {
     await this.emailCodes.deletePrefix(`${id}/`);
   }
 
+  /** The record of the session `claims` name, live and matching them (see SessionStore.live). */
   private liveSession(claims: TokenClaims): Promise<SessionRecord> {
-    return this.sessions.live(claims.deployment, claims.session);
+    return this.sessions.live(claims);
   }
 
   private sessionProof(claims: TokenClaims): SessionProof {
@@ -150,15 +160,8 @@ export class AuthService {
   ): Promise<{ identity: BridgeIdentity; session: SessionProof }> {
     refuseDeveloperToken(token);
     const claims = await this.tokens.verify(token, deployment, false);
-    await this.liveSession(claims);
-    return {
-      identity: {
-        userId: claims.userId,
-        kind: claims.kind,
-        ...(claims.email ? { email: claims.email } : {}),
-      },
-      session: this.sessionProof(claims),
-    };
+    const record = await this.liveSession(claims);
+    return { identity: identityOf(record), session: this.sessionProof(claims) };
   }
 
   /**
@@ -170,16 +173,15 @@ export class AuthService {
     refuseDeveloperToken(token);
     const claims = await this.tokens.verify(token, deployment, false);
     const { gate, release } = this.open.hold(deployment, claims.session, end);
+    let record: SessionRecord;
     try {
-      await this.liveSession(claims);
+      record = await this.liveSession(claims);
     } catch (error) {
       release();
       throw error;
     }
-    const identity: BridgeIdentity = { userId: claims.userId, kind: claims.kind };
-    if (claims.email) identity.email = claims.email;
     return {
-      identity,
+      identity: identityOf(record),
       session: this.sessionProof(claims),
       gate,
       expiresAt: (decodeJwt(token).exp ?? 0) * 1000,
@@ -236,11 +238,11 @@ export class AuthService {
   /**
    * The guest a sign-in is upgrading: verified (an expired token is accepted inside the renewal
    * window, so a pending upgrade can be finished later), or null when the token is not a guest's
-   * or the guest was already upgraded.
+   * or the guest was already upgraded; `unauthorized` when it was not issued for its session.
    */
   async guestToUpgrade(deployment: string, token: string): Promise<GuestToUpgrade | null> {
     const claims = await this.tokens.verify(token, deployment, true);
     if (claims.kind !== "guest") return null;
-    return this.sessions.upgradable(deployment, claims.session, claims.userId);
+    return this.sessions.upgradable(claims);
   }
 }

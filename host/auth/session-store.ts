@@ -1,7 +1,8 @@
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { AccountIndex } from "./account-index.js";
 import { sweepEndedSessions } from "./session-sweep.js";
-import { requireLiveSession, type SessionProof, type SessionRecord } from "./sessions.js";
+import { requireIssuedFor, requireLiveSession, type SessionProof, type SessionRecord } from "./sessions.js";
+import type { TokenClaims } from "./tokens.js";
 
 /** What a sign-in that upgrades a guest needs of the guest's session (see {@link SessionStore.upgradable}). */
 export interface GuestToUpgrade {
@@ -52,9 +53,13 @@ export class SessionStore {
     );
   }
 
-  /** The session's record if it may still be used; throws `unauthorized` otherwise. */
-  async live(deployment: string, session: string): Promise<SessionRecord> {
-    return requireLiveSession(await this.records.get(recordId(deployment, session)));
+  /**
+   * The record of the session `claims` name if it may still be used and the token was issued for
+   * it (see {@link requireIssuedFor}); throws `unauthorized` otherwise.
+   */
+  async live(claims: TokenClaims): Promise<SessionRecord> {
+    const record = requireLiveSession(await this.records.get(recordId(claims.deployment, claims.session)));
+    return requireIssuedFor(record, claims);
   }
 
   /** What a mutation checks again in its transaction: the session is still live (see {@link SessionProof}). */
@@ -101,14 +106,18 @@ export class SessionStore {
     await this.accounts.purge(id);
   }
 
-  /** Session `session` of `deployment` as a guest a sign-in may upgrade, or null when it ended. */
-  async upgradable(deployment: string, session: string, userId: string): Promise<GuestToUpgrade | null> {
-    const id = recordId(deployment, session);
+  /**
+   * The guest session a guest token's `claims` name, for a sign-in to upgrade; null when it ended.
+   * Throws `unauthorized` when the token was not issued for it (see {@link requireIssuedFor}).
+   */
+  async upgradable(claims: TokenClaims): Promise<GuestToUpgrade | null> {
+    const id = recordId(claims.deployment, claims.session);
     const record = await this.records.get(id);
-    if (ended(record)) return null;
+    if (record) requireIssuedFor(record, claims);
+    if (!record || ended(record)) return null;
     return {
-      userId,
-      session,
+      userId: record.userId,
+      session: record.session,
       retire: (accountUserId) => ({
         key: this.records.key(id),
         value: JSON.stringify(

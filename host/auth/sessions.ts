@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { IdentityKind } from "./tokens.js";
+import type { IdentityKind, TokenClaims } from "./tokens.js";
 
 /** One sign-in session of a deployment. */
 export interface SessionRecord {
@@ -34,6 +34,28 @@ export function requireLiveSession(record: SessionRecord | undefined): SessionRe
       "This guest session was upgraded to an account; use the account's token.",
     );
   }
+  return record;
+}
+
+/**
+ * `record` if `claims` are what its tokens were issued with: the same deployment, user, kind,
+ * email and incarnation; else `unauthorized`. The identity a token proves is its session's, and
+ * only a holder of the signing key can make a token that says otherwise: one pointed at a guest
+ * session it opened, claiming an account, spoke for that account. Records have stored all of
+ * these since the first version (the incarnation since incarnations exist, as tokens carry it).
+ */
+export function requireIssuedFor(record: SessionRecord, claims: TokenClaims): SessionRecord {
+  if (
+    record.deployment !== claims.deployment ||
+    record.userId !== claims.userId ||
+    record.kind !== claims.kind ||
+    (record.email ?? null) !== (claims.email ?? null) ||
+    (record.incarnation ?? null) !== (claims.incarnation ?? null)
+  )
+    throw new PlatformError(
+      "unauthorized",
+      "The token does not match its session (this server did not issue it so); sign in again.",
+    );
   return record;
 }
 

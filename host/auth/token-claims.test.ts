@@ -7,6 +7,7 @@ import { type JWTPayload, SignJWT } from "jose";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { tempDatabase } from "../../test/helpers/db.js";
 import { AuthService } from "./auth-service.js";
+import { accountUserId } from "./sessions.js";
 import { loadTokenSecret } from "./token-secret.js";
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
@@ -16,6 +17,7 @@ beforeEach(async () => {
 afterEach(() => env.dispose());
 
 const HOUR = 3600;
+const CEO = "ceo@shop.example";
 
 /** The claims of `token` a forger copies (as anyone can read them), less those {@link forge} sets. */
 function claimsOf(token: string): Record<string, unknown> {
@@ -48,6 +50,68 @@ async function expectRefusedEverywhere(auth: AuthService, token: string, message
   await expect(auth.holdIdentity("shop", token, () => {})).rejects.toMatchObject(refused);
   await expect(auth.renew("shop", token)).rejects.toMatchObject(refused);
 }
+
+it("refuses a token whose claims differ from its session's record", async () => {
+  const auth = await AuthService.open(env.db, async () => "inc-1");
+  const guest = await auth.signInGuest("shop");
+  const genuine = claimsOf(guest.token);
+  const now = Math.floor(Date.now() / 1000);
+  // The review's reproduction: the signer's own guest session, claiming the CEO's account.
+  const asCeo = {
+    kind: "account",
+    sid: genuine.sid,
+    ses: now,
+    email: CEO,
+    inc: "inc-1",
+    sub: accountUserId("shop", CEO),
+  };
+  await expectRefusedEverywhere(auth, await forge(asCeo), /does not match its session/);
+  // Each claim on its own: another guest's id, another kind, an email.
+  const variants = [
+    { ...genuine, sub: "guest:someone-else" },
+    { ...genuine, kind: "account" },
+    { ...genuine, email: CEO },
+  ];
+  for (const claims of variants)
+    await expectRefusedEverywhere(auth, await forge(claims), /does not match its session/);
+  // Presented with a sign-in, a guest token naming another guest upgrades nothing.
+  const otherGuest = await forge({ ...genuine, sub: "guest:someone-else" });
+  await expect(auth.guestToUpgrade("shop", otherGuest)).rejects.toMatchObject({ code: "unauthorized" });
+  // An account's session: its token cannot be turned into another account's.
+  const account = await auth.signInAccount("shop", "staff@shop.example");
+  const staff = claimsOf(account.token);
+  await expectRefusedEverywhere(
+    auth,
+    await forge({
+      kind: "account",
+      sid: staff.sid,
+      ses: staff.ses,
+      email: CEO,
+      inc: "inc-1",
+      sub: staff.sub,
+    }),
+    /does not match its session/,
+  );
+  // The genuine tokens still speak for their sessions.
+  expect(await auth.authenticate("shop", guest.token)).toEqual({ userId: guest.userId, kind: "guest" });
+  expect(await auth.authenticate("shop", account.token)).toEqual({
+    userId: account.userId,
+    kind: "account",
+    email: "staff@shop.example",
+  });
+  expect((await auth.guestToUpgrade("shop", guest.token))?.userId).toBe(guest.userId);
+});
+
+it("refuses a token of the current incarnation pointing at a session of an earlier one", async () => {
+  let incarnation = "inc-1";
+  const auth = await AuthService.open(env.db, async () => incarnation);
+  const guest = await auth.signInGuest("shop");
+  const claims = claimsOf(guest.token);
+  // The deployment was deleted and created again under its id: the session is of the earlier one.
+  incarnation = "inc-2";
+  await expectRefusedEverywhere(auth, guest.token, /deleted deployment/);
+  await expectRefusedEverywhere(auth, await forge({ ...claims, inc: "inc-2" }), /does not match its session/);
+});
 
 it("refuses a token that claims a longer life than the host gives its tokens", async () => {
   const auth = await AuthService.open(env.db, async () => "inc-1");
