@@ -66,15 +66,6 @@ beforeAll(async () => {
         claimed: false,
         claimToken: expect.stringMatching(/^pct_/),
       });
-    if (state === "restricted") {
-      const patched = await host.admin(
-        `/v1/deploys/${id}`,
-        "PATCH",
-        { restricted: true, approved: ["Approved@Example.com"] },
-        owner.token,
-      );
-      expect(patched.status, patched.text()).toBe(200);
-    }
   }
   await host.admin("/v1/deploys", "POST", { id: "elsewhere", code: plain });
   const secret = await host.deployments.db.records<{ hex: string }>("secrets").get("tokens");
@@ -123,6 +114,21 @@ beforeAll(async () => {
     set("tampered token", `${h}.${Buffer.from(JSON.stringify(payload)).toString("base64url")}.${s}`);
     set("alg none token", none);
   }
+  // Restricted once its guest exists: a restricted deployment gives no guest tokens.
+  const patched = await host.admin(
+    "/v1/deploys/restricted",
+    "PATCH",
+    { restricted: true, approved: ["Approved@Example.com"] },
+    owner.token,
+  );
+  expect(patched.status, patched.text()).toBe(200);
+  const refused = await sendRequest(`${host.deploymentUrl("restricted")}/__platform/auth/guest`, {
+    method: "POST",
+  });
+  expect([refused.status, refused.json<{ error: { code: string } }>().error.code]).toEqual([
+    403,
+    "forbidden",
+  ]);
 });
 afterAll(() => host.dispose());
 

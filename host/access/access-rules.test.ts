@@ -9,6 +9,7 @@ import {
   checkLegacyQueryWrites,
   checkObjectDelete,
   checkRestricted,
+  checkSignIn,
   checkStorageListing,
   checkStorageReader,
   checkStorageWriter,
@@ -113,6 +114,24 @@ describe("custom endpoints", () => {
       table((who) => checkRestricted(STATES.restricted, who)),
     );
     expect(table((who) => checkEndpointCall(STATES.restricted, who))).toEqual(RESTRICTED_ROW);
+  });
+});
+
+describe("sign-in", () => {
+  const NO_GUESTS =
+    "forbidden: This app is restricted to approved accounts: it gives no guest tokens; sign in with an approved account.";
+  /** A sign-in of each identity but the absent one (a sign-in is someone). */
+  const signIns = (record: DeploymentAccess) =>
+    table((who) => (who ? checkSignIn(record, who) : undefined)).slice(1);
+
+  it("is open unless the deployment is restricted (requireSignIn still hands out guests)", () => {
+    for (const state of ["unrestricted", "requireSignIn", "unclaimed"] as const)
+      expect(signIns(STATES[state])).toEqual(OPEN_ROW.slice(1));
+  });
+
+  it("on a restricted deployment: no guests, and approved accounts only, refused as their calls are", () => {
+    expect(outcome(() => checkSignIn(STATES.restricted, { kind: "guest" }))).toBe(NO_GUESTS);
+    expect(signIns(STATES.restricted)).toEqual([NO_GUESTS, RESTRICTED_403, RESTRICTED_403, "ok"]);
   });
 });
 

@@ -46,6 +46,26 @@ export function checkRestricted(deployment: DeploymentAccess, identity: BridgeId
 }
 
 /**
+ * Who may sign in, decided before any session is stored or guest upgraded: anyone, unless the
+ * deployment is restricted. Then it hands out no guest tokens (a guest may use nothing there), and
+ * signs in approved accounts only, refused with the 403 their calls would get: an outsider's guest
+ * upgraded into their own account ran the app's `onGuestUpgrade`, with its writes. Routes check an
+ * account after its email was proved (code, ID token), so a refusal tells only the email's owner.
+ */
+export function checkSignIn(
+  deployment: DeploymentAccess,
+  identity: { readonly kind: "guest" } | BridgeIdentity,
+): void {
+  if (!deployment.restricted) return;
+  if (identity.kind === "guest")
+    throw new PlatformError(
+      "forbidden",
+      "This app is restricted to approved accounts: it gives no guest tokens; sign in with an approved account.",
+    );
+  checkRestricted(deployment, identity);
+}
+
+/**
  * Queries and mutations (HTTP and sync): the restricted rule, then `requireSignIn` (no identity:
  * 401; a guest: 403). The same hosted and in `platform dev`.
  */

@@ -9,6 +9,7 @@ export {
   checkLegacyQueryWrites,
   checkObjectDelete,
   checkRestricted,
+  checkSignIn,
   checkStorageReader,
   checkStorageWriter,
   type DeploymentAccess,

@@ -2,6 +2,7 @@ import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { checkSignIn } from "../access/index.js";
 import {
   type AuthService,
   accountUserId,
@@ -18,17 +19,19 @@ import { ownPaths, under } from "./routing.js";
 
 /**
  * Signs an account in, upgrading the guest whose token came with the request (if any): the guest's
- * `userId()` values move to the account in one transaction with `auth.onGuestUpgrade`.
+ * `userId()` values move to the account in one transaction with `auth.onGuestUpgrade`. An account
+ * the deployment does not admit (see checkSignIn) is refused first: no upgrade, no session.
  */
 async function signInAccount(ctx: Context, auth: AuthService, deployments: DeploymentService, email: string) {
   const deployment = ctx.state.deployment as string;
   const normalised = normaliseEmail(email);
+  const userId = accountUserId(deployment, normalised);
+  checkSignIn(await deployments.require(deployment), { userId, kind: "account", email: normalised });
   const guestToken = bearerToken(ctx);
   let upgradedFrom: string | undefined;
   if (guestToken) {
     const guest = await auth.guestToUpgrade(deployment, guestToken);
     if (guest) {
-      const userId = accountUserId(deployment, normalised);
       // The guest's open sockets finish their writes first and are closed once it is retired.
       const result = await auth.retireGuest(deployment, guest.session, () =>
         deployments.upgradeGuest(
@@ -76,7 +79,8 @@ const GUEST_SIGN_INS_PER_CLIENT = {
  * session ends for good), email one-time
  * codes (`email/start` answers an attempt handle that `email/verify` needs with the code),
  * OpenID Connect ID-token exchange (`oidc`), and in `platform dev` only, instant account sign-in
- * (`dev-sign-in`). Every account sign-in presenting a guest token upgrades that guest. Every
+ * (`dev-sign-in`). Every account sign-in presenting a guest token upgrades that guest. A restricted
+ * deployment gives no guest tokens and signs in approved accounts only (checkSignIn). Every
  * route spends the caller's request quota (keyed by client address); code requests are limited
  * per address and per client address too, and so are new guests per client address (outside dev). Unknown paths under `/__platform/auth/` are `404 not_found`.
  */
@@ -104,6 +108,8 @@ export function authRoutes(
     const body = ctx.state.json as Record<string, unknown>;
     if (body.name !== undefined && !dev)
       throw new PlatformError("bad_request", "Named guests are available in platform dev only.");
+    // Refused before it counts: a restricted deployment hands out no guest tokens at all.
+    checkSignIn(await deployments.require(ctx.state.deployment as string), { kind: "guest" });
     const client = quotaKey(ctx.state.deployment as string, null, quota.clientAddress(ctx.req));
     if (!guestSignIns.tryTake(client)) {
       const retryAfterSeconds = Math.ceil(guestSignIns.waitMs(client) / 1000);
