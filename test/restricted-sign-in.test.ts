@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
+import type app from "../fixtures/guest-upgrade/server/index.js";
 import type { SessionRecord, UnsentCode } from "../host/auth/index.js";
+import { createClient } from "../sdk/client/node.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -100,4 +102,20 @@ it("runs no guest upgrade, and stores no session, for an email it does not appro
   expect((after.body.value as { merges: unknown[] }).merges).toEqual([
     [guest.body.userId, upgraded.body.userId],
   ]);
+});
+
+it("a client there starts no guest, says why, and signs an approved account in", async () => {
+  // Restricted by the test before (it runs after it, in the same file).
+  const client = createClient<typeof app>(host.deploymentUrl("club"));
+  try {
+    await client.auth.ready();
+    expect(client.auth.getState()).toMatchObject({ identity: null, error: { code: "forbidden" } });
+    await expect(client.query("everything")).rejects.toMatchObject({ code: "unauthorized" });
+    await client.auth.startEmailSignIn(APPROVED);
+    const code = codes.filter((each) => each.email === APPROVED).at(-1)?.code as string;
+    expect(await client.auth.verifyEmailCode(APPROVED, code)).toMatchObject({ email: APPROVED });
+    expect((await client.query("everything")).merges).toHaveLength(1);
+  } finally {
+    client.close();
+  }
 });
