@@ -4,8 +4,9 @@ import { type HostDatabase, NamedLocks, type RecordStore } from "../db/index.js"
 const WINDOW_MS = LIMITS.emailCodeWindowSeconds * 1000;
 
 /**
- * Sign-in mails one client network may have sent to one address in a window, every deployment
- * of the installation together (`LIMITS.emailCodeMailsPerAddress`): each deployment's own limit
+ * Sign-in mails one client network may have sent to one mailbox (`mailboxKey`: an address's
+ * `+tag` variants are one) in a window, every deployment of the installation together
+ * (`LIMITS.emailCodeMailsPerAddress`): each deployment's own limit
  * alone let one client have every deployment of a host mail a victim (5 mails per deployment per
  * window). Per client network, so that someone else's requests never leave the address's owner
  * without a code. Stored, so every host counts the same mails; read and written under a lock of
@@ -21,9 +22,9 @@ export class MailBudget {
     this.records = db.records<{ sentAt: number[] }>("email-mails");
   }
 
-  /** Takes one mail to `email` asked for from `client` (its network's key) at `now`: 0, or the ms until one is free. */
-  take(email: string, client: string, now = Date.now()): Promise<number> {
-    const id = `${email}\u0000${client}`;
+  /** Takes one mail to `mailbox` asked for from `client` (its network's key) at `now`: 0, or the ms until one is free. */
+  take(mailbox: string, client: string, now = Date.now()): Promise<number> {
+    const id = `${mailbox}\u0000${client}`;
     return this.locks.run(id, async () => {
       const sentAt = ((await this.records.get(id))?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
       if (sentAt.length >= LIMITS.emailCodeMailsPerAddress) return (sentAt[0] as number) + WINDOW_MS - now;

@@ -17,13 +17,17 @@ export const AUTH_LIMITS = {
   emailCodeLifetimeMs: 10 * 60_000,
   /** Wrong guesses that kill a sign-in code (counted atomically, concurrent guesses included). */
   emailCodeAttempts: 5,
-  /** Codes one email address may be sent per {@link LIMITS.emailCodeWindowSeconds} (per deployment). Ours. */
+  /**
+   * Codes one mailbox may be sent per {@link LIMITS.emailCodeWindowSeconds} (per deployment; an
+   * address's `+tag` spellings, and Gmail's dotted ones, are one mailbox). Ours.
+   */
   emailCodeRequestsPerAddress: 5,
   /**
-   * Sign-in mails one email address may be sent per {@link LIMITS.emailCodeWindowSeconds} by the
-   * whole installation, every deployment together (beyond, a request gets the newest live code's
-   * handle, as past the per-deployment limit). Ours: else one client could have each deployment of
-   * a host mail a victim. Shared by a user of several apps on one host.
+   * Sign-in mails one mailbox (as above) may be sent per {@link LIMITS.emailCodeWindowSeconds} at
+   * the asking of one client network, every deployment of the installation together (beyond, a
+   * request gets the newest live code's handle, as past the per-deployment limit). Ours: else one
+   * client could have each deployment of a host mail a victim. Per network, so that someone else's
+   * flood leaves the owner codes; shared by a user of several apps on one host.
    */
   emailCodeMailsPerAddress: 10,
   /** Codes one client address (IP) may request per {@link LIMITS.emailCodeWindowSeconds} from one deployment, all emails together. Ours. */
