@@ -8,8 +8,11 @@ import WebSocket from "ws";
 import { localhostLookup, sendRequest } from "../cli/http.js";
 import { EmailCodes } from "../host/auth/index.js";
 import { HostDatabase } from "../host/db/index.js";
+import { advisoryKey } from "../host/db/kv/postgres-locks.js";
+import { LIMITS } from "../sdk/protocol/index.js";
+import { deferred } from "./helpers/deferred.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
-import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
 
 const server = postgresForThisFile("Sessions across hosts");
 let a: TestHost;
@@ -54,6 +57,62 @@ describe.skipIf(!postgresInstalled)("sign-in codes on PostgreSQL", () => {
       await db.close();
     }
   });
+});
+
+describe.skipIf(!postgresInstalled)("sign-in code requests over their client's limit", () => {
+  it("are refused without waiting for the deployment's code lock or taking a lock connection", async () => {
+    // Checked inside the lock, each refused request of a flood over many deployments waited for
+    // and held a connection of the host's 13 for locks.
+    const host = await startTestHost({ database: server.url, requestQuota: false });
+    const other = await HostDatabase.open(server.url);
+    const held = deferred();
+    const release = deferred();
+    try {
+      expect((await host.deployFixture("codes", "guest-upgrade")).status).toBe(201);
+      const ask = async (email: string) =>
+        (
+          await sendRequest(`${host.deploymentUrl("codes")}/__platform/auth/email/start`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ email }),
+          })
+        ).status;
+      const lockKey = String(advisoryKey("platform_kv", "email-codes:codes"));
+      const lockedIn = (queries: Array<{ text: string }>) =>
+        queries.filter((query) => query.text.includes(`pg_advisory_xact_lock(${lockKey}`)).length;
+      // A request within the limit takes the lock (what the refusal below must not do).
+      const first = recordQueries();
+      try {
+        expect(await ask("c0@example.com")).toBe(200);
+      } finally {
+        first.stop();
+      }
+      expect(lockedIn(first.queries)).toBe(1);
+      for (let i = 1; i < LIMITS.emailCodeRequestsPerClient; i++)
+        expect(await ask(`c${i}@example.com`)).toBe(200);
+      // Another process holds the deployment's code lock (as a host answering a guess would).
+      const holding = other.exclusive("email-codes:codes", async () => {
+        held.resolve();
+        await release.promise;
+      });
+      await held.promise;
+      const { queries, stop } = recordQueries();
+      let refused: number;
+      try {
+        refused = await ask("one-more@example.com");
+      } finally {
+        stop();
+      }
+      release.resolve();
+      await holding;
+      expect(refused).toBe(429);
+      expect(lockedIn(queries)).toBe(0);
+    } finally {
+      release.resolve();
+      await other.close();
+      await host.dispose();
+    }
+  }, 60_000);
 });
 
 describe.skipIf(!postgresInstalled)("sessions on two hosts", () => {

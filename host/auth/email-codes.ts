@@ -122,7 +122,8 @@ export class EmailCodes {
    * lock the address's owner out of signing in with a code they received; with no live code (or
    * its handles all given), it is refused. So past the mails `client` (the requester's network, as
    * limits key it) may have sent the mailbox from every deployment together (see
-   * {@link MailBudget}). Runs under the lock. The answer's `attempt` must come back with the code.
+   * {@link MailBudget}). The client's limit is taken before the deployment's lock, the mailbox's
+   * under it. The answer's `attempt` must come back with the code.
    */
   async start(
     deployment: string,
@@ -132,10 +133,12 @@ export class EmailCodes {
   ): Promise<CodeRequest> {
     const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
     const attempt = randomBytes(18).toString("base64url");
+    // Before the lock: a client over its limit, refused here, neither waits for nor holds a lock
+    // connection (a flood of such requests over many deployments took one each).
+    const clientWait = takeClientAllowance();
+    if (clientWait > 0)
+      return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
     const outcome = await this.locked(deployment, async (): Promise<CodeRequest> => {
-      const clientWait = takeClientAllowance();
-      if (clientWait > 0)
-        return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
       const now = Date.now();
       const key = `${deployment}/${email}`;
       const record = await this.codes.get(key);
