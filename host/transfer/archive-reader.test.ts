@@ -50,3 +50,25 @@ it("yields each non-empty line with its number, across chunks and split characte
   expect(await linesOf("only\n")).toEqual([["only", 1]]);
   expect(await linesOf("")).toEqual([]);
 });
+
+it("refuses a line past its bound as it inflates, naming the file and line; one at the bound passes", async () => {
+  // Bytes, not characters: "é" is two bytes of UTF-8.
+  const text = `short\n${"é".repeat(500)}\n${"é".repeat(500)}x\nafter`;
+  const reader = await ArchiveReader.open(await zipOf("rows.jsonl", text));
+  const lines: number[] = [];
+  try {
+    await expect(
+      (async () => {
+        for await (const [, number] of reader.lines("rows.jsonl", 1024 * 1024, 1000, "why"))
+          lines.push(number);
+      })(),
+    ).rejects.toMatchObject({
+      code: "too_large",
+      message:
+        "Invalid archive: rows.jsonl line 3 is more than 1000 bytes; an import reads at most 1000 bytes (0.00 MiB) of one line (why).",
+    });
+  } finally {
+    reader.close();
+  }
+  expect(lines).toEqual([1, 2]);
+});

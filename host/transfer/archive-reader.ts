@@ -15,6 +15,13 @@ function tooLarge(name: string, size: number, limit: number): PlatformError {
   );
 }
 
+function lineTooLong(name: string, number: number, limit: number, because: string): PlatformError {
+  return new PlatformError(
+    "too_large",
+    `Invalid archive: ${name} line ${number} is more than ${limit} bytes; an import reads at most ${limit} bytes (${(limit / 1024 / 1024).toFixed(2)} MiB) of one line${because ? ` (${because})` : ""}.`,
+  );
+}
+
 /**
  * Random access to the files of a zip archive on disk (yauzl): the central directory is read
  * once, names must be unique, and every read checks the size the directory declares against a
@@ -123,18 +130,31 @@ export class ArchiveReader {
    * The non-empty lines of `name` (UTF-8), with their 1-based line numbers, as they inflate. Each
    * chunk is scanned once (a line longer than a chunk is kept in pieces, joined when it ends): a
    * line split and rescanned whole at every chunk cost its length squared, 20 s of the host's main
-   * thread for one 24 MiB line of a 30 KB archive.
+   * thread for one 24 MiB line of a 30 KB archive. A line of more than `lineBytes` bytes is refused
+   * (`413 too_large`, naming the file and line, and `because` when given) as soon as its kept
+   * pieces pass them, before it is joined: what a caller parses and stores of one line is bounded
+   * by that, not by the file's limit.
    */
-  async *lines(name: string, limit: number): AsyncGenerator<[line: string, number: number]> {
+  async *lines(
+    name: string,
+    limit: number,
+    lineBytes: number = limit,
+    because = "",
+  ): AsyncGenerator<[line: string, number: number]> {
     const decoder = new StringDecoder("utf8");
     const pieces: string[] = [];
     let number = 0;
+    let bytes = 0;
     const keep = (piece: string) => {
-      if (piece.length > 0) pieces.push(piece);
+      if (piece.length === 0) return;
+      bytes += Buffer.byteLength(piece, "utf8");
+      if (bytes > lineBytes) throw lineTooLong(name, number + 1, lineBytes, because);
+      pieces.push(piece);
     };
     const take = () => {
       const line = pieces.length === 1 ? (pieces[0] as string) : pieces.join("");
       pieces.length = 0;
+      bytes = 0;
       return line;
     };
     try {
