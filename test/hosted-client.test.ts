@@ -211,6 +211,24 @@ describe("client files through the operator API", () => {
     expect((await host.admin("/v1/deploys/limits", "GET")).status).toBe(404);
   });
 
+  it("refuses a client whose paths pass LIMITS.clientPathChars together, at deploy; one at it is served", async () => {
+    // 512 paths of 512 characters past Latin-1 (each within checkClientPath): exactly the limit.
+    const client = Array.from({ length: 512 }, (_, i) => ({
+      path: `${String(i).padStart(3, "0")}/${"ü".repeat(254)}/${"ü".repeat(253)}`,
+      data: "",
+    }));
+    expect(client.reduce((sum, file) => sum + file.path.length, 0)).toBe(LIMITS.clientPathChars);
+    const over = [...client.slice(1), { path: `${client[0]?.path}x`, data: "" }];
+    const refused = await deployWithClient(host, "paths", over);
+    expect(refused.status).toBe(413);
+    expect(refused.json()).toMatchObject({
+      error: { code: "too_large", message: expect.stringContaining("LIMITS.clientPathChars") },
+    });
+    expect((await host.admin("/v1/deploys/paths", "GET")).status).toBe(404);
+    expect((await deployWithClient(host, "paths", client)).status).toBe(201);
+    expect((await get(host, "paths", `/${encodeURI(client[511]?.path ?? "")}`)).status).toBe(200);
+  });
+
   it("are deleted with the deployment", async () => {
     expect((await deployWithClient(host, "gone", [{ path: "index.html", data: base64("bye") }])).status).toBe(
       201,

@@ -2,10 +2,12 @@
  * The decoded files a host keeps in memory: requests missing the same file together read it once
  * and count it once (before, each counted it again and the count never came down: 20 requests
  * made every file on the host miss the cache for good), and one developer's large files push out
- * its own, not every tenant's.
+ * its own, not every tenant's. The versions' path maps it keeps are bounded by their bytes the
+ * same way: bounded by count alone, 256 versions of long paths could hold 530 MiB of heap.
  */
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { tempDatabase } from "../../test/helpers/db.js";
 import { ClientFileStore } from "./client-files.js";
 import type { ClientFile } from "./client-input.js";
@@ -84,4 +86,37 @@ it("reads no bytes for a lookup that needs none (a HEAD, a 304)", async () => {
     bytes: undefined,
   });
   expect(store.cachedBytes()).toBe(0);
+});
+
+it("keeps versions' path maps within their bytes: one developer's within its share, all within the whole", async () => {
+  const small = await deploy("other", [file("index.html", 13, "d")]);
+  expect(await store.lookup("other", small, "missing.html", false, "dev:other")).toBeUndefined();
+  const otherBytes = store.cachedPathBytes("dev:other");
+  expect(otherBytes).toBeGreaterThan(0);
+  // Versions of 1,000 empty files whose paths take a deploy's whole LIMITS.clientPathChars, past
+  // Latin-1; each miss (an anonymous 404) reads its version's paths.
+  const empty = file("x", 0, "x");
+  const paths = (v: number) =>
+    Array.from({ length: 1000 }, (_, i) => ({
+      ...empty,
+      path: `${v}/${String(i).padStart(3, "0")}/${"ü".repeat(128)}/${"ü".repeat(127)}`,
+    }));
+  expect(paths(0).reduce((sum, one) => sum + one.path.length, 0)).toBeLessThanOrEqual(LIMITS.clientPathChars);
+  const versions = new Map<string, ClientRef>();
+  for (let developer = 0; developer < 5; developer++)
+    for (let v = 0; v < 8; v++)
+      versions.set(`d${developer}v${v}`, await deploy(`d${developer}v${v}`, paths(v)));
+  for (const [id, ref] of versions) {
+    const owner = `dev:${id.split("v")[0]}`;
+    expect(await store.lookup(id, ref, "missing.html", false, owner)).toBeUndefined();
+    expect(store.cachedPathBytes(owner)).toBeLessThanOrEqual(LIMITS.clientPathCacheBytesPerOwner);
+    expect(store.cachedPathBytes()).toBeLessThanOrEqual(LIMITS.clientPathCacheBytes);
+    // The first developer's versions pushed out its own, not another developer's.
+    if (owner === "dev:d0") expect(store.cachedPathBytes("dev:other")).toBe(otherBytes);
+  }
+  // The latest developer's versions stay, as many as its share holds.
+  expect(store.cachedPathBytes("dev:d4")).toBeGreaterThan(LIMITS.clientPathCacheBytesPerOwner / 2);
+  for (const id of versions.keys()) await store.purgeDeployment(id);
+  await store.purgeDeployment("other");
+  expect(store.cachedPathBytes()).toBe(0);
 });

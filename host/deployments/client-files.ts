@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import type { ClientFile } from "./client-input.js";
+import { OwnerSharedCache } from "./owner-shared-cache.js";
 import type { ClientRef } from "./records.js";
 import type { DeploymentScopedState } from "./removal.js";
 
@@ -17,14 +19,17 @@ export interface FoundClientFile {
   bytes: Buffer | undefined;
 }
 
-/** Stored bytes kept decoded in memory, all deployments together (files are immutable by hash). */
-const CACHE_BYTES = 64 * 1024 * 1024;
 /**
- * What one developer's deployments' files may take of {@link CACHE_BYTES}: a tenant fetching its
- * own large files in a loop pushes out its own, not every tenant's (each miss reads and decodes
- * on the main thread, about 20 ms for an 8 MiB file).
+ * What a version's path map is counted as holding: about 160 bytes a file (its entry, its hash's
+ * 64 characters, the map's slot) beside its path, two bytes a character (V8 keeps a string of any
+ * character beyond Latin-1 at two bytes each). An estimate that follows the heap a map takes.
  */
-const CACHE_BYTES_PER_OWNER = 16 * 1024 * 1024;
+function pathMapBytes(entries: readonly ClientManifestEntry[]): number {
+  let bytes = 0;
+  for (const entry of entries) bytes += 160 + 2 * entry.path.length;
+  return bytes;
+}
+
 /** Bytes of files written in one batch while a deploy stores its client. */
 const BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -39,14 +44,20 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 export class ClientFileStore implements DeploymentScopedState {
   private readonly files: RecordStore<{ data: string }>;
   private readonly manifests: RecordStore<{ files: ClientManifestEntry[] }>;
-  /** Files kept decoded, least recently used first, each with the owner it counts against. */
-  private readonly decoded = new Map<string, { bytes: Buffer; owner: string }>();
-  private decodedBytes = 0;
-  /** Bytes in {@link decoded} per owner. */
-  private readonly decodedOf = new Map<string, number>();
+  /** Files kept decoded (they are immutable by hash), each counted against its owner. */
+  private readonly decoded = new OwnerSharedCache<Buffer>({
+    bytes: LIMITS.clientFileCacheBytes,
+    bytesPerOwner: LIMITS.clientFileCacheBytesPerOwner,
+    entries: Number.POSITIVE_INFINITY,
+  });
   /** Reads of files not in {@link decoded} under way: requests missing together share one. */
   private readonly reading = new Map<string, Promise<Buffer | undefined>>();
-  private readonly indexes = new Map<string, Map<string, ClientManifestEntry>>();
+  /** Versions' path maps (a manifest never changes under its hash), each counted against its owner. */
+  private readonly indexes = new OwnerSharedCache<Map<string, ClientManifestEntry>>({
+    bytes: LIMITS.clientPathCacheBytes,
+    bytesPerOwner: LIMITS.clientPathCacheBytesPerOwner,
+    entries: LIMITS.clientPathCacheVersions,
+  });
 
   constructor(db: HostDatabase) {
     this.files = db.records("client-files");
@@ -115,8 +126,9 @@ export class ClientFileStore implements DeploymentScopedState {
 
   /**
    * The file at `path` of client version `ref` of deployment `id` (its bytes read only when
-   * `withBytes`, kept in memory as `owner`'s), undefined when the version has no such path, or
-   * `missing` when the version itself is gone (replaced since `ref` was read).
+   * `withBytes`; they and the version's paths kept in memory as `owner`'s), undefined when the
+   * version has no such path, or `missing` when the version itself is gone (replaced since `ref`
+   * was read).
    */
   async lookup(
     id: string,
@@ -125,7 +137,7 @@ export class ClientFileStore implements DeploymentScopedState {
     withBytes: boolean,
     owner = id,
   ): Promise<FoundClientFile | undefined | "missing"> {
-    const index = await this.index(id, ref);
+    const index = await this.index(id, ref, owner);
     if (!index) return "missing";
     const entry = index.get(path);
     if (!entry) return undefined;
@@ -136,15 +148,20 @@ export class ClientFileStore implements DeploymentScopedState {
 
   /** Bytes of files kept decoded in memory: counted against `owner`, or in all (tests read it). */
   cachedBytes(owner?: string): number {
-    return owner === undefined ? this.decodedBytes : (this.decodedOf.get(owner) ?? 0);
+    return this.decoded.bytes(owner);
+  }
+
+  /** Bytes of versions' path maps kept in memory, as counted: `owner`'s, or in all (tests read it). */
+  cachedPathBytes(owner?: string): number {
+    return this.indexes.bytes(owner);
   }
 
   /** Removes every client file and manifest of a deleted deployment (idempotent). */
   async purgeDeployment(id: string): Promise<void> {
     await this.files.deletePrefix(`${id}/`);
     await this.manifests.deletePrefix(`${id}/`);
-    for (const key of [...this.indexes.keys()]) if (key.startsWith(`${id}/`)) this.indexes.delete(key);
-    for (const key of [...this.decoded.keys()]) if (key.startsWith(`${id}/`)) this.forgetBytes(key);
+    this.indexes.forgetPrefix(`${id}/`);
+    this.decoded.forgetPrefix(`${id}/`);
     for (const key of [...this.reading.keys()]) if (key.startsWith(`${id}/`)) this.reading.delete(key);
   }
 
@@ -153,28 +170,26 @@ export class ClientFileStore implements DeploymentScopedState {
     return (await this.manifests.get(`${id}/${ref.manifest}`))?.files;
   }
 
-  /** A version's paths, read once: a manifest never changes under its hash. */
-  private async index(id: string, ref: ClientRef): Promise<Map<string, ClientManifestEntry> | undefined> {
+  /** A version's paths, read once while they fit what `owner` may keep. */
+  private async index(
+    id: string,
+    ref: ClientRef,
+    owner: string,
+  ): Promise<Map<string, ClientManifestEntry> | undefined> {
     const key = `${id}/${ref.manifest}`;
     const cached = this.indexes.get(key);
     if (cached) return cached;
     const entries = await this.entries(id, ref);
     if (!entries) return undefined;
     const index = new Map(entries.map((entry) => [entry.path, entry]));
-    // A few hundred versions' paths at most; the oldest goes first.
-    if (this.indexes.size >= 256) this.indexes.delete(this.indexes.keys().next().value as string);
-    this.indexes.set(key, index);
+    this.indexes.keep(key, index, pathMapBytes(entries), owner);
     return index;
   }
 
   /** The bytes of the file stored under `key`, from memory when recently served. */
   private async bytes(key: string, owner: string): Promise<Buffer | undefined> {
     const cached = this.decoded.get(key);
-    if (cached) {
-      this.decoded.delete(key);
-      this.decoded.set(key, cached);
-      return cached.bytes;
-    }
+    if (cached) return cached;
     let read = this.reading.get(key);
     if (!read) {
       const reading: Promise<Buffer | undefined> = this.read(key, owner).finally(() => {
@@ -186,38 +201,14 @@ export class ClientFileStore implements DeploymentScopedState {
     return read;
   }
 
-  /**
-   * Reads and decodes a file, and keeps it as `owner`'s, pushing out the least recently used: the
-   * owner's own while it holds more than its share, then anyone's (never the file just kept).
-   */
+  /** Reads and decodes a file, and keeps it as `owner`'s (pushing out what no longer fits). */
   private async read(key: string, owner: string): Promise<Buffer | undefined> {
     const stored = await this.files.get(key);
     if (!stored) return undefined;
     const bytes = Buffer.from(stored.data, "base64");
     // Purged while it was read (the deployment deleted): served, not kept.
     if (!this.reading.has(key)) return bytes;
-    this.forgetBytes(key);
-    this.decoded.set(key, { bytes, owner });
-    this.decodedBytes += bytes.length;
-    this.decodedOf.set(owner, (this.decodedOf.get(owner) ?? 0) + bytes.length);
-    for (const [oldest, kept] of this.decoded) {
-      if ((this.decodedOf.get(owner) ?? 0) <= CACHE_BYTES_PER_OWNER) break;
-      if (oldest !== key && kept.owner === owner) this.forgetBytes(oldest);
-    }
-    for (const oldest of this.decoded.keys()) {
-      if (this.decodedBytes <= CACHE_BYTES) break;
-      if (oldest !== key) this.forgetBytes(oldest);
-    }
+    this.decoded.keep(key, bytes, bytes.length, owner);
     return bytes;
-  }
-
-  private forgetBytes(key: string): void {
-    const kept = this.decoded.get(key);
-    if (!kept) return;
-    this.decoded.delete(key);
-    this.decodedBytes -= kept.bytes.length;
-    const left = (this.decodedOf.get(kept.owner) ?? 0) - kept.bytes.length;
-    if (left > 0) this.decodedOf.set(kept.owner, left);
-    else this.decodedOf.delete(kept.owner);
   }
 }

@@ -74,8 +74,9 @@ export function checkClientPath(path: unknown): string {
 
 /**
  * Checks a deploy's `client` field: a list of at most `LIMITS.clientFiles` files with distinct
- * checked paths and base64 bytes, each at most `LIMITS.clientFileBytes` and together at most
- * `LIMITS.clientBytes` (`413 too_large` naming the limit). A file that is a native executable or
+ * checked paths (at most `LIMITS.clientPathChars` characters together) and base64 bytes, each at
+ * most `LIMITS.clientFileBytes` and together at most `LIMITS.clientBytes` (`413 too_large` naming
+ * the limit). A file that is a native executable or
  * installer is refused (`415 blocked_type`); HTML, JavaScript, SVG and WebAssembly are the app
  * itself and are accepted (docs/security.md, "Deployed web clients").
  */
@@ -89,11 +90,17 @@ export async function checkClientFiles(input: unknown): Promise<ClientFile[]> {
   const seen = new Set<string>();
   const files: ClientFile[] = [];
   let total = 0;
+  let pathChars = 0;
   for (const item of input as unknown[]) {
     const { path: rawPath, data } = (item ?? {}) as Partial<ClientFileInput>;
     const path = checkClientPath(rawPath);
     if (seen.has(path)) throw new PlatformError("bad_request", `Client file ${path} is listed twice.`);
     seen.add(path);
+    pathChars += path.length;
+    if (pathChars > LIMITS.clientPathChars)
+      throw tooLarge(
+        `The client's file paths are more than ${LIMITS.clientPathChars} characters together (LIMITS.clientPathChars): every host keeps a version's paths in memory. Use shorter paths or fewer files.`,
+      );
     const decoded = data instanceof Uint8Array;
     if (!decoded && (typeof data !== "string" || !isStrictBase64(data)))
       throw new PlatformError("bad_request", `Client file ${path} needs its bytes as base64 in "data".`);

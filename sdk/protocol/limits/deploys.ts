@@ -44,4 +44,29 @@ export const DEPLOY_LIMITS = {
   clientFiles: 1000,
   clientFileBytes: 8 * 1024 * 1024,
   clientBytes: 32 * 1024 * 1024,
+  /**
+   * Characters of a web client's file paths, all its files together. Ours: every host serving the
+   * deployment keeps a version's paths in memory, and reads and parses its manifest again on the
+   * main thread once they were pushed out; 1,000 paths of 1,000 characters (each within
+   * `checkClientPath`) kept 2.1 MiB of heap per deployment and re-parsed 2-3 MB on every miss.
+   * Room for 1,000 files of 256-character paths.
+   */
+  clientPathChars: 256 * 1024,
+  /**
+   * Bytes of client files the host keeps decoded in memory, all deployments together, and what
+   * one developer's deployments may take of them: a tenant fetching its own large files in a loop
+   * pushes out its own, not every tenant's (each miss reads and decodes on the main thread, about
+   * 20 ms for an 8 MiB file). Ours.
+   */
+  clientFileCacheBytes: 64 * 1024 * 1024,
+  clientFileCacheBytesPerOwner: 16 * 1024 * 1024,
+  /**
+   * Bytes of web-client versions' path maps the host keeps in memory (each counted as about 160
+   * bytes a file beside two a path character), all deployments together, and one developer's
+   * deployments' share; at most 256 versions in all, however small. Ours: bounded by count
+   * alone, 256 versions of long paths could hold some 530 MiB of heap.
+   */
+  clientPathCacheBytes: 16 * 1024 * 1024,
+  clientPathCacheBytesPerOwner: 4 * 1024 * 1024,
+  clientPathCacheVersions: 256,
 } as const;
