@@ -229,6 +229,32 @@ describe("client files through the operator API", () => {
     expect((await get(host, "paths", `/${encodeURI(client[511]?.path ?? "")}`)).status).toBe(200);
   });
 
+  it("the next deploy removes what a deploy that crashed before its switch left, with or without a client", async () => {
+    expect(
+      (await deployWithClient(host, "crashed", [{ path: "index.html", data: base64("v1") }])).status,
+    ).toBe(201);
+    // What a crashed deploy leaves, written as it writes it: a version's file and manifest, and a
+    // file of a version whose manifest was never stored.
+    const files = host.database.records<{ data: string }>("client-files");
+    const manifests = host.database.records<{ files: unknown[] }>("client-manifests");
+    const leftover = "a".repeat(64);
+    await files.put(`crashed/${leftover}`, { data: base64("left") });
+    await files.put(`crashed/${"b".repeat(64)}`, { data: base64("orphan") });
+    await manifests.put(`crashed/${"c".repeat(64)}`, {
+      files: [{ path: "index.html", hash: leftover, size: 4 }],
+    });
+    expect(await storedClientRecords(host.database, "crashed")).toBe(5);
+    expect((await deployWithClient(host, "crashed", undefined)).status).toBe(200);
+    expect(await storedClientRecords(host.database, "crashed")).toBe(2);
+    expect((await get(host, "crashed", "/")).text()).toBe("v1");
+    await files.put(`crashed/${leftover}`, { data: base64("left") });
+    expect(
+      (await deployWithClient(host, "crashed", [{ path: "index.html", data: base64("v2") }])).status,
+    ).toBe(200);
+    expect(await storedClientRecords(host.database, "crashed")).toBe(2);
+    expect((await get(host, "crashed", "/")).text()).toBe("v2");
+  });
+
   it("are deleted with the deployment", async () => {
     expect((await deployWithClient(host, "gone", [{ path: "index.html", data: base64("bye") }])).status).toBe(
       201,

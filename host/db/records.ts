@@ -170,6 +170,16 @@ export class RecordStore<T> {
     }
   }
 
+  /**
+   * The ids of the records whose id starts with `prefix`, in id order, read from their keys alone
+   * (a client file's record holds its bytes).
+   */
+  async idsUnder(prefix: string): Promise<string[]> {
+    const { gte, lt } = this.idRange(prefix);
+    const entries = await collect(this.store.iterate({ gte, lt, values: false }));
+    return entries.map(([key]) => decodeText(key, this.prefix.length).value);
+  }
+
   /** Every record, in id order. */
   async list(): Promise<T[]> {
     const entries = await collect(this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) }));

@@ -30,6 +30,8 @@ function pathMapBytes(entries: readonly ClientManifestEntry[]): number {
   return bytes;
 }
 
+/** Records removed in one batch by {@link ClientFileStore.sweep}. */
+const SWEEP_BATCH = 500;
 /** Bytes of files written in one batch while a deploy stores its client. */
 const BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -39,7 +41,8 @@ const BATCH_BYTES = 4 * 1024 * 1024;
  * hash) under `<id>/<manifest hash>`, and the deployment record names the manifest it serves: a
  * deploy stores files and manifest first and switches the record last, so a failed deploy keeps
  * the previous client, and a request sees one version whole. Everything sits under `<id>/`, removed
- * with the deployment.
+ * with the deployment; each deploy, once switched, removes what the version it serves does not
+ * name (a crashed deploy's leftovers too).
  */
 export class ClientFileStore implements DeploymentScopedState {
   private readonly files: RecordStore<{ data: string }>;
@@ -101,16 +104,24 @@ export class ClientFileStore implements DeploymentScopedState {
   }
 
   /**
-   * Removes what a version replaced: the files of `previous` that `next` does not hold, and its
-   * manifest. Runs after the record names `next`; a request that still read the old record finds
-   * a file missing and reads the record again ({@link DeploymentService.clientFile}).
+   * Removes every client record of deployment `id` but version `served`'s: the version it
+   * replaced, and whatever a deploy that crashed before its switch, or before this sweep, left.
+   * Runs after the record names `served`, holding the id's lifecycle lock (taken on every host
+   * sharing the database), so no other deploy of `id` stages files meanwhile; a request that still
+   * read the old record finds a file missing and reads the record again
+   * ({@link DeploymentService.clientFile}). Ids are read from keys alone, a few thousand at most.
    */
-  async retire(id: string, previous: ClientRef | undefined, next: ClientRef | undefined): Promise<void> {
-    if (!previous || previous.manifest === next?.manifest) return;
-    const keep = new Set((await this.entries(id, next))?.map((entry) => entry.hash) ?? []);
-    const gone = ((await this.entries(id, previous)) ?? []).filter((entry) => !keep.has(entry.hash));
-    await this.files.batch(gone.map((entry) => ({ id: `${id}/${entry.hash}`, value: null })));
-    await this.manifests.delete(`${id}/${previous.manifest}`);
+  async sweep(id: string, served: ClientRef | undefined): Promise<void> {
+    const entries = await this.entries(id, served);
+    // The record names a manifest that cannot be read: keep everything rather than guess.
+    if (served && !entries) return;
+    const keep = new Set((entries ?? []).map((entry) => `${id}/${entry.hash}`));
+    const files = (await this.files.idsUnder(`${id}/`)).filter((key) => !keep.has(key));
+    for (let at = 0; at < files.length; at += SWEEP_BATCH)
+      await this.files.batch(files.slice(at, at + SWEEP_BATCH).map((key) => ({ id: key, value: null })));
+    const manifest = served ? `${id}/${served.manifest}` : undefined;
+    const manifests = (await this.manifests.idsUnder(`${id}/`)).filter((key) => key !== manifest);
+    await this.manifests.batch(manifests.map((key) => ({ id: key, value: null })));
   }
 
   /** Undoes {@link stage} after a failed deploy: removes the files it wrote that `current` does not hold. */

@@ -132,9 +132,9 @@ export async function deploy(
       })
       .catch((error: unknown) => Promise.reject(switched ? error : deployError(error)));
     await registry.announce(id);
-    // The replaced client's files go once nothing names them; if that fails they stay, unserved,
-    // until the next deploy replaces this version or the deployment is deleted.
-    await clientFiles.retire(id, previous?.client, served).catch(() => {});
+    // The replaced client's files, and any a crashed deploy left, go once nothing names them; if
+    // that fails they stay, unserved, until the next deploy of the deployment or its deletion.
+    await clientFiles.sweep(id, served).catch(() => {});
     // The replaced bundle goes once no deployment uses it; if that fails, the hourly sweep removes it.
     // This deployment's own code cache of it goes at once: it serves another bundle now.
     if (previous && previous.artifact !== hash) {
