@@ -453,6 +453,19 @@ describe("the backup route", () => {
   const until = async (done: () => boolean) => {
     for (let i = 0; i < 400 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
   };
+  /** Waits until a backup has begun: another is refused. */
+  const untilBackupRuns = async () => {
+    let status = 0;
+    for (let i = 0; i < 400 && status !== 409; i++) {
+      status = (
+        await sendRequest(`${host.url}/v1/backup`, {
+          headers: { authorization: `Bearer ${host.adminToken}` },
+        })
+      ).status;
+      if (status !== 409) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(status).toBe(409);
+  };
 
   it("keeps the bytes of a file deleted after the snapshot until the backup has them", async () => {
     // Files of 4 MiB: the stream (base64) outgrows every buffer between host and reader long
@@ -570,16 +583,7 @@ describe("the backup route", () => {
     const migrating = host.deployments.whileLocked("zz-held", () => slow.promise);
     const key = await upload(storableRandomBytes(1000));
     const abandoned = lineReader(`${host.url}/v1/backup`, host.adminToken);
-    let status = 0;
-    for (let i = 0; i < 400 && status !== 409; i++) {
-      status = (
-        await sendRequest(`${host.url}/v1/backup`, {
-          headers: { authorization: `Bearer ${host.adminToken}` },
-        })
-      ).status;
-      if (status !== 409) await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    expect(status).toBe(409);
+    await untilBackupRuns();
     // Waiting for the lock, it has no snapshot yet: a deleted file's bytes go at once.
     await remove(key);
     await until(() => !existsSync(blobPath(key)));
@@ -612,16 +616,7 @@ describe("the backup route", () => {
     const importing = host.deployments.whileLocked("zz-slow", () => slowImport.promise);
     const backup = lineReader(`${host.url}/v1/backup`, host.adminToken);
     // The backup has begun (a second is refused) and waits for "zz-slow".
-    let status = 0;
-    for (let i = 0; i < 400 && status !== 409; i++) {
-      status = (
-        await sendRequest(`${host.url}/v1/backup`, {
-          headers: { authorization: `Bearer ${host.adminToken}` },
-        })
-      ).status;
-      if (status !== 409) await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    expect(status).toBe(409);
+    await untilBackupRuns();
     await new Promise((resolve) => setTimeout(resolve, 100));
     const redeployed = await host.deployFixture("files", "todo");
     expect(redeployed.status, redeployed.text()).toBe(200);
