@@ -5,6 +5,7 @@ import type { SessionGate, SessionProof } from "../auth/index.js";
 import { type CallResult, type DeploymentService, parseIdempotencyKey } from "../deployments/index.js";
 import type { LiveQueries, Subscriber } from "../live/index.js";
 import { clientAddressKey } from "./client-address.js";
+import type { HeldAnswers } from "./held-answers.js";
 import type { RequestQuota } from "./request-quota.js";
 import { type KeptArgs, roomFull, SubscriptionArgs, type SubscriptionRooms } from "./subscription-args.js";
 import { dropSlowConsumer, type InboundBudgets, type Outgoing, onBudgetedMessage } from "./sync-guards.js";
@@ -41,6 +42,8 @@ export interface SyncShared {
   /** The open sockets per deployment, closed when it is deleted. */
   open: Map<string, Set<WebSocket>>;
   running: Map<WebSocket, SocketWork>;
+  /** Mutation answers waiting for their pushes, bounded per client address and in all. */
+  answersHeld: HeldAnswers;
   draining: () => boolean;
   closeGone: (ws: WebSocket) => void;
 }
@@ -80,6 +83,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
     open,
     running,
     closeGone,
+    answersHeld,
   } = shared;
   const { deployment, incarnation, identity, session, key, gate, client } = caller;
   const sockets = open.get(deployment) ?? new Set<WebSocket>();
@@ -141,11 +145,20 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       } finally {
         gate?.endWrite();
       }
-      await live.settledFor(deployment, ws);
+      const chars = result.valueJson.length;
+      // Its size too, in characters (the socket encodes it; a shared query's push is encoded
+      // once), charged before it waits: held answers are the host's memory.
+      quota.chargeAnswer(key, chars);
+      const held = answersHeld.hold(address, chars);
+      if (held) {
+        try {
+          await live.settledFor(deployment, ws);
+        } finally {
+          held();
+        }
+      }
       // Read-your-writes holds over quota too: results held back go out before the answer.
       pushes.reply(valueText("mutationResult", id, result.valueJson), true);
-      // Its size too, in characters (the socket encodes it; a shared query's push is encoded once).
-      quota.chargeAnswer(key, result.valueJson.length);
     } catch (error) {
       send({ type: "mutationResult", id, error: socketError(error) });
     }

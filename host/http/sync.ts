@@ -8,6 +8,7 @@ import type { LiveQueries } from "../live/index.js";
 import type { BodyArrivals } from "./body-arrivals.js";
 import { clientAddressKey, SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
+import { HeldAnswers } from "./held-answers.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { KeptArgs, SubscriptionRooms } from "./subscription-args.js";
@@ -88,6 +89,7 @@ export function attachSync(
     rooms,
     open,
     running,
+    answersHeld: new HeldAnswers(),
     draining: () => draining,
     closeGone,
   };

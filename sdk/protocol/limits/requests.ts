@@ -97,6 +97,14 @@ export const REQUEST_LIMITS = {
    */
   syncSocketsPerClient: 1000,
   /**
+   * Characters of mutation answers a host's sync sockets hold back, until the pushes their writes
+   * caused have gone (read-your-writes), from one client address and from all together. Beyond
+   * them an answer goes at once, ahead of those pushes. Ours: a client subscribed to a slow query
+   * that sent mutations answering 8 Mi characters each had the host hold 532 MiB for one socket.
+   */
+  syncAnswersHeldCharsPerClient: 16 * 1024 * 1024,
+  syncAnswersHeldChars: 128 * 1024 * 1024,
+  /**
    * How long a host remembers a mutation's idempotency key (the client's `Idempotency-Key`), at
    * least: a retry with the same key within this time gets the first call's result without running
    * the handler again. A record is deleted when it is two to four times this old, at the
