@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import type app from "../fixtures/guest-upgrade/server/index.js";
 import type { SessionRecord, UnsentCode } from "../host/auth/index.js";
-import { createClient } from "../sdk/client/node.js";
+import { createClient, type FetchFunction, nodeFetch } from "../sdk/client/node.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -115,6 +115,43 @@ it("a client there starts no guest, says why, and signs an approved account in",
     const code = codes.filter((each) => each.email === APPROVED).at(-1)?.code as string;
     expect(await client.auth.verifyEmailCode(APPROVED, code)).toMatchObject({ email: APPROVED });
     expect((await client.query("everything")).merges).toHaveLength(1);
+  } finally {
+    client.close();
+  }
+});
+
+it("a client whose account session ended there shows it signed out, and renews it once", async () => {
+  // With no guest to fall back on, the client kept the dead token, showed the account signed in,
+  // and each call asked for a renewal and a guest again (a review).
+  const asked: string[] = [];
+  const counting: FetchFunction = (url, init) => {
+    asked.push(new URL(url).pathname);
+    return nodeFetch(url, init);
+  };
+  const client = createClient<typeof app>(host.deploymentUrl("club"), { transport: { fetch: counting } });
+  try {
+    await client.auth.ready();
+    await client.auth.startEmailSignIn(APPROVED);
+    const code = codes.filter((each) => each.email === APPROVED).at(-1)?.code as string;
+    await client.auth.verifyEmailCode(APPROVED, code);
+    // Signed out elsewhere (another device, with the same token).
+    const signedOut = await post("/__platform/auth/sign-out", {}, (await client.auth.token()) as string);
+    expect(signedOut.status).toBe(200);
+    asked.length = 0;
+    await expect(client.query("everything")).rejects.toBeDefined();
+    expect(client.auth.getState()).toMatchObject({
+      isSignedIn: false,
+      identity: null,
+      error: { code: "forbidden" },
+    });
+    expect(await client.auth.token()).toBeNull();
+    expect(asked.filter((path) => path.startsWith("/__platform/auth/"))).toEqual([
+      "/__platform/auth/renew",
+      "/__platform/auth/guest",
+    ]);
+    asked.length = 0;
+    await expect(client.query("everything")).rejects.toBeDefined();
+    expect(asked.filter((path) => path.startsWith("/__platform/auth/"))).toEqual([]);
   } finally {
     client.close();
   }

@@ -149,9 +149,20 @@ export class AuthSession {
         if (this.adoptStored(current.token)) return;
         if (!this.options.guest) {
           this.save({ ...this.stored, current: null });
+          this.steps.publish(false, error);
           throw error;
         }
-        const guest = await this.routes.guest();
+        let guest: IssuedToken;
+        try {
+          guest = await this.routes.guest();
+        } catch (refused) {
+          // No guest to fall back on (a restricted deployment gives none): the session ends, shown
+          // signed out with the refusal, instead of a dead token that every call renews again.
+          if (this.adoptStored(current.token)) return;
+          this.save({ ...this.stored, current: null });
+          this.steps.publish(false, isPlatformError(refused) ? refused : null);
+          throw refused;
+        }
         if (this.adoptStored(current.token)) return;
         this.save({ ...this.stored, current: guest });
         this.steps.publish();
