@@ -1,9 +1,9 @@
 import type { RecordStore } from "../db/index.js";
 import type { SessionRecord } from "./sessions.js";
-import { RENEWAL_WINDOW_SECONDS, TOKEN_LIFETIME_SECONDS } from "./tokens.js";
+import { HOSTS_CLOCK_MARGIN_SECONDS, RENEWAL_WINDOW_SECONDS, TOKEN_LIFETIME_SECONDS } from "./tokens.js";
 
 /** Hosts' clocks may disagree: a session is swept this long after it ended on this host's clock. */
-const CLOCK_MARGIN_SECONDS = 24 * 60 * 60;
+const CLOCK_MARGIN_SECONDS = HOSTS_CLOCK_MARGIN_SECONDS;
 
 /** How long after it started no token of a session can be valid: the last renewal's lifetime. */
 export const SESSION_USABLE_SECONDS = RENEWAL_WINDOW_SECONDS + TOKEN_LIFETIME_SECONDS;

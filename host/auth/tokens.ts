@@ -41,11 +41,13 @@ export function tokenMatchesIncarnation(token: string | undefined, current: stri
 export const TOKEN_LIFETIME_SECONDS = 60 * 60;
 export const RENEWAL_WINDOW_SECONDS = 30 * 24 * 60 * 60;
 /**
- * How far ahead of this host's clock a token's `iat` may be: hosts sharing a database issue each
- * other's tokens, and their clocks may disagree a little. Beyond it the token is refused, or a
- * token dated in the future would outlive {@link TOKEN_LIFETIME_SECONDS} by as much.
+ * How far hosts sharing a database may disagree about the time: a token's `iat` may be this far
+ * ahead of this host's clock (each host verifies and renews the others' tokens; with 5 minutes,
+ * a host 6 minutes behind refused them all, renewals included, and signed their users out), and
+ * a session is swept this long after it ended (session-sweep.ts). A token dated further ahead is
+ * refused: it would outlive {@link TOKEN_LIFETIME_SECONDS} by as much.
  */
-export const ISSUED_AHEAD_SECONDS = 5 * 60;
+export const HOSTS_CLOCK_MARGIN_SECONDS = 24 * 60 * 60;
 const ISSUER = "platform";
 
 function unauthorized(message: string): PlatformError {
@@ -60,8 +62,12 @@ function unauthorized(message: string): PlatformError {
  */
 function refuseLongLived(payload: Record<string, unknown>, now: number): void {
   const { iat, exp } = payload as { iat: number; exp: number };
-  if (exp - iat > TOKEN_LIFETIME_SECONDS || iat > Math.floor(now / 1000) + ISSUED_AHEAD_SECONDS)
+  if (exp - iat > TOKEN_LIFETIME_SECONDS)
     throw unauthorized("The token claims a longer life than this server gives its tokens; sign in again.");
+  if (iat > Math.floor(now / 1000) + HOSTS_CLOCK_MARGIN_SECONDS)
+    throw unauthorized(
+      "The token was issued more than a day ahead of this server's clock; check the servers' clocks, then sign in again.",
+    );
 }
 
 /** Signs and verifies identity tokens with the host's secret. */
