@@ -20,22 +20,31 @@ export function backupRoutes(
   guesses: TokenGuesses,
 ): RouterMiddleware {
   const router = new Router();
-  let running = false;
+  /** The backup running (one at a time), by its request. */
+  let running: object | undefined;
   router.get("/v1/backup", resolvePrincipal(adminToken, developers, guesses), async (ctx) => {
     checkHostBackup(ctx.state.principal as OperatorCaller);
     if (running)
       throw new PlatformError("conflict", "A backup of this host is running already; wait for it to finish.");
-    running = true;
+    const mine = {};
+    running = mine;
+    const free = () => {
+      if (running === mine) running = undefined;
+    };
     // Listened for from the start: a client gone while the backup waited for the locks and counted
     // had left a backup nobody ended (its snapshot open, every deletion held, every later one 409).
+    // Its turn is given up at once: the backup stops before its snapshot, or at its next count.
     const left = new AbortController();
-    const leave = () => left.abort();
+    const leave = () => {
+      left.abort();
+      free();
+    };
     ctx.res.once("close", leave);
     let backup: Awaited<ReturnType<typeof startBackup>>;
     try {
       backup = await startBackup(source, left.signal);
     } catch (error) {
-      running = false;
+      free();
       ctx.res.off("close", leave);
       // Stopped for a client that left: nobody is there to answer.
       if (left.signal.aborted) return;
@@ -45,7 +54,7 @@ export function backupRoutes(
     const end = () => {
       if (ended) return;
       ended = true;
-      running = false;
+      free();
       void backup.close();
     };
     if (left.signal.aborted || ctx.res.destroyed) return end();
