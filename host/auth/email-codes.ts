@@ -50,9 +50,8 @@ function isAttemptOf(attempt: string, code: PendingCode): boolean {
 /**
  * What is kept per deployment and address: the codes not used yet (one per request in the window,
  * each bound to its own sign-in, so a request from elsewhere never voids the code someone is
- * typing), and when codes were sent to the mailbox the address names (the window; every spelling
- * of it counts here, see {@link mailboxKey}). `code`: the one live code of records written before
- * several were kept.
+ * typing), and when codes were sent to this exact address (the window). `code`: the one live code
+ * of records written before several were kept.
  */
 interface AddressRecord {
   codes?: PendingCode[];
@@ -115,15 +114,17 @@ export class EmailCodes {
 
   /**
    * Creates a code for `email` in `deployment` and sends it, unless `takeClientAllowance` (the
-   * requesting client's limit: 0 when it took one request, else the ms to wait) refuses. Past the
-   * codes the address's mailbox may get in the window (every spelling of it, `+tag`s included), no
-   * mail is sent: the request gets a handle of the address's newest live code instead (`sent:
-   * false`), so that requests by someone else, which cost them only their own allowance, do not
-   * lock the address's owner out of signing in with a code they received; with no live code (or
-   * its handles all given), it is refused. So past the mails `client` (the requester's network, as
-   * limits key it) may have sent the mailbox from every deployment together (see
-   * {@link MailBudget}). The client's limit is taken before the deployment's lock, the mailbox's
-   * under it. The answer's `attempt` must come back with the code.
+   * requesting client's limit: 0 when it took one request, else the ms to wait) refuses. No mail
+   * is sent past the codes the exact address may get from this deployment in the window, whoever
+   * asked, nor past the mails `client` (the requester's network, as limits key it) may have had
+   * sent to the address's mailbox, every spelling and deployment together (see {@link MailBudget}):
+   * the request gets a handle of the address's newest live code instead (`sent: false`), so that
+   * requests by someone else, which cost them only their own allowance, do not lock the owner out
+   * of signing in with a code they received; with no live code (or its handles all given), it is
+   * refused. Spellings merge only in the network's count: merged in the deployment's, shared by
+   * everyone, `victim+x@` spent it and left `victim@` no code of its own to hand its owner. The
+   * client's limit is taken before the deployment's lock, the others under it. The answer's
+   * `attempt` must come back with the code.
    */
   async start(
     deployment: string,
@@ -142,25 +143,20 @@ export class EmailCodes {
       const now = Date.now();
       const key = `${deployment}/${email}`;
       const record = await this.codes.get(key);
-      // The mails of every spelling of the mailbox are counted in its own address's record.
-      const mailbox = mailboxKey(email);
-      const countKey = `${deployment}/${mailbox}`;
-      const counted = countKey === key ? record : await this.codes.get(countKey);
-      const sentAt = (counted?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
-      const ownSentAt = countKey === key ? sentAt : (record?.sentAt ?? []);
+      const sentAt = (record?.sentAt ?? []).filter((at) => at > now - WINDOW_MS);
       const live = liveCodes(record, now);
-      // Past the mailbox's mails (this deployment's, or the installation's), the newest live code's.
+      // Past the address's mails here, or the mailbox's from this network, the newest live code's.
       const noMail = async (waitMs: number): Promise<CodeRequest> => {
         const newest = live.at(-1);
         if (!newest || (newest.alsoAttempts?.length ?? 0) >= MORE_ATTEMPTS_PER_CODE)
           return { retryAfterSeconds: Math.ceil(waitMs / 1000), limitedBy: email };
         newest.alsoAttempts = [...(newest.alsoAttempts ?? []), hashSecret(attempt)];
-        await this.codes.put(key, { codes: live, sentAt: ownSentAt });
+        await this.codes.put(key, { codes: live, sentAt });
         return { attempt, sent: false };
       };
       if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
         return noMail((sentAt[0] ?? now) + WINDOW_MS - now);
-      const mailWait = await this.mails.take(mailbox, client, now);
+      const mailWait = await this.mails.take(mailboxKey(email), client, now);
       if (mailWait > 0) return noMail(mailWait);
       sentAt.push(now);
       const fresh: PendingCode = {
@@ -169,13 +165,7 @@ export class EmailCodes {
         expiresAt: now + LIMITS.emailCodeLifetimeMs,
         wrongGuesses: 0,
       };
-      const codes = [...live, fresh];
-      if (countKey === key) await this.codes.put(key, { codes, sentAt });
-      else
-        await this.codes.batch([
-          { id: key, value: { codes, sentAt: ownSentAt } },
-          { id: countKey, value: Object.assign({}, counted, { sentAt }) },
-        ]);
+      await this.codes.put(key, { codes: [...live, fresh], sentAt });
       return { attempt, sent: true };
     });
     if ("attempt" in outcome && outcome.sent)

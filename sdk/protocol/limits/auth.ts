@@ -18,15 +18,17 @@ export const AUTH_LIMITS = {
   /** Wrong guesses that kill a sign-in code (counted atomically, concurrent guesses included). */
   emailCodeAttempts: 5,
   /**
-   * Codes one mailbox may be sent per {@link LIMITS.emailCodeWindowSeconds} (per deployment; an
-   * address's `+tag` spellings, and Gmail's dotted ones, are one mailbox). Ours.
+   * Codes one exact address may be sent per {@link LIMITS.emailCodeWindowSeconds} by one
+   * deployment, whoever asks (beyond, a request gets the newest live code's handle). Ours. Per
+   * spelling: counted per mailbox, another spelling's requests left the address none to hand out.
    */
   emailCodeRequestsPerAddress: 5,
   /**
-   * Sign-in mails one mailbox (as above) may be sent per {@link LIMITS.emailCodeWindowSeconds} at
-   * the asking of one client network, every deployment of the installation together (beyond, a
-   * request gets the newest live code's handle, as past the per-deployment limit). Ours: else one
-   * client could have each deployment of a host mail a victim. Per network, so that someone else's
+   * Sign-in mails one mailbox may be sent per {@link LIMITS.emailCodeWindowSeconds} at the asking
+   * of one client network, every spelling and every deployment of the installation together (a
+   * mailbox: the address less its `+tag`, and for Gmail its dots; beyond, a request gets the
+   * newest live code's handle, as past the per-deployment limit). Ours: else one client could have
+   * each deployment, or each `victim+<i>@`, mail a victim. Per network, so that someone else's
    * flood leaves the owner codes; shared by a user of several apps on one host.
    */
   emailCodeMailsPerAddress: 10,
