@@ -214,6 +214,12 @@ describe("deploys per developer and minute", () => {
       );
       expect(claimed.status, claimed.text()).toBe(429);
       expect(claimed.text()).toContain("Too many deploys and settings changes");
+      // And so does an import: it compiles the bundle and takes the lock as a deploy does.
+      const archive = (await exportZip(strict, "jo-1", "", jo.token)).body;
+      const imported = await importZip(strict, "jo-1", archive, "?replace=1", jo.token);
+      expect(imported.status, imported.text()).toBe(429);
+      expect(imported.text()).toContain("(claims and imports too)");
+      expect((await importZip(strict, "jo-1", archive, "?replace=1")).status).toBe(200);
     } finally {
       await strict.dispose();
     }

@@ -158,7 +158,9 @@ export function controlPlaneRoutes(
   const turns = new OwnerLimit(Number.POSITIVE_INFINITY, LIMITS.controlPlaneRequestsAtOnce, 0);
   const developerKey = (ctx: Context) => (principal(ctx).kind === "developer" ? callerKey(ctx) : undefined);
   router.use(chargeCaller(quota, turns, developerKey));
-  registerTransferRoutes(router, transfer, deployments);
+  // Deploys, settings changes, claims and imports a developer starts, counted together.
+  const deployStarts = new DeployStarts();
+  registerTransferRoutes(router, transfer, deployments, deployStarts);
   registerDataRoutes(router, deployments, data, objects);
   registerStorageRoutes(router, deployments, objects);
   registerFunctionRoutes(router, deployments, auth);
@@ -180,7 +182,6 @@ export function controlPlaneRoutes(
       ),
     );
   });
-  const deployStarts = new DeployStarts();
   router.post("/deploys", async (ctx) => {
     deployStarts.charge(principal(ctx));
     const input = await deployBody(ctx);

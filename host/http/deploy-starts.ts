@@ -1,6 +1,6 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { Principal } from "./principal.js";
+import type { OperatorCaller } from "../access/index.js";
 import { RequestQuota } from "./request-quota.js";
 
 /**
@@ -17,13 +17,13 @@ export class DeployStarts {
   /** `now`: the clock (ms; tests give their own). */
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Counts a deploy, settings change or claim `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
-  charge(who: Principal): void {
+  /** Counts a deploy, settings change, claim or import `who` starts, or refuses it (`429 limit_exceeded`) past the limit. */
+  charge(who: OperatorCaller): void {
     if (who.kind !== "developer" || this.quota.tryTake(who.developer.id, 1, this.now())) return;
     const seconds = this.quota.retryAfterSeconds(who.developer.id, this.now());
     throw new PlatformError(
       "limit_exceeded",
-      `Too many deploys and settings changes (claims too): a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,
+      `Too many deploys and settings changes (claims and imports too): a developer may start ${this.perMinute} a minute on this host, failed ones too. Retry in ${seconds} s.`,
       { retryAfterSeconds: seconds },
     );
   }

@@ -17,6 +17,7 @@ import {
 } from "../deployments/index.js";
 import type { DeploymentTransfer, ImportProgress, ImportResult, UploadFolder } from "../transfer/index.js";
 import { checkStillSpokenFor } from "./body.js";
+import type { DeployStarts } from "./deploy-starts.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { onlyUnder } from "./routing.js";
@@ -211,6 +212,7 @@ export function registerTransferRoutes(
   router: Router,
   transfer: DeploymentTransfer,
   deployments: DeploymentService,
+  deployStarts: DeployStarts,
 ): void {
   const callerOf = (ctx: Context) => ctx.state.principal as OperatorCaller;
   router.get("/deploys/:id/export", async (ctx) => {
@@ -231,6 +233,8 @@ export function registerTransferRoutes(
     const caller = callerOf(ctx);
     const existing = await deployments.get(id);
     checkDataTransfer(caller, existing);
+    // Counted as a deploy: it compiles the bundle and takes the deployment's lock as one does.
+    deployStarts.charge(caller);
     // An import into a new id creates a deployment: refused before the upload when the
     // developer's quota is full (and checked again as it creates it).
     if (!existing && caller.kind === "developer") await deployments.owners.check(caller.developer.id);
