@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { collectClientFiles } from "./client-files.js";
 
 let root: string;
@@ -73,3 +74,16 @@ it("publishes links inside client/ as what they lead to, and walks a loop once",
     "client/img/up is not published: it is a symbolic link to a folder that holds it.",
   ]);
 }, 20_000);
+
+it("refuses paths longer together than a deploy takes before uploading anything", async () => {
+  // Every host keeps a version's paths in memory: the host refuses more than LIMITS.clientPathChars
+  // (413), and the command says so before the upload.
+  const deep = join(client, "a".repeat(200), "b".repeat(200));
+  await mkdir(deep, { recursive: true });
+  const count = Math.ceil(LIMITS.clientPathChars / 400) + 1;
+  for (let i = 0; i < count; i++) await writeFile(join(deep, `${i}.txt`), "");
+  await expect(collect()).rejects.toMatchObject({
+    code: "too_large",
+    message: expect.stringContaining(`a deploy takes at most ${LIMITS.clientPathChars}`),
+  });
+}, 60_000);

@@ -98,6 +98,12 @@ export async function collectClientFiles(
         "too_large",
         `client/ holds ${files.size} files to upload; a deploy takes at most ${LIMITS.clientFiles}.`,
       );
+    const pathChars = [...files.keys()].reduce((sum, path) => sum + path.length, 0);
+    if (pathChars > LIMITS.clientPathChars)
+      throw new PlatformError(
+        "too_large",
+        `client/'s file paths are ${pathChars} characters together; a deploy takes at most ${LIMITS.clientPathChars}. Use shorter paths or fewer files.`,
+      );
     const uploads: ClientUpload[] = [];
     let total = 0;
     for (const [path, file] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
