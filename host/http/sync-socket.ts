@@ -149,7 +149,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       // Its size too, in characters (the socket encodes it; a shared query's push is encoded
       // once), charged before it waits: held answers are the host's memory.
       quota.chargeAnswer(key, chars);
-      const held = answersHeld.hold(address, chars);
+      const held = answersHeld.hold(address, deployment, chars);
       if (held) {
         try {
           await live.settledFor(deployment, ws);

@@ -98,7 +98,8 @@ export const REQUEST_LIMITS = {
   syncSocketsPerClient: 1000,
   /**
    * Characters of mutation answers a host's sync sockets hold back, until the pushes their writes
-   * caused have gone (read-your-writes), from one client address and from all together. Beyond
+   * caused have gone (read-your-writes), from one client address and from all together (one
+   * deployment's clients at most half of it, so another tenant's keep the rest). Beyond
    * them an answer goes at once, ahead of those pushes. Ours: a client subscribed to a slow query
    * that sent mutations answering 8 Mi characters each had the host hold 532 MiB for one socket.
    */
