@@ -6,7 +6,7 @@
  */
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { type KvSnapshot, RESYNC_MESSAGE } from "../host/db/kv/kv.js";
 import { advisoryKey } from "../host/db/kv/postgres-locks.js";
@@ -226,6 +226,31 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
       await until(() => heard.includes("after"));
     } finally {
       await admin.end();
+      await db.close();
+      await sender.close();
+    }
+  });
+
+  it("ignores broadcasts that are not host messages: a payload of null ended every host", async () => {
+    // Anyone who may connect to the database can NOTIFY (or a host of another version): before, a
+    // payload of `null` threw in the handler and in its error report, unhandled, on every host.
+    const table = freshTable();
+    const sender = await PostgresKv.open(server.url, { table });
+    const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const heard: unknown[] = [];
+      db.onAnnouncement((message) => heard.push(message));
+      for (const junk of ["null", "[]", "7", '"deployment"', '{"type":"deployment"}', '{"type":"commit"}'])
+        await sender.bus.broadcast(junk);
+      await sender.bus.broadcast('{"type":"commit","deployment":"app","keys":[{"x":1}]}');
+      await sender.bus.broadcast(JSON.stringify({ type: "deployment", id: "app" }));
+      await vi.waitFor(() => expect(heard).toEqual([{ type: "deployment", id: "app" }]), { timeout: 10_000 });
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
       await db.close();
       await sender.close();
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { CursorCodec } from "./cursor.js";
-import type { HostMessage } from "./host-message.js";
+import { checkHostMessage, type HostMessage } from "./host-message.js";
 import { hostKey } from "./keys.js";
 import { ClassicKv, type IfFree, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
 import { RecordStore } from "./records.js";
@@ -37,14 +37,16 @@ export class HostDatabase {
     private readonly quota: DatabaseQuota,
   ) {
     store.bus.onBroadcast((text) => {
-      let message: HostMessage;
+      let message: HostMessage | undefined;
       try {
-        message = JSON.parse(text) as HostMessage;
+        message = checkHostMessage(JSON.parse(text));
       } catch {
         return;
       }
+      if (!message) return;
+      const type = message.type;
       this.receive(message).catch((error: unknown) =>
-        console.error(`Handling another host's ${message.type} announcement failed:`, error),
+        console.error(`Handling another host's ${type} announcement failed:`, error),
       );
     });
   }
@@ -105,7 +107,14 @@ export class HostDatabase {
     }
     // Also for a deployment this host has not loaded: a socket may hold one of its sessions here
     // before any call loaded it (a sign-out or a guest upgrade elsewhere ends that session).
-    for (const handler of [...this.messageHandlers]) handler(message);
+    for (const handler of [...this.messageHandlers]) {
+      try {
+        handler(message);
+      } catch (error) {
+        // One handler's failure leaves the others to hear the message.
+        console.error(`Handling another host's ${message.type} announcement failed:`, error);
+      }
+    }
   }
 
   /** Tells the other hosts on this database something changed (no-op when there are none). */
