@@ -348,8 +348,54 @@ describe("deletes, owner and inspect routes", () => {
     expect(listing.objects[0]).toMatchObject({ uploaderEmail: "member@example.com", size: 6 });
     expect(listing.totals).toEqual({ count: 5, bytes: 30 });
     expect(listing.truncated).toBe(true);
-    expect((await inspect(host.adminToken)).status).toBe(200);
+    const asOperator = await inspect(host.adminToken);
+    expect(asOperator.status).toBe(200);
+    // It names uploaders' emails: no cache keeps it.
+    expect(asOperator.headers["cache-control"]).toBe("no-store");
     expect((await inspect(claimToken, "unclaimed")).status).toBe(200);
+    // Its tokens go in the header only: in a URL they reach proxies' logs, and at a tenant's origin
+    // that tenant's service worker (a review).
+    const inQuery = await sendRequest(
+      `${host.deploymentUrl("listing")}/__platform/storage?platform_token=${encodeURIComponent(host.adminToken)}`,
+    );
+    expect(code(inQuery)).toEqual([401, "unauthorized"]);
+  });
+
+  it("answers an upload's URL with the scheme the client reached the host by, behind a trusted proxy", async () => {
+    // Behind a TLS proxy the URL said http://: a public URL is a read credential, and the client's
+    // authorizedUrl() did not recognise its own origin in it (a review).
+    const proxied = await startTestHost({ trustProxy: true });
+    try {
+      const dev = (await proxied.admin("/v1/developers", "POST", { name: "dev" })).json<{ id: string }>();
+      const created = await proxied.admin("/v1/deploys", "POST", {
+        id: "files",
+        code: await fixtureCode("access"),
+        owner: dev.id,
+      });
+      expect(created.status).toBe(201);
+      const account = (
+        await proxied.admin("/v1/deploys/files/sessions", "POST", { email: "member@example.com" })
+      ).json<{ token: string }>().token;
+      const send = (headers: Record<string, string>) =>
+        sendRequest(`${proxied.deploymentUrl("files")}/storage`, {
+          method: "POST",
+          headers: { "content-type": "image/png", authorization: `Bearer ${account}`, ...headers },
+          body: PNG,
+        });
+      const sent = await send({ "x-forwarded-proto": "https" });
+      expect(sent.status, sent.text()).toBe(201);
+      const overTls = sent.json<{ url: string; key: string }>();
+      expect(overTls.url).toBe(
+        `${proxied.deploymentUrl("files").replace("http:", "https:")}/storage/${overTls.key}`,
+      );
+      const plain = (await send({})).json<{ url: string; key: string }>();
+      expect(plain.url).toBe(`${proxied.deploymentUrl("files")}/storage/${plain.key}`);
+    } finally {
+      await proxied.dispose();
+    }
+    // Without a trusted proxy the header is the client's own word, and is not taken.
+    const direct = await upload("open", PNG, { token: tokens.open?.account });
+    expect(direct.json<{ url: string }>().url.startsWith("http://")).toBe(true);
   });
 });
 

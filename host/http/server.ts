@@ -96,7 +96,17 @@ export function createHttpApp(options: HttpOptions): Koa {
     options.devDeployment ? devLogRoutes(deployments.logs) : undefined,
     options.devDeployment ? devTransferRoutes(options.transfer) : undefined,
     appRoutes(deployments, auth, quota),
-    storageRoutes(deployments, auth, objects, developers, options.adminToken ?? "", dev, quota, guesses),
+    storageRoutes(
+      deployments,
+      auth,
+      objects,
+      developers,
+      options.adminToken ?? "",
+      dev,
+      quota,
+      guesses,
+      options.trustProxy ?? false,
+    ),
     endpointRoutes(deployments, auth, quota),
     options.devDeployment
       ? options.devClientDirs

@@ -7,8 +7,8 @@ import { authoriseStorageListing, checkStorageReader, checkStorageWriter } from 
 import type { AuthService, Developers } from "../auth/index.js";
 import type { DeploymentRecord, DeploymentService } from "../deployments/index.js";
 import { downloadType, type ObjectRecord, type ObjectService, type Visibility } from "../storage/index.js";
-import { clientAddressKey } from "./client-address.js";
-import { storageToken } from "./credentials.js";
+import { clientAddressKey, reachedOverTls } from "./client-address.js";
+import { bearerToken, storageToken } from "./credentials.js";
 import type { RequestQuota } from "./request-quota.js";
 import { ownPaths } from "./routing.js";
 import type { TokenGuesses } from "./token-guesses.js";
@@ -133,6 +133,8 @@ export function storageRoutes(
   quota: RequestQuota,
   /** The listing takes the operator's token: a refused one counts as a guess at it. */
   guesses: TokenGuesses,
+  /** Whether `X-Forwarded-Proto` of the one proxy in front says how a client reached the host. */
+  trustProxy = false,
 ): RouterMiddleware {
   const router = new Router({ sensitive: true, strict: true });
   router.get(LISTING, async (ctx, next) => {
@@ -140,7 +142,9 @@ export function storageRoutes(
     if (ctx.method !== "GET") return next();
     const id = ctx.state.deployment as string;
     const record = ctx.state.record as DeploymentRecord;
-    const token = tokenOf(ctx);
+    // In the Authorization header only: the listing takes developers' and the operator's tokens,
+    // which in a URL reach proxies' logs, and a tenant's service worker at its own origin.
+    const token = bearerToken(ctx);
     const counted = token !== undefined && !dev;
     const address = counted ? guesses.keyOf(ctx) : "";
     if (counted) guesses.checkMayTry(address);
@@ -150,6 +154,8 @@ export function storageRoutes(
       if (counted && isPlatformError(error) && error.code === "forbidden") guesses.take(address);
       throw error;
     }
+    // It names uploaders' emails: no cache keeps it.
+    ctx.set("cache-control", "no-store");
     ctx.body = listingJson(await objects.list(id), objects.limits.listing);
   });
 
@@ -171,7 +177,8 @@ export function storageRoutes(
     ctx.status = 201;
     ctx.body = {
       key: stored.key,
-      url: `${ctx.protocol}://${ctx.host}/storage/${stored.key}`,
+      // As the client reached the host: behind a TLS proxy, https (a public URL is a read credential).
+      url: `${reachedOverTls(ctx.req, trustProxy) ? "https" : ctx.protocol}://${ctx.host}/storage/${stored.key}`,
       size: stored.size,
       contentType: stored.contentType,
     };
