@@ -149,6 +149,41 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend", () => {
     }
   });
 
+  it("sends a batch's broadcasts in its own statement: after the write, and none when it fails", async () => {
+    const name = freshTable();
+    const a = await PostgresKv.open(server.url, { table: name });
+    const b = await PostgresKv.open(server.url, { table: name });
+    try {
+      const heard: Array<[string, string | undefined]> = [];
+      b.bus.onBroadcast((message) => {
+        void b.get(Buffer.from("record")).then((value) => heard.push([message, value]));
+      });
+      const sent = recordQueries();
+      try {
+        await a.batch([{ type: "put", key: Buffer.from("record"), value: "one" }], ["m1", "m2"]);
+      } finally {
+        sent.stop();
+      }
+      // In the write's own statement: no broadcast of its own that could fail after the write landed.
+      const naming = sent.sent.filter((text) => text.includes("m1"));
+      expect(naming).toHaveLength(1);
+      expect(naming[0]).toMatch(/INSERT INTO .*pg_notify.*m2/s);
+      await expect(
+        a.batch([{ type: "put", key: Buffer.from("record"), value: "nul \u0000 here" }], ["refused"]),
+      ).rejects.toThrow();
+      await a.batch([], ["alone"]);
+      await until(async () => heard.length === 3);
+      expect(heard.sort()).toEqual([
+        ["alone", "one"],
+        ["m1", "one"],
+        ["m2", "one"],
+      ]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it("writes a batch larger than one statement as chunks of one transaction: all of it, announced once, or none", async () => {
     const name = freshTable();
     const a = await PostgresKv.open(server.url, { table: name });

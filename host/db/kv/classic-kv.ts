@@ -161,7 +161,9 @@ export class ClassicKv extends KvStoreBase {
     return new ClassicSnapshot(this.level, this.snapshots.borrow(), owner);
   }
 
+  /** No other process opens the store: announcements have no one to reach. */
   protected async _batch(operations: KvOperation[]): Promise<void> {
+    if (operations.length === 0) return;
     if (operations.length > LARGE_BATCH) return this.chunkedBatch(operations);
     await this.snapshots.writing(
       () => this.level.batch(settle(this.level, operations)),

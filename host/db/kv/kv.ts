@@ -206,8 +206,13 @@ export interface KvStore {
    * snapshot's first read may share it: each still sees every write that landed before it was made.
    */
   readSnapshot(owner?: string): Promise<KvSnapshot>;
-  /** Writes every operation, or none. */
-  batch(operations: KvOperation[]): Promise<void>;
+  /**
+   * Writes every operation, or none. Each message of `announce` is broadcast to the other
+   * processes once the write has landed (by a backend that can, with the write itself: never when
+   * it fails, never lost when it lands), even when there are no operations: a change of shared
+   * state they cache (a deployment's record) reaches them with the write that makes it.
+   */
+  batch(operations: KvOperation[], announce?: readonly string[]): Promise<void>;
   /**
    * Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically.
    * `announce`, if given, is broadcast to the other processes once the write has landed (by a

@@ -217,14 +217,18 @@ export class PostgresKv extends KvStoreBase {
     return shared;
   }
 
-  /** One statement, atomic on its own, in one round trip; a large batch in chunks (postgres-write.ts). */
-  protected async _batch(operations: KvOperation[]): Promise<void> {
+  /**
+   * One statement, atomic on its own, in one round trip; a large batch in chunks (postgres-write.ts).
+   * The broadcasts go in the statement (or the last chunk's), sent only if the write commits.
+   */
+  protected async _batch(operations: KvOperation[], announce: readonly string[]): Promise<void> {
     const made = writeChunks(operations);
     const chunks = Array.isArray(made) ? made : await made;
-    if (chunks.length === 0) return;
+    if (chunks.length === 0 && announce.length === 0) return;
     const client = await this.pool.connect();
     try {
-      await runWrite(client, this.table, chunks, undefined);
+      const notify = announce.map((message) => this.bus.tagged(message));
+      await runWrite(client, this.table, chunks, notify);
     } catch (error) {
       client.release(true);
       throw error;

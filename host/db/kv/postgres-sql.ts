@@ -73,14 +73,14 @@ export function inline(statement: Statement, most = INLINE_BYTES): string | unde
 
 /**
  * The ONE statement that writes `operations` (folded as batch-fold.ts says: one operation per key)
- * and, when `notify` is given, sends that payload on {@link CHANNEL} when the write commits. An
- * add reads its count in the statement itself: no round trip before it. A single statement is
- * atomic on its own; undefined when there is nothing to send.
+ * and sends each payload of `notify` on {@link CHANNEL} when the write commits. An add reads its
+ * count in the statement itself: no round trip before it. A single statement is atomic on its
+ * own; undefined when there is nothing to send.
  */
 export function writeStatement(
   table: string,
   operations: KvOperation[],
-  notify?: string,
+  notify?: string | readonly string[],
 ): Statement | undefined {
   const puts: Buffer[] = [];
   const values: string[] = [];
@@ -112,8 +112,13 @@ export function writeStatement(
       `counted AS (INSERT INTO ${table} (key, value) SELECT key, n::text FROM moved WHERE n > 0 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value)`,
       `uncounted AS (DELETE FROM ${table} WHERE key IN (SELECT key FROM moved WHERE n <= 0))`,
     );
-  if (parts.length === 0 && notify === undefined) return undefined;
-  const tail = notify === undefined ? "SELECT 1" : `SELECT pg_notify(${param(CHANNEL)}, ${param(notify)})`;
+  const payloads = notify === undefined ? [] : typeof notify === "string" ? [notify] : notify;
+  if (parts.length === 0 && payloads.length === 0) return undefined;
+  const channel = payloads.length > 0 ? param(CHANNEL) : "";
+  const tail =
+    payloads.length === 0
+      ? "SELECT 1"
+      : `SELECT ${payloads.map((payload) => `pg_notify(${channel}, ${param(payload)})`).join(", ")}`;
   return { text: parts.length > 0 ? `WITH ${parts.join(", ")} ${tail}` : tail, values: params };
 }
 

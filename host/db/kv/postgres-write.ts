@@ -51,7 +51,7 @@ export async function runWrite(
   client: pg.ClientBase,
   table: string,
   chunks: KvOperation[][],
-  notify: string | undefined,
+  notify: string | readonly string[] | undefined,
   end = "",
 ): Promise<void> {
   if (chunks.length <= 1) {

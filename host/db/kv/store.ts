@@ -65,8 +65,11 @@ export abstract class KvStoreBase implements KvStore {
   protected abstract _getMany(keys: Buffer[]): Promise<Array<string | undefined>>;
   protected abstract _iterate(options: KvIterateOptions): KvIterator;
   protected abstract _snapshot(owner: string, use: SnapshotUse): Promise<KvSnapshot>;
-  /** `operations` is never empty. */
-  protected abstract _batch(operations: KvOperation[]): Promise<void>;
+  /**
+   * `operations` is empty only when `announce` holds messages; those must reach the bus's other
+   * processes once the write has landed (as {@link _commit}'s).
+   */
+  protected abstract _batch(operations: KvOperation[], announce: readonly string[]): Promise<void>;
   /**
    * `snapshot` came from this store's `snapshot()` or `lazySnapshot()`; `operations` may be empty.
    * `announce` must reach the bus's other processes once the write has landed (a store without
@@ -120,9 +123,9 @@ export abstract class KvStoreBase implements KvStore {
     return this._lazySnapshot(owner);
   }
 
-  async batch(operations: KvOperation[]): Promise<void> {
+  async batch(operations: KvOperation[], announce: readonly string[] = []): Promise<void> {
     requireOperations(operations);
-    if (operations.length > 0) await this._batch(operations);
+    if (operations.length > 0 || announce.length > 0) await this._batch(operations, announce);
   }
 
   /** A mutation's commit: checked lightly (it is on every mutation's path), then the backend's. */
