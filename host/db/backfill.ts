@@ -10,6 +10,7 @@
  */
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { type HostMessage, messageTexts } from "./host-message.js";
 import { metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import {
@@ -76,10 +77,12 @@ export interface MigrationTarget {
 /**
  * What switches with the schema: `operations` are written in the batch that stores it (a
  * deployment's record naming the code that reads it), and `switched` runs at once after (the code
- * starts serving), so neither serves without the other, before or after a crash.
+ * starts serving), so neither serves without the other, before or after a crash. `announce` is
+ * sent to the other hosts in that batch, with the schema's own announcement.
  */
 export interface SchemaSwitch {
   operations: KvOperation[];
+  announce?: HostMessage[];
   switched(): void;
 }
 
@@ -260,14 +263,17 @@ export async function runMigration(
     ];
     const schema = schemaWrites(id, plan.next);
     const listing = [...dropping, ...young];
-    await store.batch([
+    // Told in the batch, the other hosts read the new schema exactly when it commits.
+    const told = messageTexts([{ type: "schema", deployment: id }, ...(options.switching?.announce ?? [])]);
+    const operations: KvOperation[] = [
       ...schema.operations,
       listing.length > 0
         ? { type: "put", key: building, value: JSON.stringify(listing) }
         : { type: "del", key: building },
       { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
       ...(options.switching?.operations ?? []),
-    ]);
+    ];
+    await store.batch(operations, told);
     pending = [];
     const before = target.tables;
     target.adoptSchema(plan.next, schema.tag);

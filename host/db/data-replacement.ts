@@ -1,5 +1,5 @@
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
-import type { HostMessage } from "./host-message.js";
+import { type HostMessage, messageTexts } from "./host-message.js";
 import type { KvOperation, KvStore } from "./kv/index.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { StoredSchema } from "./stored-schema.js";
@@ -21,13 +21,14 @@ export interface ReplaceableDatabase {
  * lock (an import: see host/transfer). Rows that would take more than the row bytes limit are
  * refused (`quota_exceeded`), the total stored with them otherwise. `alongside` runs under the
  * lock, told whether rows exist now; it may refuse, and returns more operations for the same
- * batch (object records, the deployment's record). Then listeners, and the other hosts, hear
- * that everything changed.
+ * batch (object records, the deployment's record). The other hosts hear that everything changed,
+ * and `announce` (the record's change), from the batch itself; then this host's listeners.
  */
 export async function replaceDeploymentData(
   database: ReplaceableDatabase,
   data: DeploymentData,
   alongside: (hasRows: boolean) => Promise<KvOperation[]>,
+  announce: HostMessage[] = [],
 ): Promise<void> {
   const { store, id } = database;
   await database.exclusive(async () => {
@@ -42,17 +43,15 @@ export async function replaceDeploymentData(
     const { operations, rowBytes, schemaTag } = await dataOperations(id, data, database.rowBytes.limit);
     const batch = await replacementBatch(existing.keys, operations);
     for (const op of extra) batch.push(op);
-    await store.batch(batch);
+    const told: HostMessage[] = [
+      { type: "schema", deployment: id },
+      { type: "commit", deployment: id, all: true },
+      ...announce,
+    ];
+    await store.batch(batch, messageTexts(told));
     database.adoptSchema(data.schema, schemaTag);
     database.resetClock(data.clock ?? 0);
     database.rowBytes.known = rowBytes;
   });
   database.emitCommit(undefined);
-  if (store.supports.sharedAcrossProcesses) {
-    for (const message of [
-      { type: "schema", deployment: id },
-      { type: "commit", deployment: id, all: true },
-    ] satisfies HostMessage[])
-      await store.bus.broadcast(JSON.stringify(message)).catch(() => {});
-  }
 }

@@ -1,8 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { CursorCodec } from "./cursor.js";
-import { checkHostMessage, type HostMessage } from "./host-message.js";
+import { checkHostMessage, type HostMessage, messageTexts } from "./host-message.js";
 import { hostKey } from "./keys.js";
-import { ClassicKv, type IfFree, type KvStore, type LockOptions, PostgresKv } from "./kv/index.js";
+import {
+  ClassicKv,
+  type IfFree,
+  type KvOperation,
+  type KvStore,
+  type LockOptions,
+  PostgresKv,
+} from "./kv/index.js";
 import { RecordStore } from "./records.js";
 import { type DatabaseQuota, databaseQuota } from "./row-bytes.js";
 import { TenantDatabase } from "./tenant-database.js";
@@ -14,6 +21,9 @@ import { NamedLocks } from "./write-lock.js";
  */
 const AT_ONCE_ROUNDS = 100;
 
+/** Attempts to send an announcement that fails, the first and its retries (about 5 minutes in all). */
+const ANNOUNCE_ATTEMPTS = 12;
+
 /**
  * The host's document database: one key-value store holding every deployment, each behind its
  * own {@link TenantDatabase}. The store is embedded classic-level by default, or PostgreSQL,
@@ -24,6 +34,7 @@ export class HostDatabase {
   private readonly deployments = new Map<string, Promise<TenantDatabase>>();
   private readonly locks = new NamedLocks();
   private readonly messageHandlers = new Set<(message: HostMessage) => void>();
+  private closed = false;
   /**
    * Whose share of the store's connections deployment `id`'s work uses (see `KvStore.snapshot`):
    * the host's deployment layer names the developer owning it, so one developer's deployments
@@ -117,10 +128,39 @@ export class HostDatabase {
     }
   }
 
-  /** Tells the other hosts on this database something changed (no-op when there are none). */
+  /**
+   * Tells the other hosts on this database something changed (no-op when there are none), for a
+   * change not written with its announcement (see {@link write}). A broadcast that fails is sent
+   * again, later each time, up to {@link ANNOUNCE_ATTEMPTS} times, in the background: swallowed,
+   * it left the other hosts serving a deployment's old record until they restarted. Resolves
+   * after the first attempt, sent or not; never rejects.
+   */
   async announce(message: HostMessage): Promise<void> {
-    if (this.store.supports.sharedAcrossProcesses)
-      await this.store.bus.broadcast(JSON.stringify(message)).catch(() => {});
+    if (!this.store.supports.sharedAcrossProcesses) return;
+    const text = JSON.stringify(message);
+    const attempt = async (n: number): Promise<void> => {
+      try {
+        await this.store.bus.broadcast(text);
+      } catch (error) {
+        if (this.closed) return;
+        if (n + 1 >= ANNOUNCE_ATTEMPTS) {
+          console.error(`Gave up announcing ${text} to the other hosts:`, error);
+          return;
+        }
+        if (n === 0) console.error(`Announcing ${text} to the other hosts failed; trying again:`, error);
+        setTimeout(() => void attempt(n + 1), Math.min(30_000, 250 * 2 ** n)).unref();
+      }
+    };
+    await attempt(0);
+  }
+
+  /**
+   * Writes `operations` in one batch that also tells the other hosts `announce`: on PostgreSQL in
+   * the write's own statement, so they hear of it exactly when it commits, and a failure to send
+   * is the write's own (nothing lands), never a change they miss.
+   */
+  write(operations: KvOperation[], announce: HostMessage[]): Promise<void> {
+    return this.store.batch(operations, messageTexts(announce));
   }
 
   /** Receives other hosts' announcements; returns the unsubscribe function. */
@@ -228,8 +268,9 @@ export class HostDatabase {
     );
   }
 
-  /** Closes the store; open transactions fail afterwards. */
+  /** Closes the store; open transactions fail afterwards, and announcements are no longer retried. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.store.close();
   }
 }

@@ -6,6 +6,11 @@ export type HostMessage =
   /** Broadcasts may have been missed (kv.ts `RESYNC_MESSAGE`): anything may have changed. */
   | { type: "resync" };
 
+/** `messages` as a batch sends them to the other processes (`KvStore.batch`). */
+export function messageTexts(messages: readonly HostMessage[]): string[] {
+  return messages.map((message) => JSON.stringify(message));
+}
+
 /** Largest write set sent to other processes key by key; larger ones say "everything". */
 const BROADCAST_KEYS_BYTES = 6000;
 

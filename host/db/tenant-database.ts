@@ -98,8 +98,12 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   }
 
   /** Replaces everything the deployment stores with an import's `data` (see {@link replaceDeploymentData}). */
-  replaceData(data: DeploymentData, alongside: (hasRows: boolean) => Promise<KvOperation[]>): Promise<void> {
-    return replaceDeploymentData(this, data, alongside);
+  replaceData(
+    data: DeploymentData,
+    alongside: (hasRows: boolean) => Promise<KvOperation[]>,
+    announce: HostMessage[] = [],
+  ): Promise<void> {
+    return replaceDeploymentData(this, data, alongside, announce);
   }
 
   /** Subscribes to commits; returns the unsubscribe function. */
@@ -179,8 +183,8 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   }
 
   /**
-   * Moves the deployment to a new schema (see backfill.ts), holding the write lock; then tells the
-   * other hosts on the store to reload it.
+   * Moves the deployment to a new schema (see backfill.ts), holding the write lock; the batch that
+   * stores it tells the other hosts on the store to reload it.
    */
   async migrate(
     spec: unknown,
@@ -195,10 +199,6 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
     // Outside the lock: waiting for queries begun before the switch holds no writer back. A
     // failure leaves them recorded, for the next load.
     this.clearing = clearDropped().catch(() => {});
-    if (this.store.supports.sharedAcrossProcesses) {
-      const message: HostMessage = { type: "schema", deployment: this.id };
-      await this.store.bus.broadcast(JSON.stringify(message));
-    }
     await this.clearing;
     return report;
   }

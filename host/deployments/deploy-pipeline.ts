@@ -37,8 +37,10 @@ export type DeployResult = DeploymentRecord & { claimToken?: string };
  * Deploys `input` as deployment `id` (creating it or replacing its version): compiles the bundle
  * in a fresh isolate, reads and checks its declaration, stores the artifact and the web client,
  * migrates the schema, and only then switches the deployment (code and client in one record
- * write, stored in the batch that stores the schema). Any failure leaves the previous version serving, code and client. A new deployment
- * without an owner is unclaimed; its claim token is in the result, once.
+ * write, stored in the batch that stores the schema, which tells the other hosts). Any failure
+ * before the switch leaves the previous version serving, code and client; one after it is logged,
+ * and the deploy answered as done (it is live). A new deployment without an owner is unclaimed;
+ * its claim token is in the result, once.
  */
 export async function deploy(
   parts: { registry: DeploymentRegistry; pool: IsolatePool; db: HostDatabase; clientFiles: ClientFileStore },
@@ -68,6 +70,7 @@ export async function deploy(
   let staged: Awaited<ReturnType<ClientFileStore["stage"]>> | undefined;
   let added = false;
   let switched = false;
+  let result: DeployResult | undefined;
   try {
     const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
     let declaration: CapsuleDeclaration;
@@ -113,16 +116,19 @@ export async function deploy(
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
     };
+    result = claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
     // The record is stored with the schema, and the code adopted at once: the old code never
-    // serves the new schema, not even after a crash between the two.
+    // serves the new schema, not even after a crash between the two. The batch tells the other
+    // hosts of both.
     await database
       .migrate(declaration.schema, onProgress, {
         legacy: declaration.apiVersion === 0,
         switching: {
           operations: [
-            registry.writeOf(record),
+            ...registry.writesOf(record),
             ...registry.artifacts.switchWrites(id, hash, previous?.artifact),
           ],
+          announce: [registry.announcementOf(id)],
           switched: () => {
             registry.remember(record);
             switched = true;
@@ -131,7 +137,7 @@ export async function deploy(
         },
       })
       .catch((error: unknown) => Promise.reject(switched ? error : deployError(error)));
-    await registry.announce(id);
+    registry.changedHere(id);
     // The replaced client's files, and any a crashed deploy left, go once nothing names them; if
     // that fails they stay, unserved, until the next deploy of the deployment or its deletion.
     await clientFiles.sweep(id, served).catch(() => {});
@@ -142,14 +148,17 @@ export async function deploy(
         pool.forgetCapsuleCache(previous.artifact, `${id}/${previous.incarnation}`);
       await registry.artifacts.release(previous.artifact).catch(() => {});
     }
-    return claim ? Object.assign({}, record, { claimToken: claim.token }) : record;
+    return result;
   } catch (error) {
-    // Once switched, the isolate serves the deployment: a later failure leaves it serving, and
-    // the other hosts are still told.
-    if (switched) await registry.announce(id).catch(() => {});
-    else probe.dispose();
-    if (staged && !switched) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
-    if (added && !switched) await registry.artifacts.abandon(id, hash).catch(() => {});
+    // Once switched, every host serves the new version (the switch's batch told them): answered
+    // as failed, its developer would take what is live for the previous version.
+    if (switched && result) {
+      console.error(`Deployment ${id} switched to its new version; what followed failed:`, error);
+      return result;
+    }
+    probe.dispose();
+    if (staged) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
+    if (added) await registry.artifacts.abandon(id, hash).catch(() => {});
     throw error;
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { newClaimToken } from "../auth/index.js";
-import type { KvOperation } from "../db/index.js";
+import type { HostMessage, KvOperation } from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
 import { bundleHash } from "./bundle-hash.js";
 import { checkDeclaration } from "./declaration.js";
@@ -73,6 +73,11 @@ export class DeploymentImport {
     return { hash, declaration };
   }
 
+  /** What tells the other hosts of the new record: sent with the import's batch. */
+  get announcement(): HostMessage {
+    return this.registry.announcementOf(this.id);
+  }
+
   /**
    * The record deployment `id` will have once the import commits, and the writes that store it
    * (and its use of the artifact); `claimToken` when an unclaimed deployment is created (shown
@@ -103,19 +108,19 @@ export class DeploymentImport {
           updatedAt: now,
         };
     const writes = [
-      this.registry.writeOf(record),
+      ...this.registry.writesOf(record),
       ...this.registry.artifacts.switchWrites(this.id, code.hash, previous?.artifact),
     ];
     return { record, writes, ...(claim ? { claimToken: claim.token } : {}) };
   }
 
-  /** After the commit: the runner serves the new code, and every host hears of the record. */
+  /** After the commit (which told the other hosts): the runner serves the new code, and this host's listeners hear of it. */
   async switched(record: DeploymentRecord): Promise<void> {
     this.registry.remember(record);
     if (this.probe) this.pool.runner(this.id, record.artifact, record.owner).adopt(this.probe);
     this.probe = undefined;
     this.added = undefined;
-    await this.registry.announce(this.id);
+    this.registry.changedHere(this.id);
     // The replaced bundle goes once no deployment uses it (else the hourly sweep removes it).
     if (this.before !== undefined && this.before !== record.artifact)
       await this.registry.artifacts.release(this.before).catch(() => {});

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
+import type { HostDatabase, HostMessage, KvOperation, RecordStore } from "../db/index.js";
 import { ArtifactStore } from "./artifacts.js";
 import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 
@@ -205,20 +205,37 @@ export class DeploymentRegistry {
     return records;
   }
 
-  /** Stores and caches `record` without telling the other hosts yet (see {@link announce}). */
+  /**
+   * Stores and caches `record`, telling the other hosts in the same write (see
+   * `HostDatabase.write`): sent after it as a second round trip, a failure to send was swallowed,
+   * and they served the old record (its access settings too) until they restarted.
+   */
   async store(record: DeploymentRecord): Promise<void> {
-    await this.records.put(record.id, record);
+    await this.db.write(this.writesOf(record), [this.announcementOf(record.id)]);
     this.keep(record);
   }
 
-  /** The write that stores `record`, for a batch that commits it with other writes (an import). */
-  writeOf(record: DeploymentRecord): KvOperation {
-    return { type: "put", key: this.records.key(record.id), value: JSON.stringify(record) };
+  /** The writes that store `record`, for a batch that commits it with other writes (a deploy, an import). */
+  writesOf(record: DeploymentRecord): KvOperation[] {
+    return [{ type: "put", key: this.records.key(record.id), value: JSON.stringify(record) }];
   }
 
-  /** Caches `record` once a batch stored it (tell the other hosts with {@link announce}). */
+  /** What tells the other hosts that deployment `id`'s record changed, for the batch that writes it. */
+  announcementOf(id: string): HostMessage {
+    return { type: "deployment", id };
+  }
+
+  /**
+   * Caches `record` once a batch stored it with its {@link announcementOf}; then
+   * {@link changedHere} tells this host's own listeners.
+   */
   remember(record: DeploymentRecord): void {
     this.keep(record);
+  }
+
+  /** Tells this host's listeners that deployment `id` changed (the other hosts heard it from its write). */
+  changedHere(id: string): void {
+    if (this.cache.has(id)) this.onChanged(id);
   }
 
   private keep(record: DeploymentRecord): void {
@@ -230,22 +247,26 @@ export class DeploymentRegistry {
     this.owners.set(record.id, storageQuotaOwner(record));
   }
 
-  /** Tells the other hosts that deployment `id` changed or was deleted (and this host, if it changed). */
+  /**
+   * Tells the other hosts that deployment `id` changed or was gone, for a change not written with
+   * its announcement (a removal a crash left unfinished); sent again while it fails (see
+   * `HostDatabase.announce`).
+   */
   async announce(id: string): Promise<void> {
-    await this.db.announce({ type: "deployment", id });
-    if (this.cache.has(id)) this.onChanged(id);
+    await this.db.announce(this.announcementOf(id));
   }
 
-  /** Stores `record` and announces it. */
+  /** Stores `record`, telling every host (this one's listeners too). */
   async save(record: DeploymentRecord): Promise<DeploymentRecord> {
     await this.store(record);
-    await this.announce(record.id);
+    this.changedHere(record.id);
     return record;
   }
 
   /**
-   * Hides deployment `record` and marks its removal as started, in ONE batch: after a crash either
-   * the deployment is still whole, or it is gone and its removal marker says what is left to do.
+   * Hides deployment `record` and marks its removal as started, in ONE batch, which tells the other
+   * hosts: after a crash either the deployment is still whole, or it is gone, every host told, and
+   * its removal marker says what is left to do.
    */
   async retire(record: DeploymentRecord): Promise<RemovalRecord> {
     const removal: RemovalRecord = {
@@ -256,12 +277,13 @@ export class DeploymentRegistry {
       startedAt: Date.now(),
     };
     const use = this.artifacts.endWrite(record.id, record.artifact);
-    await this.removals.batch(
-      [{ id: record.id, value: removal }],
+    await this.db.write(
       [
-        { key: this.records.key(record.id), value: null },
-        { key: use.key, value: null },
+        { type: "put", key: this.removals.key(record.id), value: JSON.stringify(removal) },
+        { type: "del", key: this.records.key(record.id) },
+        use,
       ],
+      [this.announcementOf(record.id)],
     );
     this.changed(record.id);
     this.incarnations.delete(record.id);

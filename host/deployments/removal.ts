@@ -154,9 +154,9 @@ export class DeploymentRemovals {
           "conflict",
           `Deployment ${id} changed meanwhile; read it again before deleting it.`,
         );
+      // Its batch tells the other hosts: they stop serving it as it is hidden.
       const removal = await this.registry.retire(record);
       this.stop(id);
-      await this.registry.announce(id);
       await this.finish(removal);
       // Its bundle goes once no deployment uses it (else the hourly sweep removes it).
       await this.registry.artifacts.release(record.artifact).catch(() => {});

@@ -206,10 +206,14 @@ async function load(
     const objectWrites = await parts.objects.replacement(id, quotaOwner, existing, incoming);
     const replacedBlobs = existing.map((object) => `${id}/${object.key}`);
     const database = await parts.db.deployment(id);
-    await database.replaceData(data, async (hasRows) => {
-      if (hasRows && !request.replace) throw notEmpty(id);
-      return [...objectWrites, ...writes, parts.pending.commitWrite(id, replacedBlobs)];
-    });
+    await database.replaceData(
+      data,
+      async (hasRows) => {
+        if (hasRows && !request.replace) throw notEmpty(id);
+        return [...objectWrites, ...writes, parts.pending.commitWrite(id, replacedBlobs)];
+      },
+      [target.announcement],
+    );
     return existing.length > 0;
   });
   await target.switched(record);
