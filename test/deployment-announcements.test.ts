@@ -5,6 +5,8 @@
  * review made fail: a stub of A's bus, as a connection lost after the write would) loses nothing.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { HostDatabase } from "../host/db/index.js";
+import type { DeploymentRecord, RemovalRecord } from "../host/deployments/records.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
@@ -87,5 +89,44 @@ describe.skipIf(!postgresInstalled)("deployment records on two hosts", () => {
       async () => expect((await label(b, "switched")).json<{ value: string }>().value).toBe("two"),
       { timeout: 5000, interval: 50 },
     );
+  }, 60_000);
+
+  it("a removal a crashed host left unfinished and unannounced is announced by the host that finishes it", async () => {
+    expect((await a.deployCode("leftover", await sourceCode(labelled("kept")))).status).toBe(201);
+    expect((await label(b, "leftover")).status).toBe(200);
+    // A host (of an earlier version, which announced after its batch) hid the deployment and
+    // marked its removal, then crashed before it said so: B still serves it from its cache.
+    const crashed = await HostDatabase.open(server.url);
+    try {
+      const record = await crashed.records<DeploymentRecord>("deployments").get("leftover");
+      const marker: RemovalRecord = {
+        id: "leftover",
+        incarnation: record?.incarnation ?? null,
+        owner: record?.owner ?? null,
+        quotaOwner: record?.owner ?? "dev:leftover",
+        startedAt: Date.now(),
+      };
+      await crashed.store.batch([
+        {
+          type: "put",
+          key: crashed.records("deployment-removals").key("leftover"),
+          value: JSON.stringify(marker),
+        },
+        { type: "del", key: crashed.records("deployments").key("leftover") },
+      ]);
+    } finally {
+      await crashed.close();
+    }
+    expect((await label(b, "leftover")).status).toBe(200);
+    // A host starting finishes the removal, and tells the others.
+    const c = await startTestHost({ database: server.url, requestQuota: false });
+    try {
+      await vi.waitFor(async () => expect((await label(b, "leftover")).status).toBe(404), {
+        timeout: 5000,
+        interval: 50,
+      });
+    } finally {
+      await c.dispose();
+    }
   }, 60_000);
 });

@@ -164,14 +164,17 @@ export class DeploymentRemovals {
   }
 
   /**
-   * Finishes every removal a previous run of a host left unfinished (a crash midway). One that
+   * Finishes every removal a previous run of a host left unfinished (a crash midway), and tells the
+   * other hosts of each one finished: a host that crashed, or one of an earlier version, may have
+   * hidden the deployment and never said so, and they would serve it from their cache. One that
    * fails now (storage unreachable) is reported to `onFailure` and stays marked: a deploy to its
    * id, or the next start, finishes it.
    */
   async finishUnfinished(onFailure: (id: string, error: unknown) => void): Promise<void> {
     for (const removal of await this.registry.unfinishedRemovals())
-      await this.whileLocked(removal.id, async () => {}).catch((error: unknown) =>
-        onFailure(removal.id, error),
+      await this.whileLocked(removal.id, async () => {}).then(
+        () => this.registry.announce(removal.id),
+        (error: unknown) => onFailure(removal.id, error),
       );
   }
 
