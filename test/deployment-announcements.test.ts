@@ -5,8 +5,9 @@
  * review made fail: a stub of A's bus, as a connection lost after the write would) loses nothing.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { HostDatabase } from "../host/db/index.js";
+import { HostDatabase, type HostMessage } from "../host/db/index.js";
 import type { DeploymentRecord, RemovalRecord } from "../host/deployments/records.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
@@ -129,4 +130,27 @@ describe.skipIf(!postgresInstalled)("deployment records on two hosts", () => {
       await c.dispose();
     }
   }, 60_000);
+
+  it("a settings change whose announcement host B never hears reaches B at its next check of the records", async () => {
+    expect((await a.deployCode("unheard", await sourceCode(labelled("open")))).status).toBe(201);
+    expect((await label(b, "unheard")).status).toBe(200);
+    // B hears nothing of the deployment (as in live-redeploy.test.ts): lost wherever it was lost.
+    const database = b.database as unknown as { receive(message: HostMessage): Promise<void> };
+    const receive = database.receive.bind(b.database);
+    database.receive = async (message) => {
+      if (message.type !== "deployment" || message.id !== "unheard") await receive(message);
+    };
+    try {
+      const patched = await a.admin("/v1/deploys/unheard", "PATCH", { restricted: true });
+      expect(patched.status, patched.text()).toBe(200);
+      expect((await label(a, "unheard")).status).toBe(401);
+      // Within LIMITS.deploymentRecordCheckMs (15 s) and a read; waited for generously.
+      await vi.waitFor(async () => expect((await label(b, "unheard")).status).toBe(401), {
+        timeout: 4 * LIMITS.deploymentRecordCheckMs,
+        interval: 200,
+      });
+    } finally {
+      database.receive = receive;
+    }
+  }, 120_000);
 });

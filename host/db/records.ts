@@ -139,9 +139,15 @@ export class RecordStore<T> {
     }
   }
 
-  /** Every record with its id, in id order, a page of at most `size` at a time (not one snapshot). */
-  async *entryPages(size = 500): AsyncGenerator<Array<[id: string, value: T]>> {
-    const iterator = this.store.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) });
+  /**
+   * Every record with its id, in id order, a page of at most `size` at a time: as of `view` when
+   * given (a snapshot), else not as of one moment.
+   */
+  async *entryPages(
+    size = 500,
+    view: Pick<KvSnapshot, "iterate"> = this.store,
+  ): AsyncGenerator<Array<[id: string, value: T]>> {
+    const iterator = view.iterate({ gte: this.prefix, lt: afterPrefix(this.prefix) });
     try {
       for (;;) {
         const entries = await iterator.next(size);
@@ -153,6 +159,19 @@ export class RecordStore<T> {
       }
     } finally {
       await iterator.close();
+    }
+  }
+
+  /** Every record by its id, as of one moment (one snapshot, however many reads it takes). */
+  async entriesAtOnce(): Promise<Map<string, T>> {
+    const view = await this.store.readSnapshot();
+    try {
+      const found = new Map<string, T>();
+      for await (const page of this.entryPages(500, view))
+        for (const [id, value] of page) found.set(id, value);
+      return found;
+    } finally {
+      await view.close();
     }
   }
 

@@ -286,8 +286,9 @@ export class DeploymentService {
     return upgradeGuest(this, record, guestUserId, account, retirement);
   }
 
-  /** Stops every isolate; resolves once no isolate work is left in flight. */
+  /** Stops every isolate and the checks of records' stamps; resolves once no isolate work is left in flight. */
   close(): Promise<void> {
+    this.registry.close();
     return this.pool.close();
   }
 }

@@ -1,26 +1,28 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, HostMessage, KvOperation, RecordStore } from "../db/index.js";
 import { ArtifactStore } from "./artifacts.js";
-import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
+import { RecordRechecks } from "./record-rechecks.js";
+import { RecordStamps, StampChecks } from "./record-stamps.js";
+import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 
 /** Records parsed per read of {@link DeploymentRegistry.storedList}. */
 const STORED_PAGE = 8;
 
-/** Reads of a deployment's record after an announcement, the first and its retries (about 5 minutes in all). */
-const RECHECK_ATTEMPTS = 12;
+/** What was known of a deployment as a read of its record after word of a change began. */
+type Known = { incarnation: string | null | undefined; generation: number | undefined };
 
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
  * host sharing the database announces its changes; on another host's announcement the cached
  * record is dropped, and `onGone` runs when the deployment no longer exists (to stop its isolate
  * and forget its loaded state), `onChanged` when it still does (deployed again, or its settings
- * changed), as it also does after this host's own announcements.
+ * changed), as it also does after this host's own changes. Records' stamps (record-stamps.ts),
+ * checked periodically, catch what an announcement lost would have said.
  */
 export class DeploymentRegistry {
   private readonly records: RecordStore<DeploymentRecord>;
   /** The bundles deployments serve, each kept while one uses it. */
   readonly artifacts: ArtifactStore;
-  private readonly removals: RecordStore<RemovalRecord>;
   private readonly cache = new Map<string, DeploymentRecord>();
   /**
    * The incarnation of every deployment this host has had a record of, kept while announcements
@@ -37,8 +39,10 @@ export class DeploymentRegistry {
   private readonly owners = new Map<string, string>();
   /** How many times each id's record was announced changed or retired (see {@link get}). */
   private readonly generations = new Map<string, number>();
-  /** Each id whose record is being read after an announcement (see {@link recheck}). */
-  private readonly rechecks = new Map<string, { again: boolean }>();
+  /** Reads of records after word that they changed. */
+  private readonly rechecks: RecordRechecks<Known>;
+  private readonly stamps: RecordStamps;
+  private readonly stampChecks: StampChecks | undefined;
 
   constructor(
     private readonly db: HostDatabase,
@@ -47,75 +51,69 @@ export class DeploymentRegistry {
   ) {
     this.records = db.records<DeploymentRecord>("deployments");
     this.artifacts = new ArtifactStore(db);
-    this.removals = db.records<RemovalRecord>("deployment-removals");
+    this.stamps = new RecordStamps(db);
+    this.rechecks = new RecordRechecks(
+      (id) => this.records.get(id),
+      (id) => ({ incarnation: this.incarnations.get(id), generation: this.generations.get(id) }),
+      (id, record, before) => this.settle(id, record, before, onGone),
+    );
     db.onAnnouncement((message) => {
       // After a resync, every deployment this host knows may have changed or gone.
       const ids =
-        message.type === "deployment"
-          ? [message.id]
-          : message.type === "resync"
-            ? [...new Set([...this.cache.keys(), ...this.incarnations.keys()])]
-            : [];
+        message.type === "deployment" ? [message.id] : message.type === "resync" ? this.knownIds() : [];
       for (const id of ids) {
         this.changed(id);
-        this.recheck(id, onGone);
+        this.rechecks.run(id);
       }
     });
+    this.stampChecks = db.shared ? new StampChecks(() => this.checkStamps()) : undefined;
+  }
+
+  /** Every deployment this host has had a record of. */
+  private knownIds(): string[] {
+    return [...new Set([...this.cache.keys(), ...this.incarnations.keys()])];
   }
 
   /**
-   * Reads `id`'s record after another host's announcement and tells what became of it. A read
-   * that fails (the database busy or away) is tried again, later each time, up to
-   * {@link RECHECK_ATTEMPTS} times: left unhandled it would end the host, and skipped it would leave
-   * a deleted deployment served here. One chain of reads per id: an announcement arriving while
-   * one runs makes it read once more when it ends.
+   * Takes what a read of `id` after word of a change found. Another incarnation under the same id
+   * (deleted and created again, its deletion's message missed): the one this host knew is gone
+   * (its isolate, database, sockets and live queries with it) before the new one is changed.
    */
-  private recheck(id: string, onGone: (id: string) => void): void {
-    const running = this.rechecks.get(id);
-    if (running) {
-      running.again = true;
-      return;
+  private settle(
+    id: string,
+    record: DeploymentRecord | undefined,
+    before: Known,
+    gone: (id: string) => void,
+  ) {
+    const incarnation = record ? (record.incarnation ?? null) : undefined;
+    if (!record || (before.incarnation !== undefined && before.incarnation !== incarnation)) gone(id);
+    if (record) {
+      // Kept unless another announcement came meanwhile (see get).
+      if (this.generations.get(id) === before.generation) this.keep(record);
+      else this.incarnations.set(id, incarnation as string | null);
+      this.onChanged(id);
+    } else {
+      this.incarnations.delete(id);
+      this.owners.delete(id);
     }
-    const chain = { again: false };
-    this.rechecks.set(id, chain);
-    const read = (attempt: number): void => {
-      chain.again = false;
-      const known = this.incarnations.get(id);
-      const generation = this.generations.get(id);
-      this.records.get(id).then(
-        (record) => {
-          // Another incarnation under the same id (deleted and created again, its deletion's
-          // message missed): the one this host knew is gone (its isolate, database, sockets and
-          // live queries with it) before the new one is taken as changed.
-          const incarnation = record ? (record.incarnation ?? null) : undefined;
-          if (!record || (known !== undefined && known !== incarnation)) onGone(id);
-          if (record) {
-            // Kept unless another announcement came meanwhile (see get).
-            if (this.generations.get(id) === generation) this.keep(record);
-            else this.incarnations.set(id, incarnation as string | null);
-            this.onChanged(id);
-          } else {
-            this.incarnations.delete(id);
-            this.owners.delete(id);
-          }
-          if (chain.again) read(0);
-          else this.rechecks.delete(id);
-        },
-        (error: unknown) => {
-          if (attempt === 0)
-            console.error(`Reading deployment ${id} after an announcement failed; trying again:`, error);
-          if (attempt + 1 >= RECHECK_ATTEMPTS) {
-            console.error(
-              `Gave up reading deployment ${id} after an announcement; the next resync reads it.`,
-            );
-            this.rechecks.delete(id);
-            return;
-          }
-          setTimeout(() => read(attempt + 1), Math.min(30_000, 500 * 2 ** attempt)).unref();
-        },
-      );
-    };
-    read(0);
+  }
+
+  /**
+   * Reads again, as if their announcements had come, the known records whose stamps moved (all
+   * at the first check) and those whose reads gave up; the others' reads under way are not kept.
+   */
+  private async checkStamps(): Promise<void> {
+    for (const id of (await this.stamps.moved()) ?? this.knownIds()) {
+      const known = this.cache.has(id) || this.incarnations.has(id);
+      this.changed(id);
+      if (known) this.rechecks.run(id);
+    }
+    this.rechecks.retryGivenUp();
+  }
+
+  /** Stops the periodic checks of the records' stamps. */
+  close(): void {
+    this.stampChecks?.stop();
   }
 
   /** The share owner of deployment `id` as last read, without reading the store. */
@@ -217,7 +215,10 @@ export class DeploymentRegistry {
 
   /** The writes that store `record`, for a batch that commits it with other writes (a deploy, an import). */
   writesOf(record: DeploymentRecord): KvOperation[] {
-    return [{ type: "put", key: this.records.key(record.id), value: JSON.stringify(record) }];
+    return [
+      { type: "put", key: this.records.key(record.id), value: JSON.stringify(record) },
+      ...this.stamps.writes(record.id),
+    ];
   }
 
   /** What tells the other hosts that deployment `id`'s record changed, for the batch that writes it. */
@@ -264,46 +265,23 @@ export class DeploymentRegistry {
   }
 
   /**
-   * Hides deployment `record` and marks its removal as started, in ONE batch, which tells the other
-   * hosts: after a crash either the deployment is still whole, or it is gone, every host told, and
-   * its removal marker says what is left to do.
+   * Hides deployment `record` and marks its removal as started (`marker`, the removal's record), in
+   * ONE batch, which tells the other hosts: after a crash either the deployment is still whole, or
+   * it is gone, every host told, and its removal marker says what is left to do.
    */
-  async retire(record: DeploymentRecord): Promise<RemovalRecord> {
-    const removal: RemovalRecord = {
-      id: record.id,
-      incarnation: record.incarnation ?? null,
-      owner: record.owner,
-      quotaOwner: storageQuotaOwner(record),
-      startedAt: Date.now(),
-    };
-    const use = this.artifacts.endWrite(record.id, record.artifact);
+  async retire(record: DeploymentRecord, marker: KvOperation): Promise<void> {
     await this.db.write(
       [
-        { type: "put", key: this.removals.key(record.id), value: JSON.stringify(removal) },
+        marker,
         { type: "del", key: this.records.key(record.id) },
-        use,
+        this.artifacts.endWrite(record.id, record.artifact),
+        ...this.stamps.writes(record.id, true),
       ],
       [this.announcementOf(record.id)],
     );
     this.changed(record.id);
     this.incarnations.delete(record.id);
     this.owners.delete(record.id);
-    return removal;
-  }
-
-  /** The unfinished removal of deployment `id`, or undefined. */
-  removal(id: string): Promise<RemovalRecord | undefined> {
-    return this.removals.get(id);
-  }
-
-  /** Every unfinished removal (a host finishes them when it starts). */
-  unfinishedRemovals(): Promise<RemovalRecord[]> {
-    return this.removals.list();
-  }
-
-  /** Ends the removal of `id`: its id can be used again. */
-  removalDone(id: string): Promise<void> {
-    return this.removals.delete(id);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, IfFree } from "../db/index.js";
+import type { HostDatabase, IfFree, RecordStore } from "../db/index.js";
 import type { LogLine } from "./log-line.js";
 import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
@@ -51,13 +51,17 @@ export interface DeploymentScopedState {
  */
 export class DeploymentRemovals {
   private readonly states: DeploymentScopedState[] = [];
+  /** The markers of removals under way, by deployment id. */
+  private readonly markers: RecordStore<RemovalRecord>;
 
   constructor(
     private readonly db: HostDatabase,
     private readonly registry: DeploymentRegistry,
     /** Stops the deployment's isolate in this process. */
     private readonly stop: (id: string) => void,
-  ) {}
+  ) {
+    this.markers = db.records<RemovalRecord>("deployment-removals");
+  }
 
   /** Registers state to purge with every removed deployment, after the rows. */
   add(state: DeploymentScopedState): void {
@@ -115,7 +119,7 @@ export class DeploymentRemovals {
 
   /** Finishes deployment `id`'s unfinished removal and reloads its record, then runs `work`. */
   private async afterRemoval<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const removal = await this.registry.removal(id);
+    const removal = await this.markers.get(id);
     if (removal) await this.finish(removal);
     await this.registry.reload(id);
     return work();
@@ -154,8 +158,19 @@ export class DeploymentRemovals {
           "conflict",
           `Deployment ${id} changed meanwhile; read it again before deleting it.`,
         );
+      const removal: RemovalRecord = {
+        id,
+        incarnation: record.incarnation ?? null,
+        owner: record.owner,
+        quotaOwner: storageQuotaOwner(record),
+        startedAt: Date.now(),
+      };
       // Its batch tells the other hosts: they stop serving it as it is hidden.
-      const removal = await this.registry.retire(record);
+      await this.registry.retire(record, {
+        type: "put",
+        key: this.markers.key(id),
+        value: JSON.stringify(removal),
+      });
       this.stop(id);
       await this.finish(removal);
       // Its bundle goes once no deployment uses it (else the hourly sweep removes it).
@@ -171,7 +186,7 @@ export class DeploymentRemovals {
    * id, or the next start, finishes it.
    */
   async finishUnfinished(onFailure: (id: string, error: unknown) => void): Promise<void> {
-    for (const removal of await this.registry.unfinishedRemovals())
+    for (const removal of await this.markers.list())
       await this.whileLocked(removal.id, async () => {}).then(
         () => this.registry.announce(removal.id),
         (error: unknown) => onFailure(removal.id, error),
@@ -182,6 +197,7 @@ export class DeploymentRemovals {
     this.stop(removal.id);
     await this.db.dropDeployment(removal.id);
     for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner);
-    await this.registry.removalDone(removal.id);
+    // Ends the removal: its id can be used again.
+    await this.markers.delete(removal.id);
   }
 }

@@ -86,6 +86,13 @@ export const DATABASE_LIMITS = {
    */
   databaseListenerCheckMs: 15_000,
   /**
+   * How often a host on PostgreSQL checks whether any deployment's record (its code, settings,
+   * owner, or its deletion) changed without its announcement reaching it, and reads those again:
+   * the staleness bound of a host's cached records even when an announcement is lost (one point
+   * read when nothing changed). Ours.
+   */
+  deploymentRecordCheckMs: 15_000,
+  /**
    * Bytes of the scans the embedded store keeps per point-in-time view for one developer (the
    * owner of the deployments read), so readers that start between the same two writes and scan the
    * same range are answered at once (host/db/kv/scan-memo.ts); the view after a write keeps the
