@@ -10,7 +10,7 @@
  */
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { type HostMessage, messageTexts } from "./host-message.js";
+import { messageTexts } from "./host-message.js";
 import { metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import {
@@ -20,8 +20,8 @@ import {
   rowsOf,
   storedIndexRanges,
 } from "./migrate.js";
+import type { Migrated, MigrationTarget, SchemaSwitch } from "./migration-target.js";
 import { valueBytes } from "./row-bytes.js";
-import type { RowBytesTotal } from "./row-bytes-total.js";
 import { indexEntryValue, materialize, newIndexEntry, parseStoredRow } from "./rows.js";
 import { schemaWrites } from "./served-schema.js";
 import { type CompiledTable, compileSchema, type StoredIndex, type StoredSchema } from "./stored-schema.js";
@@ -49,41 +49,6 @@ function nameOf(table: string, storageId: string): string {
 /** What `list` names (see {@link nameOf}). */
 function namesOf(list: readonly PendingBuild[]): Set<string> {
   return new Set(list.map(({ table, stored }) => nameOf(table, stored.storageId)));
-}
-
-/** What running a migration needs of its deployment. */
-export interface MigrationTarget {
-  readonly store: KvStore;
-  readonly id: string;
-  /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`). */
-  share(): string;
-  readonly schema: StoredSchema;
-  /** Serves `next` from now on (called once it is stored with `tag`). */
-  adoptSchema(next: StoredSchema, tag: string): void;
-  /** The schema served now, compiled. */
-  readonly tables: ReadonlyMap<string, CompiledTable>;
-  /** Resolves once the queries that began on the schema served as `tables` have ended. */
-  readersEnded(tables: ReadonlyMap<string, CompiledTable>): Promise<void>;
-  /** The schema served as `tables` is gone: a query still reading through it fails, to retry. */
-  retire(tables: ReadonlyMap<string, CompiledTable>): void;
-  /** The deployment's row bytes (row-bytes-total.ts). */
-  readonly rowBytes: RowBytesTotal;
-  /** The deployment's row bytes now (counted and stored first if not known). */
-  storedRowBytes(): Promise<number>;
-  /** Runs `work` holding the deployment's write lock, in this process and across processes. */
-  exclusive<T>(work: () => Promise<T>): Promise<T>;
-}
-
-/**
- * What switches with the schema: `operations` are written in the batch that stores it (a
- * deployment's record naming the code that reads it), and `switched` runs at once after (the code
- * starts serving), so neither serves without the other, before or after a crash. `announce` is
- * sent to the other hosts in that batch, with the schema's own announcement.
- */
-export interface SchemaSwitch {
-  operations: KvOperation[];
-  announce?: HostMessage[];
-  switched(): void;
 }
 
 /** Count puts written per batch after a backfill. */
@@ -196,18 +161,6 @@ async function backfill(
   for (let at = 0; at < countPuts.length; at += COUNT_BATCH)
     await store.batch(countPuts.slice(at, at + COUNT_BATCH));
   return { entries: done, bytes };
-}
-
-/** A migration switched, and what is left of it: clearing the indexes it dropped. */
-export interface Migrated {
-  report: MigrationReport;
-  /**
-   * Clears the dropped indexes once the queries begun before the switch have ended (or their
-   * handlers' wall time passed: those still reading are failed, to retry). Needs no lock: nothing
-   * writes to a dropped index. The switch recorded them under `building`, so a crash before the
-   * end leaves them for the next load to clear.
-   */
-  clearDropped(): Promise<void>;
 }
 
 /**

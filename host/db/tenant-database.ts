@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import { runMigration, type SchemaSwitch } from "./backfill.js";
+import { runMigration } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
 import { replaceDeploymentData } from "./data-replacement.js";
@@ -11,6 +11,7 @@ import { commitMessage, type HostMessage } from "./host-message.js";
 import { deploymentPrefixes } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
+import type { SchemaSwitch } from "./migration-target.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
 import { type DatabaseQuota, DEFAULT_DATABASE_QUOTA } from "./row-bytes.js";
 import { readSnapshotOnSchema } from "./schema-readers.js";
