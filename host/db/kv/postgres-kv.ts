@@ -23,9 +23,15 @@ import { KvStoreBase } from "./store.js";
  * 28 + 4 + 13 + 3 + the listener: two hosts fit PostgreSQL's default of 100 connections.
  */
 const SNAPSHOT_CONNECTIONS = 28;
-const DIRECT_CONNECTIONS = 4;
 const LOCK_CONNECTIONS = 13;
 const OUTER_LOCK_CONNECTIONS = 3;
+/**
+ * Deploys and deletes holding an outer lock clear ranges on this pool (a deleted deployment's
+ * rows, a dropped index: seconds for large ones), one each at most: it keeps one connection beyond
+ * them for everyone else's sign-ins and record reads (with none left, 4 deletes at once stalled
+ * every session read for as long as they ran).
+ */
+const DIRECT_CONNECTIONS = OUTER_LOCK_CONNECTIONS + 1;
 /**
  * Readers sharing one lazy snapshot at most (see `readSnapshot`). Their reads of a tick go in one
  * message and are answered together, so one reader's large scan delays the others' answers by its
