@@ -154,6 +154,8 @@ export async function deploy(
     // as failed, its developer would take what is live for the previous version.
     if (switched && result) {
       console.error(`Deployment ${id} switched to its new version; what followed failed:`, error);
+      // This host's own listeners (live queries) hear of it all the same.
+      registry.changedHere(id);
       return result;
     }
     probe.dispose();

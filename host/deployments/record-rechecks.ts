@@ -14,6 +14,7 @@ const RECHECK_ATTEMPTS = 12;
 export class RecordRechecks<Before> {
   private readonly running = new Map<string, { again: boolean }>();
   private readonly givenUp = new Set<string>();
+  private stopped = false;
 
   constructor(
     private readonly read: (id: string) => Promise<DeploymentRecord | undefined>,
@@ -25,6 +26,7 @@ export class RecordRechecks<Before> {
 
   /** Reads `id`'s record (again, if a read of it is under way) and settles what it found. */
   run(id: string): void {
+    if (this.stopped) return;
     this.givenUp.delete(id);
     const running = this.running.get(id);
     if (running) {
@@ -34,6 +36,10 @@ export class RecordRechecks<Before> {
     const chain = { again: false };
     this.running.set(id, chain);
     const read = (attempt: number): void => {
+      if (this.stopped) {
+        this.running.delete(id);
+        return;
+      }
       chain.again = false;
       const before = this.begin(id);
       this.read(id).then(
@@ -58,6 +64,11 @@ export class RecordRechecks<Before> {
       );
     };
     read(0);
+  }
+
+  /** Starts no read, and no retry, from now on (the host is closing). */
+  stop(): void {
+    this.stopped = true;
   }
 
   /** Reads again every record whose reads gave up. */

@@ -42,15 +42,15 @@ export class RecordStamps {
 
   /**
    * The deployments whose records changed since the last call: their stamps moved (or came, or
-   * went); undefined on the first call, when any may have. One point read when none did; else
-   * every stamp, read as of one moment with {@link ANY}'s, so no write between two reads is missed.
+   * went); on the first call every stamped one, as any may have. One point read when none did;
+   * else every stamp, read as of one moment with {@link ANY}'s, so no write between two reads is
+   * missed.
    */
-  async moved(): Promise<string[] | undefined> {
-    const before = this.seen;
-    if (before && before.get(ANY) === (await this.stamps.get(ANY))) return [];
+  async moved(): Promise<string[]> {
+    const before = this.seen ?? new Map<string, string>();
+    if (this.seen && before.get(ANY) === (await this.stamps.get(ANY))) return [];
     const now = await this.stamps.entriesAtOnce();
     this.seen = now;
-    if (!before) return undefined;
     const moved = new Set<string>();
     for (const [id, stamp] of now) if (before.get(id) !== stamp) moved.add(id);
     for (const id of before.keys()) if (!now.has(id)) moved.add(id);
@@ -66,35 +66,44 @@ export class RecordStamps {
  */
 export class StampChecks {
   private readonly timer: NodeJS.Timeout;
-  private checking = false;
+  /** The check under way, if any. */
+  private checking: Promise<void> | undefined;
   private failing = false;
+  private stopped = false;
 
   constructor(private readonly check: () => Promise<void>) {
     this.timer = setInterval(() => this.run(), LIMITS.deploymentRecordCheckMs).unref();
     this.run();
   }
 
+  /** Runs a check once the one under way (if any) ended; resolves when it did (tests). */
+  async runNow(): Promise<void> {
+    await this.checking;
+    this.run();
+    await this.checking;
+  }
+
   private run(): void {
     if (this.checking) return;
-    this.checking = true;
-    this.check()
+    this.checking = this.check()
       .then(
         () => {
           this.failing = false;
         },
         (error: unknown) => {
-          if (!this.failing)
+          if (!this.failing && !this.stopped)
             console.error("Checking deployment records' stamps failed; the next check tries again:", error);
           this.failing = true;
         },
       )
       .finally(() => {
-        this.checking = false;
+        this.checking = undefined;
       });
   }
 
   /** Stops checking (a check under way ends on its own). */
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
   }
 }

@@ -1,12 +1,9 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, HostMessage, KvOperation, RecordStore } from "../db/index.js";
-import { ArtifactStore } from "./artifacts.js";
+import { ArtifactStore, storedArtifacts } from "./artifacts.js";
 import { RecordRechecks } from "./record-rechecks.js";
 import { RecordStamps, StampChecks } from "./record-stamps.js";
 import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
-
-/** Records parsed per read of {@link DeploymentRegistry.storedArtifacts}. */
-const STORED_PAGE = 8;
 
 /** What was known of a deployment as a read of its record after word of a change began. */
 type Known = { incarnation: string | null | undefined; generation: number | undefined };
@@ -43,6 +40,8 @@ export class DeploymentRegistry {
   private readonly rechecks: RecordRechecks<Known>;
   private readonly stamps: RecordStamps;
   private readonly stampChecks: StampChecks | undefined;
+  /** Whether a check of the stamps ran: the first reads every known record again. */
+  private checked = false;
 
   constructor(
     private readonly db: HostDatabase,
@@ -99,11 +98,17 @@ export class DeploymentRegistry {
   }
 
   /**
-   * Reads again, as if their announcements had come, the known records whose stamps moved (all
-   * at the first check) and those whose reads gave up; the others' reads under way are not kept.
+   * Reads again, as if announced, the known records whose stamps moved (all at the first check) and
+   * those whose reads gave up, but a cached one the store holds as it is (heard of already: as
+   * changed, its live queries ran twice); the others' reads under way are not kept.
    */
   private async checkStamps(): Promise<void> {
-    for (const id of (await this.stamps.moved()) ?? this.knownIds()) {
+    const first = !this.checked;
+    this.checked = true;
+    const moved = await this.stamps.moved();
+    for (const id of first ? new Set([...moved, ...this.knownIds()]) : moved) {
+      const cached = this.cache.get(id);
+      if (!first && cached && (await this.sameAsStored(cached))) continue;
       const known = this.cache.has(id) || this.incarnations.has(id);
       this.changed(id);
       if (known) this.rechecks.run(id);
@@ -111,9 +116,21 @@ export class DeploymentRegistry {
     this.rechecks.retryGivenUp();
   }
 
-  /** Stops the periodic checks of the records' stamps. */
+  /** Runs a check of the records' stamps now, after the one under way (tests; a timer runs them). */
+  checkStampsNow(): Promise<void> {
+    return this.stampChecks?.runNow() ?? Promise.resolve();
+  }
+
+  /** Whether the store holds `record` as it is (false when it cannot be read now). */
+  private async sameAsStored(record: DeploymentRecord): Promise<boolean> {
+    const stored = await this.records.get(record.id).catch(() => undefined);
+    return stored !== undefined && JSON.stringify(stored) === JSON.stringify(record);
+  }
+
+  /** Stops the periodic checks of the records' stamps, and the reads after word of a change. */
   close(): void {
     this.stampChecks?.stop();
+    this.rechecks.stop();
   }
 
   /** The share owner of deployment `id` as last read, without reading the store. */
@@ -189,18 +206,6 @@ export class DeploymentRegistry {
         if (record) records.push(record);
       }
     return records;
-  }
-
-  /**
-   * Every deployment's id and artifact as stored now, bypassing the cache (a cached record may name
-   * an artifact no longer served), a few records per read; only the pair is kept (whole records held
-   * 400 MiB for a developer's 100 deployments during the hourly sweep).
-   */
-  private async storedArtifacts(): Promise<Array<{ id: string; artifact: string }>> {
-    const found: Array<{ id: string; artifact: string }> = [];
-    for await (const page of this.records.entryPages(STORED_PAGE))
-      for (const [, record] of page) found.push({ id: record.id, artifact: record.artifact });
-    return found;
   }
 
   /**
@@ -284,15 +289,13 @@ export class DeploymentRegistry {
     this.owners.delete(record.id);
   }
 
-  /**
-   * Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many.
-   */
+  /** Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many. */
   sweepArtifacts(): Promise<number> {
-    return this.artifacts.sweep(() => this.storedArtifacts());
+    return this.artifacts.sweep(() => storedArtifacts(this.records));
   }
 
   /** Once per database: the artifact uses of records stored before uses were kept (see {@link ArtifactStore.adoptRecords}). */
   adoptArtifactUses(): Promise<void> {
-    return this.artifacts.adoptRecords(() => this.storedArtifacts());
+    return this.artifacts.adoptRecords(() => storedArtifacts(this.records));
   }
 }
