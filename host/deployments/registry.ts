@@ -13,8 +13,7 @@ type Known = { incarnation: string | null | undefined; generation: number | unde
  * host sharing the database announces its changes; on another host's announcement the cached
  * record is dropped, and `onGone` runs when the deployment no longer exists (to stop its isolate
  * and forget its loaded state), `onChanged` when it still does (deployed again, or its settings
- * changed), as it also does after this host's own changes. Records' stamps (record-stamps.ts),
- * checked periodically, catch what an announcement lost would have said.
+ * changed), as after this host's own changes. Records' stamps (record-stamps.ts) catch the rest.
  */
 export class DeploymentRegistry {
   private readonly records: RecordStore<DeploymentRecord>;
@@ -117,14 +116,14 @@ export class DeploymentRegistry {
   }
 
   /** Runs a check of the records' stamps now, after the one under way (tests; a timer runs them). */
-  checkStampsNow(): Promise<void> {
-    return this.stampChecks?.runNow() ?? Promise.resolve();
+  async checkStampsNow(): Promise<void> {
+    await this.stampChecks?.runNow();
   }
 
   /** Whether the store holds `record` as it is (false when it cannot be read now). */
   private async sameAsStored(record: DeploymentRecord): Promise<boolean> {
-    const stored = await this.records.get(record.id).catch(() => undefined);
-    return stored !== undefined && JSON.stringify(stored) === JSON.stringify(record);
+    const stored = await this.records.get(record.id).catch(() => null);
+    return JSON.stringify(stored) === JSON.stringify(record);
   }
 
   /** Stops the periodic checks of the records' stamps, and the reads after word of a change. */
