@@ -231,7 +231,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
     }
   });
 
-  it("ignores broadcasts that are not host messages: a payload of null ended every host", async () => {
+  it("ignores broadcasts that are not host messages (a payload of null ended every host) and resyncs from the wire", async () => {
     // Anyone who may connect to the database can NOTIFY (or a host of another version): before, a
     // payload of `null` threw in the handler and in its error report, unhandled, on every host.
     const table = freshTable();
@@ -245,6 +245,9 @@ describe.skipIf(!postgresInstalled)("PostgreSQL backend under misbehaviour", () 
       db.onAnnouncement((message) => heard.push(message));
       for (const junk of ["null", "[]", "7", '"deployment"', '{"type":"deployment"}', '{"type":"commit"}'])
         await sender.bus.broadcast(junk);
+      // Only the bus says "resync" (its listener was lost): from the wire, it made every host read
+      // every schema again and re-run every subscription.
+      await sender.bus.broadcast('{"type":"resync","from":"anyone"}');
       await sender.bus.broadcast('{"type":"commit","deployment":"app","keys":[{"x":1}]}');
       await sender.bus.broadcast(JSON.stringify({ type: "deployment", id: "app" }));
       await vi.waitFor(() => expect(heard).toEqual([{ type: "deployment", id: "app" }]), { timeout: 10_000 });

@@ -44,11 +44,21 @@ export class RecordRechecks<Before> {
       const before = this.begin(id);
       this.read(id).then(
         (record) => {
-          this.settle(id, record, before);
-          if (chain.again) read(0);
-          else this.running.delete(id);
+          try {
+            if (!this.stopped) this.settle(id, record, before);
+          } catch (error) {
+            // A listener's failure: reported, and the chain goes on (left, it answered no later word).
+            console.error(`Taking deployment ${id}'s record read after word of a change failed:`, error);
+          } finally {
+            if (chain.again && !this.stopped) read(0);
+            else this.running.delete(id);
+          }
         },
         (error: unknown) => {
+          if (this.stopped) {
+            this.running.delete(id);
+            return;
+          }
           if (attempt === 0)
             console.error(`Reading deployment ${id} after word of a change failed; trying again:`, error);
           if (attempt + 1 >= RECHECK_ATTEMPTS) {

@@ -202,3 +202,33 @@ it("reads nothing more once closed, and reports no failure of a check it stopped
   expect(host.gets()).toBe(readsAtClose);
   expect(errors.filter((error) => error.includes("stamps"))).toEqual([]);
 });
+
+it("tells its listeners of a change it found by reading the record again, its announcement lost", async () => {
+  // A reload (a client file missing from the cached version, a decision under the id's lock)
+  // refreshed the cache without telling anyone; the stamps' check then took it as heard of.
+  const host = await sharedStore();
+  const dbA = await HostDatabase.openStore(host.store);
+  const other = new DeploymentRegistry(
+    dbA,
+    () => {},
+    () => {},
+  );
+  other.close();
+  const db = await HostDatabase.openStore(host.store);
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    () => {},
+    (id) => changed.push(id),
+  );
+  await other.save(record("app", "one"));
+  await registry.checkStampsNow();
+  expect(labelOf(await registry.get("app"))).toBe("one");
+  changed.length = 0;
+  await other.save(record("app", "two"));
+  expect(labelOf(await registry.reload("app"))).toBe("two");
+  await registry.checkStampsNow();
+  await until(async () => changed.length > 0);
+  expect(changed).toEqual(["app"]);
+  registry.close();
+});

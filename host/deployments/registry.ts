@@ -102,9 +102,9 @@ export class DeploymentRegistry {
    * changed, its live queries ran twice); the others' reads under way are not kept.
    */
   private async checkStamps(): Promise<void> {
+    const moved = await this.stamps.moved();
     const first = !this.checked;
     this.checked = true;
-    const moved = await this.stamps.moved();
     for (const id of first ? new Set([...moved, ...this.knownIds()]) : moved) {
       const cached = this.cache.get(id);
       if (!first && cached && (await this.sameAsStored(cached))) continue;
@@ -142,10 +142,7 @@ export class DeploymentRegistry {
     return this.cache.get(id);
   }
 
-  /**
-   * The deployment `id`, or undefined. A record read while an announcement or a retirement of `id`
-   * came is answered but not kept: it may be older than what they announced.
-   */
+  /** The deployment `id`, or undefined; one read while word of a change came is not kept (it may be older). */
   async get(id: string): Promise<DeploymentRecord | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
@@ -174,13 +171,14 @@ export class DeploymentRegistry {
     return this.records.get(id);
   }
 
-  /**
-   * The deployment `id` as stored now, bypassing the cache (which another host's change may not
-   * have reached yet); what decisions under the id's lock are made on.
-   */
+  /** The deployment `id` as stored now, not as cached (decisions under the id's lock are made on it). */
   async reload(id: string): Promise<DeploymentRecord | undefined> {
+    const before = this.cache.get(id);
     this.cache.delete(id);
-    return this.get(id);
+    const record = await this.get(id);
+    // Another host's change not heard of yet: told as if announced (the stamps' check would not).
+    if (before && JSON.stringify(record) !== JSON.stringify(before)) this.rechecks.run(id);
+    return record;
   }
 
   /** The deployment `id`, or `not_found`. */

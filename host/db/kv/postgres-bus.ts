@@ -127,7 +127,11 @@ export class PostgresBus implements HostBus {
       }
       const split = payload.indexOf("|");
       if (split < 0 || payload.slice(0, split) === this.origin) return;
-      this.deliver(payload.slice(split + 1));
+      const message = payload.slice(split + 1);
+      // Said by the bus itself, never by a host: from the wire (anyone who may connect), it made
+      // every host read every schema again and re-run every subscription.
+      if (saysResync(message)) return;
+      this.deliver(message);
     });
     let lost = false;
     const onLost = () => {
@@ -211,5 +215,14 @@ export class PostgresBus implements HostBus {
     this.closed = true;
     clearInterval(this.checks);
     await this.listener.end().catch(() => {});
+  }
+}
+
+/** Whether broadcast `text` is a resync ({@link RESYNC_MESSAGE}), which only the bus may say. */
+function saysResync(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { type?: unknown } | null)?.type === "resync";
+  } catch {
+    return false;
   }
 }
