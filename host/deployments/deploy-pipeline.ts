@@ -70,6 +70,7 @@ export async function deploy(
   let staged: Awaited<ReturnType<ClientFileStore["stage"]>> | undefined;
   let added = false;
   let switched = false;
+  let adopted = false;
   let result: DeployResult | undefined;
   try {
     const declared = await probe.declare().catch((error: unknown) => Promise.reject(deployError(error)));
@@ -133,6 +134,7 @@ export async function deploy(
             registry.remember(record);
             switched = true;
             pool.runner(id, hash, owner).adopt(probe);
+            adopted = true;
           },
         },
       })
@@ -156,6 +158,7 @@ export async function deploy(
       console.error(`Deployment ${id} switched to its new version; what followed failed:`, error);
       // This host's own listeners (live queries) hear of it all the same.
       registry.changedHere(id);
+      if (!adopted) probe.dispose();
       return result;
     }
     probe.dispose();
