@@ -28,8 +28,9 @@ const OUTER_LOCK_CONNECTIONS = 3;
 /**
  * Deploys and deletes holding an outer lock clear ranges on this pool (a deleted deployment's
  * rows, a dropped index: seconds for large ones), one each at most: it keeps one connection beyond
- * them for everyone else's sign-ins and record reads (with none left, 4 deletes at once stalled
- * every session read for as long as they ran).
+ * them for everyone else's sign-ins and record reads (in a probe with as many clears as
+ * connections, every session read waited for as long as they ran). A load's clearing of indexes a
+ * crash left runs outside those locks.
  */
 const DIRECT_CONNECTIONS = OUTER_LOCK_CONNECTIONS + 1;
 /**
