@@ -7,8 +7,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
+import { afterPrefix } from "../host/db/codec.js";
+import { collect, idempotencyPrefix } from "../host/db/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { connectSync, type SyncSocket } from "./helpers/sync-socket.js";
 
 let host: TestHost;
@@ -205,4 +207,40 @@ describe("idempotency keys of anonymous callers", () => {
       await proxied.dispose();
     }
   });
+});
+
+describe("what a key's record holds", () => {
+  it("keeps an answer as it is, counted against the mutation's bytes written", async () => {
+    // Encoded again as JSON, an answer of quotes took twice its size in a record the write budget
+    // did not count, held in memory until the commit (a review).
+    const app = `
+import { capsule, number, table } from "platform/server";
+export default capsule({
+  schema: { marks: table({ n: number() }) },
+  mutations: {
+    quotes: async (ctx, args: { n: number }) => {
+      await ctx.db.marks.insert({ n: args.n });
+      return '"'.repeat(args.n);
+    },
+  },
+});
+`;
+    expect((await host.deployCode("quoted", await sourceCode(app))).status).toBe(201);
+    const send = (n: number, key: string) =>
+      sendRequest(`${host.deploymentUrl("quoted")}/api/mutation/quotes`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": key },
+        body: JSON.stringify({ n }),
+      });
+    const key = randomUUID();
+    const n = 3 * 1024 * 1024;
+    const first = await send(n, key);
+    expect(first.status).toBe(200);
+    expect((await send(n, key)).text()).toBe(first.text());
+    const prefix = idempotencyPrefix("quoted");
+    const records = await collect(host.database.store.iterate({ gte: prefix, lt: afterPrefix(prefix) }));
+    expect(records).toHaveLength(1);
+    const valueJson = JSON.stringify('"'.repeat(n));
+    expect(records[0]?.[1].length).toBeLessThan(valueJson.length + 100);
+  }, 60_000);
 });

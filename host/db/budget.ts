@@ -175,6 +175,18 @@ export class Budget {
   }
 
   /**
+   * Counts `bytes` the host writes for the handler beside its rows (an idempotency key's record of
+   * its answer), held in memory until the commit as rows are: bytes only, no row.
+   */
+  wroteBytes(bytes: number): void {
+    if (this.bytesWritten + bytes > this.limits.bytesWritten) {
+      this.bytesWritten = this.limits.bytesWritten;
+      throw this.exceeded("bytesWritten");
+    }
+    this.bytesWritten += bytes;
+  }
+
+  /**
    * Throws when no further write fits: the write budget ran out already (a handler that started
    * thousands of writes without awaiting them gets the rest refused before any is built).
    */
