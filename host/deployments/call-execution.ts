@@ -111,6 +111,11 @@ export class CallExecutor {
     this.sweeper = new IdempotencySweeper(db.store);
   }
 
+  /** Forgets a deleted deployment (its records went with it). */
+  forget(id: string): void {
+    this.sweeper.forget(id);
+  }
+
   /** Runs a query or mutation of `record` for `call.identity`. */
   call(record: DeploymentRecord, call: Call): Promise<CallResult> {
     try {

@@ -53,6 +53,8 @@ export class DeploymentService {
       this.pool.remove(id);
       db.forget(id);
       logs.forget(id);
+      // Undefined only while this constructor runs (no deployment goes then).
+      this.calls?.forget(id);
       this.events.gone(id);
     };
     this.registry = new DeploymentRegistry(db, stop, (id) => this.events.changed(id));
