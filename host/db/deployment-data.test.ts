@@ -14,6 +14,7 @@ import {
   readDataHead,
   tableRows,
 } from "./deployment-data.js";
+import { idempotencyRecordKey } from "./keys.js";
 
 const app = capsule({
   schema: {
@@ -112,5 +113,28 @@ it("refuses to replace a deployment holding more keys than one import may replac
   } finally {
     limits.importOperations = kept;
     await snapshot.close();
+  }
+});
+
+it("leaves idempotency records out of what a replacement counts and deletes (found by review)", async () => {
+  // They are outcomes of calls made, which expire on their own: counted, any client's keyed
+  // mutations (a million live from a few addresses) kept the owner from replacing the deployment.
+  const before = await env.db.store.snapshot();
+  const counted = await existingKeys(before, "d").finally(() => before.close());
+  await env.db.store.batch(
+    Array.from({ length: 50 }, (_, i) => ({
+      type: "put" as const,
+      key: idempotencyRecordKey("d", 1, "anonymous:203.0.113.9", `key-${i}`),
+      value: "hash\n1",
+    })),
+  );
+  const after = await env.db.store.snapshot();
+  try {
+    const found = await existingKeys(after, "d");
+    expect(found.keys.map((key) => key.toString("hex"))).toEqual(
+      counted.keys.map((key) => key.toString("hex")),
+    );
+  } finally {
+    await after.close();
   }
 });
