@@ -164,6 +164,22 @@ export function outgoingLength(message: Outgoing): number {
     : message.before.length + message.shared.length + message.after.length;
 }
 
+/** How long a socket closed by the host may take to answer the close before it is cut (ms). */
+const CLOSE_ANSWER_MS = 1000;
+
+/**
+ * Closes `ws` with `code` and `reason`, and cuts it if the client does not answer within
+ * {@link CLOSE_ANSWER_MS}: until its close ends, a socket keeps its subscriptions running (as an
+ * identity that ended, or for a deployment that is gone), and a client that never answers held
+ * them for `ws`'s 30 s.
+ */
+export function closeFirmly(ws: WebSocket, code: number, reason: string): void {
+  ws.close(code, reason);
+  setTimeout(() => {
+    if (ws.readyState !== ws.CLOSED) ws.terminate();
+  }, CLOSE_ANSWER_MS).unref();
+}
+
 /** Closes `ws` as a slow consumer, at once. */
 export function dropSlowConsumer(ws: WebSocket): void {
   ws.close(1013, "slow consumer");

@@ -12,7 +12,7 @@ import { HeldAnswers } from "./held-answers.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { KeptArgs, SubscriptionRooms } from "./subscription-args.js";
-import { countArrivingBytes, InboundBudgets } from "./sync-guards.js";
+import { closeFirmly, countArrivingBytes, InboundBudgets } from "./sync-guards.js";
 import { SyncHeartbeat } from "./sync-heartbeat.js";
 import { refuseUpgrade, SYNC_LIMITS } from "./sync-messages.js";
 import { SendLimits } from "./sync-send-limits.js";
@@ -74,7 +74,7 @@ export function attachSync(
   const heartbeat = new SyncHeartbeat();
   const sends = new SendLimits();
   let draining = false;
-  const closeGone = (ws: WebSocket) => ws.close(SYNC_CLOSE.deploymentGone, "deployment deleted");
+  const closeGone = (ws: WebSocket) => closeFirmly(ws, SYNC_CLOSE.deploymentGone, "deployment deleted");
   const stopWatching = deployments.onGone((id) => {
     for (const ws of open.get(id) ?? []) closeGone(ws);
   });
@@ -146,7 +146,7 @@ export function attachSync(
         return serve(ws, { deployment, incarnation, identity: null, session: null, key, gate: null, client });
       const gate = held.gate;
       const expiry = setTimeout(() => end(IDENTITY_ENDED.expired), Math.max(0, held.expiresAt - Date.now()));
-      end = (reason) => ws.close(SYNC_CLOSE.identityEnded, reason);
+      end = (reason) => closeFirmly(ws, SYNC_CLOSE.identityEnded, reason);
       ws.once("close", () => clearTimeout(expiry));
       if (endedBeforeOpen !== undefined) end(endedBeforeOpen);
       serve(ws, { deployment, incarnation, identity, session, key, gate, client });
