@@ -101,7 +101,7 @@ export async function existingKeys(
       : [{ gte: prefix, lt: afterPrefix(prefix) }],
   );
   for (const [i, range] of ranges.entries()) {
-    const iterator = snapshot.iterate({ ...range, values: false });
+    const iterator = snapshot.iterate({ gte: range.gte, lt: range.lt, values: false });
     try {
       for (let batch = await iterator.next(1000); batch.length > 0; batch = await iterator.next(1000)) {
         for (const [key] of batch) keys.push(key);
