@@ -5,14 +5,10 @@
  * queries ran twice), a read in flight across a host's first check kept stale for good, and reads
  * retried after the host closed.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, expect, it, vi } from "vitest";
 import { until } from "../../test/helpers/arrivals.js";
+import { storeOfAHost } from "../../test/helpers/store-of-a-host.js";
 import { HostDatabase } from "../db/index.js";
-import { ClassicKv } from "../db/kv/classic-kv.js";
-import type { HostBus, KvStore } from "../db/kv/kv.js";
 import type { DeploymentRecord } from "./records.js";
 import { DeploymentRegistry } from "./registry.js";
 
@@ -21,79 +17,6 @@ afterEach(async () => {
   vi.restoreAllMocks();
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
-
-function gate() {
-  let open = () => {};
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
-}
-
-async function sharedStore() {
-  const dir = await mkdtemp(join(tmpdir(), "platform-review-"));
-  const inner = await ClassicKv.open(dir);
-  let handler: (message: string) => void = () => {};
-  let failing = 0;
-  let holding: Promise<void> | undefined;
-  let snapshotGate: Promise<void> | undefined;
-  let gets = 0;
-  const bus: HostBus = {
-    ...inner.bus,
-    onBroadcast: (each) => {
-      handler = each;
-      return () => {};
-    },
-  };
-  const store = new Proxy(inner, {
-    get(target, property, receiver) {
-      if (property === "bus") return bus;
-      if (property === "supports") return { ...target.supports, sharedAcrossProcesses: true };
-      if (property === "readSnapshot")
-        return async (owner?: string) => {
-          const held = snapshotGate;
-          snapshotGate = undefined;
-          if (held) await held;
-          return target.readSnapshot(owner);
-        };
-      if (property === "get")
-        return (key: Buffer) => {
-          gets++;
-          if (failing > 0) {
-            failing--;
-            return Promise.reject(new Error("too many connections for role app"));
-          }
-          const answer = target.get(key);
-          const held = holding;
-          holding = undefined;
-          return held ? held.then(() => answer) : answer;
-        };
-      const value = Reflect.get(target, property, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  }) as KvStore;
-  cleanups.push(async () => {
-    await inner.close().catch(() => {});
-    await rm(dir, { recursive: true, force: true });
-  });
-  return {
-    store,
-    inner,
-    announce: (text: string) => handler(text),
-    failNext: (n: number) => (failing = n),
-    gets: () => gets,
-    holdNextAnswer: () => {
-      const g = gate();
-      holding = g.opened;
-      return g.open;
-    },
-    holdNextSnapshot: () => {
-      const g = gate();
-      snapshotGate = g.opened;
-      return g.open;
-    },
-  };
-}
 
 const record = (id: string, label: string): DeploymentRecord =>
   ({
@@ -109,22 +32,27 @@ const record = (id: string, label: string): DeploymentRecord =>
 type Labelled = DeploymentRecord & { label: string };
 const labelOf = (record: DeploymentRecord | undefined) => (record as Labelled | undefined)?.label;
 
-it("tells its listeners once of its own change, and once of one it heard announced", async () => {
-  const host = await sharedStore();
-  const dbA = await HostDatabase.openStore(host.store);
-  const other = new DeploymentRegistry(
-    dbA,
-    () => {},
-    () => {},
-  );
+/** Another host's registry, whose announcements this one never hears on its own. */
+async function anotherHost(host: Awaited<ReturnType<typeof storeOfAHost>>): Promise<DeploymentRegistry> {
+  const other = new DeploymentRegistry(await HostDatabase.openStore(host.store), noop, noop);
   other.close();
+  return other;
+}
+
+/** This host's registry on `host`'s store, and the ids its listeners were told changed. */
+async function thisHost(host: Awaited<ReturnType<typeof storeOfAHost>>) {
   const db = await HostDatabase.openStore(host.store);
   const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    () => {},
-    (id) => changed.push(id),
-  );
+  const registry = new DeploymentRegistry(db, noop, (id) => changed.push(id));
+  return { db, registry, changed };
+}
+
+const noop = () => {};
+
+it("tells its listeners once of its own change, and once of one it heard announced", async () => {
+  const host = await storeOfAHost(cleanups, true);
+  const other = await anotherHost(host);
+  const { registry, changed } = await thisHost(host);
   await registry.checkStampsNow();
   await registry.save(record("app", "one"));
   expect(changed).toEqual(["app"]);
@@ -147,23 +75,12 @@ it("tells its listeners once of its own change, and once of one it heard announc
 });
 
 it("keeps no read that was in flight across its first check, its announcement lost", async () => {
-  const host = await sharedStore();
-  const dbA = await HostDatabase.openStore(host.store);
-  const db = await HostDatabase.openStore(host.store);
-  const other = new DeploymentRegistry(
-    dbA,
-    () => {},
-    () => {},
-  );
-  other.close();
+  const host = await storeOfAHost(cleanups, true);
+  const other = await anotherHost(host);
   await other.save(record("app", "one"));
   const openSnapshot = host.holdNextSnapshot();
   // Its first check waits for its snapshot.
-  const registry = new DeploymentRegistry(
-    db,
-    () => {},
-    () => {},
-  );
+  const { registry } = await thisHost(host);
   const release = host.holdNextAnswer();
   const reading = registry.get("app");
   // Changed on another host, its announcement lost.
@@ -179,17 +96,12 @@ it("keeps no read that was in flight across its first check, its announcement lo
 });
 
 it("reads nothing more once closed, and reports no failure of a check it stopped", async () => {
-  const host = await sharedStore();
-  const db = await HostDatabase.openStore(host.store);
+  const host = await storeOfAHost(cleanups, true);
   const errors: string[] = [];
   vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
     errors.push(String(args[0]));
   });
-  const registry = new DeploymentRegistry(
-    db,
-    () => {},
-    () => {},
-  );
+  const { db, registry } = await thisHost(host);
   await registry.checkStampsNow();
   host.failNext(2);
   host.announce(JSON.stringify({ type: "deployment", id: "app" }));
@@ -206,21 +118,9 @@ it("reads nothing more once closed, and reports no failure of a check it stopped
 it("tells its listeners of a change it found by reading the record again, its announcement lost", async () => {
   // A reload (a client file missing from the cached version, a decision under the id's lock)
   // refreshed the cache without telling anyone; the stamps' check then took it as heard of.
-  const host = await sharedStore();
-  const dbA = await HostDatabase.openStore(host.store);
-  const other = new DeploymentRegistry(
-    dbA,
-    () => {},
-    () => {},
-  );
-  other.close();
-  const db = await HostDatabase.openStore(host.store);
-  const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    () => {},
-    (id) => changed.push(id),
-  );
+  const host = await storeOfAHost(cleanups, true);
+  const other = await anotherHost(host);
+  const { registry, changed } = await thisHost(host);
   await other.save(record("app", "one"));
   await registry.checkStampsNow();
   expect(labelOf(await registry.get("app"))).toBe("one");

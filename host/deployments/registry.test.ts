@@ -3,14 +3,10 @@
  * fails then (the database out of connections, a failover) must neither end the host (an
  * unhandled rejection does) nor leave the change unheard: it is tried again until it reads.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { until } from "../../test/helpers/arrivals.js";
+import { storeOfAHost } from "../../test/helpers/store-of-a-host.js";
 import { HostDatabase } from "../db/index.js";
-import { ClassicKv } from "../db/kv/classic-kv.js";
-import type { HostBus, KvStore } from "../db/kv/kv.js";
 import { DeploymentRegistry } from "./registry.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -18,68 +14,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-/**
- * A classic-level store as a host on a shared database sees it: broadcasts come from `announce`,
- * and the next `failing` reads fail as a database that is away does.
- */
-async function storeOfAHost(): Promise<{
-  store: KvStore;
-  announce: (text: string) => void;
-  failNext: (n: number) => void;
-  /** Holds back the answer of the next read (made now) until the function returned is called. */
-  holdNextAnswer: () => () => void;
-}> {
-  const dir = await mkdtemp(join(tmpdir(), "platform-registry-"));
-  const inner = await ClassicKv.open(dir);
-  let handler: (message: string) => void = () => {};
-  let failing = 0;
-  let holding: Promise<void> | undefined;
-  const bus: HostBus = {
-    ...inner.bus,
-    onBroadcast: (each) => {
-      handler = each;
-      return () => {};
-    },
-  };
-  const store = new Proxy(inner, {
-    get(target, property, receiver) {
-      if (property === "bus") return bus;
-      if (property === "get")
-        return (key: Buffer) => {
-          if (failing > 0) {
-            failing--;
-            return Promise.reject(new Error("too many connections for role app"));
-          }
-          const answer = target.get(key);
-          const held = holding;
-          holding = undefined;
-          return held ? held.then(() => answer) : answer;
-        };
-      const value = Reflect.get(target, property, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  cleanups.push(async () => {
-    await inner.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  return {
-    store,
-    announce: (text) => handler(text),
-    failNext: (n) => (failing = n),
-    holdNextAnswer: () => {
-      let release = () => {};
-      holding = new Promise((resolve) => {
-        release = resolve;
-      });
-      return release;
-    },
-  };
-}
-
 /** A registry on {@link storeOfAHost}'s store, with the ids it was told changed. */
 async function registryOfAHost() {
-  const host = await storeOfAHost();
+  const host = await storeOfAHost(cleanups);
   const db = await HostDatabase.openStore(host.store);
   const changed: string[] = [];
   const registry = new DeploymentRegistry(
@@ -91,7 +28,7 @@ async function registryOfAHost() {
 }
 
 it("reads a deployment again after a failed read of another host's announcement, and tells what became of it", async () => {
-  const { store, announce, failNext } = await storeOfAHost();
+  const { store, announce, failNext } = await storeOfAHost(cleanups);
   const db = await HostDatabase.openStore(store);
   const gone: string[] = [];
   const changed: string[] = [];
