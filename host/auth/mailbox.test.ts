@@ -18,3 +18,8 @@ it("counts Gmail's dotted forms and googlemail.com as one mailbox", () => {
 it("keeps a local part that is only a tag as it is", () => {
   expect(mailboxKey("+tag@example.com")).toBe("+tag@example.com");
 });
+
+it("takes a domain named like an object's property as any other", () => {
+  expect(mailboxKey("a.b@constructor")).toBe("a.b@constructor");
+  expect(mailboxKey("a.b+x@__proto__")).toBe("a.b@__proto__");
+});

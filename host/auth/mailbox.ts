@@ -18,6 +18,6 @@ export function mailboxKey(email: string): string {
   const plus = local.indexOf("+");
   // "+tag@…" has no mailbox before its tag to count it as.
   if (plus > 0) local = local.slice(0, plus);
-  const dotless = DOTLESS_DOMAINS[domain];
+  const dotless = Object.hasOwn(DOTLESS_DOMAINS, domain) ? DOTLESS_DOMAINS[domain] : undefined;
   return dotless === undefined ? `${local}@${domain}` : `${local.replaceAll(".", "")}@${dotless}`;
 }
