@@ -186,11 +186,6 @@ export class HostDatabase {
     return this.locks.run(name, work);
   }
 
-  /** Whether someone in this process holds lock `name` or waits for it. */
-  busyHere(name: string): boolean {
-    return this.locks.busyOf([name]) !== undefined;
-  }
-
   /** How many in this process hold lock `name` or wait for it. */
   usersHere(name: string): number {
     return this.locks.usersOf(name);

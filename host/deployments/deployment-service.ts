@@ -152,7 +152,7 @@ export class DeploymentService {
 
   /** Whether deployment `id`'s lock is held or waited for on this host. */
   lifecycleBusy(id: string): boolean {
-    return this.removals.busyHere(id);
+    return this.removals.usersHere(id) > 0;
   }
 
   /** How many deploys, imports, deletes, claims and settings changes of deployment `id` hold or wait for its lock here. */

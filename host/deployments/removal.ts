@@ -107,11 +107,6 @@ export class DeploymentRemovals {
     );
   }
 
-  /** Whether a deploy, import, delete or settings change of deployment `id` holds or waits for its lock here. */
-  busyHere(id: string): boolean {
-    return this.db.busyHere(lifecycleLock(id));
-  }
-
   /** How many deploys, imports, deletes and settings changes of deployment `id` hold or wait for its lock here. */
   usersHere(id: string): number {
     return this.db.usersHere(lifecycleLock(id));
