@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { tempDatabase } from "../../test/helpers/db.js";
 import type { RecordStore } from "../db/index.js";
-import { ArtifactStore } from "./artifacts.js";
+import { ArtifactStore, type NamedArtifacts } from "./artifacts.js";
 import type { ArtifactRecord } from "./records.js";
 
 let env: Awaited<ReturnType<typeof tempDatabase>>;
@@ -32,7 +32,10 @@ const artifact = (hash: string): ArtifactRecord => ({
   size: 20,
   createdAt: Date.now(),
 });
-const listed = async () => [...records].map(([id, hash]) => ({ id, artifact: hash }));
+const listed: NamedArtifacts = {
+  all: async () => [...records].map(([id, hash]) => ({ id, artifact: hash })),
+  one: async (id) => records.get(id),
+};
 
 /** A deploy of `hash` to `id`: stores it, then its record and use in one batch, then releases the one before. */
 async function deploy(id: string, hash: string): Promise<void> {
@@ -111,8 +114,8 @@ it("gives every earlier record its use once per database, before any bundle is r
   expect(await stored.has("shared")).toBe(true);
   // Once: a record added later is not read again (its deploy wrote its use).
   records.set("c", "unread");
-  const read = vi.fn(listed);
-  await store.adoptRecords(read);
+  const read = vi.fn(listed.all);
+  await store.adoptRecords({ ...listed, all: read });
   expect(read).not.toHaveBeenCalled();
 });
 

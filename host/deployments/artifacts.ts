@@ -34,6 +34,51 @@ function artifactUseId(hash: string, deployment: string): string {
   return `${hash}/${deployment}`;
 }
 
+/** The artifact and deployment of use `id` (a deployment id holds no `/`). */
+function splitUseId(id: string): { hash: string; deployment: string } {
+  const cut = id.lastIndexOf("/");
+  return { hash: id.slice(0, cut), deployment: id.slice(cut + 1) };
+}
+
+/** Which artifact each deployment's record names, as the store holds them now. */
+export interface NamedArtifacts {
+  /** Every deployment's id and artifact. */
+  all(): Promise<Array<{ id: string; artifact: string }>>;
+  /** The artifact deployment `id`'s record names; undefined when there is no such record. */
+  one(id: string): Promise<string | undefined>;
+}
+
+/**
+ * `read` (each deployment's artifact, read before uses were read under the lock) as the sweep may
+ * act on it: every deployment whose uses disagree with it (no use of the artifact read, or a
+ * serving use of another) is read again from `records`. The rest need no second read: a deploy,
+ * import or deletion writes a record and its uses in one batch, and a deploy's artifact has its
+ * pending use before (added under the lock), so a record read before that agrees with the uses
+ * still names what they keep; at worst a record read before its deletion keeps its artifact
+ * until the next sweep.
+ */
+async function confirmed(
+  read: Map<string, string>,
+  uses: Array<[string, ArtifactUse]>,
+  records: NamedArtifacts,
+): Promise<Map<string, string>> {
+  const has = new Set(uses.map(([id]) => id));
+  const doubtful = new Set<string>();
+  for (const [deployment, hash] of read)
+    if (!has.has(artifactUseId(hash, deployment))) doubtful.add(deployment);
+  for (const [id, use] of uses) {
+    const { hash, deployment } = splitUseId(id);
+    if (!use.pending && read.get(deployment) !== hash) doubtful.add(deployment);
+  }
+  const named = new Map(read);
+  for (const deployment of doubtful) {
+    const artifact = await records.one(deployment);
+    if (artifact === undefined) named.delete(deployment);
+    else named.set(deployment, artifact);
+  }
+  return named;
+}
+
 /**
  * Bundles stored by content hash, each kept while some deployment uses it and removed once none
  * does: every deploy stores a bundle of up to 16 MB, and a developer may deploy in a loop. A use is
@@ -134,14 +179,14 @@ export class ArtifactStore {
    * use, which versions before uses were kept never wrote. Until then a deploy replacing one
    * deployment's bundle would remove it from another serving the same bundle.
    */
-  async adoptRecords(records: () => Promise<Array<{ id: string; artifact: string }>>): Promise<void> {
+  async adoptRecords(records: NamedArtifacts): Promise<void> {
     // Beside the host's other once-per-database flags (account-index.ts).
     const flags = this.db.records<{ at: number }>("host-flags");
     if (await flags.has(ADOPTED)) return;
     await this.db.exclusive(ARTIFACT_LOCK, async () => {
       if (await flags.has(ADOPTED)) return;
       const now = Date.now();
-      const writes = (await records()).map((record) => ({
+      const writes = (await records.all()).map((record) => ({
         id: artifactUseId(record.artifact, record.id),
         value: { pending: false, since: now },
       }));
@@ -151,17 +196,24 @@ export class ArtifactStore {
   }
 
   /**
-   * Makes uses match `records` (every deployment record, read after the uses, under the lock):
-   * each record's artifact gets a serving use (records stored before uses were kept), serving uses
-   * no record names go, and so do pending ones a crash left; then every artifact without a use is
-   * removed. Returns how many were. A host runs it a few minutes after it starts, then hourly.
+   * Makes uses match the deployments' records: each record's artifact gets a serving use (records
+   * stored before uses were kept), serving uses no record names go, and so do pending ones a crash
+   * left; then every artifact without a use is removed. Returns how many were. A host runs it a few
+   * minutes after it starts, then hourly.
+   *
+   * Every record is read before the lock (a record holds its declaration and env, up to megabytes:
+   * 100 large ones parsed under it held every host's deploys 2.7 s); under it only the uses are
+   * read, and the records of deployments whose uses disagree with what was read, read again: a
+   * deploy, import or deletion meanwhile changes a record and its uses in one batch, so a record
+   * read before the lock decides nothing that its uses do not confirm.
    */
-  async sweep(records: () => Promise<Array<{ id: string; artifact: string }>>): Promise<number> {
+  async sweep(records: NamedArtifacts): Promise<number> {
+    const read = new Map((await records.all()).map((record) => [record.id, record.artifact]));
     return this.db.exclusive(ARTIFACT_LOCK, async () => {
       // Uses first: a record switched meanwhile shows its new artifact's use, pending or serving.
       const uses: Array<[string, ArtifactUse]> = [];
       for await (const page of this.uses.entryPages()) uses.push(...page);
-      const named = new Map((await records()).map((record) => [record.id, record.artifact]));
+      const named = await confirmed(read, uses, records);
       const now = Date.now();
       const has = new Set(uses.map(([id]) => id));
       const writes: Array<{ id: string; value: ArtifactUse | null }> = [];
@@ -170,8 +222,7 @@ export class ArtifactStore {
           writes.push({ id: artifactUseId(hash, deployment), value: { pending: false, since: now } });
       const used = new Set(named.values());
       for (const [id, use] of uses) {
-        const cut = id.lastIndexOf("/");
-        const [hash, deployment] = [id.slice(0, cut), id.slice(cut + 1)];
+        const { hash, deployment } = splitUseId(id);
         const stale = use.pending ? now - use.since > PENDING_USE_MS : named.get(deployment) !== hash;
         if (stale) writes.push({ id, value: null });
         else used.add(hash);
@@ -214,16 +265,19 @@ export class ArtifactStore {
 const STORED_PAGE = 8;
 
 /**
- * Every deployment's id and artifact as `records` (the deployments' records) store them now, not
- * as a host's cache holds them (a cached record may name an artifact no longer served), a few
- * records per read; only the pair is kept (whole records held 400 MiB for a developer's 100
- * deployments during the hourly sweep).
+ * Which artifact each deployment's record names as `records` (the deployments' records) store them
+ * now, not as a host's cache holds them (a cached record may name an artifact no longer served).
+ * Every record is read a few per read, and only the pair is kept (whole records held 400 MiB for a
+ * developer's 100 deployments during the hourly sweep).
  */
-export async function storedArtifacts(
-  records: RecordStore<DeploymentRecord>,
-): Promise<Array<{ id: string; artifact: string }>> {
-  const found: Array<{ id: string; artifact: string }> = [];
-  for await (const page of records.entryPages(STORED_PAGE))
-    for (const [, record] of page) found.push({ id: record.id, artifact: record.artifact });
-  return found;
+export function storedArtifacts(records: RecordStore<DeploymentRecord>): NamedArtifacts {
+  return {
+    async all() {
+      const found: Array<{ id: string; artifact: string }> = [];
+      for await (const page of records.entryPages(STORED_PAGE))
+        for (const [, record] of page) found.push({ id: record.id, artifact: record.artifact });
+      return found;
+    },
+    one: async (id) => (await records.get(id))?.artifact,
+  };
 }

@@ -288,11 +288,11 @@ export class DeploymentRegistry {
 
   /** Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many. */
   sweepArtifacts(): Promise<number> {
-    return this.artifacts.sweep(() => storedArtifacts(this.records));
+    return this.artifacts.sweep(storedArtifacts(this.records));
   }
 
   /** Once per database: the artifact uses of records stored before uses were kept (see {@link ArtifactStore.adoptRecords}). */
   adoptArtifactUses(): Promise<void> {
-    return this.artifacts.adoptRecords(() => storedArtifacts(this.records));
+    return this.artifacts.adoptRecords(storedArtifacts(this.records));
   }
 }
