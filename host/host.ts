@@ -25,6 +25,7 @@ import {
 import type { PoolOptions } from "./isolates/index.js";
 import { LiveQueries } from "./live/index.js";
 import { HostMetrics } from "./metrics/index.js";
+import { StartedParts } from "./started-parts.js";
 import {
   DEFAULT_STORAGE_LIMITS,
   FsBlobStore,
@@ -142,9 +143,16 @@ export interface PlatformHost {
  * and the tests all build a host through it.
  */
 export async function startHost(options: HostOptions): Promise<PlatformHost> {
+  const started = new StartedParts();
+  return started.run(() => assembleHost(options, started));
+}
+
+/** {@link startHost}'s steps; each part that runs until stopped is added to `started`. */
+async function assembleHost(options: HostOptions, started: StartedParts): Promise<PlatformHost> {
   // Every tenant's rows, files and sessions: no other user of the machine may read them.
   await mkdir(options.data, { recursive: true, mode: 0o700 });
   const db = await HostDatabase.open(options.database ?? join(options.data, "db"), options.databaseQuota);
+  started.add(() => db.close());
   const logs = new LogHub(options.logDestination, options.logCalls ?? true);
   const metrics = new HostMetrics({
     serverRestarts: options.serverRestarts,
@@ -153,6 +161,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
   // The host's own code caches live in its data directory, where no tenant input is written.
   const pool = { codeCacheDir: join(options.data, "code-cache"), ...options.pool };
   const deployments = new DeploymentService(db, logs, pool, metrics, options.deploymentsPerDeveloper);
+  started.add(() => deployments.close());
   const stopForgetting = deployments.onGone((id) => metrics.forget(id));
   const auth = await AuthService.open(db, (id) => deployments.incarnationOf(id));
   const developers = new Developers(db);
@@ -162,6 +171,7 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     : options.s3
       ? await S3BlobStore.open(options.s3)
       : await FsBlobStore.open(join(options.data, "blobs"));
+  if (blobs instanceof S3BlobStore) started.add(() => blobs.close());
   const objects = new ObjectService(
     db,
     blobs,
@@ -209,24 +219,17 @@ export async function startHost(options: HostOptions): Promise<PlatformHost> {
     adminToken: options.adminToken,
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
   });
-  let running: Awaited<ReturnType<typeof listen>>;
-  let metricsServer: Awaited<ReturnType<typeof listen>> | undefined;
-  try {
-    running = await listen(app, options.port, options.hostname, options.listenFd);
-    if (options.metricsPort !== undefined)
-      metricsServer = await listenForMetrics(metrics, options.metricsPort, (error) =>
-        console.error(error),
-      ).catch(async (error: unknown) => {
-        await running.close();
-        throw error;
-      });
-  } catch (error) {
-    await deployments.close();
-    await db.close();
-    throw error;
-  }
+  const running = await listen(app, options.port, options.hostname, options.listenFd);
+  started.add(() => running.close());
+  const metricsServer =
+    options.metricsPort === undefined
+      ? undefined
+      : await listenForMetrics(metrics, options.metricsPort, (error) => console.error(error));
+  if (metricsServer) started.add(() => metricsServer.close());
   const live = new LiveQueries(deployments, metrics);
+  started.add(() => live.close());
   const stopUpkeep = startUpkeep({ db, auth, emailCodes: signIn.emailCodes, deployments });
+  started.add(stopUpkeep);
   const store = db.store;
   metrics.watch({
     liveIsolates: () => deployments.pool.liveCount(),
