@@ -22,6 +22,8 @@ export class RecordRechecks<Before> {
     private readonly begin: (id: string) => Before,
     /** Takes what the read of `id` found (undefined: no such deployment now). */
     private readonly settle: (id: string, record: DeploymentRecord | undefined, before: Before) => void,
+    /** Told that the read `before` began with is over: settled, failed, or left once stopped. */
+    private readonly end: (before: Before) => void = () => {},
   ) {}
 
   /** Reads `id`'s record (again, if a read of it is under way) and settles what it found. */
@@ -50,11 +52,13 @@ export class RecordRechecks<Before> {
             // A listener's failure: reported, and the chain goes on (left, it answered no later word).
             console.error(`Taking deployment ${id}'s record read after word of a change failed:`, error);
           } finally {
+            this.end(before);
             if (chain.again && !this.stopped) read(0);
             else this.running.delete(id);
           }
         },
         (error: unknown) => {
+          this.end(before);
           if (this.stopped) {
             this.running.delete(id);
             return;

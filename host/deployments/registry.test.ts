@@ -83,3 +83,66 @@ it("keeps this host's own write over a re-read of another host's change that ans
   await until(async () => changed.length === 1);
   expect(registry.cached("app")?.artifact).toBe("new");
 });
+
+it("keeps nothing of deployments created and deleted, here or on another host, however many there were", async () => {
+  // It kept a count of changes for every id ever announced, for the host's life: an attacker
+  // creating and deleting deployment ids grew every host's memory with each one.
+  const host = await storeOfAHost(cleanups);
+  // Opened first: the store hands its announcements to the database opened last, this host's.
+  const other = new DeploymentRegistry(await HostDatabase.openStore(host.store), () => {});
+  const db = await HostDatabase.openStore(host.store);
+  const told = { changed: 0, gone: 0 };
+  const registry = new DeploymentRegistry(
+    db,
+    () => told.gone++,
+    () => told.changed++,
+  );
+  const marker = (id: string) => ({
+    type: "put" as const,
+    key: db.records("test-markers").key(id),
+    value: "{}",
+  });
+  const record = (id: string) => ({ id, artifact: "h", owner: "dev", incarnation: `${id}-1` }) as never;
+  const announce = (id: string) => host.announce(JSON.stringify({ type: "deployment", id }));
+  const cycles = async (from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      await registry.save(record(`here-${i}`));
+      await registry.retire(record(`here-${i}`), marker(`here-${i}`));
+      expect(await registry.get(`never-${i}`)).toBeUndefined();
+    }
+    // Created on another host, heard of here, then deleted there.
+    for (let i = from; i < to; i++) {
+      await other.save(record(`there-${i}`));
+      announce(`there-${i}`);
+    }
+    await until(async () => told.changed === 2 * to);
+    for (let i = from; i < to; i++) {
+      await other.retire(record(`there-${i}`), marker(`there-${i}`));
+      announce(`there-${i}`);
+    }
+    await until(async () => told.gone === to);
+  };
+  await cycles(0, 20);
+  const after20 = registry.keptIds();
+  await cycles(20, 400);
+  expect(registry.keptIds()).toEqual(after20);
+  expect(after20).toEqual([0, 0, 0]);
+});
+
+it("does not keep a read of a record that answers after another host's change was heard and read", async () => {
+  const { db, registry, changed, announce, holdNextAnswer } = await registryOfAHost();
+  const records = db.records<Record<string, unknown>>("deployments");
+  await records.put("app", { id: "app", artifact: "old" });
+  // A call's read of the record, its answer late.
+  const release = holdNextAnswer();
+  const reading = registry.get("app");
+  await records.put("app", { id: "app", artifact: "new" });
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  await until(async () => changed.length === 1);
+  expect(registry.cached("app")?.artifact).toBe("new");
+  release();
+  expect((await reading)?.artifact).toBe("old");
+  // The older answer is handed to its caller, not kept over the newer record.
+  expect(registry.cached("app")?.artifact).toBe("new");
+  expect(registry.keptIds()[2]).toBe(0);
+});

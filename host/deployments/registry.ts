@@ -1,12 +1,13 @@
 import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, HostMessage, KvOperation, RecordStore } from "../db/index.js";
 import { ArtifactStore, storedArtifacts } from "./artifacts.js";
+import { type OpenRead, ReadGenerations } from "./read-generations.js";
 import { RecordRechecks } from "./record-rechecks.js";
 import { RecordStamps, StampChecks } from "./record-stamps.js";
 import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 
 /** What was known of a deployment as a read of its record after word of a change began. */
-type Known = { incarnation: string | null | undefined; generation: number | undefined };
+type Known = { incarnation: string | null | undefined; read: OpenRead };
 
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
@@ -33,8 +34,8 @@ export class DeploymentRegistry {
    * let one developer's deployments take more than a developer's share of the database.
    */
   private readonly owners = new Map<string, string>();
-  /** How many times each id's record was announced changed or retired (see {@link get}). */
-  private readonly generations = new Map<string, number>();
+  /** Which reads under way may be kept: none begun before the id was changed (see {@link get}). */
+  private readonly generations = new ReadGenerations();
   /** Reads of records after word that they changed. */
   private readonly rechecks: RecordRechecks<Known>;
   private readonly stamps: RecordStamps;
@@ -52,8 +53,9 @@ export class DeploymentRegistry {
     this.stamps = new RecordStamps(db);
     this.rechecks = new RecordRechecks(
       (id) => this.records.get(id),
-      (id) => ({ incarnation: this.incarnations.get(id), generation: this.generations.get(id) }),
+      (id) => ({ incarnation: this.incarnations.get(id), read: this.generations.begin(id) }),
       (id, record, before) => this.settle(id, record, before, onGone),
+      (before) => this.generations.end(before.read),
     );
     db.onAnnouncement((message) => {
       // After a resync, every deployment this host knows may have changed or gone.
@@ -87,7 +89,7 @@ export class DeploymentRegistry {
     if (!record || (before.incarnation !== undefined && before.incarnation !== incarnation)) gone(id);
     if (record) {
       // Kept unless another announcement came meanwhile (see get).
-      if (this.generations.get(id) === before.generation) this.keep(record);
+      if (this.generations.unchanged(before.read)) this.keep(record);
       else this.incarnations.set(id, incarnation as string | null);
       this.onChanged(id);
     } else {
@@ -132,6 +134,11 @@ export class DeploymentRegistry {
     this.rechecks.stop();
   }
 
+  /** How many ids it keeps of beyond its cache: incarnations, owners, reads under way (tests). */
+  keptIds(): number[] {
+    return [this.incarnations.size, this.owners.size, this.generations.size];
+  }
+
   /** The share owner of deployment `id` as last read, without reading the store. */
   ownerOf(id: string): string | undefined {
     return this.owners.get(id);
@@ -146,24 +153,17 @@ export class DeploymentRegistry {
   async get(id: string): Promise<DeploymentRecord | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
-    const generation = this.generations.get(id);
-    const record = await this.records.get(id);
-    if (this.generations.get(id) === generation) {
-      if (record) this.keep(record);
-      else this.owners.delete(id);
-    }
-    return record;
+    return this.generations.read(
+      id,
+      () => this.records.get(id),
+      (record) => (record ? this.keep(record) : this.owners.delete(id)),
+    );
   }
 
   /** Marks what was read of `id` before now as possibly stale (see {@link get}). */
   private changed(id: string): void {
     this.cache.delete(id);
-    this.bump(id);
-  }
-
-  /** A read of `id` begun before now is not kept: something newer is, or was announced. */
-  private bump(id: string): void {
-    this.generations.set(id, (this.generations.get(id) ?? 0) + 1);
+    this.generations.changed(id);
   }
 
   /** The deployment `id` as stored now, without reading or filling the cache. */
@@ -244,7 +244,7 @@ export class DeploymentRegistry {
   private keep(record: DeploymentRecord): void {
     // Kept now, newer than whatever a read under way brings back (this host's own writes are not
     // announced to it: a re-read of another host's change finishing after one would undo it).
-    this.bump(record.id);
+    this.generations.changed(record.id);
     this.cache.set(record.id, record);
     this.incarnations.set(record.id, record.incarnation ?? null);
     this.owners.set(record.id, storageQuotaOwner(record));
