@@ -283,6 +283,7 @@ async function assembleHost(options: HostOptions, started: StartedParts): Promis
       await stopUpkeep();
       await deployments.close();
       await db.close();
+      if (blobs instanceof S3BlobStore) blobs.close();
     },
   };
 }

@@ -4,10 +4,11 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
+import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { S3BlobStore, type S3Settings } from "../host/storage/index.js";
 import { blobStoreConformance } from "./helpers/blob-store-conformance.js";
@@ -22,6 +23,9 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), "platform-s3-"));
   server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
   const { port } = await server.run();
+  // Idle connections stay until their client closes them (a host that never closed its S3 client
+  // would otherwise look closed after Node's 5 s keep-alive timeout).
+  (server as unknown as { httpServer: Server }).httpServer.keepAliveTimeout = 0;
   endpoint = `http://127.0.0.1:${port}`;
 });
 afterAll(async () => {
@@ -41,8 +45,16 @@ blobStoreConformance("S3 blob store (s3rver)", async () => {
   return { store, dispose: async () => store.close() };
 });
 
-it("refuses a missing bucket unless asked to create it", async () => {
+/** How many connections the S3 server has open now. */
+function s3Connections(): Promise<number> {
+  const http = (server as unknown as { httpServer: Server }).httpServer;
+  return new Promise<number>((resolve) => http.getConnections((_, n) => resolve(n)));
+}
+
+it("refuses a missing bucket unless asked to create it, and keeps no connection open", async () => {
   await expect(S3BlobStore.open({ ...settings("never-made"), createBucket: false })).rejects.toThrow();
+  // Its client's connection stayed open for the process's life.
+  await vi.waitFor(async () => expect(await s3Connections()).toBe(0), { timeout: 20_000, interval: 50 });
 });
 
 it("keeps a host's uploads in the bucket", async () => {
@@ -66,4 +78,6 @@ it("keeps a host's uploads in the bucket", async () => {
   } finally {
     await host.dispose();
   }
+  // The host closed its S3 client's connections as it closed (they stayed open for its process's life).
+  await vi.waitFor(async () => expect(await s3Connections()).toBe(0), { timeout: 20_000, interval: 50 });
 });

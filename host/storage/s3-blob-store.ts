@@ -51,10 +51,16 @@ export class S3BlobStore implements BlobStore {
       responseChecksumValidation: "WHEN_REQUIRED",
     });
     try {
-      await client.send(new HeadBucketCommand({ Bucket: settings.bucket }));
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: settings.bucket }));
+      } catch (error) {
+        if (!settings.createBucket || !isMissing(error)) throw error;
+        await client.send(new CreateBucketCommand({ Bucket: settings.bucket }));
+      }
     } catch (error) {
-      if (!settings.createBucket || !isMissing(error)) throw error;
-      await client.send(new CreateBucketCommand({ Bucket: settings.bucket }));
+      // A host that fails to start for its bucket keeps no connection to the server open.
+      client.destroy();
+      throw error;
     }
     return new S3BlobStore(client, settings.bucket);
   }
