@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { TokenService } from "../host/auth/index.js";
+import { incarnationKey } from "../host/db/incarnation.js";
 import { collect, HostDatabase } from "../host/db/index.js";
 import { deploymentPrefixes } from "../host/db/keys.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
@@ -299,6 +300,8 @@ describe("tokens of deployments created before incarnations", () => {
       expect(record.incarnation).toEqual(expect.any(String));
       delete record.incarnation;
       await records.put("legacy", record);
+      // Nor was its data marked as an incarnation's (host/db/incarnation.ts).
+      await db.store.batch([{ type: "del", key: incarnationKey("legacy") }]);
       const secret = await db.records<{ hex: string }>("secrets").get("tokens");
       const signer = new TokenService(Buffer.from(secret?.hex as string, "hex"));
       const tokens: Record<string, string> = {};

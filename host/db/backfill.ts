@@ -11,6 +11,7 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { messageTexts } from "./host-message.js";
+import { incarnationWrites } from "./incarnation.js";
 import { metaKey } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import {
@@ -225,11 +226,13 @@ export async function runMigration(
         : { type: "del", key: building },
       { type: "put", key: target.rowBytes.key, value: String(rowBytes) },
       ...(options.switching?.operations ?? []),
+      ...incarnationWrites(id, options.switching?.incarnation),
     ];
     await store.batch(operations, told);
     pending = [];
     const before = target.tables;
     target.adoptSchema(plan.next, schema.tag);
+    target.adoptIncarnation(options.switching?.incarnation);
     target.rowBytes.known = rowBytes;
     options.switching?.switched();
     report.dropped = plan.drop.map(({ table, index }) => ({ table, index }));

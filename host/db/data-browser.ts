@@ -9,6 +9,7 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { CREATION_INDEX, type FieldValue, PlatformError } from "../../sdk/values/index.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorBinding } from "./cursor.js";
+import type { RunOptions } from "./group-commit-host.js";
 import { countKeyOf } from "./keys.js";
 import { runQuery } from "./query-terminals.js";
 import { compileRange } from "./range.js";
@@ -109,9 +110,12 @@ function queryableIndexes(table: CompiledTable): CompiledIndex[] {
   return all.sort((a, b) => Number(b.name === CREATION_INDEX) - Number(a.name === CREATION_INDEX));
 }
 
+/** The incarnation of the record the caller was allowed by: the data must be its (incarnation.ts). */
+type Incarnation = RunOptions["incarnation"];
+
 /** Every table of the deployment with its fields, its queryable indexes and its exact size. */
-export async function describeTables(db: TenantDatabase): Promise<TableInfo[]> {
-  const { value } = await db.query(async (tx) => {
+export async function describeTables(db: TenantDatabase, incarnation?: Incarnation): Promise<TableInfo[]> {
+  const describe = async (tx: Transaction) => {
     const allowance = walkAllowance();
     const out: TableInfo[] = [];
     for (const table of [...db.tables.values()].sort((a, b) => a.name.localeCompare(b.name))) {
@@ -130,13 +134,14 @@ export async function describeTables(db: TenantDatabase): Promise<TableInfo[]> {
       });
     }
     return out;
-  });
+  };
+  const { value } = await db.query(describe, { incarnation });
   return value;
 }
 
 /** The whole deployment's row count (null when some table's size is only a lower bound). */
-export async function totalRows(db: TenantDatabase): Promise<number | null> {
-  const { value } = await db.query(async (tx) => {
+export async function totalRows(db: TenantDatabase, incarnation?: Incarnation): Promise<number | null> {
+  const count = async (tx: Transaction) => {
     const allowance = walkAllowance();
     let total = 0;
     for (const table of db.tables.values()) {
@@ -145,7 +150,8 @@ export async function totalRows(db: TenantDatabase): Promise<number | null> {
       total += size.exact;
     }
     return total;
-  });
+  };
+  const { value } = await db.query(count, { incarnation });
   return value;
 }
 
@@ -167,9 +173,10 @@ export async function browseRows(
   db: TenantDatabase,
   tableName: string,
   query: RowsQuery,
+  incarnation?: Incarnation,
 ): Promise<RowsAnswer> {
   checkNumItems(query.numItems);
-  if (db.legacy) return browseLegacyRows(db, tableName, query);
+  if (db.legacy) return browseLegacyRows(db, tableName, query, incarnation);
   const { value } = await db.query(
     async (tx): Promise<RowsAnswer> => {
       const table = tx.table(tableName);
@@ -189,7 +196,7 @@ export async function browseRows(
         answer.count = await countRange(tx, table, tx.index(table, query.index), query.range);
       return answer;
     },
-    { handler: DASHBOARD_HANDLER, argsJson: "{}", budget: BROWSE_BUDGET },
+    { handler: DASHBOARD_HANDLER, argsJson: "{}", budget: BROWSE_BUDGET, incarnation },
   );
   return value;
 }
@@ -202,13 +209,14 @@ async function browseLegacyRows(
   db: TenantDatabase,
   tableName: string,
   query: RowsQuery,
+  incarnation: Incarnation,
 ): Promise<RowsAnswer> {
   if (query.range.length > 0 || query.index !== CREATION_INDEX)
     throw new PlatformError(
       "bad_request",
       "A legacy (database API v0) deployment keeps no indexes: its rows can only be listed by id, unfiltered.",
     );
-  const { value } = await db.query(async (tx): Promise<RowsAnswer> => {
+  const list = async (tx: Transaction): Promise<RowsAnswer> => {
     const table = tx.table(tableName);
     const reverse = query.order === "desc";
     const binding: CursorBinding = {
@@ -258,19 +266,25 @@ async function browseLegacyRows(
     };
     if (query.cursor === null) answer.count = await tableSize(tx, table);
     return answer;
-  });
+  };
+  const { value } = await db.query(list, { incarnation });
   return value;
 }
 
 /** Row `id` of `tableName` as a handler's `get` sees it, or null. */
-export async function readRow(db: TenantDatabase, tableName: string, id: string): Promise<Row | null> {
+export async function readRow(
+  db: TenantDatabase,
+  tableName: string,
+  id: string,
+  incarnation?: Incarnation,
+): Promise<Row | null> {
   const { value } = await db.query(
     async (tx) => {
       const json = await tx.get(tableName, id);
       if (json === null) return null;
       return db.legacy ? (JSON.parse(json) as Row) : (parseStoredRow(json) as Row);
     },
-    { handler: DASHBOARD_HANDLER, budget: BROWSE_BUDGET },
+    { handler: DASHBOARD_HANDLER, budget: BROWSE_BUDGET, incarnation },
   );
   return value;
 }

@@ -1,5 +1,6 @@
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
 import { type HostMessage, messageTexts } from "./host-message.js";
+import { incarnationWrites } from "./incarnation.js";
 import type { KvOperation, KvStore } from "./kv/index.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { StoredSchema } from "./stored-schema.js";
@@ -12,6 +13,7 @@ export interface ReplaceableDatabase {
   share(): string;
   exclusive<T>(work: () => Promise<T>): Promise<T>;
   adoptSchema(stored: StoredSchema, tag: string): void;
+  adoptIncarnation(incarnation: string | null | undefined): void;
   resetClock(clock: number): void;
   emitCommit(writeSet: Buffer[] | undefined): void;
 }
@@ -22,13 +24,15 @@ export interface ReplaceableDatabase {
  * refused (`quota_exceeded`), the total stored with them otherwise. `alongside` runs under the
  * lock, told whether rows exist now; it may refuse, and returns more operations for the same
  * batch (object records, the deployment's record). The other hosts hear that everything changed,
- * and `announce` (the record's change), from the batch itself; then this host's listeners.
+ * and `announce` (the record's change), from the batch itself; then this host's listeners. The
+ * data is marked as `incarnation`'s (the record's: see incarnation.ts) in the same batch.
  */
 export async function replaceDeploymentData(
   database: ReplaceableDatabase,
   data: DeploymentData,
   alongside: (hasRows: boolean) => Promise<KvOperation[]>,
   announce: HostMessage[] = [],
+  incarnation?: string | null,
 ): Promise<void> {
   const { store, id } = database;
   await database.exclusive(async () => {
@@ -43,6 +47,8 @@ export async function replaceDeploymentData(
     const { operations, rowBytes, schemaTag } = await dataOperations(id, data, database.rowBytes.limit);
     const batch = await replacementBatch(existing.keys, operations);
     for (const op of extra) batch.push(op);
+    // After the replacement's deletes, which cleared the mark of the data replaced.
+    for (const op of incarnationWrites(id, incarnation)) batch.push(op);
     const told: HostMessage[] = [
       { type: "schema", deployment: id },
       { type: "commit", deployment: id, all: true },
@@ -50,6 +56,7 @@ export async function replaceDeploymentData(
     ];
     await store.batch(batch, messageTexts(told));
     database.adoptSchema(data.schema, schemaTag);
+    database.adoptIncarnation(incarnation);
     database.resetClock(data.clock ?? 0);
     database.rowBytes.known = rowBytes;
   });

@@ -1,4 +1,5 @@
 import { clearAbandonedBuilds } from "./backfill.js";
+import { incarnationKey, replacedError, servesIncarnation } from "./incarnation.js";
 import { metaKey } from "./keys.js";
 import type { KvStore } from "./kv/index.js";
 import type { DatabaseQuota } from "./row-bytes.js";
@@ -24,6 +25,13 @@ export class DeploymentMeta {
   private lastCreatedAt = 0;
   /** Set once the deployment is deleted: a write still queued here must not recreate its keys. */
   protected dropped = false;
+  /** The incarnation its data belongs to as last read (incarnation.ts); undefined: unmarked. */
+  private stored: string | undefined;
+  /**
+   * The incarnation its data belongs to as read with the write lock, which every change of it
+   * takes: what a mutation holding the lock checks (a read outside it may be overtaken).
+   */
+  protected held: string | undefined;
 
   constructor(
     readonly store: KvStore,
@@ -31,6 +39,11 @@ export class DeploymentMeta {
     quota: DatabaseQuota,
     /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`). */
     readonly share: () => string,
+    /**
+     * Told when its data turned out to belong to another incarnation than this host took it for:
+     * the deployment was deleted and perhaps created again, unheard of here (see incarnation.ts).
+     */
+    protected readonly moved: () => void = () => {},
   ) {
     this.clockKey = metaKey(id, "clock");
     this.served = new ServedSchema(id);
@@ -47,12 +60,14 @@ export class DeploymentMeta {
 
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */
   async load(): Promise<this> {
-    const [clock, rowBytes, pending, tag, schema] = await this.store.getMany([
+    const [clock, rowBytes, pending, incarnation, tag, schema] = await this.store.getMany([
       this.clockKey,
       this.rowBytes.key,
       metaKey(this.id, "building"),
+      incarnationKey(this.id),
       ...this.served.keys(true),
     ]);
+    this.stored = this.held = incarnation;
     if (schema) this.served.adoptRecord(schema, tag);
     this.lastCreatedAt = clock ? Number(clock) : 0;
     this.rowBytes.read(rowBytes);
@@ -63,26 +78,52 @@ export class DeploymentMeta {
   }
 
   /**
-   * Re-reads the schema and the clock, which another process sharing the store may have moved
-   * (called under the cross-process write lock, and, with `keys` naming the schema, when another
-   * host announces a migration). `values`: the values of `keys` (from {@link refreshKeys}), when
-   * already read. Returns the row bytes record.
+   * Re-reads the schema, the clock and the incarnation, which another process sharing the store may
+   * have moved (called under the cross-process write lock, and, with `keys` naming the schema, when
+   * another host announces a migration). `values`: the values of `keys` (from {@link refreshKeys}),
+   * when already read. Returns the row bytes record and the incarnation read.
    */
-  async refresh(keys = this.refreshKeys(), values?: Array<string | undefined>): Promise<string | undefined> {
+  async refresh(
+    keys = this.refreshKeys(),
+    values?: Array<string | undefined>,
+  ): Promise<{ rowBytes: string | undefined; incarnation: string | undefined }> {
     const read = values ?? (await this.store.getMany(keys));
-    const [clock, rowBytes, ...schema] = read;
+    const [clock, rowBytes, incarnation, ...schema] = read;
+    const moved = incarnation !== this.stored;
+    this.stored = incarnation;
     // It had a schema and has none now: another host deleted the deployment.
-    if (!(await this.served.update(this.store, schema))) this.dropped = true;
+    const gone = !(await this.served.update(this.store, schema));
+    if (gone) this.dropped = true;
     this.lastCreatedAt = Math.max(this.lastCreatedAt, clock ? Number(clock) : 0);
-    return rowBytes;
+    // This host may not have heard: its record of the deployment is read again.
+    if (moved || gone) this.moved();
+    return { rowBytes, incarnation };
   }
 
   /**
-   * The keys {@link refresh} reads: the clock, the row bytes, then the schema's tag, and the schema
-   * itself when `whole` or while its tag is not known.
+   * The keys {@link refresh} reads: the clock, the row bytes, the incarnation, then the schema's
+   * tag, and the schema itself when `whole` or while its tag is not known.
    */
   refreshKeys(whole = false): Buffer[] {
-    return [this.clockKey, this.rowBytes.key, ...this.served.keys(whole)];
+    return [this.clockKey, this.rowBytes.key, incarnationKey(this.id), ...this.served.keys(whole)];
+  }
+
+  /**
+   * Its data belongs to `incarnation` from now on: a deploy or an import holding the write lock
+   * stored it (see `incarnationWrites`); null or undefined leaves the data as marked.
+   */
+  adoptIncarnation(incarnation: string | null | undefined): void {
+    if (typeof incarnation === "string") this.stored = this.held = incarnation;
+  }
+
+  /**
+   * Refuses (`not_found`) a mutation holding the write lock whose code belongs to incarnation
+   * `expected` (undefined: the host's own work) when the data belongs to another (incarnation.ts).
+   */
+  requireIncarnation(expected: string | null | undefined): void {
+    if (servesIncarnation(this.held, expected)) return;
+    this.moved();
+    throw replacedError(this.id);
   }
 
   /**
@@ -96,6 +137,12 @@ export class DeploymentMeta {
   /** The deployment was deleted: writes still queued here fail with `not_found`. */
   deleted(): void {
     this.dropped = true;
+  }
+
+  /** Its data was cleared (the caller holds the write lock): unmarked, as a new deployment's. */
+  protected cleared(): void {
+    this.dropped = true;
+    this.stored = this.held = undefined;
   }
 
   /** Serves `stored` from now on; `tag`: the one it was stored with (see served-schema.ts). */

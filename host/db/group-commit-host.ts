@@ -26,6 +26,12 @@ export type RunOptions = Omit<TransactionOptions, "mode"> & {
   onUsage?: (usage: BudgetUsage) => void;
   /** Keys a mutation reads before its handler runs (its session): its group reads them ahead. */
   reads?: readonly Buffer[] | undefined;
+  /**
+   * The incarnation of the deployment the caller's code belongs to (its record's; null for one
+   * created before incarnations existed): the run is refused (`not_found`) when the data belongs
+   * to another, created under the id since (incarnation.ts). Undefined for the host's own work.
+   */
+  incarnation?: string | null | undefined;
 };
 
 /** A run's transaction options (`Object.assign`: a spread-first literal is slow on V8). */

@@ -118,6 +118,16 @@ export class HostDatabase {
     }
     // Also for a deployment this host has not loaded: a socket may hold one of its sessions here
     // before any call loaded it (a sign-out or a guest upgrade elsewhere ends that session).
+    this.tell(message);
+  }
+
+  /**
+   * Tells this host's listeners `message` as if another host had announced it: also what a
+   * deployment's database says when its data turned out to be another incarnation's than this
+   * host took it for (deleted and created again, unheard of here: incarnation.ts), so that its
+   * record is read again.
+   */
+  private tell(message: HostMessage): void {
     for (const handler of [...this.messageHandlers]) {
       try {
         handler(message);
@@ -231,7 +241,14 @@ export class HostDatabase {
   deployment(id: string): Promise<TenantDatabase> {
     let loading = this.deployments.get(id);
     if (!loading) {
-      loading = new TenantDatabase(this.store, id, this.cursors, this.quota, () => this.shareOf(id)).load();
+      loading = new TenantDatabase(
+        this.store,
+        id,
+        this.cursors,
+        this.quota,
+        () => this.shareOf(id),
+        () => this.tell({ type: "deployment", id }),
+      ).load();
       loading.catch(() => this.deployments.delete(id));
       this.deployments.set(id, loading);
     }

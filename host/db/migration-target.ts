@@ -17,6 +17,8 @@ export interface MigrationTarget {
   readonly schema: StoredSchema;
   /** Serves `next` from now on (called once it is stored with `tag`). */
   adoptSchema(next: StoredSchema, tag: string): void;
+  /** Its data belongs to `incarnation` from now on (called once it is stored: see incarnation.ts). */
+  adoptIncarnation(incarnation: string | null | undefined): void;
   /** The schema served now, compiled. */
   readonly tables: ReadonlyMap<string, CompiledTable>;
   /** Resolves once the queries that began on the schema served as `tables` have ended. */
@@ -40,6 +42,11 @@ export interface MigrationTarget {
 export interface SchemaSwitch {
   operations: KvOperation[];
   announce?: HostMessage[];
+  /**
+   * The incarnation of the deployment whose code switches (its record's): the data is marked as
+   * its in the same batch, so that another incarnation's code is refused it (incarnation.ts).
+   */
+  incarnation?: string | null | undefined;
   switched(): void;
 }
 

@@ -8,6 +8,7 @@ import { DeploymentMeta } from "./deployment-meta.js";
 import { GroupCommit } from "./group-commit.js";
 import { type RunOptions, type TransactionResult, withMode } from "./group-commit-host.js";
 import { commitMessage, type HostMessage } from "./host-message.js";
+import { IncarnationSnapshot } from "./incarnation.js";
 import { deploymentPrefixes } from "./keys.js";
 import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
@@ -45,8 +46,10 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
     quota: DatabaseQuota = DEFAULT_DATABASE_QUOTA,
     /** Whose share of the store's connections its work uses (`HostDatabase.shareOf`); its id by default. */
     share: () => string = () => id,
+    /** Told when its data turned out to be another incarnation's (see `DeploymentMeta`). */
+    moved?: () => void,
   ) {
-    super(store, id, quota, share);
+    super(store, id, quota, share, moved);
     this.groups = new GroupCommit(this, quota.mutationWaitMs);
   }
 
@@ -70,8 +73,13 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
         `deployment:${this.id}`,
         async (read) => {
           // Another process may have committed since: its row bytes are read with the lock, which
-          // no commit of theirs can pass now (outside the lock a read could be overtaken by ours).
-          if (shared) this.rowBytes.read(await this.refresh(keys, read));
+          // no commit of theirs can pass now (outside the lock a read could be overtaken by ours),
+          // and so is the incarnation, which nobody changes without the lock.
+          if (shared) {
+            const { rowBytes, incarnation } = await this.refresh(keys, read);
+            this.rowBytes.read(rowBytes);
+            this.held = incarnation;
+          }
           if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
           return work();
         },
@@ -92,19 +100,23 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
         // The row bytes are a metadata record: they go with the rest.
         for (const prefix of deploymentPrefixes(this.id))
           await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
-        this.dropped = true;
+        this.cleared();
         this.rowBytes.known = undefined;
       }),
     );
   }
 
-  /** Replaces everything the deployment stores with an import's `data` (see {@link replaceDeploymentData}). */
+  /**
+   * Replaces everything the deployment stores with an import's `data` (see
+   * {@link replaceDeploymentData}), marked as `incarnation`'s (the record's, see incarnation.ts).
+   */
   replaceData(
     data: DeploymentData,
     alongside: (hasRows: boolean) => Promise<KvOperation[]>,
     announce: HostMessage[] = [],
+    incarnation?: string | null,
   ): Promise<void> {
-    return replaceDeploymentData(this, data, alongside, announce);
+    return replaceDeploymentData(this, data, alongside, announce, incarnation);
   }
 
   /** Subscribes to commits; returns the unsubscribe function. */
@@ -113,26 +125,34 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
     return () => this.listeners.delete(listener);
   }
 
-  /** Runs a read-only handler on one snapshot. Never waits for writers. */
+  /**
+   * Runs a read-only handler on one snapshot. Never waits for writers. With `options.incarnation`,
+   * the snapshot answers only once it found the data to be that incarnation's (incarnation.ts).
+   */
   async query<T>(
     work: (tx: Transaction) => T | Promise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
-    const { onUsage, ...rest } = options;
+    const { onUsage, incarnation, ...rest } = options;
     const { snapshot, tables } = await readSnapshotOnSchema(
       this.store,
       this.share(),
       () => this.served.tables,
     );
-    const tx = new Transaction(this, snapshot, withMode(rest, "read"));
+    const checked =
+      incarnation === undefined
+        ? undefined
+        : new IncarnationSnapshot(snapshot, this.id, incarnation, () => this.moved());
+    const tx = new Transaction(this, checked ?? snapshot, withMode(rest, "read"));
     this.served.enter(tables);
     try {
       const value = await work(tx);
+      if (checked?.failure) throw checked.failure;
       if (tx.budget.failure) throw tx.budget.failure;
       return { value, usage: tx.budget.usage, readSet: tx.readSet, writeSet: [] };
     } catch (error) {
       keepReadSetOfFailure(error, tx.readSet);
-      throw error;
+      throw checked?.failure ?? error;
     } finally {
       onUsage?.({ ...tx.budget.usage });
       tx.abort();
@@ -144,14 +164,24 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   /**
    * Runs a writing handler: waits for the write lock, reads a snapshot taken after every earlier
    * commit, and commits its writes as one batch, together with the mutations queued beside it
-   * (see {@link GroupCommit}). A throw (budget errors included) writes nothing.
+   * (see {@link GroupCommit}). A throw (budget errors included) writes nothing. With
+   * `options.incarnation`, refused when the data belongs to another incarnation (incarnation.ts).
    */
   mutate<T>(
     work: (tx: Transaction) => T | Promise<T>,
     options: RunOptions = {},
   ): Promise<TransactionResult<T>> {
+    const expected = options.incarnation;
+    // Checked as it runs, holding the write lock: the data is the incarnation's until it lets go.
+    const checked =
+      expected === undefined
+        ? work
+        : (tx: Transaction) => {
+            this.requireIncarnation(expected);
+            return work(tx);
+          };
     return new Promise<TransactionResult<unknown>>((resolve, reject) => {
-      this.groups.enqueue({ work, options, resolve, reject });
+      this.groups.enqueue({ work: checked, options, resolve, reject });
     }) as Promise<TransactionResult<T>>;
   }
 

@@ -250,6 +250,9 @@ export class CallExecutor {
       now: "now" in request ? request.now : Date.now(),
       onUsage: run.onUsage,
       reads: readFirst(session, idempotent),
+      // The code runs on this incarnation's data only: a host that has not heard of the
+      // deployment's deletion may hold its record and code still (see host/db/incarnation.ts).
+      incarnation: record.incarnation ?? null,
     };
     const name = "name" in request ? request.name : handler;
     try {

@@ -56,23 +56,23 @@ export class DataConsole {
       deployment: record.id,
       apiVersion: database.legacy ? "legacy" : "v1",
       writable: writable && !database.legacy,
-      tables: await describeTables(database),
+      tables: await describeTables(database, record.incarnation ?? null),
     };
   }
 
   /** Rows over every table of `record` (null when a size is only known as a lower bound). */
   async totalRows(record: DeploymentRecord): Promise<number | null> {
-    return totalRows(await this.db.deployment(record.id));
+    return totalRows(await this.db.deployment(record.id), record.incarnation ?? null);
   }
 
   /** One page of `table`'s rows for `query`. */
   async rows(record: DeploymentRecord, table: string, query: RowsQuery): Promise<RowsAnswer> {
-    return browseRows(await this.db.deployment(record.id), table, query);
+    return browseRows(await this.db.deployment(record.id), table, query, record.incarnation ?? null);
   }
 
   /** Row `id` of `table`, or `not_found`. */
   async row(record: DeploymentRecord, table: string, id: string): Promise<Row> {
-    const found = await readRow(await this.db.deployment(record.id), table, id);
+    const found = await readRow(await this.db.deployment(record.id), table, id, record.incarnation ?? null);
     if (!found) throw new PlatformError("not_found", `No row ${id} in table ${table}.`);
     return found;
   }
@@ -132,7 +132,8 @@ export class DataConsole {
         await actor.stillAllowed?.();
         return work(tx);
       },
-      { handler: DASHBOARD_HANDLER, now: Date.now() },
+      // The data of the incarnation the caller was allowed for only (host/db/incarnation.ts).
+      { handler: DASHBOARD_HANDLER, now: Date.now(), incarnation: record.incarnation ?? null },
     );
     const { change } = value;
     this.logs.write({

@@ -130,6 +130,8 @@ export async function deploy(
             ...registry.artifacts.switchWrites(id, hash, previous?.artifact),
           ],
           announce: [registry.announcementOf(id)],
+          // The data is marked as this incarnation's: code of another is refused it.
+          incarnation: record.incarnation,
           switched: () => {
             registry.remember(record);
             switched = true;

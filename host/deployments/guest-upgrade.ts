@@ -98,7 +98,8 @@ export async function upgradeGuest(
         tx.writeRecord(retirement.record.key, retirement.record.value);
         return { upgraded: true, moved };
       },
-      { handler: "auth.onGuestUpgrade", now },
+      // Moved, and the hook run, on this incarnation's data only (see host/db/incarnation.ts).
+      { handler: "auth.onGuestUpgrade", now, incarnation: record.incarnation ?? null },
     );
   return (await retryAbandoned(sink, upgrade)).value;
 }

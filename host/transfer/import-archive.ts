@@ -213,6 +213,7 @@ async function load(
         return [...objectWrites, ...writes, parts.pending.commitWrite(id, replacedBlobs)];
       },
       [target.announcement],
+      record.incarnation,
     );
     return existing.length > 0;
   });

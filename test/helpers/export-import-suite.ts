@@ -6,6 +6,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpResponse, localhostLookup, sendRequest } from "../../cli/http.js";
+import { incarnationKey } from "../../host/db/incarnation.js";
 import { chargedBytes } from "../../host/storage/object-keys.js";
 import { answer, dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./export-import.js";
 import { fixtureCode, type TestHost } from "./host.js";
@@ -138,6 +139,10 @@ export function exportImportSuite(label: string, start: () => Promise<TestHost>)
       expect(await dumpDeployment(host.database, "shop-copy")).toEqual(
         await dumpDeployment(host.database, "shop"),
       );
+      // Its data is marked as the new deployment's, not the exported one's (host/db/incarnation.ts).
+      const copied = await host.deployments.get("shop-copy");
+      expect(await host.database.store.get(incarnationKey("shop-copy"))).toBe(copied?.incarnation);
+      expect(copied?.incarnation).not.toBe((await host.deployments.get("shop"))?.incarnation);
       expect(await transferAnswers(host, "shop-copy", owners, items)).toEqual(
         await transferAnswers(host, "shop", owners, items),
       );

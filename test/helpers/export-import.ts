@@ -7,6 +7,7 @@ import yauzl from "yauzl";
 import { ZipFile } from "yazl";
 import { type HttpResponse, sendRequest } from "../../cli/http.js";
 import { afterPrefix, encodeText } from "../../host/db/codec.js";
+import { incarnationKey } from "../../host/db/incarnation.js";
 import type { HostDatabase } from "../../host/db/index.js";
 import { collect } from "../../host/db/index.js";
 import { schemaTagKey } from "../../host/db/served-schema.js";
@@ -44,16 +45,19 @@ export function importZip(
 /**
  * Everything deployment `id` stores in the database (rows, index entries, counts, metadata) and
  * its object records, keyed without the deployment's id, so two deployments compare byte for byte.
- * The schema's tag is left out: a random value naming one write of the schema, which a copy writes anew.
+ * The schema's tag is left out: a random value naming one write of the schema, which a copy writes anew;
+ * so is the incarnation the data is marked with, the deployment's own (a copy is another).
  */
 export async function dumpDeployment(db: HostDatabase, id: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   const encodedId = encodeText(id);
   const schemaTag = schemaTagKey(id);
+  // The deployment's own, not its data's: its record's incarnation (host/db/incarnation.ts).
+  const incarnation = incarnationKey(id);
   for (const tag of [0x10, 0x11, 0x12, 0x14]) {
     const prefix = Buffer.concat([Buffer.from([tag]), encodedId]);
     for (const [key, value] of await collect(db.store.iterate({ gte: prefix, lt: afterPrefix(prefix) })))
-      if (!key.equals(schemaTag))
+      if (!key.equals(schemaTag) && !key.equals(incarnation))
         out[`${tag.toString(16)}:${key.subarray(prefix.length).toString("hex")}`] = value;
   }
   const objects = db.records<Record<string, unknown>>("objects");

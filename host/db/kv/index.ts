@@ -8,6 +8,7 @@ export {
   type HostBus,
   hasKeyUnder,
   type IfFree,
+  type KeptScan,
   type KvIterateOptions,
   type KvIterator,
   type KvOperation,
