@@ -146,3 +146,27 @@ it("does not keep a read of a record that answers after another host's change wa
   expect(registry.cached("app")?.artifact).toBe("new");
   expect(registry.keptIds()[2]).toBe(0);
 });
+
+it("ends what it ran of a deployment when a read again finds the id created anew, unheard of", async () => {
+  // On a host that missed the deletion, a deploy, claim or deletion of the id reads its record again:
+  // the old incarnation's isolate and log lines stayed, the new owner reading the old one's lines.
+  const { store } = await storeOfAHost(cleanups);
+  const db = await HostDatabase.openStore(store);
+  const gone: string[] = [];
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    (id) => gone.push(id),
+    (id) => changed.push(id),
+  );
+  const records = db.records<Record<string, unknown>>("deployments");
+  await records.put("app", { id: "app", incarnation: "first" });
+  expect((await registry.get("app"))?.incarnation).toBe("first");
+  await records.put("app", { id: "app", incarnation: "second" });
+  expect((await registry.reload("app"))?.incarnation).toBe("second");
+  expect(gone).toEqual(["app"]);
+  // Its listeners are told as if announced, and the old one ends once, not again.
+  await until(async () => changed.length === 1);
+  await registry.reload("app");
+  expect(gone).toEqual(["app"]);
+});

@@ -45,7 +45,7 @@ export class DeploymentRegistry {
 
   constructor(
     private readonly db: HostDatabase,
-    onGone: (id: string) => void,
+    private readonly onGone: (id: string) => void,
     private readonly onChanged: (id: string) => void = () => {},
   ) {
     this.records = db.records<DeploymentRecord>("deployments");
@@ -54,7 +54,7 @@ export class DeploymentRegistry {
     this.rechecks = new RecordRechecks(
       (id) => this.records.get(id),
       (id) => ({ incarnation: this.incarnations.get(id), read: this.generations.begin(id) }),
-      (id, record, before) => this.settle(id, record, before, onGone),
+      (id, record, before) => this.settle(id, record, before, this.onGone),
       (before) => this.generations.end(before.read),
     );
     db.onAnnouncement((message) => {
@@ -173,10 +173,12 @@ export class DeploymentRegistry {
 
   /** The deployment `id` as stored now, not as cached (decisions under the id's lock are made on it). */
   async reload(id: string): Promise<DeploymentRecord | undefined> {
-    const before = this.cache.get(id);
+    const [before, incarnation] = [this.cache.get(id), this.incarnations.get(id)];
     this.cache.delete(id);
     const record = await this.get(id);
-    // Another host's change not heard of yet: told as if announced (the stamps' check would not).
+    // Deleted and created again unheard of: the old one is gone (its isolate, its log lines). And
+    // another host's change not heard of yet is told as if announced (the stamps' check would not).
+    if (record && incarnation !== undefined && (record.incarnation ?? null) !== incarnation) this.onGone(id);
     if (before && JSON.stringify(record) !== JSON.stringify(before)) this.rechecks.run(id);
     return record;
   }
