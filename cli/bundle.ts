@@ -3,6 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 import { PlatformError } from "../sdk/values/index.js";
+import { projectFilesOnly } from "./project-files.js";
 
 /** The root of this `platform` package (source checkout or installed package). */
 export function packageRoot(): string {
@@ -114,7 +115,8 @@ export async function bundleCapsule(dir: string): Promise<CapsuleBundle> {
       target: "es2022",
       logLevel: "silent",
       absWorkingDir: capsuleDir,
-      plugins: [platformServerPlugin(capsuleDir)],
+      // First: it checks where every import leads, what the other plugins resolve included.
+      plugins: [projectFilesOnly(capsuleDir, [packageRoot()]), platformServerPlugin(capsuleDir)],
       // Not written (write: false); it places the map's sources relative to the capsule folder.
       outfile: join(capsuleDir, "capsule.js"),
       // External: the map stays out of the bundle that is deployed (no sourceMappingURL comment).

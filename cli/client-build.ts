@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { build, type Plugin } from "esbuild";
 import { PlatformError } from "../sdk/values/index.js";
-import { entryUnlessInstalled, formatBuildError } from "./bundle.js";
+import { entryUnlessInstalled, formatBuildError, packageRoot } from "./bundle.js";
+import { projectFilesOnly } from "./project-files.js";
 
 /** The entry files `platform dev` looks for in a capsule's `client/` folder, in this order. */
 export const CLIENT_ENTRIES = ["main.tsx", "main.ts", "main.jsx", "main.js"] as const;
@@ -67,7 +68,8 @@ export async function buildClientApp(
       define: { "process.env.NODE_ENV": JSON.stringify(mode) },
       logLevel: "silent",
       absWorkingDir: dir,
-      plugins: [clientResolvePlugin(dir)],
+      // First: it checks where every import leads, what the other plugin resolves included.
+      plugins: [projectFilesOnly(dir, [packageRoot()]), clientResolvePlugin(dir)],
     });
     return entry;
   } catch (error) {

@@ -1,0 +1,138 @@
+/**
+ * A build (`platform dev`'s and `platform deploy`'s, of `server/` and of `client/`) reads only the
+ * project's own files, the platform's SDK and packages from node_modules: a cloned template whose
+ * `client/notes.txt -> ~/.ssh/id_rsa` is imported as text, or whose `../` import leaves the
+ * folder, fails to build, naming the import and where it leads, and the secret reaches no output.
+ */
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { bundleCapsule } from "./bundle.js";
+import { buildClientApp } from "./client-build.js";
+import { collectClientFiles } from "./client-files.js";
+
+const SECRET = "PRIVATE-KEY-5f3a9c";
+const SERVER = `import { capsule, endpoint, text } from "platform/server";
+import banner from "./banner.txt" with { type: "text" };
+export default capsule({
+  schema: {},
+  endpoints: { banner: endpoint({ method: "GET", path: "/banner", readOnly: true }, async () => text(banner)) },
+});
+`;
+
+let root: string;
+let app: string;
+let secret: string;
+let out: string;
+
+beforeEach(async () => {
+  root = await realpath(await mkdtemp(join(tmpdir(), "platform-project-files-")));
+  app = join(root, "template");
+  out = join(root, "out");
+  secret = join(root, "home", ".ssh", "id_rsa");
+  await mkdir(join(root, "home", ".ssh"), { recursive: true });
+  await writeFile(secret, SECRET);
+  await mkdir(join(app, "server"), { recursive: true });
+  await mkdir(join(app, "client"), { recursive: true });
+  await mkdir(out);
+  await writeFile(join(app, "client", "index.html"), "<!doctype html>");
+});
+afterEach(() => rm(root, { recursive: true, force: true }));
+
+/** The text of every file under `dir`. */
+async function everything(dir: string): Promise<string> {
+  const files = await readdir(dir, { recursive: true, withFileTypes: true });
+  const texts = await Promise.all(
+    files.filter((f) => f.isFile()).map((f) => readFile(join(f.parentPath, f.name), "utf8")),
+  );
+  return texts.join("\n");
+}
+
+/** The build's failure, checked to hold no byte of the secret. */
+async function failure(build: Promise<unknown>): Promise<string> {
+  const error = await build.then(
+    () => expect.unreachable("the build succeeded"),
+    (e: unknown) => e as Error & { code: string },
+  );
+  expect(error.code).toBe("bad_request");
+  expect(error.message).not.toContain(SECRET);
+  expect(await everything(out)).not.toContain(SECRET);
+  return error.message;
+}
+
+const advice = "Copy what it needs into the project (a copy, not a symbolic link)";
+
+it("refuses a symbolic link in client/ out of the project, in dev's build and deploy's", async () => {
+  await symlink(join("..", "..", "home", ".ssh", "id_rsa"), join(app, "client", "notes.txt"));
+  await writeFile(
+    join(app, "client", "main.ts"),
+    'import notes from "./notes.txt" with { type: "text" };\ndocument.body.append(notes);\n',
+  );
+  const refused = `client/main.ts:1:18: "./notes.txt" (client/notes.txt) leads to ${secret}, outside the project folder ${app}`;
+  const dev = await failure(buildClientApp(app, out));
+  expect(dev).toContain(refused);
+  expect(dev).toContain(advice);
+  const deploy = await failure(collectClientFiles(app, { warn: () => {} }));
+  expect(deploy).toContain(refused);
+});
+
+it("refuses a symbolic link in server/ out of the project: the capsule does not build", async () => {
+  await symlink(join("..", "..", "home", ".ssh", "id_rsa"), join(app, "server", "banner.txt"));
+  await writeFile(join(app, "server", "index.ts"), SERVER);
+  const message = await failure(bundleCapsule(app));
+  expect(message).toContain(
+    `server/index.ts:2:19: "./banner.txt" (server/banner.txt) leads to ${secret}, outside the project folder ${app}`,
+  );
+  expect(message).toContain(advice);
+});
+
+it("refuses ../ imports and variable imports that reach out of the project", async () => {
+  await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "../../home/.ssh/id_rsa"));
+  expect(await failure(bundleCapsule(app))).toContain(
+    `"../../home/.ssh/id_rsa" leads to ${secret}, outside the project folder ${app}`,
+  );
+  // esbuild expands `./files/${name}` itself, without asking plugins to resolve each match.
+  await mkdir(join(app, "server", "files"));
+  await writeFile(join(app, "server", "files", "a.txt"), "a");
+  await symlink(secret, join(app, "server", "files", "b.txt"));
+  await writeFile(
+    join(app, "server", "index.ts"),
+    SERVER.replace('import banner from "./banner.txt" with { type: "text" };', "").replace(
+      "text(banner)",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the capsule's source, not this test's
+      "text(String(await import(`./files/${String(Math.random())}.txt`)))",
+    ),
+  );
+  expect(await failure(bundleCapsule(app))).toContain(
+    `A file that an import with a variable path matched leads to ${secret}, outside the project folder`,
+  );
+});
+
+it("builds from packages in node_modules, a workspace's linked from outside the project included", async () => {
+  // npm workspaces: the monorepo's node_modules/@acme/shared -> ../../packages/shared.
+  const shared = join(root, "packages", "shared");
+  await mkdir(shared, { recursive: true });
+  await writeFile(
+    join(shared, "package.json"),
+    '{"name":"@acme/shared","version":"1.0.0","main":"index.js"}',
+  );
+  await writeFile(join(shared, "index.js"), 'export { greeting } from "./greeting.js";\n');
+  await writeFile(join(shared, "greeting.js"), 'export const greeting = "hello from shared";\n');
+  await mkdir(join(root, "node_modules", "@acme"), { recursive: true });
+  await symlink(join("..", "..", "packages", "shared"), join(root, "node_modules", "@acme", "shared"));
+  await writeFile(
+    join(app, "server", "index.ts"),
+    'import { capsule } from "platform/server";\nimport { greeting } from "@acme/shared";\nexport default capsule({ schema: {}, queries: { hi: async () => greeting } });\n',
+  );
+  expect((await bundleCapsule(app)).code).toContain("hello from shared");
+});
+
+it("refuses a package in node_modules that is a link to a folder holding no package", async () => {
+  await mkdir(join(app, "node_modules"));
+  await symlink(join("..", "..", "home", ".ssh"), join(app, "node_modules", "keys"));
+  await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "keys/id_rsa"));
+  expect(await failure(bundleCapsule(app))).toContain(
+    `"keys/id_rsa" leads to ${secret}, outside the project folder ${app}`,
+  );
+});

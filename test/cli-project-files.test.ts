@@ -1,0 +1,85 @@
+/**
+ * What `platform dev` and `platform deploy` read of a project folder that came from someone else
+ * (a cloned template): nothing outside it reaches a build, the host or the terminal. Run as the
+ * built CLI against real hosts (`platform dev`'s own, and a test host for deploys).
+ */
+import { cp, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { sendRequest } from "../cli/http.js";
+import { runCliAsync, startDev } from "./helpers/cli.js";
+import { startTestHost, type TestHost } from "./helpers/host.js";
+
+const SECRET = "PRIVATE-KEY-0c61d2";
+
+let host: TestHost;
+let root: string;
+let secret: string;
+
+beforeAll(async () => {
+  host = await startTestHost();
+  root = await realpath(await mkdtemp(join(tmpdir(), "platform-cli-project-files-")));
+  secret = join(root, "home", ".ssh", "id_rsa");
+  await mkdir(join(root, "home", ".ssh"), { recursive: true });
+  await writeFile(secret, SECRET);
+});
+afterAll(async () => {
+  await host.dispose();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A copy of `fixture` in a folder of its own under the test's root, named `name`. */
+async function template(fixture: string, name: string): Promise<string> {
+  const app = join(root, name);
+  await cp(join("fixtures", fixture), app, { recursive: true });
+  return app;
+}
+
+/** `platform deploy <app>` to the test host as deployment `id`, with the operator's token. */
+function deploy(app: string, id: string) {
+  return runCliAsync(["deploy", app, "--host", host.url, "--name", id], {
+    PLATFORM_ADMIN_TOKEN: host.adminToken,
+    PLATFORM_CONFIG_DIR: join(root, "no-config"),
+  });
+}
+
+/** A template whose client/main.ts imports `client/notes.txt -> ../../home/.ssh/id_rsa` as text. */
+async function linkingTemplate(name: string): Promise<string> {
+  const app = await template("todo", name);
+  await mkdir(join(app, "client"));
+  await writeFile(join(app, "client", "index.html"), '<!doctype html><script src="/main.js"></script>');
+  await symlink(join("..", "..", "home", ".ssh", "id_rsa"), join(app, "client", "notes.txt"));
+  await writeFile(
+    join(app, "client", "main.ts"),
+    'import notes from "./notes.txt" with { type: "text" };\ndocument.body.append(notes);\n',
+  );
+  return app;
+}
+
+it("platform deploy refuses a client that imports a link out of the project, and sends nothing", async () => {
+  const app = await linkingTemplate("deploy-link");
+  const deployed = await deploy(app, "linked");
+  expect(deployed.status, deployed.stderr).toBe(1);
+  expect(deployed.stderr).toContain(
+    `error: bad_request: Client build failed:\nclient/main.ts:1:18: "./notes.txt" (client/notes.txt) leads to ${secret}, outside the project folder ${app}`,
+  );
+  expect(`${deployed.stdout}${deployed.stderr}`).not.toContain(SECRET);
+  expect(await host.deployments.get("linked")).toBeUndefined();
+}, 60_000);
+
+it("platform dev reports the refused import, and serves neither the file nor a build holding it", async () => {
+  const app = await linkingTemplate("dev-link");
+  const { dev, port } = await startDev(app, ["--no-typecheck"]);
+  try {
+    expect(dev.output()).toContain(`"./notes.txt" (client/notes.txt) leads to ${secret}`);
+    for (const path of ["/main.js", "/notes.txt"]) {
+      const response = await sendRequest(`http://localhost:${port}${path}`);
+      expect(response.status, path).toBe(404);
+      expect(response.text()).not.toContain(SECRET);
+    }
+    expect(dev.output()).not.toContain(SECRET);
+  } finally {
+    await dev.stop();
+  }
+}, 60_000);
