@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "dotenv";
+import { PlatformError } from "../sdk/values/index.js";
 
 /** The server-only env file of a capsule folder. */
 export const SERVER_ENV_FILE = ".env.platform.server";
@@ -19,8 +20,41 @@ export function envFileTrackedByGit(dir: string): boolean {
   return result.status === 0;
 }
 
-/** Reads `<dir>/.env.platform.server` (dotenv syntax); empty when the file is absent. */
+/**
+ * Opens `file` for reading unless it is a symbolic link (`O_NOFOLLOW`); non-blocking, so that a
+ * FIFO in its place answers at once rather than wait for a writer. Undefined when it is absent.
+ */
+function openUnlessLink(file: string): number | undefined {
+  try {
+    return openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code !== "ELOOP") throw error;
+    throw new PlatformError(
+      "bad_request",
+      `${SERVER_ENV_FILE} is a symbolic link (to ${readlinkSync(file)}); it is read only as a file of its own, so that a link cannot send another file (~/.aws/credentials) as the deployment's env. Put the values in the file itself.`,
+    );
+  }
+}
+
+/**
+ * Reads `<dir>/.env.platform.server` (dotenv syntax); empty when the file is absent. Only a regular
+ * file of that name is read: with a link in its place (`-> ~/.aws/credentials`) a cloned template
+ * had `platform deploy` send what it led to as the deployment's env (an attack review), and a
+ * FIFO or device would hang or flood the read.
+ */
 export function readServerEnv(dir: string): Record<string, string> {
-  const file = join(dir, SERVER_ENV_FILE);
-  return existsSync(file) ? parse(readFileSync(file)) : {};
+  const fd = openUnlessLink(join(dir, SERVER_ENV_FILE));
+  if (fd === undefined) return {};
+  try {
+    if (!fstatSync(fd).isFile())
+      throw new PlatformError(
+        "bad_request",
+        `${SERVER_ENV_FILE} is not a regular file; make it one, with the values in dotenv syntax.`,
+      );
+    return parse(readFileSync(fd));
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -3,7 +3,7 @@
  * (a cloned template): nothing outside it reaches a build, the host or the terminal. Run as the
  * built CLI against real hosts (`platform dev`'s own, and a test host for deploys).
  */
-import { cp, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -78,6 +78,48 @@ it("platform dev reports the refused import, and serves neither the file nor a b
       expect(response.status, path).toBe(404);
       expect(response.text()).not.toContain(SECRET);
     }
+    expect(dev.output()).not.toContain(SECRET);
+  } finally {
+    await dev.stop();
+  }
+}, 60_000);
+
+/** A copy of fixtures/logs whose .env.platform.server is a link to the developer's AWS credentials. */
+async function envLinkTemplate(name: string): Promise<{ app: string; credentials: string }> {
+  const app = await template("logs", name);
+  const credentials = join(root, "home", ".aws", "credentials");
+  await mkdir(join(root, "home", ".aws"), { recursive: true });
+  await writeFile(credentials, `AWS_SECRET_ACCESS_KEY=${SECRET}\n`);
+  await symlink(credentials, join(app, ".env.platform.server"));
+  return { app, credentials };
+}
+
+const envRefused = (credentials: string) =>
+  `error: bad_request: .env.platform.server is a symbolic link (to ${credentials}); it is read only as a file of its own`;
+
+it("platform deploy refuses a .env.platform.server that is a symbolic link, and sends nothing", async () => {
+  const { app, credentials } = await envLinkTemplate("deploy-env");
+  const deployed = await deploy(app, "env-linked");
+  expect(deployed.status, deployed.stderr).toBe(1);
+  expect(deployed.stderr).toContain(envRefused(credentials));
+  expect(`${deployed.stdout}${deployed.stderr}`).not.toContain(SECRET);
+  expect(await host.deployments.get("env-linked")).toBeUndefined();
+}, 60_000);
+
+it("platform dev refuses a .env.platform.server that is a symbolic link until a file replaces it", async () => {
+  const { app, credentials } = await envLinkTemplate("dev-env");
+  const { dev, port } = await startDev(app, ["--no-typecheck"]);
+  try {
+    expect(dev.output()).toContain(envRefused(credentials));
+    expect(dev.output()).toContain("the capsule did not deploy; nothing is served until a save fixes it");
+    const keys = () =>
+      sendRequest(`http://localhost:${port}/api/mutation/echoEnv`, { method: "POST", body: "{}" });
+    expect((await keys()).status).toBe(404);
+    // Renamed over the link in one step: no deploy runs between the link and the file.
+    await writeFile(join(app, "env.new"), "OWN_KEY=1\n");
+    await rename(join(app, "env.new"), join(app, ".env.platform.server"));
+    await dev.waitFor(/deployed /);
+    expect((await keys()).json()).toEqual({ value: ["OWN_KEY"] });
     expect(dev.output()).not.toContain(SECRET);
   } finally {
     await dev.stop();
