@@ -1,8 +1,11 @@
 /**
  * `platform dev` serves only files whose real path is inside the folder it serves: a symbolic link
  * in `client/` to a file or folder elsewhere (`client/logo.png -> ~/.ssh/id_ed25519`) is not
- * found, while one that stays inside is served as the file it leads to.
+ * found, while one that stays inside is served as the file it leads to. Only regular files are
+ * served: a FIFO is not found, and never waited on.
  */
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, openSync } from "node:fs";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -38,6 +41,8 @@ beforeAll(async () => {
   await writeFile(join(client, ".git", "config"), "url = https://token@example.com/repo");
   await writeFile(join(client, "app.ts"), "export const secret = 1;");
   await writeFile(join(client, ".well-known", "security.txt"), "Contact: a@example.com");
+  execFileSync("mkfifo", [join(client, "pipe.txt")]);
+  await symlink("pipe.txt", join(client, "pipe-link.txt"));
   const app = new Koa();
   app.use(staticFiles([client]));
   server = app.listen(0, "127.0.0.1");
@@ -47,6 +52,13 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${address.port}`;
 });
 afterAll(async () => {
+  // Whatever still waits on the FIFO for a writer gets one, and then its end: without the check of
+  // the file's type, reads stay blocked, each holding a thread of the pool file reads share.
+  try {
+    closeSync(openSync(join(root, "client", "pipe.txt"), constants.O_WRONLY | constants.O_NONBLOCK));
+  } catch {
+    // ENXIO: no reader waits.
+  }
   await new Promise((resolve) => server.close(resolve));
   await rm(root, { recursive: true, force: true });
 });
@@ -77,4 +89,13 @@ it("does not serve what platform deploy leaves out: dot-files, dot-folders and s
   expect(await get("/app.ts")).toEqual([404, ""]);
   expect(await get("/img/../.env")).toEqual([404, ""]);
   expect(await get("/.well-known/security.txt")).toEqual([200, "Contact: a@example.com"]);
+});
+
+it("does not serve a FIFO, nor wait on one: other files are still served meanwhile", async () => {
+  // Four reads waiting on a FIFO held all four threads of libuv's pool: every file read after
+  // them, the page's included, waited too.
+  const pipes = Array.from({ length: 6 }, (_, i) => get(i % 2 === 0 ? "/pipe.txt" : "/pipe-link.txt"));
+  const [page, ...answers] = await Promise.all([get("/"), ...pipes]);
+  expect(answers).toEqual(Array(6).fill([404, ""]));
+  expect(page).toEqual([200, "<!doctype html>"]);
 });

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { readFile, realpath, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, realpath, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
 import { isPublishedClientPath } from "../deployments/client-paths.js";
@@ -9,9 +10,29 @@ const inside = (base: string, path: string) => path === base || path.startsWith(
 const realOrNone = (path: string) => realpath(path).catch(() => undefined);
 
 /**
+ * The bytes of `file` when it is a regular file, else undefined. Opened without following a link
+ * and without blocking, then checked on the open handle: a FIFO in `client/` (`pipe.txt`) was read
+ * as it was, each GET holding one of libuv's four threads until a writer came, and four of them
+ * left every other file read of the process waiting (an attack review).
+ */
+async function readRegularFile(file: string): Promise<Buffer | undefined> {
+  const flags = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+  const handle = await open(file, flags).catch(() => undefined);
+  if (handle === undefined) return undefined;
+  try {
+    return (await handle.stat()).isFile() ? await handle.readFile() : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * The file `relative` names under `base` (a folder's `index.html`), or undefined when there is none
  * or its real path leaves `base`: a symbolic link out of `client/` (`logo.png -> ~/.ssh/id_ed25519`)
- * is not served, as `platform deploy` does not publish it. One that stays inside is served.
+ * is not served, as `platform deploy` does not publish it. One that stays inside is served; only a
+ * regular file is, as deploy publishes only those.
  */
 async function readUnder(
   base: string,
@@ -23,7 +44,7 @@ async function readUnder(
   const [realBase, realFile] = await Promise.all([realOrNone(base), realOrNone(file)]);
   if (realBase === undefined || realFile === undefined || !inside(realBase, realFile)) return undefined;
   // Read by the real path, which holds no link; the type still comes from the name asked for.
-  const body = await readFile(realFile).catch(() => undefined);
+  const body = await readRegularFile(realFile);
   return body ? { file, body } : undefined;
 }
 
