@@ -15,10 +15,13 @@ export function isEditorScratch(path: string): boolean {
 
 /**
  * Calls `onChange` once `folder` has been quiet for {@link SETTLE_MS} after a change below it;
- * resolves (to the function that stops watching) once the folder is being watched; later watch
- * errors go to `onError`. chokidar, not `fs.watch`: editors that save by writing a new file and
- * renaming it over the old one (or the old one away first) replace the watched file, and Node 20's
- * recursive `fs.watch` then stops seeing it; chokidar follows the new one (`atomic`).
+ * resolves (to the function that stops watching) once the folder is being watched; watch errors,
+ * at the start too, go to `onError` and watching goes on. chokidar, not `fs.watch`: editors that
+ * save by writing a new file and renaming it over the old one (or the old one away first) replace
+ * the watched file, and Node 20's recursive `fs.watch` then stops seeing it; chokidar follows the
+ * new one (`atomic`). Symbolic links are watched as links, not followed: with `client/root -> /`,
+ * chokidar walked the whole disk, and its second error (EACCES on `/proc/1/exe`), with no listener
+ * yet, ended `platform dev` within seconds (an attack review).
  */
 export async function watchFolder(
   folder: string,
@@ -34,18 +37,16 @@ export async function watchFolder(
     ignoreInitial: true,
     atomic: true,
     ignored,
+    followSymlinks: false,
     ...(onlyFile ? { depth: 0 } : {}),
   });
+  watcher.on("error", onError);
   let timer: NodeJS.Timeout | undefined;
   watcher.on("all", () => {
     clearTimeout(timer);
     timer = setTimeout(onChange, SETTLE_MS);
   });
-  await new Promise<void>((resolve, reject) => {
-    watcher.once("ready", resolve);
-    watcher.once("error", reject);
-  });
-  watcher.on("error", onError);
+  await new Promise<void>((resolve) => watcher.once("ready", resolve));
   return async () => {
     clearTimeout(timer);
     await watcher.close();

@@ -3,7 +3,7 @@
  * (a cloned template): nothing outside it reaches a build, the host or the terminal. Run as the
  * built CLI against real hosts (`platform dev`'s own, and a test host for deploys).
  */
-import { cp, mkdir, mkdtemp, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -42,6 +42,15 @@ function deploy(app: string, id: string) {
     PLATFORM_ADMIN_TOKEN: host.adminToken,
     PLATFORM_CONFIG_DIR: join(root, "no-config"),
   });
+}
+
+/** Resolves once `check` holds, asked again every 50 ms; fails after 30 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${check}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** A template whose client/main.ts imports `client/notes.txt -> ../../home/.ssh/id_rsa` as text. */
@@ -121,6 +130,32 @@ it("platform dev refuses a .env.platform.server that is a symbolic link until a 
     await dev.waitFor(/deployed /);
     expect((await keys()).json()).toEqual({ value: ["OWN_KEY"] });
     expect(dev.output()).not.toContain(SECRET);
+  } finally {
+    await dev.stop();
+  }
+}, 60_000);
+
+it("platform dev neither follows nor fails on client/root -> /: it serves, and rebuilds on a change", async () => {
+  const app = await template("todo", "dev-root-link");
+  await mkdir(join(app, "client"));
+  await writeFile(join(app, "client", "index.html"), "<!doctype html><title>root link</title>");
+  await writeFile(join(app, "client", "main.ts"), 'document.title = "first build";\n');
+  await symlink("/", join(app, "client", "root"));
+  const { dev, port } = await startDev(app, ["--no-typecheck"]);
+  try {
+    const base = `http://localhost:${port}`;
+    expect((await sendRequest(`${base}/`)).text()).toBe("<!doctype html><title>root link</title>");
+    const file = join(app, "server", "index.ts");
+    await writeFile(file, (await readFile(file, "utf8")).replace("take(50)", "take(49)"));
+    await dev.waitFor(/deployed [\s\S]*deployed /);
+    const list = await sendRequest(`${base}/api/query/list`, { method: "POST", body: "{}" });
+    expect(list.json()).toEqual({ value: [] });
+    // client/'s own watcher, the one that walked the disk, sees a change too.
+    // (chokidar reports the link itself once, at the start, so a build may come before this one.)
+    await writeFile(join(app, "client", "main.ts"), 'document.title = "second build";\n');
+    await until(async () => (await sendRequest(`${base}/main.js`)).text().includes("second build"));
+    expect(dev.child.exitCode).toBeNull();
+    expect(dev.output()).not.toContain("unhandled error");
   } finally {
     await dev.stop();
   }
