@@ -2,9 +2,9 @@
  * What `platform deploy` publishes of `client/` when it holds symbolic links: a link whose real
  * path stays inside `client/` is published as the file or folder it leads to; one that leaves the
  * folder (`client/logo.png -> ~/.ssh/id_ed25519`, a folder link) or leads nowhere is not, with a
- * warning naming it and saying why.
+ * warning naming it and saying why. A file over the limit is refused by its size, unread.
  */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -87,3 +87,22 @@ it("refuses paths longer together than a deploy takes before uploading anything"
     message: expect.stringContaining(`a deploy takes at most ${LIMITS.clientPathChars}`),
   });
 }, 60_000);
+
+it("refuses a file over the limit by its size, before reading it", async () => {
+  // Sparse: 3 GiB that take no room on disk. Read whole, it would not even fit in a Buffer (Node
+  // refuses files over 2 GiB), so only a check before the read gives this refusal.
+  const big = join(client, "big.bin");
+  await writeFile(big, "");
+  await truncate(big, 3 * 1024 ** 3);
+  await expect(collect()).rejects.toMatchObject({
+    code: "too_large",
+    message: `client file big.bin is ${3 * 1024 ** 3} bytes; one file may be at most ${LIMITS.clientFileBytes} bytes.`,
+  });
+});
+
+it("publishes a file of exactly the limit, whole", async () => {
+  await writeFile(join(client, "full.bin"), Buffer.alloc(LIMITS.clientFileBytes, 7));
+  const uploads = await collectClientFiles(capsule, { warn: () => {} });
+  const full = uploads.find((file) => file.path === "full.bin");
+  expect(full?.bytes.equals(Buffer.alloc(LIMITS.clientFileBytes, 7))).toBe(true);
+});

@@ -59,14 +59,36 @@ async function filesUnder(
   return files;
 }
 
+/** The refusal of client file `path`, `size` (`1900000000`, `more than 8388608`) bytes long. */
+function fileTooLarge(path: string, size: string): PlatformError {
+  return new PlatformError(
+    "too_large",
+    `client file ${path} is ${size} bytes; one file may be at most ${LIMITS.clientFileBytes} bytes.`,
+  );
+}
+
 /**
- * The bytes of `file`, refusing to follow a link put in its place since it was listed: what is
- * published is what {@link filesUnder} checked.
+ * The bytes of `file` (`path` in `client/`), refusing to follow a link put in its place since it
+ * was listed: what is published is what {@link filesUnder} checked. Its size is checked on the
+ * open file before anything is read, and no more than one byte past the limit is ever read (the
+ * file may grow meanwhile): a 1.9 GB sparse file was read whole before the 8 MiB refusal (an
+ * attack review).
  */
-async function readListedFile(file: string): Promise<Buffer> {
-  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+async function readListedFile(file: string, path: string): Promise<Buffer> {
+  const limit = LIMITS.clientFileBytes;
+  const flags = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+  const handle = await open(file, flags);
   try {
-    return await handle.readFile();
+    const stats = await handle.stat();
+    if (!stats.isFile())
+      throw new PlatformError("bad_request", `client file ${path} changed into something else while read.`);
+    if (stats.size > limit) throw fileTooLarge(path, String(stats.size));
+    const chunks: Buffer[] = [];
+    for await (const chunk of handle.createReadStream({ start: 0, end: limit, autoClose: false }))
+      chunks.push(chunk as Buffer);
+    const bytes = Buffer.concat(chunks);
+    if (bytes.length > limit) throw fileTooLarge(path, `more than ${limit}`);
+    return bytes;
   } finally {
     await handle.close();
   }
@@ -107,12 +129,7 @@ export async function collectClientFiles(
     const uploads: ClientUpload[] = [];
     let total = 0;
     for (const [path, file] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const bytes = await readListedFile(file);
-      if (bytes.length > LIMITS.clientFileBytes)
-        throw new PlatformError(
-          "too_large",
-          `client file ${path} is ${bytes.length} bytes; one file may be at most ${LIMITS.clientFileBytes} bytes.`,
-        );
+      const bytes = await readListedFile(file, path);
       total += bytes.length;
       if (total > LIMITS.clientBytes)
         throw new PlatformError(
