@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { LIMITS } from "../sdk/protocol/index.js";
+import { LIMITS, printable, UNPRINTABLE } from "../sdk/protocol/index.js";
 import { collectClientFiles } from "./client-files.js";
 
 let root: string;
@@ -105,4 +105,18 @@ it("publishes a file of exactly the limit, whole", async () => {
   const uploads = await collectClientFiles(capsule, { warn: () => {} });
   const full = uploads.find((file) => file.path === "full.bin");
   expect(full?.bytes.equals(Buffer.alloc(LIMITS.clientFileBytes, 7))).toBe(true);
+});
+
+it("names a link left out with its escape codes shown escaped, not sent to the terminal", async () => {
+  // OSC 52 (set the clipboard), erase the line, then conceal what follows.
+  const name = "x\u001b]52;c;ZWNobyBwd25lZA==\u0007\u001b[2Kclient: 0 links skipped\u001b[8m";
+  const outside = join(root, "outside\u001b[2J");
+  await writeFile(outside, "SECRET");
+  await symlink(outside, join(client, name));
+  const { warnings } = await collect();
+  expect(warnings).toEqual([
+    `client/${printable(name)} is not published: it is a symbolic link to ${printable(outside)}, outside client/.`,
+  ]);
+  expect(UNPRINTABLE.test(warnings[0] ?? "")).toBe(false);
+  expect(warnings[0]).toContain("x\\u001b]52;c;");
 });

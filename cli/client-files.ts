@@ -3,7 +3,7 @@ import { mkdtemp, open, readdir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { isPublishedClientPath } from "../host/deployments/client-paths.js";
-import { LIMITS } from "../sdk/protocol/index.js";
+import { LIMITS, printable } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { buildClientApp } from "./client-build.js";
 import { printWarning } from "./output.js";
@@ -99,7 +99,8 @@ async function readListedFile(file: string, path: string): Promise<Buffer> {
  * its production build (`main.js`, which wins over a file of the same name). Refused here, before
  * anything is uploaded, when it exceeds the host's limits (the host checks them again). A symbolic
  * link that leaves `client/` is never published: `warn` (a `warning:` line on stderr) names each
- * one left out and says why.
+ * one left out and says why, escape codes in its name or target shown escaped (a link named with
+ * them reached the terminal as it was: an attack review).
  */
 export async function collectClientFiles(
   capsuleDir: string,
@@ -110,7 +111,9 @@ export async function collectClientFiles(
     await buildClientApp(capsuleDir, out, { production: true });
     const files = new Map<string, string>();
     const skipped = (path: string, reason: string) => {
-      if (isPublishedClientPath(path)) warn(`client/${path} is not published: ${reason}.`);
+      // Escaped: a cloned template's file names, and where its links lead, are anyone's text.
+      if (isPublishedClientPath(path))
+        warn(`client/${printable(path)} is not published: ${printable(reason)}.`);
     };
     for (const [path, file] of await filesUnder(join(capsuleDir, "client"), skipped))
       if (isPublishedClientPath(path)) files.set(path, file);
