@@ -7,10 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { HttpResponse } from "../cli/http.js";
-import { HostDatabase, type HostMessage, PostgresKv } from "../host/db/index.js";
+import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { metaKey } from "../host/db/keys.js";
 import { capsule, string, table } from "../sdk/server/index.js";
 import { typedDb } from "./helpers/db.js";
+import { deafTo } from "./helpers/deaf-host.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
 
@@ -62,27 +63,6 @@ afterAll(async () => {
 
 async function developer(name: string): Promise<{ id: string; token: string }> {
   return (await a.admin("/v1/developers", "POST", { name })).json<{ id: string; token: string }>();
-}
-
-/**
- * Makes host `host` hear nothing of deployment `id` (its announcements of records, schemas and
- * commits, and the stamps' checks, which would read its record again within a period) until the
- * returned function is called: as when the announcements are lost, or still on their way.
- */
-function deafTo(host: TestHost, id: string): () => void {
-  const database = host.database as unknown as { receive(message: HostMessage): Promise<void> };
-  const receive = database.receive;
-  database.receive = async function (this: unknown, message) {
-    const about = message.type === "deployment" ? message.id : "deployment" in message && message.deployment;
-    if (about !== id) await receive.call(this, message);
-  };
-  const registry = (host.deployments as unknown as { registry: { checkStamps(): Promise<void> } }).registry;
-  const check = registry.checkStamps;
-  registry.checkStamps = async () => {};
-  return () => {
-    database.receive = receive;
-    registry.checkStamps = check;
-  };
 }
 
 /**

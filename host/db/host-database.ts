@@ -139,6 +139,15 @@ export class HostDatabase {
   }
 
   /**
+   * Tells this host's listeners that deployment `id` changed, as if announced, so that its record
+   * is read again: what finds the deployment's data or files another incarnation's than this host
+   * took it for calls it (host/db/incarnation.ts, host/storage/objects.ts).
+   */
+  changedUnheard(id: string): void {
+    this.tell({ type: "deployment", id });
+  }
+
+  /**
    * Tells the other hosts on this database something changed (no-op when there are none), for a
    * change not written with its announcement (see {@link write}). A broadcast that fails is sent
    * again, later each time, up to {@link ANNOUNCE_ATTEMPTS} times, in the background: swallowed,
@@ -247,7 +256,7 @@ export class HostDatabase {
         this.cursors,
         this.quota,
         () => this.shareOf(id),
-        () => this.tell({ type: "deployment", id }),
+        () => this.changedUnheard(id),
       ).load();
       loading.catch(() => this.deployments.delete(id));
       this.deployments.set(id, loading);

@@ -271,7 +271,7 @@ export function controlPlaneRoutes(
     const visibility = ctx.params.visibility;
     if (visibility !== "public" && visibility !== "private")
       throw new PlatformError("not_found", "No such object.");
-    await objects.remove(record.id, visibility, checkObjectId(ctx.params.object as string), OWNER_DELETE);
+    await objects.remove(record, visibility, checkObjectId(ctx.params.object as string), OWNER_DELETE);
     ctx.status = 204;
   });
   router.delete("/deploys/:id", async (ctx) => {

@@ -101,7 +101,7 @@ export function registerDataRoutes(
 ): void {
   router.get("/deploys/:id/totals", async (ctx) => {
     const record = await managedDeployment(ctx, deployments);
-    const stored = await objects.deploymentTotals(record.id);
+    const stored = await objects.deploymentTotals(record);
     ctx.body = { rows: await data.totalRows(record), objects: stored.count, bytes: stored.bytes };
   });
   router.get("/deploys/:id/tables", async (ctx) => {

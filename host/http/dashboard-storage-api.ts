@@ -25,12 +25,12 @@ export function registerStorageRoutes(
 ): void {
   router.get("/deploys/:id/storage", async (ctx) => {
     const record = await managedDeployment(ctx, deployments);
-    ctx.body = listingJson(await objects.list(record.id), objects.limits.listing);
+    ctx.body = listingJson(await objects.list(record), objects.limits.listing);
   });
   router.get("/deploys/:id/storage/:visibility/:object", async (ctx) => {
     const record = await managedDeployment(ctx, deployments);
     const visibility = visibilityOf(ctx.params.visibility);
-    const object = await objects.record(record.id, visibility, checkObjectId(ctx.params.object as string));
+    const object = await objects.record(record, visibility, checkObjectId(ctx.params.object as string));
     if (!object) throw new PlatformError("not_found", "No such object.");
     await sendObject(ctx, objects, object, "private, no-store");
   });

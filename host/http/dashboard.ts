@@ -169,7 +169,7 @@ export function dashboardRoutes(
     }
     setPageHeaders(ctx, STORAGE_PAGE_CSP);
     ctx.type = "html";
-    ctx.body = storagePage(record, await objects.list(record.id), signedIn.name, signedIn.csrf);
+    ctx.body = storagePage(record, await objects.list(record), signedIn.name, signedIn.csrf);
   });
 
   router.post("/deploys/:id/storage/delete", async (ctx) => {
@@ -183,7 +183,7 @@ export function dashboardRoutes(
     }
     const [visibility, id] = (fields.get("key") ?? "").split("/");
     if ((visibility === "public" || visibility === "private") && id)
-      await objects.remove(record.id, visibility, checkObjectId(id), OWNER_DELETE);
+      await objects.remove(record, visibility, checkObjectId(id), OWNER_DELETE);
     ctx.redirect(`/deploys/${encodeURIComponent(record.id)}/storage`);
   });
   return router.routes();

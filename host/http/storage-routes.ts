@@ -140,7 +140,6 @@ export function storageRoutes(
   router.get(LISTING, async (ctx, next) => {
     // The router answers HEAD with GET routes; the listing is GET only.
     if (ctx.method !== "GET") return next();
-    const id = ctx.state.deployment as string;
     const record = ctx.state.record as DeploymentRecord;
     // In the Authorization header only: the listing takes developers' and the operator's tokens,
     // which in a URL reach proxies' logs, and a tenant's service worker at its own origin.
@@ -156,7 +155,7 @@ export function storageRoutes(
     }
     // It names uploaders' emails: no cache keeps it.
     ctx.set("cache-control", "no-store");
-    ctx.body = listingJson(await objects.list(id), objects.limits.listing);
+    ctx.body = listingJson(await objects.list(record), objects.limits.listing);
   });
 
   router.post("/storage", async (ctx) => {
@@ -189,7 +188,7 @@ export function storageRoutes(
     const record = ctx.state.record as DeploymentRecord;
     const { visibility, objectId } = objectOf(ctx);
     const identity = checkStorageWriter(record, await identityOf(ctx, auth, id), dev);
-    await objects.remove(id, visibility, objectId, { kind: "uploader", userId: identity.userId });
+    await objects.remove(record, visibility, objectId, { kind: "uploader", userId: identity.userId });
     ctx.status = 204;
   });
 
@@ -198,7 +197,7 @@ export function storageRoutes(
     const record = ctx.state.record as DeploymentRecord;
     const { visibility, objectId } = objectOf(ctx);
     const cache = checkStorageReader(record, await identityOf(ctx, auth, id), visibility, dev);
-    const object = await objects.record(id, visibility, objectId);
+    const object = await objects.record(record, visibility, objectId);
     if (!object) throw new PlatformError("not_found", "No such object.");
     await sendObject(ctx, objects, object, cache === "public" ? PUBLIC_CACHE : "private, no-store");
   });

@@ -16,6 +16,7 @@ export {
   type ObjectRecord,
   objectRecordPages,
   type StorageHolder,
+  type StorageScope,
   type Visibility,
 } from "./object-records.js";
 export {

@@ -10,6 +10,16 @@ export interface StorageHolder {
   incarnation: string | null;
 }
 
+/**
+ * The deployment a storage operation is for, as its caller was allowed for it: the id, and the
+ * incarnation of the record the access check read (null: created before incarnations were kept).
+ * A deployment's record is one.
+ */
+export interface StorageScope {
+  readonly id: string;
+  readonly incarnation?: string | null | undefined;
+}
+
 /** What is recorded per stored object (the specification's "stored object record" plus its metadata). */
 export interface ObjectRecord {
   deployment: string;

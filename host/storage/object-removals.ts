@@ -45,15 +45,18 @@ export class ObjectRemovals {
   /**
    * Deletes `<visibility>/<id>` (idempotent: a missing object is fine) if `deleter` may (see
    * `checkObjectDelete`: the owner any object, an app user only their own). Frees its bytes from
-   * the owner's quota in the same batch.
+   * the owner's quota in the same batch. `confirm` runs once the object was read, before anything
+   * is decided on it: it refuses a caller allowed for another incarnation of the deployment.
    */
   async remove(
     deployment: string,
     visibility: Visibility,
     id: string,
     deleter: ObjectDeleter,
+    confirm: () => Promise<unknown>,
   ): Promise<boolean> {
     const existing = await this.record(deployment, visibility, id);
+    await confirm();
     if (!existing) return false;
     checkObjectDelete(deleter, existing);
     const removed = await this.lock(existing.quotaOwner).run(async () => {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { ObjectDeleter } from "../access/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import { type HostDatabase, type RecordStore, replacedError } from "../db/index.js";
 import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
@@ -16,7 +16,13 @@ import {
   inMebibytes,
   type StorageLimits,
 } from "./object-limits.js";
-import { chargeOf, type ObjectRecord, type StorageHolder, type Visibility } from "./object-records.js";
+import {
+  chargeOf,
+  type ObjectRecord,
+  type StorageHolder,
+  type StorageScope,
+  type Visibility,
+} from "./object-records.js";
 import { ObjectRemovals } from "./object-removals.js";
 import { checkUploadedContentType } from "./stored-text.js";
 
@@ -79,6 +85,22 @@ export class ObjectService {
   }
 
   /**
+   * Refuses (`not_found`, "was deleted") work on `scope`'s files unless the store's record of its
+   * id is the incarnation the caller was allowed for, and tells this host its record changed (read
+   * again, as a refusal of its data makes it: host/db/incarnation.ts). A host that had not heard of
+   * a deletion held the old record: its developer listed, downloaded and deleted the files of the
+   * deployment created under the id since, another tenant's, and so did the sessions they minted
+   * (test/stale-incarnation-storage.test.ts). Called after the work read its records: a file found
+   * was stored for the incarnation the store names by then (an upload checks it under the lock).
+   */
+  private async confirm(scope: StorageScope): Promise<StorageHolder> {
+    const holder = await this.quotaOwnerOf(scope.id);
+    if (holder !== undefined && holder.incarnation === (scope.incarnation ?? null)) return holder;
+    this.db.changedUnheard(scope.id);
+    throw replacedError(scope.id);
+  }
+
+  /**
    * The owner's quota lock: held in this process and against every other host sharing the
    * database, so usage read under it is exact and two uploads cannot both take the last free byte.
    */
@@ -138,9 +160,8 @@ export class ObjectService {
     }
     try {
       await this.lock(input.quotaOwner).run(async () => {
-        const holder = await this.quotaOwnerOf(record.deployment);
-        if (holder?.quotaOwner !== input.quotaOwner || holder.incarnation !== input.incarnation)
-          throw new PlatformError("not_found", `Deployment ${record.deployment} was deleted.`);
+        const holder = await this.confirm({ id: record.deployment, incarnation: input.incarnation });
+        if (holder.quotaOwner !== input.quotaOwner) throw replacedError(record.deployment);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
         const charged = chargeOf(record);
         if (used + charged > this.limits.perDeveloper) {
@@ -169,9 +190,11 @@ export class ObjectService {
     return record;
   }
 
-  /** The record of `<visibility>/<id>` in `deployment`, or undefined. */
-  record(deployment: string, visibility: Visibility, id: string): Promise<ObjectRecord | undefined> {
-    return this.records.get(`${deployment}/${visibility}/${checkObjectId(id)}`);
+  /** The record of `<visibility>/<id>` in `scope`'s deployment, or undefined (see {@link confirm}). */
+  async record(scope: StorageScope, visibility: Visibility, id: string): Promise<ObjectRecord | undefined> {
+    const found = await this.records.get(`${scope.id}/${visibility}/${checkObjectId(id)}`);
+    await this.confirm(scope);
+    return found;
   }
 
   /** What a download of `record` sends, and how (see object-downloads.ts). */
@@ -197,25 +220,29 @@ export class ObjectService {
     return recordedBytes(record, (key) => this.blobs.get(key));
   }
 
-  /** Deletes `<visibility>/<id>` if `deleter` may (see {@link ObjectRemovals.remove}). */
-  remove(deployment: string, visibility: Visibility, id: string, deleter: ObjectDeleter): Promise<boolean> {
-    return this.removals.remove(deployment, visibility, id, deleter);
+  /** Deletes `<visibility>/<id>` of `scope` if `deleter` may (see {@link ObjectRemovals.remove}, {@link confirm}). */
+  remove(scope: StorageScope, visibility: Visibility, id: string, deleter: ObjectDeleter): Promise<boolean> {
+    return this.removals.remove(scope.id, visibility, id, deleter, () => this.confirm(scope));
   }
 
-  /** How many objects a deployment stores and their bytes (one record read; the dashboard's list). */
-  async deploymentTotals(deployment: string): Promise<{ count: number; bytes: number }> {
-    return (await this.totals.get(deployment)) ?? { count: 0, bytes: 0 };
+  /** How many objects a deployment stores and their bytes (one record read; the dashboard's list; see {@link confirm}). */
+  async deploymentTotals(scope: StorageScope): Promise<{ count: number; bytes: number }> {
+    const totals = (await this.totals.get(scope.id)) ?? { count: 0, bytes: 0 };
+    await this.confirm(scope);
+    return totals;
   }
 
-  /** The newest objects of a deployment (at most the listing limit) and its totals. */
+  /** The newest objects of a deployment (at most the listing limit) and its totals (see {@link confirm}). */
   async list(
-    deployment: string,
+    scope: StorageScope,
   ): Promise<{ objects: ObjectRecord[]; totals: { count: number; bytes: number }; truncated: boolean }> {
+    const deployment = scope.id;
     const entries = await this.byTime.listPrefix(`${deployment}/`, this.limits.listing);
     const objects = (
       await Promise.all(entries.map(({ key }) => this.records.get(`${deployment}/${key}`)))
     ).filter((r): r is ObjectRecord => r !== undefined);
     const totals = (await this.totals.get(deployment)) ?? { count: 0, bytes: 0 };
+    await this.confirm(scope);
     return { objects, totals, truncated: totals.count > objects.length };
   }
 
