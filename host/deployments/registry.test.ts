@@ -170,3 +170,30 @@ it("ends what it ran of a deployment when a read again finds the id created anew
   await registry.reload("app");
   expect(gone).toEqual(["app"]);
 });
+
+it("ends the old incarnation when a call's read finds the id created anew, once, while word of it is read", async () => {
+  // A refusal of the old one's data drops the record and reads it again; a call before that read
+  // ended read the new record and ran the new code for the old one's sockets and live queries.
+  const { store, announce, holdNextAnswer } = await storeOfAHost(cleanups);
+  const db = await HostDatabase.openStore(store);
+  const gone: string[] = [];
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    (id) => gone.push(id),
+    (id) => changed.push(id),
+  );
+  const records = db.records<Record<string, unknown>>("deployments");
+  await records.put("app", { id: "app", incarnation: "first" });
+  expect((await registry.get("app"))?.incarnation).toBe("first");
+  await records.put("app", { id: "app", incarnation: "second" });
+  // Word of the change; its read is slow to answer.
+  const release = holdNextAnswer();
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  expect((await registry.get("app"))?.incarnation).toBe("second");
+  expect(gone).toEqual(["app"]);
+  // The slow read settles after: the new one is changed, not ended.
+  release();
+  await until(async () => changed.length === 1);
+  expect(gone).toEqual(["app"]);
+});

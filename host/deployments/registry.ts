@@ -2,12 +2,13 @@ import { PlatformError } from "../../sdk/values/index.js";
 import type { HostDatabase, HostMessage, KvOperation, RecordStore } from "../db/index.js";
 import { ArtifactStore, storedArtifacts } from "./artifacts.js";
 import { type OpenRead, ReadGenerations } from "./read-generations.js";
+import { listRecords } from "./record-listing.js";
 import { RecordRechecks } from "./record-rechecks.js";
 import { RecordStamps, StampChecks } from "./record-stamps.js";
 import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 
 /** What was known of a deployment as a read of its record after word of a change began. */
-type Known = { incarnation: string | null | undefined; read: OpenRead };
+type Known = { read: OpenRead };
 
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
@@ -53,8 +54,8 @@ export class DeploymentRegistry {
     this.stamps = new RecordStamps(db);
     this.rechecks = new RecordRechecks(
       (id) => this.records.get(id),
-      (id) => ({ incarnation: this.incarnations.get(id), read: this.generations.begin(id) }),
-      (id, record, before) => this.settle(id, record, before, this.onGone),
+      (id) => ({ read: this.generations.begin(id) }),
+      (id, record, before) => this.settle(id, record, before),
       (before) => this.generations.end(before.read),
     );
     db.onAnnouncement((message) => {
@@ -76,17 +77,15 @@ export class DeploymentRegistry {
 
   /**
    * Takes what a read of `id` after word of a change found. Another incarnation under the same id
-   * (deleted and created again, its deletion's message missed): the one this host knew is gone
-   * (its isolate, database, sockets and live queries with it) before the new one is changed.
+   * than the one known now (deleted and created again, its deletion's message missed): the one this
+   * host knew is gone (its isolate, database, sockets and live queries with it) before the new one
+   * is changed. Known now, not when the read began: a {@link get} meanwhile that kept the new one
+   * ended the old one already (this read ended the new one's isolate then).
    */
-  private settle(
-    id: string,
-    record: DeploymentRecord | undefined,
-    before: Known,
-    gone: (id: string) => void,
-  ) {
+  private settle(id: string, record: DeploymentRecord | undefined, before: Known) {
     const incarnation = record ? (record.incarnation ?? null) : undefined;
-    if (!record || (before.incarnation !== undefined && before.incarnation !== incarnation)) gone(id);
+    const known = this.incarnations.get(id);
+    if (!record || (known !== undefined && known !== incarnation)) this.onGone(id);
     if (record) {
       // Kept unless another announcement came meanwhile (see get).
       if (this.generations.unchanged(before.read)) this.keep(record);
@@ -149,14 +148,23 @@ export class DeploymentRegistry {
     return this.cache.get(id);
   }
 
-  /** The deployment `id`, or undefined; one read while word of a change came is not kept (it may be older). */
+  /**
+   * The deployment `id`, or undefined; one read while word of a change came is not kept (it may be
+   * older). One kept naming another incarnation than known (deleted and created again, unheard of)
+   * ends the old one first, as {@link settle} does: calls before that read's end ran the new code
+   * for the old one's sockets and live queries, with the identities they were opened with.
+   */
   async get(id: string): Promise<DeploymentRecord | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
     return this.generations.read(
       id,
       () => this.records.get(id),
-      (record) => (record ? this.keep(record) : this.owners.delete(id)),
+      (record) => {
+        const known = this.incarnations.get(id);
+        if (record && known !== undefined && known !== (record.incarnation ?? null)) this.onGone(id);
+        record ? this.keep(record) : this.owners.delete(id);
+      },
     );
   }
 
@@ -173,12 +181,12 @@ export class DeploymentRegistry {
 
   /** The deployment `id` as stored now, not as cached (decisions under the id's lock are made on it). */
   async reload(id: string): Promise<DeploymentRecord | undefined> {
-    const [before, incarnation] = [this.cache.get(id), this.incarnations.get(id)];
+    const before = this.cache.get(id);
     this.cache.delete(id);
+    // Deleted and created again unheard of: the read ends the old one (its isolate, its log lines;
+    // see get). And another host's change not heard of yet is told as if announced (the stamps'
+    // check would not).
     const record = await this.get(id);
-    // Deleted and created again unheard of: the old one is gone (its isolate, its log lines). And
-    // another host's change not heard of yet is told as if announced (the stamps' check would not).
-    if (record && incarnation !== undefined && (record.incarnation ?? null) !== incarnation) this.onGone(id);
     if (before && JSON.stringify(record) !== JSON.stringify(before)) this.rechecks.run(id);
     return record;
   }
@@ -190,21 +198,9 @@ export class DeploymentRegistry {
     return record;
   }
 
-  /**
-   * Every deployment, in id order: their ids read from the store, each record from the cache, or
-   * read alone (not kept: a listing does not fill the cache with every deployment of the host). A
-   * record holds its capsule's whole declaration (up to 2 Mi characters): parsing every one at once
-   * on each listing (a developer's `GET /v1/me`, a new deployment's count) held every tenant's
-   * calls for seconds when one developer's records were large.
-   */
-  async list(): Promise<DeploymentRecord[]> {
-    const records: DeploymentRecord[] = [];
-    for await (const ids of this.records.idPages())
-      for (const id of ids) {
-        const record = this.cache.get(id) ?? (await this.records.get(id));
-        if (record) records.push(record);
-      }
-    return records;
+  /** Every deployment, in id order, each record from the cache or read alone (see {@link listRecords}). */
+  list(): Promise<DeploymentRecord[]> {
+    return listRecords(this.records, (id) => this.cache.get(id));
   }
 
   /**
