@@ -49,6 +49,8 @@ export interface Call {
   anonymousCaller?: string | undefined;
   /** Told what the call used once it ran, whether it succeeded or failed (the dashboard's runner). */
   onUsage?: (usage: CallUsage) => void;
+  /** The incarnation the caller was checked for (a socket's): refused on another (the id re-created). */
+  incarnation?: string | null | undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { type BridgeHttpRequest, type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { authoriseClaim } from "../access/index.js";
 import type { SessionProof } from "../auth/index.js";
-import type { HostDatabase, IfFree, MigrationProgress } from "../db/index.js";
+import { type HostDatabase, type IfFree, type MigrationProgress, replacedError } from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
 import type { StorageHolder } from "../storage/index.js";
 import { type Call, CallExecutor, type CallObserver, type CallResult } from "./call-execution.js";
@@ -258,6 +258,8 @@ export class DeploymentService {
   async call(id: string, call: Call): Promise<CallResult> {
     // Nearly every call finds its record cached: no extra turn through `require`.
     const record = this.registry.cached(id) ?? (await this.registry.require(id));
+    if (call.incarnation !== undefined && (record.incarnation ?? null) !== call.incarnation)
+      throw replacedError(id);
     return this.calls.call(record, call);
   }
 

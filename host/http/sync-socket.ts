@@ -141,6 +141,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
           session,
           idempotencyKey,
           anonymousCaller: address,
+          incarnation,
         });
       } finally {
         gate?.endWrite();
@@ -241,7 +242,7 @@ export function serveSyncSocket(ws: WebSocket, caller: SyncCaller, shared: SyncS
       };
       subscriptions.set(id, subscriber);
       // Left through live.leave, at once, even before this resolves; a failure must not go unheard.
-      live.subscribe(deployment, message.name, args, identity, subscriber).catch(() => {});
+      live.subscribe(deployment, message.name, args, identity, subscriber, incarnation).catch(() => {});
     } else if (message.type === "unsubscribe") {
       const subscriber = subscriptions.get(id);
       subscriptions.delete(id);

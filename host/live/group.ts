@@ -47,6 +47,8 @@ export interface Group {
   name: string;
   argsJson: string;
   identity: BridgeIdentity | null;
+  /** The incarnation its subscribers' identity was checked for (see `Call.incarnation`). */
+  incarnation: string | null | undefined;
   /** Whose share what it holds counts against (see {@link Subscriber.caller}). */
   caller: string;
   outcome?: Outcome;
@@ -100,6 +102,7 @@ export function groupKey(
   name: string,
   argsJson: string,
   identity: BridgeIdentity | null,
+  incarnation?: string | null,
 ): string {
   return createHash("sha256")
     .update(
@@ -110,6 +113,8 @@ export function groupKey(
         identity?.userId ?? null,
         identity?.kind ?? null,
         identity?.email ?? null,
+        // User ids are the same in each incarnation of an id: sockets of two never share a group.
+        incarnation,
       ]),
     )
     .digest("base64");
@@ -122,12 +127,14 @@ export function newGroup(
   argsJson: string,
   identity: BridgeIdentity | null,
   caller: string,
+  incarnation?: string | null,
 ): Group {
   return {
     deployment,
     name,
     argsJson,
     identity,
+    incarnation,
     caller,
     subscribers: new Map(),
     executing: false,

@@ -91,14 +91,16 @@ export class LiveQueries {
     argsJson: string,
     identity: BridgeIdentity | null,
     subscriber: Subscriber,
+    /** The incarnation `identity` was checked for (a socket's): its runs are refused on another. */
+    incarnation?: string | null,
   ): Promise<() => void> {
     const leave = () => this.leave(subscriber);
     await this.listen(deployment);
     if (this.subscriptions.hasLeft(subscriber)) return leave;
-    const key = groupKey(deployment, name, argsJson, identity);
+    const key = groupKey(deployment, name, argsJson, identity, incarnation);
     let group = this.subscriptions.get(key);
     if (!group) {
-      group = newGroup(deployment, name, argsJson, identity, subscriber.caller ?? "");
+      group = newGroup(deployment, name, argsJson, identity, subscriber.caller ?? "", incarnation);
       this.subscriptions.add(key, group);
     }
     this.subscriptions.join(subscriber, group, key);
@@ -224,6 +226,7 @@ export class LiveQueries {
         name: group.name,
         argsJson: group.argsJson,
         identity: group.identity,
+        incarnation: group.incarnation,
       });
       outcome = { valueJson: result.valueJson };
       readSet = result.readSet;
