@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { checkDeploymentId } from "../host/deployments/records.js";
 import { isLoopbackHost } from "../host/http/loopback-host.js";
+import { OBJECT_KEY } from "../host/storage/object-limits.js";
 import { printWarning } from "./output.js";
 
 /**
@@ -59,11 +60,35 @@ export function requireIdWithHost(
     );
 }
 
-/** `--name <id>` (or another deployment id flag): a valid deployment id, or a usage error saying what one is. */
+/**
+ * `--name <id>`, or a `[deploy_id]` argument: a valid deployment id, or a usage error saying what
+ * one is (commander names the value). An id goes into URL paths (`/v1/deploys/<id>/logs`) and host names
+ * (`<id>.<domain>`): `../..` or `x@evil` reached other routes and hosts with the owner's token.
+ */
 export function parseDeploymentId(flag: string): string {
   try {
     return checkDeploymentId(flag);
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }
+}
+
+/**
+ * A stored file's key argument (`platform storage get` and `delete`): the shape the host issues
+ * (`public/<id>` or `private/<id>`, the id 22 characters of letters, digits, `_` and `-`), or a
+ * usage error (commander names the value) before any request: the key goes into the URL's path, and dot segments
+ * turned `private/../../../../../deploys/todo` into `DELETE /v1/deploys/todo` with the owner's
+ * token (an attack review, 2026-12-06).
+ */
+export function parseObjectKey(key: string): string {
+  if (!OBJECT_KEY.test(key))
+    throw new InvalidArgumentError(
+      "A file's key is public/<id> or private/<id>, as platform storage put and list print it.",
+    );
+  return key;
+}
+
+/** `key` as a URL path: each of its segments percent-encoded, so none can act as `..` or `?`. */
+export function pathOf(key: string): string {
+  return key.split("/").map(encodeURIComponent).join("/");
 }

@@ -157,7 +157,7 @@ export function registerDeploy(program: Command): void {
         process.stdout.write(clientSummary(client));
         const base = new URL(flags.host);
         const deployed = await deployStreaming(
-          new URL(`/v1/deploys/${id}`, base),
+          new URL(`/v1/deploys/${encodeURIComponent(id)}`, base),
           token,
           JSON.stringify({
             code,

@@ -5,6 +5,7 @@ import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import yauzl from "yauzl";
 import { PlatformError } from "../../sdk/values/index.js";
+import { parseDeploymentId } from "../flags.js";
 import { localhostLookup, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
@@ -83,7 +84,11 @@ export function registerExport(program: Command): void {
   transferOptions(
     program
       .command("export")
-      .argument("[deploy_id]", "a hosted deployment (needs --host); none: the dev server's")
+      .argument(
+        "[deploy_id]",
+        "a hosted deployment (needs --host); none: the dev server's",
+        parseDeploymentId,
+      )
       .description(
         "write one consistent snapshot of a deployment (rows, schema, settings without env values, stored files) to a zip archive",
       )

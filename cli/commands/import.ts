@@ -3,6 +3,7 @@ import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { errorFromWire } from "../../sdk/client/errors.js";
 import { PlatformError } from "../../sdk/values/index.js";
+import { parseDeploymentId } from "../flags.js";
 import { localhostLookup, onLines, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
 import { remoteErrorOf } from "../remote-error.js";
@@ -113,7 +114,11 @@ export function registerImport(program: Command): void {
     program
       .command("import")
       .argument("<archive>", "a zip archive written by platform export")
-      .argument("[deploy_id]", "a hosted deployment, new or empty (needs --host); none: the dev server's")
+      .argument(
+        "[deploy_id]",
+        "a hosted deployment, new or empty (needs --host); none: the dev server's",
+        parseDeploymentId,
+      )
       .description(
         "load an export into a new or empty deployment, all or nothing (ids, createdAt and object keys kept)",
       )

@@ -2,7 +2,7 @@ import { type Command, Option } from "commander";
 import { PlatformError } from "../../sdk/values/index.js";
 import { colorsFor } from "../colors.js";
 import { ownerToken } from "../config.js";
-import { parseHostUrl, parsePort, requireIdWithHost } from "../flags.js";
+import { parseDeploymentId, parseHostUrl, parsePort, requireIdWithHost } from "../flags.js";
 import { localhostLookup, onLines, requestFor } from "../http.js";
 import { formatLogLine, type LogLine } from "../log-format.js";
 import { runAction } from "../output.js";
@@ -15,6 +15,7 @@ export function registerLogs(program: Command): void {
     .argument(
       "[deploy_id]",
       "a hosted deployment (needs --host and the owner's credentials); none: the dev server",
+      parseDeploymentId,
     )
     .description(
       "show handler log lines (ctx.log) and every call's budget figures of the dev server or of a hosted deployment",
@@ -43,7 +44,7 @@ export function registerLogs(program: Command): void {
           if (deployId) {
             if (!flags.host)
               throw new PlatformError("bad_request", "A hosted deployment needs --host <control plane URL>.");
-            url = new URL(`/v1/deploys/${deployId}/logs`, flags.host);
+            url = new URL(`/v1/deploys/${encodeURIComponent(deployId)}/logs`, flags.host);
             const token = ownerToken(flags.host);
             if (!token)
               throw new PlatformError(

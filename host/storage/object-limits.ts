@@ -33,6 +33,14 @@ export function fileTooLarge(limit: number): PlatformError {
 
 const ID = /^[A-Za-z0-9_-]{22}$/;
 
+/**
+ * An object's key as the host issues it: its visibility, then the 22 base64url characters of its
+ * random id (`private/AbC...`). What an archive may carry, and what `platform storage get` and
+ * `delete` accept before they put a key in a URL: a key with `..` segments or escapes took the
+ * owner's token to another route (`private/../../../../../deploys/todo` deleted the deployment).
+ */
+export const OBJECT_KEY = /^(?:public|private)\/[A-Za-z0-9_-]{22}$/;
+
 /** Checks an object id taken from a URL. */
 export function checkObjectId(id: string): string {
   if (!ID.test(id)) throw new PlatformError("not_found", "No such object.");

@@ -4,6 +4,7 @@ import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/i
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
+import { OBJECT_KEY } from "./object-limits.js";
 import { chargeOf, type ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
 import { contentTypeFault, isUploaderText } from "./stored-text.js";
@@ -18,8 +19,6 @@ export interface ArchivedObject {
   uploadedAt: number;
 }
 
-const KEY = /^(public|private)\/([A-Za-z0-9_-]{22})$/;
-
 function invalid(message: string): PlatformError {
   return new PlatformError("bad_request", `Invalid archive: ${message}`);
 }
@@ -33,7 +32,8 @@ export function archivedObject(record: ObjectRecord): ArchivedObject {
 /** Checks one object record of an archive (`where` names its line). */
 export function checkArchivedObject(value: unknown, where: string, fileSize: number): ArchivedObject {
   const o = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
-  if (typeof o.key !== "string" || !KEY.test(o.key)) throw invalid(`${where} has no valid object key.`);
+  if (typeof o.key !== "string" || !OBJECT_KEY.test(o.key))
+    throw invalid(`${where} has no valid object key.`);
   if (typeof o.size !== "number" || !Number.isSafeInteger(o.size) || o.size < 0 || o.size > fileSize)
     throw invalid(`${where} (${o.key}) has an invalid size.`);
   if (typeof o.contentType !== "string") throw invalid(`${where} (${o.key}) has an invalid content type.`);

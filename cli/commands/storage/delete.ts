@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { ownerToken } from "../../config.js";
+import { parseObjectKey, pathOf } from "../../flags.js";
 import type { HttpResponse } from "../../http.js";
 import { printResult, runAction } from "../../output.js";
 import {
@@ -24,9 +25,9 @@ interface DeleteFlags extends TargetFlags {
  */
 export function registerStorageDelete(storage: Command): void {
   hostedAppOptions(
-    targetOptions(storage.command("delete").argument("<key>", "public/<id> or private/<id>")).description(
-      "delete one file (hosted: the owner's credentials, any uploader's file)",
-    ),
+    targetOptions(
+      storage.command("delete").argument("<key>", "public/<id> or private/<id>", parseObjectKey),
+    ).description("delete one file (hosted: the owner's credentials, any uploader's file)"),
     "owner token for a hosted app (default: $PLATFORM_TOKEN, then your login)",
   )
     .addHelpText(
@@ -47,14 +48,14 @@ async function remove(key: string, flags: DeleteFlags): Promise<void> {
         "Hosted deletes need the owner's credentials: platform login, PLATFORM_TOKEN or --token.",
       );
     response = await send(
-      `${target.controlPlane}/v1/me/deploys/${target.deployId}/storage/${key}`,
+      `${target.controlPlane}/v1/me/deploys/${encodeURIComponent(target.deployId)}/storage/${pathOf(key)}`,
       { method: "DELETE", headers: { authorization: `Bearer ${token}` } },
       target,
     );
   } else {
     const token = await localGuestToken(target);
     response = await send(
-      `${target.base}/storage/${key}`,
+      `${target.base}/storage/${pathOf(key)}`,
       { method: "DELETE", headers: { authorization: `Bearer ${token}` } },
       target,
     );

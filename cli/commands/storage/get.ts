@@ -1,5 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { type Command, InvalidArgumentError } from "commander";
+import { parseObjectKey, pathOf } from "../../flags.js";
 import { formatBytes, printResult, runAction } from "../../output.js";
 import {
   hostedAppOptions,
@@ -20,7 +21,7 @@ interface GetFlags extends TargetFlags {
 /** `platform storage get <key>`: downloads one file to `--out` or to standard output. */
 export function registerStorageGet(storage: Command): void {
   hostedAppOptions(
-    targetOptions(storage.command("get").argument("<key>", "public/<id> or private/<id>"))
+    targetOptions(storage.command("get").argument("<key>", "public/<id> or private/<id>", parseObjectKey))
       .description("download one file to --out or to standard output")
       .option("--out <file>", "write the bytes here (required with --json)"),
     "an account token for a hosted app",
@@ -43,7 +44,7 @@ async function get(key: string, flags: GetFlags): Promise<void> {
   const target = resolveTarget(flags.deploy, flags);
   const token = target.hosted ? flags.token : await localGuestToken(target);
   const response = await send(
-    `${target.base}/storage/${key}`,
+    `${target.base}/storage/${pathOf(key)}`,
     { headers: token ? { authorization: `Bearer ${token}` } : {} },
     target,
   );

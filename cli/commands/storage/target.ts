@@ -1,4 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { checkDeploymentId } from "../../../host/deployments/records.js";
+import { printable } from "../../../sdk/protocol/index.js";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { readConfig } from "../../config.js";
 import { parseHostUrl, parsePort, withScheme } from "../../flags.js";
@@ -44,17 +46,19 @@ export function hostedAppOptions(command: Command, tokenHelp: string): Command {
 /**
  * Resolves a target: no deploy id means the dev server on `--port`; a URL
  * (`http://<id>.<domain>:<port>`, or without `http://`: a deployment id has no `.` or `:`) or an
- * id with `--host <control plane URL>` means a hosted app.
+ * id with `--host <control plane URL>` means a hosted app. The id must be a deployment id (a usage
+ * error otherwise): it becomes a host name, and `attacker/x` made `http://attacker/x.<domain>`,
+ * which sent the token to the host `attacker`.
  */
 export function resolveTarget(deploy: string | undefined, flags: TargetFlags): Target {
   if (!deploy) return { base: `http://localhost:${flags.port}`, hosted: false, deployId: "dev" };
   if (/^https?:\/\/|[.:]/.test(deploy)) {
-    if (!URL.canParse(withScheme(deploy)))
+    const url = URL.canParse(withScheme(deploy)) ? new URL(withScheme(deploy)) : undefined;
+    const [id, ...rest] = url?.hostname.split(".") ?? [];
+    if (!url || !/^https?:$/.test(url.protocol) || !isDeploymentId(id) || rest.length === 0)
       throw new InvalidArgumentError(
-        `${deploy} is not a deployment: write its URL (http://<id>.<domain>:<port>) or its id with --host.`,
+        `${printable(deploy)} is not a deployment: write its URL (http://<id>.<domain>:<port>) or its id with --host.`,
       );
-    const url = new URL(withScheme(deploy));
-    const [id, ...rest] = url.hostname.split(".");
     return {
       base: url.origin,
       hosted: true,
@@ -62,19 +66,33 @@ export function resolveTarget(deploy: string | undefined, flags: TargetFlags): T
       controlPlane: `${url.protocol}//${rest.join(".")}${url.port ? `:${url.port}` : ""}`,
     };
   }
+  if (!isDeploymentId(deploy))
+    throw new InvalidArgumentError(
+      `${printable(deploy)} is not a deployment id (1-63 lowercase letters, digits or '-', starting with a letter) nor a deployment's URL.`,
+    );
+  const deployId = deploy;
   const host = flags.host ?? Object.keys(readConfig().logins)[0];
   if (!host)
     throw new PlatformError(
       "bad_request",
-      `To reach deployment ${deploy}, pass --host <control plane URL> or its URL (http://${deploy}.<domain>:<port>).`,
+      `To reach deployment ${deployId}, pass --host <control plane URL> or its URL (http://${deployId}.<domain>:<port>).`,
     );
   const control = new URL(host);
   return {
-    base: `${control.protocol}//${deploy}.${control.host}`,
+    base: `${control.protocol}//${deployId}.${control.host}`,
     hosted: true,
-    deployId: deploy,
+    deployId,
     controlPlane: control.origin,
   };
+}
+
+function isDeploymentId(id: string | undefined): boolean {
+  try {
+    checkDeploymentId(id);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The local guest's token (`guest:<name>` from `platform auth as`, default `guest:cli`). */
