@@ -11,6 +11,8 @@ export function requestFor(url: URL): typeof httpRequest {
 
 /** A response with its body read. */
 export interface HttpResponse {
+  /** The URL asked for (a redirect's relative `Location` is read against it). */
+  url: string;
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
@@ -57,6 +59,7 @@ function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Pro
         res.on("end", () => {
           const body = Buffer.concat(chunks);
           resolve({
+            url,
             status: res.statusCode ?? 0,
             headers: res.headers,
             body,

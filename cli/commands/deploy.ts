@@ -10,7 +10,7 @@ import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { parseDeploymentId, parseHostUrl } from "../flags.js";
 import { localhostLookup, onLines, requestFor, writeBody } from "../http.js";
 import { plural, printWarning, runAction } from "../output.js";
-import { remoteErrorOf } from "../remote-error.js";
+import { remoteErrorOf, succeeded } from "../remote-error.js";
 
 /**
  * Sends a deploy and follows its NDJSON progress: an upload bar, then each index backfill's row
@@ -41,12 +41,12 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
       },
       (res) => {
         bar?.stop();
-        if ((res.statusCode ?? 500) >= 400) {
-          remoteErrorOf(res).then(reject, reject);
+        if (!succeeded(res.statusCode)) {
+          remoteErrorOf(res, url).then(reject, reject);
           return;
         }
         let failed: PlatformError | undefined;
-        let deployed: DeployedView = {};
+        let deployed: DeployedView | undefined;
         onLines(res, (text) => {
           const message = JSON.parse(text) as {
             progress?: { table: string; index: string; done: number };
@@ -65,7 +65,15 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
         res.on("end", () => {
           if (tty) process.stderr.write("\n");
           if (failed) reject(failed);
-          else resolve(deployed);
+          else if (deployed) resolve(deployed);
+          // A success status alone is no deploy: only the host's last line says it was done.
+          else
+            reject(
+              new PlatformError(
+                "unavailable",
+                "The host's answer ended without the deploy's result (cut short, or not a platform host's answer): check the deployment, and deploy again.",
+              ),
+            );
         });
       },
     );

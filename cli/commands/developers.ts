@@ -51,7 +51,7 @@ export function registerDevelopers(program: Command): void {
             ...(flags.name ? { name: flags.name } : {}),
           }),
         });
-        if (response.status !== 201) throw remoteError(response.status, response.body);
+        if (response.status !== 201) throw remoteError(response);
         const created = response.json<CreatedDeveloper>();
         printResult(
           flags.json === true,

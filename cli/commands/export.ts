@@ -8,7 +8,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
 import { localhostLookup, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
-import { remoteErrorOf } from "../remote-error.js";
+import { remoteErrorOf, succeeded } from "../remote-error.js";
 import {
   endProgress,
   progressLine,
@@ -45,8 +45,8 @@ function download(url: URL, headers: Record<string, string>, partial: string): P
   const send = requestFor(url);
   return new Promise((resolvePromise, reject) => {
     const req = send(url, { headers, lookup: localhostLookup }, (res) => {
-      if ((res.statusCode ?? 500) >= 400) {
-        remoteErrorOf(res).then(reject, reject);
+      if (!succeeded(res.statusCode)) {
+        remoteErrorOf(res, url).then(reject, reject);
         return;
       }
       let received = 0;

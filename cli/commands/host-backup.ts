@@ -8,7 +8,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { parseHostUrl } from "../flags.js";
 import { localhostLookup, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, printWarning, runAction } from "../output.js";
-import { remoteErrorOf } from "../remote-error.js";
+import { remoteErrorOf, succeeded } from "../remote-error.js";
 
 interface BackupFlags {
   out: string;
@@ -46,7 +46,7 @@ function openBackup(host: string, token: string): Promise<IncomingMessage> {
         lookup: localhostLookup,
       },
       (res) => {
-        if ((res.statusCode ?? 500) >= 400) remoteErrorOf(res).then(reject, reject);
+        if (!succeeded(res.statusCode)) remoteErrorOf(res, url).then(reject, reject);
         else resolvePromise(res);
       },
     );

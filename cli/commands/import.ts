@@ -6,7 +6,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
 import { localhostLookup, onLines, requestFor } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
-import { remoteErrorOf } from "../remote-error.js";
+import { remoteErrorOf, succeeded } from "../remote-error.js";
 import {
   endProgress,
   progressLine,
@@ -65,8 +65,8 @@ async function upload(url: URL, headers: Record<string, string>, file: string): 
         },
       },
       (res) => {
-        if ((res.statusCode ?? 500) >= 400) {
-          remoteErrorOf(res).then(reject, reject);
+        if (!succeeded(res.statusCode)) {
+          remoteErrorOf(res, url).then(reject, reject);
           return;
         }
         let result: ImportView | undefined;

@@ -48,7 +48,7 @@ export function registerLogin(program: Command): void {
           headers: { authorization: `Bearer ${token}` },
         });
         if (me.status !== 200) {
-          const error = remoteError(me.status, me.body);
+          const error = remoteError(me);
           // The server's code and message, then what to do about it.
           if (error.code === "unauthorized" || error.code === "forbidden")
             throw new PlatformError(

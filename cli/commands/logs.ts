@@ -6,7 +6,7 @@ import { parseDeploymentId, parseHostUrl, parsePort, requireIdWithHost } from ".
 import { localhostLookup, onLines, requestFor } from "../http.js";
 import { formatLogLine, type LogLine } from "../log-format.js";
 import { runAction } from "../output.js";
-import { remoteErrorOf } from "../remote-error.js";
+import { remoteErrorOf, succeeded } from "../remote-error.js";
 
 /** `platform logs [deploy_id]`: handler log lines of the dev server or of a hosted deployment. */
 export function registerLogs(program: Command): void {
@@ -58,8 +58,8 @@ export function registerLogs(program: Command): void {
           if (flags.follow) url.searchParams.set("follow", "1");
           await new Promise<void>((resolve, reject) => {
             const req = requestFor(url)(url, { headers, lookup: localhostLookup }, (res) => {
-              if ((res.statusCode ?? 500) >= 400) {
-                remoteErrorOf(res).then(reject, reject);
+              if (!succeeded(res.statusCode)) {
+                remoteErrorOf(res, url).then(reject, reject);
                 return;
               }
               const c = colorsFor(process.stdout);

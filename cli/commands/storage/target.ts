@@ -103,6 +103,7 @@ export async function localGuestToken(target: Target): Promise<string> {
     { method: "POST", body: JSON.stringify({ name }) },
     target,
   );
+  if (response.status !== 200) throw remoteError(response);
   return response.json<{ token: string }>().token;
 }
 
@@ -133,7 +134,7 @@ export function storageFailure(
   target: Target,
   action: "list" | "put" | "get" | "delete",
 ): PlatformError {
-  const error = remoteError(response.status, response.body);
+  const error = remoteError(response);
   if (!target.hosted || (error.code !== "unauthorized" && error.code !== "forbidden")) return error;
   const hint =
     action === "put"
