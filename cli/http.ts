@@ -1,6 +1,8 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { localhostLookup } from "../sdk/client/node-transport.js";
+import { LIMITS } from "../sdk/protocol/index.js";
+import { PlatformError } from "../sdk/values/index.js";
 
 export { localhostLookup };
 
@@ -26,6 +28,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   body?: string | Buffer;
   timeoutMs?: number;
+  /** Bytes of the answer read at most (default `LIMITS.cliAnswerBytes`); past them it fails. */
+  maxBytes?: number;
   /** Called as the body is sent (then it is written in 64 KiB chunks). */
   onProgress?: (sent: number, total: number) => void;
 }
@@ -43,7 +47,9 @@ export function sendRequest(url: string, options: RequestOptions = {}): Promise<
 function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Promise<HttpResponse> {
   const target = new URL(url);
   const send = requestFor(target);
+  const maxBytes = options.maxBytes ?? LIMITS.cliAnswerBytes;
   return new Promise((resolve, reject) => {
+    let failed = false;
     const req = send(
       target,
       {
@@ -54,7 +60,15 @@ function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Pro
       },
       (res) => {
         const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        let received = 0;
+        res.on("data", (chunk: Buffer) => {
+          received += chunk.length;
+          if (received > maxBytes) {
+            failed = true;
+            res.destroy();
+            reject(answerTooLarge(target, maxBytes));
+          } else chunks.push(chunk);
+        });
         res.on("error", reject);
         res.on("end", () => {
           const body = Buffer.concat(chunks);
@@ -71,6 +85,7 @@ function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Pro
     );
     req.on("timeout", () => req.destroy(new Error(`Request to ${url} timed out`)));
     req.on("error", (error: NodeJS.ErrnoException) => {
+      if (failed) return;
       if (mayResend && req.reusedSocket && error.code === "ECONNRESET")
         resolve(sendOnce(url, options, false));
       else reject(error);
@@ -82,6 +97,20 @@ function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Pro
     } else if (body !== undefined) req.end(body);
     else req.end();
   });
+}
+
+const inMebibytes = (bytes: number) => `${bytes / 1024 / 1024} MiB`;
+
+/**
+ * The error for an answer past what the CLI reads ({@link LIMITS.cliAnswerBytes}): no host sends
+ * one, and reading on would hold it all in memory (an endless body grew `platform login` to
+ * 13.6 GB in 60 s).
+ */
+function answerTooLarge(url: URL, maxBytes: number): PlatformError {
+  return new PlatformError(
+    "too_large",
+    `The answer of ${url.origin} passed ${inMebibytes(maxBytes)}, more than a platform host sends: the rest was not read. Is --host a platform host?`,
+  );
 }
 
 /**
@@ -111,13 +140,51 @@ export function writeBody(
   pump();
 }
 
-/** Calls `onLine` for every non-empty line of a streamed response (NDJSON), as it arrives. */
-export function onLines(stream: IncomingMessage, onLine: (line: string) => void): void {
-  let pending = "";
-  stream.on("data", (chunk: Buffer) => {
-    pending += chunk.toString();
-    const lines = pending.split("\n");
-    pending = lines.pop() ?? "";
-    for (const line of lines) if (line) onLine(line);
+/**
+ * Calls `onLine` for every non-empty line of a streamed answer (NDJSON) as it arrives; resolves
+ * once the answer ends (a last line without its newline was cut short, and is not given). Fails,
+ * and reads no further, when the answer fails, when `onLine` throws, or when a line passes
+ * `maxLineBytes` (default {@link LIMITS.cliLineBytes}): a 64 MiB line took `platform logs` 32.6 s
+ * and 3.8 GB, every chunk appended to one string and all of it split again. Only each new chunk is
+ * searched for a newline, and a line is decoded once whole (a character split between chunks stays
+ * one character).
+ */
+export function onLines(
+  stream: IncomingMessage,
+  onLine: (line: string) => void,
+  maxLineBytes: number = LIMITS.cliLineBytes,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const tooLong = () =>
+      new PlatformError(
+        "too_large",
+        `A line of the host's answer passed ${inMebibytes(maxLineBytes)}, more than a platform host sends: the rest was not read.`,
+      );
+    stream.on("data", (chunk: Buffer) => {
+      try {
+        let start = 0;
+        for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, start)) {
+          const end = chunk.subarray(start, at);
+          if (pendingBytes + end.length > maxLineBytes) throw tooLong();
+          const line = (pending.length === 0 ? end : Buffer.concat([...pending, end])).toString("utf8");
+          pending = [];
+          pendingBytes = 0;
+          start = at + 1;
+          if (line) onLine(line);
+        }
+        if (start < chunk.length) {
+          pendingBytes += chunk.length - start;
+          if (pendingBytes > maxLineBytes) throw tooLong();
+          pending.push(chunk.subarray(start));
+        }
+      } catch (error) {
+        stream.destroy();
+        reject(error);
+      }
+    });
+    stream.on("error", reject);
+    stream.on("end", () => resolve());
   });
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { errorFromWire } from "../sdk/client/errors.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 
 /**
@@ -71,21 +72,26 @@ function redirectError(status: number, location: string | undefined, url: URL): 
   );
 }
 
-/** Reads a failed streamed response to its end and decodes it with {@link remoteError}. */
+/**
+ * Reads a failed streamed response to its end and decodes it with {@link remoteError}. At most
+ * {@link LIMITS.cliAnswerBytes} are read: an error envelope is small, and past that the body is
+ * dropped unread and the error told from the status alone.
+ */
 export function remoteErrorOf(response: IncomingMessage, url: string | URL): Promise<PlatformError> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    response.on("data", (chunk: Buffer) => chunks.push(chunk));
+    let received = 0;
+    const decode = (body: Buffer) =>
+      remoteError({ url, status: response.statusCode ?? 500, headers: response.headers, body });
+    response.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+      chunks.push(chunk);
+      if (received > LIMITS.cliAnswerBytes) {
+        response.destroy();
+        resolve(decode(Buffer.alloc(0)));
+      }
+    });
     response.on("error", reject);
-    response.on("end", () =>
-      resolve(
-        remoteError({
-          url,
-          status: response.statusCode ?? 500,
-          headers: response.headers,
-          body: Buffer.concat(chunks),
-        }),
-      ),
-    );
+    response.on("end", () => resolve(decode(Buffer.concat(chunks))));
   });
 }

@@ -2,6 +2,7 @@ import { basename, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
 import { errorFromWire } from "../../sdk/client/errors.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type ClientUpload, collectClientFiles } from "../client-files.js";
@@ -47,22 +48,27 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
         }
         let failed: PlatformError | undefined;
         let deployed: DeployedView | undefined;
-        onLines(res, (text) => {
-          const message = JSON.parse(text) as {
-            progress?: { table: string; index: string; done: number };
-            deploy?: DeployedView;
-            error?: unknown;
-          };
-          if (message.deploy) deployed = message.deploy;
-          if (message.progress) {
-            const { table, index, done } = message.progress;
-            const line = `backfilling ${table}.${index}: ${plural(done, "row")}`;
-            process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
-          } else if (message.error) {
-            failed = errorFromWire(message.error);
-          }
-        });
-        res.on("end", () => {
+        // One line is the result, which repeats the declaration: lines as long as a whole answer.
+        const lines = onLines(
+          res,
+          (text) => {
+            const message = JSON.parse(text) as {
+              progress?: { table: string; index: string; done: number };
+              deploy?: DeployedView;
+              error?: unknown;
+            };
+            if (message.deploy) deployed = message.deploy;
+            if (message.progress) {
+              const { table, index, done } = message.progress;
+              const line = `backfilling ${table}.${index}: ${plural(done, "row")}`;
+              process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
+            } else if (message.error) {
+              failed = errorFromWire(message.error);
+            }
+          },
+          LIMITS.cliAnswerBytes,
+        );
+        lines.then(() => {
           if (tty) process.stderr.write("\n");
           if (failed) reject(failed);
           else if (deployed) resolve(deployed);
@@ -74,7 +80,7 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
                 "The host's answer ended without the deploy's result (cut short, or not a platform host's answer): check the deployment, and deploy again.",
               ),
             );
-        });
+        }, reject);
       },
     );
     req.on("error", (error) =>

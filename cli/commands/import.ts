@@ -2,6 +2,7 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { errorFromWire } from "../../sdk/client/errors.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
 import { localhostLookup, onLines, requestFor } from "../http.js";
@@ -71,13 +72,17 @@ async function upload(url: URL, headers: Record<string, string>, file: string): 
         }
         let result: ImportView | undefined;
         let failed: PlatformError | undefined;
-        onLines(res, (text) => {
-          const message = JSON.parse(text) as { progress?: Progress; import?: ImportView; error?: unknown };
-          if (message.progress) progressLine(describe(message.progress));
-          if (message.import) result = message.import;
-          if (message.error) failed = errorFromWire(message.error);
-        });
-        res.on("end", () => {
+        const lines = onLines(
+          res,
+          (text) => {
+            const message = JSON.parse(text) as { progress?: Progress; import?: ImportView; error?: unknown };
+            if (message.progress) progressLine(describe(message.progress));
+            if (message.import) result = message.import;
+            if (message.error) failed = errorFromWire(message.error);
+          },
+          LIMITS.cliAnswerBytes,
+        );
+        lines.then(() => {
           endProgress();
           if (failed) reject(failed);
           else if (result) resolve(result);
@@ -85,8 +90,7 @@ async function upload(url: URL, headers: Record<string, string>, file: string): 
             reject(
               new PlatformError("unavailable", "The import's answer was cut short; check the deployment."),
             );
-        });
-        res.on("error", reject);
+        }, reject);
       },
     );
     req.on("error", (error) =>

@@ -67,9 +67,7 @@ export function registerLogs(program: Command): void {
                 process.stdout.write(
                   `${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine, c)}\n`,
                 ),
-              );
-              res.on("end", () => resolve());
-              res.on("error", reject);
+              ).then(resolve, reject);
             });
             req.on("error", (error) =>
               reject(

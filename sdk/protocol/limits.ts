@@ -1,4 +1,5 @@
 import { AUTH_LIMITS } from "./limits/auth.js";
+import { CLI_LIMITS } from "./limits/cli.js";
 import { DASHBOARD_LIMITS } from "./limits/dashboard.js";
 import { DATABASE_LIMITS } from "./limits/database.js";
 import { DEPLOY_LIMITS } from "./limits/deploys.js";
@@ -30,6 +31,7 @@ export const LIMITS = {
   ...HOST_LIMITS,
   ...IMPORT_EXPORT_LIMITS,
   ...DASHBOARD_LIMITS,
+  ...CLI_LIMITS,
 } as const;
 
 /** The names of the per-handler read budgets. */

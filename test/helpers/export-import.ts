@@ -23,6 +23,8 @@ export async function exportZip(
   return sendRequest(`${host.url}/v1/deploys/${id}/export${query}`, {
     headers: { authorization: `Bearer ${token}` },
     timeoutMs: 120_000,
+    // An archive is as large as its deployment: not an answer the CLI keeps in memory.
+    maxBytes: Number.POSITIVE_INFINITY,
   });
 }
 
