@@ -1,4 +1,5 @@
 import { budgetShares, type CallUsage, printable } from "../sdk/protocol/index.js";
+import { PlatformError } from "../sdk/values/index.js";
 import { type Colors, noColors } from "./colors.js";
 import { formatBytes, plural } from "./output.js";
 
@@ -18,6 +19,67 @@ export interface LogLine {
   fields?: Record<string, unknown>;
   /** The platform's line after each call: what ran, how it ended, what it used. */
   call?: { kind: string; name: string; outcome: string; usage: CallUsage; error?: CallFailure };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const USAGE_FIGURES = [
+  "wallMs",
+  "cpuMs",
+  "rowsReturned",
+  "rowsRead",
+  "bytesRead",
+  "rangesRead",
+  "indexScans",
+  "writes",
+] as const;
+
+/** Whether `value` has what {@link formatLogLine} shows of a line, each of its type. */
+function isLogLine(value: unknown): value is LogLine {
+  if (!isObject(value)) return false;
+  for (const name of ["time", "level", "handler", "requestId", "message"])
+    if (typeof value[name] !== "string") return false;
+  if (value.fields !== undefined && !isObject(value.fields)) return false;
+  const call = value.call;
+  if (call === undefined) return true;
+  if (!isObject(call) || !isObject(call.usage)) return false;
+  if (typeof call.kind !== "string" || typeof call.name !== "string" || typeof call.outcome !== "string")
+    return false;
+  const usage = call.usage;
+  if (!USAGE_FIGURES.every((name) => typeof usage[name] === "number" && Number.isFinite(usage[name])))
+    return false;
+  const error = call.error;
+  return (
+    error === undefined ||
+    (isObject(error) &&
+      typeof error.message === "string" &&
+      (error.stack === undefined || typeof error.stack === "string"))
+  );
+}
+
+/**
+ * One line of a host's log stream (`GET .../logs`), parsed and checked: what it shows must be of
+ * the types it is shown as (a count that was text put escape codes on the terminal, and a line
+ * that was not JSON ended `platform logs` with a stack trace echoing it). Anything else is an
+ * error quoting the start of the line, escaped: no platform host sends one.
+ */
+export function parseLogLine(text: string): { line: LogLine; value: unknown } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw notALogLine(text, "is not JSON");
+  }
+  if (!isLogLine(value)) throw notALogLine(text, "is not a log line");
+  return { line: value, value };
+}
+
+function notALogLine(text: string, what: string): PlatformError {
+  const start = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+  return new PlatformError(
+    "internal",
+    `The host sent a line that ${what}, which no platform host sends: ${printable(start)}`,
+  );
 }
 
 function percent(share: number): string {
@@ -49,12 +111,12 @@ function stackLines(error: CallFailure | undefined): string {
  * below. `c` colours the level (warnings yellow, errors red) and dims the time and request id.
  */
 export function formatLogLine(line: LogLine, c: Colors = noColors): string {
-  const time = line.time.slice(11, 23);
+  const time = printable(line.time.slice(11, 23));
   const error = line.call?.error;
   const failure = error ? `: ${printable(error.message)}` : "";
   const fields = line.fields ? ` ${printable(JSON.stringify(line.fields))}` : "";
-  const usage = line.call ? ` · ${formatUsage(line.call.usage)}` : "";
-  const level = line.level.toUpperCase().padEnd(5);
+  const usage = line.call ? ` · ${printable(formatUsage(line.call.usage))}` : "";
+  const level = printable(line.level.toUpperCase()).padEnd(5);
   const shown = line.level === "error" ? c.red(level) : line.level === "warn" ? c.yellow(level) : level;
   return `${c.dim(time)} ${shown} ${printable(line.handler)} ${c.dim(`[${printable(line.requestId)}]`)} ${printable(line.message)}${failure}${fields}${usage}${stackLines(error)}`;
 }
@@ -70,7 +132,7 @@ export function formatCallSummary(
   c: Colors = noColors,
 ): string {
   const failed = call.outcome !== "ok";
-  const outcome = failed ? c.red(call.outcome) : c.green(call.outcome);
+  const outcome = failed ? c.red(printable(call.outcome)) : c.green(printable(call.outcome));
   const failure = call.error ? `: ${printable(call.error.message)}` : "";
-  return `${c.dim(time.slice(11, 23))} ${call.kind} ${printable(call.name)} ${outcome} ${call.usage.wallMs.toFixed(1)} ms${failure}${stackLines(call.error)}`;
+  return `${c.dim(printable(time.slice(11, 23)))} ${printable(call.kind)} ${printable(call.name)} ${outcome} ${call.usage.wallMs.toFixed(1)} ms${failure}${stackLines(call.error)}`;
 }

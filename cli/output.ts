@@ -22,10 +22,9 @@ export function reportError(error: unknown, verbose = false): number {
     : error instanceof Error
       ? error.message
       : String(error);
-  const shown = message.split("\n").map(printable).join("\n");
-  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${shown}\n`);
+  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${printableLines(message)}\n`);
   if (verbose && error instanceof Error && error.stack)
-    process.stderr.write(`${error.stack.split("\n").map(printable).join("\n")}\n`);
+    process.stderr.write(`${printableLines(error.stack)}\n`);
   return error instanceof CommanderError ? EXIT.usage : EXIT.failure;
 }
 
@@ -37,10 +36,23 @@ export function runAction(action: () => Promise<void>, verbose?: boolean): Promi
   return action().catch((error: unknown) => process.exit(reportError(error, verbose)));
 }
 
-/** Prints a command's result: `value` as one JSON line with `--json`, else the `human` text. */
-export function printResult(json: boolean, value: unknown, human: string): void {
-  // What a tenant set (a stored file's type) never reaches the terminal as escape codes.
-  process.stdout.write(json ? `${printableJson(value)}\n` : `${human}\n`);
+/**
+ * `text` with its lines kept and every other character a terminal would act on shown as its
+ * escape ({@link printable}): what a server or a project sent is printed through it, as escape
+ * codes in it set the terminal's clipboard or rewrote its lines.
+ */
+export function printableLines(text: string): string {
+  return text.split("\n").map(printable).join("\n");
+}
+
+/**
+ * Prints a command's result: `value` as one JSON line with `--json`, else the `human` text. Both
+ * are shown as text ({@link printableJson}, {@link printableLines}): they quote what hosts and
+ * tenants sent (a stored file's type, a deployment's table names, a count that is not one). Only
+ * `colored` text, whose parts from elsewhere were made printable already, keeps its escape codes.
+ */
+export function printResult(json: boolean, value: unknown, human: string, colored = false): void {
+  process.stdout.write(json ? `${printableJson(value)}\n` : `${colored ? human : printableLines(human)}\n`);
 }
 
 /** A byte count for humans: B, KiB or MiB. */
@@ -62,7 +74,20 @@ export function formatMebibytes(bytes: number): string {
  * same shape as errors so both can be found with grep.
  */
 export function printWarning(message: string): void {
-  process.stderr.write(`${colorsFor(process.stderr).yellow("warning")}: ${message}\n`);
+  // A warning may quote a project's file names or a tenant's handler names: shown as text.
+  process.stderr.write(`${colorsFor(process.stderr).yellow("warning")}: ${printableLines(message)}\n`);
+}
+
+/**
+ * `token` when it has the shape of a token the host issues (`prefix`, then letters, digits, `_`
+ * and `-`), for the user to copy: the CLI pastes claim and developer tokens into command lines it
+ * suggests (`curl ... -d '{"claimToken":"..."}'`), and a quote in a server's "token" put its own
+ * commands into them. Undefined for anything else.
+ */
+export function issuedToken(token: unknown, prefix: string): string | undefined {
+  return typeof token === "string" && new RegExp(`^${prefix}[A-Za-z0-9_-]{16,256}$`).test(token)
+    ? token
+    : undefined;
 }
 
 const ENGLISH_PLURALS = new Intl.PluralRules("en-US");

@@ -1,4 +1,5 @@
 import { type Command, Option } from "commander";
+import { printable } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { ownerToken } from "./config.js";
 import { parseHostUrl, parsePort, requireIdWithHost } from "./flags.js";
@@ -59,10 +60,13 @@ export function transferUrl(
   return { url, headers, label: deployId ?? `the dev server on port ${flags.port}` };
 }
 
-/** A progress line on stderr: in place on a terminal, one line per call otherwise. */
+/**
+ * A progress line on stderr: in place on a terminal, one line per call otherwise. Shown as text:
+ * its figures come from the host's answer.
+ */
 export function progressLine(text: string): void {
-  if (process.stderr.isTTY) process.stderr.write(`\r${text}\u001b[K`);
-  else process.stderr.write(`${text}\n`);
+  if (process.stderr.isTTY) process.stderr.write(`\r${printable(text)}\u001b[K`);
+  else process.stderr.write(`${printable(text)}\n`);
 }
 
 /** Ends in-place progress output (a newline on a terminal). */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { entryUnlessInstalled, ownEntry, packageRoot } from "./bundle.js";
 import { type Colors, noColors } from "./colors.js";
-import { plural } from "./output.js";
+import { plural, printableLines } from "./output.js";
 
 /** What the type-check worker is started with. */
 export interface TypeCheckSetup {
@@ -64,10 +64,12 @@ export function startTypeCheck(
 
 /**
  * A check's result for the terminal: `type check: no errors`, or `type check: 2 errors` followed
- * by each diagnostic (`server/index.ts:12:5 - error TS2322: ...`).
+ * by each diagnostic (`server/index.ts:12:5 - error TS2322: ...`), shown as text: a diagnostic
+ * quotes the project's source (a module name holding escape codes rewrote the line to read
+ * `type check: no errors`), and a project may be anyone's.
  */
 export function formatTypeCheck(result: TypeCheckResult, c: Colors = noColors): string {
   if (result.errorCount === 0 && result.diagnostics.length === 0) return "type check: no errors";
   const head = `type check: ${c.red(plural(result.errorCount, "error"))}`;
-  return [head, ...result.diagnostics.map((d) => `  ${d}`)].join("\n");
+  return [head, ...result.diagnostics.map((d) => `  ${printableLines(d)}`)].join("\n");
 }

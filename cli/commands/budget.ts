@@ -1,11 +1,11 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { BUDGETS, budgetShares } from "../../sdk/protocol/index.js";
+import { BUDGETS, budgetShares, printable, printableJson } from "../../sdk/protocol/index.js";
 import { limitOf, limitOfMessage, type Measurement, READ_BUDGETS } from "../budget/analyze.js";
 import type { BudgetReport, HandlerReport } from "../budget/harness.js";
 import { checkSizes, loadScenario } from "../budget/scenario.js";
 import { type Colors, colorsFor, noColors } from "../colors.js";
-import { EXIT, formatBytes, plural, reportError } from "../output.js";
+import { EXIT, formatBytes, plural, printableLines, reportError } from "../output.js";
 import { formatTable } from "../table.js";
 
 const number = (n: number) => n.toLocaleString("en-US");
@@ -28,7 +28,8 @@ function outcome(m: Measurement, c: Colors): string {
 function failureLines(report: HandlerReport, c: Colors): string[] {
   const byError = new Map<string, number[]>();
   for (const e of report.verdict.errors) {
-    const key = `${e.code}: ${e.message}`;
+    // A handler's error quotes what the project threw: shown as text.
+    const key = `${e.code}: ${printableLines(e.message)}`;
     byError.set(key, [...(byError.get(key) ?? []), e.size]);
   }
   const lines = [...byError].map(
@@ -43,7 +44,7 @@ function failureLines(report: HandlerReport, c: Colors): string[] {
           ? " (its argument type says nothing usable)"
           : "";
     lines.push(
-      `  called with ${given} ${JSON.stringify(report.args)}${where}; give others in budget.json as "calls": { "${report.name}": { "args": ... } }, or skip it with { "skip": true }`,
+      `  called with ${given} ${printableJson(report.args)}${where}; give others in budget.json as "calls": { "${report.name}": { "args": ... } }, or skip it with { "skip": true }`,
     );
   }
   return lines;
@@ -58,7 +59,7 @@ export function formatHandler(report: HandlerReport, c: Colors = noColors): stri
     report.argsFrom === "none" || JSON.stringify(report.args) === "{}"
       ? ""
       : c.dim(
-          `  args ${JSON.stringify(report.args)} (from ${report.argsFrom === "type" ? "its type" : "budget.json"})`,
+          `  args ${printableJson(report.args)} (from ${report.argsFrom === "type" ? "its type" : "budget.json"})`,
         );
   const lines = [`${c.bold(`${report.kind} ${report.name}`)}${args}`];
   const rows = report.measurements.map((m) => {
@@ -105,7 +106,7 @@ export function formatHandler(report: HandlerReport, c: Colors = noColors): stri
 /** The closing lines: what exceeded, what failed, what was skipped. */
 function summary(report: BudgetReport, c: Colors): string[] {
   const out: string[] = [];
-  if (report.skipped.length > 0) out.push(`skipped: ${report.skipped.join(", ")}`);
+  if (report.skipped.length > 0) out.push(`skipped: ${report.skipped.map(printable).join(", ")}`);
   const over = report.handlers.filter((h) => h.verdict.exceeds).map((h) => h.name);
   if (over.length > 0)
     out.push(
@@ -172,12 +173,12 @@ export function registerBudget(program: Command): void {
         const { runBudget } = await import("../budget/harness.js");
         const progress = process.stderr.isTTY && !flags.json;
         const report = await runBudget(dir, scenario, (message) => {
-          if (progress) process.stderr.write(`\r\u001b[2K${message}`);
+          if (progress) process.stderr.write(`\r\u001b[2K${printable(message)}`);
         });
         if (progress) process.stderr.write("\r\u001b[2K");
         process.stdout.write(
           flags.json
-            ? `${JSON.stringify(report, null, 2)}\n`
+            ? `${printableJson(report, 2)}\n`
             : `${formatReport(report, colorsFor(process.stdout))}\n`,
         );
         process.exit(report.exceeded || report.failed.length > 0 ? EXIT.failure : EXIT.ok);

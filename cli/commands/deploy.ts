@@ -1,8 +1,9 @@
 import { basename, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
+import { CLAIM_TOKEN_PREFIX } from "../../host/auth/developers.js";
 import { errorFromWire } from "../../sdk/client/errors.js";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { LIMITS, printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type ClientUpload, collectClientFiles } from "../client-files.js";
@@ -10,7 +11,7 @@ import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { parseDeploymentId, parseHostUrl } from "../flags.js";
 import { localhostLookup, onLines, requestFor, writeBody } from "../http.js";
-import { plural, printWarning, runAction } from "../output.js";
+import { issuedToken, plural, printWarning, runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 
 /**
@@ -60,7 +61,8 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
             if (message.deploy) deployed = message.deploy;
             if (message.progress) {
               const { table, index, done } = message.progress;
-              const line = `backfilling ${table}.${index}: ${plural(done, "row")}`;
+              // A tenant's table and index names, and whatever a server sends, shown as text.
+              const line = printable(`backfilling ${table}.${index}: ${plural(Number(done), "row")}`);
               process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
             } else if (message.error) {
               failed = errorFromWire(message.error);
@@ -94,7 +96,7 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
 /** What `platform deploy` reads of the deployment the host answers with. */
 interface DeployedView {
   /** Only when the deploy just created a deployment without an owner (an operator's deploy). */
-  claimToken?: string;
+  claimToken?: unknown;
 }
 
 /** The line saying which web client a deploy uploads (`client: 3 files, 140.2 KiB`). */
@@ -117,9 +119,16 @@ function idFromDir(dir: string): string {
 
 /**
  * An operator's deploy created a deployment nobody owns yet: its claim token is shown this once
- * (the host keeps only a hash), with what its developer runs to take it over.
+ * (the host keeps only a hash), with what its developer runs to take it over. Only a token of the
+ * shape the host issues is shown, since it is pasted into a command line: a quote in a server's
+ * "token" injected into the `curl` line the user copies.
  */
-function printClaimToken(id: string, claimToken: string, base: URL): void {
+function printClaimToken(id: string, token: unknown, base: URL): void {
+  const claimToken = issuedToken(token, CLAIM_TOKEN_PREFIX);
+  if (!claimToken) {
+    printWarning("the host's answer carried a claim token of another shape than the host issues; not shown.");
+    return;
+  }
   process.stdout.write(
     `claim token for ${id}: ${claimToken} (shown once; give it to the deployment's developer)\n` +
       `  the developer claims it with: curl -X POST ${base.origin}/v1/deploys/${id}/claim ` +
@@ -181,7 +190,7 @@ export function registerDeploy(program: Command): void {
           }),
         );
         process.stdout.write(`deployed ${id}: ${base.protocol}//${id}.${base.host}\n`);
-        if (deployed.claimToken) printClaimToken(id, deployed.claimToken, base);
+        if (deployed.claimToken !== undefined) printClaimToken(id, deployed.claimToken, base);
       }),
     );
 }

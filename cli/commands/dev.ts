@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Command, Option } from "commander";
+import { printable } from "../../sdk/protocol/index.js";
 import { bundleCapsule, capsuleEntry } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
 import { type Colors, colorsFor, noColors } from "../colors.js";
@@ -117,6 +118,7 @@ export function registerDev(program: Command): void {
         // Every call gets a line here; one above half of any budget also gets a warning, with
         // what to do about it.
         host.deployments.logs.follow(DEV_DEPLOYMENT, (line) => {
+          // A warning names a tenant's handler: printWarning shows it as text.
           if (line.warning === "budget") printWarning(line.message);
           else printCall(line);
         });
@@ -133,7 +135,10 @@ export function registerDev(program: Command): void {
           const { code, entry, sourceMap } = await bundleCapsule(dir);
           await host.deployments
             .deploy(DEV_DEPLOYMENT, { code, env: readServerEnv(dir) }, (p) =>
-              process.stdout.write(`  backfilling ${p.table}.${p.index}: ${plural(p.done, "row")}\n`),
+              // The project's table and index names, shown as text.
+              process.stdout.write(
+                `  ${printable(`backfilling ${p.table}.${p.index}: ${plural(p.done, "row")}`)}\n`,
+              ),
             )
             .catch((error: unknown) => {
               throw withSourceFrames(error, sourceStackMapper(sourceMap));

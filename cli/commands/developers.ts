@@ -1,8 +1,9 @@
 import { type Command, Option } from "commander";
+import { DEVELOPER_TOKEN_PREFIX } from "../../host/auth/developers.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseHostUrl } from "../flags.js";
 import { sendRequest } from "../http.js";
-import { printResult, runAction } from "../output.js";
+import { issuedToken, printResult, runAction } from "../output.js";
 import { remoteError } from "../remote-error.js";
 
 interface CreatedDeveloper {
@@ -53,6 +54,13 @@ export function registerDevelopers(program: Command): void {
         });
         if (response.status !== 201) throw remoteError(response);
         const created = response.json<CreatedDeveloper>();
+        // The token is pasted into the `platform login` line the operator copies: only one of
+        // the shape the host issues (a quote in a server's "token" would add its own commands).
+        if (!issuedToken(created.token, DEVELOPER_TOKEN_PREFIX))
+          throw new PlatformError(
+            "internal",
+            "The host's answer carried a developer token of another shape than the host issues: is --host a platform host?",
+          );
         printResult(
           flags.json === true,
           created,

@@ -1,12 +1,13 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
+import { CLAIM_TOKEN_PREFIX } from "../../host/auth/developers.js";
 import { errorFromWire } from "../../sdk/client/errors.js";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { LIMITS, printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
 import { localhostLookup, onLines, requestFor } from "../http.js";
-import { formatBytes, plural, printResult, runAction } from "../output.js";
+import { formatBytes, issuedToken, plural, printResult, printWarning, runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 import {
   endProgress,
@@ -19,7 +20,7 @@ import {
 /** What the host answers for an import (host/http/export-routes.ts). */
 interface ImportView {
   deployment: { id: string };
-  claimToken?: string;
+  claimToken?: unknown;
   tables: Record<string, number>;
   objects: number;
   replaced: boolean;
@@ -146,10 +147,18 @@ export function registerImport(program: Command): void {
           result,
           `imported into ${label}: ${plural(Object.keys(result.tables).length, "table")}, ${plural(rows, "row")}, ${plural(result.objects, "object")}${result.replaced ? " (replaced what it held)" : ""}`,
         );
-        if (result.claimToken && flags.json !== true)
-          process.stdout.write(
-            `claim token for ${result.deployment.id}: ${result.claimToken} (shown once; give it to the deployment's developer)\n`,
-          );
+        if (result.claimToken !== undefined && flags.json !== true) {
+          // Only a token of the shape the host issues: a server's own "token" is not echoed.
+          const claimToken = issuedToken(result.claimToken, CLAIM_TOKEN_PREFIX);
+          if (claimToken)
+            process.stdout.write(
+              `claim token for ${printable(String(result.deployment?.id))}: ${claimToken} (shown once; give it to the deployment's developer)\n`,
+            );
+          else
+            printWarning(
+              "the host's answer carried a claim token of another shape than the host issues; not shown.",
+            );
+        }
       }),
     );
 }

@@ -1,5 +1,6 @@
 import { createInterface } from "node:readline/promises";
 import { type Command, Option } from "commander";
+import { printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { hostKey, readConfig, writeConfig } from "../config.js";
 import { parseHostUrl } from "../flags.js";
@@ -19,6 +20,28 @@ async function readToken(): Promise<string> {
   } finally {
     prompt.close();
   }
+}
+
+/**
+ * Who `GET /v1/me` says the token is: the operator, or a developer and its id. An answer that is
+ * not one is an error, and the id is only ever printed escaped: a server's id carrying escape codes
+ * cleared the screen and wrote "You are now logged in as the operator" (an attack review,
+ * 2026-12-06).
+ */
+function whoIsSignedIn(text: string): { kind: string; id?: string } {
+  let who: unknown;
+  try {
+    who = JSON.parse(text);
+  } catch {
+    // not JSON: refused below
+  }
+  const { kind, id } = (typeof who === "object" && who !== null ? who : {}) as Record<string, unknown>;
+  if (typeof kind !== "string" || (id !== undefined && typeof id !== "string"))
+    throw new PlatformError(
+      "internal",
+      "The host's answer to GET /v1/me says nobody: is --host a platform host? Nothing was stored.",
+    );
+  return id === undefined ? { kind } : { kind, id };
 }
 
 /** `platform login --host <url>`: stores a developer token for owner commands. */
@@ -57,12 +80,12 @@ export function registerLogin(program: Command): void {
             );
           throw error;
         }
-        const who = me.json<{ kind: string; id?: string }>();
+        const who = whoIsSignedIn(me.text());
         const config = readConfig();
         config.logins[hostKey(flags.host)] = { token, ...(who.id ? { developer: who.id } : {}) };
         writeConfig(config);
         process.stdout.write(
-          `logged in to ${hostKey(flags.host)} as ${who.kind === "admin" ? "the operator" : who.id}\n`,
+          `logged in to ${hostKey(flags.host)} as ${who.kind === "admin" ? "the operator" : printable(who.id ?? "a developer")}\n`,
         );
       }),
     );

@@ -1,10 +1,11 @@
 import { type Command, Option } from "commander";
+import { printableJson } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { colorsFor } from "../colors.js";
 import { ownerToken } from "../config.js";
 import { parseDeploymentId, parseHostUrl, parsePort, requireIdWithHost } from "../flags.js";
 import { localhostLookup, onLines, requestFor } from "../http.js";
-import { formatLogLine, type LogLine } from "../log-format.js";
+import { formatLogLine, parseLogLine } from "../log-format.js";
 import { runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 
@@ -63,11 +64,12 @@ export function registerLogs(program: Command): void {
                 return;
               }
               const c = colorsFor(process.stdout);
-              onLines(res, (text) =>
-                process.stdout.write(
-                  `${flags.json ? text : formatLogLine(JSON.parse(text) as LogLine, c)}\n`,
-                ),
-              ).then(resolve, reject);
+              onLines(res, (text) => {
+                // Shown as text, in --json too: a tenant's message or a server's line may hold
+                // escape codes (U+009B, U+202E came out raw in --json) the terminal would act on.
+                const { line, value } = parseLogLine(text);
+                process.stdout.write(`${flags.json ? printableJson(value) : formatLogLine(line, c)}\n`);
+              }).then(resolve, reject);
             });
             req.on("error", (error) =>
               reject(

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import type { Command } from "commander";
+import { printable, printableJson } from "../../sdk/protocol/index.js";
 import { EXIT, runAction } from "../output.js";
 
 function sourceFiles(dir: string): string[] {
@@ -41,8 +42,9 @@ export function registerMigrate(program: Command): void {
         const changed = result.files.filter((f) => f.changed);
         if (!flags.dryRun) for (const file of changed) writeFileSync(join(dir, file.file), file.text);
         if (flags.json) {
+          // File names and notes quote the project: shown as text, escape codes and all.
           process.stdout.write(
-            `${JSON.stringify(
+            `${printableJson(
               {
                 written: flags.dryRun ? [] : changed.map((f) => f.file),
                 changed: changed.map((f) => f.file),
@@ -51,7 +53,6 @@ export function registerMigrate(program: Command): void {
                 unresolved: result.unresolved,
                 callers: result.callers,
               },
-              null,
               2,
             )}\n`,
           );
@@ -70,7 +71,7 @@ export function registerMigrate(program: Command): void {
             lines.push("could not rewrite (finish these by hand):");
             for (const note of result.unresolved) lines.push(`  ${note.file}:${note.line}: ${note.message}`);
           } else lines.push("everything was rewritten; deploy to backfill the new indexes");
-          process.stdout.write(`${lines.join("\n")}\n`);
+          process.stdout.write(`${lines.map(printable).join("\n")}\n`);
         }
         process.exit(result.unresolved.length > 0 ? EXIT.failure : EXIT.ok);
       }),

@@ -1,4 +1,10 @@
-import { type CapsuleDeclaration, type EndpointDeclaration, LIMITS } from "../../sdk/protocol/index.js";
+import {
+  type CapsuleDeclaration,
+  type EndpointDeclaration,
+  LIMITS,
+  printableJson,
+  UNPRINTABLE,
+} from "../../sdk/protocol/index.js";
 import { checkSchemaSpec, isValidName, PlatformError } from "../../sdk/values/index.js";
 
 const RESERVED_PREFIXES = ["/api/", "/storage", "/__platform"];
@@ -80,6 +86,12 @@ export function checkDeclaration(value: unknown): CapsuleDeclaration {
   for (const endpoint of declaration.endpoints) {
     const { name, method, path, readOnly } = endpoint ?? {};
     if (typeof name !== "string") fail(`An endpoint's name must be a string, not ${typeof name}.`);
+    // Its name (the key in the capsule's `endpoints`) is shown in `platform dev`, logs and the
+    // dashboard: escape codes in it set the developer's clipboard and hid the line.
+    if (name === "" || UNPRINTABLE.test(name))
+      fail(
+        `An endpoint's name must be text without control characters or marks that reorder text, not ${printableJson(name)}.`,
+      );
     if (typeof method !== "string" || !METHODS.has(method))
       fail(`Endpoint ${String(name)} has an unsupported method ${JSON.stringify(method)}.`);
     if (typeof path !== "string" || !path.startsWith("/") || path.length > 512 || /[?#\s]/.test(path)) {

@@ -16,7 +16,10 @@ export function printable(text: string): string {
   return text.replace(EVERY_UNPRINTABLE, (char) => (char === "\n" ? "\\n" : escaped(char)));
 }
 
-/** `value` as JSON text with no {@link UNPRINTABLE} character left as it is (the same JSON value). */
-export function printableJson(value: unknown): string {
-  return (JSON.stringify(value) ?? "null").replace(UNPRINTABLE_IN_JSON, escaped);
+/**
+ * `value` as JSON text with no {@link UNPRINTABLE} character left as it is (the same JSON value),
+ * indented by `space` as `JSON.stringify` does.
+ */
+export function printableJson(value: unknown, space?: number): string {
+  return (JSON.stringify(value, null, space) ?? "null").replace(UNPRINTABLE_IN_JSON, escaped);
 }

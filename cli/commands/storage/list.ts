@@ -74,7 +74,7 @@ async function list(deploy: string | undefined, flags: ListFlags): Promise<void>
             // What a tenant set (a type, an uploader) never reaches the terminal as escape codes.
             rows: objects.map((o) => [
               printable(o.key),
-              formatBytes(o.size),
+              printable(formatBytes(o.size)),
               printable(o.contentType),
               printable(o.uploaderEmail ?? o.uploaderId),
             ]),
@@ -82,10 +82,14 @@ async function list(deploy: string | undefined, flags: ListFlags): Promise<void>
           }),
         ]
       : [];
-  lines.push(`${plural(listing.totals.count, "file")}, ${formatBytes(listing.totals.bytes)} in total`);
+  lines.push(
+    printable(`${plural(listing.totals.count, "file")}, ${formatBytes(listing.totals.bytes)} in total`),
+  );
   if (olderNotChecked)
     lines.push(
-      `Only the newest ${plural(listing.newest, "file was", "files were")} checked for --prefix ${flags.prefix}; older files were not.`,
+      printable(
+        `Only the newest ${plural(listing.newest, "file was", "files were")} checked for --prefix ${flags.prefix}; older files were not.`,
+      ),
     );
   printResult(
     Boolean(flags.json),
@@ -95,5 +99,7 @@ async function list(deploy: string | undefined, flags: ListFlags): Promise<void>
       ...(flags.prefix ? { prefix: flags.prefix, olderNotChecked } : {}),
     },
     lines.join("\n"),
+    // The heads are dimmed; every value in the lines was made printable above.
+    true,
   );
 }
