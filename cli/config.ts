@@ -15,6 +15,7 @@ import {
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { PlatformError } from "../sdk/values/index.js";
+import { printWarning } from "./output.js";
 
 /** The CLI's small config file: stored logins per host, and the local guest name. */
 export interface CliConfig {
@@ -99,13 +100,26 @@ export function hostKey(url: string): string {
 
 /**
  * The token for owner commands against `host`: `--token`, else `PLATFORM_TOKEN`, else the stored
- * login for that host, else `PLATFORM_ADMIN_TOKEN` (the operator's).
+ * login for that host, else `PLATFORM_ADMIN_TOKEN` (the operator's). An explicit token wins over a
+ * stored one, as CI sets it (the Convex, Vercel and Supabase CLIs do the same); but an environment
+ * token is tied to no host, so when `PLATFORM_TOKEN` displaces a different login stored for this
+ * very host the user is told: the login of the host named lost to a token meant for another (an
+ * attack review, 2026-12-06). Where any token may be sent: cli/token-transport.ts.
  */
 export function ownerToken(host: string, flag?: string): string | undefined {
-  return (
-    flag ??
-    process.env.PLATFORM_TOKEN ??
-    readConfig().logins[hostKey(host)]?.token ??
-    process.env.PLATFORM_ADMIN_TOKEN
-  );
+  if (flag !== undefined) return flag;
+  const fromEnv = process.env.PLATFORM_TOKEN;
+  if (fromEnv === undefined)
+    return readConfig().logins[hostKey(host)]?.token ?? process.env.PLATFORM_ADMIN_TOKEN;
+  let login: string | undefined;
+  try {
+    login = readConfig().logins[hostKey(host)]?.token;
+  } catch {
+    // A damaged config file does not stop a command that needs none of it.
+  }
+  if (login !== undefined && login !== fromEnv)
+    printWarning(
+      `PLATFORM_TOKEN is set: it is sent to ${hostKey(host)} instead of your platform login for it. Unset PLATFORM_TOKEN to use the login.`,
+    );
+  return fromEnv;
 }

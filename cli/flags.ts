@@ -1,8 +1,6 @@
 import { InvalidArgumentError } from "commander";
 import { checkDeploymentId } from "../host/deployments/records.js";
-import { isLoopbackHost } from "../host/http/loopback-host.js";
 import { OBJECT_KEY } from "../host/storage/object-limits.js";
-import { printWarning } from "./output.js";
 
 /**
  * Parsers for flag values, given to commander's `Option.argParser`: a bad value is refused while
@@ -33,10 +31,8 @@ export function parseHostUrl(value: string): string {
     throw new InvalidArgumentError(
       `Write only the origin, without a path: ${url.origin} (the CLI adds /v1/... itself).`,
     );
-  if (url.protocol === "http:" && !isLoopbackHost(url.host))
-    printWarning(
-      `${url.origin} is plain HTTP: your token (and a deploy's server env) would cross the network unencrypted. Use https:// (docs/operators.md puts TLS in front of the host).`,
-    );
+  // A token is never sent to a plain-HTTP origin of another machine unless the user allows it
+  // (cli/token-transport.ts): checked where it is sent, whichever flag named the host.
   return url.origin;
 }
 

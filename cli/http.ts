@@ -1,14 +1,34 @@
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
+import {
+  type ClientRequest,
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from "node:http";
 import { request as httpsRequest } from "node:https";
 import { localhostLookup } from "../sdk/client/node-transport.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
+import { checkTokenTransport } from "./token-transport.js";
 
 export { localhostLookup };
 
 /** Node's `request` for `url`'s scheme: `https:` URLs need `node:https` (`node:http` refuses them). */
 export function requestFor(url: URL): typeof httpRequest {
   return url.protocol === "https:" ? httpsRequest : httpRequest;
+}
+
+/**
+ * Starts a request whose answer `onResponse` reads as a stream (a deploy's progress, logs, an
+ * export), with `*.localhost` resolved to loopback. A token in `headers` goes only where
+ * {@link checkTokenTransport} lets it: else this throws, before anything is sent.
+ */
+export function openRequest(
+  url: URL,
+  options: { method?: string; headers?: OutgoingHttpHeaders },
+  onResponse: (res: IncomingMessage) => void,
+): ClientRequest {
+  checkTokenTransport(url, options.headers);
+  return requestFor(url)(url, { ...options, lookup: localhostLookup }, onResponse);
 }
 
 /** A response with its body read. */
@@ -49,6 +69,8 @@ function sendOnce(url: string, options: RequestOptions, mayResend: boolean): Pro
   const send = requestFor(target);
   const maxBytes = options.maxBytes ?? LIMITS.cliAnswerBytes;
   return new Promise((resolve, reject) => {
+    // Thrown here, a refusal rejects the promise before anything is sent.
+    checkTokenTransport(target, options.headers);
     let failed = false;
     const req = send(
       target,

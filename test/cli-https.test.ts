@@ -84,10 +84,11 @@ it("deploys and reads logs over https", async () => {
   expect(logs.status, logs.stderr).toBe(0);
 }, 120_000);
 
-it("warns before sending a token over plain HTTP to a host that is not this machine", async () => {
+it("refuses to send a token over plain HTTP to a host that is not this machine", async () => {
   const env = { PLATFORM_ADMIN_TOKEN: "not-sent-anywhere", PLATFORM_CONFIG_DIR: join(dir, "config") };
   const remote = await runCliAsync(["logs", "some-app", "--host", "http://platform.invalid:9"], env);
-  expect(remote.stderr).toContain("warning: http://platform.invalid:9 is plain HTTP");
+  expect(remote.status).toBe(2);
+  expect(remote.stderr).toContain("error: http://platform.invalid:9 is plain HTTP and not this machine");
   const local = await runCliAsync(["logs", "some-app", "--host", host.url], env);
   expect(local.stderr).not.toContain("plain HTTP");
 }, 60_000);

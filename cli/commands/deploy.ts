@@ -10,7 +10,7 @@ import { type ClientUpload, collectClientFiles } from "../client-files.js";
 import { ownerToken } from "../config.js";
 import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
 import { parseDeploymentId, parseHostUrl } from "../flags.js";
-import { localhostLookup, onLines, requestFor, writeBody } from "../http.js";
+import { onLines, openRequest, writeBody } from "../http.js";
 import { issuedToken, plural, printWarning, runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 
@@ -29,11 +29,10 @@ function deployStreaming(url: URL, token: string, body: string): Promise<Deploye
       )
     : undefined;
   return new Promise((resolve, reject) => {
-    const req = requestFor(url)(
+    const req = openRequest(
       url,
       {
         method: "PUT",
-        lookup: localhostLookup,
         headers: {
           authorization: `Bearer ${token}`,
           "content-type": "application/json",

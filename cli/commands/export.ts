@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import yauzl from "yauzl";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
-import { localhostLookup, requestFor } from "../http.js";
+import { openRequest } from "../http.js";
 import { formatBytes, plural, printResult, runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 import {
@@ -42,9 +42,8 @@ async function readManifest(path: string): Promise<Manifest> {
 
 /** Downloads the archive to `partial`, showing the bytes received on a terminal. */
 function download(url: URL, headers: Record<string, string>, partial: string): Promise<void> {
-  const send = requestFor(url);
   return new Promise((resolvePromise, reject) => {
-    const req = send(url, { headers, lookup: localhostLookup }, (res) => {
+    const req = openRequest(url, { headers }, (res) => {
       if (!succeeded(res.statusCode)) {
         remoteErrorOf(res, url).then(reject, reject);
         return;

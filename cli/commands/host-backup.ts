@@ -6,7 +6,7 @@ import { type Command, Option } from "commander";
 import type { BackupManifest, RestoreProgress } from "../../host/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseHostUrl } from "../flags.js";
-import { localhostLookup, requestFor } from "../http.js";
+import { openRequest } from "../http.js";
 import { formatBytes, plural, printResult, printWarning, runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 
@@ -37,14 +37,10 @@ async function checkOut(out: string, flag: string): Promise<boolean> {
 /** Asks the host for its backup stream (`GET /v1/backup`); resolves with the response once it began. */
 function openBackup(host: string, token: string): Promise<IncomingMessage> {
   const url = new URL("/v1/backup", host);
-  const send = requestFor(url);
   return new Promise((resolvePromise, reject) => {
-    const req = send(
+    const req = openRequest(
       url,
-      {
-        headers: { authorization: `Bearer ${token}`, accept: "application/x-ndjson" },
-        lookup: localhostLookup,
-      },
+      { headers: { authorization: `Bearer ${token}`, accept: "application/x-ndjson" } },
       (res) => {
         if (!succeeded(res.statusCode)) remoteErrorOf(res, url).then(reject, reject);
         else resolvePromise(res);

@@ -6,7 +6,7 @@ import { errorFromWire } from "../../sdk/client/errors.js";
 import { LIMITS, printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
-import { localhostLookup, onLines, requestFor } from "../http.js";
+import { onLines, openRequest } from "../http.js";
 import { formatBytes, issuedToken, plural, printResult, printWarning, runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
 import {
@@ -52,13 +52,11 @@ function describe(progress: Progress): string {
 /** Uploads `file` and follows the host's NDJSON progress; resolves with the result. */
 async function upload(url: URL, headers: Record<string, string>, file: string): Promise<ImportView> {
   const size = (await stat(file)).size;
-  const send = requestFor(url);
   return new Promise((resolve, reject) => {
-    const req = send(
+    const req = openRequest(
       url,
       {
         method: "POST",
-        lookup: localhostLookup,
         headers: {
           ...headers,
           "content-type": "application/zip",

@@ -4,7 +4,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { colorsFor } from "../colors.js";
 import { ownerToken } from "../config.js";
 import { parseDeploymentId, parseHostUrl, parsePort, requireIdWithHost } from "../flags.js";
-import { localhostLookup, onLines, requestFor } from "../http.js";
+import { onLines, openRequest } from "../http.js";
 import { formatLogLine, parseLogLine } from "../log-format.js";
 import { runAction } from "../output.js";
 import { remoteErrorOf, succeeded } from "../remote-error.js";
@@ -58,7 +58,7 @@ export function registerLogs(program: Command): void {
           }
           if (flags.follow) url.searchParams.set("follow", "1");
           await new Promise<void>((resolve, reject) => {
-            const req = requestFor(url)(url, { headers, lookup: localhostLookup }, (res) => {
+            const req = openRequest(url, { headers }, (res) => {
               if (!succeeded(res.statusCode)) {
                 remoteErrorOf(res, url).then(reject, reject);
                 return;

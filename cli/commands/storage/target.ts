@@ -1,7 +1,7 @@
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { checkDeploymentId } from "../../../host/deployments/records.js";
 import { printable } from "../../../sdk/protocol/index.js";
-import { PlatformError } from "../../../sdk/values/index.js";
+import { isPlatformError, PlatformError } from "../../../sdk/values/index.js";
 import { readConfig } from "../../config.js";
 import { parseHostUrl, parsePort, withScheme } from "../../flags.js";
 import { type HttpResponse, sendRequest } from "../../http.js";
@@ -116,6 +116,8 @@ export async function send(
   try {
     return await sendRequest(url, options);
   } catch (error) {
+    // Refused before sending (a token over plain HTTP), or an answer past what is read: as they are.
+    if (error instanceof CommanderError || isPlatformError(error)) throw error;
     throw new PlatformError(
       "unavailable",
       target.hosted
