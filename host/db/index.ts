@@ -27,7 +27,7 @@ export type { RunOptions, TransactionResult } from "./group-commit-host.js";
 export { HostDatabase } from "./host-database.js";
 export type { HostMessage } from "./host-message.js";
 export { checkImportedRow, checkImportedSchema } from "./imported-data.js";
-export { replacedError } from "./incarnation.js";
+export { incarnationKey, replacedError, servesIncarnation } from "./incarnation.js";
 export {
   everyKey,
   idempotencyPrefix,

@@ -2,7 +2,13 @@ import { randomBytes } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { ObjectDeleter } from "../access/index.js";
-import { type HostDatabase, type RecordStore, replacedError } from "../db/index.js";
+import {
+  type HostDatabase,
+  incarnationKey,
+  type RecordStore,
+  replacedError,
+  servesIncarnation,
+} from "../db/index.js";
 import { BlobDeletions, type BlobHold } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
@@ -92,12 +98,19 @@ export class ObjectService {
    * deployment created under the id since, another tenant's, and so did the sessions they minted
    * (test/stale-incarnation-storage.test.ts). Called after the work read its records: a file found
    * was stored for the incarnation the store names by then (an upload checks it under the lock).
+   * The mark the deployment's data carries is read, a few bytes, not its record: a record holds its
+   * declaration and env, megabytes to parse on every download of a public file.
    */
-  private async confirm(scope: StorageScope): Promise<StorageHolder> {
-    const holder = await this.quotaOwnerOf(scope.id);
-    if (holder !== undefined && holder.incarnation === (scope.incarnation ?? null)) return holder;
-    this.db.changedUnheard(scope.id);
-    throw replacedError(scope.id);
+  private async confirm(scope: StorageScope): Promise<void> {
+    const marked = await this.db.store.get(incarnationKey(scope.id));
+    if (servesIncarnation(marked, scope.incarnation ?? null)) return;
+    this.refuse(scope.id);
+  }
+
+  /** Tells this host `id`'s record changed (read again), and refuses the caller (see {@link confirm}). */
+  private refuse(id: string): never {
+    this.db.changedUnheard(id);
+    throw replacedError(id);
   }
 
   /**
@@ -160,8 +173,9 @@ export class ObjectService {
     }
     try {
       await this.lock(input.quotaOwner).run(async () => {
-        const holder = await this.confirm({ id: record.deployment, incarnation: input.incarnation });
-        if (holder.quotaOwner !== input.quotaOwner) throw replacedError(record.deployment);
+        const holder = await this.quotaOwnerOf(record.deployment);
+        if (holder?.quotaOwner !== input.quotaOwner || holder.incarnation !== input.incarnation)
+          this.refuse(record.deployment);
         const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
         const charged = chargeOf(record);
         if (used + charged > this.limits.perDeveloper) {
