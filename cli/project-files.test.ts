@@ -136,3 +136,37 @@ it("refuses a package in node_modules that is a link to a folder holding no pack
     `"keys/id_rsa" leads to ${secret}, outside the project folder ${app}`,
   );
 });
+
+it("leaves esbuild's own resolve as it is: browser: false mappings, optional requires, the tsconfig's settings", async () => {
+  // Answered by the check, these were lost: `"util": false` failed the build ("returned a
+  // non-absolute path: util"), an optional require of a missing package failed it, and the
+  // project's tsconfig no longer reached its files (a review).
+  const lib = join(app, "node_modules", "legacy-lib");
+  await mkdir(lib, { recursive: true });
+  await writeFile(
+    join(lib, "package.json"),
+    '{"name":"legacy-lib","version":"1.0.0","main":"index.js","browser":{"util":false,"./node-only.js":false}}',
+  );
+  await writeFile(
+    join(lib, "index.js"),
+    'const util = require("util");\nconst nodeOnly = require("./node-only.js");\nlet extra = "none";\ntry { extra = require("not-installed"); } catch {}\nmodule.exports = "legacy-lib " + typeof util + " " + typeof nodeOnly + " " + extra;\n',
+  );
+  await writeFile(join(lib, "node-only.js"), 'module.exports = "NODE-ONLY-CODE";\n');
+  await writeFile(
+    join(app, "tsconfig.json"),
+    '{"compilerOptions":{"jsx":"react-jsx","jsxImportSource":"my-jsx"}}',
+  );
+  const jsx = join(app, "node_modules", "my-jsx");
+  await mkdir(jsx, { recursive: true });
+  await writeFile(join(jsx, "package.json"), '{"name":"my-jsx","version":"1.0.0"}');
+  await writeFile(join(jsx, "jsx-runtime.js"), 'export const jsx = () => "MY-JSX-RUNTIME";\n');
+  await writeFile(
+    join(app, "client", "main.tsx"),
+    'import label from "legacy-lib";\ndocument.body.append(label, String(<b />));\n',
+  );
+  await buildClientApp(app, out);
+  const built = await everything(out);
+  expect(built).toContain("legacy-lib ");
+  expect(built).not.toContain("NODE-ONLY-CODE");
+  expect(built).toContain("MY-JSX-RUNTIME");
+});

@@ -74,26 +74,21 @@ export function projectFilesOnly(projectDir: string, trusted: readonly string[])
           with: args.with,
           pluginData: OWN_RESOLVE,
         });
-        if (found.errors.length > 0) return { errors: found.errors, warnings: found.warnings };
-        const passed: OnResolveResult = {
-          path: found.path,
-          external: found.external,
-          sideEffects: found.sideEffects,
-          namespace: found.namespace,
-          suffix: found.suffix,
-          pluginData: found.pluginData,
-          warnings: found.warnings,
-        };
-        if (found.external || found.namespace !== "file") return passed;
+        // Only looked at, never answered: an answer of ours would drop what esbuild's own resolve
+        // attaches (a `browser: false` mapping, the file's tsconfig and package.json settings), and
+        // an import that fails (an optional `require` in a `try`) is esbuild's to report or forgive.
+        if (found.errors.length > 0 || found.external || found.namespace !== "file") return undefined;
+        if (!isAbsolute(found.path)) return undefined;
         const real = await realpath(found.path).catch(() => found.path);
-        if (allowed(real)) return { ...passed, path: real };
+        if (allowed(real)) return undefined;
         const name = packageName(args.path);
         if (name !== undefined) {
           for (const from of [args.resolveDir, project]) {
             const folder = from === "" ? undefined : await packageFolder(name, from);
             if (folder !== undefined && inside(folder, real)) {
+              // Its files are allowed from now on, as onLoad reads them.
               roots.push(folder);
-              return { ...passed, path: real };
+              return undefined;
             }
           }
         }
