@@ -197,3 +197,31 @@ it("ends the old incarnation when a call's read finds the id created anew, once,
   await until(async () => changed.length === 1);
   expect(gone).toEqual(["app"]);
 });
+
+it("lets a read overtaken by a newer record decide nothing: begun before a deletion and a re-creation, it ends nothing", async () => {
+  const { store, announce, holdNextAnswer } = await storeOfAHost(cleanups);
+  const db = await HostDatabase.openStore(store);
+  const gone: string[] = [];
+  const changed: string[] = [];
+  const registry = new DeploymentRegistry(
+    db,
+    (id) => gone.push(id),
+    (id) => changed.push(id),
+  );
+  const records = db.records<Record<string, unknown>>("deployments");
+  await records.put("app", { id: "app", incarnation: "first" });
+  expect((await registry.get("app"))?.incarnation).toBe("first");
+  // Deleted; word of it comes, and its read (finding nothing) is slow to answer.
+  await records.delete("app");
+  const release = holdNextAnswer();
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  // Created again meanwhile, and read by a call: the first one ends.
+  await records.put("app", { id: "app", incarnation: "second" });
+  expect((await registry.get("app"))?.incarnation).toBe("second");
+  expect(gone).toEqual(["app"]);
+  // The slow read of the deletion settles after: it ended the second one's isolate.
+  release();
+  await until(async () => registry.keptIds()[2] === 0);
+  expect(gone).toEqual(["app"]);
+  expect(registry.cached("app")?.incarnation).toBe("second");
+});

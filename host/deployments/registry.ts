@@ -79,17 +79,18 @@ export class DeploymentRegistry {
    * Takes what a read of `id` after word of a change found. Another incarnation under the same id
    * than the one known now (deleted and created again, its deletion's message missed): the one this
    * host knew is gone (its isolate, database, sockets and live queries with it) before the new one
-   * is changed. Known now, not when the read began: a {@link get} meanwhile that kept the new one
-   * ended the old one already (this read ended the new one's isolate then).
+   * is changed. A read overtaken (a newer record kept, or word of another change, whose read
+   * follows) decides nothing: begun before a deletion and a re-creation, it ended the new one.
    */
   private settle(id: string, record: DeploymentRecord | undefined, before: Known) {
-    const incarnation = record ? (record.incarnation ?? null) : undefined;
+    if (!this.generations.unchanged(before.read)) {
+      if (record) this.onChanged(id);
+      return;
+    }
     const known = this.incarnations.get(id);
-    if (!record || (known !== undefined && known !== incarnation)) this.onGone(id);
+    if (!record || (known !== undefined && known !== (record.incarnation ?? null))) this.onGone(id);
     if (record) {
-      // Kept unless another announcement came meanwhile (see get).
-      if (this.generations.unchanged(before.read)) this.keep(record);
-      else this.incarnations.set(id, incarnation as string | null);
+      this.keep(record);
       this.onChanged(id);
     } else {
       this.incarnations.delete(id);
