@@ -60,6 +60,12 @@ describe("a log line from a host", () => {
     expect(line).toContain("\\u001b]52;c;");
   });
 
+  it("shows fields a handler logged as an array, as the host keeps them", () => {
+    const line = formatLogLine(parseLogLine(JSON.stringify({ ...hostile, fields: [1, HOSTILE] })).line);
+    expect(raw(line)).toBe(false);
+    expect(line).toContain('[1,"');
+  });
+
   it("is refused when a figure is not a number, or when it is not JSON, quoting it escaped", () => {
     const call = {
       kind: "query",

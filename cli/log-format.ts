@@ -16,7 +16,7 @@ export interface LogLine {
   handler: string;
   requestId: string;
   message: string;
-  fields?: Record<string, unknown>;
+  fields?: Record<string, unknown> | unknown[];
   /** The platform's line after each call: what ran, how it ended, what it used. */
   call?: { kind: string; name: string; outcome: string; usage: CallUsage; error?: CallFailure };
 }
@@ -39,7 +39,8 @@ function isLogLine(value: unknown): value is LogLine {
   if (!isObject(value)) return false;
   for (const name of ["time", "level", "handler", "requestId", "message"])
     if (typeof value[name] !== "string") return false;
-  if (value.fields !== undefined && !isObject(value.fields)) return false;
+  // Any object a handler logged: an array too (the host keeps it as it came).
+  if (value.fields !== undefined && (typeof value.fields !== "object" || value.fields === null)) return false;
   const call = value.call;
   if (call === undefined) return true;
   if (!isObject(call) || !isObject(call.usage)) return false;
