@@ -14,17 +14,19 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-/** A registry on {@link storeOfAHost}'s store, with the ids it was told changed. */
+/** A registry on {@link storeOfAHost}'s store, with the ids it was told changed and gone. */
 async function registryOfAHost() {
   const host = await storeOfAHost(cleanups);
   const db = await HostDatabase.openStore(host.store);
   const changed: string[] = [];
+  const gone: string[] = [];
   const registry = new DeploymentRegistry(
     db,
-    () => {},
+    (id) => gone.push(id),
     (id) => changed.push(id),
   );
-  return { ...host, db, registry, changed };
+  const records = db.records<Record<string, unknown>>("deployments");
+  return { ...host, db, registry, changed, gone, records };
 }
 
 it("reads a deployment again after a failed read of another host's announcement, and tells what became of it", async () => {
@@ -150,16 +152,7 @@ it("does not keep a read of a record that answers after another host's change wa
 it("ends what it ran of a deployment when a read again finds the id created anew, unheard of", async () => {
   // On a host that missed the deletion, a deploy, claim or deletion of the id reads its record again:
   // the old incarnation's isolate and log lines stayed, the new owner reading the old one's lines.
-  const { store } = await storeOfAHost(cleanups);
-  const db = await HostDatabase.openStore(store);
-  const gone: string[] = [];
-  const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    (id) => gone.push(id),
-    (id) => changed.push(id),
-  );
-  const records = db.records<Record<string, unknown>>("deployments");
+  const { registry, gone, changed, records } = await registryOfAHost();
   await records.put("app", { id: "app", incarnation: "first" });
   expect((await registry.get("app"))?.incarnation).toBe("first");
   await records.put("app", { id: "app", incarnation: "second" });
@@ -174,16 +167,7 @@ it("ends what it ran of a deployment when a read again finds the id created anew
 it("ends the old incarnation when a call's read finds the id created anew, once, while word of it is read", async () => {
   // A refusal of the old one's data drops the record and reads it again; a call before that read
   // ended read the new record and ran the new code for the old one's sockets and live queries.
-  const { store, announce, holdNextAnswer } = await storeOfAHost(cleanups);
-  const db = await HostDatabase.openStore(store);
-  const gone: string[] = [];
-  const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    (id) => gone.push(id),
-    (id) => changed.push(id),
-  );
-  const records = db.records<Record<string, unknown>>("deployments");
+  const { registry, gone, changed, records, announce, holdNextAnswer } = await registryOfAHost();
   await records.put("app", { id: "app", incarnation: "first" });
   expect((await registry.get("app"))?.incarnation).toBe("first");
   await records.put("app", { id: "app", incarnation: "second" });
@@ -199,16 +183,7 @@ it("ends the old incarnation when a call's read finds the id created anew, once,
 });
 
 it("lets a read overtaken by a newer record decide nothing: begun before a deletion and a re-creation, it ends nothing", async () => {
-  const { store, announce, holdNextAnswer } = await storeOfAHost(cleanups);
-  const db = await HostDatabase.openStore(store);
-  const gone: string[] = [];
-  const changed: string[] = [];
-  const registry = new DeploymentRegistry(
-    db,
-    (id) => gone.push(id),
-    (id) => changed.push(id),
-  );
-  const records = db.records<Record<string, unknown>>("deployments");
+  const { registry, gone, records, announce, holdNextAnswer } = await registryOfAHost();
   await records.put("app", { id: "app", incarnation: "first" });
   expect((await registry.get("app"))?.incarnation).toBe("first");
   // Deleted; word of it comes, and its read (finding nothing) is slow to answer.
