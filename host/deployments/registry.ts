@@ -7,9 +7,6 @@ import { RecordRechecks } from "./record-rechecks.js";
 import { RecordStamps, StampChecks } from "./record-stamps.js";
 import { type DeploymentRecord, storageQuotaOwner } from "./records.js";
 
-/** What was known of a deployment as a read of its record after word of a change began. */
-type Known = { read: OpenRead };
-
 /**
  * The stored deployment records and artifacts of a host, with an in-memory cache of records. Every
  * host sharing the database announces its changes; on another host's announcement the cached
@@ -38,7 +35,7 @@ export class DeploymentRegistry {
   /** Which reads under way may be kept: none begun before the id was changed (see {@link get}). */
   private readonly generations = new ReadGenerations();
   /** Reads of records after word that they changed. */
-  private readonly rechecks: RecordRechecks<Known>;
+  private readonly rechecks: RecordRechecks<OpenRead>;
   private readonly stamps: RecordStamps;
   private readonly stampChecks: StampChecks | undefined;
   /** Whether a check of the stamps ran: the first reads every known record again. */
@@ -54,9 +51,9 @@ export class DeploymentRegistry {
     this.stamps = new RecordStamps(db);
     this.rechecks = new RecordRechecks(
       (id) => this.records.get(id),
-      (id) => ({ read: this.generations.begin(id) }),
-      (id, record, before) => this.settle(id, record, before),
-      (before) => this.generations.end(before.read),
+      (id) => this.generations.begin(id),
+      (id, record, read) => this.settle(id, record, read),
+      (read) => this.generations.end(read),
     );
     db.onAnnouncement((message) => {
       // After a resync, every deployment this host knows may have changed or gone.
@@ -82,8 +79,8 @@ export class DeploymentRegistry {
    * is changed. A read overtaken (a newer record kept, or word of another change, whose read
    * follows) decides nothing: begun before a deletion and a re-creation, it ended the new one.
    */
-  private settle(id: string, record: DeploymentRecord | undefined, before: Known) {
-    if (!this.generations.unchanged(before.read)) {
+  private settle(id: string, record: DeploymentRecord | undefined, read: OpenRead) {
+    if (!this.generations.unchanged(read)) {
       if (record) this.onChanged(id);
       return;
     }
