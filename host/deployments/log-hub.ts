@@ -1,5 +1,5 @@
 import pino, { type DestinationStream } from "pino";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { LIMITS, printableJsonText } from "../../sdk/protocol/index.js";
 import type { HandlerLogEntry } from "../isolates/index.js";
 import { cutCopy } from "../own-copy.js";
 import { budgetWarning } from "./budget-warning.js";
@@ -68,7 +68,17 @@ export class LogHub {
     this.out =
       destination === false
         ? undefined
-        : pino({ base: null, messageKey: "message", timestamp: pino.stdTimeFunctions.isoTime }, destination);
+        : pino(
+            {
+              base: null,
+              messageKey: "message",
+              timestamp: pino.stdTimeFunctions.isoTime,
+              // A tenant's message and fields reach the operator's terminal (`platform host`,
+              // `platform dev`): JSON leaves U+009B (an escape prefix) and U+202E as they are.
+              hooks: { streamWrite: printableJsonText },
+            },
+            destination,
+          );
   }
 
   /** Resolves once every line written so far has reached the destination (before the process exits). */

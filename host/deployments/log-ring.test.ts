@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { UNPRINTABLE } from "../../sdk/protocol/index.js";
 import { LogHub } from "./log-hub.js";
 import { type CallLine, callLogLine, formatRequestId, type LogLine } from "./log-line.js";
 import { LogRing } from "./log-ring.js";
@@ -181,5 +182,26 @@ describe("LogHub", () => {
       expect(text).not.toContain("boom");
       expect(text).not.toContain("index.ts");
     }
+  });
+
+  it("writes a tenant's escape codes and reordering marks as JSON escapes, the same values", () => {
+    const written: string[] = [];
+    const hub = new LogHub({ write: (text: string) => written.push(text) });
+    const hostile = "\u009b2J\u001b]52;c;cm0gLXJmIH4=\u0007 \u202egnp.exe \u2066x\u2069";
+    hub.sink(
+      "d1",
+      "add",
+      { startedMs: 1_700_000_000_000, seq: 1 },
+      {},
+    )({
+      level: "info",
+      message: hostile,
+      fields: { [hostile]: [hostile] },
+    });
+    expect(written).toHaveLength(1);
+    const [text = ""] = written;
+    expect(text.endsWith("\n")).toBe(true);
+    expect(text.slice(0, -1)).not.toMatch(UNPRINTABLE);
+    expect(JSON.parse(text)).toMatchObject({ message: hostile, fields: { [hostile]: [hostile] } });
   });
 });

@@ -62,5 +62,5 @@ export {
   encodeRowsAnswer,
   type SyscallAnswer,
 } from "./syscall-answer.js";
-export { printable, printableJson, UNPRINTABLE } from "./unprintable.js";
+export { printable, printableJson, printableJsonText, UNPRINTABLE } from "./unprintable.js";
 export { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares, type CallUsage } from "./usage.js";

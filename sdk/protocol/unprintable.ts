@@ -21,5 +21,13 @@ export function printable(text: string): string {
  * indented by `space` as `JSON.stringify` does.
  */
 export function printableJson(value: unknown, space?: number): string {
-  return (JSON.stringify(value, null, space) ?? "null").replace(UNPRINTABLE_IN_JSON, escaped);
+  return printableJsonText(JSON.stringify(value, null, space) ?? "null");
+}
+
+/**
+ * JSON text (as `JSON.stringify` or pino writes it) with the {@link UNPRINTABLE} characters JSON
+ * leaves as they are escaped: the same JSON value, safe to print.
+ */
+export function printableJsonText(json: string): string {
+  return json.replace(UNPRINTABLE_IN_JSON, escaped);
 }
