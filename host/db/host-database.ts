@@ -63,15 +63,18 @@ export class HostDatabase {
   }
 
   /**
-   * Opens the database: a `postgres://` (or `postgresql://`) URL connects to PostgreSQL; anything
-   * else is a folder for the embedded classic-level store (created if needed). `quota`: what each
-   * deployment may store (tests pass small limits); by default the documented ones.
+   * Opens the database: a `postgres(ql)://` URL connects to PostgreSQL, anything else a folder for
+   * the embedded store (created if needed). `quota`: what each deployment may store (tests pass less).
    */
   static async open(location: string, quota?: Partial<DatabaseQuota>): Promise<HostDatabase> {
     const store = /^postgres(ql)?:\/\//.test(location)
       ? await PostgresKv.open(location, { silenceMs: databaseQuota(quota).silenceMs })
       : await ClassicKv.open(location);
-    return HostDatabase.openStore(store, quota);
+    // Opened here, so closed here: left open it held the folder's lock (or the connections).
+    return HostDatabase.openStore(store, quota).catch(async (error: unknown) => {
+      await store.close().catch(() => {});
+      throw error;
+    });
   }
 
   /** Opens the database on an already open store (`quota`: see {@link open}). */
