@@ -3,12 +3,17 @@
  * through the operator API.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_ISOLATE_LIMITS } from "../host/isolates/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
 
 beforeAll(async () => {
-  host = await startTestHost();
+  // Room for CPU time: `bulk` inserts 1,100 rows in one call, which a busy machine may stretch
+  // toward the default second, and no test here is about that limit.
+  host = await startTestHost({
+    pool: { limits: { ...DEFAULT_ISOLATE_LIMITS, cpuMs: 60_000, wallMs: 120_000 } },
+  });
   for (const [id, fixture] of [
     ["todo", "todo"],
     ["rel", "relations"],

@@ -53,6 +53,21 @@ function value(response: { status: number; text(): string; json<T>(): T }): unkn
   return response.json<{ value: unknown }>().value;
 }
 
+/**
+ * Whether `id` runs inline, once light calls have had up to 30 s to bring it back: on a machine
+ * busy enough to deschedule the main thread for several slices inside an entry, the sentinel
+ * stops a light one too and demotes its deployment for a cool-down (see inline/sentinel.ts).
+ */
+async function runsInlineSoon(id: string, lightArgs: { id: string }): Promise<boolean> {
+  const runner = host.deployments.pool.runner(id, "");
+  const deadline = Date.now() + 30_000;
+  while (!runner.runsInline && Date.now() < deadline) {
+    value(await host.call(id, "query", "light", lightArgs));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return runner.runsInline;
+}
+
 function linesOf(deployment: string, message: string): unknown[] {
   return host.logs.filter(
     (line) =>
@@ -77,9 +92,9 @@ afterAll(async () => {
 describe("inline handlers", () => {
   it("light handlers run inline", async () => {
     await deploy("light");
-    const id = value(await host.call("light", "mutation", "add", { label: "one" }));
+    const id = value(await host.call("light", "mutation", "add", { label: "one" })) as string;
     expect(value(await host.call("light", "query", "light", { id }))).toBe("one");
-    expect(host.deployments.pool.runner("light", "").runsInline).toBe(true);
+    expect(await runsInlineSoon("light", { id })).toBe(true);
   });
 
   it("a handler over the slice is run again on the isolate's thread, with the same answer and one log line", async () => {
@@ -105,8 +120,8 @@ describe("inline handlers", () => {
 
   it("light calls in flight when a deployment is demoted all get their answers", async () => {
     await deploy("mixed");
-    const id = value(await host.call("mixed", "mutation", "add", { label: "x" }));
-    expect(host.deployments.pool.runner("mixed", "").runsInline).toBe(true);
+    const id = value(await host.call("mixed", "mutation", "add", { label: "x" })) as string;
+    expect(await runsInlineSoon("mixed", { id })).toBe(true);
     const calls = [
       ...Array.from({ length: 20 }, () => host.call("mixed", "query", "light", { id })),
       host.call("mixed", "query", "heavy"),

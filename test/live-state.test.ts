@@ -7,6 +7,7 @@
  * real isolates.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_ISOLATE_LIMITS } from "../host/isolates/index.js";
 import { LiveQueries } from "../host/live/index.js";
 import { type CallUsage, LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -43,7 +44,10 @@ let host: TestHost;
 let live: LiveQueries;
 
 beforeAll(async () => {
-  host = await startTestHost();
+  // About 4,096 reads a call: room for CPU time, so the read budget is what ends them on a busy machine.
+  host = await startTestHost({
+    pool: { limits: { ...DEFAULT_ISOLATE_LIMITS, cpuMs: 60_000, wallMs: 120_000 } },
+  });
   const code = await sourceCode(CAPSULE);
   expect((await host.deployCode("state", code)).status).toBe(201);
   expect((await host.deployCode("neighbour", code)).status).toBe(201);

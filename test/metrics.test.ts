@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js";
 import { Quarantine, quarantine } from "../host/deployments/index.js";
+import { DEFAULT_ISOLATE_LIMITS } from "../host/isolates/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
@@ -53,8 +54,14 @@ describe("GET /metrics", () => {
   };
 
   beforeAll(async () => {
-    // One live isolate at most: deploying a second deployment evicts the first one's.
-    host = await startTestHost({ metricsPort: 0, serverRestarts: 3, pool: { maxLive: 1 } });
+    // One live isolate at most: deploying a second deployment evicts the first one's. CPU time for
+    // `misses` (4,097 reads) and `seed` on a busy machine, which a CPU stop must not end: `spin`
+    // still meets the limit, after 4 s.
+    host = await startTestHost({
+      metricsPort: 0,
+      serverRestarts: 3,
+      pool: { maxLive: 1, limits: { ...DEFAULT_ISOLATE_LIMITS, cpuMs: 4000, wallMs: 30_000 } },
+    });
     expect((await host.deployCode("m", await sourceCode(CAPSULE))).status).toBe(201);
   });
   afterAll(async () => {

@@ -235,4 +235,4 @@ it("an app made with platform init outside the checkout installs from the tarbal
   ]);
   await stopDev();
   expect(server.child.exitCode ?? server.child.signalCode).not.toBeNull();
-}, 900_000);
+}, 1_800_000);

@@ -114,7 +114,7 @@ describe.skipIf(!postgresInstalled)("a PostgreSQL server that stops answering", 
     } finally {
       await host.dispose();
     }
-  }, 60_000);
+  }, 180_000);
 
   it("ends a read waiting on a silent server, but leaves a write in flight to wait: it lands, and its caller learns so, once the server answers", async () => {
     const kv = await PostgresKv.open(server.url, { table: freshTable(), silenceMs: 500 });

@@ -41,8 +41,9 @@ describe.runIf(process.platform === "linux")("the isolates' CPU clock", () => {
       console.log(
         `1.5 s loop on a thread at nice ${LOWERED_NICE} beside ${hogs.length} busy processes: wall ${(wall / 1e6).toFixed(0)} ms, isolated-vm's figure ${(steady / 1e6).toFixed(0)} ms, clock ${(clockRan / 1e6).toFixed(0)} ms`,
       );
-      // isolated-vm counts the whole stretch, waits included...
-      expect(steady).toBeGreaterThan(0.9 * wall);
+      // isolated-vm counts the whole stretch, waits included (less the moment the main thread
+      // takes to hear the loop ended, which a busy machine stretches)...
+      expect(steady).toBeGreaterThan(0.8 * wall);
       // ...the clock leaves out the waits, most of the stretch, but never charges less than its
       // floor share of the wall time.
       expect(clockRan).toBeLessThan(0.5 * wall);
