@@ -15,6 +15,7 @@ import { type HttpResponse, localhostLookup, sendRequest } from "../cli/http.js"
 import { startHost } from "../host/host.js";
 import { restoreBackup } from "../host/index.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
+import { LIMITS } from "../sdk/protocol/index.js";
 import { type CliProcess, freePort, runCliAsync, startCli } from "./helpers/cli.js";
 import { deferred } from "./helpers/deferred.js";
 import { exportZip, importZip, rewriteZip } from "./helpers/export-import.js";
@@ -709,6 +710,26 @@ describe("the backup route", () => {
     expect(await attempt(replaced(entriesAt, "not json"))).toBe(
       "bad_request: Not a valid host backup: a line is not JSON.",
     );
+    // A line without end (a server that is not a host, or one gone wrong) is refused at the limit,
+    // not read until memory runs out: the same MiB again and again, never a newline.
+    const mebibyte = Buffer.alloc(1024 * 1024, "x");
+    let sent = 0;
+    const endless = (function* () {
+      yield Buffer.from(`${lines[0]}\n{"entries":[["`);
+      for (;;) {
+        sent += mebibyte.length;
+        yield mebibyte;
+      }
+    })();
+    const target = await mkdtemp(join(tmpdir(), "platform-restore-"));
+    try {
+      await expect(restoreBackup(endless, target)).rejects.toThrow(
+        `Not a valid host backup: a line is longer than ${LIMITS.backupLineBytes} bytes, more than any backup line.`,
+      );
+      expect(sent).toBeLessThanOrEqual(LIMITS.backupLineBytes + mebibyte.length);
+    } finally {
+      await rm(target, { recursive: true, force: true });
+    }
   });
 });
 

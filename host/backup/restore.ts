@@ -1,5 +1,6 @@
 import { open, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { ERROR_STATUS, type ErrorCode, PlatformError } from "../../sdk/values/index.js";
 import { ClassicKv, everyKey, type KvOperation } from "../db/index.js";
 import { blobKeyOf, FsBlobStore, objectRecordPages } from "../storage/index.js";
@@ -40,21 +41,27 @@ function checkHead(value: unknown): BackupHead {
 }
 
 /**
- * The lines of `stream`, without their `\n`. Iterating the stream itself (not readline) makes a
- * connection that breaks midway an error here, never a stream that just ends or hangs.
+ * The lines of `stream`, without their `\n`, each at most {@link LIMITS.backupLineBytes}.
+ * Iterating the stream itself (not readline) makes a connection that breaks midway an error here,
+ * never a stream that just ends or hangs.
  */
 async function* linesOf(
   stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
 ): AsyncGenerator<string> {
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
   for await (const chunk of stream) {
     let data = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
     for (let at = data.indexOf(10); at !== -1; at = data.indexOf(10)) {
       pending.push(data.subarray(0, at));
       yield Buffer.concat(pending).toString("utf8");
       pending = [];
+      pendingBytes = 0;
       data = data.subarray(at + 1);
     }
+    pendingBytes += data.length;
+    if (pendingBytes > LIMITS.backupLineBytes)
+      throw broken(`a line is longer than ${LIMITS.backupLineBytes} bytes, more than any backup line.`);
     if (data.length > 0) pending.push(data);
   }
   if (pending.length > 0) yield Buffer.concat(pending).toString("utf8");
