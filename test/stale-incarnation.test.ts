@@ -174,6 +174,45 @@ describe.skipIf(!postgresInstalled)("an incarnation replaced while another host 
       hear();
     }
   }, 120_000);
+
+  it("a deploy through that host creating the id again ends the old one there: none of its log lines", async () => {
+    // The first developer's redeploy through b reads the record again under the id's lock and
+    // finds none: the old incarnation is gone. Its log lines stayed in b's ring, and the second
+    // developer's deploy through b then created the id beside them, for their `platform logs`.
+    const id = "logged-before";
+    const first = await developer(`${id}-first`);
+    const created = await a.admin("/v1/deploys", "POST", {
+      id,
+      code: await sourceCode(capsuleOf("old code")),
+      owner: first.id,
+    });
+    expect(created.status, created.text()).toBe(201);
+    const row = (await b.call(id, "mutation", "keep", { text: "first's secret" })).json<{ value: string }>();
+    expect(outcome(await b.call(id, "query", "note", { id: row.value }))).toEqual([200, "first's secret"]);
+    const messages = () => b.deployments.logs.recent(id).map((line) => line.message);
+    expect(messages()).toContain("read first's secret");
+    const hear = deafTo(b, id);
+    try {
+      expect((await a.admin(`/v1/deploys/${id}`, "DELETE")).status).toBe(204);
+      const redeploy = await b.admin(
+        `/v1/deploys/${id}`,
+        "PUT",
+        { code: await sourceCode(capsuleOf("old code")) },
+        first.token,
+      );
+      expect(redeploy.status, redeploy.text()).not.toBe(200);
+      const again = await b.admin("/v1/deploys", "POST", {
+        id,
+        code: await sourceCode(capsuleOf("new code")),
+        owner: (await developer(`${id}-second`)).id,
+      });
+      expect(again.status, again.text()).toBe(201);
+      expect(messages().join("\n")).not.toContain("secret");
+      expect(outcome(await b.call(id, "query", "label"))).toEqual([200, "new code"]);
+    } finally {
+      hear();
+    }
+  }, 120_000);
 });
 
 describe.skipIf(!postgresInstalled)("the incarnation's check on PostgreSQL", () => {

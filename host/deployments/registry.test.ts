@@ -200,3 +200,25 @@ it("lets a read overtaken by a newer record decide nothing: begun before a delet
   expect(gone).toEqual(["app"]);
   expect(registry.cached("app")?.incarnation).toBe("second");
 });
+
+it("ends what it ran of a deployment when a call's read finds it deleted while word of it could not be read", async () => {
+  // Word of the deletion came, and its read failed (tried again later, or given up): the id had
+  // no record cached, but its incarnation known. A deploy creating the id again here read nothing,
+  // then kept the new record: nothing ended the old one, its isolate and log lines stayed for the
+  // new owner, and the read tried again found the new record, of the incarnation then known.
+  const { registry, gone, records, announce, failNext, gets } = await registryOfAHost();
+  await records.put("app", { id: "app", incarnation: "first" });
+  expect((await registry.get("app"))?.incarnation).toBe("first");
+  await records.delete("app");
+  failNext(1);
+  announce(JSON.stringify({ type: "deployment", id: "app" }));
+  expect(registry.cached("app")).toBeUndefined();
+  const readsBefore = gets();
+  expect(await registry.get("app")).toBeUndefined();
+  expect(gone).toEqual(["app"]);
+  await registry.store({ id: "app", incarnation: "second" } as never);
+  // The read tried again (500 ms later) finds the new one: changed, not ended again.
+  await until(async () => gets() > readsBefore + 1 && registry.keptIds()[2] === 0);
+  expect(gone).toEqual(["app"]);
+  expect(registry.cached("app")?.incarnation).toBe("second");
+});

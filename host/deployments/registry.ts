@@ -89,10 +89,7 @@ export class DeploymentRegistry {
     if (record) {
       this.keep(record);
       this.onChanged(id);
-    } else {
-      this.incarnations.delete(id);
-      this.owners.delete(id);
-    }
+    } else this.forgetGone(id);
   }
 
   /**
@@ -150,7 +147,8 @@ export class DeploymentRegistry {
    * The deployment `id`, or undefined; one read while word of a change came is not kept (it may be
    * older). One kept naming another incarnation than known (deleted and created again, unheard of)
    * ends the old one first, as {@link settle} does: calls before that read's end ran the new code
-   * for the old one's sockets and live queries, with the identities they were opened with.
+   * for the old one's sockets and live queries, with the identities they were opened with. None
+   * found for a known one ends it too: a deploy creating the id again here kept its log lines.
    */
   async get(id: string): Promise<DeploymentRecord | undefined> {
     const cached = this.cache.get(id);
@@ -160,10 +158,17 @@ export class DeploymentRegistry {
       () => this.records.get(id),
       (record) => {
         const known = this.incarnations.get(id);
-        if (record && known !== undefined && known !== (record.incarnation ?? null)) this.onGone(id);
-        record ? this.keep(record) : this.owners.delete(id);
+        if (known !== undefined && (!record || known !== (record.incarnation ?? null))) this.onGone(id);
+        if (record) this.keep(record);
+        else this.forgetGone(id);
       },
     );
+  }
+
+  /** Forgets `id`'s incarnation and owner: it has no record now. */
+  private forgetGone(id: string): void {
+    this.incarnations.delete(id);
+    this.owners.delete(id);
   }
 
   /** Marks what was read of `id` before now as possibly stale (see {@link get}). */
@@ -185,7 +190,9 @@ export class DeploymentRegistry {
     // see get). And another host's change not heard of yet is told as if announced (the stamps'
     // check would not).
     const record = await this.get(id);
-    if (before && JSON.stringify(record) !== JSON.stringify(before)) this.rechecks.run(id);
+    // Gone: ended by that read, unless a newer change overtook it (whose read then decides).
+    if (before && (record ? JSON.stringify(record) !== JSON.stringify(before) : this.incarnations.has(id)))
+      this.rechecks.run(id);
     return record;
   }
 
