@@ -4,6 +4,7 @@
  * folder (`client/logo.png -> ~/.ssh/id_ed25519`, a folder link) or leads nowhere is not, with a
  * warning naming it and saying why. A file over the limit is refused by its size, unread.
  */
+import { spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -48,6 +49,16 @@ it("never publishes what a link outside client/ leads to, and says so", async ()
     `client/img/relative.png is not published: it is a symbolic link to ${join(ssh, "id_ed25519")}, outside client/.`,
     `client/keys is not published: it is a symbolic link to ${ssh}, outside client/.`,
     `client/logo.png is not published: it is a symbolic link to ${join(ssh, "id_ed25519")}, outside client/.`,
+  ]);
+});
+
+it("skips a pipe or a socket with a warning, unread", async () => {
+  // Opened, a pipe with no writer would hold the deploy for good.
+  expect(spawnSync("mkfifo", [join(client, "img", "fifo.png")]).status).toBe(0);
+  const { files, warnings } = await collect();
+  expect(files.map(([path]) => path)).toEqual(["img/logo.svg", "index.html"]);
+  expect(warnings).toEqual([
+    "client/img/fifo.png is not published: it is not a regular file (a pipe, socket or device).",
   ]);
 });
 

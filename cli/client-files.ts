@@ -20,7 +20,7 @@ export interface ClientUpload {
  * real path stays inside `root` (an alias among the app's own files); one that leaves it
  * (`logo.png -> ~/.ssh/id_ed25519`, or a folder link) would publish whatever it leads to, so it is
  * left out and passed to `skip` with the reason, as is one that leads nowhere or to a folder that
- * holds it (a loop).
+ * holds it (a loop), and anything that is not a regular file or a folder (a pipe, a socket).
  */
 async function filesUnder(
   root: string,
@@ -53,6 +53,8 @@ async function filesUnder(
       const stats = await stat(real);
       if (stats.isDirectory()) await walk(real, `${path}/`, [...holders, real]);
       else if (stats.isFile()) files.set(path, real);
+      // Left out silently before: the developer saw the deploy succeed and the file missing.
+      else skip(path, "it is not a regular file (a pipe, socket or device)");
     }
   };
   await walk(top, "", [top]);
