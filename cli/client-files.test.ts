@@ -52,6 +52,26 @@ it("never publishes what a link outside client/ leads to, and says so", async ()
   ]);
 });
 
+it("publishes nothing of a client/ that is a link out of the project, and says so", async () => {
+  // A template's `client -> ../../.ssh` published the developer's keys.
+  const ssh = join(root, "home", ".ssh");
+  await mkdir(ssh, { recursive: true });
+  await writeFile(join(ssh, "id_ed25519"), "PRIVATE KEY");
+  await rm(client, { recursive: true });
+  await symlink(join("..", "home", ".ssh"), client);
+  const { files, warnings } = await collect();
+  expect(files).toEqual([]);
+  expect(warnings).toEqual([
+    `client/ is not published: it is a symbolic link to ${ssh}, outside the project. Copy or build the files into client/.`,
+  ]);
+  // A link to a folder of the project is published as that folder.
+  await rm(client);
+  await mkdir(join(capsule, "public"));
+  await writeFile(join(capsule, "public", "index.html"), "public page");
+  await symlink("public", client);
+  expect(await collect()).toEqual({ files: [["index.html", "public page"]], warnings: [] });
+});
+
 it("skips a pipe or a socket with a warning, unread", async () => {
   // Opened, a pipe with no writer would hold the deploy for good.
   expect(spawnSync("mkfifo", [join(client, "img", "fifo.png")]).status).toBe(0);

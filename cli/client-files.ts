@@ -3,6 +3,7 @@ import { mkdtemp, open, readdir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { isPublishedClientPath } from "../host/deployments/client-paths.js";
+import { rootLinkedOutside } from "../host/deployments/client-root.js";
 import { LIMITS, printable } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { buildClientApp } from "./client-build.js";
@@ -117,8 +118,15 @@ export async function collectClientFiles(
       if (isPublishedClientPath(path))
         warn(`client/${printable(path)} is not published: ${printable(reason)}.`);
     };
-    for (const [path, file] of await filesUnder(join(capsuleDir, "client"), skipped))
-      if (isPublishedClientPath(path)) files.set(path, file);
+    const client = join(capsuleDir, "client");
+    const outside = await rootLinkedOutside(client);
+    if (outside !== undefined)
+      warn(
+        `client/ is not published: it is a symbolic link to ${printable(outside)}, outside the project. Copy or build the files into client/.`,
+      );
+    else
+      for (const [path, file] of await filesUnder(client, skipped))
+        if (isPublishedClientPath(path)) files.set(path, file);
     for (const [path, file] of await filesUnder(out, skipped)) files.set(path, file);
     if (files.size > LIMITS.clientFiles)
       throw new PlatformError(

@@ -137,6 +137,19 @@ it("refuses a package in node_modules that is a link to a folder holding no pack
   );
 });
 
+it("refuses a package in node_modules that is a link to a folder holding the project", async () => {
+  // `node_modules/x -> ../..`, a parent with a package.json (a monorepo's root, a home folder after
+  // a stray `npm i`): every file under it counted as the package's, its `.env` bundled as text.
+  await writeFile(join(root, "package.json"), '{"name":"parent","version":"1.0.0"}');
+  await writeFile(join(root, ".env"), `TOKEN=${SECRET}`);
+  await mkdir(join(app, "node_modules"));
+  await symlink(join("..", ".."), join(app, "node_modules", "x"));
+  await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "x/.env"));
+  expect(await failure(bundleCapsule(app))).toContain(
+    `"x/.env" leads to ${join(root, ".env")}, outside the project folder ${app}`,
+  );
+});
+
 it("leaves esbuild's own resolve as it is: browser: false mappings, optional requires, the tsconfig's settings", async () => {
   // Answered by the check, these were lost: `"util": false` failed the build ("returned a
   // non-absolute path: util"), an optional require of a missing package failed it, and the

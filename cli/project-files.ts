@@ -17,7 +17,8 @@ function packageName(specifier: string): string | undefined {
 /**
  * The real path of the folder `node_modules/<name>` that Node's resolution finds first from `dir`
  * upwards, when it holds a `package.json` (a package, as npm, pnpm, yarn and workspaces make
- * them); undefined when there is none or it is no package (`node_modules/x -> ~/.ssh`).
+ * them); undefined when there is none or it is no package (`node_modules/x -> ~/.ssh`). The
+ * caller refuses one that holds the project itself.
  */
 async function packageFolder(name: string, dir: string): Promise<string | undefined> {
   for (let at = dir; ; at = dirname(at)) {
@@ -85,7 +86,8 @@ export function projectFilesOnly(projectDir: string, trusted: readonly string[])
         if (name !== undefined) {
           for (const from of [args.resolveDir, project]) {
             const folder = from === "" ? undefined : await packageFolder(name, from);
-            if (folder !== undefined && inside(folder, real)) {
+            // A "package" holding the project (`node_modules/x -> ../..`) would allow all above it.
+            if (folder !== undefined && !inside(folder, project) && inside(folder, real)) {
               // Its files are allowed from now on, as onLoad reads them.
               roots.push(folder);
               return undefined;

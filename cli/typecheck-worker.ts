@@ -81,7 +81,9 @@ const reportStatus = (
 
 const config = join(setup.dir, "tsconfig.json");
 /**
- * Options laid over the capsule's `tsconfig.json`: never emit, and `platform/*` resolved to this
+ * Options laid over the capsule's `tsconfig.json`: never emit, not even build info (`incremental`
+ * and `composite` write a `.tsbuildinfo` despite `noEmit`, and a template's `tsBuildInfoFile:
+ * "../../.bashrc"` replaced that file: an attack review), and `platform/*` resolved to this
  * package while the capsule does not install it (a fresh `platform init` before `npm install`),
  * unless the config maps paths of its own, which are left alone.
  */
@@ -89,9 +91,10 @@ function overConfig(): TypeScript.CompilerOptions {
   const raw = ts.readConfigFile(config, ts.sys.readFile).config as
     | { compilerOptions?: { paths?: unknown } }
     | undefined;
+  const writesNothing = { noEmit: true, incremental: false, composite: false };
   return setup.paths && raw?.compilerOptions?.paths === undefined
-    ? { noEmit: true, paths: setup.paths }
-    : { noEmit: true };
+    ? { ...writesNothing, paths: setup.paths }
+    : writesNothing;
 }
 
 if (existsSync(config)) {

@@ -4,7 +4,7 @@
  * user of the machine may have planted (`/tmp/node_modules/typescript` above a project in `/tmp`).
  */
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,4 +79,20 @@ it("uses the capsule's own typescript from its node_modules", async () => {
   const result = await firstCheck({ dir: app, entry: join(app, "server", "index.ts") });
   expect(existsSync(marker)).toBe(true);
   expect(result.diagnostics).toEqual([expect.stringMatching(ERROR)]);
+}, 60_000);
+
+it("writes no build info where the project's tsconfig.json points it", async () => {
+  // `incremental` or `composite` writes a `.tsbuildinfo` even with `noEmit`: a template's
+  // `tsBuildInfoFile: "../../.bashrc"` replaced that file with TypeScript's JSON (an attack review).
+  const victim = join(parent, "victim.txt");
+  await writeFile(victim, "keep me");
+  for (const option of [{ incremental: true }, { composite: true }]) {
+    await writeFile(
+      join(app, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { strict: true, ...option, tsBuildInfoFile: "../victim.txt" } }),
+    );
+    const result = await firstCheck({ dir: app, entry: join(app, "server", "index.ts") });
+    expect(result.diagnostics).toContainEqual(expect.stringMatching(ERROR));
+    expect(await readFile(victim, "utf8")).toBe("keep me");
+  }
 }, 60_000);

@@ -99,3 +99,32 @@ it("does not serve a FIFO, nor wait on one: other files are still served meanwhi
   expect(answers).toEqual(Array(6).fill([404, ""]));
   expect(page).toEqual([200, "<!doctype html>"]);
 });
+
+it("does not serve a client folder that is itself a link out of its project; one that stays inside is served", async () => {
+  // A template's `client -> /proc/self` served dev's environment (`/environ`) to the app's page.
+  const outside = join(root, "outside-project");
+  const inside = join(root, "inside-project");
+  await mkdir(join(outside), { recursive: true });
+  await mkdir(join(inside, "public"), { recursive: true });
+  await writeFile(join(inside, "public", "index.html"), "public page");
+  await symlink(join("..", "home", ".ssh"), join(outside, "client"));
+  await symlink("/proc/self", join(outside, "proc"));
+  await symlink("public", join(inside, "client"));
+  const app = new Koa();
+  app.use(staticFiles([join(outside, "client"), join(outside, "proc"), join(inside, "client")]));
+  const linked = app.listen(0, "127.0.0.1");
+  await new Promise((resolve) => linked.once("listening", resolve));
+  try {
+    const address = linked.address();
+    if (address === null || typeof address === "string") throw new Error("no port");
+    const fetch = async (path: string) => {
+      const response = await sendRequest(`http://127.0.0.1:${address.port}${path}`);
+      return [response.status, response.status === 200 ? response.text() : ""];
+    };
+    expect(await fetch("/id_ed25519")).toEqual([404, ""]);
+    expect(await fetch("/environ")).toEqual([404, ""]);
+    expect(await fetch("/")).toEqual([200, "public page"]);
+  } finally {
+    await new Promise((resolve) => linked.close(resolve));
+  }
+});

@@ -4,6 +4,7 @@ import { open, realpath, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
 import { isPublishedClientPath } from "../deployments/client-paths.js";
+import { rootLinkedOutside } from "../deployments/client-root.js";
 import { sendClientFile } from "./client-file-response.js";
 
 const inside = (base: string, path: string) => path === base || path.startsWith(base + sep);
@@ -39,7 +40,7 @@ async function readUnder(
   relative: string,
 ): Promise<{ file: string; body: Buffer } | undefined> {
   const path = resolve(base, relative === "" ? "index.html" : relative);
-  if (!inside(base, path)) return undefined;
+  if (!inside(base, path) || (await rootLinkedOutside(base)) !== undefined) return undefined;
   const file = (await stat(path).catch(() => undefined))?.isDirectory() ? join(path, "index.html") : path;
   const [realBase, realFile] = await Promise.all([realOrNone(base), realOrNone(file)]);
   if (realBase === undefined || realFile === undefined || !inside(realBase, realFile)) return undefined;
@@ -51,7 +52,8 @@ async function readUnder(
 /**
  * Serves a capsule's client at the app origin in `platform dev`: the first of `roots` holding the
  * path wins (the client build, then the `client/` folder). GET and HEAD only; `/` is `index.html`;
- * paths that would leave a folder, by `..` or by a symbolic link, are not found, nor are the files
+ * paths that would leave a folder, by `..` or by a symbolic link (a root that is one leading out of
+ * its own folder too: see {@link rootLinkedOutside}), are not found, nor are the files
  * `platform deploy` does not publish (dot-files, sources). Headers as for
  * hosted client files ({@link sendClientFile}): type by extension, `nosniff`, an ETag, `no-cache`.
  */
