@@ -354,6 +354,32 @@ describe("platform dev answers pages of this machine only", () => {
     expect(count.json()).toEqual({ value: 0 });
   });
 
+  it("refuses dev's own routes to another site's image or link, which sends no Origin", async () => {
+    // Repeated, `<img src="http://localhost:3000/__platform/logs?follow=1">` took every log stream.
+    const fetchDev = (path: string, headers: Record<string, string>) =>
+      sendRequest(`${dev.url}${path}`, { headers: { host: `localhost:${dev.port}`, ...headers } });
+    for (const path of ["/__platform/logs", "/__platform/export"]) {
+      for (const headers of [
+        { "sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors" },
+        { "sec-fetch-site": "cross-site", referer: "https://evil.example/page.html" },
+        { "sec-fetch-site": "cross-site", referer: "not a url" },
+      ]) {
+        const refused = await fetchDev(path, headers);
+        expect(refused.status, `${path} ${JSON.stringify(headers)}`).toBe(403);
+        expect(refused.json<{ error: { code: string } }>().error.code).toBe("forbidden");
+      }
+      // A page of this machine on another name (127.0.0.1 is another site to localhost), a
+      // same-site page, and scripts are answered.
+      for (const headers of [
+        {},
+        { "sec-fetch-site": "same-origin" },
+        { "sec-fetch-site": "same-site" },
+        { "sec-fetch-site": "cross-site", referer: "http://127.0.0.1:5173/" },
+      ])
+        expect((await fetchDev(path, headers)).status, `${path} ${JSON.stringify(headers)}`).toBe(200);
+    }
+  });
+
   it("answers pages of localhost, *.localhost and 127.0.0.0/8 on any port, and scripts that send no Origin", async () => {
     for (const origin of [
       undefined,

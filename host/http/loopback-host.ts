@@ -57,6 +57,18 @@ export function isLoopbackOrigin(origin: string): boolean {
   return (url.protocol === "http:" || url.protocol === "https:") && isLoopbackHost(url.host);
 }
 
+/**
+ * Whether a request without an `Origin` was made by a page of another site, as its browser says
+ * (`Sec-Fetch-Site: cross-site`) unless its `Referer` names a page of this machine (a page of
+ * `127.0.0.1` is another site to `localhost`). An `<img src="http://localhost:3000/__platform/
+ * logs?follow=1">` sends no `Origin`: repeated, such a page took every log stream of `platform
+ * dev`, or made it build whole exports, though it could read no answer (an attack review).
+ */
+export function fetchedByAnotherSite(secFetchSite: string | undefined, referer: string | undefined): boolean {
+  if (secFetchSite !== "cross-site") return false;
+  return referer === undefined || !URL.canParse(referer) || !isLoopbackOrigin(new URL(referer).origin);
+}
+
 /** In `platform dev`, the error for a request that came from a page of another site, or null when it did not. */
 export function crossSiteInDev(origin: string | undefined): PlatformError | null {
   if (origin === undefined || origin === "" || isLoopbackOrigin(origin)) return null;

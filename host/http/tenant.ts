@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { RouterMiddleware } from "@koa/router";
 import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
-import { crossSiteInDev, isLoopbackHost } from "./loopback-host.js";
+import { crossSiteInDev, fetchedByAnotherSite, isLoopbackHost } from "./loopback-host.js";
 import { checkPathEscapes } from "./path-escapes.js";
 
 /** Where a request is going: the control plane, one deployment, or nowhere we know. */
@@ -92,7 +92,8 @@ export interface TenantOptions {
  * `ctx.state.deployment` is its id) before any route runs; a host name we do not serve is
  * `404 not_found` at once (`403 forbidden` in `platform dev`), and so is a path no route could
  * decode (`400`, see {@link checkPathEscapes}). In `platform dev`, a request from a page of
- * another site (its `Origin`) is `403 forbidden` too.
+ * another site (its `Origin`, or for dev's own `/__platform/` routes its `Sec-Fetch-Site`) is
+ * `403 forbidden` too.
  */
 export function resolveTenant(options: TenantOptions): Middleware {
   return (ctx, next) => {
@@ -100,6 +101,16 @@ export function resolveTenant(options: TenantOptions): Middleware {
     if (options.devDeployment) {
       const crossSite = crossSiteInDev(ctx.get("origin") || undefined);
       if (crossSite) throw crossSite;
+      // Dev's own routes (logs, export, import): not for another site's `<img>` or link either.
+      if (
+        ctx.path.startsWith("/__platform/") &&
+        !ctx.get("origin") &&
+        fetchedByAnotherSite(ctx.get("sec-fetch-site") || undefined, ctx.get("referer") || undefined)
+      )
+        throw new PlatformError(
+          "forbidden",
+          "platform dev answers its own routes (/__platform/) only to pages served from this machine and to scripts, and this request comes from a page of another site.",
+        );
     }
     const destination = resolveDestination(ctx, options.domain, options.devDeployment);
     if (destination.kind !== "unknown") checkPathEscapes(ctx.path);
