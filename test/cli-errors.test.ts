@@ -261,4 +261,14 @@ describe("a busy port", () => {
     );
     expect(hosted.stderr.trim().endsWith(inUse())).toBe(true);
   }, 60_000);
+
+  it("platform dev warns when other users may open the folder of --data", async () => {
+    const shared = join(dir, "shared-dev-data");
+    mkdirSync(shared);
+    chmodSync(shared, 0o755);
+    const dev = await platform(["dev", "fixtures/todo", "--port", String(port), "--data", shared]);
+    expect(dev.stderr).toContain(
+      `warning: the data folder ${shared} can be opened by other users of this machine (mode 755); it holds every tenant's data: run chmod 700 ${shared}`,
+    );
+  }, 60_000);
 });

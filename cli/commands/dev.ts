@@ -10,6 +10,7 @@ import { type Colors, colorsFor, noColors } from "../colors.js";
 import { readServerEnv, SERVER_ENV_FILE } from "../env-file.js";
 import { exitOnUnhandledErrors } from "../fatal-errors.js";
 import { parsePort } from "../flags.js";
+import { warnIfShared } from "../host-data.js";
 import { isListenError, listenFailure } from "../listen-failure.js";
 import { formatCallSummary, type LogLine } from "../log-format.js";
 import { plural, printWarning, reportError } from "../output.js";
@@ -92,6 +93,7 @@ export function registerDev(program: Command): void {
       const dir = resolve(dirArg);
       const keep = flags.data !== undefined;
       const data = keep ? resolve(flags.data as string) : await mkdtemp(join(tmpdir(), "platform-dev-"));
+      if (keep) warnIfShared(data);
       const clientOut = await mkdtemp(join(tmpdir(), "platform-client-"));
       const discard = async () => {
         await rm(clientOut, { recursive: true, force: true });
