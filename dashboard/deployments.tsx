@@ -5,13 +5,18 @@ import { useLoad } from "./load.js";
 import { Owner, type OwnerFields } from "./owner.js";
 import { dataUrl, linkTo, storageUrl } from "./route.js";
 
-/** A deployment as `GET /v1/deploys` shows it (the fields this page reads). */
+/**
+ * The listing this page reads (and main.tsx asks for early): only what it shows, not what each
+ * developer declares (handler and env names, approved emails: megabytes a deployment at most).
+ */
+export const DEPLOYMENTS_LIST = "/v1/deploys?view=summary";
+
+/** A deployment as `GET /v1/deploys?view=summary` shows it (the fields this page reads). */
 interface Deployment extends OwnerFields {
   id: string;
   claimed: boolean;
   restricted: boolean;
   apiVersion: number;
-  tables: string[];
   updatedAt: number;
 }
 
@@ -41,7 +46,7 @@ function Totals({ id }: { id: string }) {
 
 /** The deployments the signed-in person manages (the operator: every one), with links to each. */
 export function DeploymentsPage({ operator }: { operator: boolean }) {
-  const list = useLoad(() => api<{ deploys: Deployment[] }>("/v1/deploys"), "deploys");
+  const list = useLoad(() => api<{ deploys: Deployment[] }>(DEPLOYMENTS_LIST), "deploys");
   const appUrl = (id: string) => `${location.protocol}//${id}.${location.host}`;
   const deploys = list.data?.deploys ?? [];
   return (

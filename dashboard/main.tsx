@@ -5,6 +5,7 @@
 import { createRoot } from "react-dom/client";
 import { deployPath, setCsrfToken, startEarly } from "./api.js";
 import { App } from "./app.js";
+import { DEPLOYMENTS_LIST } from "./deployments.js";
 import "./styles.css";
 
 const root = document.getElementById("root") as HTMLElement;
@@ -12,7 +13,7 @@ setCsrfToken(root.dataset.csrf ?? "");
 // The deployments list is the first page: ask for it while React starts, and for each
 // deployment's totals as soon as the list arrives, before React has drawn it.
 if (location.pathname === "/dashboard" || location.pathname === "/dashboard/")
-  startEarly<{ deploys: Array<{ id: string }> }>("/v1/deploys").then(
+  startEarly<{ deploys: Array<{ id: string }> }>(DEPLOYMENTS_LIST).then(
     (list) => {
       for (const { id } of list.deploys) startEarly(deployPath(id, "/totals"));
     },

@@ -115,4 +115,33 @@ describe("listing deployments", () => {
       parse.mockRestore();
     }
   });
+
+  it("shows a list for people without what each developer declares, and refuses a view it has not", async () => {
+    // The operator's first page downloaded every deployment's handler names, env names and
+    // approved emails (up to megabytes each, 100 deployments a developer) at each load.
+    const wide = structuredClone(REAL) as typeof REAL & { queries: string[] };
+    wide.queries = Array.from({ length: 900 }, (_, i) => `query${i}`.padEnd(60, "x"));
+    expect((await host.deployCode("declares", forged(wide))).status).toBe(201);
+    const full = await host.admin("/v1/deploys", "GET");
+    const summary = await host.admin("/v1/deploys?view=summary", "GET");
+    expect(summary.status, summary.text()).toBe(200);
+    const listed = summary.json<{ deploys: Array<Record<string, unknown>> }>().deploys;
+    expect(listed.find((d) => d.id === "declares")).toEqual({
+      id: "declares",
+      apiVersion: 1,
+      owner: null,
+      ownerName: null,
+      ownerEmail: null,
+      claimed: false,
+      restricted: false,
+      createdAt: expect.any(Number),
+      updatedAt: expect.any(Number),
+    });
+    expect(summary.text().length * 20).toBeLessThan(full.text().length);
+    const unknown = await host.admin("/v1/deploys?view=everything", "GET");
+    expect([unknown.status, unknown.json<{ error: { code: string } }>().error.code]).toEqual([
+      400,
+      "bad_request",
+    ]);
+  });
 });

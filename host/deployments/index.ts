@@ -19,6 +19,7 @@ export {
   type DeploymentRecord,
   publicView,
   storageQuotaOwner,
+  summaryView,
 } from "./records.js";
 export { redactSecrets } from "./redact.js";
 export type { DeploymentScopedState, StillAllowed } from "./removal.js";

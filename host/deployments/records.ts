@@ -88,6 +88,24 @@ export function publicView(record: DeploymentRecord) {
   };
 }
 
+/**
+ * A deployment as a listing for people shows it (`GET /v1/deploys?view=summary`, the dashboard's
+ * first page): none of what its developer declares (handler names, env names, approved emails,
+ * up to megabytes each), which the operator's page downloaded and parsed for every deployment of
+ * every developer at each load (an attack review).
+ */
+export function summaryView(record: DeploymentRecord) {
+  return {
+    id: record.id,
+    apiVersion: record.declaration.apiVersion,
+    owner: record.owner,
+    claimed: record.owner !== null,
+    restricted: record.restricted,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+  };
+}
+
 const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
 
 /** Checks a deployment id: it becomes a DNS label (`<id>.<domain>`). */

@@ -35,7 +35,7 @@ import { registerTransferRoutes } from "./export-routes.js";
 import { jsonListBody, OpenListings } from "./json-list.js";
 import { streamLogs } from "./log-stream.js";
 import { streamOutcome } from "./ndjson-outcome.js";
-import { withOwners } from "./owner-view.js";
+import { listView, withOwners } from "./owner-view.js";
 import {
   callerKey,
   principalOf,
@@ -171,6 +171,7 @@ export function controlPlaneRoutes(
   const listings = new OpenListings(2);
   router.get("/deploys", async (ctx) => {
     const who = principal(ctx);
+    const shape = listView(ctx.query.view);
     if (who.kind === "developer") listings.begin(who.developer.id, ctx.res);
     const all = await deployments.list();
     ctx.type = "application/json";
@@ -179,6 +180,7 @@ export function controlPlaneRoutes(
       await withOwners(
         all.filter((d) => mayManage(who, d)),
         developers,
+        shape,
       ),
     );
   });
@@ -231,7 +233,11 @@ export function controlPlaneRoutes(
     ctx.body = view(record);
   });
   router.get("/deploys/:id", async (ctx) => {
-    const [shown] = await withOwners([await manageable(ctx, deployments, ctx.params.id)], developers);
+    const [shown] = await withOwners(
+      [await manageable(ctx, deployments, ctx.params.id)],
+      developers,
+      publicView,
+    );
     ctx.body = shown;
   });
   router.patch("/deploys/:id", async (ctx) => {
