@@ -62,8 +62,14 @@ it("publishes nothing of a client/ that is a link out of the project, and says s
   const { files, warnings } = await collect();
   expect(files).toEqual([]);
   expect(warnings).toEqual([
-    `client/ is not published: it is a symbolic link to ${ssh}, outside the project. Copy or build the files into client/.`,
+    `client/ is not published: it is a symbolic link to ${ssh}, outside the project or into a dot-folder of it. Copy or build the files into client/.`,
   ]);
+  // Nor one into a dot-folder of the project: `.git/config` may hold a remote's credentials.
+  await rm(client);
+  await mkdir(join(capsule, ".git"));
+  await writeFile(join(capsule, ".git", "config"), "url = https://token@example.com/repo");
+  await symlink(".git", client);
+  expect((await collect()).files).toEqual([]);
   // A link to a folder of the project is published as that folder.
   await rm(client);
   await mkdir(join(capsule, "public"));

@@ -122,7 +122,7 @@ export async function collectClientFiles(
     const outside = await rootLinkedOutside(client);
     if (outside !== undefined)
       warn(
-        `client/ is not published: it is a symbolic link to ${printable(outside)}, outside the project. Copy or build the files into client/.`,
+        `client/ is not published: it is a symbolic link to ${printable(outside)}, outside the project or into a dot-folder of it. Copy or build the files into client/.`,
       );
     else
       for (const [path, file] of await filesUnder(client, skipped))

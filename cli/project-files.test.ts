@@ -137,17 +137,33 @@ it("refuses a package in node_modules that is a link to a folder holding no pack
   );
 });
 
-it("refuses a package in node_modules that is a link to a folder holding the project", async () => {
-  // `node_modules/x -> ../..`, a parent with a package.json (a monorepo's root, a home folder after
-  // a stray `npm i`): every file under it counted as the package's, its `.env` bundled as text.
-  await writeFile(join(root, "package.json"), '{"name":"parent","version":"1.0.0"}');
+it("builds a package linked to a folder holding the project, but none of its dot-files", async () => {
+  // `node_modules/x -> ../..`, a parent with a package.json (a library's example app depending on
+  // it with `file:..`, or a home folder after a stray `npm i`): every file under it counted as the
+  // package's, a parent's `.env` bundled as text.
+  await writeFile(join(root, "package.json"), '{"name":"parent","version":"1.0.0","main":"lib.js"}');
+  await writeFile(join(root, "lib.js"), 'export const greeting = "hello from the library";\n');
   await writeFile(join(root, ".env"), `TOKEN=${SECRET}`);
   await mkdir(join(app, "node_modules"));
   await symlink(join("..", ".."), join(app, "node_modules", "x"));
+  await writeFile(
+    join(app, "server", "index.ts"),
+    'import { capsule } from "platform/server";\nimport { greeting } from "x";\nexport default capsule({ schema: {}, queries: { hi: async () => greeting } });\n',
+  );
+  expect((await bundleCapsule(app)).code).toContain("hello from the library");
   await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "x/.env"));
   expect(await failure(bundleCapsule(app))).toContain(
     `"x/.env" leads to ${join(root, ".env")}, outside the project folder ${app}`,
   );
+  // Nor once the package's own files were read first, in the same build.
+  await writeFile(
+    join(app, "server", "index.ts"),
+    `import { greeting } from "x";\n${SERVER.replace("./banner.txt", "x/.env")}`.replace(
+      "text(banner)",
+      "text(banner + greeting)",
+    ),
+  );
+  expect(await failure(bundleCapsule(app))).toContain(`"x/.env" leads to ${join(root, ".env")}`);
 });
 
 it("leaves esbuild's own resolve as it is: browser: false mappings, optional requires, the tsconfig's settings", async () => {

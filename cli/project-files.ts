@@ -17,8 +17,7 @@ function packageName(specifier: string): string | undefined {
 /**
  * The real path of the folder `node_modules/<name>` that Node's resolution finds first from `dir`
  * upwards, when it holds a `package.json` (a package, as npm, pnpm, yarn and workspaces make
- * them); undefined when there is none or it is no package (`node_modules/x -> ~/.ssh`). The
- * caller refuses one that holds the project itself.
+ * them); undefined when there is none or it is no package (`node_modules/x -> ~/.ssh`).
  */
 async function packageFolder(name: string, dir: string): Promise<string | undefined> {
   for (let at = dir; ; at = dirname(at)) {
@@ -52,7 +51,8 @@ function describeImport(project: string, args: OnResolveArgs, real: string): str
  * `server/` bundled into the capsule, where an endpoint could serve it (an attack review).
  * Packages are trusted as the package manager links them, which is how a monorepo's workspace
  * packages live outside the app's folder: a `node_modules` the project was cloned with is
- * trusted too, but only folders holding a `package.json` count as packages there.
+ * trusted too, but only folders holding a `package.json` count as packages there, and no file
+ * under a dot-file or dot-folder of a package (`.env`, `.git/`, `.npmrc`) counts as its own.
  */
 export function projectFilesOnly(projectDir: string, trusted: readonly string[]): Plugin {
   return {
@@ -60,7 +60,17 @@ export function projectFilesOnly(projectDir: string, trusted: readonly string[])
     setup(builder) {
       const project = realpathSync(projectDir);
       const roots = [project, ...trusted.map((root) => realpathSync(root))];
-      const allowed = (real: string) => roots.some((root) => inside(root, real));
+      // Packages' folders, their dot-files and dot-folders left out: `node_modules/x -> ../..` (a
+      // parent holding a package.json, or a library's example app's `file:..`) made a parent's
+      // `.env` a package file, bundled by `import env from "x/.env"` (an attack review).
+      const packages: string[] = [];
+      const inPackage = (folder: string, real: string) =>
+        inside(folder, real) &&
+        !relative(folder, real)
+          .split(sep)
+          .some((name) => name.startsWith("."));
+      const allowed = (real: string) =>
+        roots.some((root) => inside(root, real)) || packages.some((folder) => inPackage(folder, real));
       const refusal = (what: string, real: string) =>
         `${what} leads to ${real}, outside the project folder ${project}: a build reads only the project's files and packages from node_modules, so that nothing else on this machine is published by mistake. Copy what it needs into the project (a copy, not a symbolic link), or make it a package the project depends on (an npm workspace, say).`;
 
@@ -86,10 +96,9 @@ export function projectFilesOnly(projectDir: string, trusted: readonly string[])
         if (name !== undefined) {
           for (const from of [args.resolveDir, project]) {
             const folder = from === "" ? undefined : await packageFolder(name, from);
-            // A "package" holding the project (`node_modules/x -> ../..`) would allow all above it.
-            if (folder !== undefined && !inside(folder, project) && inside(folder, real)) {
+            if (folder !== undefined && inPackage(folder, real)) {
               // Its files are allowed from now on, as onLoad reads them.
-              roots.push(folder);
+              packages.push(folder);
               return undefined;
             }
           }

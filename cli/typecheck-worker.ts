@@ -81,9 +81,7 @@ const reportStatus = (
 
 const config = join(setup.dir, "tsconfig.json");
 /**
- * Options laid over the capsule's `tsconfig.json`: never emit, not even build info (`incremental`
- * and `composite` write a `.tsbuildinfo` despite `noEmit`, and a template's `tsBuildInfoFile:
- * "../../.bashrc"` replaced that file: an attack review), and `platform/*` resolved to this
+ * Options laid over the capsule's `tsconfig.json`: never emit, and `platform/*` resolved to this
  * package while the capsule does not install it (a fresh `platform init` before `npm install`),
  * unless the config maps paths of its own, which are left alone.
  */
@@ -91,18 +89,29 @@ function overConfig(): TypeScript.CompilerOptions {
   const raw = ts.readConfigFile(config, ts.sys.readFile).config as
     | { compilerOptions?: { paths?: unknown } }
     | undefined;
-  const writesNothing = { noEmit: true, incremental: false, composite: false };
   return setup.paths && raw?.compilerOptions?.paths === undefined
-    ? { ...writesNothing, paths: setup.paths }
-    : writesNothing;
+    ? { noEmit: true, paths: setup.paths }
+    : { noEmit: true };
 }
+
+/**
+ * TypeScript's file system, but writing nothing: `incremental` and `composite` write build info
+ * despite `noEmit`, where the config's `tsBuildInfoFile` says, and a template's `"../../.bashrc"`
+ * replaced that file (an attack review). Turning the two options off instead made configs that
+ * need them (`composite` with `declarationMap`) fail with one option error and no other.
+ */
+const readOnlySystem: TypeScript.System = {
+  ...ts.sys,
+  writeFile: () => {},
+  createDirectory: () => {},
+};
 
 if (existsSync(config)) {
   ts.createWatchProgram(
     ts.createWatchCompilerHost(
       config,
       overConfig(),
-      ts.sys,
+      readOnlySystem,
       ts.createSemanticDiagnosticsBuilderProgram,
       reportDiagnostic,
       reportStatus,
@@ -113,7 +122,7 @@ if (existsSync(config)) {
     ts.createWatchCompilerHost(
       [setup.entry],
       defaultOptions(),
-      ts.sys,
+      readOnlySystem,
       ts.createSemanticDiagnosticsBuilderProgram,
       reportDiagnostic,
       reportStatus,

@@ -6,7 +6,7 @@
  * failures is in supervisor.test.ts.)
  */
 import { chmodSync, mkdirSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -260,6 +260,19 @@ describe("a busy port", () => {
       `warning: the data folder ${shared} can be opened by other users of this machine (mode 755); it holds every tenant's data: run chmod 700 ${shared}`,
     );
     expect(hosted.stderr.trim().endsWith(inUse())).toBe(true);
+  }, 60_000);
+
+  it("platform dev warns that a client/ linking out of the project is not served", async () => {
+    const app = join(dir, "linked-client");
+    await cp("fixtures/todo", app, { recursive: true });
+    await rm(join(app, "client"), { recursive: true, force: true });
+    const elsewhere = join(dir, "elsewhere");
+    mkdirSync(elsewhere);
+    await symlink(elsewhere, join(app, "client"));
+    const dev = await platform(["dev", app, "--port", String(port)]);
+    expect(dev.stderr).toContain(
+      `warning: client/ is not served: it is a symbolic link to ${await realpath(elsewhere)}, outside the project or into a dot-folder of it.`,
+    );
   }, 60_000);
 
   it("platform dev warns when other users may open the folder of --data", async () => {

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Command, Option } from "commander";
+import { rootLinkedOutside } from "../../host/deployments/client-root.js";
 import { printable } from "../../sdk/protocol/index.js";
 import { bundleCapsule, capsuleEntry } from "../bundle.js";
 import { buildClientApp } from "../client-build.js";
@@ -94,6 +95,11 @@ export function registerDev(program: Command): void {
       const keep = flags.data !== undefined;
       const data = keep ? resolve(flags.data as string) : await mkdtemp(join(tmpdir(), "platform-dev-"));
       if (keep) warnIfShared(data);
+      const linked = await rootLinkedOutside(join(dir, "client"));
+      if (linked !== undefined)
+        printWarning(
+          `client/ is not served: it is a symbolic link to ${printable(linked)}, outside the project or into a dot-folder of it. Copy or build the files into client/.`,
+        );
       const clientOut = await mkdtemp(join(tmpdir(), "platform-client-"));
       const discard = async () => {
         await rm(clientOut, { recursive: true, force: true });

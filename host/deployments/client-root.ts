@@ -1,8 +1,9 @@
 import { lstat, realpath } from "node:fs/promises";
-import { dirname, sep } from "node:path";
+import { dirname, relative, sep } from "node:path";
 
 /**
- * Where folder `root` leads when it is a symbolic link out of the folder that holds it, else
+ * Where folder `root` leads when it is a symbolic link out of the folder that holds it or into one
+ * of its dot-folders (`client -> .git`, whose `config` may hold a remote's credentials), else
  * undefined (a real folder, a link that stays beside it, or nothing there). A project's `client`
  * that is such a link is neither published by `platform deploy` nor served by `platform dev`: a
  * template's `client -> ../../.ssh` published the developer's keys, and `client -> /proc/self`
@@ -16,5 +17,10 @@ export async function rootLinkedOutside(root: string): Promise<string | undefine
     realpath(root).catch(() => root),
     realpath(dirname(root)).catch(() => dirname(root)),
   ]);
-  return target.startsWith(holder + sep) ? undefined : target;
+  if (!target.startsWith(holder + sep)) return target;
+  return relative(holder, target)
+    .split(sep)
+    .some((name) => name.startsWith("."))
+    ? target
+    : undefined;
 }

@@ -109,9 +109,19 @@ it("does not serve a client folder that is itself a link out of its project; one
   await writeFile(join(inside, "public", "index.html"), "public page");
   await symlink(join("..", "home", ".ssh"), join(outside, "client"));
   await symlink("/proc/self", join(outside, "proc"));
+  await mkdir(join(outside, ".git"));
+  await writeFile(join(outside, ".git", "config"), "url = https://token@example.com/repo");
+  await symlink(".git", join(outside, "git"));
   await symlink("public", join(inside, "client"));
   const app = new Koa();
-  app.use(staticFiles([join(outside, "client"), join(outside, "proc"), join(inside, "client")]));
+  app.use(
+    staticFiles([
+      join(outside, "client"),
+      join(outside, "proc"),
+      join(outside, "git"),
+      join(inside, "client"),
+    ]),
+  );
   const linked = app.listen(0, "127.0.0.1");
   await new Promise((resolve) => linked.once("listening", resolve));
   try {
@@ -123,6 +133,7 @@ it("does not serve a client folder that is itself a link out of its project; one
     };
     expect(await fetch("/id_ed25519")).toEqual([404, ""]);
     expect(await fetch("/environ")).toEqual([404, ""]);
+    expect(await fetch("/config")).toEqual([404, ""]);
     expect(await fetch("/")).toEqual([200, "public page"]);
   } finally {
     await new Promise((resolve) => linked.close(resolve));

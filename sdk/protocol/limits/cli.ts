@@ -28,8 +28,8 @@ export const CLI_LIMITS = {
    * Bytes of one line of a host backup that `platform host backup` reads (the backup itself is
    * written to disk as it arrives). The largest a host sends is an entries line: under 1 MiB of
    * values and then one more, at most a stored bundle ({@link LIMITS.bundleBytes}, escaped as JSON
-   * twice: at most 64 MiB); an object line is one stored file in base64. Ours: a line without end
-   * was read whole.
+   * twice: up to 7 bytes a character, 112 MiB); an object line is one stored file in base64.
+   * Ours: a line without end was read whole.
    */
   backupLineBytes: 256 * 1024 * 1024,
 } as const;
