@@ -123,6 +123,15 @@ it("lets the operator delete any deployment's file, with the session's CSRF toke
   const operator = await signIn(host, host.adminToken);
   const storage = await page("/deploys/danas/storage", operator.pair);
   expect(storage.text()).toContain(key);
+  // The page with the CSRF token beside a tenant's text is never compressed (BREACH).
+  const asked = await sendRequest(`${host.url}/deploys/danas/storage`, {
+    headers: { cookie: operator.pair as string, "accept-encoding": "gzip, br" },
+  });
+  expect([asked.status, asked.headers["content-encoding"], asked.text().length > 1024]).toEqual([
+    200,
+    undefined,
+    true,
+  ]);
   const csrf = /name="csrf" value="([^"]+)"/.exec(storage.text())?.[1] as string;
   const remove = (token: string) =>
     sendRequest(`${host.url}/deploys/danas/storage/delete`, {

@@ -169,6 +169,9 @@ export function dashboardRoutes(
     }
     setPageHeaders(ctx, STORAGE_PAGE_CSP);
     ctx.type = "html";
+    // Sent as it is: compressed, the size of a page holding the session's CSRF token beside text
+    // a tenant chose (content types, uploaders' emails) tells an onlooker about the token (BREACH).
+    ctx.compress = false;
     ctx.body = storagePage(record, await objects.list(record), signedIn.name, signedIn.csrf);
   });
 
