@@ -19,6 +19,8 @@ export interface LogLine {
   fields?: Record<string, unknown> | unknown[];
   /** The platform's line after each call: what ran, how it ended, what it used. */
   call?: { kind: string; name: string; outcome: string; usage: CallUsage; error?: CallFailure };
+  /** True on the platform's own lines (a dashboard action), which no handler can write. */
+  platform?: unknown;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -119,7 +121,9 @@ export function formatLogLine(line: LogLine, c: Colors = noColors): string {
   const usage = line.call ? ` · ${printable(formatUsage(line.call.usage))}` : "";
   const level = printable(line.level.toUpperCase()).padEnd(5);
   const shown = line.level === "error" ? c.red(level) : line.level === "warn" ? c.yellow(level) : level;
-  return `${c.dim(time)} ${shown} ${printable(line.handler)} ${c.dim(`[${printable(line.requestId)}]`)} ${printable(line.message)}${failure}${fields}${usage}${stackLines(error)}`;
+  // `platform:dashboard`: no handler's name has a colon, so a capsule cannot write such a line.
+  const handler = `${line.platform === true ? "platform:" : ""}${printable(line.handler)}`;
+  return `${c.dim(time)} ${shown} ${handler} ${c.dim(`[${printable(line.requestId)}]`)} ${printable(line.message)}${failure}${fields}${usage}${stackLines(error)}`;
 }
 
 /**

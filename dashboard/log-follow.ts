@@ -13,6 +13,8 @@ export interface LogLine {
   message: string;
   fields?: Record<string, unknown>;
   call?: { kind: string; name: string; outcome: string; usage: CallUsage; error?: { message: string } };
+  /** The platform's own record of a dashboard action (no handler's line has it). */
+  platform?: true;
 }
 
 /** Lines the page keeps (the host keeps as many per deployment). */

@@ -90,6 +90,14 @@ export function LogsPage({ deployment }: { deployment: string }) {
                   <td>{line.level}</td>
                   <td>
                     <code>{line.handler}</code>
+                    {line.platform && (
+                      <>
+                        {" "}
+                        <span className="badge" title="Written by the platform, not by the app's code">
+                          platform
+                        </span>
+                      </>
+                    )}
                   </td>
                   <td>{line.message}</td>
                   <td>

@@ -141,6 +141,7 @@ export class DataConsole {
       level: "info",
       deployment: record.id,
       handler: "dashboard",
+      platform: true,
       requestId: formatRequestId(Date.now(), ++this.seq),
       message: `dashboard: ${actor.label} ${PAST[change.action]} ${change.table} row ${change.id}`,
       fields: Object.assign({ by: actor.label }, change),

@@ -101,6 +101,7 @@ export class LogHub {
         deployment: line.deployment,
         handler: line.handler,
         requestId: line.requestId,
+        ...(line.platform ? { platform: true } : {}),
         ...(line.fields ? { fields: line.fields } : {}),
         ...(line.call ? { call: withoutFailure(line.call) } : {}),
       },

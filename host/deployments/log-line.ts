@@ -34,6 +34,12 @@ export interface LogLine {
   call?: CallRecord;
   /** Set on the platform's warning that a call used more than half of a budget. */
   warning?: "budget";
+  /**
+   * Set on the platform's own record of what was done through the dashboard (a row changed, a
+   * handler run), which no handler's line carries: a capsule's query named `dashboard` wrote
+   * lines that read exactly like them (an attack review).
+   */
+  platform?: true;
 }
 
 /** A request id as the logs show it: its start (ms, base 36) and the host's call counter. */

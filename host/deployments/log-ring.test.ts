@@ -204,4 +204,21 @@ describe("LogHub", () => {
     expect(text.slice(0, -1)).not.toMatch(UNPRINTABLE);
     expect(JSON.parse(text)).toMatchObject({ message: hostile, fields: { [hostile]: [hostile] } });
   });
+
+  it("never marks a handler's line as the platform's own, whatever it logs", () => {
+    const hub = new LogHub(false);
+    hub.sink(
+      "d1",
+      "dashboard",
+      { startedMs: 1_700_000_000_000, seq: 1 },
+      {},
+    )({
+      level: "info",
+      message: "dashboard: operator deleted messages row k1",
+      fields: { platform: true, by: "operator" },
+    });
+    const [forged] = hub.recent("d1");
+    expect(forged?.platform).toBeUndefined();
+    expect(forged?.handler).toBe("dashboard");
+  });
 });

@@ -58,6 +58,7 @@ function logRun(
     level: "info",
     deployment: record.id,
     handler: "dashboard",
+    platform: true,
     requestId: formatRequestId(Date.now(), 0),
     message: `dashboard: ${by} ran ${handler.kind} ${handler.name} as ${as.label}`,
     fields: { by, action: "run", kind: handler.kind, name: handler.name, as: as.label },

@@ -117,6 +117,7 @@ export function streamLogs(
       level: "warn",
       deployment,
       handler: "platform",
+      platform: true,
       requestId: "",
       message:
         "The host stopped following these logs: new lines waited unread past their share (this client read too slowly). Follow again to go on.",
