@@ -6,13 +6,14 @@
  */
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, openSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Koa from "koa";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../../cli/http.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { staticFiles } from "./static-files.js";
 
 let root: string;
@@ -98,6 +99,19 @@ it("does not serve a FIFO, nor wait on one: other files are still served meanwhi
   const [page, ...answers] = await Promise.all([get("/"), ...pipes]);
   expect(answers).toEqual(Array(6).fill([404, ""]));
   expect(page).toEqual([200, "<!doctype html>"]);
+});
+
+it("refuses a file larger than platform deploy publishes by its size, unread", async () => {
+  // A 2 GB file in client/ was read whole into memory at each GET.
+  const big = join(root, "client", "video.mp4");
+  await writeFile(big, "");
+  await truncate(big, 2 * 1024 * 1024 * 1024);
+  const response = await sendRequest(`${base}/video.mp4`);
+  expect(response.status).toBe(413);
+  expect(response.text()).toContain(
+    `platform deploy publishes client files of at most ${LIMITS.clientFileBytes} bytes`,
+  );
+  expect(await get("/")).toEqual([200, "<!doctype html>"]);
 });
 
 it("does not serve a client folder that is itself a link out of its project; one that stays inside is served", async () => {

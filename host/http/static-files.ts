@@ -3,6 +3,8 @@ import { constants } from "node:fs";
 import { open, realpath, stat } from "node:fs/promises";
 import { join, normalize, resolve, sep } from "node:path";
 import type { Context, Next } from "koa";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { isPublishedClientPath } from "../deployments/client-paths.js";
 import { rootLinkedOutside } from "../deployments/client-root.js";
 import { sendClientFile } from "./client-file-response.js";
@@ -21,8 +23,17 @@ async function readRegularFile(file: string): Promise<Buffer | undefined> {
   const handle = await open(file, flags).catch(() => undefined);
   if (handle === undefined) return undefined;
   try {
-    return (await handle.stat()).isFile() ? await handle.readFile() : undefined;
-  } catch {
+    const stats = await handle.stat();
+    if (!stats.isFile()) return undefined;
+    // Refused by its size, unread, as `platform deploy` refuses it: a 2 GB file was read whole.
+    if (stats.size > LIMITS.clientFileBytes)
+      throw new PlatformError(
+        "too_large",
+        `This file is ${stats.size} bytes; platform deploy publishes client files of at most ${LIMITS.clientFileBytes} bytes, so platform dev does not serve it either.`,
+      );
+    return await handle.readFile();
+  } catch (error) {
+    if (isPlatformError(error)) throw error;
     return undefined;
   } finally {
     await handle.close();
