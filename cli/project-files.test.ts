@@ -137,33 +137,57 @@ it("refuses a package in node_modules that is a link to a folder holding no pack
   );
 });
 
-it("builds a package linked to a folder holding the project, but none of its dot-files", async () => {
-  // `node_modules/x -> ../..`, a parent with a package.json (a library's example app depending on
-  // it with `file:..`, or a home folder after a stray `npm i`): every file under it counted as the
-  // package's, a parent's `.env` bundled as text.
+it("refuses a package linked to a folder holding the project, and every package's dot-files", async () => {
+  // `node_modules/x -> ../..`, a parent with a package.json (a home folder after a stray `npm i`,
+  // or a library's example app's `file:..`): every file above the project counted as the package's.
   await writeFile(join(root, "package.json"), '{"name":"parent","version":"1.0.0","main":"lib.js"}');
-  await writeFile(join(root, "lib.js"), 'export const greeting = "hello from the library";\n');
+  await writeFile(join(root, "lib.js"), 'export const greeting = "hello from the parent";\n');
   await writeFile(join(root, ".env"), `TOKEN=${SECRET}`);
   await mkdir(join(app, "node_modules"));
   await symlink(join("..", ".."), join(app, "node_modules", "x"));
-  await writeFile(
-    join(app, "server", "index.ts"),
-    'import { capsule } from "platform/server";\nimport { greeting } from "x";\nexport default capsule({ schema: {}, queries: { hi: async () => greeting } });\n',
-  );
-  expect((await bundleCapsule(app)).code).toContain("hello from the library");
-  await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "x/.env"));
+  const importing = (what: string) =>
+    writeFile(
+      join(app, "server", "index.ts"),
+      `import { capsule } from "platform/server";\nimport what from ${JSON.stringify(what)};\nexport default capsule({ schema: {}, queries: { hi: async () => String(what) } });\n`,
+    );
+  await importing("x");
   expect(await failure(bundleCapsule(app))).toContain(
-    `"x/.env" leads to ${join(root, ".env")}, outside the project folder ${app}`,
+    `"x" leads to ${join(root, "lib.js")}, outside the project folder`,
   );
-  // Nor once the package's own files were read first, in the same build.
+  await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "x/.env"));
+  expect(await failure(bundleCapsule(app))).toContain(`"x/.env" leads to ${join(root, ".env")}`);
+  // Another project linked as a package builds, but not its dot-files.
+  const other = join(root, "other");
+  await mkdir(other);
+  await writeFile(join(other, "package.json"), '{"name":"other","version":"1.0.0","main":"index.js"}');
+  await writeFile(join(other, "index.js"), 'export default "hello from other";\n');
+  await writeFile(join(other, ".env"), `TOKEN=${SECRET}`);
+  await symlink(join("..", "..", "other"), join(app, "node_modules", "other"));
+  await importing("other");
+  expect((await bundleCapsule(app)).code).toContain("hello from other");
   await writeFile(
     join(app, "server", "index.ts"),
-    `import { greeting } from "x";\n${SERVER.replace("./banner.txt", "x/.env")}`.replace(
+    `import greeting from "other";\n${SERVER.replace("./banner.txt", "other/.env")}`.replace(
       "text(banner)",
       "text(banner + greeting)",
     ),
   );
-  expect(await failure(bundleCapsule(app))).toContain(`"x/.env" leads to ${join(root, ".env")}`);
+  expect(await failure(bundleCapsule(app))).toContain(`"other/.env" leads to ${join(other, ".env")}`);
+});
+
+it("refuses the project's own dot-files: its server env is never bundled into the public main.js", async () => {
+  // A template's client/main.ts imported the developer's `.env.platform.server` as text: every
+  // server secret published in `main.js`.
+  await writeFile(join(app, ".env.platform.server"), `API_KEY=${SECRET}`);
+  await writeFile(
+    join(app, "client", "main.ts"),
+    'import env from "../.env.platform.server" with { type: "text" };\nconsole.log(env);\n',
+  );
+  const dotFile = `leads to ${join(app, ".env.platform.server")}, a dot-file or a file in a dot-folder`;
+  expect(await failure(buildClientApp(app, out))).toContain(dotFile);
+  expect(await failure(collectClientFiles(app))).toContain(dotFile);
+  await writeFile(join(app, "server", "index.ts"), SERVER.replace("./banner.txt", "../.env.platform.server"));
+  expect(await failure(bundleCapsule(app))).toContain(dotFile);
 });
 
 it("leaves esbuild's own resolve as it is: browser: false mappings, optional requires, the tsconfig's settings", async () => {

@@ -32,6 +32,18 @@ async function packageFolder(name: string, dir: string): Promise<string | undefi
   }
 }
 
+/**
+ * Whether `real`, inside `folder`, is a dot-file or lies in a dot-folder (`.env`, `.git/config`)
+ * before any `node_modules` (whose `.pnpm` and `.bin` are the package manager's).
+ */
+function hiddenBelow(folder: string, real: string): boolean {
+  for (const name of relative(folder, real).split(sep)) {
+    if (name === "node_modules") return false;
+    if (name.startsWith(".")) return true;
+  }
+  return false;
+}
+
 /** The import as the developer wrote it and where its path points, for the refusal. */
 function describeImport(project: string, args: OnResolveArgs, real: string): string {
   if (args.kind === "entry-point") return relative(project, args.path) || args.path;
@@ -51,28 +63,25 @@ function describeImport(project: string, args: OnResolveArgs, real: string): str
  * `server/` bundled into the capsule, where an endpoint could serve it (an attack review).
  * Packages are trusted as the package manager links them, which is how a monorepo's workspace
  * packages live outside the app's folder: a `node_modules` the project was cloned with is
- * trusted too, but only folders holding a `package.json` count as packages there, and no file
- * under a dot-file or dot-folder of a package (`.env`, `.git/`, `.npmrc`) counts as its own.
+ * trusted too, but only folders holding a `package.json` count as packages there, never one
+ * holding the project; and no dot-file, nor a file in a dot-folder (`.env`, `.git/`, `.npmrc`), is
+ * read from any of these folders.
  */
 export function projectFilesOnly(projectDir: string, trusted: readonly string[]): Plugin {
   return {
     name: "platform-project-files",
     setup(builder) {
       const project = realpathSync(projectDir);
+      // The folders a build reads from (packages join as imports reach them), none of their
+      // dot-files or dot-folders: a template's `client/main.ts` bundled the developer's
+      // `../.env.platform.server` into the public `main.js`, and `node_modules/x -> ../..` made a
+      // parent's `.env` a package file (an attack review).
       const roots = [project, ...trusted.map((root) => realpathSync(root))];
-      // Packages' folders, their dot-files and dot-folders left out: `node_modules/x -> ../..` (a
-      // parent holding a package.json, or a library's example app's `file:..`) made a parent's
-      // `.env` a package file, bundled by `import env from "x/.env"` (an attack review).
-      const packages: string[] = [];
-      const inPackage = (folder: string, real: string) =>
-        inside(folder, real) &&
-        !relative(folder, real)
-          .split(sep)
-          .some((name) => name.startsWith("."));
-      const allowed = (real: string) =>
-        roots.some((root) => inside(root, real)) || packages.some((folder) => inPackage(folder, real));
+      const allowed = (real: string) => roots.some((root) => inside(root, real) && !hiddenBelow(root, real));
       const refusal = (what: string, real: string) =>
-        `${what} leads to ${real}, outside the project folder ${project}: a build reads only the project's files and packages from node_modules, so that nothing else on this machine is published by mistake. Copy what it needs into the project (a copy, not a symbolic link), or make it a package the project depends on (an npm workspace, say).`;
+        roots.some((root) => inside(root, real))
+          ? `${what} leads to ${real}, a dot-file or a file in a dot-folder: a build never reads those (.env files, .git), so that no secret of the project is bundled or published. Rename it if it belongs to the app.`
+          : `${what} leads to ${real}, outside the project folder ${project}: a build reads only the project's files and packages from node_modules, so that nothing else on this machine is published by mistake. Copy what it needs into the project (a copy, not a symbolic link), or make it a package the project depends on (an npm workspace, say).`;
 
       builder.onResolve({ filter: /.*/ }, async (args): Promise<OnResolveResult | undefined> => {
         // Other plugins' own resolves (pluginData set) are checked as the import that asked them.
@@ -96,9 +105,12 @@ export function projectFilesOnly(projectDir: string, trusted: readonly string[])
         if (name !== undefined) {
           for (const from of [args.resolveDir, project]) {
             const folder = from === "" ? undefined : await packageFolder(name, from);
-            if (folder !== undefined && inPackage(folder, real)) {
+            // One holding the project (`node_modules/x -> ../..`, a `file:..` dependency) would
+            // open every file above it: not a package here.
+            if (folder !== undefined && !inside(folder, project) && inside(folder, real)) {
+              if (hiddenBelow(folder, real)) break;
               // Its files are allowed from now on, as onLoad reads them.
-              packages.push(folder);
+              roots.push(folder);
               return undefined;
             }
           }

@@ -40,6 +40,7 @@ export function signInMethods(
             },
             deployment: unsent.deployment,
             handler: "auth",
+            platform: true,
             requestId: "-",
           })),
     }),

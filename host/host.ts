@@ -193,6 +193,7 @@ async function assembleHost(options: HostOptions, started: StartedParts): Promis
       level: "error",
       deployment: id,
       handler: "import",
+      platform: true,
       requestId: "-",
       message: `Cleaning up after an interrupted import is unfinished; the next start or import retries: ${String(error)}`,
     }),

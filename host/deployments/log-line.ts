@@ -35,9 +35,10 @@ export interface LogLine {
   /** Set on the platform's warning that a call used more than half of a budget. */
   warning?: "budget";
   /**
-   * Set on the platform's own record of what was done through the dashboard (a row changed, a
-   * handler run), which no handler's line carries: a capsule's query named `dashboard` wrote
-   * lines that read exactly like them (an attack review).
+   * Set on the lines the platform writes itself (what was done through the dashboard, a sign-in
+   * code with no SMTP, an unfinished import or removal), which no handler's line carries: a
+   * capsule's query named `dashboard` or `auth` wrote lines that read exactly like them (an
+   * attack review).
    */
   platform?: true;
 }

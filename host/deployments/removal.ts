@@ -19,6 +19,7 @@ export function unfinishedRemovalLine(id: string, error: unknown): LogLine {
     level: "error",
     deployment: id,
     handler: "delete",
+    platform: true,
     requestId: "-",
     message: `Deleting the deployment is unfinished; a deploy to ${id} or the next start retries: ${String(error)}`,
   };
