@@ -65,13 +65,8 @@ async function developer(name: string): Promise<{ id: string; token: string }> {
   return (await a.admin("/v1/developers", "POST", { name })).json<{ id: string; token: string }>();
 }
 
-/**
- * Deployment `id` created by one developer and served by host b (record, isolate and database
- * loaded there), then deleted and created again by another developer through host a, with new code
- * and a table of the same name, while b hears nothing of it; the new deployment has a row, whose
- * id is answered with what makes b hear again and the first developer's token.
- */
-async function replacedUnheard(id: string): Promise<{ hear: () => void; row: string; first: string }> {
+/** Deployment `id` created through host a with the old code, by a developer of its own. */
+async function createdByFirst(id: string): Promise<{ id: string; token: string }> {
   const first = await developer(`${id}-first`);
   const created = await a.admin("/v1/deploys", "POST", {
     id,
@@ -79,6 +74,17 @@ async function replacedUnheard(id: string): Promise<{ hear: () => void; row: str
     owner: first.id,
   });
   expect(created.status, created.text()).toBe(201);
+  return first;
+}
+
+/**
+ * Deployment `id` created by one developer and served by host b (record, isolate and database
+ * loaded there), then deleted and created again by another developer through host a, with new code
+ * and a table of the same name, while b hears nothing of it; the new deployment has a row, whose
+ * id is answered with what makes b hear again and the first developer's token.
+ */
+async function replacedUnheard(id: string): Promise<{ hear: () => void; row: string; first: string }> {
+  const first = await createdByFirst(id);
   expect(outcome(await b.call(id, "mutation", "add", { text: "first's note" }))).toEqual([200, "old code"]);
   expect(outcome(await b.call(id, "query", "texts"))).toEqual([200, ["first's note"]]);
   const hear = deafTo(b, id);
@@ -180,13 +186,7 @@ describe.skipIf(!postgresInstalled)("an incarnation replaced while another host 
     // finds none: the old incarnation is gone. Its log lines stayed in b's ring, and the second
     // developer's deploy through b then created the id beside them, for their `platform logs`.
     const id = "logged-before";
-    const first = await developer(`${id}-first`);
-    const created = await a.admin("/v1/deploys", "POST", {
-      id,
-      code: await sourceCode(capsuleOf("old code")),
-      owner: first.id,
-    });
-    expect(created.status, created.text()).toBe(201);
+    const first = await createdByFirst(id);
     const row = (await b.call(id, "mutation", "keep", { text: "first's secret" })).json<{ value: string }>();
     expect(outcome(await b.call(id, "query", "note", { id: row.value }))).toEqual([200, "first's secret"]);
     const messages = () => b.deployments.logs.recent(id).map((line) => line.message);
