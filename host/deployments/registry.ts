@@ -159,8 +159,7 @@ export class DeploymentRegistry {
       (record) => {
         const known = this.incarnations.get(id);
         if (known !== undefined && (!record || known !== (record.incarnation ?? null))) this.onGone(id);
-        if (record) this.keep(record);
-        else this.forgetGone(id);
+        record ? this.keep(record) : this.forgetGone(id);
       },
     );
   }
@@ -285,8 +284,7 @@ export class DeploymentRegistry {
       [this.announcementOf(record.id)],
     );
     this.changed(record.id);
-    this.incarnations.delete(record.id);
-    this.owners.delete(record.id);
+    this.forgetGone(record.id);
   }
 
   /** Removes every artifact no deployment uses (see {@link ArtifactStore.sweep}); returns how many. */
