@@ -1,10 +1,11 @@
 import { createWriteStream } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { finished } from "node:stream/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import yazl from "yazl";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { ArchiveReader } from "./archive-reader.js";
 
 let dir: string;
@@ -71,4 +72,69 @@ it("refuses a line past its bound as it inflates, naming the file and line; one 
     reader.close();
   }
   expect(lines).toEqual([1, 2]);
+});
+
+/**
+ * A zip of `files` (name -> options) whose central directory says the names are not UTF-8 (bit 11
+ * cleared), as archivers of other systems write them: yauzl then decodes each name and comment as
+ * CP437, one character at a time.
+ */
+async function zipWithoutUtf8Flag(files: Array<{ name: string; comment?: Buffer }>): Promise<string> {
+  const path = join(dir, `cp437-${Math.random().toString(36).slice(2)}.zip`);
+  const zip = new yazl.ZipFile();
+  // `fileComment` is yazl's (2.5), missing from its types.
+  for (const { name, comment } of files)
+    zip.addBuffer(Buffer.from("{}"), name, (comment ? { fileComment: comment } : {}) as yazl.Options);
+  zip.end();
+  const out = createWriteStream(path);
+  zip.outputStream.pipe(out);
+  await finished(out);
+  const bytes = await readFile(path);
+  for (let at = bytes.indexOf(CENTRAL_RECORD); at !== -1; at = bytes.indexOf(CENTRAL_RECORD, at + 4))
+    bytes.writeUInt16LE(bytes.readUInt16LE(at + 8) & ~0x0800, at + 8);
+  await writeFile(path, bytes);
+  return path;
+}
+const CENTRAL_RECORD = Buffer.from([0x50, 0x4b, 0x01, 0x02]);
+
+it("refuses entries with comments, unread: 8,000 of 64 KiB in CP437 held 16 GB of the host's heap", async () => {
+  // Decoded by yauzl one character at a time, each comment became a chain of 65,535 string pieces
+  // (about 2 MB of heap), kept with its entry for the whole import: the host ran out of memory.
+  const comment = Buffer.alloc(65_535, 0xb0);
+  const path = await zipWithoutUtf8Flag([{ name: "schema.json" }, { name: "rows.jsonl", comment }]);
+  await expect(ArchiveReader.open(path)).rejects.toThrow(
+    "Invalid archive: rows.jsonl has a comment; an import archive's files have none (platform export writes none).",
+  );
+});
+
+it("reads names written without the UTF-8 flag when they are ASCII, and refuses other bytes or long names", async () => {
+  const reader = await ArchiveReader.open(await zipWithoutUtf8Flag([{ name: "rows/items.jsonl" }]));
+  try {
+    expect(reader.names()).toEqual(["rows/items.jsonl"]);
+  } finally {
+    reader.close();
+  }
+  await expect(ArchiveReader.open(await zipWithoutUtf8Flag([{ name: "rows/ité.jsonl" }]))).rejects.toThrow(
+    "Invalid archive: a file's name is neither ASCII nor marked as UTF-8.",
+  );
+  const long = `rows/${"x".repeat(LIMITS.importEntryNameBytes)}`;
+  await expect(ArchiveReader.open(await zipWithoutUtf8Flag([{ name: long }]))).rejects.toThrow(
+    `Invalid archive: a file's name is more than ${LIMITS.importEntryNameBytes} bytes.`,
+  );
+  // Names yazl would not write, put in place of one of the same length.
+  for (const [written, name] of [
+    ["aa/escape.json", "../escape.json"],
+    ["xabsolute.json", "/absolute.json"],
+    ["back_slash.json", "back\\slash.json"],
+    ["C_/drive.json", "C:/drive.json"],
+  ]) {
+    const path = await zipWithoutUtf8Flag([{ name: written as string }]);
+    const bytes = await readFile(path);
+    for (let at = bytes.indexOf(written as string); at !== -1; at = bytes.indexOf(written as string, at + 1))
+      bytes.write(name as string, at, "latin1");
+    await writeFile(path, bytes);
+    await expect(ArchiveReader.open(path), name).rejects.toThrow(
+      `Invalid archive: ${name} is not a name of this archive's files`,
+    );
+  }
 });

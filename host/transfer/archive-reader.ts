@@ -22,6 +22,49 @@ function lineTooLong(name: string, number: number, limit: number, because: strin
   );
 }
 
+const NOTHING = Buffer.alloc(0);
+const ASCII = /^[\x20-\x7e]*$/;
+
+/**
+ * The name of `entry`, read with `decodeStrings: false` (its name and comment are raw bytes): a
+ * name marked UTF-8, or of printable ASCII, at most {@link LIMITS.importEntryNameBytes} bytes, that
+ * stays inside the archive (no `..`, no absolute path, no backslash); an entry with a comment is
+ * refused. The entry's raw name, extra fields and comment are dropped: they held the whole header
+ * they were read from (up to 192 KiB) for as long as the entry was kept.
+ */
+function entryName(entry: yauzl.Entry): string {
+  const raw = entry.fileName as unknown as Buffer;
+  if (raw.length > LIMITS.importEntryNameBytes)
+    throw invalid(`a file's name is more than ${LIMITS.importEntryNameBytes} bytes.`);
+  let name: string;
+  if ((entry.generalPurposeBitFlag & 0x800) !== 0) {
+    try {
+      name = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+    } catch {
+      throw invalid("a file's name is marked as UTF-8 but is not.");
+    }
+  } else {
+    name = raw.toString("latin1");
+    if (!ASCII.test(name)) throw invalid("a file's name is neither ASCII nor marked as UTF-8.");
+  }
+  const wrong = yauzl.validateFileName(name);
+  if (wrong !== null) throw invalid(`${name} is not a name of this archive's files (${wrong}).`);
+  if (entry.fileCommentLength > 0)
+    throw invalid(
+      `${name} has a comment; an import archive's files have none (platform export writes none).`,
+    );
+  Object.assign(entry, {
+    fileName: name,
+    fileNameRaw: NOTHING,
+    extraFieldRaw: NOTHING,
+    extraFields: [],
+    fileCommentRaw: NOTHING,
+    fileComment: "",
+    comment: "",
+  });
+  return name;
+}
+
 /**
  * Random access to the files of a zip archive on disk (yauzl): the central directory is read
  * once, names must be unique, and every read checks the size the directory declares against a
@@ -34,11 +77,17 @@ export class ArchiveReader {
     private readonly entries: Map<string, yauzl.Entry>,
   ) {}
 
-  /** Opens the archive at `path` and reads its directory. */
+  /**
+   * Opens the archive at `path` and reads its directory. Names and comments are left undecoded to
+   * yauzl (`decodeStrings: false`), which decodes names not marked UTF-8 as CP437 one character at
+   * a time: 8,000 comments of 64 KiB became 16 GB of string pieces, kept with their entries, and
+   * the host ran out of memory (an attack review). Names are checked and decoded here, comments
+   * refused, and each entry keeps none of the raw bytes it was read with.
+   */
   static async open(path: string): Promise<ArchiveReader> {
     let zip: yauzl.ZipFile;
     try {
-      zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false, strictFileNames: true });
+      zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false, decodeStrings: false });
     } catch (error) {
       throw invalid(`not a zip file (${(error as Error).message}).`);
     }
@@ -47,9 +96,10 @@ export class ArchiveReader {
       if (zip.entryCount > LIMITS.importArchiveEntries)
         throw invalid(`more than ${LIMITS.importArchiveEntries} files.`);
       for await (const entry of zip.eachEntry()) {
-        if (entry.fileName.endsWith("/")) continue;
-        if (entries.has(entry.fileName)) throw invalid(`${entry.fileName} appears twice.`);
-        entries.set(entry.fileName, entry);
+        const name = entryName(entry);
+        if (name.endsWith("/")) continue;
+        if (entries.has(name)) throw invalid(`${name} appears twice.`);
+        entries.set(name, entry);
       }
     } catch (error) {
       zip.close();
