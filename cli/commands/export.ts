@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import yauzl from "yauzl";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseDeploymentId } from "../flags.js";
 import { openRequest } from "../http.js";
@@ -24,12 +25,24 @@ interface Manifest {
   objects: { count: number; bytes: number; deletedDuringExport: number } | null;
 }
 
-/** Reads `platform-export.json` from a written archive: a truncated download has none. */
+const MANIFEST = Buffer.from("platform-export.json");
+
+/**
+ * Reads `platform-export.json` from a written archive: a truncated download has none. Names are
+ * compared as bytes (`decodeStrings: false`: yauzl decodes names and comments not marked UTF-8 one
+ * character at a time, megabytes of heap an entry), and the manifest is read only within
+ * {@link LIMITS.cliAnswerBytes}: the archive came from a server.
+ */
 async function readManifest(path: string): Promise<Manifest> {
-  const zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false });
+  const zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false, decodeStrings: false });
   try {
     for await (const entry of zip.eachEntry()) {
-      if (entry.fileName !== "platform-export.json") continue;
+      if (!MANIFEST.equals(entry.fileName as unknown as Buffer)) continue;
+      if (entry.uncompressedSize > LIMITS.cliAnswerBytes)
+        throw new PlatformError(
+          "too_large",
+          `The archive's manifest is more than ${LIMITS.cliAnswerBytes} bytes.`,
+        );
       const chunks: Buffer[] = [];
       for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
       return JSON.parse(Buffer.concat(chunks).toString("utf8")) as Manifest;
