@@ -33,6 +33,26 @@ export function objectEntry(key: string): string {
   return `objects/${key}`;
 }
 
+const FIXED_ENTRIES = new Set([
+  MANIFEST_ENTRY,
+  DEPLOYMENT_ENTRY,
+  CODE_ENTRY,
+  SCHEMA_ENTRY,
+  EARLY_ENTRIES_ENTRY,
+  OBJECTS_ENTRY,
+]);
+const FOLDERS = new Set(["tables/", "objects/", "objects/public/", "objects/private/"]);
+const TABLE_ENTRY = /^tables\/[A-Za-z][A-Za-z0-9_]{0,63}\.jsonl$/;
+const OBJECT_ENTRY = /^objects\/(?:public|private)\/[A-Za-z0-9_-]{22}$/;
+
+/**
+ * Whether `name` can be an entry of the format (above), or a folder of it: what an import's
+ * directory may hold, checked as it is read (which ones the archive must hold, later).
+ */
+export function isFormatEntry(name: string): boolean {
+  return FIXED_ENTRIES.has(name) || FOLDERS.has(name) || TABLE_ENTRY.test(name) || OBJECT_ENTRY.test(name);
+}
+
 /** What `platform-export.json` says. */
 export interface ArchiveManifest {
   format: typeof ARCHIVE_FORMAT;

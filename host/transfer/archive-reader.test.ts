@@ -26,10 +26,10 @@ async function zipOf(name: string, text: string): Promise<string> {
 }
 
 async function linesOf(text: string): Promise<Array<[string, number]>> {
-  const reader = await ArchiveReader.open(await zipOf("rows.jsonl", text));
+  const reader = await ArchiveReader.open(await zipOf("objects.jsonl", text));
   try {
     const lines: Array<[string, number]> = [];
-    for await (const line of reader.lines("rows.jsonl", 64 * 1024 * 1024)) lines.push(line);
+    for await (const line of reader.lines("objects.jsonl", 64 * 1024 * 1024)) lines.push(line);
     return lines;
   } finally {
     reader.close();
@@ -55,18 +55,18 @@ it("yields each non-empty line with its number, across chunks and split characte
 it("refuses a line past its bound as it inflates, naming the file and line; one at the bound passes", async () => {
   // Bytes, not characters: "é" is two bytes of UTF-8.
   const text = `short\n${"é".repeat(500)}\n${"é".repeat(500)}x\nafter`;
-  const reader = await ArchiveReader.open(await zipOf("rows.jsonl", text));
+  const reader = await ArchiveReader.open(await zipOf("objects.jsonl", text));
   const lines: number[] = [];
   try {
     await expect(
       (async () => {
-        for await (const [, number] of reader.lines("rows.jsonl", 1024 * 1024, 1000, "why"))
+        for await (const [, number] of reader.lines("objects.jsonl", 1024 * 1024, 1000, "why"))
           lines.push(number);
       })(),
     ).rejects.toMatchObject({
       code: "too_large",
       message:
-        "Invalid archive: rows.jsonl line 3 is more than 1000 bytes; an import reads at most 1000 bytes (0.00 MiB) of one line (why).",
+        "Invalid archive: objects.jsonl line 3 is more than 1000 bytes; an import reads at most 1000 bytes (0.00 MiB) of one line (why).",
     });
   } finally {
     reader.close();
@@ -101,40 +101,55 @@ it("refuses entries with comments, unread: 8,000 of 64 KiB in CP437 held 16 GB o
   // Decoded by yauzl one character at a time, each comment became a chain of 65,535 string pieces
   // (about 2 MB of heap), kept with its entry for the whole import: the host ran out of memory.
   const comment = Buffer.alloc(65_535, 0xb0);
-  const path = await zipWithoutUtf8Flag([{ name: "schema.json" }, { name: "rows.jsonl", comment }]);
+  const path = await zipWithoutUtf8Flag([{ name: "schema.json" }, { name: "objects.jsonl", comment }]);
   await expect(ArchiveReader.open(path)).rejects.toThrow(
-    "Invalid archive: rows.jsonl has a comment; an import archive's files have none (platform export writes none).",
+    "Invalid archive: objects.jsonl has a comment; an import archive's files have none (platform export writes none).",
   );
 });
 
 it("reads names written without the UTF-8 flag when they are ASCII, and refuses other bytes or long names", async () => {
-  const reader = await ArchiveReader.open(await zipWithoutUtf8Flag([{ name: "rows/items.jsonl" }]));
+  const reader = await ArchiveReader.open(await zipWithoutUtf8Flag([{ name: "tables/items.jsonl" }]));
   try {
-    expect(reader.names()).toEqual(["rows/items.jsonl"]);
+    expect(reader.names()).toEqual(["tables/items.jsonl"]);
   } finally {
     reader.close();
   }
-  await expect(ArchiveReader.open(await zipWithoutUtf8Flag([{ name: "rows/ité.jsonl" }]))).rejects.toThrow(
+  await expect(ArchiveReader.open(await zipWithoutUtf8Flag([{ name: "tables/ité.jsonl" }]))).rejects.toThrow(
     "Invalid archive: a file's name is neither ASCII nor marked as UTF-8.",
   );
-  const long = `rows/${"x".repeat(LIMITS.importEntryNameBytes)}`;
+  const long = `tables/${"x".repeat(LIMITS.importEntryNameBytes)}`;
   await expect(ArchiveReader.open(await zipWithoutUtf8Flag([{ name: long }]))).rejects.toThrow(
     `Invalid archive: a file's name is more than ${LIMITS.importEntryNameBytes} bytes.`,
   );
   // Names yazl would not write, put in place of one of the same length.
-  for (const [written, name] of [
-    ["aa/escape.json", "../escape.json"],
-    ["xabsolute.json", "/absolute.json"],
-    ["back_slash.json", "back\\slash.json"],
-    ["C_/drive.json", "C:/drive.json"],
+  const outside = (name: string) => `Invalid archive: ${name} is not a name of this archive's files`;
+  for (const [written, name, refusal] of [
+    ["aa/escape.json", "../escape.json", outside("../escape.json")],
+    ["xabsolute.json", "/absolute.json", outside("/absolute.json")],
+    ["back_slash.json", "back\\slash.json", outside("back\\slash.json")],
+    ["C_/drive.json", "C:/drive.json", outside("C:/drive.json")],
+    [
+      "tables/x_.jsonl",
+      "tables/x\u001b.jsonl",
+      "Invalid archive: a file's name is neither ASCII nor marked as UTF-8.",
+    ],
   ]) {
     const path = await zipWithoutUtf8Flag([{ name: written as string }]);
     const bytes = await readFile(path);
     for (let at = bytes.indexOf(written as string); at !== -1; at = bytes.indexOf(written as string, at + 1))
       bytes.write(name as string, at, "latin1");
     await writeFile(path, bytes);
-    await expect(ArchiveReader.open(path), name).rejects.toThrow(
-      `Invalid archive: ${name} is not a name of this archive's files`,
-    );
+    await expect(ArchiveReader.open(path), name).rejects.toThrow(refusal as string);
   }
+});
+
+it("refuses a name that is not part of the export format as the directory is read, escape codes shown escaped", async () => {
+  // Marked UTF-8 (as yazl writes them), such names may hold any character: 200,000 of them were
+  // kept until the import's turn came, and only then refused.
+  await expect(ArchiveReader.open(await zipOf("notes.txt", "{}"))).rejects.toThrow(
+    "Invalid archive: notes.txt is not part of the export format.",
+  );
+  await expect(ArchiveReader.open(await zipOf("x\u001b]52;c;aGk=\u0007", "{}"))).rejects.toThrow(
+    "Invalid archive: x\\u001b]52;c;aGk=\\u0007 is not part of the export format.",
+  );
 });

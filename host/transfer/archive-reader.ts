@@ -1,8 +1,9 @@
 import { StringDecoder } from "node:string_decoder";
 import yauzl from "yauzl";
-import { LIMITS } from "../../sdk/protocol/index.js";
+import { LIMITS, printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { membersMoreThan, opensMoreThan } from "../json-shape.js";
+import { isFormatEntry } from "./archive-format.js";
 
 function invalid(message: string): PlatformError {
   return new PlatformError("bad_request", `Invalid archive: ${message}`);
@@ -48,7 +49,11 @@ function entryName(entry: yauzl.Entry): string {
     if (!ASCII.test(name)) throw invalid("a file's name is neither ASCII nor marked as UTF-8.");
   }
   const wrong = yauzl.validateFileName(name);
-  if (wrong !== null) throw invalid(`${name} is not a name of this archive's files (${wrong}).`);
+  if (wrong !== null)
+    throw invalid(`${printable(name)} is not a name of this archive's files (${printable(wrong)}).`);
+  // Known names only, as they come: a directory of 200,000 names of junk was kept whole (about
+  // 260 MB) until the import's turn came, and only then refused.
+  if (!isFormatEntry(name)) throw invalid(`${printable(name)} is not part of the export format.`);
   if (entry.fileCommentLength > 0)
     throw invalid(
       `${name} has a comment; an import archive's files have none (platform export writes none).`,
@@ -91,6 +96,8 @@ export class ArchiveReader {
     } catch (error) {
       throw invalid(`not a zip file (${(error as Error).message}).`);
     }
+    // Undecoded, the archive's comment is a view of yauzl's whole 64 KiB search buffer.
+    Object.assign(zip, { comment: "" });
     const entries = new Map<string, yauzl.Entry>();
     try {
       if (zip.entryCount > LIMITS.importArchiveEntries)

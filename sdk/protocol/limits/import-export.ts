@@ -29,11 +29,11 @@ export const IMPORT_EXPORT_LIMITS = {
   /** Files in one import archive (each stored object is one). Ours. */
   importArchiveEntries: 200_000,
   /**
-   * Bytes of one file's name in an import archive. Ours: an export's longest name is a stored
-   * file's (`objects/private/<22 characters>`) or a table's rows (`rows/<table>.jsonl`, a table's
-   * name at most 64 characters); the directory's names are kept in memory while an import waits.
+   * Bytes of one file's name in an import archive. Ours: an export's longest name is a table's
+   * rows (`tables/<table>.jsonl`, a table's name at most 64 characters: 77 bytes); the
+   * directory's names are kept in memory while an import waits for its turn.
    */
-  importEntryNameBytes: 1024,
+  importEntryNameBytes: 128,
   /**
    * Uncompressed bytes of an import archive's `schema.json` and `deployment.json`, each checked
    * (with {@link LIMITS.jsonMembers} objects, arrays and members, `schema.json` with
