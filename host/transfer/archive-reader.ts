@@ -29,8 +29,8 @@ const ASCII = /^[\x20-\x7e]*$/;
 /**
  * The name of `entry`, read with `decodeStrings: false` (its name and comment are raw bytes): a
  * name marked UTF-8, or of printable ASCII, at most {@link LIMITS.importEntryNameBytes} bytes, that
- * stays inside the archive (no `..`, no absolute path, no backslash); an entry with a comment is
- * refused. The entry's raw name, extra fields and comment are dropped: they held the whole header
+ * stays inside the archive (no `..`, no absolute path, no backslash) and is one of the format's
+ * (archive-format.ts); an entry with a comment is refused. The entry's raw name, extra fields and comment are dropped: they held the whole header
  * they were read from (up to 192 KiB) for as long as the entry was kept.
  */
 function entryName(entry: yauzl.Entry): string {
