@@ -85,8 +85,9 @@ export class ArchiveReader {
   /**
    * Opens the archive at `path` and reads its directory. Names and comments are left undecoded to
    * yauzl (`decodeStrings: false`), which decodes names not marked UTF-8 as CP437 one character at
-   * a time: 8,000 comments of 64 KiB became 16 GB of string pieces, kept with their entries, and
-   * the host ran out of memory (an attack review). Names are checked and decoded here, comments
+   * a time: each 64 KiB comment became about 2 MB of string pieces, kept with its entry, so 8,000
+   * of them (within the archive's limits) would take about 16 GB of the host's heap (an attack
+   * review, measured per comment). Names are checked and decoded here, comments
    * refused, and each entry keeps none of the raw bytes it was read with.
    */
   static async open(path: string): Promise<ArchiveReader> {
