@@ -1,4 +1,4 @@
-import { budgetShares, type CallUsage, printable } from "../sdk/protocol/index.js";
+import { budgetShares, CALL_USAGE_FIGURES, type CallUsage, printable } from "../sdk/protocol/index.js";
 import { PlatformError } from "../sdk/values/index.js";
 import { type Colors, noColors } from "./colors.js";
 import { formatBytes, plural } from "./output.js";
@@ -25,16 +25,6 @@ export interface LogLine {
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
-const USAGE_FIGURES = [
-  "wallMs",
-  "cpuMs",
-  "rowsReturned",
-  "rowsRead",
-  "bytesRead",
-  "rangesRead",
-  "indexScans",
-  "writes",
-] as const;
 
 /** Whether `value` has what {@link formatLogLine} shows of a line, each of its type. */
 function isLogLine(value: unknown): value is LogLine {
@@ -49,7 +39,7 @@ function isLogLine(value: unknown): value is LogLine {
   if (typeof call.kind !== "string" || typeof call.name !== "string" || typeof call.outcome !== "string")
     return false;
   const usage = call.usage;
-  if (!USAGE_FIGURES.every((name) => typeof usage[name] === "number" && Number.isFinite(usage[name])))
+  if (!CALL_USAGE_FIGURES.every((name) => typeof usage[name] === "number" && Number.isFinite(usage[name])))
     return false;
   const error = call.error;
   return (

@@ -1,17 +1,8 @@
-import type { CallUsage } from "../../sdk/protocol/index.js";
+import { CALL_USAGE_FIGURES, type CallUsage } from "../../sdk/protocol/index.js";
 import { type CallLine, type CallRecord, callLogLine, type LogLine } from "./log-line.js";
 
 /** The usage figures of a call, in the order the ring stores them. */
-const USAGE_FIELDS = [
-  "rowsReturned",
-  "rowsRead",
-  "bytesRead",
-  "rangesRead",
-  "indexScans",
-  "writes",
-  "cpuMs",
-  "wallMs",
-] as const;
+const USAGE_FIELDS = CALL_USAGE_FIGURES;
 const KINDS: readonly CallRecord["kind"][] = ["query", "mutation", "endpoint", "guestUpgrade"];
 /** Distinct strings kept per ring before its table is cleared (a deployment has few handler names). */
 const MAX_INTERNED = 1024;

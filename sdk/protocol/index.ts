@@ -63,4 +63,11 @@ export {
   type SyscallAnswer,
 } from "./syscall-answer.js";
 export { printable, printableJson, printableJsonText, UNPRINTABLE } from "./unprintable.js";
-export { BUDGET_WARNING_SHARE, BUDGETS, type BudgetKey, budgetShares, type CallUsage } from "./usage.js";
+export {
+  BUDGET_WARNING_SHARE,
+  BUDGETS,
+  type BudgetKey,
+  budgetShares,
+  CALL_USAGE_FIGURES,
+  type CallUsage,
+} from "./usage.js";

@@ -15,6 +15,18 @@ export interface CallUsage {
   wallMs: number;
 }
 
+/** Every figure of a {@link CallUsage}, by name: what a log line's usage must hold. */
+export const CALL_USAGE_FIGURES = [
+  "rowsReturned",
+  "rowsRead",
+  "bytesRead",
+  "rangesRead",
+  "indexScans",
+  "writes",
+  "cpuMs",
+  "wallMs",
+] as const satisfies ReadonlyArray<keyof CallUsage>;
+
 /** The per-handler limits a {@link CallUsage} is measured against, by name. */
 export const BUDGETS = {
   rowsReturned: LIMITS.rowsReturned,
