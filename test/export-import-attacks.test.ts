@@ -14,9 +14,16 @@ import { ObjectTransfer } from "../host/storage/index.js";
 import { DeploymentTransfer } from "../host/transfer/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { deferred } from "./helpers/deferred.js";
-import { dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./helpers/export-import.js";
+import {
+  developerWithBigDeployment,
+  dumpDeployment,
+  exportZip,
+  importZip,
+  rewriteZip,
+  startUnreadExport,
+  unzipAll,
+} from "./helpers/export-import.js";
 import { fixtureCode, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
-import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 type ErrorBody = { error: { code: string; message: string } };
 
@@ -501,52 +508,8 @@ describe("an archive whose objects cannot fit the owner's storage", () => {
 });
 
 describe("exports a developer leaves unread", () => {
-  /**
-   * A developer `name` and their deployment `id` holding 30 MB of files that do not compress: far
-   * more than loopback's socket buffers take of an unread answer.
-   */
-  async function bigExport(name: string, id: string): Promise<{ token: string; id: string }> {
-    const developer = (await host.admin("/v1/developers", "POST", { name })).json<{
-      token: string;
-      id: string;
-    }>();
-    const created = await host.admin("/v1/deploys", "POST", {
-      id,
-      code: await fixtureCode("transfer"),
-      owner: developer.id,
-    });
-    expect(created.status, created.text()).toBe(201);
-    const token = (
-      await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: `${name}@example.com` })
-    ).json<{ token: string }>().token;
-    for (let i = 0; i < 6; i++) {
-      const bytes = storableRandomBytes(5_000_000);
-      bytes.fill(0, 0, 16);
-      const stored = await sendRequest(`${host.deploymentUrl(id)}/storage`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
-        body: bytes,
-      });
-      expect(stored.status, stored.text()).toBe(201);
-    }
-    return developer;
-  }
-
-  /** Starts an export of `id` with `token` and reads none of it (its answer is paused). */
-  function unreadExport(id: string, token: string): Promise<import("node:http").IncomingMessage> {
-    return new Promise((resolve, reject) => {
-      const sent = request(
-        `${host.url}/v1/deploys/${id}/export`,
-        { headers: { authorization: `Bearer ${token}` }, lookup: localhostLookup },
-        (res) => {
-          res.pause();
-          resolve(res);
-        },
-      );
-      sent.on("error", reject);
-      sent.end();
-    });
-  }
+  const bigExport = (name: string, id: string) => developerWithBigDeployment(host, name, id);
+  const unreadExport = (id: string, token: string) => startUnreadExport(host, id, token);
 
   /** Reads the rest of a stopped export: it ends short of the whole archive. */
   async function expectCutShort(unread: import("node:http").IncomingMessage): Promise<void> {
@@ -558,6 +521,101 @@ describe("exports a developer leaves unread", () => {
     expect(received).toBeLessThan(30_000_000);
     expect(unread.complete).toBe(false);
   }
+
+  /** The archives the host holds on its disk (written exports, received imports). */
+  async function archivesOnDisk(): Promise<string[]> {
+    const folder = join(host.dir, "import-uploads");
+    const subfolders = await readdir(folder).catch(() => []);
+    const files = await Promise.all(subfolders.map((name) => readdir(join(folder, name)).catch(() => [])));
+    return files.flat();
+  }
+
+  it("writes the whole archive before answering: an unread export holds its file, not a snapshot", async () => {
+    // A client reading 64 KiB every two minutes kept the export's snapshot for half an hour, and
+    // on PostgreSQL that keeps every tenant's dead rows (export-import-postgres.test.ts).
+    const hal = await bigExport("hal", "writtenexport");
+    const unread = await unreadExport("writtenexport", hal.token);
+    expect(unread.statusCode).toBe(200);
+    const length = Number(unread.headers["content-length"]);
+    expect(length).toBeGreaterThan(30_000_000);
+    expect(await archivesOnDisk()).toEqual(["export.zip"]);
+    // Read at last, it is the whole archive, and its file is removed.
+    const chunks: Buffer[] = [];
+    unread.on("data", (chunk: Buffer) => chunks.push(chunk));
+    await new Promise((resolve, reject) => unread.once("end", resolve).once("error", reject).resume());
+    const archive = Buffer.concat(chunks);
+    expect(archive.length).toBe(length);
+    expect([...(await unzipAll(archive)).keys()].filter((name) => name.startsWith("objects/"))).toHaveLength(
+      6,
+    );
+    await vi.waitFor(async () => expect(await archivesOnDisk()).toEqual([]), { timeout: 10_000 });
+  }, 120_000);
+
+  it("refuses an export the host cannot write in its time, removing what it wrote", async () => {
+    const ida = await bigExport("ida", "slowexport");
+    const limits = LIMITS as { exportWriteMs: number };
+    const saved = limits.exportWriteMs;
+    limits.exportWriteMs = 1;
+    try {
+      const refused = await exportZip(host, "slowexport", "", ida.token);
+      expect(refused.status, refused.body.toString()).toBe(503);
+      expect(JSON.parse(refused.body.toString()).error).toMatchObject({
+        code: "unavailable",
+        message: expect.stringMatching(/could not write this export/),
+      });
+      expect(refused.headers["retry-after"]).toBe("60");
+      expect(await archivesOnDisk()).toEqual([]);
+    } finally {
+      limits.exportWriteMs = saved;
+    }
+    // The developer's turn is given back.
+    expect((await exportZip(host, "slowexport", "", ida.token)).status).toBe(200);
+  }, 120_000);
+
+  it("stops writing an export whose client left, and removes what it wrote", async () => {
+    const jo = await bigExport("jo", "leftwriting");
+    // The first stored file is read only once the client has gone.
+    const gate = deferred();
+    const reading = deferred();
+    const bytesOf = ObjectTransfer.prototype.bytesOf;
+    const read = vi.spyOn(ObjectTransfer.prototype, "bytesOf").mockImplementation(async function (
+      this: ObjectTransfer,
+      ...args
+    ) {
+      reading.resolve();
+      await gate.promise;
+      return bytesOf.apply(this, args);
+    });
+    // The signal by which the host learns that the client left.
+    const exportOf = DeploymentTransfer.prototype.export;
+    let clientLeft: AbortSignal | undefined;
+    const exporting = vi.spyOn(DeploymentTransfer.prototype, "export").mockImplementation(function (
+      this: DeploymentTransfer,
+      ...args
+    ) {
+      clientLeft = args[3];
+      return exportOf.apply(this, args);
+    });
+    try {
+      const left = request(`${host.url}/v1/deploys/leftwriting/export`, {
+        headers: { authorization: `Bearer ${jo.token}` },
+        lookup: localhostLookup,
+      });
+      left.on("error", () => {});
+      left.end();
+      await reading.promise;
+      left.destroy();
+      await vi.waitFor(() => expect(clientLeft?.aborted).toBe(true), { timeout: 20_000 });
+      gate.resolve();
+      // The developer's turn is given back, nothing is left on disk, and no other file was read.
+      await vi.waitFor(async () => expect(await archivesOnDisk()).toEqual([]), { timeout: 20_000 });
+      expect(read).toHaveBeenCalledTimes(1);
+    } finally {
+      read.mockRestore();
+      exporting.mockRestore();
+    }
+    expect((await exportZip(host, "leftwriting", "", jo.token)).status).toBe(200);
+  }, 120_000);
 
   it("stops an export that has taken its longest time, however steadily it is read", async () => {
     // Its snapshot keeps PostgreSQL from cleaning up every tenant's dead rows: read a little

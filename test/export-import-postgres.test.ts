@@ -3,8 +3,16 @@
  * scripts/local-postgres.ts): the shared round-trip suite, and an archive moving between backends
  * and hosts sharing the database.
  */
-import { describe, expect, it } from "vitest";
-import { answer, dumpDeployment, exportZip, importZip } from "./helpers/export-import.js";
+import pg from "pg";
+import { describe, expect, it, vi } from "vitest";
+import {
+  answer,
+  developerWithBigDeployment,
+  dumpDeployment,
+  exportZip,
+  importZip,
+  startUnreadExport,
+} from "./helpers/export-import.js";
 import { exportImportSuite } from "./helpers/export-import-suite.js";
 import { fixtureCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
@@ -60,6 +68,35 @@ describe.skipIf(!postgresInstalled)("PostgreSQL", () => {
       await a.dispose();
       await b.dispose();
       await embedded.dispose();
+    }
+  }, 120_000);
+
+  it("holds no transaction open while an export's client reads slowly", async () => {
+    // An open snapshot keeps PostgreSQL from cleaning up any tenant's dead rows (they share one
+    // table): a client reading 64 KiB every two minutes kept one for the export's half hour.
+    const host = await startTestHost({ database: server.url });
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      const ann = await developerWithBigDeployment(host, "ann", "slowreader");
+      const unread = await startUnreadExport(host, "slowreader", ann.token);
+      expect(unread.statusCode).toBe(200);
+      const holdingSnapshots = async () =>
+        (
+          await client.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()",
+          )
+        ).rows[0]?.n;
+      // The host is otherwise idle: no connection of it stays in a transaction.
+      await vi.waitFor(async () => expect(await holdingSnapshots()).toBe(0), {
+        timeout: 20_000,
+        interval: 200,
+      });
+      expect(unread.complete).toBe(false);
+      unread.destroy();
+    } finally {
+      await client.end();
+      await host.dispose();
     }
   }, 120_000);
 });

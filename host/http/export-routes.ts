@@ -15,7 +15,13 @@ import {
   type OwnerCap,
   publicView,
 } from "../deployments/index.js";
-import type { DeploymentTransfer, ImportProgress, ImportResult, UploadFolder } from "../transfer/index.js";
+import type {
+  DeploymentTransfer,
+  ImportProgress,
+  ImportResult,
+  UploadFolder,
+  WrittenExport,
+} from "../transfer/index.js";
 import { checkStillSpokenFor } from "./body.js";
 import type { DeployStarts } from "./deploy-starts.js";
 import { sentFromThisOrigin } from "./form-origin.js";
@@ -29,10 +35,11 @@ function withObjects(ctx: Context): boolean {
 }
 
 /**
- * Streams the export of deployment `id` as the response (a zip file), as `developer`'s one export
- * on this host; stopped when its client reads less than {@link LIMITS.exportProgressBytes} in
- * {@link LIMITS.exportStalledMs}, when it has taken {@link LIMITS.exportMaxMs}, or when its client
- * goes away (also before the export began).
+ * Answers with the export of deployment `id` (a zip file), as `developer`'s one export on this
+ * host: the host writes the archive to its disk first (the snapshot is then closed), and the
+ * client reads that file; stopped when its client reads less than
+ * {@link LIMITS.exportProgressBytes} in {@link LIMITS.exportStalledMs}, when it has taken
+ * {@link LIMITS.exportMaxMs} to read, or when its client goes away (also before it was written).
  */
 async function sendExport(
   ctx: Context,
@@ -41,16 +48,30 @@ async function sendExport(
   developer?: string,
   recheck?: (record: DeploymentRecord) => void,
 ): Promise<void> {
-  const running = await transfer.export(
-    id,
-    Object.assign({ objects: withObjects(ctx) }, recheck ? { recheck } : {}),
-    developer,
-  );
+  const left = new AbortController();
+  const leave = () => left.abort();
+  ctx.res.once("close", leave);
+  let written: WrittenExport;
+  try {
+    written = await transfer.export(
+      id,
+      Object.assign({ objects: withObjects(ctx) }, recheck ? { recheck } : {}),
+      developer,
+      left.signal,
+    );
+  } catch (error) {
+    // The client left while it was written: no one hears an answer, and it is not the host's fault.
+    if (left.signal.aborted) return;
+    throw error;
+  } finally {
+    ctx.res.off("close", leave);
+  }
   ctx.type = "application/zip";
   ctx.attachment(`${id}.zip`);
   ctx.set("cache-control", "no-store");
-  // pipeline, not pipe: the zip stream fails when the client goes away, and an error on a stream
-  // nobody listens to would end the host.
+  // An archive is mostly compressed already; and its length is the answer's.
+  ctx.compress = false;
+  // pipeline, not pipe: an error on a stream nobody listens to would end the host.
   let moved = 0;
   let progressAt = Date.now();
   let progressFrom = 0;
@@ -68,22 +89,21 @@ async function sendExport(
   const stalled = setInterval(() => {
     const now = Date.now();
     if (now - progressAt <= LIMITS.exportStalledMs && now - startedAt <= LIMITS.exportMaxMs) return;
-    running.abort();
     body.destroy();
   }, Math.min(LIMITS.exportStalledMs, LIMITS.exportMaxMs) / 4);
   stalled.unref();
   const stop = () => {
     clearInterval(stalled);
-    running.abort();
+    body.destroy();
+    void written.discard().catch(() => {});
   };
   ctx.res.once("close", stop);
   body.once("close", stop);
-  // Never rejected today; caught all the same, as a rejection nothing handles ends the host.
-  running.done.finally(() => clearInterval(stalled)).catch(() => {});
-  pipeline(running.stream, body).catch(stop);
+  pipeline(written.open(), body).catch(stop);
   ctx.body = body;
-  // The client left while the export waited for its turn at the database: nothing will read it.
-  if (ctx.res.destroyed || ctx.req.destroyed) stop();
+  ctx.length = written.bytes;
+  // The client left while the export was written: nothing will read it.
+  if (ctx.res.destroyed || ctx.req.destroyed || left.signal.aborted) stop();
 }
 
 /**

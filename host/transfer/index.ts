@@ -6,7 +6,7 @@
 import { type HostDatabase, WriteLock } from "../db/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { type ObjectService, ObjectTransfer } from "../storage/index.js";
-import { type ExportOptions, type RunningExport, startExport } from "./export-archive.js";
+import { type ExportOptions, startExport } from "./export-archive.js";
 import {
   type ImportProgress,
   type ImportRequest,
@@ -16,9 +16,10 @@ import {
 import { PendingImports } from "./pending-imports.js";
 import { TransferTurns } from "./transfer-turns.js";
 import { UploadFolder } from "./upload-folder.js";
+import { type WrittenExport, writeExport } from "./written-export.js";
 
 export type { ArchiveManifest } from "./archive-format.js";
-export type { ImportProgress, ImportRequest, ImportResult, RunningExport };
+export type { ImportProgress, ImportRequest, ImportResult, WrittenExport };
 export { UploadFolder };
 
 /** Export and import of deployments on one host. */
@@ -45,23 +46,19 @@ export class DeploymentTransfer {
   }
 
   /**
-   * Starts streaming the archive of deployment `id` (objects too when `objects`), as `developer`'s
-   * one export on this host until it is written or stopped (see {@link TransferTurns}).
+   * Writes the archive of deployment `id` (objects too when `objects`) to the host's disk, as
+   * `developer`'s one export on this host until its file is discarded (see {@link TransferTurns}
+   * and {@link writeExport}); `signal`: its client left.
    */
-  async export(id: string, options: ExportOptions, developer?: string): Promise<RunningExport> {
+  async export(
+    id: string,
+    options: ExportOptions,
+    developer: string | undefined,
+    signal: AbortSignal,
+  ): Promise<WrittenExport> {
     const release = this.exportTurns.take(developer);
-    try {
-      const running = await startExport(
-        { db: this.db, deployments: this.deployments, objects: this.objects },
-        id,
-        options,
-      );
-      void running.done.finally(release);
-      return running;
-    } catch (error) {
-      release();
-      throw error;
-    }
+    const parts = { db: this.db, deployments: this.deployments, objects: this.objects };
+    return writeExport(this.uploads, () => startExport(parts, id, options), signal, release);
   }
 
   /** Imports an archive on disk (see {@link importArchive}). */

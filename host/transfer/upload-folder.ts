@@ -31,11 +31,12 @@ function running(pid: number): boolean {
 const THIS_PROCESS = `${process.pid}.${startOf(process.pid)}`;
 
 /**
- * Where received import archives wait while they are imported: a folder of the host's data (not
- * the system's temporary folder, which may be memory), one subfolder per upload named after the
- * receiving process (its pid and start time: a container's host is pid 1 after every restart).
- * An upload's subfolder is removed when its import ends; a host starting removes those of every
- * process no longer running, never one a running host writes.
+ * Where received import archives wait while they are imported, and written exports while their
+ * clients read them: a folder of the host's data (not the system's temporary folder, which may be
+ * memory), one subfolder per archive named after the process that writes it (its pid and start
+ * time: a container's host is pid 1 after every restart). A subfolder is removed when its import
+ * or export ends; a host starting removes those of every process no longer running, never one a
+ * running host writes.
  */
 export class UploadFolder {
   constructor(readonly path: string) {}

@@ -3,15 +3,17 @@
  * deployment stores (keys with the deployment id taken out, and values), every query's answer, and
  * rewriting an archive's files (attacks).
  */
+import { type IncomingMessage, request } from "node:http";
 import yauzl from "yauzl";
 import { ZipFile } from "yazl";
-import { type HttpResponse, sendRequest } from "../../cli/http.js";
+import { type HttpResponse, localhostLookup, sendRequest } from "../../cli/http.js";
 import { afterPrefix, encodeText } from "../../host/db/codec.js";
 import { incarnationKey } from "../../host/db/incarnation.js";
 import type { HostDatabase } from "../../host/db/index.js";
 import { collect } from "../../host/db/index.js";
 import { schemaTagKey } from "../../host/db/served-schema.js";
-import type { TestHost } from "./host.js";
+import { fixtureCode, type TestHost } from "./host.js";
+import { storableRandomBytes } from "./random-bytes.js";
 
 /** `GET /v1/deploys/<id>/export` as the operator (or `token`); the archive's bytes. */
 export async function exportZip(
@@ -112,4 +114,55 @@ export async function rewriteZip(zip: Buffer, change: (files: Map<string, Buffer
   const files = await unzipAll(zip);
   change(files);
   return zipAll(files);
+}
+
+/**
+ * A developer `name` and their deployment `id` on `host` holding 30 MB of files that do not
+ * compress: far more than loopback's socket buffers take of an unread answer.
+ */
+export async function developerWithBigDeployment(
+  host: TestHost,
+  name: string,
+  id: string,
+): Promise<{ token: string; id: string }> {
+  const developer = (await host.admin("/v1/developers", "POST", { name })).json<{
+    token: string;
+    id: string;
+  }>();
+  const created = await host.admin("/v1/deploys", "POST", {
+    id,
+    code: await fixtureCode("transfer"),
+    owner: developer.id,
+  });
+  if (created.status !== 201) throw new Error(`deploy of ${id}: ${created.status} ${created.text()}`);
+  const token = (
+    await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: `${name}@example.com` })
+  ).json<{ token: string }>().token;
+  for (let i = 0; i < 6; i++) {
+    const bytes = storableRandomBytes(5_000_000);
+    bytes.fill(0, 0, 16);
+    const stored = await sendRequest(`${host.deploymentUrl(id)}/storage`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+      body: bytes,
+    });
+    if (stored.status !== 201) throw new Error(`upload to ${id}: ${stored.status} ${stored.text()}`);
+  }
+  return developer;
+}
+
+/** Starts an export of `id` on `host` with `token` and reads none of it (its answer is paused). */
+export function startUnreadExport(host: TestHost, id: string, token: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const sent = request(
+      `${host.url}/v1/deploys/${id}/export`,
+      { headers: { authorization: `Bearer ${token}` }, lookup: localhostLookup },
+      (res) => {
+        res.pause();
+        resolve(res);
+      },
+    );
+    sent.on("error", reject);
+    sent.end();
+  });
 }

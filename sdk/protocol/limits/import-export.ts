@@ -55,18 +55,24 @@ export const IMPORT_EXPORT_LIMITS = {
   importDeploymentBytes: 4 * 1024 * 1024,
   /**
    * How long an export waits for a read snapshot of the host's own share, holding its
-   * deployment's lifecycle lock (`503 unavailable` after), and how long its client may go without
-   * reading before the export is stopped: each export holds a snapshot (on PostgreSQL a connection
-   * in an open transaction) until it is read. Ours.
+   * deployment's lifecycle lock (`503 unavailable` after). Ours.
    */
   exportSnapshotWaitMs: 5000,
+  /**
+   * How long the host may take to write an export's archive to its disk from the snapshot
+   * (`503 unavailable` after): the snapshot is closed before the client reads a byte, as on
+   * PostgreSQL it keeps every tenant's dead rows from being cleaned up (they share one table), and
+   * a client reading 64 KiB every two minutes kept one open for half an hour. Ours: the host
+   * writes a 512 MiB archive in seconds.
+   */
+  exportWriteMs: 10 * 60_000,
+  /**
+   * How long a written export's client may go without reading before it is stopped and its file
+   * removed (each holds its deployment's size of the host's disk until it is read). Ours.
+   */
   exportStalledMs: 120_000,
   /** What an export's client must read in {@link LIMITS.exportStalledMs} to keep it going. Ours. */
   exportProgressBytes: 64 * 1024,
-  /**
-   * How long one export may take, read however steadily: its snapshot keeps PostgreSQL from
-   * cleaning up any tenant's dead rows (they share one table) and classic-level from compacting
-   * away old files, and a client reading 64 KiB every two minutes kept one open for hours. Ours.
-   */
+  /** How long a written export may take to be read, however steadily: its file is on disk. Ours. */
   exportMaxMs: 30 * 60_000,
 } as const;
