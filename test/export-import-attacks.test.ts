@@ -617,6 +617,24 @@ describe("exports a developer leaves unread", () => {
     expect((await exportZip(host, "leftwriting", "", jo.token)).status).toBe(200);
   }, 120_000);
 
+  it("refuses an export that would fill the host's disk, stopping its writer and removing what it wrote", async () => {
+    // A failure of the file (ENOSPC) left the archive's writer waiting forever, holding its
+    // snapshot, the developer's turn and the partial file.
+    const kit = await bigExport("kit", "fullexport");
+    const limits = LIMITS as { exportDiskReserveBytes: number };
+    const saved = limits.exportDiskReserveBytes;
+    limits.exportDiskReserveBytes = Number.MAX_SAFE_INTEGER;
+    try {
+      const refused = await exportZip(host, "fullexport", "", kit.token);
+      expect(refused.status, refused.body.toString()).toBe(503);
+      expect(JSON.parse(refused.body.toString()).error.message).toMatch(/too little free space/);
+      expect(await archivesOnDisk()).toEqual([]);
+    } finally {
+      limits.exportDiskReserveBytes = saved;
+    }
+    expect((await exportZip(host, "fullexport", "", kit.token)).status).toBe(200);
+  }, 120_000);
+
   it("stops an export that has taken its longest time, however steadily it is read", async () => {
     // Its snapshot keeps PostgreSQL from cleaning up every tenant's dead rows: read a little
     // every two minutes, an export stayed open for hours.

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { UnsentAnswers } from "../host/http/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
+import { developerWithBigDeployment, startUnreadExport } from "./helpers/export-import.js";
 import { deployOwnedWithSession, sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 
 const CAPSULE = `import { capsule, endpoint, string, table, text } from "platform/server";
@@ -385,3 +386,16 @@ it("sends a large answer made in memory whole, with its length, and nothing of i
     server.close();
   }
 });
+
+it("leaves an export out: its archive waits on the host's disk, and its client's other requests go on", async () => {
+  // Counted as an answer of its length, an unread export over the address's share refused every
+  // other request from it (the developer's dashboard, their apps, an office behind one address)
+  // while it was read, up to 30 minutes.
+  const kim = await developerWithBigDeployment(host, "kim", "bigexport", 2);
+  const unread = await startUnreadExport(host, "bigexport", kim.token);
+  expect(unread.statusCode).toBe(200);
+  expect(Number(unread.headers["content-length"])).toBeGreaterThan(4 * 1024 * 1024);
+  const other = await sendRequest(`${host.deploymentUrl("app")}/small`);
+  expect(other.status, other.text()).toBe(200);
+  unread.destroy();
+}, 120_000);

@@ -27,6 +27,7 @@ import type { DeployStarts } from "./deploy-starts.js";
 import { sentFromThisOrigin } from "./form-origin.js";
 import { streamOutcome } from "./ndjson-outcome.js";
 import { onlyUnder } from "./routing.js";
+import { pacedByItself } from "./unsent-answers.js";
 
 /** `?objects=0` leaves stored objects out of an export (or an import); anything else keeps them. */
 function withObjects(ctx: Context): boolean {
@@ -51,6 +52,8 @@ async function sendExport(
   const left = new AbortController();
   const leave = () => left.abort();
   ctx.res.once("close", leave);
+  // It may have left already (while the deployment was looked up).
+  if (ctx.res.destroyed || ctx.req.destroyed) leave();
   let written: WrittenExport;
   try {
     written = await transfer.export(
@@ -102,6 +105,8 @@ async function sendExport(
   pipeline(written.open(), body).catch(stop);
   ctx.body = body;
   ctx.length = written.bytes;
+  // Its bytes wait on disk, one export per developer, stopped when read too slowly.
+  pacedByItself(ctx);
   // The client left while the export was written: nothing will read it.
   if (ctx.res.destroyed || ctx.req.destroyed || left.signal.aborted) stop();
 }

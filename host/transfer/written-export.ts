@@ -1,6 +1,7 @@
 import { createReadStream, createWriteStream, type ReadStream } from "node:fs";
-import { rm, stat } from "node:fs/promises";
+import { rm, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
+import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
@@ -18,6 +19,32 @@ export interface WrittenExport {
   open(): ReadStream;
   /** Removes the file (and gives back what the export held); safe to call twice. */
   discard(): Promise<void>;
+}
+
+/**
+ * Passes an archive through, failing it (`503 unavailable`) when the disk holding `dir` has less
+ * than {@link LIMITS.exportDiskReserveBytes} free: at its first bytes and every
+ * {@link LIMITS.exportSpaceCheckBytes} after.
+ */
+function leavingFreeSpace(dir: string): Transform {
+  let unchecked = Number.POSITIVE_INFINITY;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      unchecked += chunk.length;
+      if (unchecked < LIMITS.exportSpaceCheckBytes) return done(null, chunk);
+      unchecked = 0;
+      statfs(dir).then(({ bavail, bsize }) => {
+        if (bavail * bsize >= LIMITS.exportDiskReserveBytes) return done(null, chunk);
+        done(
+          new PlatformError(
+            "unavailable",
+            "The host's disk has too little free space to write this export; retry later, or export without stored files (?objects=0).",
+            { retryAfterSeconds: 60 },
+          ),
+        );
+      }, done);
+    },
+  });
 }
 
 /**
@@ -44,8 +71,12 @@ export async function writeExport(
     stops.addEventListener("abort", stop);
     try {
       if (stops.aborted) stop();
-      await pipeline(running.stream, createWriteStream(path, { mode: 0o600 }), { signal: stops });
+      const file = createWriteStream(path, { mode: 0o600 });
+      await pipeline(running.stream, leavingFreeSpace(dir), file, { signal: stops });
     } catch (error) {
+      // A failure of the file (a full disk) stops the archive's writer too, which would otherwise
+      // wait forever for its entry to be read, holding the snapshot.
+      stop();
       if (!tooSlow.signal.aborted) throw error;
       const minutes = LIMITS.exportWriteMs / 60_000;
       throw new PlatformError(

@@ -117,13 +117,14 @@ export async function rewriteZip(zip: Buffer, change: (files: Map<string, Buffer
 }
 
 /**
- * A developer `name` and their deployment `id` on `host` holding 30 MB of files that do not
- * compress: far more than loopback's socket buffers take of an unread answer.
+ * A developer `name` and their deployment `id` on `host` holding `files` files of 5 MB that do not
+ * compress (by default 30 MB: far more than loopback's socket buffers take of an unread answer).
  */
 export async function developerWithBigDeployment(
   host: TestHost,
   name: string,
   id: string,
+  files = 6,
 ): Promise<{ token: string; id: string }> {
   const developer = (await host.admin("/v1/developers", "POST", { name })).json<{
     token: string;
@@ -138,7 +139,7 @@ export async function developerWithBigDeployment(
   const token = (
     await host.admin(`/v1/deploys/${id}/sessions`, "POST", { email: `${name}@example.com` })
   ).json<{ token: string }>().token;
-  for (let i = 0; i < 6; i++) {
+  for (let i = 0; i < files; i++) {
     const bytes = storableRandomBytes(5_000_000);
     bytes.fill(0, 0, 16);
     const stored = await sendRequest(`${host.deploymentUrl(id)}/storage`, {

@@ -67,6 +67,13 @@ export const IMPORT_EXPORT_LIMITS = {
    */
   exportWriteMs: 10 * 60_000,
   /**
+   * Free space an export leaves on the host's disk (`503 unavailable` when its archive would take
+   * it), checked before its first byte and every {@link LIMITS.exportSpaceCheckBytes} after:
+   * archives wait on the disk that holds every tenant's data. Ours.
+   */
+  exportDiskReserveBytes: 512 * 1024 * 1024,
+  exportSpaceCheckBytes: 16 * 1024 * 1024,
+  /**
    * How long a written export's client may go without reading before it is stopped and its file
    * removed (each holds its deployment's size of the host's disk until it is read). Ours.
    */
