@@ -7,7 +7,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { localhostLookup, sendRequest } from "../cli/http.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { deployOwnedWithSession, startTestHost, type TestHost } from "./helpers/host.js";
+import { storableRandomBytes } from "./helpers/random-bytes.js";
 
 let host: TestHost;
 
@@ -106,6 +107,60 @@ it("charges uploads and downloads too, in one bucket of their own per client add
     (await sendRequest(`${host.deploymentUrl("files")}/api/query/clock`, { method: "POST", body: "{}" }))
       .status,
   ).toBe(200);
+});
+
+it("charges looking up a deployment this host does not hold to the client's address, whatever id it names", async () => {
+  // Each request naming a new id read the database, in a fresh per-deployment bucket (or none for
+  // an app's pages): one client made unlimited reads of the pool every tenant's sessions use.
+  const strict = await startTestHost({ requestQuota: { perSecond: 0.001, burst: 3 } });
+  try {
+    expect((await strict.deployFixture("known", "live")).status).toBe(201);
+    const page = (id: string) => sendRequest(`${strict.deploymentUrl(id)}/`);
+    for (let i = 0; i < 3; i++) expect((await page(`ghost${i}`)).status).toBe(404);
+    const refused = await page("ghost3");
+    expect(refused.status).toBe(429);
+    expect(refused.json<{ error: { code: string } }>().error.code).toBe("limit_exceeded");
+    expect(
+      (await sendRequest(`${strict.deploymentUrl("ghost4")}/api/query/x`, { method: "POST" })).status,
+    ).toBe(429);
+    // A name no deployment could have is answered at once, reading nothing; a deployment the host
+    // serves costs nothing of this bucket.
+    const notAnId = await page("not_an_id");
+    expect(notAnId.status).toBe(404);
+    expect(notAnId.json<{ error: { message: string } }>().error.message).toMatch(/^Unknown host/);
+    const served = await sendRequest(`${strict.deploymentUrl("known")}/api/query/byBucket`, {
+      method: "POST",
+      body: JSON.stringify({ bucket: 1 }),
+    });
+    expect(served.status, served.text()).toBe(200);
+  } finally {
+    await strict.dispose();
+  }
+});
+
+it("charges a stored file's download by its size, one more request per 64 KiB, as client files are", async () => {
+  // Each download of a 5 MiB file cost one request: a client took 500 MB a second of the host.
+  const sized = await startTestHost({ requestQuota: { perSecond: 0.001, burst: 20 } });
+  try {
+    const token = await deployOwnedWithSession(sized, "files", "live", "ann@example.com");
+    const bytes = storableRandomBytes(LIMITS.answerBytesPerRequest * 16);
+    bytes.fill(0, 0, 16);
+    const stored = await sendRequest(`${sized.deploymentUrl("files")}/storage?public=true`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+      body: bytes,
+    });
+    expect(stored.status, stored.text()).toBe(201);
+    const { url } = stored.json<{ url: string }>();
+    // The upload cost 1 of 20; each download 1 + 16, the last taken as a debt.
+    for (let i = 0; i < 2; i++) {
+      const download = await sendRequest(url);
+      expect([download.status, download.body.length]).toEqual([200, bytes.length]);
+    }
+    expect((await sendRequest(url)).status).toBe(429);
+  } finally {
+    await sized.dispose();
+  }
 });
 
 it("charges an answer's size: one more request per 64 KiB, so large answers cannot be asked for at the rate of small ones", async () => {

@@ -88,6 +88,11 @@ export class DeploymentService {
     return this.registry.get(id);
   }
 
+  /** Whether this host holds the record of `id`: looking it up then reads nothing. */
+  holds(id: string): boolean {
+    return this.registry.cached(id) !== undefined;
+  }
+
   /** The deployment `id`, or `not_found`. */
   require(id: string): Promise<DeploymentRecord> {
     return this.registry.require(id);

@@ -17,6 +17,7 @@ export {
   type ClientRef,
   checkDeploymentId,
   type DeploymentRecord,
+  isDeploymentId,
   publicView,
   storageQuotaOwner,
   summaryView,

@@ -108,9 +108,14 @@ export function summaryView(record: DeploymentRecord) {
 
 const DEPLOYMENT_ID = /^[a-z][a-z0-9-]{0,62}$/;
 
+/** Whether `id` is a well-formed deployment id (see {@link checkDeploymentId}). */
+export function isDeploymentId(id: unknown): id is string {
+  return typeof id === "string" && DEPLOYMENT_ID.test(id) && !id.endsWith("-");
+}
+
 /** Checks a deployment id: it becomes a DNS label (`<id>.<domain>`). */
 export function checkDeploymentId(id: unknown): string {
-  if (typeof id !== "string" || !DEPLOYMENT_ID.test(id) || id.endsWith("-")) {
+  if (!isDeploymentId(id)) {
     throw new PlatformError(
       "bad_request",
       "A deployment id is 1-63 lowercase letters, digits or '-', starting with a letter.",

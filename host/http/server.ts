@@ -22,6 +22,7 @@ import { devTransferRoutes } from "./export-routes.js";
 import { healthRoutes } from "./health.js";
 import { controlPlaneLanding, devLanding } from "./landing.js";
 import { devLogRoutes } from "./log-stream.js";
+import { chargeLookups } from "./lookup-charge.js";
 import { metricsRoutes } from "./metrics.js";
 import type { RequestQuota } from "./request-quota.js";
 import { staticFiles } from "./static-files.js";
@@ -150,6 +151,7 @@ export function createHttpApp(options: HttpOptions): Koa {
       controlPlane: controlRoutes.length > 0,
     }),
   );
+  app.use(chargeLookups(deployments, quota));
   app.use(controlPlaneCompression());
   for (const routes of deploymentRoutes) if (routes) app.use(atOrigin("deployment", routes));
   for (const routes of controlRoutes) app.use(atOrigin("control", routes));

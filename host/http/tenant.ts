@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { RouterMiddleware } from "@koa/router";
 import type { Context, Middleware } from "koa";
 import { PlatformError } from "../../sdk/values/index.js";
+import { isDeploymentId } from "../deployments/index.js";
 import { crossSiteInDev, fetchedByAnotherSite, isLoopbackHost } from "./loopback-host.js";
 import { checkPathEscapes } from "./path-escapes.js";
 
@@ -31,8 +32,9 @@ export function destinationOfHost(hostHeader: string, domain: string, devDeploym
   if (host === domain) return { kind: "control" };
   const suffix = `.${domain}`;
   if (host.endsWith(suffix)) {
+    // A label no deployment could have is no deployment's: answered without reading the database.
     const id = host.slice(0, -suffix.length);
-    if (id.length > 0 && !id.includes(".")) return { kind: "deployment", id };
+    if (isDeploymentId(id)) return { kind: "deployment", id };
   }
   return { kind: "unknown" };
 }
