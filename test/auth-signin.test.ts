@@ -76,7 +76,7 @@ async function post(path: string, body: unknown, token?: string, deployment = "m
 async function codeFor(email: string): Promise<string> {
   for (let i = 0; i < 100; i++) {
     const message = inbox.filter((m) => m.to === email).at(-1);
-    const code = message?.body.match(/sign-in code for \S+ is (\d{6})/)?.[1];
+    const code = message?.body.match(/sign-in code for \S+ is (\d{8})/)?.[1];
     if (code) return code;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -98,7 +98,7 @@ describe("email one-time codes over SMTP", () => {
       (
         await post("/__platform/auth/email/verify", {
           email: "reader@example.com",
-          code: code === "000000" ? "111111" : "000000",
+          code: code === "00000000" ? "11111111" : "00000000",
           attempt,
         })
       ).status,
@@ -124,7 +124,7 @@ describe("email one-time codes over SMTP", () => {
   it("locks a code after five wrong guesses", async () => {
     const { attempt } = (await post("/__platform/auth/email/start", { email: "guess@example.com" })).body;
     const code = await codeFor("guess@example.com");
-    const wrong = code === "123456" ? "654321" : "123456";
+    const wrong = code === "12345678" ? "87654321" : "12345678";
     for (let i = 0; i < 5; i++)
       expect(
         (await post("/__platform/auth/email/verify", { email: "guess@example.com", code: wrong, attempt }))
@@ -246,7 +246,7 @@ describe("without SMTP", () => {
       const line = bare.logs.find(
         (entry) => (entry as { fields?: { email?: string } }).fields?.email === "log@example.com",
       ) as { fields: { code: string } };
-      expect(line.fields.code).toMatch(/^\d{6}$/);
+      expect(line.fields.code).toMatch(/^\d{8}$/);
       const signedIn = await sendRequest(`${bare.deploymentUrl("quiet")}/__platform/auth/email/verify`, {
         method: "POST",
         body: JSON.stringify({ email: "log@example.com", code: line.fields.code, attempt }),

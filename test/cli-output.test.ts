@@ -58,7 +58,7 @@ it("platform dev prints a sign-in code as one readable line that signs in", asyn
   const started = await post("/__platform/auth/email/start", { email: "Ada@Example.com" });
   expect(started.status).toBe(200);
   const { attempt } = started.json<{ attempt: string }>();
-  const line = /sign-in code for ada@example\.com: (\d{6}) \(expires in 10 minutes\)\n/;
+  const line = /sign-in code for ada@example\.com: (\d{8}) \(expires in 10 minutes\)\n/;
   await dev.waitFor(line);
   const code = line.exec(dev.output())?.[1];
   const verified = await post("/__platform/auth/email/verify", { email: "ada@example.com", code, attempt });

@@ -196,7 +196,7 @@ describe("platform/client in Node", () => {
     await c.auth.ready();
     await c.mutation("add", { text: "pending guest item" });
     await c.auth.startEmailSignIn("retry@example.com");
-    await expect(c.auth.verifyEmailCode("retry@example.com", "000000")).rejects.toMatchObject({
+    await expect(c.auth.verifyEmailCode("retry@example.com", "00000000")).rejects.toMatchObject({
       code: expect.stringMatching(/unauthorized|bad_request|forbidden/),
     });
     expect(c.auth.getState().error).not.toBeNull();

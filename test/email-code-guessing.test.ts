@@ -43,7 +43,7 @@ async function post(target: TestHost, path: string, body: unknown, token?: strin
 async function codeFor(email: string, mailsBefore: number): Promise<string> {
   for (let i = 0; i < 400; i++) {
     const mails = inbox.filter((m) => m.to === email);
-    const code = mails.length > mailsBefore ? mails.at(-1)?.body.match(/is (\d{6})\./)?.[1] : undefined;
+    const code = mails.length > mailsBefore ? mails.at(-1)?.body.match(/is (\d{8})\./)?.[1] : undefined;
     if (code) return code;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -61,7 +61,7 @@ async function start(email: string): Promise<{ attempt: string; code: string }> 
   return { attempt: started.body.attempt as string, code: await codeFor(email, before) };
 }
 
-const wrongCode = (code: string) => (code === "000000" ? "111111" : "000000");
+const wrongCode = (code: string) => (code === "00000000" ? "11111111" : "00000000");
 
 describe("guessing codes", () => {
   it("counts concurrent wrong guesses atomically: the code dies after the limit", async () => {
@@ -87,7 +87,7 @@ describe("guessing codes", () => {
     expect(right.body.error?.message).toMatch(/request a new/);
   });
 
-  it("takes a code with spaces around it, and refuses what is not six digits without spending a guess", async () => {
+  it("takes a code with spaces around it, and refuses what is not its eight digits without spending a guess", async () => {
     // On a deployment of its own: the client's code requests to "mail" are counted by other tests.
     expect((await host.deployFixture("slips", "guest-upgrade")).status).toBe(201);
     const call = async (path: string, body: unknown) => {
@@ -106,10 +106,20 @@ describe("guessing codes", () => {
     const verify = (typed: unknown) =>
       call("/__platform/auth/email/verify", { email: "slips@example.com", code: typed, attempt });
     // More slips than the code has guesses: a JSON number, a short code, letters, nothing.
-    for (const slip of [Number(`1${code}`), "12345", "abcdef", "", null, "1234567", Number(code)]) {
+    for (const slip of [
+      Number(`1${code}`),
+      "12345",
+      "abcdefgh",
+      "",
+      null,
+      "123456",
+      "1234567",
+      "123456789",
+      Number(code),
+    ]) {
       const answer = await verify(slip);
       expect(answer.status, JSON.stringify(slip)).toBe(400);
-      expect(answer.body.error?.message).toMatch(/six digits of the email, sent as a string/);
+      expect(answer.body.error?.message).toMatch(/8 digits of the email, sent as a string/);
     }
     const signedIn = await verify(` ${code}\n`);
     expect(signedIn.status, JSON.stringify(signedIn.body)).toBe(200);

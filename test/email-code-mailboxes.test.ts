@@ -77,7 +77,7 @@ describe("sign-in mails per mailbox", () => {
       expect(inMailbox(/@(gmail|googlemail)\.com$/)).toHaveLength(LIMITS.emailCodeMailsPerAddress);
       // The code of a dotted spelling signs that spelling in: an account is the address typed.
       const mail = inbox.find((each) => each.to === "j.doe@gmail.com");
-      const code = mail?.body.match(/is (\d{6})\./)?.[1];
+      const code = mail?.body.match(/is (\d{8})\./)?.[1];
       const verified = await sendRequest(`${host.deploymentUrl("g")}/__platform/auth/email/verify`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -105,7 +105,7 @@ describe("sign-in mails per mailbox", () => {
       expect(owner.body.sent).toBe(true);
       let code: string | undefined;
       for (let i = 0; i < 400 && !code; i++) {
-        code = inbox.find((mail) => mail.to === "owner@example.com")?.body.match(/is (\d{6})\./)?.[1];
+        code = inbox.find((mail) => mail.to === "owner@example.com")?.body.match(/is (\d{8})\./)?.[1];
         if (!code) await new Promise((resolve) => setTimeout(resolve, 25));
       }
       const verified = await sendRequest(`${host.deploymentUrl("o")}/__platform/auth/email/verify`, {

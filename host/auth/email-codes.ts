@@ -132,7 +132,8 @@ export class EmailCodes {
     takeClientAllowance: () => number,
     client = "",
   ): Promise<CodeRequest> {
-    const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
+    const digits = LIMITS.emailCodeDigits;
+    const code = String(randomInt(0, 10 ** digits)).padStart(digits, "0");
     const attempt = randomBytes(18).toString("base64url");
     // Before the lock: a client over its limit, refused here, neither waits for nor holds a lock
     // connection (a flood of such requests over many deployments took one each).
@@ -203,13 +204,14 @@ export class EmailCodes {
         "bad_request",
         "Send the `attempt` that POST /__platform/auth/email/start answered with, together with the code.",
       );
-    // A code pasted with spaces around it is the code; anything but six digits is a slip, refused
+    // A code pasted with spaces around it is the code; anything but its digits is a slip, refused
     // before it costs one of the code's guesses.
     const typed = typeof code === "string" ? code.trim() : code;
-    if (typeof typed !== "string" || !/^\d{6}$/.test(typed))
+    const digits = LIMITS.emailCodeDigits;
+    if (typeof typed !== "string" || typed.length !== digits || !/^\d+$/.test(typed))
       throw new PlatformError(
         "bad_request",
-        'A sign-in code is the six digits of the email, sent as a string (for example "012345").',
+        `A sign-in code is the ${digits} digits of the email, sent as a string (for example "${"0123456789".slice(0, digits)}").`,
       );
     const key = `${deployment}/${email}`;
     await this.locked(deployment, async () => {

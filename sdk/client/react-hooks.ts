@@ -164,7 +164,7 @@ function PlatformSignInButton(props: SignInButtonProps & { bound: Bound }): Reac
       "aria-label": "Code",
       inputMode: "numeric",
       autoComplete: "one-time-code",
-      placeholder: "6-digit code",
+      placeholder: "Code from the email",
       value: code,
       onChange: (event: InputChange) => setCode(event.target.value),
     },
