@@ -31,6 +31,7 @@ export {
   checkFunctionRun,
   checkHostBackup,
   checkManage,
+  checkNewDeploymentId,
   checkOperator,
   mayAutoSignIn,
   mayManage,
@@ -38,4 +39,5 @@ export {
   type OperatorCaller,
   ownerOfNewDeployment,
   ownsDeployment,
+  RESERVED_DEPLOYMENT_IDS,
 } from "./operator-access.js";

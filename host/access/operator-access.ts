@@ -115,6 +115,60 @@ export function checkDataTransfer(
 }
 
 /**
+ * Ids a developer may not create (the operator may): host names browsers, mail clients and mail
+ * servers look up by themselves under a domain (proxy auto-discovery, mail settings and policy),
+ * and names that would pass for the host's own pages or services. A deployment at
+ * `autodiscover.<domain>` would receive mail clients' passwords, at `wpad.<domain>` set browsers'
+ * proxies, at `mta-sts.<domain>` the domain's mail security policy.
+ */
+export const RESERVED_DEPLOYMENT_IDS: ReadonlySet<string> = new Set([
+  "wpad",
+  "isatap",
+  "autodiscover",
+  "autoconfig",
+  "mta-sts",
+  "mail",
+  "smtp",
+  "imap",
+  "pop",
+  "pop3",
+  "mx",
+  "webmail",
+  "ns1",
+  "ns2",
+  "ftp",
+  "www",
+  "dashboard",
+  "admin",
+  "login",
+  "signin",
+  "auth",
+  "account",
+  "accounts",
+  "api",
+  "status",
+  "static",
+  "cdn",
+  "docs",
+  "help",
+  "support",
+  "localhost",
+  "platform",
+]);
+
+/**
+ * Whether `who` may create deployment `id`: a developer not one of the ids the host reserves
+ * ({@link RESERVED_DEPLOYMENT_IDS}); the operator any.
+ */
+export function checkNewDeploymentId(who: OperatorCaller, id: string): void {
+  if (who.kind === "developer" && RESERVED_DEPLOYMENT_IDS.has(id))
+    throw new PlatformError(
+      "forbidden",
+      `The deployment id ${id} is reserved on this host: browsers and mail clients look up such names by themselves, or they would pass for the host's own. Choose another id.`,
+    );
+}
+
+/**
  * Who owns a deployment a caller creates: a developer always owns what they create; the operator
  * may name an owner or leave it unclaimed (undefined).
  */

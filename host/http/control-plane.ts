@@ -5,6 +5,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import {
   checkClaimant,
   checkManage,
+  checkNewDeploymentId,
   mayManage,
   type OperatorCaller,
   OWNER_DELETE,
@@ -188,6 +189,7 @@ export function controlPlaneRoutes(
     deployStarts.charge(principal(ctx));
     const input = await deployBody(ctx);
     const id = checkDeploymentId(input.id);
+    checkNewDeploymentId(principal(ctx), id);
     if (await deployments.get(id))
       throw new PlatformError(
         "conflict",
@@ -205,6 +207,7 @@ export function controlPlaneRoutes(
     const id = checkDeploymentId(ctx.params.id);
     const existing = await deployments.get(id);
     if (existing) await manageable(ctx, deployments, id);
+    else checkNewDeploymentId(principal(ctx), id);
     deployStarts.charge(principal(ctx));
     const input = await deployBody(ctx);
     const who = principal(ctx);

@@ -7,7 +7,7 @@ import Router, { type RouterMiddleware } from "@koa/router";
 import type { Context } from "koa";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import { checkDataTransfer, type OperatorCaller } from "../access/index.js";
+import { checkDataTransfer, checkNewDeploymentId, type OperatorCaller } from "../access/index.js";
 import {
   checkDeploymentId,
   type DeploymentRecord,
@@ -179,6 +179,7 @@ async function receiveImport(
     objects: withObjects(ctx),
     authorise: async (existing: Parameters<typeof checkDataTransfer>[1]) => {
       const owner = checkDataTransfer(caller, existing);
+      if (!existing) checkNewDeploymentId(caller, id);
       // Asked at each step too: a token replaced while the import waited for a lock or its turn.
       await checkStillSpokenFor(ctx);
       if (!existing && developer !== undefined) await owners?.check(developer);
@@ -258,6 +259,7 @@ export function registerTransferRoutes(
     const caller = callerOf(ctx);
     const existing = await deployments.get(id);
     checkDataTransfer(caller, existing);
+    if (!existing) checkNewDeploymentId(caller, id);
     // Counted as a deploy: it compiles the bundle and takes the deployment's lock as one does.
     deployStarts.charge(caller);
     // An import into a new id creates a deployment: refused before the upload when the
