@@ -1,4 +1,5 @@
 import type { Context } from "koa";
+import { SYNC_TOKEN_PROTOCOL_PREFIX } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 
 /**
@@ -42,7 +43,20 @@ export function endpointToken(ctx: Context): string {
   return ctx.get(ENDPOINT_TOKEN_HEADER);
 }
 
-/** A WebSocket upgrade carries the token as `?platform_token=` (browsers cannot set its headers). */
-export function syncToken(url: URL): string | null {
-  return url.searchParams.get("platform_token");
+/**
+ * A WebSocket upgrade carries the token among its subprotocols, as `platform-token.<token>` beside
+ * `platform` (browsers cannot set an upgrade's other headers, and a URL's query is written to
+ * proxies' access logs), or, from older clients, as `?platform_token=`; both at once are refused
+ * (`bad_request`).
+ */
+export function syncToken(url: URL, offered: string | undefined): string | null {
+  const inUrl = url.searchParams.get("platform_token");
+  const inProtocols = (offered ?? "")
+    .split(",")
+    .map((protocol) => protocol.trim())
+    .filter((protocol) => protocol.startsWith(SYNC_TOKEN_PROTOCOL_PREFIX));
+  if (inProtocols.length === 0) return inUrl;
+  if (inProtocols.length > 1 || inUrl !== null)
+    throw new PlatformError("bad_request", "Send one token with a socket: in its subprotocols or its URL.");
+  return (inProtocols[0] as string).slice(SYNC_TOKEN_PROTOCOL_PREFIX.length);
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
-import { LIMITS, SYNC_CLOSE } from "../../sdk/protocol/index.js";
+import { LIMITS, SYNC_CLOSE, SYNC_PROTOCOL } from "../../sdk/protocol/index.js";
 import { type AuthService, type HeldIdentity, IDENTITY_ENDED } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import type { LiveQueries } from "../live/index.js";
@@ -61,7 +61,12 @@ export function attachSync(
   /** `platform dev`: sockets opened by pages of other sites are refused (see `crossSiteInDev`). */
   dev = false,
 ): SyncEndpoint {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: SYNC_LIMITS.messageBytes });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: SYNC_LIMITS.messageBytes,
+    // Never one the client offered with its token in it (ws selects the first offered by default).
+    handleProtocols: (offered) => (offered.has(SYNC_PROTOCOL) ? SYNC_PROTOCOL : false),
+  });
   const open = new Map<string, Set<WebSocket>>();
   /** Per socket, its mutations under way and what it sends (a drain waits for their answers). */
   const running = new Map<WebSocket, SocketWork>();
@@ -126,7 +131,12 @@ export function attachSync(
     let end = (reason: string) => {
       endedBeforeOpen = reason;
     };
-    const token = syncToken(url);
+    let token: string | null;
+    try {
+      token = syncToken(url, req.headers["sec-websocket-protocol"]);
+    } catch {
+      return refuseUpgrade(socket, "400 Bad Request");
+    }
     try {
       if (token) held = await auth.holdIdentity(deployment, token, (reason) => end(reason));
     } catch {

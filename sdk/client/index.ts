@@ -26,7 +26,7 @@ interface BrowserGlobals {
     removeItem(key: string): void;
   };
   location?: { origin: string };
-  WebSocket: new (url: string) => SocketLike;
+  WebSocket: new (url: string, protocols?: string[]) => SocketLike;
 }
 const browser = globalThis as unknown as BrowserGlobals;
 
@@ -54,7 +54,7 @@ export function createClient<App extends CapsuleApi = AnyCapsuleApi>(
 ): PlatformClient<App> {
   const transport: Transport = {
     fetch: (input, init) => globalThis.fetch(input, init as RequestInit),
-    socket: (target) => new browser.WebSocket(target),
+    socket: (target, protocols) => new browser.WebSocket(target, protocols),
     store: browserStore(),
     ...options.transport,
   };

@@ -86,7 +86,8 @@ export const nodeFetch: FetchFunction = (url, init) => {
 export function nodeTransport(): Transport {
   return {
     fetch: nodeFetch,
-    socket: (url) => new WebSocket(url, { lookup: localhostLookup }) as unknown as SocketLike,
+    socket: (url, protocols) =>
+      new WebSocket(url, protocols ?? [], { lookup: localhostLookup }) as unknown as SocketLike,
     store: memoryStore(),
   };
 }

@@ -1,5 +1,6 @@
 import { LIMITS } from "../protocol/limits.js";
 import { SYNC_CLOSE } from "../protocol/sync-close.js";
+import { syncProtocolsFor } from "../protocol/sync-subprotocols.js";
 import { PlatformError } from "../values/index.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
@@ -132,10 +133,13 @@ export class SyncConnection {
     const token = await this.token().catch(() => null);
     if (this.closed) return;
     const user = this.user();
-    const url = token ? `${this.url}?platform_token=${encodeURIComponent(token)}` : this.url;
+    // The token travels among the socket's subprotocols, out of the URL that proxies log, when the
+    // factory takes them (see SocketFactory).
+    const protocols = token && this.openSocket.length >= 2 ? syncProtocolsFor(token) : undefined;
+    const url = token && !protocols ? `${this.url}?platform_token=${encodeURIComponent(token)}` : this.url;
     let socket: SocketLike;
     try {
-      socket = this.openSocket(url);
+      socket = protocols ? this.openSocket(url, protocols) : this.openSocket(url);
     } catch {
       this.scheduleReconnect();
       return;

@@ -21,8 +21,12 @@ export interface SocketLike {
   onerror: ((event: unknown) => void) | null;
 }
 
-/** Opens a WebSocket to `url`. */
-export type SocketFactory = (url: string) => SocketLike;
+/**
+ * Opens a WebSocket to `url`, offering `protocols` (the subprotocols that carry the client's token:
+ * `new WebSocket(url, protocols)`). A factory that declares no second parameter gets the token in
+ * the URL instead (`?platform_token=`), which proxies' access logs keep.
+ */
+export type SocketFactory = (url: string, protocols?: string[]) => SocketLike;
 
 /** Where tokens are kept between page loads (browser: `localStorage`; Node: memory). */
 export interface KeyValueStore {

@@ -55,6 +55,7 @@ export {
 export { type BudgetName, LIMITS } from "./limits.js";
 export type { PaginationOptions, PaginationResult, QuerySpec, QueryTerminal, RangeOp } from "./query.js";
 export { SYNC_CLOSE } from "./sync-close.js";
+export { SYNC_PROTOCOL, SYNC_TOKEN_PROTOCOL_PREFIX, syncProtocolsFor } from "./sync-subprotocols.js";
 export {
   decodeSyscallAnswer,
   encodePageAnswer,
