@@ -551,6 +551,15 @@ describe("exports a developer leaves unread", () => {
     await vi.waitFor(async () => expect(await archivesOnDisk()).toEqual([]), { timeout: 10_000 });
   }, 120_000);
 
+  it("refuses a HEAD of an export, which would have the host write the whole archive for its headers", async () => {
+    const head = await sendRequest(`${host.url}/v1/deploys/shop/export`, {
+      method: "HEAD",
+      headers: { authorization: `Bearer ${ownerToken}` },
+    });
+    expect([head.status, head.headers.allow]).toEqual([405, "GET"]);
+    expect(await archivesOnDisk()).toEqual([]);
+  });
+
   it("refuses an export the host cannot write in its time, removing what it wrote", async () => {
     const ida = await bigExport("ida", "slowexport");
     const limits = LIMITS as { exportWriteMs: number };

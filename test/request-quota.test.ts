@@ -123,6 +123,16 @@ it("charges looking up a deployment this host does not hold to the client's addr
     expect(
       (await sendRequest(`${strict.deploymentUrl("ghost4")}/api/query/x`, { method: "POST" })).status,
     ).toBe(429);
+    // A socket's upgrade is charged the same (it has a bucket of its own for upgrades too).
+    const upgraded = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${strict.deploymentUrl("ghost5").replace("http", "ws")}/api/sync`, {
+        lookup: localhostLookup,
+      } as WebSocket.ClientOptions);
+      ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once("open", () => resolve(101));
+      ws.once("error", () => {});
+    });
+    expect(upgraded).toBe(429);
     // A name no deployment could have is answered at once, reading nothing; a deployment the host
     // serves costs nothing of this bucket.
     const notAnId = await page("not_an_id");

@@ -63,13 +63,13 @@ function whoami(ws: WebSocket): Promise<{ userId?: string } | null> {
 
 it("takes the token from the socket's subprotocols, selecting `platform` and echoing no token", async () => {
   const protocols = syncProtocolsFor(token) as string[];
-  expect(protocols).toEqual([SYNC_PROTOCOL, `platform-token.${token}`]);
+  expect(protocols).toEqual(["platform", SYNC_PROTOCOL, `platform-token.${token}`]);
   const opened = await upgrade(syncUrl(), protocols);
   expect([opened.status, opened.protocol]).toEqual([101, SYNC_PROTOCOL]);
   expect((await whoami(opened.ws as WebSocket))?.userId).toBe(userId);
   opened.ws?.close();
   // A wrong token there is refused as one in the URL is.
-  expect((await upgrade(syncUrl(), [SYNC_PROTOCOL, "platform-token.nope"])).status).toBe(401);
+  expect((await upgrade(syncUrl(), ["platform", SYNC_PROTOCOL, "platform-token.nope"])).status).toBe(401);
 });
 
 it("refuses a socket carrying two tokens, and still takes one in the URL from older clients", async () => {
@@ -107,9 +107,40 @@ it("the client sends its token among the subprotocols, never in the socket's URL
     expect(opened.length).toBeGreaterThan(0);
     for (const each of opened) {
       expect(each.url).not.toContain("platform_token");
-      expect(each.protocols?.[0]).toBe(SYNC_PROTOCOL);
-      expect(each.protocols?.[1]).toMatch(/^platform-token\./);
+      expect(each.protocols?.slice(0, 2)).toEqual(["platform", SYNC_PROTOCOL]);
+      expect(each.protocols?.[2]).toMatch(/^platform-token\./);
     }
+  } finally {
+    client.close();
+  }
+});
+
+it("the client puts its token in the URL when the host selected no protocol of its (an older host), and is still itself", async () => {
+  // A host before this change selected the first protocol offered and read no token there: the
+  // socket opened as nobody. Here a factory that drops the protocols stands for it.
+  const opened: string[] = [];
+  const base = nodeTransport().socket;
+  const client = createClient<typeof app>(host.deploymentUrl("board"), {
+    transport: {
+      socket: (url, _protocols) => {
+        opened.push(url);
+        return base(url);
+      },
+    },
+  });
+  try {
+    await client.auth.ready();
+    const me = await new Promise<{ userId?: string } | null>((resolve) => {
+      const stop = client.subscribe("whoami", {}, (value) => {
+        if (value) {
+          stop();
+          resolve(value as { userId?: string });
+        }
+      });
+    });
+    expect(me?.userId).toMatch(/./);
+    expect(opened[0]).not.toContain("platform_token");
+    expect(opened.at(-1)).toContain("platform_token=");
   } finally {
     client.close();
   }

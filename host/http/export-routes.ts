@@ -49,6 +49,13 @@ async function sendExport(
   developer?: string,
   recheck?: (record: DeploymentRecord) => void,
 ): Promise<void> {
+  if (ctx.method !== "GET") {
+    ctx.set("Allow", "GET");
+    throw new PlatformError(
+      "method_not_allowed",
+      "An export is read with GET: its headers come only once the host has written the whole archive.",
+    );
+  }
   const left = new AbortController();
   const leave = () => left.abort();
   ctx.res.once("close", leave);

@@ -16,7 +16,12 @@ export function chargeLookups(
 ): Middleware {
   return (ctx, next) => {
     if (ctx.state.origin === "deployment" && !deployments.holds(ctx.state.deployment as string))
-      quota.charge(`lookup\u0000${clientAddressKey(quota.clientAddress(ctx.req))}`);
+      quota.charge(lookupKey(quota.clientAddress(ctx.req)));
     return next();
   };
+}
+
+/** The bucket lookups of deployments a host does not hold are charged to (sync upgrades' too). */
+export function lookupKey(clientAddress: string): string {
+  return `lookup\u0000${clientAddressKey(clientAddress)}`;
 }

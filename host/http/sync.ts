@@ -9,6 +9,7 @@ import type { BodyArrivals } from "./body-arrivals.js";
 import { clientAddressKey, SocketsPerClient } from "./client-address.js";
 import { syncToken } from "./credentials.js";
 import { HeldAnswers } from "./held-answers.js";
+import { lookupKey } from "./lookup-charge.js";
 import { crossSiteInDev } from "./loopback-host.js";
 import { quotaKey, type RequestQuota } from "./request-quota.js";
 import { KeptArgs, SubscriptionRooms } from "./subscription-args.js";
@@ -38,7 +39,7 @@ export interface SyncEndpoint {
  * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
- * comes as `?platform_token=`. A client that stops reading is dropped (sync-guards.ts), one that
+ * comes among the subprotocols (credentials.ts `syncToken`), or as `?platform_token=`. A client that stops reading is dropped (sync-guards.ts), one that
  * stops answering pings too (sync-heartbeat.ts), and a client address that sends more than its
  * share of bytes has its sockets closed.
  * Subscriptions, mutations and every pushed result count toward the caller's request quota. When the identity
@@ -64,7 +65,9 @@ export function attachSync(
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: SYNC_LIMITS.messageBytes,
-    // Never one the client offered with its token in it (ws selects the first offered by default).
+    // Never one the client offered with its token in it (ws selects the first offered by default,
+    // as hosts before this one did: a client seeing another than SYNC_PROTOCOL puts its token in
+    // the URL instead).
     handleProtocols: (offered) => (offered.has(SYNC_PROTOCOL) ? SYNC_PROTOCOL : false),
   });
   const open = new Map<string, Set<WebSocket>>();
@@ -122,6 +125,10 @@ export function attachSync(
     const addressKey = `upgrade\u0000${clientAddressKey(client)}`;
     if (!quota.tryTake(addressKey))
       return refuseUpgrade(socket, "429 Too Many Requests", quota.retryAfterSeconds(addressKey));
+    // A deployment this host does not hold costs a read of the database: charged as other
+    // requests' lookups are (lookup-charge.ts).
+    if (deployment && !deployments.holds(deployment) && !quota.tryTake(lookupKey(client)))
+      return refuseUpgrade(socket, "429 Too Many Requests", quota.retryAfterSeconds(lookupKey(client)));
     const record = url.pathname === "/api/sync" && deployment ? await deployments.get(deployment) : undefined;
     if (!deployment || !record) return refuseUpgrade(socket, "404 Not Found");
     // The incarnation the token was checked against: one created again meanwhile is another.

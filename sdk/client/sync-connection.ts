@@ -1,6 +1,6 @@
 import { LIMITS } from "../protocol/limits.js";
 import { SYNC_CLOSE } from "../protocol/sync-close.js";
-import { syncProtocolsFor } from "../protocol/sync-subprotocols.js";
+import { SYNC_PROTOCOL, syncProtocolsFor } from "../protocol/sync-subprotocols.js";
 import { PlatformError } from "../values/index.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
@@ -51,6 +51,8 @@ export class SyncConnection {
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** A check of the token over HTTP gave a new one since a socket last opened (see upgrade-refusal.ts). */
   private tokenChecked = false;
+  /** The host took no token from the subprotocols (see connect): it goes in the URL from now on. */
+  private tokenInUrl = false;
   private closed = false;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
   private readonly userChangeListeners = new Set<() => void>();
@@ -134,8 +136,9 @@ export class SyncConnection {
     if (this.closed) return;
     const user = this.user();
     // The token travels among the socket's subprotocols, out of the URL that proxies log, when the
-    // factory takes them (see SocketFactory).
-    const protocols = token && this.openSocket.length >= 2 ? syncProtocolsFor(token) : undefined;
+    // factory takes them (see SocketFactory) and the host reads it there.
+    const protocols =
+      token && !this.tokenInUrl && this.openSocket.length >= 2 ? syncProtocolsFor(token) : undefined;
     const url = token && !protocols ? `${this.url}?platform_token=${encodeURIComponent(token)}` : this.url;
     let socket: SocketLike;
     try {
@@ -147,6 +150,15 @@ export class SyncConnection {
     this.socket = socket;
     const refusal = new UpgradeRefusal();
     socket.onopen = () => {
+      if (protocols && socket.protocol !== SYNC_PROTOCOL) {
+        // A host that did not select the protocol (an older one, or a factory that dropped the
+        // protocols) took no token from them: nothing is sent here; again with it in the URL.
+        this.tokenInUrl = true;
+        this.socket = null;
+        socket.close();
+        void this.connect();
+        return;
+      }
       refusal.opened();
       this.socketUser = user;
       this.tokenChecked = false;

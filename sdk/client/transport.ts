@@ -13,6 +13,8 @@ export type FetchFunction = (
 /** The part of the WebSocket interface the client uses (browser `WebSocket` and `ws` both fit). */
 export interface SocketLike {
   readonly readyState: number;
+  /** The subprotocol the host selected ("" for none). */
+  readonly protocol?: string;
   send(data: string): void;
   close(code?: number, reason?: string): void;
   onopen: ((event: unknown) => void) | null;

@@ -1,13 +1,10 @@
-/**
- * The export/import round trips every database backend runs (classic-level and PostgreSQL): exact
- * copies with every field type, optional fields, defaults and objects; a legacy deployment; one
- * snapshot while writes go on; refusals that write nothing.
- */
-import { request } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HttpResponse, localhostLookup, sendRequest } from "../../cli/http.js";
+import { PassThrough } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ZipFile } from "yazl";
+import { type HttpResponse, sendRequest } from "../../cli/http.js";
 import { incarnationKey } from "../../host/db/incarnation.js";
 import { chargedBytes } from "../../host/storage/object-keys.js";
+import { deferred } from "./deferred.js";
 import { answer, dumpDeployment, exportZip, importZip, rewriteZip, unzipAll } from "./export-import.js";
 import { fixtureCode, type TestHost } from "./host.js";
 
@@ -221,42 +218,37 @@ export function exportImportSuite(label: string, start: () => Promise<TestHost>)
     it("takes one snapshot while the app keeps taking writes", async () => {
       const owner = owners[0] as string;
       const before = JSON.parse((await answer(host, "shop", "counts")).slice(4)).value.items as number;
-      // Read the first bytes of the export, then hold the download while writes go on.
-      const { body, writesDuring } = await new Promise<{ body: Buffer; writesDuring: number }>(
-        (resolve, reject) => {
-          const req = request(
-            `${host.url}/v1/deploys/shop/export`,
-            { headers: { authorization: `Bearer ${host.adminToken}` }, lookup: localhostLookup },
-            (res) => {
-              const chunks: Buffer[] = [];
-              let writing: Promise<number> | undefined;
-              res.on("data", (chunk: Buffer) => {
-                chunks.push(chunk);
-                if (writing) return;
-                res.pause();
-                writing = (async () => {
-                  let writes = 0;
-                  for (let i = 0; i < 20; i++) {
-                    await mutate(host, "shop", "addItem", { title: `during ${i}`, score: i, owner });
-                    writes++;
-                  }
-                  res.resume();
-                  return writes;
-                })();
-              });
-              // The archive may come in one piece, ending the answer before the writes are done.
-              res.on("end", () => {
-                void (writing ?? Promise.resolve(0))
-                  .then((writes) => resolve({ body: Buffer.concat(chunks), writesDuring: writes }))
-                  .catch(reject);
-              });
-              res.on("error", reject);
-            },
-          );
-          req.on("error", reject);
-          req.end();
-        },
-      );
+      // The archive's first file waits until 20 writes are done: the snapshot is taken by then,
+      // and no table has been read.
+      const reached = deferred();
+      const gate = deferred();
+      const addReadStream = ZipFile.prototype.addReadStream;
+      const held = vi.spyOn(ZipFile.prototype, "addReadStream").mockImplementation(function (
+        this: ZipFile,
+        stream,
+        name,
+        options,
+      ) {
+        if (name !== "deployment.json") return addReadStream.call(this, stream, name, options);
+        reached.resolve();
+        const later = new PassThrough();
+        void gate.promise.then(() => stream.pipe(later));
+        return addReadStream.call(this, later, name, options);
+      });
+      let body: Buffer;
+      let writesDuring = 0;
+      try {
+        const exported = exportZip(host, "shop");
+        await reached.promise;
+        for (let i = 0; i < 20; i++) {
+          await mutate(host, "shop", "addItem", { title: `during ${i}`, score: i, owner });
+          writesDuring++;
+        }
+        gate.resolve();
+        body = (await exported).body;
+      } finally {
+        held.mockRestore();
+      }
       expect(writesDuring).toBe(20);
       const archive = await unzipAll(body);
       const manifest = JSON.parse(archive.get("platform-export.json")!.toString()) as {
