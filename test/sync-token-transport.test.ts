@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { localhostLookup, sendRequest } from "../cli/http.js";
 import type app from "../fixtures/live-app/server/index.js";
-import { createClient } from "../sdk/client/node.js";
+import { createClient, type PlatformClient } from "../sdk/client/node.js";
 import { nodeTransport } from "../sdk/client/node-transport.js";
 import { SYNC_PROTOCOL, syncProtocolsFor } from "../sdk/protocol/index.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
@@ -82,6 +82,19 @@ it("refuses a socket carrying two tokens, and still takes one in the URL from ol
   older.ws?.close();
 });
 
+/** The first identity `client`'s live query `whoami` answers with, once it has a guest. */
+async function identitySeenBy(client: PlatformClient<typeof app>): Promise<{ userId?: string } | null> {
+  await client.auth.ready();
+  return new Promise((resolve) => {
+    const stop = client.subscribe("whoami", {}, (value) => {
+      if (value) {
+        stop();
+        resolve(value as { userId?: string });
+      }
+    });
+  });
+}
+
 it("the client sends its token among the subprotocols, never in the socket's URL", async () => {
   const opened: Array<{ url: string; protocols?: string[] }> = [];
   const base = nodeTransport().socket;
@@ -94,16 +107,7 @@ it("the client sends its token among the subprotocols, never in the socket's URL
     },
   });
   try {
-    await client.auth.ready();
-    const me = await new Promise<{ userId?: string } | null>((resolve) => {
-      const stop = client.subscribe("whoami", {}, (value) => {
-        if (value) {
-          stop();
-          resolve(value as { userId?: string });
-        }
-      });
-    });
-    expect(me?.userId).toMatch(/./);
+    expect((await identitySeenBy(client))?.userId).toMatch(/./);
     expect(opened.length).toBeGreaterThan(0);
     for (const each of opened) {
       expect(each.url).not.toContain("platform_token");
@@ -129,16 +133,7 @@ it("the client puts its token in the URL when the host selected no protocol of i
     },
   });
   try {
-    await client.auth.ready();
-    const me = await new Promise<{ userId?: string } | null>((resolve) => {
-      const stop = client.subscribe("whoami", {}, (value) => {
-        if (value) {
-          stop();
-          resolve(value as { userId?: string });
-        }
-      });
-    });
-    expect(me?.userId).toMatch(/./);
+    expect((await identitySeenBy(client))?.userId).toMatch(/./);
     expect(opened[0]).not.toContain("platform_token");
     expect(opened.at(-1)).toContain("platform_token=");
   } finally {
