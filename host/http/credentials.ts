@@ -45,7 +45,7 @@ export function endpointToken(ctx: Context): string {
 
 /**
  * A WebSocket upgrade carries the token among its subprotocols, as `platform-token.<token>` beside
- * `platform` (browsers cannot set an upgrade's other headers, and a URL's query is written to
+ * `platform.sync` (browsers cannot set an upgrade's other headers, and a URL's query is written to
  * proxies' access logs), or, from older clients, as `?platform_token=`; both at once are refused
  * (`bad_request`).
  */

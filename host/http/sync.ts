@@ -39,9 +39,10 @@ export interface SyncEndpoint {
  * JSON: `subscribe {id, name, args}` answered by `value {id, value}` or `error {id, error}` now
  * and whenever the outcome changes, `unsubscribe {id}`, and `mutation {id, name, args}` answered
  * by `mutationResult` only after the re-runs it caused were pushed (read-your-writes). The token
- * comes among the subprotocols (credentials.ts `syncToken`), or as `?platform_token=`. A client that stops reading is dropped (sync-guards.ts), one that
- * stops answering pings too (sync-heartbeat.ts), and a client address that sends more than its
- * share of bytes has its sockets closed.
+ * comes among the subprotocols (credentials.ts `syncToken`), or as `?platform_token=`. A client
+ * that stops reading is dropped (sync-guards.ts), one that stops answering pings too
+ * (sync-heartbeat.ts), and a client address that sends more than its share of bytes has its
+ * sockets closed.
  * Subscriptions, mutations and every pushed result count toward the caller's request quota. When the identity
  * ends (the guest was upgraded or retired, here or on another host, or the token expired) the
  * socket is closed with {@link SYNC_CLOSE.identityEnded}; no mutation runs as an ended identity.
