@@ -7,22 +7,12 @@ import type { ReadSet } from "../db/index.js";
  */
 const WATCHED_ENTRY_BYTES = 224;
 
-/**
- * What each scanned range a live query watches counts for (bytes), beyond its bounds: not its
- * memory but the main thread's work it makes at each commit of its deployment, which checks the
- * written keys against every range (read-set-index.ts), holding every tenant's calls meanwhile. At
- * 224 bytes a deployment's 128 MiB held 380,000 ranges, and each commit writing 1,024 rows into
- * them held the main thread 0.35-0.4 s (an attack review, 2026-12-07); at this figure it holds at
- * most 32,768 ranges, one client address's share 8,192.
- */
-export const WATCHED_RANGE_BYTES = 4096;
-
 /** The memory a live query's read set takes once indexed, as {@link HeldBytes} counts it. */
 export function readSetBytes(readSet: ReadSet | undefined): number {
   if (!readSet) return 0;
   let bytes = 0;
   for (const key of readSet.keys) bytes += key.length + WATCHED_ENTRY_BYTES;
-  for (const range of readSet.ranges) bytes += range.start.length + range.end.length + WATCHED_RANGE_BYTES;
+  for (const range of readSet.ranges) bytes += range.start.length + range.end.length + WATCHED_ENTRY_BYTES;
   return bytes;
 }
 

@@ -5,6 +5,7 @@
  * sets; every answer must equal the oracle's.
  */
 import { describe, expect, it, vi } from "vitest";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { type ReadSet, readSetIntersects } from "../db/index.js";
 import { RangeTree } from "./range-tree.js";
 import { ReadSetIndex } from "./read-set-index.js";
@@ -205,5 +206,42 @@ describe("RangeTree", () => {
       }
     }
     expect(tree.size).toBe(live.size);
+  });
+});
+
+describe("ReadSetIndex past its checks", () => {
+  it("answers every subscription once finding the touched ones would take more than LIMITS.liveCommitVisits", () => {
+    // 2,000 subscriptions watching the same 64 gapped ranges, and a commit of 1,024 keys inside
+    // them: each key is in 2,000 ranges, and finding them held the main thread hundreds of ms.
+    const index = new ReadSetIndex<number>();
+    const key = (r: number, k: number) => Buffer.from(`i${String(r).padStart(3, "0")}${k}`);
+    for (let s = 0; s < 2000; s++)
+      index.set(s, {
+        ranges: Array.from({ length: 64 }, (_, r) => ({ start: key(r, 0), end: key(r, 5) })),
+        keys: [],
+      });
+    index.set(2000, { ranges: [{ start: Buffer.from("z"), end: Buffer.from("zz") }], keys: [] });
+    const written = Array.from({ length: 1024 }, (_, i) => key(i % 64, 1 + (i % 3)));
+    const stab = RangeTree.prototype.stab;
+    let visits = 0;
+    const stabs = vi.spyOn(RangeTree.prototype, "stab").mockImplementation(function (
+      this: RangeTree<number>,
+      at,
+      visit,
+    ) {
+      return stab.call(this, at, (subscription) => {
+        visits++;
+        visit(subscription);
+      });
+    });
+    try {
+      expect(index.touched(written).size).toBe(2001);
+      expect(visits).toBeLessThanOrEqual(LIMITS.liveCommitVisits + 1);
+      // A commit within the checks is still answered exactly.
+      expect([...index.touched([Buffer.from("za")])]).toEqual([2000]);
+      expect([...index.touched([key(3, 7)])]).toEqual([]);
+    } finally {
+      stabs.mockRestore();
+    }
   });
 });

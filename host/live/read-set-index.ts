@@ -1,3 +1,4 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { ReadSet } from "../db/index.js";
 import { type RangeHandle, RangeTree } from "./range-tree.js";
 
@@ -19,7 +20,8 @@ function asText(key: Buffer): string {
  * subscriptions its written keys touch in about O(written keys x log(ranges) + hits) instead of
  * comparing every written key with every read set: keys read by `get` in a map, scanned ranges in
  * a {@link RangeTree}. It answers exactly what `readSetIntersects` would for each subscription
- * (test: read-set-index.test.ts). A subscription without a read set (none ran yet, or its run
+ * (test: read-set-index.test.ts), unless finding them would take more than
+ * {@link LIMITS.liveCommitVisits} checks: then every subscription. A subscription without a read set (none ran yet, or its run
  * failed before reading) is touched by every commit.
  */
 export class ReadSetIndex<S> {
@@ -91,7 +93,7 @@ export class ReadSetIndex<S> {
    * stabbed into the ranges; when the ranges found pass what checking each range against the
    * sorted written keys would cost (many keys, each in many subscriptions' ranges), it does that
    * instead: found by stabbing, 1,000 written keys in the ranges of 5,000 subscriptions are 5
-   * million visits.
+   * million visits. Past {@link LIMITS.liveCommitVisits} either way, it answers every subscription.
    */
   touched(written: readonly Buffer[] | undefined): Set<S> {
     if (!written) return new Set(this.entries.keys());
@@ -102,7 +104,8 @@ export class ReadSetIndex<S> {
       if (readers) for (const subscription of readers) touched.add(subscription);
     }
     if (this.ranges.size === 0) return touched;
-    let visits = this.ranges.size * Math.ceil(Math.log2(texts.length + 1)) + texts.length;
+    const checks = this.ranges.size * Math.ceil(Math.log2(texts.length + 1));
+    let visits = Math.min(checks + texts.length, LIMITS.liveCommitVisits);
     const add = (subscription: S) => {
       if (--visits < 0) throw STABBED_ENOUGH;
       touched.add(subscription);
@@ -113,6 +116,8 @@ export class ReadSetIndex<S> {
     } catch (error) {
       if (error !== STABBED_ENOUGH) throw error;
     }
+    // Finding them exactly would hold the main thread (every tenant's calls) too long: all of them.
+    if (checks > LIMITS.liveCommitVisits) return new Set(this.entries.keys());
     texts.sort();
     for (const [subscription, entry] of this.entries)
       if (

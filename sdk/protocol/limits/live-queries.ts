@@ -12,6 +12,14 @@ export const LIVE_QUERY_LIMITS = {
    */
   liveRerunsInFlight: 16,
   /**
+   * Ranges a commit's written keys may be checked against to find the live queries it touched
+   * (host/live/read-set-index.ts), on the host's main thread; past it, every subscription of the
+   * deployment is touched (re-run, in its own turn) instead. Ours: a deployment's subscriptions
+   * may watch some 500,000 ranges, and a commit of 1,024 rows into 384,000 of them held the main
+   * thread 0.4 s for every tenant (an attack review, 2026-12-07); this many took 5-10 ms.
+   */
+  liveCommitVisits: 16_384,
+  /**
    * What one deployment's live queries may hold in the host's memory, all shared subscriptions
    * together: each one's latest result (JSON characters) and the keys and ranges its run read. A
    * run that would take its deployment past it gives its subscribers `limit_exceeded` instead and
