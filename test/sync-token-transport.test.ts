@@ -140,3 +140,24 @@ it("the client puts its token in the URL when the host selected no protocol of i
     client.close();
   }
 });
+
+it("a Node client whose upgrade got no protocol selected (a proxy dropping the header) puts its token in the URL", async () => {
+  // `ws` fails such an upgrade before it opens: the client retried forever with the same protocols.
+  const opened: string[] = [];
+  const base = nodeTransport().socket;
+  const client = createClient<typeof app>(host.deploymentUrl("board"), {
+    transport: {
+      socket: (url, protocols) => {
+        opened.push(url);
+        return base(url, protocols ? ["not-ours"] : undefined);
+      },
+    },
+  });
+  try {
+    expect((await identitySeenBy(client))?.userId).toMatch(/./);
+    expect(opened[0]).not.toContain("platform_token");
+    expect(opened.at(-1)).toContain("platform_token=");
+  } finally {
+    client.close();
+  }
+});

@@ -69,7 +69,8 @@ export function attachSync(
     // Never one the client offered with its token in it (ws selects the first offered by default,
     // as hosts before this one did: a client seeing another than SYNC_PROTOCOL puts its token in
     // the URL instead).
-    handleProtocols: (offered) => (offered.has(SYNC_PROTOCOL) ? SYNC_PROTOCOL : false),
+    handleProtocols: (offered) =>
+      offered.has(SYNC_PROTOCOL) ? SYNC_PROTOCOL : offered.has("platform") ? "platform" : false,
   });
   const open = new Map<string, Set<WebSocket>>();
   /** Per socket, its mutations under way and what it sends (a drain waits for their answers). */

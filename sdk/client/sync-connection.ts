@@ -168,7 +168,13 @@ export class SyncConnection {
       this.mutations.sendUnsent(socket, user);
     };
     socket.onmessage = (event) => this.receive(String(event.data), user);
-    socket.onerror = (event) => refusal.error(event);
+    socket.onerror = (event) => {
+      refusal.error(event);
+      // `ws` fails an upgrade whose answer selected no protocol (a proxy that drops the header):
+      // the next socket carries the token in the URL.
+      if (protocols && /subprotocol/i.test(String((event as { message?: unknown } | undefined)?.message)))
+        this.tokenInUrl = true;
+    };
     socket.onclose = (event) => {
       refusal.closed(event?.code);
       if (this.socket !== socket) return;
@@ -220,6 +226,8 @@ export class SyncConnection {
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.attempts = 0;
+    // A new token: tried among the subprotocols again (the host may have been upgraded since).
+    this.tokenInUrl = false;
     const socket = this.socket;
     if (socket) socket.close(1000, "new identity");
     else if (this.wanted && this.stateValue !== "connecting") void this.connect();
