@@ -105,12 +105,16 @@ export class RangeTree<T> {
     this.count--;
   }
 
-  /** Calls `found` with the value of every range that contains `key` (`start <= key < end`). */
-  stab(key: string, found: (value: T) => void): void {
+  /**
+   * Calls `found` with the value of every range that contains `key` (`start <= key < end`), and
+   * `stepped` (if given) at every node it looks at: the work, found or not.
+   */
+  stab(key: string, found: (value: T) => void, stepped?: () => void): void {
     const visit = (subtree: Node<T> | null): void => {
       let node = subtree;
       // Nothing below ends after the key: no range here contains it.
       while (node && node.maxEnd > key) {
+        stepped?.();
         visit(node.left);
         // This node and all to its right start after the key.
         if (node.start > key) return;

@@ -20,8 +20,8 @@ function asText(key: Buffer): string {
  * subscriptions its written keys touch in about O(written keys x log(ranges) + hits) instead of
  * comparing every written key with every read set: keys read by `get` in a map, scanned ranges in
  * a {@link RangeTree}. It answers exactly what `readSetIntersects` would for each subscription
- * (test: read-set-index.test.ts), unless finding them would take more than
- * {@link LIMITS.liveCommitVisits} checks: then every subscription. A subscription without a read set (none ran yet, or its run
+ * (test: read-set-index.test.ts), unless finding them would take more than its limits
+ * ({@link LIMITS.liveCommitVisits}, {@link LIMITS.liveCommitChecks}): then every subscription. A subscription without a read set (none ran yet, or its run
  * failed before reading) is touched by every commit.
  */
 export class ReadSetIndex<S> {
@@ -93,7 +93,8 @@ export class ReadSetIndex<S> {
    * stabbed into the ranges; when the ranges found pass what checking each range against the
    * sorted written keys would cost (many keys, each in many subscriptions' ranges), it does that
    * instead: found by stabbing, 1,000 written keys in the ranges of 5,000 subscriptions are 5
-   * million visits. Past {@link LIMITS.liveCommitVisits} either way, it answers every subscription.
+   * million visits. Past {@link LIMITS.liveCommitVisits} stabbing and {@link LIMITS.liveCommitChecks}
+   * checking, it answers every subscription.
    */
   touched(written: readonly Buffer[] | undefined): Set<S> {
     if (!written) return new Set(this.entries.keys());
@@ -105,19 +106,23 @@ export class ReadSetIndex<S> {
     }
     if (this.ranges.size === 0) return touched;
     const checks = this.ranges.size * Math.ceil(Math.log2(texts.length + 1));
+    // Stabbing costs its hits and the nodes it walks; past the cheaper way's cost, or the limit, stop.
     let visits = Math.min(checks + texts.length, LIMITS.liveCommitVisits);
-    const add = (subscription: S) => {
+    const step = () => {
       if (--visits < 0) throw STABBED_ENOUGH;
+    };
+    const add = (subscription: S) => {
+      step();
       touched.add(subscription);
     };
     try {
-      for (const text of texts) this.ranges.stab(text, add);
+      for (const text of texts) this.ranges.stab(text, add, step);
       return touched;
     } catch (error) {
       if (error !== STABBED_ENOUGH) throw error;
     }
     // Finding them exactly would hold the main thread (every tenant's calls) too long: all of them.
-    if (checks > LIMITS.liveCommitVisits) return new Set(this.entries.keys());
+    if (checks > LIMITS.liveCommitChecks) return new Set(this.entries.keys());
     texts.sort();
     for (const [subscription, entry] of this.entries)
       if (

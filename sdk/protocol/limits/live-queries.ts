@@ -12,13 +12,16 @@ export const LIVE_QUERY_LIMITS = {
    */
   liveRerunsInFlight: 16,
   /**
-   * Ranges a commit's written keys may be checked against to find the live queries it touched
-   * (host/live/read-set-index.ts), on the host's main thread; past it, every subscription of the
-   * deployment is touched (re-run, in its own turn) instead. Ours: a deployment's subscriptions
-   * may watch some 500,000 ranges, and a commit of 1,024 rows into 384,000 of them held the main
-   * thread 0.4 s for every tenant (an attack review, 2026-12-07); this many took 5-10 ms.
+   * The main thread's work a commit may spend finding the live queries it touched
+   * (host/live/read-set-index.ts): tree nodes and hits of its written keys stabbed into the ranges
+   * its deployment's subscriptions watch, then, past that, checks of each range against the sorted
+   * written keys; past both, every subscription of the deployment is touched (re-run, in its own
+   * turn). Ours: a deployment's subscriptions may watch some 500,000 ranges, and a commit of 1,024
+   * rows into 384,000 of them held the main thread 0.4 s for every tenant (an attack review,
+   * 2026-12-07); these take a few ms.
    */
   liveCommitVisits: 16_384,
+  liveCommitChecks: 131_072,
   /**
    * What one deployment's live queries may hold in the host's memory, all shared subscriptions
    * together: each one's latest result (JSON characters) and the keys and ranges its run read. A
