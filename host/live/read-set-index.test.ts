@@ -228,11 +228,17 @@ describe("ReadSetIndex past its checks", () => {
       this: RangeTree<number>,
       at,
       visit,
+      stepped,
     ) {
-      return stab.call(this, at, (subscription) => {
-        visits++;
-        visit(subscription);
-      });
+      return stab.call(
+        this,
+        at,
+        (subscription) => {
+          visits++;
+          visit(subscription);
+        },
+        stepped,
+      );
     });
     try {
       expect(index.touched(written).size).toBe(2001);
