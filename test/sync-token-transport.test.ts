@@ -119,45 +119,40 @@ it("the client sends its token among the subprotocols, never in the socket's URL
   }
 });
 
-it("the client puts its token in the URL when the host selected no protocol of its (an older host), and is still itself", async () => {
-  // A host before this change selected the first protocol offered and read no token there: the
-  // socket opened as nobody. Here a factory that drops the protocols stands for it.
-  const opened: string[] = [];
-  const base = nodeTransport().socket;
-  const client = createClient<typeof app>(host.deploymentUrl("board"), {
-    transport: {
-      socket: (url, _protocols) => {
-        opened.push(url);
-        return base(url);
-      },
-    },
-  });
-  try {
-    expect((await identitySeenBy(client))?.userId).toMatch(/./);
-    expect(opened[0]).not.toContain("platform_token");
-    expect(opened.at(-1)).toContain("platform_token=");
-  } finally {
-    client.close();
-  }
-});
-
-it("a Node client whose upgrade got no protocol selected (a proxy dropping the header) puts its token in the URL", async () => {
-  // `ws` fails such an upgrade before it opens: the client retried forever with the same protocols.
+/**
+ * The URLs a client opened its sockets at, when `offer` decides what its socket offers of the
+ * subprotocols the client asked for; asserts the client was itself (its token reached the host).
+ */
+async function urlsOpenedWith(offer: (protocols: string[] | undefined) => string[] | undefined) {
   const opened: string[] = [];
   const base = nodeTransport().socket;
   const client = createClient<typeof app>(host.deploymentUrl("board"), {
     transport: {
       socket: (url, protocols) => {
         opened.push(url);
-        return base(url, protocols ? ["not-ours"] : undefined);
+        return base(url, offer(protocols));
       },
     },
   });
   try {
     expect((await identitySeenBy(client))?.userId).toMatch(/./);
-    expect(opened[0]).not.toContain("platform_token");
-    expect(opened.at(-1)).toContain("platform_token=");
+    return opened;
   } finally {
     client.close();
   }
+}
+
+it("the client puts its token in the URL when the host selected no protocol of its (an older host), and is still itself", async () => {
+  // A host before this change selected the first protocol offered and read no token there: the
+  // socket opened as nobody. Here a factory that drops the protocols stands for it.
+  const opened = await urlsOpenedWith(() => undefined);
+  expect(opened[0]).not.toContain("platform_token");
+  expect(opened.at(-1)).toContain("platform_token=");
+});
+
+it("a Node client whose upgrade got no protocol selected (a proxy dropping the header) puts its token in the URL", async () => {
+  // `ws` fails such an upgrade before it opens: the client retried forever with the same protocols.
+  const opened = await urlsOpenedWith((protocols) => (protocols ? ["not-ours"] : undefined));
+  expect(opened[0]).not.toContain("platform_token");
+  expect(opened.at(-1)).toContain("platform_token=");
 });

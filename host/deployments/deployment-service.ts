@@ -232,18 +232,12 @@ export class DeploymentService {
     this.removals.add(state);
   }
 
-  /**
-   * Removes every stored bundle no deployment uses, nor a deploy under way (the host calls it
-   * hourly: a replaced bundle is removed at once, this catches what a crash or failure left).
-   */
+  /** Removes every stored bundle no deployment or deploy under way uses (hourly: what crashes left). */
   sweepArtifacts(): Promise<number> {
     return this.registry.sweepArtifacts();
   }
 
-  /**
-   * Finishes the deletions a previous run left unfinished (the host calls it when it starts),
-   * after giving records of earlier versions their artifact uses.
-   */
+  /** Finishes deletions a previous run left (at the host's start), after adopting artifact uses. */
   async finishRemovals(): Promise<void> {
     await this.registry.adoptArtifactUses();
     return this.removals.finishUnfinished((id, error) => this.logs.write(unfinishedRemovalLine(id, error)));
