@@ -9,6 +9,7 @@ export {
   checkObjectId,
   DEFAULT_STORAGE_LIMITS,
   fileTooLarge,
+  OBJECT_KEY,
   type StorageLimits,
 } from "./object-limits.js";
 export {

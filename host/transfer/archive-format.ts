@@ -10,7 +10,9 @@
  *   objects.jsonl                 with objects: one record per line (key, size, type, uploader, time)
  *   objects/<public|private>/<id> with objects: the bytes
  */
+import { isValidName } from "../../sdk/values/index.js";
 import type { EarlyEntries } from "../db/index.js";
+import { OBJECT_KEY } from "../storage/index.js";
 
 /** The archive format's name and version in the manifest; an import refuses others. */
 export const ARCHIVE_FORMAT = "platform-deployment-export";
@@ -42,15 +44,15 @@ const FIXED_ENTRIES = new Set([
   OBJECTS_ENTRY,
 ]);
 const FOLDERS = new Set(["tables/", "objects/", "objects/public/", "objects/private/"]);
-const TABLE_ENTRY = /^tables\/[A-Za-z][A-Za-z0-9_]{0,63}\.jsonl$/;
-const OBJECT_ENTRY = /^objects\/(?:public|private)\/[A-Za-z0-9_-]{22}$/;
 
 /**
  * Whether `name` can be an entry of the format (above), or a folder of it: what an import's
  * directory may hold, checked as it is read (which ones the archive must hold, later).
  */
 export function isFormatEntry(name: string): boolean {
-  return FIXED_ENTRIES.has(name) || FOLDERS.has(name) || TABLE_ENTRY.test(name) || OBJECT_ENTRY.test(name);
+  if (FIXED_ENTRIES.has(name) || FOLDERS.has(name)) return true;
+  if (name.startsWith("objects/")) return OBJECT_KEY.test(name.slice("objects/".length));
+  return name.startsWith("tables/") && name.endsWith(".jsonl") && isValidName(name.slice(7, -6));
 }
 
 /** What `platform-export.json` says. */

@@ -25,13 +25,15 @@ function lineTooLong(name: string, number: number, limit: number, because: strin
 
 const NOTHING = Buffer.alloc(0);
 const ASCII = /^[\x20-\x7e]*$/;
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * The name of `entry`, read with `decodeStrings: false` (its name and comment are raw bytes): a
  * name marked UTF-8, or of printable ASCII, at most {@link LIMITS.importEntryNameBytes} bytes, that
  * stays inside the archive (no `..`, no absolute path, no backslash) and is one of the format's
- * (archive-format.ts); an entry with a comment is refused. The entry's raw name, extra fields and comment are dropped: they held the whole header
- * they were read from (up to 192 KiB) for as long as the entry was kept.
+ * (archive-format.ts); an entry with a comment is refused. The entry's raw name, extra fields and
+ * comment are dropped: they held the whole header they were read from (up to 192 KiB) for as long
+ * as the entry was kept.
  */
 function entryName(entry: yauzl.Entry): string {
   const raw = entry.fileName as unknown as Buffer;
@@ -40,7 +42,7 @@ function entryName(entry: yauzl.Entry): string {
   let name: string;
   if ((entry.generalPurposeBitFlag & 0x800) !== 0) {
     try {
-      name = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+      name = UTF8.decode(raw);
     } catch {
       throw invalid("a file's name is marked as UTF-8 but is not.");
     }

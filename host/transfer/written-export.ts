@@ -64,10 +64,9 @@ export async function writeExport(
     dir = await uploads.create();
     const path = join(dir, "export.zip");
     const running = await start();
-    const tooSlow = new AbortController();
-    const timer = setTimeout(() => tooSlow.abort(), LIMITS.exportWriteMs);
+    const tooSlow = AbortSignal.timeout(LIMITS.exportWriteMs);
     const stop = () => running.abort();
-    const stops = AbortSignal.any([signal, tooSlow.signal]);
+    const stops = AbortSignal.any([signal, tooSlow]);
     stops.addEventListener("abort", stop);
     try {
       if (stops.aborted) stop();
@@ -77,7 +76,7 @@ export async function writeExport(
       // A failure of the file (a full disk) stops the archive's writer too, which would otherwise
       // wait forever for its entry to be read, holding the snapshot.
       stop();
-      if (!tooSlow.signal.aborted) throw error;
+      if (!tooSlow.aborted) throw error;
       const minutes = LIMITS.exportWriteMs / 60_000;
       throw new PlatformError(
         "unavailable",
@@ -85,7 +84,6 @@ export async function writeExport(
         { retryAfterSeconds: 60 },
       );
     } finally {
-      clearTimeout(timer);
       stops.removeEventListener("abort", stop);
       // The snapshot is closed once the archive's writer has stopped.
       await running.done;
