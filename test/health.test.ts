@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../scripts/local-postgres.js";
-import { startTestHost, type TestHost } from "./helpers/host.js";
+import { deployOwnedWithSession, startTestHost, type TestHost } from "./helpers/host.js";
 
 async function probe(host: TestHost, path: string) {
   const response = await sendRequest(`${host.url}${path}`);
@@ -26,6 +26,19 @@ describe("health probes", () => {
     // Only GET, only these paths; a deployment origin's own paths are untouched.
     expect((await sendRequest(`${host.url}/healthz`, { method: "POST" })).status).toBe(404);
     expect((await sendRequest(`${host.url}/healthz/x`)).status).toBe(404);
+  });
+
+  it("stay ready whatever a deployment is named and stores", async () => {
+    // The probe read the blob `readyz-probe`: a deployment of that name storing one file made it
+    // a folder on disk, and every probe after it failed, for good (its files' deletion left it).
+    const token = await deployOwnedWithSession(host, "readyz-probe", "access", "a@example.com");
+    const uploaded = await sendRequest(`${host.deploymentUrl("readyz-probe")}/storage`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+      body: Buffer.from("bytes"),
+    });
+    expect(uploaded.status, uploaded.text()).toBe(201);
+    expect(await probe(host, "/readyz")).toEqual({ status: 200, text: "ready\n", cache: "no-store" });
   });
 });
 

@@ -5,17 +5,25 @@ import type { HostDatabase } from "../db/index.js";
 import type { BlobStore } from "../storage/index.js";
 import { ownPaths } from "./routing.js";
 
-/** A key nobody writes: reading it proves only that the backend answers. */
+/** A host record's key nobody writes: reading it proves only that the database answers. */
 const PROBE_KEY = "readyz-probe";
 
-/** Resolves true when `check` answered within {@link LIMITS.readinessCheckMs}, false on error or timeout. */
-async function answers(check: () => Promise<unknown>): Promise<boolean> {
+/**
+ * Resolves true when `check` answered within {@link LIMITS.readinessCheckMs}, false on error or
+ * timeout; the check is told to give up then (an S3 request left waiting would hold one of the
+ * client's sockets every tenant's files use).
+ */
+async function answers(check: (signal: AbortSignal) => Promise<unknown>): Promise<boolean> {
+  const deadline = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(resolve, LIMITS.readinessCheckMs, false);
+    timer = setTimeout(() => {
+      deadline.abort();
+      resolve(false);
+    }, LIMITS.readinessCheckMs);
   });
   try {
-    return await Promise.race([check().then(() => true), timeout]);
+    return await Promise.race([check(deadline.signal).then(() => true), timeout]);
   } catch {
     return false;
   } finally {
@@ -44,7 +52,7 @@ export function healthRoutes(db: HostDatabase, blobs: BlobStore, draining: () =>
     if (draining()) return plain(ctx, 503, "draining");
     const [database, storage] = await Promise.all([
       answers(() => db.records<unknown>("health").get(PROBE_KEY)),
-      answers(() => blobs.get(PROBE_KEY)),
+      answers((signal) => blobs.ready(signal)),
     ]);
     if (database && storage) plain(ctx, 200, "ready");
     else plain(ctx, 503, "not ready");

@@ -20,6 +20,12 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Every key under `prefix` (for repair and tests). */
   list(prefix: string): Promise<string[]>;
+  /**
+   * Resolves once the backend answers (`GET /readyz`), reading no blob: any key a probe could read
+   * is one a deployment could also own (a deployment named like the key made every probe fail).
+   * `signal` gives up the check.
+   */
+  ready(signal: AbortSignal): Promise<void>;
 }
 
 const SEGMENT = /^[A-Za-z0-9_-]{1,128}$/;

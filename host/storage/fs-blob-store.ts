@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type { Readable } from "node:stream";
 import { type BlobStore, checkBlobKey } from "./blob-store.js";
@@ -90,5 +91,10 @@ export class FsBlobStore implements BlobStore {
       .map((entry) => relative(this.root, join(entry.parentPath, entry.name)).split(sep).join("/"))
       .filter((key) => !key.startsWith(`${TEMP_DIR}/`) && key.startsWith(prefix))
       .sort();
+  }
+
+  /** The folder of temporary files can be written: the disk answers, and puts can start. */
+  async ready(): Promise<void> {
+    await access(join(this.root, TEMP_DIR), constants.R_OK | constants.W_OK);
   }
 }

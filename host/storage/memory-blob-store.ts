@@ -26,4 +26,6 @@ export class MemoryBlobStore implements BlobStore {
   async list(prefix: string): Promise<string[]> {
     return [...this.blobs.keys()].filter((key) => key.startsWith(prefix)).sort();
   }
+
+  async ready(): Promise<void> {}
 }

@@ -9,6 +9,9 @@ import { chargeOf, type ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
 import { contentTypeFault, isUploaderText } from "./stored-text.js";
 
+/** The script check's queue of every import: a deployment's id has no `:` (one named `import` shared it). */
+const IMPORTS_TURN = "import:";
+
 /** A stored object as an archive carries it: its record without deployment and quota owner. */
 export interface ArchivedObject {
   key: string;
@@ -114,8 +117,9 @@ export class ObjectTransfer {
   async checkBytes(object: ArchivedObject, bytes: Buffer): Promise<void> {
     if (bytes.length !== object.size)
       throw invalid(`the bytes of ${object.key} are not the ${object.size} its record says.`);
-    // Imports take their turns at the script check together (markup-checker.ts).
-    const reason = await blockedContentReason(bytes, object.contentType, "import");
+    // Imports take their turns at the script check together (markup-checker.ts), under a name no
+    // deployment's uploads can have (their own turns are named by their ids).
+    const reason = await blockedContentReason(bytes, object.contentType, IMPORTS_TURN);
     if (reason) throw new PlatformError("blocked_type", `Object ${object.key} cannot be stored: ${reason}.`);
   }
 

@@ -113,6 +113,18 @@ export class ObjectService {
     throw replacedError(id);
   }
 
+  /** The owner's stored bytes, after refusing (`quota_exceeded`) a file charged `charged` more than fits. */
+  private async checkRoom(owner: string, charged: number): Promise<number> {
+    const used = (await this.usage.get(owner))?.bytes ?? 0;
+    if (used + charged > this.limits.perDeveloper) {
+      throw new PlatformError(
+        "quota_exceeded",
+        `The developer's storage is full (${this.limits.perDeveloper} bytes, ${inMebibytes(LIMITS.storagePerDeveloper)}; each file counts ${LIMITS.storageBytesPerFile} bytes at least); delete files to free space.`,
+      );
+    }
+    return used;
+  }
+
   /**
    * The owner's quota lock: held in this process and against every other host sharing the
    * database, so usage read under it is exact and two uploads cannot both take the last free byte.
@@ -163,10 +175,16 @@ export class ObjectService {
       charged: chargedBytes(input.bytes.length),
     };
     const blobKey = `${record.deployment}/${record.key}`;
+    const charged = chargeOf(record);
+    // Checked again under the lock; a full store is refused before its bytes are written.
+    await this.checkRoom(input.quotaOwner, charged);
     try {
       await this.blobs.put(blobKey, input.bytes);
       this.deletions.written(blobKey);
     } catch (error) {
+      // A put that timed out may still have landed: bytes no record names and nothing would count.
+      this.deletions.written(blobKey);
+      void this.deleteBytes(blobKey).catch(() => {});
       throw new PlatformError("unavailable", "Storage is temporarily unavailable; retry later.", {
         cause: error,
       });
@@ -176,14 +194,7 @@ export class ObjectService {
         const holder = await this.quotaOwnerOf(record.deployment);
         if (holder?.quotaOwner !== input.quotaOwner || holder.incarnation !== input.incarnation)
           this.refuse(record.deployment);
-        const used = (await this.usage.get(input.quotaOwner))?.bytes ?? 0;
-        const charged = chargeOf(record);
-        if (used + charged > this.limits.perDeveloper) {
-          throw new PlatformError(
-            "quota_exceeded",
-            `The developer's storage is full (${this.limits.perDeveloper} bytes, ${inMebibytes(LIMITS.storagePerDeveloper)}; each file counts ${LIMITS.storageBytesPerFile} bytes at least); delete files to free space.`,
-          );
-        }
+        const used = await this.checkRoom(input.quotaOwner, charged);
         const totals = (await this.totals.get(record.deployment)) ?? { count: 0, bytes: 0 };
         await this.records.batch(
           [{ id: `${record.deployment}/${record.key}`, value: record }],

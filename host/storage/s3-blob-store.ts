@@ -8,6 +8,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { type BlobStore, checkBlobKey } from "./blob-store.js";
 
 /** Where an S3 (or S3-protocol) bucket is. Credentials come from the AWS SDK's usual chain. */
@@ -49,6 +50,12 @@ export class S3BlobStore implements BlobStore {
       ...(settings.credentials ? { credentials: settings.credentials } : {}),
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
+      requestHandler: {
+        connectionTimeout: LIMITS.s3ConnectMs,
+        requestTimeout: LIMITS.s3AnswerMs,
+        throwOnRequestTimeout: true,
+        socketTimeout: LIMITS.s3SilenceMs,
+      },
     });
     try {
       try {
@@ -117,6 +124,11 @@ export class S3BlobStore implements BlobStore {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return keys.sort();
+  }
+
+  /** The bucket answers a `HEAD` (no object is read). */
+  async ready(signal: AbortSignal): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: signal });
   }
 
   /** Closes the client's connections. */

@@ -25,6 +25,15 @@ export const STORAGE_LIMITS = {
   markupCheckQueueBytesEach: 16 * 1024 * 1024,
   /** Newest files shown by the inspect route and `platform storage list`. */
   listingSize: 500,
+  /**
+   * An S3 bucket's server: how long a connection may take to open, a request to get its answer's
+   * head, and a connection to stay silent mid-request; beyond, the request fails (an upload or a
+   * download `503`). Without them one hung server held the client's 50 sockets, every tenant's
+   * files behind them, and the host's start. Ours.
+   */
+  s3ConnectMs: 5000,
+  s3AnswerMs: 30_000,
+  s3SilenceMs: 30_000,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
   publicCacheSeconds: 3600,
 } as const;
