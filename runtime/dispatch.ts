@@ -268,5 +268,14 @@ export async function dispatch(requestId: number, requestJson: string, inline = 
   }
   const logging = settleLogCalls(requestId);
   if (logging) await logging;
-  return encodeDispatchResponse(response);
+  const wire = encodeDispatchResponse(response);
+  // Refused here, not after the host copied up to a heap's worth of it into its own memory.
+  if (wire.length <= LIMITS.resultBytes + 1) return wire;
+  return encodeDispatchResponse({
+    ok: false,
+    error: {
+      code: "too_large",
+      message: `The handler's result is larger than ${LIMITS.resultBytes} characters.`,
+    },
+  });
 }

@@ -3,7 +3,7 @@
  * (its CPU watchdog, its own dispose, an isolate that isolated-vm disposed at the memory limit),
  * never from isolated-vm's message text.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { isPlatformError } from "../../sdk/values/index.js";
 import { CapsuleIsolate } from "./capsule-isolate.js";
@@ -13,12 +13,40 @@ import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 /** A capsule bundle as the runtime loads it, written by hand (no bundler needed). */
 const CODE = `var __platform_capsule = {
   kind: "platform.capsule",
-  declaration: { schema: { tables: {} } },
+  declaration: { schema: { tables: { items: { fields: {} } } } },
   definition: { queries: {
     echo: async (ctx, args) => args.value,
     loop: async () => { for (;;) {} },
     grow: async () => { const keep = []; for (;;) keep.push(new Array(10000).fill(keep.length)); },
     wait: async () => new Promise(() => {}),
+    leave: async (ctx) => {
+      // A platform call first: what follows runs outside the start's own run on the isolate's thread.
+      await ctx.db.items.count();
+      (async () => { for (let i = 0; i < 1000; i++) await null; for (;;) {} })();
+      return "ok";
+    },
+    leaveCalling: async (ctx) => {
+      await ctx.db.items.count();
+      (async () => {
+        for (let i = 0; i < 1000; i++) await null;
+        for (let x = 0; ; ) {
+          for (let i = 0; i < 1e5; i++) x = (x * 31 + i) | 0;
+          try { await ctx.log.info("after the answer"); } catch {}
+        }
+      })();
+      return "ok";
+    },
+    waitThenSpin: async (ctx) => { await ctx.db.items.count(); for (;;) {} },
+    callThenCompute: async (ctx) => {
+      await ctx.db.items.count();
+      const pending = ctx.db.items.count();
+      let x = 0;
+      for (let i = 0; i < 1e8; i++) x = (x * 31 + i) | 0;
+      await pending;
+      return x;
+    },
+    big: async () => "x".repeat(9 * 1024 * 1024),
+    callThenSpin: async (ctx) => { await ctx.db.items.count(); ctx.db.items.count(); for (;;) {} },
   } },
 };`;
 
@@ -60,7 +88,7 @@ async function failureOf(answer: Promise<unknown>): Promise<{ code: string; mess
 describe("failures of an isolate, on its own thread", () => {
   it("declares and answers", async () => {
     const isolate = await isolateWith({}, false);
-    expect(await isolate.declare()).toEqual({ schema: { tables: {} } });
+    expect(await isolate.declare()).toEqual({ schema: { tables: { items: { fields: {} } } } });
     expect(await isolate.execute(query("echo", { value: 7 }), noSyscalls)).toMatchObject({
       ok: true,
       valueJson: "7",
@@ -84,11 +112,79 @@ describe("failures of an isolate, on its own thread", () => {
     });
   });
 
+  it("a result over LIMITS.resultBytes is refused in the isolate, before the host copies it", async () => {
+    // The host's own check would let it through: only the runtime's can have refused it.
+    const isolate = await isolateWith({ resultBytes: 64 * 1024 * 1024 }, false);
+    expect(await isolate.execute(query("big"), noSyscalls)).toMatchObject({
+      ok: false,
+      error: { code: "too_large", message: "The handler's result is larger than 8388608 characters." },
+    });
+  });
+
   it("a handler that never settles fails alone at the wall-clock limit", async () => {
     const isolate = await isolateWith({ wallMs: 100 }, false);
     expect(await failureOf(isolate.execute(query("wait"), noSyscalls))).toMatchObject({ code: "timeout" });
     expect(isolate.isDisposed).toBe(false);
     expect(await isolate.execute(query("echo", { value: 1 }), noSyscalls)).toMatchObject({ ok: true });
+  });
+});
+
+describe("code a handler leaves running, on the isolate's own thread", () => {
+  /** Runs `name` (it answers, or fails at the wall limit), then waits for the isolate to be stopped. */
+  async function strayStopped(name: string, onSyscall: () => unknown = () => 0) {
+    const isolate = await isolateWith({ wallMs: 200 }, false);
+    let strayStops = 0;
+    isolate.onStrayStop = () => strayStops++;
+    const answer = await isolate.execute(query(name), onSyscall).catch((error: unknown) => error);
+    // Before, the loop spun the isolate's thread for good with nothing charged, and an eviction
+    // waited for it forever.
+    await vi.waitFor(() => expect(isolate.isDisposed).toBe(true), { timeout: 20_000, interval: 20 });
+    expect(strayStops).toBe(1);
+    return answer;
+  }
+
+  it("a loop started by a promise the handler did not await is stopped", async () => {
+    expect(await strayStopped("leave")).toMatchObject({ ok: true, valueJson: '"ok"' });
+  });
+
+  it("a loop making platform calls, each refused, is stopped too", async () => {
+    expect(await strayStopped("leaveCalling")).toMatchObject({ ok: true, valueJson: '"ok"' });
+  });
+
+  it("a loop resumed by a platform call's answer after its call failed at the wall limit is stopped", async () => {
+    const slowAnswer = () => new Promise((resolve) => setTimeout(resolve, 400, null));
+    expect(
+      await failureOf(strayStopped("waitThenSpin", slowAnswer).then((e) => Promise.reject(e))),
+    ).toMatchObject({
+      code: "timeout",
+    });
+  });
+
+  it("what a handler computes after a call it did not await is its own CPU, not stray", async () => {
+    const isolate = await isolateWith({}, false);
+    let strayStops = 0;
+    isolate.onStrayStop = () => strayStops++;
+    expect(await isolate.execute(query("callThenCompute"), () => 0)).toMatchObject({ ok: true });
+    expect(strayStops).toBe(0);
+    expect(isolate.isDisposed).toBe(false);
+  });
+
+  it("a loop after a call it did not await is stopped at the handler's CPU limit", async () => {
+    // Before, the isolate's CPU after a call was charged to nobody until the call's answer.
+    const isolate = await isolateWith({ cpuMs: 100, wallMs: 60_000 }, false);
+    expect(await failureOf(isolate.execute(query("callThenSpin"), () => 0))).toEqual({
+      code: "timeout",
+      message: "The handler used more than 100 ms of CPU time and was stopped.",
+    });
+    expect(isolate.isDisposed).toBe(true);
+  });
+
+  it("a handler that leaves nothing running keeps its isolate", async () => {
+    const isolate = await isolateWith({}, false);
+    for (let i = 0; i < 20; i++)
+      expect(await isolate.execute(query("echo", { value: i }), noSyscalls)).toMatchObject({ ok: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(isolate.isDisposed).toBe(false);
   });
 });
 

@@ -13,13 +13,8 @@ import {
   SlotTable,
 } from "./inline/index.js";
 import { type LoadedCapsule, type LoadFrom, loadIsolate, type RuntimeEntries } from "./isolate-loader.js";
-import {
-  DEFAULT_ISOLATE_LIMITS,
-  type IsolateLimits,
-  type StopReason,
-  stopError,
-  wallLimitError,
-} from "./limits.js";
+import { IsolateWatchdog } from "./isolate-watchdog.js";
+import { DEFAULT_ISOLATE_LIMITS, type IsolateLimits, type StopReason, stopError } from "./limits.js";
 import { readRuntimeAnswer } from "./runtime-answer.js";
 import { teardownGate } from "./teardown-gate.js";
 import { ThreadTokens } from "./thread-tokens.js";
@@ -31,9 +26,6 @@ import {
   type SyscallHandler,
   type Transport,
 } from "./transport.js";
-
-/** How often the watchdog checks the CPU and wall-clock limits of what runs (ms). */
-const WATCHDOG_TICK_MS = 5;
 
 const noop = (): void => {};
 
@@ -60,7 +52,12 @@ export class CapsuleIsolate implements InlineHost {
   /** Null when the deployment never runs inline (the policy is disabled). */
   private readonly inline: InlineTransport | null;
   private nextRequestId = 1;
-  private watchdog: NodeJS.Timeout | null = null;
+  private readonly watchdog: IsolateWatchdog;
+  /**
+   * Told when the isolate was stopped for CPU it used while none of its calls ran
+   * (`LIMITS.strayCpuMs`): no call fails for it, so its keeper counts the breach from here.
+   */
+  onStrayStop: () => void = noop;
   /** Why the isolate was stopped; the first reason stands. */
   private stopReason: StopReason | undefined;
 
@@ -73,8 +70,26 @@ export class CapsuleIsolate implements InlineHost {
     private readonly standing: InlineStanding,
   ) {
     this.meter = new CpuMeter(isolate, this.running);
+    this.watchdog = new IsolateWatchdog({
+      isolate,
+      running: this.running,
+      meter: this.meter,
+      limits,
+      lost: () => this.stop(this.lostReason()),
+      overran: (stray) => {
+        this.stop("cpu");
+        if (stray) this.onStrayStop();
+      },
+    });
     const lane = ThreadTokens.shared().lane(isolate);
-    this.threaded = new ThreadedTransport(runtime.dispatch, this.running, this.meter, limits.wallMs, lane);
+    this.threaded = new ThreadedTransport(
+      runtime.dispatch,
+      this.running,
+      this.meter,
+      limits.wallMs,
+      lane,
+      () => this.watchdog.watch(),
+    );
     this.inline = standing.policy.enabled ? new InlineTransport(this, runtime, standing) : null;
   }
 
@@ -164,7 +179,8 @@ export class CapsuleIsolate implements InlineHost {
     };
     execution.onSyscall = countingWaits(execution);
     this.running.set(requestId, execution);
-    this.watchdog ??= setInterval(this.checkLimits, WATCHDOG_TICK_MS);
+    this.meter.forgiveStray();
+    this.watchdog.watch();
     let wire: unknown;
     try {
       wire = await new Promise<unknown>((resolve, reject) => {
@@ -240,32 +256,6 @@ export class CapsuleIsolate implements InlineHost {
   }
 
   /**
-   * The watchdog tick: an isolate that isolated-vm disposed (out of memory), then every execution's
-   * wall-clock deadline, then the CPU of whoever runs now. Memory comes first, so a handler whose
-   * heap grew to the limit is reported as such even if a time limit ends in the same tick.
-   */
-  private readonly checkLimits = (): void => {
-    if (this.running.size === 0 && this.watchdog) {
-      // Stopped on its first idle tick, not after each execution: calls come and go in microseconds.
-      clearInterval(this.watchdog);
-      this.watchdog = null;
-      return;
-    }
-    if (this.isolate.isDisposed) {
-      this.stop(this.lostReason());
-      return;
-    }
-    const now = Date.now();
-    this.running.forEach((execution) => {
-      if (now > execution.deadline) {
-        execution.deadline = Number.POSITIVE_INFINITY;
-        execution.fail(wallLimitError(this.limits, execution.waitingCalls > 0));
-      }
-    });
-    if (this.meter.overran(BigInt(this.limits.cpuMs) * 1_000_000n)) this.stop("cpu");
-  };
-
-  /**
    * Frees an idle isolate (an eviction), after it has refreshed its deployment's code cache from
    * what it ran so the next cold start compiles less; `code` gives the capsule's code (read only
    * if needed). Resolves once the isolate is freed.
@@ -282,8 +272,7 @@ export class CapsuleIsolate implements InlineHost {
 
   /** Frees the isolate; what still runs in it fails as `unavailable`. Safe to call twice. */
   dispose(): void {
-    if (this.watchdog) clearInterval(this.watchdog);
-    this.watchdog = null;
+    this.watchdog.stop();
     this.stop("stopped");
   }
 }

@@ -31,11 +31,16 @@ export class CpuMeter {
   private inEntry = false;
   /** What each stretch of the inline entry open now was charged, and to whom. */
   private readonly entryCharges: Array<{ execution: RunningExecution; ns: bigint }> = [];
+  /** CPU used while no execution the meter knows of ran, since {@link forgiveStray} (ns). */
+  private strayNs = 0n;
 
   constructor(
     private readonly isolate: ivm.Isolate,
     private readonly running: SlotTable<RunningExecution>,
-  ) {}
+  ) {
+    // What loading the capsule used is nobody's stray CPU.
+    this.last = isolate.cpuTime;
+  }
 
   /**
    * Charges the CPU since the last boundary, then records who runs next. The shared clock is read
@@ -53,7 +58,7 @@ export class CpuMeter {
       const ns = this.used(ran, now, shared);
       ran.cpuNs += ns;
       if (this.inEntry) this.entryCharges.push({ execution: ran, ns });
-    }
+    } else if (now > this.last) this.strayNs += this.ownThreadUsed(now, shared);
     this.last = now;
     this.lastShared = shared;
     this.runningNow = next;
@@ -64,8 +69,12 @@ export class CpuMeter {
    * thread the lesser of it and the time on {@link isolateCpuClock}.
    */
   private used(ran: RunningExecution, now: bigint, shared: bigint): bigint {
+    return ran.transport.ownThread ? this.ownThreadUsed(now, shared) : now - this.last;
+  }
+
+  /** What a stretch on the isolate's own thread used since the last boundary (see {@link used}). */
+  private ownThreadUsed(now: bigint, shared: bigint): bigint {
     const measured = now - this.last;
-    if (!ran.transport.ownThread) return measured;
     const onClock = shared - this.lastShared;
     return onClock > 0n && onClock < measured ? onClock : measured;
   }
@@ -103,6 +112,32 @@ export class CpuMeter {
     }
     this.entryCharges.length = 0;
     return used;
+  }
+
+  /**
+   * True when the isolate used more than `limitNs` while no execution it knows of ran, since
+   * {@link forgiveStray} (code left running after its call ended or failed, which may make calls
+   * that are refused, each a boundary), the current stretch included. Charged as a stretch on the
+   * isolate's own thread is, the only place such code can run.
+   */
+  strayOver(limitNs: bigint): boolean {
+    if (this.runningNow !== null && this.running.get(this.runningNow)) return false;
+    let now: bigint;
+    try {
+      now = this.isolate.cpuTime;
+    } catch {
+      return false;
+    }
+    if (this.strayNs + (now - this.last) <= limitNs) return false;
+    return this.strayNs + this.ownThreadUsed(now, isolateCpuClock()) > limitNs;
+  }
+
+  /**
+   * Starts counting stray CPU afresh, as a call starts: such code gets at most the allowance per
+   * call its deployment is sent (not per quiet moment, which a loop could make by waiting).
+   */
+  forgiveStray(): void {
+    this.strayNs = 0n;
   }
 
   /** True when the execution running now has used more than `limitNs`, its current stretch included. */

@@ -144,10 +144,7 @@ export class IsolateKeeper {
       if (now !== started) started.dispose();
       return now ?? this.live();
     }
-    this.isolate = started;
-    // Its owner may have changed while it started (a claim): named as the deployment is now.
-    started.serveFor(this.tenant());
-    this.onLive();
+    this.install(started);
     return started;
   }
 
@@ -173,11 +170,23 @@ export class IsolateKeeper {
 
   /** Installs an already-loaded isolate (the deploy pipeline's probe), replacing the current one. */
   adopt(isolate: CapsuleIsolate): void {
-    // From now on it serves calls: a crash in it is no longer one of deploying.
-    isolate.serveFor(this.tenant());
+    // From now on it serves calls (install names it): a crash in it is no longer one of deploying.
     this.artifact = isolate.artifact;
     if (this.isolate !== isolate) this.drain.replace(this.isolate);
+    this.install(isolate);
+  }
+
+  /**
+   * Makes `isolate` the one that serves calls, named as the deployment is now (its owner may have
+   * changed while it started: a claim). A stop for CPU used while none of its calls ran (code a
+   * handler left running) counts as a stop for its CPU limit, though no call fails for it.
+   */
+  private install(isolate: CapsuleIsolate): void {
     this.isolate = isolate;
+    isolate.serveFor(this.tenant());
+    isolate.onStrayStop = () => {
+      if (isolate !== this.lastStopped) this.limitStop(isolate, "cpu");
+    };
     this.onLive();
   }
 

@@ -42,10 +42,28 @@ export function readCall(json: unknown, running: SlotTable<RunningExecution>): R
   if (typeof json !== "string" || json.length > LIMITS.syscallBytes) {
     throw new PlatformError("bad_request", "A database call was too large.");
   }
+  // The runtime writes the execution's number first: a call of an execution that ended (code a
+  // handler left running) is refused before its up to 8 MiB are checked and parsed.
+  const start = ENVELOPE_START.exec(json.slice(0, 32));
+  const namedId = start ? Number(start[1]) : undefined;
+  if (namedId !== undefined) {
+    const named = running.get(namedId);
+    if (!named || named.answered) throw notRunning();
+  }
   checkJsonShape(json, "A database call", LIMITS.syscallContainers, LIMITS.jsonMembers);
   const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
+  // A later `requestId` member would win in JSON.parse: the call is the execution its start names.
+  if (namedId !== undefined && call.requestId !== namedId)
+    throw new PlatformError("bad_request", "Malformed platform call.");
   const execution = typeof call.requestId === "number" ? running.get(call.requestId) : undefined;
   return { requestId: call.requestId, op: call.op, args: call.args, execution };
+}
+
+/** How the runtime's envelope of a platform call begins (runtime/bridge.ts `syscall`). */
+const ENVELOPE_START = /^\{"requestId":(\d{1,15}),/;
+
+function notRunning(): PlatformError {
+  return new PlatformError("forbidden", "This call does not belong to a running handler.");
 }
 
 /**
@@ -55,8 +73,7 @@ export function readCall(json: unknown, running: SlotTable<RunningExecution>): R
  */
 export function callerOf(call: ReadCall, transport: Transport): RunningExecution {
   const execution = call.execution;
-  if (!execution || execution.transport !== transport || execution.answered)
-    throw new PlatformError("forbidden", "This call does not belong to a running handler.");
+  if (!execution || execution.transport !== transport || execution.answered) throw notRunning();
   if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
   return execution;
 }

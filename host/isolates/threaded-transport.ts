@@ -31,6 +31,11 @@ export class ThreadedTransport implements Transport {
      */
     private readonly timeoutMs: number,
     private readonly lane: ThreadLane,
+    /**
+     * Called as an answer goes back to the isolate's thread: the code it resumes may be one whose
+     * call already ended, which the watchdog must watch too (see CpuMeter.strayOver).
+     */
+    private readonly resuming: () => void,
   ) {}
 
   start(requestId: number, payload: string, execution: RunningExecution): void {
@@ -71,28 +76,39 @@ export class ThreadedTransport implements Transport {
   }
 
   /**
-   * Serves one platform call from the isolate's thread. The isolate waits from here until the
-   * answer, so the call is a CPU boundary at both ends (a refused call too).
+   * Serves one platform call from the isolate's thread. The isolate may go on running its caller's
+   * code after the call (one it did not await: a log line) until it waits: what it uses up to the
+   * answer is the caller's CPU. A refused call's (code whose execution ended) is nobody's: the
+   * meter counts it as stray (see CpuMeter.strayOver).
    */
   async serveCall(json: unknown): Promise<CrossingText> {
-    let answer: string;
+    let answer: string | undefined;
+    let execution: RunningExecution | undefined;
     let caller: number | null = null;
+    let op: unknown;
+    let args: unknown;
     try {
       const call = readCall(json, this.running);
-      this.meter.boundary(null);
-      this.lane.yielded();
-      const execution = callerOf(call, this);
+      execution = callerOf(call, this);
       caller = call.requestId as number;
-      answer = encodeSyscallResult({
-        ok: true,
-        value: await execution.onSyscall(call.op as string, call.args),
-      });
+      op = call.op;
+      args = call.args;
     } catch (error) {
       answer = encodeSyscallResult({ ok: false, error: wireError(error) });
     }
+    this.meter.boundary(caller);
+    this.lane.yielded();
+    if (execution !== undefined) {
+      try {
+        answer = encodeSyscallResult({ ok: true, value: await execution.onSyscall(op as string, args) });
+      } catch (error) {
+        answer = encodeSyscallResult({ ok: false, error: wireError(error) });
+      }
+    }
     await this.handOver();
     if (caller !== null) this.meter.boundary(caller);
-    return wrapText(answer);
+    this.resuming();
+    return wrapText(answer as string);
   }
 
   /** Resolves once the isolate's lane holds a run token: the answer returned next goes to its thread. */

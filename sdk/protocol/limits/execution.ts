@@ -15,6 +15,13 @@ export const EXECUTION_LIMITS = {
   isolateMemoryMb: 128,
   /** CPU time one handler may use, in ms (watchdog on the isolate's CPU clock). */
   handlerCpuMs: 1000,
+  /**
+   * CPU an isolate may use in one stretch while none of its calls runs, in ms: code a handler left
+   * running after its answer (a promise chain it did not await), or after its call failed at the
+   * wall limit. Beyond it the isolate is stopped, as at the CPU limit. Ours: such code was held to
+   * no limit, spun its thread for good, and kept the isolate from ever being evicted.
+   */
+  strayCpuMs: 50,
   /** Wall time one handler may take, in ms, including database waits. */
   handlerWallMs: 15_000,
   /** Largest JSON value a handler may return, in characters (an endpoint's answer: head and body). */
