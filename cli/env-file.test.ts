@@ -3,11 +3,12 @@
  * its place (`-> ~/.aws/credentials`), a FIFO or a folder is refused, saying what to do.
  */
 import { execFileSync, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { readServerEnv, SERVER_ENV_FILE } from "./env-file.js";
+import { envFileTrackedByGit, readServerEnv, SERVER_ENV_FILE } from "./env-file.js";
 
 let root: string;
 let app: string;
@@ -57,4 +58,22 @@ it("refuses a FIFO without reading it, and a folder", async () => {
   await rm(join(app, SERVER_ENV_FILE));
   await mkdir(join(app, SERVER_ENV_FILE));
   expect(() => readServerEnv(app)).toThrow(notRegular);
+});
+
+it("asks git whether the file is tracked without running a command the project's git config names", async () => {
+  // A cloned repository's folder posing as a bare repository: git reads its config, whose
+  // core.fsmonitor is a command git runs for `ls-files` (deploy asked it before anything else).
+  const marker = join(root, "ran");
+  await mkdir(join(app, "objects", "info"), { recursive: true });
+  await mkdir(join(app, "refs", "tags"), { recursive: true });
+  await writeFile(join(app, "HEAD"), "ref: refs/heads/main\n");
+  await writeFile(join(app, "objects", "info", "x"), "");
+  await writeFile(join(app, "refs", "tags", "x"), "");
+  await writeFile(
+    join(app, "config"),
+    `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch '${marker}'; false"\n`,
+  );
+  await writeFile(join(app, SERVER_ENV_FILE), "API_KEY=abc\n");
+  expect(envFileTrackedByGit(app)).toBe(false);
+  expect(existsSync(marker)).toBe(false);
 });

@@ -13,7 +13,10 @@ export const SERVER_ENV_FILE = ".env.platform.server";
  */
 export function envFileTrackedByGit(dir: string): boolean {
   if (!existsSync(join(dir, SERVER_ENV_FILE))) return false;
-  const result = spawnSync("git", ["ls-files", "--error-unmatch", SERVER_ENV_FILE], {
+  // A project's own git config runs no command here: `core.fsmonitor` names one git runs, and a
+  // folder of a cloned repository can pose as a bare repository whose config git reads.
+  const safely = ["-c", "core.fsmonitor=false", "-c", "safe.bareRepository=explicit"];
+  const result = spawnSync("git", [...safely, "ls-files", "--error-unmatch", SERVER_ENV_FILE], {
     cwd: dir,
     stdio: "ignore",
   });

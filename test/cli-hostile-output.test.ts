@@ -5,7 +5,7 @@
  * the suggested `curl` line is not printed (an attack review, 2026-12-06, with such a server on
  * loopback). The built CLI against a loopback server standing in for it.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -96,4 +96,15 @@ it("deploy shows table names as text and prints no claim token that is not one",
   expect(deploy.stderr).toContain(
     "warning: the host's answer carried a claim token of another shape than the host issues; not shown.",
   );
+}, 60_000);
+
+it("deploy shows a project's folder name as text", async () => {
+  // A folder a cloned repository named: its escape codes reached the terminal in "bundling <dir>".
+  const project = join(dir, `app${HOSTILE}`);
+  await cp("fixtures/todo", project, { recursive: true });
+  const deploy = await platform("deploy", project, "--host", evil.url, "--name", "app");
+  expect(deploy.status, deploy.stderr).toBe(0);
+  expect(raw(deploy.stdout + deploy.stderr)).toBe(false);
+  expect(deploy.stdout).toContain("bundling ");
+  expect(deploy.stdout).toContain("app\\u001b]52;c;");
 }, 60_000);

@@ -2,7 +2,7 @@
  * `platform export` and `platform import` as a developer runs them: against `platform dev` (its
  * local deployment, no token) and against a hosted deployment (`--host`, the owner's token).
  */
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,13 +38,20 @@ describe("platform export and import against platform dev", () => {
       expect((await call("mutation", "add", { text })).status).toBe(200);
     const listed = (await call("query", "list", {})).text();
     const out = join(dir, "dev.zip");
+    // A project may ship a link where the export once wrote its partial file: the archive was
+    // written through it, over the file it named.
+    const victim = join(dir, "victim");
+    await writeFile(victim, "keep\n");
+    await symlink(victim, `${out}.partial`);
     const exported = await runCliAsync(["export", "--out", out, "--port", String(port)], env);
     expect(exported.stderr).toBe("");
     expect(exported.status).toBe(0);
     expect(exported.stdout).toMatch(
       /^exported the dev server on port \d+: 1 table, 3 rows, 0 objects \(0 B\) to /,
     );
-    expect(await readdir(dir)).not.toContain("dev.zip.partial");
+    expect(await readFile(victim, "utf8")).toBe("keep\n");
+    // No partial file of its own is left.
+    expect((await readdir(dir)).filter((name) => name.includes(".partial"))).toEqual(["dev.zip.partial"]);
     expect((await call("mutation", "add", { text: "four" })).status).toBe(200);
 
     const refused = await runCliAsync(["import", out, "--port", String(port)], env);

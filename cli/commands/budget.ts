@@ -131,7 +131,7 @@ export function formatReport(report: BudgetReport, c: Colors = noColors): string
   const seeded =
     report.seededBy === "schema" ? "rows generated from the schema" : `seeded by ${report.seededBy.mutation}`;
   return [
-    `platform budget: ${report.dir}`,
+    `platform budget: ${printable(report.dir)}`,
     `sizes: ${report.sizes.map(number).join(", ")} rows per table (${seeded}); caller: ${report.caller}`,
     `limits per call: ${plural(BUDGETS.rowsReturned, "row")} returned, ${plural(BUDGETS.rowsRead, "row")} read, ${formatBytes(BUDGETS.bytesRead)} read, ${number(BUDGETS.rangesRead)} gets and index scans`,
     "",

@@ -168,7 +168,7 @@ export function registerDeploy(program: Command): void {
             "unauthorized",
             "No credentials: run platform login --host <url>, or set PLATFORM_TOKEN (or PLATFORM_ADMIN_TOKEN).",
           );
-        process.stdout.write(`bundling ${dir}\n`);
+        process.stdout.write(`bundling ${printable(dir)}\n`);
         if (envFileTrackedByGit(dir)) {
           printWarning(
             ".env.platform.server is tracked by git, so its secrets are in your history. Remove it (git rm --cached .env.platform.server), add it to .gitignore, and rotate the secrets.",

@@ -133,7 +133,7 @@ export function registerDev(program: Command): void {
         const buildClient = async () => {
           const started = Date.now();
           const entry = await buildClientApp(dir, clientOut);
-          if (entry) process.stdout.write(`built ${entry} in ${Date.now() - started} ms\n`);
+          if (entry) process.stdout.write(`built ${printable(entry)} in ${Date.now() - started} ms\n`);
         };
         await buildClient().catch((error: unknown) => {
           reportError(error);
@@ -152,7 +152,7 @@ export function registerDev(program: Command): void {
               throw withSourceFrames(error, sourceStackMapper(sourceMap));
             });
           host.deployments.logs.mapStacks(DEV_DEPLOYMENT, sourceStackMapper(sourceMap));
-          process.stdout.write(`deployed ${dir} in ${Date.now() - started} ms\n`);
+          process.stdout.write(`deployed ${printable(dir)} in ${Date.now() - started} ms\n`);
           return entry;
         };
         const entry = await deploy().catch(async (error: unknown) => {
@@ -213,7 +213,7 @@ export function registerDev(program: Command): void {
           watching.push(await rebuildOnChange(join(dir, "client"), buildClient));
         const colors = colorsFor(process.stdout);
         const url = colors.cyan(`http://localhost:${host.port}`);
-        process.stdout.write(`platform dev: serving ${dir} at ${url}\n`);
+        process.stdout.write(`platform dev: serving ${printable(dir)} at ${url}\n`);
         const dashboard = colors.cyan(`http://dashboard.localhost:${host.port}/dashboard`);
         process.stdout.write(`platform dev: dashboard at ${dashboard} (signed in on this machine)\n`);
         const stop = async () => {

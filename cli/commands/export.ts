@@ -1,6 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
-import { resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import yauzl from "yauzl";
@@ -70,7 +71,8 @@ function download(url: URL, headers: Record<string, string>, partial: string): P
           progressLine(`exporting: ${formatBytes(received)}`);
         }
       });
-      pipeline(res, createWriteStream(partial, { mode: 0o600 })).then(
+      // A new file (`wx`): never one already there, nor a link put in its place to another file.
+      pipeline(res, createWriteStream(partial, { mode: 0o600, flags: "wx" })).then(
         () => {
           if (shown > 0) endProgress();
           if (res.complete) resolvePromise();
@@ -114,7 +116,9 @@ export function registerExport(program: Command): void {
       runAction(async () => {
         const { url, headers, label } = transferUrl(deployId, "export", flags);
         const out = resolve(flags.out);
-        const partial = `${out}.partial`;
+        // A name nobody could have put a file or link at beforehand (a project shipping
+        // `app.zip.partial` as a link to ~/.bashrc had the archive written over it).
+        const partial = join(dirname(out), `.${basename(out)}.partial-${randomBytes(8).toString("hex")}`);
         try {
           await download(url, headers, partial);
           const manifest = await readManifest(partial).catch((error: unknown) => {

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
+import { printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { runAction } from "../output.js";
 import { type OwnManifest, ownManifest, packOwnPackage } from "../own-package.js";
@@ -184,7 +185,7 @@ export function registerInit(program: Command): void {
         if (existsSync(dir) && readdirSync(dir).length > 0) {
           throw new PlatformError(
             "conflict",
-            `${dir} is not empty; choose a new folder (platform init my-app).`,
+            `${printable(dir)} is not empty; choose a new folder (platform init my-app).`,
           );
         }
         mkdirSync(join(dir, "server"), { recursive: true });
@@ -203,8 +204,10 @@ export function registerInit(program: Command): void {
         );
         writeFileSync(join(dir, "tsconfig.json"), TSCONFIG);
         writeFileSync(join(dir, "client", "tsconfig.json"), CLIENT_TSCONFIG);
-        const enter = dirArg === "." ? "" : `cd ${dirArg} && `;
-        process.stdout.write(`created a capsule in ${dir}\nnext: ${enter}npm install && npm run dev\n`);
+        const enter = dirArg === "." ? "" : `cd ${printable(dirArg)} && `;
+        process.stdout.write(
+          `created a capsule in ${printable(dir)}\nnext: ${enter}npm install && npm run dev\n`,
+        );
       }),
     );
 }

@@ -1,18 +1,45 @@
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative, resolve } from "node:path";
 import type { Command } from "commander";
 import { printable, printableJson } from "../../sdk/protocol/index.js";
 import { EXIT, runAction } from "../output.js";
 
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
+/**
+ * The source files under `dir`, and the symbolic links found there: a link is neither followed nor
+ * rewritten (one to a folder outside the project had migrate rewrite that folder's files, and one
+ * to `/` read every source file on the disk).
+ */
+function sourceFiles(dir: string, links: string[] = []): { files: string[]; links: string[] } {
+  const files: string[] = [];
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (name === "node_modules" || name.startsWith(".")) continue;
-    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
-    else if (/\.(ts|tsx|js|jsx|mts|mjs)$/.test(name) && !name.endsWith(".d.ts")) out.push(path);
+    const stats = lstatSync(path);
+    if (stats.isSymbolicLink()) links.push(path);
+    else if (stats.isDirectory()) files.push(...sourceFiles(path, links).files);
+    else if (stats.isFile() && /\.(ts|tsx|js|jsx|mts|mjs)$/.test(name) && !name.endsWith(".d.ts"))
+      files.push(path);
   }
-  return out;
+  return { files, links };
+}
+
+/** Writes `text` over the file at `path`, never through a link put in its place since it was read. */
+function rewrite(path: string, text: string): void {
+  const file = openSync(path, constants.O_WRONLY | constants.O_TRUNC | (constants.O_NOFOLLOW ?? 0));
+  try {
+    writeFileSync(file, text);
+  } finally {
+    closeSync(file);
+  }
 }
 
 /** `platform migrate [dir]`: rewrites a legacy capsule to database API v1 in place. */
@@ -33,14 +60,21 @@ export function registerMigrate(program: Command): void {
       runAction(async () => {
         const dir = resolve(dirArg);
         const server = join(dir, "server");
-        if (!existsSync(server)) throw new Error(`No server/ folder in ${dir}.`);
+        if (!existsSync(server)) throw new Error(`No server/ folder in ${printable(dir)}.`);
+        if (lstatSync(server).isSymbolicLink())
+          throw new Error(
+            `${printable(server)} is a symbolic link; migrate rewrites only a project's own files.`,
+          );
+        const found = sourceFiles(server);
+        for (const link of found.links)
+          process.stderr.write(`skipped ${printable(relative(dir, link))}: a symbolic link (not followed)\n`);
         const files = Object.fromEntries(
-          sourceFiles(server).map((path) => [relative(dir, path), readFileSync(path, "utf8")]),
+          found.files.map((path) => [relative(dir, path), readFileSync(path, "utf8")]),
         );
         const { migrateCapsule } = await import("../migrate/codemod.js");
         const result = migrateCapsule(files);
         const changed = result.files.filter((f) => f.changed);
-        if (!flags.dryRun) for (const file of changed) writeFileSync(join(dir, file.file), file.text);
+        if (!flags.dryRun) for (const file of changed) rewrite(join(dir, file.file), file.text);
         if (flags.json) {
           // File names and notes quote the project: shown as text, escape codes and all.
           process.stdout.write(
