@@ -48,8 +48,16 @@ function openUnlessLink(file: string): number | undefined {
  * FIFO or device would hang or flood the read.
  */
 export function readServerEnv(dir: string): Record<string, string> {
+  return readServerEnvFile(dir) ?? {};
+}
+
+/**
+ * The values of `<dir>/.env.platform.server`, or undefined when there is no such file (a deploy
+ * then keeps the deployment's values: a fresh clone or a CI job has none, and wiped them).
+ */
+export function readServerEnvFile(dir: string): Record<string, string> | undefined {
   const fd = openUnlessLink(join(dir, SERVER_ENV_FILE));
-  if (fd === undefined) return {};
+  if (fd === undefined) return undefined;
   try {
     if (!fstatSync(fd).isFile())
       throw new PlatformError(

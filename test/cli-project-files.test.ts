@@ -160,3 +160,20 @@ it("platform dev neither follows nor fails on client/root -> /: it serves, and r
     await dev.stop();
   }
 }, 60_000);
+
+it("platform deploy without .env.platform.server keeps the deployment's values, and says so", async () => {
+  // A fresh clone or a CI job has no such file (it is kept out of version control): its deploy
+  // wiped the production secrets without a word.
+  const app = await template("logs", "env-kept");
+  await writeFile(join(app, ".env.platform.server"), "API_KEY=abc\n");
+  expect((await deploy(app, "env-kept")).status).toBe(0);
+  await rm(join(app, ".env.platform.server"));
+  const again = await deploy(app, "env-kept");
+  expect(again.status, again.stderr).toBe(0);
+  expect(again.stdout).toContain("env: no .env.platform.server, the deployment keeps its values");
+  expect((await host.deployments.get("env-kept"))?.env).toEqual({ API_KEY: "abc" });
+  // An empty file clears them.
+  await writeFile(join(app, ".env.platform.server"), "");
+  expect((await deploy(app, "env-kept")).status).toBe(0);
+  expect((await host.deployments.get("env-kept"))?.env).toEqual({});
+}, 60_000);

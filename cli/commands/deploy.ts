@@ -8,7 +8,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { bundleCapsule } from "../bundle.js";
 import { type ClientUpload, collectClientFiles } from "../client-files.js";
 import { ownerToken } from "../config.js";
-import { envFileTrackedByGit, readServerEnv } from "../env-file.js";
+import { envFileTrackedByGit, readServerEnvFile } from "../env-file.js";
 import { parseDeploymentId, parseHostUrl } from "../flags.js";
 import { onLines, openRequest, writeBody } from "../http.js";
 import { issuedToken, plural, printWarning, runAction } from "../output.js";
@@ -175,6 +175,11 @@ export function registerDeploy(program: Command): void {
           );
         }
         const { code } = await bundleCapsule(dir);
+        const env = readServerEnvFile(dir);
+        if (env === undefined)
+          process.stdout.write(
+            "env: no .env.platform.server, the deployment keeps its values (an empty file clears them)\n",
+          );
         const client = await collectClientFiles(dir);
         process.stdout.write(clientSummary(client));
         const base = new URL(flags.host);
@@ -183,7 +188,8 @@ export function registerDeploy(program: Command): void {
           token,
           JSON.stringify({
             code,
-            env: readServerEnv(dir),
+            // Left out without a file: the host keeps the values it has.
+            ...(env === undefined ? {} : { env }),
             // Always sent: an empty list takes down a client an earlier deploy served.
             client: client.map((file) => ({ path: file.path, data: file.bytes.toString("base64") })),
           }),
