@@ -20,6 +20,8 @@ import { formatTypeCheck, startTypeCheck, type TypeCheckResult } from "../typech
 import { watchFolder } from "../watch.js";
 
 const DEV_DEPLOYMENT = "dev";
+/** How long a stop (Ctrl-C) may take to close the server and remove its folders before it exits anyway (ms). */
+const STOP_GRACE_MS = 10_000;
 
 /**
  * A sign-in code `platform dev` received instead of sending it (it has no SMTP transport), as the
@@ -216,14 +218,21 @@ export function registerDev(program: Command): void {
         process.stdout.write(`platform dev: serving ${printable(dir)} at ${url}\n`);
         const dashboard = colors.cyan(`http://dashboard.localhost:${host.port}/dashboard`);
         process.stdout.write(`platform dev: dashboard at ${dashboard} (signed in on this machine)\n`);
+        // Once: a terminal's Ctrl-C reaches this process twice (from the terminal, and forwarded by
+        // the process that started it with Node's flags), and a second stop found no handler and
+        // killed it midway, leaving the dev database (env values in it) in the temporary folder.
+        let stopping = false;
         const stop = async () => {
+          if (stopping) return;
+          stopping = true;
+          // A cleanup that hangs does not keep the terminal.
+          setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
           await Promise.all([...watching.map((unwatch) => unwatch()), stopChecking()]);
           await host.close();
           await discard();
           process.exit(0);
         };
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
+        for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, stop);
       } catch (error) {
         // Closed before its folders go: its code-cache writes would race their removal.
         await started?.close().catch(() => {});
