@@ -143,3 +143,29 @@ it("answers an upload 503 while the bucket hangs, and a host does not start on o
     await proxy.close();
   }
 }, 60_000);
+
+it("refuses an upload to a full store before it writes anything, even while the bucket hangs", async () => {
+  Object.assign(limits, { s3ConnectMs: 500, s3AnswerMs: 500, s3SilenceMs: 500 });
+  const proxy = new HangingProxy();
+  // Two files fill it: each counts 4 KiB at least.
+  const host = await startTestHost({ s3: settings(await proxy.listen()), storageLimits: { perDeveloper: 8192 } });
+  try {
+    const token = await deployOwnedWithSession(host, "files", "access", "a@example.com");
+    const upload = () =>
+      sendRequest(`${host.deploymentUrl("files")}/storage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+        body: Buffer.from("bytes"),
+      });
+    for (let i = 0; i < 2; i++) expect((await upload()).status).toBe(201);
+    proxy.hang();
+    // Before, its bytes were written first (here: until the bucket's timeouts, then 503).
+    const refused = await upload();
+    expect(refused.status, refused.text()).toBe(413);
+    expect(refused.json<{ error: { code: string } }>().error.code).toBe("quota_exceeded");
+    expect(proxy.held.size).toBe(0);
+  } finally {
+    await host.dispose();
+    await proxy.close();
+  }
+}, 60_000);
