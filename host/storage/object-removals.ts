@@ -8,6 +8,11 @@ import { chargeOf, type ObjectRecord, type Visibility } from "./object-records.j
 
 /** Object records removed per batch when a deployment is deleted. */
 const PURGE_BATCH = 500;
+/**
+ * Blobs a purge deletes at once: an S3 bucket answers each delete in a round trip, and a
+ * deployment's 25,600 smallest files took minutes one after another, under its lifecycle lock.
+ */
+const PURGE_DELETES_AT_ONCE = 16;
 
 /**
  * Removing stored objects: one, by whoever may delete it, or every object of a deleted
@@ -105,7 +110,12 @@ export class ObjectRemovals {
     }
     await this.byTime.deletePrefix(prefix);
     await this.totals.delete(deployment);
-    for (const key of await this.blobs.list(prefix)) await this.deletions.delete(key);
+    const keys = await this.blobs.list(prefix);
+    let next = 0;
+    const deleteNext = async (): Promise<void> => {
+      while (next < keys.length) await this.deletions.delete(keys[next++] as string);
+    };
+    await Promise.all(Array.from({ length: Math.min(PURGE_DELETES_AT_ONCE, keys.length) }, deleteNext));
   }
 
   /** Under `owner`'s lock: drops the still-present records of `found` owned by `owner`, freeing their bytes. */
