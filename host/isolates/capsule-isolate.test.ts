@@ -185,6 +185,9 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
       expect(await isolate.execute(query("echo", { value: i }), noSyscalls)).toMatchObject({ ok: true });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(isolate.isDisposed).toBe(false);
+    // Its watchdog stopped once the isolate's clock stood still: idle isolates cost no timer.
+    const watchdog = (isolate as unknown as { watchdog: { timer: unknown } }).watchdog;
+    await vi.waitFor(() => expect(watchdog.timer).toBeNull(), { timeout: 5000, interval: 10 });
   });
 });
 
