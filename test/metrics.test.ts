@@ -173,6 +173,17 @@ describe("GET /metrics", () => {
     expect(text).not.toContain('deployment="q"');
   });
 
+  it("keeps no series of a deployment deleted while its calls ran", async () => {
+    // A call settling after the deletion made the deployment's series anew, for good: a developer
+    // deleting deployments with calls in flight grew every scrape without bound.
+    expect((await host.deployFixture("h", "fairness")).status).toBe(201);
+    const hanging = host.call("h", "query", "hang");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await host.admin("/v1/deploys/h", "DELETE")).status).toBe(204);
+    expect((await hanging).status).toBeGreaterThanOrEqual(500);
+    expect(await scrape()).not.toContain('deployment="h"');
+  });
+
   it("counts live subscriptions and the results pushed to them", async () => {
     expect((await host.deployFixture("l", "todo")).status).toBe(201);
     const ws = new WebSocket(`${host.deploymentUrl("l").replace("http", "ws")}/api/sync`, {

@@ -269,7 +269,7 @@ export class CallExecutor {
       const used = run.usage();
       onUsage?.(used);
       this.logs.recordCall(record.id, handler, requestId, { kind, name, outcome: "ok", usage: used }, stamp);
-      this.observer.settled(record.id, kind, "ok", used.wallMs / 1000, used);
+      this.settled(record.id, stamp, kind, "ok", used);
       return { valueJson: result.value, usage: used, readSet: result.readSet, writeSet: result.writeSet };
     } catch (error) {
       const outcome = statusOf(error);
@@ -282,9 +282,19 @@ export class CallExecutor {
         { kind, name, outcome, usage: used, error: failureOf(error, run.failureStack()) },
         stamp,
       );
-      this.observer.settled(record.id, kind, outcome, used.wallMs / 1000, used);
+      this.settled(record.id, stamp, kind, outcome, used);
       throw error;
     }
+  }
+
+  /**
+   * Counts a settled call in the host's metrics, unless its deployment was deleted since it began
+   * (`stamp`): its series were dropped then, and a call settling afterwards made them anew, for
+   * good (a developer deleting deployments with calls in flight grew every scrape without bound).
+   */
+  private settled(id: string, stamp: number, kind: string, outcome: string, used: CallUsage): void {
+    if (!this.logs.deletedSince(id, stamp))
+      this.observer.settled(id, kind, outcome, used.wallMs / 1000, used);
   }
 }
 

@@ -3,6 +3,9 @@ import type { CallUsage } from "../../sdk/protocol/index.js";
 import { CallMetrics } from "./call-metrics.js";
 import { type MetricSources, watchSources } from "./sampled-gauges.js";
 
+/** How long after a deployment's deletion its late pushes and stops are dropped (ms): longer than any call runs. */
+const FORGOTTEN_MS = 60_000;
+
 /** Why a live isolate was dropped: idle too long, or the host's cap on live isolates. */
 export type EvictionReason = "idle" | "capacity";
 
@@ -25,6 +28,8 @@ export class HostMetrics {
   private readonly limitBreaches: Counter<"deployment" | "limit">;
   private readonly livePushes: Counter<"deployment">;
   private readonly pushesBy = new Map<string, Counter.Internal>();
+  /** Deployments deleted within {@link FORGOTTEN_MS}, oldest first, by when. */
+  private readonly forgottenAt = new Map<string, number>();
 
   constructor(
     options: {
@@ -96,11 +101,12 @@ export class HostMetrics {
 
   /** Deployment `deployment`'s isolate was stopped for `limit`. */
   limitBreached(deployment: string, limit: BreachedLimit): void {
-    this.limitBreaches.labels(deployment, limit).inc();
+    if (!this.forgottenLately(deployment)) this.limitBreaches.labels(deployment, limit).inc();
   }
 
   /** `count` live query results were handed to subscribers of `deployment`. */
   pushed(deployment: string, count: number): void {
+    if (this.forgottenLately(deployment)) return;
     let child = this.pushesBy.get(deployment);
     if (!child) {
       child = this.livePushes.labels(deployment);
@@ -109,13 +115,30 @@ export class HostMetrics {
     child.inc(count);
   }
 
-  /** Drops a deleted deployment's event series. */
+  /**
+   * Drops a deleted deployment's event series. Its pushes and stops reported within
+   * {@link FORGOTTEN_MS} after are dropped too (work begun before the deletion made its series
+   * anew, for good); a deployment created again under the id in that time has them uncounted.
+   * Its calls are dropped by when they began (see CallExecution's `settled`).
+   */
   forget(deployment: string): void {
+    const now = Date.now();
+    for (const [id, at] of this.forgottenAt) {
+      if (now - at < FORGOTTEN_MS) break;
+      this.forgottenAt.delete(id);
+    }
+    this.forgottenAt.delete(deployment);
+    this.forgottenAt.set(deployment, now);
     this.calls.forget(deployment);
     this.pushesBy.delete(deployment);
     this.livePushes.remove(deployment);
     for (const limit of ["cpu", "memory"] satisfies BreachedLimit[])
       this.limitBreaches.remove(deployment, limit);
+  }
+
+  private forgottenLately(deployment: string): boolean {
+    const at = this.forgottenAt.get(deployment);
+    return at !== undefined && Date.now() - at < FORGOTTEN_MS;
   }
 
   /** The Prometheus text exposition of every metric, levels read now. */
