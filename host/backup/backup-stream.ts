@@ -37,8 +37,10 @@ function line(value: BackupLine): string {
  * The snapshot of the whole store. On the embedded store it is taken holding every deployment's
  * lifecycle lock, so no deploy, import or delete is halfway in it (an export's rule, for all of
  * them at once), taken together when all are free: waiting for one slow import, it holds up no
- * other deployment's deploy. On a shared store (PostgreSQL) those locks each hold a connection, too many at
- * once, so the snapshot is taken as it comes, like `pg_dump`'s (docs/operators.md says so).
+ * other deployment's deploy. When they are never all free together (a developer keeping one busy
+ * at all times), and on a shared store (PostgreSQL), whose locks each hold a connection, too many
+ * at once, the snapshot is taken as it comes, like `pg_dump`'s (docs/operators.md says so): taking
+ * the locks one after another held every other deployment's while it waited for the busy one.
  */
 async function takeSnapshot(
   source: BackupSource,
@@ -53,7 +55,7 @@ async function takeSnapshot(
   };
   if (source.db.shared) return take();
   const ids = (await source.deployments.list()).map((record) => record.id).sort();
-  return source.deployments.whileAllLocked(ids, take);
+  return source.deployments.whileAllLocked(ids, take, signal);
 }
 
 /** Counts what `snapshot` holds: entries (keys only), object records and their bytes. */

@@ -16,8 +16,8 @@ import { TenantDatabase } from "./tenant-database.js";
 import { NamedLocks } from "./write-lock.js";
 
 /**
- * How many times {@link HostDatabase.exclusiveAtOnce} waits for a busy lock before it takes its
- * locks in order: a bound on its wait when other holders keep some lock of its busy at all times.
+ * How many times {@link HostDatabase.exclusiveAtOnce} waits for a busy lock before it runs its work
+ * without them: a bound on its wait when other holders keep some lock of its busy at all times.
  */
 const AT_ONCE_ROUNDS = 100;
 
@@ -225,10 +225,17 @@ export class HostDatabase {
    * Runs `work` holding every lock of `names`, taken together at a moment when all of them are
    * free: the caller never holds some while it waits for another, so one long holder (a slow
    * import) delays only this caller, not everyone wanting a lock it would have taken first. After
-   * {@link AT_ONCE_ROUNDS} waits (locks never all free together) it takes them one after another,
-   * in order, as it does on a store other processes share, whose locks are the store's.
+   * {@link AT_ONCE_ROUNDS} waits (other holders keep some lock busy at all times) it runs
+   * `unlocked` instead, holding none: taking them one after another would hold every lock before
+   * the busy one while it waits. On a store other processes share, whose locks are the store's,
+   * they are taken in order. `signal` ends the wait between rounds.
    */
-  async exclusiveAtOnce<T>(names: string[], work: () => Promise<T>, options?: LockOptions): Promise<T> {
+  async exclusiveAtOnce<T>(
+    names: string[],
+    work: () => Promise<T>,
+    unlocked: () => Promise<T>,
+    options?: LockOptions & { signal?: AbortSignal },
+  ): Promise<T> {
     const sorted = [...new Set(names)].sort();
     const inOrder = (rest: string[]): Promise<T> => {
       const [first, ...others] = rest;
@@ -236,6 +243,7 @@ export class HostDatabase {
     };
     if (this.store.supports.sharedAcrossProcesses) return inOrder(sorted);
     for (let round = 0; round < AT_ONCE_ROUNDS; round++) {
+      options?.signal?.throwIfAborted();
       const release = this.locks.tryHoldAll(sorted);
       if (release) {
         try {
@@ -246,7 +254,8 @@ export class HostDatabase {
       }
       await this.exclusive(this.locks.busyOf(sorted) as string, async () => {});
     }
-    return inOrder(sorted);
+    options?.signal?.throwIfAborted();
+    return unlocked();
   }
 
   /** The database of deployment `id`, loaded once and shared. */

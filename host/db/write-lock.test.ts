@@ -46,13 +46,21 @@ it("keeps a named lock exclusive across holders that come after it was forgotten
   expect(most).toBe(1);
 });
 
+const neverUnlocked = async (): Promise<never> => {
+  throw new Error("ran without its locks");
+};
+
 it("takes locks together only when all are free: waiting for one, it holds none of the others", async () => {
   const slow = deferred();
   const slowHeld = env.db.exclusive("lifecycle:b", () => slow.promise);
   let together = false;
-  const all = env.db.exclusiveAtOnce(["lifecycle:b", "lifecycle:a", "lifecycle:c"], async () => {
-    together = true;
-  });
+  const all = env.db.exclusiveAtOnce(
+    ["lifecycle:b", "lifecycle:a", "lifecycle:c"],
+    async () => {
+      together = true;
+    },
+    neverUnlocked,
+  );
   // "a" sorts first: a lock taken in order would be held now, waiting for "b".
   expect(await env.db.exclusive("lifecycle:a", async () => "a free")).toBe("a free");
   expect(await env.db.exclusive("lifecycle:c", async () => "c free")).toBe("c free");
@@ -66,11 +74,15 @@ it("takes locks together only when all are free: waiting for one, it holds none 
 it("holds every lock while its work runs, and releases them however it ends", async () => {
   const gate = deferred();
   const entered = deferred();
-  const all = env.db.exclusiveAtOnce(["x", "y"], async () => {
-    entered.resolve();
-    await gate.promise;
-    throw new Error("work failed");
-  });
+  const all = env.db.exclusiveAtOnce(
+    ["x", "y"],
+    async () => {
+      entered.resolve();
+      await gate.promise;
+      throw new Error("work failed");
+    },
+    neverUnlocked,
+  );
   await entered.promise;
   let yTaken = false;
   const y = env.db.exclusive("y", async () => {
@@ -82,7 +94,43 @@ it("holds every lock while its work runs, and releases them however it ends", as
   await expect(all).rejects.toThrow("work failed");
   await y;
   expect(yTaken).toBe(true);
-  expect(await env.db.exclusiveAtOnce(["x", "y"], async () => "again")).toBe("again");
+  expect(await env.db.exclusiveAtOnce(["x", "y"], async () => "again", neverUnlocked)).toBe("again");
+});
+
+it("runs its work holding none when one lock is never free, rather than hold the others while it waits", async () => {
+  // Two holders of "b" queued at all times: each round finds it busy. Taking the locks in order
+  // held "a" (every other deployment's, for a backup) while it waited for "b".
+  let stop = false;
+  const keepBusy = async () => {
+    while (!stop) await env.db.exclusive("b", () => new Promise((resolve) => setImmediate(resolve)));
+  };
+  const busy = [keepBusy(), keepBusy()];
+  let aFree = 0;
+  const probing = (async () => {
+    while (!stop) {
+      await env.db.exclusive("a", async () => {
+        aFree++;
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  })();
+  const result = await env.db.exclusiveAtOnce(["a", "b"], async () => "locked", async () => "unlocked");
+  stop = true;
+  await Promise.all([...busy, probing]);
+  expect(result).toBe("unlocked");
+  expect(aFree).toBeGreaterThan(0);
+});
+
+it("ends its wait when its signal is aborted", async () => {
+  const slow = deferred();
+  const slowHeld = env.db.exclusive("b", () => slow.promise);
+  const left = new AbortController();
+  const all = env.db.exclusiveAtOnce(["a", "b"], async () => "locked", neverUnlocked, { signal: left.signal });
+  left.abort();
+  slow.resolve();
+  await slowHeld;
+  await expect(all).rejects.toThrow();
+  expect(await env.db.exclusive("a", async () => "a free")).toBe("a free");
 });
 
 it("gives a held lock's release once, however often it is called", async () => {

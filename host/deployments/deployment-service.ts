@@ -169,8 +169,8 @@ export class DeploymentService {
    * Runs `work` holding the lifecycle locks of every id of `ids` at once: no deploy, import or
    * delete of them is halfway (a backup's snapshot). Unfinished removals are left to finish later.
    */
-  whileAllLocked<T>(ids: string[], work: () => Promise<T>): Promise<T> {
-    return this.removals.whileAllLocked(ids, work);
+  whileAllLocked<T>(ids: string[], work: (locked: boolean) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.removals.whileAllLocked(ids, work, signal);
   }
 
   /** The code of artifact `hash` (an export carries it). */

@@ -130,11 +130,17 @@ export class DeploymentRemovals {
   }
 
   /**
-   * Runs `work` holding the locks of every id of `ids`, taken together when all are free (see
-   * `HostDatabase.exclusiveAtOnce`): waiting for a slow import of one, it holds none of the others.
+   * Runs `work` holding the locks of every id of `ids`, taken together when all are free, or
+   * holding none when they never are (see `HostDatabase.exclusiveAtOnce`): waiting for a slow
+   * import of one, it holds none of the others. `signal` ends the wait.
    */
-  whileAllLocked<T>(ids: string[], work: () => Promise<T>): Promise<T> {
-    return this.db.exclusiveAtOnce(ids.map(lifecycleLock), work, { outer: true });
+  whileAllLocked<T>(ids: string[], work: (locked: boolean) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.db.exclusiveAtOnce(
+      ids.map(lifecycleLock),
+      () => work(true),
+      () => work(false),
+      signal ? { outer: true, signal } : { outer: true },
+    );
   }
 
   /**
