@@ -46,6 +46,14 @@ const CODE = `var __platform_capsule = {
       return x;
     },
     big: async () => "x".repeat(9 * 1024 * 1024),
+    compute: async (ctx, args) => {
+      let x = 0;
+      for (let round = 0; round < args.rounds; round++) {
+        if (args.calls) await ctx.db.items.count();
+        for (let i = 0; i < args.steps; i++) x = (x * 31 + i) | 0;
+      }
+      return x;
+    },
     callThenSpin: async (ctx) => { await ctx.db.items.count(); ctx.db.items.count(); for (;;) {} },
   } },
 };`;
@@ -177,6 +185,44 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
       message: "The handler used more than 100 ms of CPU time and was stopped.",
     });
     expect(isolate.isDisposed).toBe(true);
+  });
+
+  it("handlers running at once on the isolate's thread are not stopped for each other's CPU", async () => {
+    // A second start handed over while the first still ran was taken for stray code once the
+    // first finished, and the isolate was stopped (a review of the stray-CPU limit).
+    const isolate = await isolateWith({}, false);
+    let strayStops = 0;
+    isolate.onStrayStop = () => strayStops++;
+    for (let round = 0; round < 3; round++) {
+      const alone = query("compute", { rounds: 1, steps: 2e7 });
+      const calling = query("compute", { rounds: 4, steps: 3e6, calls: true });
+      const answers = await Promise.all([
+        isolate.execute(alone, () => 0),
+        new Promise((resolve) => setTimeout(resolve, 5)).then(() => isolate.execute(alone, () => 0)),
+        isolate.execute(calling, () => 0),
+        isolate.execute(calling, () => 0),
+        isolate.execute(calling, () => 0),
+      ]);
+      for (const answer of answers) expect(answer).toMatchObject({ ok: true });
+    }
+    expect(strayStops).toBe(0);
+    expect(isolate.isDisposed).toBe(false);
+  });
+
+  it("a loop whose CPU lands on newcomers' calls is stopped all the same", async () => {
+    // The loop holds the thread: each newcomer, handed over meanwhile, was charged a share below
+    // the limit and failed at the wall limit; the loop ran on, never stopped.
+    const isolate = await isolateWith({ cpuMs: 200, wallMs: 60_000 }, false);
+    const looping = isolate.execute(query("waitThenSpin"), () => 0).catch((error: unknown) => error);
+    const newcomers = setInterval(() => {
+      if (!isolate.isDisposed) isolate.execute(query("echo", { value: 1 }), () => 0).catch(() => {});
+    }, 50);
+    try {
+      await vi.waitFor(() => expect(isolate.isDisposed).toBe(true), { timeout: 20_000, interval: 20 });
+    } finally {
+      clearInterval(newcomers);
+    }
+    expect(await looping).toMatchObject({ code: "timeout" });
   });
 
   it("a handler that leaves nothing running keeps its isolate", async () => {

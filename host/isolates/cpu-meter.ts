@@ -31,8 +31,11 @@ export class CpuMeter {
   private inEntry = false;
   /** What each stretch of the inline entry open now was charged, and to whom. */
   private readonly entryCharges: Array<{ execution: RunningExecution; ns: bigint }> = [];
-  /** CPU used while no execution the meter knows of ran, since {@link forgiveStray} (ns). */
+  /** CPU used while no execution was in flight, since {@link forgiveStray} (ns). */
   private strayNs = 0n;
+  /** The CPU clock and {@link isolateCpuClock} when the isolate last yielded (see {@link yielded}). */
+  private yieldedAt = 0n;
+  private yieldedAtShared = 0n;
 
   constructor(
     private readonly isolate: ivm.Isolate,
@@ -40,6 +43,34 @@ export class CpuMeter {
   ) {
     // What loading the capsule used is nobody's stray CPU.
     this.last = isolate.cpuTime;
+    this.yieldedAt = this.last;
+  }
+
+  /**
+   * The isolate's code gave control back just now (it made a platform call, an execution finished,
+   * an inline entry ended): called right after the {@link boundary} that event takes.
+   */
+  yielded(): void {
+    this.yieldedAt = this.last;
+    this.yieldedAtShared = this.lastShared;
+  }
+
+  /**
+   * True when the isolate has run more than `limitNs` since it last yielded, whoever is charged:
+   * no handler may run that long between two platform calls, and code the host cannot tell apart
+   * (a loop left behind, run while newcomers' work waited behind it) is stopped by this.
+   */
+  ranWithoutYield(limitNs: bigint): boolean {
+    let now: bigint;
+    try {
+      now = this.isolate.cpuTime;
+    } catch {
+      return false;
+    }
+    const measured = now - this.yieldedAt;
+    if (measured <= limitNs) return false;
+    const onClock = isolateCpuClock() - this.yieldedAtShared;
+    return (onClock > 0n && onClock < measured ? onClock : measured) > limitNs;
   }
 
   /**
@@ -58,7 +89,7 @@ export class CpuMeter {
       const ns = this.used(ran, now, shared);
       ran.cpuNs += ns;
       if (this.inEntry) this.entryCharges.push({ execution: ran, ns });
-    } else if (now > this.last) this.strayNs += this.ownThreadUsed(now, shared);
+    } else if (now > this.last && this.running.size === 0) this.strayNs += this.ownThreadUsed(now, shared);
     this.last = now;
     this.lastShared = shared;
     this.runningNow = next;
@@ -102,6 +133,7 @@ export class CpuMeter {
    */
   endInlineEntry(entryStart: bigint, cpuSinceStart: () => number | undefined): bigint {
     this.boundary(null);
+    this.yielded();
     this.inEntry = false;
     const measured = this.last - entryStart;
     const cpuNs = measured < INLINE_CPU_CHECK_FROM_NS ? undefined : cpuSinceStart();
@@ -115,13 +147,15 @@ export class CpuMeter {
   }
 
   /**
-   * True when the isolate used more than `limitNs` while no execution it knows of ran, since
-   * {@link forgiveStray} (code left running after its call ended or failed, which may make calls
-   * that are refused, each a boundary), the current stretch included. Charged as a stretch on the
-   * isolate's own thread is, the only place such code can run.
+   * True when the isolate used more than `limitNs` while none of its executions was in flight,
+   * since {@link forgiveStray} (code left running after its call ended or failed, which may make
+   * calls that are refused, each a boundary), the current stretch included. Charged as a stretch
+   * on the isolate's own thread is, the only place such code can run. While executions are in
+   * flight, which of them runs is not known at every moment (a hand-over waits for the code that
+   * runs to yield): that CPU is theirs, or nobody's, never stray.
    */
   strayOver(limitNs: bigint): boolean {
-    if (this.runningNow !== null && this.running.get(this.runningNow)) return false;
+    if (this.running.size > 0) return false;
     let now: bigint;
     try {
       now = this.isolate.cpuTime;

@@ -7,6 +7,11 @@ import type { RunningExecution } from "./transport.js";
 
 /** How often the watchdog checks the CPU and wall-clock limits of what runs (ms). */
 const WATCHDOG_TICK_MS = 5;
+/**
+ * Idle ticks the watchdog waits for work handed to the isolate to move its clock before it stops
+ * all the same (2 s: a starved isolate thread, below the main thread's priority, may wait long).
+ */
+const HANDED_WORK_WAIT_TICKS = 400;
 
 /** What the watchdog reads of an isolate, and how it stops it (capsule-isolate.ts). */
 export interface Watched {
@@ -31,19 +36,30 @@ export class IsolateWatchdog {
   private timer: NodeJS.Timeout | null = null;
   /** The CPU clock at the previous idle tick (see quietSinceLastTick). */
   private idleClock: bigint | undefined;
+  /** The CPU clock when work was last handed to the isolate ({@link watch}). */
+  private handedClock: bigint | undefined;
+  /** Idle ticks in a row that found the clock where the one before left it. */
+  private stillTicks = 0;
 
   constructor(private readonly watched: Watched) {}
 
-  /** Watches from now on (an execution starts, or an answer resumes the isolate's code). */
+  /**
+   * Watches from now on: work was handed to the isolate (an execution starts, or an answer resumes
+   * its code). Until its clock moves, the isolate has not picked that work up: it is not idle.
+   */
   watch(): void {
+    this.handedClock = clockOf(this.watched.isolate);
+    this.idleClock = undefined;
+    this.stillTicks = 0;
     this.timer ??= setInterval(this.tick, WATCHDOG_TICK_MS);
   }
 
-  /** Stops watching (the isolate is freed). */
+  /** Stops watching (the isolate is idle, or freed). */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.idleClock = undefined;
+    this.stillTicks = 0;
   }
 
   private readonly tick = (): void => {
@@ -64,20 +80,32 @@ export class IsolateWatchdog {
         execution.fail(wallLimitError(limits, execution.waitingCalls > 0));
       }
     });
-    if (meter.overran(BigInt(limits.cpuMs) * 1_000_000n)) this.watched.overran(false);
+    const cpuNs = BigInt(limits.cpuMs) * 1_000_000n;
+    if (meter.overran(cpuNs) || meter.ranWithoutYield(cpuNs)) this.watched.overran(false);
     else if (meter.strayOver(BigInt(LIMITS.strayCpuMs) * 1_000_000n)) this.watched.overran(true);
   };
 
-  /** True when the isolate's CPU clock stood still since the previous idle tick: nothing runs in it. */
+  /**
+   * True when nothing runs in the isolate: its CPU clock stood still since the previous idle tick,
+   * and moved since work was last handed to it (else that work, an answer that resumes code left
+   * running, still waits for its thread: stopping then left that code unwatched), or stood still
+   * for {@link HANDED_WORK_WAIT_TICKS} ticks (work that never reached the isolate).
+   */
   private quietSinceLastTick(): boolean {
-    let clock: bigint;
-    try {
-      clock = this.watched.isolate.cpuTime;
-    } catch {
-      return true;
-    }
-    const quiet = clock === this.idleClock;
+    const clock = clockOf(this.watched.isolate);
+    if (clock === undefined) return true;
+    this.stillTicks = clock === this.idleClock ? this.stillTicks + 1 : 0;
     this.idleClock = clock;
-    return quiet;
+    if (this.stillTicks === 0) return false;
+    return clock !== this.handedClock || this.stillTicks >= HANDED_WORK_WAIT_TICKS;
+  }
+}
+
+/** The isolate's CPU clock; undefined once it is gone. */
+function clockOf(isolate: ivm.Isolate): bigint | undefined {
+  try {
+    return isolate.isDisposed ? undefined : isolate.cpuTime;
+  } catch {
+    return undefined;
   }
 }

@@ -53,6 +53,7 @@ export class ThreadedTransport implements Transport {
         .then(
           (wire) => {
             this.meter.boundary(null);
+            this.meter.yielded();
             this.lane.yielded();
             execution.finish(wire);
           },
@@ -76,10 +77,11 @@ export class ThreadedTransport implements Transport {
   }
 
   /**
-   * Serves one platform call from the isolate's thread. The isolate may go on running its caller's
-   * code after the call (one it did not await: a log line) until it waits: what it uses up to the
-   * answer is the caller's CPU. A refused call's (code whose execution ended) is nobody's: the
-   * meter counts it as stray (see CpuMeter.strayOver).
+   * Serves one platform call from the isolate's thread: a CPU boundary at both ends, the call
+   * (a refused one too) a yield of the isolate's code (see CpuMeter.ranWithoutYield). The isolate
+   * may go on running its caller's code (a call it did not await: a log line), or other work
+   * queued meanwhile: that is charged to nobody until the next boundary, and bounded by the
+   * isolate's run between yields.
    */
   async serveCall(json: unknown): Promise<CrossingText> {
     let answer: string | undefined;
@@ -96,7 +98,8 @@ export class ThreadedTransport implements Transport {
     } catch (error) {
       answer = encodeSyscallResult({ ok: false, error: wireError(error) });
     }
-    this.meter.boundary(caller);
+    this.meter.boundary(null);
+    this.meter.yielded();
     this.lane.yielded();
     if (execution !== undefined) {
       try {
