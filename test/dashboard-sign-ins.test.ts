@@ -4,6 +4,7 @@
  * then `429` with `Retry-After`; tokens the operator API refuses count the same; expired sessions
  * are deleted (when read, and by the host's hourly sweep) instead of kept for good.
  */
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { sweepExpiredDashboardSessions } from "../host/http/index.js";
@@ -87,5 +88,22 @@ it("counts tokens /v1, /metrics and /v1/backup refuse the same way, per address 
     });
   } finally {
     await proxied.dispose();
+  }
+});
+
+it("stores no fast hash of the operator token, and its sessions still sign in", async () => {
+  // A session stored the token's SHA-256: a backup or a copy of the data folder gave an operator's
+  // memorable token away for one fast hash a guess (an attack review, 2026-12-07).
+  const own = await startTestHost();
+  try {
+    const signedIn = await postSignIn(own, own.adminToken);
+    expect(signedIn.response.status).toBe(302);
+    const records = JSON.stringify(await own.database.records<unknown>("dashboard-sessions").entries(1000));
+    expect(records).not.toContain(createHash("sha256").update(own.adminToken).digest("hex"));
+    expect(records).not.toContain(own.adminToken);
+    const page = await sendRequest(`${own.url}/dashboard`, { headers: { cookie: signedIn.pair } });
+    expect(page.status).toBe(200);
+  } finally {
+    await own.dispose();
   }
 });

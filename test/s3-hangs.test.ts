@@ -148,7 +148,10 @@ it("refuses an upload to a full store before it writes anything, even while the 
   Object.assign(limits, { s3ConnectMs: 500, s3AnswerMs: 500, s3SilenceMs: 500 });
   const proxy = new HangingProxy();
   // Two files fill it: each counts 4 KiB at least.
-  const host = await startTestHost({ s3: settings(await proxy.listen()), storageLimits: { perDeveloper: 8192 } });
+  const host = await startTestHost({
+    s3: settings(await proxy.listen()),
+    storageLimits: { perDeveloper: 8192 },
+  });
   try {
     const token = await deployOwnedWithSession(host, "files", "access", "a@example.com");
     const upload = () =>

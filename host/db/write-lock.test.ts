@@ -114,7 +114,11 @@ it("runs its work holding none when one lock is never free, rather than hold the
       await new Promise((resolve) => setImmediate(resolve));
     }
   })();
-  const result = await env.db.exclusiveAtOnce(["a", "b"], async () => "locked", async () => "unlocked");
+  const result = await env.db.exclusiveAtOnce(
+    ["a", "b"],
+    async () => "locked",
+    async () => "unlocked",
+  );
   stop = true;
   await Promise.all([...busy, probing]);
   expect(result).toBe("unlocked");
@@ -125,7 +129,9 @@ it("ends its wait when its signal is aborted", async () => {
   const slow = deferred();
   const slowHeld = env.db.exclusive("b", () => slow.promise);
   const left = new AbortController();
-  const all = env.db.exclusiveAtOnce(["a", "b"], async () => "locked", neverUnlocked, { signal: left.signal });
+  const all = env.db.exclusiveAtOnce(["a", "b"], async () => "locked", neverUnlocked, {
+    signal: left.signal,
+  });
   left.abort();
   slow.resolve();
   await slowHeld;

@@ -1,15 +1,16 @@
 import { randomBytes } from "node:crypto";
 import type { Context } from "koa";
 import { PLATFORM_SESSION_COOKIE } from "../../sdk/protocol/index.js";
-import { type DeveloperRecord, type Developers, hashSecret, matchesHash, sameSecret } from "../auth/index.js";
+import { type DeveloperRecord, type Developers, hashSecret, sameSecret } from "../auth/index.js";
 import type { HostDatabase, RecordStore } from "../db/index.js";
 import { reachedOverTls } from "./client-address.js";
+import { OperatorMarks } from "./operator-mark.js";
 import type { Principal, SessionLookup } from "./principal.js";
 
 /**
- * A dashboard session as stored: a developer's id, or, for the operator, the SHA-256 of the
- * operator token it signed in with (never the token), so changing `PLATFORM_ADMIN_TOKEN` ends
- * every operator session at once.
+ * A dashboard session as stored: a developer's id, or, for the operator, a salted scrypt of the
+ * operator token it signed in with (never the token; see {@link OperatorMarks}), so changing
+ * `PLATFORM_ADMIN_TOKEN` ends every operator session at once.
  */
 interface DashboardSession {
   developer?: string;
@@ -56,6 +57,7 @@ function cookieValues(header: string, name: string): string[] {
  */
 export class DashboardSessions implements SessionLookup {
   private readonly sessions: RecordStore<DashboardSession>;
+  private readonly operatorMarks: OperatorMarks;
 
   constructor(
     db: HostDatabase,
@@ -65,6 +67,7 @@ export class DashboardSessions implements SessionLookup {
     private readonly trustProxy = false,
   ) {
     this.sessions = db.records<DashboardSession>("dashboard-sessions");
+    this.operatorMarks = new OperatorMarks(adminToken);
   }
 
   /** Starts a session for `token` and sets its cookie; false (nothing set) when the token is not accepted. */
@@ -119,7 +122,7 @@ export class DashboardSessions implements SessionLookup {
     if (developer) {
       session.developer = developer.id;
       session.developerToken = developer.tokenHash;
-    } else session.operator = hashSecret(this.adminToken);
+    } else session.operator = this.operatorMarks.mark();
     await this.sessions.put(hashSecret(id), session);
     ctx.cookies.set(this.cookieName(ctx), id, this.cookieAttributes(ctx, SESSION_MS));
     return session.csrf;
@@ -160,7 +163,7 @@ export class DashboardSessions implements SessionLookup {
       return undefined;
     }
     if (found.operator !== undefined)
-      return matchesHash(this.adminToken, found.operator)
+      return this.operatorMarks.matches(found.operator)
         ? { who: { kind: "admin" }, name: "the operator", csrf: found.csrf }
         : undefined;
     const developer = found.developer ? await this.developers.get(found.developer) : undefined;
