@@ -50,7 +50,13 @@ describe("platform export and import against platform dev", () => {
       /^exported the dev server on port \d+: 1 table, 3 rows, 0 objects \(0 B\) to /,
     );
     expect(await readFile(victim, "utf8")).toBe("keep\n");
-    // No partial file of its own is left.
+    // No partial file of its own is left; the planted link is untouched.
+    expect((await readdir(dir)).filter((name) => name.includes(".partial"))).toEqual(["dev.zip.partial"]);
+    // A link at the partial file's own name goes as a link, and the export writes a new file.
+    await symlink(victim, join(dir, ".dev.zip.partial"));
+    const again = await runCliAsync(["export", "--out", out, "--port", String(port)], env);
+    expect(again.status, again.stderr).toBe(0);
+    expect(await readFile(victim, "utf8")).toBe("keep\n");
     expect((await readdir(dir)).filter((name) => name.includes(".partial"))).toEqual(["dev.zip.partial"]);
     expect((await call("mutation", "add", { text: "four" })).status).toBe(200);
 

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
@@ -116,9 +115,11 @@ export function registerExport(program: Command): void {
       runAction(async () => {
         const { url, headers, label } = transferUrl(deployId, "export", flags);
         const out = resolve(flags.out);
-        // A name nobody could have put a file or link at beforehand (a project shipping
-        // `app.zip.partial` as a link to ~/.bashrc had the archive written over it).
-        const partial = join(dirname(out), `.${basename(out)}.partial-${randomBytes(8).toString("hex")}`);
+        // Whatever is at the partial file's name goes first, a link as a link (a project shipping
+        // `app.zip.partial` as a link to ~/.bashrc had the archive written over it), and the file
+        // is then created new (`wx`). One name: an interrupted export's file is replaced next time.
+        const partial = join(dirname(out), `.${basename(out)}.partial`);
+        await rm(partial, { force: true });
         try {
           await download(url, headers, partial);
           const manifest = await readManifest(partial).catch((error: unknown) => {

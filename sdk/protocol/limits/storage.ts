@@ -32,7 +32,8 @@ export const STORAGE_LIMITS = {
    * files behind them, and the host's start. Ours.
    */
   s3ConnectMs: 5000,
-  s3AnswerMs: 30_000,
+  /** Covers an upload's body too: 5 MiB in 60 s is about 0.7 Mbit/s to the bucket. */
+  s3AnswerMs: 60_000,
   s3SilenceMs: 30_000,
   /** `Cache-Control: max-age` of public downloads on unrestricted apps. */
   publicCacheSeconds: 3600,
