@@ -36,7 +36,10 @@ const CODE = `var __platform_capsule = {
       })();
       return "ok";
     },
-    waitThenSpin: async (ctx) => { await ctx.db.items.count(); for (;;) {} },
+    waitThenSpin: async (ctx) => {
+      try { await ctx.db.items.count(); } catch {}
+      for (;;) {}
+    },
     callThenCompute: async (ctx) => {
       await ctx.db.items.count();
       const pending = ctx.db.items.count();
@@ -209,20 +212,54 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
     expect(isolate.isDisposed).toBe(false);
   });
 
-  it("a loop whose CPU lands on newcomers' calls is stopped all the same", async () => {
+  it("a loop whose CPU lands on newcomers' calls is stopped once it used what they may", async () => {
     // The loop holds the thread: each newcomer, handed over meanwhile, was charged a share below
-    // the limit and failed at the wall limit; the loop ran on, never stopped.
+    // the limit and failed at the wall limit; the loop ran on, never stopped. Each call now adds
+    // its limit to what the isolate may use, whoever is charged: here 200 ms every 300 ms.
     const isolate = await isolateWith({ cpuMs: 200, wallMs: 60_000 }, false);
     const looping = isolate.execute(query("waitThenSpin"), () => 0).catch((error: unknown) => error);
     const newcomers = setInterval(() => {
       if (!isolate.isDisposed) isolate.execute(query("echo", { value: 1 }), () => 0).catch(() => {});
-    }, 50);
+    }, 300);
     try {
       await vi.waitFor(() => expect(isolate.isDisposed).toBe(true), { timeout: 20_000, interval: 20 });
     } finally {
       clearInterval(newcomers);
     }
     expect(await looping).toMatchObject({ code: "timeout" });
+  });
+
+  it("a loop making platform calls while other calls are in flight is stopped once it used what they may", async () => {
+    // Stray CPU was counted only while no call was in flight, and each refused call ended a
+    // stretch: with a call kept waiting at all times, the loop ran charged to nobody, for good.
+    const isolate = await isolateWith({ cpuMs: 200, wallMs: 1000 }, false);
+    let strayStops = 0;
+    isolate.onStrayStop = () => strayStops++;
+    expect(await isolate.execute(query("leaveCalling"), () => 0)).toMatchObject({ ok: true });
+    const keepAlive = () => {
+      if (!isolate.isDisposed) isolate.execute(query("wait"), () => 0).catch(() => {});
+    };
+    keepAlive();
+    const keepingAlive = setInterval(keepAlive, 500);
+    try {
+      await vi.waitFor(() => expect(isolate.isDisposed).toBe(true), { timeout: 20_000, interval: 20 });
+    } finally {
+      clearInterval(keepingAlive);
+    }
+  });
+
+  it("a call whose database answers after its wall limit is not resumed to work on, nor stopped as stray", async () => {
+    // The late answer resumed the handler's work with nothing in flight: the isolate was stopped as
+    // for stray CPU, counted as a CPU breach of the deployment (a review).
+    const isolate = await isolateWith({ wallMs: 300 }, false);
+    let strayStops = 0;
+    isolate.onStrayStop = () => strayStops++;
+    const slowAnswer = () => new Promise((resolve) => setTimeout(resolve, 600, 0));
+    const work = query("compute", { rounds: 1, steps: 2e8, calls: true });
+    expect(await failureOf(isolate.execute(work, slowAnswer))).toMatchObject({ code: "timeout" });
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(strayStops).toBe(0);
+    expect(isolate.isDisposed).toBe(false);
   });
 
   it("a handler that leaves nothing running keeps its isolate", async () => {

@@ -54,8 +54,8 @@ export class CapsuleIsolate implements InlineHost {
   private nextRequestId = 1;
   private readonly watchdog: IsolateWatchdog;
   /**
-   * Told when the isolate was stopped for CPU it used while none of its calls ran
-   * (`LIMITS.strayCpuMs`): no call fails for it, so its keeper counts the breach from here.
+   * Told when the isolate was stopped for its CPU budget (see CpuBudget) while none of its calls
+   * was in flight: no call fails for it, so its keeper counts the breach from here.
    */
   onStrayStop: () => void = noop;
   /** Why the isolate was stopped; the first reason stands. */
@@ -69,7 +69,7 @@ export class CapsuleIsolate implements InlineHost {
     readonly limits: IsolateLimits,
     private readonly standing: InlineStanding,
   ) {
-    this.meter = new CpuMeter(isolate, this.running);
+    this.meter = new CpuMeter(isolate, this.running, limits.cpuMs);
     this.watchdog = new IsolateWatchdog({
       isolate,
       running: this.running,
@@ -179,7 +179,7 @@ export class CapsuleIsolate implements InlineHost {
     };
     execution.onSyscall = countingWaits(execution);
     this.running.set(requestId, execution);
-    this.meter.forgiveStray();
+    this.meter.budget.granted();
     this.watchdog.watch();
     let wire: unknown;
     try {
@@ -200,6 +200,7 @@ export class CapsuleIsolate implements InlineHost {
       throw this.stop(this.isolate.isDisposed ? this.lostReason() : "cpu");
     } finally {
       this.running.delete(requestId);
+      this.meter.budget.ended(this.running.size);
       transport.ended();
     }
     if (handler !== undefined) this.standing.noteExecution(handler, execution.cpuNs);

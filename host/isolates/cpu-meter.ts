@@ -1,4 +1,6 @@
 import type ivm from "isolated-vm";
+import { LIMITS } from "../../sdk/protocol/index.js";
+import { CpuBudget } from "./cpu-budget.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import type { RunningExecution } from "./transport.js";
@@ -31,46 +33,18 @@ export class CpuMeter {
   private inEntry = false;
   /** What each stretch of the inline entry open now was charged, and to whom. */
   private readonly entryCharges: Array<{ execution: RunningExecution; ns: bigint }> = [];
-  /** CPU used while no execution was in flight, since {@link forgiveStray} (ns). */
-  private strayNs = 0n;
-  /** The CPU clock and {@link isolateCpuClock} when the isolate last yielded (see {@link yielded}). */
-  private yieldedAt = 0n;
-  private yieldedAtShared = 0n;
+  /** What the isolate may still use, whoever is charged (see {@link CpuBudget}). */
+  readonly budget: CpuBudget;
 
   constructor(
     private readonly isolate: ivm.Isolate,
     private readonly running: SlotTable<RunningExecution>,
+    /** A handler's CPU limit (ms): what each call adds to the {@link budget}. */
+    cpuMs: number = LIMITS.handlerCpuMs,
   ) {
-    // What loading the capsule used is nobody's stray CPU.
+    // What loading the capsule used is nobody's.
     this.last = isolate.cpuTime;
-    this.yieldedAt = this.last;
-  }
-
-  /**
-   * The isolate's code gave control back just now (it made a platform call, an execution finished,
-   * an inline entry ended): called right after the {@link boundary} that event takes.
-   */
-  yielded(): void {
-    this.yieldedAt = this.last;
-    this.yieldedAtShared = this.lastShared;
-  }
-
-  /**
-   * True when the isolate has run more than `limitNs` since it last yielded, whoever is charged:
-   * no handler may run that long between two platform calls, and code the host cannot tell apart
-   * (a loop left behind, run while newcomers' work waited behind it) is stopped by this.
-   */
-  ranWithoutYield(limitNs: bigint): boolean {
-    let now: bigint;
-    try {
-      now = this.isolate.cpuTime;
-    } catch {
-      return false;
-    }
-    const measured = now - this.yieldedAt;
-    if (measured <= limitNs) return false;
-    const onClock = isolateCpuClock() - this.yieldedAtShared;
-    return (onClock > 0n && onClock < measured ? onClock : measured) > limitNs;
+    this.budget = new CpuBudget(BigInt(cpuMs) * 1_000_000n, BigInt(LIMITS.strayCpuMs) * 1_000_000n);
   }
 
   /**
@@ -83,13 +57,15 @@ export class CpuMeter {
     const now = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
     const following = next === null ? undefined : this.running.get(next);
-    const shared =
-      ran?.transport.ownThread || following?.transport.ownThread ? isolateCpuClock() : this.lastShared;
+    const inline =
+      this.inEntry || ran?.transport.ownThread === false || following?.transport.ownThread === false;
+    const shared = inline ? this.lastShared : isolateCpuClock();
     if (ran) {
       const ns = this.used(ran, now, shared);
       ran.cpuNs += ns;
+      this.budget.spent(ns);
       if (this.inEntry) this.entryCharges.push({ execution: ran, ns });
-    } else if (now > this.last && this.running.size === 0) this.strayNs += this.ownThreadUsed(now, shared);
+    } else if (now > this.last) this.budget.spent(inline ? now - this.last : this.ownThreadUsed(now, shared));
     this.last = now;
     this.lastShared = shared;
     this.runningNow = next;
@@ -133,7 +109,6 @@ export class CpuMeter {
    */
   endInlineEntry(entryStart: bigint, cpuSinceStart: () => number | undefined): bigint {
     this.boundary(null);
-    this.yielded();
     this.inEntry = false;
     const measured = this.last - entryStart;
     const cpuNs = measured < INLINE_CPU_CHECK_FROM_NS ? undefined : cpuSinceStart();
@@ -146,32 +121,16 @@ export class CpuMeter {
     return used;
   }
 
-  /**
-   * True when the isolate used more than `limitNs` while none of its executions was in flight,
-   * since {@link forgiveStray} (code left running after its call ended or failed, which may make
-   * calls that are refused, each a boundary), the current stretch included. Charged as a stretch
-   * on the isolate's own thread is, the only place such code can run. While executions are in
-   * flight, which of them runs is not known at every moment (a hand-over waits for the code that
-   * runs to yield): that CPU is theirs, or nobody's, never stray.
-   */
-  strayOver(limitNs: bigint): boolean {
-    if (this.running.size > 0) return false;
+  /** True when the stretch under way takes the isolate past its {@link budget}. */
+  overBudget(): boolean {
     let now: bigint;
     try {
       now = this.isolate.cpuTime;
     } catch {
       return false;
     }
-    if (this.strayNs + (now - this.last) <= limitNs) return false;
-    return this.strayNs + this.ownThreadUsed(now, isolateCpuClock()) > limitNs;
-  }
-
-  /**
-   * Starts counting stray CPU afresh, as a call starts: such code gets at most the allowance per
-   * call its deployment is sent (not per quiet moment, which a loop could make by waiting).
-   */
-  forgiveStray(): void {
-    this.strayNs = 0n;
+    if (now <= this.last || !this.budget.exceededWith(now - this.last)) return false;
+    return this.budget.exceededWith(this.ownThreadUsed(now, isolateCpuClock()));
   }
 
   /** True when the execution running now has used more than `limitNs`, its current stretch included. */

@@ -1,5 +1,4 @@
 import type ivm from "isolated-vm";
-import { LIMITS } from "../../sdk/protocol/index.js";
 import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import { type IsolateLimits, wallLimitError } from "./limits.js";
@@ -21,14 +20,17 @@ export interface Watched {
   readonly limits: IsolateLimits;
   /** isolated-vm disposed the isolate by itself (its memory limit) or the sentinel stopped it. */
   lost(): void;
-  /** The isolate used too much CPU: `stray` when none of its calls was running (see CpuMeter.strayOver). */
+  /**
+   * The isolate used too much CPU (the running execution's, or the isolate's budget: see
+   * CpuBudget): `stray` when none of its calls is in flight, so that no call fails for it.
+   */
   overran(stray: boolean): void;
 }
 
 /**
  * Ticks while an isolate runs anything: an isolate that isolated-vm disposed (out of memory), then
- * every execution's wall-clock deadline, then the CPU of whoever runs now, and the CPU used while
- * no call runs (code a handler left running after its answer). Memory comes first, so a handler
+ * every execution's wall-clock deadline, then the CPU of whoever runs now, and the isolate's CPU
+ * whoever it is charged to (its budget: code a handler left running). Memory comes first, so a handler
  * whose heap grew to the limit is reported as such even if a time limit ends in the same tick.
  * It stops on an idle tick whose CPU clock stood still since the one before.
  */
@@ -80,9 +82,8 @@ export class IsolateWatchdog {
         execution.fail(wallLimitError(limits, execution.waitingCalls > 0));
       }
     });
-    const cpuNs = BigInt(limits.cpuMs) * 1_000_000n;
-    if (meter.overran(cpuNs) || meter.ranWithoutYield(cpuNs)) this.watched.overran(false);
-    else if (meter.strayOver(BigInt(LIMITS.strayCpuMs) * 1_000_000n)) this.watched.overran(true);
+    if (meter.overran(BigInt(limits.cpuMs) * 1_000_000n) || meter.overBudget())
+      this.watched.overran(running.size === 0);
   };
 
   /**

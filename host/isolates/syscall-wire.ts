@@ -48,7 +48,7 @@ export function readCall(json: unknown, running: SlotTable<RunningExecution>): R
   const namedId = start ? Number(start[1]) : undefined;
   if (namedId !== undefined) {
     const named = running.get(namedId);
-    if (!named || named.answered) throw notRunning();
+    if (!named || named.answered) throw notRunningError();
   }
   checkJsonShape(json, "A database call", LIMITS.syscallContainers, LIMITS.jsonMembers);
   const call = JSON.parse(json) as { requestId?: unknown; op?: unknown; args?: unknown };
@@ -62,7 +62,8 @@ export function readCall(json: unknown, running: SlotTable<RunningExecution>): R
 /** How the runtime's envelope of a platform call begins (runtime/bridge.ts `syscall`). */
 const ENVELOPE_START = /^\{"requestId":(\d{1,15}),/;
 
-function notRunning(): PlatformError {
+/** The error of a platform call whose execution is not running (ended, or failed meanwhile). */
+export function notRunningError(): PlatformError {
   return new PlatformError("forbidden", "This call does not belong to a running handler.");
 }
 
@@ -73,7 +74,7 @@ function notRunning(): PlatformError {
  */
 export function callerOf(call: ReadCall, transport: Transport): RunningExecution {
   const execution = call.execution;
-  if (!execution || execution.transport !== transport || execution.answered) throw notRunning();
+  if (!execution || execution.transport !== transport || execution.answered) throw notRunningError();
   if (typeof call.op !== "string") throw new PlatformError("bad_request", "Malformed platform call.");
   return execution;
 }

@@ -2,7 +2,7 @@ import { type CrossingText, wrapText } from "../../sdk/protocol/index.js";
 import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import type { ThreadedEntry } from "./isolate-loader.js";
-import { callerOf, encodeSyscallResult, readCall, wireError } from "./syscall-wire.js";
+import { callerOf, encodeSyscallResult, notRunningError, readCall, wireError } from "./syscall-wire.js";
 import type { ThreadLane } from "./thread-lane.js";
 import { lookForIsolateThreads } from "./thread-priority.js";
 import type { RunningExecution, Transport } from "./transport.js";
@@ -33,7 +33,7 @@ export class ThreadedTransport implements Transport {
     private readonly lane: ThreadLane,
     /**
      * Called as an answer goes back to the isolate's thread: the code it resumes may be one whose
-     * call already ended, which the watchdog must watch too (see CpuMeter.strayOver).
+     * call already ended, which the watchdog must watch too (see CpuBudget).
      */
     private readonly resuming: () => void,
   ) {}
@@ -53,7 +53,6 @@ export class ThreadedTransport implements Transport {
         .then(
           (wire) => {
             this.meter.boundary(null);
-            this.meter.yielded();
             this.lane.yielded();
             execution.finish(wire);
           },
@@ -77,11 +76,10 @@ export class ThreadedTransport implements Transport {
   }
 
   /**
-   * Serves one platform call from the isolate's thread: a CPU boundary at both ends, the call
-   * (a refused one too) a yield of the isolate's code (see CpuMeter.ranWithoutYield). The isolate
-   * may go on running its caller's code (a call it did not await: a log line), or other work
-   * queued meanwhile: that is charged to nobody until the next boundary, and bounded by the
-   * isolate's run between yields.
+   * Serves one platform call from the isolate's thread: a CPU boundary at both ends. The isolate
+   * posts a call without stopping, and may go on running its caller's code (a call it did not
+   * await: a log line) or other work queued meanwhile: that is charged to nobody until the next
+   * boundary, and bounded by the isolate's budget (see CpuBudget).
    */
   async serveCall(json: unknown): Promise<CrossingText> {
     let answer: string | undefined;
@@ -99,13 +97,18 @@ export class ThreadedTransport implements Transport {
       answer = encodeSyscallResult({ ok: false, error: wireError(error) });
     }
     this.meter.boundary(null);
-    this.meter.yielded();
     this.lane.yielded();
     if (execution !== undefined) {
       try {
         answer = encodeSyscallResult({ ok: true, value: await execution.onSyscall(op as string, args) });
       } catch (error) {
         answer = encodeSyscallResult({ ok: false, error: wireError(error) });
+      }
+      // Failed meanwhile (its wall limit, a slow database): its code is not resumed with a result
+      // to go on with, only to unwind, which its budget, cut as it ended, allows.
+      if (this.running.get(caller as number) !== execution) {
+        answer = encodeSyscallResult({ ok: false, error: wireError(notRunningError()) });
+        caller = null;
       }
     }
     await this.handOver();

@@ -16,10 +16,11 @@ export const EXECUTION_LIMITS = {
   /** CPU time one handler may use, in ms (watchdog on the isolate's CPU clock). */
   handlerCpuMs: 1000,
   /**
-   * CPU an isolate may use in one stretch while none of its calls runs, in ms: code a handler left
-   * running after its answer (a promise chain it did not await), or after its call failed at the
-   * wall limit. Beyond it the isolate is stopped, as at the CPU limit. Ours: such code was held to
-   * no limit, spun its thread for good, and kept the isolate from ever being evicted.
+   * CPU an isolate may use beyond what its calls in flight may (a handler's limit each), in ms:
+   * the microtasks a call leaves behind after its answer. Code a handler left running (a promise
+   * chain it did not await) used the isolate's thread with no limit and kept it from ever being
+   * evicted; now the isolate is stopped, as at the CPU limit, once it used more
+   * (host/isolates/cpu-budget.ts). Ours.
    */
   strayCpuMs: 50,
   /** Wall time one handler may take, in ms, including database waits. */
