@@ -10,6 +10,7 @@ import {
   type LockOptions,
   PostgresKv,
 } from "./kv/index.js";
+import { holdingAllAtOnce } from "./locks-at-once.js";
 import { RecordStore } from "./records.js";
 import { type DatabaseQuota, databaseQuota } from "./row-bytes.js";
 import { TenantDatabase } from "./tenant-database.js";
@@ -242,20 +243,8 @@ export class HostDatabase {
       return first === undefined ? work() : this.exclusive(first, () => inOrder(others), options);
     };
     if (this.store.supports.sharedAcrossProcesses) return inOrder(sorted);
-    for (let round = 0; round < AT_ONCE_ROUNDS; round++) {
-      options?.signal?.throwIfAborted();
-      const release = this.locks.tryHoldAll(sorted);
-      if (release) {
-        try {
-          return await work();
-        } finally {
-          release();
-        }
-      }
-      await this.exclusive(this.locks.busyOf(sorted) as string, async () => {});
-    }
-    options?.signal?.throwIfAborted();
-    return unlocked();
+    const waitFor = (name: string) => this.exclusive(name, async () => {});
+    return holdingAllAtOnce(this.locks, sorted, waitFor, work, unlocked, AT_ONCE_ROUNDS, options?.signal);
   }
 
   /** The database of deployment `id`, loaded once and shared. */

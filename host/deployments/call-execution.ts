@@ -10,6 +10,7 @@ import { checkAppCall, checkEndpointCall } from "../access/index.js";
 import type { SessionProof } from "../auth/index.js";
 import type { HostDatabase, ReadSet } from "../db/index.js";
 import { type IsolatePool, retryAbandoned } from "../isolates/index.js";
+import { type CallObserver, IGNORE_CALLS } from "./call-observer.js";
 import { CALL_KINDS, nextSeed } from "./dispatch.js";
 import { HandlerRun } from "./handler-run.js";
 import { IdempotencySweeper, IdempotentMutation } from "./idempotency.js";
@@ -52,20 +53,6 @@ export interface Call {
   /** The incarnation the caller was checked for (a socket's): refused on another (the id re-created). */
   incarnation?: string | null | undefined;
 }
-
-/**
- * What call execution reports as calls end, for the host's metrics: an interface of this layer
- * (the metrics implement it); the default ignores it. `kind` is the call log's kind, `status`
- * `ok` or the error code the caller got.
- */
-export interface CallObserver {
-  /** A call ran and settled after `seconds`, having used `usage`. */
-  settled(deployment: string, kind: string, status: string, seconds: number, usage: CallUsage): void;
-  /** A call was refused before it ran: no such handler, access denied, or quarantined. */
-  refused(deployment: string, kind: string, status: string): void;
-}
-
-const IGNORE_CALLS: CallObserver = { settled() {}, refused() {} };
 
 /** Thrown before a call runs when its deployment was redeployed since its record was read. */
 class RedeployedMeanwhile extends Error {

@@ -1,5 +1,6 @@
 /** `host/deployments`: deployment records, artifacts, the deploy pipeline and handler calls. */
-export type { Call, CallObserver, CallResult } from "./call-execution.js";
+export type { Call, CallResult } from "./call-execution.js";
+export type { CallObserver } from "./call-observer.js";
 export type { ClientManifestEntry, FoundClientFile } from "./client-files.js";
 export { type ClientFileInput, checkClientPath } from "./client-input.js";
 export { type DataActor, DataConsole } from "./data-console.js";
