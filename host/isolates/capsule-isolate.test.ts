@@ -57,6 +57,12 @@ const CODE = `var __platform_capsule = {
       }
       return x;
     },
+    waitThenCompute: async (ctx, args) => {
+      await ctx.db.items.count();
+      let x = 0;
+      for (let i = 0; i < args.steps; i++) x = (x * 31 + i) | 0;
+      return x;
+    },
     callThenSpin: async (ctx) => { await ctx.db.items.count(); ctx.db.items.count(); for (;;) {} },
   } },
 };`;
@@ -180,12 +186,13 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
     expect(isolate.isDisposed).toBe(false);
   });
 
-  it("a loop after a call it did not await is stopped at the handler's CPU limit", async () => {
-    // Before, the isolate's CPU after a call was charged to nobody until the call's answer.
+  it("a loop after a call it did not await is stopped once it used what its call may", async () => {
+    // The isolate's CPU after a call is charged to nobody until the next boundary: before, such a
+    // loop was never stopped for CPU (its wall limit failed it, and it ran on).
     const isolate = await isolateWith({ cpuMs: 100, wallMs: 60_000 }, false);
-    expect(await failureOf(isolate.execute(query("callThenSpin"), () => 0))).toEqual({
+    // Stopped as its own (the answer's hand-over charges the loop to it) or as the isolate's.
+    expect(await failureOf(isolate.execute(query("callThenSpin"), () => 0))).toMatchObject({
       code: "timeout",
-      message: "The handler used more than 100 ms of CPU time and was stopped.",
     });
     expect(isolate.isDisposed).toBe(true);
   });
@@ -233,8 +240,6 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
     // Stray CPU was counted only while no call was in flight, and each refused call ended a
     // stretch: with a call kept waiting at all times, the loop ran charged to nobody, for good.
     const isolate = await isolateWith({ cpuMs: 200, wallMs: 1000 }, false);
-    let strayStops = 0;
-    isolate.onStrayStop = () => strayStops++;
     expect(await isolate.execute(query("leaveCalling"), () => 0)).toMatchObject({ ok: true });
     const keepAlive = () => {
       if (!isolate.isDisposed) isolate.execute(query("wait"), () => 0).catch(() => {});
@@ -261,6 +266,25 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
     expect(strayStops).toBe(0);
     expect(isolate.isDisposed).toBe(false);
   });
+
+  it("a call failing at its wall limit while it computes does not take another call's room", async () => {
+    // A (600 ms of CPU) gets its answer 300 ms before its wall limit and fails mid-work, its code
+    // unwinding charged to nobody; B (700 ms) is answered once A's code is done. A's stretch under
+    // way was charged only after the budget was cut as A failed: B, within its own limit, was
+    // stopped (a review).
+    const isolate = await isolateWith({ wallMs: 5000 }, false);
+    const calibration = await isolate.execute(query("waitThenCompute", { steps: 3e7 }), () => 0);
+    const stepsFor = (ms: number) => Math.round((3e7 / calibration.cpuMs) * ms);
+    const answerAfter = (ms: number) => () => new Promise((resolve) => setTimeout(resolve, ms, 0));
+    const a = isolate
+      .execute(query("waitThenCompute", { steps: stepsFor(600) }), answerAfter(4700))
+      .catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    const b = isolate.execute(query("waitThenCompute", { steps: stepsFor(700) }), answerAfter(2500));
+    expect(await a).toMatchObject({ code: "timeout" });
+    expect(await b).toMatchObject({ ok: true });
+    expect(isolate.isDisposed).toBe(false);
+  }, 30_000);
 
   it("a handler that leaves nothing running keeps its isolate", async () => {
     const isolate = await isolateWith({}, false);

@@ -76,8 +76,8 @@ export class CapsuleIsolate implements InlineHost {
       meter: this.meter,
       limits,
       lost: () => this.stop(this.lostReason()),
-      overran: (stray) => {
-        this.stop("cpu");
+      overran: (budget, stray) => {
+        this.stop(budget ? "budget" : "cpu");
         if (stray) this.onStrayStop();
       },
     });
@@ -199,8 +199,10 @@ export class CapsuleIsolate implements InlineHost {
       // a loop long before it unless the isolate's thread hardly ran).
       throw this.stop(this.isolate.isDisposed ? this.lostReason() : "cpu");
     } finally {
+      this.meter.catchUp();
       this.running.delete(requestId);
-      this.meter.budget.ended(this.running.size);
+      const unused = execution.answered ? 0n : BigInt(this.limits.cpuMs) * 1_000_000n - execution.cpuNs;
+      this.meter.budget.ended(this.running.size, unused);
       transport.ended();
     }
     if (handler !== undefined) this.standing.noteExecution(handler, execution.cpuNs);

@@ -27,9 +27,13 @@ export class CpuBudget {
     this.leftNs -= ns;
   }
 
-  /** A call ended (answered, failed, or given up); `inFlight` calls are left. */
-  ended(inFlight: number): void {
-    const most = BigInt(inFlight) * this.perCallNs + this.strayNs;
+  /**
+   * A call ended; `inFlight` calls are left. One that failed (its wall limit) may still be running
+   * its code, which unwinds charged to nobody: `unusedNs` of its own limit stays, until the next
+   * call ends, rather than come out of the room of the calls in flight.
+   */
+  ended(inFlight: number, unusedNs = 0n): void {
+    const most = BigInt(inFlight) * this.perCallNs + this.strayNs + (unusedNs > 0n ? unusedNs : 0n);
     if (this.leftNs > most) this.leftNs = most;
   }
 

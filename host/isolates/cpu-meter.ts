@@ -54,7 +54,9 @@ export class CpuMeter {
    * main thread, has no use for.
    */
   boundary(next: number | null): void {
-    const now = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
+    const read = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
+    // Never backwards: a clock that went back would credit the budget.
+    const now = read > this.last ? read : this.last;
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
     const following = next === null ? undefined : this.running.get(next);
     const inline =
@@ -116,13 +118,23 @@ export class CpuMeter {
     if (used < measured) {
       const excess = measured - used;
       for (const { execution, ns } of this.entryCharges) execution.cpuNs -= (ns * excess) / measured;
+      this.budget.spent(-excess);
     }
     this.entryCharges.length = 0;
     return used;
   }
 
-  /** True when the stretch under way takes the isolate past its {@link budget}. */
+  /**
+   * Charges the stretch under way to whoever runs now, who still runs: an execution that failed
+   * (its wall limit) is charged what it used before the budget is cut as it ends.
+   */
+  catchUp(): void {
+    this.boundary(this.runningNow);
+  }
+
+  /** True when the isolate is past its {@link budget}, the stretch under way included. */
   overBudget(): boolean {
+    if (this.budget.exceededWith(0n)) return true;
     let now: bigint;
     try {
       now = this.isolate.cpuTime;

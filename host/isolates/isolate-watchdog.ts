@@ -21,10 +21,10 @@ export interface Watched {
   /** isolated-vm disposed the isolate by itself (its memory limit) or the sentinel stopped it. */
   lost(): void;
   /**
-   * The isolate used too much CPU (the running execution's, or the isolate's budget: see
-   * CpuBudget): `stray` when none of its calls is in flight, so that no call fails for it.
+   * The isolate used too much CPU: the running execution's, or (`budget`) the isolate's, whoever
+   * is charged (see CpuBudget); `stray` when none of its calls is in flight, so none fails for it.
    */
-  overran(stray: boolean): void;
+  overran(budget: boolean, stray: boolean): void;
 }
 
 /**
@@ -82,8 +82,8 @@ export class IsolateWatchdog {
         execution.fail(wallLimitError(limits, execution.waitingCalls > 0));
       }
     });
-    if (meter.overran(BigInt(limits.cpuMs) * 1_000_000n) || meter.overBudget())
-      this.watched.overran(running.size === 0);
+    if (meter.overran(BigInt(limits.cpuMs) * 1_000_000n)) this.watched.overran(false, false);
+    else if (meter.overBudget()) this.watched.overran(true, running.size === 0);
   };
 
   /**

@@ -23,7 +23,7 @@ export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
  * isolate by itself only when it reaches its memory limit, so an isolate found disposed that the
  * host did not stop ran out of memory. The executions in flight fail with {@link stopError}.
  */
-export type StopReason = "cpu" | "memory" | "stopped" | "failed";
+export type StopReason = "cpu" | "budget" | "memory" | "stopped" | "failed";
 
 /** The error every execution in flight gets when its isolate is stopped for `reason`. */
 export function stopError(reason: StopReason, limits: IsolateLimits): PlatformError {
@@ -32,6 +32,11 @@ export function stopError(reason: StopReason, limits: IsolateLimits): PlatformEr
       return new PlatformError(
         "timeout",
         `The handler used more than ${limits.cpuMs} ms of CPU time and was stopped.`,
+      );
+    case "budget":
+      return new PlatformError(
+        "timeout",
+        `The deployment's code used more CPU than its calls in flight may (${limits.cpuMs} ms each; code a handler left running counts too), and its isolate was stopped.`,
       );
     case "memory":
       return new PlatformError(
