@@ -54,9 +54,9 @@ export class CpuMeter {
    * main thread, has no use for.
    */
   boundary(next: number | null): void {
-    const read = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
+    let now = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
     // Never backwards: a clock that went back would credit the budget.
-    const now = read > this.last ? read : this.last;
+    if (now < this.last) now = this.last;
     const ran = this.runningNow === null ? undefined : this.running.get(this.runningNow);
     const following = next === null ? undefined : this.running.get(next);
     const inline =
