@@ -178,8 +178,9 @@ export class IsolateKeeper {
 
   /**
    * Makes `isolate` the one that serves calls, named as the deployment is now (its owner may have
-   * changed while it started: a claim). A stop for CPU used while none of its calls ran (code a
-   * handler left running) counts as a stop for its CPU limit, though no call fails for it.
+   * changed while it started: a claim). A stop for its CPU budget with none of its calls in flight
+   * (code a handler left running: see CpuBudget) counts as a stop for its CPU limit, though no
+   * call fails for it.
    */
   private install(isolate: CapsuleIsolate): void {
     this.isolate = isolate;
