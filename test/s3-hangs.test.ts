@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
 import { sendRequest } from "../cli/http.js";
 import { S3BlobStore, type S3Settings } from "../host/storage/index.js";
 import { LIMITS } from "../sdk/protocol/index.js";
-import { deployOwnedWithSession, startTestHost } from "./helpers/host.js";
+import { deployOwnedWithSession, startTestHost, type TestHost } from "./helpers/host.js";
 
 let s3: S3rver;
 let directory: string;
@@ -76,6 +76,14 @@ afterAll(async () => {
   await rm(directory, { recursive: true, force: true });
 });
 
+/** One small file uploaded to deployment `files` with `token`. */
+const upload = (host: TestHost, token: string) =>
+  sendRequest(`${host.deploymentUrl("files")}/storage`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
+    body: Buffer.from("bytes"),
+  });
+
 const settings = (endpoint: string): S3Settings => ({
   endpoint,
   bucket: `b${randomBytes(6).toString("hex")}`,
@@ -129,11 +137,7 @@ it("answers an upload 503 while the bucket hangs, and a host does not start on o
   try {
     const token = await deployOwnedWithSession(host, "files", "access", "a@example.com");
     proxy.hang();
-    const uploaded = await sendRequest(`${host.deploymentUrl("files")}/storage`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
-      body: Buffer.from("bytes"),
-    });
+    const uploaded = await upload(host, token);
     expect(uploaded.status, uploaded.text()).toBe(503);
     expect(uploaded.json<{ error: { code: string } }>().error.code).toBe("unavailable");
     // A host cannot start on a bucket that does not answer: it fails rather than wait forever.
@@ -154,16 +158,10 @@ it("refuses an upload to a full store before it writes anything, even while the 
   });
   try {
     const token = await deployOwnedWithSession(host, "files", "access", "a@example.com");
-    const upload = () =>
-      sendRequest(`${host.deploymentUrl("files")}/storage`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream" },
-        body: Buffer.from("bytes"),
-      });
-    for (let i = 0; i < 2; i++) expect((await upload()).status).toBe(201);
+    for (let i = 0; i < 2; i++) expect((await upload(host, token)).status).toBe(201);
     proxy.hang();
     // Before, its bytes were written first (here: until the bucket's timeouts, then 503).
-    const refused = await upload();
+    const refused = await upload(host, token);
     expect(refused.status, refused.text()).toBe(413);
     expect(refused.json<{ error: { code: string } }>().error.code).toBe("quota_exceeded");
     expect(proxy.held.size).toBe(0);
