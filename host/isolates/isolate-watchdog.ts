@@ -2,6 +2,7 @@ import type ivm from "isolated-vm";
 import type { CpuMeter } from "./cpu-meter.js";
 import type { SlotTable } from "./inline/slot-table.js";
 import { type IsolateLimits, wallLimitError } from "./limits.js";
+import { clockOf } from "./thread-lane.js";
 import type { RunningExecution } from "./transport.js";
 
 /** How often the watchdog checks the CPU and wall-clock limits of what runs (ms). */
@@ -99,14 +100,5 @@ export class IsolateWatchdog {
     this.idleClock = clock;
     if (this.stillTicks === 0) return false;
     return clock !== this.handedClock || this.stillTicks >= HANDED_WORK_WAIT_TICKS;
-  }
-}
-
-/** The isolate's CPU clock; undefined once it is gone. */
-function clockOf(isolate: ivm.Isolate): bigint | undefined {
-  try {
-    return isolate.isDisposed ? undefined : isolate.cpuTime;
-  } catch {
-    return undefined;
   }
 }

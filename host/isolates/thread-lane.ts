@@ -133,7 +133,7 @@ export class ThreadLane {
 }
 
 /** The isolate's CPU clock; undefined once it is gone (isolated-vm may dispose it on its own thread). */
-function clockOf(isolate: TokenIsolate): bigint | undefined {
+export function clockOf(isolate: TokenIsolate): bigint | undefined {
   if (isolate.isDisposed) return undefined;
   try {
     return isolate.cpuTime;
