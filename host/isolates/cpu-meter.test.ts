@@ -72,3 +72,47 @@ describe("the CPU an inline entry is charged", () => {
     expect(execution.cpuNs).toBe(3n * MS);
   });
 });
+
+describe("the shared clock of isolates' threads", () => {
+  /** A meter whose shared clock counts its readings and runs at half the isolate's figure. */
+  function countedMeter() {
+    const isolate = { isDisposed: false, cpuTime: 0n };
+    const running = new SlotTable<RunningExecution>();
+    let readings = 0;
+    const meter = new CpuMeter(isolate as unknown as ivm.Isolate, running, 1000, () => {
+      readings++;
+      return isolate.cpuTime / 2n;
+    });
+    const execution = (ownThread: boolean) =>
+      ({ transport: { ownThread } as Transport, cpuNs: 0n }) as RunningExecution;
+    return { isolate, running, meter, execution, readings: () => readings };
+  }
+
+  it("is not read at an idle isolate's boundary, such as the end of an inline call", () => {
+    const { isolate, running, meter, execution, readings } = countedMeter();
+    running.set(1, execution(false));
+    meter.endInlineEntry(meter.beginInlineEntry(1), () => undefined);
+    isolate.cpuTime += 3n * MS;
+    meter.endInlineEntry(meter.beginInlineEntry(1), () => undefined);
+    running.delete(1);
+    // A reading may take a sample of every isolate thread's figures: nothing ran to be charged.
+    meter.catchUp();
+    expect(readings()).toBe(0);
+  });
+
+  it("is read when a stretch on the isolate's own thread starts, ends, or ran for nobody", () => {
+    const { isolate, running, meter, execution, readings } = countedMeter();
+    const threaded = execution(true);
+    running.set(1, threaded);
+    meter.boundary(1);
+    expect(readings()).toBe(1);
+    isolate.cpuTime += 4n * MS;
+    meter.boundary(null);
+    expect(readings()).toBe(2);
+    expect(threaded.cpuNs).toBe(2n * MS);
+    // Stray CPU on the isolate's thread, charged to nobody but the isolate's budget.
+    isolate.cpuTime += 2n * MS;
+    meter.catchUp();
+    expect(readings()).toBe(3);
+  });
+});

@@ -41,6 +41,8 @@ export class CpuMeter {
     private readonly running: SlotTable<RunningExecution>,
     /** A handler's CPU limit (ms): what each call adds to the {@link budget}. */
     cpuMs: number = LIMITS.handlerCpuMs,
+    /** The clock of isolates' threads' time on a core (tests give their own). */
+    private readonly sharedClock: () => bigint = isolateCpuClock,
   ) {
     // What loading the capsule used is nobody's.
     this.last = isolate.cpuTime;
@@ -49,9 +51,11 @@ export class CpuMeter {
 
   /**
    * Charges the CPU since the last boundary, then records who runs next. The shared clock is read
-   * only when the stretch that ends or the one that starts is on the isolate's own thread: a
-   * reading may take a sample (a file of `/proc` per isolate thread), which an inline entry, on the
-   * main thread, has no use for.
+   * only when a stretch on the isolate's own thread is charged or starts: a reading may take a
+   * sample (a file of `/proc` per isolate thread, about 0.3 ms), which an inline entry, on the main
+   * thread, has no use for, nor an idle isolate's boundary, such as an inline call's end after the
+   * host was idle. Its last reading then stays, older: a stray stretch charged against it later is
+   * discounted less, never more.
    */
   boundary(next: number | null): void {
     let now = this.isolate.isDisposed ? this.last : this.isolate.cpuTime;
@@ -61,7 +65,8 @@ export class CpuMeter {
     const following = next === null ? undefined : this.running.get(next);
     const inline =
       this.inEntry || ran?.transport.ownThread === false || following?.transport.ownThread === false;
-    const shared = inline ? this.lastShared : isolateCpuClock();
+    const idle = ran === undefined && now === this.last && following === undefined;
+    const shared = inline || idle ? this.lastShared : this.sharedClock();
     if (ran) {
       const ns = this.used(ran, now, shared);
       ran.cpuNs += ns;
@@ -142,7 +147,7 @@ export class CpuMeter {
       return false;
     }
     if (now <= this.last || !this.budget.exceededWith(now - this.last)) return false;
-    return this.budget.exceededWith(this.ownThreadUsed(now, isolateCpuClock()));
+    return this.budget.exceededWith(this.ownThreadUsed(now, this.sharedClock()));
   }
 
   /** True when the execution running now has used more than `limitNs`, its current stretch included. */
@@ -158,6 +163,6 @@ export class CpuMeter {
     if (!ran) return false;
     // The cheap figure first: the clock is read only when the isolate's own says over.
     if (ran.cpuNs + (now - this.last) <= limitNs) return false;
-    return ran.cpuNs + this.used(ran, now, isolateCpuClock()) > limitNs;
+    return ran.cpuNs + this.used(ran, now, this.sharedClock()) > limitNs;
   }
 }
