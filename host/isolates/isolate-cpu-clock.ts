@@ -1,10 +1,5 @@
-import { readFileSync } from "node:fs";
-import {
-  forgetIsolateThread,
-  isolateThreadIds,
-  lookForIsolateThreads,
-  setBusyIsolateThreads,
-} from "./thread-priority.js";
+import { closeSchedstatsBut, readSchedstat } from "./schedstat-files.js";
+import { forgetIsolateThread, isolateThreadIds, setBusyIsolateThreads } from "./thread-priority.js";
 
 /**
  * A clock that runs at the pace isolates' threads actually get a core. isolated-vm measures the
@@ -36,37 +31,29 @@ let share = 1;
 /** Each thread's time on a core and time waiting for one at the last sample (ns). */
 const lastFigures = new Map<string, [number, number]>();
 
-/** Reads one thread's schedstat figures; undefined when it ended or cannot be read. */
-function figures(id: string): [number, number] | undefined {
-  try {
-    const [ran, waited] = readFileSync(`/proc/self/task/${id}/schedstat`, "latin1").split(" ");
-    const pair: [number, number] = [Number(ran), Number(waited)];
-    return Number.isFinite(pair[0]) && Number.isFinite(pair[1]) ? pair : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** A thread runnable (on a core or waiting for one) over at least this part of an interval is busy. */
 const BUSY_PART = 0.5;
 
 /**
  * Measures the share of the last interval and advances the clock by it; tells thread-priority.ts
- * which isolates' threads were busy.
+ * which isolates' threads were busy. Reads the threads known: listing `/proc/self/task` here too
+ * cost an idle host's next call 0.1 ms, and new threads are looked for at each threaded start and
+ * by the pool's sweep (isolate-pool.ts).
  */
 function sample(now: bigint): void {
-  lookForIsolateThreads();
   const busyFrom = Number(now - sampledAt) * BUSY_PART;
   const busy = new Set<string>();
   let ran = 0;
   let waited = 0;
+  const read = new Set<string>();
   for (const id of isolateThreadIds()) {
-    const current = figures(id);
+    const current = readSchedstat(id);
     if (!current) {
       forgetIsolateThread(id);
       lastFigures.delete(id);
       continue;
     }
+    read.add(id);
     const previous = lastFigures.get(id) ?? [0, 0];
     const threadRan = current[0] - previous[0];
     const threadWaited = current[1] - previous[1];
@@ -76,6 +63,11 @@ function sample(now: bigint): void {
     lastFigures.set(id, current);
   }
   setBusyIsolateThreads(busy);
+  // Threads thread-priority.ts no longer lists (ended, seen gone by its sweep) keep no file open.
+  if (lastFigures.size > read.size) {
+    for (const id of [...lastFigures.keys()]) if (!read.has(id)) lastFigures.delete(id);
+    closeSchedstatsBut(read);
+  }
   const measured = ran + waited > 0 ? Math.max(MIN_SHARE, Math.min(1, ran / (ran + waited))) : 1;
   reading += BigInt(Math.round(Number(now - sampledAt) * measured));
   sampledAt = now;
