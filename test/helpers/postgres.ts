@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
+import { serverKeepaliveSql } from "../../host/db/kv/postgres-keepalive.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
 
 /** True where a PostgreSQL server can be started here. */
@@ -58,14 +59,23 @@ export interface SentQuery {
 
 /**
  * Records every statement any connection sends until `stop` is called: `sent` has the texts,
- * `queries` the texts with their parameters (the messages the driver puts on the wire).
+ * `queries` the texts with their parameters (the messages the driver puts on the wire). A new
+ * connection's set-up (the server's keepalive: host/db/kv/postgres-keepalive.ts) is left out
+ * unless `setUp` is true: the statements a test counts are the ones its reads and writes make.
  */
-export function recordQueries(): { sent: string[]; queries: SentQuery[]; stop: () => void } {
+export function recordQueries(options: { setUp?: boolean } = {}): {
+  sent: string[];
+  queries: SentQuery[];
+  stop: () => void;
+} {
   const query = pg.Client.prototype.query;
   const sent: string[] = [];
   const queries: SentQuery[] = [];
+  const setUp = serverKeepaliveSql();
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    if (typeof args[0] === "string") {
+    if (args[0] === setUp && options.setUp !== true) {
+      // Not recorded.
+    } else if (typeof args[0] === "string") {
       sent.push(args[0]);
       queries.push({ text: args[0], values: Array.isArray(args[1]) ? args[1] : undefined, client: this });
     } else if (typeof (args[0] as { text?: unknown } | undefined)?.text === "string") {

@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { type HostBus, type IfFree, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
+import { KEEP_ALIVE, serverKeepaliveSql } from "./postgres-keepalive.js";
 import { PostgresLocks } from "./postgres-locks.js";
 import type { Track } from "./postgres-parking.js";
 import { CHANNEL } from "./postgres-sql.js";
-import { KEEP_ALIVE } from "./postgres-watched-pool.js";
 
 /** A connection listening on the broadcast channel. */
 async function listen(url: string): Promise<pg.Client> {
@@ -13,6 +13,7 @@ async function listen(url: string): Promise<pg.Client> {
   listener.on("error", () => {});
   try {
     await listener.connect();
+    await listener.query(serverKeepaliveSql());
     await listener.query(`LISTEN ${CHANNEL}`);
   } catch (error) {
     await listener.end().catch(() => {});

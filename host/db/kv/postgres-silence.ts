@@ -1,6 +1,7 @@
 import pg from "pg";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { NOTHING_SENT } from "./kv.js";
+import { serverKeepaliveSql } from "./postgres-keepalive.js";
 
 /** How often the watch looks for round trips left unanswered (ms). */
 const LOOK_EVERY_MS = 1000;
@@ -118,14 +119,27 @@ export class SilenceWatch {
           watch.connections.delete(this);
           return this.connectTimedOut ? silentError(watch.silenceMs, error) : error;
         };
+        // Made, then asked for the server's keepalive before anyone uses it (within the same
+        // time): a server that refuses it leaves the connection as it was.
+        const made = (): Promise<void> =>
+          super.query(serverKeepaliveSql()).then(
+            () => {},
+            () => {},
+          );
         if (typeof callback === "function")
-          return super.connect((error: Error | undefined) => callback(settle(error) as Error | undefined));
-        return super.connect().then(
-          () => settle(undefined),
-          (error: unknown) => {
-            throw settle(error);
-          },
-        );
+          return super.connect((error: Error | undefined) => {
+            if (error) callback(settle(error) as Error | undefined);
+            else void made().then(() => callback(settle(undefined) as undefined));
+          });
+        return super
+          .connect()
+          .then(made)
+          .then(
+            () => settle(undefined),
+            (error: unknown) => {
+              throw settle(error);
+            },
+          );
       }
 
       // biome-ignore lint/suspicious/noExplicitAny: as connect's, above.

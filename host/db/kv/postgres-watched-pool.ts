@@ -1,4 +1,5 @@
 import pg from "pg";
+import { KEEP_ALIVE } from "./postgres-keepalive.js";
 import { type PoolWaiter, refusedUnsent, type SilenceWatch } from "./postgres-silence.js";
 
 /**
@@ -44,9 +45,3 @@ export function watchedPool(watch: SilenceWatch, config: Omit<pg.PoolConfig, "Cl
   }
   return new WatchedPool(Object.assign({}, config, KEEP_ALIVE, { Client: watch.clientClass() }));
 }
-
-/**
- * TCP keepalive on every connection to the server: a connection a NAT or balancer dropped without
- * a word is found dead by the kernel instead of waited on for the TCP timeout (about 15 minutes).
- */
-export const KEEP_ALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
