@@ -149,10 +149,10 @@ export class IsolateKeeper {
   }
 
   /**
-   * Whom this deployment's code runs for, in crash reports: the owner the host knows, else the one
-   * its callers named.
+   * Whom this deployment's code runs for, in crash reports and the scheduler's shares per owner:
+   * the owner the host knows, else the one its callers named.
    */
-  private tenant(): Tenant {
+  tenant(): Tenant {
     // The newest record this host knows wins over a caller's, which may predate a claim.
     const known = this.knownOwner();
     return { deployment: this.deploymentId, owner: known !== undefined ? known : this.owner };

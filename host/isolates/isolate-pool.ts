@@ -146,7 +146,7 @@ export class IsolatePool {
         artifact,
         this.loadArtifact,
         this.factory,
-        this.scheduler.lane(deploymentId),
+        this.scheduler.lane(deploymentId, () => this.runners.get(deploymentId)?.tenant().owner),
         this.standing(deploymentId),
         () => {
           this.observer.isolateStarted();

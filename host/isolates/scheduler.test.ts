@@ -195,4 +195,112 @@ describe("FairScheduler", () => {
       await third.run;
     });
   });
+
+  describe("one developer's deployments", () => {
+    /** Starts one call on `lane` that records its start as `name` and hangs until the returned gate. */
+    function hang(lane: DeploymentLane, started: string[], name: string) {
+      const gate = deferred();
+      const run = lane.run(async () => {
+        started.push(name);
+        await gate.promise;
+      });
+      return { gate, run };
+    }
+
+    it("take the reserve only while none of them runs anything, as one deployment would", async () => {
+      const scheduler = new FairScheduler(4, 2);
+      const started: string[] = [];
+      // The attack: each of a developer's deployments with one call that hangs. Before, each had
+      // nothing running of its own, so each took a reserved slot and the host filled up.
+      const mine = ["a1", "a2", "a3", "a4"].map((id) =>
+        hang(
+          scheduler.lane(id, () => "dev-a"),
+          started,
+          id,
+        ),
+      );
+      expect(started).toEqual(["a1", "a2"]);
+      const other = hang(
+        scheduler.lane("b1", () => "dev-b"),
+        started,
+        "b1",
+      );
+      const unclaimed = hang(
+        scheduler.lane("c1", () => null),
+        started,
+        "c1",
+      );
+      expect(started).toEqual(["a1", "a2", "b1", "c1"]);
+      for (const call of [...mine, other, unclaimed]) call.gate.resolve();
+      await Promise.all([...mine, other, unclaimed].map((call) => call.run));
+      expect(started).toHaveLength(6);
+    });
+
+    it(`run ${LIMITS.ownerCallsInFlight} calls at most between them; the rest wait in their queues`, async () => {
+      const scheduler = new FairScheduler(LIMITS.ownerCallsInFlight + 8, 0);
+      const started: string[] = [];
+      const mine = Array.from({ length: LIMITS.ownerCallsInFlight + 2 }, (_, i) =>
+        hang(
+          scheduler.lane(`d${i}`, () => "dev-a"),
+          started,
+          `d${i}`,
+        ),
+      );
+      expect(started).toHaveLength(LIMITS.ownerCallsInFlight);
+      const other = hang(
+        scheduler.lane("b1", () => "dev-b"),
+        started,
+        "b1",
+      );
+      expect(started.at(-1)).toBe("b1");
+      // One of the developer's calls ends: one of their waiting calls takes its place.
+      mine[0]?.gate.resolve();
+      await mine[0]?.run;
+      await turn();
+      expect(started).toHaveLength(LIMITS.ownerCallsInFlight + 2);
+      expect(started.at(-1)).toBe(`d${LIMITS.ownerCallsInFlight}`);
+      for (const call of [...mine, other]) call.gate.resolve();
+      await Promise.all([...mine, other].map((call) => call.run));
+      expect(started).toHaveLength(LIMITS.ownerCallsInFlight + 3);
+    });
+
+    it("count against the owner a call's slot was taken for, after a claim too", async () => {
+      const scheduler = new FairScheduler(2, 1);
+      let owner: string | null = null;
+      const started: string[] = [];
+      const claimed = scheduler.lane("app", () => owner);
+      const first = hang(claimed, started, "first");
+      // Claimed while its call runs: the call's slot goes back to the deployment's own count.
+      owner = "dev-a";
+      const second = hang(claimed, started, "second");
+      expect(started).toEqual(["first", "second"]);
+      first.gate.resolve();
+      second.gate.resolve();
+      await Promise.all([first.run, second.run]);
+      // Nothing is counted any more: the developer's next call finds the reserve again.
+      const held = hang(
+        scheduler.lane("busy", () => "dev-b"),
+        started,
+        "busy",
+      );
+      await claimed.run(async () => started.push("after"));
+      expect(started).toEqual(["first", "second", "busy", "after"]);
+      held.gate.resolve();
+      await held.run;
+    });
+
+    it("hold one breached deployments' slot at most", async () => {
+      const scheduler = new FairScheduler(10, 0, 2);
+      const lanes = ["a1", "a2"].map((id) => scheduler.lane(id, () => "dev-a"));
+      const victim = scheduler.lane("v", () => "dev-v");
+      for (const lane of [...lanes, victim]) lane.markBreached();
+      const started: string[] = [];
+      const calls = lanes.map((lane) => hang(lane, started, lane.deploymentId));
+      const victims = hang(victim, started, "v");
+      expect(started).toEqual(["a1", "v"]);
+      for (const call of [...calls, victims]) call.gate.resolve();
+      await Promise.all([...calls, victims].map((call) => call.run));
+      expect(started).toHaveLength(3);
+    });
+  });
 });

@@ -11,6 +11,11 @@ import { PlatformError } from "../../sdk/values/index.js";
  * deployments with nothing running, so tenants whose calls hang or spin cannot fill the host: a
  * deployment arriving with one call finds a slot unless that many other deployments are busy at once.
  *
+ * Each rule holds per owner too (the developer account a deployment belongs to; an unclaimed
+ * deployment is its own owner): a developer's deployments together run at most
+ * {@link LIMITS.ownerCallsInFlight} calls, and take the reserve only while none of them runs
+ * anything. One developer's hundred deployments, each with one call that hangs, took every slot.
+ *
  * Deployments whose isolate was stopped for a limit lately also share
  * {@link LIMITS.breachedCallsRunning} slots between them (see {@link DeploymentLane.markBreached}):
  * their threads are the ones that spin and allocate, and the more of them run, the longer a thread
@@ -21,6 +26,8 @@ export class FairScheduler {
   private breachedFree: number;
   /** Lanes with waiting calls, in the order they get their next turn. */
   private readonly ready: DeploymentLane[] = [];
+  /** Slots each owner's calls hold, and breached deployments' slots (owners holding none are absent). */
+  private readonly owners = new Map<string, { running: number; breached: number }>();
   /** Set when the host closes: nothing starts any more. */
   closed = false;
 
@@ -45,9 +52,12 @@ export class FairScheduler {
     return this.ready.map((lane) => [lane.deploymentId, lane.waitingCount]);
   }
 
-  /** A lane for one deployment's calls. */
-  lane(deploymentId: string): DeploymentLane {
-    return new DeploymentLane(this, deploymentId);
+  /**
+   * A lane for one deployment's calls; `ownerOf` says whom it belongs to now (see
+   * {@link OwnerKey}), asked as each call takes its slot.
+   */
+  lane(deploymentId: string, ownerOf: () => string | null | undefined = () => undefined): DeploymentLane {
+    return new DeploymentLane(this, deploymentId, () => ownerKey(deploymentId, ownerOf()));
   }
 
   /**
@@ -60,14 +70,22 @@ export class FairScheduler {
   }
 
   /**
-   * Takes a slot for a lane with `inFlight` calls running when the rules allow it now, and for a
-   * breached lane one of the breached deployments' slots too.
+   * Takes a slot for a lane of `owner` when the rules allow it now, and for a breached lane one of
+   * the breached deployments' slots too (an owner holds one of those at most).
    */
-  tryTake(inFlight: number, breached: boolean): boolean {
-    if (this.closed || this.free <= (inFlight === 0 ? 0 : this.reserved)) return false;
-    if (breached && this.breachedFree === 0) return false;
+  tryTake(owner: OwnerKey, breached: boolean): boolean {
+    const held = this.owners.get(owner);
+    const running = held?.running ?? 0;
+    if (this.closed || this.free <= (running === 0 ? 0 : this.reserved)) return false;
+    if (running >= LIMITS.ownerCallsInFlight) return false;
+    if (breached && (this.breachedFree === 0 || (held !== undefined && held.breached > 0))) return false;
     this.free--;
     if (breached) this.breachedFree--;
+    if (held === undefined) this.owners.set(owner, { running: 1, breached: breached ? 1 : 0 });
+    else {
+      held.running++;
+      if (breached) held.breached++;
+    }
     return true;
   }
 
@@ -81,9 +99,15 @@ export class FairScheduler {
    * once, in turn, giving each that may take a slot one call's start; a lane that still waits goes
    * to the back of the line.
    */
-  release(breached: boolean): void {
+  release(owner: OwnerKey, breached: boolean): void {
     this.free++;
     if (breached) this.breachedFree++;
+    const held = this.owners.get(owner);
+    if (held !== undefined) {
+      held.running--;
+      if (breached) held.breached--;
+      if (held.running <= 0) this.owners.delete(owner);
+    }
     for (let turns = this.ready.length; turns > 0 && this.free > 0; turns--) {
       const lane = this.ready.shift() as DeploymentLane;
       if (lane.startNext()) this.ready.push(lane);
@@ -101,13 +125,14 @@ export class DeploymentLane {
   private inFlight = 0;
   /** Until when (ms since epoch) this deployment's calls count as breached. */
   private breachedUntil = 0;
-  /** Waiting calls; `start` is told whether the slot it got includes a breached deployments' one. */
-  private readonly waiting: Array<{ start: (breached: boolean) => void; refuse: (error: Error) => void }> =
-    [];
+  /** Waiting calls; `start` is told the slot it got (see {@link Slot}). */
+  private readonly waiting: Array<{ start: (slot: Slot) => void; refuse: (error: Error) => void }> = [];
 
   constructor(
     private readonly scheduler: FairScheduler,
     readonly deploymentId: string,
+    /** Whom the deployment's calls count against now. */
+    private readonly owner: () => OwnerKey,
   ) {}
 
   /** Calls waiting for a slot. */
@@ -121,9 +146,9 @@ export class DeploymentLane {
     const taken = this.waiting.length === 0 ? this.take() : null;
     if (taken !== null) return this.holding(work, taken);
     if (this.waiting.length >= LIMITS.deploymentQueuedCalls) return Promise.reject(this.busy());
-    return new Promise<boolean>((start, refuse) => {
+    return new Promise<Slot>((start, refuse) => {
       if (this.waiting.push({ start, refuse }) === 1) this.scheduler.enqueue(this);
-    }).then((breached) => this.holding(work, breached));
+    }).then((slot) => this.holding(work, slot));
   }
 
   /**
@@ -148,16 +173,13 @@ export class DeploymentLane {
     for (const call of this.waiting.splice(0)) call.refuse(stopping());
   }
 
-  /**
-   * Takes a slot for one call when the rules allow it now: `null` when not, else whether the slot
-   * includes a breached deployments' one (given back with it, even if the mark has expired by then).
-   */
-  private take(): boolean | null {
+  /** Takes a slot for one call when the rules allow it now: `null` when not. */
+  private take(): Slot | null {
     if (this.inFlight >= LIMITS.deploymentCallsInFlight) return null;
-    const breached = this.breached;
-    if (!this.scheduler.tryTake(this.inFlight, breached)) return null;
+    const slot = { owner: this.owner(), breached: this.breached };
+    if (!this.scheduler.tryTake(slot.owner, slot.breached)) return null;
     this.inFlight++;
-    return breached;
+    return slot;
   }
 
   /**
@@ -171,29 +193,29 @@ export class DeploymentLane {
   }
 
   /** Runs `work` in a slot already taken, and gives the slot back when it settles. */
-  private holding<T>(work: () => Promise<T>, breached: boolean): Promise<T> {
+  private holding<T>(work: () => Promise<T>, slot: Slot): Promise<T> {
     let result: Promise<T>;
     try {
       result = work();
     } catch (error) {
-      this.release(breached);
+      this.release(slot);
       return Promise.reject(error);
     }
     return result.then(
       (value) => {
-        this.release(breached);
+        this.release(slot);
         return value;
       },
       (error: unknown) => {
-        this.release(breached);
+        this.release(slot);
         throw error;
       },
     );
   }
 
-  private release(breached: boolean): void {
+  private release(slot: Slot): void {
     this.inFlight--;
-    this.scheduler.release(breached);
+    this.scheduler.release(slot.owner, slot.breached);
   }
 
   private busy(): PlatformError {
@@ -204,6 +226,26 @@ export class DeploymentLane {
       { retryAfterSeconds: seconds },
     );
   }
+}
+
+/**
+ * Whom a call's slot counts against: `owner:<developer>`, or for an unclaimed deployment
+ * `deployment:<id>` (it is its own owner).
+ */
+export type OwnerKey = string;
+
+function ownerKey(deploymentId: string, owner: string | null | undefined): OwnerKey {
+  return owner ? `owner:${owner}` : `deployment:${deploymentId}`;
+}
+
+/**
+ * A slot a call holds: whom it was counted against as it was taken, and whether it includes a
+ * breached deployments' one; both are given back as taken, whatever changed meanwhile (a claim,
+ * the mark's expiry).
+ */
+interface Slot {
+  owner: OwnerKey;
+  breached: boolean;
 }
 
 function stopping(): PlatformError {

@@ -50,6 +50,12 @@ export const EXECUTION_LIMITS = {
    */
   deploymentCallsInFlight: 64,
   /**
+   * Calls executing at once of all the deployments of one developer account together, on one host
+   * (an unclaimed deployment counts alone); past it their calls wait in their deployments' queues.
+   * Ours.
+   */
+  ownerCallsInFlight: 64,
+  /**
    * Bytes the host's code-cache files may take on its disk, all deployments together; beyond them
    * the least recently used are deleted (a tenant deploying thousands of versions would otherwise
    * fill the disk every tenant's data is on). Ours.
