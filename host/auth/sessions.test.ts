@@ -28,3 +28,24 @@ it("refuses what is not one plain mailbox", () => {
   for (const bad of ['"x" <a@b.c>', "a@b.c,d@e.f", "no-at-sign", "a@", "@b.c", 42, null])
     expect(() => normaliseEmail(bad), String(bad)).toThrow(/valid email address/);
 });
+
+it("is its own fixed point: a normalised address normalises to itself, letters that compose again included", () => {
+  // Composed, then lower-cased: the lower case of U+0386 is U+03AC, which composes with the iota
+  // below into U+1FB4. One pass left U+03AC U+0345, a second gave U+1FB4: a code mailed to the
+  // first spelling signed in the account of the second.
+  const typed = "\u0386\u0345x@example.com";
+  expect(normaliseEmail(typed)).toBe("\u1fb4x@example.com");
+  expect(normaliseEmail(normaliseEmail(typed))).toBe(normaliseEmail(typed));
+  // Every letter with a mark and an iota below, capital and small, typed decomposed and composed.
+  for (let code = 0x370; code <= 0x3ff; code++)
+    for (const marks of ["\u0345", "\u0301\u0345", "\u0313\u0345", "\u0342\u0345"]) {
+      const address = `${String.fromCodePoint(code)}${marks}x@example.com`;
+      let once: string;
+      try {
+        once = normaliseEmail(address);
+      } catch {
+        continue;
+      }
+      expect(normaliseEmail(once), address).toBe(once);
+    }
+});

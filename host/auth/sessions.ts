@@ -123,6 +123,19 @@ export function namedGuestUserId(name: unknown): string {
  * plain letter.
  */
 export function normaliseEmail(email: unknown): string {
+  // Lower-casing a composed letter can leave it decomposed again (Greek with a mark and an iota
+  // below), so one pass was not its own fixed point: a code mailed to one spelling signed in the
+  // account of another. Passes repeat until the form holds (two always did, over every letter).
+  let normalised = normaliseOnce(email);
+  for (let pass = 0; pass < 3; pass++) {
+    const again = normaliseOnce(normalised);
+    if (again === normalised) return normalised;
+    normalised = again;
+  }
+  return normalised;
+}
+
+function normaliseOnce(email: unknown): string {
   if (typeof email !== "string") throw new PlatformError("bad_request", "A valid email address is required.");
   const trimmed = email.trim();
   if ([...trimmed].some(asciiInDisguise))
