@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { DEFAULT_INLINE_POLICY, InlineStanding, nextCooldownMs } from "./policy.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DEFAULT_INLINE_POLICY, InlineOverrunBudget, InlineStanding, nextCooldownMs } from "./policy.js";
 
 const policy = { ...DEFAULT_INLINE_POLICY, cooldownMs: 1000, maxCooldownMs: 8000 };
 
@@ -51,5 +51,35 @@ describe("heavy handlers", () => {
     standing.charge(1_500_000n);
     standing.charge(500_000n);
     expect(standing.recentNs).toBe(2_000_000);
+  });
+});
+
+describe("the host's budget of demotions", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("holds back deployments demoted lately only: one demoted long ago no longer waits for it", () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const quick = { ...policy, overrunBurst: 2, overrunRefillMs: 60_000 };
+    const budget = new InlineOverrunBudget(quick);
+    const victim = new InlineStanding(quick, budget);
+    const attacker = new InlineStanding(quick, budget);
+    // The victim is demoted once (a collection at the wrong time); its cool-down ends.
+    victim.demote();
+    vi.setSystemTime(Date.now() + quick.cooldownMs);
+    expect(victim.allowed).toBe(true);
+    // Another tenant's overruns keep the budget empty: the victim, demoted lately, waits for it.
+    attacker.demote();
+    expect(victim.allowed).toBe(false);
+    // Quiet for the longest cool-down after its own ended: forgotten, it runs inline again,
+    // however empty the budget the other tenant keeps it.
+    vi.setSystemTime(Date.now() + quick.maxCooldownMs);
+    attacker.demote();
+    expect(victim.allowed).toBe(true);
+    // Demoted again, it is one demoted lately: after its cool-down, it waits for the budget again.
+    victim.demote();
+    vi.setSystemTime(Date.now() + quick.cooldownMs);
+    expect(victim.allowed).toBe(false);
   });
 });

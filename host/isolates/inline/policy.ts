@@ -158,11 +158,20 @@ export class InlineStanding {
     this.shareNs = BigInt(policy.shareMs) * 1_000_000n;
   }
 
-  /** True when the deployment may run inline now. */
+  /**
+   * True when the deployment may run inline now: not in a cool-down, and when demoted lately, while
+   * the host's budget of demotions is open. A demotion with no other within
+   * {@link InlinePolicy.maxCooldownMs} after its end is forgotten, as {@link nextCooldownMs} forgets
+   * it: kept for good, a tenant demoted once (a collection at the wrong time) depended on the budget
+   * as long as its process lived, which other tenants' overruns could keep empty.
+   */
   get allowed(): boolean {
-    return (
-      this.policy.enabled && Date.now() >= this.inlineAfter && (this.lastCooldownMs === 0 || this.budget.open)
-    );
+    if (!this.policy.enabled) return false;
+    const now = Date.now();
+    if (now < this.inlineAfter) return false;
+    if (this.lastCooldownMs !== 0 && now - this.inlineAfter >= this.policy.maxCooldownMs)
+      this.lastCooldownMs = 0;
+    return this.lastCooldownMs === 0 || this.budget.open;
   }
 
   /** True when `handler` (a kind and a name: see `handlerKey`) runs on the isolate's own thread for its weight. */
