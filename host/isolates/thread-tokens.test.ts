@@ -30,8 +30,9 @@ class FakeIsolate implements TokenIsolate {
 const TURN_NS = 50_000_000n;
 const SPARE_TURN_NS = 4_000_000n;
 
-function tokens(count = 2, shared = () => 0n, spareTurnNs = 0n): ThreadTokens {
-  return new ThreadTokens(count, TURN_NS, shared, spareTurnNs);
+/** Tokens whose lanes never wait long enough to go ahead for it, unless `starvedMs` says. */
+function tokens(count = 2, shared = () => 0n, spareTurnNs = 0n, starvedMs = 60_000): ThreadTokens {
+  return new ThreadTokens(count, TURN_NS, shared, spareTurnNs, starvedMs);
 }
 
 /** Resolves once `check` holds (the tokens settle at the end of the host's turn or on a 1 ms poll). */
@@ -139,6 +140,26 @@ describe("run tokens", () => {
     holder.ran();
     await until(() => l.handed.length === 1);
     expect(h.handed).toEqual(["start"]);
+  });
+
+  it("gives a free token to a lane that waited long before those that used less lately", async () => {
+    const pool = tokens(1, () => 0n, 0n, 20);
+    const heavy = new FakeIsolate();
+    const light = new FakeIsolate();
+    const holder = new FakeIsolate();
+    const h = started(pool, heavy);
+    heavy.ran(30_000_000n);
+    const blocker = started(pool, holder);
+    await until(() => blocker.handed.length === 1);
+    h.lane.post(() => h.handed.push("again"));
+    // The heavy lane has waited past its limit when a lighter one comes: it goes first.
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const l = started(pool, light);
+    holder.ran();
+    await until(() => h.handed.length === 2);
+    expect(l.handed).toEqual([]);
+    heavy.ran();
+    await until(() => l.handed.length === 1);
   });
 
   it("takes the token back from a lane whose work found nothing left to hand over", async () => {

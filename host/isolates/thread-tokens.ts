@@ -24,7 +24,9 @@ const POLL_MS = 1;
  * call and computes on keeps its token. A holder that has used more than
  * {@link LIMITS.isolateThreadTurnMs} of CPU since it took its token while others wait runs on
  * without one, so a handler spinning to its CPU limit holds the others up only that long. Lanes
- * waiting take the tokens that come free, those whose isolates used the least lately first.
+ * waiting take the tokens that come free, those whose isolates used the least lately first, but a
+ * lane waiting longer than {@link LIMITS.isolateThreadWaitMs} before any: thirty lanes of light
+ * work each, always using a little less, kept a slightly heavier tenant waiting for seconds.
  *
  * Busy holders run at a low priority, so on a busy machine a token can take far longer than its
  * CPU to come back, and a light tenant on its thread (moved there by one unlucky inline run) would
@@ -42,7 +44,8 @@ export class ThreadTokens implements LaneTokens {
   /** Spare tokens free: {@link spares}, less the one held. */
   private spareFree: number;
   private readonly holders = new Set<ThreadLane>();
-  private readonly waiting = new Set<ThreadLane>();
+  /** Lanes waiting, with when each began to (performance.now()). */
+  private readonly waiting = new Map<ThreadLane, number>();
   private poll: NodeJS.Timeout | null = null;
   /** Quick looks left after a holder's isolate yielded (see {@link maybeIdle}). */
   private lookAgain = 0;
@@ -54,6 +57,8 @@ export class ThreadTokens implements LaneTokens {
     readonly cpuClock: () => bigint,
     /** The spare token's turn (ns); 0: no spare token. */
     readonly spareTurnNs = 0n,
+    /** How long a lane waits before it goes ahead of those that used less lately (ms). */
+    private readonly starvedMs: number = LIMITS.isolateThreadWaitMs,
   ) {
     this.free = count;
     this.spares = spareTurnNs > 0n ? 1 : 0;
@@ -101,7 +106,7 @@ export class ThreadTokens implements LaneTokens {
   request(lane: ThreadLane): void {
     if (this.waiting.size === 0 && this.take(lane)) return;
     if (this.takeSpare(lane)) return;
-    this.waiting.add(lane);
+    if (!this.waiting.has(lane)) this.waiting.set(lane, performance.now());
     this.settle();
   }
 
@@ -171,9 +176,14 @@ export class ThreadTokens implements LaneTokens {
     }
     const now = performance.now();
     const order = [...this.waiting]
-      .filter((lane) => !lane.holding)
-      .map((lane) => ({ lane, use: lane.recentUse(now) }))
-      .sort((a, b) => a.use - b.use);
+      .filter(([lane]) => !lane.holding)
+      .map(([lane, since]) => ({ lane, since, use: lane.recentUse(now) }))
+      .sort((a, b) => {
+        const aStarved = now - a.since >= this.starvedMs;
+        const bStarved = now - b.since >= this.starvedMs;
+        if (aStarved !== bStarved) return aStarved ? -1 : 1;
+        return aStarved ? a.since - b.since : a.use - b.use;
+      });
     for (const { lane } of order) {
       if (this.take(lane)) this.waiting.delete(lane);
       else if (this.free === 0 && this.spareFree === 0) break;

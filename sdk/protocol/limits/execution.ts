@@ -113,4 +113,10 @@ export const EXECUTION_LIMITS = {
    * light tenant on its thread does not wait for busy tenants' turns.
    */
   isolateThreadLightTurnMs: 4,
+  /**
+   * How long a deployment's work may wait for a run token on its isolate's own thread before it
+   * goes ahead of the waiting deployments that used less CPU lately (host/isolates/thread-tokens.ts).
+   * Ours: a few turns, so many light tenants cannot keep a heavier one waiting.
+   */
+  isolateThreadWaitMs: 200,
 } as const;
