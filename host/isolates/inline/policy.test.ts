@@ -45,6 +45,20 @@ describe("heavy handlers", () => {
     expect(standing.allowed).toBe(true);
   });
 
+  it("start a deployment's handlers not measured yet as heavy when most of its measured ones are", () => {
+    const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, heavyMs: 2 });
+    expect(standing.heavy("query:first")).toBe(false);
+    standing.noteExecution("query:light", 100_000n);
+    expect(standing.heavy("query:new")).toBe(false);
+    // Rotating names, each spinning 14 ms: every new name is taken as heavy from the start.
+    for (let i = 0; i < 5; i++) standing.noteExecution(`query:b${i}`, 14_000_000n);
+    expect(standing.heavy("query:b99")).toBe(true);
+    // A handler measured light stays so; once most are light again, new ones start light.
+    expect(standing.heavy("query:light")).toBe(false);
+    for (let i = 0; i < 5; i++) standing.noteExecution(`query:l${i}`, 100_000n);
+    expect(standing.heavy("query:b100")).toBe(false);
+  });
+
   it("the recent inline CPU counts the current share window only", () => {
     const standing = new InlineStanding({ ...DEFAULT_INLINE_POLICY, windowMs: 60_000 });
     expect(standing.recentNs).toBe(0);

@@ -129,6 +129,8 @@ export function nextCooldownMs(
 
 /** Handlers whose average CPU a deployment's standing keeps; beyond it the oldest is forgotten. */
 const HANDLERS_KEPT = 1024;
+/** Heavy handlers a deployment must have, and most of its measured ones, for a new one to start heavy. */
+const HEAVY_HANDLERS_TO_DOUBT = 3;
 
 /**
  * A deployment's standing for inline runs: whether it is demoted now, its last cool-down, and its
@@ -149,6 +151,8 @@ export class InlineStanding {
    * over {@link InlinePolicy.heavyMs}, and until it falls below half of it.
    */
   private readonly handlers = new Map<string, { averageNs: number; heavy: boolean }>();
+  /** How many of {@link handlers} are heavy now (see {@link heavy}). */
+  private heavyHandlers = 0;
 
   constructor(
     readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY,
@@ -174,9 +178,17 @@ export class InlineStanding {
     return this.lastCooldownMs === 0 || this.budget.open;
   }
 
-  /** True when `handler` (a kind and a name: see `handlerKey`) runs on the isolate's own thread for its weight. */
+  /**
+   * True when `handler` (a kind and a name: see `handlerKey`) runs on the isolate's own thread for
+   * its weight. A handler not measured yet is heavy when most of the deployment's measured ones
+   * are, {@link HEAVY_HANDLERS_TO_DOUBT} at least: taken as light, a capsule of a thousand handlers
+   * each spinning 14 ms ran each one's first execution inline, and one deployment calling them in
+   * turn held the main thread for good.
+   */
   heavy(handler: string): boolean {
-    return this.handlers.get(handler)?.heavy === true;
+    const kept = this.handlers.get(handler);
+    if (kept) return kept.heavy;
+    return this.heavyHandlers >= HEAVY_HANDLERS_TO_DOUBT && this.heavyHandlers * 2 > this.handlers.size;
   }
 
   /** Inline CPU (ns) the deployment used in the current share window: the main thread's lightest go first. */
@@ -189,15 +201,20 @@ export class InlineStanding {
     const ns = Number(cpuNs);
     let kept = this.handlers.get(handler);
     if (!kept) {
-      if (this.handlers.size >= HANDLERS_KEPT)
-        this.handlers.delete(this.handlers.keys().next().value as string);
+      if (this.handlers.size >= HANDLERS_KEPT) {
+        const [oldest, forgotten] = this.handlers.entries().next().value as [string, { heavy: boolean }];
+        this.handlers.delete(oldest);
+        if (forgotten.heavy) this.heavyHandlers--;
+      }
       kept = { averageNs: 0, heavy: false };
       this.handlers.set(handler, kept);
     }
     kept.averageNs = movingAverage(kept.averageNs, ns);
     const heavyNs = this.policy.heavyMs * 1e6;
+    const was = kept.heavy;
     if (kept.averageNs > heavyNs) kept.heavy = true;
     else if (kept.averageNs < heavyNs / 2) kept.heavy = false;
+    if (kept.heavy !== was) this.heavyHandlers += kept.heavy ? 1 : -1;
   }
 
   /** Sends the deployment to its own thread for a cool-down. */
