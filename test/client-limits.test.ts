@@ -82,6 +82,25 @@ describe("guest sign-ins per client address", () => {
   }, 60_000);
 });
 
+describe("OpenID Connect sign-ins per client address", () => {
+  it(`allow ${LIMITS.oidcSignInsPerClient} per deployment, valid or not, then answer 429 with Retry-After`, async () => {
+    // Each one that signs in stores a session: one caller's fresh tokens filled the disk.
+    const oidc = () =>
+      sendRequest(`${host.deploymentUrl("neighbour")}/__platform/auth/oidc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ idToken: "not.a.token" }),
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < LIMITS.oidcSignInsPerClient; i++) statuses.push((await oidc()).status);
+    expect(statuses.filter((status) => status !== 401)).toEqual([]);
+    const refused = await oidc();
+    expect(refused.status).toBe(429);
+    expect(refused.json<{ error: { code: string } }>().error.code).toBe("limit_exceeded");
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+  }, 60_000);
+});
+
 describe("the client address of a request", () => {
   const request = (peer: string, forwardedFor?: string | string[]) =>
     ({

@@ -42,11 +42,12 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 const verifier = (path: string) =>
   new OidcVerifier([{ issuer: ISSUER, jwksUri: `${base}${path}`, audience: "app", deployments: "*" }]);
 
-const token = (expires = true) => {
-  const jwt = new SignJWT({ email: "ada@example.com", email_verified: true })
+const token = (expires = true, audience: string | string[] = "app", extra: Record<string, unknown> = {}) => {
+  const jwt = new SignJWT({ email: "ada@example.com", email_verified: true, ...extra })
     .setProtectedHeader({ alg: "RS256", kid: "k1" })
     .setIssuer(ISSUER)
-    .setAudience("app")
+    .setAudience(audience)
+    .setJti(Math.random().toString(36))
     .setIssuedAt();
   return (expires ? jwt.setExpirationTime("5m") : jwt).sign(privateKey);
 };
@@ -97,5 +98,32 @@ describe("OpenID Connect ID tokens and an issuer's JWKS", () => {
     for (let i = 0; i < 4; i++)
       await expect(failing.verifiedEmail("d", await token())).rejects.toMatchObject({ code: "unauthorized" });
     expect(asked.get("/down")).toBe(1);
+  });
+
+  it("signs in once per token: the same token again is refused, a new one is not", async () => {
+    const once = verifier("/good");
+    const first = await token();
+    expect(await once.verifiedEmail("d", first)).toBe("ada@example.com");
+    await expect(once.verifiedEmail("d", first)).rejects.toMatchObject({
+      code: "unauthorized",
+      message:
+        "This ID token was already used to sign in: sign in with the identity provider again for a new one.",
+    });
+    expect(await once.verifiedEmail("d", await token())).toBe("ada@example.com");
+  });
+
+  it("refuses a token for several clients that was not issued to this one (its azp)", async () => {
+    const several = verifier("/good");
+    await expect(
+      several.verifiedEmail("d", await token(true, ["app", "someone-else"])),
+    ).rejects.toMatchObject({
+      code: "unauthorized",
+    });
+    await expect(
+      several.verifiedEmail("d", await token(true, ["app", "someone-else"], { azp: "someone-else" })),
+    ).rejects.toMatchObject({ code: "unauthorized" });
+    expect(await several.verifiedEmail("d", await token(true, ["app", "someone-else"], { azp: "app" }))).toBe(
+      "ada@example.com",
+    );
   });
 });

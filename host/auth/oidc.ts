@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { createRemoteJWKSet, customFetch, decodeJwt, jwtVerify } from "jose";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { boundedJwksFetch } from "./jwks-fetch.js";
 
@@ -77,6 +79,11 @@ export function checkOidcIssuers(value: unknown, name: string): OidcIssuer[] {
  */
 export class OidcVerifier {
   private readonly keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+  /**
+   * The hashes of ID tokens that signed someone in, each until its expiry (ms since epoch), oldest
+   * first: one token signs in once on this host (see {@link verifiedEmail}).
+   */
+  private readonly used = new Map<string, number>();
   private readonly issuers: OidcIssuer[];
 
   constructor(issuers: readonly OidcIssuer[]) {
@@ -123,10 +130,38 @@ export class OidcVerifier {
         "The ID token is not valid (signature, issuer, audience or expiry).",
       );
     }
+    // OpenID Connect: a token for several clients names the one it was issued to.
+    if (audiences.length > 1 && payload.azp !== client.audience)
+      throw new PlatformError("unauthorized", "The ID token was issued to another client (its azp).");
     if (payload.email_verified !== true || typeof payload.email !== "string") {
       throw new PlatformError("forbidden", "The identity provider has not verified this email address.");
     }
+    this.spend(idToken, Number(payload.exp) * 1000);
     return payload.email;
+  }
+
+  /**
+   * Marks `idToken` used until `expiresAt`, or refuses it when it was: one ID token could sign in
+   * any number of times until it expired, a stored session each (1,186 in two seconds from one
+   * token), and a leaked one signed in again after its user signed out. Kept in this host's memory,
+   * at most {@link LIMITS.oidcTokensRemembered}, the oldest dropped first.
+   */
+  private spend(idToken: string, expiresAt: number): void {
+    const hash = createHash("sha256").update(idToken).digest("base64url");
+    const now = Date.now();
+    const until = this.used.get(hash);
+    if (until !== undefined && until > now)
+      throw new PlatformError(
+        "unauthorized",
+        "This ID token was already used to sign in: sign in with the identity provider again for a new one.",
+      );
+    this.used.delete(hash);
+    this.used.set(hash, expiresAt);
+    if (this.used.size <= LIMITS.oidcTokensRemembered) return;
+    for (const [kept, keptUntil] of this.used) {
+      if (keptUntil <= now || this.used.size > LIMITS.oidcTokensRemembered) this.used.delete(kept);
+      else break;
+    }
   }
 
   /** The key set of `client`'s JWKS, one per URL (an issuer may be listed once per client). */

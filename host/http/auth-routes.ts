@@ -74,6 +74,11 @@ const GUEST_SIGN_INS_PER_CLIENT = {
   perSecond: LIMITS.guestSignInsPerClient / LIMITS.guestSignInWindowSeconds,
 };
 
+const OIDC_SIGN_INS_PER_CLIENT = {
+  burst: LIMITS.oidcSignInsPerClient,
+  perSecond: LIMITS.oidcSignInsPerClient / LIMITS.guestSignInWindowSeconds,
+};
+
 /**
  * `/__platform/auth/*` at each deployment's origin: guest sign-in, token renewal, sign-out (the
  * session ends for good), email one-time
@@ -96,6 +101,7 @@ export function authRoutes(
   const hostCodeRequests = new RequestQuota(CODE_REQUESTS_PER_CLIENT_HOST_WIDE);
   // In platform dev the only client is the developer's (a test suite may make a guest per test).
   const guestSignIns = new RequestQuota(dev || !quota.enabled ? false : GUEST_SIGN_INS_PER_CLIENT);
+  const oidcSignIns = new RequestQuota(dev || !quota.enabled ? false : OIDC_SIGN_INS_PER_CLIENT);
   // Charged before the deployment is looked up, as app calls are: a flood of requests to an id
   // that names nothing costs a database read each, and is limited too.
   router.use(chargeRequest(quota, "auth"));
@@ -176,6 +182,15 @@ export function authRoutes(
   });
   router.post("/oidc", json, async (ctx) => {
     const body = ctx.state.json as Record<string, unknown>;
+    const client = quotaKey(ctx.state.deployment as string, null, quota.clientAddress(ctx.req));
+    if (!oidcSignIns.tryTake(client)) {
+      const retryAfterSeconds = Math.ceil(oidcSignIns.waitMs(client) / 1000);
+      throw new PlatformError(
+        "limit_exceeded",
+        `Too many sign-ins were made from your address (${LIMITS.oidcSignInsPerClient} an hour); retry in ${retryAfterSeconds} s.`,
+        { retryAfterSeconds },
+      );
+    }
     const email = await signIn.oidc.verifiedEmail(ctx.state.deployment as string, body.idToken);
     await signInAccount(ctx, auth, deployments, email);
   });

@@ -52,6 +52,17 @@ export const AUTH_LIMITS = {
   guestSignInsPerClient: 100,
   guestSignInWindowSeconds: 60 * 60,
   /**
+   * OpenID Connect sign-ins one client address may make per deployment per
+   * {@link LIMITS.guestSignInWindowSeconds} (not in `platform dev`). Ours: each stores a session,
+   * so with no bound one caller's fresh tokens filled the disk; room for an office behind one address.
+   */
+  oidcSignInsPerClient: 300,
+  /**
+   * ID tokens a host remembers as used, until each expires (one signs in once); past it the oldest
+   * are forgotten. Ours: about 100 bytes each.
+   */
+  oidcTokensRemembered: 200_000,
+  /**
    * Account sessions one developer may mint per minute for their deployments' users
    * (`POST /v1/deploys/<id>/sessions`; the operator's are not limited). Ours: each is a stored
    * record, kept until no token of it can be used.
