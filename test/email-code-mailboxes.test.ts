@@ -62,6 +62,25 @@ describe("sign-in mails per mailbox", () => {
     }
   });
 
+  it("count the networks of one IPv6 site (its /48) as one network", async () => {
+    const host = await startTestHost({ smtpUrl: smtp.url, trustProxy: true });
+    try {
+      expect((await host.deployFixture("p1", "guest-upgrade")).status).toBe(201);
+      let sent = 0;
+      // Each request from another /64 of one /48, as one attacker's site has 65,536 of them.
+      for (let i = 0; i < 3 * LIMITS.emailCodeMailsPerAddress; i++) {
+        const answer = await askCode(host, "p1", `site+${i}@example.com`, `2001:db8:7:${i.toString(16)}::1`);
+        expect([200, 429]).toContain(answer.status);
+        if (answer.body.sent) sent++;
+      }
+      expect(sent).toBe(LIMITS.emailCodeMailsPerAddress);
+      // Another site is counted apart.
+      expect((await askCode(host, "p1", "site+other@example.com", "2001:db8:8::1")).body.sent).toBe(true);
+    } finally {
+      await host.dispose();
+    }
+  });
+
   it("count Gmail's dotted forms and googlemail.com as one mailbox, and sign the exact address in", async () => {
     const host = await startTestHost({ smtpUrl: smtp.url });
     try {

@@ -12,7 +12,7 @@ import {
 } from "../auth/index.js";
 import type { DeploymentService } from "../deployments/index.js";
 import { jsonObjectBody, SMALL_BODY_BYTES } from "./body.js";
-import { clientAddressKey } from "./client-address.js";
+import { clientAddressKey, siteKey } from "./client-address.js";
 import { bearerToken } from "./credentials.js";
 import { chargeRequest, quotaKey, RequestQuota } from "./request-quota.js";
 import { ownPaths, under } from "./routing.js";
@@ -147,7 +147,9 @@ export function authRoutes(
     const body = ctx.state.json as Record<string, unknown>;
     const deployment = ctx.state.deployment as string;
     const address = quota.clientAddress(ctx.req);
-    const network = clientAddressKey(address);
+    // Mails are counted per site (an IPv6 /48, an IPv4 address): counted per /64, one site's
+    // 65,536 networks each had the host-wide and per-mailbox allowances of their own.
+    const network = siteKey(clientAddressKey(address));
     const client = quotaKey(deployment, null, address);
     const request = await signIn.emailCodes.start(
       deployment,
