@@ -143,6 +143,7 @@ describe("bad flag values are usage errors: exit 2, saying what to write", () =>
     [["host", "--request-quota", "lots"], "Write a number of requests per second (0 turns quotas off)."],
     [["host", "--database", "mysql://db/x"], "Write a postgres:// URL"],
     [["host", "--isolate-nice", "25"], "Write a whole number from 0 (off) to 19, e.g. 10."],
+    [["host", "--isolate-memory", "100"], "Write a whole number of MiB, 256 or more, e.g. 8192."],
     [["host", "--quarantine", "0"], "Write a whole number of seconds from 1 to 600, e.g. 5."],
     [["host", "--quarantine", "1.5"], "Write a whole number of seconds from 1 to 600, e.g. 5."],
     [

@@ -16,6 +16,8 @@ export interface HostFlags {
   s3Region?: string;
   metricsPort?: number;
   isolateNice?: number;
+  /** `--isolate-memory`: the live isolates' heaps together, in bytes. */
+  isolateMemory?: number;
   mainThreadRaise?: number;
   trustProxy?: boolean;
   /** The first quarantine of code that crashed the server (ms). */
@@ -62,6 +64,14 @@ function niceSteps(hint: string): (flag: string) => number {
     if (!Number.isInteger(steps) || steps < 0 || steps > 19) throw new InvalidArgumentError(hint);
     return steps;
   };
+}
+
+/** `--isolate-memory <MiB>`: the live isolates' heaps together, at least 256 MiB; bytes. */
+export function parseIsolateMemory(flag: string): number {
+  const mib = flag.trim() === "" ? Number.NaN : Number(flag);
+  if (!Number.isInteger(mib) || mib < 256)
+    throw new InvalidArgumentError("Write a whole number of MiB, 256 or more, e.g. 8192.");
+  return mib * 1024 * 1024;
 }
 
 /** `--isolate-nice`: 0 (off) to 19. */

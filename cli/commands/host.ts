@@ -11,6 +11,7 @@ import {
   backends,
   type HostFlags,
   parseDatabaseUrl,
+  parseIsolateMemory,
   parseIsolateNice,
   parseMainThreadRaise,
   parseQuarantine,
@@ -62,6 +63,7 @@ async function serve(flags: HostFlags): Promise<void> {
     ...(flags.metricsPort === undefined ? {} : { metricsPort: flags.metricsPort }),
     pool: {
       ...(flags.isolateNice === undefined ? {} : { isolateThreadNice: flags.isolateNice }),
+      ...(flags.isolateMemory === undefined ? {} : { maxHeapBytes: flags.isolateMemory }),
       ...(flags.mainThreadRaise === undefined ? {} : { mainThreadNiceRaise: flags.mainThreadRaise }),
     },
   });
@@ -172,6 +174,12 @@ export function registerHost(program: Command): void {
         "--isolate-nice <n>",
         "nice value of isolates' threads (Linux, 0-19; default 0, the host's priority): above 0, tenants computing on their own threads slow every other tenant less (lowered further while more than two are busy), but on a machine busy with other work tenants churning memory can stall the host for seconds (docs/security.md)",
       ).argParser(parseIsolateNice),
+    )
+    .addOption(
+      new Option(
+        "--isolate-memory <MiB>",
+        "the most the live isolates' heaps may hold together (default: half the machine's memory): past it, idle isolates are evicted, those of the developer whose isolates hold most first (docs/operators.md)",
+      ).argParser(parseIsolateMemory),
     )
     .addOption(
       new Option(

@@ -4,6 +4,7 @@ import { BreachPause } from "./breach-pause.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
 import type { Tenant } from "./crash-subjects.js";
+import { type HeapBudget, HeapWatch } from "./heap-budget.js";
 import { InlineStanding } from "./inline/index.js";
 import { IsolateDrain } from "./isolate-drain.js";
 import type { IsolateFactory } from "./isolate-factory.js";
@@ -37,8 +38,8 @@ export class IsolateKeeper {
   private lastStopped: CapsuleIsolate | null = null;
   /** Calls answered since the last stop for a limit (or since this keeper started). */
   private answeredSinceStop = 0;
-  /** A heap reading is under way (see weighHeap). */
-  private weighing = false;
+  /** The live isolate's heap at its last reading, the host's budget's share (see heap-budget.ts). */
+  readonly heap: HeapWatch;
   /** Set by {@link stop}: an isolate that finishes starting afterwards is freed at once. */
   private stopped = false;
   /** The isolates calls chose, and the one a redeploy replaced while calls still ran in it. */
@@ -71,8 +72,18 @@ export class IsolateKeeper {
     private readonly scope: () => string | undefined = () => undefined,
     /** The deployment's owner as the host knows it, for crash reports (it wins over callers'). */
     private readonly knownOwner: () => string | null | undefined = () => undefined,
+    /** The host's budget of isolates' heaps, which this deployment's live isolate counts against. */
+    heapBudget: HeapBudget | null = null,
   ) {
     this.pause = new BreachPause(deploymentId);
+    this.heap = new HeapWatch(heapBudget, (bytes, isolate, onOwnThread) => {
+      // A call on its own thread that leaves the heap above LIMITS.breachHeapShare of the memory
+      // limit, garbage included, counts as a stop (see DeploymentLane.markBreached): a handler that
+      // allocates most of its heap and returns just before the limit churns memory as one that
+      // breaches does, and twenty of them would otherwise run twenty such threads at once.
+      if (onOwnThread && bytes > isolate.limits.memoryMb * 1024 * 1024 * LIMITS.breachHeapShare)
+        this.lane.markBreached();
+    });
   }
 
   /** True while a handler of this deployment is in flight. */
@@ -111,6 +122,7 @@ export class IsolateKeeper {
     if (current) return current;
     this.drain.replace(this.isolate);
     this.isolate = null;
+    this.heap.watch(null);
     if (!this.starting) {
       const artifact = this.artifact;
       const lap = coldStartLaps();
@@ -184,6 +196,7 @@ export class IsolateKeeper {
    */
   private install(isolate: CapsuleIsolate): void {
     this.isolate = isolate;
+    this.heap.watch(isolate);
     isolate.serveFor(this.tenant());
     isolate.onStrayStop = () => {
       if (isolate !== this.lastStopped) this.limitStop(isolate, "cpu");
@@ -222,7 +235,7 @@ export class IsolateKeeper {
         this.lastUsed = Date.now();
         const response = await isolate.execute(request, onSyscall);
         this.answeredSinceStop++;
-        if (response.onOwnThread) this.weighHeap(isolate);
+        this.heap.afterCall(isolate, response.onOwnThread);
         return response;
       } catch (error) {
         // Every execution in flight fails when the isolate is stopped: count the stop once.
@@ -252,34 +265,11 @@ export class IsolateKeeper {
     this.onLimitStop(limit);
   }
 
-  /**
-   * After a call on the isolate's own thread, reads its heap (off the main thread, one reading at a
-   * time): a heap above {@link LIMITS.breachHeapShare} of the memory limit, garbage included, marks
-   * the deployment as if it had been stopped (see {@link DeploymentLane.markBreached}). A handler
-   * that allocates most of its heap and returns just before the limit churns memory as one that
-   * breaches does, and twenty of them would otherwise run twenty such threads at once.
-   */
-  private weighHeap(isolate: CapsuleIsolate): void {
-    if (this.weighing) return;
-    this.weighing = true;
-    isolate
-      .heapBytes()
-      .then(
-        (bytes) => {
-          if (bytes > isolate.limits.memoryMb * 1024 * 1024 * LIMITS.breachHeapShare)
-            this.lane.markBreached();
-        },
-        () => {},
-      )
-      .finally(() => {
-        this.weighing = false;
-      });
-  }
-
   /** Drops the isolate (eviction); the next request starts a new one. */
   evict(): Promise<void> {
     const isolate = this.isolate;
     this.isolate = null;
+    this.heap.watch(null);
     return isolate ? isolate.retire(() => this.loadArtifact(isolate.artifact)) : Promise.resolve();
   }
 
@@ -292,5 +282,6 @@ export class IsolateKeeper {
     this.drain.stop();
     this.isolate?.dispose();
     this.isolate = null;
+    this.heap.watch(null);
   }
 }

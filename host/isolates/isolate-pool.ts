@@ -1,7 +1,9 @@
+import { totalmem } from "node:os";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { CodeCache } from "./code-cache.js";
 import { CodeCacheFiles } from "./code-cache-files.js";
+import { HeapBudget } from "./heap-budget.js";
 import { DEFAULT_INLINE_POLICY, type InlinePolicy, InlineSentinel, InlineStanding } from "./inline/index.js";
 import { InlineOverrunBudget } from "./inline/policy.js";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
@@ -56,6 +58,11 @@ export interface PoolOptions {
   codeCacheDir: string | null;
   /** Keep one blank isolate ready for the next cold start (see {@link IsolateFactory}). */
   spareIsolate: boolean;
+  /**
+   * The live isolates' heaps together (bytes, at their last readings); past it the idle ones of the
+   * owner holding most go first (see {@link HeapBudget}).
+   */
+  maxHeapBytes: number;
 }
 
 /**
@@ -73,6 +80,7 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   mainThreadNiceRaise: LIMITS.mainThreadNiceRaise,
   codeCacheDir: null,
   spareIsolate: true,
+  maxHeapBytes: Math.floor(totalmem() / 2),
 };
 
 /**
@@ -86,6 +94,8 @@ export class IsolatePool {
   /** Each deployment's inline standing, shared by its runner and its deploy probes. */
   private readonly standings = new Map<string, InlineStanding>();
   private readonly scheduler: FairScheduler;
+  /** The live isolates' heaps together (see {@link enforceMemory}). */
+  private readonly heapBudget: HeapBudget;
   /** Demotions from inline runs, counted for every deployment of this host together. */
   private readonly overruns: InlineOverrunBudget;
   private readonly sweeper: NodeJS.Timeout;
@@ -104,6 +114,7 @@ export class IsolatePool {
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
+    this.heapBudget = new HeapBudget(this.options.maxHeapBytes, () => this.enforceMemory());
     this.overruns = new InlineOverrunBudget(this.options.inline);
     const dir = this.options.codeCacheDir;
     const codeCache = new CodeCache(dir === null ? null : new CodeCacheFiles(dir));
@@ -155,6 +166,7 @@ export class IsolatePool {
         (limit) => this.observer.limitBreached(deploymentId, limit),
         () => this.known.scopeOf(deploymentId),
         () => this.known.ownerOf(deploymentId),
+        this.heapBudget,
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -224,6 +236,18 @@ export class IsolatePool {
         live--;
       }
     }
+  }
+
+  /** Evicts idle isolates, the heaviest owner's first, while the live ones' heaps are past the budget. */
+  private enforceMemory(): void {
+    this.heapBudget.relieve(
+      this.runners.values(),
+      (runner) => runner.tenant().owner ?? `deployment:${runner.deploymentId}`,
+      (runner) => {
+        this.track(runner.evict());
+        this.observer.isolateEvicted("memory");
+      },
+    );
   }
 
   private evictIdle(): void {

@@ -6,7 +6,7 @@ export interface IsolateObserver {
   /** An isolate went live: a cold start, a restart after a stop, or an adopted deploy probe. */
   isolateStarted(): void;
   /** A live isolate was dropped: idle too long, or beyond the cap on live isolates. */
-  isolateEvicted(reason: "idle" | "capacity"): void;
+  isolateEvicted(reason: "idle" | "capacity" | "memory"): void;
   /** `deployment`'s isolate was stopped for its CPU or memory limit (once per isolate). */
   limitBreached(deployment: string, limit: "cpu" | "memory"): void;
 }

@@ -7,7 +7,7 @@ import { type MetricSources, watchSources } from "./sampled-gauges.js";
 const FORGOTTEN_MS = 60_000;
 
 /** Why a live isolate was dropped: idle too long, or the host's cap on live isolates. */
-export type EvictionReason = "idle" | "capacity";
+export type EvictionReason = "idle" | "capacity" | "memory";
 
 /** The limit an isolate was stopped for. */
 export type BreachedLimit = "cpu" | "memory";
@@ -52,7 +52,7 @@ export class HostMetrics {
       labelNames: ["reason"],
       registers,
     });
-    for (const reason of ["idle", "capacity"] satisfies EvictionReason[])
+    for (const reason of ["idle", "capacity", "memory"] satisfies EvictionReason[])
       this.isolatesEvicted.labels(reason).inc(0);
     this.limitBreaches = new Counter({
       name: "platform_isolate_limit_breaches_total",

@@ -1,0 +1,71 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { queryRequest } from "../../test/helpers/query-request.js";
+import { DEFAULT_INLINE_POLICY } from "./inline/index.js";
+import { IsolatePool } from "./isolate-pool.js";
+
+/** A capsule whose query keeps 8 MB more between calls each time (module state, as a cache would). */
+const CODE = `var __platform_capsule = {
+  kind: "platform.capsule",
+  declaration: { schema: { tables: {} } },
+  definition: { queries: {
+    keep: async () => { (globalThis.kept ??= []).push(new Array(1e6).fill(1.5)); return globalThis.kept.length; },
+    ok: async () => 1,
+  } },
+};`;
+
+const MB = 1024 * 1024;
+/** Calls on isolates' own threads, whose heaps are read after every call. */
+const THREADED = { spareIsolate: false, inline: { ...DEFAULT_INLINE_POLICY, enabled: false } };
+const pools: IsolatePool[] = [];
+afterAll(() => Promise.all(pools.map((pool) => pool.close())));
+
+/** Resolves once `check` holds (heaps are read after calls, off their path). */
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(check()).toBe(true);
+}
+
+describe("the host's budget of isolates' heaps", () => {
+  it("evicts idle isolates past it, the owner holding most first, and keeps the others live", async () => {
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, maxHeapBytes: 60 * MB });
+    pools.push(pool);
+    // Another developer's deployment, light, used before and after.
+    const victim = pool.runner("victim", "h", "dev-v");
+    await victim.run(queryRequest("ok"), () => null);
+    await until(() => victim.heap.bytes > 0);
+    // One developer's deployments each keep 16 MB: together past the budget.
+    const hogs = Array.from({ length: 5 }, (_, i) => pool.runner(`hog${i}`, "h", "dev-a"));
+    for (const hog of hogs) {
+      await hog.run(queryRequest("keep"), () => null);
+      await hog.run(queryRequest("keep"), () => null);
+    }
+    await until(() => hogs.some((hog) => !hog.isLive));
+    // Only the developer holding most lost isolates; the light tenant's stays live.
+    expect(victim.isLive).toBe(true);
+    const live = hogs.filter((hog) => hog.isLive);
+    expect(live.length).toBeLessThan(hogs.length);
+    const held = [victim, ...live].reduce((sum, runner) => sum + runner.heap.bytes, 0);
+    expect(held).toBeLessThanOrEqual(60 * MB);
+    // An evicted deployment starts again on its next call, its state gone.
+    const evicted = hogs.find((hog) => !hog.isLive);
+    expect(await evicted?.run(queryRequest("keep"), () => null)).toMatchObject({ ok: true, valueJson: "1" });
+  });
+
+  it("evicts nothing while the heaps fit", async () => {
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, maxHeapBytes: 1024 * MB });
+    pools.push(pool);
+    const runners = Array.from({ length: 3 }, (_, i) => pool.runner(`fits${i}`, "h", "dev-a"));
+    for (const runner of runners) await runner.run(queryRequest("keep"), () => null);
+    await until(() => runners.every((runner) => runner.heap.bytes > 8 * MB));
+    expect(runners.every((runner) => runner.isLive)).toBe(true);
+  });
+
+  it("reads the heap of an isolate whose calls run inline too, at most once a second", async () => {
+    const pool = new IsolatePool(async () => CODE, { spareIsolate: false });
+    pools.push(pool);
+    const runner = pool.runner("inline", "h", "dev-a");
+    const answer = await runner.run(queryRequest("ok"), () => null);
+    expect(answer.onOwnThread).toBe(false);
+    await until(() => runner.heap.bytes > 0);
+  });
+});

@@ -1,0 +1,133 @@
+import type { CapsuleIsolate } from "./capsule-isolate.js";
+
+/** How often an isolate whose calls run inline has its heap read, at most (ms). */
+const WEIGH_INLINE_EVERY_MS = 1000;
+
+/**
+ * What every live isolate of a host held at its last reading, together, against the most the
+ * operator allows ({@link PoolOptions.maxHeapBytes}): past it, `over` is told, and the pool evicts
+ * idle isolates until they fit (isolate-pool.ts). Each isolate is held to its own memory limit,
+ * but one developer's hundred deployments, each keeping 120 MiB of state between calls, grew the
+ * host by 12 GiB and the machine's memory ran out for every tenant.
+ */
+export class HeapBudget {
+  private total = 0;
+
+  constructor(
+    readonly maxBytes: number,
+    private readonly over: () => void,
+  ) {}
+
+  /** Bytes the live isolates held at their last readings. */
+  get bytes(): number {
+    return this.total;
+  }
+
+  /** One isolate's reading moved by `delta` bytes. */
+  moved(delta: number): void {
+    this.total += delta;
+    if (delta > 0 && this.total > this.maxBytes) this.over();
+  }
+
+  /**
+   * Evicts idle `holders` (through `evict`, which must end their watch) while the heaps together
+   * are past 90% of the budget: each time the least recently used (`holders` come in that order) of
+   * the owner (`ownerOf`: a developer, or an unclaimed deployment alone) whose live isolates hold
+   * the most, so one developer's many deployments go before anyone else's. Busy holders stay: their
+   * calls are bounded by the scheduler's slots.
+   */
+  relieve<T extends HeapHolder>(
+    holders: Iterable<T>,
+    ownerOf: (holder: T) => string,
+    evict: (holder: T) => void,
+  ): void {
+    const target = this.maxBytes * 0.9;
+    const owners = new Map<string, { bytes: number; idle: T[] }>();
+    for (const holder of holders) {
+      if (!holder.isLive) continue;
+      const key = ownerOf(holder);
+      let owner = owners.get(key);
+      if (!owner) {
+        owner = { bytes: 0, idle: [] };
+        owners.set(key, owner);
+      }
+      owner.bytes += holder.heap.bytes;
+      // An isolate not read yet frees nothing that counts.
+      if (!holder.busy && holder.heap.bytes > 0) owner.idle.push(holder);
+    }
+    while (this.total > target) {
+      let heaviest: { bytes: number; idle: T[] } | undefined;
+      for (const owner of owners.values())
+        if (owner.idle.length > 0 && (!heaviest || owner.bytes > heaviest.bytes)) heaviest = owner;
+      const holder = heaviest?.idle.shift();
+      if (!heaviest || !holder) return;
+      heaviest.bytes -= holder.heap.bytes;
+      evict(holder);
+    }
+  }
+}
+
+/** A deployment's runner, as the {@link HeapBudget} sees it. */
+export interface HeapHolder {
+  readonly isLive: boolean;
+  readonly busy: boolean;
+  readonly heap: HeapWatch;
+}
+
+/**
+ * A deployment's share of the {@link HeapBudget}: its live isolate's heap (used and external, the
+ * garbage not yet collected included) at the last reading. The heap is read on the isolate's
+ * thread after each call that ran there, and after one that ran inline at most once a second.
+ */
+export class HeapWatch {
+  private known = 0;
+  private watched: CapsuleIsolate | null = null;
+  private weighing = false;
+  private weighedAt = 0;
+
+  constructor(
+    private readonly budget: HeapBudget | null,
+    /** Told each reading of the isolate watched, and whether the call before it ran on its own thread. */
+    private readonly weighed: (bytes: number, isolate: CapsuleIsolate, onOwnThread: boolean) => void,
+  ) {}
+
+  /** Bytes the deployment's live isolate held at its last reading (0: none live, or not read yet). */
+  get bytes(): number {
+    return this.known;
+  }
+
+  /** From now on `isolate` (null: none) is the deployment's live one; the last reading goes. */
+  watch(isolate: CapsuleIsolate | null): void {
+    this.watched = isolate;
+    this.set(0);
+  }
+
+  /** A call of the watched isolate ended: reads its heap when due. */
+  afterCall(isolate: CapsuleIsolate, onOwnThread: boolean): void {
+    if (this.weighing || isolate !== this.watched) return;
+    const now = Date.now();
+    if (!onOwnThread && now - this.weighedAt < WEIGH_INLINE_EVERY_MS) return;
+    this.weighing = true;
+    this.weighedAt = now;
+    isolate
+      .heapBytes()
+      .then(
+        (bytes) => {
+          // Replaced or gone meanwhile: its reading is no one's.
+          if (isolate !== this.watched || isolate.isDisposed) return;
+          this.set(bytes);
+          this.weighed(bytes, isolate, onOwnThread);
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.weighing = false;
+      });
+  }
+
+  private set(bytes: number): void {
+    const delta = bytes - this.known;
+    this.known = bytes;
+    if (delta !== 0) this.budget?.moved(delta);
+  }
+}
