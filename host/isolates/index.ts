@@ -13,9 +13,10 @@ export {
   retryAbandoned,
 } from "./inline/index.js";
 export { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
-export { DEFAULT_POOL_OPTIONS, IsolatePool, type PoolOptions } from "./isolate-pool.js";
+export { IsolatePool } from "./isolate-pool.js";
 export type { KnownDeployments } from "./known-deployments.js";
 export { DEFAULT_ISOLATE_LIMITS, type IsolateLimits } from "./limits.js";
 export { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
+export { DEFAULT_POOL_OPTIONS, type PoolOptions } from "./pool-options.js";
 export { type HandlerLogEntry, transactionSyscalls } from "./syscalls.js";
 export type { MeteredResponse, SyscallHandler } from "./transport.js";
