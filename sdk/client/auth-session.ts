@@ -2,6 +2,7 @@ import { isPlatformError, PlatformError } from "../values/index.js";
 import { AuthRoutes } from "./auth-routes.js";
 import { AuthSteps, identityOf } from "./auth-steps.js";
 import type { AuthState, ClientIdentity } from "./auth-types.js";
+import { GuestRetries } from "./guest-retries.js";
 import { type IssuedToken, type StoredAuth, TokenStore } from "./token-store.js";
 import type { FetchFunction, KeyValueStore } from "./transport.js";
 
@@ -19,6 +20,9 @@ export class AuthSession {
   private readonly tokenListeners = new Set<() => void>();
   private loading: Promise<void> | null = null;
   private renewing: Promise<void> | null = null;
+  /** A guest start that {@link validToken} tries again after the first failed (see GuestRetries). */
+  private guestStarting: Promise<void> | null = null;
+  private readonly guestRetries = new GuestRetries();
   /** An account sign-in whose answer has not arrived yet. */
   private signingIn: Promise<unknown> | null = null;
   private renewTimer: ReturnType<typeof setTimeout> | undefined;
@@ -111,10 +115,12 @@ export class AuthSession {
 
   /**
    * A token to send now: waits for the first load, renews when the current one is about to
-   * expire. Null when the client has no identity (anonymous calls).
+   * expire, and with guests on and no token tries the guest start again when it is due. Null when
+   * the client has no identity (anonymous calls).
    */
   async validToken(): Promise<string | null> {
     await this.ready();
+    if (!this.stored.current && this.options.guest && this.guestRetries.due()) await this.startGuestAgain();
     const current = this.stored.current;
     if (current && current.expiresAt - Date.now() < 60_000) await this.renew().catch(() => undefined);
     return this.current();
@@ -154,7 +160,7 @@ export class AuthSession {
         }
         let guest: IssuedToken;
         try {
-          guest = await this.routes.guest();
+          guest = await this.guestRetries.track(this.routes.guest());
         } catch (refused) {
           // No guest to fall back on (a restricted deployment gives none): the session ends, shown
           // signed out with the refusal, instead of a dead token that every call renews again.
@@ -185,9 +191,28 @@ export class AuthSession {
     (this.renewTimer as { unref?: () => void }).unref?.();
   }
 
+  /**
+   * Starts the guest a failed start left out (single flight), unless another tab stored a token
+   * meanwhile or a sign-in here finished first.
+   */
+  private startGuestAgain(): Promise<void> {
+    this.guestStarting ??= this.steps
+      .run(async () => {
+        if (this.adoptStored("")) return;
+        const issued = await this.guestRetries.track(this.routes.guest());
+        if (this.stored.current || this.adoptStored("")) return;
+        this.save({ ...this.stored, current: issued });
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.guestStarting = null;
+      });
+    return this.guestStarting;
+  }
+
   /** Starts a new protected guest session (replacing any current identity). */
   async signInAsGuest(): Promise<ClientIdentity> {
-    const issued = await this.routes.guest();
+    const issued = await this.guestRetries.track(this.routes.guest());
     this.save({ ...this.stored, current: issued });
     this.steps.publish();
     return identityOf(issued) as ClientIdentity;

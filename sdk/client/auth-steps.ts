@@ -1,5 +1,6 @@
 import { isPlatformError, PlatformError } from "../values/index.js";
 import type { AuthState, ClientIdentity } from "./auth-types.js";
+import { notifyEach } from "./notify-each.js";
 import type { IssuedToken } from "./token-store.js";
 
 /** Who `issued` speaks for, as `useAuth()` shows it (null: no identity). */
@@ -48,7 +49,7 @@ export class AuthSteps {
   /** Shows the session's token now, with `isLoading` and `error`, to every listener. */
   publish(isLoading = false, error: PlatformError | null = null): void {
     this.state = this.stateOf(isLoading, error);
-    for (const listener of [...this.listeners]) listener();
+    notifyEach(this.listeners);
   }
 
   /**

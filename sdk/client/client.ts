@@ -14,6 +14,7 @@ import type {
 } from "./api-types.js";
 import { AuthSession } from "./auth-session.js";
 import type { ClientAuth } from "./auth-types.js";
+import { argsJson } from "./call-args.js";
 import { callWithAuth } from "./http-call.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { PaginatedQuery } from "./paginated-query.js";
@@ -116,8 +117,8 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
   session.onTokenChange(() => connection.reconnect());
   // Queries may run twice; a mutation carries a new random idempotency key, which makes a retry
   // after a lost answer apply at most once (docs/client.md "Retries").
-  const call = async (kind: "query" | "mutation", name: string, args: unknown) => {
-    const body = (await callWithAuth(
+  const call = async (kind: "query" | "mutation", name: string, body: string) => {
+    const answer = (await callWithAuth(
       transport.fetch,
       session,
       `${baseUrl}/api/${kind}/${encodeURIComponent(name)}`,
@@ -127,11 +128,11 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
           "content-type": "application/json",
           ...(kind === "mutation" ? { "idempotency-key": newIdempotencyKey() } : {}),
         },
-        body: JSON.stringify(args ?? {}),
+        body,
         retryUnanswered: true,
       },
     )) as { value: unknown };
-    return body.value;
+    return answer.value;
   };
   const auth: ClientAuth = {
     getState: () => session.getState(),
@@ -147,23 +148,27 @@ export function buildClient<App extends CapsuleApi = AnyCapsuleApi>(
   };
   const client = {
     url: baseUrl,
-    query: (name: string, args?: unknown) => call("query", name, args),
-    mutation: (name: string, args?: unknown) =>
-      connection.wanted || connection.state === "open"
-        ? connection.mutation(name, JSON.stringify(args ?? {}))
-        : call("mutation", name, args),
+    query: async (name: string, args?: unknown) => call("query", name, argsJson(args, `query ${name}`)),
+    mutation: async (name: string, args?: unknown) => {
+      const json = argsJson(args, `mutation ${name}`);
+      return connection.wanted || connection.state === "open"
+        ? connection.mutation(name, json)
+        : call("mutation", name, json);
+    },
     subscribe: (
       name: string,
       args: unknown,
       onValue: (value: unknown) => void,
       onError?: (error: PlatformError) => void,
     ) =>
-      connection.subscribe(name, JSON.stringify(args ?? {}), (result) => {
+      connection.subscribe(name, argsJson(args, `query ${name}`), (result) => {
         if ("error" in result) onError?.(result.error);
         else onValue(result.value);
       }),
-    paginatedQuery: (name: string, args: Record<string, unknown>, paging: { initialNumItems: number }) =>
-      new PaginatedQuery(connection, name, args ?? {}, paging.initialNumItems),
+    paginatedQuery: (name: string, args: Record<string, unknown>, paging: { initialNumItems: number }) => {
+      argsJson(args, `query ${name}`);
+      return new PaginatedQuery(connection, name, args ?? {}, paging.initialNumItems);
+    },
     storage: createStorageClient(baseUrl, transport.fetch, session),
     auth,
     retryAuth: () => session.retry(),

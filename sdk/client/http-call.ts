@@ -2,6 +2,7 @@ import { LIMITS } from "../protocol/limits.js";
 import { PlatformError } from "../values/index.js";
 import { isGatewayFailure, readResponse, readResponseText, unreachable } from "./errors.js";
 import type { FetchFunction } from "./transport.js";
+import { withinTime } from "./within-time.js";
 
 /** How a call finds its identity: the current token, and what to do when the host refuses it. */
 export interface CallAuth {
@@ -22,7 +23,8 @@ export interface CallInit {
   /**
    * Send the call again while it gets no answer (the host is unreachable, restarting or died, or
    * a balancer answers `502`/`503`/`504` of its own), for up to {@link LIMITS.callRetryMs}: only
-   * for calls that may safely arrive twice (queries, and mutations with an idempotency key).
+   * for calls that may safely arrive twice (queries, and mutations with an idempotency key). Such a
+   * call also settles by then: an attempt still without its whole answer is given up then.
    */
   retryUnanswered?: boolean;
 }
@@ -30,7 +32,8 @@ export interface CallInit {
 /**
  * One HTTP call with the client's identity: sends the token as `Authorization: Bearer`, and when
  * the host answers 401 renews it and tries once more. Failures are `PlatformError`s carrying the
- * server's code; no answer at all is `unavailable` (after the retries of `retryUnanswered`).
+ * server's code; no answer at all is `unavailable` (after the retries of `retryUnanswered`, and
+ * at their deadline at the latest).
  */
 export async function callWithAuth(
   fetch: FetchFunction,
@@ -50,17 +53,29 @@ export async function callWithAuth(
         "conflict",
         "The signed-in user changed while the call got no answer: it was not sent again as the new user (a mutation may or may not have been applied as the user before).",
       );
+    // Never past the deadline: the last attempt starts by then (and gets RETRY.maxMs at least).
     const retryLater = () =>
       new Promise((resolve) =>
-        setTimeout(resolve, Math.min(RETRY.maxMs, RETRY.firstMs * 2 ** attempt) * (0.5 + Math.random() / 2)),
+        setTimeout(
+          resolve,
+          Math.min(
+            deadline - Date.now(),
+            Math.min(RETRY.maxMs, RETRY.firstMs * 2 ** attempt) * (0.5 + Math.random() / 2),
+          ),
+        ),
       );
-    let response: Response;
+    let answer: Answer;
     try {
-      response = await fetch(url, {
-        method: init.method,
-        headers: { ...init.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        ...(init.body === undefined ? {} : { body: init.body }),
-      });
+      answer = await send(
+        fetch,
+        url,
+        {
+          method: init.method,
+          headers: { ...init.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+          ...(init.body === undefined ? {} : { body: init.body }),
+        },
+        deadline,
+      );
     } catch (error) {
       if (Date.now() < deadline) {
         unansweredAs = user;
@@ -69,13 +84,13 @@ export async function callWithAuth(
       }
       throw unreachable(url, error);
     }
+    const { response, text } = answer;
     if (response.status === 401 && !renewed && (await auth.handleUnauthorized(token))) {
       renewed = true;
-      await response.body?.cancel().catch(() => undefined);
+      if (text === null) await response.body?.cancel().catch(() => undefined);
       continue;
     }
-    if (deadline === 0) return readResponse(response);
-    const text = await response.text();
+    if (text === null) return readResponse(response);
     if (isGatewayFailure(response.status, text) && Date.now() < deadline) {
       unansweredAs = user;
       await retryLater();
@@ -83,4 +98,28 @@ export async function callWithAuth(
     }
     return readResponseText(response, text);
   }
+}
+
+/** An attempt's answer; `text` is its body, read within the deadline (null: no deadline, unread). */
+interface Answer {
+  response: Response;
+  text: string | null;
+}
+
+/**
+ * Sends one attempt. With a `deadline` (ms since the epoch, 0: none) the whole answer, body
+ * included, must arrive by then (a host may stop in the middle of one), and at least
+ * {@link RETRY.maxMs} is left to the last attempt, which a retry's wait may have pushed past it.
+ */
+function send(
+  fetch: FetchFunction,
+  url: string,
+  request: Parameters<FetchFunction>[1],
+  deadline: number,
+): Promise<Answer> {
+  if (deadline === 0) return fetch(url, request).then((response) => ({ response, text: null }));
+  return withinTime(Math.max(RETRY.maxMs, deadline - Date.now()), async (signal) => {
+    const response = await fetch(url, { ...request, signal });
+    return { response, text: await response.text() };
+  });
 }

@@ -31,7 +31,11 @@ function isLocalhost(url: URL): boolean {
 
 const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
 
-/** `fetch` over node:http with {@link localhostLookup}, answering a standard `Response`. */
+/**
+ * `fetch` over node:http with {@link localhostLookup}, answering a standard `Response`. The
+ * request ends when `init.signal` aborts (the call's time ran out: see within-time.ts), freeing
+ * its connection to a host that never answers.
+ */
 async function loopbackFetch(target: URL, init: Parameters<FetchFunction>[1]): Promise<Response> {
   const body =
     init.body === undefined
@@ -49,6 +53,7 @@ async function loopbackFetch(target: URL, init: Parameters<FetchFunction>[1]): P
         method: init.method,
         headers: { ...init.headers, ...(body ? { "content-length": String(body.length) } : {}) },
         lookup: localhostLookup,
+        ...(init.signal ? { signal: init.signal } : {}),
       },
       (res) => {
         const chunks: Buffer[] = [];

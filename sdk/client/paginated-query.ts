@@ -1,5 +1,6 @@
 import type { PaginationResult } from "../protocol/index.js";
 import { PlatformError } from "../values/index.js";
+import { notifyEach } from "./notify-each.js";
 import type { QueryResult, SyncConnection } from "./sync-connection.js";
 
 /** Where a paginated list stands. */
@@ -175,6 +176,6 @@ export class PaginatedQuery<Item = unknown> {
 
   private publish(): void {
     this.snapshot = this.build();
-    for (const listener of [...this.listeners]) listener();
+    notifyEach(this.listeners);
   }
 }

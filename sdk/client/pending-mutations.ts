@@ -16,12 +16,15 @@ interface PendingMutation {
   sent: boolean;
   /** When it was first sent (0: not yet); it is resent until {@link LIMITS.callRetryMs} after. */
   firstSentMs: number;
+  /** Fails it if it is still not sent {@link LIMITS.callRetryMs} after it was made. */
+  unsentTimer: ReturnType<typeof setTimeout> | undefined;
 }
 
 /**
  * A sync connection's mutations until their answers come: sent on the open socket, sent again
  * with their idempotency keys on the next one after an answer was lost (for up to
- * {@link LIMITS.callRetryMs}), and only ever as the user they belong to.
+ * {@link LIMITS.callRetryMs}), and only ever as the user they belong to. One that could not be sent
+ * at all within {@link LIMITS.callRetryMs} of being made (no socket would open) fails then too.
  */
 export class PendingMutations {
   private readonly pending = new Map<string, PendingMutation>();
@@ -34,8 +37,26 @@ export class PendingMutations {
   /** Adds mutation `id` (its whole message), made while `madeAs` was signed in; settles with its answer. */
   add(id: string, message: string, madeAs: string | null): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { message, madeAs, resolve, reject, sent: false, firstSentMs: 0 });
+      const unsentTimer = setTimeout(() => {
+        if (this.pending.get(id)?.firstSentMs !== 0) return;
+        this.settle(id)?.reject(
+          new PlatformError(
+            "unavailable",
+            `The mutation could not be sent within ${LIMITS.callRetryMs / 1000} s: no connection to the host opened. It was not applied.`,
+          ),
+        );
+      }, LIMITS.callRetryMs);
+      this.pending.set(id, { message, madeAs, resolve, reject, sent: false, firstSentMs: 0, unsentTimer });
     });
+  }
+
+  /** Removes mutation `id` (it settles now) and stops its timer; undefined when it is gone already. */
+  private settle(id: string): PendingMutation | undefined {
+    const pending = this.pending.get(id);
+    if (!pending) return undefined;
+    clearTimeout(pending.unsentTimer);
+    this.pending.delete(id);
+    return pending;
   }
 
   /**
@@ -50,7 +71,7 @@ export class PendingMutations {
     const sentBefore = pending.firstSentMs > 0;
     const belongsTo = sentBefore ? pending.sentAs : pending.madeAs;
     if (belongsTo !== socketUser && (sentBefore || belongsTo !== null)) {
-      this.pending.delete(id);
+      this.settle(id);
       pending.reject(
         new PlatformError(
           "conflict",
@@ -65,6 +86,7 @@ export class PendingMutations {
     if (!sentBefore) {
       pending.firstSentMs = Date.now();
       pending.sentAs = socketUser;
+      clearTimeout(pending.unsentTimer);
     }
     socket.send(pending.message);
   }
@@ -82,7 +104,7 @@ export class PendingMutations {
     for (const [id, pending] of this.pending) {
       pending.sent = false;
       if (pending.firstSentMs === 0 || now - pending.firstSentMs < LIMITS.callRetryMs) continue;
-      this.pending.delete(id);
+      this.settle(id);
       pending.reject(
         new PlatformError(
           "unavailable",
@@ -94,16 +116,14 @@ export class PendingMutations {
 
   /** Settles mutation `id` with its answer (a value, or the host's error). */
   answer(id: string, message: { value?: unknown; error?: unknown }): void {
-    const pending = this.pending.get(id);
+    const pending = this.settle(id);
     if (!pending) return;
-    this.pending.delete(id);
     if (message.error !== undefined) pending.reject(errorFromWire(message.error));
     else pending.resolve(message.value ?? null);
   }
 
   /** Fails every mutation with `error` (the client closed). */
   failAll(error: PlatformError): void {
-    for (const pending of this.pending.values()) pending.reject(error);
-    this.pending.clear();
+    for (const id of [...this.pending.keys()]) this.settle(id)?.reject(error);
   }
 }

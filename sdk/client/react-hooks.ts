@@ -1,5 +1,6 @@
 import type * as React from "react";
 import type { AuthState, ClientAuth } from "./auth-types.js";
+import { argsJson as toArgsJson } from "./call-args.js";
 import type { PaginatedQuery, PaginatedQueryState } from "./paginated-query.js";
 import type { ReactHooks, ReactModuleRef, SignInButtonProps } from "./react-types.js";
 import type { SyncConnection } from "./sync-connection.js";
@@ -35,7 +36,7 @@ interface Bound {
 
 function useClientQuery({ react, sources }: Bound, name: string, args?: unknown): unknown {
   const R = need(react);
-  const argsJson = args === "skip" ? null : JSON.stringify(args ?? {});
+  const argsJson = args === "skip" ? null : toArgsJson(args, `query ${name}`);
   const subscribe = R.useCallback(
     (onChange: () => void) =>
       argsJson === null ? () => {} : sources.connection.subscribe(name, argsJson, onChange),
@@ -62,7 +63,7 @@ function useClientPaginatedQuery(
   options: { initialNumItems: number },
 ): PaginatedQueryState<unknown> {
   const R = need(react);
-  const argsJson = JSON.stringify(args ?? {});
+  const argsJson = toArgsJson(args, `query ${name}`);
   const query = R.useMemo(
     () =>
       sources.paginatedQuery(name, JSON.parse(argsJson) as Record<string, unknown>, {

@@ -4,7 +4,9 @@ import { SYNC_PROTOCOL, syncProtocolsFor } from "../protocol/sync-subprotocols.j
 import { PlatformError } from "../values/index.js";
 import { newIdempotencyKey } from "./idempotency-key.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
+import { notifyEach } from "./notify-each.js";
 import { PendingMutations } from "./pending-mutations.js";
+import { ReconnectBackoff } from "./reconnect-backoff.js";
 import type { QueryResult, SubscriptionListener } from "./subscription-table.js";
 import { SyncSubscriptions } from "./sync-subscriptions.js";
 import type { SocketFactory, SocketLike } from "./transport.js";
@@ -12,8 +14,6 @@ import { UpgradeRefusal } from "./upgrade-refusal.js";
 
 export type { QueryResult, SubscriptionListener } from "./subscription-table.js";
 
-/** Reconnect delays: 100 ms doubling to 10 s, each with jitter. */
-const BACKOFF = { firstMs: 100, maxMs: 10_000 } as const;
 const OPEN = 1;
 
 /** Connection state, for status displays and tests. */
@@ -22,14 +22,16 @@ export type ConnectionState = "idle" | "connecting" | "open" | "waiting";
 /**
  * One WebSocket to a deployment's `GET /api/sync`, shared by every subscription of a client.
  * Identical subscriptions (same query and arguments) share one server subscription. When the
- * socket drops it reconnects with exponential backoff and subscribes again; mutations sent over it
+ * socket drops it reconnects with exponential backoff (see reconnect-backoff.ts: it starts over only
+ * after a socket stayed open a while) and subscribes again; mutations sent over it
  * resolve only after the host pushed what they changed (read-your-writes). When the host ends the
  * socket's identity (close code {@link SYNC_CLOSE.identityEnded}) it gets a live token first, as
  * for a refused one, then reconnects and subscribes again. Every mutation carries a random
  * idempotency key: one whose socket closed before its answer is sent again, with the same key, on
  * the next connection (the host applies it at most once), for up to {@link LIMITS.callRetryMs};
  * after that it fails with `unavailable` (it may or may not have applied). A host that shuts down
- * closes with {@link SYNC_CLOSE.hostRestarting}: the client reconnects at once, without back-off.
+ * closes with {@link SYNC_CLOSE.hostRestarting}: the client reconnects at once, without back-off,
+ * when that socket had stayed open a while (else with the backoff, as a new token's reconnect).
  * Mutations not yet sent wait for the next connection. A subscription the host refused or ended
  * saying when to try again (`retryAfterSeconds`: its app's subscriptions fill their room, the
  * request quota) subscribes again by itself then, keeping its last value meanwhile: a refusal
@@ -47,7 +49,7 @@ export class SyncConnection {
   });
   private readonly mutations = new PendingMutations();
   private nextMutationId = 1;
-  private attempts = 0;
+  private readonly backoff = new ReconnectBackoff();
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** A check of the token over HTTP gave a new one since a socket last opened (see upgrade-refusal.ts). */
   private tokenChecked = false;
@@ -91,7 +93,7 @@ export class SyncConnection {
   private setState(state: ConnectionState): void {
     if (state === this.stateValue) return;
     this.stateValue = state;
-    for (const listener of [...this.stateListeners]) listener(state);
+    notifyEach(this.stateListeners, state);
   }
 
   /** The latest result of a subscription that is active, or undefined. */
@@ -144,11 +146,14 @@ export class SyncConnection {
     try {
       socket = protocols ? this.openSocket(url, protocols) : this.openSocket(url);
     } catch {
+      this.backoff.ended(null);
       this.scheduleReconnect();
       return;
     }
     this.socket = socket;
     const refusal = new UpgradeRefusal();
+    /** When the socket opened (null: not yet): how long it lived decides the next delay. */
+    let openedAt: number | null = null;
     socket.onopen = () => {
       if (protocols && socket.protocol !== SYNC_PROTOCOL) {
         // A host that did not select the protocol (an older one, or a factory that dropped the
@@ -160,9 +165,9 @@ export class SyncConnection {
         return;
       }
       refusal.opened();
+      openedAt = Date.now();
       this.socketUser = user;
       this.tokenChecked = false;
-      this.attempts = 0;
       this.setState("open");
       this.subscriptions.socketOpened();
       this.mutations.sendUnsent(socket, user);
@@ -182,11 +187,13 @@ export class SyncConnection {
       // Unanswered mutations go again on the next socket, with their keys, while there is time.
       this.mutations.socketLost();
       if (this.closed) return;
-      // A host shutting down answered what it took: reconnect at once (to another host).
-      if (event?.code === SYNC_CLOSE.hostRestarting) this.attempts = 0;
+      const lived = this.backoff.ended(openedAt);
+      // A host shutting down answered what it took: reconnect at once (to another host), unless
+      // the socket closed soon after it opened (a host closing every socket so would be a storm).
+      const atOnce = lived && event?.code === SYNC_CLOSE.hostRestarting;
       const retry = () => {
         if (!this.wanted) this.setState("idle");
-        else if (event?.code === SYNC_CLOSE.hostRestarting) void this.connect();
+        else if (atOnce) void this.connect();
         else this.scheduleReconnect();
       };
       const check = token !== null && !this.tokenChecked && refusal.unexplained;
@@ -206,34 +213,38 @@ export class SyncConnection {
   private scheduleReconnect(): void {
     if (this.closed || this.retryTimer) return;
     this.setState("waiting");
-    const delay = Math.min(BACKOFF.maxMs, BACKOFF.firstMs * 2 ** this.attempts) * (0.5 + Math.random() / 2);
-    this.attempts++;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       void this.connect();
-    }, delay);
+    }, this.backoff.delayMs());
   }
 
   /**
-   * Reconnects at once with a fresh token (after sign-in or sign-out), resubscribing everything.
-   * Another user's cached results are forgotten first: nothing shows them to the new one.
+   * Reconnects with a fresh token (after sign-in, sign-out or a renewal), resubscribing
+   * everything: at once after a socket that stayed open a while, else when the backoff's wait is
+   * over (a host ending every socket's identity right after it opened must not get a new socket,
+   * and a renewal, each time at once). Another user's cached results are forgotten first: nothing
+   * shows them to the new one.
    */
   reconnect(): void {
     if (this.user() !== this.socketUser) {
       this.subscriptions.forgetResults();
-      for (const listener of [...this.userChangeListeners]) listener();
+      notifyEach(this.userChangeListeners);
     }
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    this.attempts = 0;
     // A new token: tried among the subprotocols again (the host may have been upgraded since).
     this.tokenInUrl = false;
     const socket = this.socket;
     if (socket) socket.close(1000, "new identity");
-    else if (this.wanted && this.stateValue !== "connecting") void this.connect();
+    else if (!this.wanted || this.stateValue === "connecting" || this.retryTimer) return;
+    else if (this.backoff.healthy) void this.connect();
+    else this.scheduleReconnect();
   }
 
-  /** Handles a message of a socket opened as `user` (a closing one's may still arrive). */
+  /**
+   * Handles a message of a socket opened as `user` (a closing one's may still arrive). What is not
+   * a JSON object (`null`, a number, garbage) is ignored: reading its fields would throw inside the
+   * socket's handler.
+   */
   private receive(text: string, user: string | null): void {
     let message: { type?: string; id?: string; value?: unknown; error?: unknown };
     try {
@@ -241,6 +252,7 @@ export class SyncConnection {
     } catch {
       return;
     }
+    if (typeof message !== "object" || message === null) return;
     if (message.type === "mutationResult" && typeof message.id === "string") {
       this.mutations.answer(message.id, message);
       return;

@@ -1,5 +1,6 @@
 import { errorFromWire } from "./errors.js";
 import { overMessageLimit, tooLarge } from "./message-size.js";
+import { notifyEach } from "./notify-each.js";
 import { retryAfterOf, SubscriptionRetries } from "./subscription-retries.js";
 import {
   type QueryResult,
@@ -110,7 +111,7 @@ export class SyncSubscriptions {
     } else return;
     const result = subscription.result;
     if (!changed || !result) return;
-    for (const listener of [...subscription.listeners]) listener(result);
+    notifyEach(subscription.listeners, result);
   }
 
   /** The connection closed for good: no timer of a subscription fires any more. */

@@ -4,7 +4,10 @@ import type { KeyValueStore } from "./transport.js";
 /** A token as the host issues it. */
 export interface IssuedToken extends ClientIdentity {
   token: string;
-  /** When the token expires, in milliseconds since the epoch (as the host sends it). */
+  /**
+   * When the token expires, in milliseconds since the epoch on this device's clock (the host's
+   * value moved to it, see token-expiry.ts: the two clocks may be hours apart).
+   */
   expiresAt: number;
 }
 

@@ -7,7 +7,13 @@
 /** The part of `fetch` the client uses. */
 export type FetchFunction = (
   url: string,
-  init: { method: string; headers: Record<string, string>; body?: string | Blob | Uint8Array },
+  init: {
+    method: string;
+    headers: Record<string, string>;
+    body?: string | Blob | Uint8Array;
+    /** Aborts the request (the call's time ran out): a `fetch` should stop then, and free its connection. */
+    signal?: AbortSignal;
+  },
 ) => Promise<Response>;
 
 /** The part of the WebSocket interface the client uses (browser `WebSocket` and `ws` both fit). */
