@@ -28,50 +28,6 @@ export class HeapBudget {
     this.total += delta;
     if (delta > 0 && this.total > this.maxBytes) this.over();
   }
-
-  /**
-   * Evicts idle `holders` (through `evict`, which must end their watch) while the heaps together
-   * are past 90% of the budget: each time the least recently used (`holders` come in that order) of
-   * the owner (`ownerOf`: a developer, or an unclaimed deployment alone) whose live isolates hold
-   * the most, so one developer's many deployments go before anyone else's. Busy holders stay: their
-   * calls are bounded by the scheduler's slots.
-   */
-  relieve<T extends HeapHolder>(
-    holders: Iterable<T>,
-    ownerOf: (holder: T) => string,
-    evict: (holder: T) => void,
-  ): void {
-    const target = this.maxBytes * 0.9;
-    const owners = new Map<string, { bytes: number; idle: T[] }>();
-    for (const holder of holders) {
-      if (!holder.isLive) continue;
-      const key = ownerOf(holder);
-      let owner = owners.get(key);
-      if (!owner) {
-        owner = { bytes: 0, idle: [] };
-        owners.set(key, owner);
-      }
-      owner.bytes += holder.heap.bytes;
-      // An isolate not read yet frees nothing that counts.
-      if (!holder.busy && holder.heap.bytes > 0) owner.idle.push(holder);
-    }
-    while (this.total > target) {
-      let heaviest: { bytes: number; idle: T[] } | undefined;
-      for (const owner of owners.values())
-        if (owner.idle.length > 0 && (!heaviest || owner.bytes > heaviest.bytes)) heaviest = owner;
-      const holder = heaviest?.idle.shift();
-      if (!heaviest || !holder) return;
-      heaviest.bytes -= holder.heap.bytes;
-      evict(holder);
-    }
-  }
-}
-
-/** A deployment's runner, as the {@link HeapBudget} sees it. */
-export interface HeapHolder {
-  readonly isLive: boolean;
-  readonly busy: boolean;
-  readonly heap: HeapWatch;
 }
 
 /**

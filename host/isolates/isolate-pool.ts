@@ -9,6 +9,7 @@ import { IsolateFactory } from "./isolate-factory.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
 import { type KnownDeployments, NOTHING_KNOWN } from "./known-deployments.js";
 import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
+import { evictHeaviestOwnersFirst } from "./owner-eviction.js";
 import { DEFAULT_POOL_OPTIONS, type PoolOptions } from "./pool-options.js";
 import { loadRuntimeScript } from "./runtime-script.js";
 import { FairScheduler } from "./scheduler.js";
@@ -160,28 +161,35 @@ export class IsolatePool {
   }
 
   /**
-   * Evicts the least recently used idle isolates beyond {@link PoolOptions.maxLive}. Runs when an
-   * isolate goes live (the only time the count grows) and on each sweep (isolates that were busy
-   * then may be idle now), never per call: it walks every runner.
+   * Evicts idle isolates beyond {@link PoolOptions.maxLive}, the least recently used of the owner
+   * with most live ones first: one developer cycling through many deployments evicts its own
+   * before other tenants'. Runs when an isolate goes live (the only time the count grows) and on
+   * each sweep (isolates that were busy then may be idle now), never per call: it walks every runner.
    */
   private enforceCap(): void {
     let live = this.liveCount();
     if (live <= this.options.maxLive) return;
-    for (const runner of this.runners.values()) {
-      if (live <= this.options.maxLive) break;
-      if (runner.isLive && !runner.busy) {
+    evictHeaviestOwnersFirst(
+      this.runners.values(),
+      ownerKeyOf,
+      () => 1,
+      () => live > this.options.maxLive,
+      (runner) => {
         this.track(runner.evict());
         this.observer.isolateEvicted("capacity");
         live--;
-      }
-    }
+      },
+    );
   }
 
-  /** Evicts idle isolates, the heaviest owner's first, while the live ones' heaps are past the budget. */
+  /** Evicts idle isolates, the heaviest owner's first, while the live ones' heaps are past 90% of the budget. */
   private enforceMemory(): void {
-    this.heapBudget.relieve(
+    const target = this.heapBudget.maxBytes * 0.9;
+    evictHeaviestOwnersFirst(
       this.runners.values(),
-      (runner) => runner.tenant().owner ?? `deployment:${runner.deploymentId}`,
+      ownerKeyOf,
+      (runner) => runner.heap.bytes,
+      () => this.heapBudget.bytes > target,
       (runner) => {
         this.track(runner.evict());
         this.observer.isolateEvicted("memory");
@@ -243,4 +251,9 @@ export class IsolatePool {
     await Promise.all(this.inFlight);
     await this.factory.settled();
   }
+}
+
+/** Whom a runner's isolate counts against in evictions: its developer, or the deployment alone. */
+function ownerKeyOf(runner: IsolateKeeper): string {
+  return runner.tenant().owner ?? `deployment:${runner.deploymentId}`;
 }
