@@ -85,6 +85,16 @@ describe("the main thread's inline turns", () => {
     expect(log.slice(2).sort()).toEqual(["heavy", "light", "new2", "new3"]);
   });
 
+  it("let known light entries in after an entry of a whole slice took far more than the budget", async () => {
+    const turns = new MainThreadTurns(clock);
+    const log: string[] = [];
+    // A deployment whose entries each spin a slice, just under the sentinel's, goes first.
+    turns.ready(runner("spinner", 0, 1, 20, log));
+    turns.ready(runner("light", 5e6, 1, 0.01, log, true));
+    await nextTurn();
+    expect(log).toEqual(["spinner", "light"]);
+  });
+
   it("run many short entries of several deployments in one turn", async () => {
     const turns = new MainThreadTurns(clock);
     const log: string[] = [];

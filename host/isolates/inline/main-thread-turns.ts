@@ -18,8 +18,8 @@ const LIGHT_SHARE = 1 / 16;
  * one). Queues with entries wait for the end of the event loop's turn (`setImmediate`); then they
  * run, those of the deployments that used the least inline CPU recently first, until the turn has
  * lasted {@link LIMITS.inlineTurnMs}. After that, a queue whose entries are known to be light
- * (a sixteenth of that budget or less) still gets one entry in, until the turn has lasted twice the
- * budget; the others wait for the next turn, after the event loop has read the sockets again. So
+ * (a sixteenth of that budget or less) still gets one entry in, for another budget counted from
+ * then; the others wait for the next turn, after the event loop has read the sockets again. So
  * however many deployments have inline work, one turn holds the main thread for about two budgets
  * plus one entry (at most a slice), and a light tenant's entry goes in the turn after its request,
  * even while new deployments, whose cost is not known yet (and who therefore go first: they used
@@ -66,13 +66,18 @@ export class MainThreadTurns {
       .map(({ runner }) => runner);
     const untilMs = this.now() + LIMITS.inlineTurnMs;
     const lightMs = LIMITS.inlineTurnMs * LIGHT_SHARE;
+    // The light entries' own budget, counted from when the turn's ran out: counted from the turn's
+    // start, one entry of a whole slice left none, and a light tenant waited behind every
+    // deployment whose entries take a slice, one turn each.
+    let lightUntilMs = 0;
     try {
       for (const [at, runner] of runners.entries()) {
         const now = this.now();
         let until = untilMs;
         if (at > 0 && now >= untilMs) {
+          lightUntilMs ||= now + LIMITS.inlineTurnMs;
           const entryMs = runner.typicalEntryMs();
-          if (entryMs === 0 || entryMs > lightMs || now >= untilMs + LIMITS.inlineTurnMs) continue;
+          if (entryMs === 0 || entryMs > lightMs || now >= lightUntilMs) continue;
           until = 0; // one entry
         }
         const more = runner.runUntil(until);
