@@ -4,6 +4,7 @@ import { CodeCacheFiles } from "./code-cache-files.js";
 import { HeapBudget } from "./heap-budget.js";
 import { InlineSentinel, InlineStanding } from "./inline/index.js";
 import { InlineOverrunBudget } from "./inline/policy.js";
+import { ShareWindow } from "./inline/share-window.js";
 import { isolateCpuClock } from "./isolate-cpu-clock.js";
 import { IsolateFactory } from "./isolate-factory.js";
 import { type ArtifactLoader, IsolateKeeper } from "./isolate-keeper.js";
@@ -34,6 +35,8 @@ export class IsolatePool {
   /** Each deployment's inline standing, shared by its runner and its deploy probes. */
   private readonly standings = new Map<string, InlineStanding>();
   private readonly scheduler: FairScheduler;
+  /** Each developer's inline share window, their deployments together (see {@link ownerWindow}). */
+  private readonly ownerWindows = new Map<string, ShareWindow>();
   /** The live isolates' heaps together (see {@link enforceMemory}). */
   private readonly heapBudget: HeapBudget;
   /** Demotions from inline runs, counted for every deployment of this host together. */
@@ -121,10 +124,25 @@ export class IsolatePool {
   private standing(deploymentId: string): InlineStanding {
     let standing = this.standings.get(deploymentId);
     if (!standing) {
-      standing = new InlineStanding(this.options.inline, this.overruns);
+      standing = new InlineStanding(this.options.inline, this.overruns, () => this.ownerWindow(deploymentId));
       this.standings.set(deploymentId, standing);
     }
     return standing;
+  }
+
+  /**
+   * The inline share window of the developer owning `deploymentId` now (none when unclaimed or not
+   * known): their deployments' inline CPU together (see InlineStanding.charge).
+   */
+  private ownerWindow(deploymentId: string): ShareWindow | undefined {
+    const owner = this.runners.get(deploymentId)?.tenant().owner;
+    if (!owner) return undefined;
+    let window = this.ownerWindows.get(owner);
+    if (!window) {
+      window = new ShareWindow(this.options.inline.windowMs);
+      this.ownerWindows.set(owner, window);
+    }
+    return window;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEFAULT_INLINE_POLICY, InlineOverrunBudget, InlineStanding, nextCooldownMs } from "./policy.js";
+import { ShareWindow } from "./share-window.js";
 
 const policy = { ...DEFAULT_INLINE_POLICY, cooldownMs: 1000, maxCooldownMs: 8000 };
 
@@ -95,5 +96,25 @@ describe("the host's budget of demotions", () => {
     victim.demote();
     vi.setSystemTime(Date.now() + quick.cooldownMs);
     expect(victim.allowed).toBe(false);
+  });
+});
+
+describe("a developer's share of the main thread", () => {
+  it("counts their deployments together: each under its own share, together past it, they are demoted", () => {
+    const budget = new InlineOverrunBudget(DEFAULT_INLINE_POLICY);
+    const developers = new ShareWindow(DEFAULT_INLINE_POLICY.windowMs);
+    const mine = [1, 2, 3].map(() => new InlineStanding(DEFAULT_INLINE_POLICY, budget, () => developers));
+    const other = new InlineStanding(DEFAULT_INLINE_POLICY, budget, () => new ShareWindow(1000));
+    const third = BigInt(DEFAULT_INLINE_POLICY.shareMs) * 400_000n; // 40% of a share each
+    expect(mine[0]?.charge(third)).toBe(false);
+    // The light tenant's turn order sees the developer's CPU, not the deployment's alone.
+    expect(mine[1]?.recentNs).toBe(Number(third));
+    expect(mine[1]?.charge(third)).toBe(false);
+    expect(mine[2]?.charge(third)).toBe(true);
+    expect(mine[2]?.allowed).toBe(false);
+    // Their other deployments charging in the same window go too; another developer's stays.
+    expect(mine[0]?.charge(1n)).toBe(true);
+    expect(other.charge(third)).toBe(false);
+    expect(other.allowed).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import { movingAverage } from "./moving-average.js";
+import { ShareWindow } from "./share-window.js";
 
 /**
  * When a deployment's handlers run inline, on the host's main thread, and when they go back to the
@@ -142,8 +143,8 @@ export class InlineStanding {
   private inlineAfter = 0;
   /** The last demotion's cool-down (ms), which the next one doubles if it comes soon. */
   private lastCooldownMs = 0;
-  private windowCpuNs = 0n;
-  private windowStart = 0;
+  /** The deployment's inline CPU in the current share window. */
+  private readonly window: ShareWindow;
   /** {@link InlinePolicy.shareMs} in nanoseconds, the unit of the CPU clock charged per entry. */
   private readonly shareNs: bigint;
   /**
@@ -158,8 +159,14 @@ export class InlineStanding {
     readonly policy: InlinePolicy = DEFAULT_INLINE_POLICY,
     /** The host's budget of demotions (one of its own when the deployment is alone). */
     private readonly budget: InlineOverrunBudget = new InlineOverrunBudget(policy),
+    /**
+     * The share window of the developer the deployment belongs to now, all their deployments
+     * together (none for an unclaimed deployment, which counts alone).
+     */
+    private readonly ownerWindow: () => ShareWindow | undefined = () => undefined,
   ) {
     this.shareNs = BigInt(policy.shareMs) * 1_000_000n;
+    this.window = new ShareWindow(policy.windowMs);
   }
 
   /**
@@ -193,7 +200,7 @@ export class InlineStanding {
 
   /** Inline CPU (ns) the deployment used in the current share window: the main thread's lightest go first. */
   get recentNs(): number {
-    return Date.now() - this.windowStart >= this.policy.windowMs ? 0 : Number(this.windowCpuNs);
+    return Math.max(this.window.recentNs, this.ownerWindow()?.recentNs ?? 0);
   }
 
   /** Folds one finished execution's CPU (inline or on the isolate's thread) into its handler's average. */
@@ -224,19 +231,20 @@ export class InlineStanding {
       this.lastCooldownMs > 0 ? { endedAt: this.inlineAfter, cooldownMs: this.lastCooldownMs } : null;
     this.lastCooldownMs = nextCooldownMs(this.policy, last, now);
     this.inlineAfter = now + this.lastCooldownMs;
-    this.windowCpuNs = 0n;
+    this.window.clear();
     this.budget.spend();
   }
 
-  /** Counts inline CPU against the deployment's share; true when it went over (and was demoted). */
+  /**
+   * Counts inline CPU against the deployment's share and its developer's (all their deployments
+   * together: twenty deployments of one developer each under its share held the main thread); true
+   * when either went over, and the deployment was demoted. The developer's count is not cleared:
+   * each of their deployments that charges in the same window is demoted too.
+   */
   charge(ns: bigint): boolean {
-    const now = Date.now();
-    if (now - this.windowStart >= this.policy.windowMs) {
-      this.windowStart = now;
-      this.windowCpuNs = 0n;
-    }
-    this.windowCpuNs += ns;
-    if (this.windowCpuNs <= this.shareNs) return false;
+    const own = this.window.add(ns);
+    const owners = this.ownerWindow()?.add(ns) ?? 0n;
+    if (own <= this.shareNs && owners <= this.shareNs) return false;
     this.demote();
     return true;
   }
