@@ -4,8 +4,9 @@
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { expect, it } from "vitest";
-import { nodeFetch } from "./node-transport.js";
+import { nodeFetch, nodeTransport } from "./node-transport.js";
 
 it("an aborted request to a *.localhost host that never answers rejects and closes its connection", async () => {
   let arrived: (request: IncomingMessage) => void = () => {};
@@ -27,6 +28,27 @@ it("an aborted request to a *.localhost host that never answers rejects and clos
     await expect(answer).rejects.toThrow();
     await closed;
   } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}, 10_000);
+
+it("a socket whose host never answers its handshake closes after the handshake's time", async () => {
+  const server = createServer(() => {});
+  const upgrades: Duplex[] = [];
+  server.on("upgrade", (_request, socket: Duplex) => upgrades.push(socket)); // never answered
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const socket = nodeTransport(200).socket(`ws://app.localhost:${port}/api/sync`, ["platform.sync.v1"]);
+    const closed = new Promise<void>((resolve) => {
+      socket.onclose = () => resolve();
+    });
+    socket.onerror = () => {};
+    await closed;
+  } finally {
+    for (const upgrade of upgrades) upgrade.destroy();
+    for (const upgrade of upgrades) upgrade.destroy();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }

@@ -87,12 +87,25 @@ export const nodeFetch: FetchFunction = (url, init) => {
   return fetch(url, init as RequestInit);
 };
 
-/** The Node transport: {@link nodeFetch}, `ws` WebSockets (same lookup), tokens in memory. */
-export function nodeTransport(): Transport {
+/**
+ * How long a socket's opening handshake may take (ms). `ws` waits for good by default: a host that
+ * takes the connection and never answers its upgrade left the socket connecting for as long as
+ * the process lived, its subscriptions never answered nor retried.
+ */
+export const SOCKET_HANDSHAKE_MS = 30_000;
+
+/**
+ * The Node transport: {@link nodeFetch}, `ws` WebSockets (same lookup; a handshake not done within
+ * `handshakeMs` fails, and the connection tries again after its backoff), tokens in memory.
+ */
+export function nodeTransport(handshakeMs = SOCKET_HANDSHAKE_MS): Transport {
   return {
     fetch: nodeFetch,
     socket: (url, protocols) =>
-      new WebSocket(url, protocols ?? [], { lookup: localhostLookup }) as unknown as SocketLike,
+      new WebSocket(url, protocols ?? [], {
+        lookup: localhostLookup,
+        handshakeTimeout: handshakeMs,
+      }) as unknown as SocketLike,
     store: memoryStore(),
   };
 }
