@@ -6,6 +6,16 @@ import { type DeploymentLane, FairScheduler } from "./scheduler.js";
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Runs one call on `lane` that records its start as `name` and waits for the returned gate. */
+function hold(lane: DeploymentLane, started: string[], name: string) {
+  const gate = deferred();
+  const run = lane.run(async () => {
+    started.push(name);
+    await gate.promise;
+  });
+  return { gate, run };
+}
+
 describe("FairScheduler", () => {
   it("runs at most `slots` at once, starts the free ones at once, and the waiting ones in order", async () => {
     const lane = new FairScheduler(2, 0).lane("one");
@@ -124,16 +134,6 @@ describe("FairScheduler", () => {
       vi.useRealTimers();
     });
 
-    /** Runs one call on `lane` that records its start and waits for the returned gate. */
-    function hold(lane: DeploymentLane, started: string[], name: string) {
-      const gate = deferred();
-      const run = lane.run(async () => {
-        started.push(name);
-        await gate.promise;
-      });
-      return { gate, run };
-    }
-
     it("share a few slots between them while other deployments run as before", async () => {
       const scheduler = new FairScheduler(10, 0, 2);
       const lanes = ["a", "b", "c"].map((id) => scheduler.lane(id));
@@ -197,35 +197,25 @@ describe("FairScheduler", () => {
   });
 
   describe("one developer's deployments", () => {
-    /** Starts one call on `lane` that records its start as `name` and hangs until the returned gate. */
-    function hang(lane: DeploymentLane, started: string[], name: string) {
-      const gate = deferred();
-      const run = lane.run(async () => {
-        started.push(name);
-        await gate.promise;
-      });
-      return { gate, run };
-    }
-
     it("take the reserve only while none of them runs anything, as one deployment would", async () => {
       const scheduler = new FairScheduler(4, 2);
       const started: string[] = [];
       // The attack: each of a developer's deployments with one call that hangs. Before, each had
       // nothing running of its own, so each took a reserved slot and the host filled up.
       const mine = ["a1", "a2", "a3", "a4"].map((id) =>
-        hang(
+        hold(
           scheduler.lane(id, () => "dev-a"),
           started,
           id,
         ),
       );
       expect(started).toEqual(["a1", "a2"]);
-      const other = hang(
+      const other = hold(
         scheduler.lane("b1", () => "dev-b"),
         started,
         "b1",
       );
-      const unclaimed = hang(
+      const unclaimed = hold(
         scheduler.lane("c1", () => null),
         started,
         "c1",
@@ -240,14 +230,14 @@ describe("FairScheduler", () => {
       const scheduler = new FairScheduler(LIMITS.ownerCallsInFlight + 8, 0);
       const started: string[] = [];
       const mine = Array.from({ length: LIMITS.ownerCallsInFlight + 2 }, (_, i) =>
-        hang(
+        hold(
           scheduler.lane(`d${i}`, () => "dev-a"),
           started,
           `d${i}`,
         ),
       );
       expect(started).toHaveLength(LIMITS.ownerCallsInFlight);
-      const other = hang(
+      const other = hold(
         scheduler.lane("b1", () => "dev-b"),
         started,
         "b1",
@@ -269,16 +259,16 @@ describe("FairScheduler", () => {
       let owner: string | null = null;
       const started: string[] = [];
       const claimed = scheduler.lane("app", () => owner);
-      const first = hang(claimed, started, "first");
+      const first = hold(claimed, started, "first");
       // Claimed while its call runs: the call's slot goes back to the deployment's own count.
       owner = "dev-a";
-      const second = hang(claimed, started, "second");
+      const second = hold(claimed, started, "second");
       expect(started).toEqual(["first", "second"]);
       first.gate.resolve();
       second.gate.resolve();
       await Promise.all([first.run, second.run]);
       // Nothing is counted any more: the developer's next call finds the reserve again.
-      const held = hang(
+      const held = hold(
         scheduler.lane("busy", () => "dev-b"),
         started,
         "busy",
@@ -295,8 +285,8 @@ describe("FairScheduler", () => {
       const victim = scheduler.lane("v", () => "dev-v");
       for (const lane of [...lanes, victim]) lane.markBreached();
       const started: string[] = [];
-      const calls = lanes.map((lane) => hang(lane, started, lane.deploymentId));
-      const victims = hang(victim, started, "v");
+      const calls = lanes.map((lane) => hold(lane, started, lane.deploymentId));
+      const victims = hold(victim, started, "v");
       expect(started).toEqual(["a1", "v"]);
       for (const call of [...calls, victims]) call.gate.resolve();
       await Promise.all([...calls, victims].map((call) => call.run));

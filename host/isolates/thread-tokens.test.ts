@@ -124,18 +124,26 @@ describe("run tokens", () => {
     await until(() => first.handed.length === 3);
   });
 
-  it("gives a free token to the lane whose isolate used the least CPU on tokens lately", async () => {
-    const pool = tokens(1);
+  /**
+   * A lane that ran 30 ms on the only token lately, waiting with new work behind another lane that
+   * holds it now.
+   */
+  async function heavyWaiting(pool: ThreadTokens) {
     const heavy = new FakeIsolate();
-    const light = new FakeIsolate();
     const holder = new FakeIsolate();
-    // The heavy lane runs 30 ms on its token first.
     const h = started(pool, heavy);
     heavy.ran(30_000_000n);
     const blocker = started(pool, holder);
     await until(() => blocker.handed.length === 1);
-    // Both wait; the heavy one asked first.
     h.lane.post(() => h.handed.push("again"));
+    return { heavy, h, holder };
+  }
+
+  it("gives a free token to the lane whose isolate used the least CPU on tokens lately", async () => {
+    const pool = tokens(1);
+    const light = new FakeIsolate();
+    // Both wait; the heavy one asked first.
+    const { h, holder } = await heavyWaiting(pool);
     const l = started(pool, light);
     holder.ran();
     await until(() => l.handed.length === 1);
@@ -144,14 +152,8 @@ describe("run tokens", () => {
 
   it("gives a free token to a lane that waited long before those that used less lately", async () => {
     const pool = tokens(1, () => 0n, 0n, 20);
-    const heavy = new FakeIsolate();
     const light = new FakeIsolate();
-    const holder = new FakeIsolate();
-    const h = started(pool, heavy);
-    heavy.ran(30_000_000n);
-    const blocker = started(pool, holder);
-    await until(() => blocker.handed.length === 1);
-    h.lane.post(() => h.handed.push("again"));
+    const { heavy, h, holder } = await heavyWaiting(pool);
     // The heavy lane has waited past its limit when a lighter one comes: it goes first.
     await new Promise((resolve) => setTimeout(resolve, 40));
     const l = started(pool, light);
