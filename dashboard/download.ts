@@ -4,7 +4,8 @@
  * it, and previews and downloads go through `fetch` instead (previews as `data:` URLs, downloads as
  * `blob:` URLs re-typed so that they never render).
  */
-import { ApiError, csrf, deployPath } from "./api.js";
+import { ApiError, csrf } from "./api.js";
+import { objectPath } from "./object-path.js";
 
 /** Image types a preview shows (an `<img>` never runs a file's script, SVG included). */
 const PREVIEWED = new Set([
@@ -26,9 +27,10 @@ export function previewable(contentType: string, size: number): boolean {
 
 /** The bytes of `key` (`<visibility>/<id>`) of `deployment`, as a Blob of the type the host served. */
 export async function fetchObject(deployment: string, key: string): Promise<Blob> {
+  const path = objectPath(deployment, key); // throws for a key that is not a file's, before any request
   let response: Response;
   try {
-    response = await fetch(deployPath(deployment, `/storage/${key}`), {
+    response = await fetch(path, {
       headers: { "x-platform-csrf": csrf() },
       credentials: "same-origin",
     });

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import type { TableInfo } from "../sdk/protocol/dashboard.js";
-import { boundField, type Filter, mayBeAbsent, rangeFields } from "./filter.js";
+import { boundField, eqOf, type Filter, mayBeAbsent, rangeFields, withEq } from "./filter.js";
 
 interface FilterBarProps {
   table: TableInfo;
@@ -18,12 +18,8 @@ export function FilterBar({ table, filter, onApply }: FilterBarProps) {
   const fields = rangeFields(index);
   const bound = boundField(draft, index);
   const set = (change: Partial<Filter>) => setDraft({ ...draft, ...change });
-  const setEq = (field: string, text: string | null) => {
-    const eq = { ...draft.eq };
-    if (text === "") delete eq[field];
-    else eq[field] = text;
-    set({ eq });
-  };
+  const setEq = (field: string, text: string | null) =>
+    set({ eq: withEq(draft.eq, field, text === "" ? undefined : text) });
   return (
     <form
       className="filter"
@@ -64,9 +60,9 @@ export function FilterBar({ table, filter, onApply }: FilterBarProps) {
             {field} =
             <input
               name={`eq.${field}`}
-              value={draft.eq[field] ?? ""}
-              placeholder={draft.eq[field] === null ? "absent" : "any"}
-              disabled={draft.eq[field] === null}
+              value={eqOf(draft, field) ?? ""}
+              placeholder={eqOf(draft, field) === null ? "absent" : "any"}
+              disabled={eqOf(draft, field) === null}
               onChange={(event) => setEq(field, event.target.value)}
             />
           </label>
@@ -76,7 +72,7 @@ export function FilterBar({ table, filter, onApply }: FilterBarProps) {
                 type="checkbox"
                 name={`absent.${field}`}
                 aria-label={`${field} is absent`}
-                checked={draft.eq[field] === null}
+                checked={eqOf(draft, field) === null}
                 onChange={(event) => setEq(field, event.target.checked ? null : "")}
               />
               absent

@@ -16,10 +16,31 @@ export interface Filter {
   /**
    * Field -> typed text of an equality, or `null` for "absent": rows without a value for that
    * optional field (the engine's `eq(field, null)`, which index keys order before every value).
+   * Read it with {@link eqOf} and change it with {@link withEq}: a field may be named like a member
+   * of `Object.prototype` (`constructor`, `toString`), which a plain lookup would find.
    */
   eq: Record<string, string | null>;
   lower?: { op: "gt" | "gte"; text: string };
   upper?: { op: "lt" | "lte"; text: string };
+}
+
+/**
+ * The equality on `field`: its text, `null` for "absent", undefined for none. Only own entries
+ * count, so a field named `constructor` without an equality is not given `Object`'s function.
+ */
+export function eqOf(filter: Pick<Filter, "eq">, field: string): string | null | undefined {
+  return Object.hasOwn(filter.eq, field) ? filter.eq[field] : undefined;
+}
+
+/**
+ * A copy of `eq` with `field` set to `text` (or removed for undefined). The copy has no prototype,
+ * so a field named `__proto__` is stored as an entry instead of replacing the object's prototype.
+ */
+export function withEq(eq: Filter["eq"], field: string, text: string | null | undefined): Filter["eq"] {
+  const next: Filter["eq"] = Object.assign(Object.create(null), eq);
+  if (text === undefined) delete next[field];
+  else next[field] = text;
+  return next;
 }
 
 /** The fields a range may compare on `index`: its declared fields, then `createdAt`. */
@@ -34,7 +55,7 @@ export function readFilter(params: URLSearchParams, table: TableInfo | undefined
   const filter: Filter = {
     index: indexName,
     order: params.get("order") === "asc" ? "asc" : "desc",
-    eq: {},
+    eq: Object.create(null), // no prototype: see `withEq`
   };
   for (const field of rangeFields(index)) {
     const eq = params.get(`eq.${field}`);
@@ -54,7 +75,7 @@ export function readFilter(params: URLSearchParams, table: TableInfo | undefined
 
 /** The field the bounds apply to: the first of the index's fields without an equality. */
 export function boundField(filter: Filter, index: IndexInfo | undefined): string | undefined {
-  return rangeFields(index).find((field) => filter.eq[field] === undefined);
+  return rangeFields(index).find((field) => eqOf(filter, field) === undefined);
 }
 
 /** The URL parameters of `filter` (page 1: no cursor). */
@@ -63,7 +84,7 @@ export function filterParams(filter: Filter, index: IndexInfo | undefined): URLS
   if (filter.index !== "by_creation") params.set("index", filter.index);
   if (filter.order !== "desc") params.set("order", filter.order);
   for (const field of rangeFields(index)) {
-    const text = filter.eq[field];
+    const text = eqOf(filter, field);
     if (text === null) params.set(`absent.${field}`, "");
     else if (text !== undefined) params.set(`eq.${field}`, text);
   }
@@ -114,11 +135,11 @@ export function rangeOf(filter: Filter, table: TableInfo): RangeOp[] {
   const ops: RangeOp[] = [];
   const fields = rangeFields(index);
   for (const field of fields) {
-    const text = filter.eq[field];
+    const text = eqOf(filter, field);
     if (text === undefined) break;
     ops.push({ op: "eq", field, value: text === null ? null : parseValue(table, field, text) });
   }
-  const skipped = fields.slice(ops.length).find((field) => filter.eq[field] !== undefined);
+  const skipped = fields.slice(ops.length).find((field) => eqOf(filter, field) !== undefined);
   if (skipped !== undefined)
     throw new Error(
       `${filter.index} compares its fields in order (${fields.join(", ")}): give ${fields[ops.length]} a value before ${skipped}.`,

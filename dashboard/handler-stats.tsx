@@ -27,7 +27,8 @@ export function HandlerStats({ deployment, refresh }: { deployment: string; refr
     const timer = setInterval(reload, REFRESH_MS);
     return () => clearInterval(timer);
   }, [reload]);
-  const stats = loaded.data;
+  // Figures read again on each new call stay in view meanwhile.
+  const stats = loaded.latest;
   return (
     <section aria-labelledby="stats-title">
       <h2 id="stats-title">Last hour, per handler</h2>

@@ -1,24 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
-import type { CallUsage } from "../sdk/protocol/usage.js";
 import { csrf, deployPath } from "./api.js";
-
-/** One log line as `GET /v1/deploys/<id>/logs` streams it (the fields the page reads). */
-export interface LogLine {
-  /** Its place in this page's stream (a key for lists). */
-  seq: number;
-  time: string;
-  level: "info" | "warn" | "error";
-  handler: string;
-  requestId: string;
-  message: string;
-  fields?: Record<string, unknown>;
-  call?: { kind: string; name: string; outcome: string; usage: CallUsage; error?: { message: string } };
-  /** The platform's own record of a dashboard action (no handler's line has it). */
-  platform?: true;
-}
-
-/** Lines the page keeps (the host keeps as many per deployment). */
-const KEPT = 1000;
+import { type LogLine, readLogLines } from "./log-lines.js";
 
 export type FollowState = "connecting" | "following" | "stopped";
 
@@ -38,8 +20,6 @@ export function useLogFollow(deployment: string): {
   // biome-ignore lint/correctness/useExhaustiveDependencies: `round` restarts the stream
   useEffect(() => {
     const abort = new AbortController();
-    let kept: LogLine[] = [];
-    let seq = 0;
     setLines([]);
     setState("connecting");
     (async () => {
@@ -48,23 +28,10 @@ export function useLogFollow(deployment: string): {
         credentials: "same-origin",
         signal: abort.signal,
       });
+      if (abort.signal.aborted) return;
       if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
       setState("following");
-      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-      let pending = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        pending += value;
-        const parts = pending.split("\n");
-        pending = parts.pop() ?? "";
-        const fresh = parts
-          .filter((part) => part !== "")
-          .map((part) => Object.assign(JSON.parse(part) as LogLine, { seq: ++seq }));
-        if (fresh.length === 0) continue;
-        kept = kept.concat(fresh).slice(-KEPT);
-        setLines(kept);
-      }
+      await readLogLines(response.body, abort.signal, setLines);
     })().then(
       () => !abort.signal.aborted && setState("stopped"),
       () => !abort.signal.aborted && setState("stopped"),

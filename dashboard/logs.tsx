@@ -1,6 +1,7 @@
 import { useMemo, useState } from "react";
 import { HandlerStats } from "./handler-stats.js";
-import { type LogLine, useLogFollow } from "./log-follow.js";
+import { useLogFollow } from "./log-follow.js";
+import type { LogLine } from "./log-lines.js";
 
 const LEVELS = ["info", "warn", "error"] as const;
 

@@ -1,51 +1,9 @@
 import { useEffect, useRef, useState } from "react";
 import type { TableInfo } from "../sdk/protocol/dashboard.js";
-import type { FieldValue } from "../sdk/values/schema-spec.js";
 import { api, deployPath } from "./api.js";
 import { CopyButton } from "./copy.js";
 import { formatTime } from "./format.js";
-
-type Row = Record<string, FieldValue>;
-
-/** The row's own fields (not `id` and `createdAt`, which the database sets), as editable JSON. */
-function editableJson(table: TableInfo, row: Row | undefined): string {
-  const out: Record<string, unknown> = {};
-  for (const field of table.fields) {
-    if (row) {
-      if (row[field.name] !== undefined) out[field.name] = row[field.name];
-    } else if (field.default !== undefined) out[field.name] = field.default;
-    else if (!field.optional)
-      out[field.name] = field.kind === "number" ? 0 : field.kind === "boolean" ? false : "";
-  }
-  return JSON.stringify(out, null, 2);
-}
-
-/** `text` parsed as a JSON object, or a message saying what is wrong. */
-function parseObject(text: string): Record<string, unknown> | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return `Not valid JSON: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    return "The row must be a JSON object.";
-  return value as Record<string, unknown>;
-}
-
-/** An update's patch: what changed, and `null` for each field the editor removed (clears it). */
-function patchOf(before: Row, after: Record<string, unknown>, table: TableInfo): Record<string, unknown> {
-  const patch: Record<string, unknown> = {};
-  for (const field of table.fields) {
-    const name = field.name;
-    if (!(name in after)) {
-      if (before[name] !== undefined) patch[name] = null;
-    } else if (JSON.stringify(after[name]) !== JSON.stringify(before[name])) patch[name] = after[name];
-  }
-  for (const name of Object.keys(after))
-    if (!table.fields.some((f) => f.name === name)) patch[name] = after[name];
-  return patch;
-}
+import { editableJson, parseObject, patchOf, type Row } from "./row-json.js";
 
 interface PanelProps {
   deployment: string;

@@ -8,10 +8,10 @@ import { FilterBar } from "./filter-bar.js";
 import { formatCount, formatTime } from "./format.js";
 import { useLoad } from "./load.js";
 import { dataUrl, linkTo, navigate, type Route } from "./route.js";
+import { ownValue, type Row, rowOfSelection } from "./row-json.js";
 import { RowPanel } from "./row-panel.js";
 import { loadTables } from "./tables.js";
 
-type Row = Record<string, FieldValue>;
 const PAGE_SIZE = 25;
 
 /** A cell's text: strings as they are (cut), numbers and booleans as JSON, absent as a dash. */
@@ -64,7 +64,7 @@ function RowsTable({
                 <td className="time">{formatTime(Number(row.createdAt))}</td>
                 {table.fields.map((field) => (
                   <td key={field.name}>
-                    <Cell value={row[field.name]} />
+                    <Cell value={ownValue(row, field.name)} />
                   </td>
                 ))}
               </tr>
@@ -126,6 +126,10 @@ export function RowsPage({ route }: { route: Extract<Route, { page: "rows" }> })
     },
     `${selected ?? ""}:${version}`,
   );
+  // The last answer stays while a saved row is read again, but never stands in for another row.
+  const panelRow = rowOfSelection(selected, selectedRow.latest);
+  // The page in view stays while the next one loads; paging onward uses only the current answer.
+  const shown = rows.latest;
 
   const go = (change: (next: URLSearchParams) => void, replace = false) => {
     const next = new URLSearchParams(params);
@@ -211,11 +215,11 @@ export function RowsPage({ route }: { route: Extract<Route, { page: "rows" }> })
                 {rows.error}
               </p>
             )}
-            {rows.data && rows.data.page.length === 0 && <p className="notice">No rows match.</p>}
-            {rows.data && rows.data.page.length > 0 && (
+            {shown && shown.page.length === 0 && <p className="notice">No rows match.</p>}
+            {shown && shown.page.length > 0 && (
               <RowsTable
                 table={table}
-                rows={rows.data.page}
+                rows={shown.page}
                 selected={selected}
                 onOpen={(id) => go((next) => next.set("row", id))}
               />
@@ -241,12 +245,12 @@ export function RowsPage({ route }: { route: Extract<Route, { page: "rows" }> })
           </>
         )}
       </section>
-      {table && (inserting || (selected && selectedRow.data)) && (
+      {table && (inserting || panelRow) && (
         <RowPanel
           key={inserting ? "new" : (selected ?? "")}
           deployment={deployment}
           table={table}
-          row={inserting ? undefined : selectedRow.data}
+          row={inserting ? undefined : panelRow}
           writable={answer?.writable === true}
           onClose={close}
           onChanged={(row) => {

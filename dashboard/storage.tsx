@@ -3,6 +3,7 @@ import { ApiError, api, deployPath } from "./api.js";
 import { dataUrlOf, fetchObject, previewable, saveObject } from "./download.js";
 import { formatAge, formatSize, formatTime, plural } from "./format.js";
 import { useLoad } from "./load.js";
+import { objectDeletePath } from "./object-path.js";
 
 /** One file as `GET /v1/deploys/<id>/storage` lists it. */
 interface StoredFile {
@@ -77,7 +78,7 @@ function FileRow({
   async function remove() {
     setBusy(true);
     try {
-      await api(`/v1/me/deploys/${encodeURIComponent(deployment)}/storage/${file.key}`, { method: "DELETE" });
+      await api(objectDeletePath(deployment, file.key), { method: "DELETE" });
       onDeleted();
     } catch (error) {
       onError(message(error));

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { type HttpResponse, sendRequest } from "../../cli/http.js";
-import type { TestHost } from "./host.js";
+import { fixtureCode, type TestHost } from "./host.js";
 
 /** A signed-in dashboard session as a browser holds it: the cookie, and the CSRF token its pages carry. */
 export interface DashboardSession {
@@ -71,4 +71,22 @@ export function sessionRequest(
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+}
+
+/**
+ * Makes a developer named Dana and deploys fixture `fixture` as `id`, owned by her: what a
+ * dashboard test signs in to look at. Answers her id and token.
+ */
+export async function danasDeployment(
+  host: TestHost,
+  fixture: string,
+  id: string,
+): Promise<{ id: string; token: string }> {
+  const developer = (await host.admin("/v1/developers", "POST", { name: "Dana" })).json<{
+    id: string;
+    token: string;
+  }>();
+  const code = await fixtureCode(fixture);
+  expect((await host.admin("/v1/deploys", "POST", { id, code, owner: developer.id })).status).toBe(201);
+  return developer;
 }
