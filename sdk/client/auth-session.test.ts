@@ -165,3 +165,27 @@ it("a restricted deployment's refused guest (forbidden) is not asked for again b
   expect(session.getState()).toMatchObject({ error: { code: "forbidden" } });
   session.close();
 });
+
+it("a guest start refused with the host's time to wait is not tried again before it", async () => {
+  vi.useFakeTimers();
+  const host = flakyGuests(
+    1,
+    () =>
+      new Response(
+        JSON.stringify({
+          error: { code: "limit_exceeded", message: "Too many guests were created from your address." },
+        }),
+        { status: 429, headers: { "content-type": "application/json", "retry-after": "600" } },
+      ),
+  );
+  const session = new AuthSession("http://app.localhost", host.fetch, memoryStore(), { guest: true });
+  await session.ready();
+  // Not at once, as after a blip: the host said 10 minutes.
+  expect(await session.validToken()).toBeNull();
+  await vi.advanceTimersByTimeAsync(599_000);
+  expect(await session.validToken()).toBeNull();
+  expect(host.counts.guest).toBe(1);
+  await vi.advanceTimersByTimeAsync(1000);
+  expect(await session.validToken()).toBe("G1");
+  session.close();
+});

@@ -120,7 +120,9 @@ export class AuthSession {
    */
   async validToken(): Promise<string | null> {
     await this.ready();
-    if (!this.stored.current && this.options.guest && this.guestRetries.due()) await this.startGuestAgain();
+    // Not while a sign-in is out: it was sent without a guest, and a guest made now would be left behind.
+    if (!this.stored.current && this.options.guest && !this.signingIn && this.guestRetries.due())
+      await this.startGuestAgain();
     const current = this.stored.current;
     if (current && current.expiresAt - Date.now() < 60_000) await this.renew().catch(() => undefined);
     return this.current();

@@ -9,14 +9,28 @@ const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
 };
 
 /** The server's code when it is one we know, else one from the status (the message is kept either way). */
-export function errorFromWire(wire: unknown, fallbackStatus = 500): PlatformError {
+export function errorFromWire(
+  wire: unknown,
+  fallbackStatus = 500,
+  retryAfterSeconds?: number,
+): PlatformError {
   const error = (wire ?? {}) as { code?: unknown; message?: unknown };
   const code =
     typeof error.code === "string" && Object.hasOwn(ERROR_STATUS, error.code)
       ? (error.code as ErrorCode)
       : (CODE_OF_STATUS[fallbackStatus] ?? "internal");
   const message = typeof error.message === "string" ? error.message : `Request failed (${fallbackStatus}).`;
-  return new PlatformError(code, message);
+  return new PlatformError(
+    code,
+    message,
+    retryAfterSeconds === undefined ? undefined : { retryAfterSeconds },
+  );
+}
+
+/** A response's `Retry-After` in seconds, when it is a whole number of them (the host's form). */
+function retryAfterOf(response: Response): number | undefined {
+  const header = response.headers.get("retry-after");
+  return header !== null && /^\d{1,6}$/.test(header) ? Number(header) : undefined;
 }
 
 /**
@@ -38,7 +52,8 @@ export function readResponseText(response: Response, text: string): unknown {
         throw new PlatformError("internal", "The server answered with something other than JSON.");
     }
   }
-  if (!response.ok) throw errorFromWire((body as { error?: unknown } | null)?.error, response.status);
+  if (!response.ok)
+    throw errorFromWire((body as { error?: unknown } | null)?.error, response.status, retryAfterOf(response));
   return body;
 }
 

@@ -46,7 +46,9 @@ export class GuestRetries {
     }
     // The first failure (the load's) is tried again by the next call at once: a blip is short.
     const fullMs = this.failures === 0 ? 0 : Math.min(WAIT.maxMs, WAIT.firstMs * 2 ** (this.failures - 1));
-    this.notBefore = now + fullMs * (0.5 + Math.random() / 2);
+    // The host's own word when it gave one (new guests from a shared address past its limit).
+    const hostMs = isPlatformError(error) ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
+    this.notBefore = now + Math.max(hostMs, fullMs * (0.5 + Math.random() / 2));
     this.failures++;
   }
 

@@ -66,3 +66,15 @@ it("a call to a host that cannot be reached is retried until 60 s, then fails wi
   expect(isPlatformError((call.outcome as { error?: unknown } | undefined)?.error, "unavailable")).toBe(true);
   expect(attempts).toBeGreaterThan(20);
 });
+
+it("the last attempt, to a host just back, gets what a mutation may take to be answered", async () => {
+  // Unreachable for 58 s, then a host whose answer takes 20 s (a handler and its lock's wait).
+  const started = Date.now();
+  const call = startCall(async () => {
+    if (Date.now() - started < LIMITS.callRetryMs - 2000) throw new TypeError("fetch failed");
+    await new Promise((resolve) => setTimeout(resolve, 20_000));
+    return new Response('{"ok":1}', { status: 200, headers: { "content-type": "application/json" } });
+  });
+  await vi.advanceTimersByTimeAsync(LIMITS.callRetryMs + 25_000);
+  expect(call.outcome).toEqual({ value: { ok: 1 } });
+});

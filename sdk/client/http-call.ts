@@ -14,6 +14,13 @@ export interface CallAuth {
 
 /** Waits between attempts of a call that got no answer: 100 ms doubling to 2 s, with jitter. */
 const RETRY = { firstMs: 100, maxMs: 2000 } as const;
+/**
+ * The least time one attempt is given for its whole answer (ms), however little of the retries'
+ * time is left: what the host may take to answer (a handler's wall time, and a mutation's wait for
+ * its lock on each side). Given less, a last attempt to a host that had just come back was cut
+ * off after 2 s, a mutation it applied reported as not answered.
+ */
+const ATTEMPT_MIN_MS = LIMITS.handlerWallMs + 2 * LIMITS.mutationWaitMs;
 
 /** Options of {@link callWithAuth}. */
 export interface CallInit {
@@ -41,19 +48,21 @@ export async function callWithAuth(
   url: string,
   init: CallInit,
 ): Promise<unknown> {
-  const deadline = init.retryUnanswered ? Date.now() + LIMITS.callRetryMs : 0;
+  /** When retries stop (0: none), counted once the first token is ready (a guest start may be slow). */
+  let deadline = 0;
   let renewed = false;
   /** Who an attempt that got no answer was sent as: the host keeps a mutation's key per user. */
   let unansweredAs: string | null | undefined;
   for (let attempt = 0; ; attempt++) {
     const token = await auth.validToken();
+    if (deadline === 0 && init.retryUnanswered) deadline = Date.now() + LIMITS.callRetryMs;
     const user = auth.user?.() ?? null;
     if (unansweredAs !== undefined && user !== unansweredAs)
       throw new PlatformError(
         "conflict",
         "The signed-in user changed while the call got no answer: it was not sent again as the new user (a mutation may or may not have been applied as the user before).",
       );
-    // Never past the deadline: the last attempt starts by then (and gets RETRY.maxMs at least).
+    // Never past the deadline: the last attempt starts by then (and gets ATTEMPT_MIN_MS at least).
     const retryLater = () =>
       new Promise((resolve) =>
         setTimeout(
@@ -109,7 +118,7 @@ interface Answer {
 /**
  * Sends one attempt. With a `deadline` (ms since the epoch, 0: none) the whole answer, body
  * included, must arrive by then (a host may stop in the middle of one), and at least
- * {@link RETRY.maxMs} is left to the last attempt, which a retry's wait may have pushed past it.
+ * {@link ATTEMPT_MIN_MS} is left to each attempt, the last one included.
  */
 function send(
   fetch: FetchFunction,
@@ -118,7 +127,7 @@ function send(
   deadline: number,
 ): Promise<Answer> {
   if (deadline === 0) return fetch(url, request).then((response) => ({ response, text: null }));
-  return withinTime(Math.max(RETRY.maxMs, deadline - Date.now()), async (signal) => {
+  return withinTime(Math.max(ATTEMPT_MIN_MS, deadline - Date.now()), async (signal) => {
     const response = await fetch(url, { ...request, signal });
     return { response, text: await response.text() };
   });

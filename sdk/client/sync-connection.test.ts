@@ -121,6 +121,23 @@ it("after a socket that stayed open a while, a restarting host (1012) is left at
   }
 });
 
+it("a new identity's reconnect (sign-in, sign-out) is at once however often: the client's own close is no failure", async () => {
+  // A host that keeps every socket open.
+  const host = closingHost(1000, 24 * 60 * 60_000);
+  const connection = connectionTo(host.factory);
+  await vi.advanceTimersByTimeAsync(10);
+  for (let i = 0; i < 8; i++) {
+    await vi.advanceTimersByTimeAsync(1500);
+    const before = host.sockets.length;
+    const at = Date.now();
+    connection.reconnect();
+    await vi.advanceTimersByTimeAsync(5);
+    expect(host.sockets.length).toBe(before + 1);
+    expect((host.sockets.at(-1)?.madeAt ?? 0) - at).toBeLessThanOrEqual(1);
+  }
+  connection.close();
+});
+
 /** A connection whose one socket the test opens, with `listeners` on query `list`. */
 async function openConnection(...listeners: Array<(result: unknown) => void>) {
   let socket: StandInSocket | undefined;

@@ -50,6 +50,8 @@ export class SyncConnection {
   private readonly mutations = new PendingMutations();
   private nextMutationId = 1;
   private readonly backoff = new ReconnectBackoff();
+  /** Sockets this client closed itself for a new identity (see {@link reconnect}). */
+  private readonly closedForIdentity = new WeakSet<SocketLike>();
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** A check of the token over HTTP gave a new one since a socket last opened (see upgrade-refusal.ts). */
   private tokenChecked = false;
@@ -187,10 +189,13 @@ export class SyncConnection {
       // Unanswered mutations go again on the next socket, with their keys, while there is time.
       this.mutations.socketLost();
       if (this.closed) return;
-      const lived = this.backoff.ended(openedAt);
+      // The client's own close for a new identity (a sign-in, a sign-out) is no failure of the
+      // host's: counted as one, switching users a few times pushed the next socket 10 s away.
+      const ours = this.closedForIdentity.has(socket);
+      const lived = ours ? openedAt !== null : this.backoff.ended(openedAt);
       // A host shutting down answered what it took: reconnect at once (to another host), unless
       // the socket closed soon after it opened (a host closing every socket so would be a storm).
-      const atOnce = lived && event?.code === SYNC_CLOSE.hostRestarting;
+      const atOnce = lived && (ours || event?.code === SYNC_CLOSE.hostRestarting);
       const retry = () => {
         if (!this.wanted) this.setState("idle");
         else if (atOnce) void this.connect();
@@ -234,8 +239,10 @@ export class SyncConnection {
     // A new token: tried among the subprotocols again (the host may have been upgraded since).
     this.tokenInUrl = false;
     const socket = this.socket;
-    if (socket) socket.close(1000, "new identity");
-    else if (!this.wanted || this.stateValue === "connecting" || this.retryTimer) return;
+    if (socket) {
+      this.closedForIdentity.add(socket);
+      socket.close(1000, "new identity");
+    } else if (!this.wanted || this.stateValue === "connecting" || this.retryTimer) return;
     else if (this.backoff.healthy) void this.connect();
     else this.scheduleReconnect();
   }

@@ -62,7 +62,7 @@ export class SyncSubscriptions {
     subscription.dropTimer = undefined;
     subscription.listeners.add(listener);
     const joined = subscription;
-    if (joined.result) listener(joined.result);
+    if (joined.result) notifyEach([listener], joined.result);
     return () => {
       joined.listeners.delete(listener);
       if (joined.listeners.size > 0 || joined.dropTimer) return;
