@@ -3,6 +3,7 @@
  * not hold its locks for the server's default two hours: every connection a host makes asks the
  * server to probe it when idle (`LIMITS.databaseServerKeepaliveS`), before anything else.
  */
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PostgresKv } from "../host/db/index.js";
@@ -50,5 +51,56 @@ describe.skipIf(!postgresInstalled)("the server's end of a host's connections", 
     // The table's set-up, a write, a reader, a lock and the listener: several connections.
     expect(first.size).toBeGreaterThanOrEqual(3);
     for (const text of first.values()) expect(text.startsWith(serverKeepaliveSql())).toBe(true);
+  });
+});
+
+/**
+ * A server that speaks just enough of PostgreSQL's protocol to let a client in (trust: no
+ * password), then ends the connection on its first statement, as a restart or an administrator's
+ * terminate would while the keepalive is being asked for.
+ */
+async function endingOnFirstStatement(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets: Socket[] = [];
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    let started = false;
+    socket.on("data", () => {
+      if (started) {
+        socket.destroy();
+        return;
+      }
+      started = true;
+      const authenticationOk = Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]);
+      const readyForQuery = Buffer.from([0x5a, 0, 0, 0, 5, 0x49]);
+      socket.write(Buffer.concat([authenticationOk, readyForQuery]));
+    });
+    socket.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `postgres://platform@127.0.0.1:${port}/platform`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe("a connection lost while it asks for the server's keepalive", () => {
+  it("fails its connect, and its error reaches no one unheard (one ended the host)", async () => {
+    const server = await endingOnFirstStatement();
+    const watch = new SilenceWatch(server.url, LIMITS.databaseSilenceMs);
+    const pool = watchedPool(watch, { connectionString: server.url, max: 1 });
+    pool.on("error", () => {});
+    try {
+      await expect(pool.connect()).rejects.toThrow();
+      // The pool has no connection left behind that it would hand out dead.
+      expect(pool.totalCount).toBe(0);
+    } finally {
+      await pool.end();
+      watch.close();
+      await server.close();
+    }
   });
 });

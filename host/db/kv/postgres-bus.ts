@@ -13,7 +13,8 @@ async function listen(url: string): Promise<pg.Client> {
   listener.on("error", () => {});
   try {
     await listener.connect();
-    await listener.query(serverKeepaliveSql());
+    // A server (or a proxy) refusing the statement leaves the connection as it was.
+    await listener.query(serverKeepaliveSql()).catch(() => {});
     await listener.query(`LISTEN ${CHANNEL}`);
   } catch (error) {
     await listener.end().catch(() => {});

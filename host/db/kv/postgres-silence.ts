@@ -120,16 +120,35 @@ export class SilenceWatch {
           return this.connectTimedOut ? silentError(watch.silenceMs, error) : error;
         };
         // Made, then asked for the server's keepalive before anyone uses it (within the same
-        // time): a server that refuses it leaves the connection as it was.
-        const made = (): Promise<void> =>
-          super.query(serverKeepaliveSql()).then(
-            () => {},
-            () => {},
-          );
+        // time). A server that refuses the statement leaves the connection as it was; one lost
+        // meanwhile fails the connect, as a lost handshake does. Until the pool takes the
+        // connection nobody listens for its errors: one unheard here ended the process.
+        const made = async (): Promise<void> => {
+          let lost: unknown;
+          const onError = (error: unknown) => {
+            lost ??= error;
+          };
+          this.on("error", onError);
+          try {
+            await super.query(serverKeepaliveSql());
+          } catch (error) {
+            lost ??= this.connectTimedOut || !isQueryable(this) ? error : undefined;
+          } finally {
+            this.off("error", onError);
+          }
+          if (lost !== undefined) throw lost;
+        };
         if (typeof callback === "function")
           return super.connect((error: Error | undefined) => {
             if (error) callback(settle(error) as Error | undefined);
-            else void made().then(() => callback(settle(undefined) as undefined));
+            else
+              made().then(
+                () => callback(settle(undefined) as undefined),
+                (lost: unknown) => {
+                  streamOf(this).destroy();
+                  callback(settle(lost) as Error);
+                },
+              );
           });
         return super
           .connect()
@@ -137,6 +156,7 @@ export class SilenceWatch {
           .then(
             () => settle(undefined),
             (error: unknown) => {
+              streamOf(this).destroy();
               throw settle(error);
             },
           );
@@ -286,4 +306,9 @@ export function silentError(silenceMs: number, cause?: unknown): PlatformError {
     `The database did not answer within ${Math.round(silenceMs / 100) / 10} s (busy, or not reachable). Retry later.`,
     { retryAfterSeconds: 1, cause },
   );
+}
+
+/** False once pg took the connection as broken (it refuses queries from then on). */
+function isQueryable(client: pg.Client): boolean {
+  return (client as unknown as { _queryable?: boolean })._queryable !== false;
 }
