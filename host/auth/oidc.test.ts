@@ -112,6 +112,29 @@ describe("OpenID Connect ID tokens and an issuer's JWKS", () => {
     expect(await once.verifiedEmail("d", await token())).toBe("ada@example.com");
   });
 
+  it("knows a used token however its signature is spelt (padding, spaces, a last character's spare bits)", async () => {
+    const once = verifier("/good");
+    const first = await token();
+    expect(await once.verifiedEmail("d", first)).toBe("ada@example.com");
+    const signature = first.slice(first.lastIndexOf(".") + 1);
+    const last = signature.at(-1) as string;
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    // The same sextet's high bits, low bits changed: for 256 bytes of RS256, the last 4 bits are spare.
+    const sibling = alphabet[
+      (alphabet.indexOf(last) & ~0x3) | ((alphabet.indexOf(last) + 1) & 0x3)
+    ] as string;
+    for (const respelt of [`${first} `, `${first}==`, `${first.slice(0, -1)}${sibling}`])
+      await expect(once.verifiedEmail("d", respelt)).rejects.toMatchObject({ code: "unauthorized" });
+  });
+
+  it("may be used again once forgotten (its sign-in failed after it was verified)", async () => {
+    const once = verifier("/good");
+    const first = await token();
+    expect(await once.verifiedEmail("d", first)).toBe("ada@example.com");
+    once.unspend(first);
+    expect(await once.verifiedEmail("d", first)).toBe("ada@example.com");
+  });
+
   it("refuses a token for several clients that was not issued to this one (its azp)", async () => {
     const several = verifier("/good");
     await expect(
@@ -123,6 +146,18 @@ describe("OpenID Connect ID tokens and an issuer's JWKS", () => {
       several.verifiedEmail("d", await token(true, ["app", "someone-else"], { azp: "someone-else" })),
     ).rejects.toMatchObject({ code: "unauthorized" });
     expect(await several.verifiedEmail("d", await token(true, ["app", "someone-else"], { azp: "app" }))).toBe(
+      "ada@example.com",
+    );
+    // A deployment listing two clients of one issuer: the token is checked as the one it names.
+    const two = new OidcVerifier(
+      ["web", "app"].map((audience) => ({
+        issuer: ISSUER,
+        jwksUri: `${base}/good`,
+        audience,
+        deployments: "*",
+      })),
+    );
+    expect(await two.verifiedEmail("d", await token(true, ["web", "app"], { azp: "app" }))).toBe(
       "ada@example.com",
     );
   });

@@ -112,8 +112,11 @@ export class OidcVerifier {
         `Deployment ${deployment} accepts no ID tokens from that issuer: its operator lists the identity provider's clients each deployment accepts.`,
       );
     const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    // A token for a client of another deployment matches none and fails verification below.
-    const client = (forDeployment.find((candidate) => audiences.includes(candidate.audience)) ??
+    // A token for a client of another deployment matches none and fails verification below. A
+    // token naming the client it was issued to (`azp`) is checked as that client's.
+    const azp = (claims as { azp?: unknown }).azp;
+    const client = (forDeployment.find((candidate) => candidate.audience === azp) ??
+      forDeployment.find((candidate) => audiences.includes(candidate.audience)) ??
       forDeployment[0]) as OidcIssuer;
     let payload: Record<string, unknown>;
     try {
@@ -147,7 +150,7 @@ export class OidcVerifier {
    * at most {@link LIMITS.oidcTokensRemembered}, the oldest dropped first.
    */
   private spend(idToken: string, expiresAt: number): void {
-    const hash = createHash("sha256").update(idToken).digest("base64url");
+    const hash = tokenHash(idToken);
     const now = Date.now();
     const until = this.used.get(hash);
     if (until !== undefined && until > now)
@@ -164,6 +167,14 @@ export class OidcVerifier {
     }
   }
 
+  /**
+   * Forgets that `idToken` was used: its sign-in failed after it was verified (the database
+   * unavailable, a refused upgrade), and the app may try it again.
+   */
+  unspend(idToken: unknown): void {
+    if (typeof idToken === "string") this.used.delete(tokenHash(idToken));
+  }
+
   /** The key set of `client`'s JWKS, one per URL (an issuer may be listed once per client). */
   private keySet(client: OidcIssuer): ReturnType<typeof createRemoteJWKSet> {
     let keySet = this.keySets.get(client.jwksUri);
@@ -173,4 +184,15 @@ export class OidcVerifier {
     }
     return keySet;
   }
+}
+
+/**
+ * The key a used ID token is remembered by: the hash of what its signature signs (header and
+ * claims), not of its text. Base64 decoding is lenient (padding, whitespace, a last character's
+ * unused bits), so one token has many spellings that verify: hashed as text, each signed in again.
+ */
+function tokenHash(idToken: string): string {
+  return createHash("sha256")
+    .update(idToken.slice(0, Math.max(0, idToken.lastIndexOf("."))))
+    .digest("base64url");
 }

@@ -194,7 +194,13 @@ export function authRoutes(
       );
     }
     const email = await signIn.oidc.verifiedEmail(ctx.state.deployment as string, body.idToken);
-    await signInAccount(ctx, auth, deployments, email);
+    try {
+      await signInAccount(ctx, auth, deployments, email);
+    } catch (error) {
+      // Not signed in: the app may send the same token again.
+      signIn.oidc.unspend(body.idToken);
+      throw error;
+    }
   });
   if (dev) {
     router.post("/dev-sign-in", json, async (ctx) => {

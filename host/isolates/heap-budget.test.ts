@@ -10,6 +10,7 @@ const CODE = `var __platform_capsule = {
   definition: { queries: {
     keep: async () => { (globalThis.kept ??= []).push(new Array(1e6).fill(1.5)); return globalThis.kept.length; },
     ok: async () => 1,
+    spin: async () => { for (;;) {} },
   } },
 };`;
 
@@ -67,5 +68,16 @@ describe("the host's budget of isolates' heaps", () => {
     const answer = await runner.run(queryRequest("ok"), () => null);
     expect(answer.onOwnThread).toBe(false);
     await until(() => runner.heap.bytes > 0);
+  });
+
+  it("stops counting an isolate stopped for its limit", async () => {
+    const pool = new IsolatePool(async () => CODE, THREADED);
+    pools.push(pool);
+    const runner = pool.runner("stopped", "h", "dev-a");
+    await runner.run(queryRequest("keep"), () => null);
+    await until(() => runner.heap.bytes > 8 * MB);
+    await expect(runner.run(queryRequest("spin"), () => null)).rejects.toMatchObject({ code: "timeout" });
+    expect(runner.isLive).toBe(false);
+    expect(runner.heap.bytes).toBe(0);
   });
 });

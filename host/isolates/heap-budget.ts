@@ -63,22 +63,26 @@ export class HeapWatch {
     if (this.weighing || isolate !== this.watched) return;
     const now = Date.now();
     if (!onOwnThread && now - this.weighedAt < WEIGH_INLINE_EVERY_MS) return;
-    this.weighing = true;
     this.weighedAt = now;
+    // Read on the isolate's thread, even after an inline call: read here, code left running there
+    // (a stray promise chain, until its budget stops it) would hold the host's main thread.
+    this.weighing = true;
     isolate
       .heapBytes()
       .then(
-        (bytes) => {
-          // Replaced or gone meanwhile: its reading is no one's.
-          if (isolate !== this.watched || isolate.isDisposed) return;
-          this.set(bytes);
-          this.weighed(bytes, isolate, onOwnThread);
-        },
+        (bytes) => this.took(isolate, bytes, onOwnThread),
         () => {},
       )
       .finally(() => {
         this.weighing = false;
       });
+  }
+
+  /** Takes a reading of `isolate`, unless it was replaced or is gone meanwhile (then it is no one's). */
+  private took(isolate: CapsuleIsolate, bytes: number, onOwnThread: boolean): void {
+    if (isolate !== this.watched || isolate.isDisposed) return;
+    this.set(bytes);
+    this.weighed(bytes, isolate, onOwnThread);
   }
 
   private set(bytes: number): void {

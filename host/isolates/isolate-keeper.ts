@@ -259,10 +259,20 @@ export class IsolateKeeper {
    */
   private limitStop(isolate: CapsuleIsolate, limit: "cpu" | "memory"): void {
     this.lastStopped = isolate;
+    // Gone: its heap no longer counts against the host's budget.
+    if (isolate === this.isolate) this.heap.watch(null);
     this.pause.stopped();
     if (this.answeredSinceStop < LIMITS.breachForgivenCalls) this.lane.markBreached();
     this.answeredSinceStop = 0;
     this.onLimitStop(limit);
+  }
+
+  /**
+   * Forgets the heap reading of an isolate that is gone by other means than this keeper's (the
+   * sentinel, isolated-vm at its memory limit): kept, it counted against the host's budget for good.
+   */
+  forgetGoneHeap(): void {
+    if (!this.isLive && this.heap.bytes > 0) this.heap.watch(null);
   }
 
   /** Drops the isolate (eviction); the next request starts a new one. */

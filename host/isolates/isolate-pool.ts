@@ -212,10 +212,12 @@ export class IsolatePool {
         this.track(runner.evict());
         this.observer.isolateEvicted("memory");
       },
+      true,
     );
   }
 
   private evictIdle(): void {
+    for (const runner of this.runners.values()) runner.forgetGoneHeap();
     this.enforceCap();
     const cutoff = Date.now() - this.options.idleMs;
     for (const runner of this.runners.values())

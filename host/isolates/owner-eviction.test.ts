@@ -45,6 +45,25 @@ describe("evictions", () => {
     expect(evicted).toEqual(["a1", "a3", "v1"]);
   });
 
+  it("with a fair share, never take an owner at or under it, though a heavier one has nothing idle", () => {
+    const runners = [
+      { name: "v1", owner: "victim", weight: 4, busy: false, isLive: true },
+      { name: "a1", owner: "a", weight: 10, busy: true, isLive: true },
+      { name: "b1", owner: "b", weight: 1, busy: false, isLive: true },
+    ];
+    const evicted: string[] = [];
+    evictHeaviestOwnersFirst(
+      runners,
+      (each) => each.owner,
+      (each) => each.weight,
+      () => true,
+      (each) => evicted.push(each.name),
+      true,
+    );
+    // Even share 5: only a is over it, and its runner is busy.
+    expect(evicted).toEqual([]);
+  });
+
   it("past the live isolates' cap, evict the developer with most live isolates before an older tenant", async () => {
     const pool = new IsolatePool(async () => CODE, { spareIsolate: false, maxLive: 4 });
     pools.push(pool);

@@ -59,5 +59,11 @@ export const DEFAULT_POOL_OPTIONS: PoolOptions = {
   mainThreadNiceRaise: LIMITS.mainThreadNiceRaise,
   codeCacheDir: null,
   spareIsolate: true,
-  maxHeapBytes: Math.floor(totalmem() / 2),
+  maxHeapBytes: Math.floor(machineMemory() / 2),
 };
+
+/** The memory the process may use: a container's limit when it has one, else the machine's. */
+function machineMemory(): number {
+  const constrained = (process as { constrainedMemory?: () => number | undefined }).constrainedMemory?.();
+  return constrained && constrained > 0 && constrained < totalmem() ? constrained : totalmem();
+}
