@@ -164,6 +164,38 @@ describe("run tokens", () => {
     await until(() => l.handed.length === 1);
   });
 
+  it("on a saturated host, alternates the longest waiting lane with the least used: a light one is not last", async () => {
+    const pool = tokens(1, () => 0n, 0n, 20);
+    const heavies = [new FakeIsolate(), new FakeIsolate()];
+    const lanes = heavies.map((heavy) => started(pool, heavy));
+    for (const [i, heavy] of heavies.entries()) {
+      await until(() => (lanes[i]?.handed.length ?? 0) === 1);
+      heavy.ran(30_000_000n);
+    }
+    const holder = new FakeIsolate();
+    const blocker = started(pool, holder);
+    await until(() => blocker.handed.length === 1);
+    const granted: string[] = [];
+    for (const [i, lane] of lanes.entries()) lane.lane.post(() => granted.push(`heavy${i}`));
+    // Both heavy lanes have waited past the limit when a light one comes.
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const light = new FakeIsolate();
+    const l = started(pool, light);
+    holder.ran();
+    const isolates: Record<string, FakeIsolate> = {
+      heavy0: heavies[0] as FakeIsolate,
+      heavy1: heavies[1] as FakeIsolate,
+    };
+    for (let grant = 0; grant < 3; grant++) {
+      await until(() => granted.length + l.handed.length === grant + 1);
+      const last = l.handed.length > 0 && !granted.includes("light") ? "light" : (granted.at(-1) as string);
+      if (last === "light") granted.push("light");
+      (isolates[last] ?? light).ran();
+    }
+    // Taking every lane that waited long first, in turn, left the light one behind both heavy ones.
+    expect(granted.indexOf("light")).toBeLessThan(2);
+  });
+
   it("takes the token back from a lane whose work found nothing left to hand over", async () => {
     const pool = tokens(1);
     const first = pool.lane(new FakeIsolate());

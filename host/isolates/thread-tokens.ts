@@ -24,9 +24,12 @@ const POLL_MS = 1;
  * call and computes on keeps its token. A holder that has used more than
  * {@link LIMITS.isolateThreadTurnMs} of CPU since it took its token while others wait runs on
  * without one, so a handler spinning to its CPU limit holds the others up only that long. Lanes
- * waiting take the tokens that come free, those whose isolates used the least lately first, but a
- * lane waiting longer than {@link LIMITS.isolateThreadWaitMs} before any: thirty lanes of light
- * work each, always using a little less, kept a slightly heavier tenant waiting for seconds.
+ * waiting take the tokens that come free, those whose isolates used the least lately first, but
+ * every other token goes to the lane that has waited longest, once it waited more than
+ * {@link LIMITS.isolateThreadWaitMs}: thirty lanes of light work each, always using a little less,
+ * kept a slightly heavier tenant waiting for seconds. Every other, not each: on a saturated host
+ * every heavy lane has waited that long, and taking them first in turn kept a light one waiting
+ * behind all of them.
  *
  * Busy holders run at a low priority, so on a busy machine a token can take far longer than its
  * CPU to come back, and a light tenant on its thread (moved there by one unlucky inline run) would
@@ -46,6 +49,8 @@ export class ThreadTokens implements LaneTokens {
   private readonly holders = new Set<ThreadLane>();
   /** Lanes waiting, with when each began to (performance.now()). */
   private readonly waiting = new Map<ThreadLane, number>();
+  /** Whether the next token goes to the lane that waited longest (see the class comment). */
+  private longestNext = true;
   private poll: NodeJS.Timeout | null = null;
   /** Quick looks left after a holder's isolate yielded (see {@link maybeIdle}). */
   private lookAgain = 0;
@@ -149,6 +154,7 @@ export class ThreadTokens implements LaneTokens {
     if (this.free === 0 || lane.holding) return false;
     this.free--;
     this.holders.add(lane);
+    this.longestNext = !this.longestNext;
     lane.granted(false);
     return true;
   }
@@ -175,21 +181,33 @@ export class ThreadTokens implements LaneTokens {
       if (lane.idle() || lane.usedSinceGrant(sharedNow) > lane.turnNs()) this.release(lane);
     }
     const now = performance.now();
-    const order = [...this.waiting]
-      .filter(([lane]) => !lane.holding)
-      .map(([lane, since]) => ({ lane, since, use: lane.recentUse(now) }))
-      .sort((a, b) => {
-        const aStarved = now - a.since >= this.starvedMs;
-        const bStarved = now - b.since >= this.starvedMs;
-        if (aStarved !== bStarved) return aStarved ? -1 : 1;
-        return aStarved ? a.since - b.since : a.use - b.use;
-      });
-    for (const { lane } of order) {
+    const waiting = [...this.waiting].filter(([lane]) => !lane.holding);
+    const order = waiting
+      .map(([lane]) => ({ lane, use: lane.recentUse(now) }))
+      .sort((a, b) => a.use - b.use)
+      .map(({ lane }) => lane);
+    const starved = this.starvedFirst(waiting, now);
+    if (starved) {
+      order.splice(order.indexOf(starved), 1);
+      order.unshift(starved);
+    }
+    for (const lane of order) {
       if (this.take(lane)) this.waiting.delete(lane);
       else if (this.free === 0 && this.spareFree === 0) break;
       else this.takeSpare(lane);
     }
     if (this.waiting.size > 0 && this.poll === null) this.poll = setTimeout(this.repoll, POLL_MS);
+  }
+
+  /**
+   * The lane that waited longest, past {@link starvedMs}, when the next token is its turn (every
+   * other token, see the class comment); else undefined.
+   */
+  private starvedFirst(waiting: Array<[ThreadLane, number]>, now: number): ThreadLane | undefined {
+    if (!this.longestNext) return undefined;
+    let oldest: [ThreadLane, number] | undefined;
+    for (const entry of waiting) if (!oldest || entry[1] < oldest[1]) oldest = entry;
+    return oldest && now - oldest[1] >= this.starvedMs ? oldest[0] : undefined;
   }
 
   private readonly repoll = (): void => {

@@ -21,7 +21,8 @@ const LIGHT_SHARE = 1 / 16;
  * (a sixteenth of that budget or less) still gets one entry in, for another budget counted from
  * then; the others wait for the next turn, after the event loop has read the sockets again. So
  * however many deployments have inline work, one turn holds the main thread for about two budgets
- * plus one entry (at most a slice), and a light tenant's entry goes in the turn after its request,
+ * plus two entries (each at most a slice: the entry that ran over the turn's budget, and a light
+ * queue's last, should it have turned heavy), and a light tenant's entry goes in the turn after its request,
  * even while new deployments, whose cost is not known yet (and who therefore go first: they used
  * nothing lately), take a turn each.
  */

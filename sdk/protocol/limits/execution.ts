@@ -52,9 +52,9 @@ export const EXECUTION_LIMITS = {
   /**
    * Calls executing at once of all the deployments of one developer account together, on one host
    * (an unclaimed deployment counts alone); past it their calls wait in their deployments' queues.
-   * Ours.
+   * Ours: half of a host's 256 slots, room for a developer's several busy apps.
    */
-  ownerCallsInFlight: 64,
+  ownerCallsInFlight: 128,
   /**
    * Bytes the host's code-cache files may take on its disk, all deployments together; beyond them
    * the least recently used are deleted (a tenant deploying thousands of versions would otherwise
@@ -114,9 +114,10 @@ export const EXECUTION_LIMITS = {
    */
   isolateThreadLightTurnMs: 4,
   /**
-   * How long a deployment's work may wait for a run token on its isolate's own thread before it
-   * goes ahead of the waiting deployments that used less CPU lately (host/isolates/thread-tokens.ts).
-   * Ours: a few turns, so many light tenants cannot keep a heavier one waiting.
+   * How long a deployment's work may wait for a run token on its isolate's own thread before every
+   * other token goes to the longest waiting, ahead of deployments that used less CPU lately
+   * (host/isolates/thread-tokens.ts). Ours: a few turns, so many light tenants cannot keep a
+   * heavier one waiting.
    */
   isolateThreadWaitMs: 200,
 } as const;
