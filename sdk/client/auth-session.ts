@@ -3,11 +3,9 @@ import { AuthRoutes } from "./auth-routes.js";
 import { AuthSteps, identityOf } from "./auth-steps.js";
 import type { AuthState, ClientIdentity } from "./auth-types.js";
 import { GuestRetries } from "./guest-retries.js";
+import { RENEW_AHEAD_MS, renewalTimer } from "./token-expiry.js";
 import { type IssuedToken, type StoredAuth, TokenStore } from "./token-store.js";
 import type { FetchFunction, KeyValueStore } from "./transport.js";
-
-/** Renew this long before a token expires. */
-const RENEW_AHEAD_MS = 5 * 60 * 1000;
 
 /**
  * The client's identity for one deployment: the stored token, renewed before it expires; a
@@ -185,12 +183,9 @@ export class AuthSession {
     clearTimeout(this.renewTimer);
     const current = this.stored.current;
     if (!current || this.closed) return;
-    const delay = Math.max(1000, current.expiresAt - Date.now() - RENEW_AHEAD_MS);
-    this.renewTimer = setTimeout(
-      () => void this.steps.run(() => this.renew()).catch(() => undefined),
-      Math.min(delay, 2 ** 31 - 1),
-    );
-    (this.renewTimer as { unref?: () => void }).unref?.();
+    this.renewTimer = renewalTimer(current.expiresAt, () => {
+      void this.steps.run(() => this.renew()).catch(() => undefined);
+    });
   }
 
   /**

@@ -32,3 +32,17 @@ export function onLocalClock(issued: IssuedToken, sentAt: number): IssuedToken {
   const lifetimeMs = lifetimeOf(issued?.token);
   return lifetimeMs === null ? issued : { ...issued, expiresAt: sentAt + lifetimeMs };
 }
+
+/** Renew this long before a token expires. */
+export const RENEW_AHEAD_MS = 5 * 60 * 1000;
+
+/**
+ * A timer that runs `renew` {@link RENEW_AHEAD_MS} before `expiresAt` (this device's clock), at
+ * least 1 s from now, without keeping a Node process alive for it.
+ */
+export function renewalTimer(expiresAt: number, renew: () => void): ReturnType<typeof setTimeout> {
+  const delay = Math.max(1000, expiresAt - Date.now() - RENEW_AHEAD_MS);
+  const timer = setTimeout(renew, Math.min(delay, 2 ** 31 - 1));
+  (timer as { unref?: () => void }).unref?.();
+  return timer;
+}

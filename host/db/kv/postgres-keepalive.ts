@@ -1,3 +1,4 @@
+import type pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 
 /**
@@ -19,4 +20,35 @@ export function serverKeepaliveSql(): string {
   const idle = LIMITS.databaseServerKeepaliveS;
   const interval = Math.max(1, Math.round(idle / 10));
   return `SET tcp_keepalives_idle = ${idle}; SET tcp_keepalives_interval = ${interval}; SET tcp_keepalives_count = 6`;
+}
+
+/**
+ * Asks a connection just made for the server's keepalive (`send` runs the statement on it) before
+ * anyone uses it. A server that refuses the statement leaves the connection as it was; one lost
+ * meanwhile (or `timedOut`: its connect ran out of time) fails, as a lost handshake does. Until a
+ * pool takes the connection nobody listens for its errors: one unheard here ended the process.
+ */
+export async function askServerKeepalive(
+  client: pg.Client,
+  send: (sql: string) => Promise<unknown>,
+  timedOut: () => boolean,
+): Promise<void> {
+  let lost: unknown;
+  const onError = (error: unknown) => {
+    lost ??= error;
+  };
+  client.on("error", onError);
+  try {
+    await send(serverKeepaliveSql());
+  } catch (error) {
+    lost ??= timedOut() || !isQueryable(client) ? error : undefined;
+  } finally {
+    client.off("error", onError);
+  }
+  if (lost !== undefined) throw lost;
+}
+
+/** False once pg took the connection as broken (it refuses queries from then on). */
+function isQueryable(client: pg.Client): boolean {
+  return (client as unknown as { _queryable?: boolean })._queryable !== false;
 }

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { PlatformError } from "../../../sdk/values/index.js";
 import { NOTHING_SENT } from "./kv.js";
-import { serverKeepaliveSql } from "./postgres-keepalive.js";
+import { askServerKeepalive } from "./postgres-keepalive.js";
 
 /** How often the watch looks for round trips left unanswered (ms). */
 const LOOK_EVERY_MS = 1000;
@@ -119,25 +119,13 @@ export class SilenceWatch {
           watch.connections.delete(this);
           return this.connectTimedOut ? silentError(watch.silenceMs, error) : error;
         };
-        // Made, then asked for the server's keepalive before anyone uses it (within the same
-        // time). A server that refuses the statement leaves the connection as it was; one lost
-        // meanwhile fails the connect, as a lost handshake does. Until the pool takes the
-        // connection nobody listens for its errors: one unheard here ended the process.
-        const made = async (): Promise<void> => {
-          let lost: unknown;
-          const onError = (error: unknown) => {
-            lost ??= error;
-          };
-          this.on("error", onError);
-          try {
-            await super.query(serverKeepaliveSql());
-          } catch (error) {
-            lost ??= this.connectTimedOut || !isQueryable(this) ? error : undefined;
-          } finally {
-            this.off("error", onError);
-          }
-          if (lost !== undefined) throw lost;
-        };
+        // Made, then asked for the server's keepalive before anyone uses it (within the same time).
+        const made = () =>
+          askServerKeepalive(
+            this,
+            (sql) => super.query(sql),
+            () => this.connectTimedOut,
+          );
         if (typeof callback === "function")
           return super.connect((error: Error | undefined) => {
             if (error) callback(settle(error) as Error | undefined);
@@ -306,9 +294,4 @@ export function silentError(silenceMs: number, cause?: unknown): PlatformError {
     `The database did not answer within ${Math.round(silenceMs / 100) / 10} s (busy, or not reachable). Retry later.`,
     { retryAfterSeconds: 1, cause },
   );
-}
-
-/** False once pg took the connection as broken (it refuses queries from then on). */
-function isQueryable(client: pg.Client): boolean {
-  return (client as unknown as { _queryable?: boolean })._queryable !== false;
 }
