@@ -13,7 +13,7 @@ import { IGNORE_ISOLATES, type IsolateObserver } from "./observer.js";
 import { evictHeaviestOwnersFirst } from "./owner-eviction.js";
 import { DEFAULT_POOL_OPTIONS, type PoolOptions } from "./pool-options.js";
 import { loadRuntimeScript } from "./runtime-script.js";
-import { FairScheduler } from "./scheduler.js";
+import { FairScheduler, ownerKey } from "./scheduler.js";
 import {
   isolateThreadsTracked,
   raiseMainThread,
@@ -273,7 +273,7 @@ export class IsolatePool {
   }
 }
 
-/** Whom a runner's isolate counts against in evictions: its developer, or the deployment alone. */
+/** Whom a runner's isolate counts against in evictions, as its calls do in the scheduler. */
 function ownerKeyOf(runner: IsolateKeeper): string {
-  return runner.tenant().owner ?? `deployment:${runner.deploymentId}`;
+  return ownerKey(runner.deploymentId, runner.tenant().owner);
 }

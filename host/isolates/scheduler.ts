@@ -234,7 +234,7 @@ export class DeploymentLane {
  */
 export type OwnerKey = string;
 
-function ownerKey(deploymentId: string, owner: string | null | undefined): OwnerKey {
+export function ownerKey(deploymentId: string, owner: string | null | undefined): OwnerKey {
   return owner ? `owner:${owner}` : `deployment:${deploymentId}`;
 }
 
