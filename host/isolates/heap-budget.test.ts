@@ -6,9 +6,10 @@ import { IsolatePool } from "./isolate-pool.js";
 /** A capsule whose query keeps 8 MB more between calls each time (module state, as a cache would). */
 const CODE = `var __platform_capsule = {
   kind: "platform.capsule",
-  declaration: { schema: { tables: {} } },
+  declaration: { schema: { tables: { items: { fields: {} } } } },
   definition: { queries: {
     keep: async () => { (globalThis.kept ??= []).push(new Array(1e6).fill(1.5)); return globalThis.kept.length; },
+    keepThenWait: async (ctx) => { (globalThis.kept ??= []).push(new Array(1e6).fill(1.5), new Array(1e6).fill(2.5)); await ctx.db.items.count(); return globalThis.kept.length; },
     ok: async () => 1,
     spin: async () => { for (;;) {} },
   } },
@@ -50,6 +51,46 @@ describe("the host's budget of isolates' heaps", () => {
     // An evicted deployment starts again on its next call, its state gone.
     const evicted = hogs.find((hog) => !hog.isLive);
     expect(await evicted?.run(queryRequest("keep"), () => null)).toMatchObject({ ok: true, valueJson: "1" });
+  });
+
+  it("evicts a lone developer's idle isolates past it too", async () => {
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, maxHeapBytes: 40 * MB });
+    pools.push(pool);
+    const runners = Array.from({ length: 5 }, (_, i) => pool.runner(`alone${i}`, "h", "dev-a"));
+    for (const runner of runners) await runner.run(queryRequest("keep"), () => null);
+    await until(() => runners.some((runner) => !runner.isLive));
+    await until(() => runners.reduce((sum, runner) => sum + runner.heap.bytes, 0) <= 40 * MB);
+  });
+
+  it("stops busy isolates of the developer past an even share when evicting idle ones is not enough", async () => {
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, maxHeapBytes: 60 * MB });
+    pools.push(pool);
+    const victim = pool.runner("victim", "h", "dev-v");
+    await victim.run(queryRequest("ok"), () => null);
+    await until(() => victim.heap.bytes > 0);
+    // One developer's deployments each keep 16 MB or more and then wait on a platform call that
+    // does not answer: always busy, so nothing is idle to evict, and no call ends to read their heaps.
+    const answers: Array<() => void> = [];
+    const held = () => new Promise<number>((resolve) => answers.push(() => resolve(0)));
+    const hogs = Array.from({ length: 5 }, (_, i) => pool.runner(`busy${i}`, "h", "dev-a"));
+    const calls = hogs.map((hog) =>
+      hog.run(queryRequest("keepThenWait"), held).then(
+        () => "answered",
+        (error: { code?: string }) => error.code,
+      ),
+    );
+    await until(() => answers.length === hogs.length);
+    await until(() => hogs.some((hog) => !hog.isLive));
+    expect(victim.isLive).toBe(true);
+    for (const answer of answers) answer();
+    const outcomes = await Promise.all(calls);
+    expect(outcomes).toContain("out_of_memory");
+    expect(outcomes).toContain("answered");
+    const live = hogs.filter((hog) => hog.isLive);
+    expect([victim, ...live].reduce((sum, runner) => sum + runner.heap.bytes, 0)).toBeLessThanOrEqual(
+      60 * MB,
+    );
+    expect(await victim.run(queryRequest("ok"), () => null)).toMatchObject({ ok: true });
   });
 
   it("evicts nothing while the heaps fit", async () => {

@@ -33,7 +33,8 @@ export class HeapBudget {
 /**
  * A deployment's share of the {@link HeapBudget}: its live isolate's heap (used and external, the
  * garbage not yet collected included) at the last reading. The heap is read on the isolate's
- * thread after each call that ran there, and after one that ran inline at most once a second.
+ * thread after each call that ran there, and after one that ran inline, or while calls run, at
+ * most once a second.
  */
 export class HeapWatch {
   private known = 0;
@@ -60,6 +61,19 @@ export class HeapWatch {
 
   /** A call of the watched isolate ended: reads its heap when due. */
   afterCall(isolate: CapsuleIsolate, onOwnThread: boolean): void {
+    this.read(isolate, onOwnThread);
+  }
+
+  /**
+   * Calls run in the watched isolate: reads its heap when due. A call that keeps memory and then
+   * waits (on a platform call, or a promise that never settles) would otherwise hold it unread
+   * until its wall-clock limit.
+   */
+  whileBusy(isolate: CapsuleIsolate): void {
+    this.read(isolate, false);
+  }
+
+  private read(isolate: CapsuleIsolate, onOwnThread: boolean): void {
     if (this.weighing || isolate !== this.watched) return;
     const now = Date.now();
     if (!onOwnThread && now - this.weighedAt < WEIGH_INLINE_EVERY_MS) return;

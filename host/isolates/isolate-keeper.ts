@@ -1,6 +1,5 @@
 import { type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
-import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import { BreachPause } from "./breach-pause.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
 import type { Tenant } from "./crash-subjects.js";
@@ -8,17 +7,9 @@ import { type HeapBudget, HeapWatch } from "./heap-budget.js";
 import { InlineStanding } from "./inline/index.js";
 import { IsolateDrain } from "./isolate-drain.js";
 import type { IsolateFactory } from "./isolate-factory.js";
+import { LimitStops, type StoppedLimit } from "./limit-stops.js";
 import type { DeploymentLane } from "./scheduler.js";
 import type { MeteredResponse, SyscallHandler } from "./transport.js";
-
-/**
- * The limit `isolate` was stopped for when `error` is that stop: its memory limit, or its CPU limit
- * (a `timeout` that took the isolate down; one at the wall-clock limit leaves it running).
- */
-function limitStoppedFor(error: unknown, isolate: CapsuleIsolate): "cpu" | "memory" | undefined {
-  if (isPlatformError(error, "out_of_memory")) return "memory";
-  return isPlatformError(error, "timeout") && isolate.isDisposed ? "cpu" : undefined;
-}
 
 const noHold = (): void => {};
 
@@ -33,11 +24,7 @@ export class IsolateKeeper {
   private isolate: CapsuleIsolate | null = null;
   private starting: Promise<CapsuleIsolate> | null = null;
   private inFlight = 0;
-  private readonly pause: BreachPause;
-  /** The last isolate stopped for a limit, so that its executions count one stop. */
-  private lastStopped: CapsuleIsolate | null = null;
-  /** Calls answered since the last stop for a limit (or since this keeper started). */
-  private answeredSinceStop = 0;
+  private readonly stops: LimitStops;
   /** The live isolate's heap at its last reading, the host's budget's share (see heap-budget.ts). */
   readonly heap: HeapWatch;
   /** Set by {@link stop}: an isolate that finishes starting afterwards is freed at once. */
@@ -64,7 +51,7 @@ export class IsolateKeeper {
     /** Called when a new isolate goes live (the pool enforces its cap on live isolates then). */
     private readonly onLive: () => void = () => {},
     /** Called once per isolate stopped for a limit (the host's metrics count it). */
-    private readonly onLimitStop: (limit: "cpu" | "memory") => void = () => {},
+    onLimitStop: (limit: StoppedLimit) => void = () => {},
     /**
      * The deployment's id and incarnation, when known: its isolates may then keep a code cache of
      * their own, made after its code ran (see loadIsolate).
@@ -75,7 +62,7 @@ export class IsolateKeeper {
     /** The host's budget of isolates' heaps, which this deployment's live isolate counts against. */
     heapBudget: HeapBudget | null = null,
   ) {
-    this.pause = new BreachPause(deploymentId);
+    this.stops = new LimitStops(deploymentId, () => this.lane.markBreached(), onLimitStop);
     this.heap = new HeapWatch(heapBudget, (bytes, isolate, onOwnThread) => {
       // A call on its own thread that leaves the heap above LIMITS.breachHeapShare of the memory
       // limit, garbage included, counts as a stop (see DeploymentLane.markBreached): a handler that
@@ -198,16 +185,14 @@ export class IsolateKeeper {
     this.isolate = isolate;
     this.heap.watch(isolate);
     isolate.serveFor(this.tenant());
-    isolate.onStrayStop = () => {
-      if (isolate !== this.lastStopped) this.limitStop(isolate, "cpu");
-    };
+    isolate.onStrayStop = () => this.limitStop(isolate, "cpu");
     this.onLive();
   }
 
   /**
    * Runs one request in the deployment's isolate (starting one if needed) once its lane gives it an
    * execution slot; refused with `503 unavailable` when too many of its calls already wait, or
-   * while the deployment is paused for stopping again and again (see {@link BreachPause}); a paused
+   * while the deployment is paused for stopping again and again (see BreachPause); a paused
    * deployment's calls are refused before they wait for a slot, and again when they get one.
    * `beforeExecute` runs once the call has its slot, beside the isolate's start if it needs one
    * (a reader's database snapshot may begin then: `KvSnapshot.prepare`).
@@ -218,12 +203,12 @@ export class IsolateKeeper {
     beforeExecute?: () => Promise<void> | undefined,
   ): Promise<MeteredResponse> {
     try {
-      this.pause.check();
+      this.stops.pause.check();
     } catch (error) {
       return Promise.reject(error);
     }
     return this.lane.run(async () => {
-      this.pause.check();
+      this.stops.pause.check();
       this.inFlight++;
       let isolate: CapsuleIsolate | null = null;
       let release = noHold;
@@ -234,13 +219,12 @@ export class IsolateKeeper {
         await prepared;
         this.lastUsed = Date.now();
         const response = await isolate.execute(request, onSyscall);
-        this.answeredSinceStop++;
+        this.stops.answered();
         this.heap.afterCall(isolate, response.onOwnThread);
         return response;
       } catch (error) {
-        // Every execution in flight fails when the isolate is stopped: count the stop once.
-        const limit = isolate !== null && isolate !== this.lastStopped && limitStoppedFor(error, isolate);
-        if (limit) this.limitStop(isolate as CapsuleIsolate, limit);
+        // Every execution in flight fails when the isolate is stopped: the stop counts once.
+        if (isolate !== null && this.stops.failed(error, isolate)) this.forgetStopped(isolate);
         throw error;
       } finally {
         release();
@@ -250,21 +234,15 @@ export class IsolateKeeper {
     });
   }
 
-  /**
-   * Counts a stop for `limit`. The deployment shares the breached deployments' slots for a while
-   * (see {@link DeploymentLane.markBreached}) unless it answered
-   * {@link LIMITS.breachForgivenCalls} calls since its previous stop: an app with a history of
-   * answers that hits a limit once by accident keeps its share, while a deployment whose calls
-   * mostly end at a limit is held to the shared slots from its first stop.
-   */
-  private limitStop(isolate: CapsuleIsolate, limit: "cpu" | "memory"): void {
-    this.lastStopped = isolate;
-    // Gone: its heap no longer counts against the host's budget.
+  /** Counts a stop of `isolate` for `limit` (see {@link LimitStops}). */
+  private limitStop(isolate: CapsuleIsolate, limit: StoppedLimit): void {
+    this.stops.stopped(isolate, limit);
+    this.forgetStopped(isolate);
+  }
+
+  /** A stopped isolate's heap no longer counts against the host's budget. */
+  private forgetStopped(isolate: CapsuleIsolate): void {
     if (isolate === this.isolate) this.heap.watch(null);
-    this.pause.stopped();
-    if (this.answeredSinceStop < LIMITS.breachForgivenCalls) this.lane.markBreached();
-    this.answeredSinceStop = 0;
-    this.onLimitStop(limit);
   }
 
   /**
@@ -273,6 +251,24 @@ export class IsolateKeeper {
    */
   forgetGoneHeap(): void {
     if (!this.isLive && this.heap.bytes > 0) this.heap.watch(null);
+  }
+
+  /** Reads the live isolate's heap while calls run in it, when due (see HeapWatch.whileBusy). */
+  weighWhileBusy(): void {
+    const isolate = this.current();
+    if (isolate && this.busy) this.heap.whileBusy(isolate);
+  }
+
+  /**
+   * Stops the live isolate, calls in flight and all, because the host's isolates hold more memory
+   * than their budget (see heap-enforcement.ts); its calls fail with `out_of_memory` and count as
+   * a stop for its memory. Its heap leaves the budget at once.
+   */
+  stopForHostMemory(): void {
+    const isolate = this.current();
+    if (!isolate) return;
+    this.heap.watch(null);
+    isolate.stop("host-memory");
   }
 
   /** Drops the isolate (eviction); the next request starts a new one. */

@@ -1,7 +1,7 @@
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { CodeCache } from "./code-cache.js";
 import { CodeCacheFiles } from "./code-cache-files.js";
-import { HeapBudget } from "./heap-budget.js";
+import { HeapEnforcement } from "./heap-enforcement.js";
 import { InlineSentinel, InlineStanding } from "./inline/index.js";
 import { InlineOverrunBudget } from "./inline/policy.js";
 import { ShareWindow } from "./inline/share-window.js";
@@ -37,8 +37,8 @@ export class IsolatePool {
   private readonly scheduler: FairScheduler;
   /** Each developer's inline share window, their deployments together (see {@link ownerWindow}). */
   private readonly ownerWindows = new Map<string, ShareWindow>();
-  /** The live isolates' heaps together (see {@link enforceMemory}). */
-  private readonly heapBudget: HeapBudget;
+  /** The live isolates' heaps together, held to their budget (see {@link HeapEnforcement}). */
+  private readonly heaps: HeapEnforcement;
   /** Demotions from inline runs, counted for every deployment of this host together. */
   private readonly overruns: InlineOverrunBudget;
   private readonly sweeper: NodeJS.Timeout;
@@ -57,7 +57,15 @@ export class IsolatePool {
   ) {
     this.options = Object.assign({}, DEFAULT_POOL_OPTIONS, options);
     this.scheduler = new FairScheduler(this.options.concurrency, this.options.reservedSlots);
-    this.heapBudget = new HeapBudget(this.options.maxHeapBytes, () => this.enforceMemory());
+    this.heaps = new HeapEnforcement(
+      this.options.maxHeapBytes,
+      () => this.runners.values(),
+      ownerKeyOf,
+      (runner) => {
+        this.track(runner.evict());
+        this.observer.isolateEvicted("memory");
+      },
+    );
     this.overruns = new InlineOverrunBudget(this.options.inline);
     const dir = this.options.codeCacheDir;
     const codeCache = new CodeCache(dir === null ? null : new CodeCacheFiles(dir));
@@ -109,7 +117,7 @@ export class IsolatePool {
         (limit) => this.observer.limitBreached(deploymentId, limit),
         () => this.known.scopeOf(deploymentId),
         () => this.known.ownerOf(deploymentId),
-        this.heapBudget,
+        this.heaps.budget,
       );
       this.runners.set(deploymentId, runner);
     } else {
@@ -187,33 +195,16 @@ export class IsolatePool {
   private enforceCap(): void {
     let live = this.liveCount();
     if (live <= this.options.maxLive) return;
-    evictHeaviestOwnersFirst(
-      this.runners.values(),
-      ownerKeyOf,
-      () => 1,
-      () => live > this.options.maxLive,
-      (runner) => {
+    evictHeaviestOwnersFirst(this.runners.values(), {
+      ownerOf: ownerKeyOf,
+      weightOf: () => 1,
+      over: () => live > this.options.maxLive,
+      evict: (runner) => {
         this.track(runner.evict());
         this.observer.isolateEvicted("capacity");
         live--;
       },
-    );
-  }
-
-  /** Evicts idle isolates, the heaviest owner's first, while the live ones' heaps are past 90% of the budget. */
-  private enforceMemory(): void {
-    const target = this.heapBudget.maxBytes * 0.9;
-    evictHeaviestOwnersFirst(
-      this.runners.values(),
-      ownerKeyOf,
-      (runner) => runner.heap.bytes,
-      () => this.heapBudget.bytes > target,
-      (runner) => {
-        this.track(runner.evict());
-        this.observer.isolateEvicted("memory");
-      },
-      true,
-    );
+    });
   }
 
   private evictIdle(): void {
@@ -265,6 +256,7 @@ export class IsolatePool {
     this.scheduler.close();
     clearInterval(this.sweeper);
     clearInterval(this.threadLook);
+    this.heaps.close();
     for (const runner of this.runners.values()) runner.stop();
     this.runners.clear();
     this.factory.close();

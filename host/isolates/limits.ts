@@ -22,8 +22,10 @@ export const DEFAULT_ISOLATE_LIMITS: IsolateLimits = {
  * the inline sentinel, a dispose, a broken answer), except `memory`: isolated-vm disposes an
  * isolate by itself only when it reaches its memory limit, so an isolate found disposed that the
  * host did not stop ran out of memory. The executions in flight fail with {@link stopError}.
+ * `host-memory`: the host's isolates together were past their budget with nothing idle left to
+ * evict, and this one's developer held more than an even share (see heap-enforcement.ts).
  */
-export type StopReason = "cpu" | "budget" | "memory" | "stopped" | "failed";
+export type StopReason = "cpu" | "budget" | "memory" | "host-memory" | "stopped" | "failed";
 
 /** The error every execution in flight gets when its isolate is stopped for `reason`. */
 export function stopError(reason: StopReason, limits: IsolateLimits): PlatformError {
@@ -42,6 +44,11 @@ export function stopError(reason: StopReason, limits: IsolateLimits): PlatformEr
       return new PlatformError(
         "out_of_memory",
         `The handler exceeded the ${limits.memoryMb} MiB memory limit and was stopped.`,
+      );
+    case "host-memory":
+      return new PlatformError(
+        "out_of_memory",
+        "The host ran short of memory for isolates while this developer's deployments held more than an even share of it, and this deployment's isolate was stopped. Keep less state between calls, or retry later.",
       );
     case "stopped":
       return new PlatformError("unavailable", "The deployment's isolate was stopped; retry.");
