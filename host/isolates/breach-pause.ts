@@ -29,7 +29,7 @@ export class BreachPause {
     const seconds = Math.ceil(waitMs / 1000);
     throw new PlatformError(
       "unavailable",
-      `Deployment ${this.deploymentId} is paused: its isolate was stopped ${this.stops} times in a row for exceeding its CPU or memory limit. Retry in ${seconds} s.`,
+      `Deployment ${this.deploymentId} is paused: its isolate was stopped ${this.stops} times in a row for exceeding its CPU or memory limit (or, for memory, its developer's share of the host's). Retry in ${seconds} s.`,
       { retryAfterSeconds: seconds },
     );
   }

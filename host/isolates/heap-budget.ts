@@ -40,6 +40,8 @@ export class HeapWatch {
   private known = 0;
   private watched: CapsuleIsolate | null = null;
   private weighing = false;
+  /** A reading after a call on its own thread came while another was under way: taken after it. */
+  private ownThreadReadingDue = false;
   private weighedAt = 0;
 
   constructor(
@@ -56,6 +58,7 @@ export class HeapWatch {
   /** From now on `isolate` (null: none) is the deployment's live one; the last reading goes. */
   watch(isolate: CapsuleIsolate | null): void {
     this.watched = isolate;
+    this.ownThreadReadingDue = false;
     this.set(0);
   }
 
@@ -74,7 +77,13 @@ export class HeapWatch {
   }
 
   private read(isolate: CapsuleIsolate, onOwnThread: boolean): void {
-    if (this.weighing || isolate !== this.watched) return;
+    if (isolate !== this.watched) return;
+    if (this.weighing) {
+      // Not dropped: the reading after a call on its own thread decides whether the call counts
+      // as a breach (isolate-keeper.ts), and one taken while calls ran does not.
+      if (onOwnThread) this.ownThreadReadingDue = true;
+      return;
+    }
     const now = Date.now();
     if (!onOwnThread && now - this.weighedAt < WEIGH_INLINE_EVERY_MS) return;
     this.weighedAt = now;
@@ -89,6 +98,10 @@ export class HeapWatch {
       )
       .finally(() => {
         this.weighing = false;
+        if (this.ownThreadReadingDue) {
+          this.ownThreadReadingDue = false;
+          this.read(isolate, true);
+        }
       });
   }
 
@@ -96,7 +109,8 @@ export class HeapWatch {
   private took(isolate: CapsuleIsolate, bytes: number, onOwnThread: boolean): void {
     if (isolate !== this.watched || isolate.isDisposed) return;
     this.set(bytes);
-    this.weighed(bytes, isolate, onOwnThread);
+    // The budget may have evicted or stopped it for this very reading.
+    if (isolate === this.watched) this.weighed(bytes, isolate, onOwnThread);
   }
 
   private set(bytes: number): void {

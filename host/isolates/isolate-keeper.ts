@@ -265,8 +265,9 @@ export class IsolateKeeper {
    * a stop for its memory. Its heap leaves the budget at once.
    */
   stopForHostMemory(): void {
-    const isolate = this.current();
-    if (!isolate) return;
+    // The live one, whatever artifact it runs: its reading is what the budget counted.
+    const isolate = this.isolate;
+    if (!isolate || isolate.isDisposed) return;
     this.heap.watch(null);
     isolate.stop("host-memory");
   }
