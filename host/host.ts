@@ -11,12 +11,14 @@ import {
   attachSync,
   type BodyArrivalLimits,
   BodyArrivals,
+  connectionCap,
   createHttpApp,
   DEFAULT_REQUEST_QUOTA,
   destinationOfHost,
   drainServer,
   listen,
   listenForMetrics,
+  openFilesLimit,
   type QuotaSettings,
   RequestQuota,
   type UnsentAnswerLimits,
@@ -57,6 +59,12 @@ export interface HostOptions {
    * supervisor owns the socket, so it stays open while a crashed server process is replaced.
    */
   listenFd?: number;
+  /**
+   * Client connections kept at once, sockets of every kind together; past it a new one is closed
+   * as it arrives. Default: the open-files limit less what the host keeps for its own files
+   * (host/http/connection-cap.ts).
+   */
+  maxConnections?: number;
   /** The operator's bearer token for `/v1`. */
   adminToken: string;
   /** `platform dev`: serve this one deployment at every host name, without a control plane. */
@@ -220,7 +228,10 @@ async function assembleHost(options: HostOptions, started: StartedParts): Promis
     adminToken: options.adminToken,
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
   });
-  const running = await listen(app, options.port, options.hostname, options.listenFd);
+  const running = await listen(app, options.port, options.hostname, options.listenFd, {
+    maxConnections: options.maxConnections ?? connectionCap(openFilesLimit()),
+    dropped: () => metrics.connectionDropped(),
+  });
   started.add(() => running.close());
   const metricsServer =
     options.metricsPort === undefined

@@ -173,19 +173,32 @@ function closeWhen(draining: () => boolean): Koa.Middleware {
   };
 }
 
+/** The connections a server keeps at once, and who hears of one closed for that. */
+export interface ConnectionLimit {
+  maxConnections: number;
+  /** Told of each connection closed as it arrived. */
+  dropped: () => void;
+}
+
 /**
  * Starts the HTTP server on `port` (0 picks a free one) on loopback or `hostname`, or on the
  * inherited listening socket `fd` (a supervisor's, which outlives this process: connections wait
- * in its backlog while no server runs, instead of being refused).
+ * in its backlog while no server runs, instead of being refused). With `limit`, a connection past
+ * `limit.maxConnections` is closed as soon as it is accepted (see connection-cap.ts).
  */
 export async function listen(
   app: Koa,
   port: number,
   hostname = "127.0.0.1",
   fd?: number,
+  limit?: ConnectionLimit,
 ): Promise<RunningServer> {
   const server = createServer(app.callback());
   server.keepAliveTimeout = 5000;
+  if (limit && Number.isFinite(limit.maxConnections)) {
+    server.maxConnections = limit.maxConnections;
+    server.on("drop", limit.dropped);
+  }
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     if (fd !== undefined) server.listen({ fd }, () => resolve());

@@ -27,6 +27,7 @@ export class HostMetrics {
   private readonly isolatesEvicted: Counter<"reason">;
   private readonly limitBreaches: Counter<"deployment" | "limit">;
   private readonly livePushes: Counter<"deployment">;
+  private readonly connectionsDropped: Counter;
   private readonly pushesBy = new Map<string, Counter.Internal>();
   /** Deployments deleted within {@link FORGOTTEN_MS}, oldest first, by when. */
   private readonly forgottenAt = new Map<string, number>();
@@ -66,6 +67,11 @@ export class HostMetrics {
       labelNames: ["deployment"],
       registers,
     });
+    this.connectionsDropped = new Counter({
+      name: "platform_connections_dropped_total",
+      help: "Client connections closed as soon as they were accepted: the host held as many as it may (host/http/connection-cap.ts).",
+      registers,
+    });
     new Counter({
       name: "platform_server_restarts_total",
       help: "Times the supervisor restarted the server process since it started (this process reports the count it was told).",
@@ -102,6 +108,11 @@ export class HostMetrics {
   /** Deployment `deployment`'s isolate was stopped for `limit`. */
   limitBreached(deployment: string, limit: BreachedLimit): void {
     if (!this.forgottenLately(deployment)) this.limitBreaches.labels(deployment, limit).inc();
+  }
+
+  /** A client connection was closed as it arrived: the host held as many as it may. */
+  connectionDropped(): void {
+    this.connectionsDropped.inc();
   }
 
   /** `count` live query results were handed to subscribers of `deployment`. */

@@ -37,4 +37,11 @@ export const HOST_LIMITS = {
    * handler (`handlerWallMs`) before it closes the remaining connections. Ours.
    */
   drainGraceMs: 5000,
+  /**
+   * File descriptors of the process's open-files limit kept from client connections: for the
+   * database's files, stored objects, code caches and PostgreSQL connections. The host takes at
+   * most the rest of the limit in connections, sockets of every kind together; past it a new
+   * connection is closed at once. Ours.
+   */
+  hostFdReserve: 1024,
 } as const;
