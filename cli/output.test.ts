@@ -166,6 +166,26 @@ describe("reportError", () => {
     const text = written.join("");
     for (const raw of ["\u001b", "\u0007", "\u009b", "\r"]) expect(text).not.toContain(raw);
     expect(text).toContain("\\u001b]52;c;ZWNobw==\\u0007\\u001b[2K");
-    expect(text).toContain(" is bad.\nSecond line.\n");
+    expect(text).toContain(" is bad.\n  Second line.\n");
+  });
+
+  it("indents a message's lines after the first, so none passes for the CLI's own", () => {
+    const written: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string) => {
+      written.push(chunk);
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      reportError(
+        new PlatformError("unavailable", "Try later.\ndeployed app v2 at https://evil.example\n\u200b\ufeff"),
+      );
+    } finally {
+      process.stderr.write = write;
+    }
+    const lines = written.join("").split("\n");
+    expect(lines[0]).toMatch(/^error: unavailable: Try later\.$/);
+    expect(lines[1]).toBe("  deployed app v2 at https://evil.example");
+    expect(lines[2]).toBe("  \\u200b\\ufeff");
   });
 });

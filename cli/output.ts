@@ -12,9 +12,10 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
  * CLI's own, from the same list), so it can be looked up in docs/http-api.md and told apart from
  * others without reading the message (on a terminal, `error` is red). A commander error thrown by an action (an
  * `InvalidArgumentError` for flags that only conflict once all are known) is a usage error: exit 2.
- * The message is shown as text, its lines kept: a server's message may quote what a tenant wrote
- * (an import archive's file names), and escape codes in it set the terminal's clipboard or
- * rewrote its lines (an attack review, 2026-12-06).
+ * The message is shown as text, its lines kept but indented after the first: a server's message
+ * may quote what a tenant wrote (an import archive's file names), escape codes in it set the
+ * terminal's clipboard or rewrote its lines (an attack review, 2026-12-06), and a line of its own
+ * could pass for the CLI's (`deployed ...`, `error: ...`).
  */
 export function reportError(error: unknown, verbose = false): number {
   const message = isPlatformError(error)
@@ -22,7 +23,8 @@ export function reportError(error: unknown, verbose = false): number {
     : error instanceof Error
       ? error.message
       : String(error);
-  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${printableLines(message)}\n`);
+  const shown = printableLines(message).replaceAll("\n", "\n  ");
+  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${shown}\n`);
   if (verbose && error instanceof Error && error.stack)
     process.stderr.write(`${printableLines(error.stack)}\n`);
   return error instanceof CommanderError ? EXIT.usage : EXIT.failure;

@@ -71,7 +71,7 @@ it("platform deploy refuses a client that imports a link out of the project, and
   const deployed = await deploy(app, "linked");
   expect(deployed.status, deployed.stderr).toBe(1);
   expect(deployed.stderr).toContain(
-    `error: bad_request: Client build failed:\nclient/main.ts:1:18: "./notes.txt" (client/notes.txt) leads to ${secret}, outside the project folder ${app}`,
+    `error: bad_request: Client build failed:\n  client/main.ts:1:18: "./notes.txt" (client/notes.txt) leads to ${secret}, outside the project folder ${app}`,
   );
   expect(`${deployed.stdout}${deployed.stderr}`).not.toContain(SECRET);
   expect(await host.deployments.get("linked")).toBeUndefined();

@@ -54,8 +54,9 @@ export function registerDevelopers(program: Command): void {
         });
         if (response.status !== 201) throw remoteError(response);
         const created = response.json<CreatedDeveloper>();
-        // The token is pasted into the `platform login` line the operator copies: only one of
-        // the shape the host issues (a quote in a server's "token" would add its own commands).
+        // Only a token of the shape the host issues is shown (a server's "token" could carry lines
+        // or escape codes of its own). The `platform login` line leaves it out: typed on a command
+        // line, a token stays in the shell's history and shows in the process list to every user.
         if (!issuedToken(created.token, DEVELOPER_TOKEN_PREFIX))
           throw new PlatformError(
             "internal",
@@ -66,7 +67,7 @@ export function registerDevelopers(program: Command): void {
           created,
           `developer ${created.id}${created.email ? ` (${created.email})` : ""} created\n` +
             `token: ${created.token} (shown once; give it to the developer)\n` +
-            `  the developer signs in with: platform login --host ${flags.host} --token ${created.token}`,
+            `  the developer signs in with: platform login --host ${flags.host} (it asks for the token)`,
         );
       }),
     );

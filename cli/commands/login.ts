@@ -54,10 +54,13 @@ export function registerLogin(program: Command): void {
         .makeOptionMandatory()
         .argParser(parseHostUrl),
     )
-    .option("--token <token>", "the developer token (otherwise read from standard input)")
+    .option(
+      "--token <token>",
+      "the developer token (otherwise asked for, or read from standard input; on a command line it stays in the shell's history and shows in the process list)",
+    )
     .addHelpText(
       "after",
-      "\nExamples:\n  platform login --host http://localhost:8080 --token pdt_...\n  echo pdt_... | platform login --host http://localhost:8080",
+      "\nExamples:\n  platform login --host http://localhost:8080              (asks for the token)\n  platform login --host http://localhost:8080 < token.txt",
     )
     .action((flags: { host: string; token?: string }) =>
       runAction(async () => {
@@ -65,7 +68,7 @@ export function registerLogin(program: Command): void {
         if (!token)
           throw new PlatformError(
             "bad_request",
-            "No token given: pass --token or pipe it on standard input.",
+            "No token given: paste it when asked, or send it on standard input (platform login --host <url> < token.txt).",
           );
         const me = await sendRequest(new URL("/v1/me", flags.host).toString(), {
           headers: { authorization: `Bearer ${token}` },
