@@ -11,14 +11,13 @@ import {
   attachSync,
   type BodyArrivalLimits,
   BodyArrivals,
-  connectionCap,
   createHttpApp,
   DEFAULT_REQUEST_QUOTA,
   destinationOfHost,
   drainServer,
+  hostConnectionLimit,
   listen,
   listenForMetrics,
-  openFilesLimit,
   type QuotaSettings,
   RequestQuota,
   type UnsentAnswerLimits,
@@ -228,10 +227,9 @@ async function assembleHost(options: HostOptions, started: StartedParts): Promis
     adminToken: options.adminToken,
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
   });
-  const running = await listen(app, options.port, options.hostname, options.listenFd, {
-    maxConnections: options.maxConnections ?? connectionCap(openFilesLimit()),
-    dropped: () => metrics.connectionDropped(),
-  });
+  const dropped = () => metrics.connectionDropped();
+  const limit = hostConnectionLimit(options.maxConnections, options.trustProxy ?? false, dropped);
+  const running = await listen(app, options.port, options.hostname, options.listenFd, limit);
   started.add(() => running.close());
   const metricsServer =
     options.metricsPort === undefined

@@ -3,9 +3,14 @@
  * closed as it arrives, the ones the host holds go on, and new ones are taken once some close.
  * Real host, real sockets on loopback.
  */
-import { connect, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectionCap, openFilesLimit } from "../host/http/connection-cap.js";
+import {
+  connectionCap,
+  hostConnectionLimit,
+  openFilesLimit,
+  perAddressConnections,
+} from "../host/http/connection-cap.js";
 import { startTestHost, type TestHost } from "./helpers/host.js";
 
 let host: TestHost;
@@ -66,12 +71,63 @@ describe("the host's cap on connections", () => {
   });
 });
 
+describe("each address's share", () => {
+  it("closes an address's connection past its share as it arrives, and frees a place when one closes", async () => {
+    let dropped = 0;
+    const server = createServer();
+    server.on(
+      "connection",
+      perAddressConnections(
+        () => "one address",
+        () => dropped++,
+        2,
+      ),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const closedByServer = (socket: Socket) =>
+      new Promise<boolean>((resolve) => {
+        socket.on("error", () => {});
+        socket.once("close", () => resolve(true));
+        socket.once("data", () => resolve(false));
+      });
+    try {
+      const held = [await opened(port), await opened(port)];
+      const third = await opened(port);
+      expect(await closedByServer(third)).toBe(true);
+      expect(dropped).toBe(1);
+      (held[0] as Socket).destroy();
+      // The server hears of the close a moment later; then the address's new connection stays.
+      let kept: Socket | undefined;
+      for (let attempt = 0; attempt < 200 && !kept; attempt++) {
+        const socket = await opened(port);
+        const closed = await Promise.race([
+          closedByServer(socket),
+          new Promise<false>((resolve) => setTimeout(resolve, 50, false)),
+        ]);
+        if (!closed) kept = socket;
+      }
+      expect(kept).toBeDefined();
+      kept?.destroy();
+      for (const socket of held) socket.destroy();
+    } finally {
+      server.close();
+    }
+  });
+
+  it("holds every address to it unless the host trusts a proxy, whose connections all come from it", () => {
+    expect(hostConnectionLimit(10, false, () => {}).addressKey).toBeDefined();
+    expect(hostConnectionLimit(10, true, () => {}).addressKey).toBeUndefined();
+  });
+});
+
 describe("the default cap", () => {
-  it("is the open-files limit less what the host keeps for its own files", () => {
-    expect(connectionCap(1_048_576)).toBe(1_048_576 - 1024);
-    expect(connectionCap(20_000)).toBe(20_000 - 1024);
-    // A limit too small for that: half of it.
-    expect(connectionCap(1024)).toBe(512);
+  it("is half of what the open-files limit leaves past the host's own files", () => {
+    // A connection may hold a second descriptor: a stored file it downloads, an S3 socket.
+    expect(connectionCap(1_048_576)).toBe((1_048_576 - 1024) / 2);
+    expect(connectionCap(20_000)).toBe((20_000 - 1024) / 2);
+    // A limit too small for that: a quarter of it.
+    expect(connectionCap(1024)).toBe(256);
     // No limit to read (or none set): no cap.
     expect(connectionCap(undefined)).toBe(Number.POSITIVE_INFINITY);
   });

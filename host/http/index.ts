@@ -5,7 +5,7 @@
  */
 
 export { type BodyArrivalLimits, BodyArrivals } from "./body-arrivals.js";
-export { connectionCap, openFilesLimit } from "./connection-cap.js";
+export { hostConnectionLimit } from "./connection-cap.js";
 export { sweepExpiredDashboardSessions } from "./dashboard-sessions.js";
 export { drainServer } from "./drain.js";
 export { listenForMetrics } from "./metrics-port.js";

@@ -13,6 +13,7 @@ import { BodyArrivals, countBodyArrivals } from "./body-arrivals.js";
 import { reportStreamErrors } from "./client-gone.js";
 import { clientRoutes } from "./client-routes.js";
 import { controlPlaneCompression } from "./compression.js";
+import { type ConnectionLimit, perAddressConnections } from "./connection-cap.js";
 import { controlPlaneRoutes } from "./control-plane.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { DashboardSessions } from "./dashboard-sessions.js";
@@ -173,13 +174,6 @@ function closeWhen(draining: () => boolean): Koa.Middleware {
   };
 }
 
-/** The connections a server keeps at once, and who hears of one closed for that. */
-export interface ConnectionLimit {
-  maxConnections: number;
-  /** Told of each connection closed as it arrived. */
-  dropped: () => void;
-}
-
 /**
  * Starts the HTTP server on `port` (0 picks a free one) on loopback or `hostname`, or on the
  * inherited listening socket `fd` (a supervisor's, which outlives this process: connections wait
@@ -199,6 +193,7 @@ export async function listen(
     server.maxConnections = limit.maxConnections;
     server.on("drop", limit.dropped);
   }
+  if (limit?.addressKey) server.on("connection", perAddressConnections(limit.addressKey, limit.dropped));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     if (fd !== undefined) server.listen({ fd }, () => resolve());

@@ -44,4 +44,10 @@ export const HOST_LIMITS = {
    * connection is closed at once. Ours.
    */
   hostFdReserve: 1024,
+  /**
+   * Client connections one address (an IPv6 /64) may hold on a host at once, sockets of every kind
+   * together, unless the host trusts a proxy (`--trust-proxy`: every connection comes from it).
+   * Ours: above `syncSocketsPerClient` with room for many users behind one NAT.
+   */
+  connectionsPerAddress: 4096,
 } as const;
