@@ -110,7 +110,7 @@ describe("the CLI's own printers", () => {
       printWarning(`endpoint ${HOSTILE} used 79% of cpuMs\nnext`),
     );
     expect(raw(warning)).toBe(false);
-    expect(warning).toContain("\\u202egnp.exe used 79% of cpuMs\nnext\n");
+    expect(warning).toContain("\\u202egnp.exe used 79% of cpuMs\n  next\n");
     const result = written(process.stdout, () => printResult(false, null, `imported ${HOSTILE}\nrows`));
     expect(raw(result)).toBe(false);
     expect(result).toContain("\nrows\n");

@@ -93,9 +93,16 @@ export function formatUsage(usage: CallUsage): string {
   ].join(" · ");
 }
 
-/** The stack of a failure on the lines after its line, as a terminal shows a Node stack. */
+/**
+ * The stack of a failure on the lines after its line, as a terminal shows a Node stack, no line
+ * flush left (its frames are indented already): the stack may begin with the error's message,
+ * which a handler (or a hostile host) can make several lines, and flush left one of them passed
+ * for a log line of its own.
+ */
 function stackLines(error: CallFailure | undefined): string {
-  return error?.stack ? `\n${error.stack.split("\n").map(printable).join("\n")}` : "";
+  if (!error?.stack) return "";
+  const lines = error.stack.split("\n").map((line) => (/^\s/.test(line) ? "" : "  ") + printable(line));
+  return `\n${lines.join("\n")}`;
 }
 
 /**

@@ -125,6 +125,22 @@ describe("text of the capsule's in a log line", () => {
       "    at fail (server/index.ts:3:9)",
     ]);
     expect(summary).not.toContain("\u001b");
+    // A stack that begins with the message, its lines the handler's: none flush left.
+    const stacked = formatCallSummary("2026-01-02T03:04:05.678Z", {
+      kind: "mutation",
+      name: "fail",
+      outcome: "handler_error",
+      usage,
+      error: {
+        message: "Uncaught Error: x",
+        stack: `Error: x\n09:00:00.000 ERROR admin [mx1] rotated\n    at fail (server/index.ts:3:9)`,
+      },
+    });
+    expect(stacked.split("\n").slice(1)).toEqual([
+      "  Error: x",
+      "  09:00:00.000 ERROR admin [mx1] rotated",
+      "    at fail (server/index.ts:3:9)",
+    ]);
   });
 });
 
@@ -187,5 +203,25 @@ describe("reportError", () => {
     expect(lines[0]).toMatch(/^error: unavailable: Try later\.$/);
     expect(lines[1]).toBe("  deployed app v2 at https://evil.example");
     expect(lines[2]).toBe("  \\u200b\\ufeff");
+  });
+
+  it("indents the stack it shows with --verbose whole, the message's lines in it too (found by review)", () => {
+    const written: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string) => {
+      written.push(chunk);
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      reportError(new PlatformError("unavailable", "Try later.\ndeployed app v2"), true);
+    } finally {
+      process.stderr.write = write;
+    }
+    const lines = written
+      .join("")
+      .split("\n")
+      .filter((line) => line !== "");
+    expect(lines[0]).toMatch(/^error: /);
+    for (const line of lines.slice(1)) expect(line).toMatch(/^ {2}/);
   });
 });

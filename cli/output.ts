@@ -23,10 +23,10 @@ export function reportError(error: unknown, verbose = false): number {
     : error instanceof Error
       ? error.message
       : String(error);
-  const shown = printableLines(message).replaceAll("\n", "\n  ");
-  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${shown}\n`);
+  process.stderr.write(`${colorsFor(process.stderr).red("error")}: ${indentedAfterFirst(message)}\n`);
+  // The stack's first line is the message again: indented whole, none of its lines passes either.
   if (verbose && error instanceof Error && error.stack)
-    process.stderr.write(`${printableLines(error.stack)}\n`);
+    process.stderr.write(`  ${indentedAfterFirst(error.stack)}\n`);
   return error instanceof CommanderError ? EXIT.usage : EXIT.failure;
 }
 
@@ -36,6 +36,11 @@ export function reportError(error: unknown, verbose = false): number {
  */
 export function runAction(action: () => Promise<void>, verbose?: boolean): Promise<void> {
   return action().catch((error: unknown) => process.exit(reportError(error, verbose)));
+}
+
+/** {@link printableLines} with every line after the first indented by two spaces. */
+export function indentedAfterFirst(text: string): string {
+  return printableLines(text).replaceAll("\n", "\n  ");
 }
 
 /**
@@ -76,8 +81,9 @@ export function formatMebibytes(bytes: number): string {
  * same shape as errors so both can be found with grep.
  */
 export function printWarning(message: string): void {
-  // A warning may quote a project's file names or a tenant's handler names: shown as text.
-  process.stderr.write(`${colorsFor(process.stderr).yellow("warning")}: ${printableLines(message)}\n`);
+  // A warning may quote a project's file names or a tenant's handler names: shown as text, its
+  // lines after the first indented (as errors' are).
+  process.stderr.write(`${colorsFor(process.stderr).yellow("warning")}: ${indentedAfterFirst(message)}\n`);
 }
 
 /**

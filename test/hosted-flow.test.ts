@@ -32,7 +32,9 @@ it("operator creates a developer and an unclaimed deployment; the developer clai
   expect(token, created.stdout).toBeDefined();
   expect(created.stdout).toContain("(ada@example.com) created");
   // The line to sign in with leaves the token out of the command line (shell history, process list).
-  expect(created.stdout).toContain(`platform login --host ${host.url} (it asks for the token)`);
+  expect(created.stdout).toMatch(
+    new RegExp(`pasting the token when it asks: platform login --host ${host.url}\n?$`),
+  );
   expect(created.stdout.split("\n").filter((line) => line.includes(token as string))).toHaveLength(1);
 
   const asJson = await runCliAsync(["developers", "create", "--host", host.url, "--json"], operator);

@@ -67,7 +67,7 @@ export function registerDevelopers(program: Command): void {
           created,
           `developer ${created.id}${created.email ? ` (${created.email})` : ""} created\n` +
             `token: ${created.token} (shown once; give it to the developer)\n` +
-            `  the developer signs in with: platform login --host ${flags.host} (it asks for the token)`,
+            `  the developer signs in with this command, pasting the token when it asks: platform login --host ${flags.host}`,
         );
       }),
     );

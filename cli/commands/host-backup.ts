@@ -4,6 +4,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
 import type { BackupManifest, RestoreProgress } from "../../host/index.js";
+import { printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import { parseHostUrl } from "../flags.js";
 import { openRequest } from "../http.js";
@@ -153,7 +154,7 @@ export function registerHostBackup(host: Command): void {
         printResult(
           flags.json === true,
           { out, takenAt: manifest.takenAt, store: manifest.store, ...totals },
-          `backup of ${flags.host} as of ${manifest.takenAt} written to ${flags.out}: ${plural(totals.entries, "entry", "entries")}, ${plural(totals.objects, "file")} (${formatBytes(totals.objectBytes)})\n` +
+          `backup of ${flags.host} as of ${printable(manifest.takenAt)} written to ${flags.out}: ${plural(totals.entries, "entry", "entries")}, ${plural(totals.objects, "file")} (${formatBytes(totals.objectBytes)})\n` +
             `start a host on it with: platform host --data ${flags.out} (set PLATFORM_ADMIN_TOKEN: the backup holds no operator token)`,
         );
       }),

@@ -60,7 +60,7 @@ export function registerLogin(program: Command): void {
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  platform login --host http://localhost:8080              (asks for the token)\n  platform login --host http://localhost:8080 < token.txt",
+      "\nExamples:\n  platform login --host http://localhost:8080             # asks for the token\n  platform login --host http://localhost:8080 < token.txt",
     )
     .action((flags: { host: string; token?: string }) =>
       runAction(async () => {
