@@ -160,67 +160,56 @@ describe("platform dev's sign-in code line", () => {
   });
 });
 
+/** What `print` writes on stderr. */
+function stderrOf(print: () => void): string {
+  const chunks: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string) => {
+    chunks.push(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    print();
+  } finally {
+    process.stderr.write = write;
+  }
+  return chunks.join("");
+}
+
 describe("reportError", () => {
   it("shows a message's escape codes as text, keeping its lines (found by review)", () => {
-    const written: string[] = [];
-    const write = process.stderr.write;
-    process.stderr.write = ((chunk: string) => {
-      written.push(chunk);
-      return true;
-    }) as typeof process.stderr.write;
-    try {
-      const code = reportError(
+    let code = 0;
+    const text = stderrOf(() => {
+      code = reportError(
         new PlatformError(
           "bad_request",
           "Invalid archive: \u001b]52;c;ZWNobw==\u0007\u001b[2K\rx\u009b1m is bad.\nSecond line.",
         ),
       );
-      expect(code).toBe(1);
-    } finally {
-      process.stderr.write = write;
-    }
-    const text = written.join("");
+    });
+    expect(code).toBe(1);
     for (const raw of ["\u001b", "\u0007", "\u009b", "\r"]) expect(text).not.toContain(raw);
     expect(text).toContain("\\u001b]52;c;ZWNobw==\\u0007\\u001b[2K");
     expect(text).toContain(" is bad.\n  Second line.\n");
   });
 
   it("indents a message's lines after the first, so none passes for the CLI's own", () => {
-    const written: string[] = [];
-    const write = process.stderr.write;
-    process.stderr.write = ((chunk: string) => {
-      written.push(chunk);
-      return true;
-    }) as typeof process.stderr.write;
-    try {
+    const text = stderrOf(() =>
       reportError(
         new PlatformError("unavailable", "Try later.\ndeployed app v2 at https://evil.example\n\u200b\ufeff"),
-      );
-    } finally {
-      process.stderr.write = write;
-    }
-    const lines = written.join("").split("\n");
+      ),
+    );
+    const lines = text.split("\n");
     expect(lines[0]).toMatch(/^error: unavailable: Try later\.$/);
     expect(lines[1]).toBe("  deployed app v2 at https://evil.example");
     expect(lines[2]).toBe("  \\u200b\\ufeff");
   });
 
   it("indents the stack it shows with --verbose whole, the message's lines in it too (found by review)", () => {
-    const written: string[] = [];
-    const write = process.stderr.write;
-    process.stderr.write = ((chunk: string) => {
-      written.push(chunk);
-      return true;
-    }) as typeof process.stderr.write;
-    try {
-      reportError(new PlatformError("unavailable", "Try later.\ndeployed app v2"), true);
-    } finally {
-      process.stderr.write = write;
-    }
-    const lines = written
-      .join("")
-      .split("\n")
-      .filter((line) => line !== "");
+    const text = stderrOf(() =>
+      reportError(new PlatformError("unavailable", "Try later.\ndeployed app v2"), true),
+    );
+    const lines = text.split("\n").filter((line) => line !== "");
     expect(lines[0]).toMatch(/^error: /);
     for (const line of lines.slice(1)) expect(line).toMatch(/^ {2}/);
   });
