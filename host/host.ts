@@ -228,7 +228,8 @@ async function assembleHost(options: HostOptions, started: StartedParts): Promis
     ...(options.devDeployment ? { devDeployment: options.devDeployment } : {}),
   });
   const dropped = () => metrics.connectionDropped();
-  const limit = hostConnectionLimit(options.maxConnections, options.trustProxy ?? false, dropped);
+  const perAddress = quota.enabled && !options.trustProxy;
+  const limit = hostConnectionLimit(options.maxConnections, perAddress, dropped);
   const running = await listen(app, options.port, options.hostname, options.listenFd, limit);
   started.add(() => running.close());
   const metricsServer =

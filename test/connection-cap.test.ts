@@ -115,9 +115,9 @@ describe("each address's share", () => {
     }
   });
 
-  it("holds every address to it unless the host trusts a proxy, whose connections all come from it", () => {
-    expect(hostConnectionLimit(10, false, () => {}).addressKey).toBeDefined();
-    expect(hostConnectionLimit(10, true, () => {}).addressKey).toBeUndefined();
+  it("holds every address to it only when asked (not behind a trusted proxy, nor without quotas)", () => {
+    expect(hostConnectionLimit(10, true, () => {}).addressKey).toBeDefined();
+    expect(hostConnectionLimit(10, false, () => {}).addressKey).toBeUndefined();
   });
 });
 

@@ -14,16 +14,17 @@ export interface ConnectionLimit {
 
 /**
  * The host's limit on connections: `maxConnections`, else {@link connectionCap} of the process's
- * open-files limit, and per address unless the host trusts a proxy (every connection comes from
- * it then).
+ * open-files limit; and `perAddress`, each address's share, as the host's other per-client limits
+ * (off when its request quotas are, and behind a trusted proxy, whose connections all come from
+ * one address).
  */
 export function hostConnectionLimit(
   maxConnections: number | undefined,
-  trustProxy: boolean,
+  perAddress: boolean,
   dropped: () => void,
 ): ConnectionLimit {
   const limit = { maxConnections: maxConnections ?? connectionCap(openFilesLimit()), dropped };
-  return trustProxy ? limit : Object.assign(limit, { addressKey: clientAddressKey });
+  return perAddress ? Object.assign(limit, { addressKey: clientAddressKey }) : limit;
 }
 
 /**
