@@ -60,7 +60,7 @@ export interface HostOptions {
   listenFd?: number;
   /**
    * Client connections kept at once, sockets of every kind together; past it a new one is closed
-   * as it arrives. Default: the open-files limit less what the host keeps for its own files
+   * as it arrives. Default: half of what the open-files limit leaves past the host's own files
    * (host/http/connection-cap.ts).
    */
   maxConnections?: number;

@@ -8,7 +8,7 @@ export interface ConnectionLimit {
   maxConnections: number;
   /** Told of each connection closed as it arrived. */
   dropped: () => void;
-  /** Each connection's address key, to hold an address to its share; none behind a trusted proxy. */
+  /** Each connection's address key, to hold an address to its share (none: no share per address). */
   addressKey?: (address: string | undefined) => string;
 }
 
@@ -47,9 +47,9 @@ export function openFilesLimit(limits = "/proc/self/limits"): number | undefined
  * (Node's `server.maxConnections`): half of what the open-files limit ({@link openFilesLimit})
  * leaves past {@link LIMITS.hostFdReserve} (or past half of a limit too small for that), as a
  * connection may hold a second descriptor (a stored file it downloads, an S3 socket). Past it, a
- * new connection is closed as soon as it is accepted. Without a cap, clients holding connections (from many addresses, each within its own
- * limits) could take every file descriptor, and then the database, which opens files as it works,
- * would fail every tenant's reads and writes, not only new connections.
+ * new connection is closed as soon as it is accepted. Without a cap, clients holding connections
+ * could take every file descriptor, and then the database, which opens files as it works, would
+ * fail every tenant's reads and writes, not only new connections.
  */
 export function connectionCap(openFiles: number | undefined): number {
   if (openFiles === undefined) return Number.POSITIVE_INFINITY;
