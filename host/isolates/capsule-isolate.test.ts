@@ -274,19 +274,32 @@ describe("code a handler leaves running, on the isolate's own thread", () => {
     // unwinding charged to nobody; B (700 ms) is answered once A's code is done. A's stretch under
     // way was charged only after the budget was cut as A failed: B, within its own limit, was
     // stopped (a review).
-    const isolate = await isolateWith({ wallMs: 5000 }, false);
-    const calibration = await isolate.execute(query("waitThenCompute", { steps: 3e7 }), () => 0);
-    const stepsFor = (ms: number) => Math.round((3e7 / calibration.cpuMs) * ms);
+    // Sized by a calibration, which a loaded machine can miss either way (V8 may optimize the loop
+    // only after it was timed, and a busy core's sibling slows each step): A may finish before its
+    // wall limit, or A and B outgrow what their calls may. So the scenario is tried up to three
+    // times and must come out right once; a B stopped every time fails the test.
     const answerAfter = (ms: number) => () => new Promise((resolve) => setTimeout(resolve, ms, 0));
-    const a = isolate
-      .execute(query("waitThenCompute", { steps: stepsFor(600) }), answerAfter(4700))
-      .catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 4000));
-    const b = isolate.execute(query("waitThenCompute", { steps: stepsFor(700) }), answerAfter(2500));
-    expect(await a).toMatchObject({ code: "timeout" });
-    expect(await b).toMatchObject({ ok: true });
-    expect(isolate.isDisposed).toBe(false);
-  }, 30_000);
+    const outcomes: unknown[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const isolate = await isolateWith({ wallMs: 5000 }, false);
+      const calibration = await isolate.execute(query("waitThenCompute", { steps: 3e7 }), () => 0);
+      const stepsFor = (ms: number) => Math.round((3e7 / calibration.cpuMs) * ms);
+      const a = isolate
+        .execute(query("waitThenCompute", { steps: stepsFor(600) }), answerAfter(4700))
+        .catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      const b = isolate
+        .execute(query("waitThenCompute", { steps: stepsFor(700) }), answerAfter(2500))
+        .catch((error: unknown) => error);
+      const [aOutcome, bOutcome] = [await a, await b];
+      outcomes.push({ a: aOutcome, b: bOutcome });
+      if (isPlatformError(aOutcome, "timeout") && (bOutcome as { ok?: boolean }).ok === true) {
+        expect(isolate.isDisposed).toBe(false);
+        return;
+      }
+    }
+    expect.fail(`A failing at its wall limit and B answered, in none of: ${JSON.stringify(outcomes)}`);
+  }, 60_000);
 
   it("a handler that leaves nothing running keeps its isolate", async () => {
     const isolate = await isolateWith({}, false);
