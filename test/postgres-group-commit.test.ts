@@ -52,11 +52,14 @@ function readsCount(query: SentQuery): boolean {
   );
 }
 
-/** The statements of data sent: not the write lock's, nor a bare COMMIT or ROLLBACK. */
+/**
+ * The statements of data sent: not the write lock's taking, nor a bare COMMIT or ROLLBACK (a
+ * commit's fence takes locks too, but shared: `pg_advisory_xact_lock_shared`).
+ */
 function ofData(queries: SentQuery[]): SentQuery[] {
   return queries.filter(
     (query) =>
-      !query.text.includes("pg_advisory_xact_lock") && !/^(COMMIT|ROLLBACK)$/.test(query.text.trim()),
+      !query.text.includes("pg_advisory_xact_lock(") && !/^(COMMIT|ROLLBACK)$/.test(query.text.trim()),
   );
 }
 

@@ -13,7 +13,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { messageTexts } from "./host-message.js";
 import { incarnationWrites } from "./incarnation.js";
 import { metaKey } from "./keys.js";
-import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
+import type { KvOperation, KvSnapshot, KvStore, LockFence } from "./kv/index.js";
 import {
   type MigrationProgress,
   type MigrationReport,
@@ -174,6 +174,7 @@ export async function runMigration(
   spec: unknown,
   onProgress?: (progress: MigrationProgress) => void,
   options: { legacy?: boolean; switching?: SchemaSwitch } = {},
+  fence?: LockFence,
 ): Promise<Migrated> {
   const { store, id } = target;
   const snapshot = await store.snapshot(target.share(), "write");
@@ -228,7 +229,7 @@ export async function runMigration(
       ...(options.switching?.operations ?? []),
       ...incarnationWrites(id, options.switching?.incarnation),
     ];
-    await store.batch(operations, told);
+    await store.batch(operations, told, fence);
     pending = [];
     const before = target.tables;
     target.adoptSchema(plan.next, schema.tag);

@@ -1,7 +1,7 @@
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
 import { type HostMessage, messageTexts } from "./host-message.js";
 import { incarnationWrites } from "./incarnation.js";
-import type { KvOperation, KvStore } from "./kv/index.js";
+import type { KvOperation, KvStore, LockFence } from "./kv/index.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { StoredSchema } from "./stored-schema.js";
 
@@ -11,7 +11,7 @@ export interface ReplaceableDatabase {
   readonly id: string;
   readonly rowBytes: RowBytesTotal;
   share(): string;
-  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  exclusive<T>(work: (fence?: LockFence) => Promise<T>): Promise<T>;
   adoptSchema(stored: StoredSchema, tag: string): void;
   adoptIncarnation(incarnation: string | null | undefined): void;
   resetClock(clock: number): void;
@@ -35,7 +35,7 @@ export async function replaceDeploymentData(
   incarnation?: string | null,
 ): Promise<void> {
   const { store, id } = database;
-  await database.exclusive(async () => {
+  await database.exclusive(async (fence) => {
     const snapshot = await store.snapshot(database.share(), "write");
     let existing: Awaited<ReturnType<typeof existingKeys>>;
     try {
@@ -54,7 +54,7 @@ export async function replaceDeploymentData(
       { type: "commit", deployment: id, all: true },
       ...announce,
     ];
-    await store.batch(batch, messageTexts(told));
+    await store.batch(batch, messageTexts(told), fence);
     database.adoptSchema(data.schema, schemaTag);
     database.adoptIncarnation(incarnation);
     database.resetClock(data.clock ?? 0);

@@ -3,7 +3,7 @@ import { isPlatformError } from "../../sdk/values/index.js";
 import type { GroupCommitHost, QueuedMutation, TransactionResult } from "./group-commit-host.js";
 import { addMoves, GroupCounts } from "./group-counts.js";
 import { OPERATIONS_PER_TURN } from "./kv/batch-fold.js";
-import { type KvOperation, type KvSnapshot, NOTHING_SENT } from "./kv/index.js";
+import { type KvOperation, type KvSnapshot, type LockFence, NOTHING_SENT, wroteNothing } from "./kv/index.js";
 import { notConfirmed } from "./mutation-waits.js";
 import type { WriteOverlay } from "./overlay.js";
 import { rowQuotaExceeded } from "./row-bytes.js";
@@ -42,6 +42,8 @@ export class GroupBatch {
     private readonly database: GroupCommitHost,
     private readonly snapshot: KvSnapshot,
     private rowBytes: number,
+    /** The write lock's (see `TenantDatabase.exclusive`): passed with every commit. */
+    private readonly fence: LockFence | undefined,
     private readonly committing: (member: QueuedMutation) => void = () => {},
   ) {}
 
@@ -106,15 +108,24 @@ export class GroupBatch {
         // Members that wrote nothing still wait for the batches before them (they read those writes).
         if (written.length > 0) {
           const operations = await batchOperations(overlay, stamps, counts);
-          this.continued = await this.database.commitWrites(this.snapshot, operations, written, thenRead);
+          this.continued = await this.database.commitWrites(
+            this.snapshot,
+            operations,
+            written,
+            thenRead,
+            this.fence,
+          );
         }
         if (rowBytes !== undefined) this.database.rowBytes.known = rowBytes;
       } catch (error) {
         this.failure = { error };
         // Unavailable: the connection was lost with the commit in flight, which may still land
-        // (unless the store refused it before sending it).
+        // (unless the store refused it before sending it, or its fence refused it).
         const answer =
-          isPlatformError(error) && error.code === "unavailable" && error.cause !== NOTHING_SENT
+          isPlatformError(error) &&
+          error.code === "unavailable" &&
+          error.cause !== NOTHING_SENT &&
+          !wroteNothing(error.cause)
             ? notConfirmed("(it stopped answering)", error)
             : error;
         for (const { member } of members) member.reject(answer);

@@ -1,7 +1,7 @@
 import { GroupBatch } from "./group-batch.js";
 import { type GroupCommitHost, type QueuedMutation, withMode } from "./group-commit-host.js";
 import { groupReadKeys, readAhead } from "./group-reads.js";
-import type { KvSnapshot } from "./kv/index.js";
+import type { KvSnapshot, LockFence } from "./kv/index.js";
 import { MutationWaits } from "./mutation-waits.js";
 import { Transaction } from "./transaction.js";
 
@@ -73,10 +73,10 @@ export class GroupCommit {
       while (this.queued.length > 0) {
         let group = this.queued.splice(0, MAX_GROUP);
         await this.database
-          .exclusive(async () => {
+          .exclusive(async (fence) => {
             let begun: KvSnapshot | undefined;
             for (let groups = 1; ; groups++) {
-              const next = await this.commitGroup(group, begun, groups);
+              const next = await this.commitGroup(group, begun, groups, fence);
               if (!next) return;
               ({ group, begun } = next);
             }
@@ -112,6 +112,7 @@ export class GroupCommit {
     group: QueuedMutation[],
     begun: KvSnapshot | undefined,
     groups: number,
+    fence: LockFence | undefined,
   ): Promise<{ group: QueuedMutation[]; begun: KvSnapshot | undefined } | undefined> {
     const database = this.database;
     let snapshot = begun;
@@ -121,7 +122,7 @@ export class GroupCommit {
       const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes());
       // Taken under the write lock, with the first read: no commit of this deployment can come between.
       snapshot ??= await database.store.lazySnapshot(database.share());
-      batch = new GroupBatch(database, snapshot, rowBytes, (member) => this.waits.committing(member));
+      batch = new GroupBatch(database, snapshot, rowBytes, fence, (member) => this.waits.committing(member));
       const readsAhead = !database.syncReads;
       if (readsAhead && !begun) await readAhead(snapshot, this.readKeys(group));
       await this.runMembers(group, snapshot, batch);

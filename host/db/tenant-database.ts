@@ -10,7 +10,7 @@ import { type RunOptions, type TransactionResult, withMode } from "./group-commi
 import { commitMessage, type HostMessage } from "./host-message.js";
 import { IncarnationSnapshot } from "./incarnation.js";
 import { deploymentPrefixes } from "./keys.js";
-import type { KvOperation, KvSnapshot, KvStore } from "./kv/index.js";
+import type { KvOperation, KvSnapshot, KvStore, LockFence } from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import type { SchemaSwitch } from "./migration-target.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
@@ -62,8 +62,11 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
     for (const listener of this.listeners) listener(writeSet);
   }
 
-  /** Runs `work` holding the deployment's write lock in this process and across processes. */
-  exclusive<T>(work: () => Promise<T>, mutations = false): Promise<T> {
+  /**
+   * Runs `work` holding the deployment's write lock in this process and across processes; `work`
+   * gets the lock's fence, if the store's locks have one, to pass with its writes (lock-fence.ts).
+   */
+  exclusive<T>(work: (fence?: LockFence) => Promise<T>, mutations = false): Promise<T> {
     // Mutations' locks are taken in their developer's turn (`HostBus.inOwnerTurn`).
     if (mutations) return this.store.bus.inOwnerTurn(this.share(), () => this.exclusive(work));
     const shared = this.store.supports.sharedAcrossProcesses;
@@ -71,7 +74,7 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
       const keys = shared ? this.refreshKeys() : [];
       return this.store.bus.lockAcrossProcesses(
         `deployment:${this.id}`,
-        async (read) => {
+        async (read, fence) => {
           // Another process may have committed since: its row bytes are read with the lock, which
           // no commit of theirs can pass now (outside the lock a read could be overtaken by ours),
           // and so is the incarnation, which nobody changes without the lock.
@@ -81,7 +84,7 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
             this.held = incarnation;
           }
           if (this.dropped) throw new PlatformError("not_found", `Deployment ${this.id} was deleted.`);
-          return work();
+          return work(fence);
         },
         // The bus reads them with the lock, in the same round trip, where it can.
         shared ? { read: keys } : undefined,
@@ -188,20 +191,29 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   /**
    * Commits `operations` on `snapshot` and tells listeners what was written; the other hosts hear
    * it from the store, with the write. With `thenRead`, answers the next snapshot, begun with the
-   * commit and having read those keys (see `KvStore.commitAndContinue`).
+   * commit and having read those keys (see `KvStore.commitAndContinue`). With `fence` (the write
+   * lock's, see {@link exclusive}), nothing lands once that lock is lost.
    */
   async commitWrites(
     snapshot: KvSnapshot,
     operations: KvOperation[],
     written: Buffer[],
     thenRead?: Buffer[],
+    fence?: LockFence,
   ): Promise<KvSnapshot | undefined> {
     const announce = this.store.supports.sharedAcrossProcesses ? commitMessage(this.id, written) : undefined;
     let next: KvSnapshot | undefined;
     try {
       if (thenRead)
-        next = await this.store.commitAndContinue(snapshot, operations, announce, thenRead, this.share());
-      else await this.store.commit(snapshot, operations, announce);
+        next = await this.store.commitAndContinue(
+          snapshot,
+          operations,
+          announce,
+          thenRead,
+          this.share(),
+          fence,
+        );
+      else await this.store.commit(snapshot, operations, announce, fence);
     } catch (error) {
       // The write may have landed all the same (its answer lost with the connection): the row
       // bytes are read again from the store, and listeners look at everything again.
@@ -224,8 +236,8 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   ): Promise<MigrationReport> {
     // One migration's dropped indexes are cleared before the next begins (both record theirs).
     await this.clearing;
-    const { report, clearDropped } = await this.exclusive(() =>
-      runMigration(this, spec, onProgress, options),
+    const { report, clearDropped } = await this.exclusive((fence) =>
+      runMigration(this, spec, onProgress, options, fence),
     );
     // Outside the lock: waiting for queries begun before the switch holds no writer back. A
     // failure leaves them recorded, for the next load.

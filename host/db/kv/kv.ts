@@ -7,6 +7,7 @@
  */
 import { afterPrefix } from "../codec.js";
 import type { NotReady } from "../fast-path.js";
+import type { LockFence } from "./lock-fence.js";
 
 /**
  * One write of an atomic batch. An `add` moves the count stored under its key (a decimal integer;
@@ -148,11 +149,13 @@ export type IfFree<T> = { ran: true; value: T } | { ran: false };
 export interface HostBus {
   /**
    * Runs `work` holding the lock `name` against every other process on the store (the caller
-   * serializes within its own process).
+   * serializes within its own process). A backend whose locks can be lost midway (with the
+   * connection holding one) gives `work` the lock's fence: writes passed it land only while the
+   * lock is still held (lock-fence.ts).
    */
   lockAcrossProcesses<T>(
     name: string,
-    work: (read?: Array<string | undefined>) => Promise<T>,
+    work: (read?: Array<string | undefined>, fence?: LockFence) => Promise<T>,
     options?: LockOptions,
   ): Promise<T>;
   /**
@@ -212,13 +215,21 @@ export interface KvStore {
    * it fails, never lost when it lands), even when there are no operations: a change of shared
    * state they cache (a deployment's record) reaches them with the write that makes it.
    */
-  batch(operations: KvOperation[], announce?: readonly string[]): Promise<void>;
+  batch(operations: KvOperation[], announce?: readonly string[], fence?: LockFence): Promise<void>;
   /**
    * Ends `snapshot` (unless `supports.commitKeepsSnapshot`) and writes `operations` atomically.
    * `announce`, if given, is broadcast to the other processes once the write has landed (by a
-   * backend that can, with the write itself: never when it fails).
+   * backend that can, with the write itself: never when it fails). With `fence` (of the lock the
+   * write is made under, see `HostBus.lockAcrossProcesses`), here as in {@link batch} and
+   * {@link commitAndContinue}, nothing is written unless that lock is still held: the write then
+   * fails with `unavailable`, its cause `LOCK_LOST` (lock-fence.ts).
    */
-  commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void>;
+  commit(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce?: string,
+    fence?: LockFence,
+  ): Promise<void>;
   /**
    * {@link commit}, then a snapshot taken after the write landed that has read `read` (a writer
    * that keeps the write lock for its next batch: the next group of a group commit). A backend
@@ -234,6 +245,7 @@ export interface KvStore {
     announce: string | undefined,
     read: Buffer[],
     owner?: string,
+    fence?: LockFence,
   ): Promise<KvSnapshot | undefined>;
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { type HostBus, type IfFree, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
+import type { LockFence } from "./lock-fence.js";
 import { KEEP_ALIVE, serverKeepaliveSql } from "./postgres-keepalive.js";
 import { PostgresLocks } from "./postgres-locks.js";
 import type { Track } from "./postgres-parking.js";
@@ -184,7 +185,7 @@ export class PostgresBus implements HostBus {
 
   lockAcrossProcesses<T>(
     name: string,
-    work: (read?: Array<string | undefined>) => Promise<T>,
+    work: (read?: Array<string | undefined>, fence?: LockFence) => Promise<T>,
     options?: LockOptions,
   ): Promise<T> {
     return this.held.lock(name, work, options);

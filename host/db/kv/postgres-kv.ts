@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
+import type { LockFence } from "./lock-fence.js";
 import { PostgresBus } from "./postgres-bus.js";
 import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
 import { PostgresScanMemos } from "./postgres-scan-memos.js";
@@ -228,14 +229,18 @@ export class PostgresKv extends KvStoreBase {
    * One statement, atomic on its own, in one round trip; a large batch in chunks (postgres-write.ts).
    * The broadcasts go in the statement (or the last chunk's), sent only if the write commits.
    */
-  protected async _batch(operations: KvOperation[], announce: readonly string[]): Promise<void> {
+  protected async _batch(
+    operations: KvOperation[],
+    announce: readonly string[],
+    fence?: LockFence,
+  ): Promise<void> {
     const made = writeChunks(operations);
     const chunks = Array.isArray(made) ? made : await made;
     if (chunks.length === 0 && announce.length === 0) return;
     const client = await this.pool.connect();
     try {
       const notify = announce.map((message) => this.bus.tagged(message));
-      await runWrite(client, this.table, chunks, notify);
+      await runWrite(client, this.table, chunks, notify, "", fence);
     } catch (error) {
       client.release(true);
       throw error;
@@ -244,9 +249,14 @@ export class PostgresKv extends KvStoreBase {
   }
 
   /** The broadcast goes with the write, in the same round trip, sent only if the write commits. */
-  protected async _commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void> {
+  protected async _commit(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce?: string,
+    fence?: LockFence,
+  ): Promise<void> {
     if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
-    await snapshot.commit(operations, announce === undefined ? undefined : this.bus.tagged(announce));
+    await snapshot.commit(operations, announce === undefined ? undefined : this.bus.tagged(announce), fence);
   }
 
   /**
@@ -259,11 +269,12 @@ export class PostgresKv extends KvStoreBase {
     announce: string | undefined,
     read: Buffer[],
     owner: string,
+    fence: LockFence | undefined,
   ): Promise<KvSnapshot | undefined> {
     if (!(snapshot instanceof PostgresSnapshot)) throw new Error("Not a snapshot of this store.");
     const notify = announce === undefined ? undefined : this.bus.tagged(announce);
-    const done = await snapshot.commitAndContinue(operations, notify, read);
-    return done ? done.next : super._commitAndContinue(snapshot, operations, announce, read, owner);
+    const done = await snapshot.commitAndContinue(operations, notify, read, fence);
+    return done ? done.next : super._commitAndContinue(snapshot, operations, announce, read, owner, fence);
   }
 
   protected async _clear(range: KvRange): Promise<void> {

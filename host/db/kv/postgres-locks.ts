@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { IfFree, LockOptions } from "./kv.js";
+import type { LockFence } from "./lock-fence.js";
 import { OwnerLimit } from "./owner-limit.js";
+import { fenceKeys, fenceOf, takingStatement } from "./postgres-fence.js";
 import type { Track } from "./postgres-parking.js";
 import { readOnly } from "./postgres-silence.js";
 import { inline, valuesInOrder, valuesStatement } from "./postgres-sql.js";
@@ -24,10 +26,11 @@ const TRY_LOCK_MS = 200;
 /** PostgreSQL's error code for a lock not granted within `lock_timeout`. */
 const LOCK_NOT_AVAILABLE = "55P03";
 
-/** A lock's transaction, open on its own connection, and what was read as it was taken. */
+/** A lock's transaction, open on its own connection, what was read as it was taken, and its fence. */
 interface HeldLock {
   client: pg.PoolClient;
   values: Array<string | undefined> | undefined;
+  fence: LockFence;
 }
 
 /**
@@ -68,7 +71,7 @@ export class PostgresLocks {
   /** Runs `work` holding lock `name` (see `HostBus.lockAcrossProcesses`). */
   lock<T>(
     name: string,
-    work: (read?: Array<string | undefined>) => Promise<T>,
+    work: (read: Array<string | undefined> | undefined, fence: LockFence) => Promise<T>,
     options?: LockOptions,
   ): Promise<T> {
     return this.inOuterTurn(options, async (untagged) =>
@@ -109,22 +112,30 @@ export class PostgresLocks {
   ): Promise<HeldLock | undefined> {
     const client = await (options?.outer ? this.outerLocks : this.locks).connect();
     const key = advisoryKey(this.table, name);
-    const keys = options?.read ?? [];
+    const wanted = options?.read ?? [];
     // READ COMMITTED: the read is a statement of its own, so it sees what committed before the lock.
-    const read = keys.length > 0 ? inline(valuesStatement(this.table, keys)) : undefined;
+    const read = wanted.length > 0 ? inline(valuesStatement(this.table, wanted)) : undefined;
     // Only if free: given up after a moment, so that a holder whose COMMIT is on its way (released
     // here already) does not count as holding it.
     const take = wait ? "" : `SET LOCAL lock_timeout = ${TRY_LOCK_MS}; `;
+    // With the lock: its fence's holding, and the wait for fenced writes of the holder before
+    // (postgres-fence.ts), before the reads, which then see those writes.
+    const keys = fenceKeys(advisoryKey(this.table, `${name}\0writes`));
+    const taking = takingStatement(key, keys);
     try {
       // Only a lock's taking (and reads): its caller does nothing until it is answered. The
       // connection idles in its transaction while the lock is held: a server whose operator set
       // idle_in_transaction_session_timeout would end it, and the lock with it, mid-work.
       const results = (await client.query(
         readOnly(
-          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; ${take}SELECT pg_advisory_xact_lock(${key}::bigint)${read ? `; ${read}` : ""}`,
+          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; ${take}${taking}${read ? `; ${read}` : ""}`,
         ),
       )) as unknown as pg.QueryResult<{ key: Buffer; value: string }>[];
-      return { client, values: read ? valuesInOrder(keys, results.at(-1)?.rows ?? []) : undefined };
+      return {
+        client,
+        values: read ? valuesInOrder(wanted, results.at(-1)?.rows ?? []) : undefined,
+        fence: fenceOf(keys),
+      };
     } catch (error) {
       if (!wait && (error as { code?: string }).code === LOCK_NOT_AVAILABLE) {
         // Its transaction failed: ending it rolls it back.
@@ -139,10 +150,10 @@ export class PostgresLocks {
   /** Runs `work` while `held` holds its lock, then ends its transaction (releasing the lock). */
   private async runHolding<T>(
     held: HeldLock,
-    work: (read?: Array<string | undefined>) => Promise<T>,
+    work: (read: Array<string | undefined> | undefined, fence: LockFence) => Promise<T>,
   ): Promise<T> {
     try {
-      return await work(held.values);
+      return await work(held.values, held.fence);
     } finally {
       this.end(held.client);
     }

@@ -2,6 +2,8 @@ import type pg from "pg";
 import { NOT_READY, type NotReady } from "../fast-path.js";
 import { LARGE_BATCH } from "./batch-fold.js";
 import type { KeptScan, KvIterateOptions, KvIterator, KvOperation, KvSnapshot, SnapshotUse } from "./kv.js";
+import type { LockFence } from "./lock-fence.js";
+import { fencedFailure } from "./postgres-fence.js";
 import type { ConnectionParking } from "./postgres-parking.js";
 import { PointReads } from "./postgres-point-reads.js";
 import { runReads } from "./postgres-prepared.js";
@@ -195,7 +197,7 @@ export class PostgresSnapshot implements KvSnapshot {
    * Ends the read-only transaction and writes `operations` (one atomic statement), sending `notify`
    * on the broadcast channel when the write commits; one round trip unless the batch is large.
    */
-  async commit(operations: KvOperation[], notify?: string): Promise<void> {
+  async commit(operations: KvOperation[], notify?: string, fence?: LockFence): Promise<void> {
     this.require();
     // Made first: should it throw (a batch that does not fold), the transaction is still this one's to close.
     const made = writeChunks(operations);
@@ -206,7 +208,7 @@ export class PostgresSnapshot implements KvSnapshot {
       ? { client: await this.ready, end: "COMMIT" }
       : await this.connections.take(this.owner, this.use);
     try {
-      await runWrite(client, this.table, chunks, notify, end);
+      await runWrite(client, this.table, chunks, notify, end, fence);
     } catch (error) {
       this.connections.destroy(client);
       throw error;
@@ -229,10 +231,11 @@ export class PostgresSnapshot implements KvSnapshot {
     operations: KvOperation[],
     notify: string | undefined,
     read: Buffer[],
+    fence?: LockFence,
   ): Promise<{ next: PostgresSnapshot | undefined } | undefined> {
     this.require();
     if (operations.length > LARGE_BATCH) return undefined;
-    const write = writeStatement(this.table, operations, notify);
+    const write = writeStatement(this.table, operations, notify, fence?.guard);
     const text = write === undefined ? "" : inline(write);
     const reads = read.length > 0 ? valuesStatement(this.table, read) : TAKE_SNAPSHOT;
     if (this.ready === undefined || text === undefined || inline(reads) === undefined) return undefined;
@@ -256,7 +259,7 @@ export class PostgresSnapshot implements KvSnapshot {
     } catch (error) {
       this.connections.destroy(client);
       if (text && done.length >= 4 && done[3] === "COMMIT") return { next: undefined };
-      throw error;
+      throw fence ? fencedFailure(error) : error;
     } finally {
       client.connection.off("commandComplete", finished);
     }

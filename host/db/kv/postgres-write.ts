@@ -2,6 +2,8 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
 import { foldBatch, foldInTurns, LARGE_BATCH } from "./batch-fold.js";
 import type { KvOperation } from "./kv.js";
+import type { LockFence } from "./lock-fence.js";
+import { fencedFailure } from "./postgres-fence.js";
 import { INLINE_BYTES, inline, writeStatement } from "./postgres-sql.js";
 
 /** About the bytes an operation takes in a statement's text (a key goes as hex). */
@@ -46,6 +48,8 @@ function chunksOf(folded: KvOperation[]): KvOperation[][] {
  * transaction of its own, the event loop getting a turn between them. Large writes went as
  * parameters before, which the driver turns into array literals on the main thread: a 16 MiB
  * commit held every tenant's requests for over a second, and a 180 MiB import ran out of heap.
+ * With `fence`, the write checks the fence's guard (postgres-fence.ts) in its statement, or first
+ * in its transaction when in chunks, and a guard's refusal fails it as `lockLostError`.
  */
 export async function runWrite(
   client: pg.ClientBase,
@@ -53,16 +57,32 @@ export async function runWrite(
   chunks: KvOperation[][],
   notify: string | readonly string[] | undefined,
   end = "",
+  fence?: LockFence,
+): Promise<void> {
+  try {
+    await writeIn(client, table, chunks, notify, end, fence);
+  } catch (error) {
+    throw fence ? fencedFailure(error) : error;
+  }
+}
+
+async function writeIn(
+  client: pg.ClientBase,
+  table: string,
+  chunks: KvOperation[][],
+  notify: string | readonly string[] | undefined,
+  end: string,
+  fence: LockFence | undefined,
 ): Promise<void> {
   if (chunks.length <= 1) {
     // One chunk: within INLINE_BYTES, or one value larger than that alone (an artifact's code).
-    const write = writeStatement(table, chunks[0] ?? [], notify);
+    const write = writeStatement(table, chunks[0] ?? [], notify, fence?.guard);
     const message = [end, write && inline(write, Number.POSITIVE_INFINITY)].filter(Boolean).join("; ");
     if (message) await client.query(message);
     return;
   }
   if (end) await client.query(end);
-  await client.query("BEGIN");
+  await client.query(fence ? `BEGIN; SELECT ${fence.guard}` : "BEGIN");
   for (const [i, chunk] of chunks.entries()) {
     // Defined: every chunk holds an operation. The broadcast goes with the last, at its commit.
     const write = writeStatement(table, chunk, i === chunks.length - 1 ? notify : undefined);

@@ -10,6 +10,7 @@ import type {
   KvSupports,
   SnapshotUse,
 } from "./kv.js";
+import type { LockFence } from "./lock-fence.js";
 
 function misuse(message: string): PlatformError {
   return new PlatformError("internal", `Key-value store: ${message}`);
@@ -67,18 +68,24 @@ export abstract class KvStoreBase implements KvStore {
   protected abstract _snapshot(owner: string, use: SnapshotUse): Promise<KvSnapshot>;
   /**
    * `operations` is empty only when `announce` holds messages; those must reach the bus's other
-   * processes once the write has landed (as {@link _commit}'s).
+   * processes once the write has landed (as {@link _commit}'s). A backend whose locks can be lost
+   * checks `fence` with the write (see `KvStore.commit`); others need not look at it.
    */
-  protected abstract _batch(operations: KvOperation[], announce: readonly string[]): Promise<void>;
+  protected abstract _batch(
+    operations: KvOperation[],
+    announce: readonly string[],
+    fence?: LockFence,
+  ): Promise<void>;
   /**
    * `snapshot` came from this store's `snapshot()` or `lazySnapshot()`; `operations` may be empty.
    * `announce` must reach the bus's other processes once the write has landed (a store without
-   * any, on the local bus, has no one to send it to).
+   * any, on the local bus, has no one to send it to). `fence` as {@link _batch}'s.
    */
   protected abstract _commit(
     snapshot: KvSnapshot,
     operations: KvOperation[],
     announce?: string,
+    fence?: LockFence,
   ): Promise<void>;
   protected abstract _clear(range: KvRange): Promise<void>;
   protected abstract _close(): Promise<void>;
@@ -123,15 +130,20 @@ export abstract class KvStoreBase implements KvStore {
     return this._lazySnapshot(owner);
   }
 
-  async batch(operations: KvOperation[], announce: readonly string[] = []): Promise<void> {
+  async batch(operations: KvOperation[], announce: readonly string[] = [], fence?: LockFence): Promise<void> {
     requireOperations(operations);
-    if (operations.length > 0 || announce.length > 0) await this._batch(operations, announce);
+    if (operations.length > 0 || announce.length > 0) await this._batch(operations, announce, fence);
   }
 
   /** A mutation's commit: checked lightly (it is on every mutation's path), then the backend's. */
-  async commit(snapshot: KvSnapshot, operations: KvOperation[], announce?: string): Promise<void> {
+  async commit(
+    snapshot: KvSnapshot,
+    operations: KvOperation[],
+    announce?: string,
+    fence?: LockFence,
+  ): Promise<void> {
     requireCommitOperations(operations);
-    return this._commit(snapshot, operations, announce);
+    return this._commit(snapshot, operations, announce, fence);
   }
 
   async commitAndContinue(
@@ -140,10 +152,11 @@ export abstract class KvStoreBase implements KvStore {
     announce: string | undefined,
     read: Buffer[],
     owner = "",
+    fence?: LockFence,
   ): Promise<KvSnapshot | undefined> {
     requireCommitOperations(operations);
     for (const key of read) requireKey(key);
-    return this._commitAndContinue(snapshot, operations, announce, read, owner);
+    return this._commitAndContinue(snapshot, operations, announce, read, owner, fence);
   }
 
   /**
@@ -157,8 +170,9 @@ export abstract class KvStoreBase implements KvStore {
     announce: string | undefined,
     read: Buffer[],
     owner: string,
+    fence: LockFence | undefined,
   ): Promise<KvSnapshot | undefined> {
-    await this._commit(snapshot, operations, announce);
+    await this._commit(snapshot, operations, announce, fence);
     let next: KvSnapshot | undefined;
     try {
       next = await this._lazySnapshot(owner);
