@@ -1,4 +1,5 @@
 import { createInterface } from "node:readline/promises";
+import { Writable } from "node:stream";
 import { type Command, Option } from "commander";
 import { printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
@@ -8,17 +9,36 @@ import { sendRequest } from "../http.js";
 import { runAction } from "../output.js";
 import { remoteError } from "../remote-error.js";
 
+/** The token from standard input, or asked for on the terminal (see {@link askUnechoed}). */
 async function readToken(): Promise<string> {
   if (!process.stdin.isTTY) {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString("utf8").trim();
   }
-  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  return (await askUnechoed("Developer token (from POST /v1/developers): ")).trim();
+}
+
+/**
+ * A line typed on the terminal, not shown as it is typed or pasted: a token echoed stayed on the
+ * screen and in the terminal's scrollback, for whoever looks or records it. Readline keeps its
+ * line editing, its echo going nowhere; Ctrl-C ends the command as it would anywhere else.
+ */
+async function askUnechoed(question: string): Promise<string> {
+  const nowhere = new Writable({ write: (_chunk, _encoding, done) => done() });
+  // Made first: it turns the terminal's own echo off, which must be off before the prompt shows.
+  const prompt = createInterface({ input: process.stdin, output: nowhere, terminal: true });
+  process.stderr.write(question);
+  prompt.on("SIGINT", () => {
+    prompt.close();
+    process.stderr.write("\n");
+    process.exit(130);
+  });
   try {
-    return (await prompt.question("Developer token (from POST /v1/developers): ")).trim();
+    return await prompt.question("");
   } finally {
     prompt.close();
+    process.stderr.write("\n");
   }
 }
 
