@@ -12,6 +12,7 @@ import { collect, LOCK_LOST, type LockFence } from "../host/db/kv/index.js";
 import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import type { SchemaSpec } from "../sdk/values/index.js";
 import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { expectExact } from "./helpers/row-quota-suite.js";
 
 const server = postgresForThisFile("PostgreSQL lock fence tests");
 
@@ -79,6 +80,37 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       await increment(a);
       expect((await counter(b)).n).toBe(2);
       expect((await counter(a)).n).toBe(2);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it("runs the mutations queued behind a commit refused so under a new taking of the lock; the row bytes stay exact", async () => {
+    const table = freshTable();
+    const first = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+    const second = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+    try {
+      const a = await first.deployment("shared");
+      await a.migrate(COUNTERS);
+      await a.mutate((tx) => tx.insert("counters", { n: 0 }));
+      const b = await second.deployment("shared");
+      let queued: Array<Promise<unknown>> = [];
+      const stale = increment(a, async () => {
+        // Queued behind the running group: the next group under the same taking of the lock.
+        queued = Array.from({ length: 5 }, (_, i) => a.mutate((tx) => tx.insert("counters", { n: 100 + i })));
+        await endLockBackend(table, "deployment:shared");
+        await increment(b);
+      });
+      await expect(stale).rejects.toMatchObject({ code: "unavailable", cause: LOCK_LOST });
+      await Promise.all(queued);
+      expect((await counter(b)).n).toBe(1);
+      const { value: rows } = await b.query((tx) =>
+        tx.query({ table: "counters", index: "by_creation", range: [], order: "asc" }, { kind: "count" }),
+      );
+      expect(rows).toMatchObject({ kind: "count", count: 6 });
+      await expectExact(b);
+      await expectExact(a);
     } finally {
       await first.close();
       await second.close();
@@ -170,6 +202,27 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
     } finally {
       await store.close();
       await other.close();
+    }
+  });
+
+  it("gives a host lock's work its fence, which records' batches check (storage quotas write so)", async () => {
+    const db = await HostDatabase.openStore(await PostgresKv.open(server.url, { table: freshTable() }));
+    try {
+      const usage = db.records<{ bytes: number }>("usage");
+      let kept: LockFence | undefined;
+      await db.exclusive("quota:owner", async (fence) => {
+        kept = fence;
+        await usage.batch([{ id: "owner", value: { bytes: 10 } }], [], fence);
+      });
+      expect(await usage.get("owner")).toEqual({ bytes: 10 });
+      // Its lock let go of, the fence no longer holds.
+      await expect(usage.batch([{ id: "owner", value: { bytes: 99 } }], [], kept)).rejects.toMatchObject({
+        code: "unavailable",
+        cause: LOCK_LOST,
+      });
+      expect(await usage.get("owner")).toEqual({ bytes: 10 });
+    } finally {
+      await db.close();
     }
   });
 

@@ -110,16 +110,18 @@ function leftoverBuilds(
  */
 async function unlistBuilds(target: MigrationTarget, cleared: readonly PendingBuild[]): Promise<void> {
   const key = metaKey(target.id, "building");
-  await target.exclusive(async () => {
+  await target.exclusive(async (fence) => {
     const listed = await target.store.get(key);
     if (listed === undefined) return;
     const gone = namesOf(cleared);
     const left = (JSON.parse(listed) as PendingBuild[]).filter(
       ({ table, stored }) => !gone.has(nameOf(table, stored.storageId)),
     );
-    await target.store.batch([
-      left.length > 0 ? { type: "put", key, value: JSON.stringify(left) } : { type: "del", key },
-    ]);
+    await target.store.batch(
+      [left.length > 0 ? { type: "put", key, value: JSON.stringify(left) } : { type: "del", key }],
+      [],
+      fence,
+    );
   });
 }
 
@@ -196,10 +198,14 @@ export async function runMigration(
     pending = plan.build.map(({ table, stored }) => ({ table, stored, listedAt }));
     const report: MigrationReport = { built: [], dropped: [], checkedRows: plan.checkedRows };
     if (pending.length > 0)
-      await store.batch([{ type: "put", key: building, value: JSON.stringify([...leftover, ...pending]) }]);
+      await store.batch(
+        [{ type: "put", key: building, value: JSON.stringify([...leftover, ...pending]) }],
+        [],
+        fence,
+      );
     // Only entries of the stored schema's indexes count: what is built and dropped moves the row
     // bytes in the batch that stores the schema.
-    let rowBytes = await target.storedRowBytes();
+    let rowBytes = await target.storedRowBytes(fence);
     const nextTables = compileSchema(id, plan.next);
     for (const { table, index, stored } of plan.build) {
       await clearIndex(store, id, table, stored);
@@ -247,13 +253,21 @@ export async function runMigration(
     };
     return { report, clearDropped };
   } finally {
-    for (const { table, stored } of pending) await clearIndex(store, id, table, stored);
-    if (pending.length > 0)
-      await store.batch([
-        leftover.length > 0
-          ? { type: "put", key: building, value: JSON.stringify(leftover) }
-          : { type: "del", key: building },
-      ]);
-    await snapshot.close();
+    try {
+      for (const { table, stored } of pending) await clearIndex(store, id, table, stored);
+      // Refused when the lock was lost: the list is then the next holder's to keep.
+      if (pending.length > 0)
+        await store.batch(
+          [
+            leftover.length > 0
+              ? { type: "put", key: building, value: JSON.stringify(leftover) }
+              : { type: "del", key: building },
+          ],
+          [],
+          fence,
+        );
+    } finally {
+      await snapshot.close();
+    }
   }
 }

@@ -1,7 +1,7 @@
 import { clearAbandonedBuilds } from "./backfill.js";
 import { incarnationKey, replacedError, servesIncarnation } from "./incarnation.js";
 import { metaKey } from "./keys.js";
-import type { KvStore } from "./kv/index.js";
+import type { KvStore, LockFence } from "./kv/index.js";
 import type { DatabaseQuota } from "./row-bytes.js";
 import { RowBytesTotal } from "./row-bytes-total.js";
 import { ServedSchema } from "./served-schema.js";
@@ -54,8 +54,8 @@ export class DeploymentMeta {
    * The deployment's row bytes (rows and index entries), counted from what it holds and stored
    * first when not known yet. The caller holds the write lock.
    */
-  storedRowBytes(): Promise<number> {
-    return this.rowBytes.current(this.store, this.served.tables.values(), this.share());
+  storedRowBytes(fence?: LockFence): Promise<number> {
+    return this.rowBytes.current(this.store, this.served.tables.values(), this.share(), fence);
   }
 
   /** Loads schema and clock; clears index entries a crashed migration left half-built. */

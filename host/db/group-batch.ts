@@ -135,6 +135,12 @@ export class GroupBatch {
     });
   }
 
+  /** Whether a batch was refused because the write lock was lost (see lock-fence.ts). */
+  get lockLost(): boolean {
+    const error = this.failure?.error;
+    return isPlatformError(error) && wroteNothing(error.cause);
+  }
+
   /**
    * Waits until every batch started has landed or failed; members left waiting fail too. Answers
    * the snapshot the last batch's commit began (see {@link commitFinished}), if it did.

@@ -79,5 +79,5 @@ export interface GroupCommitHost extends TransactionHost {
   /** The deployment's row bytes and their limit (row-bytes-total.ts), under the write lock. */
   readonly rowBytes: RowBytesTotal;
   /** The row bytes, counted and stored first when not known. */
-  storedRowBytes(): Promise<number>;
+  storedRowBytes(fence?: LockFence): Promise<number>;
 }

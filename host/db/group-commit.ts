@@ -1,7 +1,7 @@
 import { GroupBatch } from "./group-batch.js";
 import { type GroupCommitHost, type QueuedMutation, withMode } from "./group-commit-host.js";
 import { groupReadKeys, readAhead } from "./group-reads.js";
-import type { KvSnapshot, LockFence } from "./kv/index.js";
+import { type KvSnapshot, type LockFence, lockLostError } from "./kv/index.js";
 import { MutationWaits } from "./mutation-waits.js";
 import { Transaction } from "./transaction.js";
 
@@ -119,7 +119,7 @@ export class GroupCommit {
     let next: QueuedMutation[] | undefined;
     let batch: GroupBatch | undefined;
     try {
-      const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes());
+      const rowBytes = database.rowBytes.known ?? (await database.storedRowBytes(fence));
       // Taken under the write lock, with the first read: no commit of this deployment can come between.
       snapshot ??= await database.store.lazySnapshot(database.share());
       batch = new GroupBatch(database, snapshot, rowBytes, fence, (member) => this.waits.committing(member));
@@ -129,6 +129,9 @@ export class GroupCommit {
       if (readsAhead) next = this.nextGroup(groups);
       batch.commitFinished(next && this.readKeys(next));
       const continued = await batch.landed();
+      // The write lock was lost with its connection: no group more under this taking of it (their
+      // writes would be refused too); they wait for the next.
+      if (batch.lockLost) throw lockLostError();
       if (!readsAhead) next = this.nextGroup(groups);
       return next && { group: next, begun: continued };
     } catch (error) {

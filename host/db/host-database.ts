@@ -7,6 +7,7 @@ import {
   type IfFree,
   type KvOperation,
   type KvStore,
+  type LockFence,
   type LockOptions,
   PostgresKv,
 } from "./kv/index.js";
@@ -195,10 +196,14 @@ export class HostDatabase {
   /**
    * Runs `work` holding the lock `name` in this process and against every other host on the
    * database (storage quotas use it, so two hosts cannot both take an owner's last free byte).
-   * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}).
+   * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}). `work`
+   * gets the lock's fence, where the store's locks have one, for the writes that must not land
+   * once the lock is lost (see `HostBus.lockAcrossProcesses`).
    */
-  exclusive<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<T> {
-    return this.locks.run(name, () => this.store.bus.lockAcrossProcesses(name, work, options));
+  exclusive<T>(name: string, work: (fence?: LockFence) => Promise<T>, options?: LockOptions): Promise<T> {
+    return this.locks.run(name, () =>
+      this.store.bus.lockAcrossProcesses(name, (_read, fence) => work(fence), options),
+    );
   }
 
   /**

@@ -41,6 +41,7 @@ export {
   type KvOperation,
   type KvSnapshot,
   type KvStore,
+  type LockFence,
   PostgresKv,
 } from "./kv/index.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";

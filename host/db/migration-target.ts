@@ -3,7 +3,7 @@
  * schema, and what is left once it switched.
  */
 import type { HostMessage } from "./host-message.js";
-import type { KvOperation, KvStore } from "./kv/index.js";
+import type { KvOperation, KvStore, LockFence } from "./kv/index.js";
 import type { MigrationReport } from "./migrate.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { CompiledTable, StoredSchema } from "./stored-schema.js";
@@ -28,9 +28,9 @@ export interface MigrationTarget {
   /** The deployment's row bytes (row-bytes-total.ts). */
   readonly rowBytes: RowBytesTotal;
   /** The deployment's row bytes now (counted and stored first if not known). */
-  storedRowBytes(): Promise<number>;
+  storedRowBytes(fence?: LockFence): Promise<number>;
   /** Runs `work` holding the deployment's write lock, in this process and across processes. */
-  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  exclusive<T>(work: (fence?: LockFence) => Promise<T>): Promise<T>;
 }
 
 /**

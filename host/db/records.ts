@@ -1,6 +1,6 @@
 import { afterPrefix, decodeText, encodeText, TAG_STRING } from "./codec.js";
 import { hostKey } from "./keys.js";
-import { collect, hasKeyUnder, type KvSnapshot, type KvStore } from "./kv/index.js";
+import { collect, hasKeyUnder, type KvSnapshot, type KvStore, type LockFence } from "./kv/index.js";
 
 /**
  * A namespace of host-wide JSON records (deployment records, artifacts, ...), kept in the same
@@ -95,10 +95,14 @@ export class RecordStore<T> {
     await this.store.clear(this.idRange(prefix));
   }
 
-  /** Writes several records (and deletions) of this store in one atomic batch, with `extra` operations. */
+  /**
+   * Writes several records (and deletions) of this store in one atomic batch, with `extra`
+   * operations; with `fence`, only while the lock it is of is held (see `KvStore.batch`).
+   */
   async batch(
     writes: Array<{ id: string; value: T | null }>,
     extra: Array<{ key: Buffer; value: string | null }> = [],
+    fence?: LockFence,
   ): Promise<void> {
     const operations = [
       ...writes.map(({ id, value }) => ({
@@ -111,6 +115,8 @@ export class RecordStore<T> {
       operations.map(({ key, value }) =>
         value === null ? { type: "del" as const, key } : { type: "put" as const, key, value },
       ),
+      [],
+      fence,
     );
   }
 

@@ -1,4 +1,4 @@
-import type { KvStore } from "./kv/index.js";
+import type { KvStore, LockFence } from "./kv/index.js";
 import { countRowBytes, parseRowBytes, rowBytesKey } from "./row-bytes.js";
 import type { CompiledTable } from "./stored-schema.js";
 
@@ -30,9 +30,14 @@ export class RowBytesTotal {
   /**
    * The total, counted from the rows and index entries of `tables` in `store` (on a snapshot of
    * `owner`'s) and stored first when not known. The caller holds the write lock, so no commit moves
-   * it meanwhile.
+   * it meanwhile; `fence` is that lock's (see `TenantDatabase.exclusive`).
    */
-  async current(store: KvStore, tables: Iterable<CompiledTable>, owner: string): Promise<number> {
+  async current(
+    store: KvStore,
+    tables: Iterable<CompiledTable>,
+    owner: string,
+    fence?: LockFence,
+  ): Promise<number> {
     if (this.known !== undefined) return this.known;
     const snapshot = await store.snapshot(owner, "write");
     let total: number;
@@ -41,7 +46,7 @@ export class RowBytesTotal {
     } finally {
       await snapshot.close();
     }
-    await store.batch([{ type: "put", key: this.key, value: String(total) }]);
+    await store.batch([{ type: "put", key: this.key, value: String(total) }], [], fence);
     this.known = total;
     return total;
   }

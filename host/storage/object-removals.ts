@@ -1,5 +1,5 @@
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
 import type { BlobDeletions } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
@@ -38,7 +38,7 @@ export class ObjectRemovals {
   }
 
   /** The owner's quota lock, as the object service takes it (see ObjectService's). */
-  private lock(owner: string): { run<T>(work: () => Promise<T>): Promise<T> } {
+  private lock(owner: string): { run<T>(work: (fence?: LockFence) => Promise<T>): Promise<T> } {
     return { run: (work) => this.db.exclusive(quotaLockName(owner), work) };
   }
 
@@ -64,7 +64,7 @@ export class ObjectRemovals {
     await confirm();
     if (!existing) return false;
     checkObjectDelete(deleter, existing);
-    const removed = await this.lock(existing.quotaOwner).run(async () => {
+    const removed = await this.lock(existing.quotaOwner).run(async (fence) => {
       const record = await this.record(deployment, visibility, id);
       if (!record) return false;
       const used = (await this.usage.get(record.quotaOwner))?.bytes ?? 0;
@@ -85,6 +85,7 @@ export class ObjectRemovals {
             }),
           },
         ],
+        fence,
       );
       return true;
     });
@@ -106,7 +107,7 @@ export class ObjectRemovals {
       const found = await this.records.listPrefix(prefix, PURGE_BATCH);
       if (found.length === 0) break;
       for (const owner of new Set(found.map((record) => record.quotaOwner)))
-        await this.lock(owner).run(() => this.purgeOwned(deployment, owner, found));
+        await this.lock(owner).run((fence) => this.purgeOwned(deployment, owner, found, fence));
     }
     await this.byTime.deletePrefix(prefix);
     await this.totals.delete(deployment);
@@ -119,7 +120,12 @@ export class ObjectRemovals {
   }
 
   /** Under `owner`'s lock: drops the still-present records of `found` owned by `owner`, freeing their bytes. */
-  private async purgeOwned(deployment: string, owner: string, found: ObjectRecord[]): Promise<void> {
+  private async purgeOwned(
+    deployment: string,
+    owner: string,
+    found: ObjectRecord[],
+    fence: LockFence | undefined,
+  ): Promise<void> {
     const present: ObjectRecord[] = [];
     for (const record of found) {
       if (record.quotaOwner !== owner) continue;
@@ -134,6 +140,7 @@ export class ObjectRemovals {
         ...present.map((record) => ({ key: this.byTime.key(listingId(record)), value: null })),
         { key: this.usage.key(owner), value: JSON.stringify({ bytes: Math.max(0, used - freed) }) },
       ],
+      fence,
     );
   }
 }

@@ -5,6 +5,7 @@ import type { ObjectDeleter } from "../access/index.js";
 import {
   type HostDatabase,
   incarnationKey,
+  type LockFence,
   type RecordStore,
   replacedError,
   servesIncarnation,
@@ -129,7 +130,7 @@ export class ObjectService {
    * The owner's quota lock: held in this process and against every other host sharing the
    * database, so usage read under it is exact and two uploads cannot both take the last free byte.
    */
-  private lock(owner: string): { run<T>(work: () => Promise<T>): Promise<T> } {
+  private lock(owner: string): { run<T>(work: (fence?: LockFence) => Promise<T>): Promise<T> } {
     return { run: (work) => this.db.exclusive(quotaLockName(owner), work) };
   }
 
@@ -190,7 +191,7 @@ export class ObjectService {
       });
     }
     try {
-      await this.lock(input.quotaOwner).run(async () => {
+      await this.lock(input.quotaOwner).run(async (fence) => {
         const holder = await this.quotaOwnerOf(record.deployment);
         if (holder?.quotaOwner !== input.quotaOwner || holder.incarnation !== input.incarnation)
           this.refuse(record.deployment);
@@ -206,6 +207,7 @@ export class ObjectService {
               value: JSON.stringify({ count: totals.count + 1, bytes: totals.bytes + record.size }),
             },
           ],
+          fence,
         );
       });
     } catch (error) {

@@ -25,7 +25,7 @@ export const LOCK_LOST: Error = Object.freeze(
 export function lockLostError(): PlatformError {
   return new PlatformError(
     "unavailable",
-    "The database connection holding the deployment's write lock was lost before the commit; nothing was written. Retry.",
+    "The database connection holding the lock this write was made under was lost before the write landed; nothing was written. Retry.",
     { cause: LOCK_LOST, retryAfterSeconds: 1 },
   );
 }

@@ -4,7 +4,10 @@
  * while the holding is held, the lock is. A fenced write first takes the lock's write barrier
  * shared, then fails unless the holding is still held (a shared try of it must fail); whoever
  * takes the lock next passes through the barrier exclusively before reading, so it waits for a
- * write that found the holding held and sees what it wrote.
+ * write that found the holding held and sees what it wrote. One window is left: a backend that
+ * ends lets go of its locks one partition of the lock table at a time, so for microseconds the
+ * lock may be free (and taken) while the holding is still held. Closing it would mean asking
+ * `pg_locks` on every write, which holds every partition of the lock table while it copies it.
  */
 import { randomBytes } from "node:crypto";
 import { type LockFence, lockLostError } from "./lock-fence.js";
