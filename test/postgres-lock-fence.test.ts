@@ -59,16 +59,28 @@ function increment(deployment: TenantDatabase, meanwhile: () => Promise<void> = 
   });
 }
 
+/**
+ * Two hosts on one fresh table, with deployment "shared" holding one counter at 0: runs `work`
+ * with the deployment as each host has it, and the table.
+ */
+async function onTwoHosts(work: (a: TenantDatabase, b: TenantDatabase, table: string) => Promise<void>) {
+  const table = freshTable();
+  const first = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+  const second = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+  try {
+    const a = await first.deployment("shared");
+    await a.migrate(COUNTERS);
+    await a.mutate((tx) => tx.insert("counters", { n: 0 }));
+    await work(a, await second.deployment("shared"), table);
+  } finally {
+    await first.close();
+    await second.close();
+  }
+}
+
 describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () => {
-  it("refuses a mutation's commit whose write lock was lost while it ran: another host's increment is not lost", async () => {
-    const table = freshTable();
-    const first = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
-    const second = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
-    try {
-      const a = await first.deployment("shared");
-      await a.migrate(COUNTERS);
-      await a.mutate((tx) => tx.insert("counters", { n: 0 }));
-      const b = await second.deployment("shared");
+  it("refuses a mutation's commit whose write lock was lost while it ran: another host's increment is not lost", () =>
+    onTwoHosts(async (a, b, table) => {
       // A reads 0; its lock's backend is ended; B takes the lock, reads 0 and writes 1; A goes on.
       const stale = increment(a, async () => {
         await endLockBackend(table, "deployment:shared");
@@ -80,21 +92,10 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       await increment(a);
       expect((await counter(b)).n).toBe(2);
       expect((await counter(a)).n).toBe(2);
-    } finally {
-      await first.close();
-      await second.close();
-    }
-  });
+    }));
 
-  it("runs the mutations queued behind a commit refused so under a new taking of the lock; the row bytes stay exact", async () => {
-    const table = freshTable();
-    const first = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
-    const second = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
-    try {
-      const a = await first.deployment("shared");
-      await a.migrate(COUNTERS);
-      await a.mutate((tx) => tx.insert("counters", { n: 0 }));
-      const b = await second.deployment("shared");
+  it("runs the mutations queued behind a commit refused so under a new taking of the lock; the row bytes stay exact", () =>
+    onTwoHosts(async (a, b, table) => {
       let queued: Array<Promise<unknown>> = [];
       const stale = increment(a, async () => {
         // Queued behind the running group: the next group under the same taking of the lock.
@@ -111,11 +112,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       expect(rows).toMatchObject({ kind: "count", count: 6 });
       await expectExact(b);
       await expectExact(a);
-    } finally {
-      await first.close();
-      await second.close();
-    }
-  });
+    }));
 
   it("refuses fenced batches and commits, small and chunked, once the lock is lost; lands them while it is held", async () => {
     const table = freshTable();
