@@ -197,13 +197,11 @@ export class HostDatabase {
    * Runs `work` holding the lock `name` in this process and against every other host on the
    * database (storage quotas use it, so two hosts cannot both take an owner's last free byte).
    * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}). `work`
-   * gets the lock's fence, where the store's locks have one, for the writes that must not land
-   * once the lock is lost (see `HostBus.lockAcrossProcesses`).
+   * gets the lock's fence, if any, for its writes (see `HostBus.lockAcrossProcesses`).
    */
   exclusive<T>(name: string, work: (fence?: LockFence) => Promise<T>, options?: LockOptions): Promise<T> {
-    return this.locks.run(name, () =>
-      this.store.bus.lockAcrossProcesses(name, (_read, fence) => work(fence), options),
-    );
+    const fenced = (_read?: unknown, fence?: LockFence) => work(fence);
+    return this.locks.run(name, () => this.store.bus.lockAcrossProcesses(name, fenced, options));
   }
 
   /**
