@@ -3,7 +3,13 @@ import { isPlatformError } from "../../sdk/values/index.js";
 import type { GroupCommitHost, QueuedMutation, TransactionResult } from "./group-commit-host.js";
 import { addMoves, GroupCounts } from "./group-counts.js";
 import { OPERATIONS_PER_TURN } from "./kv/batch-fold.js";
-import { type KvOperation, type KvSnapshot, type LockFence, NOTHING_SENT, wroteNothing } from "./kv/index.js";
+import {
+  type KvOperation,
+  type KvSnapshot,
+  type LockFence,
+  NOTHING_SENT,
+  refusedForLostLock,
+} from "./kv/index.js";
 import { notConfirmed } from "./mutation-waits.js";
 import type { WriteOverlay } from "./overlay.js";
 import { rowQuotaExceeded } from "./row-bytes.js";
@@ -125,7 +131,7 @@ export class GroupBatch {
           isPlatformError(error) &&
           error.code === "unavailable" &&
           error.cause !== NOTHING_SENT &&
-          !wroteNothing(error.cause)
+          !refusedForLostLock(error)
             ? notConfirmed("(it stopped answering)", error)
             : error;
         for (const { member } of members) member.reject(answer);
@@ -137,8 +143,7 @@ export class GroupBatch {
 
   /** Whether a batch was refused because the write lock was lost (see lock-fence.ts). */
   get lockLost(): boolean {
-    const error = this.failure?.error;
-    return isPlatformError(error) && wroteNothing(error.cause);
+    return refusedForLostLock(this.failure?.error);
   }
 
   /**

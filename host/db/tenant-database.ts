@@ -1,4 +1,4 @@
-import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
+import { PlatformError } from "../../sdk/values/index.js";
 import { runMigration } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
@@ -10,7 +10,13 @@ import { type RunOptions, type TransactionResult, withMode } from "./group-commi
 import { commitMessage, type HostMessage } from "./host-message.js";
 import { IncarnationSnapshot } from "./incarnation.js";
 import { deploymentPrefixes } from "./keys.js";
-import { type KvOperation, type KvSnapshot, type KvStore, type LockFence, wroteNothing } from "./kv/index.js";
+import {
+  type KvOperation,
+  type KvSnapshot,
+  type KvStore,
+  type LockFence,
+  refusedForLostLock,
+} from "./kv/index.js";
 import type { MigrationProgress, MigrationReport } from "./migrate.js";
 import type { SchemaSwitch } from "./migration-target.js";
 import { keepReadSetOfFailure } from "./read-write-sets.js";
@@ -218,7 +224,7 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
       // The write may have landed all the same (its answer lost with the connection): the row
       // bytes are read again from the store, and listeners look at everything again. Not when it
       // certainly wrote nothing (its lock was lost: the next taking reads the row bytes anew).
-      if (!(isPlatformError(error) && wroteNothing(error.cause))) {
+      if (!refusedForLostLock(error)) {
         this.rowBytes.known = undefined;
         this.emitCommit(undefined);
       }

@@ -20,6 +20,6 @@ export {
   NO_KEY,
   NOTHING_SENT,
 } from "./kv.js";
-export { LOCK_LOST, type LockFence, lockLostError, wroteNothing } from "./lock-fence.js";
+export { LOCK_LOST, type LockFence, lockLostError, refusedForLostLock } from "./lock-fence.js";
 export { PostgresKv } from "./postgres-kv.js";
 export { KvStoreBase } from "./store.js";

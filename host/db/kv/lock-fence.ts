@@ -6,7 +6,7 @@
  * with its writes; the backend lands a write only while the lock is still held, and makes a later
  * holder's taking wait for a fenced write already on its way.
  */
-import { PlatformError } from "../../../sdk/values/index.js";
+import { isPlatformError, PlatformError } from "../../../sdk/values/index.js";
 
 /**
  * A lock's fence, as its backend made it when the lock was taken: what a write under the lock
@@ -30,7 +30,7 @@ export function lockLostError(): PlatformError {
   );
 }
 
-/** Whether `error` is a store's failure that wrote nothing for certain (see {@link LOCK_LOST}). */
-export function wroteNothing(cause: unknown): boolean {
-  return cause === LOCK_LOST;
+/** Whether `error` is a write refused by its fence: it wrote nothing, for certain ({@link LOCK_LOST}). */
+export function refusedForLostLock(error: unknown): boolean {
+  return isPlatformError(error) && error.cause === LOCK_LOST;
 }
