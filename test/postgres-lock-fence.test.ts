@@ -114,7 +114,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       await expectExact(a);
     }));
 
-  it("refuses fenced batches and commits, small and chunked, once the lock is lost; lands them while it is held", async () => {
+  it("refuses fenced batches, clears and commits, small and chunked, once the lock is lost; lands them while it is held", async () => {
     const table = freshTable();
     const store = await PostgresKv.open(server.url, { table });
     const other = await PostgresKv.open(server.url, { table });
@@ -129,6 +129,8 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       const landed = await store.bus.lockAcrossProcesses("held", async (_read, fence) => {
         expect(fence).toBeDefined();
         await store.batch([{ type: "put", key: key(9000), value: "batch" }], [], fence);
+        await store.batch([{ type: "put", key: key(9050), value: "cleared" }], [], fence);
+        await store.clear({ gte: key(9050), lt: key(9051) }, fence);
         await store.batch(big, [], fence);
         const snapshot = await store.lazySnapshot();
         await snapshot.get(key(0));
@@ -162,6 +164,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
         await expect(
           store.batch([{ type: "put", key: key(9100), value: "late" }], [], fence),
         ).rejects.toMatchObject(lost);
+        await expect(store.clear({ gte: key(0), lt: key(40) }, fence)).rejects.toMatchObject(lost);
         await expect(
           store.batch(
             big.map((op) => ({ ...op, key: Buffer.concat([Buffer.from("z"), op.key]) })),
@@ -195,6 +198,8 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
         cause: LOCK_LOST,
       });
       expect(await collect(store.iterate({ gte: key(9100), lt: key(9200) }))).toEqual([]);
+      // The refused clear deleted nothing.
+      expect((await collect(store.iterate({ gte: key(0), lt: key(40) }))).length).toBe(40);
       expect(await collect(store.iterate({ gte: Buffer.from("z"), lt: Buffer.from("{") }))).toEqual([]);
     } finally {
       await store.close();
@@ -236,7 +241,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       let readByNext: Array<string | undefined> | undefined;
       await store.bus.lockAcrossProcesses("racing", async (_read, fence) => {
         // A write under the lock has passed its guard (its transaction holds the barrier)...
-        await writer.query(`BEGIN; SELECT ${fence?.guard}`);
+        await writer.query(`BEGIN; SELECT ${fence?.guards.join(", ")}`);
         // ...when the lock's backend is ended and another process takes the lock.
         await endLockBackend(table, "racing");
         taken = other.bus.lockAcrossProcesses("racing", async (read) => read, { read: [key] });

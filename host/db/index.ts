@@ -37,12 +37,14 @@ export {
 export {
   ClassicKv,
   collect,
+  type FencedWork,
   type IfFree,
   type KvOperation,
   type KvSnapshot,
   type KvStore,
   type LockFence,
   PostgresKv,
+  refusedForLostLock,
 } from "./kv/index.js";
 export type { MigrationProgress, MigrationReport } from "./migrate.js";
 export { runQuery } from "./query-terminals.js";

@@ -1,5 +1,5 @@
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
-import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
+import type { FencedWork, HostDatabase, LockFence, RecordStore } from "../db/index.js";
 import type { BlobDeletions } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
@@ -38,7 +38,7 @@ export class ObjectRemovals {
   }
 
   /** The owner's quota lock, as the object service takes it (see ObjectService's). */
-  private lock(owner: string): { run<T>(work: (fence?: LockFence) => Promise<T>): Promise<T> } {
+  private lock(owner: string): { run<T>(work: FencedWork<T>): Promise<T> } {
     return { run: (work) => this.db.exclusive(quotaLockName(owner), work) };
   }
 

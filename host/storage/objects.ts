@@ -3,9 +3,9 @@ import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { ObjectDeleter } from "../access/index.js";
 import {
+  type FencedWork,
   type HostDatabase,
   incarnationKey,
-  type LockFence,
   type RecordStore,
   replacedError,
   servesIncarnation,
@@ -130,7 +130,7 @@ export class ObjectService {
    * The owner's quota lock: held in this process and against every other host sharing the
    * database, so usage read under it is exact and two uploads cannot both take the last free byte.
    */
-  private lock(owner: string): { run<T>(work: (fence?: LockFence) => Promise<T>): Promise<T> } {
+  private lock(owner: string): { run<T>(work: FencedWork<T>): Promise<T> } {
     return { run: (work) => this.db.exclusive(quotaLockName(owner), work) };
   }
 

@@ -20,6 +20,13 @@ export {
   NO_KEY,
   NOTHING_SENT,
 } from "./kv.js";
-export { LOCK_LOST, type LockFence, lockLostError, refusedForLostLock } from "./lock-fence.js";
+export {
+  bothFences,
+  type FencedWork,
+  LOCK_LOST,
+  type LockFence,
+  lockLostError,
+  refusedForLostLock,
+} from "./lock-fence.js";
 export { PostgresKv } from "./postgres-kv.js";
 export { KvStoreBase } from "./store.js";

@@ -7,7 +7,7 @@
  */
 import { afterPrefix } from "../codec.js";
 import type { NotReady } from "../fast-path.js";
-import type { LockFence } from "./lock-fence.js";
+import type { FencedWork, LockFence } from "./lock-fence.js";
 
 /**
  * One write of an atomic batch. An `add` moves the count stored under its key (a decimal integer;
@@ -160,13 +160,9 @@ export interface HostBus {
   ): Promise<T>;
   /**
    * As {@link lockAcrossProcesses}, but only when no other process holds lock `name` now: `work`
-   * does not run, and nothing waits for the lock, when one does.
+   * does not run, and nothing waits for the lock, when one does. `work` gets the lock's fence.
    */
-  lockAcrossProcessesIfFree<T>(
-    name: string,
-    work: () => Promise<T>,
-    options?: LockOptions,
-  ): Promise<IfFree<T>>;
+  lockAcrossProcessesIfFree<T>(name: string, work: FencedWork<T>, options?: LockOptions): Promise<IfFree<T>>;
   /**
    * Runs `work`, which takes a lock held for long (a deployment's write lock, held while its
    * mutations run), in a turn of `owner`'s (a developer's: `HostDatabase.shareOf`). A backend
@@ -247,7 +243,8 @@ export interface KvStore {
     owner?: string,
     fence?: LockFence,
   ): Promise<KvSnapshot | undefined>;
-  clear(range: KvRange): Promise<void>;
+  /** Deletes every key of `range`; with `fence`, only while the lock it is of is held (see {@link batch}). */
+  clear(range: KvRange, fence?: LockFence): Promise<void>;
   close(): Promise<void>;
 }
 

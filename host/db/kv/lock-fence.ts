@@ -10,10 +10,27 @@ import { isPlatformError, PlatformError } from "../../../sdk/values/index.js";
 
 /**
  * A lock's fence, as its backend made it when the lock was taken: what a write under the lock
- * checks in its transaction (opaque to callers, who only pass it on).
+ * checks in its transaction, each guard failing the write unless its lock is still held (opaque to
+ * callers, who only pass it on, or join two: {@link bothFences}).
  */
 export interface LockFence {
-  readonly guard: string;
+  readonly guards: readonly string[];
+}
+
+/** Work run under a lock, given the lock's fence for its writes (none where the store's locks have none). */
+export type FencedWork<T> = (fence?: LockFence) => Promise<T>;
+
+/**
+ * The fence of a write made under two locks, which lands only while both are held: a deploy's
+ * switch, prepared under the deployment's lifecycle lock (its previous record read under it) and
+ * written under its write lock. Either may be absent (a store whose locks have no fences).
+ */
+export function bothFences(
+  first: LockFence | undefined,
+  second: LockFence | undefined,
+): LockFence | undefined {
+  if (!first || !second) return first ?? second;
+  return { guards: [...first.guards, ...second.guards] };
 }
 
 /** The `cause` of a write refused because its lock had been lost: nothing was written. */

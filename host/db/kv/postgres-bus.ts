@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { LIMITS } from "../../../sdk/protocol/index.js";
 import { type HostBus, type IfFree, type LockOptions, RESYNC_MESSAGE } from "./kv.js";
-import type { LockFence } from "./lock-fence.js";
+import type { FencedWork, LockFence } from "./lock-fence.js";
 import { KEEP_ALIVE, serverKeepaliveSql } from "./postgres-keepalive.js";
 import { PostgresLocks } from "./postgres-locks.js";
 import type { Track } from "./postgres-parking.js";
@@ -191,11 +191,7 @@ export class PostgresBus implements HostBus {
     return this.held.lock(name, work, options);
   }
 
-  lockAcrossProcessesIfFree<T>(
-    name: string,
-    work: () => Promise<T>,
-    options?: LockOptions,
-  ): Promise<IfFree<T>> {
+  lockAcrossProcessesIfFree<T>(name: string, work: FencedWork<T>, options?: LockOptions): Promise<IfFree<T>> {
     return this.held.lockIfFree(name, work, options);
   }
 

@@ -44,7 +44,7 @@ export function takingStatement(lock: bigint, keys: FenceKeys): string {
 }
 
 /**
- * The fence writes under the lock pass on: an expression, evaluated in their transaction (in
+ * The fence writes under the lock pass on: one guard, an expression evaluated in their transaction (in
  * their write statement: one more statement cost a sequential mutation several percent), that
  * takes the barrier shared, then (CASE's order) divides by zero unless another session (the
  * lock's) still holds the holding. The failure is computed at run time: a constant one would fail
@@ -52,7 +52,9 @@ export function takingStatement(lock: bigint, keys: FenceKeys): string {
  */
 export function fenceOf(keys: FenceKeys): LockFence {
   return {
-    guard: `1 / (CASE WHEN pg_advisory_xact_lock_shared(${keys.barrier}::bigint) IS NOT NULL THEN (NOT pg_try_advisory_xact_lock_shared(${keys.holding}::bigint))::int END)`,
+    guards: [
+      `1 / (CASE WHEN pg_advisory_xact_lock_shared(${keys.barrier}::bigint) IS NOT NULL THEN (NOT pg_try_advisory_xact_lock_shared(${keys.holding}::bigint))::int END)`,
+    ],
   };
 }
 

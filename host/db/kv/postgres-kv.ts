@@ -3,6 +3,7 @@ import { LIMITS } from "../../../sdk/protocol/index.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { LockFence } from "./lock-fence.js";
 import { PostgresBus } from "./postgres-bus.js";
+import { fencedFailure } from "./postgres-fence.js";
 import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
 import { PostgresScanMemos } from "./postgres-scan-memos.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
@@ -277,8 +278,16 @@ export class PostgresKv extends KvStoreBase {
     return done ? done.next : super._commitAndContinue(snapshot, operations, announce, read, owner, fence);
   }
 
-  protected async _clear(range: KvRange): Promise<void> {
-    await this.pool.query(`DELETE FROM ${this.table} WHERE key >= $1 AND key < $2`, [range.gte, range.lt]);
+  protected async _clear(range: KvRange, fence?: LockFence): Promise<void> {
+    const clear = `DELETE FROM ${this.table} WHERE key >= $1 AND key < $2`;
+    if (!fence) {
+      await this.pool.query(clear, [range.gte, range.lt]);
+      return;
+    }
+    // One statement: its guards refuse the whole of it.
+    await this.pool
+      .query(`WITH gone AS (${clear}) SELECT ${fence.guards.join(", ")}`, [range.gte, range.lt])
+      .catch((error: unknown) => Promise.reject(fencedFailure(error)));
   }
 
   protected async _close(): Promise<void> {

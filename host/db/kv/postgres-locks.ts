@@ -80,10 +80,16 @@ export class PostgresLocks {
   }
 
   /** Runs `work` holding lock `name` if no other session holds it (see `HostBus.lockAcrossProcessesIfFree`). */
-  lockIfFree<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<IfFree<T>> {
+  lockIfFree<T>(
+    name: string,
+    work: (fence: LockFence) => Promise<T>,
+    options?: LockOptions,
+  ): Promise<IfFree<T>> {
     return this.inOuterTurn(options, async (untagged): Promise<IfFree<T>> => {
       const held = await this.hold(name, untagged, false);
-      return held ? { ran: true, value: await this.runHolding(held, work) } : { ran: false };
+      return held
+        ? { ran: true, value: await this.runHolding(held, (_read, fence) => work(fence)) }
+        : { ran: false };
     });
   }
 

@@ -235,7 +235,7 @@ export class PostgresSnapshot implements KvSnapshot {
   ): Promise<{ next: PostgresSnapshot | undefined } | undefined> {
     this.require();
     if (operations.length > LARGE_BATCH) return undefined;
-    const write = writeStatement(this.table, operations, notify, fence?.guard);
+    const write = writeStatement(this.table, operations, notify, fence?.guards);
     const text = write === undefined ? "" : inline(write);
     const reads = read.length > 0 ? valuesStatement(this.table, read) : TAKE_SNAPSHOT;
     if (this.ready === undefined || text === undefined || inline(reads) === undefined) return undefined;

@@ -75,14 +75,14 @@ export function inline(statement: Statement, most = INLINE_BYTES): string | unde
  * The ONE statement that writes `operations` (folded as batch-fold.ts says: one operation per key)
  * and sends each payload of `notify` on {@link CHANNEL} when the write commits. An add reads its
  * count in the statement itself: no round trip before it. A single statement is atomic on its
- * own; undefined when there is nothing to send. `guard` (a lock fence's, postgres-fence.ts), an
- * expression that fails the statement when the write must not land, is its result's first column.
+ * own; undefined when there is nothing to send. `guards` (a lock fence's, postgres-fence.ts),
+ * expressions that fail the statement when the write must not land, are its result's first columns.
  */
 export function writeStatement(
   table: string,
   operations: KvOperation[],
   notify?: string | readonly string[],
-  guard?: string,
+  guards: readonly string[] = [],
 ): Statement | undefined {
   const puts: Buffer[] = [];
   const values: string[] = [];
@@ -118,7 +118,8 @@ export function writeStatement(
   if (parts.length === 0 && payloads.length === 0) return undefined;
   const channel = payloads.length > 0 ? param(CHANNEL) : "";
   const columns = payloads.map((payload) => `pg_notify(${channel}, ${param(payload)})`);
-  const tail = `SELECT ${[guard ?? (columns.length === 0 ? "1" : undefined), ...columns].filter(Boolean).join(", ")}`;
+  const selected = [...guards, ...columns];
+  const tail = `SELECT ${selected.length > 0 ? selected.join(", ") : "1"}`;
   return { text: parts.length > 0 ? `WITH ${parts.join(", ")} ${tail}` : tail, values: params };
 }
 

@@ -76,13 +76,13 @@ async function writeIn(
 ): Promise<void> {
   if (chunks.length <= 1) {
     // One chunk: within INLINE_BYTES, or one value larger than that alone (an artifact's code).
-    const write = writeStatement(table, chunks[0] ?? [], notify, fence?.guard);
+    const write = writeStatement(table, chunks[0] ?? [], notify, fence?.guards);
     const message = [end, write && inline(write, Number.POSITIVE_INFINITY)].filter(Boolean).join("; ");
     if (message) await client.query(message);
     return;
   }
   if (end) await client.query(end);
-  await client.query(fence ? `BEGIN; SELECT ${fence.guard}` : "BEGIN");
+  await client.query(fence ? `BEGIN; SELECT ${fence.guards.join(", ")}` : "BEGIN");
   for (const [i, chunk] of chunks.entries()) {
     // Defined: every chunk holds an operation. The broadcast goes with the last, at its commit.
     const write = writeStatement(table, chunk, i === chunks.length - 1 ? notify : undefined);

@@ -87,7 +87,7 @@ export abstract class KvStoreBase implements KvStore {
     announce?: string,
     fence?: LockFence,
   ): Promise<void>;
-  protected abstract _clear(range: KvRange): Promise<void>;
+  protected abstract _clear(range: KvRange, fence?: LockFence): Promise<void>;
   protected abstract _close(): Promise<void>;
 
   async get(key: Buffer): Promise<string | undefined> {
@@ -184,9 +184,9 @@ export abstract class KvStoreBase implements KvStore {
     }
   }
 
-  async clear(range: KvRange): Promise<void> {
+  async clear(range: KvRange, fence?: LockFence): Promise<void> {
     requireRange(range);
-    await this._clear(range);
+    await this._clear(range, fence);
   }
 
   close(): Promise<void> {
