@@ -13,7 +13,7 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { messageTexts } from "./host-message.js";
 import { incarnationWrites } from "./incarnation.js";
 import { metaKey } from "./keys.js";
-import type { KvOperation, KvSnapshot, KvStore, LockFence } from "./kv/index.js";
+import { bothFences, type KvOperation, type KvSnapshot, type KvStore, type LockFence } from "./kv/index.js";
 import {
   type MigrationProgress,
   type MigrationReport,
@@ -235,7 +235,7 @@ export async function runMigration(
       ...(options.switching?.operations ?? []),
       ...incarnationWrites(id, options.switching?.incarnation),
     ];
-    await store.batch(operations, told, fence);
+    await store.batch(operations, told, bothFences(fence, options.switching?.fence));
     pending = [];
     const before = target.tables;
     target.adoptSchema(plan.next, schema.tag);

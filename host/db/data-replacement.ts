@@ -1,7 +1,7 @@
 import { type DeploymentData, dataOperations, existingKeys, replacementBatch } from "./deployment-data.js";
 import { type HostMessage, messageTexts } from "./host-message.js";
 import { incarnationWrites } from "./incarnation.js";
-import type { KvOperation, KvStore, LockFence } from "./kv/index.js";
+import { bothFences, type FencedWork, type KvOperation, type KvStore, type LockFence } from "./kv/index.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { StoredSchema } from "./stored-schema.js";
 
@@ -11,11 +11,21 @@ export interface ReplaceableDatabase {
   readonly id: string;
   readonly rowBytes: RowBytesTotal;
   share(): string;
-  exclusive<T>(work: (fence?: LockFence) => Promise<T>): Promise<T>;
+  exclusive<T>(work: FencedWork<T>): Promise<T>;
   adoptSchema(stored: StoredSchema, tag: string): void;
   adoptIncarnation(incarnation: string | null | undefined): void;
   resetClock(clock: number): void;
   emitCommit(writeSet: Buffer[] | undefined): void;
+}
+
+/** How a replacement's batch goes: see {@link replaceDeploymentData}. */
+export interface Replacement {
+  /** Told to the other hosts with the batch (the record's change). */
+  announce?: HostMessage[];
+  /** Whose the data is marked as (the record's: see incarnation.ts). */
+  incarnation?: string | null | undefined;
+  /** The fence of the lock the batch's record was made under (the lifecycle lock's): see `SchemaSwitch.fence`. */
+  fence?: LockFence | undefined;
 }
 
 /**
@@ -25,14 +35,13 @@ export interface ReplaceableDatabase {
  * lock, told whether rows exist now; it may refuse, and returns more operations for the same
  * batch (object records, the deployment's record). The other hosts hear that everything changed,
  * and `announce` (the record's change), from the batch itself; then this host's listeners. The
- * data is marked as `incarnation`'s (the record's: see incarnation.ts) in the same batch.
+ * data is marked as `incarnation`'s in the same batch.
  */
 export async function replaceDeploymentData(
   database: ReplaceableDatabase,
   data: DeploymentData,
   alongside: (hasRows: boolean) => Promise<KvOperation[]>,
-  announce: HostMessage[] = [],
-  incarnation?: string | null,
+  { announce = [], incarnation, fence: madeUnder }: Replacement = {},
 ): Promise<void> {
   const { store, id } = database;
   await database.exclusive(async (fence) => {
@@ -54,7 +63,7 @@ export async function replaceDeploymentData(
       { type: "commit", deployment: id, all: true },
       ...announce,
     ];
-    await store.batch(batch, messageTexts(told), fence);
+    await store.batch(batch, messageTexts(told), bothFences(fence, madeUnder));
     database.adoptSchema(data.schema, schemaTag);
     database.adoptIncarnation(incarnation);
     database.resetClock(data.clock ?? 0);

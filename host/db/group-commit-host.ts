@@ -3,7 +3,7 @@
  * and what it needs of its deployment's database.
  */
 import type { BudgetLimits, BudgetUsage } from "./budget.js";
-import type { KvOperation, KvSnapshot, KvStore, LockFence } from "./kv/index.js";
+import type { FencedWork, KvOperation, KvSnapshot, KvStore, LockFence } from "./kv/index.js";
 import type { ReadSet } from "./read-write-sets.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { Transaction } from "./transaction.js";
@@ -61,7 +61,7 @@ export interface GroupCommitHost extends TransactionHost {
    * Runs `work` holding the deployment's write lock in this process and across processes;
    * `mutations` when it runs mutations (see `HostBus.inOwnerTurn`).
    */
-  exclusive<T>(work: (fence?: LockFence) => Promise<T>, mutations?: boolean): Promise<T>;
+  exclusive<T>(work: FencedWork<T>, mutations?: boolean): Promise<T>;
   /** The in-process write lock: contended while other work waits for it (a drop, an import, a migration). */
   readonly lock: Pick<WriteLock, "contended">;
   /**

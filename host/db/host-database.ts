@@ -4,6 +4,7 @@ import { checkHostMessage, type HostMessage, messageTexts } from "./host-message
 import { hostKey } from "./keys.js";
 import {
   ClassicKv,
+  type FencedWork,
   type IfFree,
   type KvOperation,
   type KvStore,
@@ -181,10 +182,10 @@ export class HostDatabase {
   /**
    * Writes `operations` in one batch that also tells the other hosts `announce`: on PostgreSQL in
    * the write's own statement, so they hear of it exactly when it commits, and a failure to send
-   * is the write's own (nothing lands), never a change they miss.
+   * is the write's own (nothing lands), never a change they miss. `fence`: see `KvStore.batch`.
    */
-  write(operations: KvOperation[], announce: HostMessage[]): Promise<void> {
-    return this.store.batch(operations, messageTexts(announce));
+  write(operations: KvOperation[], announce: HostMessage[], fence?: LockFence): Promise<void> {
+    return this.store.batch(operations, messageTexts(announce), fence);
   }
 
   /** Receives other hosts' announcements; returns the unsubscribe function. */
@@ -199,7 +200,7 @@ export class HostDatabase {
    * A lock held across other locks' use, for long, is `outer` (see {@link LockOptions}). `work`
    * gets the lock's fence, if any, for its writes (see `HostBus.lockAcrossProcesses`).
    */
-  exclusive<T>(name: string, work: (fence?: LockFence) => Promise<T>, options?: LockOptions): Promise<T> {
+  exclusive<T>(name: string, work: FencedWork<T>, options?: LockOptions): Promise<T> {
     const fenced = (_read?: unknown, fence?: LockFence) => work(fence);
     return this.locks.run(name, () => this.store.bus.lockAcrossProcesses(name, fenced, options));
   }
@@ -221,7 +222,7 @@ export class HostDatabase {
    * For a caller holding lock `name` in this process ({@link inProcess}): runs `work` holding it
    * against every other host too, only when none holds it (see `HostBus.lockAcrossProcessesIfFree`).
    */
-  acrossIfFree<T>(name: string, work: () => Promise<T>, options?: LockOptions): Promise<IfFree<T>> {
+  acrossIfFree<T>(name: string, work: FencedWork<T>, options?: LockOptions): Promise<IfFree<T>> {
     return this.store.bus.lockAcrossProcessesIfFree(name, work, options);
   }
 
@@ -274,8 +275,8 @@ export class HostDatabase {
   }
 
   /** Deletes every row, index entry, count and metadata record of a deployment (see {@link TenantDatabase.drop}). */
-  async dropDeployment(id: string): Promise<void> {
-    await (await this.deployment(id)).drop();
+  async dropDeployment(id: string, lifecycle?: LockFence): Promise<void> {
+    await (await this.deployment(id)).drop(lifecycle);
     this.deployments.delete(id);
   }
 

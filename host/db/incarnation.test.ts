@@ -72,7 +72,9 @@ it("marks the data an import replaces as the incarnation of the record it commit
   for await (const batch of tableRows(snapshot, "source", "notes")) rows.push(...batch);
   await snapshot.close();
   const target = await deployed("target", "before");
-  await target.replaceData({ ...head, tables: new Map([["notes", rows]]) }, async () => [], [], "after");
+  await target.replaceData({ ...head, tables: new Map([["notes", rows]]) }, async () => [], {
+    incarnation: "after",
+  });
   expect(await texts(target, "after")).toEqual(["imported"]);
   await expect(texts(target, "before")).rejects.toMatchObject({ code: "not_found" });
   await expect(add(target, "refused", "before")).rejects.toMatchObject({ code: "not_found" });

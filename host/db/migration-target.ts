@@ -3,7 +3,7 @@
  * schema, and what is left once it switched.
  */
 import type { HostMessage } from "./host-message.js";
-import type { KvOperation, KvStore, LockFence } from "./kv/index.js";
+import type { FencedWork, KvOperation, KvStore, LockFence } from "./kv/index.js";
 import type { MigrationReport } from "./migrate.js";
 import type { RowBytesTotal } from "./row-bytes-total.js";
 import type { CompiledTable, StoredSchema } from "./stored-schema.js";
@@ -30,7 +30,7 @@ export interface MigrationTarget {
   /** The deployment's row bytes now (counted and stored first if not known). */
   storedRowBytes(fence?: LockFence): Promise<number>;
   /** Runs `work` holding the deployment's write lock, in this process and across processes. */
-  exclusive<T>(work: (fence?: LockFence) => Promise<T>): Promise<T>;
+  exclusive<T>(work: FencedWork<T>): Promise<T>;
 }
 
 /**
@@ -47,6 +47,12 @@ export interface SchemaSwitch {
    * its in the same batch, so that another incarnation's code is refused it (incarnation.ts).
    */
   incarnation?: string | null | undefined;
+  /**
+   * The fence of the lock `operations` were prepared under, if not the write lock's (a deploy's
+   * record, built from the previous one read under the deployment's lifecycle lock): the switch
+   * lands only while that lock is held too.
+   */
+  fence?: LockFence | undefined;
   switched(): void;
 }
 

@@ -2,15 +2,17 @@ import { PlatformError } from "../../sdk/values/index.js";
 import { runMigration } from "./backfill.js";
 import { afterPrefix } from "./codec.js";
 import type { CursorCodec } from "./cursor.js";
-import { replaceDeploymentData } from "./data-replacement.js";
+import { type Replacement, replaceDeploymentData } from "./data-replacement.js";
 import type { DeploymentData } from "./deployment-data.js";
 import { DeploymentMeta } from "./deployment-meta.js";
 import { GroupCommit } from "./group-commit.js";
 import { type RunOptions, type TransactionResult, withMode } from "./group-commit-host.js";
-import { commitMessage, type HostMessage } from "./host-message.js";
+import { commitMessage } from "./host-message.js";
 import { IncarnationSnapshot } from "./incarnation.js";
 import { deploymentPrefixes } from "./keys.js";
 import {
+  bothFences,
+  type FencedWork,
   type KvOperation,
   type KvSnapshot,
   type KvStore,
@@ -72,7 +74,7 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
    * Runs `work` holding the deployment's write lock in this process and across processes; `work`
    * gets the lock's fence, if the store's locks have one, to pass with its writes (lock-fence.ts).
    */
-  exclusive<T>(work: (fence?: LockFence) => Promise<T>, mutations = false): Promise<T> {
+  exclusive<T>(work: FencedWork<T>, mutations = false): Promise<T> {
     // Mutations' locks are taken in their developer's turn (`HostBus.inOwnerTurn`).
     if (mutations) return this.store.bus.inOwnerTurn(this.share(), () => this.exclusive(work));
     const shared = this.store.supports.sharedAcrossProcesses;
@@ -101,31 +103,30 @@ export class TenantDatabase extends DeploymentMeta implements TransactionHost {
   /**
    * Deletes every row, index entry, count and metadata record of the deployment, after the writes
    * already holding the lock; writes queued behind it then fail with `not_found` instead of
-   * recreating keys a new deployment with the same id would see.
+   * recreating keys a new deployment with the same id would see. `lifecycle`: the fence of the
+   * deployment's lifecycle lock, under which the removal was decided: each clear lands only while
+   * both locks are held (another host may have finished the removal, and created the id anew).
    */
-  drop(): Promise<void> {
+  drop(lifecycle?: LockFence): Promise<void> {
     return this.lock.run(() =>
-      this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async () => {
+      this.store.bus.lockAcrossProcesses(`deployment:${this.id}`, async (_read, fence) => {
+        const both = bothFences(fence, lifecycle);
         // The row bytes are a metadata record: they go with the rest.
         for (const prefix of deploymentPrefixes(this.id))
-          await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) });
+          await this.store.clear({ gte: prefix, lt: afterPrefix(prefix) }, both);
         this.cleared();
         this.rowBytes.known = undefined;
       }),
     );
   }
 
-  /**
-   * Replaces everything the deployment stores with an import's `data` (see
-   * {@link replaceDeploymentData}), marked as `incarnation`'s (the record's, see incarnation.ts).
-   */
+  /** Replaces everything the deployment stores with an import's `data` (see {@link replaceDeploymentData}). */
   replaceData(
     data: DeploymentData,
     alongside: (hasRows: boolean) => Promise<KvOperation[]>,
-    announce: HostMessage[] = [],
-    incarnation?: string | null,
+    replacement?: Replacement,
   ): Promise<void> {
-    return replaceDeploymentData(this, data, alongside, announce, incarnation);
+    return replaceDeploymentData(this, data, alongside, replacement);
   }
 
   /** Subscribes to commits; returns the unsubscribe function. */

@@ -3,7 +3,12 @@ import type { CapsuleDeclaration } from "../../sdk/protocol/index.js";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { newClaimToken } from "../auth/index.js";
-import type { HostDatabase, MigrationProgress } from "../db/index.js";
+import {
+  type HostDatabase,
+  type LockFence,
+  type MigrationProgress,
+  refusedForLostLock,
+} from "../db/index.js";
 import type { IsolatePool } from "../isolates/index.js";
 import { bundleHash } from "./bundle-hash.js";
 import type { ClientFileStore } from "./client-files.js";
@@ -40,7 +45,8 @@ export type DeployResult = DeploymentRecord & { claimToken?: string };
  * write, stored in the batch that stores the schema, which tells the other hosts). Any failure
  * before the switch leaves the previous version serving, code and client; one after it is logged,
  * and the deploy answered as done (it is live). A new deployment without an owner is unclaimed;
- * its claim token is in the result, once.
+ * its claim token is in the result, once. `fence` is the lifecycle lock's, held by the caller: the
+ * switch lands only while it is held, since the new record is made from the one read under it.
  */
 export async function deploy(
   parts: { registry: DeploymentRegistry; pool: IsolatePool; db: HostDatabase; clientFiles: ClientFileStore },
@@ -48,6 +54,7 @@ export async function deploy(
   input: DeployInput,
   onProgress?: (progress: MigrationProgress) => void,
   guard: DeployGuard = () => {},
+  fence?: LockFence,
 ): Promise<DeployResult> {
   checkDeploymentId(id);
   if (typeof input?.code !== "string" || input.code.length === 0)
@@ -132,6 +139,7 @@ export async function deploy(
           announce: [registry.announcementOf(id)],
           // The data is marked as this incarnation's: code of another is refused it.
           incarnation: record.incarnation,
+          fence,
           switched: () => {
             registry.remember(record);
             switched = true;
@@ -164,6 +172,9 @@ export async function deploy(
       return result;
     }
     probe.dispose();
+    // Its lock lost, another host may have deployed since, and may serve what this one staged: it
+    // is left as a crash leaves it, for the next deploy's sweep and the hourly one.
+    if (refusedForLostLock(error)) throw error;
     if (staged) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
     if (added) await registry.artifacts.abandon(id, hash).catch(() => {});
     throw error;
@@ -191,8 +202,13 @@ function checkEnv(env: unknown): Record<string, string> {
   return env as Record<string, string>;
 }
 
-/** Any failure of a deploy step as the deploy's error: `too_large` stays, the rest is `bad_request`. */
+/**
+ * Any failure of a deploy step as the deploy's error: `too_large` stays, the rest is `bad_request`,
+ * but a switch refused because the lifecycle lock was lost, which is no fault of the bundle's: it
+ * stays `unavailable` (retry), nothing of it written.
+ */
 function deployError(error: unknown): PlatformError {
+  if (refusedForLostLock(error)) return error as PlatformError;
   if (isPlatformError(error)) {
     return new PlatformError(
       error.code === "too_large" ? "too_large" : "bad_request",

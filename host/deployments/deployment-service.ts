@@ -1,7 +1,13 @@
 import { type BridgeHttpRequest, type BridgeIdentity, LIMITS } from "../../sdk/protocol/index.js";
 import { authoriseClaim } from "../access/index.js";
 import type { SessionProof } from "../auth/index.js";
-import { type HostDatabase, type IfFree, type MigrationProgress, replacedError } from "../db/index.js";
+import {
+  type FencedWork,
+  type HostDatabase,
+  type IfFree,
+  type MigrationProgress,
+  replacedError,
+} from "../db/index.js";
 import { type IsolateObserver, IsolatePool, type PoolOptions } from "../isolates/index.js";
 import type { StorageHolder } from "../storage/index.js";
 import { type Call, CallExecutor, type CallResult } from "./call-execution.js";
@@ -118,7 +124,7 @@ export class DeploymentService {
     // Under the id's lock: a deploy never races a delete of the same id, nor revives a half-removed one.
     return this.removals.whileLocked(
       id,
-      async () => {
+      async (fence) => {
         await stillAllowed?.();
         return deploy(
           { registry: this.registry, pool: this.pool, db: this.db, clientFiles: this.clientFiles },
@@ -126,6 +132,7 @@ export class DeploymentService {
           input,
           onProgress,
           guard,
+          fence,
         );
       },
       // A new deployment's lock is taken in the turn of the developer creating it.
@@ -151,7 +158,7 @@ export class DeploymentService {
   whileLockedForImport<T>(
     id: string,
     turn: (inTurn: () => Promise<IfFree<T>>) => Promise<IfFree<T>>,
-    work: () => Promise<T>,
+    work: FencedWork<T>,
   ): Promise<IfFree<T>> {
     return this.removals.whileLockedForImport(id, turn, work);
   }
@@ -197,9 +204,10 @@ export class DeploymentService {
     authoriseClaim(await this.registry.require(id), claimToken);
     // In the developer's turn, counted once the claim is known to be valid (see owner-cap.ts).
     return this.owners.inTurn(developer, () =>
-      this.removals.whileLocked(id, async () => {
+      this.removals.whileLocked(id, async (fence) => {
         await stillAllowed?.();
-        return claimDeployment(this.registry, id, developer, claimToken, () => this.owners.check(developer));
+        const mayOwnOneMore = () => this.owners.check(developer);
+        return claimDeployment(this.registry, id, { developer, claimToken, mayOwnOneMore }, fence);
       }),
     );
   }
@@ -213,9 +221,9 @@ export class DeploymentService {
     settings: { restricted?: unknown; approved?: unknown },
     stillAllowed?: StillAllowed,
   ): Promise<DeploymentRecord> {
-    return this.removals.whileLocked(record.id, async () => {
+    return this.removals.whileLocked(record.id, async (fence) => {
       await stillAllowed?.();
-      return updateSettings(this.registry, record, settings);
+      return updateSettings(this.registry, record, settings, fence);
     });
   }
 

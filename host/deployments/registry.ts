@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, HostMessage, KvOperation, RecordStore } from "../db/index.js";
+import type { HostDatabase, HostMessage, KvOperation, LockFence, RecordStore } from "../db/index.js";
 import { ArtifactStore, storedArtifacts } from "./artifacts.js";
 import { type OpenRead, ReadGenerations } from "./read-generations.js";
 import { listRecords } from "./record-listing.js";
@@ -210,10 +210,11 @@ export class DeploymentRegistry {
   /**
    * Stores and caches `record`, telling the other hosts in the same write (see
    * `HostDatabase.write`): sent after it as a second round trip, a failure to send was swallowed,
-   * and they served the old record (its access settings too) until they restarted.
+   * and they served the old record (its access settings too) until they restarted. `fence`: the
+   * deployment's lifecycle lock's, under which `record` was made from the one before.
    */
-  async store(record: DeploymentRecord): Promise<void> {
-    await this.db.write(this.writesOf(record), [this.announcementOf(record.id)]);
+  async store(record: DeploymentRecord, fence?: LockFence): Promise<void> {
+    await this.db.write(this.writesOf(record), [this.announcementOf(record.id)], fence);
     this.keep(record);
   }
 
@@ -261,9 +262,9 @@ export class DeploymentRegistry {
     await this.db.announce(this.announcementOf(id));
   }
 
-  /** Stores `record`, telling every host (this one's listeners too). */
-  async save(record: DeploymentRecord): Promise<DeploymentRecord> {
-    await this.store(record);
+  /** Stores `record`, telling every host (this one's listeners too); `fence` as {@link store}'s. */
+  async save(record: DeploymentRecord, fence?: LockFence): Promise<DeploymentRecord> {
+    await this.store(record, fence);
     this.changedHere(record.id);
     return record;
   }
@@ -271,9 +272,10 @@ export class DeploymentRegistry {
   /**
    * Hides deployment `record` and marks its removal as started (`marker`, the removal's record), in
    * ONE batch, which tells the other hosts: after a crash either the deployment is still whole, or
-   * it is gone, every host told, and its removal marker says what is left to do.
+   * it is gone, every host told, and its removal marker says what is left to do. `fence`: the
+   * deployment's lifecycle lock's, under which `record` was read.
    */
-  async retire(record: DeploymentRecord, marker: KvOperation): Promise<void> {
+  async retire(record: DeploymentRecord, marker: KvOperation, fence?: LockFence): Promise<void> {
     await this.db.write(
       [
         marker,
@@ -282,6 +284,7 @@ export class DeploymentRegistry {
         ...this.stamps.writes(record.id, true),
       ],
       [this.announcementOf(record.id)],
+      fence,
     );
     this.changed(record.id);
     this.forgetGone(record.id);

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, IfFree, RecordStore } from "../db/index.js";
+import type { FencedWork, HostDatabase, IfFree, LockFence, RecordStore } from "../db/index.js";
 import type { LogLine } from "./log-line.js";
 import { type DeploymentRecord, type RemovalRecord, storageQuotaOwner } from "./records.js";
 import type { DeploymentRegistry } from "./registry.js";
@@ -75,16 +75,18 @@ export class DeploymentRemovals {
    * its developer's turn (see `LockOptions.owner`): the one its record names, else `creator`, else
    * the id alone. `turn: false` for work that takes turns of its own (an import: one at a time on
    * the host already, and waiting for its developer's turn there held up every other import).
+   * `work` gets the lock's fence, for the writes of what it read under the lock (lock-fence.ts):
+   * should the lock be lost meanwhile, another host's deploy or delete may have come between.
    */
   async whileLocked<T>(
     id: string,
-    work: () => Promise<T>,
+    work: FencedWork<T>,
     options: { creator?: string | undefined; turn?: boolean } = {},
   ): Promise<T> {
     const owner = options.turn === false ? undefined : await this.ownerFor(id, options.creator);
     return this.db.exclusive(
       lifecycleLock(id),
-      () => this.afterRemoval(id, work),
+      (fence) => this.afterRemoval(id, work, fence),
       // Held for a whole deploy or delete, while the deployment's write lock is taken inside it.
       owner === undefined ? { outer: true } : { outer: true, owner },
     );
@@ -95,16 +97,17 @@ export class DeploymentRemovals {
    * first come first served, before `turn` (the host's one import turn) comes, so that waiting
    * for a deploy of the same deployment never holds that turn (one developer's long migration
    * held up every other developer's import for as long as it ran); then, in the turn, on other
-   * hosts only if none holds it: `{ ran: false }` when one does.
+   * hosts only if none holds it: `{ ran: false }` when one does. `work` gets the lock's fence, as
+   * {@link whileLocked}'s does.
    */
   whileLockedForImport<T>(
     id: string,
     turn: (inTurn: () => Promise<IfFree<T>>) => Promise<IfFree<T>>,
-    work: () => Promise<T>,
+    work: FencedWork<T>,
   ): Promise<IfFree<T>> {
     const name = lifecycleLock(id);
     return this.db.inProcess(name, () =>
-      turn(() => this.db.acrossIfFree(name, () => this.afterRemoval(id, work), { outer: true })),
+      turn(() => this.db.acrossIfFree(name, (fence) => this.afterRemoval(id, work, fence), { outer: true })),
     );
   }
 
@@ -113,12 +116,15 @@ export class DeploymentRemovals {
     return this.db.usersHere(lifecycleLock(id));
   }
 
-  /** Finishes deployment `id`'s unfinished removal and reloads its record, then runs `work`. */
-  private async afterRemoval<T>(id: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * Finishes deployment `id`'s unfinished removal and reloads its record, then runs `work`; `fence`
+   * is the lifecycle lock's, when the store's locks have fences.
+   */
+  private async afterRemoval<T>(id: string, work: FencedWork<T>, fence?: LockFence): Promise<T> {
     const removal = await this.markers.get(id);
-    if (removal) await this.finish(removal);
+    if (removal) await this.finish(removal, fence);
     await this.registry.reload(id);
-    return work();
+    return work(fence);
   }
 
   /** Whose turn deployment `id`'s lock is taken in: its record's developer, else `creator`'s, else its own. */
@@ -151,7 +157,7 @@ export class DeploymentRemovals {
    */
   remove(expected: DeploymentRecord, stillAllowed?: StillAllowed): Promise<void> {
     const id = expected.id;
-    return this.whileLocked(id, async () => {
+    return this.whileLocked(id, async (fence) => {
       await stillAllowed?.();
       const record = await this.registry.get(id);
       if (!record) throw new PlatformError("not_found", `No deployment named ${id}.`);
@@ -168,13 +174,13 @@ export class DeploymentRemovals {
         startedAt: Date.now(),
       };
       // Its batch tells the other hosts: they stop serving it as it is hidden.
-      await this.registry.retire(record, {
-        type: "put",
-        key: this.markers.key(id),
-        value: JSON.stringify(removal),
-      });
+      await this.registry.retire(
+        record,
+        { type: "put", key: this.markers.key(id), value: JSON.stringify(removal) },
+        fence,
+      );
       this.stop(id);
-      await this.finish(removal);
+      await this.finish(removal, fence);
       // Its bundle goes once no deployment uses it (else the hourly sweep removes it).
       await this.registry.artifacts.release(record.artifact).catch(() => {});
     });
@@ -195,11 +201,16 @@ export class DeploymentRemovals {
       );
   }
 
-  private async finish(removal: RemovalRecord): Promise<void> {
+  /**
+   * Removes what is left of `removal`'s deployment, then its marker, under the lifecycle lock whose
+   * `fence` is given: the database's clears and the marker's removal land only while it is held.
+   * The purges of other state (stored objects, sessions, client files) are not fenced.
+   */
+  private async finish(removal: RemovalRecord, fence?: LockFence): Promise<void> {
     this.stop(removal.id);
-    await this.db.dropDeployment(removal.id);
+    await this.db.dropDeployment(removal.id, fence);
     for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner);
     // Ends the removal: its id can be used again.
-    await this.markers.delete(removal.id);
+    await this.markers.batch([{ id: removal.id, value: null }], [], fence);
   }
 }

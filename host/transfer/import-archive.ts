@@ -1,6 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { PlatformError } from "../../sdk/values/index.js";
-import { checkImportedSchema, deploymentHasRows, type HostDatabase, type WriteLock } from "../db/index.js";
+import {
+  checkImportedSchema,
+  deploymentHasRows,
+  type HostDatabase,
+  type LockFence,
+  type WriteLock,
+} from "../db/index.js";
 import {
   type DeploymentImport,
   type DeploymentRecord,
@@ -136,7 +142,7 @@ export async function importArchive(
     try {
       for (;;) {
         if (!parts.rowTurns.idle || parts.deployments.lifecycleBusy(request.id)) waiting.start();
-        const attempt = await parts.deployments.whileLockedForImport(
+        const attempt = await parts.deployments.whileLockedForImport<ImportResult>(
           request.id,
           // Checked again now that it holds the deployment's lock here, before it waits for the
           // turn with it: the deployment may have been created by another developer meanwhile.
@@ -144,7 +150,7 @@ export async function importArchive(
             await request.authorise(await parts.deployments.get(request.id));
             return parts.rowTurns.run(inTurn);
           },
-          async () => {
+          async (fence) => {
             waiting.stop();
             await parts.pending.finish(request.id);
             const existing = await parts.deployments.get(request.id);
@@ -153,7 +159,7 @@ export async function importArchive(
               throw notEmpty(request.id);
             const target = parts.deployments.importInto(request.id);
             try {
-              return await load(parts, request, head, reader, target, owner, onProgress);
+              return await load(parts, request, { head, reader, target, owner, fence }, onProgress);
             } catch (error) {
               await target.dispose();
               await parts.pending.finish(request.id).catch(() => {});
@@ -178,16 +184,24 @@ async function holdsData(parts: ImportParts, id: string): Promise<boolean> {
   return (await parts.objects.recordsNow(id)).length > 0 || (await deploymentHasRows(parts.db.store, id));
 }
 
+/**
+ * An import's load and commit, holding its deployment's lifecycle lock (whose `fence` its commit
+ * passes: the record it writes is made from the one read under that lock).
+ */
 async function load(
   parts: ImportParts,
   request: ImportRequest,
-  head: ArchiveHead,
-  reader: ArchiveReader,
-  target: DeploymentImport,
-  owner: string | undefined,
+  into: {
+    head: ArchiveHead;
+    reader: ArchiveReader;
+    target: DeploymentImport;
+    owner: string | undefined;
+    fence: LockFence | undefined;
+  },
   onProgress: (progress: ImportProgress) => void,
 ): Promise<ImportResult> {
   const { id } = request;
+  const { head, reader, target, owner, fence } = into;
   const code = await target.load(head.code, owner);
   const schema = checkImportedSchema(head.schema, code.declaration.schema, code.declaration.apiVersion === 0);
   const data = await readArchiveData(reader, head, schema, (rows) => onProgress({ step: "checking", rows }));
@@ -212,8 +226,7 @@ async function load(
         if (hasRows && !request.replace) throw notEmpty(id);
         return [...objectWrites, ...writes, parts.pending.commitWrite(id, replacedBlobs)];
       },
-      [target.announcement],
-      record.incarnation,
+      { announce: [target.announcement], incarnation: record.incarnation, fence },
     );
     return existing.length > 0;
   });
