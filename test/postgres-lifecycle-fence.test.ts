@@ -104,11 +104,16 @@ async function onLostLock(
     await vi.waitFor(() => expect(deployment.lock.contended).toBe(true), { timeout: 30_000, interval: 20 });
     await endLifecycleBackend(id);
     const freshAnswer = fresh();
-    // B waits on the server for the write lock A holds.
+    // B waits on the server for the write lock A holds (not for the lifecycle lock, which the
+    // ended backend may hold for a moment yet: an advisory lock's key is in classid and objid).
+    const key = BigInt.asUintN(64, advisoryKey("platform_kv", `deployment:${id}`));
     await vi.waitFor(
       async () =>
         expect(
-          await asAdmin("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"),
+          await asAdmin(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 1",
+            [String(key >> 32n), String(key & 0xffffffffn)],
+          ),
         ).not.toHaveLength(0),
       { timeout: 30_000, interval: 20 },
     );

@@ -35,6 +35,7 @@ export {
   idempotencyWindowPrefix,
 } from "./keys.js";
 export {
+  bothFences,
   ClassicKv,
   collect,
   type FencedWork,

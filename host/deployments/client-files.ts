@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { LIMITS } from "../../sdk/protocol/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
 import type { ClientFile } from "./client-input.js";
 import { OwnerSharedCache } from "./owner-shared-cache.js";
 import type { ClientRef } from "./records.js";
@@ -110,18 +110,27 @@ export class ClientFileStore implements DeploymentScopedState {
    * sharing the database), so no other deploy of `id` stages files meanwhile; a request that still
    * read the old record finds a file missing and reads the record again
    * ({@link DeploymentService.clientFile}). Ids are read from keys alone, a few thousand at most.
+   * `fence` is that lock's: should it be lost, another deploy may be staging files, left alone.
    */
-  async sweep(id: string, served: ClientRef | undefined): Promise<void> {
+  async sweep(id: string, served: ClientRef | undefined, fence?: LockFence): Promise<void> {
     const entries = await this.entries(id, served);
     // The record names a manifest that cannot be read: keep everything rather than guess.
     if (served && !entries) return;
     const keep = new Set((entries ?? []).map((entry) => `${id}/${entry.hash}`));
     const files = (await this.files.idsUnder(`${id}/`)).filter((key) => !keep.has(key));
     for (let at = 0; at < files.length; at += SWEEP_BATCH)
-      await this.files.batch(files.slice(at, at + SWEEP_BATCH).map((key) => ({ id: key, value: null })));
+      await this.files.batch(
+        files.slice(at, at + SWEEP_BATCH).map((key) => ({ id: key, value: null })),
+        [],
+        fence,
+      );
     const manifest = served ? `${id}/${served.manifest}` : undefined;
     const manifests = (await this.manifests.idsUnder(`${id}/`)).filter((key) => key !== manifest);
-    await this.manifests.batch(manifests.map((key) => ({ id: key, value: null })));
+    await this.manifests.batch(
+      manifests.map((key) => ({ id: key, value: null })),
+      [],
+      fence,
+    );
   }
 
   /** Undoes {@link stage} after a failed deploy: removes the files it wrote that `current` does not hold. */

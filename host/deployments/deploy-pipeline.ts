@@ -152,7 +152,7 @@ export async function deploy(
     registry.changedHere(id);
     // The replaced client's files, and any a crashed deploy left, go once nothing names them; if
     // that fails they stay, unserved, until the next deploy of the deployment or its deletion.
-    await clientFiles.sweep(id, served).catch(() => {});
+    await clientFiles.sweep(id, served, fence).catch(() => {});
     // The replaced bundle goes once no deployment uses it; if that fails, the hourly sweep removes it.
     // This deployment's own code cache of it goes at once: it serves another bundle now.
     if (previous && previous.artifact !== hash) {
@@ -172,8 +172,9 @@ export async function deploy(
       return result;
     }
     probe.dispose();
-    // Its lock lost, another host may have deployed since, and may serve what this one staged: it
-    // is left as a crash leaves it, for the next deploy's sweep and the hourly one.
+    // A lock lost (the lifecycle lock: another host may have deployed since, and may serve what
+    // this one staged; or the write lock): what it staged is left as a crash leaves it, for the
+    // next deploy's sweep and the hourly one.
     if (refusedForLostLock(error)) throw error;
     if (staged) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
     if (added) await registry.artifacts.abandon(id, hash).catch(() => {});

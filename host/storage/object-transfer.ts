@@ -1,6 +1,13 @@
 import { LIMITS, printable } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, KvOperation, KvSnapshot, RecordStore } from "../db/index.js";
+import {
+  bothFences,
+  type HostDatabase,
+  type KvOperation,
+  type KvSnapshot,
+  type LockFence,
+  type RecordStore,
+} from "../db/index.js";
 import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
@@ -178,22 +185,26 @@ export class ObjectTransfer {
   /**
    * Runs `work` with deployment `deployment`'s object records, holding the quota locks of `owner`
    * and of every owner those records count against: no upload or delete changes them meanwhile.
+   * `work` gets the locks' fence (all of them: see `bothFences`) for the write of what it read.
    */
   async underQuotaLocks<T>(
     deployment: string,
     owner: string,
-    work: (existing: ObjectRecord[]) => Promise<T>,
+    work: (existing: ObjectRecord[], fence?: LockFence) => Promise<T>,
   ): Promise<T> {
     for (;;) {
       const owners = [...new Set([owner, ...(await this.recordsNow(deployment)).map((r) => r.quotaOwner)])];
       owners.sort();
       const locked = new Set(owners);
-      const attempt = await owners.reduceRight<() => Promise<{ done: true; value: T } | { done: false }>>(
-        (inner, name) => () => this.db.exclusive(quotaLockName(name), inner),
-        async () => {
+      const attempt = await owners.reduceRight<
+        (held?: LockFence) => Promise<{ done: true; value: T } | { done: false }>
+      >(
+        (inner, name) => (held) =>
+          this.db.exclusive(quotaLockName(name), (fence) => inner(bothFences(held, fence))),
+        async (held) => {
           const existing = await this.recordsNow(deployment);
           if (existing.some((r) => !locked.has(r.quotaOwner))) return { done: false };
-          return { done: true, value: await work(existing) };
+          return { done: true, value: await work(existing, held) };
         },
       )();
       if (attempt.done) return attempt.value;

@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { PlatformError } from "../../sdk/values/index.js";
 import {
+  bothFences,
   checkImportedSchema,
   deploymentHasRows,
   type HostDatabase,
   type LockFence,
+  refusedForLostLock,
   type WriteLock,
 } from "../db/index.js";
 import {
@@ -161,6 +163,10 @@ export async function importArchive(
             try {
               return await load(parts, request, { head, reader, target, owner, fence }, onProgress);
             } catch (error) {
+              // Its lock lost, another host may be importing or deploying now: what this one
+              // staged is left as a crash leaves it, for the next import of the id or the next
+              // start to finish, and its bundle for the hourly sweep.
+              if (refusedForLostLock(error)) throw error;
               await target.dispose();
               await parts.pending.finish(request.id).catch(() => {});
               throw error;
@@ -213,7 +219,7 @@ async function load(
     (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true, fits)) ?? [];
   const kept = await stageObjects(parts, id, reader, incoming, onProgress);
   onProgress({ step: "committing" });
-  const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing) => {
+  const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing, quotaFence) => {
     if (existing.length > 0 && !request.replace) throw notEmpty(id);
     const gone = await parts.objects.keptObjectsGone(id, kept, existing);
     if (gone.length > 0) throw deletedMeanwhile(id, gone);
@@ -226,7 +232,12 @@ async function load(
         if (hasRows && !request.replace) throw notEmpty(id);
         return [...objectWrites, ...writes, parts.pending.commitWrite(id, replacedBlobs)];
       },
-      { announce: [target.announcement], incarnation: record.incarnation, fence },
+      // Made under the lifecycle lock (the record) and the quota locks (the usage it moves).
+      {
+        announce: [target.announcement],
+        incarnation: record.incarnation,
+        fence: bothFences(fence, quotaFence),
+      },
     );
     return existing.length > 0;
   });
