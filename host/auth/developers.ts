@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
 
 /** A developer: owns deployments, uses the operator API with a bearer token. */
 export interface DeveloperRecord {
@@ -117,10 +117,15 @@ export class Developers {
    * on every host of the database.
    */
   rotateToken(id: string, replacing?: string): Promise<string | undefined> {
-    return this.db.exclusive(`developer-token:${id}`, () => this.rotateNow(id, replacing));
+    return this.db.exclusive(`developer-token:${id}`, (fence) => this.rotateNow(id, replacing, fence));
   }
 
-  private async rotateNow(id: string, replacing: string | undefined): Promise<string | undefined> {
+  /** Under the developer's token lock, whose `fence` its writes pass: a rotation never lands over another's. */
+  private async rotateNow(
+    id: string,
+    replacing: string | undefined,
+    fence: LockFence | undefined,
+  ): Promise<string | undefined> {
     const developer = await this.byId.get(id);
     if (!developer) return undefined;
     if (replacing !== undefined && !sameSecret(developer.tokenHash, replacing))
@@ -130,9 +135,9 @@ export class Developers {
       );
     const token = newDeveloperToken();
     const tokenHash = hashSecret(token);
-    await this.byToken.put(tokenHash, { id });
-    await this.byId.put(id, Object.assign({}, developer, { tokenHash }));
-    await this.byToken.delete(developer.tokenHash);
+    await this.byToken.put(tokenHash, { id }, fence);
+    await this.byId.put(id, Object.assign({}, developer, { tokenHash }), fence);
+    await this.byToken.delete(developer.tokenHash, fence);
     return token;
   }
 

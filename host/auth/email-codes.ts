@@ -2,7 +2,7 @@ import { randomBytes, randomInt } from "node:crypto";
 import { createTransport, type Transporter } from "nodemailer";
 import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { FencedWork, HostDatabase, RecordStore } from "../db/index.js";
 import { hashSecret, matchesHash } from "./developers.js";
 import { MailBudget } from "./mail-budget.js";
 import { mailboxKey } from "./mailbox.js";
@@ -108,7 +108,8 @@ export class EmailCodes {
     this.transport = options.smtpUrl ? createTransport(options.smtpUrl) : undefined;
   }
 
-  private locked<T>(deployment: string, work: () => Promise<T>): Promise<T> {
+  /** Runs `work` under deployment `deployment`'s lock of codes; its writes pass the lock's fence. */
+  private locked<T>(deployment: string, work: FencedWork<T>): Promise<T> {
     return this.db.exclusive(`email-codes:${deployment}`, work);
   }
 
@@ -140,7 +141,7 @@ export class EmailCodes {
     const clientWait = takeClientAllowance();
     if (clientWait > 0)
       return { retryAfterSeconds: Math.ceil(clientWait / 1000), limitedBy: "your network address" };
-    const outcome = await this.locked(deployment, async (): Promise<CodeRequest> => {
+    const outcome = await this.locked(deployment, async (fence): Promise<CodeRequest> => {
       const now = Date.now();
       const key = `${deployment}/${email}`;
       const record = await this.codes.get(key);
@@ -152,7 +153,7 @@ export class EmailCodes {
         if (!newest || (newest.alsoAttempts?.length ?? 0) >= MORE_ATTEMPTS_PER_CODE)
           return { retryAfterSeconds: Math.ceil(waitMs / 1000), limitedBy: email };
         newest.alsoAttempts = [...(newest.alsoAttempts ?? []), hashSecret(attempt)];
-        await this.codes.put(key, { codes: live, sentAt });
+        await this.codes.put(key, { codes: live, sentAt }, fence);
         return { attempt, sent: false };
       };
       if (sentAt.length >= LIMITS.emailCodeRequestsPerAddress)
@@ -166,7 +167,7 @@ export class EmailCodes {
         expiresAt: now + LIMITS.emailCodeLifetimeMs,
         wrongGuesses: 0,
       };
-      await this.codes.put(key, { codes: [...live, fresh], sentAt });
+      await this.codes.put(key, { codes: [...live, fresh], sentAt }, fence);
       return { attempt, sent: true };
     });
     if ("attempt" in outcome && outcome.sent)
@@ -214,18 +215,18 @@ export class EmailCodes {
         `A sign-in code is the ${digits} digits of the email, sent as a string (for example "${"0123456789".slice(0, digits)}").`,
       );
     const key = `${deployment}/${email}`;
-    await this.locked(deployment, async () => {
+    await this.locked(deployment, async (fence) => {
       const record = await this.codes.get(key);
       const codes = liveCodes(record, Date.now());
       const pending = codes.find((each) => isAttemptOf(attempt, each));
       if (!record || !pending) throw notThisSignIn();
       if (!matchesHash(`${deployment}/${email}/${typed}`, pending.codeHash)) {
         pending.wrongGuesses++;
-        await this.codes.put(key, { codes, sentAt: record.sentAt });
+        await this.codes.put(key, { codes, sentAt: record.sentAt }, fence);
         throw refused();
       }
       // Signed in: every code of the address is spent.
-      await this.codes.put(key, { sentAt: record.sentAt });
+      await this.codes.put(key, { sentAt: record.sentAt }, fence);
     });
   }
 
@@ -250,10 +251,15 @@ export class EmailCodes {
         byDeployment.set(deployment, [...(byDeployment.get(deployment) ?? []), id]);
       }
       for (const [deployment, ids] of byDeployment) {
-        deleted += await this.locked(deployment, async () => {
+        deleted += await this.locked(deployment, async (fence) => {
           const still: string[] = [];
           for (const id of ids) if (ended(await this.codes.get(id))) still.push(id);
-          if (still.length > 0) await this.codes.batch(still.map((id) => ({ id, value: null })));
+          if (still.length > 0)
+            await this.codes.batch(
+              still.map((id) => ({ id, value: null })),
+              [],
+              fence,
+            );
           return still.length;
         });
       }

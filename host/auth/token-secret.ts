@@ -11,11 +11,12 @@ export async function loadTokenSecret(db: HostDatabase): Promise<Buffer> {
   const secrets = db.records<{ hex: string }>("secrets");
   const secret =
     (await secrets.get("tokens")) ??
-    (await db.exclusive("token-secret", async () => {
+    (await db.exclusive("token-secret", async (fence) => {
       const stored = await secrets.get("tokens");
       if (stored) return stored;
       const created = { hex: randomBytes(32).toString("hex") };
-      await secrets.put("tokens", created);
+      // Fenced: with the lock lost, another host may have written its own meanwhile.
+      await secrets.put("tokens", created, fence);
       return created;
     }));
   return Buffer.from(secret.hex, "hex");

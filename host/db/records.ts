@@ -36,14 +36,14 @@ export class RecordStore<T> {
     return hasKeyUnder(this.store, this.key(id));
   }
 
-  /** Stores the record `id`. */
-  async put(id: string, value: T): Promise<void> {
-    await this.store.batch([{ type: "put", key: this.key(id), value: JSON.stringify(value) }]);
+  /** Stores the record `id`; with `fence`, only while the lock it is of is held (see `KvStore.batch`). */
+  async put(id: string, value: T, fence?: LockFence): Promise<void> {
+    await this.store.batch([{ type: "put", key: this.key(id), value: JSON.stringify(value) }], [], fence);
   }
 
-  /** Removes the record `id` (no error when absent). */
-  async delete(id: string): Promise<void> {
-    await this.store.batch([{ type: "del", key: this.key(id) }]);
+  /** Removes the record `id` (no error when absent); `fence` as {@link put}'s. */
+  async delete(id: string, fence?: LockFence): Promise<void> {
+    await this.store.batch([{ type: "del", key: this.key(id) }], [], fence);
   }
 
   /** The key range of every record whose id starts with `prefix`. */

@@ -1,5 +1,5 @@
 import { PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, KvOperation, RecordStore } from "../db/index.js";
+import type { HostDatabase, KvOperation, LockFence, RecordStore } from "../db/index.js";
 import type { ArtifactRecord, DeploymentRecord } from "./records.js";
 
 /**
@@ -125,11 +125,12 @@ export class ArtifactStore {
     // developers' deploys 0.4 s each); stored by its hash, so a second write is harmless, and only
     // a removal under the lock can take it, which the check under the lock undoes.
     if (!(await this.artifacts.has(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
-    await this.db.exclusive(ARTIFACT_LOCK, async () => {
-      if (!(await this.artifacts.has(artifact.hash))) await this.artifacts.put(artifact.hash, artifact);
+    await this.db.exclusive(ARTIFACT_LOCK, async (fence) => {
+      if (!(await this.artifacts.has(artifact.hash)))
+        await this.artifacts.put(artifact.hash, artifact, fence);
       const id = artifactUseId(artifact.hash, deployment);
       const use = await this.uses.get(id);
-      if (!use || use.pending) await this.uses.put(id, { pending: true, since: Date.now() });
+      if (!use || use.pending) await this.uses.put(id, { pending: true, since: Date.now() }, fence);
     });
     this.keepCode(artifact.hash, artifact.code);
   }
@@ -155,21 +156,22 @@ export class ArtifactStore {
 
   /** Ends deployment `deployment`'s pending use of `hash` (its deploy or import failed), and removes it if unused. */
   async abandon(deployment: string, hash: string): Promise<void> {
-    await this.db.exclusive(ARTIFACT_LOCK, async () => {
+    await this.db.exclusive(ARTIFACT_LOCK, async (fence) => {
       const id = artifactUseId(hash, deployment);
-      if ((await this.uses.get(id))?.pending) await this.uses.delete(id);
-      await this.removeUnused(hash);
+      if ((await this.uses.get(id))?.pending) await this.uses.delete(id, fence);
+      await this.removeUnused(hash, fence);
     });
   }
 
   /** Removes artifact `hash` if no deployment uses it (the one it served was replaced or deleted). */
   async release(hash: string): Promise<void> {
-    await this.db.exclusive(ARTIFACT_LOCK, () => this.removeUnused(hash));
+    await this.db.exclusive(ARTIFACT_LOCK, (fence) => this.removeUnused(hash, fence));
   }
 
-  private async removeUnused(hash: string): Promise<void> {
+  /** Under the artifact lock, whose `fence` the removal passes: a use added meanwhile keeps it. */
+  private async removeUnused(hash: string, fence: LockFence | undefined): Promise<void> {
     if (await this.uses.someInPrefix(`${hash}/`, () => true)) return;
-    await this.artifacts.delete(hash);
+    await this.artifacts.delete(hash, fence);
     this.forgetCode(hash);
     this.onRemoved(hash);
   }
@@ -183,15 +185,16 @@ export class ArtifactStore {
     // Beside the host's other once-per-database flags (account-index.ts).
     const flags = this.db.records<{ at: number }>("host-flags");
     if (await flags.has(ADOPTED)) return;
-    await this.db.exclusive(ARTIFACT_LOCK, async () => {
+    await this.db.exclusive(ARTIFACT_LOCK, async (fence) => {
       if (await flags.has(ADOPTED)) return;
       const now = Date.now();
       const writes = (await records.all()).map((record) => ({
         id: artifactUseId(record.artifact, record.id),
         value: { pending: false, since: now },
       }));
-      for (let at = 0; at < writes.length; at += 500) await this.uses.batch(writes.slice(at, at + 500));
-      await flags.put(ADOPTED, { at: now });
+      for (let at = 0; at < writes.length; at += 500)
+        await this.uses.batch(writes.slice(at, at + 500), [], fence);
+      await flags.put(ADOPTED, { at: now }, fence);
     });
   }
 
@@ -209,7 +212,7 @@ export class ArtifactStore {
    */
   async sweep(records: NamedArtifacts): Promise<number> {
     const read = new Map((await records.all()).map((record) => [record.id, record.artifact]));
-    return this.db.exclusive(ARTIFACT_LOCK, async () => {
+    return this.db.exclusive(ARTIFACT_LOCK, async (fence) => {
       // Uses first: a record switched meanwhile shows its new artifact's use, pending or serving.
       const uses: Array<[string, ArtifactUse]> = [];
       for await (const page of this.uses.entryPages()) uses.push(...page);
@@ -227,12 +230,12 @@ export class ArtifactStore {
         if (stale) writes.push({ id, value: null });
         else used.add(hash);
       }
-      if (writes.length > 0) await this.uses.batch(writes);
+      if (writes.length > 0) await this.uses.batch(writes, [], fence);
       let removed = 0;
       for await (const page of this.artifacts.idPages())
         for (const hash of page)
           if (!used.has(hash)) {
-            await this.artifacts.delete(hash);
+            await this.artifacts.delete(hash, fence);
             this.forgetCode(hash);
             this.onRemoved(hash);
             removed++;

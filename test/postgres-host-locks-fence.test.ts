@@ -1,0 +1,130 @@
+/**
+ * The host's own locks on PostgreSQL, lost midway (two hosts' stores on one fresh table of a
+ * private server): a sign-in code's check, a developer token's rotation and a bundle's removal
+ * each read under a lock across hosts and write what they decided. The server ends the lock's
+ * backend between the two, and the other host takes the lock and acts. The first host's write
+ * must be refused (`unavailable`, nothing written): else a code signs in twice, a rotation answers
+ * a dead token, and a bundle in use is removed.
+ */
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { Developers, EmailCodes, hashSecret, type UnsentCode } from "../host/auth/index.js";
+import { HostDatabase, PostgresKv, type RecordStore } from "../host/db/index.js";
+import { LOCK_LOST } from "../host/db/kv/index.js";
+import { advisoryKey } from "../host/db/kv/postgres-locks.js";
+import { ArtifactStore } from "../host/deployments/artifacts.js";
+import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+
+const server = postgresForThisFile("PostgreSQL host lock fence tests");
+
+const lost = { code: "unavailable", cause: LOCK_LOST };
+
+/** Ends the backend holding lock `name` of `table`'s store, as an administrator would. */
+async function endLockBackend(table: string, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
+      [`%${advisoryKey(table, name)}::bigint%`],
+    );
+    expect(rows).toEqual([{ ended: true }]);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Two hosts' databases on one fresh table: runs `work` with both and the table. */
+async function onTwoHosts(work: (a: HostDatabase, b: HostDatabase, table: string) => Promise<void>) {
+  const table = freshTable();
+  const a = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+  const b = await HostDatabase.openStore(await PostgresKv.open(server.url, { table }));
+  try {
+    await work(a, b, table);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+}
+
+/**
+ * Makes `owner`'s record store `field` run `meanwhile` once, after its next read of `method`
+ * answered: the moment between a locked read and the write it decides.
+ */
+function afterNextRead<T>(
+  owner: object,
+  field: string,
+  method: "get" | "someInPrefix",
+  meanwhile: () => Promise<void>,
+) {
+  const store = (owner as Record<string, RecordStore<T>>)[field] as RecordStore<T>;
+  const real = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+  let done = false;
+  (store as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+    const answer = await real(...args);
+    if (!done) {
+      done = true;
+      await meanwhile();
+    }
+    return answer;
+  };
+}
+
+describe.skipIf(!postgresInstalled)("the host's locks, lost midway", () => {
+  it("a sign-in code checked under a lost lock is refused: the code signs in once, on the other host", () =>
+    onTwoHosts(async (a, b, table) => {
+      const sent: UnsentCode[] = [];
+      const onA = new EmailCodes(a, { unsent: (code) => sent.push(code) });
+      const onB = new EmailCodes(b, { unsent: () => {} });
+      const request = await onA.start("app", "ada@example.com", () => 0);
+      if (!("attempt" in request)) throw new Error("No code was sent.");
+      const code = sent[0]?.code as string;
+      afterNextRead(onA, "codes", "get", async () => {
+        await endLockBackend(table, "email-codes:app");
+        await onB.verify("app", "ada@example.com", code, request.attempt);
+      });
+      await expect(onA.verify("app", "ada@example.com", code, request.attempt)).rejects.toMatchObject(lost);
+      // B's sign-in spent it: nothing of A's landed over that.
+      await expect(onA.verify("app", "ada@example.com", code, request.attempt)).rejects.toMatchObject({
+        code: "unauthorized",
+      });
+    }));
+
+  it("a token rotation under a lost lock is refused: the other host's rotation answered the one live token", () =>
+    onTwoHosts(async (a, b, table) => {
+      const { developer, token } = await new Developers(a).create({ name: "Ada" });
+      const onA = new Developers(a);
+      const onB = new Developers(b);
+      let fromB: string | undefined;
+      afterNextRead(onA, "byId", "get", async () => {
+        await endLockBackend(table, `developer-token:${developer.id}`);
+        fromB = await onB.rotateToken(developer.id, hashSecret(token));
+      });
+      await expect(onA.rotateToken(developer.id, hashSecret(token))).rejects.toMatchObject(lost);
+      expect(fromB).toBeDefined();
+      expect((await onA.authenticate(fromB as string))?.id).toBe(developer.id);
+      expect(await onA.authenticate(token)).toBeUndefined();
+    }));
+
+  it("a bundle's removal under a lost lock is refused: the other host's deploy keeps it", () =>
+    onTwoHosts(async (a, b, table) => {
+      const artifact = {
+        hash: "h1",
+        code: "export default 1;",
+        apiVersion: 1,
+        size: 17,
+        createdAt: Date.now(),
+      };
+      const onA = new ArtifactStore(a);
+      const onB = new ArtifactStore(b);
+      await onA.add(artifact, "first");
+      // A abandons the first deployment's use; B adds a second's once A found none left.
+      afterNextRead(onA, "uses", "someInPrefix", async () => {
+        await endLockBackend(table, "artifacts");
+        await onB.add(artifact, "second");
+      });
+      await expect(onA.abandon("first", "h1")).rejects.toMatchObject(lost);
+      expect(await onB.code("h1")).toBe(artifact.code);
+      expect(await new ArtifactStore(a).code("h1")).toBe(artifact.code);
+    }));
+});
