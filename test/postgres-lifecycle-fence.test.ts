@@ -7,9 +7,12 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { HttpResponse } from "../cli/http.js";
+import { type HttpResponse, sendRequest } from "../cli/http.js";
+import type { LockFence } from "../host/db/index.js";
+import { LOCK_LOST } from "../host/db/kv/index.js";
 import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import type { DeploymentRecord } from "../host/deployments/records.js";
+import type { DeploymentScopedState } from "../host/deployments/removal.js";
 import { exportZip, importZip } from "./helpers/export-import.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
@@ -175,6 +178,38 @@ describe.skipIf(!postgresInstalled)("deployment lifecycle under a lost lock", ()
     const stored = await recordOn(b, "settled");
     expect(stored).toMatchObject({ restricted: true, approved: ["ada@example.com"] });
     expect((await b.call("settled", "query", "label")).status).toBe(401);
+  }, 120_000);
+
+  it("writes nothing of a delete's purges once its lifecycle lock was lost: sessions and web client files stay", async () => {
+    const deployed = await a.admin("/v1/deploys/purged", "PUT", {
+      code: await labelled("one"),
+      client: [
+        { path: "index.html", data: Buffer.from("<!doctype html><title>app</title>").toString("base64") },
+      ],
+    });
+    expect(deployed.status, deployed.text()).toBe(201);
+    const guest = await sendRequest(`${a.deploymentUrl("purged")}/__platform/auth/guest`, { method: "POST" });
+    const { token } = guest.json<{ token: string }>();
+    // The fence of a lifecycle lock let go of, as a delete's is once its connection was lost.
+    let stale: LockFence | undefined;
+    await a.database.exclusive("deployment-lifecycle:purged", async (fence) => {
+      stale = fence;
+    });
+    // Every state a delete purges: objects, sessions, web client files, and code caches (files on
+    // this host's own disk, nothing of the database's).
+    const states = (a.deployments as unknown as { removals: { states: DeploymentScopedState[] } }).removals
+      .states;
+    const outcomes = await Promise.allSettled(
+      states.map((state) => state.purgeDeployment("purged", "", stale)),
+    );
+    const refused = outcomes.filter(
+      (outcome) =>
+        outcome.status === "rejected" && (outcome.reason as { cause?: unknown }).cause === LOCK_LOST,
+    );
+    expect(states).toHaveLength(4);
+    expect(refused).toHaveLength(3);
+    await expect(a.auth.authenticate("purged", token)).resolves.toBeDefined();
+    expect((await sendRequest(`${a.deploymentUrl("purged")}/index.html`)).status).toBe(200);
   }, 120_000);
 
   it("refuses a delete once its lifecycle lock was lost: the deployment another host deployed in between is kept", async () => {

@@ -1,4 +1,4 @@
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
 import type { SessionRecord } from "./sessions.js";
 
 /** Marks an account as signed in once to one incarnation of a deployment. */
@@ -82,8 +82,8 @@ export class AccountIndex {
     return this.allMarked;
   }
 
-  /** Removes every mark of deployment `id` (deleted). */
-  purge(id: string): Promise<void> {
-    return this.marks.deletePrefix(`${id}/`);
+  /** Removes every mark of deployment `id` (deleted); `fence`: its lifecycle lock's. */
+  purge(id: string, fence?: LockFence): Promise<void> {
+    return this.marks.deletePrefix(`${id}/`, fence);
   }
 }

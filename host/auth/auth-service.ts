@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { decodeJwt } from "jose";
 import type { BridgeIdentity } from "../../sdk/protocol/index.js";
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
 import { refuseDeveloperToken } from "./developers.js";
 import {
   type EndHolder,
@@ -131,9 +131,9 @@ export class AuthService {
    * Removes every session and pending email code of deleted deployment `id` (idempotent). Tokens
    * of its sessions are refused anyway: a new deployment with the same id has another incarnation.
    */
-  async purgeDeployment(id: string): Promise<void> {
-    await this.sessions.purge(id);
-    await this.emailCodes.deletePrefix(`${id}/`);
+  async purgeDeployment(id: string, _quotaOwner?: string, fence?: LockFence): Promise<void> {
+    await this.sessions.purge(id, fence);
+    await this.emailCodes.deletePrefix(`${id}/`, fence);
   }
 
   /** The record of the session `claims` name, live and matching them (see SessionStore.live). */

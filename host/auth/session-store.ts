@@ -1,4 +1,4 @@
-import type { HostDatabase, RecordStore } from "../db/index.js";
+import type { HostDatabase, LockFence, RecordStore } from "../db/index.js";
 import { AccountIndex } from "./account-index.js";
 import { sweepEndedSessions } from "./session-sweep.js";
 import { requireIssuedFor, requireLiveSession, type SessionProof, type SessionRecord } from "./sessions.js";
@@ -101,9 +101,9 @@ export class SessionStore {
   }
 
   /** Removes every session of deployment `id`, and its accounts' marks. */
-  async purge(id: string): Promise<void> {
-    await this.records.deletePrefix(`${id}/`);
-    await this.accounts.purge(id);
+  async purge(id: string, fence?: LockFence): Promise<void> {
+    await this.records.deletePrefix(`${id}/`, fence);
+    await this.accounts.purge(id, fence);
   }
 
   /**

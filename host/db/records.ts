@@ -89,10 +89,10 @@ export class RecordStore<T> {
 
   /**
    * Removes every record whose id starts with `prefix` (a deleted deployment's `<id>/` records);
-   * idempotent, so an interrupted removal can simply run again.
+   * idempotent, so an interrupted removal can simply run again. `fence` as {@link put}'s.
    */
-  async deletePrefix(prefix: string): Promise<void> {
-    await this.store.clear(this.idRange(prefix));
+  async deletePrefix(prefix: string, fence?: LockFence): Promise<void> {
+    await this.store.clear(this.idRange(prefix), fence);
   }
 
   /**

@@ -176,10 +176,10 @@ export class ClientFileStore implements DeploymentScopedState {
     return this.indexes.bytes(owner);
   }
 
-  /** Removes every client file and manifest of a deleted deployment (idempotent). */
-  async purgeDeployment(id: string): Promise<void> {
-    await this.files.deletePrefix(`${id}/`);
-    await this.manifests.deletePrefix(`${id}/`);
+  /** Removes every client file and manifest of a deleted deployment (idempotent); `fence`: its lifecycle lock's. */
+  async purgeDeployment(id: string, _quotaOwner?: string, fence?: LockFence): Promise<void> {
+    await this.files.deletePrefix(`${id}/`, fence);
+    await this.manifests.deletePrefix(`${id}/`, fence);
     this.indexes.forgetPrefix(`${id}/`);
     this.decoded.forgetPrefix(`${id}/`);
     for (const key of [...this.reading.keys()]) if (key.startsWith(`${id}/`)) this.reading.delete(key);

@@ -38,8 +38,11 @@ export type StillAllowed = () => Promise<void>;
  * idempotent: an interrupted removal runs them again.
  */
 export interface DeploymentScopedState {
-  /** Removes what deployment `removal.id` kept here; its uploads counted against `removal.quotaOwner`. */
-  purgeDeployment(id: string, quotaOwner: string): Promise<void>;
+  /**
+   * Removes what deployment `id` kept here; its uploads counted against `quotaOwner`. `fence`: the
+   * deployment's lifecycle lock's, for the writes (another host may finish the removal instead).
+   */
+  purgeDeployment(id: string, quotaOwner: string, fence?: LockFence): Promise<void>;
 }
 
 /**
@@ -203,13 +206,13 @@ export class DeploymentRemovals {
 
   /**
    * Removes what is left of `removal`'s deployment, then its marker, under the lifecycle lock whose
-   * `fence` is given: the database's clears and the marker's removal land only while it is held.
-   * The purges of other state (stored objects, sessions, client files) are not fenced.
+   * `fence` is given: the database's clears, the purges' writes and the marker's removal land only
+   * while it is held (stored objects' bytes, in the blob store, are deleted unchecked).
    */
   private async finish(removal: RemovalRecord, fence?: LockFence): Promise<void> {
     this.stop(removal.id);
     await this.db.dropDeployment(removal.id, fence);
-    for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner);
+    for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner, fence);
     // Ends the removal: its id can be used again.
     await this.markers.batch([{ id: removal.id, value: null }], [], fence);
   }

@@ -1,5 +1,11 @@
 import { checkObjectDelete, type ObjectDeleter } from "../access/index.js";
-import type { FencedWork, HostDatabase, LockFence, RecordStore } from "../db/index.js";
+import {
+  bothFences,
+  type FencedWork,
+  type HostDatabase,
+  type LockFence,
+  type RecordStore,
+} from "../db/index.js";
 import type { BlobDeletions } from "./blob-deletions.js";
 import type { BlobStore } from "./blob-store.js";
 import { listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
@@ -99,18 +105,21 @@ export class ObjectRemovals {
    * never frees bytes twice), then the totals, then the bytes, including any a crash left behind.
    * Taking `quotaOwner`'s lock first lets an upload that passed its check before the deletion
    * finish writing its record, so the listing below sees it (later uploads see the deployment gone).
+   * `lifecycle`: the deployment's lifecycle lock's fence, which the writes pass too.
    */
-  async purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
+  async purgeDeployment(deployment: string, quotaOwner: string, lifecycle?: LockFence): Promise<void> {
     const prefix = `${deployment}/`;
     await this.lock(quotaOwner).run(async () => {});
     for (;;) {
       const found = await this.records.listPrefix(prefix, PURGE_BATCH);
       if (found.length === 0) break;
       for (const owner of new Set(found.map((record) => record.quotaOwner)))
-        await this.lock(owner).run((fence) => this.purgeOwned(deployment, owner, found, fence));
+        await this.lock(owner).run((fence) =>
+          this.purgeOwned(deployment, owner, found, bothFences(fence, lifecycle)),
+        );
     }
-    await this.byTime.deletePrefix(prefix);
-    await this.totals.delete(deployment);
+    await this.byTime.deletePrefix(prefix, lifecycle);
+    await this.totals.delete(deployment, lifecycle);
     const keys = await this.blobs.list(prefix);
     let next = 0;
     const deleteNext = async (): Promise<void> => {

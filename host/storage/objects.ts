@@ -6,6 +6,7 @@ import {
   type FencedWork,
   type HostDatabase,
   incarnationKey,
+  type LockFence,
   type RecordStore,
   replacedError,
   servesIncarnation,
@@ -274,8 +275,8 @@ export class ObjectService {
   }
 
   /** Removes every object of deleted deployment `deployment` (see {@link ObjectRemovals.purgeDeployment}). */
-  purgeDeployment(deployment: string, quotaOwner: string): Promise<void> {
-    return this.removals.purgeDeployment(deployment, quotaOwner);
+  purgeDeployment(deployment: string, quotaOwner: string, lifecycle?: LockFence): Promise<void> {
+    return this.removals.purgeDeployment(deployment, quotaOwner, lifecycle);
   }
 
   /** Bytes counted against each quota owner, for the first `limit` owners in id order (metrics). */
