@@ -4,12 +4,13 @@
  * change is announced in the write that makes it, and a broadcast failing afterwards (what the
  * review made fail: a stub of A's bus, as a connection lost after the write would) loses nothing.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { HostDatabase, type HostMessage } from "../host/db/index.js";
 import type { DeploymentRecord, RemovalRecord } from "../host/deployments/records.js";
 import { LIMITS } from "../sdk/protocol/index.js";
 import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
 import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { twoHostsForThisFile } from "./helpers/two-hosts.js";
 
 const server = postgresForThisFile("Deployment announcements across hosts");
 let a: TestHost;
@@ -22,14 +23,9 @@ export default capsule({
 });
 `;
 
-beforeAll(async () => {
-  if (!postgresInstalled) return;
-  a = await startTestHost({ database: server.url, requestQuota: false });
-  b = await startTestHost({ database: server.url, requestQuota: false });
-}, 120_000);
-afterAll(async () => {
-  await a?.dispose();
-  await b?.dispose();
+twoHostsForThisFile(server, (first, second) => {
+  a = first;
+  b = second;
 });
 
 /** An anonymous call of query `label` of deployment `id` on `host`. */

@@ -1,38 +1,13 @@
-/**
- * The host's own locks on PostgreSQL, lost midway (two hosts' stores on one fresh table of a
- * private server): a sign-in code's check, a developer token's rotation and a bundle's removal
- * each read under a lock across hosts and write what they decided. The server ends the lock's
- * backend between the two, and the other host takes the lock and acts. The first host's write
- * must be refused (`unavailable`, nothing written): else a code signs in twice, a rotation answers
- * a dead token, and a bundle in use is removed.
- */
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { Developers, EmailCodes, hashSecret, type UnsentCode } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv, type RecordStore } from "../host/db/index.js";
 import { LOCK_LOST } from "../host/db/kv/index.js";
-import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import { ArtifactStore } from "../host/deployments/artifacts.js";
-import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { endLockBackend, freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
 const server = postgresForThisFile("PostgreSQL host lock fence tests");
 
 const lost = { code: "unavailable", cause: LOCK_LOST };
-
-/** Ends the backend holding lock `name` of `table`'s store, as an administrator would. */
-async function endLockBackend(table: string, name: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-  try {
-    const { rows } = await admin.query(
-      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
-      [`%${advisoryKey(table, name)}::bigint%`],
-    );
-    expect(rows).toEqual([{ ended: true }]);
-  } finally {
-    await admin.end();
-  }
-}
 
 /** Two hosts' databases on one fresh table: runs `work` with both and the table. */
 async function onTwoHosts(work: (a: HostDatabase, b: HostDatabase, table: string) => Promise<void>) {
@@ -80,7 +55,7 @@ describe.skipIf(!postgresInstalled)("the host's locks, lost midway", () => {
       if (!("attempt" in request)) throw new Error("No code was sent.");
       const code = sent[0]?.code as string;
       afterNextRead(onA, "codes", "get", async () => {
-        await endLockBackend(table, "email-codes:app");
+        await endLockBackend(server, table, "email-codes:app");
         await onB.verify("app", "ada@example.com", code, request.attempt);
       });
       await expect(onA.verify("app", "ada@example.com", code, request.attempt)).rejects.toMatchObject(lost);
@@ -97,7 +72,7 @@ describe.skipIf(!postgresInstalled)("the host's locks, lost midway", () => {
       const onB = new Developers(b);
       let fromB: string | undefined;
       afterNextRead(onA, "byId", "get", async () => {
-        await endLockBackend(table, `developer-token:${developer.id}`);
+        await endLockBackend(server, table, `developer-token:${developer.id}`);
         fromB = await onB.rotateToken(developer.id, hashSecret(token));
       });
       await expect(onA.rotateToken(developer.id, hashSecret(token))).rejects.toMatchObject(lost);
@@ -120,7 +95,7 @@ describe.skipIf(!postgresInstalled)("the host's locks, lost midway", () => {
       await onA.add(artifact, "first");
       // A abandons the first deployment's use; B adds a second's once A found none left.
       afterNextRead(onA, "uses", "someInPrefix", async () => {
-        await endLockBackend(table, "artifacts");
+        await endLockBackend(server, table, "artifacts");
         await onB.add(artifact, "second");
       });
       await expect(onA.abandon("first", "h1")).rejects.toMatchObject(lost);

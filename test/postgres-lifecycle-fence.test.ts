@@ -6,7 +6,7 @@
  * refuses it (`unavailable`, nothing written), and a retry starts from the other host's change.
  */
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { type HttpResponse, sendRequest } from "../cli/http.js";
 import type { LockFence } from "../host/db/index.js";
 import { LOCK_LOST } from "../host/db/kv/index.js";
@@ -14,21 +14,16 @@ import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import type { DeploymentRecord } from "../host/deployments/records.js";
 import type { DeploymentScopedState } from "../host/deployments/removal.js";
 import { exportZip, importZip } from "./helpers/export-import.js";
-import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
-import { postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { sourceCode, type TestHost } from "./helpers/host.js";
+import { endLockBackend, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { twoHostsForThisFile } from "./helpers/two-hosts.js";
 
 const server = postgresForThisFile("Lifecycle lock fence tests");
 let a: TestHost;
 let b: TestHost;
-
-beforeAll(async () => {
-  if (!postgresInstalled) return;
-  a = await startTestHost({ database: server.url, requestQuota: false });
-  b = await startTestHost({ database: server.url, requestQuota: false });
-}, 120_000);
-afterAll(async () => {
-  await a?.dispose();
-  await b?.dispose();
+twoHostsForThisFile(server, (first, second) => {
+  a = first;
+  b = second;
 });
 
 /** A capsule whose query `label` answers `label` and its env value COLOR. */
@@ -59,13 +54,8 @@ async function asAdmin<R extends pg.QueryResultRow>(sql: string, values: unknown
 }
 
 /** Ends the backend holding deployment `id`'s lifecycle lock (the hosts' store is `platform_kv`). */
-async function endLifecycleBackend(id: string): Promise<void> {
-  const ended = await asAdmin(
-    "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
-    [`%${advisoryKey("platform_kv", `deployment-lifecycle:${id}`)}::bigint%`],
-  );
-  expect(ended).toEqual([{ ended: true }]);
-}
+const endLifecycleBackend = (id: string) =>
+  endLockBackend(server, "platform_kv", `deployment-lifecycle:${id}`);
 
 /** Deployment `id`'s record as `host` reads it. */
 const recordOn = (host: TestHost, id: string): Promise<DeploymentRecord> => host.deployments.require(id);

@@ -9,9 +9,8 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { HostDatabase, PostgresKv, type TenantDatabase } from "../host/db/index.js";
 import { collect, LOCK_LOST, type LockFence } from "../host/db/kv/index.js";
-import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import type { SchemaSpec } from "../sdk/values/index.js";
-import { freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
+import { endLockBackend, freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 import { expectExact } from "./helpers/row-quota-suite.js";
 
 const server = postgresForThisFile("PostgreSQL lock fence tests");
@@ -19,21 +18,6 @@ const server = postgresForThisFile("PostgreSQL lock fence tests");
 const COUNTERS: SchemaSpec = {
   tables: { counters: { fields: { n: { kind: "number", optional: false } }, indexes: {} } },
 };
-
-/** Ends the backend holding lock `name` of `table`'s store, as an administrator would. */
-async function endLockBackend(table: string, name: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-  try {
-    const { rows } = await admin.query(
-      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
-      [`%${advisoryKey(table, name)}::bigint%`],
-    );
-    expect(rows).toEqual([{ ended: true }]);
-  } finally {
-    await admin.end();
-  }
-}
 
 /** The counter's row: its id and value. */
 async function counter(deployment: TenantDatabase): Promise<{ id: string; n: number }> {
@@ -83,7 +67,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
     onTwoHosts(async (a, b, table) => {
       // A reads 0; its lock's backend is ended; B takes the lock, reads 0 and writes 1; A goes on.
       const stale = increment(a, async () => {
-        await endLockBackend(table, "deployment:shared");
+        await endLockBackend(server, table, "deployment:shared");
         await increment(b);
       });
       await expect(stale).rejects.toMatchObject({ code: "unavailable", cause: LOCK_LOST });
@@ -100,7 +84,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       const stale = increment(a, async () => {
         // Queued behind the running group: the next group under the same taking of the lock.
         queued = Array.from({ length: 5 }, (_, i) => a.mutate((tx) => tx.insert("counters", { n: 100 + i })));
-        await endLockBackend(table, "deployment:shared");
+        await endLockBackend(server, table, "deployment:shared");
         await increment(b);
       });
       await expect(stale).rejects.toMatchObject({ code: "unavailable", cause: LOCK_LOST });
@@ -157,7 +141,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
       let kept: LockFence | undefined;
       await store.bus.lockAcrossProcesses("lost", async (_read, fence) => {
         kept = fence;
-        await endLockBackend(table, "lost");
+        await endLockBackend(server, table, "lost");
         // Another process takes the lock as soon as the server let go of it.
         await other.bus.lockAcrossProcesses("lost", async () => {});
         const lost = { code: "unavailable", cause: LOCK_LOST };
@@ -243,7 +227,7 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
         // A write under the lock has passed its guard (its transaction holds the barrier)...
         await writer.query(`BEGIN; SELECT ${fence?.guards.join(", ")}`);
         // ...when the lock's backend is ended and another process takes the lock.
-        await endLockBackend(table, "racing");
+        await endLockBackend(server, table, "racing");
         taken = other.bus.lockAcrossProcesses("racing", async (read) => read, { read: [key] });
         const answered = await Promise.race([
           taken.then(() => "taken"),

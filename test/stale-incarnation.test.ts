@@ -5,15 +5,16 @@
  * and the old code's isolate. Whatever the old code then asks of the database must not reach the
  * new deployment's rows, which are another tenant's.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { HttpResponse } from "../cli/http.js";
 import { HostDatabase, PostgresKv } from "../host/db/index.js";
 import { metaKey } from "../host/db/keys.js";
 import { capsule, string, table } from "../sdk/server/index.js";
 import { typedDb } from "./helpers/db.js";
 import { deafTo } from "./helpers/deaf-host.js";
-import { sourceCode, startTestHost, type TestHost } from "./helpers/host.js";
+import { sourceCode, type TestHost } from "./helpers/host.js";
 import { freshTable, postgresForThisFile, postgresInstalled, recordQueries } from "./helpers/postgres.js";
+import { twoHostsForThisFile } from "./helpers/two-hosts.js";
 
 const server = postgresForThisFile("A stale incarnation's calls on another host");
 let a: TestHost;
@@ -51,14 +52,9 @@ const outcome = (response: HttpResponse): [number, unknown] => [
     : response.json<ErrorBody>().error?.code,
 ];
 
-beforeAll(async () => {
-  if (!postgresInstalled) return;
-  a = await startTestHost({ database: server.url, requestQuota: false });
-  b = await startTestHost({ database: server.url, requestQuota: false });
-}, 120_000);
-afterAll(async () => {
-  await a?.dispose();
-  await b?.dispose();
+twoHostsForThisFile(server, (first, second) => {
+  a = first;
+  b = second;
 });
 
 async function developer(name: string): Promise<{ id: string; token: string }> {

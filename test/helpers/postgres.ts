@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
 import { serverKeepaliveSql } from "../../host/db/kv/postgres-keepalive.js";
+import { advisoryKey } from "../../host/db/kv/postgres-locks.js";
 import { type LocalPostgres, postgresBinDir, startLocalPostgres } from "../../scripts/local-postgres.js";
 
 /** True where a PostgreSQL server can be started here. */
@@ -42,6 +43,25 @@ export function postgresForThisFile(what: string): LocalPostgres {
     freeze: () => started().freeze(),
     thaw: () => started().thaw(),
   };
+}
+
+/**
+ * Ends the backend holding lock `name` of `table`'s store on `server`, as an administrator would
+ * (`pg_terminate_backend`): the lock is let go of while its holder still works.
+ */
+export async function endLockBackend(server: { url: string }, table: string, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1",
+      [`%${advisoryKey(table, name)}::bigint%`],
+    );
+    if (rows.length !== 1 || rows[0].ended !== true)
+      throw new Error(`Expected one backend holding lock ${name}, ended; found ${JSON.stringify(rows)}.`);
+  } finally {
+    await admin.end();
+  }
 }
 
 /** A table name no other store of the server uses: each test's store starts empty. */
