@@ -3,7 +3,6 @@ import { LIMITS } from "../../../sdk/protocol/index.js";
 import type { KvIterateOptions, KvIterator, KvOperation, KvRange, KvSnapshot, SnapshotUse } from "./kv.js";
 import type { LockFence } from "./lock-fence.js";
 import { PostgresBus } from "./postgres-bus.js";
-import { fencedFailure } from "./postgres-fence.js";
 import { ConnectionParking, watchForLoss } from "./postgres-parking.js";
 import { PostgresScanMemos } from "./postgres-scan-memos.js";
 import { type SharedSnapshot, SharedSnapshotLoan } from "./postgres-shared-snapshot.js";
@@ -11,7 +10,7 @@ import { SilenceWatch } from "./postgres-silence.js";
 import { PostgresSnapshot } from "./postgres-snapshot.js";
 import { iterate, runOn, selectValue, selectValues } from "./postgres-sql.js";
 import { watchedPool } from "./postgres-watched-pool.js";
-import { runWrite, writeChunks } from "./postgres-write.js";
+import { runClear, runWrite, writeChunks } from "./postgres-write.js";
 import { KvStoreBase } from "./store.js";
 
 /**
@@ -279,15 +278,7 @@ export class PostgresKv extends KvStoreBase {
   }
 
   protected async _clear(range: KvRange, fence?: LockFence): Promise<void> {
-    const clear = `DELETE FROM ${this.table} WHERE key >= $1 AND key < $2`;
-    if (!fence) {
-      await this.pool.query(clear, [range.gte, range.lt]);
-      return;
-    }
-    // One statement: its guards refuse the whole of it.
-    await this.pool
-      .query(`WITH gone AS (${clear}) SELECT ${fence.guards.join(", ")}`, [range.gte, range.lt])
-      .catch((error: unknown) => Promise.reject(fencedFailure(error)));
+    await runClear(this.pool, this.table, range, fence);
   }
 
   protected async _close(): Promise<void> {

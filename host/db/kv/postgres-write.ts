@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
 import { foldBatch, foldInTurns, LARGE_BATCH } from "./batch-fold.js";
-import type { KvOperation } from "./kv.js";
+import type { KvOperation, KvRange } from "./kv.js";
 import type { LockFence } from "./lock-fence.js";
 import { fencedFailure } from "./postgres-fence.js";
 import { INLINE_BYTES, inline, writeStatement } from "./postgres-sql.js";
@@ -91,4 +91,23 @@ async function writeIn(
     await nextTurn();
   }
   await client.query("COMMIT");
+}
+
+/**
+ * Deletes every key of `range` in `table` (one statement); with `fence`, its guards are in the same
+ * statement, and a refusal deletes nothing and fails as `lockLostError`.
+ */
+export async function runClear(
+  pool: Pick<pg.Pool, "query">,
+  table: string,
+  range: KvRange,
+  fence?: LockFence,
+): Promise<void> {
+  const clear = `DELETE FROM ${table} WHERE key >= $1 AND key < $2`;
+  const text = fence ? `WITH gone AS (${clear}) SELECT ${fence.guards.join(", ")}` : clear;
+  try {
+    await pool.query(text, [range.gte, range.lt]);
+  } catch (error) {
+    throw fence ? fencedFailure(error) : error;
+  }
 }
