@@ -115,7 +115,7 @@ export class ObjectRemovals {
       if (found.length === 0) break;
       for (const owner of new Set(found.map((record) => record.quotaOwner)))
         await this.lock(owner).run((fence) =>
-          this.purgeOwned(deployment, owner, found, bothFences(fence, lifecycle)),
+          this.purgeOwned(deployment, owner, found, bothFences(lifecycle, fence)),
         );
     }
     await this.byTime.deletePrefix(prefix, lifecycle);

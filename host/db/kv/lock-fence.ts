@@ -23,7 +23,10 @@ export type FencedWork<T> = (fence?: LockFence) => Promise<T>;
 /**
  * The fence of a write made under two locks, which lands only while both are held: a deploy's
  * switch, prepared under the deployment's lifecycle lock (its previous record read under it) and
- * written under its write lock. Either may be absent (a store whose locks have no fences).
+ * written under its write lock. Either may be absent (a store whose locks have no fences). A write
+ * checks its guards in order, each waiting for its lock's barrier: every caller joins them in one
+ * order (a deployment's write lock, its lifecycle lock, storage quota locks), so that no two
+ * writes wait for each other's barriers.
  */
 export function bothFences(
   first: LockFence | undefined,

@@ -44,11 +44,11 @@ export function takingStatement(lock: bigint, keys: FenceKeys): string {
 }
 
 /**
- * The fence writes under the lock pass on: one guard, an expression evaluated in their transaction (in
- * their write statement: one more statement cost a sequential mutation several percent), that
- * takes the barrier shared, then (CASE's order) divides by zero unless another session (the
- * lock's) still holds the holding. The failure is computed at run time: a constant one would fail
- * as the statement is planned.
+ * The fence writes under the lock pass on: one guard, an expression evaluated in their
+ * transaction (in their write statement: one more statement cost a sequential mutation several
+ * percent), that takes the barrier shared, then (CASE's order) divides by zero unless another
+ * session (the lock's) still holds the holding. The failure is computed at run time: a constant
+ * one would fail as the statement is planned.
  */
 export function fenceOf(keys: FenceKeys): LockFence {
   return {
