@@ -185,6 +185,8 @@ describe.skipIf(!postgresInstalled)("deployment lifecycle under a lost lock", ()
     await a.database.exclusive("deployment-lifecycle:purged", async (fence) => {
       stale = fence;
     });
+    // Let go of on the server once taken again (a lock's end is sent, not waited for).
+    await a.database.exclusive("deployment-lifecycle:purged", async () => {});
     // Every state a delete purges: objects, sessions, web client files, and code caches (files on
     // this host's own disk, nothing of the database's).
     const states = (a.deployments as unknown as { removals: { states: DeploymentScopedState[] } }).removals

@@ -201,7 +201,9 @@ describe.skipIf(!postgresInstalled)("PostgreSQL writes under a lost lock", () =>
         await usage.batch([{ id: "owner", value: { bytes: 10 } }], [], fence);
       });
       expect(await usage.get("owner")).toEqual({ bytes: 10 });
-      // Its lock let go of, the fence no longer holds.
+      // Its lock let go of (on the server once taken again: a lock's end is sent, not waited for),
+      // the fence no longer holds.
+      await db.exclusive("quota:owner", async () => {});
       await expect(usage.batch([{ id: "owner", value: { bytes: 99 } }], [], kept)).rejects.toMatchObject({
         code: "unavailable",
         cause: LOCK_LOST,

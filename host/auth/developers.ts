@@ -135,9 +135,15 @@ export class Developers {
       );
     const token = newDeveloperToken();
     const tokenHash = hashSecret(token);
-    await this.byToken.put(tokenHash, { id }, fence);
-    await this.byId.put(id, Object.assign({}, developer, { tokenHash }), fence);
-    await this.byToken.delete(developer.tokenHash, fence);
+    // One batch: refused for a lost lock, none of it lands (the old token keeps working).
+    await this.byId.batch(
+      [{ id, value: Object.assign({}, developer, { tokenHash }) }],
+      [
+        { key: this.byToken.key(tokenHash), value: JSON.stringify({ id }) },
+        { key: this.byToken.key(developer.tokenHash), value: null },
+      ],
+      fence,
+    );
     return token;
   }
 

@@ -86,9 +86,13 @@ export class HostDatabase {
     let key = await store.get(keyName);
     if (!key) {
       // Two hosts starting at once: the first key written wins, both read it back.
-      await store.bus.lockAcrossProcesses("cursor-key", async () => {
+      await store.bus.lockAcrossProcesses("cursor-key", async (_read, fence) => {
         if ((await store.get(keyName)) === undefined)
-          await store.batch([{ type: "put", key: keyName, value: randomBytes(32).toString("hex") }]);
+          await store.batch(
+            [{ type: "put", key: keyName, value: randomBytes(32).toString("hex") }],
+            [],
+            fence,
+          );
       });
       key = (await store.get(keyName)) as string;
     }

@@ -133,15 +133,23 @@ export class ClientFileStore implements DeploymentScopedState {
     );
   }
 
-  /** Undoes {@link stage} after a failed deploy: removes the files it wrote that `current` does not hold. */
+  /**
+   * Undoes {@link stage} after a failed deploy: removes the files it wrote that `current` does not
+   * hold; `fence` as {@link sweep}'s.
+   */
   async discard(
     id: string,
     staged: { ref: ClientRef | undefined; written: string[] },
     current: ClientRef | undefined,
+    fence?: LockFence,
   ): Promise<void> {
     if (staged.ref && staged.ref.manifest !== current?.manifest)
-      await this.manifests.delete(`${id}/${staged.ref.manifest}`);
-    await this.files.batch(staged.written.map((hash) => ({ id: `${id}/${hash}`, value: null })));
+      await this.manifests.delete(`${id}/${staged.ref.manifest}`, fence);
+    await this.files.batch(
+      staged.written.map((hash) => ({ id: `${id}/${hash}`, value: null })),
+      [],
+      fence,
+    );
   }
 
   /**

@@ -176,7 +176,7 @@ export async function deploy(
     // this one staged; or the write lock): what it staged is left as a crash leaves it, for the
     // next deploy's sweep and the hourly one.
     if (refusedForLostLock(error)) throw error;
-    if (staged) await clientFiles.discard(id, staged, previous?.client).catch(() => {});
+    if (staged) await clientFiles.discard(id, staged, previous?.client, fence).catch(() => {});
     if (added) await registry.artifacts.abandon(id, hash).catch(() => {});
     throw error;
   }

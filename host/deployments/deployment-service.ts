@@ -150,7 +150,7 @@ export class DeploymentService {
    * it: an import holds it as a deploy does, so neither races a deploy or delete of the same id.
    * `turn: false` takes it outside its developer's turn (see DeploymentRemovals.whileLocked).
    */
-  whileLocked<T>(id: string, work: () => Promise<T>, options: { turn?: boolean } = {}): Promise<T> {
+  whileLocked<T>(id: string, work: FencedWork<T>, options: { turn?: boolean } = {}): Promise<T> {
     return this.removals.whileLocked(id, work, options);
   }
 

@@ -235,11 +235,11 @@ export class ObjectService {
    * rules' version was kept), under its owner's quota lock: a deleted object is not written back.
    */
   async markChecked(record: ObjectRecord): Promise<void> {
-    await this.lock(record.quotaOwner).run(async () => {
+    await this.lock(record.quotaOwner).run(async (fence) => {
       const id = `${record.deployment}/${record.key}`;
       const current = await this.records.get(id);
       if (!current || current.markupRules === MARKUP_RULES_VERSION) return;
-      await this.records.put(id, Object.assign(current, { markupRules: MARKUP_RULES_VERSION }));
+      await this.records.put(id, Object.assign(current, { markupRules: MARKUP_RULES_VERSION }), fence);
     });
   }
 

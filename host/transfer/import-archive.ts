@@ -154,7 +154,7 @@ export async function importArchive(
           },
           async (fence) => {
             waiting.stop();
-            await parts.pending.finish(request.id);
+            await parts.pending.finish(request.id, fence);
             const existing = await parts.deployments.get(request.id);
             const owner = await request.authorise(existing);
             if (existing && !request.replace && (await holdsData(parts, request.id)))
@@ -168,7 +168,7 @@ export async function importArchive(
               // start to finish, and its bundle for the hourly sweep.
               if (refusedForLostLock(error)) throw error;
               await target.dispose();
-              await parts.pending.finish(request.id).catch(() => {});
+              await parts.pending.finish(request.id, fence).catch(() => {});
               throw error;
             }
           },
@@ -217,7 +217,7 @@ async function load(
     parts.objects.checkFitsBeforeStaging(quotaOwner, await parts.objects.recordsNow(id), objects);
   const incoming =
     (await readArchiveObjects(reader, head, schema, parts.objects, request.objects ?? true, fits)) ?? [];
-  const kept = await stageObjects(parts, id, reader, incoming, onProgress);
+  const kept = await stageObjects(parts, { id, fence }, reader, incoming, onProgress);
   onProgress({ step: "committing" });
   const replaced = await parts.objects.underQuotaLocks(id, quotaOwner, async (existing, quotaFence) => {
     if (existing.length > 0 && !request.replace) throw notEmpty(id);
@@ -242,7 +242,7 @@ async function load(
     return existing.length > 0;
   });
   await target.switched(record);
-  await parts.pending.finish(id).catch(() => {});
+  await parts.pending.finish(id, fence).catch(() => {});
   return {
     deployment: record,
     ...(claimToken ? { claimToken } : {}),
@@ -258,7 +258,7 @@ async function load(
  */
 async function stageObjects(
   parts: ImportParts,
-  id: string,
+  { id, fence }: { id: string; fence: LockFence | undefined },
   reader: ArchiveReader,
   incoming: ArchivedObject[],
   onProgress: (progress: ImportProgress) => void,
@@ -267,6 +267,7 @@ async function stageObjects(
   await parts.pending.begin(
     id,
     incoming.map((object) => `${id}/${object.key}`),
+    fence,
   );
   const kept: string[] = [];
   let done = 0;

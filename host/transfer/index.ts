@@ -93,7 +93,7 @@ export class DeploymentTransfer {
     await this.uploads.removeLeftovers();
     for (const id of await this.pending.unfinished())
       await this.deployments
-        .whileLocked(id, () => this.pending.finish(id))
+        .whileLocked(id, (fence) => this.pending.finish(id, fence))
         .catch((error: unknown) => onFailure(id, error));
   }
 }
