@@ -1,8 +1,21 @@
+/**
+ * The host's own locks on PostgreSQL, lost midway (two hosts' stores on one fresh table of a
+ * private server): a sign-in code's check, a developer token's rotation, a bundle's removal and a
+ * download's script-check mark each read under a lock across hosts and write what they decided.
+ * The server ends the lock's backend between the two, and the other host takes the lock and acts.
+ * The first host's write must be refused (`unavailable`, nothing written): else a code signs in
+ * twice, a rotation answers a dead token, a bundle in use is removed, and a deleted object's
+ * record comes back.
+ */
 import { describe, expect, it } from "vitest";
+import { OWNER_DELETE } from "../host/access/index.js";
 import { Developers, EmailCodes, hashSecret, type UnsentCode } from "../host/auth/index.js";
 import { HostDatabase, PostgresKv, type RecordStore } from "../host/db/index.js";
 import { LOCK_LOST } from "../host/db/kv/index.js";
 import { ArtifactStore } from "../host/deployments/artifacts.js";
+import { MemoryBlobStore } from "../host/storage/memory-blob-store.js";
+import type { ObjectRecord, Visibility } from "../host/storage/object-records.js";
+import { ObjectService } from "../host/storage/objects.js";
 import { endLockBackend, freshTable, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
 
 const server = postgresForThisFile("PostgreSQL host lock fence tests");
@@ -101,5 +114,32 @@ describe.skipIf(!postgresInstalled)("the host's locks, lost midway", () => {
       await expect(onA.abandon("first", "h1")).rejects.toMatchObject(lost);
       expect(await onB.code("h1")).toBe(artifact.code);
       expect(await new ArtifactStore(a).code("h1")).toBe(artifact.code);
+    }));
+  it("a download's script-check mark under a lost quota lock is refused: an object deleted on the other host stays deleted", () =>
+    onTwoHosts(async (a, b, table) => {
+      const owner = async () => ({ quotaOwner: "dev-1", incarnation: null });
+      const onA = new ObjectService(a, new MemoryBlobStore(), owner);
+      const onB = new ObjectService(b, new MemoryBlobStore(), owner);
+      const stored = await onA.upload({
+        deployment: "d",
+        quotaOwner: "dev-1",
+        incarnation: null,
+        visibility: "public",
+        contentType: "image/svg+xml",
+        bytes: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'),
+        uploaderId: "user:1",
+        uploaderEmail: null,
+      });
+      // Stored before its record kept the rules: a download checks it again, then marks it.
+      const records = a.records<ObjectRecord>("objects");
+      const { markupRules: _kept, ...older } = stored;
+      await records.put(`d/${stored.key}`, older);
+      afterNextRead(onA, "records", "get", async () => {
+        await endLockBackend(server, table, "storage-quota:dev-1");
+        const [visibility, id] = stored.key.split("/") as [Visibility, string];
+        expect(await onB.remove({ id: "d", incarnation: null }, visibility, id, OWNER_DELETE)).toBe(true);
+      });
+      await expect(onA.markChecked(older)).rejects.toMatchObject(lost);
+      expect(await records.get(`d/${stored.key}`)).toBeUndefined();
     }));
 });
