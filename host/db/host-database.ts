@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { CursorCodec } from "./cursor.js";
+import { storedCursorKey } from "./cursor-key.js";
 import { checkHostMessage, type HostMessage, messageTexts } from "./host-message.js";
-import { hostKey } from "./keys.js";
 import {
   ClassicKv,
   type FencedWork,
@@ -82,21 +81,7 @@ export class HostDatabase {
 
   /** Opens the database on an already open store (`quota`: see {@link open}). */
   static async openStore(store: KvStore, quota?: Partial<DatabaseQuota>): Promise<HostDatabase> {
-    const keyName = hostKey("cursorKey");
-    let key = await store.get(keyName);
-    if (!key) {
-      // Two hosts starting at once: the first key written wins, both read it back.
-      await store.bus.lockAcrossProcesses("cursor-key", async (_read, fence) => {
-        if ((await store.get(keyName)) === undefined)
-          await store.batch(
-            [{ type: "put", key: keyName, value: randomBytes(32).toString("hex") }],
-            [],
-            fence,
-          );
-      });
-      key = (await store.get(keyName)) as string;
-    }
-    return new HostDatabase(store, new CursorCodec(Buffer.from(key, "hex")), databaseQuota(quota));
+    return new HostDatabase(store, new CursorCodec(await storedCursorKey(store)), databaseQuota(quota));
   }
 
   /** True when other host processes share this database. */
