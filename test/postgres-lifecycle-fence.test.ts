@@ -13,6 +13,7 @@ import { LOCK_LOST } from "../host/db/kv/index.js";
 import { advisoryKey } from "../host/db/kv/postgres-locks.js";
 import type { DeploymentRecord } from "../host/deployments/records.js";
 import type { DeploymentScopedState } from "../host/deployments/removal.js";
+import { deferred } from "./helpers/deferred.js";
 import { exportZip, importZip } from "./helpers/export-import.js";
 import { sourceCode, type TestHost } from "./helpers/host.js";
 import { endLockBackend, postgresForThisFile, postgresInstalled } from "./helpers/postgres.js";
@@ -79,20 +80,14 @@ async function onLostLock(
   fresh: () => Promise<HttpResponse>,
 ): Promise<[HttpResponse, HttpResponse]> {
   const deployment = await a.database.deployment(id);
-  let release = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let holding = () => {};
-  const held = new Promise<void>((resolve) => {
-    holding = resolve;
-  });
+  const released = deferred();
+  const held = deferred();
   const blocker = deployment.exclusive(async () => {
-    holding();
-    await released;
+    held.resolve();
+    await released.promise;
   });
   try {
-    await held;
+    await held.promise;
     const staleAnswer = stale();
     await vi.waitFor(() => expect(deployment.lock.contended).toBe(true), { timeout: 30_000, interval: 20 });
     await endLifecycleBackend(id);
@@ -110,11 +105,11 @@ async function onLostLock(
         ).not.toHaveLength(0),
       { timeout: 30_000, interval: 20 },
     );
-    release();
+    released.resolve();
     await blocker;
     return await Promise.all([staleAnswer, freshAnswer]);
   } finally {
-    release();
+    released.resolve();
     await blocker;
   }
 }

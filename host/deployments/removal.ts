@@ -214,6 +214,6 @@ export class DeploymentRemovals {
     await this.db.dropDeployment(removal.id, fence);
     for (const state of this.states) await state.purgeDeployment(removal.id, removal.quotaOwner, fence);
     // Ends the removal: its id can be used again.
-    await this.markers.batch([{ id: removal.id, value: null }], [], fence);
+    await this.markers.delete(removal.id, fence);
   }
 }
