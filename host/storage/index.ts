@@ -1,4 +1,6 @@
 /** `host/storage`: blob stores, the rules of object storage, and what may be stored and served inline. Knows nothing of Koa. */
+
+export { type ArchivedObject, archivedObject, checkArchivedObject } from "./archived-object.js";
 export type { BlobHold } from "./blob-deletions.js";
 export { type BlobStore, checkBlobKey } from "./blob-store.js";
 export { blockedContentReason, executableReason, isBlockedDeclaredType } from "./blocked-types.js";
@@ -20,11 +22,6 @@ export {
   type StorageScope,
   type Visibility,
 } from "./object-records.js";
-export {
-  type ArchivedObject,
-  archivedObject,
-  checkArchivedObject,
-  ObjectTransfer,
-} from "./object-transfer.js";
+export { ObjectTransfer } from "./object-transfer.js";
 export { ObjectService } from "./objects.js";
 export { S3BlobStore, type S3Settings } from "./s3-blob-store.js";

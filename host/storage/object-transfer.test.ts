@@ -4,7 +4,7 @@
  * taken with the text made plain, not refused: exports made before still import.
  */
 import { describe, expect, it } from "vitest";
-import { checkArchivedObject } from "./object-transfer.js";
+import { checkArchivedObject } from "./archived-object.js";
 
 const valid = {
   key: `public/${"a".repeat(22)}`,

@@ -1,4 +1,4 @@
-import { LIMITS, printable } from "../../sdk/protocol/index.js";
+import { LIMITS } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import {
   bothFences,
@@ -8,66 +8,15 @@ import {
   type LockFence,
   type RecordStore,
 } from "../db/index.js";
-import { blockedContentReason, isBlockedDeclaredType } from "./blocked-types.js";
+import { type ArchivedObject, invalidArchive } from "./archived-object.js";
+import { blockedContentReason } from "./blocked-types.js";
 import { MARKUP_RULES_VERSION } from "./markup-script.js";
 import { chargedBytes, listingId, OBJECT_NAMESPACES, quotaLockName } from "./object-keys.js";
-import { OBJECT_KEY } from "./object-limits.js";
 import { chargeOf, type ObjectRecord } from "./object-records.js";
 import type { ObjectService } from "./objects.js";
-import { contentTypeFault, isUploaderText } from "./stored-text.js";
 
 /** The script check's queue of every import: a deployment's id has no `:` (one named `import` shared it). */
 const IMPORTS_TURN = "import:";
-
-/** A stored object as an archive carries it: its record without deployment and quota owner. */
-export interface ArchivedObject {
-  key: string;
-  size: number;
-  contentType: string;
-  uploaderId: string;
-  uploaderEmail: string | null;
-  uploadedAt: number;
-}
-
-function invalid(message: string): PlatformError {
-  return new PlatformError("bad_request", `Invalid archive: ${message}`);
-}
-
-/** The archived form of `record`. */
-export function archivedObject(record: ObjectRecord): ArchivedObject {
-  const { key, size, contentType, uploaderId, uploaderEmail, uploadedAt } = record;
-  return { key, size, contentType, uploaderId, uploaderEmail, uploadedAt };
-}
-
-/** Checks one object record of an archive (`where` names its line). */
-export function checkArchivedObject(value: unknown, where: string, fileSize: number): ArchivedObject {
-  const o = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
-  if (typeof o.key !== "string" || !OBJECT_KEY.test(o.key))
-    throw invalid(`${where} has no valid object key.`);
-  if (typeof o.size !== "number" || !Number.isSafeInteger(o.size) || o.size < 0 || o.size > fileSize)
-    throw invalid(`${where} (${o.key}) has an invalid size.`);
-  if (typeof o.contentType !== "string") throw invalid(`${where} (${o.key}) has an invalid content type.`);
-  // Stored before types were checked (or written by hand): kept as plain bytes, not refused, so
-  // that every deployment's export imports again.
-  const contentType = contentTypeFault(o.contentType) ? "application/octet-stream" : o.contentType;
-  if (isBlockedDeclaredType(contentType))
-    throw new PlatformError("blocked_type", `Files of type ${contentType} cannot be stored (${o.key}).`);
-  if (typeof o.uploaderId !== "string" || o.uploaderId.length === 0)
-    throw invalid(`${where} (${o.key}) has no uploader.`);
-  if (o.uploaderEmail !== null && typeof o.uploaderEmail !== "string")
-    throw invalid(`${where} (${o.key}) has an invalid uploader email.`);
-  if (typeof o.uploadedAt !== "number" || !Number.isFinite(o.uploadedAt) || o.uploadedAt < 0)
-    throw invalid(`${where} (${o.key}) has an invalid upload time.`);
-  return {
-    key: o.key,
-    size: o.size,
-    contentType,
-    // Shown to developers as they are: text a terminal would act on is kept escaped, or dropped.
-    uploaderId: isUploaderText(o.uploaderId) ? o.uploaderId : printable(o.uploaderId).slice(0, 320),
-    uploaderEmail: o.uploaderEmail !== null && isUploaderText(o.uploaderEmail) ? o.uploaderEmail : null,
-    uploadedAt: o.uploadedAt,
-  };
-}
 
 /** The bytes of `objects`, and what they count against a quota (each file at least its minimum). */
 function sizesOf(objects: ArchivedObject[]): { bytes: number; charged: number } {
@@ -123,7 +72,7 @@ export class ObjectTransfer {
   /** Checks an archived object's bytes as an upload's are checked: size and content. */
   async checkBytes(object: ArchivedObject, bytes: Buffer): Promise<void> {
     if (bytes.length !== object.size)
-      throw invalid(`the bytes of ${object.key} are not the ${object.size} its record says.`);
+      throw invalidArchive(`the bytes of ${object.key} are not the ${object.size} its record says.`);
     // Imports take their turns at the script check together (markup-checker.ts), under a name no
     // deployment's uploads can have (their own turns are named by their ids).
     const reason = await blockedContentReason(bytes, object.contentType, IMPORTS_TURN);
