@@ -4,15 +4,21 @@
  * download's script-check mark each read under a lock across hosts and write what they decided.
  * The server ends the lock's backend between the two, and the other host takes the lock and acts.
  * The first host's write must be refused (`unavailable`, nothing written): else a code signs in
- * twice, a rotation answers a dead token, a bundle in use is removed, and a deleted object's
- * record comes back.
+ * twice, a rotation answers a dead token, a bundle in use is removed, a deleted object's record
+ * comes back, a new database's token secret or cursor key is replaced after the other host began
+ * to use it (every token it signed, every cursor it sealed, no longer verifying), and a failed
+ * deploy's discard removes the web client files the other host's deploy just staged.
  */
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { OWNER_DELETE } from "../host/access/index.js";
 import { Developers, EmailCodes, hashSecret, type UnsentCode } from "../host/auth/index.js";
+import { loadTokenSecret } from "../host/auth/token-secret.js";
+import { storedCursorKey } from "../host/db/cursor-key.js";
 import { HostDatabase, PostgresKv, type RecordStore } from "../host/db/index.js";
 import { LOCK_LOST } from "../host/db/kv/index.js";
 import { ArtifactStore } from "../host/deployments/artifacts.js";
+import { ClientFileStore } from "../host/deployments/client-files.js";
 import { MemoryBlobStore } from "../host/storage/memory-blob-store.js";
 import type { ObjectRecord, Visibility } from "../host/storage/object-records.js";
 import { ObjectService } from "../host/storage/objects.js";
@@ -36,24 +42,22 @@ async function onTwoHosts(work: (a: HostDatabase, b: HostDatabase, table: string
 }
 
 /**
- * Makes `owner`'s record store `field` run `meanwhile` once, after its next read of `method`
- * answered: the moment between a locked read and the write it decides.
+ * Makes `owner`'s record store `field` run `meanwhile` once, after its `nth` next read of `method`
+ * answered (the first by default): the moment between a locked read and the write it decides.
  */
 function afterNextRead<T>(
   owner: object,
   field: string,
   method: "get" | "someInPrefix",
   meanwhile: () => Promise<void>,
+  nth = 1,
 ) {
   const store = (owner as Record<string, RecordStore<T>>)[field] as RecordStore<T>;
   const real = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
-  let done = false;
+  let reads = 0;
   (store as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
     const answer = await real(...args);
-    if (!done) {
-      done = true;
-      await meanwhile();
-    }
+    if (++reads === nth) await meanwhile();
     return answer;
   };
 }
@@ -141,5 +145,75 @@ describe.skipIf(!postgresInstalled)("the host's locks, lost midway", () => {
       });
       await expect(onA.markChecked(older)).rejects.toMatchObject(lost);
       expect(await records.get(`d/${stored.key}`)).toBeUndefined();
+    }));
+
+  it("a token secret created under a lost lock is refused: the other host's secret is the one both use", () =>
+    onTwoHosts(async (a, b, table) => {
+      // Each host's store of secrets, as loadTokenSecret opens it; A's pauses after its locked read.
+      const openRecords = a.records.bind(a);
+      a.records = <T>(namespace: string) => {
+        const store = openRecords<T>(namespace);
+        if (namespace === "secrets")
+          afterNextRead(
+            { store },
+            "store",
+            "get",
+            async () => {
+              await endLockBackend(server, table, "token-secret");
+              await loadTokenSecret(b);
+            },
+            2,
+          );
+        return store;
+      };
+      await expect(loadTokenSecret(a)).rejects.toMatchObject(lost);
+      a.records = openRecords;
+      expect((await loadTokenSecret(a)).equals(await loadTokenSecret(b))).toBe(true);
+    }));
+
+  it("a cursor key created under a lost lock is refused: the other host's key is the one both read", async () => {
+    const table = freshTable();
+    const a = await PostgresKv.open(server.url, { table });
+    const b = await PostgresKv.open(server.url, { table });
+    try {
+      // A's first read finds no key, and so does its second, under the lock: then the lock is lost.
+      const get = a.get.bind(a);
+      let reads = 0;
+      a.get = async (key) => {
+        const value = await get(key);
+        if (++reads === 2) {
+          await endLockBackend(server, table, "cursor-key");
+          await storedCursorKey(b);
+        }
+        return value;
+      };
+      await expect(storedCursorKey(a)).rejects.toMatchObject(lost);
+      a.get = get;
+      expect((await storedCursorKey(a)).equals(await storedCursorKey(b))).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("a failed deploy's discard under a lost lifecycle lock is refused: the other host's staged client files stay", () =>
+    onTwoHosts(async (a, b, table) => {
+      const bytes = Buffer.from("<h1>hi</h1>");
+      const file = { path: "index.html", bytes, hash: createHash("sha256").update(bytes).digest("hex") };
+      const onA = new ClientFileStore(a);
+      const onB = new ClientFileStore(b);
+      let fromB: Awaited<ReturnType<ClientFileStore["stage"]>> | undefined;
+      // A stages a version, then fails; meanwhile its lock is lost and B stages the same files.
+      const discarded = a.exclusive("deployment-lifecycle:app", async (fence) => {
+        const staged = await onA.stage("app", [file], undefined);
+        await endLockBackend(server, table, "deployment-lifecycle:app");
+        fromB = await b.exclusive("deployment-lifecycle:app", () => onB.stage("app", [file], undefined));
+        await onA.discard("app", staged, undefined, fence);
+      });
+      await expect(discarded).rejects.toMatchObject(lost);
+      const ref = fromB?.ref;
+      if (!ref) throw new Error("B staged no version.");
+      const found = await onB.lookup("app", ref, "index.html", true);
+      expect(found !== "missing" && found?.bytes?.equals(bytes)).toBe(true);
     }));
 });
