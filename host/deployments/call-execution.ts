@@ -8,7 +8,7 @@ import {
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
 import { checkAppCall, checkEndpointCall } from "../access/index.js";
 import type { SessionProof } from "../auth/index.js";
-import type { HostDatabase, ReadSet } from "../db/index.js";
+import { type HostDatabase, type ReadSet, refusedForLostLock } from "../db/index.js";
 import { type IsolatePool, retryAbandoned } from "../isolates/index.js";
 import { type CallObserver, IGNORE_CALLS } from "./call-observer.js";
 import { CALL_KINDS, nextSeed } from "./dispatch.js";
@@ -245,13 +245,17 @@ export class CallExecutor {
     };
     const name = "name" in request ? request.name : handler;
     try {
-      const result = await retryAbandoned(sink, (log) =>
-        writes
-          ? database.mutate(async (tx) => {
-              if (session) session.check(await tx.readKey(session.key));
-              return idempotent ? idempotent.run(tx, () => run.inSlot(tx, log)) : run.inSlot(tx, log);
-            }, options)
-          : database.query((tx) => run.inSlot(tx, log), options),
+      // A mutation refused for a lost write lock wrote nothing: it runs again, under the lock taken anew.
+      const result = await retryAbandoned(
+        sink,
+        (log) =>
+          writes
+            ? database.mutate(async (tx) => {
+                if (session) session.check(await tx.readKey(session.key));
+                return idempotent ? idempotent.run(tx, () => run.inSlot(tx, log)) : run.inSlot(tx, log);
+              }, options)
+            : database.query((tx) => run.inSlot(tx, log), options),
+        refusedForLostLock,
       );
       const used = run.usage();
       onUsage?.(used);

@@ -1,6 +1,6 @@
 import type { BridgeIdentity, DispatchRequest } from "../../sdk/protocol/index.js";
 import { isPlatformError, PlatformError } from "../../sdk/values/index.js";
-import type { HostDatabase, Transaction } from "../db/index.js";
+import { type HostDatabase, refusedForLostLock, type Transaction } from "../db/index.js";
 import {
   type HandlerLogEntry,
   type IsolatePool,
@@ -101,5 +101,6 @@ export async function upgradeGuest(
       // Moved, and the hook run, on this incarnation's data only (see host/db/incarnation.ts).
       { handler: "auth.onGuestUpgrade", now, incarnation: record.incarnation ?? null },
     );
-  return (await retryAbandoned(sink, upgrade)).value;
+  // Refused for a lost write lock, nothing was written: it runs again under the lock taken anew.
+  return (await retryAbandoned(sink, upgrade, refusedForLostLock)).value;
 }

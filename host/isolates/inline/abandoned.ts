@@ -11,17 +11,21 @@ export class InlineAbandoned extends Error {
   }
 }
 
-/** Attempts of one call before an abandoned run is reported as `unavailable`. */
+/** Attempts of one call before an abandoned run is reported as `unavailable`, or a refused one as refused. */
 const MAX_ATTEMPTS = 3;
 
 /**
  * Runs `attempt` (a whole handler call in its own transaction) again when the isolate abandoned it
- * inline. Each attempt logs into its own buffer, handed to `sink` only for the attempt that counts,
- * so a handler's lines appear once.
+ * inline, or when `refusedUnwritten` says its failure wrote nothing, for certain, and another
+ * attempt may not meet it (a mutation's commit refused because its write lock's connection was
+ * lost: the next attempt takes the lock anew and reads what landed meanwhile). Each attempt logs
+ * into its own buffer, handed to `sink` only for the attempt that counts, so a handler's lines
+ * appear once.
  */
 export async function retryAbandoned<T, Line>(
   sink: (line: Line) => void,
   attempt: (log: (line: Line) => void) => Promise<T>,
+  refusedUnwritten: (error: unknown) => boolean = () => false,
 ): Promise<T> {
   for (let attempts = 1; ; attempts++) {
     const lines: Line[] = [];
@@ -30,10 +34,10 @@ export async function retryAbandoned<T, Line>(
       for (const line of lines) sink(line);
       return value;
     } catch (error) {
-      if (error instanceof InlineAbandoned) {
-        if (attempts < MAX_ATTEMPTS) continue;
+      const abandoned = error instanceof InlineAbandoned;
+      if ((abandoned || refusedUnwritten(error)) && attempts < MAX_ATTEMPTS) continue;
+      if (abandoned)
         throw new PlatformError("unavailable", "The handler was interrupted several times; retry.");
-      }
       for (const line of lines) sink(line);
       throw error;
     }
