@@ -129,4 +129,50 @@ describe("the host's budget of isolates' heaps", () => {
     expect(runner.isLive).toBe(false);
     expect(runner.heap.bytes).toBe(0);
   });
+
+  it("counts an isolate a redeploy replaced while a call still ran in it, for its memory limit, until the call ends", async () => {
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, maxHeapBytes: 1024 * MB });
+    pools.push(pool);
+    const limit = DEFAULT_ISOLATE_LIMITS.memoryMb * MB;
+    const runner = pool.runner("redeployed", "h1", "dev-a");
+    const answers: Array<() => void> = [];
+    const held = runner.run(
+      queryRequest("keepThenWait"),
+      () => new Promise((resolve) => answers.push(() => resolve(0))),
+    );
+    await until(() => answers.length === 1);
+    // Redeployed: the next call starts the new artifact's isolate, and the old one drains.
+    pool.runner("redeployed", "h2", "dev-a");
+    expect(await runner.run(queryRequest("ok"), () => null)).toMatchObject({ ok: true });
+    expect(runner.heap.bytes).toBeGreaterThanOrEqual(limit);
+    for (const answer of answers) answer();
+    expect(await held).toMatchObject({ ok: true, valueJson: "2" });
+    expect(runner.heap.bytes).toBeLessThan(limit);
+    expect(runner.heap.bytes).toBe(runner.heap.liveBytes);
+  });
+
+  it("stops an isolate draining past the budget, its calls failing for memory, before anyone else's", async () => {
+    const limits = { ...DEFAULT_ISOLATE_LIMITS, wallMs: 300_000 };
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, limits, maxHeapBytes: 100 * MB });
+    pools.push(pool);
+    const victim = pool.runner("victim", "h", "dev-v");
+    await victim.run(queryRequest("keep"), () => null);
+    await until(() => victim.heap.bytes > 8 * MB);
+    const runner = pool.runner("redeployer", "h1", "dev-a");
+    const answers: Array<() => void> = [];
+    const held = runner
+      .run(queryRequest("keepThenWait"), () => new Promise((resolve) => answers.push(() => resolve(0))))
+      .then(
+        () => "answered",
+        (error: { code?: string }) => error.code,
+      );
+    await until(() => answers.length === 1);
+    pool.runner("redeployer", "h2", "dev-a");
+    // Its memory limit and the victim's heap are past the budget: the draining isolate goes.
+    expect(await runner.run(queryRequest("ok"), () => null)).toMatchObject({ ok: true });
+    expect(await held).toBe("out_of_memory");
+    expect(runner.heap.bytes).toBe(runner.heap.liveBytes);
+    expect(victim.isLive).toBe(true);
+    for (const answer of answers) answer();
+  });
 });

@@ -1,3 +1,4 @@
+import { LIMITS } from "../../sdk/protocol/index.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 
 /** How often an isolate whose calls run inline has its heap read, at most (ms). */
@@ -31,13 +32,27 @@ export class HeapBudget {
 }
 
 /**
+ * Whether `bytes`, read after a call on `isolate`'s own thread, are above LIMITS.breachHeapShare of
+ * its memory limit, garbage included: such a call counts as a stop (see
+ * `DeploymentLane.markBreached`). A handler that allocates most of its heap and returns just before
+ * the limit churns memory as one that breaches does, and twenty of them would otherwise run twenty
+ * such threads at once.
+ */
+export function nearMemoryLimit(bytes: number, isolate: CapsuleIsolate): boolean {
+  return bytes > isolate.limits.memoryMb * 1024 * 1024 * LIMITS.breachHeapShare;
+}
+
+/**
  * A deployment's share of the {@link HeapBudget}: its live isolate's heap (used and external, the
- * garbage not yet collected included) at the last reading. The heap is read on the isolate's
- * thread after each call that ran there, and after one that ran inline, or while calls run, at
- * most once a second.
+ * garbage not yet collected included) at the last reading, and the memory limit of an isolate a
+ * redeploy replaced while calls still ran in it ({@link HeapWatch.drains}). The heap is read on
+ * the isolate's thread after each call that ran there, and after one that ran inline, or while
+ * calls run, at most once a second.
  */
 export class HeapWatch {
   private known = 0;
+  /** What the isolates a redeploy replaced while calls ran in them count for (see {@link drains}). */
+  private draining = 0;
   private watched: CapsuleIsolate | null = null;
   private weighing = false;
   /** A reading after a call on its own thread came while another was under way: taken after it. */
@@ -50,9 +65,34 @@ export class HeapWatch {
     private readonly weighed: (bytes: number, isolate: CapsuleIsolate, onOwnThread: boolean) => void,
   ) {}
 
-  /** Bytes the deployment's live isolate held at its last reading (0: none live, or not read yet). */
+  /** Bytes the deployment counts for: its live isolate's last reading, and what a draining one counts for. */
   get bytes(): number {
+    return this.known + this.draining;
+  }
+
+  /** Bytes the deployment's live isolate held at its last reading (0: none live, or not read yet). */
+  get liveBytes(): number {
     return this.known;
+  }
+
+  /**
+   * The watched isolate goes on running the calls in flight in it while another replaces it (a
+   * redeploy: isolate-drain.ts). Nothing reads it from now on, and its calls may still grow it, so
+   * it counts for its memory limit, `limitBytes` (its last reading if more), until the function
+   * returned is called as it is freed.
+   */
+  drains(limitBytes: number): () => void {
+    const bytes = Math.max(limitBytes, this.known);
+    this.watch(null);
+    this.draining += bytes;
+    this.budget?.moved(bytes);
+    let counted = true;
+    return () => {
+      if (!counted) return;
+      counted = false;
+      this.draining -= bytes;
+      this.budget?.moved(-bytes);
+    };
   }
 
   /** From now on `isolate` (null: none) is the deployment's live one; the last reading goes. */

@@ -2,9 +2,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { HeapEnforcement } from "./heap-enforcement.js";
 import type { IsolateKeeper } from "./isolate-keeper.js";
 
-/** A runner as the enforcement sees it: its owner, its reading, and what was done to it. */
+/**
+ * A runner as the enforcement sees it: its owner, its live isolate's reading, what an isolate
+ * draining counts for, and what was done to it.
+ */
 class FakeRunner {
-  readonly heap = { bytes: 0 };
+  readonly heap = { bytes: 0, liveBytes: 0 };
   stopped = false;
 
   constructor(
@@ -16,19 +19,29 @@ class FakeRunner {
 
   /** A new reading of `bytes`, as HeapWatch reports it to the budget. */
   read(bytes: number): void {
-    const delta = bytes - this.heap.bytes;
-    this.heap.bytes = bytes;
+    this.move(bytes - this.heap.liveBytes, bytes);
+  }
+
+  /** An isolate draining (its live one replaced) now counts for `bytes`. */
+  drain(bytes: number): void {
+    this.move(bytes - (this.heap.bytes - this.heap.liveBytes), this.heap.liveBytes);
+  }
+
+  private move(delta: number, liveBytes: number): void {
+    this.heap.bytes += delta;
+    this.heap.liveBytes = liveBytes;
     this.enforcement.budget.moved(delta);
   }
 
   forgetGoneHeap(): void {
-    if (!this.isLive && this.heap.bytes > 0) this.read(0);
+    if (!this.isLive && this.heap.liveBytes > 0) this.read(0);
   }
 
   stopForHostMemory(): void {
     this.stopped = true;
     this.isLive = false;
     this.read(0);
+    this.drain(0);
   }
 
   weighWhileBusy(): void {}
@@ -83,5 +96,17 @@ describe("holding the isolates' heaps to the budget", () => {
     bigger.read(25);
     expect([bigger.stopped, big.stopped, small.stopped, light.stopped]).toEqual([true, false, false, false]);
     expect(enforcement.budget.bytes).toBe(45);
+  });
+
+  it("weighs an isolate draining with its owner's, and stops it before another owner's busy isolate", () => {
+    const { enforcement, add } = setUp(60);
+    const victim = add("dev-v", true, true);
+    victim.read(25);
+    // Redeployed with a call still in the old isolate, not live yet again: only the drain counts.
+    const redeployer = add("dev-a", false, true);
+    redeployer.drain(50);
+    expect(redeployer.stopped).toBe(true);
+    expect(victim.stopped).toBe(false);
+    expect(enforcement.budget.bytes).toBe(25);
   });
 });

@@ -50,6 +50,7 @@ export class HeapEnforcement {
       budget: budget.maxBytes,
       over: () => budget.bytes > budget.maxBytes * EVICT_DOWN_TO,
       evict: this.evictIdle,
+      weighsDraining: true,
     });
     evictHeaviestOwnersFirst(this.runners(), {
       ownerOf,
@@ -58,6 +59,7 @@ export class HeapEnforcement {
       over: () => budget.bytes > budget.maxBytes,
       evict: (runner) => runner.stopForHostMemory(),
       busy: true,
+      weighsDraining: true,
     });
   }
 

@@ -1,9 +1,9 @@
-import { type DispatchRequest, LIMITS } from "../../sdk/protocol/index.js";
+import type { DispatchRequest } from "../../sdk/protocol/index.js";
 import { PlatformError } from "../../sdk/values/index.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 import { coldStartLaps } from "./cold-start-trace.js";
 import type { Tenant } from "./crash-subjects.js";
-import { type HeapBudget, HeapWatch } from "./heap-budget.js";
+import { type HeapBudget, HeapWatch, nearMemoryLimit } from "./heap-budget.js";
 import { InlineStanding } from "./inline/index.js";
 import { IsolateDrain } from "./isolate-drain.js";
 import type { IsolateFactory } from "./isolate-factory.js";
@@ -25,7 +25,7 @@ export class IsolateKeeper {
   private starting: Promise<CapsuleIsolate> | null = null;
   private inFlight = 0;
   private readonly stops: LimitStops;
-  /** The live isolate's heap at its last reading, the host's budget's share (see heap-budget.ts). */
+  /** The live isolate's last heap reading and a draining one's limit: the budget's share (heap-budget.ts). */
   readonly heap: HeapWatch;
   /** Set by {@link stop}: an isolate that finishes starting afterwards is freed at once. */
   private stopped = false;
@@ -59,17 +59,12 @@ export class IsolateKeeper {
     private readonly scope: () => string | undefined = () => undefined,
     /** The deployment's owner as the host knows it, for crash reports (it wins over callers'). */
     private readonly knownOwner: () => string | null | undefined = () => undefined,
-    /** The host's budget of isolates' heaps, which this deployment's live isolate counts against. */
+    /** The host's budget of isolates' heaps, which this deployment's isolates count against. */
     heapBudget: HeapBudget | null = null,
   ) {
     this.stops = new LimitStops(deploymentId, () => this.lane.markBreached(), onLimitStop);
     this.heap = new HeapWatch(heapBudget, (bytes, isolate, onOwnThread) => {
-      // A call on its own thread that leaves the heap above LIMITS.breachHeapShare of the memory
-      // limit, garbage included, counts as a stop (see DeploymentLane.markBreached): a handler that
-      // allocates most of its heap and returns just before the limit churns memory as one that
-      // breaches does, and twenty of them would otherwise run twenty such threads at once.
-      if (onOwnThread && bytes > isolate.limits.memoryMb * 1024 * 1024 * LIMITS.breachHeapShare)
-        this.lane.markBreached();
+      if (onOwnThread && nearMemoryLimit(bytes, isolate)) this.lane.markBreached();
     });
   }
 
@@ -107,9 +102,7 @@ export class IsolateKeeper {
   private async live(): Promise<CapsuleIsolate> {
     const current = this.current();
     if (current) return current;
-    this.drain.replace(this.isolate);
-    this.isolate = null;
-    this.heap.watch(null);
+    this.replaceLive();
     if (!this.starting) {
       const artifact = this.artifact;
       const lap = coldStartLaps();
@@ -171,8 +164,19 @@ export class IsolateKeeper {
   adopt(isolate: CapsuleIsolate): void {
     // From now on it serves calls (install names it): a crash in it is no longer one of deploying.
     this.artifact = isolate.artifact;
-    if (this.isolate !== isolate) this.drain.replace(this.isolate);
+    if (this.isolate !== isolate) this.replaceLive();
     this.install(isolate);
+  }
+
+  /**
+   * Replaces the live isolate: it drains while calls run in it, counted against the host's heap
+   * budget once it is no longer live (the budget may act on it at once).
+   */
+  private replaceLive(): void {
+    const old = this.isolate;
+    this.isolate = null;
+    this.drain.replace(old, (draining) => this.heap.drains(draining.limits.memoryMb * 1024 * 1024));
+    this.heap.watch(null);
   }
 
   /**
@@ -250,7 +254,7 @@ export class IsolateKeeper {
    * sentinel, isolated-vm at its memory limit): kept, it counted against the host's budget for good.
    */
   forgetGoneHeap(): void {
-    if (!this.isLive && this.heap.bytes > 0) this.heap.watch(null);
+    if (!this.isLive && this.heap.liveBytes > 0) this.heap.watch(null);
   }
 
   /** Reads the live isolate's heap while calls run in it, when due (see HeapWatch.whileBusy). */
@@ -260,11 +264,12 @@ export class IsolateKeeper {
   }
 
   /**
-   * Stops the live isolate, calls in flight and all, because the host's isolates hold more memory
-   * than their budget (see heap-enforcement.ts); its calls fail with `out_of_memory` and count as
-   * a stop for its memory. Its heap leaves the budget at once.
+   * Stops the live isolate, and one draining, calls in flight and all, because the host's isolates
+   * hold more memory than their budget (see heap-enforcement.ts); their calls fail with
+   * `out_of_memory` and count as a stop for its memory. Their heaps leave the budget at once.
    */
   stopForHostMemory(): void {
+    this.drain.stop("host-memory");
     // The live one, whatever artifact it runs: its reading is what the budget counted.
     const isolate = this.isolate;
     if (!isolate || isolate.isDisposed) return;

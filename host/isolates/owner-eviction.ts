@@ -20,6 +20,12 @@ export interface EvictionRule<T> {
   budget?: number;
   /** Takes busy runners, the heaviest first, instead of idle ones (see {@link evictHeaviestOwnersFirst}). */
   busy?: boolean;
+  /**
+   * Weighs runners with no live isolate too: their weight is an isolate a redeploy replaced while
+   * calls still ran in it (isolate-drain.ts), which counts for its owner, and which a busy rule may
+   * take (its calls fail).
+   */
+  weighsDraining?: boolean;
 }
 
 /**
@@ -36,19 +42,20 @@ export function evictHeaviestOwnersFirst<T extends Evictable>(
   runners: Iterable<T>,
   rule: EvictionRule<T>,
 ): void {
-  const { ownerOf, weightOf, over, evict, budget, busy = false } = rule;
+  const { ownerOf, weightOf, over, evict, budget, busy = false, weighsDraining = false } = rule;
   const owners = new Map<string, { weight: number; candidates: T[] }>();
   for (const runner of runners) {
-    if (!runner.isLive) continue;
+    const weight = runner.isLive || weighsDraining ? weightOf(runner) : 0;
+    if (!runner.isLive && weight <= 0) continue;
     const key = ownerOf(runner);
     let owner = owners.get(key);
     if (!owner) {
       owner = { weight: 0, candidates: [] };
       owners.set(key, owner);
     }
-    const weight = weightOf(runner);
     owner.weight += weight;
-    if (runner.busy === busy && weight > 0) owner.candidates.push(runner);
+    // An idle runner with no live isolate has nothing to evict.
+    if (runner.busy === busy && weight > 0 && (runner.isLive || busy)) owner.candidates.push(runner);
   }
   if (busy) for (const owner of owners.values()) owner.candidates.sort((a, b) => weightOf(b) - weightOf(a));
   const share = budget !== undefined && owners.size > 0 ? budget / owners.size : Number.NEGATIVE_INFINITY;
