@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { queryRequest } from "../../test/helpers/query-request.js";
 import { DEFAULT_INLINE_POLICY } from "./inline/index.js";
+import type { IsolateKeeper } from "./isolate-keeper.js";
 import { IsolatePool } from "./isolate-pool.js";
 import { DEFAULT_ISOLATE_LIMITS } from "./limits.js";
 
@@ -26,6 +27,30 @@ afterAll(() => Promise.all(pools.map((pool) => pool.close())));
 async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 2000 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
   expect(check()).toBe(true);
+}
+
+/**
+ * Calls of `keepThenWait` whose platform call waits until {@link answerAll}: `holding(runner)`
+ * starts one and, once it waits there, answers its outcome to come (boxed: awaited, it would wait
+ * for the call).
+ */
+function heldCalls() {
+  const answers: Array<() => void> = [];
+  const holding = async (runner: IsolateKeeper) => {
+    const waiting = answers.length;
+    const outcome = runner
+      .run(queryRequest("keepThenWait"), () => new Promise((resolve) => answers.push(() => resolve(0))))
+      .then(
+        () => "answered",
+        (error: { code?: string }) => error.code,
+      );
+    await until(() => answers.length === waiting + 1);
+    return { outcome };
+  };
+  const answerAll = () => {
+    for (const answer of answers.splice(0)) answer();
+  };
+  return { holding, answerAll };
 }
 
 describe("the host's budget of isolates' heaps", () => {
@@ -151,28 +176,53 @@ describe("the host's budget of isolates' heaps", () => {
     expect(runner.heap.bytes).toBe(runner.heap.liveBytes);
   });
 
-  it("stops an isolate draining past the budget, its calls failing for memory, before anyone else's", async () => {
+  it("stops an isolate draining past the budget before another developer's busy isolate, and counts no breach for it", async () => {
     const limits = { ...DEFAULT_ISOLATE_LIMITS, wallMs: 300_000 };
     const pool = new IsolatePool(async () => CODE, { ...THREADED, limits, maxHeapBytes: 100 * MB });
     pools.push(pool);
+    const { holding, answerAll } = heldCalls();
     const victim = pool.runner("victim", "h", "dev-v");
     await victim.run(queryRequest("keep"), () => null);
     await until(() => victim.heap.bytes > 8 * MB);
+    // Another developer's deployment, busy, past an even share of the budget (a third of it).
+    const busy = pool.runner("busy", "h", "dev-b");
+    for (let i = 0; i < 3; i++) await busy.run(queryRequest("keep"), () => null);
+    const { outcome: busyCall } = await holding(busy);
+    await until(() => busy.heap.bytes > 36 * MB);
     const runner = pool.runner("redeployer", "h1", "dev-a");
-    const answers: Array<() => void> = [];
-    const held = runner
-      .run(queryRequest("keepThenWait"), () => new Promise((resolve) => answers.push(() => resolve(0))))
-      .then(
-        () => "answered",
-        (error: { code?: string }) => error.code,
-      );
-    await until(() => answers.length === 1);
+    const { outcome: drainingCall } = await holding(runner);
     pool.runner("redeployer", "h2", "dev-a");
-    // Its memory limit and the victim's heap are past the budget: the draining isolate goes.
+    // The draining isolate's memory limit takes the heaps past the budget: it goes, alone.
     expect(await runner.run(queryRequest("ok"), () => null)).toMatchObject({ ok: true });
-    expect(await held).toBe("out_of_memory");
+    answerAll();
+    expect(await drainingCall).toBe("out_of_memory");
+    expect(await busyCall).toBe("answered");
     expect(runner.heap.bytes).toBe(runner.heap.liveBytes);
     expect(victim.isLive).toBe(true);
-    for (const answer of answers) answer();
+    // Not a breach of the redeployed deployment: its next calls run (two stops in a row pause it).
+    expect(await runner.run(queryRequest("ok"), () => null)).toMatchObject({ ok: true });
+  });
+
+  it("counts one stop when the host's memory stops a deployment's live isolate and the one draining", async () => {
+    const limits = { ...DEFAULT_ISOLATE_LIMITS, wallMs: 300_000 };
+    const pool = new IsolatePool(async () => CODE, { ...THREADED, limits, maxHeapBytes: 200 * MB });
+    pools.push(pool);
+    const { holding, answerAll } = heldCalls();
+    const runner = pool.runner("twice", "h1", "dev-a");
+    const { outcome: draining } = await holding(runner);
+    pool.runner("twice", "h2", "dev-a");
+    // The new artifact's isolate starts for this call, the old one drains: both busy, under the budget.
+    const { outcome: live } = await holding(runner);
+    await until(() => runner.heap.liveBytes > 16 * MB);
+    // Another developer's deployment grows until the heaps are past the budget: both of dev-a's go.
+    const victim = pool.runner("grower", "h", "dev-v");
+    for (let i = 0; i < 10 && runner.busy; i++) await victim.run(queryRequest("keep"), () => null);
+    // Its last reading may come after its call: the stops with it.
+    await until(() => !runner.busy);
+    answerAll();
+    expect([await draining, await live]).toEqual(["out_of_memory", "out_of_memory"]);
+    expect(victim.isLive).toBe(true);
+    // One stop: not paused (two in a row would pause it).
+    expect(await runner.run(queryRequest("ok"), () => null)).toMatchObject({ ok: true });
   });
 });

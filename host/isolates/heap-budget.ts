@@ -1,5 +1,6 @@
 import { LIMITS } from "../../sdk/protocol/index.js";
 import type { CapsuleIsolate } from "./capsule-isolate.js";
+import type { DrainCount } from "./isolate-drain.js";
 
 /** How often an isolate whose calls run inline has its heap read, at most (ms). */
 const WEIGH_INLINE_EVERY_MS = 1000;
@@ -78,20 +79,27 @@ export class HeapWatch {
   /**
    * The watched isolate goes on running the calls in flight in it while another replaces it (a
    * redeploy: isolate-drain.ts). Nothing reads it from now on, and its calls may still grow it, so
-   * it counts for its memory limit, `limitBytes` (its last reading if more), until the function
-   * returned is called as it is freed.
+   * it counts for its memory limit, `limitBytes` (its last reading if more), from the count's
+   * charge to its release.
    */
-  drains(limitBytes: number): () => void {
+  drains(limitBytes: number): DrainCount {
     const bytes = Math.max(limitBytes, this.known);
     this.watch(null);
-    this.draining += bytes;
-    this.budget?.moved(bytes);
-    let counted = true;
-    return () => {
-      if (!counted) return;
-      counted = false;
-      this.draining -= bytes;
-      this.budget?.moved(-bytes);
+    let state: "made" | "charged" | "released" = "made";
+    return {
+      charge: () => {
+        if (state !== "made") return;
+        state = "charged";
+        this.draining += bytes;
+        this.budget?.moved(bytes);
+      },
+      release: () => {
+        const was = state;
+        state = "released";
+        if (was !== "charged") return;
+        this.draining -= bytes;
+        this.budget?.moved(-bytes);
+      },
     };
   }
 

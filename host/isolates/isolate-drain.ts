@@ -1,9 +1,16 @@
 import type { CapsuleIsolate } from "./capsule-isolate.js";
 
-/** Ends the count of a draining isolate against the host's heap budget (see `HeapWatch.drains`). */
-export type Uncount = () => void;
+/**
+ * A draining isolate's count against the host's heap budget (see `HeapWatch.drains`): `charge`
+ * starts it, `release` ends it (once, whenever it comes). Charging may set the budget's
+ * enforcement going at once, which may free the isolate, releasing the count, before it returns.
+ */
+export interface DrainCount {
+  charge(): void;
+  release(): void;
+}
 
-const NOTHING_COUNTED: Uncount = () => {};
+const NOTHING_COUNTED = (): void => {};
 
 /**
  * A deployment's isolates that calls chose, counted until those calls end, and the one a redeploy
@@ -14,7 +21,7 @@ export class IsolateDrain {
   private readonly holds = new Map<CapsuleIsolate, number>();
   /** The isolate a redeploy replaced while calls still ran in it: freed once they end. */
   private draining: CapsuleIsolate | null = null;
-  private uncount: Uncount = NOTHING_COUNTED;
+  private uncount: () => void = NOTHING_COUNTED;
 
   /**
    * Frees `old`, which a new artifact's isolate replaces, once the calls that chose it have ended:
@@ -25,7 +32,7 @@ export class IsolateDrain {
    * that: else a developer redeploying each of many deployments with a call held in flight kept
    * one isolate per deployment that no budget saw.
    */
-  replace(old: CapsuleIsolate | null, count: (old: CapsuleIsolate) => Uncount = () => NOTHING_COUNTED): void {
+  replace(old: CapsuleIsolate | null, count?: (old: CapsuleIsolate) => DrainCount): void {
     // No isolate, or one stopped for a limit: the one draining goes on draining.
     if (!old || old.isDisposed) return;
     this.stop();
@@ -34,10 +41,12 @@ export class IsolateDrain {
       return;
     }
     this.draining = old;
-    const uncount = count(old);
-    // Counted past the budget, it may have been stopped at once (heap-enforcement.ts).
-    if (this.draining === old) this.uncount = uncount;
-    else uncount();
+    if (!count) return;
+    // Its release is in place before the charge: should the charge have it stopped at once
+    // (heap-enforcement.ts), the budget sees it freed before it looks for more to stop.
+    const counted = count(old);
+    this.uncount = counted.release;
+    counted.charge();
   }
 
   /** Counts a call that chose `isolate` until the function returned is called (see {@link replace}). */
@@ -56,9 +65,9 @@ export class IsolateDrain {
 
   /**
    * Frees the isolate draining at once (a deleted deployment, a closing host: its calls fail), or
-   * stops it for the host's memory (its calls fail with `out_of_memory`).
+   * stops it for the host's memory (its calls fail with `out_of_memory`); answers it, if any.
    */
-  stop(reason?: "host-memory"): void {
+  stop(reason?: "host-memory"): CapsuleIsolate | null {
     const draining = this.draining;
     const uncount = this.uncount;
     this.draining = null;
@@ -66,5 +75,6 @@ export class IsolateDrain {
     if (reason) draining?.stop(reason);
     else draining?.dispose();
     uncount();
+    return draining;
   }
 }

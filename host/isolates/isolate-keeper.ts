@@ -266,10 +266,12 @@ export class IsolateKeeper {
   /**
    * Stops the live isolate, and one draining, calls in flight and all, because the host's isolates
    * hold more memory than their budget (see heap-enforcement.ts); their calls fail with
-   * `out_of_memory` and count as a stop for its memory. Their heaps leave the budget at once.
+   * `out_of_memory`, the live one's counting as a stop for its memory. Their heaps leave the budget
+   * at once.
    */
   stopForHostMemory(): void {
-    this.drain.stop("host-memory");
+    const drained = this.drain.stop("host-memory");
+    if (drained) this.stops.notCounted(drained);
     // The live one, whatever artifact it runs: its reading is what the budget counted.
     const isolate = this.isolate;
     if (!isolate || isolate.isDisposed) return;

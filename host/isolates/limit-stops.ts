@@ -27,6 +27,8 @@ export class LimitStops {
   readonly pause: BreachPause;
   /** The last isolate stopped for a limit, so that its executions count one stop. */
   private lastStopped: object | null = null;
+  /** Isolates whose stops count for nothing (see {@link notCounted}). */
+  private readonly forgiven = new WeakSet<object>();
   /** Calls answered since the last stop for a limit (or since the deployment's runner started). */
   private answeredSinceStop = 0;
 
@@ -46,10 +48,19 @@ export class LimitStops {
 
   /** A call in `isolate` failed with `error`: true when that is a stop for a limit counted just now. */
   failed(error: unknown, isolate: { isDisposed: boolean }): boolean {
-    if (isolate === this.lastStopped) return false;
+    if (isolate === this.lastStopped || this.forgiven.has(isolate)) return false;
     const limit = limitStoppedFor(error, isolate);
     if (limit) this.stopped(isolate, limit);
     return limit !== undefined;
+  }
+
+  /**
+   * The failures of `isolate`'s calls count as no stop: an isolate a redeploy replaced, stopped for
+   * the host's memory while its calls drained (the deployment's live isolate may be stopped with
+   * it, which counts; a redeploy alone breaches nothing).
+   */
+  notCounted(isolate: object): void {
+    this.forgiven.add(isolate);
   }
 
   /** `isolate` was stopped for `limit` (unless it was counted already). */
