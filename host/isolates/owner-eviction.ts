@@ -15,7 +15,7 @@ export interface EvictionRule<T> {
   evict: (runner: T) => void;
   /**
    * With a budget, an owner whose live runners weigh no more than their even share of it (the
-   * budget over the owners with some live) is never picked.
+   * budget over the owners with some live, or weighed draining) is never picked.
    */
   budget?: number;
   /** Takes busy runners, the heaviest first, instead of idle ones (see {@link evictHeaviestOwnersFirst}). */
