@@ -168,10 +168,7 @@ export class IsolateKeeper {
     this.install(isolate);
   }
 
-  /**
-   * Replaces the live isolate: it drains while calls run in it, counted against the host's heap
-   * budget once it is no longer live (the budget may act on it at once).
-   */
+  /** Takes the live isolate out: it drains while calls run in it, counted once no longer live. */
   private replaceLive(): void {
     const old = this.isolate;
     this.isolate = null;
