@@ -217,7 +217,7 @@ describe("the host's budget of isolates' heaps", () => {
     // Another developer's deployment grows until the heaps are past the budget: both of dev-a's go.
     const victim = pool.runner("grower", "h", "dev-v");
     for (let i = 0; i < 10 && runner.busy; i++) await victim.run(queryRequest("keep"), () => null);
-    // Its last reading may come after its call: the stops with it.
+    // The grower's last reading may come after its call returns, and the stops with it.
     await until(() => !runner.busy);
     answerAll();
     expect([await draining, await live]).toEqual(["out_of_memory", "out_of_memory"]);
