@@ -32,7 +32,7 @@ export class IsolateDrain {
    * that: else a developer redeploying each of many deployments with a call held in flight kept
    * one isolate per deployment that no budget saw.
    */
-  replace(old: CapsuleIsolate | null, count?: (old: CapsuleIsolate) => DrainCount): void {
+  replace(old: CapsuleIsolate | null, count: (old: CapsuleIsolate) => DrainCount): void {
     // No isolate, or one stopped for a limit: the one draining goes on draining.
     if (!old || old.isDisposed) return;
     this.stop();
@@ -41,7 +41,6 @@ export class IsolateDrain {
       return;
     }
     this.draining = old;
-    if (!count) return;
     // Its release is in place before the charge: should the charge have it stopped at once
     // (heap-enforcement.ts), the budget sees it freed before it looks for more to stop.
     const counted = count(old);
